@@ -1,0 +1,3 @@
+module github.com/didnmf/didnmf
+
+go 1.25.3

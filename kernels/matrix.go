@@ -1,0 +1,251 @@
+// Package kernels holds the numerics of didnmf: data blocks, the per-shard steps of DID and of
+// every algorithm the DID paper compares, the B updates, NNLS, initialisation, stopping and an
+// in-process driver. It is pure and deterministic: no actors, no network, no files.
+//
+// Notation follows Gao & Chu (AAAI 2018): X is M x N with samples as columns, B is M x K (the
+// basis), C is K x N (the coefficients), and the objective is 1/2 ||X - BC||_F^2. A shard owns a
+// contiguous range of columns of X and C and a replica of B.
+//
+// Storage:
+//   - X blocks are [Dense] (column-major, each sample contiguous) or [CSC] (compressed sparse
+//     columns);
+//   - B is column-major M x K: column k is B[k*M : (k+1)*M];
+//   - C is column-major K x n: sample j's coefficients are C[j*K : (j+1)*K].
+//
+// A user's (N, M) row-major array, samples as rows, is exactly X in column-major order.
+package kernels
+
+import (
+	"fmt"
+	"math"
+)
+
+// Block is a column block of the data matrix X: a *Dense or a *CSC.
+type Block interface {
+	// Dims returns the number of rows (features, M) and columns (samples) of the block.
+	Dims() (rows, cols int)
+	// NNZ returns the number of stored entries (rows*cols for a dense block).
+	NNZ() int
+	// SqNorm returns the squared Frobenius norm of the block.
+	SqNorm() float64
+	// Sum returns the sum of all entries.
+	Sum() float64
+	// ColSlice returns columns [lo, hi) as a block that shares storage with this one.
+	ColSlice(lo, hi int) Block
+}
+
+// Dense is a dense M x N block stored column-major: column j is Data[j*Rows : (j+1)*Rows].
+type Dense struct {
+	Rows, Cols int
+	Data       []float64
+}
+
+// NewDense allocates a zero M x N dense block.
+func NewDense(rows, cols int) *Dense {
+	return &Dense{Rows: rows, Cols: cols, Data: make([]float64, rows*cols)}
+}
+
+// Dims implements Block.
+func (d *Dense) Dims() (int, int) { return d.Rows, d.Cols }
+
+// NNZ implements Block.
+func (d *Dense) NNZ() int { return d.Rows * d.Cols }
+
+// Col returns column j, sharing storage.
+func (d *Dense) Col(j int) []float64 { return d.Data[j*d.Rows : (j+1)*d.Rows] }
+
+// At returns the entry in row i, column j.
+func (d *Dense) At(i, j int) float64 { return d.Data[j*d.Rows+i] }
+
+// SqNorm implements Block.
+func (d *Dense) SqNorm() float64 { return sqNorm(d.Data) }
+
+// Sum implements Block.
+func (d *Dense) Sum() float64 { return sum(d.Data) }
+
+// ColSlice implements Block.
+func (d *Dense) ColSlice(lo, hi int) Block {
+	return &Dense{Rows: d.Rows, Cols: hi - lo, Data: d.Data[lo*d.Rows : hi*d.Rows]}
+}
+
+// CSC is a sparse M x N block in compressed sparse column form: the entries of column j are
+// Val[ColPtr[j]:ColPtr[j+1]] in rows RowIdx[ColPtr[j]:ColPtr[j+1]], rows strictly increasing.
+// ColPtr[0] need not be zero, so that column slices share storage.
+type CSC struct {
+	Rows, Cols int
+	ColPtr     []int
+	RowIdx     []int32
+	Val        []float64
+}
+
+// Dims implements Block.
+func (s *CSC) Dims() (int, int) { return s.Rows, s.Cols }
+
+// NNZ implements Block.
+func (s *CSC) NNZ() int { return s.ColPtr[s.Cols] - s.ColPtr[0] }
+
+// SqNorm implements Block.
+func (s *CSC) SqNorm() float64 { return sqNorm(s.Val[s.ColPtr[0]:s.ColPtr[s.Cols]]) }
+
+// Sum implements Block.
+func (s *CSC) Sum() float64 { return sum(s.Val[s.ColPtr[0]:s.ColPtr[s.Cols]]) }
+
+// ColSlice implements Block.
+func (s *CSC) ColSlice(lo, hi int) Block {
+	return &CSC{Rows: s.Rows, Cols: hi - lo, ColPtr: s.ColPtr[lo : hi+1], RowIdx: s.RowIdx, Val: s.Val}
+}
+
+// Validate checks the structural invariants of a CSC block: monotone column pointers, row
+// indices in range and strictly increasing within a column.
+func (s *CSC) Validate() error {
+	if len(s.ColPtr) != s.Cols+1 {
+		return fmt.Errorf("csc: %d column pointers for %d columns", len(s.ColPtr), s.Cols)
+	}
+	for j := 0; j < s.Cols; j++ {
+		lo, hi := s.ColPtr[j], s.ColPtr[j+1]
+		if lo > hi || lo < 0 || hi > len(s.RowIdx) || hi > len(s.Val) {
+			return fmt.Errorf("csc: column %d has bad pointers [%d, %d)", j, lo, hi)
+		}
+		prev := int32(-1)
+		for p := lo; p < hi; p++ {
+			r := s.RowIdx[p]
+			if r <= prev || int(r) >= s.Rows {
+				return fmt.Errorf("csc: column %d: row index %d out of order or range", j, r)
+			}
+			prev = r
+		}
+	}
+	return nil
+}
+
+// ToDense returns the block as a dense block (a copy for CSC, the block itself for Dense).
+func ToDense(b Block) *Dense {
+	switch x := b.(type) {
+	case *Dense:
+		return x
+	case *CSC:
+		d := NewDense(x.Rows, x.Cols)
+		for j := 0; j < x.Cols; j++ {
+			col := d.Col(j)
+			for p := x.ColPtr[j]; p < x.ColPtr[j+1]; p++ {
+				col[x.RowIdx[p]] = x.Val[p]
+			}
+		}
+		return d
+	}
+	panic(fmt.Sprintf("kernels: unknown block type %T", b))
+}
+
+// ToCSC returns the block in CSC form, dropping explicit zeros of a dense block.
+func ToCSC(b Block) *CSC {
+	switch x := b.(type) {
+	case *CSC:
+		return x
+	case *Dense:
+		nnz := 0
+		for _, v := range x.Data {
+			if v != 0 {
+				nnz++
+			}
+		}
+		s := &CSC{Rows: x.Rows, Cols: x.Cols, ColPtr: make([]int, x.Cols+1),
+			RowIdx: make([]int32, 0, nnz), Val: make([]float64, 0, nnz)}
+		for j := 0; j < x.Cols; j++ {
+			for i, v := range x.Col(j) {
+				if v != 0 {
+					s.RowIdx = append(s.RowIdx, int32(i))
+					s.Val = append(s.Val, v)
+				}
+			}
+			s.ColPtr[j+1] = len(s.Val)
+		}
+		return s
+	}
+	panic(fmt.Sprintf("kernels: unknown block type %T", b))
+}
+
+// CheckEntries returns an error naming the first entry of b that is NaN, infinite or negative.
+// Row and column are 0-based within the block.
+func CheckEntries(b Block) error {
+	bad := func(v float64) bool { return !(v >= 0) || math.IsInf(v, 1) }
+	switch x := b.(type) {
+	case *Dense:
+		for p, v := range x.Data {
+			if bad(v) {
+				return &EntryError{Row: p % x.Rows, Col: p / x.Rows, Value: v}
+			}
+		}
+	case *CSC:
+		for j := 0; j < x.Cols; j++ {
+			for p := x.ColPtr[j]; p < x.ColPtr[j+1]; p++ {
+				if bad(x.Val[p]) {
+					return &EntryError{Row: int(x.RowIdx[p]), Col: j, Value: x.Val[p]}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// EntryError reports an entry that NMF cannot take: NaN, infinite or negative. Row is the
+// feature (row of X) and Col the sample (column of X), both 0-based.
+type EntryError struct {
+	Row, Col int
+	Value    float64
+}
+
+func (e *EntryError) Error() string {
+	what := "negative value"
+	switch {
+	case math.IsNaN(e.Value):
+		what = "NaN"
+	case math.IsInf(e.Value, 0):
+		what = "infinite value"
+	}
+	return fmt.Sprintf("sample %d, feature %d: %s %v (NMF needs finite nonnegative entries)", e.Col, e.Row, what, e.Value)
+}
+
+func sqNorm(x []float64) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += x[i] * x[i]
+		s1 += x[i+1] * x[i+1]
+		s2 += x[i+2] * x[i+2]
+		s3 += x[i+3] * x[i+3]
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i] * x[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+func sum(x []float64) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += x[i]
+		s1 += x[i+1]
+		s2 += x[i+2]
+		s3 += x[i+3]
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// ColumnRanges splits n columns into p contiguous ranges of near-equal size; the first n%p
+// ranges get one column more. Range s is [r[s], r[s+1]).
+func ColumnRanges(n, p int) []int {
+	r := make([]int, p+1)
+	q, rem := n/p, n%p
+	for s := 0; s < p; s++ {
+		w := q
+		if s < rem {
+			w++
+		}
+		r[s+1] = r[s] + w
+	}
+	return r
+}
