@@ -1,0 +1,54 @@
+package kernels
+
+import "github.com/didnmf/didnmf/kernels/nnls"
+
+// ANLS (Kim & Park 2011): alternately solve the two NNLS subproblems exactly with block
+// principal pivoting,
+//
+//	C <- argmin_{C>=0} ||X - BC||^2   (columns: G = B^T B, F = B^T X)
+//	B <- argmin_{B>=0} ||X - BC||^2   (rows:    G = C C^T, F = C X^T)
+//
+// each warm-started from the previous solution's passive set.
+func runANLS(e *shardEnv) {
+	e.B, e.C = e.initialize()
+	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
+	b, c := e.B, e.C
+	ops := newBlockOps(x, k, e.spec.Pool)
+	sqX := x.SqNorm()
+	h := make([]float64, k*n)
+	g := make([]float64, k*k)
+	a := make([]float64, m*k)
+	v := make([]float64, k*k)
+	ft := make([]float64, k*m)
+	bt := make([]float64, k*m)
+	wsC := laneWorkspaces(len(ops.lanes)-1, k)
+	wsB := nnls.NewWorkspace(k)
+	initial := ResidualSq(x, b, c, k, e.spec.Pool)
+	for it := 1; ; it++ {
+		ops.btx(b, h)
+		gramCols(b, m, k, g)
+		ops.run(func(l, lo, hi int) {
+			wsC[l].Solve(g, h[lo*k:hi*k], c[lo*k:hi*k], hi-lo, true)
+		})
+		ops.xct(c, a)
+		ops.cct(c, v)
+		transpose(ft, a, m, k)
+		transpose(bt, b, m, k)
+		wsB.Solve(v, ft, bt, m, true)
+		for i := 0; i < m; i++ {
+			for p := 0; p < k; p++ {
+				b[p*m+i] = bt[i*k+p]
+			}
+		}
+		gramCols(b, m, k, g)
+		e.iterationDone(it, gramObjective(sqX, b, a, g, v), initial)
+	}
+}
+
+func laneWorkspaces(lanes, k int) []*nnls.Workspace {
+	ws := make([]*nnls.Workspace, lanes)
+	for l := range ws {
+		ws[l] = nnls.NewWorkspace(k)
+	}
+	return ws
+}

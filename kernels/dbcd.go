@@ -1,0 +1,199 @@
+package kernels
+
+// DBCD (Gao & Chu 2018, Algorithm 2) and its sequential form BCD. A shard keeps its residual
+// E_i = X_i - B C_i. Each iteration it updates C_i by coordinate descent on E_i, then for each
+// component k: y_k = sum_j (e_j + b_k c_kj) c_kj and z_k = sum_j c_kj^2 are summed over all
+// shards (one allreduce per component, K per iteration), b_k <- max(0, y_k / z_k), and
+// E_i -= db_k c_k. BCD runs the same updates with the sums formed locally.
+//
+// The objective is tracked exactly without extra passes: phase 0 also carries ||E_i||^2 before
+// and after the C update, and each B column step changes it by
+// -2 db_k·(y_k - b_k z_k) + ||db_k||^2 z_k, all from reduced values.
+
+// residualShard holds the residual of a block and runs DBCD's local work on lanes.
+type residualShard struct {
+	x       Block
+	m, n, k int
+	pool    *Pool
+	lanes   []int
+	e       []float64 // M x n residual, column-major
+	g       []float64
+	b, c    []float64
+	laneY   [][]float64
+	laneZ   []float64
+	laneObj [][2]float64
+	// A pending column step of B not yet applied to e: e -= pendDB c_pendK.
+	pendK  int
+	pendDB []float64
+	phaseK int
+	cFn    func(int)
+	yFn    func(int)
+}
+
+func newResidualShard(x Block, k int, pool *Pool, b, c []float64) *residualShard {
+	m, n := x.Dims()
+	lanes := laneBounds(&Dense{Rows: m, Cols: n}, k)
+	s := &residualShard{x: x, m: m, n: n, k: k, pool: pool, lanes: lanes, b: b, c: c,
+		e: make([]float64, m*n), g: make([]float64, k*k), pendK: -1, pendDB: make([]float64, m),
+		laneY: make([][]float64, len(lanes)-1), laneZ: make([]float64, len(lanes)-1),
+		laneObj: make([][2]float64, len(lanes)-1)}
+	for l := range s.laneY {
+		s.laneY[l] = make([]float64, m)
+	}
+	s.cFn, s.yFn = s.cLane, s.yLane
+	// e = X - B C
+	pool.Run(len(lanes)-1, func(l int) {
+		for j := lanes[l]; j < lanes[l+1]; j++ {
+			ej := s.e[j*m : (j+1)*m]
+			switch xb := x.(type) {
+			case *Dense:
+				copy(ej, xb.Col(j))
+			case *CSC:
+				for t := xb.ColPtr[j]; t < xb.ColPtr[j+1]; t++ {
+					ej[xb.RowIdx[t]] = xb.Val[t]
+				}
+			}
+			for p, cp := range c[j*k : (j+1)*k] {
+				if cp != 0 {
+					axpy(ej, -cp, b[p*m:(p+1)*m])
+				}
+			}
+		}
+	})
+	return s
+}
+
+// applyPending applies the pending B column step to column j of e.
+func (s *residualShard) applyPending(ej []float64, j int) {
+	if s.pendK >= 0 {
+		if cp := s.c[j*s.k+s.pendK]; cp != 0 {
+			axpy(ej, -cp, s.pendDB)
+		}
+	}
+}
+
+// updateC runs the C update on all columns and returns ||E||^2 before and after it.
+func (s *residualShard) updateC() (prev, post float64) {
+	gramCols(s.b, s.m, s.k, s.g)
+	s.pool.Run(len(s.lanes)-1, s.cFn)
+	s.pendK = -1
+	for _, o := range s.laneObj {
+		prev += o[0]
+		post += o[1]
+	}
+	return prev, post
+}
+
+func (s *residualShard) cLane(l int) {
+	m, k := s.m, s.k
+	var prev, post float64
+	for j := s.lanes[l]; j < s.lanes[l+1]; j++ {
+		ej := s.e[j*m : (j+1)*m]
+		s.applyPending(ej, j)
+		prev += dot(ej, ej)
+		residualCoef(ej, s.b, s.g, s.c[j*k:(j+1)*k], m, k)
+		post += dot(ej, ej)
+	}
+	s.laneObj[l] = [2]float64{prev, post}
+}
+
+// columnSums returns y = sum_j (e_j + b_k c_kj) c_kj (written into y) and z = sum_j c_kj^2,
+// after applying any pending step to e.
+func (s *residualShard) columnSums(k int, y []float64) (z float64) {
+	s.phaseK = k
+	s.pool.Run(len(s.lanes)-1, s.yFn)
+	s.pendK = -1
+	copy(y, s.laneY[0])
+	z = s.laneZ[0]
+	for l := 1; l < len(s.laneY); l++ {
+		for i, v := range s.laneY[l] {
+			y[i] += v
+		}
+		z += s.laneZ[l]
+	}
+	axpy(y, z, s.b[k*s.m:(k+1)*s.m])
+	return z
+}
+
+func (s *residualShard) yLane(l int) {
+	m, k, kk := s.m, s.k, s.phaseK
+	y := s.laneY[l]
+	clear64(y)
+	var z float64
+	for j := s.lanes[l]; j < s.lanes[l+1]; j++ {
+		ej := s.e[j*m : (j+1)*m]
+		s.applyPending(ej, j)
+		if cp := s.c[j*k+kk]; cp != 0 {
+			axpy(y, cp, ej)
+			z += cp * cp
+		}
+	}
+	s.laneY[l], s.laneZ[l] = y, z
+}
+
+// stepB sets b_k = max(0, y/z) (unchanged when z = 0), records the step as pending for e and
+// returns the change of ||E||^2 it causes.
+func (s *residualShard) stepB(k int, y []float64, z float64) float64 {
+	if !(z > 0) {
+		return 0
+	}
+	bk := s.b[k*s.m : (k+1)*s.m]
+	var cross, sq float64
+	for i, yi := range y {
+		nb := yi / z
+		if nb < 0 {
+			nb = 0
+		}
+		d := nb - bk[i]
+		// E^(k-1) c_k^T = y - b_k_old z
+		cross += d * (yi - bk[i]*z)
+		sq += d * d
+		s.pendDB[i] = d
+		bk[i] = nb
+	}
+	s.pendK = k
+	return -2*cross + sq*z
+}
+
+func runDBCD(e *shardEnv) { runResidualBCD(e, true) }
+
+func runBCD(e *shardEnv) { runResidualBCD(e, false) }
+
+func runResidualBCD(e *shardEnv, distributed bool) {
+	e.B, e.C = e.initialize()
+	m, k := e.rows, e.k
+	sh := newResidualShard(e.spec.X, k, e.spec.Pool, e.B, e.C)
+	partial := make([]float64, m+3)
+	y := make([]float64, m)
+	var initial float64
+	for it := 1; ; it++ {
+		prev, post := sh.updateC()
+		var obj float64
+		for p := 0; p < k; p++ {
+			z := sh.columnSums(p, y)
+			if distributed {
+				n := m + 1
+				copy(partial, y)
+				partial[m] = z
+				if p == 0 {
+					partial[m+1], partial[m+2] = prev, post
+					n = m + 3
+				}
+				sum := e.allReduce("dbcd.partial", it, partial[:n])
+				copy(y, sum[:m])
+				z = sum[m]
+				if p == 0 {
+					prev, post = sum[m+1], sum[m+2]
+				}
+			}
+			if p == 0 {
+				obj = post
+				if it == 1 {
+					initial = prev
+				}
+			}
+			obj += sh.stepB(p, y, z)
+		}
+		e.iterationDone(it, obj, initial)
+	}
+}

@@ -1,0 +1,250 @@
+package kernels
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// Config describes a factorization job for the in-process driver.
+type Config struct {
+	Algo Algorithm
+	K    int
+	Seed uint64
+	// Init chooses B0 and C0. For InitCustom, Init.C0 holds all of C0 (K x N, column-major);
+	// the driver hands each shard its columns.
+	Init    InitSpec
+	Options Options
+	Stop    StopRule
+	// Threads is the number of worker goroutines (0: GOMAXPROCS).
+	Threads int
+}
+
+// Progress is reported after every iteration.
+type Progress struct {
+	Iteration int
+	Seconds   float64 // since the start of Run, including initialisation
+	Ratio     float64 // ||E_t||^2 / ||E_0||^2
+	Objective float64 // ||E_t||^2
+}
+
+// HistoryPoint is one entry of a run's history (iteration 0 is the initial point).
+type HistoryPoint struct {
+	Iteration int     `json:"iteration"`
+	Seconds   float64 `json:"seconds"`
+	Ratio     float64 `json:"objective_ratio"`
+}
+
+// CommStats counts the collectives of a run, as the driver executed them.
+type CommStats struct {
+	// InitCollectives were run before iteration 1.
+	InitCollectives int
+	// Collectives were run by iterations; PerIteration is their mean per iteration.
+	Collectives  int
+	PerIteration float64
+	// FloatsPerIteration is the mean number of float64 values all shards contributed per
+	// iteration.
+	FloatsPerIteration float64
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	M, N, K, Shards int
+	// B is M x K column-major; C is K x N column-major (sample j's coefficients contiguous).
+	B, C       []float64
+	Iterations int
+	Converged  bool
+	StopReason StopReason
+	// Initial and Objective are ||X - B0 C0||^2 and the tracked ||X - B C||^2 at the end.
+	Initial, Objective float64
+	// Residual is ||X - B C||^2 computed directly at the end; SqNormX is ||X||^2.
+	Residual, SqNormX float64
+	// Seconds is the wall time of the run; IterSeconds the time of each iteration.
+	Seconds     float64
+	IterSeconds []float64
+	History     []HistoryPoint
+	Comm        CommStats
+}
+
+// RelErr2 returns ||X - BC||^2 / ||X||^2.
+func (r *Result) RelErr2() float64 {
+	if r.SqNormX == 0 {
+		return 0
+	}
+	return r.Residual / r.SqNormX
+}
+
+// Split cuts X into p column blocks of near-equal size (sharing storage).
+func Split(x Block, p int) ([]Block, error) {
+	_, n := x.Dims()
+	if p < 1 || p > n {
+		return nil, fmt.Errorf("shards must be between 1 and the number of samples %d, got %d", n, p)
+	}
+	r := ColumnRanges(n, p)
+	blocks := make([]Block, p)
+	for s := range blocks {
+		blocks[s] = x.ColSlice(r[s], r[s+1])
+	}
+	return blocks, nil
+}
+
+// Run factorizes the matrix whose column blocks are given (one shard per block, in column
+// order) in this process, running the shards as machines and the collectives in TreeSum order.
+// Each progress function is called after every iteration. On cancellation Run returns the
+// factors of the last completed iteration together with ctx.Err().
+func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progress)) (*Result, error) {
+	if len(blocks) == 0 {
+		return nil, fmt.Errorf("no data blocks")
+	}
+	if err := cfg.Stop.Validate(); err != nil {
+		return nil, err
+	}
+	m, _ := blocks[0].Dims()
+	n := 0
+	for s, b := range blocks {
+		bm, bn := b.Dims()
+		if bm != m {
+			return nil, fmt.Errorf("block %d has %d rows, block 0 has %d", s, bm, m)
+		}
+		n += bn
+	}
+	if m < 1 || n < 1 {
+		return nil, fmt.Errorf("empty matrix (%d x %d)", m, n)
+	}
+	if err := CheckRank(cfg.K, m, n); err != nil {
+		return nil, err
+	}
+	if cfg.Init.Method == InitCustom && len(cfg.Init.C0) != cfg.K*n {
+		return nil, fmt.Errorf("initial coefficients have %d values, want N x K = %d x %d", len(cfg.Init.C0), n, cfg.K)
+	}
+	pool := NewPool(cfg.Threads)
+	defer pool.Close()
+
+	p := len(blocks)
+	machines := make([]*Machine, p)
+	defer func() {
+		for _, mc := range machines {
+			if mc != nil {
+				mc.Close()
+			}
+		}
+	}()
+	off := 0
+	for s, b := range blocks {
+		_, bn := b.Dims()
+		init := cfg.Init
+		if init.Method == InitCustom {
+			init.C0 = cfg.Init.C0[off*cfg.K : (off+bn)*cfg.K]
+		}
+		mc, err := NewMachine(ShardSpec{Algo: cfg.Algo, Shard: s, Shards: p, ColOffset: off, TotalCols: n,
+			X: b, K: cfg.K, Seed: cfg.Seed, Init: init, Options: cfg.Options, Pool: pool})
+		if err != nil {
+			return nil, err
+		}
+		machines[s] = mc
+		off += bn
+	}
+
+	res := &Result{M: m, N: n, K: cfg.K, Shards: p}
+	start := time.Now()
+	iterStart := start
+	steps := make([]Step, p)
+	errs := make([]error, p)
+	floats := 0
+	var runErr error
+	for {
+		if err := ctx.Err(); err != nil {
+			res.StopReason = StopCanceled
+			runErr = err
+			break
+		}
+		if err := nextAll(machines, steps, errs); err != nil {
+			return nil, err
+		}
+		first := steps[0]
+		if first.Kind == StepIterationDone {
+			for s, st := range steps {
+				if st.Kind != StepIterationDone || st.Iteration != first.Iteration ||
+					math.Float64bits(st.Objective) != math.Float64bits(first.Objective) {
+					return nil, fmt.Errorf("shard %d disagrees with shard 0 at iteration %d", s, first.Iteration)
+				}
+			}
+			now := time.Now()
+			elapsed := now.Sub(start)
+			if first.Iteration == 1 {
+				res.History = append(res.History, HistoryPoint{Iteration: 0, Seconds: iterStart.Sub(start).Seconds(), Ratio: 1})
+			}
+			res.Iterations = first.Iteration
+			res.Initial, res.Objective = first.Initial, first.Objective
+			ratio := Ratio(first.Objective, first.Initial)
+			res.History = append(res.History, HistoryPoint{Iteration: first.Iteration, Seconds: elapsed.Seconds(), Ratio: ratio})
+			res.IterSeconds = append(res.IterSeconds, now.Sub(iterStart).Seconds())
+			iterStart = now
+			for _, fn := range progress {
+				fn(Progress{Iteration: first.Iteration, Seconds: elapsed.Seconds(), Ratio: ratio, Objective: first.Objective})
+			}
+			if stop, why := cfg.Stop.Check(first.Iteration, first.Objective, first.Initial, elapsed); stop {
+				res.StopReason = why
+				res.Converged = why == StopConverged
+				break
+			}
+			continue
+		}
+		results, err := Collective(steps)
+		if err != nil {
+			return nil, err
+		}
+		if first.Init {
+			res.Comm.InitCollectives++
+			iterStart = time.Now()
+		} else {
+			res.Comm.Collectives++
+			for _, st := range steps {
+				floats += len(st.Data)
+			}
+		}
+		for s, mc := range machines {
+			mc.Deliver(results[s])
+		}
+	}
+	if res.Iterations == 0 {
+		return nil, runErr
+	}
+	res.Seconds = time.Since(start).Seconds()
+	res.Comm.PerIteration = float64(res.Comm.Collectives) / float64(res.Iterations)
+	res.Comm.FloatsPerIteration = float64(floats) / float64(res.Iterations)
+	res.B = append([]float64(nil), machines[0].Basis()...)
+	res.C = make([]float64, 0, cfg.K*n)
+	for s, mc := range machines {
+		res.C = append(res.C, mc.Coef()...)
+		res.Residual += mc.LocalResidual()
+		res.SqNormX += blocks[s].SqNorm()
+	}
+	return res, runErr
+}
+
+// nextAll advances every machine to its next step, concurrently.
+func nextAll(machines []*Machine, steps []Step, errs []error) error {
+	if len(machines) == 1 {
+		var err error
+		steps[0], err = machines[0].Next()
+		return err
+	}
+	var wg sync.WaitGroup
+	for s, mc := range machines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			steps[s], errs[s] = mc.Next()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package kernels
+
+// HALS (Cichocki et al. 2007): for k = 1..K in order, the rank-one pair
+//
+//	b_k <- max(0, (X c_k^T - sum_{l != k} b_l (c_l c_k^T)) / (c_k c_k^T))
+//	c_k <- max(0, (b_k^T X - sum_{l != k} (b_k^T b_l) c_l) / (b_k^T b_k))
+//
+// so b_k and c_k are updated together before the next component; this order differs from
+// BCD/DID (all of C, then all of B) and gives different iterates. Components with zero norm
+// keep their value. The objective comes from ||X||^2 - 2 sum_k (b_k^T X) c_k^T + <B^T B, C C^T>,
+// whose pieces the updates produce anyway.
+func runHALS(e *shardEnv) {
+	e.B, e.C = e.initialize()
+	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
+	b, c := e.B, e.C
+	ops := newBlockOps(x, k, e.spec.Pool)
+	sqX := x.SqNorm()
+	xc := make([]float64, m)
+	bx := make([]float64, n)
+	cc := make([]float64, k)
+	bb := make([]float64, k)
+	g := make([]float64, k*k)
+	v := make([]float64, k*k)
+	laneCross := make([]float64, len(ops.lanes)-1)
+	initial := ResidualSq(x, b, c, k, e.spec.Pool)
+	for it := 1; ; it++ {
+		var cross float64
+		for p := 0; p < k; p++ {
+			// b_p
+			ops.xcRow(c, p, xc)
+			rowDots(ops, c, p, cc)
+			bp := b[p*m : (p+1)*m]
+			if cpp := cc[p]; cpp > 0 {
+				for i := 0; i < m; i++ {
+					num := xc[i]
+					for q := 0; q < k; q++ {
+						if q != p && cc[q] != 0 {
+							num -= b[q*m+i] * cc[q]
+						}
+					}
+					nb := num / cpp
+					if nb < 0 {
+						nb = 0
+					}
+					bp[i] = nb
+				}
+			}
+			// c_p
+			ops.btxRow(bp, bx)
+			for q := 0; q < k; q++ {
+				bb[q] = dot(bp, b[q*m:(q+1)*m])
+			}
+			bpp := bb[p]
+			ops.run(func(l, lo, hi int) {
+				var s float64
+				for j := lo; j < hi; j++ {
+					cj := c[j*k : (j+1)*k]
+					if bpp > 0 {
+						num := bx[j]
+						for q, bq := range bb {
+							if q != p {
+								num -= bq * cj[q]
+							}
+						}
+						nc := num / bpp
+						if nc < 0 {
+							nc = 0
+						}
+						cj[p] = nc
+					}
+					s += bx[j] * cj[p]
+				}
+				laneCross[l] = s
+			})
+			for _, s := range laneCross {
+				cross += s
+			}
+		}
+		gramCols(b, m, k, g)
+		ops.cct(c, v)
+		obj := sqX - 2*cross + frob(g, v)
+		e.iterationDone(it, obj, initial)
+	}
+}
+
+// rowDots writes out[q] = c_q · c_p (rows of C, K x n column-major), lanes added in order.
+func rowDots(o *blockOps, c []float64, p int, out []float64) {
+	k := o.k
+	o.run(func(l, lo, hi int) {
+		acc := o.laneA[l][:k]
+		clear64(acc)
+		for j := lo; j < hi; j++ {
+			cj := c[j*k : (j+1)*k]
+			if cp := cj[p]; cp != 0 {
+				for q, cq := range cj {
+					acc[q] += cq * cp
+				}
+			}
+		}
+	})
+	copy(out, o.laneA[0][:k])
+	for l := 1; l < len(o.laneA); l++ {
+		for q, v := range o.laneA[l][:k] {
+			out[q] += v
+		}
+	}
+}

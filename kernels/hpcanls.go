@@ -1,0 +1,86 @@
+package kernels
+
+import "github.com/didnmf/didnmf/kernels/nnls"
+
+// HPC-ANLS (Kannan, Ballard & Park 2016) with the 1-D column partition the DID paper uses
+// (P_c = P, P_r = 1): shard i owns columns i of X and C and a block of rows of B. Each iteration:
+//
+//	C_i   <- BPP(B^T B, B^T X_i)                 (local; every shard holds all of B)
+//	C C^T <- allreduce(C_i C_i^T)
+//	(X C^T)_r <- reduce-scatter(X_i C_i^T)       (shard i gets the rows of B it owns)
+//	B_r   <- BPP(C C^T, (X C^T)_r^T)             (its rows of B)
+//	B     <- allgather(B_r)
+//
+// Three collectives per iteration. With P_r = 1 every shard has all of B after the allgather,
+// so B^T B is formed locally instead of by the 2-D algorithm's allreduce. The allgather also
+// carries each shard's part of the objective, -2<B_r, (X C^T)_r> + sum_{i in r} b_i^T (C C^T) b_i,
+// so ||X - BC||^2 = ||X||^2 + sum is exact at every iteration; ||X||^2 and ||E_0||^2 come from
+// one allreduce during initialisation.
+func runHPCANLS(e *shardEnv) {
+	e.B, e.C = e.initialize()
+	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
+	b, c := e.B, e.C
+	p, me := e.spec.Shards, e.spec.Shard
+	rowRanges := ColumnRanges(m, p)
+	r0, r1 := rowRanges[me], rowRanges[me+1]
+	segments := make([]int, p)
+	for s := range segments {
+		segments[s] = (rowRanges[s+1] - rowRanges[s]) * k
+	}
+	ops := newBlockOps(x, k, e.spec.Pool)
+	start := e.allReduce("hpcanls.init", 0, []float64{ResidualSq(x, b, c, k, e.spec.Pool), x.SqNorm()})
+	initial, sqX := start[0], start[1]
+	h := make([]float64, k*n)
+	g := make([]float64, k*k)
+	a := make([]float64, m*k)
+	arow := make([]float64, m*k)
+	v := make([]float64, k*k)
+	packed := make([]float64, lowerLen(k))
+	wsC := laneWorkspaces(len(ops.lanes)-1, k)
+	wsB := nnls.NewWorkspace(k)
+	own := make([]float64, (r1-r0)*k+1)
+	for it := 1; ; it++ {
+		ops.btx(b, h)
+		gramCols(b, m, k, g)
+		ops.run(func(l, lo, hi int) {
+			wsC[l].Solve(g, h[lo*k:hi*k], c[lo*k:hi*k], hi-lo, true)
+		})
+		ops.cct(c, v)
+		packLower(packed, v, k)
+		unpackLower(v, e.allReduce("hpcanls.cct", it, packed), k)
+		ops.xct(c, a)
+		transpose(arow, a, m, k) // row-major, so each owner's rows are contiguous
+		f := e.reduceScatter("hpcanls.xct", it, arow, segments)
+		// B_r: rows r0..r1 of B, row-major in own (K x rows column-major for BPP).
+		bt := own[:(r1-r0)*k]
+		for i := r0; i < r1; i++ {
+			for q := 0; q < k; q++ {
+				bt[(i-r0)*k+q] = b[q*m+i]
+			}
+		}
+		if r1 > r0 {
+			wsB.Solve(v, f, bt, r1-r0, true)
+		}
+		var part float64
+		for i := 0; i < r1-r0; i++ {
+			bi, fi := bt[i*k:(i+1)*k], f[i*k:(i+1)*k]
+			part += -2*dot(bi, fi) + quadForm(v, bi, k)
+		}
+		own[len(own)-1] = part
+		all := e.allGather("hpcanls.b", it, own)
+		obj := sqX
+		at := 0
+		for s := 0; s < p; s++ {
+			rows := rowRanges[s+1] - rowRanges[s]
+			for i := 0; i < rows; i++ {
+				for q := 0; q < k; q++ {
+					b[q*m+rowRanges[s]+i] = all[at+i*k+q]
+				}
+			}
+			at += rows * k
+			obj += all[at]
+			at++
+		}
+		e.iterationDone(it, obj, initial)
+	}
+}

@@ -1,0 +1,112 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+)
+
+// InitMethod names a way to choose the initial factors B0 and C0.
+type InitMethod string
+
+// The initialisations. All are deterministic functions of (data, seed); random values are keyed
+// by global column index, so they do not depend on the shard count.
+const (
+	// InitRandom: entries |N(0,1)| * sqrt(mean(X)/K), as scikit-learn's "random".
+	InitRandom InitMethod = "random"
+	// InitNNDSVD: nonnegative double SVD (Boutsidis & Gallopoulos 2008), zeros kept.
+	InitNNDSVD InitMethod = "nndsvd"
+	// InitNNDSVDA: NNDSVD with zeros filled by mean(X).
+	InitNNDSVDA InitMethod = "nndsvda"
+	// InitKMeans: B0 = k-means centroids of the samples, C0 = each sample's least-squares
+	// weight on its centroid (the paper's initialisation for real data).
+	InitKMeans InitMethod = "kmeans"
+	// InitCustom: given B0 and C0 (warm start).
+	InitCustom InitMethod = "custom"
+)
+
+// ParseInitMethod parses an initialisation name.
+func ParseInitMethod(s string) (InitMethod, error) {
+	switch m := InitMethod(s); m {
+	case InitRandom, InitNNDSVD, InitNNDSVDA, InitKMeans, InitCustom:
+		return m, nil
+	case "":
+		return InitRandom, nil
+	}
+	return "", fmt.Errorf("unknown init %q (known: random, nndsvd, nndsvda, kmeans, custom)", s)
+}
+
+// InitSpec chooses the initial factors of a shard.
+type InitSpec struct {
+	Method InitMethod
+	// B0 (M x K, column-major) and C0 (this shard's K x n_i, column-major) for InitCustom.
+	B0, C0 []float64
+	// KMeansIters caps Lloyd's iterations for InitKMeans (default 20).
+	KMeansIters int
+}
+
+func (s *InitSpec) validate(m, n, k int) error {
+	if _, err := ParseInitMethod(string(s.Method)); err != nil {
+		return err
+	}
+	if s.Method != InitCustom {
+		return nil
+	}
+	if len(s.B0) != m*k {
+		return fmt.Errorf("initial basis has %d values, want M x K = %d x %d", len(s.B0), m, k)
+	}
+	if len(s.C0) != k*n {
+		return fmt.Errorf("initial coefficients of this shard have %d values, want K x n = %d x %d", len(s.C0), k, n)
+	}
+	for _, f := range []struct {
+		name string
+		v    []float64
+	}{{"basis", s.B0}, {"coefficients", s.C0}} {
+		for i, v := range f.v {
+			if !(v >= 0) || math.IsInf(v, 1) {
+				return fmt.Errorf("initial %s: entry %d is %v (must be finite and >= 0)", f.name, i, v)
+			}
+		}
+	}
+	return nil
+}
+
+// initialize returns this shard's B0 (M x K) and C0 (K x n_i), running whatever collectives the
+// method needs (labels "init.*", iteration 0).
+func (e *shardEnv) initialize() (b, c []float64) {
+	switch e.spec.Init.Method {
+	case InitCustom:
+		return append([]float64(nil), e.spec.Init.B0...), append([]float64(nil), e.spec.Init.C0...)
+	case InitNNDSVD, InitNNDSVDA:
+		return e.initNNDSVD(e.spec.Init.Method == InitNNDSVDA)
+	case InitKMeans:
+		return e.initKMeans()
+	default:
+		return e.initRandom()
+	}
+}
+
+// globalMean returns mean(X) over all shards (one allreduce).
+func (e *shardEnv) globalMean() float64 {
+	s := e.allReduce("init.mean", 0, []float64{e.spec.X.Sum(), float64(e.rows) * float64(e.cols)})
+	return s[0] / s[1]
+}
+
+// initRandom draws B0 and C0 as scikit-learn's "random" init does: |N(0,1)| * sqrt(mean/K).
+// B0 comes from (seed, DomainInitB, 0); column j of C0 from (seed, DomainInitC, j).
+func (e *shardEnv) initRandom() (b, c []float64) {
+	m, n, k := e.rows, e.cols, e.k
+	scale := math.Sqrt(e.globalMean() / float64(k))
+	b = make([]float64, m*k)
+	rb := NewRNG(e.spec.Seed, DomainInitB, 0)
+	for i := range b {
+		b[i] = scale * math.Abs(rb.Norm())
+	}
+	c = make([]float64, k*n)
+	for j := 0; j < n; j++ {
+		rc := NewRNG(e.spec.Seed, DomainInitC, uint64(e.spec.ColOffset+j))
+		for p := 0; p < k; p++ {
+			c[j*k+p] = scale * math.Abs(rc.Norm())
+		}
+	}
+	return b, c
+}

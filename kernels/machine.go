@@ -1,0 +1,127 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+)
+
+// StepKind tells what a shard machine stopped at.
+type StepKind uint8
+
+const (
+	// StepCollective: the shard needs the result of a collective (Step.Op over Step.Data)
+	// before it can go on; hand it over with Machine.Deliver.
+	StepCollective StepKind = iota + 1
+	// StepIterationDone: the shard finished an iteration and sits at an iteration boundary,
+	// where its state is consistent and can be read out. Step.Objective and Step.Initial are
+	// global values, identical on every shard.
+	StepIterationDone
+)
+
+// Step is what a shard machine produces: a collective to run, or an iteration boundary.
+type Step struct {
+	Kind StepKind
+	// Op, Data, Segments and Label describe a collective. Label names the step
+	// ("did.partial", "init.mean", ...); all shards of a job reach the same labels in the same
+	// order. Data belongs to the machine until the next call to Next.
+	Op       Op
+	Data     []float64
+	Segments []int
+	Label    string
+	// Init is true for collectives of the initialisation, which come before iteration 1.
+	Init bool
+	// Iteration is the iteration in progress (collectives) or just finished.
+	Iteration int
+	// Objective is ||X - BC||_F^2 after the iteration; Initial is ||X - B0 C0||_F^2.
+	Objective, Initial float64
+}
+
+// Machine is one shard of a job as a deterministic state machine: Next runs local work up to
+// the next collective or iteration boundary; Deliver hands in a collective's result. Given the
+// same spec and the same delivered results, a machine produces bitwise the same steps.
+// A Machine is not safe for concurrent use.
+type Machine struct {
+	spec    ShardSpec
+	env     *shardEnv
+	next    func() (Step, bool)
+	stop    func()
+	pending bool // a collective was returned and awaits Deliver
+	inbox   []float64
+	failed  error
+}
+
+// errStopped unwinds a shard body when its machine is closed while it waits on a collective.
+var errStopped = errors.New("kernels: machine stopped")
+
+// NewMachine builds the machine for one shard. It validates the spec; no work is done until Next.
+func NewMachine(spec ShardSpec) (*Machine, error) {
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	info, _ := LookupAlgorithm(spec.Algo)
+	m := &Machine{spec: spec}
+	m.env = newShardEnv(m, spec)
+	body := func(yield func(Step) bool) {
+		m.env.yield = yield
+		defer func() {
+			if r := recover(); r != nil && r != errStopped {
+				panic(r)
+			}
+		}()
+		info.run(m.env)
+	}
+	m.next, m.stop = iter.Pull(body)
+	return m, nil
+}
+
+// Next runs the shard up to its next step. After a StepCollective, Deliver must be called
+// before Next. A panic in the shard's code is returned as an error and ends the machine.
+func (m *Machine) Next() (st Step, err error) {
+	if m.failed != nil {
+		return Step{}, m.failed
+	}
+	if m.pending {
+		return Step{}, fmt.Errorf("kernels: shard %d: Next called before Deliver", m.spec.Shard)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			m.failed = fmt.Errorf("kernels: shard %d (%s) failed: %v", m.spec.Shard, m.spec.Algo, r)
+			err = m.failed
+		}
+	}()
+	st, ok := m.next()
+	if !ok {
+		m.failed = fmt.Errorf("kernels: shard %d ended", m.spec.Shard)
+		return Step{}, m.failed
+	}
+	m.pending = st.Kind == StepCollective
+	return st, nil
+}
+
+// Deliver hands the shard the result of the collective it asked for. The machine reads but does
+// not keep or modify result after the following Next returns.
+func (m *Machine) Deliver(result []float64) {
+	m.inbox = result
+	m.pending = false
+}
+
+// Close ends the machine and releases its coroutine.
+func (m *Machine) Close() { m.stop() }
+
+// Spec returns the machine's spec.
+func (m *Machine) Spec() ShardSpec { return m.spec }
+
+// Basis returns the shard's replica of B (M x K, column-major). Valid at iteration boundaries;
+// the slice is the machine's own and changes with the next iteration.
+func (m *Machine) Basis() []float64 { return m.env.basis() }
+
+// Coef returns the shard's coefficients C_i (K x n_i, column-major). Valid at iteration
+// boundaries; the slice is the machine's own.
+func (m *Machine) Coef() []float64 { return m.env.coef() }
+
+// LocalResidual returns ||X_i - B C_i||_F^2 for this shard, computed directly from the
+// residuals (no Gram shortcut). Valid at iteration boundaries.
+func (m *Machine) LocalResidual() float64 {
+	return ResidualSq(m.spec.X, m.env.basis(), m.env.coef(), m.spec.K, m.spec.Pool)
+}

@@ -1,0 +1,59 @@
+package kernels
+
+// MU (Lee & Seung 2001): C <- C .* (B^T X) ./ (B^T B C), then B <- B .* (X C^T) ./ (B C C^T).
+// An entry whose denominator is 0 keeps its value (no epsilon is added, so the updates are the
+// textbook ones). MU never moves an entry away from 0: its known slow tail.
+func runMU(e *shardEnv) {
+	e.B, e.C = e.initialize()
+	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
+	b, c := e.B, e.C
+	ops := newBlockOps(x, k, e.spec.Pool)
+	sqX := x.SqNorm()
+	h := make([]float64, k*n)
+	g := make([]float64, k*k)
+	a := make([]float64, m*k)
+	v := make([]float64, k*k)
+	initial := ResidualSq(x, b, c, k, e.spec.Pool)
+	for it := 1; ; it++ {
+		ops.btx(b, h)
+		gramCols(b, m, k, g)
+		ops.run(func(_, lo, hi int) {
+			var gc [64]float64
+			den := gc[:0]
+			if k > len(gc) {
+				den = make([]float64, k)
+			} else {
+				den = gc[:k]
+			}
+			for j := lo; j < hi; j++ {
+				cj := c[j*k : (j+1)*k]
+				for p := 0; p < k; p++ {
+					den[p] = dot(g[p*k:(p+1)*k], cj)
+				}
+				for p, d := range den {
+					if d > 0 {
+						cj[p] *= h[j*k+p] / d
+					}
+				}
+			}
+		})
+		ops.xct(c, a)
+		ops.cct(c, v)
+		// B <- B .* A ./ (B V), all entries from the same B.
+		bv := make([]float64, m*k)
+		for p := 0; p < k; p++ {
+			for q := 0; q < k; q++ {
+				if vq := v[q*k+p]; vq != 0 {
+					axpy(bv[p*m:(p+1)*m], vq, b[q*m:(q+1)*m])
+				}
+			}
+		}
+		for i, d := range bv {
+			if d > 0 {
+				b[i] *= a[i] / d
+			}
+		}
+		gramCols(b, m, k, g)
+		e.iterationDone(it, gramObjective(sqX, b, a, g, v), initial)
+	}
+}

@@ -1,0 +1,120 @@
+package kernels
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Pool runs independent pieces of work on a fixed set of goroutines. Work inside a shard is
+// split into lanes whose boundaries depend only on the data's shape (see laneBounds), never on
+// the number of workers, and lane results are combined in lane order: the result of a job is
+// bitwise the same whatever the thread count.
+type Pool struct {
+	workers int
+	tasks   chan poolTask
+	once    sync.Once
+}
+
+type poolTask struct {
+	fn func(int)
+	i  int
+	wg *sync.WaitGroup
+}
+
+// NewPool starts a pool of the given number of workers (runtime.GOMAXPROCS(0) if workers < 1).
+func NewPool(workers int) *Pool {
+	if workers < 1 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	p := &Pool{workers: workers}
+	if workers > 1 {
+		p.tasks = make(chan poolTask, 4*workers)
+		for w := 0; w < workers; w++ {
+			go p.work()
+		}
+	}
+	return p
+}
+
+func (p *Pool) work() {
+	for t := range p.tasks {
+		t.fn(t.i)
+		t.wg.Done()
+	}
+}
+
+// Workers returns the number of workers.
+func (p *Pool) Workers() int { return p.workers }
+
+// Run calls fn(i) for i in [0, n) on the pool's workers and returns when all calls are done.
+// Calls may run in any order and concurrently; fn must write only to state owned by index i.
+// Run must not be called from inside fn.
+func (p *Pool) Run(n int, fn func(i int)) {
+	if n == 1 || p.workers == 1 || p.tasks == nil {
+		for i := 0; i < n; i++ {
+			fn(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for i := 0; i < n; i++ {
+		p.tasks <- poolTask{fn: fn, i: i, wg: &wg}
+	}
+	wg.Wait()
+}
+
+// Close stops the workers. Run must not be called after Close.
+func (p *Pool) Close() {
+	p.once.Do(func() {
+		if p.tasks != nil {
+			close(p.tasks)
+		}
+	})
+}
+
+// Lane sizing: a shard's columns are cut into at most maxLanes contiguous lanes of at least
+// minLaneCols columns, and fewer when the per-lane partial sums (about rows*k floats each)
+// would exceed lanePartialBudget floats in total.
+const (
+	maxLanes          = 16
+	minLaneCols       = 256
+	lanePartialBudget = 1 << 23
+)
+
+// laneBounds cuts a block into lanes, a function of the block alone. Sparse blocks are cut at
+// equal numbers of stored entries so lanes carry similar work.
+func laneBounds(x Block, k int) []int {
+	rows, cols := x.Dims()
+	lanes := (cols + minLaneCols - 1) / minLaneCols
+	if lanes > maxLanes {
+		lanes = maxLanes
+	}
+	if per := rows*k + k*k + 8; lanes*per > lanePartialBudget {
+		lanes = lanePartialBudget / per
+	}
+	if lanes < 1 {
+		lanes = 1
+	}
+	s, ok := x.(*CSC)
+	if !ok || lanes == 1 {
+		return ColumnRanges(cols, lanes)
+	}
+	bounds := make([]int, 1, lanes+1)
+	base, total := s.ColPtr[0], s.NNZ()
+	j := 0
+	for l := 1; l < lanes; l++ {
+		target := base + (total*l)/lanes
+		for j < cols && s.ColPtr[j] < target {
+			j++
+		}
+		if j <= bounds[len(bounds)-1] {
+			continue
+		}
+		bounds = append(bounds, j)
+	}
+	if bounds[len(bounds)-1] != cols {
+		bounds = append(bounds, cols)
+	}
+	return bounds
+}

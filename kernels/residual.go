@@ -1,0 +1,46 @@
+package kernels
+
+// ResidualSq returns ||X - B C||_F^2 for a block X (M x n), B (M x K column-major) and
+// C (K x n column-major), computed directly from each column's residual x_j - B c_j, not from
+// Gram identities: it is the accurate figure reported to users. Lanes run on pool (nil runs
+// inline) and are added in lane order.
+func ResidualSq(x Block, b, c []float64, k int, pool *Pool) float64 {
+	m, _ := x.Dims()
+	lanes := laneBounds(x, k)
+	sums := make([]float64, len(lanes)-1)
+	run := func(l int) {
+		e := make([]float64, m)
+		var s float64
+		for j := lanes[l]; j < lanes[l+1]; j++ {
+			cj := c[j*k : (j+1)*k]
+			switch xb := x.(type) {
+			case *Dense:
+				copy(e, xb.Col(j))
+			case *CSC:
+				clear64(e)
+				for t := xb.ColPtr[j]; t < xb.ColPtr[j+1]; t++ {
+					e[xb.RowIdx[t]] = xb.Val[t]
+				}
+			}
+			for p, cp := range cj {
+				if cp != 0 {
+					axpy(e, -cp, b[p*m:(p+1)*m])
+				}
+			}
+			s += dot(e, e)
+		}
+		sums[l] = s
+	}
+	if pool == nil {
+		for l := range sums {
+			run(l)
+		}
+	} else {
+		pool.Run(len(sums), run)
+	}
+	var total float64
+	for _, s := range sums {
+		total += s
+	}
+	return total
+}

@@ -1,0 +1,235 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Algorithm names an NMF algorithm.
+type Algorithm string
+
+// The algorithms of the DID paper. The distributed ones run on any number of shards; the others
+// run on one shard holding all of X.
+const (
+	DID     Algorithm = "did"      // distributed incremental block coordinate descent: one allreduce per iteration
+	DBCD    Algorithm = "dbcd"     // distributed block coordinate descent: K allreduces per iteration
+	BCD     Algorithm = "bcd"      // sequential block coordinate descent (DBCD on one process)
+	HALS    Algorithm = "hals"     // hierarchical ALS: rank-one pairs b_1, c_1, b_2, c_2, ...
+	MU      Algorithm = "mu"       // Lee-Seung multiplicative updates
+	ANLS    Algorithm = "anls"     // alternating NNLS with block principal pivoting
+	ADMM    Algorithm = "admm"     // Zhang's ADMM with auxiliary W, H and penalty rho
+	DADMM   Algorithm = "dadmm"    // the paper's distributed ADMM (section 3), BPP for B
+	HPCANLS Algorithm = "hpc-anls" // Kannan et al.'s HPC-ANLS with a 1-D column partition
+)
+
+// AlgorithmInfo describes an algorithm.
+type AlgorithmInfo struct {
+	Name Algorithm
+	// Distributed algorithms run on P shards through collectives.
+	Distributed bool
+	// Monotone algorithms never increase the objective.
+	Monotone bool
+	// Summary is a one-line description.
+	Summary string
+	run     func(*shardEnv)
+}
+
+var algorithms = []AlgorithmInfo{
+	{DID, true, true, "distributed incremental BCD, one allreduce per iteration (the paper's algorithm)", runDID},
+	{DBCD, true, true, "distributed BCD, K allreduces per iteration", runDBCD},
+	{BCD, false, true, "sequential block coordinate descent", runBCD},
+	{HALS, false, true, "hierarchical ALS, rank-one pairs (b_k, c_k)", runHALS},
+	{MU, false, true, "Lee-Seung multiplicative updates", runMU},
+	{ANLS, false, true, "alternating NNLS, block principal pivoting", runANLS},
+	{ADMM, false, false, "ADMM (Zhang 2010) with auxiliary variables, penalty rho", runADMM},
+	{DADMM, true, false, "distributed ADMM of the paper's section 3, BPP for B", runDADMM},
+	{HPCANLS, true, true, "HPC-ANLS (Kannan et al.), 1-D column partition", runHPCANLS},
+}
+
+// Algorithms lists every algorithm.
+func Algorithms() []AlgorithmInfo { return slices.Clone(algorithms) }
+
+// LookupAlgorithm returns the algorithm of that name.
+func LookupAlgorithm(name Algorithm) (AlgorithmInfo, error) {
+	for _, a := range algorithms {
+		if a.Name == name {
+			return a, nil
+		}
+	}
+	names := make([]string, len(algorithms))
+	for i, a := range algorithms {
+		names[i] = string(a.Name)
+	}
+	return AlgorithmInfo{}, fmt.Errorf("unknown algorithm %q (known: %s)", string(name), strings.Join(names, ", "))
+}
+
+// Form selects how DID's shard step is computed. Both forms give the same iterates in exact
+// arithmetic and agree to round-off.
+type Form uint8
+
+const (
+	// FormAuto picks by shape and storage (see ChooseForm).
+	FormAuto Form = iota
+	// FormResidual is the paper's form: e_j = x_j - B c_j kept and updated per coordinate.
+	FormResidual
+	// FormGram works from h_j = B^T x_j and G = B^T B, and W_i = X_i C_i^T - B C_i C_i^T.
+	FormGram
+)
+
+func (f Form) String() string {
+	switch f {
+	case FormResidual:
+		return "residual"
+	case FormGram:
+		return "gram"
+	}
+	return "auto"
+}
+
+// ParseForm parses "auto", "residual" or "gram".
+func ParseForm(s string) (Form, error) {
+	switch s {
+	case "auto", "":
+		return FormAuto, nil
+	case "residual":
+		return FormResidual, nil
+	case "gram":
+		return FormGram, nil
+	}
+	return FormAuto, fmt.Errorf("unknown kernel form %q (known: auto, residual, gram)", s)
+}
+
+// Options are the algorithms' tuning knobs.
+type Options struct {
+	// Form is DID's kernel form.
+	Form Form
+	// Rho is the ADMM and DADMM penalty (default 1, as in the paper).
+	Rho float64
+}
+
+// ShardSpec is everything one shard needs to run its part of a job.
+type ShardSpec struct {
+	Algo Algorithm
+	// Shard is this shard's id in [0, Shards).
+	Shard, Shards int
+	// ColOffset is the global index of the block's first column; TotalCols is N.
+	ColOffset, TotalCols int
+	// X is the shard's block of the data, M x n_i.
+	X Block
+	// K is the rank.
+	K    int
+	Seed uint64
+	Init InitSpec
+	Options
+	// Pool runs the shard's lanes; shards of one process may share it.
+	Pool *Pool
+}
+
+func (s *ShardSpec) validate() error {
+	info, err := LookupAlgorithm(s.Algo)
+	if err != nil {
+		return err
+	}
+	if s.Shards < 1 {
+		return fmt.Errorf("shards must be >= 1, got %d", s.Shards)
+	}
+	if !info.Distributed && s.Shards != 1 {
+		return fmt.Errorf("algorithm %s is not distributed: it runs on 1 shard, not %d", s.Algo, s.Shards)
+	}
+	if s.Shard < 0 || s.Shard >= s.Shards {
+		return fmt.Errorf("shard id %d out of range [0, %d)", s.Shard, s.Shards)
+	}
+	if s.X == nil {
+		return fmt.Errorf("shard %d has no data", s.Shard)
+	}
+	m, n := s.X.Dims()
+	if m < 1 || n < 1 {
+		return fmt.Errorf("shard %d has an empty block (%d x %d): more shards than samples?", s.Shard, m, n)
+	}
+	if s.TotalCols < n || s.ColOffset < 0 || s.ColOffset+n > s.TotalCols {
+		return fmt.Errorf("shard %d: columns [%d, %d) outside the %d columns of X", s.Shard, s.ColOffset, s.ColOffset+n, s.TotalCols)
+	}
+	if err := CheckRank(s.K, m, s.TotalCols); err != nil {
+		return err
+	}
+	if s.Rho < 0 || math.IsNaN(s.Rho) || math.IsInf(s.Rho, 0) {
+		return fmt.Errorf("rho must be a positive number, got %v", s.Rho)
+	}
+	if s.Pool == nil {
+		return fmt.Errorf("shard %d has no worker pool", s.Shard)
+	}
+	return s.Init.validate(m, n, s.K)
+}
+
+// CheckRank returns an error unless 1 <= k <= min(m, n).
+func CheckRank(k, m, n int) error {
+	if k < 1 || k > min(m, n) {
+		return fmt.Errorf("rank %d out of range: it must be between 1 and min(M, N) = min(%d, %d) = %d", k, m, n, min(m, n))
+	}
+	return nil
+}
+
+// shardEnv is what an algorithm's body sees: the spec, its factors and the collectives.
+type shardEnv struct {
+	m     *Machine
+	spec  ShardSpec
+	rows  int // M
+	cols  int // n_i
+	k     int
+	yield func(Step) bool
+	// B and C are the factors the machine reports (M x K and K x n_i, column-major).
+	B, C []float64
+}
+
+func newShardEnv(m *Machine, spec ShardSpec) *shardEnv {
+	rows, cols := spec.X.Dims()
+	return &shardEnv{m: m, spec: spec, rows: rows, cols: cols, k: spec.K}
+}
+
+func (e *shardEnv) basis() []float64 { return e.B }
+func (e *shardEnv) coef() []float64  { return e.C }
+
+func (e *shardEnv) rho() float64 {
+	if e.spec.Rho == 0 {
+		return 1
+	}
+	return e.spec.Rho
+}
+
+// collective yields a collective step and returns its result.
+func (e *shardEnv) collective(st Step) []float64 {
+	st.Kind = StepCollective
+	if !e.yield(st) {
+		panic(errStopped)
+	}
+	res := e.m.inbox
+	e.m.inbox = nil
+	return res
+}
+
+func (e *shardEnv) allReduce(label string, iter int, data []float64) []float64 {
+	return e.collective(Step{Op: OpAllReduce, Label: label, Iteration: iter, Data: data, Init: iter == 0})
+}
+
+func (e *shardEnv) allGather(label string, iter int, data []float64) []float64 {
+	return e.collective(Step{Op: OpAllGather, Label: label, Iteration: iter, Data: data, Init: iter == 0})
+}
+
+func (e *shardEnv) reduceScatter(label string, iter int, data []float64, segments []int) []float64 {
+	return e.collective(Step{Op: OpReduceScatter, Label: label, Iteration: iter, Data: data, Segments: segments, Init: iter == 0})
+}
+
+// iterationDone yields an iteration boundary.
+func (e *shardEnv) iterationDone(iter int, objective, initial float64) {
+	if objective < 0 {
+		objective = 0
+	}
+	if !e.yield(Step{Kind: StepIterationDone, Iteration: iter, Objective: objective, Initial: initial}) {
+		panic(errStopped)
+	}
+}
+
+// localOnly reports whether collectives are pure identities (one shard).
+func (e *shardEnv) localOnly() bool { return e.spec.Shards == 1 }
