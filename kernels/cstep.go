@@ -1,33 +1,41 @@
 package kernels
 
-// cStep is the local half of a DID (and BCD-family) iteration on one block: the coordinate
-// descent update of every column of C with B fixed, plus W = E C^T (E = X - B C after the C
-// update), V = C C^T and the objective before and after the C update. It runs lanes of columns
-// on the pool and adds lane results in lane order.
+// cStep is the local half of a DID iteration on one block: the coordinate descent update of
+// every column of C with B fixed, plus W = E C^T (E = X - B C after the C update), V = C C^T and
+// the objective before and after the C update. It runs lanes of columns on the pool and adds
+// lane results in lane order.
+//
+// The residual form computes the two objective values column by column from the residuals.
+// The Gram form gets them at no per-column cost from the shard-level identity
+// ||X - BC||^2 = ||X||^2 - 2<B, X C^T> + <B^T B, C C^T>, with ||X||^2 computed once and X C^T,
+// C C^T kept from the previous iteration.
 type cStep struct {
 	x       Block
 	m, n, k int
 	pool    *Pool
 	form    Form
-	sparse  bool
 	lanes   []int
-	laneW   [][]float64 // per lane: E C^T (residual) or X C^T (gram); row-major M x K for sparse gram
+	laneW   [][]float64 // per lane: E C^T (residual, M x K) or X C^T (gram, panels)
 	laneV   [][]float64 // per lane: C C^T, lower triangle of a K x K row-major matrix
 	laneObj [][2]float64
-	scratch [][]float64 // per lane: e (length M) or h (length K)
-	g       []float64   // B^T B, K x K
-	brow    []float64   // B row-major, for sparse gram
-	b, c    []float64   // the current call's B and C
+	scratch [][]float64
+	g       []float64 // B^T B, K x K
+	b, c    []float64 // the current call's B and C
 	laneFn  func(int)
+	// Gram form only.
+	ginv     []float64 // 1 / G_pp, 0 for a dead component
+	bp       []float64 // B in panels
+	sqX      float64   // ||X||^2 of the block
+	aPrev    []float64 // X C^T (panels) of the last call
+	vPrev    []float64 // C C^T of the last call
+	havePrev bool
 }
 
-// ChooseForm picks DID's kernel form for a block. Sparse blocks always use the Gram form (its
-// cost follows the stored entries); dense blocks use the Gram form too unless M is tiny, where
-// the paper's residual form does less work (measured by BenchmarkCStep).
+// ChooseForm picks DID's kernel form for a block: the Gram form, whose cost follows the stored
+// entries and which BenchmarkCStep measured faster for every shape tried, dense or sparse. The
+// residual form remains available: it computes the objective directly from residuals, the
+// more accurate choice when an objective ratio far below 1e-10 matters.
 func ChooseForm(x Block, k int) Form {
-	if _, ok := x.(*CSC); ok {
-		return FormGram
-	}
 	return FormGram
 }
 
@@ -36,21 +44,26 @@ func newCStep(x Block, k int, pool *Pool, form Form) *cStep {
 	if form == FormAuto {
 		form = ChooseForm(x, k)
 	}
-	_, sparse := x.(*CSC)
-	s := &cStep{x: x, m: m, n: n, k: k, pool: pool, form: form, sparse: sparse,
+	s := &cStep{x: x, m: m, n: n, k: k, pool: pool, form: form,
 		lanes: laneBounds(x, k), g: make([]float64, k*k)}
-	if sparse && form == FormGram {
-		s.brow = make([]float64, m*k)
-	}
 	nl := len(s.lanes) - 1
 	s.laneW = make([][]float64, nl)
 	s.laneV = make([][]float64, nl)
 	s.laneObj = make([][2]float64, nl)
 	s.scratch = make([][]float64, nl)
+	aLen := m * k
+	if form == FormGram {
+		aLen = m * paddedK(k)
+		s.ginv = make([]float64, k)
+		s.bp = make([]float64, aLen)
+		s.aPrev = make([]float64, aLen)
+		s.vPrev = make([]float64, k*k)
+		s.sqX = x.SqNorm()
+	}
 	for l := 0; l < nl; l++ {
-		s.laneW[l] = make([]float64, m*k)
+		s.laneW[l] = make([]float64, aLen)
 		s.laneV[l] = make([]float64, k*k)
-		s.scratch[l] = make([]float64, max(m, k))
+		s.scratch[l] = make([]float64, max(m, 4*paddedK(k)))
 	}
 	s.laneFn = s.lane
 	return s
@@ -62,67 +75,102 @@ func (s *cStep) run(b, c, w, v []float64) (prev, post float64) {
 	m, k := s.m, s.k
 	s.b, s.c = b, c
 	gramCols(b, m, k, s.g)
-	if s.brow != nil {
-		transpose(s.brow, b, m, k)
+	if s.form == FormGram {
+		return s.runGram(b, c, w, v)
 	}
 	s.pool.Run(len(s.lanes)-1, s.laneFn)
-	// Combine lanes in lane order.
-	sparseGram := s.sparse && s.form == FormGram
-	clear64(v)
-	if sparseGram {
-		// laneW is row-major; sum into lane 0's buffer, then transpose.
-		acc := s.laneW[0]
-		for l := 1; l < len(s.laneW); l++ {
-			for i, x := range s.laneW[l] {
-				acc[i] += x
-			}
-		}
-		for i := 0; i < m; i++ {
-			for p := 0; p < k; p++ {
-				w[p*m+i] = acc[i*k+p]
-			}
-		}
-	} else {
-		copy(w, s.laneW[0])
-		for l := 1; l < len(s.laneW); l++ {
-			for i, x := range s.laneW[l] {
-				w[i] += x
-			}
+	copy(w, s.laneW[0])
+	for l := 1; l < len(s.laneW); l++ {
+		for i, x := range s.laneW[l] {
+			w[i] += x
 		}
 	}
-	for l := range s.laneV {
-		lv := s.laneV[l]
+	s.sumLaneV(v)
+	for l := range s.laneObj {
+		prev += s.laneObj[l][0]
+		post += s.laneObj[l][1]
+	}
+	return prev, post
+}
+
+// sumLaneV adds the lanes' lower triangles in lane order into the full symmetric v.
+func (s *cStep) sumLaneV(v []float64) {
+	k := s.k
+	clear64(v)
+	for _, lv := range s.laneV {
 		for p := 0; p < k; p++ {
 			for q := 0; q <= p; q++ {
 				v[p*k+q] += lv[p*k+q]
 			}
 		}
-		prev += s.laneObj[l][0]
-		post += s.laneObj[l][1]
 	}
 	for p := 0; p < k; p++ {
 		for q := 0; q < p; q++ {
 			v[q*k+p] = v[p*k+q]
 		}
 	}
-	if s.form == FormGram {
-		// W = X C^T - B (C C^T)
-		for p := 0; p < k; p++ {
-			wp := w[p*m : (p+1)*m]
-			for q := 0; q < k; q++ {
-				if vq := v[q*k+p]; vq != 0 {
-					axpy(wp, -vq, b[q*m:(q+1)*m])
-				}
+}
+
+func (s *cStep) runGram(b, c, w, v []float64) (prev, post float64) {
+	m, k := s.m, s.k
+	for p := 0; p < k; p++ {
+		s.ginv[p] = 0
+		if gpp := s.g[p*k+p]; gpp > 0 {
+			s.ginv[p] = 1 / gpp
+		}
+	}
+	packPanels(s.bp, b, m, k)
+	if !s.havePrev {
+		// First call: X C0^T and C0 C0^T for the objective of the starting point.
+		ops := newBlockOps(s.x, k, s.pool)
+		a := make([]float64, m*k)
+		ops.xct(c, a)
+		packPanels(s.aPrev, a, m, k)
+		ops.cct(c, s.vPrev)
+		s.havePrev = true
+	}
+	prev = s.gramObjective(b, s.aPrev, s.vPrev)
+	s.pool.Run(len(s.lanes)-1, s.laneFn)
+	copy(s.aPrev, s.laneW[0])
+	for l := 1; l < len(s.laneW); l++ {
+		for i, x := range s.laneW[l] {
+			s.aPrev[i] += x
+		}
+	}
+	s.sumLaneV(v)
+	copy(s.vPrev, v)
+	post = s.gramObjective(b, s.aPrev, v)
+	// W = X C^T - B (C C^T)
+	unpackPanels(w, s.aPrev, m, k)
+	for p := 0; p < k; p++ {
+		wp := w[p*m : (p+1)*m]
+		for q := 0; q < k; q++ {
+			if vq := v[q*k+p]; vq != 0 {
+				axpy(wp, -vq, b[q*m:(q+1)*m])
 			}
 		}
 	}
-	if prev < 0 {
-		prev = 0
-	}
-	if post < 0 {
-		post = 0
-	}
 	return prev, post
+}
+
+// gramObjective returns ||X||^2 - 2<B, A> + <G, V> (clamped at 0) for A = X C^T in panels.
+func (s *cStep) gramObjective(b, a, v []float64) float64 {
+	m, k := s.m, s.k
+	var cross float64
+	for p := 0; p < k; p++ {
+		g, r := p/panelWidth, p%panelWidth
+		panel := a[g*m*panelWidth : (g+1)*m*panelWidth]
+		var t float64
+		for i, bv := range b[p*m : (p+1)*m] {
+			t += bv * panel[i*panelWidth+r]
+		}
+		cross += t
+	}
+	obj := s.sqX - 2*cross + frob(s.g, v)
+	if obj < 0 {
+		return 0
+	}
+	return obj
 }
 
 func (s *cStep) lane(l int) {
@@ -134,40 +182,18 @@ func (s *cStep) lane(l int) {
 	switch x := s.x.(type) {
 	case *Dense:
 		if s.form == FormGram {
-			prev, post = gramDenseCols(x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k)
+			gramDenseLane(x.Data, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v, s.scratch[l])
 		} else {
 			prev, post = residualDenseCols(x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k)
 		}
 	case *CSC:
 		if s.form == FormGram {
-			prev, post = gramSparseCols(x, lo, hi, s.brow, s.g, s.c, w, v, s.scratch[l], s.k)
+			gramSparseLane(x, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v, s.scratch[l])
 		} else {
 			prev, post = residualSparseCols(x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k)
 		}
 	}
 	s.laneObj[l] = [2]float64{prev, post}
-}
-
-// updateCoefGram runs the coordinate descent on one column's coefficients c given h = B^T x
-// and G = B^T B: c_k <- max(0, c_k + (h_k - (G c)_k) / G_kk), k in order. Components with
-// G_kk = 0 (b_k = 0) keep their value.
-func updateCoefGram(c, h, g []float64, k int) {
-	for p := 0; p < k; p++ {
-		row := g[p*k : (p+1)*k]
-		gpp := row[p]
-		if !(gpp > 0) {
-			continue
-		}
-		s := h[p]
-		for q, gq := range row {
-			s -= gq * c[q]
-		}
-		nc := c[p] + s/gpp
-		if nc < 0 {
-			nc = 0
-		}
-		c[p] = nc
-	}
 }
 
 // addOuterLower adds c c^T to the lower triangle of the K x K row-major v.
@@ -182,63 +208,6 @@ func addOuterLower(v, c []float64, k int) {
 			row[q] += cp * c[q]
 		}
 	}
-}
-
-// gramDenseCols is the Gram-form lane kernel for a dense block.
-func gramDenseCols(x *Dense, lo, hi int, b, g, c, a, v, h []float64, k int) (prev, post float64) {
-	m := x.Rows
-	h = h[:k]
-	for j := lo; j < hi; j++ {
-		xj := x.Data[j*m : (j+1)*m]
-		cj := c[j*k : (j+1)*k]
-		xx := dot(xj, xj)
-		for p := 0; p < k; p++ {
-			h[p] = dot(b[p*m:(p+1)*m], xj)
-		}
-		prev += xx - 2*dot(h, cj) + quadForm(g, cj, k)
-		updateCoefGram(cj, h, g, k)
-		post += xx - 2*dot(h, cj) + quadForm(g, cj, k)
-		for p, cp := range cj {
-			if cp != 0 {
-				axpy(a[p*m:(p+1)*m], cp, xj)
-			}
-		}
-		addOuterLower(v, cj, k)
-	}
-	return prev, post
-}
-
-// gramSparseCols is the Gram-form lane kernel for a sparse block; brow is B row-major and a
-// accumulates X C^T row-major (M x K).
-func gramSparseCols(x *CSC, lo, hi int, brow, g, c, a, v, h []float64, k int) (prev, post float64) {
-	h = h[:k]
-	for j := lo; j < hi; j++ {
-		cj := c[j*k : (j+1)*k]
-		clear64(h)
-		var xx float64
-		p0, p1 := x.ColPtr[j], x.ColPtr[j+1]
-		rows, vals := x.RowIdx[p0:p1], x.Val[p0:p1]
-		for t, r := range rows {
-			xv := vals[t]
-			xx += xv * xv
-			br := brow[int(r)*k : int(r)*k+k]
-			for p, bv := range br {
-				h[p] += xv * bv
-			}
-		}
-		prev += xx - 2*dot(h, cj) + quadForm(g, cj, k)
-		updateCoefGram(cj, h, g, k)
-		post += xx - 2*dot(h, cj) + quadForm(g, cj, k)
-		for t, r := range rows {
-			xv := vals[t]
-			ar := a[int(r)*k : int(r)*k+k]
-			for p, cp := range cj {
-				ar[p] += xv * cp
-			}
-		}
-		addOuterLower(v, cj, k)
-	}
-	return prev, post
 }
 
 // residualCoef runs the paper's coordinate descent on one column's coefficients: e holds

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"syscall"
+
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
+)
+
+// report is report.json.
+type report struct {
+	Algo          string                 `json:"algo"`
+	Input         []string               `json:"input"`
+	M             int                    `json:"m"`
+	N             int                    `json:"n"`
+	K             int                    `json:"k"`
+	Shards        int                    `json:"shards"`
+	Threads       int                    `json:"threads"`
+	Init          string                 `json:"init"`
+	Seed          uint64                 `json:"seed"`
+	Tol           float64                `json:"tol"`
+	MaxIter       int                    `json:"max_iter"`
+	Iterations    int                    `json:"iterations"`
+	Seconds       float64                `json:"seconds"`
+	ObjectiveRat  float64                `json:"objective_ratio"`
+	RelErr2       float64                `json:"rel_err2"`
+	Converged     bool                   `json:"converged"`
+	StopReason    string                 `json:"stop_reason"`
+	Collectives   float64                `json:"collectives_per_iteration"`
+	FloatsPerIter float64                `json:"floats_per_iteration"`
+	History       []kernels.HistoryPoint `json:"history"`
+}
+
+func cmdFactorize(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("factorize", flag.ContinueOnError)
+	var jf jobFlags
+	jf.register(fs)
+	out := fs.String("out", "", "output `DIR` for basis.npy (features x K), coef.npy (samples x K) and report.json")
+	quiet := fs.Bool("quiet", false, "print nothing but errors")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: node factorize --input PATH --rank K --out DIR [flags]\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if *out == "" {
+		return badInput("--out is required")
+	}
+	j, err := jf.open()
+	if err != nil {
+		return err
+	}
+	defer j.src.Close()
+	dir, cleanup, err := prepareOutDir(*out)
+	if err != nil {
+		return err
+	}
+	blocks, err := j.readBlocks()
+	if err != nil {
+		cleanup()
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var prog *progressPrinter
+	if !*quiet {
+		prog = newProgressPrinter(stderr, j.cfg.Stop)
+		fmt.Fprintf(stderr, "%s: %d samples x %d features, rank %d, %s on %d shard(s)\n",
+			j.src.Name(), j.n, j.m, j.cfg.K, j.cfg.Algo, j.shards)
+	}
+	res, runErr := kernels.Run(ctx, blocks, j.cfg, func(p kernels.Progress) {
+		if prog != nil {
+			prog.update(p)
+		}
+	})
+	if prog != nil {
+		prog.finish()
+	}
+	interrupted := runErr != nil && errors.Is(runErr, context.Canceled)
+	if runErr != nil && !(interrupted && res != nil) {
+		cleanup()
+		if interrupted {
+			fmt.Fprintln(stderr, "node: interrupted before the first iteration finished; nothing written")
+			return errInterrupted
+		}
+		return runErr
+	}
+	threads := j.cfg.Threads
+	if threads == 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	rep := report{Algo: string(j.cfg.Algo), Input: jf.inputs, M: res.M, N: res.N, K: res.K, Shards: res.Shards,
+		Threads: threads, Init: string(j.cfg.Init.Method), Seed: j.cfg.Seed, Tol: j.cfg.Stop.Tol, MaxIter: j.cfg.Stop.MaxIter,
+		Iterations: res.Iterations, Seconds: res.Seconds, ObjectiveRat: kernels.Ratio(res.Objective, res.Initial),
+		RelErr2: res.RelErr2(), Converged: res.Converged, StopReason: string(res.StopReason),
+		Collectives: res.Comm.PerIteration, FloatsPerIter: res.Comm.FloatsPerIteration, History: res.History}
+	if err := writeOutputs(dir, res, &rep); err != nil {
+		cleanup()
+		return err
+	}
+	if !*quiet {
+		verdict := fmt.Sprintf("stopped at max-iter (ratio %.3g > tol %g)", rep.ObjectiveRat, rep.Tol)
+		switch res.StopReason {
+		case kernels.StopConverged:
+			verdict = fmt.Sprintf("converged (ratio %.3g <= tol %g)", rep.ObjectiveRat, rep.Tol)
+		case kernels.StopTimeLimit:
+			verdict = fmt.Sprintf("stopped at the time limit (ratio %.3g)", rep.ObjectiveRat)
+		case kernels.StopCanceled:
+			verdict = fmt.Sprintf("interrupted (ratio %.3g)", rep.ObjectiveRat)
+		case kernels.StopMaxIter:
+			if rep.Tol == 0 {
+				verdict = fmt.Sprintf("ran max-iter (ratio %.3g)", rep.ObjectiveRat)
+			}
+		}
+		fmt.Fprintf(stderr, "%s: %d iterations in %.3g s, %s, rel_err2 %.4g\nwrote %s, %s, %s\n",
+			rep.Algo, rep.Iterations, rep.Seconds, verdict, rep.RelErr2,
+			filepath.Join(dir, "basis.npy"), filepath.Join(dir, "coef.npy"), filepath.Join(dir, "report.json"))
+	}
+	if interrupted {
+		return errInterrupted
+	}
+	return nil
+}
+
+// prepareOutDir makes sure dir exists and is writable before the run; cleanup removes it again
+// if this call created it.
+func prepareOutDir(dir string) (string, func(), error) {
+	created := false
+	if st, err := os.Stat(dir); err == nil {
+		if !st.IsDir() {
+			return "", nil, badInput("--out %s exists and is not a directory", dir)
+		}
+	} else if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", nil, badInput("--out: %v", err)
+		}
+		created = true
+	} else {
+		return "", nil, badInput("--out: %v", err)
+	}
+	probe, err := os.CreateTemp(dir, ".write-test-*")
+	if err != nil {
+		if created {
+			os.Remove(dir)
+		}
+		return "", nil, badInput("--out %s is not writable: %v", dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	cleanup := func() {
+		if created {
+			os.Remove(dir) // only removes it if still empty
+		}
+	}
+	return dir, cleanup, nil
+}
+
+// writeOutputs writes basis.npy, coef.npy and report.json into dir: each to a temporary file
+// first, then all renamed into place, so a failure leaves no partial file behind.
+func writeOutputs(dir string, res *kernels.Result, rep *report) error {
+	var basis, coef, js bytes.Buffer
+	if err := matio.WriteNPY(&basis, res.M, res.K, transposeColMajor(res.B, res.M, res.K)); err != nil {
+		return err
+	}
+	// C is K x N column-major, which is the N x K row-major coef matrix.
+	if err := matio.WriteNPY(&coef, res.N, res.K, res.C); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(&js)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		return err
+	}
+	files := []struct {
+		name string
+		data []byte
+	}{{"basis.npy", basis.Bytes()}, {"coef.npy", coef.Bytes()}, {"report.json", js.Bytes()}}
+	var temps []string
+	removeTemps := func() {
+		for _, t := range temps {
+			os.Remove(t)
+		}
+	}
+	for _, f := range files {
+		tmp, err := os.CreateTemp(dir, "."+f.name+".tmp-*")
+		if err != nil {
+			removeTemps()
+			return fmt.Errorf("writing %s: %w", filepath.Join(dir, f.name), err)
+		}
+		temps = append(temps, tmp.Name())
+		_, werr := tmp.Write(f.data)
+		merr := tmp.Chmod(0o644)
+		serr := tmp.Sync()
+		cerr := tmp.Close()
+		if err := errors.Join(werr, merr, serr, cerr); err != nil {
+			removeTemps()
+			return fmt.Errorf("writing %s: %w", filepath.Join(dir, f.name), err)
+		}
+	}
+	for i, f := range files {
+		if err := os.Rename(temps[i], filepath.Join(dir, f.name)); err != nil {
+			removeTemps()
+			return fmt.Errorf("writing %s: %w", filepath.Join(dir, f.name), err)
+		}
+	}
+	return nil
+}
+
+// transposeColMajor turns a column-major rows x cols matrix into row-major.
+func transposeColMajor(a []float64, rows, cols int) []float64 {
+	out := make([]float64, len(a))
+	for p := 0; p < cols; p++ {
+		for i := 0; i < rows; i++ {
+			out[i*cols+p] = a[p*rows+i]
+		}
+	}
+	return out
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
+)
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	*s = append(*s, v)
+	return nil
+}
+
+// jobFlags are the flags factorize and bench share: the input and the job.
+type jobFlags struct {
+	inputs    stringList
+	rank      int
+	algo      string
+	shards    int
+	tol       float64
+	maxIter   int
+	timeLimit time.Duration
+	seed      uint64
+	init      string
+	initBasis string
+	initCoef  string
+	threads   int
+	layout    string
+	form      string
+	rho       float64
+}
+
+func (f *jobFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.inputs, "input", "input `PATH` (.npy, .mtx[.gz], IDX[.gz]) or synthetic:m=,n=,k=,seed=[,noise=]; repeat to stack files as more samples")
+	fs.IntVar(&f.rank, "rank", 0, "rank K of the factorization (1 <= K <= min(samples, features))")
+	fs.StringVar(&f.algo, "algo", string(kernels.DID), "algorithm: "+algoNames())
+	fs.IntVar(&f.shards, "shards", 1, "number of shards P (distributed algorithms only)")
+	fs.Float64Var(&f.tol, "tol", 1e-6, "stop when ||X-BC||^2 <= tol * ||X-B0C0||^2; 0 runs exactly max-iter iterations")
+	fs.IntVar(&f.maxIter, "max-iter", 1000, "maximum number of iterations")
+	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this wall time (e.g. 10m); 0 means no limit")
+	fs.Uint64Var(&f.seed, "seed", 1, "random seed (init and synthetic data)")
+	fs.StringVar(&f.init, "init", string(kernels.InitRandom), "initialisation: random, nndsvd, nndsvda, kmeans, custom")
+	fs.StringVar(&f.initBasis, "init-basis", "", "initial basis `FILE` (.npy, features x K) for --init custom")
+	fs.StringVar(&f.initCoef, "init-coef", "", "initial coefficients `FILE` (.npy, samples x K) for --init custom")
+	fs.IntVar(&f.threads, "threads", 0, "worker threads (0: all cores)")
+	fs.StringVar(&f.layout, "layout", "auto", "in-memory form of the data: auto, dense, sparse")
+	fs.StringVar(&f.form, "form", "auto", "DID kernel form: auto, gram, residual")
+	fs.Float64Var(&f.rho, "rho", 1, "ADMM/DADMM penalty")
+}
+
+func algoNames() string {
+	var names []string
+	for _, a := range kernels.Algorithms() {
+		names = append(names, string(a.Name))
+	}
+	return strings.Join(names, ", ")
+}
+
+// parseFlags parses args into fs, turning flag errors into usage errors and refusing
+// positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return badInput("unexpected argument %q (flags start with -)", fs.Arg(0))
+	}
+	return nil
+}
+
+// job is a validated jobFlags: the source is open, the config built.
+type job struct {
+	src    matio.Source
+	layout matio.Layout
+	cfg    kernels.Config
+	shards int
+	m, n   int
+}
+
+// open validates the flags, opens the input and builds the job. The caller closes j.src.
+func (f *jobFlags) open() (*job, error) {
+	if len(f.inputs) == 0 {
+		return nil, badInput("--input is required")
+	}
+	if f.rank == 0 {
+		return nil, badInput("--rank is required")
+	}
+	algo, err := kernels.LookupAlgorithm(kernels.Algorithm(f.algo))
+	if err != nil {
+		return nil, badInput("--algo: %v", err)
+	}
+	initMethod, err := kernels.ParseInitMethod(f.init)
+	if err != nil {
+		return nil, badInput("--init: %v", err)
+	}
+	if (f.initBasis != "" || f.initCoef != "") && initMethod != kernels.InitCustom {
+		return nil, badInput("--init-basis and --init-coef need --init custom")
+	}
+	if initMethod == kernels.InitCustom && (f.initBasis == "" || f.initCoef == "") {
+		return nil, badInput("--init custom needs both --init-basis and --init-coef")
+	}
+	layout, err := matio.ParseLayout(f.layout)
+	if err != nil {
+		return nil, badInput("--layout: %v", err)
+	}
+	form, err := kernels.ParseForm(f.form)
+	if err != nil {
+		return nil, badInput("--form: %v", err)
+	}
+	if !(f.rho > 0) || math.IsInf(f.rho, 0) {
+		return nil, badInput("--rho must be a positive number, got %v", f.rho)
+	}
+	if f.threads < 0 {
+		return nil, badInput("--threads must be >= 0, got %d", f.threads)
+	}
+	stop := kernels.StopRule{Tol: f.tol, MaxIter: f.maxIter, TimeLimit: f.timeLimit}
+	if err := stop.Validate(); err != nil {
+		return nil, badInput("%v", err)
+	}
+	if f.shards < 1 {
+		return nil, badInput("--shards must be >= 1, got %d", f.shards)
+	}
+	if !algo.Distributed && f.shards != 1 {
+		return nil, badInput("--algo %s runs on one shard; --shards %d needs a distributed algorithm (did, dbcd, dadmm, hpc-anls)", f.algo, f.shards)
+	}
+	src, err := matio.OpenAll(f.inputs)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	j := &job{src: src, layout: layout, shards: f.shards, m: src.Features(), n: src.Samples()}
+	fail := func(err error) (*job, error) {
+		src.Close()
+		return nil, err
+	}
+	if err := kernels.CheckRank(f.rank, j.m, j.n); err != nil {
+		return fail(badInput("--rank: %v for %s (%d samples x %d features)", err, src.Name(), j.n, j.m))
+	}
+	if f.shards > j.n {
+		return fail(badInput("--shards %d is more than the %d samples of %s", f.shards, j.n, src.Name()))
+	}
+	j.cfg = kernels.Config{Algo: algo.Name, K: f.rank, Seed: f.seed, Stop: stop, Threads: f.threads,
+		Init: kernels.InitSpec{Method: initMethod}, Options: kernels.Options{Form: form, Rho: f.rho}}
+	if initMethod == kernels.InitCustom {
+		b0, err := readFactor(f.initBasis, "--init-basis", j.m, f.rank, "features x K")
+		if err != nil {
+			return fail(err)
+		}
+		c0, err := readFactor(f.initCoef, "--init-coef", j.n, f.rank, "samples x K")
+		if err != nil {
+			return fail(err)
+		}
+		// basis.npy is M x K row-major; kernels want B column-major. coef.npy (N x K
+		// row-major) is C column-major already.
+		j.cfg.Init.B0 = transposeRowMajor(b0, j.m, f.rank)
+		j.cfg.Init.C0 = c0
+	}
+	return j, nil
+}
+
+// readFactor reads an initial factor file and checks its shape.
+func readFactor(path, flagName string, rows, k int, what string) ([]float64, error) {
+	r, c, data, err := matio.ReadNPYMatrix(path)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("%s: %w", flagName, err)}
+	}
+	if r != rows || c != k {
+		return nil, badInput("%s %s: shape (%d, %d), want %s = (%d, %d)", flagName, path, r, c, what, rows, k)
+	}
+	return data, nil
+}
+
+// transposeRowMajor turns a row-major rows x cols matrix into column-major.
+func transposeRowMajor(a []float64, rows, cols int) []float64 {
+	out := make([]float64, len(a))
+	for i := 0; i < rows; i++ {
+		for p := 0; p < cols; p++ {
+			out[p*rows+i] = a[i*cols+p]
+		}
+	}
+	return out
+}
+
+// readBlocks reads the shard blocks of the job.
+func (j *job) readBlocks() ([]kernels.Block, error) {
+	r := kernels.ColumnRanges(j.n, j.shards)
+	blocks := make([]kernels.Block, j.shards)
+	for s := range blocks {
+		b, err := j.src.Read(r[s], r[s+1], j.layout)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		blocks[s] = b
+	}
+	return blocks, nil
+}

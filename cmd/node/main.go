@@ -1,0 +1,91 @@
+// Command node is the didnmf binary.
+//
+//	node factorize --input PATH --rank K --out DIR [flags]   factorize a matrix in this process
+//	node bench --input SPEC --rank K --algo A --iters N      time the kernels against a roofline
+//
+// Inputs hold samples as rows: an (N, M) .npy, MatrixMarket or IDX file, or a synthetic spec
+// "synthetic:m=5,n=100000,k=3,seed=1[,noise=0.01]". Exit status: 0 success, 1 failure while
+// running, 2 bad input or usage, 130 interrupted.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit statuses.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usageText = `usage: node <command> [flags]
+
+commands:
+  factorize   factorize a nonnegative matrix (samples as rows) and write basis.npy, coef.npy, report.json
+  bench       time an algorithm per iteration against the memory roofline, print figures
+  help        show this text; "node <command> -h" shows a command's flags
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageText)
+		return exitUsage
+	}
+	var err error
+	switch args[0] {
+	case "factorize":
+		err = cmdFactorize(args[1:], stdout, stderr)
+	case "bench":
+		err = cmdBench(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usageText)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "node: unknown command %q\n%s", args[0], usageText)
+		return exitUsage
+	}
+	return exitStatus(err, stderr)
+}
+
+// usageError marks an error caused by the user's input or flags (exit status 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func badInput(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// errInterrupted reports a run stopped by a signal after its results were written.
+var errInterrupted = errors.New("interrupted")
+
+// errHelp is returned when -h was asked: the flag package has printed the usage.
+var errHelp = errors.New("help")
+
+func exitStatus(err error, stderr io.Writer) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errHelp):
+		return exitOK
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "node: %v\n", err)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "node: %v\n", err)
+		return exitFailure
+	}
+}

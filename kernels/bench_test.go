@@ -1,0 +1,64 @@
+package kernels
+
+import (
+	"fmt"
+	"testing"
+)
+
+var benchShapes = []struct {
+	name    string
+	m, n, k int
+	sparse  float64 // fraction of zeros; 0 keeps the block dense
+}{
+	{"M5_N1e6_K3", 5, 1000000, 3, 0},
+	{"M784_N70000_K10", 784, 70000, 10, 0},
+	{"M784_N70000_K10_sparse50", 784, 70000, 10, 0.5},
+}
+
+func benchBlock(m, n, k int, zeros float64) Block {
+	x := synthDense(m, n, k, 1, 0.01)
+	if zeros > 0 {
+		return ToCSC(sparsify(x, zeros, 2))
+	}
+	return x
+}
+
+// BenchmarkCStep times DID's local step (C update + W, V) per form and shape, on all cores.
+func BenchmarkCStep(b *testing.B) {
+	for _, sh := range benchShapes {
+		x := benchBlock(sh.m, sh.n, sh.k, sh.sparse)
+		for _, form := range []Form{FormResidual, FormGram} {
+			b.Run(fmt.Sprintf("%s/%s", sh.name, form), func(b *testing.B) {
+				pool := NewPool(0)
+				defer pool.Close()
+				bb, c := exactFactors(sh.m, sh.n, sh.k, 2)
+				st := newCStep(x, sh.k, pool, form)
+				w := make([]float64, sh.m*sh.k)
+				v := make([]float64, sh.k*sh.k)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					st.run(bb, c, w, v)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkRoofline times the memory floor for the same shapes.
+func BenchmarkRoofline(b *testing.B) {
+	for _, sh := range benchShapes {
+		x := benchBlock(sh.m, sh.n, sh.k, sh.sparse)
+		b.Run(sh.name, func(b *testing.B) {
+			pool := NewPool(0)
+			defer pool.Close()
+			src := make([]float64, sh.k*sh.n)
+			dst := make([]float64, sh.k*sh.n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				Roofline(x, sh.k, src, dst, pool)
+			}
+		})
+	}
+}
