@@ -324,8 +324,14 @@ func TestBadJobs(t *testing.T) {
 		"rank > M":         func(c *Config) []Block { c.K = 7; return blocks },
 		"unknown algo":     func(c *Config) []Block { c.Algo = "nope"; return blocks },
 		"hals on 2 shards": func(c *Config) []Block { c.Algo = HALS; return blocks },
-		"custom B wrong":   func(c *Config) []Block { c.Init = InitSpec{Method: InitCustom, B0: make([]float64, 3), C0: make([]float64, 80)}; return blocks },
-		"custom C wrong":   func(c *Config) []Block { c.Init = InitSpec{Method: InitCustom, B0: make([]float64, 12), C0: make([]float64, 7)}; return blocks },
+		"custom B wrong": func(c *Config) []Block {
+			c.Init = InitSpec{Method: InitCustom, B0: make([]float64, 3), C0: make([]float64, 80)}
+			return blocks
+		},
+		"custom C wrong": func(c *Config) []Block {
+			c.Init = InitSpec{Method: InitCustom, B0: make([]float64, 12), C0: make([]float64, 7)}
+			return blocks
+		},
 		"custom negative": func(c *Config) []Block {
 			b0 := make([]float64, 12)
 			b0[3] = -1
