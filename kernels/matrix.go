@@ -202,7 +202,7 @@ func (e *EntryError) Error() string {
 	case math.IsInf(e.Value, 0):
 		what = "infinite value"
 	}
-	return fmt.Sprintf("sample %d, feature %d: %s %v (NMF needs finite nonnegative entries)", e.Col, e.Row, what, e.Value)
+	return fmt.Sprintf("sample %d, feature %d (0-based): %s %v (NMF needs finite nonnegative entries)", e.Col, e.Row, what, e.Value)
 }
 
 func sqNorm(x []float64) float64 {

@@ -2,6 +2,7 @@
 //
 //	node factorize --input PATH --rank K --out DIR [flags]   factorize a matrix in this process
 //	node bench --input SPEC --rank K --algo A --iters N      time the kernels against a roofline
+//	node demo                                                factorize a default input with progress
 //
 // Inputs hold samples as rows: an (N, M) .npy, MatrixMarket or IDX file, or a synthetic spec
 // "synthetic:m=5,n=100000,k=3,seed=1[,noise=0.01]". Exit status: 0 success, 1 failure while
@@ -32,6 +33,7 @@ const usageText = `usage: node <command> [flags]
 commands:
   factorize   factorize a nonnegative matrix (samples as rows) and write basis.npy, coef.npy, report.json
   bench       time an algorithm per iteration against the memory roofline, print figures
+  demo        factorize Fashion-MNIST (or a synthetic matrix) with progress and a summary
   help        show this text; "node <command> -h" shows a command's flags
 `
 
@@ -46,6 +48,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdFactorize(args[1:], stdout, stderr)
 	case "bench":
 		err = cmdBench(args[1:], stdout, stderr)
+	case "demo":
+		err = cmdDemo(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usageText)
 		return exitOK

@@ -1,0 +1,140 @@
+package matio
+
+import (
+	"bufio"
+	"compress/gzip"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Open opens one input spec: a path to a .npy, .mtx or IDX file (.idx, or MNIST names such as
+// train-images-idx3-ubyte), any of them optionally gzip-compressed (detected by content), or a
+// synthetic spec "synthetic:m=5,n=100000,k=3,seed=1[,noise=0.01]" (see [SyntheticFactors]).
+// A file whose name says nothing is recognised by its content.
+//
+// In every format the rows of the file's matrix are the samples and its columns the features
+// (for IDX, the first dimension is the samples and the others are flattened into features).
+// An uncompressed .npy is read by ranges from the file, which stays open until Close; every
+// other file is read into memory by Open (a .mtx is parsed and validated there, so its entry
+// errors come from Open rather than Read). Features are limited to 2^31-1, as are the rows of
+// a .mtx file.
+func Open(spec string) (Source, error) {
+	if strings.HasPrefix(spec, syntheticPrefix) {
+		return openSynthetic(spec)
+	}
+	return openFile(spec)
+}
+
+type fileFormat int
+
+const (
+	formatUnknown fileFormat = iota
+	formatNPY
+	formatMTX
+	formatIDX
+)
+
+// idxName matches the names of the MNIST-style distributions, e.g. train-images-idx3-ubyte.
+var idxName = regexp.MustCompile(`[-.]idx[0-9]+-ubyte$`)
+
+// formatFromName guesses the format from the file name, ignoring a .gz suffix.
+func formatFromName(path string) fileFormat {
+	base := strings.TrimSuffix(strings.ToLower(filepath.Base(path)), ".gz")
+	switch {
+	case strings.HasSuffix(base, ".npy"):
+		return formatNPY
+	case strings.HasSuffix(base, ".mtx"):
+		return formatMTX
+	case strings.HasSuffix(base, ".idx") || idxName.MatchString(base):
+		return formatIDX
+	}
+	return formatUnknown
+}
+
+// sniffFormat recognises a format by the first bytes of the (decompressed) data.
+func sniffFormat(head []byte) fileFormat {
+	switch {
+	case strings.HasPrefix(string(head), npyMagic):
+		return formatNPY
+	case len(head) >= 14 && strings.EqualFold(string(head[:14]), "%%MatrixMarket"):
+		return formatMTX
+	case len(head) >= 4 && head[0] == 0 && head[1] == 0 && idxTypes[head[2]].size > 0 && head[3] > 0:
+		return formatIDX
+	}
+	return formatUnknown
+}
+
+func openFile(path string) (Source, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, ioError(path, "cannot open", err)
+	}
+	src, err := openOpenedFile(path, f)
+	if npy, ok := src.(*npySource); err != nil || !ok || npy.file != f {
+		f.Close() // only an uncompressed .npy keeps its file open
+	}
+	return src, err
+}
+
+func openOpenedFile(path string, f *os.File) (Source, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, ioError(path, "cannot open", err)
+	}
+	if st.IsDir() {
+		return nil, inputErrorf(path, "is a directory")
+	}
+	if !st.Mode().IsRegular() {
+		return nil, inputErrorf(path, "not a regular file")
+	}
+	size := st.Size()
+	if size == 0 {
+		return nil, inputErrorf(path, "empty file")
+	}
+	var head [16]byte
+	n, err := f.ReadAt(head[:], 0)
+	if n < len(head) && err != io.EOF {
+		return nil, ioError(path, "read error", err)
+	}
+	format := formatFromName(path)
+	if n >= 2 && head[0] == 0x1f && head[1] == 0x8b {
+		zr, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
+		if err != nil {
+			return nil, ioError(path, "bad gzip data", err)
+		}
+		defer zr.Close()
+		br := bufio.NewReaderSize(zr, 1<<16)
+		if format == formatUnknown {
+			h, _ := br.Peek(len(head))
+			format = sniffFormat(h)
+		}
+		switch format {
+		case formatNPY:
+			return openNPYStream(path, br, size)
+		case formatMTX:
+			return parseMTX(path, br)
+		case formatIDX:
+			return openIDXStream(path, br, -1, size)
+		}
+		return nil, unknownFormat(path)
+	}
+	if format == formatUnknown {
+		format = sniffFormat(head[:n])
+	}
+	switch format {
+	case formatNPY:
+		return openNPYFile(path, f, size)
+	case formatMTX:
+		return parseMTX(path, bufio.NewReaderSize(f, 1<<16))
+	case formatIDX:
+		return openIDXStream(path, bufio.NewReaderSize(f, 1<<16), size, -1)
+	}
+	return nil, unknownFormat(path)
+}
+
+func unknownFormat(path string) error {
+	return inputErrorf(path, "unrecognized format: expected a .npy, .mtx or IDX file, optionally gzip-compressed (by name or by content), or a synthetic: spec")
+}

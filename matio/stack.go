@@ -1,0 +1,120 @@
+package matio
+
+import (
+	"errors"
+	"math"
+	"strings"
+
+	"github.com/didnmf/didnmf/kernels"
+)
+
+// OpenAll opens several specs and stacks their matrices as rows (samples), in order. All must
+// have the same number of features. One spec gives that source itself.
+func OpenAll(specs []string) (Source, error) {
+	if len(specs) == 0 {
+		return nil, &inputError{msg: "matio: no input given"}
+	}
+	srcs := make([]Source, 0, len(specs))
+	fail := func(err error) (Source, error) {
+		for _, s := range srcs {
+			s.Close()
+		}
+		return nil, err
+	}
+	offs := []int{0}
+	for _, spec := range specs {
+		s, err := Open(spec)
+		if err != nil {
+			return fail(err)
+		}
+		srcs = append(srcs, s)
+		if s.Features() != srcs[0].Features() {
+			return fail(inputErrorf(s.Name(), "has %d features (columns) but %s has %d; stacked inputs need the same number",
+				s.Features(), srcs[0].Name(), srcs[0].Features()))
+		}
+		last := offs[len(offs)-1]
+		if s.Samples() > math.MaxInt-last {
+			return fail(inputErrorf(s.Name(), "too many samples in total"))
+		}
+		offs = append(offs, last+s.Samples())
+	}
+	if len(srcs) == 1 {
+		return srcs[0], nil
+	}
+	names := make([]string, len(srcs))
+	for i, s := range srcs {
+		names[i] = s.Name()
+	}
+	return &stackSource{name: strings.Join(names, " + "), srcs: srcs, offs: offs}, nil
+}
+
+// stackSource stacks sources as rows: source i holds samples [offs[i], offs[i+1]).
+type stackSource struct {
+	name string
+	srcs []Source
+	offs []int
+}
+
+func (s *stackSource) Name() string  { return s.name }
+func (s *stackSource) Samples() int  { return s.offs[len(s.offs)-1] }
+func (s *stackSource) Features() int { return s.srcs[0].Features() }
+
+func (s *stackSource) Close() error {
+	var errs []error
+	for _, src := range s.srcs {
+		errs = append(errs, src.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (s *stackSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
+	if err := checkRead(s.name, s.Samples(), lo, hi, layout); err != nil {
+		return nil, err
+	}
+	var parts []kernels.Block
+	sparse := false
+	for i, src := range s.srcs {
+		a, b := max(lo, s.offs[i]), min(hi, s.offs[i+1])
+		if a >= b {
+			continue
+		}
+		blk, err := src.Read(a-s.offs[i], b-s.offs[i], layout)
+		if err != nil {
+			return nil, err
+		}
+		_, isCSC := blk.(*kernels.CSC)
+		sparse = sparse || isCSC
+		parts = append(parts, blk)
+	}
+	if len(parts) == 1 {
+		return parts[0], nil
+	}
+	m := s.Features()
+	if !sparse {
+		d, err := newDense(s.name, m, hi-lo)
+		if err != nil {
+			return nil, err
+		}
+		at := 0
+		for _, p := range parts {
+			at += copy(d.Data[at:], p.(*kernels.Dense).Data)
+		}
+		return shape(d, layout), nil
+	}
+	c := &kernels.CSC{Rows: m, Cols: hi - lo, ColPtr: make([]int, 1, hi-lo+1)}
+	for _, p := range parts {
+		pc := kernels.ToCSC(p)
+		base := len(c.Val) - pc.ColPtr[0]
+		c.RowIdx = append(c.RowIdx, pc.RowIdx[pc.ColPtr[0]:pc.ColPtr[pc.Cols]]...)
+		c.Val = append(c.Val, pc.Val[pc.ColPtr[0]:pc.ColPtr[pc.Cols]]...)
+		for _, q := range pc.ColPtr[1:] {
+			c.ColPtr = append(c.ColPtr, base+q)
+		}
+	}
+	if layout == LayoutAuto && !sparseEnough(c.NNZ(), c.Rows, c.Cols) {
+		if err := denseFits(s.name, m, hi-lo); err != nil {
+			return nil, err
+		}
+	}
+	return shape(c, layout), nil
+}
