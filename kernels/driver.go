@@ -92,7 +92,7 @@ func Split(x Block, p int) ([]Block, error) {
 
 // Run factorizes the matrix whose column blocks are given (one shard per block, in column
 // order) in this process, running the shards as machines and the collectives in TreeSum order.
-// Each progress function is called after every iteration. On cancellation Run returns the
+// Each progress function (nil ones are skipped) is called after every iteration. On cancellation Run returns the
 // factors of the last completed iteration together with ctx.Err().
 func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progress)) (*Result, error) {
 	if len(blocks) == 0 {
@@ -183,6 +183,9 @@ func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progr
 			res.IterSeconds = append(res.IterSeconds, now.Sub(iterStart).Seconds())
 			iterStart = now
 			for _, fn := range progress {
+				if fn == nil {
+					continue
+				}
 				fn(Progress{Iteration: first.Iteration, Seconds: elapsed.Seconds(), Ratio: ratio, Objective: first.Objective})
 			}
 			if stop, why := cfg.Stop.Check(first.Iteration, first.Objective, first.Initial, elapsed); stop {
