@@ -181,7 +181,9 @@ func (s *cStep) lane(l int) {
 	var prev, post float64
 	switch x := s.x.(type) {
 	case *Dense:
-		if s.form == FormGram {
+		if s.form == FormGram && s.k <= panelWidth {
+			gramDenseLane4(x.Data, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v)
+		} else if s.form == FormGram {
 			gramDenseLane(x.Data, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v, s.scratch[l])
 		} else {
 			prev, post = residualDenseCols(x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k)
