@@ -34,6 +34,7 @@ commands:
   factorize   factorize a nonnegative matrix (samples as rows) and write basis.npy, coef.npy, report.json
   bench       time an algorithm per iteration against the memory roofline, print figures
   demo        factorize Fashion-MNIST (or a synthetic matrix) with progress and a summary
+  convert     write any input (or a synthetic spec) as a dense .npy or raw float64 file
   help        show this text; "node <command> -h" shows a command's flags
 `
 
@@ -50,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdBench(args[1:], stdout, stderr)
 	case "demo":
 		err = cmdDemo(args[1:], stdout, stderr)
+	case "convert":
+		err = cmdConvert(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usageText)
 		return exitOK

@@ -298,3 +298,46 @@ func TestBenchJSON(t *testing.T) {
 		t.Errorf("bench result %+v", r)
 	}
 }
+
+// TestConvertRoundTrip: convert writes the same matrix in each format.
+func TestConvertRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	spec := "synthetic:m=4,n=37,k=2,seed=9"
+	src, _ := matio.Open(spec)
+	x, _ := src.Read(0, 37, matio.LayoutDense)
+	want := x.(interface{ At(int, int) float64 })
+	for _, f := range []string{"npy", "npy-t", "raw"} {
+		out := filepath.Join(dir, "x."+f)
+		if code, _, e := runNode(t, "convert", "--input", spec, "--out", out, "--format", f); code != 0 {
+			t.Fatalf("%s: %s", f, e)
+		}
+		if f == "raw" {
+			raw, _ := os.ReadFile(out)
+			if len(raw) != 37*4*8 {
+				t.Errorf("raw: %d bytes", len(raw))
+			}
+			continue
+		}
+		r, c, data, err := matio.ReadNPYMatrix(out)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for j := 0; j < 37; j++ {
+			for i := 0; i < 4; i++ {
+				got := data[j*4+i]
+				if f == "npy-t" {
+					if r != 4 || c != 37 {
+						t.Fatalf("npy-t shape %d x %d", r, c)
+					}
+					got = data[i*37+j]
+				}
+				if got != want.At(i, j) {
+					t.Fatalf("%s: entry (%d, %d) = %v, want %v", f, j, i, got, want.At(i, j))
+				}
+			}
+		}
+	}
+	if code, _, _ := runNode(t, "convert", "--input", spec, "--out", filepath.Join(dir, "y"), "--format", "csv"); code != 2 {
+		t.Error("unknown format accepted")
+	}
+}
