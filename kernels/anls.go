@@ -25,21 +25,10 @@ func runANLS(e *shardEnv) {
 	wsB := nnls.NewWorkspace(k)
 	initial := ResidualSq(x, b, c, k, e.spec.Pool)
 	for it := 1; ; it++ {
-		ops.btx(b, h)
-		gramCols(b, m, k, g)
-		ops.run(func(l, lo, hi int) {
-			wsC[l].Solve(g, h[lo*k:hi*k], c[lo*k:hi*k], hi-lo, true)
-		})
+		nnlsCoef(ops, wsC, b, c, g, h)
 		ops.xct(c, a)
 		ops.cct(c, v)
-		transpose(ft, a, m, k)
-		transpose(bt, b, m, k)
-		wsB.Solve(v, ft, bt, m, true)
-		for i := 0; i < m; i++ {
-			for p := 0; p < k; p++ {
-				b[p*m+i] = bt[i*k+p]
-			}
-		}
+		nnlsBasis(wsB, v, a, b, ft, bt, m, k)
 		gramCols(b, m, k, g)
 		e.iterationDone(it, gramObjective(sqX, b, a, g, v), initial)
 	}
@@ -51,4 +40,29 @@ func laneWorkspaces(lanes, k int) []*nnls.Workspace {
 		ws[l] = nnls.NewWorkspace(k)
 	}
 	return ws
+}
+
+// nnlsCoef sets every column of C to argmin_{c>=0} ||x - B c||^2 (BPP, warm-started from C),
+// leaving G = B^T B in g and H = B^T X in h.
+func nnlsCoef(ops *blockOps, ws []*nnls.Workspace, b, c, g, h []float64) {
+	k := ops.k
+	ops.btx(b, h)
+	gramCols(b, ops.m, k, g)
+	ops.run(func(l, lo, hi int) {
+		ws[l].Solve(g, h[lo*k:hi*k], c[lo*k:hi*k], hi-lo, true)
+	})
+}
+
+// nnlsBasis sets B (M x K, column-major) to argmin_{B>=0} ||Y - B C||^2 row by row (BPP,
+// warm-started from B) given V = C C^T and A = Y C^T (M x K, column-major); ft and bt are
+// K x M scratch.
+func nnlsBasis(ws *nnls.Workspace, v, a, b, ft, bt []float64, m, k int) {
+	transpose(ft, a, m, k)
+	transpose(bt, b, m, k)
+	ws.Solve(v, ft, bt, m, true)
+	for i := 0; i < m; i++ {
+		for p := 0; p < k; p++ {
+			b[p*m+i] = bt[i*k+p]
+		}
+	}
 }

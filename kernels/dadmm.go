@@ -146,14 +146,7 @@ func runDADMM(e *shardEnv) {
 			initial = sum[lp+2*m*k]
 		}
 		// B rows: min ||C^T b_i - ((U+Y)_i)^T||, G = C C^T, F = ((U+Y) C^T)^T.
-		transpose(ft, sum[lp:lp+m*k], m, k)
-		transpose(bt, b, m, k)
-		wsB.Solve(v, ft, bt, m, true)
-		for i := 0; i < m; i++ {
-			for p := 0; p < k; p++ {
-				b[p*m+i] = bt[i*k+p]
-			}
-		}
+		nnlsBasis(wsB, v, sum[lp:lp+m*k], b, ft, bt, m, k)
 		gramCols(b, m, k, g)
 		obj := gramObjective(sum[lp+2*m*k+1], b, sum[lp+m*k:lp+2*m*k], g, v)
 		e.iterationDone(it, obj, initial)

@@ -40,11 +40,7 @@ func runHPCANLS(e *shardEnv) {
 	wsB := nnls.NewWorkspace(k)
 	own := make([]float64, (r1-r0)*k+1)
 	for it := 1; ; it++ {
-		ops.btx(b, h)
-		gramCols(b, m, k, g)
-		ops.run(func(l, lo, hi int) {
-			wsC[l].Solve(g, h[lo*k:hi*k], c[lo*k:hi*k], hi-lo, true)
-		})
+		nnlsCoef(ops, wsC, b, c, g, h)
 		ops.cct(c, v)
 		packLower(packed, v, k)
 		unpackLower(v, e.allReduce("hpcanls.cct", it, packed), k)
