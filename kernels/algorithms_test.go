@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"testing"
+	"time"
 )
 
 func baseConfig(algo Algorithm, k int, stop StopRule) Config {
@@ -289,6 +290,11 @@ func TestStopRules(t *testing.T) {
 	})
 	if err != context.Canceled || res == nil || res.Iterations != 5 || res.StopReason != StopCanceled {
 		t.Errorf("cancel: err %v, result %+v", err, res)
+	}
+	// A time limit stops the run at an iteration boundary.
+	res, err = Run(context.Background(), blocks, baseConfig(DID, 2, StopRule{Tol: 0, MaxIter: 1 << 30, TimeLimit: 30 * time.Millisecond}))
+	if err != nil || res.StopReason != StopTimeLimit || res.Converged || res.Iterations < 1 {
+		t.Errorf("time limit: %v, %+v", err, res.StopReason)
 	}
 	for _, bad := range []StopRule{{Tol: -1, MaxIter: 1}, {Tol: math.NaN(), MaxIter: 1}, {Tol: 1, MaxIter: 0}} {
 		if _, err := Run(context.Background(), blocks, baseConfig(DID, 2, bad)); err == nil {

@@ -198,3 +198,30 @@ func TestKMeansInitFindsClusters(t *testing.T) {
 		}
 	}
 }
+
+// TestNNDSVDAFillsZeros: nndsvda replaces NNDSVD's zeros by mean(X), so no entry of B0 is 0,
+// while nndsvd keeps them.
+func TestNNDSVDAFillsZeros(t *testing.T) {
+	x := sparsify(synthDense(12, 400, 4, 47, 0.05), 0.5, 3)
+	blocks, _ := Split(x, 2)
+	cfg := baseConfig(DID, 4, StopRule{MaxIter: 1})
+	cfg.Init.Method = InitNNDSVD
+	plain := initialBasis(t, blocks, cfg)
+	cfg.Init.Method = InitNNDSVDA
+	filled := initialBasis(t, blocks, cfg)
+	mean := x.Sum() / float64(12*400)
+	zeros := 0
+	for i, v := range plain {
+		if v == 0 {
+			zeros++
+			if math.Abs(filled[i]-mean) > 1e-12*mean {
+				t.Errorf("entry %d: nndsvda %.6g, want mean %.6g", i, filled[i], mean)
+			}
+		} else if filled[i] != v {
+			t.Errorf("entry %d: nndsvda changed a nonzero %.6g to %.6g", i, v, filled[i])
+		}
+	}
+	if zeros == 0 {
+		t.Fatal("nndsvd produced no zero to fill; the test data does not exercise nndsvda")
+	}
+}
