@@ -296,7 +296,19 @@ func TestStopRules(t *testing.T) {
 	if err != nil || res.StopReason != StopTimeLimit || res.Converged || res.Iterations < 1 {
 		t.Errorf("time limit: %v, %+v", err, res.StopReason)
 	}
-	for _, bad := range []StopRule{{Tol: -1, MaxIter: 1}, {Tol: math.NaN(), MaxIter: 1}, {Tol: 1, MaxIter: 0}} {
+	// The stall rule ends a run on noisy data, whose objective cannot reach tol, once it stops
+	// falling; without it the same run goes to max-iter.
+	noisy := synthDense(10, 300, 2, 29, 0.2)
+	nb, _ := Split(noisy, 2)
+	res, err = Run(context.Background(), nb, baseConfig(DID, 2, StopRule{Tol: 1e-6, MaxIter: 5000, StallTol: 1e-6}))
+	if err != nil || res.StopReason != StopStalled || res.Iterations >= 5000 {
+		t.Errorf("stall: %v, %s after %d iterations", err, res.StopReason, res.Iterations)
+	}
+	h := res.History
+	if n := len(h); n > 11 && (h[n-11].Ratio-h[n-1].Ratio) >= 1e-6*h[n-11].Ratio {
+		t.Errorf("stalled although the ratio fell from %.12g to %.12g over the last 10 iterations", h[n-11].Ratio, h[n-1].Ratio)
+	}
+	for _, bad := range []StopRule{{Tol: -1, MaxIter: 1}, {Tol: math.NaN(), MaxIter: 1}, {Tol: 1, MaxIter: 0}, {MaxIter: 1, StallTol: -1}, {MaxIter: 1, StallTol: math.NaN()}} {
 		if _, err := Run(context.Background(), blocks, baseConfig(DID, 2, bad)); err == nil {
 			t.Errorf("stop rule %+v accepted", bad)
 		}

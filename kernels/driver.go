@@ -148,6 +148,7 @@ func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progr
 	}
 
 	res := &Result{M: m, N: n, K: cfg.K, Shards: p}
+	stopper := NewStopper(cfg.Stop)
 	start := time.Now()
 	iterStart := start
 	steps := make([]Step, p)
@@ -188,7 +189,7 @@ func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progr
 				}
 				fn(Progress{Iteration: first.Iteration, Seconds: elapsed.Seconds(), Ratio: ratio, Objective: first.Objective})
 			}
-			if stop, why := cfg.Stop.Check(first.Iteration, first.Objective, first.Initial, elapsed); stop {
+			if stop, why := stopper.Observe(first.Iteration, first.Objective, first.Initial, elapsed); stop {
 				res.StopReason = why
 				res.Converged = why == StopConverged
 				break

@@ -15,6 +15,11 @@ type StopRule struct {
 	MaxIter int
 	// TimeLimit caps the wall time; 0 means none.
 	TimeLimit time.Duration
+	// StallTol, when > 0, also stops a run whose objective fell by less than this fraction over
+	// the last StallWindow iterations: for inexact data, where Tol may be out of reach.
+	StallTol float64
+	// StallWindow is the number of iterations StallTol looks back (default 10).
+	StallWindow int
 }
 
 // DefaultStopRule is the paper's setting: tol 1e-6, at most 1000 iterations.
@@ -29,7 +34,10 @@ const (
 	StopMaxIter   StopReason = "max-iter"   // MaxIter iterations done
 	StopTimeLimit StopReason = "time-limit" // TimeLimit passed
 	StopCanceled  StopReason = "canceled"   // the caller cancelled
+	StopStalled   StopReason = "stalled"    // the objective stopped falling (StallTol)
 )
+
+const defaultStallWindow = 10
 
 // Validate checks the rule's values.
 func (r StopRule) Validate() error {
@@ -41,6 +49,12 @@ func (r StopRule) Validate() error {
 	}
 	if r.TimeLimit < 0 {
 		return fmt.Errorf("time limit must be >= 0, got %v", r.TimeLimit)
+	}
+	if !(r.StallTol >= 0) || r.StallTol >= 1 {
+		return fmt.Errorf("stall tolerance must be in [0, 1), got %v", r.StallTol)
+	}
+	if r.StallWindow < 0 {
+		return fmt.Errorf("stall window must be >= 0, got %d", r.StallWindow)
 	}
 	return nil
 }
@@ -54,11 +68,35 @@ func Ratio(objective, initial float64) float64 {
 	return objective / initial
 }
 
-// Check decides whether to stop after iteration iter.
-func (r StopRule) Check(iter int, objective, initial float64, elapsed time.Duration) (bool, StopReason) {
+// Stopper applies a StopRule to a run's sequence of objective values. It is a pure function of
+// that sequence and the elapsed times, so every party that sees the same objectives (every
+// shard of a job, or its coordinator) decides the same way.
+type Stopper struct {
+	rule StopRule
+	objs []float64 // objectives of the last StallWindow+1 iterations
+}
+
+// NewStopper returns a Stopper for rule.
+func NewStopper(rule StopRule) *Stopper { return &Stopper{rule: rule} }
+
+// Observe records iteration iter's objective and decides whether to stop after it.
+func (s *Stopper) Observe(iter int, objective, initial float64, elapsed time.Duration) (bool, StopReason) {
+	r := s.rule
+	window := r.StallWindow
+	if window == 0 {
+		window = defaultStallWindow
+	}
+	if r.StallTol > 0 {
+		s.objs = append(s.objs, objective)
+		if len(s.objs) > window+1 {
+			s.objs = s.objs[1:]
+		}
+	}
 	switch {
 	case initial <= 0 || (r.Tol > 0 && objective <= r.Tol*initial):
 		return true, StopConverged
+	case r.StallTol > 0 && len(s.objs) == window+1 && s.objs[0]-objective < r.StallTol*s.objs[0]:
+		return true, StopStalled
 	case iter >= r.MaxIter:
 		return true, StopMaxIter
 	case r.TimeLimit > 0 && elapsed >= r.TimeLimit:

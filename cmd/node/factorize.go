@@ -118,6 +118,8 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 			verdict = fmt.Sprintf("converged (ratio %.3g <= tol %g)", rep.ObjectiveRat, rep.Tol)
 		case kernels.StopTimeLimit:
 			verdict = fmt.Sprintf("stopped at the time limit (ratio %.3g)", rep.ObjectiveRat)
+		case kernels.StopStalled:
+			verdict = fmt.Sprintf("stalled (ratio %.3g, fell by less than %g over 10 iterations)", rep.ObjectiveRat, j.cfg.Stop.StallTol)
 		case kernels.StopCanceled:
 			verdict = fmt.Sprintf("interrupted (ratio %.3g)", rep.ObjectiveRat)
 		case kernels.StopMaxIter:

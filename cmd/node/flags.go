@@ -31,6 +31,7 @@ type jobFlags struct {
 	tol       float64
 	maxIter   int
 	timeLimit time.Duration
+	stallTol  float64
 	seed      uint64
 	init      string
 	initBasis string
@@ -49,6 +50,7 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.tol, "tol", 1e-6, "stop when ||X-BC||^2 <= tol * ||X-B0C0||^2; 0 runs exactly max-iter iterations")
 	fs.IntVar(&f.maxIter, "max-iter", 1000, "maximum number of iterations")
 	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this wall time (e.g. 10m); 0 means no limit")
+	fs.Float64Var(&f.stallTol, "stall-tol", 0, "also stop when the objective fell by less than this fraction over the last 10 iterations (e.g. 1e-5 for real data, where tol is out of reach); 0 is off")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed (init and synthetic data)")
 	fs.StringVar(&f.init, "init", string(kernels.InitRandom), "initialisation: random, nndsvd, nndsvda, kmeans, custom")
 	fs.StringVar(&f.initBasis, "init-basis", "", "initial basis `FILE` (.npy, features x K) for --init custom")
@@ -128,7 +130,7 @@ func (f *jobFlags) open() (*job, error) {
 	if f.threads < 0 {
 		return nil, badInput("--threads must be >= 0, got %d", f.threads)
 	}
-	stop := kernels.StopRule{Tol: f.tol, MaxIter: f.maxIter, TimeLimit: f.timeLimit}
+	stop := kernels.StopRule{Tol: f.tol, MaxIter: f.maxIter, TimeLimit: f.timeLimit, StallTol: f.stallTol}
 	if err := stop.Validate(); err != nil {
 		return nil, badInput("%v", err)
 	}
