@@ -419,3 +419,23 @@ func TestGramKernel4MatchesGeneric(t *testing.T) {
 		}
 	}
 }
+
+func TestChooseForm(t *testing.T) {
+	cases := []struct {
+		x    Block
+		k    int
+		want Form
+	}{
+		{NewDense(784, 10), 1, FormResidual},
+		{NewDense(784, 10), 2, FormGram},
+		{NewDense(5, 10), 1, FormGram},
+		{ToCSC(NewDense(784, 10)), 1, FormGram},
+		{NewDense(5, 10), 3, FormGram},
+	}
+	for _, c := range cases {
+		m, _ := c.x.Dims()
+		if got := ChooseForm(c.x, c.k); got != c.want {
+			t.Errorf("%T M=%d K=%d: %s, want %s", c.x, m, c.k, got, c.want)
+		}
+	}
+}
