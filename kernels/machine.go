@@ -109,9 +109,6 @@ func (m *Machine) Deliver(result []float64) {
 // Close ends the machine and releases its coroutine.
 func (m *Machine) Close() { m.stop() }
 
-// Spec returns the machine's spec.
-func (m *Machine) Spec() ShardSpec { return m.spec }
-
 // Basis returns the shard's replica of B (M x K, column-major). Valid at iteration boundaries;
 // the slice is the machine's own and changes with the next iteration.
 func (m *Machine) Basis() []float64 { return m.env.basis() }

@@ -15,10 +15,7 @@
 // A user's (N, M) row-major array, samples as rows, is exactly X in column-major order.
 package kernels
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // Block is a column block of the data matrix X: a *Dense or a *CSC.
 type Block interface {
@@ -162,47 +159,6 @@ func ToCSC(b Block) *CSC {
 		return s
 	}
 	panic(fmt.Sprintf("kernels: unknown block type %T", b))
-}
-
-// CheckEntries returns an error naming the first entry of b that is NaN, infinite or negative.
-// Row and column are 0-based within the block.
-func CheckEntries(b Block) error {
-	bad := func(v float64) bool { return !(v >= 0) || math.IsInf(v, 1) }
-	switch x := b.(type) {
-	case *Dense:
-		for p, v := range x.Data {
-			if bad(v) {
-				return &EntryError{Row: p % x.Rows, Col: p / x.Rows, Value: v}
-			}
-		}
-	case *CSC:
-		for j := 0; j < x.Cols; j++ {
-			for p := x.ColPtr[j]; p < x.ColPtr[j+1]; p++ {
-				if bad(x.Val[p]) {
-					return &EntryError{Row: int(x.RowIdx[p]), Col: j, Value: x.Val[p]}
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// EntryError reports an entry that NMF cannot take: NaN, infinite or negative. Row is the
-// feature (row of X) and Col the sample (column of X), both 0-based.
-type EntryError struct {
-	Row, Col int
-	Value    float64
-}
-
-func (e *EntryError) Error() string {
-	what := "negative value"
-	switch {
-	case math.IsNaN(e.Value):
-		what = "NaN"
-	case math.IsInf(e.Value, 0):
-		what = "infinite value"
-	}
-	return fmt.Sprintf("sample %d, feature %d (0-based): %s %v (NMF needs finite nonnegative entries)", e.Col, e.Row, what, e.Value)
 }
 
 func sqNorm(x []float64) float64 {

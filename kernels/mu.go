@@ -13,18 +13,13 @@ func runMU(e *shardEnv) {
 	g := make([]float64, k*k)
 	a := make([]float64, m*k)
 	v := make([]float64, k*k)
+	bv := make([]float64, m*k)
 	initial := ResidualSq(x, b, c, k, e.spec.Pool)
 	for it := 1; ; it++ {
 		ops.btx(b, h)
 		gramCols(b, m, k, g)
 		ops.run(func(_, lo, hi int) {
-			var gc [64]float64
-			den := gc[:0]
-			if k > len(gc) {
-				den = make([]float64, k)
-			} else {
-				den = gc[:k]
-			}
+			den := make([]float64, k) // one per lane and iteration, not per column
 			for j := lo; j < hi; j++ {
 				cj := c[j*k : (j+1)*k]
 				for p := 0; p < k; p++ {
@@ -40,7 +35,7 @@ func runMU(e *shardEnv) {
 		ops.xct(c, a)
 		ops.cct(c, v)
 		// B <- B .* A ./ (B V), all entries from the same B.
-		bv := make([]float64, m*k)
+		clear64(bv)
 		for p := 0; p < k; p++ {
 			for q := 0; q < k; q++ {
 				if vq := v[q*k+p]; vq != 0 {

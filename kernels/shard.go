@@ -230,6 +230,3 @@ func (e *shardEnv) iterationDone(iter int, objective, initial float64) {
 		panic(errStopped)
 	}
 }
-
-// localOnly reports whether collectives are pure identities (one shard).
-func (e *shardEnv) localOnly() bool { return e.spec.Shards == 1 }
