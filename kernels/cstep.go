@@ -188,21 +188,14 @@ func (s *cStep) lane(l int) {
 	clear64(w)
 	clear64(v)
 	var prev, post float64
-	switch x := s.x.(type) {
-	case *Dense:
-		if s.form == FormGram && s.k <= panelWidth {
-			gramDenseLane4(x.Data, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v)
-		} else if s.form == FormGram {
-			gramDenseLane(x.Data, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v, s.scratch[l])
-		} else {
-			prev, post = residualDenseCols(x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k)
-		}
-	case *CSC:
-		if s.form == FormGram {
-			gramSparseLane(x, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v, s.scratch[l])
-		} else {
-			prev, post = residualSparseCols(x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k)
-		}
+	if s.form == FormResidual {
+		prev, post = residualCols(s.x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k)
+	} else if x, ok := s.x.(*CSC); ok {
+		gramSparseLane(x, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v, s.scratch[l])
+	} else if x := s.x.(*Dense); s.k <= panelWidth {
+		gramDenseLane4(x.Data, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v)
+	} else {
+		gramDenseLane(x.Data, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v, s.scratch[l])
 	}
 	s.laneObj[l] = [2]float64{prev, post}
 }
@@ -258,39 +251,17 @@ func residualCol(e, b, g, cj, w, v []float64, m, k int) (prev, post float64) {
 	return prev, post
 }
 
-// residualDenseCols is the residual-form lane kernel for a dense block.
-func residualDenseCols(x *Dense, lo, hi int, b, g, c, w, v, e []float64, k int) (prev, post float64) {
-	m := x.Rows
+// residualCols is the residual-form lane kernel: e_j = x_j - B c_j, then residualCol.
+func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int) (prev, post float64) {
+	m, _ := x.Dims()
 	e = e[:m]
 	for j := lo; j < hi; j++ {
 		cj := c[j*k : (j+1)*k]
-		copy(e, x.Data[j*m:(j+1)*m])
+		columnInto(x, j, e)
 		for p, cp := range cj {
 			if cp != 0 {
 				axpy(e, -cp, b[p*m:(p+1)*m])
 			}
-		}
-		p0, p1 := residualCol(e, b, g, cj, w, v, m, k)
-		prev += p0
-		post += p1
-	}
-	return prev, post
-}
-
-// residualSparseCols is the residual-form lane kernel for a sparse block (e is dense).
-func residualSparseCols(x *CSC, lo, hi int, b, g, c, w, v, e []float64, k int) (prev, post float64) {
-	m := x.Rows
-	e = e[:m]
-	for j := lo; j < hi; j++ {
-		cj := c[j*k : (j+1)*k]
-		clear64(e)
-		for p, cp := range cj {
-			if cp != 0 {
-				axpy(e, -cp, b[p*m:(p+1)*m])
-			}
-		}
-		for t := x.ColPtr[j]; t < x.ColPtr[j+1]; t++ {
-			e[x.RowIdx[t]] += x.Val[t]
 		}
 		p0, p1 := residualCol(e, b, g, cj, w, v, m, k)
 		prev += p0

@@ -45,14 +45,7 @@ func newResidualShard(x Block, k int, pool *Pool, b, c []float64) *residualShard
 	pool.Run(len(lanes)-1, func(l int) {
 		for j := lanes[l]; j < lanes[l+1]; j++ {
 			ej := s.e[j*m : (j+1)*m]
-			switch xb := x.(type) {
-			case *Dense:
-				copy(ej, xb.Col(j))
-			case *CSC:
-				for t := xb.ColPtr[j]; t < xb.ColPtr[j+1]; t++ {
-					ej[xb.RowIdx[t]] = xb.Val[t]
-				}
-			}
+			columnInto(x, j, ej)
 			for p, cp := range c[j*k : (j+1)*k] {
 				if cp != 0 {
 					axpy(ej, -cp, b[p*m:(p+1)*m])

@@ -23,16 +23,6 @@ func (e *shardEnv) initKMeans() (b, c []float64) {
 	}
 	dense, _ := x.(*Dense)
 	sparse, _ := x.(*CSC)
-	col := func(j int, dst []float64) {
-		if dense != nil {
-			copy(dst, dense.Col(j))
-			return
-		}
-		clear64(dst)
-		for t := sparse.ColPtr[j]; t < sparse.ColPtr[j+1]; t++ {
-			dst[sparse.RowIdx[t]] = sparse.Val[t]
-		}
-	}
 	dotCol := func(j int, v []float64) float64 {
 		if dense != nil {
 			return dot(dense.Col(j), v)
@@ -58,7 +48,7 @@ func (e *shardEnv) initKMeans() (b, c []float64) {
 	pick := func(r, g int) {
 		clear64(vec)
 		if g >= off && g < off+n {
-			col(g-off, vec)
+			columnInto(x, g-off, vec)
 		}
 		copy(centers[r*m:(r+1)*m], e.allReduce("init.kmeans.pick", 0, vec))
 	}

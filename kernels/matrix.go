@@ -161,6 +161,21 @@ func ToCSC(b Block) *CSC {
 	panic(fmt.Sprintf("kernels: unknown block type %T", b))
 }
 
+// columnInto writes column j of x into dst (length rows) as a dense vector.
+func columnInto(x Block, j int, dst []float64) {
+	switch xb := x.(type) {
+	case *Dense:
+		copy(dst, xb.Col(j))
+	case *CSC:
+		clear64(dst)
+		for t := xb.ColPtr[j]; t < xb.ColPtr[j+1]; t++ {
+			dst[xb.RowIdx[t]] = xb.Val[t]
+		}
+	default:
+		panic(fmt.Sprintf("kernels: unknown block type %T", x))
+	}
+}
+
 func sqNorm(x []float64) float64 {
 	var s0, s1, s2, s3 float64
 	i := 0

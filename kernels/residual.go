@@ -13,15 +13,7 @@ func ResidualSq(x Block, b, c []float64, k int, pool *Pool) float64 {
 		var s float64
 		for j := lanes[l]; j < lanes[l+1]; j++ {
 			cj := c[j*k : (j+1)*k]
-			switch xb := x.(type) {
-			case *Dense:
-				copy(e, xb.Col(j))
-			case *CSC:
-				clear64(e)
-				for t := xb.ColPtr[j]; t < xb.ColPtr[j+1]; t++ {
-					e[xb.RowIdx[t]] = xb.Val[t]
-				}
-			}
+			columnInto(x, j, e)
 			for p, cp := range cj {
 				if cp != 0 {
 					axpy(e, -cp, b[p*m:(p+1)*m])
