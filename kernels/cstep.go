@@ -251,21 +251,34 @@ func residualCol(e, b, g, cj, w, v []float64, m, k int) (prev, post float64) {
 	return prev, post
 }
 
-// residualCols is the residual-form lane kernel: e_j = x_j - B c_j, then residualCol.
+// residualCols is the residual-form lane kernel: e_j = x_j - B c_j, then residualCol. The
+// dense case has its own loop: a call on either branch of a shared loop costs the short
+// columns of the paper's shapes about 70% more time (measured at M=5).
 func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int) (prev, post float64) {
 	m, _ := x.Dims()
 	e = e[:m]
-	for j := lo; j < hi; j++ {
-		cj := c[j*k : (j+1)*k]
-		columnInto(x, j, e)
-		for p, cp := range cj {
-			if cp != 0 {
-				axpy(e, -cp, b[p*m:(p+1)*m])
-			}
+	if dense, ok := x.(*Dense); ok {
+		for j := lo; j < hi; j++ {
+			copy(e, dense.Data[j*m:(j+1)*m])
+			p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k)
+			prev, post = prev+p0, post+p1
 		}
-		p0, p1 := residualCol(e, b, g, cj, w, v, m, k)
-		prev += p0
-		post += p1
+		return prev, post
+	}
+	for j := lo; j < hi; j++ {
+		columnInto(x, j, e)
+		p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k)
+		prev, post = prev+p0, post+p1
 	}
 	return prev, post
+}
+
+// residualFromColumn turns e = x_j into x_j - B c_j and runs residualCol.
+func residualFromColumn(e, b, g, cj, w, v []float64, m, k int) (prev, post float64) {
+	for p, cp := range cj {
+		if cp != 0 {
+			axpy(e, -cp, b[p*m:(p+1)*m])
+		}
+	}
+	return residualCol(e, b, g, cj, w, v, m, k)
 }

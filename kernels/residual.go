@@ -7,19 +7,18 @@ package kernels
 func ResidualSq(x Block, b, c []float64, k int, pool *Pool) float64 {
 	m, _ := x.Dims()
 	lanes := laneBounds(x, k)
+	dense, _ := x.(*Dense)
 	sums := make([]float64, len(lanes)-1)
 	run := func(l int) {
 		e := make([]float64, m)
 		var s float64
 		for j := lanes[l]; j < lanes[l+1]; j++ {
-			cj := c[j*k : (j+1)*k]
-			columnInto(x, j, e)
-			for p, cp := range cj {
-				if cp != 0 {
-					axpy(e, -cp, b[p*m:(p+1)*m])
-				}
+			if dense != nil { // see residualCols for why the dense case avoids the call
+				copy(e, dense.Data[j*m:(j+1)*m])
+			} else {
+				columnInto(x, j, e)
 			}
-			s += dot(e, e)
+			s += residualNorm(e, b, c[j*k:(j+1)*k], m)
 		}
 		sums[l] = s
 	}
@@ -35,4 +34,14 @@ func ResidualSq(x Block, b, c []float64, k int, pool *Pool) float64 {
 		total += s
 	}
 	return total
+}
+
+// residualNorm returns ||e - B c||^2 for e = x_j (overwritten with the residual).
+func residualNorm(e, b, cj []float64, m int) float64 {
+	for p, cp := range cj {
+		if cp != 0 {
+			axpy(e, -cp, b[p*m:(p+1)*m])
+		}
+	}
+	return dot(e, e)
 }
