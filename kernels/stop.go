@@ -42,16 +42,16 @@ const defaultStallWindow = 10
 // Validate checks the rule's values.
 func (r StopRule) Validate() error {
 	if !(r.Tol >= 0) || math.IsInf(r.Tol, 0) {
-		return fmt.Errorf("tol must be a finite number >= 0, got %v", r.Tol)
+		return fmt.Errorf("--tol must be a finite number >= 0, got %v", r.Tol)
 	}
 	if r.MaxIter < 1 {
-		return fmt.Errorf("max-iter must be >= 1, got %d", r.MaxIter)
+		return fmt.Errorf("--max-iter must be >= 1, got %d", r.MaxIter)
 	}
 	if r.TimeLimit < 0 {
-		return fmt.Errorf("time limit must be >= 0, got %v", r.TimeLimit)
+		return fmt.Errorf("--time-limit must be >= 0, got %v", r.TimeLimit)
 	}
 	if !(r.StallTol >= 0) || r.StallTol >= 1 {
-		return fmt.Errorf("stall tolerance must be in [0, 1), got %v", r.StallTol)
+		return fmt.Errorf("--stall-tol must be in [0, 1), got %v", r.StallTol)
 	}
 	if r.StallWindow < 0 {
 		return fmt.Errorf("stall window must be >= 0, got %d", r.StallWindow)

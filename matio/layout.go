@@ -36,7 +36,7 @@ func ParseLayout(s string) (Layout, error) {
 	case "sparse":
 		return LayoutSparse, nil
 	}
-	return 0, fmt.Errorf("matio: unknown layout %q (want auto, dense or sparse)", s)
+	return 0, fmt.Errorf("unknown layout %q (want auto, dense or sparse)", s)
 }
 
 // String returns the name ParseLayout accepts.
