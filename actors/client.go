@@ -1,0 +1,320 @@
+package actors
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
+)
+
+// Client submits factorization jobs to nodes and receives their progress and results through a
+// client actor.
+type Client struct {
+	system *actor.ActorSystem
+	pid    *actor.PID
+	mu     sync.Mutex
+	jobs   map[string]*Job
+	closed bool
+}
+
+// JobError is a job's failure as the coordinator reported it.
+type JobError struct {
+	JobID string
+	// Kind is "input" for a refused spec or bad data, "canceled", or "failure".
+	Kind    string
+	Message string
+}
+
+func (e *JobError) Error() string { return e.Message }
+
+// ErrCanceled is returned (wrapped) by Wait for a job that was cancelled.
+var ErrCanceled = errors.New("job canceled")
+
+// Unwrap lets errors.Is(err, ErrCanceled) recognise a cancelled job.
+func (e *JobError) Unwrap() error {
+	if e.Kind == "canceled" {
+		return ErrCanceled
+	}
+	return nil
+}
+
+// Result is a finished job: the factors and run figures as the in-process driver reports
+// them, plus the measured message accounting of the job's actors.
+type Result struct {
+	kernels.Result
+	JobID    string
+	Counters *messages.Counters
+	// Per iteration, measured over the job's actors: messages sent, their protobuf bytes, and
+	// collectives completed at the root of the reduce tree.
+	MessagesPerIteration, BytesPerIteration, ReductionsPerIteration float64
+}
+
+// Job is a submitted job.
+type Job struct {
+	// ID is the job's id.
+	ID          string
+	client      *Client
+	progress    chan kernels.Progress
+	accepted    chan struct{}
+	done        chan struct{}
+	coordinator *actor.PID
+	k           int
+	m, n        int
+	b, c        []float64
+	streams     map[[2]int64]*assembly // (0 for B / 1 for C, shard)
+	result      *Result
+	err         error
+}
+
+// NewClient starts a client actor in the given actor system (which must have a remote for
+// jobs on other nodes).
+func NewClient(system *actor.ActorSystem) *Client {
+	c := &Client{system: system, jobs: map[string]*Job{}}
+	c.pid = system.Root.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor { return clientActor{c} }), "client")
+	return c
+}
+
+// Close stops the client actor; jobs still running end with an error on the client side (their
+// actors are cancelled).
+func (c *Client) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	jobs := c.jobs
+	c.jobs = map[string]*Job{}
+	c.mu.Unlock()
+	for _, j := range jobs {
+		if j.coordinator != nil {
+			c.system.Root.Send(j.coordinator, &messages.CancelJob{JobId: j.ID})
+		}
+		j.finish(nil, fmt.Errorf("job %s: client closed", j.ID))
+	}
+	_ = c.system.Root.StopFuture(c.pid).Wait()
+}
+
+// Submit sends a job to the host of the node at address (spec.Nodes[0] when address is empty),
+// which starts its coordinator, and returns once the coordinator accepted or refused it.
+func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobSpec) (*Job, error) {
+	if address == "" {
+		if len(spec.GetNodes()) == 0 {
+			return nil, fmt.Errorf("submit: no node address given")
+		}
+		address = spec.Nodes[0]
+	}
+	var idb [8]byte
+	_, _ = rand.Read(idb[:])
+	j := &Job{ID: "j" + hex.EncodeToString(idb[:]), client: c, progress: make(chan kernels.Progress, 256),
+		accepted: make(chan struct{}), done: make(chan struct{}), k: int(spec.GetRank()), streams: map[[2]int64]*assembly{}}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("submit: client closed")
+	}
+	c.jobs[j.ID] = j
+	c.mu.Unlock()
+	res, err := c.system.Root.RequestFuture(HostPID(address), &messages.Ping{}, PingTimeout).Result()
+	if _, ok := res.(*messages.Pong); err != nil || !ok {
+		c.forget(j.ID)
+		return nil, fmt.Errorf("node %s is unreachable: %v", address, err)
+	}
+	c.system.Root.Send(HostPID(address), &messages.SubmitJob{Spec: spec, Client: wirePid(c.pid), JobId: j.ID})
+	select {
+	case <-j.accepted:
+		return j, nil
+	case <-j.done:
+		return nil, j.err
+	case <-ctx.Done():
+		j.Cancel()
+		return nil, ctx.Err()
+	}
+}
+
+func (c *Client) forget(id string) {
+	c.mu.Lock()
+	delete(c.jobs, id)
+	c.mu.Unlock()
+}
+
+func (c *Client) job(id string) *Job {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.jobs[id]
+}
+
+// Progress returns the job's progress, one value per iteration, closed when the job ends.
+// Progress is best effort: a reader that falls behind by more than 256 iterations misses some;
+// the result's History has them all.
+func (j *Job) Progress() <-chan kernels.Progress { return j.progress }
+
+// Done is closed when the job has ended.
+func (j *Job) Done() <-chan struct{} { return j.done }
+
+// Wait waits for the job's result.
+func (j *Job) Wait(ctx context.Context) (*Result, error) {
+	select {
+	case <-j.done:
+		return j.result, j.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Cancel asks the coordinator to stop the job and free its actors; Wait then returns an error
+// that wraps ErrCanceled.
+func (j *Job) Cancel() {
+	select {
+	case <-j.accepted:
+		j.client.system.Root.Send(j.coordinator, &messages.CancelJob{JobId: j.ID})
+	default:
+	}
+}
+
+// finish ends the job once; it runs on the client actor (or in Close).
+func (j *Job) finish(res *Result, err error) {
+	select {
+	case <-j.done:
+		return
+	default:
+	}
+	j.result, j.err = res, err
+	close(j.progress)
+	close(j.done)
+}
+
+// clientActor is the actor side of a Client.
+type clientActor struct{ c *Client }
+
+// Receive implements actor.Actor.
+func (a clientActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *messages.JobAccepted:
+		j := a.c.job(m.JobId)
+		if j == nil || j.coordinator != nil {
+			return
+		}
+		j.coordinator = pidOf(m.Coordinator)
+		j.m, j.n = int(m.Features), int(m.Samples)
+		close(j.accepted)
+	case *messages.Progress:
+		if j := a.c.job(m.JobId); j != nil {
+			select {
+			case j.progress <- kernels.Progress{Iteration: int(m.Iteration), Seconds: m.Seconds, Ratio: m.Ratio, Objective: m.Objective}:
+			default:
+			}
+		}
+	case *messages.ResultChunk:
+		j := a.c.job(m.JobId)
+		if j == nil {
+			return
+		}
+		if err := j.chunk(m); err != nil {
+			ctx.Send(j.coordinator, &messages.CancelJob{JobId: j.ID})
+			a.c.forget(j.ID)
+			j.finish(nil, &JobError{JobID: j.ID, Kind: "failure", Message: fmt.Sprintf("job %s: result: %v", j.ID, err)})
+			return
+		}
+		if m.Sender != nil {
+			ctx.Send(pidOf(m.Sender), &messages.ResultAck{JobId: m.JobId, Name: m.Name, Shard: m.Shard, Chunk: m.Chunk})
+		}
+	case *messages.JobResult:
+		j := a.c.job(m.JobId)
+		if j == nil {
+			return
+		}
+		a.c.forget(j.ID)
+		res, err := j.assemble(m)
+		j.finish(res, err)
+	case *messages.JobError:
+		j := a.c.job(m.JobId)
+		if j == nil {
+			return
+		}
+		a.c.forget(j.ID)
+		j.finish(nil, &JobError{JobID: m.JobId, Kind: m.Kind, Message: m.Message})
+	}
+}
+
+// chunk places one result chunk into B or C.
+func (j *Job) chunk(m *messages.ResultChunk) error {
+	if j.coordinator == nil {
+		return fmt.Errorf("result chunk before the job was accepted")
+	}
+	var key [2]int64
+	var dst []float64
+	switch m.Name {
+	case "B":
+		if j.b == nil {
+			j.b = make([]float64, j.m*j.k)
+		}
+		key, dst = [2]int64{0, 0}, j.b
+	case "C":
+		if m.ColLo < 0 || m.ColHi <= m.ColLo || m.ColHi > int64(j.n) {
+			return fmt.Errorf("shard %d sent columns [%d, %d) of %d", m.Shard, m.ColLo, m.ColHi, j.n)
+		}
+		if j.c == nil {
+			j.c = make([]float64, j.n*j.k)
+		}
+		key, dst = [2]int64{1, m.Shard}, j.c[int(m.ColLo)*j.k:int(m.ColHi)*j.k]
+	default:
+		return fmt.Errorf("unknown factor %q", m.Name)
+	}
+	a := j.streams[key]
+	if a == nil {
+		if m.TotalLen != int64(len(dst)) {
+			return fmt.Errorf("%s from shard %d has %d values, want %d", m.Name, m.Shard, m.TotalLen, len(dst))
+		}
+		a = &assembly{dst: dst}
+		j.streams[key] = a
+	}
+	_, err := a.add(chunkHeader{chunk: m.Chunk, chunks: m.Chunks, offset: m.Offset, total: m.TotalLen, checksum: m.Checksum, data: m.Data})
+	if errors.Is(err, errDuplicateChunk) {
+		return nil
+	}
+	return err
+}
+
+// assemble checks that every factor arrived whole and builds the result.
+func (j *Job) assemble(m *messages.JobResult) (*Result, error) {
+	complete := func(key [2]int64) bool {
+		a := j.streams[key]
+		return a != nil && a.received == a.count
+	}
+	if !complete([2]int64{0, 0}) {
+		return nil, fmt.Errorf("job %s: the basis B did not arrive whole", j.ID)
+	}
+	for s := int64(0); s < m.Shards; s++ {
+		if !complete([2]int64{1, s}) {
+			return nil, fmt.Errorf("job %s: the coefficients of shard %d did not arrive whole", j.ID, s)
+		}
+	}
+	r := &Result{JobID: j.ID, Counters: m.Counters}
+	r.M, r.N, r.K, r.Shards = int(m.M), int(m.N), int(m.K), int(m.Shards)
+	r.B, r.C = j.b, j.c
+	r.Iterations = int(m.Iterations)
+	r.StopReason = kernels.StopReason(m.Stop)
+	r.Converged = r.StopReason == kernels.StopConverged
+	r.Initial, r.Objective, r.Residual, r.SqNormX, r.Seconds = m.Initial, m.Objective, m.Residual, m.SqNormX, m.Seconds
+	r.IterSeconds = m.IterSeconds
+	for _, h := range m.History {
+		r.History = append(r.History, kernels.HistoryPoint{Iteration: int(h.Iteration), Seconds: h.Seconds, Ratio: h.Ratio})
+	}
+	r.Comm.InitCollectives, r.Comm.Collectives = int(m.InitCollectives), int(m.Collectives)
+	if r.Iterations > 0 {
+		it := float64(r.Iterations)
+		r.Comm.PerIteration = float64(m.Collectives) / it
+		r.MessagesPerIteration = float64(m.Counters.GetMessages()) / it
+		r.BytesPerIteration = float64(m.Counters.GetBytes()) / it
+		r.ReductionsPerIteration = float64(m.Counters.GetReductions()) / it
+	}
+	return r, nil
+}

@@ -1,0 +1,395 @@
+package actors
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/messages"
+)
+
+// PingTimeout is how long the coordinator waits for a node's host to answer before it calls
+// the node unreachable and refuses the job.
+var PingTimeout = 3 * time.Second
+
+// grantWindow is how many iterations shards may run ahead of the coordinator in a job with a
+// time limit (without one, shards run freely and stop by their own deterministic rule).
+const grantWindow = 4
+
+// coordinator drives one job: it checks the spec against the data, places shards and
+// reducers, starts them, reports progress, applies the time limit and assembles the result.
+type coordinator struct {
+	node   *Node
+	sub    *messages.SubmitJob
+	job    string
+	client *actor.PID
+	spec   *parsedSpec
+	m, n   int
+	epoch  uint64
+
+	hosts    []*actor.PID // distinct hosts with actors of this job
+	shards   []*actor.PID
+	reducers []*actor.PID
+	placed   int
+	running  bool
+	over     bool
+
+	granted   int64
+	timeUp    bool
+	started   time.Time
+	history   []*messages.HistoryPoint
+	iterSec   []float64
+	lastSec   float64
+	initial   float64
+	objective float64
+
+	done        map[int64]*messages.ShardDone
+	reducerDone int
+	counters    messages.Counters
+	meter       meter
+}
+
+func newCoordinator(n *Node, sub *messages.SubmitJob) *coordinator {
+	return &coordinator{node: n, sub: sub, job: sub.JobId, client: pidOf(sub.Client), epoch: 1, done: map[int64]*messages.ShardDone{}}
+}
+
+// Receive implements actor.Actor.
+func (c *coordinator) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		c.start(ctx)
+	case *messages.Placed:
+		c.onPlaced(ctx, m)
+	case *messages.IterationDone:
+		c.onIteration(ctx, m)
+	case *messages.ShardDone:
+		c.onShardDone(ctx, m)
+	case *messages.ReducerDone:
+		c.onReducerDone(ctx, m)
+	case *messages.JobError:
+		if m.JobId == c.job {
+			c.fail(ctx, m.Kind, m.Message)
+		}
+	case *messages.CancelJob:
+		if m.JobId == c.job {
+			c.fail(ctx, "canceled", "job canceled by the client")
+		}
+	}
+}
+
+// start validates the job, checks the nodes and places the job's actors.
+func (c *coordinator) start(ctx actor.Context) {
+	spec := c.sub.Spec
+	var err error
+	if c.spec, err = parseSpec(spec); err != nil {
+		c.fail(ctx, "input", err.Error())
+		return
+	}
+	src, err := matio.OpenAll(spec.Inputs)
+	if err != nil {
+		c.fail(ctx, "input", err.Error())
+		return
+	}
+	c.m, c.n = src.Features(), src.Samples()
+	name := src.Name()
+	src.Close()
+	if err := kernels.CheckRank(int(spec.Rank), c.m, c.n); err != nil {
+		c.fail(ctx, "input", fmt.Sprintf("rank: %v for %s (%d samples x %d features)", err, name, c.n, c.m))
+		return
+	}
+	if spec.Shards > int64(c.n) {
+		c.fail(ctx, "input", fmt.Sprintf("shards %d is more than the %d samples of %s", spec.Shards, c.n, name))
+		return
+	}
+	if c.spec.init == kernels.InitCustom {
+		if err := checkCustomInit(spec, c.m, c.n); err != nil {
+			c.fail(ctx, "input", err.Error())
+			return
+		}
+	}
+	nodes := spec.Nodes
+	if len(nodes) == 0 {
+		nodes = []string{ctx.Self().Address}
+	}
+	if err := c.ping(ctx, nodes); err != nil {
+		c.fail(ctx, "failure", err.Error())
+		return
+	}
+	ctx.Send(c.client, &messages.JobAccepted{JobId: c.job, Coordinator: wirePid(ctx.Self()), Samples: int64(c.n), Features: int64(c.m)})
+	c.place(ctx, nodes)
+}
+
+// checkCustomInit checks the shapes of a custom initialisation before anything is placed.
+func checkCustomInit(spec *messages.JobSpec, m, n int) error {
+	k := int(spec.Rank)
+	for _, f := range []struct {
+		path, what string
+		rows       int
+	}{{spec.InitBasis, "init basis", m}, {spec.InitCoef, "init coef", n}} {
+		src, err := matio.Open(f.path)
+		if err != nil {
+			return fmt.Errorf("%s: %v", f.what, err)
+		}
+		r, cols := src.Samples(), src.Features()
+		src.Close()
+		if r != f.rows || cols != k {
+			return fmt.Errorf("%s %s: shape (%d, %d), want (%d, %d)", f.what, f.path, r, cols, f.rows, k)
+		}
+	}
+	return nil
+}
+
+// ping asks every node's host for a sign of life, all at once.
+func (c *coordinator) ping(ctx actor.Context, nodes []string) error {
+	futures := make([]*actor.Future, len(nodes))
+	for i, addr := range nodes {
+		futures[i] = ctx.RequestFuture(HostPID(addr), &messages.Ping{Nonce: uint64(i)}, PingTimeout)
+	}
+	for i, f := range futures {
+		res, err := f.Result()
+		if err != nil {
+			return fmt.Errorf("node %s is unreachable: %v", nodes[i], err)
+		}
+		if _, ok := res.(*messages.Pong); !ok {
+			return fmt.Errorf("node %s answered a ping with %T", nodes[i], res)
+		}
+	}
+	return nil
+}
+
+// treeNode is one reducer of the reduce tree.
+type treeNode struct {
+	level, lo, hi int64
+	node          string // address
+	children      []*messages.Pid
+	ranges        []int64
+	parent        *messages.Pid
+}
+
+// buildTree lays out the reduce tree over p shards with the given fan-in: level-1 reducers each
+// cover an aligned block of fanIn shards, level-L ones fanIn^L, up to a single root. Each
+// reducer sits on the node of its first shard.
+func buildTree(job string, p, fanIn int64, shardNode func(int64) string, shardPID func(int64) *messages.Pid) []*treeNode {
+	type member struct {
+		lo, hi int64
+		pid    *messages.Pid
+		node   *treeNode
+	}
+	level := make([]member, p)
+	for s := int64(0); s < p; s++ {
+		level[s] = member{lo: s, hi: s + 1, pid: shardPID(s)}
+	}
+	var all []*treeNode
+	for l := int64(1); ; l++ {
+		var next []member
+		for i := 0; i < len(level); i += int(fanIn) {
+			group := level[i:min(i+int(fanIn), len(level))]
+			t := &treeNode{level: l, lo: group[0].lo, hi: group[len(group)-1].hi, node: shardNode(group[0].lo)}
+			pid := &messages.Pid{Address: t.node, Id: HostName + "/" + reducerName(job, l, t.lo)}
+			for _, g := range group {
+				t.children = append(t.children, g.pid)
+				t.ranges = append(t.ranges, g.lo, g.hi)
+				if g.node != nil {
+					g.node.parent = pid
+				}
+			}
+			all = append(all, t)
+			next = append(next, member{lo: t.lo, hi: t.hi, pid: pid, node: t})
+		}
+		if len(next) == 1 {
+			return all
+		}
+		level = next
+	}
+}
+
+// place sends the assignments of every shard and reducer to their hosts.
+func (c *coordinator) place(ctx actor.Context, nodes []string) {
+	spec := c.sub.Spec
+	p := spec.Shards
+	shardNode := func(s int64) string { return nodes[s%int64(len(nodes))] }
+	shardPID := func(s int64) *messages.Pid {
+		return &messages.Pid{Address: shardNode(s), Id: HostName + "/" + fmt.Sprintf("%s-s%d", c.job, s)}
+	}
+	c.meter.init = true // placement counts with initialisation, not with the iterations
+	tree := buildTree(c.job, p, int64(c.spec.fanIn), shardNode, shardPID)
+	seen := map[string]bool{}
+	for _, addr := range nodes[:min(int64(len(nodes)), p)] {
+		if !seen[addr] {
+			seen[addr] = true
+			c.hosts = append(c.hosts, HostPID(addr))
+		}
+	}
+	self := wirePid(ctx.Self())
+	parentOf := make([]*messages.Pid, p)
+	for _, t := range tree {
+		if t.level == 1 {
+			pid := &messages.Pid{Address: t.node, Id: HostName + "/" + reducerName(c.job, 1, t.lo)}
+			for s := t.lo; s < t.hi; s++ {
+				parentOf[s] = pid
+			}
+		}
+		c.reducers = append(c.reducers, childPID(t.node, reducerName(c.job, t.level, t.lo)))
+		c.meter.send(ctx, HostPID(t.node), &messages.ReducerAssignment{JobId: c.job, Epoch: c.epoch, Level: t.level, Lo: t.lo, Hi: t.hi,
+			Children: t.children, ChildRanges: t.ranges, Parent: t.parent, Coordinator: self, Shards: p})
+	}
+	cols := kernels.ColumnRanges(c.n, int(p))
+	for s := int64(0); s < p; s++ {
+		pid := shardPID(s)
+		c.shards = append(c.shards, pidOf(pid))
+		c.meter.send(ctx, HostPID(pid.Address), &messages.ShardAssignment{JobId: c.job, Epoch: c.epoch, Shard: s, Shards: p,
+			ColLo: int64(cols[s]), ColHi: int64(cols[s+1]), TotalCols: int64(c.n), Spec: spec,
+			Coordinator: self, Reducer: parentOf[s], Client: c.sub.Client})
+	}
+}
+
+func (c *coordinator) onPlaced(ctx actor.Context, m *messages.Placed) {
+	if m.JobId != c.job || c.over {
+		return
+	}
+	if m.Error != "" {
+		c.fail(ctx, "input", m.Error)
+		return
+	}
+	c.placed++
+	if c.placed < len(c.shards)+len(c.reducers) {
+		return
+	}
+	c.running = true
+	c.started = time.Now()
+	c.granted = noGrant
+	if c.spec.stop.TimeLimit > 0 {
+		c.granted = grantWindow
+	}
+	for _, s := range c.shards {
+		c.meter.send(ctx, s, &messages.StartJob{JobId: c.job, Epoch: c.epoch, Granted: c.granted})
+	}
+	c.meter.init = false
+}
+
+func (c *coordinator) onIteration(ctx actor.Context, m *messages.IterationDone) {
+	if m.JobId != c.job || m.Epoch != c.epoch || !c.running || c.over {
+		return
+	}
+	if len(c.history) == 0 {
+		c.history = append(c.history, &messages.HistoryPoint{Iteration: 0, Seconds: m.InitSeconds, Ratio: 1})
+		c.lastSec = m.InitSeconds
+	}
+	ratio := kernels.Ratio(m.Objective, m.Initial)
+	c.history = append(c.history, &messages.HistoryPoint{Iteration: m.Iteration, Seconds: m.Seconds, Ratio: ratio})
+	c.iterSec = append(c.iterSec, m.Seconds-c.lastSec)
+	c.lastSec = m.Seconds
+	c.initial, c.objective = m.Initial, m.Objective
+	c.meter.send(ctx, c.client, &messages.Progress{JobId: c.job, Iteration: m.Iteration, Seconds: m.Seconds, Ratio: ratio, Objective: m.Objective})
+	if m.Stop != "" || c.timeUp || c.spec.stop.TimeLimit == 0 {
+		return
+	}
+	if time.Since(c.started) >= c.spec.stop.TimeLimit {
+		c.timeUp = true
+		for _, s := range c.shards {
+			c.meter.send(ctx, s, &messages.Finish{JobId: c.job, Epoch: c.epoch, At: c.granted})
+		}
+		return
+	}
+	if m.Iteration >= c.granted-grantWindow/2 {
+		c.granted = m.Iteration + grantWindow
+		for _, s := range c.shards {
+			c.meter.send(ctx, s, &messages.Grant{JobId: c.job, Epoch: c.epoch, Granted: c.granted})
+		}
+	}
+}
+
+func (c *coordinator) onShardDone(ctx actor.Context, m *messages.ShardDone) {
+	if m.JobId != c.job || m.Epoch != c.epoch || c.over {
+		return
+	}
+	if m.Error != "" {
+		c.fail(ctx, "failure", m.Error)
+		return
+	}
+	if _, dup := c.done[m.Shard]; dup || m.Shard < 0 || m.Shard >= int64(len(c.shards)) {
+		return
+	}
+	if len(c.done) > 0 {
+		for _, d := range c.done {
+			if d.Iteration != m.Iteration || d.Stop != m.Stop {
+				c.fail(ctx, "failure", fmt.Sprintf("shard %d ended at iteration %d (%s), shard %d at %d (%s)", m.Shard, m.Iteration, m.Stop, d.Shard, d.Iteration, d.Stop))
+				return
+			}
+			break
+		}
+	}
+	c.done[m.Shard] = m
+	addCounters(&c.counters, m.Counters)
+	if len(c.done) < len(c.shards) {
+		return
+	}
+	for _, r := range c.reducers {
+		ctx.Send(r, &messages.StopJob{JobId: c.job})
+	}
+}
+
+func (c *coordinator) onReducerDone(ctx actor.Context, m *messages.ReducerDone) {
+	if m.JobId != c.job || c.over {
+		return
+	}
+	addCounters(&c.counters, m.Counters)
+	c.reducerDone++
+	if c.reducerDone < len(c.reducers) {
+		return
+	}
+	addCounters(&c.counters, &c.meter.c)
+	res := &messages.JobResult{JobId: c.job, M: int64(c.m), N: int64(c.n), K: c.sub.Spec.Rank, Shards: int64(len(c.shards)),
+		Initial: c.initial, Objective: c.objective, Seconds: time.Since(c.started).Seconds(), IterSeconds: c.iterSec,
+		History: c.history, Counters: proto.Clone(&c.counters).(*messages.Counters),
+		InitCollectives: c.counters.InitReductions, Collectives: c.counters.Reductions}
+	for s := int64(0); s < int64(len(c.shards)); s++ {
+		d := c.done[s]
+		res.Iterations, res.Stop = d.Iteration, d.Stop
+		res.Residual += d.Residual
+		res.SqNormX += d.SqNormX
+	}
+	ctx.Send(c.client, res)
+	c.end(ctx)
+}
+
+// fail ends the job with an error that reaches the client, and stops all its actors.
+func (c *coordinator) fail(ctx actor.Context, kind, msg string) {
+	if c.over {
+		return
+	}
+	c.node.logger.Warn("job ended with an error", slog.String("job", c.job), slog.String("kind", kind), slog.String("error", msg))
+	if c.client != nil {
+		ctx.Send(c.client, &messages.JobError{JobId: c.job, Kind: kind, Message: msg})
+	}
+	c.end(ctx)
+}
+
+// end stops every actor of the job, this coordinator last.
+func (c *coordinator) end(ctx actor.Context) {
+	c.over = true
+	for _, h := range c.hosts {
+		ctx.Send(h, &messages.StopJob{JobId: c.job})
+	}
+	ctx.Stop(ctx.Self())
+}
+
+// addCounters adds b into a.
+func addCounters(a, b *messages.Counters) {
+	if b == nil {
+		return
+	}
+	a.Messages += b.Messages
+	a.Bytes += b.Bytes
+	a.InitMessages += b.InitMessages
+	a.InitBytes += b.InitBytes
+	a.Reductions += b.Reductions
+	a.InitReductions += b.InitReductions
+	a.Duplicates += b.Duplicates
+	a.Stale += b.Stale
+}

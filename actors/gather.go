@@ -1,0 +1,145 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
+)
+
+// offerStatus is what a reduce-tree node did with an incoming partial.
+type offerStatus int
+
+const (
+	offerAccepted  offerStatus = iota // taken; the collective is not complete yet
+	offerComplete                     // taken; every child's contribution is in
+	offerDuplicate                    // this child's contribution (or chunk) was already in: dropped
+	offerStale                        // an older epoch or an already completed collective: dropped
+)
+
+// gather collects the children's contributions to one collective at a reduce-tree node and
+// combines them in the canonical order. It is the deterministic core of a reducer actor, kept
+// apart from the actor so it can be tested on its own.
+type gather struct {
+	epoch  uint64
+	ranges [][2]int64 // shard ranges of the children, in id order
+	done   uint64     // last completed collective
+	seq    uint64     // collective being gathered (0: none)
+	head   *messages.Partial
+	parts  []assembly
+	filled int
+}
+
+func newGather(epoch uint64, ranges [][2]int64) *gather {
+	return &gather{epoch: epoch, ranges: ranges, parts: make([]assembly, len(ranges))}
+}
+
+// child returns the index of the child covering [lo, hi), or -1.
+func (g *gather) child(lo, hi int64) int {
+	for i, r := range g.ranges {
+		if r[0] == lo && r[1] == hi {
+			return i
+		}
+	}
+	return -1
+}
+
+// offer takes one partial (or one chunk of it).
+func (g *gather) offer(p *messages.Partial) (offerStatus, error) {
+	if p.Epoch < g.epoch || p.Seq <= g.done {
+		return offerStale, nil
+	}
+	if p.Epoch > g.epoch {
+		return offerStale, fmt.Errorf("partial from epoch %d ahead of this reducer's epoch %d", p.Epoch, g.epoch)
+	}
+	c := g.child(p.Lo, p.Hi)
+	if c < 0 {
+		return offerStale, fmt.Errorf("partial for shards [%d, %d) is not from a child of this reducer", p.Lo, p.Hi)
+	}
+	switch {
+	case g.seq == 0:
+		if p.Seq != g.done+1 {
+			return offerStale, fmt.Errorf("partial for collective %d, expected %d", p.Seq, g.done+1)
+		}
+		g.seq, g.head = p.Seq, p
+	case p.Seq != g.seq:
+		return offerStale, fmt.Errorf("partial for collective %d while gathering %d", p.Seq, g.seq)
+	case p.Op != g.head.Op || p.Label != g.head.Label || p.Iteration != g.head.Iteration:
+		return offerStale, fmt.Errorf("shards [%d, %d) sent %s %q (iteration %d) while others sent %s %q (iteration %d)",
+			p.Lo, p.Hi, kernels.Op(p.Op), p.Label, p.Iteration, kernels.Op(g.head.Op), g.head.Label, g.head.Iteration)
+	}
+	a := &g.parts[c]
+	if a.got != nil && a.received == a.count {
+		return offerDuplicate, nil
+	}
+	full, err := a.add(chunkHeader{chunk: p.Chunk, chunks: p.Chunks, offset: p.Offset, total: p.TotalLen, checksum: p.Checksum, data: p.Data})
+	if errors.Is(err, errDuplicateChunk) {
+		return offerDuplicate, nil
+	}
+	if err != nil {
+		return offerStale, fmt.Errorf("partial from shards [%d, %d): %w", p.Lo, p.Hi, err)
+	}
+	if !full {
+		return offerAccepted, nil
+	}
+	g.filled++
+	if g.filled < len(g.parts) {
+		return offerAccepted, nil
+	}
+	return offerComplete, nil
+}
+
+// combine returns the combined payload of the complete collective and resets the node for
+// the next one. Sums follow kernels.TreeSum over the children in id order, which with a
+// power-of-two fan-in is bitwise the order of the in-process driver.
+func (g *gather) combine() (*messages.Partial, []float64, error) {
+	head := g.head
+	parts := make([][]float64, len(g.parts))
+	total := 0
+	for i := range g.parts {
+		parts[i] = g.parts[i].data
+		total += len(parts[i])
+	}
+	g.done, g.seq, g.head, g.filled = g.seq, 0, nil, 0
+	for i := range g.parts {
+		g.parts[i] = assembly{}
+	}
+	switch kernels.Op(head.Op) {
+	case kernels.OpAllReduce, kernels.OpReduceScatter:
+		for i, p := range parts {
+			if len(p) != len(parts[0]) {
+				return head, nil, fmt.Errorf("%s %q: child %d sent %d values, child 0 sent %d", kernels.Op(head.Op), head.Label, i, len(p), len(parts[0]))
+			}
+		}
+		out := make([]float64, len(parts[0]))
+		kernels.TreeSum(out, parts)
+		return head, out, nil
+	case kernels.OpAllGather:
+		out := make([]float64, 0, total)
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return head, out, nil
+	}
+	return head, nil, fmt.Errorf("unknown collective op %d", head.Op)
+}
+
+// segmentSlice returns the part of a reduce-scatter result that covers shards [lo, hi), given
+// the result covers shards [from, to) and segments gives every shard's segment length.
+func segmentSlice(data []float64, segments []int64, from, lo, hi int64) ([]float64, error) {
+	if lo < from || hi > int64(len(segments)) || lo > hi {
+		return nil, fmt.Errorf("segments [%d, %d) outside [%d, %d)", lo, hi, from, len(segments))
+	}
+	var start, end int64
+	for s := from; s < hi; s++ {
+		if s < lo {
+			start += segments[s]
+		}
+		end += segments[s]
+	}
+	if end > int64(len(data)) || start < 0 {
+		return nil, fmt.Errorf("reduce-scatter result has %d values, segments need %d", len(data), end)
+	}
+	return data[start:end], nil
+}

@@ -1,0 +1,215 @@
+// Package actors runs didnmf factorization jobs as protoactor-go actors, in one actor system or
+// across several that talk over protoactor's gRPC remote.
+//
+// Every node runs one actor system with a host actor under the well-known name "host". The
+// host spawns and supervises the job actors placed on its node, so that supervision is
+// didnmf's and not the remote activator's:
+//
+//   - a coordinator per job (on the node the job was submitted to) validates the job, places
+//     shards and reducers, grants iterations, applies the time limit and collects the result;
+//   - shard actors hold X_i, C_i and a replica of B and run a kernels.Machine;
+//   - reducer actors form a reduce tree over shard ids with a power-of-two fan-in, sum
+//     partials in kernels.TreeSum order and send the results back down, so that every
+//     collective is bitwise the in-process driver's;
+//   - a client actor submits jobs and receives progress and the factors.
+//
+// The algorithm lives in the kernels package as a deterministic state machine; this package is
+// transport around it, in the way etcd's raft package is used.
+package actors
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/didnmf/didnmf/kernels"
+)
+
+// HostName is the well-known actor name of every node's host actor.
+const HostName = "host"
+
+// maxGRPCMessage is the gRPC message limit of the remote, well above a batch of chunked
+// messages (remoteBatch messages of at most ChunkFloats values).
+const (
+	maxGRPCMessage = 64 << 20
+	remoteBatch    = 16
+)
+
+// NodeConfig configures a node.
+type NodeConfig struct {
+	// Host and Port to listen on for the actor remote; Port 0 picks a free port.
+	// Empty Host means 127.0.0.1.
+	Host string
+	Port int
+	// Pool runs the shards' kernels. Nodes in one process may share one pool (they share the
+	// CPU); nil means a pool of Threads workers owned by the node.
+	Pool    *kernels.Pool
+	Threads int
+	// Logger receives the node's warnings and errors (nil: discarded).
+	Logger *slog.Logger
+	// Faults injects faults for tests (nil: none).
+	Faults *Faults
+}
+
+// Faults injects transport faults into a node's job actors, for tests and chaos runs.
+type Faults struct {
+	// DuplicatePartials sends every partial twice.
+	DuplicatePartials bool
+	// ReplayPartials sends, with every partial, the previous collective's partial again.
+	ReplayPartials bool
+	// CorruptChunks flips a bit in the first value of every chunked partial's first chunk,
+	// after its checksum was computed.
+	CorruptChunks bool
+}
+
+// Node is one actor system with its remote and host actor.
+type Node struct {
+	cfg     NodeConfig
+	system  *actor.ActorSystem
+	remote  *remote.Remote
+	host    *actor.PID
+	pool    *kernels.Pool
+	ownPool bool
+	logger  *slog.Logger
+	once    sync.Once
+}
+
+// StartNode starts an actor system listening on cfg.Host:cfg.Port, with its host actor.
+func StartNode(cfg NodeConfig) (*Node, error) {
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	// Remote.Start panics when it cannot listen: find out first, with a clear error.
+	lis, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("node cannot listen on %s:%d: %w", cfg.Host, cfg.Port, err)
+	}
+	port := lis.Addr().(*net.TCPAddr).Port
+	lis.Close()
+
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	rcfg := remote.Configure(cfg.Host, port,
+		remote.WithEndpointWriterBatchSize(remoteBatch),
+		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxGRPCMessage), grpc.MaxSendMsgSize(maxGRPCMessage)),
+		remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxGRPCMessage), grpc.MaxCallSendMsgSize(maxGRPCMessage))),
+		remote.WithCallOptions(grpc.MaxCallRecvMsgSize(maxGRPCMessage), grpc.MaxCallSendMsgSize(maxGRPCMessage)),
+	)
+	r := remote.NewRemote(system, rcfg)
+	if err := startRemote(r); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger}
+	if n.pool == nil {
+		n.pool = kernels.NewPool(cfg.Threads)
+		n.ownPool = true
+	}
+	props := actor.PropsFromProducer(func() actor.Actor { return newHost(n) },
+		actor.WithSupervisor(hostStrategy{}))
+	host, err := system.Root.SpawnNamed(props, HostName)
+	if err != nil {
+		n.Close()
+		return nil, fmt.Errorf("node %s: starting the host actor: %w", system.Address(), err)
+	}
+	n.host = host
+	return n, nil
+}
+
+// startRemote starts the remote, turning its panic on a listen failure into an error.
+func startRemote(r *remote.Remote) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("node cannot start its remote: %v", p)
+		}
+	}()
+	r.Start()
+	return nil
+}
+
+// Address returns the node's actor address (host:port).
+func (n *Node) Address() string { return n.system.Address() }
+
+// System returns the node's actor system.
+func (n *Node) System() *actor.ActorSystem { return n.system }
+
+// Host returns the PID of the node's host actor.
+func (n *Node) Host() *actor.PID { return n.host }
+
+// HostPID returns the PID of the host actor of the node at address.
+func HostPID(address string) *actor.PID { return actor.NewPID(address, HostName) }
+
+// Close stops the node's actors and its remote.
+func (n *Node) Close() {
+	n.once.Do(func() {
+		if n.host != nil {
+			_ = n.system.Root.StopFuture(n.host).Wait()
+		}
+		n.remote.Shutdown(false)
+		n.system.Shutdown()
+		if n.ownPool {
+			n.pool.Close()
+		}
+	})
+}
+
+// LocalCluster is several nodes on loopback in one process.
+type LocalCluster struct {
+	Nodes   []*Node
+	pool    *kernels.Pool
+	ownPool bool
+}
+
+// StartLocalCluster starts n nodes on loopback in this process, sharing one kernels pool (they
+// share the CPU); they talk to each other over real gRPC, never through local PIDs.
+func StartLocalCluster(n int, cfg NodeConfig) (*LocalCluster, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("--nodes must be >= 1, got %d", n)
+	}
+	c := &LocalCluster{pool: cfg.Pool}
+	if c.pool == nil {
+		c.pool = kernels.NewPool(cfg.Threads)
+		c.ownPool = true
+	}
+	cfg.Pool = c.pool
+	for i := 0; i < n; i++ {
+		node, err := StartNode(cfg)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, node)
+	}
+	return c, nil
+}
+
+// Addresses returns the nodes' actor addresses.
+func (c *LocalCluster) Addresses() []string {
+	out := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Address()
+	}
+	return out
+}
+
+// Close stops every node.
+func (c *LocalCluster) Close() {
+	for _, n := range c.Nodes {
+		n.Close()
+	}
+	if c.ownPool {
+		c.pool.Close()
+	}
+}

@@ -1,0 +1,185 @@
+package actors
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
+)
+
+// reducer is one node of a job's reduce tree. It gathers its children's partials for a
+// collective, combines them in canonical order, sends the sum to its parent (or, at the root,
+// straight back down) and passes the result down to its children.
+type reducer struct {
+	node        *Node
+	a           *messages.ReducerAssignment
+	children    []*actor.PID
+	ranges      [][2]int64
+	parent      *actor.PID
+	coordinator *actor.PID
+	g           *gather
+	meter       meter
+	head        *messages.Partial // the collective sent up, awaiting its result
+	down        assembly
+	failed      bool
+}
+
+func newReducer(n *Node, a *messages.ReducerAssignment) *reducer {
+	return &reducer{node: n, a: a, parent: pidOf(a.Parent), coordinator: pidOf(a.Coordinator)}
+}
+
+// Receive implements actor.Actor.
+func (r *reducer) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		placed := &messages.Placed{JobId: r.a.JobId, Actor: fmt.Sprintf("reducer [%d, %d)", r.a.Lo, r.a.Hi), Pid: wirePid(ctx.Self())}
+		if err := r.build(); err != nil {
+			placed.Error = err.Error()
+		}
+		ctx.Send(r.coordinator, placed)
+	case *messages.Partial:
+		r.partial(ctx, m)
+	case *messages.Reduced:
+		r.reduced(ctx, m)
+	case *messages.StopJob:
+		if m.JobId == r.a.JobId {
+			ctx.Send(r.coordinator, &messages.ReducerDone{JobId: r.a.JobId, Lo: r.a.Lo, Hi: r.a.Hi, Level: r.a.Level, Counters: &r.meter.c})
+			ctx.Stop(ctx.Self())
+		}
+	}
+}
+
+func (r *reducer) build() error {
+	a := r.a
+	if len(a.ChildRanges) != 2*len(a.Children) || len(a.Children) == 0 {
+		return fmt.Errorf("reducer [%d, %d): malformed assignment (%d children, %d range bounds)", a.Lo, a.Hi, len(a.Children), len(a.ChildRanges))
+	}
+	prev := a.Lo
+	for i, c := range a.Children {
+		lo, hi := a.ChildRanges[2*i], a.ChildRanges[2*i+1]
+		if lo != prev || hi <= lo || hi > a.Hi {
+			return fmt.Errorf("reducer [%d, %d): child %d covers [%d, %d), not contiguous", a.Lo, a.Hi, i, lo, hi)
+		}
+		prev = hi
+		r.children = append(r.children, pidOf(c))
+		r.ranges = append(r.ranges, [2]int64{lo, hi})
+	}
+	if prev != a.Hi {
+		return fmt.Errorf("reducer [%d, %d): children end at %d", a.Lo, a.Hi, prev)
+	}
+	r.g = newGather(a.Epoch, r.ranges)
+	return nil
+}
+
+// partial takes a child's contribution.
+func (r *reducer) partial(ctx actor.Context, m *messages.Partial) {
+	if r.g == nil || r.failed {
+		return
+	}
+	if m.JobId != r.a.JobId {
+		r.meter.c.Stale++
+		r.node.logger.Warn("dropped a partial of another job", slog.String("job", m.JobId), slog.String("reducer job", r.a.JobId))
+		return
+	}
+	st, err := r.g.offer(m)
+	switch st {
+	case offerDuplicate:
+		r.meter.c.Duplicates++
+		return
+	case offerStale:
+		r.meter.c.Stale++
+		if err != nil {
+			if isCorruption(err) {
+				r.fail(ctx, err)
+				return
+			}
+			r.node.logger.Warn("dropped a partial", slog.String("job", r.a.JobId), slog.Any("error", err))
+		}
+		return
+	case offerAccepted:
+		return
+	}
+	head, data, err := r.g.combine()
+	if err != nil {
+		r.fail(ctx, err)
+		return
+	}
+	r.meter.init = head.Init
+	if r.parent != nil {
+		r.head = head
+		sum := Checksum(data)
+		for _, c := range splitChunks(data) {
+			r.meter.send(ctx, r.parent, &messages.Partial{JobId: r.a.JobId, Epoch: r.a.Epoch, Seq: head.Seq, Iteration: head.Iteration,
+				Init: head.Init, Op: head.Op, Label: head.Label, Lo: r.a.Lo, Hi: r.a.Hi, Segments: head.Segments,
+				Chunk: c.index, Chunks: c.count, Offset: c.offset, TotalLen: int64(len(data)), Checksum: sum, Data: c.data})
+		}
+		return
+	}
+	if head.Init {
+		r.meter.c.InitReductions++
+	} else {
+		r.meter.c.Reductions++
+	}
+	r.sendDown(ctx, head, data)
+}
+
+// reduced takes (a chunk of) a result from the parent and passes it down when complete.
+func (r *reducer) reduced(ctx actor.Context, m *messages.Reduced) {
+	if r.failed {
+		return
+	}
+	if m.JobId != r.a.JobId || m.Epoch != r.a.Epoch || r.head == nil || m.Seq != r.head.Seq || m.Lo != r.a.Lo || m.Hi != r.a.Hi {
+		r.meter.c.Stale++
+		return
+	}
+	full, err := r.down.add(chunkHeader{chunk: m.Chunk, chunks: m.Chunks, offset: m.Offset, total: m.TotalLen, checksum: m.Checksum, data: m.Data})
+	if err == errDuplicateChunk {
+		r.meter.c.Duplicates++
+		return
+	}
+	if err != nil {
+		r.fail(ctx, fmt.Errorf("result of collective %d: %w", m.Seq, err))
+		return
+	}
+	if !full {
+		return
+	}
+	data := r.down.data
+	r.down = assembly{}
+	head := r.head
+	r.head = nil
+	r.sendDown(ctx, head, data)
+}
+
+// sendDown sends a collective's result to the children: all of it, or for reduce-scatter each
+// child's segments.
+func (r *reducer) sendDown(ctx actor.Context, head *messages.Partial, data []float64) {
+	r.meter.init = head.Init
+	for i, child := range r.children {
+		lo, hi := r.ranges[i][0], r.ranges[i][1]
+		part := data
+		if kernels.Op(head.Op) == kernels.OpReduceScatter {
+			var err error
+			if part, err = segmentSlice(data, head.Segments, r.a.Lo, lo, hi); err != nil {
+				r.fail(ctx, fmt.Errorf("collective %d (%s): %w", head.Seq, head.Label, err))
+				return
+			}
+		}
+		sum := Checksum(part)
+		for _, c := range splitChunks(part) {
+			r.meter.send(ctx, child, &messages.Reduced{JobId: r.a.JobId, Epoch: r.a.Epoch, Seq: head.Seq, Lo: lo, Hi: hi,
+				Chunk: c.index, Chunks: c.count, Offset: c.offset, TotalLen: int64(len(part)), Checksum: sum, Data: c.data})
+		}
+	}
+}
+
+// fail reports an error that breaks the job to the coordinator.
+func (r *reducer) fail(ctx actor.Context, err error) {
+	r.failed = true
+	r.node.logger.Error("reducer failed", slog.String("job", r.a.JobId), slog.Any("error", err))
+	ctx.Send(r.coordinator, &messages.JobError{JobId: r.a.JobId, Kind: "failure",
+		Message: fmt.Sprintf("reducer [%d, %d) on node %s: %v", r.a.Lo, r.a.Hi, ctx.Self().Address, err)})
+}

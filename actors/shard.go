@@ -1,0 +1,417 @@
+package actors
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/messages"
+)
+
+// resultWindow is how many result chunks a shard keeps in flight to the client (flow control).
+const resultWindow = 4
+
+// noGrant means "no limit": shards of a job without a time limit run without grants.
+const noGrant = math.MaxInt64
+
+// shard is a shard actor: it holds X_i, C_i and a replica of B inside a kernels.Machine, sends
+// the machine's contributions up the reduce tree and feeds it the results coming down.
+type shard struct {
+	node        *Node
+	a           *messages.ShardAssignment
+	spec        *parsedSpec
+	coordinator *actor.PID
+	reducer     *actor.PID
+	client      *actor.PID
+	machine     *kernels.Machine
+	x           kernels.Block
+	stopper     *kernels.Stopper
+	meter       meter
+
+	seq       uint64 // last collective sent up
+	pending   *kernels.Step
+	incoming  assembly
+	prevSent  []*messages.Partial // for Faults.ReplayPartials
+	boundary  int64               // iteration the machine sits at the end of (-1: none)
+	granted   int64
+	finishAt  int64
+	started   time.Time
+	initDone  time.Duration
+	finished  bool
+	stopWhy   kernels.StopReason
+	streams   []*resultStream
+	doneSent  bool
+	lastIter  int64
+	lastError string
+}
+
+func newShard(n *Node, a *messages.ShardAssignment) *shard {
+	return &shard{node: n, a: a, coordinator: pidOf(a.Coordinator), reducer: pidOf(a.Reducer), client: pidOf(a.Client),
+		boundary: -1, finishAt: -1}
+}
+
+// Receive implements actor.Actor.
+func (s *shard) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		s.load(ctx)
+	case *actor.Stopping:
+		if s.machine != nil {
+			s.machine.Close()
+			s.machine = nil
+		}
+		s.x = nil
+	case *messages.StartJob:
+		if !s.mine(m.JobId, m.Epoch) || s.machine == nil || !s.started.IsZero() {
+			return
+		}
+		s.started = time.Now()
+		s.granted = m.Granted
+		s.run(ctx)
+	case *messages.Reduced:
+		s.reduced(ctx, m)
+	case *messages.Grant:
+		if !s.mine(m.JobId, m.Epoch) {
+			return
+		}
+		s.granted = max(s.granted, m.Granted)
+		if s.boundary >= 0 && !s.finished && s.boundary < s.granted {
+			s.run(ctx)
+		}
+	case *messages.Finish:
+		if !s.mine(m.JobId, m.Epoch) {
+			return
+		}
+		s.finishAt = m.At
+		if s.boundary >= 0 && !s.finished && s.boundary >= s.finishAt {
+			s.finish(ctx, kernels.StopTimeLimit)
+		}
+	case *messages.ResultAck:
+		s.ack(ctx, m)
+	}
+}
+
+// mine tells whether a message belongs to this shard's job and epoch; others are dropped.
+func (s *shard) mine(job string, epoch uint64) bool {
+	if job != s.a.JobId || epoch != s.a.Epoch {
+		s.meter.c.Stale++
+		return false
+	}
+	return true
+}
+
+// load reads the shard's block and builds its machine, then tells the coordinator.
+func (s *shard) load(ctx actor.Context) {
+	placed := &messages.Placed{JobId: s.a.JobId, Actor: fmt.Sprintf("shard %d", s.a.Shard), Pid: wirePid(ctx.Self())}
+	if err := s.build(); err != nil {
+		placed.Error = fmt.Sprintf("shard %d on node %s: %v", s.a.Shard, ctx.Self().Address, err)
+	} else {
+		placed.Features, placed.Samples = int64(s.machineRows()), s.a.ColHi-s.a.ColLo
+	}
+	ctx.Send(s.coordinator, placed)
+}
+
+func (s *shard) machineRows() int {
+	m, _ := s.x.Dims()
+	return m
+}
+
+func (s *shard) build() error {
+	spec, err := parseSpec(s.a.Spec)
+	if err != nil {
+		return err
+	}
+	s.spec = spec
+	a := s.a
+	if a.ColLo < 0 || a.ColHi <= a.ColLo || a.ColHi > a.TotalCols || a.Shard < 0 || a.Shard >= a.Shards {
+		return fmt.Errorf("malformed assignment: shard %d of %d, columns [%d, %d) of %d", a.Shard, a.Shards, a.ColLo, a.ColHi, a.TotalCols)
+	}
+	src, err := matio.OpenAll(a.Spec.Inputs)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if int64(src.Samples()) != a.TotalCols {
+		return fmt.Errorf("%s has %d samples here, the coordinator saw %d", src.Name(), src.Samples(), a.TotalCols)
+	}
+	x, err := src.Read(int(a.ColLo), int(a.ColHi), spec.layout)
+	if err != nil {
+		return err
+	}
+	s.x = x
+	m, n := x.Dims()
+	k := int(a.Spec.Rank)
+	init := kernels.InitSpec{Method: spec.init}
+	if spec.init == kernels.InitCustom {
+		if init.B0, init.C0, err = readCustomInit(a.Spec, m, int(a.TotalCols), k, int(a.ColLo), int(a.ColHi)); err != nil {
+			return err
+		}
+	}
+	s.machine, err = kernels.NewMachine(kernels.ShardSpec{Algo: spec.algo.Name, Shard: int(a.Shard), Shards: int(a.Shards),
+		ColOffset: int(a.ColLo), TotalCols: int(a.TotalCols), X: x, K: k, Seed: a.Spec.Seed, Init: init,
+		Options: kernels.Options{Form: spec.form, Rho: a.Spec.Rho}, Pool: s.node.pool})
+	if err != nil {
+		return err
+	}
+	_ = n
+	s.stopper = kernels.NewStopper(spec.deterministicRule())
+	return nil
+}
+
+// readCustomInit reads the whole initial basis and this shard's rows of the initial
+// coefficients.
+func readCustomInit(spec *messages.JobSpec, m, n, k, lo, hi int) (b0, c0 []float64, err error) {
+	rows, cols, b, err := matio.ReadNPYMatrix(spec.InitBasis)
+	if err != nil {
+		return nil, nil, fmt.Errorf("init basis: %w", err)
+	}
+	if rows != m || cols != k {
+		return nil, nil, fmt.Errorf("init basis %s: shape (%d, %d), want features x K = (%d, %d)", spec.InitBasis, rows, cols, m, k)
+	}
+	b0 = make([]float64, m*k)
+	for i := 0; i < m; i++ {
+		for p := 0; p < k; p++ {
+			b0[p*m+i] = b[i*k+p]
+		}
+	}
+	src, err := matio.Open(spec.InitCoef)
+	if err != nil {
+		return nil, nil, fmt.Errorf("init coef: %w", err)
+	}
+	defer src.Close()
+	if src.Samples() != n || src.Features() != k {
+		return nil, nil, fmt.Errorf("init coef %s: shape (%d, %d), want samples x K = (%d, %d)", spec.InitCoef, src.Samples(), src.Features(), n, k)
+	}
+	blk, err := src.Read(lo, hi, matio.LayoutDense)
+	if err != nil {
+		return nil, nil, fmt.Errorf("init coef: %w", err)
+	}
+	return b0, kernels.ToDense(blk).Data, nil
+}
+
+// run advances the machine until it needs a collective's result, waits for a grant, or ends.
+func (s *shard) run(ctx actor.Context) {
+	for !s.finished {
+		st, err := s.machine.Next()
+		if err != nil {
+			s.fail(ctx, err)
+			return
+		}
+		if st.Kind == kernels.StepCollective {
+			s.meter.init = st.Init
+			s.boundary = -1
+			s.pending = &st
+			s.sendPartial(ctx, &st)
+			return
+		}
+		s.boundary = int64(st.Iteration)
+		s.lastIter = s.boundary
+		s.meter.init = false
+		stop, why := s.stopper.Observe(st.Iteration, st.Objective, st.Initial, 0)
+		if s.a.Shard == 0 {
+			done := &messages.IterationDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: s.boundary,
+				Objective: st.Objective, Initial: st.Initial, Seconds: time.Since(s.started).Seconds(), InitSeconds: s.initDone.Seconds()}
+			if stop {
+				done.Stop = string(why)
+			}
+			s.meter.send(ctx, s.coordinator, done)
+		}
+		switch {
+		case stop:
+			s.finish(ctx, why)
+		case s.finishAt >= 0 && s.boundary >= s.finishAt:
+			s.finish(ctx, kernels.StopTimeLimit)
+		case s.boundary >= s.granted:
+			return // wait for a Grant or a Finish
+		}
+	}
+}
+
+// sendPartial sends the machine's contribution to its reducer, in chunks if it is large.
+func (s *shard) sendPartial(ctx actor.Context, st *kernels.Step) {
+	s.seq++
+	segs := make([]int64, len(st.Segments))
+	for i, v := range st.Segments {
+		segs[i] = int64(v)
+	}
+	sum := Checksum(st.Data)
+	chunks := splitChunks(st.Data)
+	faults := s.node.cfg.Faults
+	var sent []*messages.Partial
+	for _, c := range chunks {
+		p := &messages.Partial{JobId: s.a.JobId, Epoch: s.a.Epoch, Seq: s.seq, Iteration: int64(st.Iteration), Init: st.Init,
+			Op: int32(st.Op), Label: st.Label, Lo: s.a.Shard, Hi: s.a.Shard + 1, Segments: segs,
+			Chunk: c.index, Chunks: c.count, Offset: c.offset, TotalLen: int64(len(st.Data)), Checksum: sum, Data: c.data}
+		if faults != nil && faults.CorruptChunks && c.count > 1 && c.index == 0 && len(c.data) > 0 {
+			bad := append([]float64(nil), c.data...)
+			bad[0] = math.Float64frombits(math.Float64bits(bad[0]) ^ 1)
+			p.Data = bad
+		}
+		s.meter.send(ctx, s.reducer, p)
+		if faults != nil && faults.DuplicatePartials {
+			s.meter.send(ctx, s.reducer, p)
+		}
+		sent = append(sent, p)
+	}
+	if faults != nil && faults.ReplayPartials {
+		for _, p := range s.prevSent {
+			s.meter.send(ctx, s.reducer, p)
+		}
+		// The data of a partial belongs to the machine until its next step: keep copies.
+		s.prevSent = s.prevSent[:0]
+		for _, p := range sent {
+			c := proto.Clone(p).(*messages.Partial)
+			s.prevSent = append(s.prevSent, c)
+		}
+	}
+}
+
+// reduced takes (a chunk of) a collective's result and, when it is complete, resumes the machine.
+func (s *shard) reduced(ctx actor.Context, m *messages.Reduced) {
+	if !s.mine(m.JobId, m.Epoch) {
+		return
+	}
+	if s.pending == nil || m.Seq != s.seq || m.Lo != s.a.Shard || m.Hi != s.a.Shard+1 {
+		s.meter.c.Stale++
+		return
+	}
+	full, err := s.incoming.add(chunkHeader{chunk: m.Chunk, chunks: m.Chunks, offset: m.Offset, total: m.TotalLen, checksum: m.Checksum, data: m.Data})
+	if err == errDuplicateChunk {
+		s.meter.c.Duplicates++
+		return
+	}
+	if err != nil {
+		s.fail(ctx, fmt.Errorf("collective %d (%s): %w", m.Seq, s.pending.Label, err))
+		return
+	}
+	if !full {
+		return
+	}
+	data := s.incoming.data
+	s.incoming = assembly{}
+	if want, ok := expectedLen(s.pending, int(s.a.Shard)); ok && len(data) != want {
+		s.fail(ctx, fmt.Errorf("collective %d (%s): result has %d values, want %d", m.Seq, s.pending.Label, len(data), want))
+		return
+	}
+	if s.pending.Init {
+		s.initDone = time.Since(s.started)
+	}
+	s.pending = nil
+	s.machine.Deliver(data)
+	s.run(ctx)
+}
+
+// expectedLen is the length of a collective's result a shard expects, when it can know it.
+func expectedLen(st *kernels.Step, shard int) (int, bool) {
+	switch st.Op {
+	case kernels.OpAllReduce:
+		return len(st.Data), true
+	case kernels.OpReduceScatter:
+		if shard < len(st.Segments) {
+			return st.Segments[shard], true
+		}
+	}
+	return 0, false
+}
+
+// fail reports an error to the coordinator; the shard does nothing more.
+func (s *shard) fail(ctx actor.Context, err error) {
+	s.finished = true
+	s.node.logger.Error("shard failed", slog.String("job", s.a.JobId), slog.Int64("shard", s.a.Shard), slog.Any("error", err))
+	ctx.Send(s.coordinator, &messages.ShardDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Error: err.Error(), Counters: &s.meter.c})
+	s.doneSent = true
+}
+
+// finish ends the shard's run at its current iteration boundary and streams its factors to the
+// client: C always, B from shard 0.
+func (s *shard) finish(ctx actor.Context, why kernels.StopReason) {
+	s.finished = true
+	s.stopWhy = why
+	_, n := s.x.Dims()
+	s.streams = append(s.streams, newResultStream("C", s.a.Shard, s.a.ColLo, s.a.ColLo+int64(n), s.machine.Coef()))
+	if s.a.Shard == 0 {
+		s.streams = append(s.streams, newResultStream("B", 0, 0, 0, s.machine.Basis()))
+	}
+	for _, st := range s.streams {
+		st.pump(ctx, s.a.JobId, s.client)
+	}
+}
+
+// ack takes the client's acknowledgement of result chunks and sends more; when everything has
+// been acknowledged the shard reports to the coordinator.
+func (s *shard) ack(ctx actor.Context, m *messages.ResultAck) {
+	if m.JobId != s.a.JobId || s.doneSent {
+		return
+	}
+	all := true
+	for _, st := range s.streams {
+		if st.name == m.Name {
+			st.ack(m.Chunk)
+			st.pump(ctx, s.a.JobId, s.client)
+		}
+		all = all && st.acked == len(st.chunks)
+	}
+	if !all {
+		return
+	}
+	s.doneSent = true
+	ctx.Send(s.coordinator, &messages.ShardDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: s.lastIter,
+		Stop: string(s.stopWhy), Residual: s.machine.LocalResidual(), SqNormX: s.x.SqNorm(), Counters: &s.meter.c})
+}
+
+// resultStream sends one factor to the client in chunks, resultWindow at a time.
+type resultStream struct {
+	name         string
+	shard        int64
+	colLo, colHi int64
+	total        int64
+	checksum     uint32
+	chunks       []chunk
+	sent, acked  int
+}
+
+func newResultStream(name string, shard, colLo, colHi int64, data []float64) *resultStream {
+	return &resultStream{name: name, shard: shard, colLo: colLo, colHi: colHi, total: int64(len(data)),
+		checksum: Checksum(data), chunks: splitChunks(data)}
+}
+
+func (r *resultStream) pump(ctx actor.Context, job string, client *actor.PID) {
+	for r.sent < len(r.chunks) && r.sent-r.acked < resultWindow {
+		c := r.chunks[r.sent]
+		ctx.Send(client, &messages.ResultChunk{JobId: job, Name: r.name, Shard: r.shard, ColLo: r.colLo, ColHi: r.colHi,
+			Chunk: c.index, Chunks: c.count, Offset: c.offset, TotalLen: r.total, Checksum: r.checksum, Data: c.data,
+			Sender: wirePid(ctx.Self())})
+		r.sent++
+	}
+}
+
+func (r *resultStream) ack(chunk int32) {
+	if int(chunk) >= r.acked && int(chunk) < r.sent {
+		r.acked = int(chunk) + 1
+	}
+}
+
+// meter counts the messages and bytes a job actor sends, apart for initialisation and
+// iterations.
+type meter struct {
+	c    messages.Counters
+	init bool
+}
+
+func (m *meter) send(ctx actor.SenderContext, pid *actor.PID, msg proto.Message) {
+	size := int64(proto.Size(msg))
+	if m.init {
+		m.c.InitMessages++
+		m.c.InitBytes += size
+	} else {
+		m.c.Messages++
+		m.c.Bytes += size
+	}
+	ctx.Send(pid, msg)
+}

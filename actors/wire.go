@@ -1,0 +1,155 @@
+package actors
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/didnmf/didnmf/messages"
+)
+
+// ChunkFloats is the largest number of float64 values one message carries (1 MiB of data).
+// Larger payloads are split into chunks and reassembled; protoactor's gRPC transport tears a
+// connection down when a message or a batch of messages passes its size limit.
+var ChunkFloats = 1 << 17
+
+// maxPayloadFloats caps the total length a chunk header may announce (2^31 values, 16 GiB):
+// a header claiming more is malformed, and nothing is allocated for it.
+const maxPayloadFloats = 1 << 31
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrChecksum marks a payload whose reassembled values do not match their checksum: the data
+// was corrupted on its way, and the job fails rather than compute with it.
+var ErrChecksum = errors.New("checksum mismatch")
+
+// isCorruption tells whether err comes from a checksum mismatch.
+func isCorruption(err error) bool { return errors.Is(err, ErrChecksum) }
+
+// Checksum returns the CRC-32C of the little-endian bytes of data's float64 values.
+func Checksum(data []float64) uint32 {
+	var buf [512]byte
+	var crc uint32
+	for len(data) > 0 {
+		n := min(len(data), len(buf)/8)
+		for i, v := range data[:n] {
+			binary.LittleEndian.PutUint64(buf[8*i:], math.Float64bits(v))
+		}
+		crc = crc32.Update(crc, castagnoli, buf[:8*n])
+		data = data[n:]
+	}
+	return crc
+}
+
+// chunk is one piece of a chunked payload.
+type chunk struct {
+	index, count int32
+	offset       int64
+	data         []float64
+}
+
+// splitChunks cuts data into chunks of at most ChunkFloats values (one empty chunk for an empty
+// payload). The chunks share data's storage.
+func splitChunks(data []float64) []chunk {
+	size := ChunkFloats
+	count := max(1, (len(data)+size-1)/size)
+	out := make([]chunk, count)
+	for i := range out {
+		lo := min(i*size, len(data))
+		hi := min(lo+size, len(data))
+		out[i] = chunk{index: int32(i), count: int32(count), offset: int64(lo), data: data[lo:hi]}
+	}
+	return out
+}
+
+// assembly reassembles one chunked payload and checks its checksum. With dst set, the payload
+// is written into dst (whose length must be the payload's); otherwise into a new slice, or for
+// an unchunked payload the message's own slice.
+type assembly struct {
+	dst      []float64
+	total    int64
+	count    int32
+	checksum uint32
+	got      []bool
+	received int32
+	data     []float64
+}
+
+// chunkHeader is what every chunked message carries.
+type chunkHeader struct {
+	chunk, chunks int32
+	offset, total int64
+	checksum      uint32
+	data          []float64
+}
+
+// errDuplicateChunk marks a chunk that was already received: it is dropped, not an error.
+var errDuplicateChunk = fmt.Errorf("duplicate chunk")
+
+// add takes one chunk. It returns true when the payload is complete and its checksum matches.
+// A chunk that does not fit the payload's header, or a checksum mismatch, is an error.
+// An unchunked payload (chunks == 1) is used in place, without a copy.
+func (a *assembly) add(h chunkHeader) (bool, error) {
+	if h.chunks < 1 || h.chunk < 0 || h.chunk >= h.chunks || h.total < 0 || h.total > maxPayloadFloats ||
+		h.offset < 0 || h.offset+int64(len(h.data)) > h.total {
+		return false, fmt.Errorf("malformed chunk %d of %d (offset %d, %d values, total %d)",
+			h.chunk, h.chunks, h.offset, len(h.data), h.total)
+	}
+	if a.got == nil {
+		if a.dst != nil && int64(len(a.dst)) != h.total {
+			return false, fmt.Errorf("malformed message: payload of %d values, want %d", h.total, len(a.dst))
+		}
+		if h.chunks == 1 && a.dst == nil {
+			if int64(len(h.data)) != h.total {
+				return false, fmt.Errorf("malformed message: %d values, header says %d", len(h.data), h.total)
+			}
+			if Checksum(h.data) != h.checksum {
+				return false, fmt.Errorf("%w in a payload of %d values", ErrChecksum, h.total)
+			}
+			a.data, a.total, a.count, a.received = h.data, h.total, 1, 1
+			a.got = []bool{true}
+			return true, nil
+		}
+		a.total, a.count, a.checksum = h.total, h.chunks, h.checksum
+		a.got = make([]bool, h.chunks)
+		a.data = a.dst
+		if a.data == nil {
+			a.data = make([]float64, h.total)
+		}
+	} else if h.total != a.total || h.chunks != a.count || h.checksum != a.checksum {
+		return false, fmt.Errorf("chunk %d of %d disagrees with the payload's first chunk", h.chunk, h.chunks)
+	}
+	if a.got[h.chunk] {
+		return false, errDuplicateChunk
+	}
+	a.got[h.chunk] = true
+	a.received++
+	copy(a.data[h.offset:], h.data)
+	if a.received < a.count {
+		return false, nil
+	}
+	if Checksum(a.data) != a.checksum {
+		return false, fmt.Errorf("%w in a payload of %d values reassembled from %d chunks", ErrChecksum, a.total, a.count)
+	}
+	return true, nil
+}
+
+// pidOf converts a wire Pid to protoactor's.
+func pidOf(p *messages.Pid) *actor.PID {
+	if p == nil {
+		return nil
+	}
+	return actor.NewPID(p.Address, p.Id)
+}
+
+// wirePid converts a protoactor PID to the wire form.
+func wirePid(p *actor.PID) *messages.Pid {
+	if p == nil {
+		return nil
+	}
+	return &messages.Pid{Address: p.Address, Id: p.Id}
+}
