@@ -14,32 +14,39 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 )
 
 // report is report.json.
 type report struct {
-	Algo          string                 `json:"algo"`
-	Input         []string               `json:"input"`
-	M             int                    `json:"m"`
-	N             int                    `json:"n"`
-	K             int                    `json:"k"`
-	Shards        int                    `json:"shards"`
-	Threads       int                    `json:"threads"`
-	Init          string                 `json:"init"`
-	Seed          uint64                 `json:"seed"`
-	Tol           float64                `json:"tol"`
-	MaxIter       int                    `json:"max_iter"`
-	Iterations    int                    `json:"iterations"`
-	Seconds       float64                `json:"seconds"`
-	ObjectiveRat  float64                `json:"objective_ratio"`
-	RelErr2       float64                `json:"rel_err2"`
-	Converged     bool                   `json:"converged"`
-	StopReason    string                 `json:"stop_reason"`
-	Collectives   float64                `json:"collectives_per_iteration"`
-	FloatsPerIter float64                `json:"floats_per_iteration"`
-	History       []kernels.HistoryPoint `json:"history"`
+	Algo          string   `json:"algo"`
+	Input         []string `json:"input"`
+	M             int      `json:"m"`
+	N             int      `json:"n"`
+	K             int      `json:"k"`
+	Shards        int      `json:"shards"`
+	Threads       int      `json:"threads"`
+	Init          string   `json:"init"`
+	Seed          uint64   `json:"seed"`
+	Tol           float64  `json:"tol"`
+	MaxIter       int      `json:"max_iter"`
+	Iterations    int      `json:"iterations"`
+	Seconds       float64  `json:"seconds"`
+	ObjectiveRat  float64  `json:"objective_ratio"`
+	RelErr2       float64  `json:"rel_err2"`
+	Converged     bool     `json:"converged"`
+	StopReason    string   `json:"stop_reason"`
+	Collectives   float64  `json:"collectives_per_iteration"`
+	FloatsPerIter float64  `json:"floats_per_iteration,omitempty"`
+	// Nodes and the message accounting are set for runs on actors (--nodes): measured over
+	// the job's actors, not computed from a formula.
+	Nodes           int                    `json:"nodes,omitempty"`
+	MessagesPerIt   *float64               `json:"messages_per_iteration,omitempty"`
+	BytesPerIt      *float64               `json:"bytes_per_iteration,omitempty"`
+	ReductionsPerIt *float64               `json:"reductions_per_iteration,omitempty"`
+	History         []kernels.HistoryPoint `json:"history"`
 }
 
 func cmdFactorize(args []string, stdout, stderr io.Writer) error {
@@ -67,10 +74,12 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	blocks, err := j.readBlocks()
-	if err != nil {
-		cleanup()
-		return err
+	var blocks []kernels.Block
+	if jf.nodes == 0 {
+		if blocks, err = j.readBlocks(); err != nil {
+			cleanup()
+			return err
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -78,14 +87,28 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	var prog *progressPrinter
 	if !*quiet {
 		prog = newProgressPrinter(stderr, j.cfg.Stop)
-		fmt.Fprintf(stderr, "%s: %d samples x %d features, rank %d, %s on %d shard(s)\n",
-			j.src.Name(), j.n, j.m, j.cfg.K, j.cfg.Algo, j.shards)
+		where := ""
+		if jf.nodes > 0 {
+			where = fmt.Sprintf(" over %d actor systems", jf.nodes)
+		}
+		fmt.Fprintf(stderr, "%s: %d samples x %d features, rank %d, %s on %d shard(s)%s\n",
+			j.src.Name(), j.n, j.m, j.cfg.K, j.cfg.Algo, j.shards, where)
 	}
-	res, runErr := kernels.Run(ctx, blocks, j.cfg, func(p kernels.Progress) {
+	onProgress := func(p kernels.Progress) {
 		if prog != nil {
 			prog.update(p)
 		}
-	})
+	}
+	var res *kernels.Result
+	var ares *actors.Result
+	var runErr error
+	if jf.nodes > 0 {
+		if ares, runErr = runOnNodes(ctx, &jf, j, onProgress); ares != nil {
+			res = &ares.Result
+		}
+	} else {
+		res, runErr = kernels.Run(ctx, blocks, j.cfg, onProgress)
+	}
 	if prog != nil {
 		prog.finish()
 	}
@@ -107,6 +130,10 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 		Iterations: res.Iterations, Seconds: res.Seconds, ObjectiveRat: kernels.Ratio(res.Objective, res.Initial),
 		RelErr2: res.RelErr2(), Converged: res.Converged, StopReason: string(res.StopReason),
 		Collectives: res.Comm.PerIteration, FloatsPerIter: res.Comm.FloatsPerIteration, History: res.History}
+	if ares != nil {
+		rep.Nodes = jf.nodes
+		rep.MessagesPerIt, rep.BytesPerIt, rep.ReductionsPerIt = &ares.MessagesPerIteration, &ares.BytesPerIteration, &ares.ReductionsPerIteration
+	}
 	if err := writeOutputs(dir, res, &rep); err != nil {
 		cleanup()
 		return err

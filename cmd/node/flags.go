@@ -40,6 +40,8 @@ type jobFlags struct {
 	layout    string
 	form      string
 	rho       float64
+	nodes     int
+	fanIn     int
 }
 
 func (f *jobFlags) register(fs *flag.FlagSet) {
@@ -59,6 +61,8 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.layout, "layout", "auto", "in-memory form of the data: auto, dense, sparse")
 	fs.StringVar(&f.form, "form", "auto", "DID kernel form: auto, gram, residual")
 	fs.Float64Var(&f.rho, "rho", 1, "ADMM/DADMM penalty")
+	fs.IntVar(&f.nodes, "nodes", 0, "run on an in-process cluster of `N` actor systems on loopback, talking over gRPC (0: the in-process driver, no actors)")
+	fs.IntVar(&f.fanIn, "fan-in", 0, "fan-in of the reduce tree with --nodes (a power of two; 0: the default)")
 }
 
 func algoNames() string {
@@ -136,6 +140,12 @@ func (f *jobFlags) open() (*job, error) {
 	}
 	if f.shards < 1 {
 		return nil, badInput("--shards must be >= 1, got %d", f.shards)
+	}
+	if f.nodes < 0 || f.nodes > 64 {
+		return nil, badInput("--nodes must be between 0 and 64, got %d", f.nodes)
+	}
+	if f.fanIn != 0 && (f.nodes == 0 || f.fanIn < 2 || f.fanIn&(f.fanIn-1) != 0) {
+		return nil, badInput("--fan-in must be a power of two >= 2 and needs --nodes, got %d", f.fanIn)
 	}
 	if !algo.Distributed && f.shards != 1 {
 		return nil, badInput("--algo %s runs on one shard; --shards %d needs a distributed algorithm (did, dbcd, dadmm, hpc-anls)", f.algo, f.shards)

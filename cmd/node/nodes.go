@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
+)
+
+// wireSpec turns validated job flags into the job spec the actors take.
+func (f *jobFlags) wireSpec(j *job, nodes []string) *messages.JobSpec {
+	return &messages.JobSpec{Inputs: f.inputs, Layout: f.layout, Rank: int64(j.cfg.K), Algorithm: string(j.cfg.Algo),
+		Shards: int64(j.shards), Stop: actors.StopRuleOf(j.cfg.Stop), Seed: j.cfg.Seed, Init: string(j.cfg.Init.Method),
+		InitBasis: f.initBasis, InitCoef: f.initCoef, Form: f.form, Rho: f.rho, Nodes: nodes, FanIn: int64(f.fanIn)}
+}
+
+// runOnNodes runs the job on an in-process cluster of f.nodes actor systems on loopback: the
+// coordinator and client on the first, shards placed round-robin, all traffic between
+// systems over gRPC. Progress is called after every iteration. When ctx is cancelled the job is
+// cancelled and nothing is returned.
+func runOnNodes(ctx context.Context, f *jobFlags, j *job, progress func(kernels.Progress)) (*actors.Result, error) {
+	lc, err := actors.StartLocalCluster(f.nodes, actors.NodeConfig{Threads: j.cfg.Threads})
+	if err != nil {
+		return nil, err
+	}
+	defer lc.Close()
+	client := actors.NewClient(lc.Nodes[0].System())
+	defer client.Close()
+	return runJob(ctx, client, f.wireSpec(j, lc.Addresses()), progress)
+}
+
+// runJob submits a job through a client and waits for it, relaying progress.
+func runJob(ctx context.Context, client *actors.Client, spec *messages.JobSpec, progress func(kernels.Progress)) (*actors.Result, error) {
+	job, err := client.Submit(ctx, "", spec)
+	if err != nil {
+		return nil, jobErr(err)
+	}
+	for {
+		select {
+		case p, ok := <-job.Progress():
+			if !ok {
+				res, err := job.Wait(context.Background())
+				return res, jobErr(err)
+			}
+			if progress != nil {
+				progress(p)
+			}
+		case <-ctx.Done():
+			job.Cancel()
+			_, _ = job.Wait(context.Background())
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// jobErr maps a refused job to a usage error (exit status 2).
+func jobErr(err error) error {
+	var je *actors.JobError
+	if errors.As(err, &je) && je.Kind == "input" {
+		return usageError{err}
+	}
+	return err
+}
