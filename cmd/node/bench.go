@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/kernels"
 )
 
@@ -30,6 +31,17 @@ type benchResult struct {
 	RelErr2       float64 `json:"rel_err2"`
 	Collectives   float64 `json:"collectives_per_iteration"`
 	GoVersion     string  `json:"go"`
+	// With --nodes: the same job on actors, timed in the same run as the driver. ActorRatio is
+	// the median over --reps of (actor sec/iter) / (driver sec/iter); OverheadSec is the median
+	// of their difference, which on a tiny matrix is the latency of one allreduce.
+	Nodes           int     `json:"nodes,omitempty"`
+	FanIn           int     `json:"fan_in,omitempty"`
+	Reps            int     `json:"reps,omitempty"`
+	ActorSecPerIter float64 `json:"actor_sec_per_iter,omitempty"`
+	ActorRatio      float64 `json:"actor_ratio,omitempty"`
+	OverheadSec     float64 `json:"actor_overhead_sec_per_iter,omitempty"`
+	MessagesPerIter float64 `json:"messages_per_iteration,omitempty"`
+	BytesPerIter    float64 `json:"bytes_per_iteration,omitempty"`
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
@@ -39,6 +51,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	iters := fs.Int("iters", 20, "iterations to time (the median is reported)")
 	asJSON := fs.Bool("json", false, "print one JSON line")
 	reps := fs.Int("roofline-reps", 15, "repetitions of the roofline kernel (the median is reported)")
+	pairs := fs.Int("reps", 3, "with --nodes: driver/actor run pairs (the median ratio is reported)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: node bench --input SPEC --rank K [--algo A] [--iters N] [--shards P] [--json]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -46,8 +59,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if *iters < 1 || *reps < 1 {
-		return badInput("--iters and --roofline-reps must be >= 1")
+	if *iters < 1 || *reps < 1 || *pairs < 1 {
+		return badInput("--iters, --reps and --roofline-reps must be >= 1")
 	}
 	jf.tol, jf.maxIter = 0, *iters
 	j, err := jf.open()
@@ -67,8 +80,15 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	roof := rooflineSeconds(blocks, j.cfg.K, threads, *reps)
 	spi := median(res.IterSeconds)
+	var act *actorBench
+	if jf.nodes > 0 {
+		if act, err = benchActors(&jf, j, blocks, *pairs); err != nil {
+			return err
+		}
+		spi = act.driverSec
+	}
+	roof := rooflineSeconds(blocks, j.cfg.K, threads, *reps)
 	layout := "dense"
 	if _, ok := blocks[0].(*kernels.CSC); ok {
 		layout = "sparse"
@@ -76,6 +96,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	out := benchResult{Algo: string(j.cfg.Algo), Input: j.src.Name(), M: res.M, N: res.N, K: res.K, Shards: res.Shards,
 		Threads: threads, Layout: layout, Iterations: res.Iterations, SecPerIter: spi, RooflineSec: roof,
 		RooflineRatio: spi / roof, RelErr2: res.RelErr2(), Collectives: res.Comm.PerIteration, GoVersion: runtime.Version()}
+	if act != nil {
+		out.Nodes, out.FanIn, out.Reps = jf.nodes, act.fanIn, *pairs
+		out.ActorSecPerIter, out.ActorRatio, out.OverheadSec = act.actorSec, act.ratio, act.overhead
+		out.MessagesPerIter, out.BytesPerIter = act.messages, act.bytes
+	}
 	if *asJSON {
 		line, _ := json.Marshal(out)
 		fmt.Fprintln(stdout, string(line))
@@ -85,7 +110,53 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "  per iteration (median of %d): %.4g s\n", out.Iterations, out.SecPerIter)
 	fmt.Fprintf(stdout, "  roofline (stream X, read+write C once): %.4g s  ->  ratio %.2f\n", out.RooflineSec, out.RooflineRatio)
 	fmt.Fprintf(stdout, "  rel_err2 after %d iterations: %.4g\n", out.Iterations, out.RelErr2)
+	if act != nil {
+		fmt.Fprintf(stdout, "  on %d actor systems over gRPC (fan-in %d): %.4g s per iteration, %.3fx the driver (median of %d pairs), +%.3g s per iteration\n",
+			out.Nodes, out.FanIn, out.ActorSecPerIter, out.ActorRatio, out.Reps, out.OverheadSec)
+		fmt.Fprintf(stdout, "  messages per iteration %.3g, bytes per iteration %.4g\n", out.MessagesPerIter, out.BytesPerIter)
+	}
 	return nil
+}
+
+// actorBench is the outcome of timing a job on actors against the driver.
+type actorBench struct {
+	fanIn                                int
+	driverSec, actorSec, ratio, overhead float64
+	messages, bytes                      float64
+}
+
+// benchActors runs the job pairs times with the driver and on an in-process cluster of
+// jf.nodes actor systems, alternately, and returns the medians.
+func benchActors(jf *jobFlags, j *job, blocks []kernels.Block, pairs int) (*actorBench, error) {
+	lc, err := actors.StartLocalCluster(jf.nodes, actors.NodeConfig{Threads: j.cfg.Threads})
+	if err != nil {
+		return nil, err
+	}
+	defer lc.Close()
+	client := actors.NewClient(lc.Nodes[0].System())
+	defer client.Close()
+	spec := jf.wireSpec(j, lc.Addresses())
+	out := &actorBench{fanIn: jf.fanIn}
+	if out.fanIn == 0 {
+		out.fanIn = actors.DefaultFanIn
+	}
+	var drv, act, ratios, over []float64
+	for r := 0; r < pairs; r++ {
+		res, err := kernels.Run(context.Background(), blocks, j.cfg)
+		if err != nil {
+			return nil, err
+		}
+		ares, err := runJob(context.Background(), client, spec, nil)
+		if err != nil {
+			return nil, err
+		}
+		d, a := median(res.IterSeconds), median(ares.IterSeconds)
+		drv, act = append(drv, d), append(act, a)
+		ratios, over = append(ratios, a/d), append(over, a-d)
+		out.messages, out.bytes = ares.MessagesPerIteration, ares.BytesPerIteration
+	}
+	out.driverSec, out.actorSec, out.ratio, out.overhead = median(drv), median(act), median(ratios), median(over)
+	return out, nil
 }
 
 // rooflineSeconds times the memory floor of one iteration over all blocks: every stored entry
