@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -356,5 +357,132 @@ func TestBadJobsAreRefused(t *testing.T) {
 			}
 			waitIdle(t, lc)
 		})
+	}
+}
+
+func TestTimeLimitStopsAtAConsistentIteration(t *testing.T) {
+	lc, cl := testCluster(t, 3, nil)
+	s := spec("synthetic:m=5,n=20000,k=3,seed=6", "did", 3, 4, lc.Addresses(), 1<<30)
+	s.Stop.TimeLimitSeconds = 0.3
+	got, err := runJob(t, cl, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.StopReason != kernels.StopTimeLimit || got.Iterations < 2 {
+		t.Fatalf("stopped after %d iterations (%s), want the time limit", got.Iterations, got.StopReason)
+	}
+	// Every shard stopped at the same iteration: the factors are the driver's after exactly
+	// that many iterations.
+	s.Stop.TimeLimitSeconds, s.Stop.MaxIter = 0, int64(got.Iterations)
+	want := driverRun(t, s)
+	if i, j := sameBits(got.B, want.B), sameBits(got.C, want.C); i >= 0 || j >= 0 {
+		t.Fatalf("factors after the time limit (%d iterations) differ from the driver's at that iteration", got.Iterations)
+	}
+}
+
+func TestCustomInitFromFiles(t *testing.T) {
+	lc, cl := testCluster(t, 2, nil)
+	dir := t.TempDir()
+	const m, n, k = 6, 90, 2
+	b0 := make([]float64, m*k)
+	c0 := make([]float64, n*k)
+	for i := range b0 {
+		b0[i] = 0.5 + float64(i%5)/7
+	}
+	for i := range c0 {
+		c0[i] = 0.25 + float64(i%11)/13
+	}
+	writeNPY(t, dir+"/b0.npy", m, k, b0)
+	writeNPY(t, dir+"/c0.npy", n, k, c0)
+	s := spec(fmt.Sprintf("synthetic:m=%d,n=%d,k=%d,seed=3", m, n, k), "did", k, 3, lc.Addresses(), 8)
+	s.Init, s.InitBasis, s.InitCoef = "custom", dir+"/b0.npy", dir+"/c0.npy"
+	got, err := runJob(t, cl, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The driver with the same B0 and C0.
+	src, _ := matio.Open(s.Inputs[0])
+	defer src.Close()
+	r := kernels.ColumnRanges(n, 3)
+	blocks := make([]kernels.Block, 3)
+	for i := range blocks {
+		blocks[i], _ = src.Read(r[i], r[i+1], matio.LayoutAuto)
+	}
+	bcol := make([]float64, m*k)
+	for i := 0; i < m; i++ {
+		for p := 0; p < k; p++ {
+			bcol[p*m+i] = b0[i*k+p]
+		}
+	}
+	want, err := kernels.Run(context.Background(), blocks, kernels.Config{Algo: "did", K: k, Seed: 7,
+		Init: kernels.InitSpec{Method: kernels.InitCustom, B0: bcol, C0: c0}, Stop: kernels.StopRule{MaxIter: 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, "custom init", got, want)
+
+	s.InitCoef = dir + "/b0.npy" // wrong shape: refused before placing
+	if _, err := runJob(t, cl, s); err == nil || !strings.Contains(err.Error(), "init coef") {
+		t.Fatalf("want an init coef shape error, got %v", err)
+	}
+	waitIdle(t, lc)
+}
+
+func writeNPY(t *testing.T, path string, rows, cols int, data []float64) {
+	t.Helper()
+	var buf strings.Builder
+	if err := matio.WriteNPY(&buf, rows, cols, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(buf.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPanickingShardIsStoppedAndFailsTheJob(t *testing.T) {
+	lc, cl := testCluster(t, 3, &Faults{PanicAtIteration: 3})
+	_, err := runJob(t, cl, spec("synthetic:m=5,n=300,k=3,seed=1", "did", 3, 4, lc.Addresses(), 20))
+	var je *JobError
+	if !errors.As(err, &je) || je.Kind != "failure" || !strings.Contains(err.Error(), "injected fault: shard 1 panics at iteration 3") {
+		t.Fatalf("want the shard's failure, got %v", err)
+	}
+	waitIdle(t, lc)
+}
+
+func TestMalformedMessagesAreDroppedWhileAJobRuns(t *testing.T) {
+	lc, cl := testCluster(t, 3, nil)
+	s := spec("synthetic:m=5,n=3000,k=3,seed=2", "did", 3, 4, lc.Addresses(), 300)
+	want := driverRun(t, s)
+	ctx := context.Background()
+	job, err := cl.Submit(ctx, "", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-job.Progress()
+	// The root reducer of this job sits on the first node; hit it from another node, over gRPC.
+	root := childPID(lc.Nodes[0].Address(), reducerName(job.ID, 1, 0))
+	shard := childPID(lc.Nodes[1].Address(), job.ID+"-s1")
+	sys := lc.Nodes[2].System().Root
+	bad := []any{
+		&messages.Partial{JobId: job.ID, Epoch: 1, Seq: 1 << 40, Lo: 0, Hi: 1, Chunks: 1, TotalLen: 3, Data: []float64{1, 2, 3}},
+		&messages.Partial{JobId: job.ID, Epoch: 1, Seq: 1 << 40, Lo: 7, Hi: 9, Chunks: 1},
+		&messages.Partial{JobId: job.ID, Epoch: 9, Seq: 2, Lo: 0, Hi: 1},
+		&messages.Partial{JobId: "other", Epoch: 1, Seq: 2, Lo: 0, Hi: 1},
+		&messages.Partial{JobId: job.ID, Epoch: 1, Seq: 1 << 40, Lo: 0, Hi: 1, Chunk: 5, Chunks: 2, TotalLen: 1 << 40},
+		&messages.Reduced{JobId: job.ID, Epoch: 1, Seq: 1 << 40, Lo: 0, Hi: 4, Chunks: 1, TotalLen: 1 << 50},
+		&messages.Grant{JobId: job.ID, Epoch: 3, Granted: 5},
+		&messages.Ping{},
+	}
+	for _, m := range bad {
+		sys.Send(root, m)
+		sys.Send(shard, m)
+	}
+	got, err := job.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, "after malformed messages", got, want)
+	if got.Counters.Stale == 0 {
+		t.Fatalf("no message counted as dropped: %v", got.Counters)
 	}
 }

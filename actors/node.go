@@ -68,6 +68,9 @@ type Faults struct {
 	// CorruptChunks flips a bit in the first value of every chunked partial's first chunk,
 	// after its checksum was computed.
 	CorruptChunks bool
+	// PanicAtIteration, when > 0, makes shard 1 (or shard 0 of a one-shard job) panic in its
+	// actor at the end of that iteration, as a bug in the actor code would.
+	PanicAtIteration int64
 }
 
 // Node is one actor system with its remote and host actor.

@@ -213,6 +213,9 @@ func (s *shard) run(ctx actor.Context) {
 		s.boundary = int64(st.Iteration)
 		s.lastIter = s.boundary
 		s.meter.init = false
+		if f := s.node.cfg.Faults; f != nil && f.PanicAtIteration == s.boundary && s.a.Shard == min(1, s.a.Shards-1) {
+			panic(fmt.Sprintf("injected fault: shard %d panics at iteration %d", s.a.Shard, s.boundary))
+		}
 		stop, why := s.stopper.Observe(st.Iteration, st.Objective, st.Initial, 0)
 		if s.a.Shard == 0 {
 			done := &messages.IterationDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: s.boundary,
