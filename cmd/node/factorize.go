@@ -115,6 +115,10 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	interrupted := runErr != nil && errors.Is(runErr, context.Canceled)
 	if runErr != nil && !(interrupted && res != nil) {
 		cleanup()
+		if interrupted && jf.nodes > 0 {
+			fmt.Fprintln(stderr, "node: interrupted; the job was cancelled on its actors and nothing was written")
+			return errInterrupted
+		}
 		if interrupted {
 			fmt.Fprintln(stderr, "node: interrupted before the first iteration finished; nothing written")
 			return errInterrupted
