@@ -135,7 +135,7 @@ func (r *reducer) reduced(ctx actor.Context, m *messages.Reduced) {
 		r.meter.c.Stale++
 		return
 	}
-	full, err := r.down.add(chunkHeader{chunk: m.Chunk, chunks: m.Chunks, offset: m.Offset, total: m.TotalLen, checksum: m.Checksum, data: m.Data})
+	full, err := r.down.add(reducedHeader(m))
 	if err == errDuplicateChunk {
 		r.meter.c.Duplicates++
 		return

@@ -284,7 +284,7 @@ func (s *shard) reduced(ctx actor.Context, m *messages.Reduced) {
 		s.meter.c.Stale++
 		return
 	}
-	full, err := s.incoming.add(chunkHeader{chunk: m.Chunk, chunks: m.Chunks, offset: m.Offset, total: m.TotalLen, checksum: m.Checksum, data: m.Data})
+	full, err := s.incoming.add(reducedHeader(m))
 	if err == errDuplicateChunk {
 		s.meter.c.Duplicates++
 		return

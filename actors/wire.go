@@ -87,6 +87,11 @@ type chunkHeader struct {
 	data          []float64
 }
 
+// reducedHeader is the chunk header of a collective's result.
+func reducedHeader(m *messages.Reduced) chunkHeader {
+	return chunkHeader{chunk: m.Chunk, chunks: m.Chunks, offset: m.Offset, total: m.TotalLen, checksum: m.Checksum, data: m.Data}
+}
+
 // errDuplicateChunk marks a chunk that was already received: it is dropped, not an error.
 var errDuplicateChunk = fmt.Errorf("duplicate chunk")
 

@@ -128,14 +128,11 @@ type actorBench struct {
 // benchActors runs the job pairs times with the driver and on an in-process cluster of
 // jf.nodes actor systems, alternately, and returns the medians.
 func benchActors(jf *jobFlags, j *job, blocks []kernels.Block, pairs int) (*actorBench, error) {
-	lc, err := actors.StartLocalCluster(jf.nodes, actors.NodeConfig{Threads: j.cfg.Threads})
+	client, spec, stop, err := jf.startLocal(j)
 	if err != nil {
 		return nil, err
 	}
-	defer lc.Close()
-	client := actors.NewClient(lc.Nodes[0].System())
-	defer client.Close()
-	spec := jf.wireSpec(j, lc.Addresses())
+	defer stop()
 	out := &actorBench{fanIn: jf.fanIn}
 	if out.fanIn == 0 {
 		out.fanIn = actors.DefaultFanIn

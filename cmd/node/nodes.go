@@ -21,14 +21,27 @@ func (f *jobFlags) wireSpec(j *job, nodes []string) *messages.JobSpec {
 // systems over gRPC. Progress is called after every iteration. When ctx is cancelled the job is
 // cancelled and nothing is returned.
 func runOnNodes(ctx context.Context, f *jobFlags, j *job, progress func(kernels.Progress)) (*actors.Result, error) {
-	lc, err := actors.StartLocalCluster(f.nodes, actors.NodeConfig{Threads: j.cfg.Threads})
+	client, spec, stop, err := f.startLocal(j)
 	if err != nil {
 		return nil, err
 	}
-	defer lc.Close()
+	defer stop()
+	return runJob(ctx, client, spec, progress)
+}
+
+// startLocal starts f.nodes actor systems on loopback and a client on the first, and returns
+// the job's spec placed on them; stop closes it all.
+func (f *jobFlags) startLocal(j *job) (*actors.Client, *messages.JobSpec, func(), error) {
+	lc, err := actors.StartLocalCluster(f.nodes, actors.NodeConfig{Threads: j.cfg.Threads})
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	client := actors.NewClient(lc.Nodes[0].System())
-	defer client.Close()
-	return runJob(ctx, client, f.wireSpec(j, lc.Addresses()), progress)
+	stop := func() {
+		client.Close()
+		lc.Close()
+	}
+	return client, f.wireSpec(j, lc.Addresses()), stop, nil
 }
 
 // runJob submits a job through a client and waits for it, relaying progress.
