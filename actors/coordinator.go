@@ -146,7 +146,7 @@ func checkCustomInit(spec *messages.JobSpec, m, n int) error {
 
 // ping asks every node's host for a sign of life, all at once.
 func (c *coordinator) ping(ctx actor.Context, nodes []string) error {
-	futures := make([]*actor.Future, len(nodes))
+	futures := make([]actor.Future, len(nodes))
 	for i, addr := range nodes {
 		futures[i] = ctx.RequestFuture(HostPID(addr), &messages.Ping{Nonce: uint64(i)}, PingTimeout)
 	}
