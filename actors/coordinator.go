@@ -256,6 +256,12 @@ func (c *coordinator) onPlaced(ctx actor.Context, m *messages.Placed) {
 		c.fail(ctx, "input", m.Error)
 		return
 	}
+	// A shard that read a different number of features than the coordinator saw (the file
+	// changed in between, or nodes see different files under one path) would compute garbage.
+	if m.Samples > 0 && m.Features != int64(c.m) {
+		c.fail(ctx, "input", fmt.Sprintf("%s read %d features, the coordinator saw %d: do all nodes see the same input?", m.Actor, m.Features, c.m))
+		return
+	}
 	c.placed++
 	if c.placed < len(c.shards)+len(c.reducers) {
 		return

@@ -48,7 +48,6 @@ type shard struct {
 	streams   []*resultStream
 	doneSent  bool
 	lastIter  int64
-	lastError string
 }
 
 func newShard(n *Node, a *messages.ShardAssignment) *shard {
@@ -145,7 +144,7 @@ func (s *shard) build() error {
 		return err
 	}
 	s.x = x
-	m, n := x.Dims()
+	m, _ := x.Dims()
 	k := int(a.Spec.Rank)
 	init := kernels.InitSpec{Method: spec.init}
 	if spec.init == kernels.InitCustom {
@@ -159,7 +158,6 @@ func (s *shard) build() error {
 	if err != nil {
 		return err
 	}
-	_ = n
 	s.stopper = kernels.NewStopper(spec.deterministicRule())
 	return nil
 }
