@@ -34,20 +34,20 @@ type shard struct {
 	stopper     *kernels.Stopper
 	meter       meter
 
-	seq       uint64 // last collective sent up
-	pending   *kernels.Step
-	incoming  assembly
-	prevSent  []*messages.Partial // for Faults.ReplayPartials
-	boundary  int64               // iteration the machine sits at the end of (-1: none)
-	granted   int64
-	finishAt  int64
-	started   time.Time
-	initDone  time.Duration
-	finished  bool
-	stopWhy   kernels.StopReason
-	streams   []*resultStream
-	doneSent  bool
-	lastIter  int64
+	seq      uint64 // last collective sent up
+	pending  *kernels.Step
+	incoming assembly
+	prevSent []*messages.Partial // for Faults.ReplayPartials
+	boundary int64               // iteration the machine sits at the end of (-1: none)
+	granted  int64
+	finishAt int64
+	started  time.Time
+	initDone time.Duration
+	finished bool
+	stopWhy  kernels.StopReason
+	streams  []*resultStream
+	doneSent bool
+	lastIter int64
 }
 
 func newShard(n *Node, a *messages.ShardAssignment) *shard {
