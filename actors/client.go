@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -71,6 +72,8 @@ type Job struct {
 	streams     map[[2]int64]*assembly // (0 for B / 1 for C, shard)
 	result      *Result
 	err         error
+	once        sync.Once
+	canceled    atomic.Bool
 }
 
 // NewClient starts a client actor in the given actor system (which must have a remote for
@@ -94,9 +97,7 @@ func (c *Client) Close() {
 	c.jobs = map[string]*Job{}
 	c.mu.Unlock()
 	for _, j := range jobs {
-		if j.coordinator != nil {
-			c.system.Root.Send(j.coordinator, &messages.CancelJob{JobId: j.ID})
-		}
+		j.Cancel()
 		j.finish(nil, fmt.Errorf("job %s: client closed", j.ID))
 	}
 	_ = c.system.Root.StopFuture(c.pid).Wait()
@@ -172,6 +173,7 @@ func (j *Job) Wait(ctx context.Context) (*Result, error) {
 // Cancel asks the coordinator to stop the job and free its actors; Wait then returns an error
 // that wraps ErrCanceled.
 func (j *Job) Cancel() {
+	j.canceled.Store(true) // a job accepted after this is cancelled on acceptance
 	select {
 	case <-j.accepted:
 		j.client.system.Root.Send(j.coordinator, &messages.CancelJob{JobId: j.ID})
@@ -181,14 +183,11 @@ func (j *Job) Cancel() {
 
 // finish ends the job once; it runs on the client actor (or in Close).
 func (j *Job) finish(res *Result, err error) {
-	select {
-	case <-j.done:
-		return
-	default:
-	}
-	j.result, j.err = res, err
-	close(j.progress)
-	close(j.done)
+	j.once.Do(func() {
+		j.result, j.err = res, err
+		close(j.progress)
+		close(j.done)
+	})
 }
 
 // clientActor is the actor side of a Client.
@@ -205,6 +204,9 @@ func (a clientActor) Receive(ctx actor.Context) {
 		j.coordinator = pidOf(m.Coordinator)
 		j.m, j.n = int(m.Features), int(m.Samples)
 		close(j.accepted)
+		if j.canceled.Load() {
+			ctx.Send(j.coordinator, &messages.CancelJob{JobId: j.ID})
+		}
 	case *messages.Progress:
 		if j := a.c.job(m.JobId); j != nil {
 			select {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
@@ -46,7 +47,7 @@ func (r *reducer) Receive(ctx actor.Context) {
 		r.reduced(ctx, m)
 	case *messages.StopJob:
 		if m.JobId == r.a.JobId {
-			ctx.Send(r.coordinator, &messages.ReducerDone{JobId: r.a.JobId, Lo: r.a.Lo, Hi: r.a.Hi, Level: r.a.Level, Counters: &r.meter.c})
+			ctx.Send(r.coordinator, &messages.ReducerDone{JobId: r.a.JobId, Lo: r.a.Lo, Hi: r.a.Hi, Level: r.a.Level, Counters: proto.Clone(&r.meter.c).(*messages.Counters)})
 			ctx.Stop(ctx.Self())
 		}
 	}

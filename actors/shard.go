@@ -325,7 +325,7 @@ func expectedLen(st *kernels.Step, shard int) (int, bool) {
 func (s *shard) fail(ctx actor.Context, err error) {
 	s.finished = true
 	s.node.logger.Error("shard failed", slog.String("job", s.a.JobId), slog.Int64("shard", s.a.Shard), slog.Any("error", err))
-	ctx.Send(s.coordinator, &messages.ShardDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Error: err.Error(), Counters: &s.meter.c})
+	ctx.Send(s.coordinator, &messages.ShardDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Error: err.Error(), Counters: proto.Clone(&s.meter.c).(*messages.Counters)})
 	s.doneSent = true
 }
 
@@ -363,7 +363,7 @@ func (s *shard) ack(ctx actor.Context, m *messages.ResultAck) {
 	}
 	s.doneSent = true
 	ctx.Send(s.coordinator, &messages.ShardDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: s.lastIter,
-		Stop: string(s.stopWhy), Residual: s.machine.LocalResidual(), SqNormX: s.x.SqNorm(), Counters: &s.meter.c})
+		Stop: string(s.stopWhy), Residual: s.machine.LocalResidual(), SqNormX: s.x.SqNorm(), Counters: proto.Clone(&s.meter.c).(*messages.Counters)})
 }
 
 // resultStream sends one factor to the client in chunks, resultWindow at a time.
