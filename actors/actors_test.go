@@ -408,12 +408,7 @@ func TestCustomInitFromFiles(t *testing.T) {
 	for i := range blocks {
 		blocks[i], _ = src.Read(r[i], r[i+1], matio.LayoutAuto)
 	}
-	bcol := make([]float64, m*k)
-	for i := 0; i < m; i++ {
-		for p := 0; p < k; p++ {
-			bcol[p*m+i] = b0[i*k+p]
-		}
-	}
+	bcol := kernels.Transpose(b0, k, m)
 	want, err := kernels.Run(context.Background(), blocks, kernels.Config{Algo: "did", K: k, Seed: 7,
 		Init: kernels.InitSpec{Method: kernels.InitCustom, B0: bcol, C0: c0}, Stop: kernels.StopRule{MaxIter: 8}})
 	if err != nil {

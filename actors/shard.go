@@ -172,12 +172,7 @@ func readCustomInit(spec *messages.JobSpec, m, n, k, lo, hi int) (b0, c0 []float
 	if rows != m || cols != k {
 		return nil, nil, fmt.Errorf("init basis %s: shape (%d, %d), want features x K = (%d, %d)", spec.InitBasis, rows, cols, m, k)
 	}
-	b0 = make([]float64, m*k)
-	for i := 0; i < m; i++ {
-		for p := 0; p < k; p++ {
-			b0[p*m+i] = b[i*k+p]
-		}
-	}
+	b0 = kernels.Transpose(b, k, m) // basis.npy is row-major M x K; B is column-major
 	src, err := matio.Open(spec.InitCoef)
 	if err != nil {
 		return nil, nil, fmt.Errorf("init coef: %w", err)

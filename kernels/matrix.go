@@ -206,6 +206,19 @@ func sum(x []float64) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// Transpose returns the transpose of a column-major rows x cols matrix, column-major
+// (cols x rows). Read the other way, it turns a row-major rows x cols matrix (a .npy file)
+// into column-major: Transpose(a, cols, rows).
+func Transpose(a []float64, rows, cols int) []float64 {
+	out := make([]float64, len(a))
+	for p := 0; p < cols; p++ {
+		for i := 0; i < rows; i++ {
+			out[i*cols+p] = a[p*rows+i]
+		}
+	}
+	return out
+}
+
 // ColumnRanges splits n columns into p contiguous ranges of near-equal size; the first n%p
 // ranges get one column more. Range s is [r[s], r[s+1]).
 func ColumnRanges(n, p int) []int {

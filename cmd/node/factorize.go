@@ -205,7 +205,7 @@ func prepareOutDir(dir string) (string, func(), error) {
 // first, then all renamed into place, so a failure leaves no partial file behind.
 func writeOutputs(dir string, res *kernels.Result, rep *report) error {
 	var basis, coef, js bytes.Buffer
-	if err := matio.WriteNPY(&basis, res.M, res.K, transposeColMajor(res.B, res.M, res.K)); err != nil {
+	if err := matio.WriteNPY(&basis, res.M, res.K, kernels.Transpose(res.B, res.M, res.K)); err != nil {
 		return err
 	}
 	// C is K x N column-major, which is the N x K row-major coef matrix.
@@ -250,15 +250,4 @@ func writeOutputs(dir string, res *kernels.Result, rep *report) error {
 		}
 	}
 	return nil
-}
-
-// transposeColMajor turns a column-major rows x cols matrix into row-major.
-func transposeColMajor(a []float64, rows, cols int) []float64 {
-	out := make([]float64, len(a))
-	for p := 0; p < cols; p++ {
-		for i := 0; i < rows; i++ {
-			out[i*cols+p] = a[p*rows+i]
-		}
-	}
-	return out
 }

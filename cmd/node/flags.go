@@ -178,7 +178,7 @@ func (f *jobFlags) open() (*job, error) {
 		}
 		// basis.npy is M x K row-major; kernels want B column-major. coef.npy (N x K
 		// row-major) is C column-major already.
-		j.cfg.Init.B0 = transposeRowMajor(b0, j.m, f.rank)
+		j.cfg.Init.B0 = kernels.Transpose(b0, f.rank, j.m)
 		j.cfg.Init.C0 = c0
 	}
 	return j, nil
@@ -194,17 +194,6 @@ func readFactor(path, flagName string, rows, k int, what string) ([]float64, err
 		return nil, badInput("%s %s: shape (%d, %d), want %s = (%d, %d)", flagName, path, r, c, what, rows, k)
 	}
 	return data, nil
-}
-
-// transposeRowMajor turns a row-major rows x cols matrix into column-major.
-func transposeRowMajor(a []float64, rows, cols int) []float64 {
-	out := make([]float64, len(a))
-	for i := 0; i < rows; i++ {
-		for p := 0; p < cols; p++ {
-			out[p*rows+i] = a[i*cols+p]
-		}
-	}
-	return out
 }
 
 // readBlocks reads the shard blocks of the job.
