@@ -455,8 +455,8 @@ func TestMalformedMessagesAreDroppedWhileAJobRuns(t *testing.T) {
 	}
 	<-job.Progress()
 	// The root reducer of this job sits on the first node; hit it from another node, over gRPC.
-	root := childPID(lc.Nodes[0].Address(), reducerName(job.ID, 1, 0))
-	shard := childPID(lc.Nodes[1].Address(), job.ID+"-s1")
+	root := pidOf(jobActor(lc.Nodes[0].Address(), reducerName(job.ID, 1, 0)))
+	shard := pidOf(jobActor(lc.Nodes[1].Address(), shardName(job.ID, 1)))
 	sys := lc.Nodes[2].System().Root
 	bad := []any{
 		&messages.Partial{JobId: job.ID, Epoch: 1, Seq: 1 << 40, Lo: 0, Hi: 1, Chunks: 1, TotalLen: 3, Data: []float64{1, 2, 3}},

@@ -278,7 +278,7 @@ func (j *Job) chunk(m *messages.ResultChunk) error {
 		a = &assembly{dst: dst}
 		j.streams[key] = a
 	}
-	_, err := a.add(chunkHeader{chunk: m.Chunk, chunks: m.Chunks, offset: m.Offset, total: m.TotalLen, checksum: m.Checksum, data: m.Data})
+	_, err := a.add(headerOf(m))
 	if errors.Is(err, errDuplicateChunk) {
 		return nil
 	}

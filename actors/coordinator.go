@@ -165,7 +165,8 @@ func (c *coordinator) ping(ctx actor.Context, nodes []string) error {
 // treeNode is one reducer of the reduce tree.
 type treeNode struct {
 	level, lo, hi int64
-	node          string // address
+	node          string        // address
+	pid           *messages.Pid // the reducer itself
 	children      []*messages.Pid
 	ranges        []int64
 	parent        *messages.Pid
@@ -173,8 +174,9 @@ type treeNode struct {
 
 // buildTree lays out the reduce tree over p shards with the given fan-in: level-1 reducers each
 // cover an aligned block of fanIn shards, level-L ones fanIn^L, up to a single root. Each
-// reducer sits on the node of its first shard.
-func buildTree(job string, p, fanIn int64, shardNode func(int64) string, shardPID func(int64) *messages.Pid) []*treeNode {
+// reducer sits on the node of its first shard. It returns the reducers, root last, and each
+// shard's level-1 reducer.
+func buildTree(job string, p, fanIn int64, shardNode func(int64) string) ([]*treeNode, []*messages.Pid) {
 	type member struct {
 		lo, hi int64
 		pid    *messages.Pid
@@ -182,27 +184,30 @@ func buildTree(job string, p, fanIn int64, shardNode func(int64) string, shardPI
 	}
 	level := make([]member, p)
 	for s := int64(0); s < p; s++ {
-		level[s] = member{lo: s, hi: s + 1, pid: shardPID(s)}
+		level[s] = member{lo: s, hi: s + 1, pid: jobActor(shardNode(s), shardName(job, s))}
 	}
+	shardParent := make([]*messages.Pid, p)
 	var all []*treeNode
 	for l := int64(1); ; l++ {
 		var next []member
 		for i := 0; i < len(level); i += int(fanIn) {
 			group := level[i:min(i+int(fanIn), len(level))]
 			t := &treeNode{level: l, lo: group[0].lo, hi: group[len(group)-1].hi, node: shardNode(group[0].lo)}
-			pid := &messages.Pid{Address: t.node, Id: HostName + "/" + reducerName(job, l, t.lo)}
+			t.pid = jobActor(t.node, reducerName(job, l, t.lo))
 			for _, g := range group {
 				t.children = append(t.children, g.pid)
 				t.ranges = append(t.ranges, g.lo, g.hi)
 				if g.node != nil {
-					g.node.parent = pid
+					g.node.parent = t.pid
+				} else {
+					shardParent[g.lo] = t.pid
 				}
 			}
 			all = append(all, t)
-			next = append(next, member{lo: t.lo, hi: t.hi, pid: pid, node: t})
+			next = append(next, member{lo: t.lo, hi: t.hi, pid: t.pid, node: t})
 		}
 		if len(next) == 1 {
-			return all
+			return all, shardParent
 		}
 		level = next
 	}
@@ -213,11 +218,8 @@ func (c *coordinator) place(ctx actor.Context, nodes []string) {
 	spec := c.sub.Spec
 	p := spec.Shards
 	shardNode := func(s int64) string { return nodes[s%int64(len(nodes))] }
-	shardPID := func(s int64) *messages.Pid {
-		return &messages.Pid{Address: shardNode(s), Id: HostName + "/" + fmt.Sprintf("%s-s%d", c.job, s)}
-	}
 	c.meter.init = true // placement counts with initialisation, not with the iterations
-	tree := buildTree(c.job, p, int64(c.spec.fanIn), shardNode, shardPID)
+	tree, shardParent := buildTree(c.job, p, int64(c.spec.fanIn), shardNode)
 	seen := map[string]bool{}
 	for _, addr := range nodes[:min(int64(len(nodes)), p)] {
 		if !seen[addr] {
@@ -226,25 +228,17 @@ func (c *coordinator) place(ctx actor.Context, nodes []string) {
 		}
 	}
 	self := wirePid(ctx.Self())
-	parentOf := make([]*messages.Pid, p)
 	for _, t := range tree {
-		if t.level == 1 {
-			pid := &messages.Pid{Address: t.node, Id: HostName + "/" + reducerName(c.job, 1, t.lo)}
-			for s := t.lo; s < t.hi; s++ {
-				parentOf[s] = pid
-			}
-		}
-		c.reducers = append(c.reducers, childPID(t.node, reducerName(c.job, t.level, t.lo)))
+		c.reducers = append(c.reducers, pidOf(t.pid))
 		c.meter.send(ctx, HostPID(t.node), &messages.ReducerAssignment{JobId: c.job, Epoch: c.epoch, Level: t.level, Lo: t.lo, Hi: t.hi,
 			Children: t.children, ChildRanges: t.ranges, Parent: t.parent, Coordinator: self, Shards: p})
 	}
 	cols := kernels.ColumnRanges(c.n, int(p))
 	for s := int64(0); s < p; s++ {
-		pid := shardPID(s)
-		c.shards = append(c.shards, pidOf(pid))
-		c.meter.send(ctx, HostPID(pid.Address), &messages.ShardAssignment{JobId: c.job, Epoch: c.epoch, Shard: s, Shards: p,
+		c.shards = append(c.shards, pidOf(jobActor(shardNode(s), shardName(c.job, s))))
+		c.meter.send(ctx, HostPID(shardNode(s)), &messages.ShardAssignment{JobId: c.job, Epoch: c.epoch, Shard: s, Shards: p,
 			ColLo: int64(cols[s]), ColHi: int64(cols[s+1]), TotalCols: int64(c.n), Spec: spec,
-			Coordinator: self, Reducer: parentOf[s], Client: c.sub.Client})
+			Coordinator: self, Reducer: shardParent[s], Client: c.sub.Client})
 	}
 }
 

@@ -73,7 +73,7 @@ func (g *gather) offer(p *messages.Partial) (offerStatus, error) {
 	if a.got != nil && a.received == a.count {
 		return offerDuplicate, nil
 	}
-	full, err := a.add(chunkHeader{chunk: p.Chunk, chunks: p.Chunks, offset: p.Offset, total: p.TotalLen, checksum: p.Checksum, data: p.Data})
+	full, err := a.add(headerOf(p))
 	if errors.Is(err, errDuplicateChunk) {
 		return offerDuplicate, nil
 	}

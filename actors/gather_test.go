@@ -171,16 +171,20 @@ func TestSegmentSlice(t *testing.T) {
 
 func TestBuildTree(t *testing.T) {
 	node := func(s int64) string { return []string{"a", "b", "c"}[s%3] }
-	pid := func(s int64) *messages.Pid { return &messages.Pid{Address: node(s), Id: "s"} }
 	for _, tc := range []struct {
 		p, fanIn int64
 		nodes    int // reducers
 		levels   int64
 	}{{1, 8, 1, 1}, {8, 8, 1, 1}, {9, 8, 3, 2}, {5, 2, 6, 3}, {16, 4, 5, 2}} {
-		tree := buildTree("j", tc.p, tc.fanIn, node, pid)
+		tree, parents := buildTree("j", tc.p, tc.fanIn, node)
 		root := tree[len(tree)-1]
 		if len(tree) != tc.nodes || root.level != tc.levels || root.lo != 0 || root.hi != tc.p || root.parent != nil {
 			t.Fatalf("P=%d fan-in %d: %d reducers, root level %d [%d, %d)", tc.p, tc.fanIn, len(tree), root.level, root.lo, root.hi)
+		}
+		for s, par := range parents {
+			if par == nil || tree[s/int(tc.fanIn)].pid != par || tree[s/int(tc.fanIn)].level != 1 {
+				t.Fatalf("P=%d fan-in %d: shard %d has parent %v", tc.p, tc.fanIn, s, par)
+			}
 		}
 		for _, r := range tree[:len(tree)-1] {
 			if r.parent == nil || r.lo%pow(tc.fanIn, r.level) != 0 {

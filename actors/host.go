@@ -56,7 +56,7 @@ func (h *host) Receive(ctx actor.Context) {
 		h.submit(ctx, m)
 	case *messages.ShardAssignment:
 		props := actor.PropsFromProducer(func() actor.Actor { return newShard(h.node, m) })
-		h.spawn(ctx, props, m.JobId, fmt.Sprintf("%s-s%d", m.JobId, m.Shard), "shard", pidOf(m.Coordinator), pidOf(m.Client))
+		h.spawn(ctx, props, m.JobId, shardName(m.JobId, m.Shard), "shard", pidOf(m.Coordinator), pidOf(m.Client))
 	case *messages.ReducerAssignment:
 		props := actor.PropsFromProducer(func() actor.Actor { return newReducer(h.node, m) })
 		h.spawn(ctx, props, m.JobId, reducerName(m.JobId, m.Level, m.Lo), "reducer", pidOf(m.Coordinator), nil)
@@ -141,12 +141,15 @@ func (h *host) spawn(ctx actor.Context, props *actor.Props, job, name, role stri
 	h.jobs[job]++
 }
 
-// reducerName is the actor name of the reducer of a job at a level covering shards from lo.
+// The names of a job's actors under their host: "<job>-s<shard>" for shards,
+// "<job>-r<level>-<first shard>" for reducers, "<job>-coord" for the coordinator.
+func shardName(job string, shard int64) string { return fmt.Sprintf("%s-s%d", job, shard) }
+
 func reducerName(job string, level, lo int64) string {
 	return fmt.Sprintf("%s-r%d-%d", job, level, lo)
 }
 
-// childPID is the PID of a host's child on the node at address.
-func childPID(address, name string) *actor.PID {
-	return actor.NewPID(address, HostName+"/"+name)
+// jobActor is the wire PID of a host's child on the node at address.
+func jobActor(address, name string) *messages.Pid {
+	return &messages.Pid{Address: address, Id: HostName + "/" + name}
 }

@@ -136,7 +136,7 @@ func (r *reducer) reduced(ctx actor.Context, m *messages.Reduced) {
 		r.meter.c.Stale++
 		return
 	}
-	full, err := r.down.add(reducedHeader(m))
+	full, err := r.down.add(headerOf(m))
 	if err == errDuplicateChunk {
 		r.meter.c.Duplicates++
 		return

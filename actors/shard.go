@@ -277,7 +277,7 @@ func (s *shard) reduced(ctx actor.Context, m *messages.Reduced) {
 		s.meter.c.Stale++
 		return
 	}
-	full, err := s.incoming.add(reducedHeader(m))
+	full, err := s.incoming.add(headerOf(m))
 	if err == errDuplicateChunk {
 		s.meter.c.Duplicates++
 		return

@@ -87,9 +87,20 @@ type chunkHeader struct {
 	data          []float64
 }
 
-// reducedHeader is the chunk header of a collective's result.
-func reducedHeader(m *messages.Reduced) chunkHeader {
-	return chunkHeader{chunk: m.Chunk, chunks: m.Chunks, offset: m.Offset, total: m.TotalLen, checksum: m.Checksum, data: m.Data}
+// chunked is a message that carries one chunk of a payload: Partial, Reduced, ResultChunk.
+type chunked interface {
+	GetChunk() int32
+	GetChunks() int32
+	GetOffset() int64
+	GetTotalLen() int64
+	GetChecksum() uint32
+	GetData() []float64
+}
+
+// headerOf returns a chunked message's chunk header.
+func headerOf(m chunked) chunkHeader {
+	return chunkHeader{chunk: m.GetChunk(), chunks: m.GetChunks(), offset: m.GetOffset(), total: m.GetTotalLen(),
+		checksum: m.GetChecksum(), data: m.GetData()}
 }
 
 // errDuplicateChunk marks a chunk that was already received: it is dropped, not an error.
