@@ -176,20 +176,8 @@ func columnInto(x Block, j int, dst []float64) {
 	}
 }
 
-func sqNorm(x []float64) float64 {
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		s0 += x[i] * x[i]
-		s1 += x[i+1] * x[i+1]
-		s2 += x[i+2] * x[i+2]
-		s3 += x[i+3] * x[i+3]
-	}
-	for ; i < len(x); i++ {
-		s0 += x[i] * x[i]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
+// sqNorm is the sum of squares, in dot's order (bitwise dot(x, x)).
+func sqNorm(x []float64) float64 { return dot(x, x) }
 
 func sum(x []float64) float64 {
 	var s0, s1, s2, s3 float64
