@@ -99,7 +99,7 @@ func (c *coordinator) start(ctx actor.Context) {
 	name := src.Name()
 	src.Close()
 	if err := kernels.CheckRank(int(spec.Rank), c.m, c.n); err != nil {
-		c.fail(ctx, "input", fmt.Sprintf("rank: %v for %s (%d samples x %d features)", err, name, c.n, c.m))
+		c.fail(ctx, "input", fmt.Sprintf("%v for %s (%d samples x %d features)", err, name, c.n, c.m))
 		return
 	}
 	if spec.Shards > int64(c.n) {

@@ -144,8 +144,11 @@ func (f *jobFlags) open() (*job, error) {
 	if f.nodes < 0 || f.nodes > 64 {
 		return nil, badInput("--nodes must be between 0 and 64, got %d", f.nodes)
 	}
-	if f.fanIn != 0 && (f.nodes == 0 || f.fanIn < 2 || f.fanIn&(f.fanIn-1) != 0) {
-		return nil, badInput("--fan-in must be a power of two >= 2 and needs --nodes, got %d", f.fanIn)
+	if f.fanIn != 0 && (f.fanIn < 2 || f.fanIn&(f.fanIn-1) != 0) {
+		return nil, badInput("--fan-in must be a power of two >= 2, got %d", f.fanIn)
+	}
+	if f.fanIn != 0 && f.nodes == 0 {
+		return nil, badInput("--fan-in shapes the reduce tree of actors: it needs --nodes N")
 	}
 	if !algo.Distributed && f.shards != 1 {
 		return nil, badInput("--algo %s runs on one shard; --shards %d needs a distributed algorithm (did, dbcd, dadmm, hpc-anls)", f.algo, f.shards)
