@@ -71,11 +71,16 @@ func badValue(v float64) string {
 
 const entryRule = "(NMF needs finite nonnegative entries)"
 
-// checkDense validates the entries of d, a block of X whose column 0 is sample lo of the file.
-// matrix switches the wording from sample/feature to row/column (for factor files).
+// checkDense validates the entries of d, a block of X whose column 0 is sample lo of the file,
+// and turns negative zeros into zeros (so that a block has the same bits whether it went
+// through CSC form or not). matrix switches the wording from sample/feature to row/column (for
+// factor files).
 func checkDense(name string, d *kernels.Dense, lo int, matrix bool) error {
 	for p, v := range d.Data {
 		if v >= 0 && v <= math.MaxFloat64 {
+			if v == 0 {
+				d.Data[p] = 0
+			}
 			continue
 		}
 		i, j := p%d.Rows, lo+p/d.Rows

@@ -94,8 +94,19 @@ func shapeSparse(s *kernels.CSC, layout Layout) kernels.Block {
 	return kernels.ToDense(s)
 }
 
-// shape returns b in the requested layout.
-func shape(b kernels.Block, layout Layout) kernels.Block {
+// Shape returns b, a *kernels.Dense or a *kernels.CSC, in the requested layout, deciding
+// LayoutAuto by density (nonzeros / (rows*cols) below [SparseBelow] gives CSC) exactly as
+// [Source.Read] does; an unknown layout is taken as LayoutAuto. It returns b itself when b is
+// already in that form, else a new block. A CSC block is expected as Read returns it, without
+// explicit zeros (they would count as nonzeros). Converting to dense allocates rows*cols
+// values, and a nil b gives nil.
+//
+// For every source src, Shape(src.Read(lo, hi, NaturalLayout(src)), layout) is the same block,
+// bit for bit, as src.Read(lo, hi, layout).
+func Shape(b kernels.Block, layout Layout) kernels.Block {
+	if b == nil {
+		return nil
+	}
 	if s, ok := b.(*kernels.CSC); ok {
 		return shapeSparse(s, layout)
 	}

@@ -180,6 +180,9 @@ func (p *mtxParser) arrayData() (Source, error) {
 			if err := p.checkValue(int64(r)+1, int64(c)+1, v); err != nil {
 				return nil, err
 			}
+			if v == 0 {
+				v = 0 // a negative zero becomes zero, as in checkDense
+			}
 			vals = append(vals, v)
 			if r++; r == n {
 				c++

@@ -99,7 +99,7 @@ func (s *stackSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 		for _, p := range parts {
 			at += copy(d.Data[at:], p.(*kernels.Dense).Data)
 		}
-		return shape(d, layout), nil
+		return Shape(d, layout), nil
 	}
 	c := &kernels.CSC{Rows: m, Cols: hi - lo, ColPtr: make([]int, 1, hi-lo+1)}
 	for _, p := range parts {
@@ -116,5 +116,5 @@ func (s *stackSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 			return nil, err
 		}
 	}
-	return shape(c, layout), nil
+	return Shape(c, layout), nil
 }

@@ -1,0 +1,55 @@
+package matio
+
+// naturalLayouter is implemented by the sources of this package: naturalLayout returns the
+// layout the source holds or reads cheaply, LayoutDense or LayoutSparse.
+type naturalLayouter interface {
+	naturalLayout() Layout
+}
+
+var (
+	_ naturalLayouter = (*npySource)(nil)
+	_ naturalLayouter = (*idxSource)(nil)
+	_ naturalLayouter = (*mtxSource)(nil)
+	_ naturalLayouter = (*syntheticSource)(nil)
+	_ naturalLayouter = (*stackSource)(nil)
+)
+
+// NaturalLayout returns the layout src holds or reads cheaply: LayoutSparse for a
+// MatrixMarket coordinate file and for a stack (see [OpenAll]) with at least one such part,
+// LayoutDense for everything else (.npy, IDX, MatrixMarket array, synthetic; also a Source
+// from outside this package).
+//
+// It is the layout to move a block in: for any range, Shape(src.Read(lo, hi,
+// NaturalLayout(src)), layout) is bit for bit src.Read(lo, hi, layout), and reading [lo, hi)
+// in pieces in the natural layout gives the same columns as reading it whole, so a block can
+// be streamed in chunks and put together with a [BlockBuilder].
+func NaturalLayout(src Source) Layout {
+	if n, ok := src.(naturalLayouter); ok {
+		return n.naturalLayout()
+	}
+	return LayoutDense
+}
+
+func (s *npySource) naturalLayout() Layout       { return LayoutDense }
+func (s *idxSource) naturalLayout() Layout       { return LayoutDense }
+func (s *syntheticSource) naturalLayout() Layout { return LayoutDense }
+
+// naturalLayout is dense for an array file and sparse for a coordinate file. A closed source
+// has neither; it says sparse, and Read fails anyway.
+func (s *mtxSource) naturalLayout() Layout {
+	if s.dense != nil {
+		return LayoutDense
+	}
+	return LayoutSparse
+}
+
+// naturalLayout is sparse when any part is: a dense part converts cheaply to CSC, while a
+// sparse part read dense costs rows*cols.
+func (s *stackSource) naturalLayout() Layout {
+	for _, src := range s.srcs {
+		if NaturalLayout(src) == LayoutSparse {
+			return LayoutSparse
+		}
+	}
+	return LayoutDense
+}
