@@ -1,0 +1,666 @@
+// Package cluster tracks the membership of didnmf nodes by gossip (hashicorp/memberlist),
+// carries each node's metadata (role, actor address, cores, memory, capacity, start time) and
+// places job shards on members by capacity-weighted rendezvous hashing.
+//
+// Start joins a node to the cluster; the Membership keeps its own table of live nodes, fed by
+// memberlist's event callbacks, and reports every change to Config.OnEvent from a single
+// goroutine. Place is a pure function: every node that sees the same workers computes the same
+// placement.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Member is a live node as this node knows it.
+type Member struct {
+	// Name is the node's unique name.
+	Name string
+	// Gossip is the ip:port of the node's memberlist.
+	Gossip string
+	// Meta is what the node advertises.
+	Meta Meta
+}
+
+// EventKind says what happened to a member.
+type EventKind int
+
+const (
+	// EventJoin: a node joined (or came back after it left or was declared dead).
+	EventJoin EventKind = iota + 1
+	// EventLeave: a node left gracefully (Event.Dead false) or was declared dead (Dead true).
+	EventLeave
+	// EventUpdate: a live node changed its Meta (same Meta.Started).
+	EventUpdate
+)
+
+// String returns "join", "leave", "update" or "event(N)".
+func (k EventKind) String() string {
+	switch k {
+	case EventJoin:
+		return "join"
+	case EventLeave:
+		return "leave"
+	case EventUpdate:
+		return "update"
+	}
+	return "event(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Event is a change of membership reported to Config.OnEvent.
+//
+// A node that restarts under the same name advertises a new Meta.Started; when this node
+// learns of it while it still lists the old instance, it reports EventLeave with Dead true for
+// the old instance followed by EventJoin for the new one, never an EventUpdate.
+type Event struct {
+	// Kind is what happened.
+	Kind EventKind
+	// Member is the node concerned; for EventLeave, as it was last known.
+	Member Member
+	// Dead is true for an EventLeave when the node was declared dead (it failed or was
+	// replaced by a restarted instance) rather than left gracefully with Leave. (A node that
+	// failed after Leave had advertised Meta.Leaving counts as having left.)
+	Dead bool
+	// At is when this node learned of the change.
+	At time.Time
+}
+
+// Config configures Start.
+type Config struct {
+	// Name is this node's name, unique in the cluster. Empty: "<hostname>-<gossip port>".
+	Name string
+	// Bind is the ip:port memberlist listens on (TCP and UDP). Port 0 picks a free port (see
+	// Local().Gossip); an empty host means 0.0.0.0; empty Bind means 0.0.0.0:7946.
+	Bind string
+	// Advertise is the ip:port (or ip) other nodes should use to reach this one, when it is not
+	// the bind address (NAT, 0.0.0.0). It must be an IP, not a host name; a missing or zero port
+	// means the bound port. Empty: the bind IP, or a private IP of this host if bound to 0.0.0.0.
+	Advertise string
+	// Join lists seed nodes (ip:port) to join at start. Empty: start a new cluster.
+	Join []string
+	// SecretKey is nil, or a 16, 24 or 32-byte key that encrypts and authenticates all gossip
+	// with AES-GCM; a node with another key (or none) cannot join. See ParseKey.
+	SecretKey []byte
+	// Meta is what this node advertises; it must be valid (see Meta).
+	Meta Meta
+	// Logger receives this package's and memberlist's log lines (memberlist's DEBUG lines are
+	// dropped). Nil discards them.
+	Logger *slog.Logger
+	// OnEvent, if not nil, is called for every join, leave and update (including this node's
+	// own join and leave), in order, from one goroutine of this package and never while
+	// memberlist holds its locks, so it may call Members. It must not call Leave or Shutdown
+	// directly (they wait for that goroutine): start a goroutine for that.
+	OnEvent func(Event)
+}
+
+// ErrShutdown is returned by Leave and UpdateMeta once the membership is shut down.
+var ErrShutdown = errors.New("cluster: membership is shut down")
+
+// Timing. The base is memberlist.DefaultLocalConfig (probe every 1 s, suspicion 3 probe
+// intervals), which took about 5.5 s to declare a hard-killed peer dead. We probe twice as
+// often and keep the suspicion window long enough that only a node silent for about 2.5 s is
+// declared dead:
+//
+//   - probeInterval 500 ms: each node probes one peer (round robin) per interval; a probe fails
+//     if no direct, indirect or TCP-fallback ack arrives within the interval. Memberlist's
+//     Lifeguard awareness stretches the interval up to 8x on a node that is itself slow.
+//   - probeTimeout 250 ms: wait for the direct UDP ack before asking peers to probe indirectly.
+//   - suspicionMult 4: a suspect is declared dead after 4 x 500 ms x max(1, log10 n), so 2 s
+//     for up to 10 nodes, once the expected 2 independent confirmations arrived (small
+//     clusters expect none); the suspect refutes within that time if it is merely slow.
+//   - suspicionMaxTimeoutMult 4: without confirmations the window grows up to 8 s.
+//   - indirectChecks 2, retransmitMult 3, gossip every 100 ms to 3 nodes: a little more
+//     redundancy than the local preset (1 and 2), for lossy or busy hosts.
+//   - tcpTimeout 2 s (preset 1 s): joins and push/pull on a busy machine.
+//   - push/pull every 15 s, as the preset.
+//   - deadNodeReclaimTime 1 s: a restarted node may take over its dead name at a new address.
+//
+// Expected detection of a hard-killed peer on loopback: the next probe of it (within
+// (n-1) x 500 ms from some survivor) + 500 ms + 2 s, about 3 s for 3 nodes.
+const (
+	probeInterval           = 500 * time.Millisecond
+	probeTimeout            = 250 * time.Millisecond
+	suspicionMult           = 4
+	suspicionMaxTimeoutMult = 4
+	indirectChecks          = 2
+	retransmitMult          = 3
+	gossipInterval          = 100 * time.Millisecond
+	gossipNodes             = 3
+	tcpTimeout              = 2 * time.Second
+	pushPullInterval        = 15 * time.Second
+	deadNodeReclaimTime     = time.Second
+	updateTimeout           = 5 * time.Second
+	gossipLabel             = "didnmf"
+	defaultPort             = 7946
+)
+
+// Membership is this node's view of the cluster. Its methods are safe for concurrent use.
+type Membership struct {
+	ml      *memberlist.Memberlist
+	log     *slog.Logger
+	onEvent func(Event)
+
+	metaMu  sync.Mutex
+	metaEnc []byte // served to memberlist by NodeMeta
+
+	updateMu sync.Mutex // serializes UpdateMeta
+
+	mu    sync.Mutex // guards local and table
+	local Member
+	table map[string]Member
+
+	qmu    sync.Mutex // guards queue and closed
+	queue  []Event
+	closed bool
+	wake   chan struct{}
+	done   chan struct{} // closed when the event goroutine has exited
+
+	stateMu sync.Mutex  // serializes Leave and Shutdown
+	shut    atomic.Bool // set under stateMu
+}
+
+// Start creates this node's memberlist, binds its gossip port and, if cfg.Join is not empty,
+// joins the cluster through the seeds; it fails, naming the seeds, if none could be reached.
+// Gossip carries the memberlist label "didnmf", so packets of other memberlist clusters
+// sharing the network are rejected. Call Leave or Shutdown to stop.
+func Start(cfg Config) (*Membership, error) {
+	metaEnc, err := cfg.Meta.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.SecretKey != nil {
+		if err := checkKeyLen(len(cfg.SecretKey)); err != nil {
+			return nil, err
+		}
+	}
+	bindIP, bindPort, err := parseBind(cfg.Bind)
+	if err != nil {
+		return nil, err
+	}
+	advIP, advPort, err := parseAdvertise(cfg.Advertise)
+	if err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+
+	m := &Membership{
+		onEvent: cfg.OnEvent,
+		metaEnc: metaEnc,
+		table:   make(map[string]Member),
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+
+	// Bind the transport ourselves, to know the port before choosing a default name.
+	mlLog := log.New(io.Discard, "", 0)
+	transport, err := bindTransport(bindIP, bindPort, mlLog)
+	if err != nil {
+		return nil, err
+	}
+	port := transport.GetAutoBindPort()
+	name := cfg.Name
+	if name == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "node"
+		}
+		name = host + "-" + strconv.Itoa(port)
+	}
+	logger = logger.With("node", name)
+	m.log = logger
+	if cfg.Logger != nil {
+		mlLog.SetOutput(&logWriter{l: logger})
+	}
+
+	mc := memberlist.DefaultLocalConfig()
+	mc.Name = name
+	mc.BindAddr = bindIP
+	mc.BindPort = port
+	mc.AdvertiseAddr = advIP
+	mc.AdvertisePort = port
+	if advPort != 0 {
+		mc.AdvertisePort = advPort
+	}
+	mc.Transport = transport
+	mc.Label = gossipLabel
+	mc.SecretKey = cfg.SecretKey
+	mc.Logger = mlLog
+	mc.Delegate = delegate{m}
+	mc.Events = delegate{m}
+	mc.Alive = delegate{m}
+	mc.ProbeInterval = probeInterval
+	mc.ProbeTimeout = probeTimeout
+	mc.SuspicionMult = suspicionMult
+	mc.SuspicionMaxTimeoutMult = suspicionMaxTimeoutMult
+	mc.IndirectChecks = indirectChecks
+	mc.RetransmitMult = retransmitMult
+	mc.GossipInterval = gossipInterval
+	mc.GossipNodes = gossipNodes
+	mc.TCPTimeout = tcpTimeout
+	mc.PushPullInterval = pushPullInterval
+	mc.DeadNodeReclaimTime = deadNodeReclaimTime
+
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		_ = transport.Shutdown()
+		return nil, fmt.Errorf("cluster: start memberlist %q on %s: %v", name, net.JoinHostPort(bindIP, strconv.Itoa(port)), err)
+	}
+	m.ml = ml
+	self := ml.LocalNode()
+	m.mu.Lock()
+	m.local = Member{Name: name, Gossip: hostPort(self.Addr, self.Port), Meta: cfg.Meta}
+	m.mu.Unlock()
+
+	if len(cfg.Join) > 0 {
+		if err := m.join(cfg.Join); err != nil {
+			m.shut.Store(true)
+			_ = ml.Shutdown()
+			return nil, err
+		}
+	}
+	// Events queued so far (this node's own join, the members learned while joining) are
+	// delivered now: OnEvent is never called if Start fails.
+	if m.onEvent != nil {
+		go m.dispatch()
+	} else {
+		close(m.done)
+	}
+	logger.Info("cluster: gossip started", "gossip", m.local.Gossip, "role", cfg.Meta.Role, "members", len(m.Members()))
+	return m, nil
+}
+
+// join contacts every seed; it fails only if none could be reached.
+func (m *Membership) join(seeds []string) error {
+	var errs []string
+	ok := 0
+	for _, seed := range seeds {
+		n, err := m.ml.Join([]string{seed})
+		if n > 0 {
+			ok++
+			continue
+		}
+		if err == nil {
+			err = errors.New("no node reached")
+		}
+		msg := flatten(err)
+		if !strings.Contains(msg, seed) {
+			msg = seed + ": " + msg
+		}
+		errs = append(errs, msg)
+	}
+	if ok > 0 {
+		if len(errs) > 0 {
+			m.log.Warn("cluster: some seeds could not be reached", "errors", strings.Join(errs, "; "))
+		}
+		return nil
+	}
+	msg := fmt.Sprintf("cluster: could not join the cluster through any seed of [%s]: %s", strings.Join(seeds, " "), strings.Join(errs, "; "))
+	if strings.Contains(msg, "crypt") {
+		msg += " (do all nodes use the same gossip key?)"
+	}
+	return errors.New(msg)
+}
+
+// flatten turns a possibly multi-error into one line.
+func flatten(err error) string {
+	if w, ok := err.(interface{ WrappedErrors() []error }); ok {
+		var parts []string
+		for _, e := range w.WrappedErrors() {
+			parts = append(parts, flatten(e))
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, "; ")
+		}
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// Local returns this node as it advertises itself.
+func (m *Membership) Local() Member {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.local
+}
+
+// Members returns the live nodes, this one included and both roles, sorted by name. It reads
+// this package's own table, kept up to date from memberlist's events.
+func (m *Membership) Members() []Member {
+	m.mu.Lock()
+	out := make([]Member, 0, len(m.table))
+	for _, mem := range m.table {
+		out = append(out, mem)
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Workers returns the live nodes with RoleMember, sorted by name, except those leaving
+// (Meta.Leaving): the members that may get work.
+func (m *Membership) Workers() []Member {
+	return slices.DeleteFunc(m.Members(), func(mem Member) bool {
+		return mem.Meta.Role != RoleMember || mem.Meta.Leaving
+	})
+}
+
+// UpdateMeta advertises new metadata for this node and waits (up to 5 s) until the update has
+// been gossiped. Others see an EventUpdate, or a leave and a join if meta.Started changed.
+func (m *Membership) UpdateMeta(meta Meta) error {
+	return m.updateMeta(meta, updateTimeout)
+}
+
+func (m *Membership) updateMeta(meta Meta, timeout time.Duration) error {
+	enc, err := meta.Encode()
+	if err != nil {
+		return err
+	}
+	m.updateMu.Lock()
+	defer m.updateMu.Unlock()
+	if m.shut.Load() {
+		return ErrShutdown
+	}
+	m.metaMu.Lock()
+	m.metaEnc = enc
+	m.metaMu.Unlock()
+	m.mu.Lock()
+	m.local.Meta = meta
+	m.mu.Unlock()
+	if err := m.ml.UpdateNode(timeout); err != nil {
+		return fmt.Errorf("cluster: meta updated locally, but its gossip was not confirmed: %v", err)
+	}
+	return nil
+}
+
+// Leave leaves the cluster gracefully, then shuts down. It first advertises Meta.Leaving (the
+// others report an EventUpdate and drop this node from their Workers), then has memberlist
+// announce the leave (they report an EventLeave with Dead false). It waits up to timeout in
+// all (0: no limit) for both to be gossiped. Calling Shutdown afterwards is safe; Leave after
+// shutdown returns ErrShutdown.
+func (m *Membership) Leave(timeout time.Duration) error {
+	m.stateMu.Lock()
+	defer m.stateMu.Unlock()
+	if m.shut.Load() {
+		return ErrShutdown
+	}
+	deadline := time.Now().Add(timeout)
+	meta := m.Local().Meta
+	meta.Leaving = true
+	var errs []error
+	if err := m.updateMeta(meta, timeout); err != nil {
+		errs = append(errs, err)
+	}
+	rest := time.Until(deadline)
+	if timeout <= 0 {
+		rest = 0
+	} else if rest <= 0 {
+		rest = time.Millisecond
+	}
+	if err := m.ml.Leave(rest); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: leave: %v", err))
+	}
+	errs = append(errs, m.shutdownLocked())
+	return errors.Join(errs...)
+}
+
+// Shutdown stops gossip at once, without announcing a leave: to the others this node looks
+// failed and is declared dead after a few seconds. It waits until OnEvent has returned for
+// every event already queued; no OnEvent call starts after it returns. It is idempotent.
+func (m *Membership) Shutdown() error {
+	m.stateMu.Lock()
+	defer m.stateMu.Unlock()
+	if m.shut.Load() {
+		return nil
+	}
+	return m.shutdownLocked()
+}
+
+func (m *Membership) shutdownLocked() error {
+	m.shut.Store(true)
+	err := m.ml.Shutdown()
+	m.closeEvents()
+	<-m.done
+	if err != nil {
+		return fmt.Errorf("cluster: shutdown: %v", err)
+	}
+	m.log.Info("cluster: gossip stopped")
+	return nil
+}
+
+// observe updates the table from a memberlist event and queues the resulting events. It runs
+// under memberlist's lock: it must not call into memberlist.
+func (m *Membership) observe(kind EventKind, n *memberlist.Node) {
+	now := time.Now()
+	mem := Member{Name: n.Name, Gossip: hostPort(n.Addr, n.Port)}
+	meta, err := DecodeMeta(n.Meta)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, had := m.table[n.Name]
+	if err != nil {
+		// The alive delegate keeps such nodes out; a leave may still name one we never listed.
+		if had {
+			meta = old.Meta
+		} else {
+			m.log.Warn("cluster: ignoring event for a node with unreadable meta", "peer", n.Name, "event", kind, "err", err)
+			return
+		}
+	}
+	mem.Meta = meta
+	switch kind {
+	case EventJoin, EventUpdate:
+		m.table[n.Name] = mem
+		switch {
+		case !had:
+			m.enqueue(Event{Kind: EventJoin, Member: mem, At: now})
+		case old.Meta.Started != meta.Started:
+			m.log.Info("cluster: node restarted", "peer", n.Name, "gossip", mem.Gossip)
+			m.enqueue(Event{Kind: EventLeave, Member: old, Dead: true, At: now})
+			m.enqueue(Event{Kind: EventJoin, Member: mem, At: now})
+		case old != mem:
+			m.enqueue(Event{Kind: EventUpdate, Member: mem, At: now})
+		}
+	case EventLeave:
+		delete(m.table, n.Name)
+		// memberlist never fills in Node.State for its delegates, so whether the node left
+		// or died is told by the Leaving flag it advertised before leaving.
+		dead := !meta.Leaving && !(had && old.Meta.Leaving)
+		m.log.Info("cluster: node gone", "peer", n.Name, "gossip", mem.Gossip, "dead", dead)
+		m.enqueue(Event{Kind: EventLeave, Member: mem, Dead: dead, At: now})
+	}
+}
+
+// enqueue hands an event to the event goroutine; it never blocks on OnEvent.
+func (m *Membership) enqueue(e Event) {
+	if m.onEvent == nil {
+		return
+	}
+	m.qmu.Lock()
+	if !m.closed {
+		m.queue = append(m.queue, e)
+	}
+	m.qmu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Membership) closeEvents() {
+	m.qmu.Lock()
+	m.closed = true
+	m.qmu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch is the one goroutine that calls OnEvent; it delivers what was queued before the
+// close, then exits.
+func (m *Membership) dispatch() {
+	defer close(m.done)
+	for {
+		m.qmu.Lock()
+		batch, closed := m.queue, m.closed
+		m.queue = nil
+		m.qmu.Unlock()
+		for _, e := range batch {
+			m.onEvent(e)
+		}
+		if closed {
+			return
+		}
+		if len(batch) == 0 {
+			<-m.wake
+		}
+	}
+}
+
+// delegate implements memberlist's Delegate, EventDelegate and AliveDelegate for a Membership
+// without adding those methods to its API.
+type delegate struct{ m *Membership }
+
+func (d delegate) NodeMeta(limit int) []byte {
+	d.m.metaMu.Lock()
+	defer d.m.metaMu.Unlock()
+	if len(d.m.metaEnc) > limit {
+		return nil // unreachable: Encode enforces memberlist.MetaMaxSize
+	}
+	return slices.Clone(d.m.metaEnc)
+}
+
+func (delegate) NotifyMsg([]byte)                           {}
+func (delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (delegate) LocalState(join bool) []byte                { return nil }
+func (delegate) MergeRemoteState(buf []byte, join bool)     {}
+
+func (d delegate) NotifyJoin(n *memberlist.Node)   { d.m.observe(EventJoin, n) }
+func (d delegate) NotifyLeave(n *memberlist.Node)  { d.m.observe(EventLeave, n) }
+func (d delegate) NotifyUpdate(n *memberlist.Node) { d.m.observe(EventUpdate, n) }
+
+// NotifyAlive keeps nodes whose meta this build cannot read out of the cluster view.
+func (d delegate) NotifyAlive(n *memberlist.Node) error {
+	if _, err := DecodeMeta(n.Meta); err != nil {
+		return fmt.Errorf("node %s (%s): %v", n.Name, hostPort(n.Addr, n.Port), err)
+	}
+	return nil
+}
+
+func hostPort(ip net.IP, port uint16) string {
+	return net.JoinHostPort(ip.String(), strconv.Itoa(int(port)))
+}
+
+// parseBind splits Config.Bind into an IP literal and a port.
+func parseBind(s string) (string, int, error) {
+	if s == "" {
+		return "0.0.0.0", defaultPort, nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, fmt.Errorf("cluster: bind address %q is not ip:port: %v", s, err)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	if net.ParseIP(host) == nil {
+		return "", 0, fmt.Errorf("cluster: bind address %q: %q is not an IP address", s, host)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return "", 0, fmt.Errorf("cluster: bind address %q: port %q is not a number in 0..65535", s, port)
+	}
+	return host, int(p), nil
+}
+
+// parseAdvertise splits Config.Advertise into an IP literal and a port (0: the bound port).
+func parseAdvertise(s string) (string, int, error) {
+	if s == "" {
+		return "", 0, nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		host, port = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"), "0"
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return "", 0, fmt.Errorf("cluster: advertise address %q: %q is not an IP address (memberlist needs an IP, not a host name)", s, host)
+	}
+	if ip.IsUnspecified() {
+		return "", 0, fmt.Errorf("cluster: advertise address %q: %s cannot be advertised, give this host's IP", s, host)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return "", 0, fmt.Errorf("cluster: advertise address %q: port %q is not a number in 0..65535", s, port)
+	}
+	return host, int(p), nil
+}
+
+// bindTransport opens memberlist's TCP and UDP listeners. For port 0 it retries a few times:
+// the kernel picks a free TCP port, which may be taken for UDP.
+func bindTransport(ip string, port int, logger *log.Logger) (*memberlist.NetTransport, error) {
+	tries := 1
+	if port == 0 {
+		tries = 10
+	}
+	var err error
+	for range tries {
+		var t *memberlist.NetTransport
+		t, err = memberlist.NewNetTransport(&memberlist.NetTransportConfig{
+			BindAddrs: []string{ip},
+			BindPort:  port,
+			Logger:    logger,
+		})
+		if err == nil {
+			return t, nil
+		}
+		if !strings.Contains(err.Error(), "address already in use") || port != 0 {
+			break
+		}
+	}
+	return nil, fmt.Errorf("cluster: bind gossip on %s: %v", net.JoinHostPort(ip, strconv.Itoa(port)), err)
+}
+
+// logWriter adapts memberlist's *log.Logger output ("[LEVEL] memberlist: text") to slog,
+// dropping DEBUG and TRACE lines. log.Logger calls Write once per line.
+type logWriter struct{ l *slog.Logger }
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	s := strings.TrimSpace(string(p))
+	level := slog.LevelInfo
+	if strings.HasPrefix(s, "[") {
+		if i := strings.IndexByte(s, ']'); i > 0 {
+			switch s[1:i] {
+			case "DEBUG", "TRACE":
+				return len(p), nil
+			case "WARN", "WARNING":
+				level = slog.LevelWarn
+			case "ERR", "ERROR":
+				level = slog.LevelError
+			}
+			s = strings.TrimSpace(s[i+1:])
+		}
+	}
+	s = strings.TrimPrefix(s, "memberlist: ")
+	ctx := context.Background()
+	if w.l.Enabled(ctx, level) {
+		w.l.Log(ctx, level, "memberlist: "+s)
+	}
+	return len(p), nil
+}

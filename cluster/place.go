@@ -1,0 +1,195 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strings"
+)
+
+// Candidate is a node that may receive shards: usually a worker's Name, Meta.Capacity and
+// Meta.Memory.
+type Candidate struct {
+	// Name identifies the candidate; names must be unique and non-empty.
+	Name string
+	// Capacity is the placement weight (>= 1): a candidate of capacity 2 gets about twice the
+	// shards of one of capacity 1.
+	Capacity int
+	// Memory is the number of bytes the candidate can hold (>= 0).
+	Memory int64
+}
+
+// CapacityError is returned by Place when some shard fits on no candidate.
+type CapacityError struct {
+	Job          string // the job being placed
+	Shards       int    // number of shards of the job
+	Needed       int64  // total bytes of all shards
+	LargestShard int64  // bytes of the largest shard
+	Members      int    // number of candidates
+	Offered      int64  // total bytes offered by the candidates (saturating)
+	LargestOffer int64  // the largest single offer
+	LargestNode  string // the candidate making it
+	Shard        int    // the first shard, in id order, that fit nowhere
+}
+
+// Error describes what the job needs against what the cluster offers, in binary byte units.
+func (e *CapacityError) Error() string {
+	members := "members offer"
+	if e.Members == 1 {
+		members = "member offers"
+	}
+	return fmt.Sprintf("job needs %s for %d shards (largest %s); the cluster's %d %s %s (largest %s free on %s): add nodes, raise --memory, or use more shards",
+		FormatBytes(e.Needed), e.Shards, FormatBytes(e.LargestShard),
+		e.Members, members, FormatBytes(e.Offered), FormatBytes(e.LargestOffer), e.LargestNode)
+}
+
+// Place assigns each shard s (0..len(shardBytes)-1) of job to a candidate by capacity-weighted
+// rendezvous (highest random weight) hashing and returns, for each shard, the index of its
+// candidate in candidates.
+//
+// For shard s, candidate c scores -c.Capacity / ln(u), where u in (0,1) comes from a
+// well-mixed 64-bit hash of (job, s, c.Name). Shards are taken in id order and each goes to
+// the best-scoring candidate (ties broken by name) whose remaining memory still holds
+// shardBytes[s]. The result depends only on the set of candidates, not their order, and
+// adding or removing a candidate moves only the shards that the change forces to move (as
+// long as memory does not run short). It needs the same build on every node that must agree
+// (floating point is involved).
+//
+// It returns a *CapacityError when a shard fits nowhere, and an error for no candidates, a
+// capacity below 1, negative memory or shard sizes, and empty or duplicate names.
+func Place(job string, shardBytes []int64, candidates []Candidate) ([]int, error) {
+	if len(candidates) == 0 {
+		return nil, fmt.Errorf("cluster: no members to place the %d shards of job %q on", len(shardBytes), job)
+	}
+	seen := make(map[string]bool, len(candidates))
+	base := make([]uint64, len(candidates))
+	remaining := make([]int64, len(candidates))
+	for i, c := range candidates {
+		switch {
+		case c.Name == "":
+			return nil, fmt.Errorf("cluster: placement candidate %d has no name", i)
+		case seen[c.Name]:
+			return nil, fmt.Errorf("cluster: placement candidate %q appears twice", c.Name)
+		case c.Capacity < 1:
+			return nil, fmt.Errorf("cluster: placement candidate %q has capacity %d; it must be >= 1", c.Name, c.Capacity)
+		case c.Memory < 0:
+			return nil, fmt.Errorf("cluster: placement candidate %q offers negative memory %d", c.Name, c.Memory)
+		}
+		seen[c.Name] = true
+		base[i] = nameHash(job, c.Name)
+		remaining[i] = c.Memory
+	}
+	for s, b := range shardBytes {
+		if b < 0 {
+			return nil, fmt.Errorf("cluster: shard %d of job %q has negative size %d", s, job, b)
+		}
+	}
+
+	out := make([]int, len(shardBytes))
+	for s, need := range shardBytes {
+		sh := mix64(uint64(s) ^ 0x6a09e667f3bcc909)
+		best, bestScore := -1, 0.0
+		for i, c := range candidates {
+			if remaining[i] < need {
+				continue
+			}
+			score := weight(c.Capacity, mix64(base[i]^sh))
+			if best < 0 || score > bestScore || score == bestScore && c.Name < candidates[best].Name {
+				best, bestScore = i, score
+			}
+		}
+		if best < 0 {
+			return nil, newCapacityError(job, s, shardBytes, candidates)
+		}
+		out[s] = best
+		remaining[best] -= need
+	}
+	return out, nil
+}
+
+// weight is the rendezvous score -capacity/ln(u) with u = (top 53 bits of h + 0.5) / 2^53,
+// which lies strictly inside (0, 1).
+func weight(capacity int, h uint64) float64 {
+	u := (float64(h>>11) + 0.5) / (1 << 53)
+	return -float64(capacity) / math.Log(u)
+}
+
+// nameHash hashes (job, name) unambiguously (length-prefixed) with FNV-1a, then mixes.
+func nameHash(job, name string) uint64 {
+	h := fnv.New64a()
+	var n [binary.MaxVarintLen64]byte
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(job)))])
+	h.Write([]byte(job))
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(name)))])
+	h.Write([]byte(name))
+	return mix64(h.Sum64())
+}
+
+// mix64 is the SplitMix64 finalizer, a bijection with full avalanche.
+func mix64(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+func newCapacityError(job string, shard int, shardBytes []int64, candidates []Candidate) *CapacityError {
+	e := &CapacityError{Job: job, Shards: len(shardBytes), Members: len(candidates), Shard: shard}
+	for _, b := range shardBytes {
+		e.Needed = satAdd(e.Needed, b)
+		e.LargestShard = max(e.LargestShard, b)
+	}
+	for i, c := range candidates {
+		e.Offered = satAdd(e.Offered, c.Memory)
+		if i == 0 || c.Memory > e.LargestOffer || c.Memory == e.LargestOffer && c.Name < e.LargestNode {
+			e.LargestOffer, e.LargestNode = c.Memory, c.Name
+		}
+	}
+	return e
+}
+
+// satAdd adds non-negative a and b, saturating at math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// FormatBytes renders n bytes in binary units: "512 B", "3.2 GiB", "410 MiB" (one decimal
+// below 10, none from 10 up).
+func FormatBytes(n int64) string {
+	if n < 0 {
+		return "-" + FormatBytes(-max(n, -math.MaxInt64))
+	}
+	const units = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v := float64(n)
+	u := -1
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	s := formatUnit(v)
+	if s == "1024" && u < len(units)-1 {
+		v /= 1024
+		u++
+		s = formatUnit(v)
+	}
+	var b strings.Builder
+	b.WriteString(s)
+	b.WriteByte(' ')
+	b.WriteByte(units[u])
+	b.WriteString("iB")
+	return b.String()
+}
+
+func formatUnit(v float64) string {
+	if v < 9.95 {
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
+}

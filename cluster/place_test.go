@@ -1,0 +1,330 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const (
+	kib = int64(1) << 10
+	mib = int64(1) << 20
+	gib = int64(1) << 30
+)
+
+func equalShards(p int, size int64) []int64 {
+	s := make([]int64, p)
+	for i := range s {
+		s[i] = size
+	}
+	return s
+}
+
+func nodes(n, capacity int, memory int64) []Candidate {
+	c := make([]Candidate, n)
+	for i := range c {
+		c[i] = Candidate{Name: fmt.Sprintf("node-%d", i), Capacity: capacity, Memory: memory}
+	}
+	return c
+}
+
+// owners maps Place's indices to candidate names.
+func owners(t *testing.T, job string, shards []int64, cands []Candidate) []string {
+	t.Helper()
+	idx, err := Place(job, shards, cands)
+	if err != nil {
+		t.Fatalf("Place: %v", err)
+	}
+	if len(idx) != len(shards) {
+		t.Fatalf("Place returned %d owners for %d shards", len(idx), len(shards))
+	}
+	out := make([]string, len(idx))
+	for s, i := range idx {
+		if i < 0 || i >= len(cands) {
+			t.Fatalf("shard %d: index %d out of range", s, i)
+		}
+		out[s] = cands[i].Name
+	}
+	return out
+}
+
+func TestPlaceDeterministicAndOrderIndependent(t *testing.T) {
+	t.Parallel()
+	cands := []Candidate{
+		{Name: "alpha", Capacity: 1, Memory: 10 * gib},
+		{Name: "beta", Capacity: 3, Memory: 2 * gib},
+		{Name: "gamma", Capacity: 2, Memory: 10 * gib},
+		{Name: "delta", Capacity: 1, Memory: 512 * mib},
+		{Name: "epsilon", Capacity: 5, Memory: 10 * gib},
+	}
+	shards := make([]int64, 300)
+	for i := range shards {
+		shards[i] = int64(1+i%7) * 20 * mib
+	}
+	want := owners(t, "job-1", shards, cands)
+	if again := owners(t, "job-1", shards, cands); !slices.Equal(again, want) {
+		t.Fatal("Place is not deterministic")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 20 {
+		perm := slices.Clone(cands)
+		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		if got := owners(t, "job-1", shards, perm); !slices.Equal(got, want) {
+			t.Fatalf("trial %d: placement depends on candidate order %v", trial, perm)
+		}
+	}
+	// A different job spreads differently.
+	if other := owners(t, "job-2", shards, cands); slices.Equal(other, want) {
+		t.Error("jobs job-1 and job-2 got identical placements of 300 shards")
+	}
+}
+
+func TestPlaceWeighting(t *testing.T) {
+	t.Parallel()
+	const shards = 10000
+	tests := []struct {
+		name       string
+		capacities []int
+	}{
+		{"1:2", []int{1, 2}},
+		{"1:1:2", []int{1, 1, 2}},
+		{"1:2:3:4", []int{1, 2, 3, 4}},
+		{"equal 5", []int{1, 1, 1, 1, 1}},
+		{"10:1", []int{10, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var cands []Candidate
+			total := 0
+			for i, c := range tt.capacities {
+				cands = append(cands, Candidate{Name: fmt.Sprintf("w%d", i), Capacity: c, Memory: math.MaxInt64})
+				total += c
+			}
+			idx, err := Place("weights", equalShards(shards, 1), cands)
+			if err != nil {
+				t.Fatal(err)
+			}
+			counts := make([]int, len(cands))
+			for _, i := range idx {
+				counts[i]++
+			}
+			for i, c := range cands {
+				want := float64(shards) * float64(c.Capacity) / float64(total)
+				// 5% of the expected count is about 5 standard deviations and more.
+				if got := float64(counts[i]); math.Abs(got-want) > 0.05*want+20 {
+					t.Errorf("%s (capacity %d) got %d shards, want about %.0f", c.Name, c.Capacity, counts[i], want)
+				}
+			}
+			t.Logf("capacities %v -> shards %v", tt.capacities, counts)
+		})
+	}
+}
+
+func TestPlaceMemory(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		shards []int64
+		cands  []Candidate
+	}{
+		{"tight fit", equalShards(12, 100*mib), []Candidate{
+			{Name: "a", Capacity: 5, Memory: 400 * mib},
+			{Name: "b", Capacity: 1, Memory: 400 * mib},
+			{Name: "c", Capacity: 1, Memory: 400 * mib},
+		}},
+		{"mixed sizes", []int64{300 * mib, 10 * mib, 200 * mib, 50 * mib, 300 * mib, 1, 0, 120 * mib}, []Candidate{
+			{Name: "big", Capacity: 10, Memory: 350 * mib},
+			{Name: "mid", Capacity: 1, Memory: 700 * mib},
+			{Name: "small", Capacity: 1, Memory: 700 * mib},
+		}},
+		{"empty shards need no memory", equalShards(5, 0), []Candidate{{Name: "z", Capacity: 1, Memory: 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			idx, err := Place("mem", tt.shards, tt.cands)
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := make([]int64, len(tt.cands))
+			for s, i := range idx {
+				used[i] += tt.shards[s]
+			}
+			for i, c := range tt.cands {
+				if used[i] > c.Memory {
+					t.Errorf("%s holds %d bytes, offers %d", c.Name, used[i], c.Memory)
+				}
+			}
+		})
+	}
+
+	// With ample memory the heavy candidate takes most shards; capping its memory moves only the
+	// overflow, to the candidates ranked next.
+	cands := []Candidate{{Name: "heavy", Capacity: 8, Memory: 100 * gib}, {Name: "x", Capacity: 1, Memory: 100 * gib}, {Name: "y", Capacity: 1, Memory: 100 * gib}}
+	shards := equalShards(100, gib)
+	free := owners(t, "cap", shards, cands)
+	cands[0].Memory = 40 * gib
+	capped := owners(t, "cap", shards, cands)
+	heavy := 0
+	for s := range shards {
+		if capped[s] == "heavy" {
+			heavy++
+			if free[s] != "heavy" {
+				t.Errorf("shard %d moved to heavy when heavy lost memory", s)
+			}
+		}
+	}
+	if heavy != 40 {
+		t.Errorf("capped heavy holds %d shards of 1 GiB, want 40 (it ranks first for most)", heavy)
+	}
+}
+
+func TestPlaceCapacityError(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		shards []int64
+		cands  []Candidate
+		want   string
+	}{
+		{
+			"job too big",
+			equalShards(8, 410*mib),
+			[]Candidate{{Name: "node-a", Capacity: 1, Memory: 512 * mib}, {Name: "node-b", Capacity: 1, Memory: 512 * mib}, {Name: "node-c", Capacity: 1, Memory: 512 * mib}},
+			"job needs 3.2 GiB for 8 shards (largest 410 MiB); the cluster's 3 members offer 1.5 GiB (largest 512 MiB free on node-a): add nodes, raise --memory, or use more shards",
+		},
+		{
+			"shard larger than any node",
+			[]int64{2 * gib, 10 * mib},
+			[]Candidate{{Name: "small", Capacity: 1, Memory: 1536 * mib}, {Name: "big", Capacity: 1, Memory: 1800 * mib}},
+			"job needs 2.0 GiB for 2 shards (largest 2.0 GiB); the cluster's 2 members offer 3.3 GiB (largest 1.8 GiB free on big): add nodes, raise --memory, or use more shards",
+		},
+		{
+			"fragmented",
+			equalShards(3, 600*mib),
+			[]Candidate{{Name: "solo", Capacity: 1, Memory: 1000 * mib}},
+			"job needs 1.8 GiB for 3 shards (largest 600 MiB); the cluster's 1 member offers 1000 MiB (largest 1000 MiB free on solo): add nodes, raise --memory, or use more shards",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			idx, err := Place("big-job", tt.shards, tt.cands)
+			var ce *CapacityError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Place = %v, %v; want a *CapacityError", idx, err)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("message\n got %s\nwant %s", err, tt.want)
+			}
+			if ce.Shards != len(tt.shards) || ce.Members != len(tt.cands) || ce.Shard < 0 || ce.Shard >= len(tt.shards) {
+				t.Errorf("fields %+v", ce)
+			}
+		})
+	}
+}
+
+func TestPlaceInvalid(t *testing.T) {
+	t.Parallel()
+	ok := Candidate{Name: "ok", Capacity: 1, Memory: gib}
+	tests := []struct {
+		name   string
+		shards []int64
+		cands  []Candidate
+		want   string
+	}{
+		{"no candidates", []int64{1}, nil, "no members"},
+		{"capacity 0", []int64{1}, []Candidate{ok, {Name: "zero", Memory: gib}}, `"zero" has capacity 0`},
+		{"negative capacity", []int64{1}, []Candidate{{Name: "neg", Capacity: -2, Memory: gib}}, "capacity -2"},
+		{"negative memory", []int64{1}, []Candidate{{Name: "m", Capacity: 1, Memory: -1}}, "negative memory"},
+		{"duplicate", []int64{1}, []Candidate{ok, ok}, "twice"},
+		{"no name", []int64{1}, []Candidate{{Capacity: 1, Memory: 1}}, "no name"},
+		{"negative shard", []int64{1, -5}, []Candidate{ok}, "shard 1"},
+	}
+	for _, tt := range tests {
+		_, err := Place("j", tt.shards, tt.cands)
+		var ce *CapacityError
+		if err == nil || errors.As(err, &ce) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Place error %v, want a plain error mentioning %q", tt.name, err, tt.want)
+		}
+	}
+	if idx, err := Place("j", nil, []Candidate{ok}); err != nil || len(idx) != 0 {
+		t.Errorf("no shards: got %v, %v; want an empty placement", idx, err)
+	}
+}
+
+func TestPlaceStability(t *testing.T) {
+	t.Parallel()
+	const p = 1000
+	shards := equalShards(p, mib)
+	for n := 3; n <= 8; n++ {
+		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
+			t.Parallel()
+			before := nodes(n, 1, math.MaxInt64)
+			own := owners(t, "stable", shards, before)
+
+			// Add a node (at the front, so indices shift too).
+			after := append([]Candidate{{Name: "node-new", Capacity: 1, Memory: math.MaxInt64}}, before...)
+			ownAfter := owners(t, "stable", shards, after)
+			moved := 0
+			for s := range shards {
+				if ownAfter[s] != own[s] {
+					moved++
+					if ownAfter[s] != "node-new" {
+						t.Errorf("shard %d moved from %s to %s, not to the new node", s, own[s], ownAfter[s])
+					}
+				}
+			}
+			limit := 1.3 * p / float64(n+1)
+			t.Logf("n=%d -> %d: %d of %d shards moved (ideal %.0f)", n, n+1, moved, p, p/float64(n+1))
+			if float64(moved) > limit {
+				t.Errorf("adding a node moved %d shards, more than %.0f", moved, limit)
+			}
+			if moved == 0 {
+				t.Error("adding a node moved no shard to it")
+			}
+
+			// Remove an old node: only its own shards move.
+			gone := before[n/2].Name
+			without := slices.DeleteFunc(slices.Clone(after), func(c Candidate) bool { return c.Name == gone })
+			ownWithout := owners(t, "stable", shards, without)
+			for s := range shards {
+				switch {
+				case ownAfter[s] == gone && ownWithout[s] == gone:
+					t.Errorf("shard %d still on removed %s", s, gone)
+				case ownAfter[s] != gone && ownWithout[s] != ownAfter[s]:
+					t.Errorf("shard %d moved from %s to %s when unrelated %s left", s, ownAfter[s], ownWithout[s], gone)
+				}
+			}
+		})
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 B"},
+		{1023, "1023 B"},
+		{1024, "1.0 KiB"},
+		{1536, "1.5 KiB"},
+		{10 * kib, "10 KiB"},
+		{410 * mib, "410 MiB"},
+		{1023*mib + 1000*kib, "1.0 GiB"},
+		{3280 * mib, "3.2 GiB"},
+		{9*gib + 970*mib, "9.9 GiB"},
+		{9*gib + 1000*mib, "10 GiB"},
+		{math.MaxInt64, "8.0 EiB"},
+		{-2 * kib, "-2.0 KiB"},
+	}
+	for _, tt := range tests {
+		if got := FormatBytes(tt.n); got != tt.want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}
