@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
@@ -55,6 +56,8 @@ type Result struct {
 	// Per iteration, measured over the job's actors: messages sent, their protobuf bytes, and
 	// collectives completed at the root of the reduce tree.
 	MessagesPerIteration, BytesPerIteration, ReductionsPerIteration float64
+	// ShardNodes is the actor address of the node each shard ran on, by shard id.
+	ShardNodes []string
 }
 
 // Job is a submitted job.
@@ -74,6 +77,8 @@ type Job struct {
 	err         error
 	once        sync.Once
 	canceled    atomic.Bool
+	blocks      *blockStreams // the inputs this client streams to the shards (ingest "stream")
+	outShared   bool          // C goes to a shared directory, not to the client
 }
 
 // NewClient starts a client actor in the given actor system (which must have a remote for
@@ -115,7 +120,15 @@ func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobS
 	var idb [8]byte
 	_, _ = rand.Read(idb[:])
 	j := &Job{ID: "j" + hex.EncodeToString(idb[:]), client: c, progress: make(chan kernels.Progress, 256),
-		accepted: make(chan struct{}), done: make(chan struct{}), k: int(spec.GetRank()), streams: map[[2]int64]*assembly{}}
+		accepted: make(chan struct{}), done: make(chan struct{}), k: int(spec.GetRank()), streams: map[[2]int64]*assembly{},
+		outShared: spec.GetOutShared() != ""}
+	if spec.GetIngest() == IngestStream {
+		spec = proto.Clone(spec).(*messages.JobSpec)
+		var err error
+		if j.blocks, err = openStreams(spec); err != nil {
+			return nil, &JobError{JobID: j.ID, Kind: "input", Message: err.Error()}
+		}
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -126,7 +139,8 @@ func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobS
 	res, err := c.system.Root.RequestFuture(HostPID(address), &messages.Ping{}, PingTimeout).Result()
 	if _, ok := res.(*messages.Pong); err != nil || !ok {
 		c.forget(j.ID)
-		return nil, fmt.Errorf("node %s is unreachable: %v", address, err)
+		j.finish(nil, nil)
+		return nil, fmt.Errorf("node %s is unreachable (no answer to a ping in %v: %v); if the cluster uses mutual TLS, this client needs --tls-cert, --tls-key and --tls-ca signed by the cluster's authority", address, PingTimeout, err)
 	}
 	c.system.Root.Send(HostPID(address), &messages.SubmitJob{Spec: spec, Client: wirePid(c.pid), JobId: j.ID})
 	select {
@@ -184,6 +198,9 @@ func (j *Job) Cancel() {
 // finish ends the job once; it runs on the client actor (or in Close).
 func (j *Job) finish(res *Result, err error) {
 	j.once.Do(func() {
+		if j.blocks != nil {
+			j.blocks.close()
+		}
 		j.result, j.err = res, err
 		close(j.progress)
 		close(j.done)
@@ -227,6 +244,20 @@ func (a clientActor) Receive(ctx actor.Context) {
 		}
 		if m.Sender != nil {
 			ctx.Send(pidOf(m.Sender), &messages.ResultAck{JobId: m.JobId, Name: m.Name, Shard: m.Shard, Chunk: m.Chunk})
+		}
+	case *messages.BlockRequest:
+		j := a.c.job(m.JobId)
+		if j == nil || j.blocks == nil {
+			return
+		}
+		if err := j.blocks.request(ctx.ActorSystem(), ctx.Self(), m); err != nil {
+			ctx.Send(j.coordinator, &messages.CancelJob{JobId: j.ID})
+			a.c.forget(j.ID)
+			j.finish(nil, &JobError{JobID: j.ID, Kind: "failure", Message: fmt.Sprintf("job %s: %v", j.ID, err)})
+		}
+	case *messages.BlockAck:
+		if j := a.c.job(m.JobId); j != nil && j.blocks != nil {
+			j.blocks.ack(m)
 		}
 	case *messages.JobResult:
 		j := a.c.job(m.JobId)
@@ -294,12 +325,12 @@ func (j *Job) assemble(m *messages.JobResult) (*Result, error) {
 	if !complete([2]int64{0, 0}) {
 		return nil, fmt.Errorf("job %s: the basis B did not arrive whole", j.ID)
 	}
-	for s := int64(0); s < m.Shards; s++ {
+	for s := int64(0); s < m.Shards && !j.outShared; s++ {
 		if !complete([2]int64{1, s}) {
 			return nil, fmt.Errorf("job %s: the coefficients of shard %d did not arrive whole", j.ID, s)
 		}
 	}
-	r := &Result{JobID: j.ID, Counters: m.Counters}
+	r := &Result{JobID: j.ID, Counters: m.Counters, ShardNodes: m.ShardNodes}
 	r.M, r.N, r.K, r.Shards = int(m.M), int(m.N), int(m.K), int(m.Shards)
 	r.B, r.C = j.b, j.c
 	r.Iterations = int(m.Iterations)

@@ -1,13 +1,18 @@
 package actors
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -31,6 +36,8 @@ type coordinator struct {
 	spec   *parsedSpec
 	m, n   int
 	epoch  uint64
+	// density is the input's stored entries over M x N when known (sparse inputs), else 0.
+	density float64
 
 	hosts    []*actor.PID // distinct hosts with actors of this job
 	shards   []*actor.PID
@@ -90,14 +97,11 @@ func (c *coordinator) start(ctx actor.Context) {
 		c.fail(ctx, "input", err.Error())
 		return
 	}
-	src, err := matio.OpenAll(spec.Inputs)
+	name, err := c.shape(spec)
 	if err != nil {
 		c.fail(ctx, "input", err.Error())
 		return
 	}
-	c.m, c.n = src.Features(), src.Samples()
-	name := src.Name()
-	src.Close()
 	if err := kernels.CheckRank(int(spec.Rank), c.m, c.n); err != nil {
 		c.fail(ctx, "input", fmt.Sprintf("%v for %s (%d samples x %d features)", err, name, c.n, c.m))
 		return
@@ -112,16 +116,105 @@ func (c *coordinator) start(ctx actor.Context) {
 			return
 		}
 	}
-	nodes := spec.Nodes
-	if len(nodes) == 0 {
-		nodes = []string{ctx.Self().Address}
+	if spec.OutShared != "" {
+		if st, err := os.Stat(spec.OutShared); err != nil || !st.IsDir() {
+			c.fail(ctx, "input", fmt.Sprintf("--out-shared %s: not a directory this node (%s) can see", spec.OutShared, ctx.Self().Address))
+			return
+		}
 	}
-	if err := c.ping(ctx, nodes); err != nil {
-		c.fail(ctx, "failure", err.Error())
-		return
+	var shardNode func(int64) string
+	var reserve []int64
+	switch {
+	case len(spec.Nodes) > 0:
+		nodes := spec.Nodes
+		if _, err := c.ping(ctx, nodes); err != nil {
+			c.fail(ctx, "failure", err.Error())
+			return
+		}
+		shardNode = func(s int64) string { return nodes[s%int64(len(nodes))] }
+	case c.node.cfg.Members != nil:
+		if shardNode, reserve, err = c.placeOnMembers(ctx); err != nil {
+			return // failed
+		}
+	default:
+		self := ctx.Self().Address
+		shardNode = func(int64) string { return self }
 	}
 	ctx.Send(c.client, &messages.JobAccepted{JobId: c.job, Coordinator: wirePid(ctx.Self()), Samples: int64(c.n), Features: int64(c.m)})
-	c.place(ctx, nodes)
+	c.place(ctx, shardNode, reserve)
+}
+
+// shape reads the job's shape: from the inputs when the nodes read them, from the spec when
+// the client streams them.
+func (c *coordinator) shape(spec *messages.JobSpec) (string, error) {
+	if spec.Ingest == IngestStream {
+		if spec.Samples <= 0 || spec.Features <= 0 {
+			return "", fmt.Errorf("streamed job without a shape (samples %d, features %d)", spec.Samples, spec.Features)
+		}
+		c.m, c.n = int(spec.Features), int(spec.Samples)
+		return "the streamed input", nil
+	}
+	src, err := matio.OpenAll(spec.Inputs)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	c.m, c.n = src.Features(), src.Samples()
+	return src.Name(), nil
+}
+
+// placeOnMembers places the job's shards on the cluster's live workers that answer a ping, by
+// capacity-weighted rendezvous hashing within the memory each has free. It fails the job when
+// the cluster cannot hold it.
+func (c *coordinator) placeOnMembers(ctx actor.Context) (func(int64) string, []int64, error) {
+	workers := c.node.cfg.Members.Workers()
+	addrs := make([]string, len(workers))
+	for i, w := range workers {
+		addrs[i] = w.Meta.Actor
+	}
+	pongs, _ := c.ping(ctx, addrs)
+	var cands []cluster.Candidate
+	var live []string
+	for i, p := range pongs {
+		if p == nil {
+			c.node.logger.Warn("member does not answer; not placing on it", slog.String("job", c.job), slog.String("member", workers[i].Name), slog.String("actor", addrs[i]))
+			continue
+		}
+		free := int64(math.MaxInt64)
+		if p.Memory > 0 {
+			free = max(p.Memory-p.Reserved, 0)
+		}
+		cands = append(cands, cluster.Candidate{Name: workers[i].Name, Capacity: int(max(p.Capacity, 1)), Memory: free})
+		live = append(live, addrs[i])
+	}
+	if len(cands) == 0 {
+		err := fmt.Errorf("no member of the cluster answers (%d known)", len(workers))
+		c.fail(ctx, "failure", err.Error())
+		return nil, nil, err
+	}
+	p := int(c.sub.Spec.Shards)
+	cols := kernels.ColumnRanges(c.n, p)
+	need := make([]int64, p)
+	for s := range need {
+		need[s] = shardFootprint(int64(c.m), int64(cols[s+1]-cols[s]), c.sub.Spec.Rank, c.density)
+	}
+	at, err := cluster.Place(c.job, need, cands)
+	if err != nil {
+		c.fail(ctx, "input", err.Error())
+		return nil, nil, err
+	}
+	return func(s int64) string { return live[at[s]] }, need, nil
+}
+
+// shardFootprint estimates the bytes a shard of m features, cols samples and rank k holds: its
+// block of X (dense, or CSC at the given density when it is below 1), C and its work copies,
+// and the replicas of B and the products the algorithms keep.
+func shardFootprint(m, cols, k int64, density float64) int64 {
+	x := 8 * m * cols
+	if density > 0 && density < 1 {
+		x = int64(12*density*float64(m*cols)) + 8*(cols+1)
+	}
+	return x + 8*4*cols*k + 8*8*m*k + 8*4*k*k
 }
 
 // checkCustomInit checks the shapes of a custom initialisation before anything is placed.
@@ -144,22 +237,31 @@ func checkCustomInit(spec *messages.JobSpec, m, n int) error {
 	return nil
 }
 
-// ping asks every node's host for a sign of life, all at once.
-func (c *coordinator) ping(ctx actor.Context, nodes []string) error {
+// ping asks every node's host for a sign of life and its load, all at once. It returns the
+// answers (nil for a node that did not answer) and an error naming the first node that did not.
+func (c *coordinator) ping(ctx actor.Context, nodes []string) ([]*messages.Pong, error) {
 	futures := make([]actor.Future, len(nodes))
 	for i, addr := range nodes {
 		futures[i] = ctx.RequestFuture(HostPID(addr), &messages.Ping{Nonce: uint64(i)}, PingTimeout)
 	}
+	pongs := make([]*messages.Pong, len(nodes))
+	var first error
 	for i, f := range futures {
 		res, err := f.Result()
+		pong, ok := res.(*messages.Pong)
+		switch {
+		case err != nil:
+			err = fmt.Errorf("node %s is unreachable: %v", nodes[i], err)
+		case !ok:
+			err = fmt.Errorf("node %s answered a ping with %T", nodes[i], res)
+		}
 		if err != nil {
-			return fmt.Errorf("node %s is unreachable: %v", nodes[i], err)
+			first = cmp.Or(first, err)
+			continue
 		}
-		if _, ok := res.(*messages.Pong); !ok {
-			return fmt.Errorf("node %s answered a ping with %T", nodes[i], res)
-		}
+		pongs[i] = pong
 	}
-	return nil
+	return pongs, first
 }
 
 // treeNode is one reducer of the reduce tree.
@@ -213,16 +315,16 @@ func buildTree(job string, p, fanIn int64, shardNode func(int64) string) ([]*tre
 	}
 }
 
-// place sends the assignments of every shard and reducer to their hosts.
-func (c *coordinator) place(ctx actor.Context, nodes []string) {
+// place sends the assignments of every shard and reducer to their hosts; reserve, when set,
+// is the memory each shard reserves on its node.
+func (c *coordinator) place(ctx actor.Context, shardNode func(int64) string, reserve []int64) {
 	spec := c.sub.Spec
 	p := spec.Shards
-	shardNode := func(s int64) string { return nodes[s%int64(len(nodes))] }
 	c.meter.init = true // placement counts with initialisation, not with the iterations
 	tree, shardParent := buildTree(c.job, p, int64(c.spec.fanIn), shardNode)
 	seen := map[string]bool{}
-	for _, addr := range nodes[:min(int64(len(nodes)), p)] {
-		if !seen[addr] {
+	for s := int64(0); s < p; s++ {
+		if addr := shardNode(s); !seen[addr] {
 			seen[addr] = true
 			c.hosts = append(c.hosts, HostPID(addr))
 		}
@@ -236,9 +338,13 @@ func (c *coordinator) place(ctx actor.Context, nodes []string) {
 	cols := kernels.ColumnRanges(c.n, int(p))
 	for s := int64(0); s < p; s++ {
 		c.shards = append(c.shards, pidOf(jobActor(shardNode(s), shardName(c.job, s))))
-		c.meter.send(ctx, HostPID(shardNode(s)), &messages.ShardAssignment{JobId: c.job, Epoch: c.epoch, Shard: s, Shards: p,
+		a := &messages.ShardAssignment{JobId: c.job, Epoch: c.epoch, Shard: s, Shards: p,
 			ColLo: int64(cols[s]), ColHi: int64(cols[s+1]), TotalCols: int64(c.n), Spec: spec,
-			Coordinator: self, Reducer: shardParent[s], Client: c.sub.Client})
+			Coordinator: self, Reducer: shardParent[s], Client: c.sub.Client}
+		if reserve != nil {
+			a.Reserve = reserve[s]
+		}
+		c.meter.send(ctx, HostPID(shardNode(s)), a)
 	}
 }
 
@@ -344,10 +450,19 @@ func (c *coordinator) onReducerDone(ctx actor.Context, m *messages.ReducerDone) 
 		return
 	}
 	addCounters(&c.counters, &c.meter.c)
+	if dir := c.sub.Spec.OutShared; dir != "" {
+		if err := commitSharedCoef(dir, c.job, c.n, int(c.sub.Spec.Rank)); err != nil {
+			c.fail(ctx, "failure", err.Error())
+			return
+		}
+	}
 	res := &messages.JobResult{JobId: c.job, M: int64(c.m), N: int64(c.n), K: c.sub.Spec.Rank, Shards: int64(len(c.shards)),
 		Initial: c.initial, Objective: c.objective, Seconds: time.Since(c.started).Seconds(), IterSeconds: c.iterSec,
 		History: c.history, Counters: proto.Clone(&c.counters).(*messages.Counters),
 		InitCollectives: c.counters.InitReductions, Collectives: c.counters.Reductions}
+	for _, s := range c.shards {
+		res.ShardNodes = append(res.ShardNodes, s.Address)
+	}
 	for s := int64(0); s < int64(len(c.shards)); s++ {
 		d := c.done[s]
 		res.Iterations, res.Stop = d.Iteration, d.Stop
@@ -364,6 +479,9 @@ func (c *coordinator) fail(ctx actor.Context, kind, msg string) {
 		return
 	}
 	c.node.logger.Warn("job ended with an error", slog.String("job", c.job), slog.String("kind", kind), slog.String("error", msg))
+	if dir := c.sub.Spec.GetOutShared(); dir != "" && c.running {
+		_ = os.Remove(sharedCoefPartial(dir, c.job))
+	}
 	if c.client != nil {
 		ctx.Send(c.client, &messages.JobError{JobId: c.job, Kind: kind, Message: msg})
 	}
@@ -392,4 +510,28 @@ func addCounters(a, b *messages.Counters) {
 	a.InitReductions += b.InitReductions
 	a.Duplicates += b.Duplicates
 	a.Stale += b.Stale
+}
+
+// sharedCoefPartial is the file the shards of a job with --out-shared write their rows of the
+// coefficients into; the coordinator renames it to coef.npy when every shard has written.
+func sharedCoefPartial(dir, job string) string {
+	return filepath.Join(dir, ".coef.npy."+job+".partial")
+}
+
+// commitSharedCoef checks that the shards wrote the whole of the job's coef.npy and puts it
+// in place of any earlier one.
+func commitSharedCoef(dir, job string, n, k int) error {
+	part := sharedCoefPartial(dir, job)
+	st, err := os.Stat(part)
+	if err != nil {
+		return fmt.Errorf("--out-shared: %v", err)
+	}
+	if want := int64(len(matio.NPYHeader(n, k))) + int64(n)*int64(k)*8; st.Size() != want {
+		os.Remove(part)
+		return fmt.Errorf("--out-shared: %s has %d bytes, want %d: do all nodes see the same directory?", part, st.Size(), want)
+	}
+	if err := os.Rename(part, filepath.Join(dir, "coef.npy")); err != nil {
+		return fmt.Errorf("--out-shared: %v", err)
+	}
+	return nil
 }

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"sort"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -19,6 +21,7 @@ type host struct {
 	node     *Node
 	children map[string]hostChild // by actor id
 	jobs     map[string]int       // job id -> live children
+	reserved int64                // bytes reserved by the shards living here
 }
 
 // hostChild is what the host knows of one of its children.
@@ -26,6 +29,7 @@ type hostChild struct {
 	job, role   string
 	coordinator *actor.PID
 	client      *actor.PID
+	reserve     int64
 }
 
 // childFailed tells the host that a child panicked; the child was stopped.
@@ -55,11 +59,19 @@ func (h *host) Receive(ctx actor.Context) {
 	case *messages.SubmitJob:
 		h.submit(ctx, m)
 	case *messages.ShardAssignment:
+		if limit := h.node.cfg.Memory; limit > 0 && m.Reserve > limit-h.reserved {
+			ctx.Send(pidOf(m.Coordinator), &messages.Placed{JobId: m.JobId, Actor: fmt.Sprintf("shard %d", m.Shard),
+				Error: fmt.Sprintf("node %s has %s of its %s free, shard %d needs %s", ctx.Self().Address,
+					cluster.FormatBytes(limit-h.reserved), cluster.FormatBytes(limit), m.Shard, cluster.FormatBytes(m.Reserve))})
+			return
+		}
 		props := actor.PropsFromProducer(func() actor.Actor { return newShard(h.node, m) })
-		h.spawn(ctx, props, m.JobId, shardName(m.JobId, m.Shard), "shard", pidOf(m.Coordinator), pidOf(m.Client))
+		if h.spawn(ctx, props, m.JobId, shardName(m.JobId, m.Shard), "shard", pidOf(m.Coordinator), pidOf(m.Client), max(m.Reserve, 0)) {
+			h.reserved += max(m.Reserve, 0)
+		}
 	case *messages.ReducerAssignment:
 		props := actor.PropsFromProducer(func() actor.Actor { return newReducer(h.node, m) })
-		h.spawn(ctx, props, m.JobId, reducerName(m.JobId, m.Level, m.Lo), "reducer", pidOf(m.Coordinator), nil)
+		h.spawn(ctx, props, m.JobId, reducerName(m.JobId, m.Level, m.Lo), "reducer", pidOf(m.Coordinator), nil, 0)
 	case *messages.StopJob:
 		for id, c := range h.children {
 			if c.job == m.JobId {
@@ -67,9 +79,11 @@ func (h *host) Receive(ctx actor.Context) {
 			}
 		}
 	case *messages.Ping:
-		ctx.Respond(&messages.Pong{Nonce: m.Nonce, Address: ctx.Self().Address, Jobs: int64(len(h.jobs)), Actors: int64(len(h.children))})
+		pong := h.status(ctx)
+		pong.Nonce = m.Nonce
+		ctx.Respond(pong)
 	case *messages.HostStatus:
-		ctx.Respond(&messages.Pong{Address: ctx.Self().Address, Jobs: int64(len(h.jobs)), Actors: int64(len(h.children))})
+		ctx.Respond(h.status(ctx))
 	case *childFailed:
 		c, ok := h.children[m.child.Id]
 		if !ok {
@@ -90,6 +104,7 @@ func (h *host) Receive(ctx actor.Context) {
 	case *actor.Terminated:
 		if c, ok := h.children[m.Who.Id]; ok {
 			delete(h.children, m.Who.Id)
+			h.reserved -= c.reserve
 			if h.jobs[c.job]--; h.jobs[c.job] <= 0 {
 				delete(h.jobs, c.job)
 			}
@@ -118,14 +133,25 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 		return
 	}
 	props := actor.PropsFromProducer(func() actor.Actor { return newCoordinator(h.node, m) })
-	h.spawn(ctx, props, m.JobId, m.JobId+"-coord", "coordinator", nil, client)
+	h.spawn(ctx, props, m.JobId, m.JobId+"-coord", "coordinator", nil, client, 0)
 }
 
-// spawn starts a child of the host for a job and records it.
-func (h *host) spawn(ctx actor.Context, props *actor.Props, job, name, role string, coordinator, client *actor.PID) {
+// status is the host's load, as Pong.
+func (h *host) status(ctx actor.Context) *messages.Pong {
+	ids := make([]string, 0, len(h.jobs))
+	for id := range h.jobs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return &messages.Pong{Address: ctx.Self().Address, Jobs: int64(len(h.jobs)), Actors: int64(len(h.children)), JobIds: ids,
+		Memory: h.node.cfg.Memory, Reserved: h.reserved, Capacity: int64(max(h.node.cfg.Capacity, 1)), Threads: int64(h.node.pool.Workers())}
+}
+
+// spawn starts a child of the host for a job and records it; it tells whether it did.
+func (h *host) spawn(ctx actor.Context, props *actor.Props, job, name, role string, coordinator, client *actor.PID, reserve int64) bool {
 	if !validJobID.MatchString(job) {
 		h.node.logger.Error("dropped an assignment with a malformed job id", slog.String("job", job))
-		return
+		return false
 	}
 	pid, err := ctx.SpawnNamed(props, name)
 	if err != nil {
@@ -135,10 +161,11 @@ func (h *host) spawn(ctx actor.Context, props *actor.Props, job, name, role stri
 		} else if client != nil {
 			ctx.Send(client, &messages.JobError{JobId: job, Kind: "failure", Message: fmt.Sprintf("node %s cannot start %s: %v", ctx.Self().Address, name, err)})
 		}
-		return
+		return false
 	}
-	h.children[pid.Id] = hostChild{job: job, role: role, coordinator: coordinator, client: client}
+	h.children[pid.Id] = hostChild{job: job, role: role, coordinator: coordinator, client: client, reserve: reserve}
 	h.jobs[job]++
+	return true
 }
 
 // The names of a job's actors under their host: "<job>-s<shard>" for shards,

@@ -28,9 +28,12 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/pki"
 )
 
 // HostName is the well-known actor name of every node's host actor.
@@ -57,6 +60,24 @@ type NodeConfig struct {
 	Logger *slog.Logger
 	// Faults injects faults for tests (nil: none).
 	Faults *Faults
+	// TLS, when set, makes the remote speak mutual TLS: it accepts only peers with a
+	// certificate signed by the cluster's authority and presents its own.
+	TLS *pki.Config
+	// Advertise is the host other nodes reach this one at, when it binds a wildcard address.
+	Advertise string
+	// Members, when set, is the cluster's membership: a job submitted without a node list is
+	// placed on its workers by capacity-weighted rendezvous hashing (see cluster.Place).
+	Members Members
+	// Memory is the number of bytes of job data the node accepts (0: no limit); Capacity is
+	// its placement weight (0 means 1). Both are reported in Pong.
+	Memory   int64
+	Capacity int
+}
+
+// Members is the part of a cluster membership a node needs to place jobs.
+type Members interface {
+	// Workers returns the live members that take work, sorted by name.
+	Workers() []cluster.Member
 }
 
 // Faults injects transport faults into a node's job actors, for tests and chaos runs.
@@ -104,13 +125,23 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	rcfg := remote.Configure(cfg.Host, port,
+	serverOpts := []grpc.ServerOption{grpc.MaxRecvMsgSize(maxGRPCMessage), grpc.MaxSendMsgSize(maxGRPCMessage)}
+	creds := insecure.NewCredentials()
+	if cfg.TLS != nil {
+		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(cfg.TLS.Server)))
+		creds = credentials.NewTLS(cfg.TLS.Client)
+	}
+	opts := []remote.ConfigOption{
 		remote.WithEndpointWriterBatchSize(remoteBatch),
-		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxGRPCMessage), grpc.MaxSendMsgSize(maxGRPCMessage)),
-		remote.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()),
+		remote.WithServerOptions(serverOpts...),
+		remote.WithDialOptions(grpc.WithTransportCredentials(creds),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxGRPCMessage), grpc.MaxCallSendMsgSize(maxGRPCMessage))),
 		remote.WithCallOptions(grpc.MaxCallRecvMsgSize(maxGRPCMessage), grpc.MaxCallSendMsgSize(maxGRPCMessage)),
-	)
+	}
+	if cfg.Advertise != "" {
+		opts = append(opts, remote.WithAdvertisedHost(net.JoinHostPort(cfg.Advertise, strconv.Itoa(port))))
+	}
+	rcfg := remote.Configure(cfg.Host, port, opts...)
 	r := remote.NewRemote(system, rcfg)
 	if err := startRemote(r); err != nil {
 		return nil, err

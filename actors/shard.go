@@ -48,6 +48,8 @@ type shard struct {
 	streams  []*resultStream
 	doneSent bool
 	lastIter int64
+	ingest   *matio.BlockBuilder // while a streamed block arrives
+	chunks   int64               // streamed chunks received
 }
 
 func newShard(n *Node, a *messages.ShardAssignment) *shard {
@@ -93,6 +95,8 @@ func (s *shard) Receive(ctx actor.Context) {
 		}
 	case *messages.ResultAck:
 		s.ack(ctx, m)
+	case *messages.BlockChunk:
+		s.blockChunk(ctx, m)
 	}
 }
 
@@ -105,10 +109,30 @@ func (s *shard) mine(job string, epoch uint64) bool {
 	return true
 }
 
-// load reads the shard's block and builds its machine, then tells the coordinator.
+// load reads the shard's block and builds its machine, then tells the coordinator; a
+// streamed block is asked of the client first.
 func (s *shard) load(ctx actor.Context) {
+	err := s.check()
+	if err == nil && s.a.Spec.Ingest == IngestStream {
+		if err = s.startIngest(); err == nil {
+			ctx.Send(s.client, &messages.BlockRequest{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard,
+				ColLo: s.a.ColLo, ColHi: s.a.ColHi, ShardPid: wirePid(ctx.Self())})
+			return
+		}
+	}
+	if err == nil {
+		var x kernels.Block
+		if x, err = s.read(); err == nil {
+			err = s.build(x)
+		}
+	}
+	s.placed(ctx, err)
+}
+
+// placed tells the coordinator the shard is ready, or why it is not.
+func (s *shard) placed(ctx actor.Context, err error) {
 	placed := &messages.Placed{JobId: s.a.JobId, Actor: fmt.Sprintf("shard %d", s.a.Shard), Pid: wirePid(ctx.Self())}
-	if err := s.build(); err != nil {
+	if err != nil {
 		placed.Error = fmt.Sprintf("shard %d on node %s: %v", s.a.Shard, ctx.Self().Address, err)
 	} else {
 		placed.Features, placed.Samples = int64(s.machineRows()), s.a.ColHi-s.a.ColLo
@@ -116,12 +140,67 @@ func (s *shard) load(ctx actor.Context) {
 	ctx.Send(s.coordinator, placed)
 }
 
+// startIngest prepares to receive a streamed block.
+func (s *shard) startIngest() error {
+	natural := matio.LayoutDense
+	if s.a.Spec.NaturalLayout == "sparse" {
+		natural = matio.LayoutSparse
+	}
+	if s.a.Spec.Features <= 0 || s.a.Spec.Features > math.MaxInt32 {
+		return fmt.Errorf("streamed block with %d features", s.a.Spec.Features)
+	}
+	var err error
+	s.ingest, err = matio.NewBlockBuilder(int(s.a.Spec.Features), int(s.a.ColHi-s.a.ColLo), natural, s.spec.layout)
+	return err
+}
+
+// blockChunk takes a piece of a streamed block, acknowledges it and, when the block is
+// complete, builds the machine.
+func (s *shard) blockChunk(ctx actor.Context, m *messages.BlockChunk) {
+	if !s.mine(m.JobId, m.Epoch) || m.Shard != s.a.Shard {
+		return
+	}
+	if s.ingest == nil || m.Seq != s.chunks {
+		s.meter.c.Duplicates++ // a chunk sent again, or out of the stream's order
+		return
+	}
+	s.chunks++
+	var err error
+	switch {
+	case m.Error != "":
+		err = fmt.Errorf("the client could not stream the input: %s", m.Error)
+	case len(m.ColPtr) > 0:
+		err = s.ingest.AddSparse(int(m.Col), m.ColPtr, m.RowIdx, m.Values)
+	default:
+		err = s.ingest.AddDense(int(m.Offset), m.Values)
+	}
+	if err == nil && m.Sender != nil {
+		ctx.Send(pidOf(m.Sender), &messages.BlockAck{JobId: m.JobId, Shard: m.Shard, Seq: m.Seq})
+	}
+	if err == nil && !m.Last {
+		return
+	}
+	if err == nil && !s.ingest.Complete() {
+		err = fmt.Errorf("the streamed block ended after %d chunks, incomplete", s.chunks)
+	}
+	var x kernels.Block
+	if err == nil {
+		x, err = s.ingest.Block()
+	}
+	s.ingest = nil
+	if err == nil {
+		err = s.build(x)
+	}
+	s.placed(ctx, err)
+}
+
 func (s *shard) machineRows() int {
 	m, _ := s.x.Dims()
 	return m
 }
 
-func (s *shard) build() error {
+// check checks the assignment.
+func (s *shard) check() error {
 	spec, err := parseSpec(s.a.Spec)
 	if err != nil {
 		return err
@@ -131,18 +210,27 @@ func (s *shard) build() error {
 	if a.ColLo < 0 || a.ColHi <= a.ColLo || a.ColHi > a.TotalCols || a.Shard < 0 || a.Shard >= a.Shards {
 		return fmt.Errorf("malformed assignment: shard %d of %d, columns [%d, %d) of %d", a.Shard, a.Shards, a.ColLo, a.ColHi, a.TotalCols)
 	}
+	return nil
+}
+
+// read reads the shard's own samples of the input.
+func (s *shard) read() (kernels.Block, error) {
+	a := s.a
 	src, err := matio.OpenAll(a.Spec.Inputs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer src.Close()
 	if int64(src.Samples()) != a.TotalCols {
-		return fmt.Errorf("%s has %d samples here, the coordinator saw %d", src.Name(), src.Samples(), a.TotalCols)
+		return nil, fmt.Errorf("%s has %d samples here, the coordinator saw %d", src.Name(), src.Samples(), a.TotalCols)
 	}
-	x, err := src.Read(int(a.ColLo), int(a.ColHi), spec.layout)
-	if err != nil {
-		return err
-	}
+	return src.Read(int(a.ColLo), int(a.ColHi), s.spec.layout)
+}
+
+// build builds the shard's machine on its block x.
+func (s *shard) build(x kernels.Block) error {
+	a, spec := s.a, s.spec
+	var err error
 	s.x = x
 	m, _ := x.Dims()
 	k := int(a.Spec.Rank)
@@ -325,35 +413,52 @@ func (s *shard) fail(ctx actor.Context, err error) {
 }
 
 // finish ends the shard's run at its current iteration boundary and streams its factors to the
-// client: C always, B from shard 0.
+// client: C (unless the job writes it to a shared directory), and B from shard 0.
 func (s *shard) finish(ctx actor.Context, why kernels.StopReason) {
 	s.finished = true
 	s.stopWhy = why
 	_, n := s.x.Dims()
-	s.streams = append(s.streams, newResultStream("C", s.a.Shard, s.a.ColLo, s.a.ColLo+int64(n), s.machine.Coef()))
+	if dir := s.a.Spec.OutShared; dir != "" {
+		k := int(s.a.Spec.Rank)
+		// C is K x n_i column-major: the shard's rows of the N x K row-major coef.npy.
+		if err := matio.WriteNPYRowsAt(sharedCoefPartial(dir, s.a.JobId), int(s.a.TotalCols), k, int(s.a.ColLo), s.machine.Coef()); err != nil {
+			s.fail(ctx, fmt.Errorf("--out-shared: writing rows %d to %d: %w", s.a.ColLo, s.a.ColHi, err))
+			return
+		}
+	} else {
+		s.streams = append(s.streams, newResultStream("C", s.a.Shard, s.a.ColLo, s.a.ColLo+int64(n), s.machine.Coef()))
+	}
 	if s.a.Shard == 0 {
 		s.streams = append(s.streams, newResultStream("B", 0, 0, 0, s.machine.Basis()))
 	}
 	for _, st := range s.streams {
 		st.pump(ctx, s.a.JobId, s.client)
 	}
+	s.reportDone(ctx)
 }
 
-// ack takes the client's acknowledgement of result chunks and sends more; when everything has
-// been acknowledged the shard reports to the coordinator.
+// ack takes the client's acknowledgement of result chunks and sends more.
 func (s *shard) ack(ctx actor.Context, m *messages.ResultAck) {
 	if m.JobId != s.a.JobId || s.doneSent {
 		return
 	}
-	all := true
 	for _, st := range s.streams {
 		if st.name == m.Name {
 			st.ack(m.Chunk)
 			st.pump(ctx, s.a.JobId, s.client)
 		}
-		all = all && st.acked == len(st.chunks)
 	}
-	if !all {
+	s.reportDone(ctx)
+}
+
+// reportDone reports to the coordinator once the client has acknowledged every result chunk.
+func (s *shard) reportDone(ctx actor.Context) {
+	for _, st := range s.streams {
+		if st.acked < len(st.chunks) {
+			return
+		}
+	}
+	if s.doneSent {
 		return
 	}
 	s.doneSent = true

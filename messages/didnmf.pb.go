@@ -2451,8 +2451,10 @@ type JobResult struct {
 	Counters        *Counters `protobuf:"bytes,15,opt,name=counters,proto3" json:"counters,omitempty"`
 	InitCollectives int64     `protobuf:"varint,16,opt,name=init_collectives,json=initCollectives,proto3" json:"init_collectives,omitempty"`
 	Collectives     int64     `protobuf:"varint,17,opt,name=collectives,proto3" json:"collectives,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The actor address of the node each shard ran on, by shard id.
+	ShardNodes    []string `protobuf:"bytes,18,rep,name=shard_nodes,json=shardNodes,proto3" json:"shard_nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobResult) Reset() {
@@ -2602,6 +2604,13 @@ func (x *JobResult) GetCollectives() int64 {
 		return x.Collectives
 	}
 	return 0
+}
+
+func (x *JobResult) GetShardNodes() []string {
+	if x != nil {
+		return x.ShardNodes
+	}
+	return nil
 }
 
 // BlockRequest asks the client to stream a shard's block of X (ingest "stream"): samples
@@ -3103,7 +3112,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\fHistoryPoint\x12\x1c\n" +
 	"\titeration\x18\x01 \x01(\x03R\titeration\x12\x18\n" +
 	"\aseconds\x18\x02 \x01(\x01R\aseconds\x12\x14\n" +
-	"\x05ratio\x18\x03 \x01(\x01R\x05ratio\"\xf0\x03\n" +
+	"\x05ratio\x18\x03 \x01(\x01R\x05ratio\"\x91\x04\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\f\n" +
 	"\x01m\x18\x02 \x01(\x03R\x01m\x12\f\n" +
@@ -3124,7 +3133,9 @@ const file_didnmf_proto_rawDesc = "" +
 	"\ahistory\x18\x0e \x03(\v2\x14.didnmf.HistoryPointR\ahistory\x12,\n" +
 	"\bcounters\x18\x0f \x01(\v2\x10.didnmf.CountersR\bcounters\x12)\n" +
 	"\x10init_collectives\x18\x10 \x01(\x03R\x0finitCollectives\x12 \n" +
-	"\vcollectives\x18\x11 \x01(\x03R\vcollectives\"\xa9\x01\n" +
+	"\vcollectives\x18\x11 \x01(\x03R\vcollectives\x12\x1f\n" +
+	"\vshard_nodes\x18\x12 \x03(\tR\n" +
+	"shardNodes\"\xa9\x01\n" +
 	"\fBlockRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x14\n" +

@@ -1,0 +1,158 @@
+package actors
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/messages"
+)
+
+// blockWindow is how many chunks of a streamed block the client keeps in flight to a shard:
+// with at most ChunkFloats values a chunk, the client holds about 4 MiB a shard in buffers,
+// whatever the size of the input.
+const blockWindow = 4
+
+// blockStreams are a job's streamed blocks on the client side (ingest "stream").
+type blockStreams struct {
+	src     matio.Source
+	natural matio.Layout
+	mu      sync.Mutex
+	by      map[int64]*blockStream // by shard
+	stopped bool
+	wg      sync.WaitGroup // the streams' goroutines, which read src
+}
+
+// blockStream sends one shard its block in chunks, blockWindow at a time.
+type blockStream struct {
+	acks chan int64 // cumulative acknowledgements from the shard
+	stop chan struct{}
+}
+
+// openStreams opens a streamed job's inputs on the client and fills in the shape and natural
+// layout the nodes need, since they cannot read the files.
+func openStreams(spec *messages.JobSpec) (*blockStreams, error) {
+	src, err := matio.OpenAll(spec.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	natural := matio.NaturalLayout(src)
+	spec.Samples, spec.Features, spec.NaturalLayout = int64(src.Samples()), int64(src.Features()), natural.String()
+	return &blockStreams{src: src, natural: natural, by: map[int64]*blockStream{}}, nil
+}
+
+// close stops every stream, and closes the input once no stream reads it any more.
+func (b *blockStreams) close() {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		return
+	}
+	b.stopped = true
+	for _, s := range b.by {
+		close(s.stop)
+	}
+	b.mu.Unlock()
+	go func() {
+		b.wg.Wait() // Source.Read must not run concurrently with Close
+		b.src.Close()
+	}()
+}
+
+// request starts streaming a shard's block. A request repeated for the same shard (a
+// duplicate message) starts nothing.
+func (b *blockStreams) request(system *actor.ActorSystem, self *actor.PID, m *messages.BlockRequest) error {
+	n := int64(b.src.Samples())
+	if m.ColLo < 0 || m.ColHi <= m.ColLo || m.ColHi > n || m.ShardPid == nil {
+		return fmt.Errorf("shard %d asked for samples [%d, %d) of %d", m.Shard, m.ColLo, m.ColHi, n)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return nil
+	}
+	if _, dup := b.by[m.Shard]; dup {
+		return nil
+	}
+	s := &blockStream{acks: make(chan int64, 2*blockWindow), stop: make(chan struct{})}
+	b.by[m.Shard] = s
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.send(system, self, m, s)
+	}()
+	return nil
+}
+
+// ack hands a shard's acknowledgement to its stream.
+func (b *blockStreams) ack(m *messages.BlockAck) {
+	b.mu.Lock()
+	s := b.by[m.Shard]
+	b.mu.Unlock()
+	if s == nil {
+		return
+	}
+	select {
+	case s.acks <- m.Seq:
+	default: // acks are cumulative: a later one carries this one's news
+	}
+}
+
+// send reads the shard's block piece by piece and sends it, waiting for acknowledgements
+// whenever blockWindow chunks are in flight. A read error (bad data in the file) is sent to
+// the shard as the last chunk, so that the job fails with the file's own message.
+func (b *blockStreams) send(system *actor.ActorSystem, self *actor.PID, req *messages.BlockRequest, s *blockStream) {
+	to := pidOf(req.ShardPid)
+	sender := wirePid(self)
+	m := int64(b.src.Features())
+	var seq, acked int64
+	emit := func(c *messages.BlockChunk) bool {
+		for seq-acked >= blockWindow {
+			select {
+			case a := <-s.acks:
+				acked = max(acked, a+1)
+			case <-s.stop:
+				return false
+			}
+		}
+		c.JobId, c.Epoch, c.Shard, c.Seq, c.Sender = req.JobId, req.Epoch, req.Shard, seq, sender
+		seq++
+		system.Root.Send(to, c)
+		return true
+	}
+	per := max(1, int64(ChunkFloats)/m) // samples a read
+	for lo := req.ColLo; lo < req.ColHi; lo += per {
+		hi := min(lo+per, req.ColHi)
+		last := hi == req.ColHi
+		blk, err := b.src.Read(int(lo), int(hi), b.natural)
+		if err != nil {
+			emit(&messages.BlockChunk{Last: true, Error: err.Error()})
+			return
+		}
+		switch x := blk.(type) {
+		case *kernels.Dense:
+			base := (lo - req.ColLo) * m
+			pieces := splitChunks(x.Data)
+			for i, p := range pieces {
+				if !emit(&messages.BlockChunk{Offset: base + p.offset, Values: p.data, Last: last && i == len(pieces)-1}) {
+					return
+				}
+			}
+		case *kernels.CSC:
+			ptr := make([]int64, x.Cols+1)
+			for i := range ptr {
+				ptr[i] = int64(x.ColPtr[i] - x.ColPtr[0])
+			}
+			lo0, hi0 := x.ColPtr[0], x.ColPtr[x.Cols]
+			if !emit(&messages.BlockChunk{Col: lo - req.ColLo, ColPtr: ptr, RowIdx: x.RowIdx[lo0:hi0], Values: x.Val[lo0:hi0], Last: last}) {
+				return
+			}
+		default:
+			emit(&messages.BlockChunk{Last: true, Error: fmt.Sprintf("unexpected block type %T", blk)})
+			return
+		}
+	}
+}
