@@ -42,6 +42,13 @@ type benchResult struct {
 	OverheadSec     float64 `json:"actor_overhead_sec_per_iter,omitempty"`
 	MessagesPerIter float64 `json:"messages_per_iteration,omitempty"`
 	BytesPerIter    float64 `json:"bytes_per_iteration,omitempty"`
+	// With --procs: node processes on loopback joined by gossip instead of in-process actor
+	// systems (the actor_* figures are then theirs); JoinSec is the median time from a
+	// joining node's process start until every node lists it, DetectSec the time from kill -9
+	// of one node until every other declared it dead (--detect).
+	Procs     int     `json:"procs,omitempty"`
+	JoinSec   float64 `json:"join_sec,omitempty"`
+	DetectSec float64 `json:"detect_sec,omitempty"`
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
@@ -51,7 +58,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	iters := fs.Int("iters", 20, "iterations to time (the median is reported)")
 	asJSON := fs.Bool("json", false, "print one JSON line")
 	reps := fs.Int("roofline-reps", 15, "repetitions of the roofline kernel (the median is reported)")
-	pairs := fs.Int("reps", 3, "with --nodes: driver/actor run pairs (the median ratio is reported)")
+	pairs := fs.Int("reps", 3, "with --nodes or --procs: driver/actor run pairs (the median ratio is reported)")
+	procs := fs.Int("procs", 0, "time the job on `N` node serve processes on loopback, joined by gossip, against the driver")
+	procThreads := fs.Int("proc-threads", 0, "worker threads of each --procs process (0: all cores)")
+	detect := fs.Bool("detect", false, "with --procs: at the end, kill -9 one node and time until the others declare it dead")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: node bench --input SPEC --rank K [--algo A] [--iters N] [--shards P] [--json]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -82,10 +92,23 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	spi := median(res.IterSeconds)
 	var act *actorBench
+	if jf.nodes > 0 && *procs > 0 {
+		return badInput("--nodes and --procs exclude each other")
+	}
+	if *procs < 0 || *procs > 16 || *procThreads < 0 {
+		return badInput("--procs must be between 0 and 16 and --proc-threads >= 0")
+	}
+	var pb *procsBench
 	if jf.nodes > 0 {
 		if act, err = benchActors(&jf, j, blocks, *pairs); err != nil {
 			return err
 		}
+		spi = act.driverSec
+	} else if *procs > 0 {
+		if pb, err = benchProcs(&jf, j, blocks, *procs, *procThreads, *pairs, *detect); err != nil {
+			return err
+		}
+		act = &pb.actorBench
 		spi = act.driverSec
 	}
 	roof := rooflineSeconds(blocks, j.cfg.K, threads, *reps)
@@ -96,6 +119,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	out := benchResult{Algo: string(j.cfg.Algo), Input: j.src.Name(), M: res.M, N: res.N, K: res.K, Shards: res.Shards,
 		Threads: threads, Layout: layout, Iterations: res.Iterations, SecPerIter: spi, RooflineSec: roof,
 		RooflineRatio: spi / roof, RelErr2: res.RelErr2(), Collectives: res.Comm.PerIteration, GoVersion: runtime.Version()}
+	if pb != nil {
+		out.Procs, out.JoinSec, out.DetectSec = *procs, pb.joinSec, pb.detectSec
+	}
 	if act != nil {
 		out.Nodes, out.FanIn, out.Reps = jf.nodes, act.fanIn, *pairs
 		out.ActorSecPerIter, out.ActorRatio, out.OverheadSec = act.actorSec, act.ratio, act.overhead
@@ -111,9 +137,20 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "  roofline (stream X, read+write C once): %.4g s  ->  ratio %.2f\n", out.RooflineSec, out.RooflineRatio)
 	fmt.Fprintf(stdout, "  rel_err2 after %d iterations: %.4g\n", out.Iterations, out.RelErr2)
 	if act != nil {
-		fmt.Fprintf(stdout, "  on %d actor systems over gRPC (fan-in %d): %.4g s per iteration, %.3fx the driver (median of %d pairs), +%.3g s per iteration\n",
-			out.Nodes, out.FanIn, out.ActorSecPerIter, out.ActorRatio, out.Reps, out.OverheadSec)
+		where := fmt.Sprintf("%d actor systems", out.Nodes)
+		if pb != nil {
+			where = fmt.Sprintf("%d node processes", out.Procs)
+		}
+		fmt.Fprintf(stdout, "  on %s over gRPC (fan-in %d): %.4g s per iteration, %.3fx the driver (median of %d pairs), +%.3g s per iteration\n",
+			where, out.FanIn, out.ActorSecPerIter, out.ActorRatio, out.Reps, out.OverheadSec)
 		fmt.Fprintf(stdout, "  messages per iteration %.3g, bytes per iteration %.4g\n", out.MessagesPerIter, out.BytesPerIter)
+	}
+	if pb != nil {
+		fmt.Fprintf(stdout, "  gossip: a joining node is listed by all %.3g s after its process started (median)", out.JoinSec)
+		if *detect {
+			fmt.Fprintf(stdout, "; kill -9 of a node declared dead by all others after %.3g s", out.DetectSec)
+		}
+		fmt.Fprintln(stdout)
 	}
 	return nil
 }

@@ -4,7 +4,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/server"
 )
 
 // fashionDir is where Debian's dataset-fashion-mnist package puts the images.
@@ -12,8 +17,10 @@ const fashionDir = "/usr/share/datasets/fashion-mnist"
 
 // cmdDemo factorizes a default input with progress and a summary: Fashion-MNIST's 70,000
 // images (K=10, k-means init as in the DID paper) when the Debian package is installed, a
-// synthetic 1,000,000 x 5 matrix of rank 3 otherwise, on three actor systems that talk over
-// gRPC on loopback. Any factorize flag overrides the defaults (--nodes 0: no actors).
+// synthetic 1,000,000 x 5 matrix of rank 3 otherwise, on a cluster of three nodes started in
+// this process that find each other by gossip and talk over gRPC on loopback; the job is
+// submitted by a client that joins the gossip as factorize --cluster does. Any factorize flag
+// overrides the defaults (--nodes N: N actor systems without gossip; --nodes 0: no actors).
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	given := map[string]bool{}
 	for _, a := range args {
@@ -25,13 +32,18 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if _, err := os.Stat(fashion); err == nil && !given["input"] {
 		defaults = append(defaults, "--input", fashion, "--input", fashionDir+"/t10k-images-idx3-ubyte.gz",
 			"--rank", "10", "--init", "kmeans", "--max-iter", "100", "--shards", "4")
-		fmt.Fprintf(stderr, "demo: Fashion-MNIST from %s, 70000 images of 28x28, rank 10, DID on 4 shards over 3 actor systems on loopback (gRPC)\n", fashionDir)
+		fmt.Fprintf(stderr, "demo: Fashion-MNIST from %s, 70000 images of 28x28, rank 10, DID on 4 shards on a 3-node cluster on loopback (gossip + gRPC)\n", fashionDir)
 	} else if !given["input"] {
 		defaults = append(defaults, "--input", "synthetic:m=5,n=1000000,k=3,seed=1", "--rank", "3", "--shards", "4")
-		fmt.Fprintln(stderr, "demo: synthetic 1,000,000 samples x 5 features of rank 3 (install Debian's dataset-fashion-mnist for real images), DID on 4 shards over 3 actor systems on loopback (gRPC)")
+		fmt.Fprintln(stderr, "demo: synthetic 1,000,000 samples x 5 features of rank 3 (install Debian's dataset-fashion-mnist for real images), DID on 4 shards on a 3-node cluster on loopback (gossip + gRPC)")
 	}
-	if !given["nodes"] {
-		defaults = append(defaults, "--nodes", "3")
+	if !given["nodes"] && !given["cluster"] {
+		addr, stop, err := startDemoCluster(3, stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		defaults = append(defaults, "--cluster", addr)
 	}
 	if !given["out"] {
 		dir, err := os.MkdirTemp("", "didnmf-demo-")
@@ -41,4 +53,48 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		defaults = append(defaults, "--out", dir)
 	}
 	return cmdFactorize(append(defaults, args...), stdout, stderr)
+}
+
+// startDemoCluster starts n member nodes in this process on loopback, joined by gossip and
+// sharing one kernels pool, and returns the first one's gossip address.
+func startDemoCluster(n int, stderr io.Writer) (string, func(), error) {
+	pool := kernels.NewPool(0)
+	var nodes []*server.Server
+	stop := func() {
+		for _, s := range nodes {
+			_ = s.Leave(time.Second)
+		}
+		pool.Close()
+	}
+	dir, err := os.MkdirTemp("", "didnmf-demo-nodes-")
+	if err != nil {
+		return "", nil, err
+	}
+	for i := 0; i < n; i++ {
+		cfg := server.Config{Name: fmt.Sprintf("demo-%d", i+1), Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, fmt.Sprint(i+1))}
+		if i > 0 {
+			cfg.Join = []string{nodes[0].Gossip()}
+		}
+		s, err := server.Start(cfg)
+		if err != nil {
+			stop()
+			return "", nil, err
+		}
+		nodes = append(nodes, s)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(nodes[0].Members.Workers()) < n; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, fmt.Errorf("demo: the %d nodes did not all see each other within 10 s", n)
+		}
+	}
+	names := make([]string, n)
+	for i, s := range nodes {
+		names[i] = fmt.Sprintf("%s (gossip %s, actor %s)", s.Name(), s.Gossip(), s.Node.Address())
+	}
+	fmt.Fprintf(stderr, "demo: cluster up: %s\n", strings.Join(names, ", "))
+	return nodes[0].Gossip(), func() {
+		stop()
+		os.RemoveAll(dir)
+	}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"github.com/didnmf/didnmf/actors"
@@ -42,7 +43,14 @@ type report struct {
 	FloatsPerIter float64  `json:"floats_per_iteration,omitempty"`
 	// Nodes and the message accounting are set for runs on actors (--nodes): measured over
 	// the job's actors, not computed from a formula.
-	Nodes           int                    `json:"nodes,omitempty"`
+	Nodes int `json:"nodes,omitempty"`
+	// Cluster and Ingest are set for runs on a running cluster (--cluster); CoefShared is where
+	// the shards wrote coef.npy with --out-shared.
+	Cluster    string `json:"cluster,omitempty"`
+	Ingest     string `json:"ingest,omitempty"`
+	CoefShared string `json:"coef_shared,omitempty"`
+	// ShardNodes is the actor address of the node each shard ran on (runs on actors).
+	ShardNodes      []string               `json:"shard_nodes,omitempty"`
 	MessagesPerIt   *float64               `json:"messages_per_iteration,omitempty"`
 	BytesPerIt      *float64               `json:"bytes_per_iteration,omitempty"`
 	ReductionsPerIt *float64               `json:"reductions_per_iteration,omitempty"`
@@ -53,6 +61,7 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("factorize", flag.ContinueOnError)
 	var jf jobFlags
 	jf.register(fs)
+	jf.registerCluster(fs)
 	out := fs.String("out", "", "output `DIR` for basis.npy (features x K), coef.npy (samples x K) and report.json")
 	quiet := fs.Bool("quiet", false, "print nothing but errors")
 	fs.Usage = func() {
@@ -69,13 +78,15 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer j.src.Close()
+	if j.src != nil {
+		defer j.src.Close()
+	}
 	dir, cleanup, err := prepareOutDir(*out)
 	if err != nil {
 		return err
 	}
 	var blocks []kernels.Block
-	if jf.nodes == 0 {
+	if jf.nodes == 0 && jf.cluster == "" {
 		if blocks, err = j.readBlocks(); err != nil {
 			cleanup()
 			return err
@@ -91,8 +102,15 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 		if jf.nodes > 0 {
 			where = fmt.Sprintf(" over %d actor systems", jf.nodes)
 		}
-		fmt.Fprintf(stderr, "%s: %d samples x %d features, rank %d, %s on %d shard(s)%s\n",
-			j.src.Name(), j.n, j.m, j.cfg.K, j.cfg.Algo, j.shards, where)
+		if jf.cluster != "" {
+			where = fmt.Sprintf(" on the cluster at %s (%s ingest)", jf.cluster, jf.ingest)
+		}
+		if j.src != nil {
+			fmt.Fprintf(stderr, "%s: %d samples x %d features, rank %d, %s on %d shard(s)%s\n",
+				j.src.Name(), j.n, j.m, j.cfg.K, j.cfg.Algo, j.shards, where)
+		} else {
+			fmt.Fprintf(stderr, "%s: rank %d, %s on %d shard(s)%s\n", strings.Join(jf.inputs, " + "), j.cfg.K, j.cfg.Algo, j.shards, where)
+		}
 	}
 	onProgress := func(p kernels.Progress) {
 		if prog != nil {
@@ -102,8 +120,12 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	var res *kernels.Result
 	var ares *actors.Result
 	var runErr error
-	if jf.nodes > 0 {
-		if ares, runErr = runOnNodes(ctx, &jf, j, onProgress); ares != nil {
+	if jf.nodes > 0 || jf.cluster != "" {
+		run := runOnNodes
+		if jf.cluster != "" {
+			run = runOnCluster
+		}
+		if ares, runErr = run(ctx, &jf, j, onProgress); ares != nil {
 			res = &ares.Result
 		}
 	} else {
@@ -115,7 +137,7 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	interrupted := runErr != nil && errors.Is(runErr, context.Canceled)
 	if runErr != nil && !(interrupted && res != nil) {
 		cleanup()
-		if interrupted && jf.nodes > 0 {
+		if interrupted && (jf.nodes > 0 || jf.cluster != "") {
 			fmt.Fprintln(stderr, "node: interrupted; the job was cancelled on its actors and nothing was written")
 			return errInterrupted
 		}
@@ -136,6 +158,13 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 		Collectives: res.Comm.PerIteration, FloatsPerIter: res.Comm.FloatsPerIteration, History: res.History}
 	if ares != nil {
 		rep.Nodes = jf.nodes
+		rep.ShardNodes = ares.ShardNodes
+		if jf.cluster != "" {
+			rep.Cluster, rep.Ingest = jf.cluster, jf.ingest
+		}
+		if jf.outShared != "" {
+			rep.CoefShared = filepath.Join(jf.outShared, "coef.npy")
+		}
 		rep.MessagesPerIt, rep.BytesPerIt, rep.ReductionsPerIt = &ares.MessagesPerIteration, &ares.BytesPerIteration, &ares.ReductionsPerIteration
 	}
 	if err := writeOutputs(dir, res, &rep); err != nil {
@@ -158,9 +187,13 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 				verdict = fmt.Sprintf("ran max-iter (ratio %.3g)", rep.ObjectiveRat)
 			}
 		}
+		coef := filepath.Join(dir, "coef.npy")
+		if rep.CoefShared != "" {
+			coef = rep.CoefShared + " (written by the shards)"
+		}
 		fmt.Fprintf(stderr, "%s: %d iterations in %.3g s, %s, rel_err2 %.4g\nwrote %s, %s, %s\n",
 			rep.Algo, rep.Iterations, rep.Seconds, verdict, rep.RelErr2,
-			filepath.Join(dir, "basis.npy"), filepath.Join(dir, "coef.npy"), filepath.Join(dir, "report.json"))
+			filepath.Join(dir, "basis.npy"), coef, filepath.Join(dir, "report.json"))
 	}
 	if interrupted {
 		return errInterrupted
@@ -208,9 +241,12 @@ func writeOutputs(dir string, res *kernels.Result, rep *report) error {
 	if err := matio.WriteNPY(&basis, res.M, res.K, kernels.Transpose(res.B, res.M, res.K)); err != nil {
 		return err
 	}
-	// C is K x N column-major, which is the N x K row-major coef matrix.
-	if err := matio.WriteNPY(&coef, res.N, res.K, res.C); err != nil {
-		return err
+	// C is K x N column-major, which is the N x K row-major coef matrix. With --out-shared
+	// the shards wrote it and the client has none.
+	if res.C != nil {
+		if err := matio.WriteNPY(&coef, res.N, res.K, res.C); err != nil {
+			return err
+		}
 	}
 	enc := json.NewEncoder(&js)
 	enc.SetIndent("", "  ")
@@ -221,6 +257,9 @@ func writeOutputs(dir string, res *kernels.Result, rep *report) error {
 		name string
 		data []byte
 	}{{"basis.npy", basis.Bytes()}, {"coef.npy", coef.Bytes()}, {"report.json", js.Bytes()}}
+	if res.C == nil {
+		files = append(files[:1], files[2])
+	}
 	var temps []string
 	removeTemps := func() {
 		for _, t := range temps {

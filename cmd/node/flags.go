@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -42,6 +43,12 @@ type jobFlags struct {
 	rho       float64
 	nodes     int
 	fanIn     int
+	// Running on a cluster (factorize --cluster).
+	cluster    string
+	ingest     string
+	outShared  string
+	clientBind string
+	sec        securityFlags
 }
 
 func (f *jobFlags) register(fs *flag.FlagSet) {
@@ -62,7 +69,16 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.form, "form", "auto", "DID kernel form: auto, gram, residual")
 	fs.Float64Var(&f.rho, "rho", 1, "ADMM/DADMM penalty")
 	fs.IntVar(&f.nodes, "nodes", 0, "run on an in-process cluster of `N` actor systems on loopback, talking over gRPC (0: the in-process driver, no actors)")
-	fs.IntVar(&f.fanIn, "fan-in", 0, "fan-in of the reduce tree with --nodes (a power of two; 0: the default)")
+	fs.IntVar(&f.fanIn, "fan-in", 0, "fan-in of the reduce tree with --nodes or --cluster (a power of two; 0: the default)")
+}
+
+// registerCluster adds the flags of runs on a running cluster (factorize only).
+func (f *jobFlags) registerCluster(fs *flag.FlagSet) {
+	fs.StringVar(&f.cluster, "cluster", "", "submit to the running cluster at gossip address `IP:PORT` of any member (comma-separated for several); see node serve")
+	fs.StringVar(&f.ingest, "ingest", "shared", "with --cluster, how shards get the data: shared (each node reads its rows of the input path, which every node must see; synthetic: inputs are generated on the nodes) or stream (this client reads the input and streams each shard its block)")
+	fs.StringVar(&f.outShared, "out-shared", "", "with --cluster, a `DIR` every node can write: the shards write coef.npy there themselves, and C never passes through this client")
+	fs.StringVar(&f.clientBind, "client-bind", "", "with --cluster, the `IP` this client listens on for results (default: the address that routes to the cluster)")
+	f.sec.register(fs)
 }
 
 func algoNames() string {
@@ -147,8 +163,36 @@ func (f *jobFlags) open() (*job, error) {
 	if f.fanIn != 0 && (f.fanIn < 2 || f.fanIn&(f.fanIn-1) != 0) {
 		return nil, badInput("--fan-in must be a power of two >= 2, got %d", f.fanIn)
 	}
-	if f.fanIn != 0 && f.nodes == 0 {
-		return nil, badInput("--fan-in shapes the reduce tree of actors: it needs --nodes N")
+	if f.fanIn != 0 && f.nodes == 0 && f.cluster == "" {
+		return nil, badInput("--fan-in shapes the reduce tree of actors: it needs --nodes N or --cluster")
+	}
+	if f.cluster != "" && f.nodes != 0 {
+		return nil, badInput("--cluster and --nodes exclude each other: --nodes starts a cluster in this process")
+	}
+	if f.ingest == "" {
+		f.ingest = "shared" // bench has no --ingest
+	}
+	if f.ingest != "shared" && f.ingest != "stream" {
+		return nil, badInput("--ingest %q: want shared or stream", f.ingest)
+	}
+	if f.cluster == "" && (f.ingest != "shared" || f.outShared != "") {
+		return nil, badInput("--ingest and --out-shared are for jobs on a cluster: they need --cluster")
+	}
+	if f.ingest == "stream" && initMethod == kernels.InitCustom {
+		return nil, badInput("--init custom reads its files on the nodes: it needs --ingest shared")
+	}
+	if f.outShared != "" && !filepath.IsAbs(f.outShared) {
+		return nil, badInput("--out-shared %s: give an absolute path (the nodes' working directories differ)", f.outShared)
+	}
+	if f.cluster != "" && f.ingest == "shared" {
+		// The nodes read the input: the client need not see it. Check what can be checked here.
+		for _, in := range f.inputs {
+			if !strings.HasPrefix(in, "synthetic:") && !filepath.IsAbs(in) {
+				return nil, badInput("--input %s: give an absolute path with --ingest shared (the nodes' working directories differ), or --ingest stream", in)
+			}
+		}
+		return &job{layout: layout, shards: f.shards, cfg: kernels.Config{Algo: algo.Name, K: f.rank, Seed: f.seed, Stop: stop,
+			Threads: f.threads, Init: kernels.InitSpec{Method: initMethod}, Options: kernels.Options{Form: form, Rho: f.rho}}}, nil
 	}
 	if !algo.Distributed && f.shards != 1 {
 		return nil, badInput("--algo %s runs on one shard; --shards %d needs a distributed algorithm (did, dbcd, dadmm, hpc-anls)", f.algo, f.shards)

@@ -1,8 +1,11 @@
 // Command node is the didnmf binary.
 //
-//	node factorize --input PATH --rank K --out DIR [flags]   factorize a matrix in this process
+//	node factorize --input PATH --rank K --out DIR [flags]   factorize a matrix (in this process, or --cluster IP:PORT)
+//	node serve --bind IP:PORT [--join IP:PORT,...]          run a cluster member until SIGINT/SIGTERM
+//	node status --cluster IP:PORT                           list a cluster's members, load and jobs
+//	node certs --name NAME --hosts IP,...                   make mutual-TLS certificates for a cluster
 //	node bench --input SPEC --rank K --algo A --iters N      time the kernels against a roofline
-//	node demo                                                factorize a default input with progress
+//	node demo                                                factorize a default input on a 3-node cluster
 //
 // Inputs hold samples as rows: an (N, M) .npy, MatrixMarket or IDX file, or a synthetic spec
 // "synthetic:m=5,n=100000,k=3,seed=1[,noise=0.01]". Exit status: 0 success, 1 failure while
@@ -31,9 +34,13 @@ func main() {
 const usageText = `usage: node <command> [flags]
 
 commands:
-  factorize   factorize a nonnegative matrix (samples as rows) and write basis.npy, coef.npy, report.json
+  factorize   factorize a nonnegative matrix (samples as rows) and write basis.npy, coef.npy, report.json;
+              in this process, or on a running cluster with --cluster IP:PORT
+  serve       run a cluster member: join by gossip (--join), take shards, leave on SIGINT/SIGTERM
+  status      list a cluster's members, their load and running jobs
+  certs       make a cluster's certificate authority and node certificates for mutual TLS
   bench       time an algorithm per iteration against the memory roofline, print figures
-  demo        factorize Fashion-MNIST (or a synthetic matrix) with progress and a summary
+  demo        start a 3-node cluster on loopback and factorize Fashion-MNIST (or a synthetic matrix) on it
   convert     write any input (or a synthetic spec) as a dense .npy or raw float64 file
   help        show this text; "node <command> -h" shows a command's flags
 `
@@ -51,6 +58,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdBench(args[1:], stdout, stderr)
 	case "demo":
 		err = cmdDemo(args[1:], stdout, stderr)
+	case "serve":
+		err = cmdServe(args[1:], stdout, stderr)
+	case "status":
+		err = cmdStatus(args[1:], stdout, stderr)
+	case "certs":
+		err = cmdCerts(args[1:], stdout, stderr)
 	case "convert":
 		err = cmdConvert(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

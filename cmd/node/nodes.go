@@ -13,7 +13,8 @@ import (
 func (f *jobFlags) wireSpec(j *job, nodes []string) *messages.JobSpec {
 	return &messages.JobSpec{Inputs: f.inputs, Layout: f.layout, Rank: int64(j.cfg.K), Algorithm: string(j.cfg.Algo),
 		Shards: int64(j.shards), Stop: actors.StopRuleOf(j.cfg.Stop), Seed: j.cfg.Seed, Init: string(j.cfg.Init.Method),
-		InitBasis: f.initBasis, InitCoef: f.initCoef, Form: f.form, Rho: f.rho, Nodes: nodes, FanIn: int64(f.fanIn)}
+		InitBasis: f.initBasis, InitCoef: f.initCoef, Form: f.form, Rho: f.rho, Nodes: nodes, FanIn: int64(f.fanIn),
+		Ingest: f.ingest, OutShared: f.outShared}
 }
 
 // runOnNodes runs the job on an in-process cluster of f.nodes actor systems on loopback: the
@@ -50,6 +51,11 @@ func runJob(ctx context.Context, client *actors.Client, spec *messages.JobSpec, 
 	if err != nil {
 		return nil, jobErr(err)
 	}
+	return follow(ctx, job, progress)
+}
+
+// follow waits for a submitted job, relaying progress; when ctx is cancelled it cancels the job.
+func follow(ctx context.Context, job *actors.Job, progress func(kernels.Progress)) (*actors.Result, error) {
 	for {
 		select {
 		case p, ok := <-job.Progress():

@@ -1,0 +1,428 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// serveProc is a real `node serve` process.
+type serveProc struct {
+	name, gossip, actor string
+	cmd                 *exec.Cmd
+	mu                  sync.Mutex
+	log                 bytes.Buffer // stderr: joins, leaves, errors
+	exited              chan error
+}
+
+func (p *serveProc) logText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+type lockedWriter struct{ p *serveProc }
+
+func (w lockedWriter) Write(b []byte) (int, error) {
+	w.p.mu.Lock()
+	defer w.p.mu.Unlock()
+	return w.p.log.Write(b)
+}
+
+var servingLine = regexp.MustCompile(`^node (\S+) serving: gossip (\S+), actor (\S+),`)
+
+// nodeCmd is the test binary acting as the node command.
+func nodeCmd(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), "NODE_TEST_MAIN=1")
+	return cmd
+}
+
+// startServe starts `node serve --bind 127.0.0.1:0 --name name` with extra args and waits
+// until it serves; it is killed at the end of the test.
+func startServe(t *testing.T, name string, args ...string) *serveProc {
+	t.Helper()
+	p := &serveProc{name: name, exited: make(chan error, 1)}
+	p.cmd = nodeCmd(t, append([]string{"serve", "--bind", "127.0.0.1:0", "--name", name, "--data-dir", filepath.Join(t.TempDir(), name), "--threads", "1"}, args...)...)
+	p.cmd.Stderr = lockedWriter{p}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 8)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		p.exited <- p.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+	})
+	select {
+	case line, ok := <-lines:
+		m := servingLine.FindStringSubmatch(line)
+		if !ok || m == nil {
+			t.Fatalf("serve %s did not start: %q\n%s", name, line, p.logText())
+		}
+		p.gossip, p.actor = m[2], m[3]
+		go func() {
+			for range lines {
+			}
+		}()
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve %s did not start in 30 s:\n%s", name, p.logText())
+	}
+	return p
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > limit {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// statusRow is one member in `status --json`.
+type statusRow struct {
+	Name     string   `json:"name"`
+	Role     string   `json:"role"`
+	Actor    string   `json:"actor"`
+	Memory   int64    `json:"memory"`
+	Reserved int64    `json:"reserved"`
+	Actors   int64    `json:"actors"`
+	Jobs     []string `json:"jobs"`
+	Error    string   `json:"error"`
+}
+
+func clusterStatus(t *testing.T, addr string, extra ...string) map[string]statusRow {
+	t.Helper()
+	code, stdout, stderr := runNode(t, append([]string{"status", "--cluster", addr, "--json"}, extra...)...)
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	var st struct{ Members []statusRow }
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
+		t.Fatalf("status json: %v\n%s", err, stdout)
+	}
+	out := map[string]statusRow{}
+	for _, r := range st.Members {
+		if r.Role == "member" {
+			out[r.Name] = r
+		}
+	}
+	return out
+}
+
+// runProc runs the node command as a separate process and returns its exit code and output.
+func runProc(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd := nodeCmd(t, args...)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
+func sameFiles(t *testing.T, a, b string) {
+	t.Helper()
+	x, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := os.ReadFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(x, y) {
+		t.Errorf("%s and %s differ", a, b)
+	}
+}
+
+// TestClusterOfProcesses starts three `node serve` processes that join by gossip and submits
+// jobs from a fourth process with factorize --cluster: every ingest mode, and C written by
+// the shards into a shared directory, give the driver's bits. A node that joins while a job
+// runs does not disturb it and takes shards of the next job; a node stopped with SIGTERM
+// leaves, and the others see a leave, not a failure.
+func TestClusterOfProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	a := startServe(t, "a")
+	b := startServe(t, "b", "--join", a.gossip)
+	c := startServe(t, "c", "--join", a.gossip)
+	waitFor(t, "3 members seen by a", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip)) == 3 })
+
+	dir := t.TempDir()
+	x := filepath.Join(dir, "x.npy")
+	if code, out := runProc(t, "convert", "--input", "synthetic:m=12,n=30000,k=4,seed=5", "--out", x); code != 0 {
+		t.Fatalf("convert: %s", out)
+	}
+	job := []string{"--rank", "4", "--shards", "5", "--max-iter", "25", "--tol", "0", "--quiet"}
+	golden := filepath.Join(dir, "golden")
+	if code, _, stderr := runNode(t, append([]string{"factorize", "--input", x, "--out", golden}, job...)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	shared := filepath.Join(dir, "shared")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		flags []string
+	}{
+		{"shared", []string{"--ingest", "shared"}},
+		{"stream", []string{"--ingest", "stream"}},
+		{"out-shared", []string{"--out-shared", shared}},
+	} {
+		out := filepath.Join(dir, c.name)
+		args := append(append([]string{"factorize", "--cluster", b.gossip, "--input", x, "--out", out}, job...), c.flags...)
+		if code, text := runProc(t, args...); code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.name, code, text)
+		}
+		sameFiles(t, filepath.Join(golden, "basis.npy"), filepath.Join(out, "basis.npy"))
+		coef := filepath.Join(out, "coef.npy")
+		if c.name == "out-shared" {
+			coef = filepath.Join(shared, "coef.npy")
+			if _, err := os.Stat(filepath.Join(out, "coef.npy")); err == nil {
+				t.Errorf("out-shared: coef.npy also in the client's --out")
+			}
+		}
+		sameFiles(t, filepath.Join(golden, "coef.npy"), coef)
+		if r := readReport(t, out); len(r.ShardNodes) != 5 || r.Cluster != b.gossip {
+			t.Errorf("%s: report shard_nodes %v cluster %q", c.name, r.ShardNodes, r.Cluster)
+		}
+	}
+
+	// Synthetic ingest: every shard generates its block.
+	syn := []string{"--input", "synthetic:m=6,n=40000,k=3,seed=2", "--rank", "3", "--shards", "6", "--max-iter", "20", "--tol", "0", "--quiet"}
+	synGolden := filepath.Join(dir, "syn-golden")
+	if code, _, stderr := runNode(t, append([]string{"factorize", "--out", synGolden}, syn...)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	synOut := filepath.Join(dir, "syn")
+	if code, text := runProc(t, append([]string{"factorize", "--cluster", c.gossip, "--out", synOut}, syn...)...); code != 0 {
+		t.Fatal(text)
+	}
+	sameFiles(t, filepath.Join(synGolden, "basis.npy"), filepath.Join(synOut, "basis.npy"))
+	sameFiles(t, filepath.Join(synGolden, "coef.npy"), filepath.Join(synOut, "coef.npy"))
+
+	// A node joins while a longer job runs: the job is undisturbed (same bits).
+	long := []string{"--input", "synthetic:m=6,n=200000,k=3,seed=4", "--rank", "3", "--shards", "8", "--max-iter", "150", "--tol", "0", "--quiet"}
+	longGolden := filepath.Join(dir, "long-golden")
+	if code, _, stderr := runNode(t, append([]string{"factorize", "--out", longGolden}, long...)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	longOut := filepath.Join(dir, "long")
+	running := nodeCmd(t, append([]string{"factorize", "--cluster", a.gossip, "--out", longOut}, long...)...)
+	var runningOut bytes.Buffer
+	running.Stdout, running.Stderr = &runningOut, &runningOut
+	if err := running.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the long job running on a", 20*time.Second, func() bool {
+		return len(clusterStatus(t, a.gossip)["a"].Jobs) > 0
+	})
+	d := startServe(t, "d", "--join", a.gossip)
+	if err := running.Wait(); err != nil {
+		t.Fatalf("long job: %v\n%s", err, runningOut.String())
+	}
+	sameFiles(t, filepath.Join(longGolden, "basis.npy"), filepath.Join(longOut, "basis.npy"))
+	sameFiles(t, filepath.Join(longGolden, "coef.npy"), filepath.Join(longOut, "coef.npy"))
+	for _, s := range readReport(t, longOut).ShardNodes {
+		if s == d.actor {
+			t.Errorf("the job that was running when d joined has a shard on d")
+		}
+	}
+	// The next job (enough shards that rendezvous hashing gives d some) uses it.
+	waitFor(t, "a sees d", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip)) == 4 })
+	next := filepath.Join(dir, "next")
+	if code, text := runProc(t, "factorize", "--cluster", a.gossip, "--input", "synthetic:m=4,n=4000,k=2,seed=1", "--rank", "2",
+		"--shards", "24", "--max-iter", "3", "--tol", "0", "--quiet", "--out", next); code != 0 {
+		t.Fatal(text)
+	}
+	onD := 0
+	for _, s := range readReport(t, next).ShardNodes {
+		if s == d.actor {
+			onD++
+		}
+	}
+	if onD == 0 {
+		t.Errorf("no shard of the next job on the new node d (%v)", readReport(t, next).ShardNodes)
+	}
+
+	// SIGTERM: c leaves gracefully; the others see a leave, not a failure.
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-c.exited:
+		if err != nil {
+			t.Errorf("serve c after SIGTERM: %v\n%s", err, c.logText())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve c did not exit after SIGTERM")
+	}
+	took := waitFor(t, "a and b see c leave", 15*time.Second, func() bool {
+		return strings.Contains(a.logText(), `msg="member left" member=c`) && strings.Contains(b.logText(), `msg="member left" member=c`)
+	})
+	t.Logf("SIGTERM: the others saw c leave %v after it exited", took)
+	if strings.Contains(a.logText(), "member=c") && strings.Contains(a.logText(), `msg="member failed (declared dead)" member=c`) {
+		t.Errorf("a declared c dead instead of seeing it leave")
+	}
+	if st := clusterStatus(t, b.gossip); len(st) != 3 {
+		t.Errorf("after c left, status lists %d members: %v", len(st), st)
+	}
+
+	// kill -9: the others declare the node dead.
+	killed := time.Now()
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	took = waitFor(t, "a sees d fail", 30*time.Second, func() bool {
+		return strings.Contains(a.logText(), `msg="member failed (declared dead)" member=d`)
+	})
+	t.Logf("kill -9: a declared d dead %v after the kill", time.Since(killed).Round(time.Millisecond))
+	_ = took
+}
+
+// TestClusterRefusesTooLargeJob: a job that needs more memory than the members offer is
+// refused with exit status 2 before any shard is placed.
+func TestClusterRefusesTooLargeJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	a := startServe(t, "a", "--memory", "2MiB")
+	startServe(t, "b", "--memory", "2MiB", "--join", a.gossip)
+	waitFor(t, "2 members", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip)) == 2 })
+	// 5 x 400000 dense doubles = 16 MB of X: more than 2 x 2 MiB.
+	code, text := runProc(t, "factorize", "--cluster", a.gossip, "--input", "synthetic:m=5,n=400000,k=3,seed=1", "--rank", "3",
+		"--shards", "4", "--max-iter", "3", "--quiet", "--out", filepath.Join(t.TempDir(), "out"))
+	if code != 2 || !strings.Contains(text, "offer") {
+		t.Fatalf("exit %d, want 2 and a capacity error: %s", code, text)
+	}
+	t.Logf("refused: %s", strings.TrimSpace(text))
+	for name, r := range clusterStatus(t, a.gossip) {
+		if r.Actors != 0 || r.Reserved != 0 || len(r.Jobs) != 0 {
+			t.Errorf("%s after the refusal: %d actors, %d bytes reserved, jobs %v", name, r.Actors, r.Reserved, r.Jobs)
+		}
+	}
+	// A job that fits runs.
+	if code, text := runProc(t, "factorize", "--cluster", a.gossip, "--input", "synthetic:m=5,n=20000,k=3,seed=1", "--rank", "3",
+		"--shards", "4", "--max-iter", "3", "--quiet", "--out", filepath.Join(t.TempDir(), "out")); code != 0 {
+		t.Fatalf("a job that fits: exit %d: %s", code, text)
+	}
+}
+
+// TestClusterSecurity: a node with another gossip key cannot join; with mutual TLS a client
+// without a certificate, or with one from another authority, cannot submit and nothing runs;
+// a non-loopback address without key and TLS is refused.
+func TestClusterSecurity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	certs := filepath.Join(t.TempDir(), "certs")
+	evil := filepath.Join(t.TempDir(), "evil")
+	for _, c := range [][]string{
+		{"certs", "--dir", certs, "--name", "a"}, {"certs", "--dir", certs, "--name", "b"}, {"certs", "--dir", certs, "--name", "client"},
+		{"certs", "--dir", evil, "--name", "client"},
+	} {
+		if code, _, stderr := runNode(t, c...); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	tlsFlags := func(dir, name string) []string {
+		return []string{"--tls-ca", filepath.Join(dir, "ca.pem"), "--tls-cert", filepath.Join(dir, name+".pem"), "--tls-key", filepath.Join(dir, name+"-key.pem")}
+	}
+	key1 := "MDEyMzQ1Njc4OWFiY2RlZg==" // 16 bytes, base64
+	key2 := "ZmVkY2JhOTg3NjU0MzIxMA=="
+	a := startServe(t, "a", append([]string{"--gossip-key", key1}, tlsFlags(certs, "a")...)...)
+	b := startServe(t, "b", append([]string{"--gossip-key", key1, "--join", a.gossip}, tlsFlags(certs, "b")...)...)
+	good := append([]string{"--gossip-key", key1}, tlsFlags(certs, "client")...)
+	waitFor(t, "a and b", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip, good...)) == 2 })
+
+	// Wrong gossip key: cannot join.
+	code, text := runProc(t, "serve", "--bind", "127.0.0.1:0", "--name", "intruder", "--data-dir", filepath.Join(t.TempDir(), "i"),
+		"--gossip-key", key2, "--join", a.gossip)
+	if code == 0 {
+		t.Errorf("a node with the wrong gossip key started: %s", text)
+	}
+	t.Logf("wrong key: %s", strings.TrimSpace(text))
+
+	job := []string{"factorize", "--cluster", a.gossip, "--input", "synthetic:m=4,n=1000,k=2,seed=1", "--rank", "2", "--shards", "2",
+		"--max-iter", "3", "--quiet"}
+	for _, c := range []struct {
+		name  string
+		flags []string
+	}{
+		{"wrong gossip key", append([]string{"--gossip-key", key2}, tlsFlags(certs, "client")...)},
+		{"no client certificate", []string{"--gossip-key", key1}},
+		{"untrusted CA", append([]string{"--gossip-key", key1}, tlsFlags(evil, "client")...)},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		code, text := runProc(t, append(append(job, "--out", out), c.flags...)...)
+		if code == 0 {
+			t.Errorf("%s: the job ran: %s", c.name, text)
+		}
+		if _, err := os.Stat(filepath.Join(out, "basis.npy")); err == nil {
+			t.Errorf("%s: wrote results", c.name)
+		}
+		t.Logf("%s: exit %d: %s", c.name, code, lastLine(text))
+	}
+	st := clusterStatus(t, a.gossip, good...)
+	if len(st) != 2 {
+		t.Errorf("members after the attempts: %v", st)
+	}
+	for name, r := range st {
+		if r.Actors != 0 || len(r.Jobs) != 0 {
+			t.Errorf("%s ran something: %d actors, jobs %v", name, r.Actors, r.Jobs)
+		}
+	}
+	for _, l := range []string{a.logText(), b.logText()} { // b logs the members it sees too
+		if strings.Contains(l, "intruder") {
+			t.Errorf("the intruder was seen as a member:\n%s", l)
+		}
+	}
+	// The right credentials work.
+	if code, text := runProc(t, append(append(job, "--out", filepath.Join(t.TempDir(), "ok")), good...)...); code != 0 {
+		t.Errorf("with the right key and certificate: exit %d: %s", code, text)
+	}
+	// A non-loopback address without key and TLS is refused, and says why.
+	code, _, stderr := runNode(t, "serve", "--bind", "192.0.2.10:7946", "--data-dir", filepath.Join(t.TempDir(), "n"))
+	if code != 2 || !strings.Contains(stderr, "--gossip-key") || !strings.Contains(stderr, "--insecure") {
+		t.Errorf("non-loopback bind: exit %d: %s", code, stderr)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/pki"
+	"github.com/didnmf/didnmf/server"
+)
+
+// connect joins the cluster at addrs as a client.
+func connect(addrs string, sec *securityFlags, bind string) (*server.Client, error) {
+	key, tls, err := sec.load()
+	if err != nil {
+		return nil, err
+	}
+	c, err := server.Connect(server.ClientConfig{Cluster: splitList(addrs), Bind: bind, GossipKey: key, TLS: tls, Insecure: sec.insecure})
+	if err != nil {
+		return nil, fmt.Errorf("--cluster %s: %w", addrs, err)
+	}
+	return c, nil
+}
+
+// runOnCluster submits the job to a running cluster through a client that joins it by gossip.
+func runOnCluster(ctx context.Context, f *jobFlags, j *job, progress func(kernels.Progress)) (*actors.Result, error) {
+	c, err := connect(f.cluster, &f.sec, f.clientBind)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	spec := f.wireSpec(j, nil)
+	job, err := c.Submit(ctx, spec)
+	if err != nil {
+		return nil, jobErr(err)
+	}
+	return follow(ctx, job, progress)
+}
+
+// cmdStatus lists a cluster's members, their load and their running jobs.
+func cmdStatus(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	addr := fs.String("cluster", "", "gossip address `IP:PORT` of any member (comma-separated for several)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	bind := fs.String("client-bind", "", "`IP` this client listens on (default: the address that routes to the cluster)")
+	var sec securityFlags
+	sec.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: node status --cluster IP:PORT [flags]\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if *addr == "" {
+		return badInput("--cluster is required")
+	}
+	c, err := connect(*addr, &sec, *bind)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	st := c.Status(3 * time.Second)
+	type row struct {
+		Name     string   `json:"name"`
+		Role     string   `json:"role"`
+		Gossip   string   `json:"gossip"`
+		Actor    string   `json:"actor"`
+		Cores    int      `json:"cores"`
+		Capacity int      `json:"capacity"`
+		Memory   int64    `json:"memory"`
+		Reserved int64    `json:"reserved"`
+		Actors   int64    `json:"actors"`
+		Jobs     []string `json:"jobs"`
+		Error    string   `json:"error,omitempty"`
+	}
+	var rows []row
+	self := c.Members.Local().Name
+	for _, s := range st {
+		if s.Member.Name == self {
+			continue // this status client itself
+		}
+		r := row{Name: s.Member.Name, Role: s.Member.Meta.Role.String(), Gossip: s.Member.Gossip, Actor: s.Member.Meta.Actor,
+			Cores: s.Member.Meta.Cores, Capacity: s.Member.Meta.Capacity, Memory: s.Member.Meta.Memory, Jobs: []string{}}
+		if s.Load != nil {
+			r.Reserved, r.Actors, r.Jobs = s.Load.Reserved, s.Load.Actors, append(r.Jobs, s.Load.JobIds...)
+		} else if s.Err != nil {
+			r.Error = s.Err.Error()
+		}
+		rows = append(rows, r)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"members": rows})
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tROLE\tGOSSIP\tACTOR\tCORES\tCAPACITY\tMEMORY\tRESERVED\tACTORS\tJOBS")
+	for _, r := range rows {
+		jobs := fmt.Sprint(len(r.Jobs))
+		if len(r.Jobs) > 0 {
+			jobs += " " + fmt.Sprint(r.Jobs)
+		}
+		if r.Error != "" {
+			jobs = "unreachable: " + r.Error
+		}
+		if r.Role != cluster.RoleMember.String() {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\t\t\t\n", r.Name, r.Role, r.Gossip, r.Actor)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n", r.Name, r.Role, r.Gossip, r.Actor, r.Cores, r.Capacity,
+			cluster.FormatBytes(r.Memory), cluster.FormatBytes(r.Reserved), r.Actors, jobs)
+	}
+	return tw.Flush()
+}
+
+// cmdCerts makes a cluster's certificate authority (once) and a certificate for a node.
+func cmdCerts(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("certs", flag.ContinueOnError)
+	dir := fs.String("dir", "certs", "`DIR` holding ca.pem and ca-key.pem (made on first use) and the node certificates")
+	name := fs.String("name", "", "node `NAME`: writes NAME.pem and NAME-key.pem")
+	hosts := fs.String("hosts", "127.0.0.1", "comma-separated IP addresses and host names the node is reached at")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: node certs --name NAME --hosts IP,... [--dir DIR]\n\nmakes mutual-TLS files for serve, factorize --cluster and status:\n  --tls-ca DIR/ca.pem --tls-cert DIR/NAME.pem --tls-key DIR/NAME-key.pem\nKeep DIR/ca-key.pem private: whoever has it can join the cluster.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if *name == "" || filepath.Base(*name) != *name {
+		return badInput("--name is required (a file name, no directories)")
+	}
+	if err := os.MkdirAll(*dir, 0o700); err != nil {
+		return badInput("--dir: %v", err)
+	}
+	caCert, caKey := filepath.Join(*dir, "ca.pem"), filepath.Join(*dir, "ca-key.pem")
+	var ca *pki.CA
+	var err error
+	if _, statErr := os.Stat(caKey); statErr == nil {
+		if ca, err = pki.LoadCA(caCert, caKey); err != nil {
+			return err
+		}
+	} else {
+		if ca, err = pki.NewCA("didnmf cluster CA"); err != nil {
+			return err
+		}
+		if err := pki.Write(caKey, ca.KeyPEM, 0o600); err != nil {
+			return err
+		}
+		if err := pki.Write(caCert, ca.CertPEM, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s and %s (new certificate authority)\n", caCert, caKey)
+	}
+	certPEM, keyPEM, err := ca.Issue(*name, splitList(*hosts))
+	if err != nil {
+		return badInput("%v", err)
+	}
+	cert, key := filepath.Join(*dir, *name+".pem"), filepath.Join(*dir, *name+"-key.pem")
+	if err := pki.Write(key, keyPEM, 0o600); err != nil {
+		return badInput("%v (remove it to make a new one)", err)
+	}
+	if err := pki.Write(cert, certPEM, 0o644); err != nil {
+		return badInput("%v", err)
+	}
+	fmt.Fprintf(stdout, "wrote %s and %s for %s\n", cert, key, *hosts)
+	return nil
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/pki"
+	"github.com/didnmf/didnmf/server"
+)
+
+// gossipKeyEnv is the environment variable that may hold the gossip key instead of the flag
+// (which other users can read in the process list).
+const gossipKeyEnv = "DIDNMF_GOSSIP_KEY"
+
+// securityFlags are the flags of everything that talks to a cluster.
+type securityFlags struct {
+	gossipKey              string
+	tlsCert, tlsKey, tlsCA string
+	insecure               bool
+}
+
+func (f *securityFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.gossipKey, "gossip-key", "", "encrypt the gossip with this `KEY` (16, 24 or 32 bytes, base64 or hex; or set "+gossipKeyEnv+"); all nodes need the same key")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "this node's certificate `FILE` (PEM) for mutual TLS between nodes (see node certs)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "this node's private key `FILE` (PEM)")
+	fs.StringVar(&f.tlsCA, "tls-ca", "", "the cluster's CA certificate `FILE` (PEM): only peers it signed are accepted")
+	fs.BoolVar(&f.insecure, "insecure", false, "allow a non-loopback address without --gossip-key and TLS (a network you trust)")
+}
+
+// load reads the gossip key and the TLS files.
+func (f *securityFlags) load() ([]byte, *pki.Config, error) {
+	var key []byte
+	s := f.gossipKey
+	if s == "" {
+		s = os.Getenv(gossipKeyEnv)
+	}
+	if s != "" {
+		var err error
+		if key, err = cluster.ParseKey(strings.TrimSpace(s)); err != nil {
+			return nil, nil, badInput("--gossip-key: %v", err)
+		}
+	}
+	n := 0
+	for _, v := range []string{f.tlsCert, f.tlsKey, f.tlsCA} {
+		if v != "" {
+			n++
+		}
+	}
+	if n == 0 {
+		return key, nil, nil
+	}
+	if n != 3 {
+		return nil, nil, badInput("mutual TLS needs all three of --tls-cert, --tls-key and --tls-ca")
+	}
+	tls, err := pki.Load(f.tlsCert, f.tlsKey, f.tlsCA)
+	if err != nil {
+		return nil, nil, badInput("%v", err)
+	}
+	return key, tls, nil
+}
+
+// cmdServe runs a member node until SIGINT or SIGTERM, then leaves the cluster gracefully.
+func cmdServe(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	bind := fs.String("bind", "127.0.0.1:7946", "gossip address `IP:PORT` (port 0 picks a free one); the actor remote listens on the same IP")
+	actorPort := fs.Int("actor-port", 0, "actor (gRPC) `PORT` (0 picks a free one; it is advertised in the gossip)")
+	join := fs.String("join", "", "comma-separated gossip addresses `IP:PORT,...` of members to join (empty: start a new cluster)")
+	name := fs.String("name", "", "unique node `NAME` (default: derived from the address)")
+	dataDir := fs.String("data-dir", "", "the node's own `DIR` (created and locked; default: didnmf-data/NAME under the working directory)")
+	capacity := fs.Int("capacity", 1, "placement weight `N`: a node with capacity 2 gets about twice the shards of one with 1")
+	memory := fs.String("memory", "", "bytes of job data this node accepts, e.g. 8GiB (default: 80% of the available memory)")
+	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
+	var sec securityFlags
+	sec.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: node serve --bind IP:PORT [--join IP:PORT,...] [--name NAME] [--data-dir DIR] [--capacity N] [flags]\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	key, tls, err := sec.load()
+	if err != nil {
+		return err
+	}
+	mem, err := parseBytes(*memory)
+	if err != nil {
+		return badInput("--memory: %v", err)
+	}
+	if *capacity < 1 {
+		return badInput("--capacity must be >= 1, got %d", *capacity)
+	}
+	if *threads < 0 {
+		return badInput("--threads must be >= 0, got %d", *threads)
+	}
+	dir := *dataDir
+	if dir == "" {
+		n := *name
+		if n == "" {
+			n = strings.NewReplacer(":", "-", "[", "", "]", "").Replace(*bind)
+		}
+		dir = filepath.Join("didnmf-data", n)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv, err := server.Start(server.Config{Name: *name, Bind: *bind, ActorPort: *actorPort, Join: splitList(*join), DataDir: dir,
+		Capacity: *capacity, Memory: mem, Threads: *threads, GossipKey: key, TLS: tls, Insecure: sec.insecure, Logger: logger})
+	if err != nil {
+		return usageError{err}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(stdout, "node %s serving: gossip %s, actor %s, data %s, %d member(s)\n", srv.Name(), srv.Gossip(), srv.Node.Address(), dir, len(srv.Members.Workers()))
+	<-ctx.Done()
+	logger.Info("leaving the cluster")
+	if err := srv.Leave(5 * time.Second); err != nil {
+		logger.Warn("leave was not acknowledged", slog.Any("error", err))
+	}
+	fmt.Fprintf(stdout, "node %s left\n", srv.Name())
+	return nil
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// parseBytes parses a size like 512MiB, 8GB, 1e9 or 1048576 (empty: 0).
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	mult := 1.0
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(v > 0) || v*mult > 1<<62 {
+		return 0, fmt.Errorf("%q is not a size (e.g. 512MiB, 8GiB)", s)
+	}
+	return int64(v * mult), nil
+}

@@ -1,0 +1,175 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"time"
+
+	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/pki"
+)
+
+// ClientConfig configures a client of a cluster.
+type ClientConfig struct {
+	// Cluster lists gossip addresses (ip:port) of members to join through.
+	Cluster []string
+	// Bind is the IP the client listens on for its actor and gossip traffic (results come
+	// back to it); empty: the local address that routes to the first cluster address.
+	Bind string
+	// GossipKey and TLS must match the cluster's.
+	GossipKey []byte
+	TLS       *pki.Config
+	Insecure  bool
+	// Logger receives the client's warnings (nil: discarded).
+	Logger *slog.Logger
+	// Wait is how long to wait for a member to be seen (0: 10 s).
+	Wait time.Duration
+}
+
+// Client is a process connected to a cluster: it gossips as a client (it learns the members
+// and is never given work) and submits jobs through a client actor.
+type Client struct {
+	Node    *actors.Node
+	Members *cluster.Membership
+	Actors  *actors.Client
+	seeds   []string
+}
+
+// Connect joins the cluster as a client.
+func Connect(cfg ClientConfig) (*Client, error) {
+	if len(cfg.Cluster) == 0 {
+		return nil, fmt.Errorf("--cluster: no address given")
+	}
+	for _, a := range cfg.Cluster {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return nil, fmt.Errorf("--cluster %q: want IP:PORT of a member's gossip (%v)", a, err)
+		}
+	}
+	host := cfg.Bind
+	if host == "" {
+		var err error
+		if host, err = localIPFor(cfg.Cluster[0]); err != nil {
+			return nil, err
+		}
+	}
+	if err := CheckSecurity(host, cfg.GossipKey, cfg.TLS, cfg.Insecure); err != nil {
+		return nil, err
+	}
+	c := &Client{seeds: cfg.Cluster}
+	var err error
+	c.Node, err = actors.StartNode(actors.NodeConfig{Host: host, Threads: 1, Logger: cfg.Logger, TLS: cfg.TLS})
+	if err != nil {
+		return nil, err
+	}
+	c.Members, err = cluster.Start(cluster.Config{Bind: net.JoinHostPort(host, "0"), Join: cfg.Cluster, SecretKey: cfg.GossipKey,
+		Logger: cfg.Logger, Meta: cluster.Meta{Role: cluster.RoleClient, Actor: c.Node.Address(), Started: time.Now().UnixNano()}})
+	if err != nil {
+		c.Node.Close()
+		return nil, fmt.Errorf("joining the cluster at %v: %w", cfg.Cluster, err)
+	}
+	wait := cfg.Wait
+	if wait == 0 {
+		wait = 10 * time.Second
+	}
+	for deadline := time.Now().Add(wait); len(c.Members.Workers()) == 0; {
+		if time.Now().After(deadline) {
+			c.Close()
+			return nil, fmt.Errorf("joined %v but no member node is listed after %v", cfg.Cluster, wait)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.Actors = actors.NewClient(c.Node.System())
+	return c, nil
+}
+
+// localIPFor returns the local IP the system would use to reach addr.
+func localIPFor(addr string) (string, error) {
+	host, _, _ := net.SplitHostPort(addr)
+	if isLoopback(host) {
+		return "127.0.0.1", nil
+	}
+	conn, err := net.Dial("udp", addr) // no packet is sent
+	if err != nil {
+		return "", fmt.Errorf("--cluster %s: no route to it: %w", addr, err)
+	}
+	defer conn.Close()
+	return conn.LocalAddr().(*net.UDPAddr).IP.String(), nil
+}
+
+// Coordinator returns the member a job is submitted to: the first seed that is a live
+// member, or else the first member by name.
+func (c *Client) Coordinator() (cluster.Member, error) {
+	workers := c.Members.Workers()
+	if len(workers) == 0 {
+		return cluster.Member{}, fmt.Errorf("the cluster has no live member")
+	}
+	for _, s := range c.seeds {
+		for _, w := range workers {
+			if w.Gossip == s {
+				return w, nil
+			}
+		}
+	}
+	return workers[0], nil
+}
+
+// Submit submits a job to the cluster; the coordinator places it on the members.
+func (c *Client) Submit(ctx context.Context, spec *messages.JobSpec) (*actors.Job, error) {
+	m, err := c.Coordinator()
+	if err != nil {
+		return nil, err
+	}
+	return c.Actors.Submit(ctx, m.Meta.Actor, spec)
+}
+
+// MemberStatus is one member's state as status reports it.
+type MemberStatus struct {
+	Member cluster.Member
+	// Load is the member's host answer (nil when it did not answer; Err says why).
+	Load *messages.Pong
+	Err  error
+}
+
+// Status asks every member (and lists every client) of the cluster for its load.
+func (c *Client) Status(timeout time.Duration) []MemberStatus {
+	members := c.Members.Members()
+	out := make([]MemberStatus, len(members))
+	futures := make([]func() (any, error), len(members))
+	for i, m := range members {
+		out[i].Member = m
+		if m.Meta.Role != cluster.RoleMember {
+			continue
+		}
+		f := c.Node.System().Root.RequestFuture(actors.HostPID(m.Meta.Actor), &messages.HostStatus{}, timeout)
+		futures[i] = f.Result
+	}
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		res, err := f()
+		if pong, ok := res.(*messages.Pong); ok && err == nil {
+			out[i].Load = pong
+		} else {
+			out[i].Err = fmt.Errorf("no answer from %s: %v", out[i].Member.Meta.Actor, err)
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Member.Name < out[b].Member.Name })
+	return out
+}
+
+// Close leaves the cluster and stops the client's node.
+func (c *Client) Close() {
+	if c.Actors != nil {
+		c.Actors.Close()
+	}
+	if c.Members != nil {
+		_ = c.Members.Leave(2 * time.Second)
+	}
+	c.Node.Close()
+}

@@ -1,0 +1,249 @@
+// Package server runs a didnmf node as a cluster member: an actor system (gRPC remote, host
+// actor) that joins the others by gossip (cluster), advertises its actor address, cores, memory
+// and capacity, and places the jobs submitted to it on the live members. It also gives the
+// client side: a process that joins the gossip as a client (never given work) to submit jobs
+// and read the cluster's status.
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/pki"
+)
+
+// Config configures a member node.
+type Config struct {
+	// Name is the node's unique name in the cluster (empty: derived from its address).
+	Name string
+	// Bind is the gossip address ip:port (port 0 picks one). The actor remote listens on the
+	// same IP, on ActorPort (0 picks one).
+	Bind      string
+	ActorPort int
+	// Join lists members to join (ip:port of their gossip); empty starts a new cluster.
+	Join []string
+	// DataDir is the node's own directory (created; locked against a second node).
+	DataDir string
+	// Capacity is the placement weight (0 means 1); Memory the bytes of job data the node
+	// accepts (0: 80% of the memory available when it starts).
+	Capacity int
+	Memory   int64
+	// Threads run the kernels (0: all cores); Pool, when set, is shared instead (in-process
+	// clusters).
+	Threads int
+	Pool    *kernels.Pool
+	// GossipKey (16, 24 or 32 bytes) encrypts the gossip; TLS makes the actor remote mutual
+	// TLS. A node that binds a non-loopback address needs both, unless Insecure.
+	GossipKey []byte
+	TLS       *pki.Config
+	Insecure  bool
+	// Logger receives joins, leaves and errors (nil: discarded).
+	Logger *slog.Logger
+}
+
+// Server is a running member node.
+type Server struct {
+	// Node is the node's actor system; Members its view of the cluster.
+	Node    *actors.Node
+	Members *cluster.Membership
+	name    string
+	unlock  func()
+	closed  atomic.Bool
+}
+
+// lateMembers lets the actor node see the membership that starts after it (the membership
+// advertises the node's actor address, which is only known once the node listens).
+type lateMembers struct{ m atomic.Pointer[cluster.Membership] }
+
+func (l *lateMembers) Workers() []cluster.Member {
+	if m := l.m.Load(); m != nil {
+		return m.Workers()
+	}
+	return nil
+}
+
+// CheckSecurity refuses a node or client that would talk over a non-loopback address in
+// the clear, and says what to do.
+func CheckSecurity(host string, gossipKey []byte, tls *pki.Config, insecure bool) error {
+	if insecure || isLoopback(host) || (gossipKey != nil && tls != nil) {
+		return nil
+	}
+	var missing []string
+	if gossipKey == nil {
+		missing = append(missing, "--gossip-key (or DIDNMF_GOSSIP_KEY) to encrypt the gossip")
+	}
+	if tls == nil {
+		missing = append(missing, "--tls-cert, --tls-key and --tls-ca for mutual TLS between nodes")
+	}
+	return fmt.Errorf("refusing to listen on %s without %s: anyone who can reach that address could join the cluster and run or read jobs; give them (see `node certs`), or --insecure on a network you trust",
+		host, joinAnd(missing))
+}
+
+func joinAnd(s []string) string {
+	if len(s) == 2 {
+		return s[0] + " and " + s[1]
+	}
+	return s[0]
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Start starts a member node: its actor system, then its gossip, joining cfg.Join.
+func Start(cfg Config) (*Server, error) {
+	host, portStr, err := net.SplitHostPort(cfg.Bind)
+	if err != nil {
+		return nil, fmt.Errorf("--bind %q: want IP:PORT (%v)", cfg.Bind, err)
+	}
+	if net.ParseIP(host) == nil {
+		return nil, fmt.Errorf("--bind %q: %q is not an IP address", cfg.Bind, host)
+	}
+	if _, err := strconv.ParseUint(portStr, 10, 16); err != nil {
+		return nil, fmt.Errorf("--bind %q: bad port %q", cfg.Bind, portStr)
+	}
+	if err := CheckSecurity(host, cfg.GossipKey, cfg.TLS, cfg.Insecure); err != nil {
+		return nil, err
+	}
+	if net.ParseIP(host).IsUnspecified() {
+		return nil, fmt.Errorf("--bind %q: give the IP address the other nodes reach this one at, not a wildcard", cfg.Bind)
+	}
+	if cfg.Capacity < 0 {
+		return nil, fmt.Errorf("--capacity must be >= 1, got %d", cfg.Capacity)
+	}
+	if cfg.Memory < 0 {
+		return nil, fmt.Errorf("--memory must be >= 0, got %d", cfg.Memory)
+	}
+	s := &Server{}
+	if cfg.DataDir != "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("--data-dir: %w", err)
+		}
+		if s.unlock, err = lockDir(cfg.DataDir); err != nil {
+			return nil, err
+		}
+	}
+	fail := func(err error) (*Server, error) {
+		s.Close()
+		return nil, err
+	}
+	if cfg.Memory == 0 {
+		cfg.Memory = availableMemory() * 8 / 10
+	}
+	members := &lateMembers{}
+	s.Node, err = actors.StartNode(actors.NodeConfig{Host: host, Port: cfg.ActorPort, Pool: cfg.Pool, Threads: cfg.Threads,
+		Logger: cfg.Logger, TLS: cfg.TLS, Members: members, Memory: cfg.Memory, Capacity: max(cfg.Capacity, 1)})
+	if err != nil {
+		return fail(err)
+	}
+	cores := cfg.Threads
+	if cfg.Pool != nil {
+		cores = cfg.Pool.Workers()
+	}
+	if cores <= 0 {
+		cores = runtime.NumCPU()
+	}
+	logger := cfg.Logger
+	s.Members, err = cluster.Start(cluster.Config{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join, SecretKey: cfg.GossipKey, Logger: logger,
+		Meta: cluster.Meta{Role: cluster.RoleMember, Actor: s.Node.Address(), Cores: cores, Memory: cfg.Memory,
+			Capacity: max(cfg.Capacity, 1), Started: time.Now().UnixNano()},
+		OnEvent: func(e cluster.Event) { logEvent(logger, e) }})
+	if err != nil {
+		return fail(err)
+	}
+	members.m.Store(s.Members)
+	s.name = s.Members.Local().Name
+	if cfg.DataDir != "" {
+		_ = os.WriteFile(filepath.Join(cfg.DataDir, "node.txt"),
+			[]byte(fmt.Sprintf("name %s\ngossip %s\nactor %s\npid %d\n", s.name, s.Members.Local().Gossip, s.Node.Address(), os.Getpid())), 0o644)
+	}
+	return s, nil
+}
+
+// logEvent logs a member's join or leave.
+func logEvent(logger *slog.Logger, e cluster.Event) {
+	if logger == nil {
+		return
+	}
+	attrs := []any{slog.String("member", e.Member.Name), slog.String("gossip", e.Member.Gossip),
+		slog.String("role", e.Member.Meta.Role.String()), slog.String("actor", e.Member.Meta.Actor)}
+	switch e.Kind {
+	case cluster.EventJoin:
+		logger.Info("member joined", attrs...)
+	case cluster.EventLeave:
+		if e.Dead {
+			logger.Warn("member failed (declared dead)", attrs...)
+		} else {
+			logger.Info("member left", attrs...)
+		}
+	case cluster.EventUpdate:
+		logger.Info("member updated", attrs...)
+	}
+}
+
+// Name returns the node's name in the cluster.
+func (s *Server) Name() string { return s.name }
+
+// Gossip returns the node's gossip address, which others give to --join.
+func (s *Server) Gossip() string { return s.Members.Local().Gossip }
+
+// Leave leaves the cluster gracefully (the others see a leave, not a failure) and stops the
+// node.
+func (s *Server) Leave(timeout time.Duration) error {
+	var err error
+	if s.Members != nil && !s.closed.Load() {
+		err = s.Members.Leave(timeout)
+	}
+	s.Close()
+	return err
+}
+
+// Close stops the node without telling the others (they detect its failure).
+func (s *Server) Close() {
+	if s.closed.Swap(true) {
+		return
+	}
+	if s.Members != nil {
+		_ = s.Members.Shutdown()
+	}
+	if s.Node != nil {
+		s.Node.Close()
+	}
+	if s.unlock != nil {
+		s.unlock()
+	}
+}
+
+// availableMemory is the memory available to new work (MemAvailable), or 1 GiB when it
+// cannot be read.
+func availableMemory() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err == nil {
+		var kb int64
+		for _, line := range strings.Split(string(data), "\n") {
+			if n, _ := fmt.Sscanf(line, "MemAvailable: %d kB", &kb); n == 1 {
+				return kb << 10
+			}
+		}
+	}
+	return 1 << 30
+}
+
+// errLocked is returned when another node holds the data directory.
+var errLocked = errors.New("is in use by another running node")
