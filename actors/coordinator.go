@@ -152,6 +152,7 @@ func (c *coordinator) shape(spec *messages.JobSpec) (string, error) {
 			return "", fmt.Errorf("streamed job without a shape (samples %d, features %d)", spec.Samples, spec.Features)
 		}
 		c.m, c.n = int(spec.Features), int(spec.Samples)
+		c.density = float64(spec.StoredEntries) / (float64(c.m) * float64(c.n))
 		return "the streamed input", nil
 	}
 	src, err := matio.OpenAll(spec.Inputs)
@@ -160,6 +161,9 @@ func (c *coordinator) shape(spec *messages.JobSpec) (string, error) {
 	}
 	defer src.Close()
 	c.m, c.n = src.Features(), src.Samples()
+	if stored, ok := matio.StoredEntries(src); ok {
+		c.density = float64(stored) / (float64(c.m) * float64(c.n))
+	}
 	return src.Name(), nil
 }
 
@@ -196,7 +200,7 @@ func (c *coordinator) placeOnMembers(ctx actor.Context) (func(int64) string, []i
 	cols := kernels.ColumnRanges(c.n, p)
 	need := make([]int64, p)
 	for s := range need {
-		need[s] = shardFootprint(int64(c.m), int64(cols[s+1]-cols[s]), c.sub.Spec.Rank, c.density)
+		need[s] = shardFootprint(int64(c.m), int64(cols[s+1]-cols[s]), c.sub.Spec.Rank, c.density, c.spec.layout)
 	}
 	at, err := cluster.Place(c.job, need, cands)
 	if err != nil {
@@ -207,11 +211,12 @@ func (c *coordinator) placeOnMembers(ctx actor.Context) (func(int64) string, []i
 }
 
 // shardFootprint estimates the bytes a shard of m features, cols samples and rank k holds: its
-// block of X (dense, or CSC at the given density when it is below 1), C and its work copies,
-// and the replicas of B and the products the algorithms keep.
-func shardFootprint(m, cols, k int64, density float64) int64 {
+// block of X (dense, or CSC when the input's density is known and the layout makes it sparse),
+// C and its work copies, and the replicas of B and the products the algorithms keep.
+func shardFootprint(m, cols, k int64, density float64, layout matio.Layout) int64 {
 	x := 8 * m * cols
-	if density > 0 && density < 1 {
+	sparse := layout == matio.LayoutSparse || (layout == matio.LayoutAuto && density < matio.SparseBelow)
+	if density > 0 && density < 1 && sparse {
 		x = int64(12*density*float64(m*cols)) + 8*(cols+1)
 	}
 	return x + 8*4*cols*k + 8*8*m*k + 8*4*k*k

@@ -41,6 +41,9 @@ func openStreams(spec *messages.JobSpec) (*blockStreams, error) {
 	}
 	natural := matio.NaturalLayout(src)
 	spec.Samples, spec.Features, spec.NaturalLayout = int64(src.Samples()), int64(src.Features()), natural.String()
+	if n, ok := matio.StoredEntries(src); ok {
+		spec.StoredEntries = n
+	}
 	return &blockStreams{src: src, natural: natural, by: map[int64]*blockStream{}}, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -587,5 +589,32 @@ func TestReadNegativeZero(t *testing.T) {
 func TestShapeNil(t *testing.T) {
 	if got := Shape(nil, LayoutAuto); got != nil {
 		t.Errorf("Shape(nil) = %v", got)
+	}
+}
+
+func TestStoredEntries(t *testing.T) {
+	dir := t.TempDir()
+	coord := filepath.Join(dir, "c.mtx")
+	if err := os.WriteFile(coord, []byte("%%MatrixMarket matrix coordinate real general\n4 3 3\n1 1 1\n2 2 0\n4 3 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		specs []string
+		n     int64
+		ok    bool
+	}{
+		{[]string{coord}, 2, true}, // the explicit zero is not stored
+		{[]string{"synthetic:m=3,n=10,k=2,seed=1"}, 0, false},
+		{[]string{coord, "synthetic:m=3,n=10,k=2,seed=1"}, 32, true},
+	} {
+		src, err := OpenAll(c.specs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, ok := StoredEntries(src)
+		src.Close()
+		if n != c.n || ok != c.ok {
+			t.Errorf("%v: StoredEntries = %d, %v; want %d, %v", c.specs, n, ok, c.n, c.ok)
+		}
 	}
 }

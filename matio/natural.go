@@ -53,3 +53,29 @@ func (s *stackSource) naturalLayout() Layout {
 	}
 	return LayoutDense
 }
+
+// StoredEntries returns the number of entries src stores, when it knows without reading
+// (MatrixMarket coordinate files, and stacks whose sparse parts do, dense parts counting
+// rows*cols): it lets a scheduler estimate a sparse block's memory. ok is false otherwise.
+func StoredEntries(src Source) (n int64, ok bool) {
+	switch s := src.(type) {
+	case *mtxSource:
+		if s.dense != nil {
+			return int64(s.n) * int64(s.m), true
+		}
+		return int64(len(s.val)), true
+	case *stackSource:
+		for _, part := range s.srcs {
+			k, ok := StoredEntries(part)
+			if !ok {
+				if NaturalLayout(part) != LayoutDense {
+					return 0, false
+				}
+				k = int64(part.Samples()) * int64(part.Features())
+			}
+			n += k
+		}
+		return n, true
+	}
+	return 0, false
+}

@@ -207,7 +207,10 @@ type JobSpec struct {
 	NaturalLayout string `protobuf:"bytes,19,opt,name=natural_layout,json=naturalLayout,proto3" json:"natural_layout,omitempty"`
 	// Out shared: a directory every node can write; each shard writes its rows of the
 	// coefficients into DIR/coef.npy, and C is not sent to the client.
-	OutShared     string `protobuf:"bytes,20,opt,name=out_shared,json=outShared,proto3" json:"out_shared,omitempty"`
+	OutShared string `protobuf:"bytes,20,opt,name=out_shared,json=outShared,proto3" json:"out_shared,omitempty"`
+	// For a streamed job: the entries the input stores, when known (sparse inputs); lets the
+	// coordinator estimate the shards' memory.
+	StoredEntries int64 `protobuf:"varint,21,opt,name=stored_entries,json=storedEntries,proto3" json:"stored_entries,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -380,6 +383,13 @@ func (x *JobSpec) GetOutShared() string {
 		return x.OutShared
 	}
 	return ""
+}
+
+func (x *JobSpec) GetStoredEntries() int64 {
+	if x != nil {
+		return x.StoredEntries
+	}
+	return 0
 }
 
 // SubmitJob asks a node's host to start a coordinator for a job.
@@ -2911,7 +2921,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bmax_iter\x18\x02 \x01(\x03R\amaxIter\x12,\n" +
 	"\x12time_limit_seconds\x18\x03 \x01(\x01R\x10timeLimitSeconds\x12\x1b\n" +
 	"\tstall_tol\x18\x04 \x01(\x01R\bstallTol\x12!\n" +
-	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\x9f\x04\n" +
+	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\xc6\x04\n" +
 	"\aJobSpec\x12\x16\n" +
 	"\x06inputs\x18\x01 \x03(\tR\x06inputs\x12\x16\n" +
 	"\x06layout\x18\x02 \x01(\tR\x06layout\x12\x12\n" +
@@ -2935,7 +2945,8 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bfeatures\x18\x12 \x01(\x03R\bfeatures\x12%\n" +
 	"\x0enatural_layout\x18\x13 \x01(\tR\rnaturalLayout\x12\x1d\n" +
 	"\n" +
-	"out_shared\x18\x14 \x01(\tR\toutShared\"l\n" +
+	"out_shared\x18\x14 \x01(\tR\toutShared\x12%\n" +
+	"\x0estored_entries\x18\x15 \x01(\x03R\rstoredEntries\"l\n" +
 	"\tSubmitJob\x12#\n" +
 	"\x04spec\x18\x01 \x01(\v2\x0f.didnmf.JobSpecR\x04spec\x12#\n" +
 	"\x06client\x18\x02 \x01(\v2\v.didnmf.PidR\x06client\x12\x15\n" +
