@@ -44,6 +44,13 @@ func (e *CapacityError) Error() string {
 		e.Members, members, FormatBytes(e.Offered), FormatBytes(e.LargestOffer), e.LargestNode)
 }
 
+// LoadBound caps the shards a candidate gets at LoadBound times its capacity's share of them
+// (rounded up): pure rendezvous hashing leaves a member of three without any of 6 shards a
+// quarter of the time, and a job runs at the pace of its most loaded member. The bound keeps
+// that within 25% of an even split, at the price of a few more moves when members come and go
+// (see TestPlaceStability).
+const LoadBound = 1.25
+
 // Place assigns each shard s (0..len(shardBytes)-1) of job to a candidate by capacity-weighted
 // rendezvous (highest random weight) hashing and returns, for each shard, the index of its
 // candidate in candidates.
@@ -51,7 +58,8 @@ func (e *CapacityError) Error() string {
 // For shard s, candidate c scores -c.Capacity / ln(u), where u in (0,1) comes from a
 // well-mixed 64-bit hash of (job, s, c.Name). Shards are taken in id order and each goes to
 // the best-scoring candidate (ties broken by name) whose remaining memory still holds
-// shardBytes[s]. The result depends only on the set of candidates, not their order, and
+// shardBytes[s] and that has fewer shards than its LoadBound (or, when no such candidate has
+// the memory, the best-scoring one that has). The result depends only on the set of candidates, not their order, and
 // adding or removing a candidate moves only the shards that the change forces to move (as
 // long as memory does not run short). It needs the same build on every node that must agree
 // (floating point is involved).
@@ -86,17 +94,35 @@ func Place(job string, shardBytes []int64, candidates []Candidate) ([]int, error
 		}
 	}
 
+	// Bounded loads: no candidate takes more than LoadBound times its share of the shards.
+	total := 0
+	for _, c := range candidates {
+		total += c.Capacity
+	}
+	limit := make([]int, len(candidates))
+	count := make([]int, len(candidates))
+	for i, c := range candidates {
+		limit[i] = max(1, int(math.Ceil(LoadBound*float64(len(shardBytes))*float64(c.Capacity)/float64(total))))
+	}
 	out := make([]int, len(shardBytes))
 	for s, need := range shardBytes {
 		sh := mix64(uint64(s) ^ 0x6a09e667f3bcc909)
-		best, bestScore := -1, 0.0
-		for i, c := range candidates {
-			if remaining[i] < need {
-				continue
+		best := -1
+		// The load bound gives way to memory: a shard that fits only on loaded candidates
+		// goes to the best of those.
+		for _, bounded := range []bool{true, false} {
+			bestScore := 0.0
+			for i, c := range candidates {
+				if remaining[i] < need || bounded && count[i] >= limit[i] {
+					continue
+				}
+				score := weight(c.Capacity, mix64(base[i]^sh))
+				if best < 0 || score > bestScore || score == bestScore && c.Name < candidates[best].Name {
+					best, bestScore = i, score
+				}
 			}
-			score := weight(c.Capacity, mix64(base[i]^sh))
-			if best < 0 || score > bestScore || score == bestScore && c.Name < candidates[best].Name {
-				best, bestScore = i, score
+			if best >= 0 {
+				break
 			}
 		}
 		if best < 0 {
@@ -104,6 +130,7 @@ func Place(job string, shardBytes []int64, candidates []Candidate) ([]int, error
 		}
 		out[s] = best
 		remaining[best] -= need
+		count[best]++
 	}
 	return out, nil
 }

@@ -328,3 +328,29 @@ func TestFormatBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaceLoadBound: whatever the job id, no member gets more than LoadBound times its share
+// of a job's shards (rounded up), which pure rendezvous hashing would not ensure for few shards.
+func TestPlaceLoadBound(t *testing.T) {
+	cands := []Candidate{{"a", 1, 1 << 40}, {"b", 1, 1 << 40}, {"c", 2, 1 << 40}}
+	for _, p := range []int{1, 2, 4, 6, 8, 24, 100} {
+		need := make([]int64, p)
+		for j := 0; j < 200; j++ {
+			job := fmt.Sprintf("job-%d", j)
+			at, err := Place(job, need, cands)
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := make([]int, len(cands))
+			for _, i := range at {
+				count[i]++
+			}
+			for i, c := range cands {
+				limit := max(1, int(math.Ceil(LoadBound*float64(p)*float64(c.Capacity)/4)))
+				if count[i] > limit {
+					t.Fatalf("%s, %d shards: %s got %d, bound %d", job, p, c.Name, count[i], limit)
+				}
+			}
+		}
+	}
+}

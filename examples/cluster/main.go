@@ -1,0 +1,88 @@
+// Command cluster runs a didnmf cluster in one process the way separate machines would run it:
+// three member nodes that find each other by gossip (each would be `node serve` on its own
+// machine), and a client that joins the gossip as a client and submits a job, which the
+// cluster places on its members. The client streams the input to the shards (the members
+// need not see the file). Cancel with Ctrl-C.
+//
+//	go run ./examples/cluster [input-spec-or-path] [rank]
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"strconv"
+	"time"
+
+	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/server"
+)
+
+func main() {
+	input, rank := "synthetic:m=20,n=200000,k=4,seed=1,noise=0.01", int64(4)
+	if len(os.Args) > 1 {
+		input = os.Args[1]
+	}
+	if len(os.Args) > 2 {
+		r, err := strconv.ParseInt(os.Args[2], 10, 64)
+		if err != nil {
+			log.Fatalf("rank: %v", err)
+		}
+		rank = r
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	res, err := factorize(ctx, input, rank, 3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s: %d iterations, %s, rel_err2 %.4g\n", input, res.Iterations, res.StopReason, res.RelErr2())
+	for s, node := range res.ShardNodes {
+		fmt.Printf("  shard %d ran on %s\n", s, node)
+	}
+}
+
+// factorize starts n member nodes on loopback, joins them as a client and runs DID with 6
+// shards on them, streaming the input from the client.
+func factorize(ctx context.Context, input string, rank int64, n int) (*actors.Result, error) {
+	var members []*server.Server
+	defer func() {
+		for _, m := range members {
+			_ = m.Leave(time.Second) // graceful: the others see a leave, not a failure
+		}
+	}()
+	for i := 0; i < n; i++ {
+		cfg := server.Config{Name: fmt.Sprintf("member-%d", i+1), Bind: "127.0.0.1:0"}
+		if i > 0 {
+			cfg.Join = []string{members[0].Gossip()} // any live member will do
+		}
+		m, err := server.Start(cfg)
+		if err != nil {
+			return nil, err
+		}
+		members = append(members, m)
+	}
+	client, err := server.Connect(server.ClientConfig{Cluster: []string{members[0].Gossip()}})
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	for len(client.Members.Workers()) < n { // gossip converges in milliseconds on loopback
+		time.Sleep(10 * time.Millisecond)
+	}
+	job, err := client.Submit(ctx, &messages.JobSpec{Inputs: []string{input}, Rank: rank, Algorithm: string(kernels.DID), Shards: 6,
+		Seed: 1, Stop: &messages.StopRule{Tol: 1e-6, MaxIter: 500}, Ingest: actors.IngestStream})
+	if err != nil {
+		return nil, err
+	}
+	for p := range job.Progress() {
+		if p.Iteration%100 == 0 {
+			fmt.Printf("iteration %4d  objective ratio %.3e\n", p.Iteration, p.Ratio)
+		}
+	}
+	return job.Wait(ctx)
+}
