@@ -1,0 +1,157 @@
+package server
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/pki"
+)
+
+func TestCheckSecurity(t *testing.T) {
+	key := make([]byte, 16)
+	tls := &pki.Config{}
+	for _, c := range []struct {
+		host     string
+		key      []byte
+		tls      *pki.Config
+		insecure bool
+		refused  string
+	}{
+		{"127.0.0.1", nil, nil, false, ""},
+		{"::1", nil, nil, false, ""},
+		{"10.0.0.5", key, tls, false, ""},
+		{"10.0.0.5", nil, nil, true, ""},
+		{"10.0.0.5", nil, nil, false, "--gossip-key (or DIDNMF_GOSSIP_KEY) to encrypt the gossip and --tls-cert"},
+		{"10.0.0.5", key, nil, false, "without --tls-cert"},
+		{"10.0.0.5", nil, tls, false, "without --gossip-key"},
+	} {
+		err := CheckSecurity(c.host, c.key, c.tls, c.insecure)
+		if c.refused == "" && err != nil || c.refused != "" && (err == nil || !strings.Contains(err.Error(), c.refused)) {
+			t.Errorf("%s key=%v tls=%v insecure=%v: %v, want %q", c.host, c.key != nil, c.tls != nil, c.insecure, err, c.refused)
+		}
+	}
+}
+
+func TestStartRefusesBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Bind: "localhost"}, "want IP:PORT"},
+		{Config{Bind: "node1:7946"}, "not an IP address"},
+		{Config{Bind: "127.0.0.1:99999"}, "bad port"},
+		{Config{Bind: "0.0.0.0:0", Insecure: true}, "not a wildcard"},
+		{Config{Bind: "127.0.0.1:0", Capacity: -1}, "--capacity"},
+	} {
+		c.cfg.DataDir = filepath.Join(dir, "d")
+		if s, err := Start(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			if s != nil {
+				s.Close()
+			}
+			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+// TestClusterInProcess: three members and a client join by gossip; a second node cannot use
+// a data directory in use; a job placed on the members is bitwise the driver's; a member that
+// leaves is gone from the others' lists.
+func TestClusterInProcess(t *testing.T) {
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	dir := t.TempDir()
+	var members []*Server
+	defer func() {
+		for _, m := range members {
+			m.Close()
+		}
+	}()
+	for i, name := range []string{"a", "b", "c"} {
+		cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name)}
+		if i > 0 {
+			cfg.Join = []string{members[0].Gossip()}
+		}
+		s, err := Start(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, s)
+	}
+	if s, err := Start(Config{Name: "d", Bind: "127.0.0.1:0", DataDir: filepath.Join(dir, "a")}); err == nil || !strings.Contains(err.Error(), "in use") {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("a second node on a's data directory: %v", err)
+	}
+	client, err := Connect(ClientConfig{Cluster: []string{members[1].Gossip()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(client.Members.Workers()) < 3 || len(members[2].Members.Members()) < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("client sees %d workers, c sees %d members", len(client.Members.Workers()), len(members[2].Members.Members()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if co, _ := client.Coordinator(); co.Name != "b" {
+		t.Errorf("jobs go to %s, want the seed b", co.Name)
+	}
+	spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=3000,k=3,seed=3"}, Rank: 3, Algorithm: "did", Shards: 6, Seed: 2,
+		Stop: &messages.StopRule{MaxIter: 15}}
+	job, err := client.Submit(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := job.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := matio.Open(spec.Inputs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := kernels.ColumnRanges(src.Samples(), 6)
+	blocks := make([]kernels.Block, 6)
+	for s := range blocks {
+		if blocks[s], err = src.Read(r[s], r[s+1], matio.LayoutAuto); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := kernels.Run(context.Background(), blocks, kernels.Config{Algo: kernels.DID, K: 3, Seed: 2, Stop: kernels.StopRule{MaxIter: 15}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want.B {
+		if math.Float64bits(want.B[i]) != math.Float64bits(got.B[i]) {
+			t.Fatalf("B differs from the driver's at %d", i)
+		}
+	}
+	for i := range want.C {
+		if math.Float64bits(want.C[i]) != math.Float64bits(got.C[i]) {
+			t.Fatalf("C differs from the driver's at %d", i)
+		}
+	}
+	st := client.Status(time.Second)
+	if len(st) != 4 {
+		t.Errorf("status lists %d members, want 3 and the client", len(st))
+	}
+	if err := members[2].Leave(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for len(members[0].Members.Workers()) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a still lists %d workers after c left", len(members[0].Members.Workers()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
