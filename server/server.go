@@ -65,7 +65,9 @@ type Server struct {
 
 // lateMembers lets the actor node see the membership that starts after it (the membership
 // advertises the node's actor address, which is only known once the node listens).
-type lateMembers struct{ m atomic.Pointer[cluster.Membership] }
+type lateMembers struct {
+	m atomic.Pointer[cluster.Membership]
+}
 
 func (l *lateMembers) Workers() []cluster.Member {
 	if m := l.m.Load(); m != nil {
