@@ -195,6 +195,14 @@ func (j *Job) Cancel() {
 	}
 }
 
+// Abandon ends the job on the client's side with err, for a caller that learned the job is
+// lost (its coordinator's node died, say); the coordinator, if alive, is asked to cancel it.
+func (j *Job) Abandon(err error) {
+	j.Cancel()
+	j.client.forget(j.ID)
+	j.finish(nil, err)
+}
+
 // finish ends the job once; it runs on the client actor (or in Close).
 func (j *Job) finish(res *Result, err error) {
 	j.once.Do(func() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/cluster"
@@ -59,6 +60,7 @@ type coordinator struct {
 	reducerDone int
 	counters    messages.Counters
 	meter       meter
+	watch       *eventstream.Subscription // membership events, on a cluster
 }
 
 func newCoordinator(n *Node, sub *messages.SubmitJob) *coordinator {
@@ -69,7 +71,14 @@ func newCoordinator(n *Node, sub *messages.SubmitJob) *coordinator {
 func (c *coordinator) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		c.watchMembers(ctx)
 		c.start(ctx)
+	case *actor.Stopped:
+		if c.watch != nil {
+			ctx.ActorSystem().EventStream.Unsubscribe(c.watch)
+		}
+	case cluster.Event:
+		c.onMemberEvent(ctx, m)
 	case *messages.Placed:
 		c.onPlaced(ctx, m)
 	case *messages.IterationDone:
@@ -86,6 +95,36 @@ func (c *coordinator) Receive(ctx actor.Context) {
 		if m.JobId == c.job {
 			c.fail(ctx, "canceled", "job canceled by the client")
 		}
+	}
+}
+
+// watchMembers subscribes the coordinator to the membership events its node publishes on its
+// event stream (see server), so that a job whose node leaves or dies fails at once instead of
+// waiting for messages that will never come.
+func (c *coordinator) watchMembers(ctx actor.Context) {
+	system, self := ctx.ActorSystem(), ctx.Self()
+	c.watch = system.EventStream.Subscribe(func(evt any) {
+		if e, ok := evt.(cluster.Event); ok && e.Kind == cluster.EventLeave {
+			system.Root.Send(self, e)
+		}
+	})
+}
+
+// onMemberEvent fails the job when a node holding its actors left the cluster or died.
+func (c *coordinator) onMemberEvent(ctx actor.Context, e cluster.Event) {
+	if c.over || e.Kind != cluster.EventLeave {
+		return
+	}
+	for _, h := range c.hosts {
+		if h.Address != e.Member.Meta.Actor {
+			continue
+		}
+		how := "left the cluster"
+		if e.Dead {
+			how = "failed (declared dead by the gossip)"
+		}
+		c.fail(ctx, "failure", fmt.Sprintf("node %s (%s) %s while job %s ran on it; its shards are lost, the job cannot finish", e.Member.Name, h.Address, how, c.job))
+		return
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/didnmf/didnmf/actors"
@@ -38,6 +39,8 @@ type Client struct {
 	Members *cluster.Membership
 	Actors  *actors.Client
 	seeds   []string
+	mu      sync.Mutex
+	watches map[string][]*actors.Job // member name -> jobs it coordinates
 }
 
 // Connect joins the cluster as a client.
@@ -60,14 +63,15 @@ func Connect(cfg ClientConfig) (*Client, error) {
 	if err := CheckSecurity(host, cfg.GossipKey, cfg.TLS, cfg.Insecure); err != nil {
 		return nil, err
 	}
-	c := &Client{seeds: cfg.Cluster}
+	c := &Client{seeds: cfg.Cluster, watches: map[string][]*actors.Job{}}
 	var err error
 	c.Node, err = actors.StartNode(actors.NodeConfig{Host: host, Threads: 1, Logger: cfg.Logger, TLS: cfg.TLS})
 	if err != nil {
 		return nil, err
 	}
 	c.Members, err = cluster.Start(cluster.Config{Bind: net.JoinHostPort(host, "0"), Join: cfg.Cluster, SecretKey: cfg.GossipKey,
-		Logger: cfg.Logger, Meta: cluster.Meta{Role: cluster.RoleClient, Actor: c.Node.Address(), Started: time.Now().UnixNano()}})
+		Logger: cfg.Logger, Meta: cluster.Meta{Role: cluster.RoleClient, Actor: c.Node.Address(), Started: time.Now().UnixNano()},
+		OnEvent: c.onEvent})
 	if err != nil {
 		c.Node.Close()
 		return nil, fmt.Errorf("joining the cluster at %v: %w", cfg.Cluster, err)
@@ -124,7 +128,37 @@ func (c *Client) Submit(ctx context.Context, spec *messages.JobSpec) (*actors.Jo
 	if err != nil {
 		return nil, err
 	}
-	return c.Actors.Submit(ctx, m.Meta.Actor, spec)
+	job, err := c.Actors.Submit(ctx, m.Meta.Actor, spec)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.watches[m.Name] = append(c.watches[m.Name], job)
+	c.mu.Unlock()
+	return job, nil
+}
+
+// onEvent ends the jobs whose coordinator's node left or died: nobody would ever answer them.
+func (c *Client) onEvent(e cluster.Event) {
+	if e.Kind != cluster.EventLeave {
+		return
+	}
+	c.mu.Lock()
+	jobs := c.watches[e.Member.Name]
+	delete(c.watches, e.Member.Name)
+	c.mu.Unlock()
+	how := "left the cluster"
+	if e.Dead {
+		how = "failed (declared dead by the gossip)"
+	}
+	for _, j := range jobs {
+		select {
+		case <-j.Done():
+		default:
+			j.Abandon(&actors.JobError{JobID: j.ID, Kind: "failure",
+				Message: fmt.Sprintf("job %s: node %s (%s), which coordinated it, %s; the job is lost", j.ID, e.Member.Name, e.Member.Meta.Actor, how)})
+		}
+	}
 }
 
 // MemberStatus is one member's state as status reports it.

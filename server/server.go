@@ -165,7 +165,11 @@ func Start(cfg Config) (*Server, error) {
 	s.Members, err = cluster.Start(cluster.Config{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join, SecretKey: cfg.GossipKey, Logger: logger,
 		Meta: cluster.Meta{Role: cluster.RoleMember, Actor: s.Node.Address(), Cores: cores, Memory: cfg.Memory,
 			Capacity: max(cfg.Capacity, 1), Started: time.Now().UnixNano()},
-		OnEvent: func(e cluster.Event) { logEvent(logger, e) }})
+		OnEvent: func(e cluster.Event) {
+			logEvent(logger, e)
+			// The node's actors (coordinators watching their jobs' nodes) learn of it too.
+			s.Node.System().EventStream.Publish(e)
+		}})
 	if err != nil {
 		return fail(err)
 	}

@@ -426,3 +426,50 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
+
+// TestClusterNodeLossFailsJob: until jobs can recover (checkpoints), losing a node fails the
+// jobs running on it loudly and at once, rather than leaving them waiting forever: kill -9 of
+// a node with shards, then of the node coordinating a job.
+func TestClusterNodeLossFailsJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	a := startServe(t, "a")
+	startServe(t, "b", "--join", a.gossip) // the job keeps running shards on b
+	c := startServe(t, "c", "--join", a.gossip)
+	waitFor(t, "3 members", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip)) == 3 })
+	long := []string{"--input", "synthetic:m=6,n=100000,k=3,seed=4", "--rank", "3", "--shards", "12", "--max-iter", "100000", "--tol", "0", "--quiet"}
+	for _, v := range []struct {
+		victim, coordinator *serveProc
+		want                string
+	}{
+		{c, a, "failed (declared dead by the gossip) while job"},
+		{a, a, "which coordinated it, failed"},
+	} {
+		job := nodeCmd(t, append([]string{"factorize", "--cluster", v.coordinator.gossip, "--out", filepath.Join(t.TempDir(), "out")}, long...)...)
+		var out bytes.Buffer
+		job.Stdout, job.Stderr = &out, &out
+		if err := job.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the job running on "+v.victim.name, 20*time.Second, func() bool {
+			return len(clusterStatus(t, v.coordinator.gossip)[v.victim.name].Jobs) > 0
+		})
+		killed := time.Now()
+		if err := v.victim.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- job.Wait() }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(out.String(), v.want) {
+				t.Fatalf("kill -9 of %s: factorize ended with %v:\n%s", v.victim.name, err, out.String())
+			}
+			t.Logf("kill -9 of %s: the job failed %v later: %s", v.victim.name, time.Since(killed).Round(time.Millisecond), lastLine(out.String()))
+		case <-time.After(30 * time.Second):
+			job.Process.Kill()
+			t.Fatalf("kill -9 of %s: the job still runs after 30 s:\n%s", v.victim.name, out.String())
+		}
+	}
+}
