@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -124,40 +125,11 @@ func TestStreamedIngestBadData(t *testing.T) {
 		s.Ingest = IngestStream
 		_, err := runJob(t, cl, s)
 		var je *JobError
-		if !asJobError(err, &je) || je.Kind != "input" || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "negative") {
+		if !errors.As(err, &je) || je.Kind != "input" || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "negative") {
 			t.Fatalf("got %v, want an input error naming %q and the negative value", err, c.want)
 		}
 		t.Logf("error: %v", err)
-		waitNoJobActors(t, lc)
-	}
-}
-
-func asJobError(err error, je **JobError) bool {
-	e, ok := err.(*JobError)
-	*je = e
-	return ok
-}
-
-// waitNoJobActors waits until no node has job actors left.
-func waitNoJobActors(t *testing.T, lc *LocalCluster) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		busy := 0
-		for _, n := range lc.Nodes {
-			res, err := n.System().Root.RequestFuture(n.Host(), &messages.HostStatus{}, time.Second).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			busy += int(res.(*messages.Pong).Actors)
-		}
-		if busy == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d job actors still alive", busy)
-		}
-		time.Sleep(20 * time.Millisecond)
+		waitIdle(t, lc)
 	}
 }
 

@@ -170,6 +170,14 @@ func benchActors(jf *jobFlags, j *job, blocks []kernels.Block, pairs int) (*acto
 		return nil, err
 	}
 	defer stop()
+	return timePairs(jf, j, blocks, pairs, func() (*actors.Result, error) {
+		return runJob(context.Background(), client, spec, nil)
+	})
+}
+
+// timePairs runs the job pairs times with the driver and with runActors, alternately, and
+// returns the medians.
+func timePairs(jf *jobFlags, j *job, blocks []kernels.Block, pairs int, runActors func() (*actors.Result, error)) (*actorBench, error) {
 	out := &actorBench{fanIn: jf.fanIn}
 	if out.fanIn == 0 {
 		out.fanIn = actors.DefaultFanIn
@@ -180,7 +188,7 @@ func benchActors(jf *jobFlags, j *job, blocks []kernels.Block, pairs int) (*acto
 		if err != nil {
 			return nil, err
 		}
-		ares, err := runJob(context.Background(), client, spec, nil)
+		ares, err := runActors()
 		if err != nil {
 			return nil, err
 		}

@@ -161,30 +161,17 @@ func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads, pairs 
 	}
 	defer c.Close()
 	spec := jf.wireSpec(j, nil)
-	out := &procsBench{actorBench: actorBench{fanIn: max(jf.fanIn, 0)}}
-	if out.fanIn == 0 {
-		out.fanIn = actors.DefaultFanIn
-	}
-	var drv, act, ratios, over []float64
-	for r := 0; r < pairs; r++ {
-		res, err := kernels.Run(context.Background(), blocks, j.cfg)
-		if err != nil {
-			return nil, err
-		}
+	ab, err := timePairs(jf, j, blocks, pairs, func() (*actors.Result, error) {
 		job, err := c.Submit(context.Background(), spec)
 		if err != nil {
 			return nil, err
 		}
-		ares, err := follow(context.Background(), job, nil)
-		if err != nil {
-			return nil, err
-		}
-		d, a := median(res.IterSeconds), median(ares.IterSeconds)
-		drv, act = append(drv, d), append(act, a)
-		ratios, over = append(ratios, a/d), append(over, a-d)
-		out.messages, out.bytes = ares.MessagesPerIteration, ares.BytesPerIteration
+		return follow(context.Background(), job, nil)
+	})
+	if err != nil {
+		return nil, err
 	}
-	out.driverSec, out.actorSec, out.ratio, out.overhead = median(drv), median(act), median(ratios), median(over)
+	out := &procsBench{actorBench: *ab}
 	out.joinSec = median(joins)
 	if detect && n > 1 {
 		victim := kids[n-1]
