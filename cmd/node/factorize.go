@@ -288,5 +288,12 @@ func writeOutputs(dir string, res *kernels.Result, rep *report) error {
 			return fmt.Errorf("writing %s: %w", filepath.Join(dir, f.name), err)
 		}
 	}
+	if res.C == nil {
+		// The shards wrote C elsewhere (--out-shared): a coef.npy left here by an earlier run
+		// would pass for this run's.
+		if err := os.Remove(filepath.Join(dir, "coef.npy")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
 	return nil
 }
