@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -192,7 +193,7 @@ func (c *coordinator) shape(spec *messages.JobSpec) (string, error) {
 		}
 		c.m, c.n = int(spec.Features), int(spec.Samples)
 		c.density = float64(spec.StoredEntries) / (float64(c.m) * float64(c.n))
-		return "the streamed input", nil
+		return strings.Join(spec.Inputs, " + ") + " (streamed by the client)", nil
 	}
 	src, err := matio.OpenAll(spec.Inputs)
 	if err != nil {

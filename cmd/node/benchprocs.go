@@ -28,7 +28,8 @@ type child struct {
 }
 
 var (
-	serveLine = regexp.MustCompile(`^node (\S+) serving: gossip (\S+),`)
+	// serveLine is the line `node serve` prints once it serves: name, gossip and actor address.
+	serveLine = regexp.MustCompile(`^node (\S+) serving: gossip (\S+), actor (\S+),`)
 	eventLine = regexp.MustCompile(`msg="member (joined|left|failed)[^"]*" member=(\S+)`)
 )
 

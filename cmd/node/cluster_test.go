@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,8 +36,6 @@ func (w lockedWriter) Write(b []byte) (int, error) {
 	defer w.p.mu.Unlock()
 	return w.p.log.Write(b)
 }
-
-var servingLine = regexp.MustCompile(`^node (\S+) serving: gossip (\S+), actor (\S+),`)
 
 // nodeCmd is the test binary acting as the node command.
 func nodeCmd(t *testing.T, args ...string) *exec.Cmd {
@@ -80,7 +77,7 @@ func startServe(t *testing.T, name string, args ...string) *serveProc {
 	})
 	select {
 	case line, ok := <-lines:
-		m := servingLine.FindStringSubmatch(line)
+		m := serveLine.FindStringSubmatch(line)
 		if !ok || m == nil {
 			t.Fatalf("serve %s did not start: %q\n%s", name, line, p.logText())
 		}

@@ -184,24 +184,28 @@ func (f *jobFlags) open() (*job, error) {
 	if f.outShared != "" && !filepath.IsAbs(f.outShared) {
 		return nil, badInput("--out-shared %s: give an absolute path (the nodes' working directories differ)", f.outShared)
 	}
-	if f.cluster != "" && f.ingest == "shared" {
-		// The nodes read the input: the client need not see it. Check what can be checked here.
-		for _, in := range f.inputs {
-			if !strings.HasPrefix(in, "synthetic:") && !filepath.IsAbs(in) {
-				return nil, badInput("--input %s: give an absolute path with --ingest shared (the nodes' working directories differ), or --ingest stream", in)
-			}
-		}
-		return &job{layout: layout, shards: f.shards, cfg: kernels.Config{Algo: algo.Name, K: f.rank, Seed: f.seed, Stop: stop,
-			Threads: f.threads, Init: kernels.InitSpec{Method: initMethod}, Options: kernels.Options{Form: form, Rho: f.rho}}}, nil
-	}
 	if !algo.Distributed && f.shards != 1 {
 		return nil, badInput("--algo %s runs on one shard; --shards %d needs a distributed algorithm (did, dbcd, dadmm, hpc-anls)", f.algo, f.shards)
+	}
+	cfg := kernels.Config{Algo: algo.Name, K: f.rank, Seed: f.seed, Stop: stop, Threads: f.threads,
+		Init: kernels.InitSpec{Method: initMethod}, Options: kernels.Options{Form: form, Rho: f.rho}}
+	if f.cluster != "" {
+		// The job is checked against the data where the data is read: on the nodes (shared
+		// ingest) or in the client that streams it, not twice here.
+		if f.ingest == "shared" {
+			for _, in := range f.inputs {
+				if !strings.HasPrefix(in, "synthetic:") && !filepath.IsAbs(in) {
+					return nil, badInput("--input %s: give an absolute path with --ingest shared (the nodes' working directories differ), or --ingest stream", in)
+				}
+			}
+		}
+		return &job{layout: layout, shards: f.shards, cfg: cfg}, nil
 	}
 	src, err := matio.OpenAll(f.inputs)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	j := &job{src: src, layout: layout, shards: f.shards, m: src.Features(), n: src.Samples()}
+	j := &job{src: src, layout: layout, shards: f.shards, m: src.Features(), n: src.Samples(), cfg: cfg}
 	fail := func(err error) (*job, error) {
 		src.Close()
 		return nil, err
@@ -212,8 +216,6 @@ func (f *jobFlags) open() (*job, error) {
 	if f.shards > j.n {
 		return fail(badInput("--shards %d is more than the %d samples of %s", f.shards, j.n, src.Name()))
 	}
-	j.cfg = kernels.Config{Algo: algo.Name, K: f.rank, Seed: f.seed, Stop: stop, Threads: f.threads,
-		Init: kernels.InitSpec{Method: initMethod}, Options: kernels.Options{Form: form, Rho: f.rho}}
 	if initMethod == kernels.InitCustom {
 		b0, err := readFactor(f.initBasis, "--init-basis", j.m, f.rank, "features x K")
 		if err != nil {
