@@ -11,7 +11,7 @@ package kernels
 // It starts from W = B0, H = C0, Phi = Psi = 0. The reported objective is ||X - BC||^2 for the
 // nonnegative pair, computed directly. ADMM is not monotone and is sensitive to rho.
 func runADMM(e *shardEnv) {
-	e.B, e.C = e.initialize()
+	first, initial, state := e.begin()
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
 	rho := e.rho()
@@ -20,12 +20,17 @@ func runADMM(e *shardEnv) {
 	h := append([]float64(nil), c...)
 	phi := make([]float64, m*k)
 	psi := make([]float64, k*n)
+	if first > 1 {
+		h, phi, psi = state[0], state[1], state[2]
+	} else {
+		initial = ResidualSq(x, b, c, k, e.spec.Pool)
+	}
+	e.state = func() [][]float64 { return cloneAll(h, phi, psi) }
 	xht := make([]float64, m*k)
 	s := make([]float64, k*k)
 	wtx := make([]float64, k*n)
 	row := make([]float64, k)
-	initial := ResidualSq(x, b, c, k, e.spec.Pool)
-	for it := 1; ; it++ {
+	for it := first; ; it++ {
 		// W (S = H H^T + rho I is symmetric, so W S = R  <=>  S w_i = r_i for each row i)
 		ops.xct(h, xht)
 		ops.cct(h, s)
@@ -82,4 +87,11 @@ func runADMM(e *shardEnv) {
 		}
 		e.iterationDone(it, ResidualSq(x, b, c, k, e.spec.Pool), initial)
 	}
+}
+
+// admmState is ADMM's Snapshot.State layout. W needs no slot: each iteration overwrites it
+// before reading it.
+func admmState(s *ShardSpec) []stateSlot {
+	m, n := s.X.Dims()
+	return []stateSlot{{"H (K x n)", s.K * n}, {"Phi (M x K)", m * s.K}, {"Psi (K x n)", s.K * n}}
 }

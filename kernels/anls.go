@@ -10,7 +10,7 @@ import "github.com/didnmf/didnmf/kernels/nnls"
 //
 // each warm-started from the previous solution's passive set.
 func runANLS(e *shardEnv) {
-	e.B, e.C = e.initialize()
+	first, initial, _ := e.begin()
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
 	ops := newBlockOps(x, k, e.spec.Pool)
@@ -23,8 +23,10 @@ func runANLS(e *shardEnv) {
 	bt := make([]float64, k*m)
 	wsC := laneWorkspaces(len(ops.lanes)-1, k)
 	wsB := nnls.NewWorkspace(k)
-	initial := ResidualSq(x, b, c, k, e.spec.Pool)
-	for it := 1; ; it++ {
+	if first == 1 {
+		initial = ResidualSq(x, b, c, k, e.spec.Pool)
+	}
+	for it := first; ; it++ {
 		nnlsCoef(ops, wsC, b, c, g, h)
 		ops.xct(c, a)
 		ops.cct(c, v)

@@ -48,6 +48,28 @@ func ChooseForm(x Block, k int) Form {
 	return FormGram
 }
 
+// state returns copies of what the Gram form carries from one call to the next and uses for
+// the next call's prev: X C^T (M x K, column-major, as the lanes accumulated it, which is not
+// bitwise what a fresh product gives) and C C^T. The residual form carries nothing.
+func (s *cStep) state() [][]float64 {
+	if s.form != FormGram {
+		return nil
+	}
+	a := make([]float64, s.m*s.k)
+	unpackPanels(a, s.aPrev, s.m, s.k)
+	return cloneAll(a, s.vPrev)
+}
+
+// restore sets the state that state returned, as if the previous call had run here.
+func (s *cStep) restore(st [][]float64) {
+	if s.form != FormGram {
+		return
+	}
+	packPanels(s.aPrev, st[0], s.m, s.k)
+	copy(s.vPrev, st[1])
+	s.havePrev = true
+}
+
 func newCStep(x Block, k int, pool *Pool, form Form) *cStep {
 	m, n := x.Dims()
 	if form == FormAuto {

@@ -15,21 +15,27 @@ import "github.com/didnmf/didnmf/kernels/nnls"
 // objective ||X||^2 - 2<B, X C^T> + <B^T B, C C^T> of the new iterate without another step.
 // It starts from Y_i = B0 C_i0, U_i = 0.
 func runDADMM(e *shardEnv) {
-	e.B, e.C = e.initialize()
+	first, initial, state := e.begin()
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
 	rho := e.rho()
 	lanes := laneBounds(x, k)
 	nl := len(lanes) - 1
-	y := make([]float64, m*n)
-	u := make([]float64, m*n)
-	for j := 0; j < n; j++ {
-		for p, cp := range c[j*k : (j+1)*k] {
-			if cp != 0 {
-				axpy(y[j*m:(j+1)*m], cp, b[p*m:(p+1)*m])
+	var u, y []float64
+	if first > 1 {
+		u, y = state[0], state[1]
+	} else {
+		y = make([]float64, m*n)
+		u = make([]float64, m*n)
+		for j := 0; j < n; j++ {
+			for p, cp := range c[j*k : (j+1)*k] {
+				if cp != 0 {
+					axpy(y[j*m:(j+1)*m], cp, b[p*m:(p+1)*m])
+				}
 			}
 		}
 	}
+	e.state = func() [][]float64 { return cloneAll(u, y) }
 	g := make([]float64, k*k)
 	ws := laneWorkspaces(nl, k)
 	type laneAcc struct {
@@ -49,8 +55,7 @@ func runDADMM(e *shardEnv) {
 	ft := make([]float64, k*m)
 	bt := make([]float64, k*m)
 	wsB := nnls.NewWorkspace(k)
-	var initial float64
-	for it := 1; ; it++ {
+	for it := first; ; it++ {
 		gramCols(b, m, k, g)
 		e.spec.Pool.Run(nl, func(l int) {
 			la := &acc[l]
@@ -151,4 +156,10 @@ func runDADMM(e *shardEnv) {
 		obj := gramObjective(sum[lp+2*m*k+1], b, sum[lp+m*k:lp+2*m*k], g, v)
 		e.iterationDone(it, obj, initial)
 	}
+}
+
+// dadmmState is DADMM's Snapshot.State layout.
+func dadmmState(s *ShardSpec) []stateSlot {
+	m, n := s.X.Dims()
+	return []stateSlot{{"U_i (M x n_i)", m * n}, {"Y_i (M x n_i)", m * n}}
 }

@@ -10,6 +10,8 @@ package kernels
 // and after the C update, and each B column step changes it by
 // -2 db_k·(y_k - b_k z_k) + ||db_k||^2 z_k, all from reduced values.
 
+import "slices"
+
 // residualShard holds the residual of a block and runs DBCD's local work on lanes.
 type residualShard struct {
 	x       Block
@@ -30,18 +32,24 @@ type residualShard struct {
 	yFn    func(int)
 }
 
-func newResidualShard(x Block, k int, pool *Pool, b, c []float64) *residualShard {
+// newResidualShard starts from the residual e (M x n, taken over) or, when e is nil, from
+// e = X - B C.
+func newResidualShard(x Block, k int, pool *Pool, b, c, e []float64) *residualShard {
 	m, n := x.Dims()
 	lanes := laneBounds(&Dense{Rows: m, Cols: n}, k)
 	s := &residualShard{x: x, m: m, n: n, k: k, pool: pool, lanes: lanes, b: b, c: c,
-		e: make([]float64, m*n), g: make([]float64, k*k), pendK: -1, pendDB: make([]float64, m),
+		e: e, g: make([]float64, k*k), pendK: -1, pendDB: make([]float64, m),
 		laneY: make([][]float64, len(lanes)-1), laneZ: make([]float64, len(lanes)-1),
 		laneObj: make([][2]float64, len(lanes)-1)}
 	for l := range s.laneY {
 		s.laneY[l] = make([]float64, m)
 	}
 	s.cFn, s.yFn = s.cLane, s.yLane
+	if e != nil {
+		return s
+	}
 	// e = X - B C
+	s.e = make([]float64, m*n)
 	pool.Run(len(lanes)-1, func(l int) {
 		for j := lanes[l]; j < lanes[l+1]; j++ {
 			ej := s.e[j*m : (j+1)*m]
@@ -54,6 +62,16 @@ func newResidualShard(x Block, k int, pool *Pool, b, c []float64) *residualShard
 		}
 	})
 	return s
+}
+
+// residual returns a copy of E = X - B C with the pending step applied, bitwise as the next
+// C update applies it.
+func (s *residualShard) residual() []float64 {
+	e := slices.Clone(s.e)
+	for j := 0; j < s.n; j++ {
+		s.applyPending(e[j*s.m:(j+1)*s.m], j)
+	}
+	return e
 }
 
 // applyPending applies the pending B column step to column j of e.
@@ -152,14 +170,25 @@ func runDBCD(e *shardEnv) { runResidualBCD(e, true) }
 
 func runBCD(e *shardEnv) { runResidualBCD(e, false) }
 
+// residualBCDState is DBCD's and BCD's Snapshot.State layout: the maintained residual, whose
+// accumulated updates differ in round-off from a fresh X - B C.
+func residualBCDState(s *ShardSpec) []stateSlot {
+	m, n := s.X.Dims()
+	return []stateSlot{{"E = X_i - B C_i (M x n_i)", m * n}}
+}
+
 func runResidualBCD(e *shardEnv, distributed bool) {
-	e.B, e.C = e.initialize()
+	first, initial, state := e.begin()
 	m, k := e.rows, e.k
-	sh := newResidualShard(e.spec.X, k, e.spec.Pool, e.B, e.C)
+	var res []float64
+	if first > 1 {
+		res = state[0]
+	}
+	sh := newResidualShard(e.spec.X, k, e.spec.Pool, e.B, e.C, res)
+	e.state = func() [][]float64 { return [][]float64{sh.residual()} }
 	partial := make([]float64, m+3)
 	y := make([]float64, m)
-	var initial float64
-	for it := 1; ; it++ {
+	for it := first; ; it++ {
 		prev, post := sh.updateC()
 		var obj float64
 		for p := 0; p < k; p++ {

@@ -16,15 +16,18 @@ package kernels
 func didPartialLen(m, k int) int { return m*k + lowerLen(k) + 2 }
 
 func runDID(e *shardEnv) {
-	e.B, e.C = e.initialize()
+	first, initial, state := e.begin()
 	st := newCStep(e.spec.X, e.k, e.spec.Pool, e.spec.Form)
+	if first > 1 {
+		st.restore(state)
+	}
+	e.state = st.state
 	m, k := e.rows, e.k
 	partial := make([]float64, didPartialLen(m, k))
 	w := make([]float64, m*k)
 	v := make([]float64, k*k)
 	db := make([]float64, m*k)
-	var initial float64
-	for it := 1; ; it++ {
+	for it := first; ; it++ {
 		prev, post := st.run(e.B, e.C, w, v)
 		copy(partial, w)
 		packLower(partial[m*k:], v, k)
@@ -39,6 +42,19 @@ func runDID(e *shardEnv) {
 		obj := incrementalBUpdate(e.B, w, v, db, m, k, sum[len(sum)-1])
 		e.iterationDone(it, obj, initial)
 	}
+}
+
+// didState is DID's Snapshot.State layout: the Gram form's cache (see cStep.state).
+func didState(s *ShardSpec) []stateSlot {
+	form := s.Form
+	if form == FormAuto {
+		form = ChooseForm(s.X, s.K)
+	}
+	if form != FormGram {
+		return nil
+	}
+	m, _ := s.X.Dims()
+	return []stateSlot{{"A = X_i C_i^T (M x K)", m * s.K}, {"V = C_i C_i^T (K x K)", s.K * s.K}}
 }
 
 // incrementalBUpdate applies DID's B update in place given the reduced W (M x K column-major)

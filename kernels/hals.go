@@ -10,7 +10,7 @@ package kernels
 // keep their value. The objective comes from ||X||^2 - 2 sum_k (b_k^T X) c_k^T + <B^T B, C C^T>,
 // whose pieces the updates produce anyway.
 func runHALS(e *shardEnv) {
-	e.B, e.C = e.initialize()
+	first, initial, _ := e.begin()
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
 	ops := newBlockOps(x, k, e.spec.Pool)
@@ -22,8 +22,10 @@ func runHALS(e *shardEnv) {
 	g := make([]float64, k*k)
 	v := make([]float64, k*k)
 	laneCross := make([]float64, len(ops.lanes)-1)
-	initial := ResidualSq(x, b, c, k, e.spec.Pool)
-	for it := 1; ; it++ {
+	if first == 1 {
+		initial = ResidualSq(x, b, c, k, e.spec.Pool)
+	}
+	for it := first; ; it++ {
 		var cross float64
 		for p := 0; p < k; p++ {
 			// b_p

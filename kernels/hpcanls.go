@@ -17,7 +17,7 @@ import "github.com/didnmf/didnmf/kernels/nnls"
 // so ||X - BC||^2 = ||X||^2 + sum is exact at every iteration; ||X||^2 and ||E_0||^2 come from
 // one allreduce during initialisation.
 func runHPCANLS(e *shardEnv) {
-	e.B, e.C = e.initialize()
+	first, initial, state := e.begin()
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
 	p, me := e.spec.Shards, e.spec.Shard
@@ -28,8 +28,14 @@ func runHPCANLS(e *shardEnv) {
 		segments[s] = (rowRanges[s+1] - rowRanges[s]) * k
 	}
 	ops := newBlockOps(x, k, e.spec.Pool)
-	start := e.allReduce("hpcanls.init", 0, []float64{ResidualSq(x, b, c, k, e.spec.Pool), x.SqNorm()})
-	initial, sqX := start[0], start[1]
+	var sqX float64
+	if first > 1 {
+		sqX = state[0][0]
+	} else {
+		start := e.allReduce("hpcanls.init", 0, []float64{ResidualSq(x, b, c, k, e.spec.Pool), x.SqNorm()})
+		initial, sqX = start[0], start[1]
+	}
+	e.state = func() [][]float64 { return [][]float64{{sqX}} }
 	h := make([]float64, k*n)
 	g := make([]float64, k*k)
 	a := make([]float64, m*k)
@@ -39,7 +45,7 @@ func runHPCANLS(e *shardEnv) {
 	wsC := laneWorkspaces(len(ops.lanes)-1, k)
 	wsB := nnls.NewWorkspace(k)
 	own := make([]float64, (r1-r0)*k+1)
-	for it := 1; ; it++ {
+	for it := first; ; it++ {
 		nnlsCoef(ops, wsC, b, c, g, h)
 		ops.cct(c, v)
 		packLower(packed, v, k)
@@ -80,3 +86,7 @@ func runHPCANLS(e *shardEnv) {
 		e.iterationDone(it, obj, initial)
 	}
 }
+
+// hpcanlsState is HPC-ANLS's Snapshot.State layout: ||X||^2 of the whole matrix, which only
+// the initialisation's allreduce gives.
+func hpcanlsState(*ShardSpec) []stateSlot { return []stateSlot{{"||X||^2 (1)", 1}} }

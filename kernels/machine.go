@@ -49,15 +49,23 @@ type Machine struct {
 	pending bool // a collective was returned and awaits Deliver
 	inbox   []float64
 	failed  error
+	// boundary is true while the step the last Next returned is a StepIterationDone, kept in
+	// last: Snapshot is valid then.
+	boundary bool
+	last     Step
 }
 
 // errStopped unwinds a shard body when its machine is closed while it waits on a collective.
 var errStopped = errors.New("kernels: machine stopped")
 
 // NewMachine builds the machine for one shard. It validates the spec; no work is done until Next.
+// A spec.Resume snapshot is copied: the caller may reuse or change it afterwards.
 func NewMachine(spec ShardSpec) (*Machine, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err
+	}
+	if spec.Resume != nil {
+		spec.Resume = spec.Resume.clone()
 	}
 	info, _ := LookupAlgorithm(spec.Algo)
 	m := &Machine{spec: spec}
@@ -90,12 +98,16 @@ func (m *Machine) Next() (st Step, err error) {
 			err = m.failed
 		}
 	}()
+	m.boundary = false
 	st, ok := m.next()
 	if !ok {
 		m.failed = fmt.Errorf("kernels: shard %d ended", m.spec.Shard)
 		return Step{}, m.failed
 	}
 	m.pending = st.Kind == StepCollective
+	if m.boundary = st.Kind == StepIterationDone; m.boundary {
+		m.last = st
+	}
 	return st, nil
 }
 

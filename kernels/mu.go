@@ -4,7 +4,7 @@ package kernels
 // An entry whose denominator is 0 keeps its value (no epsilon is added, so the updates are the
 // textbook ones). MU never moves an entry away from 0: its known slow tail.
 func runMU(e *shardEnv) {
-	e.B, e.C = e.initialize()
+	first, initial, _ := e.begin()
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
 	ops := newBlockOps(x, k, e.spec.Pool)
@@ -14,8 +14,10 @@ func runMU(e *shardEnv) {
 	a := make([]float64, m*k)
 	v := make([]float64, k*k)
 	bv := make([]float64, m*k)
-	initial := ResidualSq(x, b, c, k, e.spec.Pool)
-	for it := 1; ; it++ {
+	if first == 1 {
+		initial = ResidualSq(x, b, c, k, e.spec.Pool)
+	}
+	for it := first; ; it++ {
 		ops.btx(b, h)
 		gramCols(b, m, k, g)
 		ops.run(func(_, lo, hi int) {

@@ -34,18 +34,20 @@ type AlgorithmInfo struct {
 	// Summary is a one-line description.
 	Summary string
 	run     func(*shardEnv)
+	// state gives the layout of Snapshot.State for a spec (nil: no extra state).
+	state func(*ShardSpec) []stateSlot
 }
 
 var algorithms = []AlgorithmInfo{
-	{DID, true, true, "distributed incremental BCD, one allreduce per iteration (the paper's algorithm)", runDID},
-	{DBCD, true, true, "distributed BCD, K allreduces per iteration", runDBCD},
-	{BCD, false, true, "sequential block coordinate descent", runBCD},
-	{HALS, false, true, "hierarchical ALS, rank-one pairs (b_k, c_k)", runHALS},
-	{MU, false, true, "Lee-Seung multiplicative updates", runMU},
-	{ANLS, false, true, "alternating NNLS, block principal pivoting", runANLS},
-	{ADMM, false, false, "ADMM (Zhang 2010) with auxiliary variables, penalty rho", runADMM},
-	{DADMM, true, false, "distributed ADMM of the paper's section 3, BPP for B", runDADMM},
-	{HPCANLS, true, true, "HPC-ANLS (Kannan et al.), 1-D column partition", runHPCANLS},
+	{DID, true, true, "distributed incremental BCD, one allreduce per iteration (the paper's algorithm)", runDID, didState},
+	{DBCD, true, true, "distributed BCD, K allreduces per iteration", runDBCD, residualBCDState},
+	{BCD, false, true, "sequential block coordinate descent", runBCD, residualBCDState},
+	{HALS, false, true, "hierarchical ALS, rank-one pairs (b_k, c_k)", runHALS, nil},
+	{MU, false, true, "Lee-Seung multiplicative updates", runMU, nil},
+	{ANLS, false, true, "alternating NNLS, block principal pivoting", runANLS, nil},
+	{ADMM, false, false, "ADMM (Zhang 2010) with auxiliary variables, penalty rho", runADMM, admmState},
+	{DADMM, true, false, "distributed ADMM of the paper's section 3, BPP for B", runDADMM, dadmmState},
+	{HPCANLS, true, true, "HPC-ANLS (Kannan et al.), 1-D column partition", runHPCANLS, hpcanlsState},
 }
 
 // Algorithms lists every algorithm.
@@ -125,6 +127,10 @@ type ShardSpec struct {
 	Options
 	// Pool runs the shard's lanes; shards of one process may share it.
 	Pool *Pool
+	// Resume, when set, makes the shard continue from a snapshot (taken by Machine.Snapshot of
+	// a machine with the same spec) instead of initialising: no init collectives, and the
+	// steps from iteration Resume.Iteration+1 on are bitwise those of the original machine.
+	Resume *Snapshot
 }
 
 func (s *ShardSpec) validate() error {
@@ -160,7 +166,13 @@ func (s *ShardSpec) validate() error {
 	if s.Pool == nil {
 		return fmt.Errorf("shard %d has no worker pool", s.Shard)
 	}
-	return s.Init.validate(m, n, s.K)
+	if err := s.Init.validate(m, n, s.K); err != nil {
+		return err
+	}
+	if s.Resume != nil {
+		return s.validateResume(info)
+	}
+	return nil
 }
 
 // CheckRank returns an error unless 1 <= k <= min(m, n).
@@ -181,6 +193,8 @@ type shardEnv struct {
 	yield func(Step) bool
 	// B and C are the factors the machine reports (M x K and K x n_i, column-major).
 	B, C []float64
+	// state, set by the body, returns deep copies of its Snapshot.State at a boundary.
+	state func() [][]float64
 }
 
 func newShardEnv(m *Machine, spec ShardSpec) *shardEnv {

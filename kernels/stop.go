@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -79,13 +80,32 @@ type Stopper struct {
 // NewStopper returns a Stopper for rule.
 func NewStopper(rule StopRule) *Stopper { return &Stopper{rule: rule} }
 
+// window returns the stall rule's look-back in iterations.
+func (s *Stopper) window() int {
+	if s.rule.StallWindow == 0 {
+		return defaultStallWindow
+	}
+	return s.rule.StallWindow
+}
+
+// History returns a copy of the objectives the stall rule remembers (the last StallWindow+1
+// observed, oldest first; empty when StallTol is 0), for a checkpoint.
+func (s *Stopper) History() []float64 { return slices.Clone(s.objs) }
+
+// Restore replaces the remembered objectives with objs (as History returned them; only the
+// last StallWindow+1 are kept), so that a run resumed from a checkpoint decides as the
+// original would have.
+func (s *Stopper) Restore(objs []float64) {
+	if w := s.window(); len(objs) > w+1 {
+		objs = objs[len(objs)-(w+1):]
+	}
+	s.objs = slices.Clone(objs)
+}
+
 // Observe records iteration iter's objective and decides whether to stop after it.
 func (s *Stopper) Observe(iter int, objective, initial float64, elapsed time.Duration) (bool, StopReason) {
 	r := s.rule
-	window := r.StallWindow
-	if window == 0 {
-		window = defaultStallWindow
-	}
+	window := s.window()
 	if r.StallTol > 0 {
 		s.objs = append(s.objs, objective)
 		if len(s.objs) > window+1 {
