@@ -455,7 +455,7 @@ func TestMalformedMessagesAreDroppedWhileAJobRuns(t *testing.T) {
 	}
 	<-job.Progress()
 	// The root reducer of this job sits on the first node; hit it from another node, over gRPC.
-	root := pidOf(jobActor(lc.Nodes[0].Address(), reducerName(job.ID, 1, 0)))
+	root := pidOf(jobActor(lc.Nodes[0].Address(), reducerName(job.ID, 1, 1, 0)))
 	shard := pidOf(jobActor(lc.Nodes[1].Address(), shardName(job.ID, 1)))
 	sys := lc.Nodes[2].System().Root
 	bad := []any{

@@ -58,6 +58,12 @@ type Result struct {
 	MessagesPerIteration, BytesPerIteration, ReductionsPerIteration float64
 	// ShardNodes is the actor address of the node each shard ran on, by shard id.
 	ShardNodes []string
+	// Recoveries are the job's rollbacks to a checkpoint after failures, in order.
+	Recoveries []*messages.Recovery
+	// Checkpoints is the number of committed checkpoints; CheckpointSeconds the time shards
+	// spent writing and replicating them, summed.
+	Checkpoints       int64
+	CheckpointSeconds float64
 }
 
 // Job is a submitted job.
@@ -66,8 +72,10 @@ type Job struct {
 	ID          string
 	client      *Client
 	progress    chan kernels.Progress
+	warnings    chan string
 	accepted    chan struct{}
 	done        chan struct{}
+	mu          sync.Mutex
 	coordinator *actor.PID
 	k           int
 	m, n        int
@@ -119,7 +127,7 @@ func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobS
 	}
 	var idb [8]byte
 	_, _ = rand.Read(idb[:])
-	j := &Job{ID: "j" + hex.EncodeToString(idb[:]), client: c, progress: make(chan kernels.Progress, 256),
+	j := &Job{ID: "j" + hex.EncodeToString(idb[:]), client: c, progress: make(chan kernels.Progress, 256), warnings: make(chan string, 64),
 		accepted: make(chan struct{}), done: make(chan struct{}), k: int(spec.GetRank()), streams: map[[2]int64]*assembly{},
 		outShared: spec.GetOutShared() != ""}
 	if spec.GetIngest() == IngestStream {
@@ -171,6 +179,27 @@ func (c *Client) job(id string) *Job {
 // the result's History has them all.
 func (j *Job) Progress() <-chan kernels.Progress { return j.progress }
 
+// Warnings returns news about the job that does not end it (a checkpoint that failed, a
+// recovery from a failure), closed when the job ends. Best effort, like Progress.
+func (j *Job) Warnings() <-chan string { return j.warnings }
+
+// Coordinator returns the actor address of the job's coordinator ("" before acceptance); it
+// changes when a standby takes the job over.
+func (j *Job) Coordinator() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.coordinator == nil {
+		return ""
+	}
+	return j.coordinator.Address
+}
+
+func (j *Job) coord() *actor.PID {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.coordinator
+}
+
 // Done is closed when the job has ended.
 func (j *Job) Done() <-chan struct{} { return j.done }
 
@@ -190,7 +219,7 @@ func (j *Job) Cancel() {
 	j.canceled.Store(true) // a job accepted after this is cancelled on acceptance
 	select {
 	case <-j.accepted:
-		j.client.system.Root.Send(j.coordinator, &messages.CancelJob{JobId: j.ID})
+		j.client.system.Root.Send(j.coord(), &messages.CancelJob{JobId: j.ID})
 	default:
 	}
 }
@@ -211,6 +240,7 @@ func (j *Job) finish(res *Result, err error) {
 		}
 		j.result, j.err = res, err
 		close(j.progress)
+		close(j.warnings)
 		close(j.done)
 	})
 }
@@ -223,17 +253,36 @@ func (a clientActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *messages.JobAccepted:
 		j := a.c.job(m.JobId)
-		if j == nil || j.coordinator != nil {
+		if j == nil {
 			return
 		}
+		if j.coord() != nil {
+			if m.Takeover && m.Coordinator != nil {
+				j.mu.Lock()
+				j.coordinator = pidOf(m.Coordinator)
+				j.mu.Unlock()
+				select {
+				case j.warnings <- fmt.Sprintf("node %s took the job over", m.Coordinator.Address):
+				default:
+				}
+			}
+			return
+		}
+		j.mu.Lock()
 		j.coordinator = pidOf(m.Coordinator)
+		j.mu.Unlock()
 		j.m, j.n = int(m.Features), int(m.Samples)
 		close(j.accepted)
 		if j.canceled.Load() {
 			ctx.Send(j.coordinator, &messages.CancelJob{JobId: j.ID})
 		}
 	case *messages.Progress:
-		if j := a.c.job(m.JobId); j != nil {
+		if j := a.c.job(m.JobId); j != nil && m.Warning != "" {
+			select {
+			case j.warnings <- m.Warning:
+			default:
+			}
+		} else if j != nil {
 			select {
 			case j.progress <- kernels.Progress{Iteration: int(m.Iteration), Seconds: m.Seconds, Ratio: m.Ratio, Objective: m.Objective}:
 			default:
@@ -245,7 +294,7 @@ func (a clientActor) Receive(ctx actor.Context) {
 			return
 		}
 		if err := j.chunk(m); err != nil {
-			ctx.Send(j.coordinator, &messages.CancelJob{JobId: j.ID})
+			ctx.Send(j.coord(), &messages.CancelJob{JobId: j.ID})
 			a.c.forget(j.ID)
 			j.finish(nil, &JobError{JobID: j.ID, Kind: "failure", Message: fmt.Sprintf("job %s: result: %v", j.ID, err)})
 			return
@@ -259,7 +308,7 @@ func (a clientActor) Receive(ctx actor.Context) {
 			return
 		}
 		if err := j.blocks.request(ctx.ActorSystem(), ctx.Self(), m); err != nil {
-			ctx.Send(j.coordinator, &messages.CancelJob{JobId: j.ID})
+			ctx.Send(j.coord(), &messages.CancelJob{JobId: j.ID})
 			a.c.forget(j.ID)
 			j.finish(nil, &JobError{JobID: j.ID, Kind: "failure", Message: fmt.Sprintf("job %s: %v", j.ID, err)})
 		}
@@ -287,7 +336,7 @@ func (a clientActor) Receive(ctx actor.Context) {
 
 // chunk places one result chunk into B or C.
 func (j *Job) chunk(m *messages.ResultChunk) error {
-	if j.coordinator == nil {
+	if j.coord() == nil {
 		return fmt.Errorf("result chunk before the job was accepted")
 	}
 	var key [2]int64
@@ -338,7 +387,8 @@ func (j *Job) assemble(m *messages.JobResult) (*Result, error) {
 			return nil, fmt.Errorf("job %s: the coefficients of shard %d did not arrive whole", j.ID, s)
 		}
 	}
-	r := &Result{JobID: j.ID, Counters: m.Counters, ShardNodes: m.ShardNodes}
+	r := &Result{JobID: j.ID, Counters: m.Counters, ShardNodes: m.ShardNodes, Recoveries: m.Recoveries,
+		Checkpoints: m.Checkpoints, CheckpointSeconds: m.CheckpointSeconds}
 	r.M, r.N, r.K, r.Shards = int(m.M), int(m.N), int(m.K), int(m.Shards)
 	r.B, r.C = j.b, j.c
 	r.Iterations = int(m.Iterations)

@@ -3,10 +3,12 @@ package actors
 import (
 	"cmp"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,10 +64,43 @@ type coordinator struct {
 	counters    messages.Counters
 	meter       meter
 	watch       *eventstream.Subscription // membership events, on a cluster
+
+	ft faultState
 }
 
+// faultState is what the coordinator keeps to recover its job from failures.
+type faultState struct {
+	shardNode []string // actor address of each shard's node
+	buddy     []string // of the node keeping copies of each shard's checkpoints ("" none)
+	reserve   []int64  // memory each shard reserves
+	ring      []string // the live nodes in placement order; buddies follow it
+	standby   string   // the node that takes the job over if this coordinator's node dies
+	involved  map[string]bool
+	lost      map[string]bool // nodes lost during the job
+	quorumOf  int             // nodes known at the start
+	startSet  []string        // their addresses
+	takeover  *messages.JobState
+
+	committed   []int64                  // committed checkpoint iterations, ascending
+	reported    map[int64]map[int64]bool // checkpoint iteration -> shards that reported it
+	checkpoints int64
+	ckptSeconds float64
+	ckptFailed  int64
+
+	lastIter   int64 // last iteration completed in this epoch
+	epochAt    float64
+	recoveries []*messages.Recovery
+	recovering *messages.Recovery
+	paused     string // why recovery waits (no quorum)
+	pauseCause string
+}
+
+// maxRecoveries caps a job's rollbacks: a fault that comes back every time fails the job.
+const maxRecoveries = 50
+
 func newCoordinator(n *Node, sub *messages.SubmitJob) *coordinator {
-	return &coordinator{node: n, sub: sub, job: sub.JobId, client: pidOf(sub.Client), epoch: 1, done: map[int64]*messages.ShardDone{}}
+	return &coordinator{node: n, sub: sub, job: sub.JobId, client: pidOf(sub.Client), epoch: 1, done: map[int64]*messages.ShardDone{},
+		ft: faultState{involved: map[string]bool{}, lost: map[string]bool{}, reported: map[int64]map[int64]bool{}}}
 }
 
 // Receive implements actor.Actor.
@@ -73,6 +108,10 @@ func (c *coordinator) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		c.watchMembers(ctx)
+		if c.ft.takeover != nil {
+			c.takeOver(ctx)
+			return
+		}
 		c.start(ctx)
 	case *actor.Stopped:
 		if c.watch != nil {
@@ -88,6 +127,12 @@ func (c *coordinator) Receive(ctx actor.Context) {
 		c.onShardDone(ctx, m)
 	case *messages.ReducerDone:
 		c.onReducerDone(ctx, m)
+	case *messages.CheckpointDone:
+		c.onCheckpointDone(ctx, m)
+	case *messages.ActorFailed:
+		if m.JobId == c.job && !c.over {
+			c.recover(ctx, fmt.Sprintf("%s panicked on node %s (%s)", m.Actor, m.Node, m.Reason), nil)
+		}
 	case *messages.JobError:
 		if m.JobId == c.job {
 			c.fail(ctx, m.Kind, m.Message)
@@ -105,28 +150,50 @@ func (c *coordinator) Receive(ctx actor.Context) {
 func (c *coordinator) watchMembers(ctx actor.Context) {
 	system, self := ctx.ActorSystem(), ctx.Self()
 	c.watch = system.EventStream.Subscribe(func(evt any) {
-		if e, ok := evt.(cluster.Event); ok && e.Kind == cluster.EventLeave {
+		if e, ok := evt.(cluster.Event); ok {
 			system.Root.Send(self, e)
 		}
 	})
 }
 
-// onMemberEvent fails the job when a node holding its actors left the cluster or died.
+// onMemberEvent recovers the job when a node holding its actors or checkpoint copies left the
+// cluster or died, finds a new standby when the standby did, and retries a recovery that
+// waited for a quorum when a node joins.
 func (c *coordinator) onMemberEvent(ctx actor.Context, e cluster.Event) {
-	if c.over || e.Kind != cluster.EventLeave {
+	if c.over || c.ft.shardNode == nil {
 		return
 	}
-	for _, h := range c.hosts {
-		if h.Address != e.Member.Meta.Actor {
-			continue
+	addr := e.Member.Meta.Actor
+	if e.Kind != cluster.EventLeave {
+		if c.ft.paused != "" && e.Member.Meta.Role == cluster.RoleMember {
+			delete(c.ft.lost, addr)
+			c.recover(ctx, c.ft.pauseCause, nil)
 		}
-		how := "left the cluster"
-		if e.Dead {
-			how = "failed (declared dead by the gossip)"
-		}
-		c.fail(ctx, "failure", fmt.Sprintf("node %s (%s) %s while job %s ran on it; its shards are lost, the job cannot finish", e.Member.Name, h.Address, how, c.job))
 		return
 	}
+	if !c.ft.involved[addr] || c.ft.lost[addr] {
+		return
+	}
+	how := "left the cluster"
+	if e.Dead {
+		how = "died (declared dead by the gossip)"
+	}
+	if addr == c.ft.standby && !c.holdsActors(addr) {
+		c.ft.lost[addr] = true
+		c.pickStandby(ctx)
+		return
+	}
+	c.recover(ctx, fmt.Sprintf("node %s (%s) %s", e.Member.Name, addr, how), []string{addr})
+}
+
+// holdsActors tells whether a node holds shards or reducers of the job.
+func (c *coordinator) holdsActors(addr string) bool {
+	for _, a := range c.ft.shardNode {
+		if a == addr {
+			return true
+		}
+	}
+	return false
 }
 
 // start validates the job, checks the nodes and places the job's actors.
@@ -172,6 +239,7 @@ func (c *coordinator) start(ctx actor.Context) {
 			return
 		}
 		shardNode = func(s int64) string { return nodes[s%int64(len(nodes))] }
+		c.ft.ring = uniqueStrings(nodes)
 	case c.node.cfg.Members != nil:
 		if shardNode, reserve, err = c.placeOnMembers(ctx); err != nil {
 			return // failed
@@ -179,9 +247,121 @@ func (c *coordinator) start(ctx actor.Context) {
 	default:
 		self := ctx.Self().Address
 		shardNode = func(int64) string { return self }
+		c.ft.ring = []string{self}
 	}
+	c.ft.quorumOf = len(c.ft.ring)
+	c.ft.startSet = slices.Clone(c.ft.ring)
+	p := spec.Shards
+	c.ft.shardNode = make([]string, p)
+	for s := range c.ft.shardNode {
+		c.ft.shardNode[s] = shardNode(int64(s))
+	}
+	c.ft.reserve = reserve
+	c.assignBuddies(ctx)
 	ctx.Send(c.client, &messages.JobAccepted{JobId: c.job, Coordinator: wirePid(ctx.Self()), Samples: int64(c.n), Features: int64(c.m)})
-	c.place(ctx, shardNode, reserve)
+	c.place(ctx, 0, nil)
+}
+
+// uniqueStrings returns xs without repeats, in first-seen order.
+func uniqueStrings(xs []string) []string {
+	var out []string
+	for _, x := range xs {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// assignBuddies gives every shard a buddy, the next node in the ring after its own, and the
+// job a standby, the next node after the coordinator's; with one node there are none.
+func (c *coordinator) assignBuddies(ctx actor.Context) {
+	ring := c.ft.ring
+	next := func(addr string) string {
+		if len(ring) < 2 {
+			return ""
+		}
+		i := slices.Index(ring, addr)
+		if i < 0 {
+			return ring[0]
+		}
+		return ring[(i+1)%len(ring)]
+	}
+	c.ft.buddy = make([]string, len(c.ft.shardNode))
+	for s, addr := range c.ft.shardNode {
+		c.ft.buddy[s] = next(addr)
+		c.ft.involved[addr] = true
+		if b := c.ft.buddy[s]; b != "" {
+			c.ft.involved[b] = true
+		}
+	}
+	c.ft.standby = ""
+	if sb := next(ctx.Self().Address); sb != ctx.Self().Address && c.node.cfg.Members != nil {
+		c.ft.standby = sb
+		c.ft.involved[sb] = true
+	}
+}
+
+// pickStandby chooses a new standby after the last one was lost and sends it the job's state.
+func (c *coordinator) pickStandby(ctx actor.Context) {
+	c.ft.ring = c.aliveRing()
+	c.assignBuddiesKeep(ctx)
+	c.sendState(ctx)
+}
+
+// assignBuddiesKeep recomputes only the standby (shards keep their buddies until a recovery).
+func (c *coordinator) assignBuddiesKeep(ctx actor.Context) {
+	buddies := c.ft.buddy
+	c.assignBuddies(ctx)
+	c.ft.buddy = buddies
+}
+
+// aliveRing is the ring without the nodes lost: the cluster's live workers when there is a
+// cluster, else the job's nodes that were not lost.
+func (c *coordinator) aliveRing() []string {
+	var ring []string
+	if c.node.cfg.Members != nil {
+		for _, w := range c.node.cfg.Members.Workers() {
+			if !c.ft.lost[w.Meta.Actor] {
+				ring = append(ring, w.Meta.Actor)
+			}
+		}
+		return ring
+	}
+	for _, a := range c.ft.ring {
+		if !c.ft.lost[a] {
+			ring = append(ring, a)
+		}
+	}
+	return ring
+}
+
+// sendState sends the job's state to the standby, which takes the job over if this
+// coordinator's node dies.
+func (c *coordinator) sendState(ctx actor.Context) {
+	if c.ft.standby == "" || c.over {
+		return
+	}
+	st := &messages.JobState{Submit: c.sub, Epoch: c.epoch, ShardNodes: c.ft.shardNode, Buddies: c.ft.buddy,
+		Committed: c.ft.committed, QuorumOf: int64(c.ft.quorumOf), Coordinator: wirePid(ctx.Self()),
+		Samples: int64(c.n), Features: int64(c.m), Density: c.density, Initial: c.initial,
+		StartedUnixNano: c.started.UnixNano(), Recoveries: int64(len(c.ft.recoveries)), StartNodes: c.ft.startSet}
+	if last := c.lastCommitted(); last > 0 {
+		for _, h := range c.history {
+			if h.Iteration <= last {
+				st.History = append(st.History, h)
+			}
+		}
+	}
+	ctx.Send(HostPID(c.ft.standby), st)
+}
+
+// lastCommitted is the newest committed checkpoint iteration (0: none).
+func (c *coordinator) lastCommitted() int64 {
+	if len(c.ft.committed) == 0 {
+		return 0
+	}
+	return c.ft.committed[len(c.ft.committed)-1]
 }
 
 // shape reads the job's shape: from the inputs when the nodes read them, from the spec when
@@ -247,6 +427,7 @@ func (c *coordinator) placeOnMembers(ctx actor.Context) (func(int64) string, []i
 		c.fail(ctx, "input", err.Error())
 		return nil, nil, err
 	}
+	c.ft.ring = live
 	return func(s int64) string { return live[at[s]] }, need, nil
 }
 
@@ -323,7 +504,7 @@ type treeNode struct {
 // cover an aligned block of fanIn shards, level-L ones fanIn^L, up to a single root. Each
 // reducer sits on the node of its first shard. It returns the reducers, root last, and each
 // shard's level-1 reducer.
-func buildTree(job string, p, fanIn int64, shardNode func(int64) string) ([]*treeNode, []*messages.Pid) {
+func buildTree(job string, epoch uint64, p, fanIn int64, shardNode func(int64) string) ([]*treeNode, []*messages.Pid) {
 	type member struct {
 		lo, hi int64
 		pid    *messages.Pid
@@ -340,7 +521,7 @@ func buildTree(job string, p, fanIn int64, shardNode func(int64) string) ([]*tre
 		for i := 0; i < len(level); i += int(fanIn) {
 			group := level[i:min(i+int(fanIn), len(level))]
 			t := &treeNode{level: l, lo: group[0].lo, hi: group[len(group)-1].hi, node: shardNode(group[0].lo)}
-			t.pid = jobActor(t.node, reducerName(job, l, t.lo))
+			t.pid = jobActor(t.node, reducerName(job, epoch, l, t.lo))
 			for _, g := range group {
 				t.children = append(t.children, g.pid)
 				t.ranges = append(t.ranges, g.lo, g.hi)
@@ -360,13 +541,16 @@ func buildTree(job string, p, fanIn int64, shardNode func(int64) string) ([]*tre
 	}
 }
 
-// place sends the assignments of every shard and reducer to their hosts; reserve, when set,
-// is the memory each shard reserves on its node.
-func (c *coordinator) place(ctx actor.Context, shardNode func(int64) string, reserve []int64) {
+// place sends the assignments of every shard and reducer of the current epoch to their
+// nodes: shards start from the initialisation (resume 0) or roll back to the checkpoint at
+// iteration resume, which the nodes in at[s] may hold copies of.
+func (c *coordinator) place(ctx actor.Context, resume int64, at [][]string) {
 	spec := c.sub.Spec
 	p := spec.Shards
 	c.meter.init = true // placement counts with initialisation, not with the iterations
-	tree, shardParent := buildTree(c.job, p, int64(c.spec.fanIn), shardNode)
+	shardNode := func(s int64) string { return c.ft.shardNode[s] }
+	tree, shardParent := buildTree(c.job, c.epoch, p, int64(c.spec.fanIn), shardNode)
+	c.hosts, c.shards, c.reducers = nil, nil, nil
 	seen := map[string]bool{}
 	for s := int64(0); s < p; s++ {
 		if addr := shardNode(s); !seen[addr] {
@@ -385,16 +569,28 @@ func (c *coordinator) place(ctx actor.Context, shardNode func(int64) string, res
 		c.shards = append(c.shards, pidOf(jobActor(shardNode(s), shardName(c.job, s))))
 		a := &messages.ShardAssignment{JobId: c.job, Epoch: c.epoch, Shard: s, Shards: p,
 			ColLo: int64(cols[s]), ColHi: int64(cols[s+1]), TotalCols: int64(c.n), Spec: spec,
-			Coordinator: self, Reducer: shardParent[s], Client: c.sub.Client}
-		if reserve != nil {
-			a.Reserve = reserve[s]
+			Coordinator: self, Reducer: shardParent[s], Client: c.sub.Client, Buddy: c.ft.buddy[s], ResumeFrom: resume}
+		if c.ft.reserve != nil {
+			a.Reserve = c.ft.reserve[s]
+		}
+		if at != nil {
+			a.CheckpointAt = at[s]
 		}
 		c.meter.send(ctx, HostPID(shardNode(s)), a)
 	}
 }
 
 func (c *coordinator) onPlaced(ctx actor.Context, m *messages.Placed) {
-	if m.JobId != c.job || c.over {
+	if m.JobId != c.job || c.over || c.running || m.Epoch != c.epoch {
+		return
+	}
+	if m.CheckpointError != "" {
+		// No valid copy of that checkpoint is left: fall back to the one before (or the start).
+		bad := c.lastCommitted()
+		c.ft.committed = c.ft.committed[:max(len(c.ft.committed)-1, 0)]
+		c.node.logger.Warn("checkpoint unusable, falling back to an older one", slog.String("job", c.job), slog.Int64("iteration", bad), slog.String("error", m.CheckpointError))
+		c.warn(ctx, fmt.Sprintf("checkpoint at iteration %d unusable (%s); falling back to iteration %d", bad, m.CheckpointError, c.lastCommitted()))
+		c.recover(ctx, "checkpoint unusable: "+m.CheckpointError, nil)
 		return
 	}
 	if m.Error != "" {
@@ -412,31 +608,58 @@ func (c *coordinator) onPlaced(ctx actor.Context, m *messages.Placed) {
 		return
 	}
 	c.running = true
-	c.started = time.Now()
+	resume := c.lastCommitted()
+	if c.ft.recovering == nil {
+		c.started = time.Now()
+		resume = 0
+	}
+	c.ft.epochAt = time.Since(c.started).Seconds()
+	c.ft.lastIter = resume
 	c.granted = noGrant
 	if c.spec.stop.TimeLimit > 0 {
-		c.granted = grantWindow
+		c.granted = resume + grantWindow
 	}
 	for _, s := range c.shards {
 		c.meter.send(ctx, s, &messages.StartJob{JobId: c.job, Epoch: c.epoch, Granted: c.granted})
 	}
 	c.meter.init = false
+	c.sendState(ctx)
+}
+
+// warn sends the client news it should see although the job goes on.
+func (c *coordinator) warn(ctx actor.Context, msg string) {
+	if c.client != nil {
+		ctx.Send(c.client, &messages.Progress{JobId: c.job, Iteration: c.ft.lastIter, Warning: msg})
+	}
 }
 
 func (c *coordinator) onIteration(ctx actor.Context, m *messages.IterationDone) {
 	if m.JobId != c.job || m.Epoch != c.epoch || !c.running || c.over {
 		return
 	}
+	if m.Iteration != c.ft.lastIter+1 {
+		c.counters.Stale++ // not the next iteration of this epoch: never counted twice
+		return
+	}
+	c.ft.lastIter = m.Iteration
+	seconds := c.ft.epochAt + m.Seconds
+	if c.ft.recovering != nil {
+		c.ft.recovering.Resumed = time.Since(c.started).Seconds()
+		c.ft.recoveries = append(c.ft.recoveries, c.ft.recovering)
+		c.node.logger.Info("job resumed", slog.String("job", c.job), slog.Uint64("epoch", c.epoch),
+			slog.Float64("recovery seconds", c.ft.recovering.Resumed-c.ft.recovering.Noticed))
+		c.ft.recovering = nil
+	}
 	if len(c.history) == 0 {
 		c.history = append(c.history, &messages.HistoryPoint{Iteration: 0, Seconds: m.InitSeconds, Ratio: 1})
 		c.lastSec = m.InitSeconds
 	}
 	ratio := kernels.Ratio(m.Objective, m.Initial)
-	c.history = append(c.history, &messages.HistoryPoint{Iteration: m.Iteration, Seconds: m.Seconds, Ratio: ratio})
-	c.iterSec = append(c.iterSec, m.Seconds-c.lastSec)
-	c.lastSec = m.Seconds
+	c.history = append(c.history, &messages.HistoryPoint{Iteration: m.Iteration, Seconds: seconds, Ratio: ratio})
+	c.iterSec = append(c.iterSec, seconds-c.lastSec)
+	c.lastSec = seconds
 	c.initial, c.objective = m.Initial, m.Objective
-	c.meter.send(ctx, c.client, &messages.Progress{JobId: c.job, Iteration: m.Iteration, Seconds: m.Seconds, Ratio: ratio, Objective: m.Objective})
+	c.meter.send(ctx, c.client, &messages.Progress{JobId: c.job, Iteration: m.Iteration, Seconds: seconds, Ratio: ratio, Objective: m.Objective})
 	if m.Stop != "" || c.timeUp || c.spec.stop.TimeLimit == 0 {
 		return
 	}
@@ -453,6 +676,148 @@ func (c *coordinator) onIteration(ctx actor.Context, m *messages.IterationDone) 
 			c.meter.send(ctx, s, &messages.Grant{JobId: c.job, Epoch: c.epoch, Granted: c.granted})
 		}
 	}
+}
+
+// onCheckpointDone counts a shard's checkpoint; an iteration is committed when every shard
+// has written its checkpoint there and had it acknowledged by its buddy.
+func (c *coordinator) onCheckpointDone(ctx actor.Context, m *messages.CheckpointDone) {
+	if m.JobId != c.job || m.Epoch != c.epoch || c.over {
+		return
+	}
+	if m.Error != "" {
+		c.ft.ckptFailed++
+		delete(c.ft.reported, m.Iteration)
+		c.node.logger.Warn("checkpoint failed, not committed", slog.String("job", c.job), slog.String("error", m.Error))
+		c.warn(ctx, "checkpoint not committed: "+m.Error)
+		return
+	}
+	if m.Iteration <= c.lastCommitted() {
+		return
+	}
+	got := c.ft.reported[m.Iteration]
+	if got == nil {
+		got = map[int64]bool{}
+		c.ft.reported[m.Iteration] = got
+	}
+	if got[m.Shard] {
+		return
+	}
+	got[m.Shard] = true
+	c.ft.ckptSeconds += m.Seconds
+	if len(got) < len(c.shards) {
+		return
+	}
+	c.ft.committed = append(c.ft.committed, m.Iteration)
+	if len(c.ft.committed) > keepCheckpoints {
+		c.ft.committed = c.ft.committed[1:]
+	}
+	c.ft.checkpoints++
+	for t := range c.ft.reported {
+		if t <= m.Iteration {
+			delete(c.ft.reported, t)
+		}
+	}
+	c.sendState(ctx)
+}
+
+// recover rolls the job back to its last committed checkpoint in a new epoch: shards on lost
+// nodes are placed anew (on their buddy, which holds a copy of their checkpoint, when it is
+// alive), a new reduce tree is built over the same shard ids and every shard resumes from the
+// checkpoint. Without a majority of the nodes known at the start, it waits.
+func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
+	if c.over {
+		return
+	}
+	for _, a := range lost {
+		c.ft.lost[a] = true
+	}
+	alive := c.aliveRing()
+	up := 0
+	for _, a := range c.ft.startSet {
+		if slices.Contains(alive, a) {
+			up++
+		}
+	}
+	if 2*up <= c.ft.quorumOf {
+		if c.ft.paused == "" {
+			c.node.logger.Warn("no quorum: the job waits", slog.String("job", c.job), slog.Int("alive", up), slog.Int("of", c.ft.quorumOf))
+			c.warn(ctx, fmt.Sprintf("%s; only %d of the job's %d nodes are reachable, not a majority: the job waits", cause, up, c.ft.quorumOf))
+		}
+		c.ft.paused, c.ft.pauseCause = "no quorum", cause
+		c.running = false
+		c.epoch++ // fences the shards still running: nothing of theirs is taken any more
+		for _, s := range c.shards {
+			ctx.Send(s, &messages.Finish{JobId: c.job, Epoch: c.epoch - 1, At: -1})
+		}
+		return
+	}
+	c.ft.paused = ""
+	if len(c.ft.recoveries)+1 > maxRecoveries {
+		c.fail(ctx, "failure", fmt.Sprintf("%s; the job recovered %d times already, giving up", cause, maxRecoveries))
+		return
+	}
+	resume := c.lastCommitted()
+	now := time.Since(c.started).Seconds()
+	if c.ft.recovering == nil {
+		c.ft.recovering = &messages.Recovery{Cause: cause, Noticed: now, FromIteration: resume, Redone: max(c.ft.lastIter-resume, 0)}
+	} else {
+		c.ft.recovering.Cause += "; " + cause
+		c.ft.recovering.FromIteration = resume
+	}
+	c.epoch++
+	c.ft.recovering.Epoch = c.epoch
+	c.node.logger.Warn("recovering the job", slog.String("job", c.job), slog.String("cause", cause),
+		slog.Uint64("epoch", c.epoch), slog.Int64("from iteration", resume), slog.Int64("redone", c.ft.recovering.Redone))
+	c.warn(ctx, fmt.Sprintf("%s: rolling back to iteration %d (epoch %d)", cause, resume, c.epoch))
+	if len(alive) == 0 {
+		c.fail(ctx, "failure", cause+"; no node is left to run the job")
+		return
+	}
+	at := make([][]string, len(c.ft.shardNode))
+	for s, addr := range c.ft.shardNode {
+		for _, a := range []string{addr, c.ft.buddy[s]} {
+			if a != "" && !c.ft.lost[a] {
+				at[s] = append(at[s], a)
+			}
+		}
+		if !c.ft.lost[addr] {
+			continue
+		}
+		if b := c.ft.buddy[s]; b != "" && !c.ft.lost[b] && slices.Contains(alive, b) {
+			c.ft.shardNode[s] = b
+		} else {
+			c.ft.shardNode[s] = alive[rendezvous(c.job, int64(s), alive)]
+		}
+	}
+	c.ft.ring = alive
+	c.assignBuddies(ctx)
+	// Forget the epoch that ended: its history after the checkpoint is done again.
+	keep := 0
+	for keep < len(c.history) && c.history[keep].Iteration <= resume {
+		keep++
+	}
+	if keep > 0 {
+		c.history = c.history[:keep]
+		c.lastSec = c.history[keep-1].Seconds
+	}
+	c.iterSec = c.iterSec[:min(int(resume), len(c.iterSec))]
+	c.ft.reported = map[int64]map[int64]bool{}
+	c.running, c.placed, c.done, c.reducerDone = false, 0, map[int64]*messages.ShardDone{}, 0
+	c.timeUp = false
+	c.place(ctx, resume, at)
+}
+
+// rendezvous picks the node for a shard among nodes by highest random weight.
+func rendezvous(job string, shard int64, nodes []string) int {
+	best, bestScore := 0, uint64(0)
+	for i, n := range nodes {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%s/%d/%s", job, shard, n)
+		if v := h.Sum64(); i == 0 || v > bestScore {
+			best, bestScore = i, v
+		}
+	}
+	return best
 }
 
 func (c *coordinator) onShardDone(ctx actor.Context, m *messages.ShardDone) {
@@ -486,7 +851,7 @@ func (c *coordinator) onShardDone(ctx actor.Context, m *messages.ShardDone) {
 }
 
 func (c *coordinator) onReducerDone(ctx actor.Context, m *messages.ReducerDone) {
-	if m.JobId != c.job || c.over {
+	if m.JobId != c.job || c.over || len(c.done) < len(c.shards) {
 		return
 	}
 	addCounters(&c.counters, m.Counters)
@@ -504,7 +869,8 @@ func (c *coordinator) onReducerDone(ctx actor.Context, m *messages.ReducerDone) 
 	res := &messages.JobResult{JobId: c.job, M: int64(c.m), N: int64(c.n), K: c.sub.Spec.Rank, Shards: int64(len(c.shards)),
 		Initial: c.initial, Objective: c.objective, Seconds: time.Since(c.started).Seconds(), IterSeconds: c.iterSec,
 		History: c.history, Counters: proto.Clone(&c.counters).(*messages.Counters),
-		InitCollectives: c.counters.InitReductions, Collectives: c.counters.Reductions}
+		InitCollectives: c.counters.InitReductions, Collectives: c.counters.Reductions,
+		Recoveries: c.ft.recoveries, Checkpoints: c.ft.checkpoints, CheckpointSeconds: c.ft.ckptSeconds}
 	for _, s := range c.shards {
 		res.ShardNodes = append(res.ShardNodes, s.Address)
 	}
@@ -533,11 +899,19 @@ func (c *coordinator) fail(ctx actor.Context, kind, msg string) {
 	c.end(ctx)
 }
 
-// end stops every actor of the job, this coordinator last.
+// end stops every actor of the job, this coordinator last, and has every node that holds
+// anything of it (checkpoints, standby state) forget it.
 func (c *coordinator) end(ctx actor.Context) {
 	c.over = true
+	sent := map[string]bool{}
 	for _, h := range c.hosts {
+		sent[h.Address] = true
 		ctx.Send(h, &messages.StopJob{JobId: c.job})
+	}
+	for addr := range c.ft.involved {
+		if !sent[addr] {
+			ctx.Send(HostPID(addr), &messages.StopJob{JobId: c.job})
+		}
 	}
 	ctx.Stop(ctx.Self())
 }
@@ -579,4 +953,55 @@ func commitSharedCoef(dir, job string, n, k int) error {
 		return fmt.Errorf("--out-shared: %v", err)
 	}
 	return nil
+}
+
+// newTakeover is the coordinator a standby node starts for a job whose coordinator's node
+// left or died (event e), from the job state the old coordinator replicated to it.
+func newTakeover(n *Node, st *messages.JobState, e cluster.Event) *coordinator {
+	c := newCoordinator(n, st.Submit)
+	c.ft.takeover = st
+	c.ft.pauseCause = fmt.Sprintf("the coordinator's node %s (%s) is gone", e.Member.Name, e.Member.Meta.Actor)
+	return c
+}
+
+// takeOver resumes a job from the replicated state: it tells the client which coordinator it
+// now talks to and recovers the job without the old coordinator's node.
+func (c *coordinator) takeOver(ctx actor.Context) {
+	st := c.ft.takeover
+	var err error
+	if c.spec, err = parseSpec(c.sub.Spec); err != nil {
+		c.fail(ctx, "failure", "taking the job over: "+err.Error())
+		return
+	}
+	c.epoch = st.Epoch
+	c.m, c.n, c.density, c.initial = int(st.Features), int(st.Samples), st.Density, st.Initial
+	c.ft.shardNode = slices.Clone(st.ShardNodes)
+	c.ft.buddy = slices.Clone(st.Buddies)
+	if len(c.ft.buddy) != len(c.ft.shardNode) || int64(len(c.ft.shardNode)) != c.sub.Spec.Shards {
+		c.fail(ctx, "failure", "taking the job over: the replicated state is inconsistent")
+		return
+	}
+	for s, a := range c.ft.shardNode {
+		c.ft.involved[a] = true
+		if b := c.ft.buddy[s]; b != "" {
+			c.ft.involved[b] = true
+		}
+	}
+	c.ft.committed = slices.Clone(st.Committed)
+	c.ft.quorumOf = int(st.QuorumOf)
+	c.ft.startSet = slices.Clone(st.StartNodes)
+	c.history = st.History
+	if len(c.history) > 0 {
+		c.lastSec = c.history[len(c.history)-1].Seconds
+	}
+	c.started = time.Unix(0, st.StartedUnixNano)
+	c.ft.lastIter = c.lastCommitted()
+	if c.client != nil {
+		ctx.Send(c.client, &messages.JobAccepted{JobId: c.job, Coordinator: wirePid(ctx.Self()), Samples: int64(c.n), Features: int64(c.m), Takeover: true})
+	}
+	old := ""
+	if st.Coordinator != nil {
+		old = st.Coordinator.Address
+	}
+	c.recover(ctx, c.ft.pauseCause, []string{old})
 }

@@ -176,7 +176,7 @@ func TestBuildTree(t *testing.T) {
 		nodes    int // reducers
 		levels   int64
 	}{{1, 8, 1, 1}, {8, 8, 1, 1}, {9, 8, 3, 2}, {5, 2, 6, 3}, {16, 4, 5, 2}} {
-		tree, parents := buildTree("j", tc.p, tc.fanIn, node)
+		tree, parents := buildTree("j", 1, tc.p, tc.fanIn, node)
 		root := tree[len(tree)-1]
 		if len(tree) != tc.nodes || root.level != tc.levels || root.lo != 0 || root.hi != tc.p || root.parent != nil {
 			t.Fatalf("P=%d fan-in %d: %d reducers, root level %d [%d, %d)", tc.p, tc.fanIn, len(tree), root.level, root.lo, root.hi)

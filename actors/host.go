@@ -5,8 +5,12 @@ import (
 	"log/slog"
 	"regexp"
 	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
 
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/messages"
@@ -22,7 +26,18 @@ type host struct {
 	children map[string]hostChild // by actor id
 	jobs     map[string]int       // job id -> live children
 	reserved int64                // bytes reserved by the shards living here
+	copies   buddyCopies          // checkpoint copies arriving for other nodes' shards
+	// coordinators is each job's coordinator as the latest assignment named it.
+	coordinators map[string]*actor.PID
+	// failures counts each job's actor panics on this node, against maxRestarts.
+	failures map[string]int
+	// standby holds the state of jobs this node takes over if their coordinator's node dies.
+	standby map[string]*messages.JobState
+	watch   *eventstream.Subscription
 }
+
+// maxRestarts is how many panics of a job's actors a host restarts; past it the job fails.
+const maxRestarts = 20
 
 // hostChild is what the host knows of one of its children.
 type hostChild struct {
@@ -30,6 +45,7 @@ type hostChild struct {
 	coordinator *actor.PID
 	client      *actor.PID
 	reserve     int64
+	epoch       uint64
 }
 
 // childFailed tells the host that a child panicked; the child was stopped.
@@ -39,45 +55,95 @@ type childFailed struct {
 }
 
 func newHost(n *Node) *host {
-	return &host{node: n, children: map[string]hostChild{}, jobs: map[string]int{}}
+	return &host{node: n, children: map[string]hostChild{}, jobs: map[string]int{}, copies: buddyCopies{},
+		coordinators: map[string]*actor.PID{}, failures: map[string]int{}, standby: map[string]*messages.JobState{}}
 }
 
-// hostStrategy stops a failed child and tells the host, which fails the child's job (issue 5
-// brings restarts from checkpoints).
+// hostStrategy is the host's supervision: a shard or reducer that panics is restarted (a
+// fresh actor under the same PID, which waits for the coordinator to roll the job back to a
+// checkpoint); a coordinator that panics is stopped. Either way the host is told.
 type hostStrategy struct{}
 
 // HandleFailure implements actor.SupervisorStrategy.
 func (hostStrategy) HandleFailure(system *actor.ActorSystem, supervisor actor.Supervisor, child *actor.PID,
 	_ *actor.RestartStatistics, reason any, _ any) {
 	system.Root.Send(actor.NewPID(system.Address(), HostName), &childFailed{child: child, reason: reason})
-	supervisor.StopChildren(child)
+	if strings.HasSuffix(child.Id, coordSuffix) {
+		supervisor.StopChildren(child)
+		return
+	}
+	supervisor.RestartChildren(child)
 }
 
 // Receive implements actor.Actor.
 func (h *host) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		system, self := ctx.ActorSystem(), ctx.Self()
+		h.watch = system.EventStream.Subscribe(func(evt any) {
+			if e, ok := evt.(cluster.Event); ok && e.Kind == cluster.EventLeave {
+				system.Root.Send(self, e)
+			}
+		})
+	case *actor.Stopped:
+		if h.watch != nil {
+			ctx.ActorSystem().EventStream.Unsubscribe(h.watch)
+		}
+	case cluster.Event:
+		h.onMemberLeft(ctx, m)
 	case *messages.SubmitJob:
 		h.submit(ctx, m)
+	case *messages.CheckpointCopy:
+		h.storeCopy(ctx, m)
+	case *messages.CheckpointFetch:
+		h.serveFetch(ctx, m)
+	case *messages.JobState:
+		if m.Submit != nil && validJobID.MatchString(m.Submit.JobId) {
+			if old := h.standby[m.Submit.JobId]; old == nil || old.Epoch <= m.Epoch {
+				h.standby[m.Submit.JobId] = m
+			}
+		}
+	case *messages.JobEnded:
+		delete(h.standby, m.JobId)
 	case *messages.ShardAssignment:
+		h.coordinators[m.JobId] = pidOf(m.Coordinator)
+		name := shardName(m.JobId, m.Shard)
+		if c, ok := h.children[HostName+"/"+name]; ok && c.job == m.JobId {
+			// The shard lives here: a recovery rolls it back in place, keeping its block.
+			c.epoch = m.Epoch
+			c.coordinator = pidOf(m.Coordinator)
+			h.children[HostName+"/"+name] = c
+			ctx.Send(actor.NewPID(ctx.Self().Address, HostName+"/"+name), m)
+			return
+		}
 		if limit := h.node.cfg.Memory; limit > 0 && m.Reserve > limit-h.reserved {
 			ctx.Send(pidOf(m.Coordinator), &messages.Placed{JobId: m.JobId, Actor: fmt.Sprintf("shard %d", m.Shard),
 				Error: fmt.Sprintf("node %s has %s of its %s free, shard %d needs %s", ctx.Self().Address,
 					cluster.FormatBytes(limit-h.reserved), cluster.FormatBytes(limit), m.Shard, cluster.FormatBytes(m.Reserve))})
 			return
 		}
-		props := actor.PropsFromProducer(func() actor.Actor { return newShard(h.node, m) })
-		if h.spawn(ctx, props, m.JobId, shardName(m.JobId, m.Shard), "shard", pidOf(m.Coordinator), pidOf(m.Client), max(m.Reserve, 0)) {
+		var starts atomic.Int32
+		props := actor.PropsFromProducer(func() actor.Actor { return newShard(h.node, m, starts.Add(1) > 1) })
+		if h.spawn(ctx, props, m.JobId, name, "shard", pidOf(m.Coordinator), pidOf(m.Client), max(m.Reserve, 0), m.Epoch) {
 			h.reserved += max(m.Reserve, 0)
 		}
 	case *messages.ReducerAssignment:
+		h.coordinators[m.JobId] = pidOf(m.Coordinator)
+		// A reducer of an earlier epoch belongs to a tree a recovery replaced.
+		for id, c := range h.children {
+			if c.job == m.JobId && c.role == "reducer" && c.epoch < m.Epoch {
+				ctx.Stop(actor.NewPID(ctx.Self().Address, id))
+			}
+		}
 		props := actor.PropsFromProducer(func() actor.Actor { return newReducer(h.node, m) })
-		h.spawn(ctx, props, m.JobId, reducerName(m.JobId, m.Level, m.Lo), "reducer", pidOf(m.Coordinator), nil, 0)
+		h.spawn(ctx, props, m.JobId, reducerName(m.JobId, m.Epoch, m.Level, m.Lo), "reducer", pidOf(m.Coordinator), nil, 0, m.Epoch)
 	case *messages.StopJob:
 		for id, c := range h.children {
 			if c.job == m.JobId {
 				ctx.Stop(actor.NewPID(ctx.Self().Address, id))
 			}
 		}
+		h.forget(m.JobId)
 	case *messages.Ping:
 		pong := h.status(ctx)
 		pong.Nonce = m.Nonce
@@ -92,6 +158,22 @@ func (h *host) Receive(ctx actor.Context) {
 		h.node.logger.Error("job actor failed", slog.String("job", c.job), slog.String("actor", m.child.Id), slog.Any("reason", m.reason))
 		msg := &messages.JobError{JobId: c.job, Kind: "failure",
 			Message: fmt.Sprintf("%s %s on node %s failed: %v", c.role, m.child.Id, ctx.Self().Address, m.reason)}
+		if c.role != "coordinator" {
+			coord := h.coordinators[c.job]
+			if h.failures[c.job]++; h.failures[c.job] > maxRestarts {
+				msg.Message += fmt.Sprintf(" (%d failures of this job's actors on this node: not restarting any more)", h.failures[c.job])
+				ctx.Stop(m.child)
+				ctx.Send(coord, msg)
+				return
+			}
+			shard := int64(-1)
+			if c.role == "shard" {
+				shard = shardOf(m.child.Id)
+			}
+			ctx.Send(coord, &messages.ActorFailed{JobId: c.job, Actor: m.child.Id, Node: ctx.Self().Address,
+				Reason: fmt.Sprint(m.reason), Shard: shard})
+			return
+		}
 		if c.role == "coordinator" {
 			if c.client != nil {
 				ctx.Send(c.client, msg)
@@ -133,7 +215,57 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 		return
 	}
 	props := actor.PropsFromProducer(func() actor.Actor { return newCoordinator(h.node, m) })
-	h.spawn(ctx, props, m.JobId, m.JobId+"-coord", "coordinator", nil, client, 0)
+	h.spawn(ctx, props, m.JobId, m.JobId+coordSuffix, "coordinator", nil, client, 0, 0)
+}
+
+// coordSuffix ends the name of a job's coordinator.
+const coordSuffix = "-coord"
+
+// forget drops what the node keeps of a job that ended: checkpoints, kept blocks, standby
+// state.
+func (h *host) forget(job string) {
+	delete(h.coordinators, job)
+	delete(h.failures, job)
+	delete(h.standby, job)
+	for key := range h.copies {
+		if strings.HasPrefix(key, job+"/") {
+			delete(h.copies, key)
+		}
+	}
+	h.node.dropBlocks(job)
+	if err := h.node.store.RemoveJob(job); err != nil {
+		h.node.logger.Warn("cannot remove a job's checkpoints", slog.String("job", job), slog.Any("error", err))
+	}
+}
+
+// onMemberLeft takes over the jobs whose coordinator's node left or died and for which this
+// node is the standby.
+func (h *host) onMemberLeft(ctx actor.Context, e cluster.Event) {
+	for id, st := range h.standby {
+		if st.Coordinator == nil || st.Coordinator.Address != e.Member.Meta.Actor {
+			continue
+		}
+		delete(h.standby, id)
+		if _, running := h.children[HostName+"/"+id+coordSuffix]; running {
+			continue
+		}
+		h.node.logger.Warn("taking over a job whose coordinator's node is gone", slog.String("job", id), slog.String("node", e.Member.Name))
+		props := actor.PropsFromProducer(func() actor.Actor { return newTakeover(h.node, st, e) })
+		h.spawn(ctx, props, id, id+coordSuffix, "coordinator", nil, pidOf(st.Submit.Client), 0, st.Epoch)
+	}
+}
+
+// shardOf returns the shard id in a shard actor's name ("<job>-s<id>"), or -1.
+func shardOf(name string) int64 {
+	i := strings.LastIndex(name, "-s")
+	if i < 0 {
+		return -1
+	}
+	v, err := strconv.ParseInt(name[i+2:], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return v
 }
 
 // status is the host's load, as Pong.
@@ -148,7 +280,7 @@ func (h *host) status(ctx actor.Context) *messages.Pong {
 }
 
 // spawn starts a child of the host for a job and records it; it tells whether it did.
-func (h *host) spawn(ctx actor.Context, props *actor.Props, job, name, role string, coordinator, client *actor.PID, reserve int64) bool {
+func (h *host) spawn(ctx actor.Context, props *actor.Props, job, name, role string, coordinator, client *actor.PID, reserve int64, epoch uint64) bool {
 	if !validJobID.MatchString(job) {
 		h.node.logger.Error("dropped an assignment with a malformed job id", slog.String("job", job))
 		return false
@@ -163,17 +295,18 @@ func (h *host) spawn(ctx actor.Context, props *actor.Props, job, name, role stri
 		}
 		return false
 	}
-	h.children[pid.Id] = hostChild{job: job, role: role, coordinator: coordinator, client: client, reserve: reserve}
+	h.children[pid.Id] = hostChild{job: job, role: role, coordinator: coordinator, client: client, reserve: reserve, epoch: epoch}
 	h.jobs[job]++
 	return true
 }
 
 // The names of a job's actors under their host: "<job>-s<shard>" for shards,
-// "<job>-r<level>-<first shard>" for reducers, "<job>-coord" for the coordinator.
+// "<job>-e<epoch>-r<level>-<first shard>" for reducers (a recovery builds a new tree), "<job>-coord"
+// for the coordinator.
 func shardName(job string, shard int64) string { return fmt.Sprintf("%s-s%d", job, shard) }
 
-func reducerName(job string, level, lo int64) string {
-	return fmt.Sprintf("%s-r%d-%d", job, level, lo)
+func reducerName(job string, epoch uint64, level, lo int64) string {
+	return fmt.Sprintf("%s-e%d-r%d-%d", job, epoch, level, lo)
 }
 
 // jobActor is the wire PID of a host's child on the node at address.

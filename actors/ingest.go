@@ -28,8 +28,9 @@ type blockStreams struct {
 
 // blockStream sends one shard its block in chunks, blockWindow at a time.
 type blockStream struct {
-	acks chan int64 // cumulative acknowledgements from the shard
-	stop chan struct{}
+	acks  chan int64 // cumulative acknowledgements from the shard
+	stop  chan struct{}
+	epoch uint64 // of the request
 }
 
 // openStreams opens a streamed job's inputs on the client and fills in the shape and natural
@@ -66,7 +67,8 @@ func (b *blockStreams) close() {
 }
 
 // request starts streaming a shard's block. A request repeated for the same shard (a
-// duplicate message) starts nothing.
+// duplicate message) starts nothing; one of a later epoch (the shard was placed anew after a
+// failure) streams the block again.
 func (b *blockStreams) request(system *actor.ActorSystem, self *actor.PID, m *messages.BlockRequest) error {
 	n := int64(b.src.Samples())
 	if m.ColLo < 0 || m.ColHi <= m.ColLo || m.ColHi > n || m.ShardPid == nil {
@@ -77,10 +79,14 @@ func (b *blockStreams) request(system *actor.ActorSystem, self *actor.PID, m *me
 	if b.stopped {
 		return nil
 	}
-	if _, dup := b.by[m.Shard]; dup {
-		return nil
+	if old, dup := b.by[m.Shard]; dup {
+		if m.Epoch <= old.epoch {
+			return nil
+		}
+		// A recovery placed the shard anew: stream its block again to the new actor.
+		close(old.stop)
 	}
-	s := &blockStream{acks: make(chan int64, 2*blockWindow), stop: make(chan struct{})}
+	s := &blockStream{acks: make(chan int64, 2*blockWindow), stop: make(chan struct{}), epoch: m.Epoch}
 	b.by[m.Shard] = s
 	b.wg.Add(1)
 	go func() {

@@ -22,8 +22,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
@@ -31,6 +34,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/didnmf/didnmf/checkpoint"
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/pki"
@@ -72,6 +76,12 @@ type NodeConfig struct {
 	// its placement weight (0 means 1). Both are reported in Pong.
 	Memory   int64
 	Capacity int
+	// DataDir is where the node keeps checkpoints (its own shards' and copies held for
+	// others); empty means a temporary directory removed when the node closes.
+	DataDir string
+	// CheckpointQuota caps the bytes of checkpoints the node writes (0: no cap); a checkpoint
+	// past it fails as on a full disk.
+	CheckpointQuota int64
 }
 
 // Members is the part of a cluster membership a node needs to place jobs.
@@ -92,6 +102,37 @@ type Faults struct {
 	// PanicAtIteration, when > 0, makes shard 1 (or shard 0 of a one-shard job) panic in its
 	// actor at the end of that iteration, as a bug in the actor code would.
 	PanicAtIteration int64
+	// Panics, when set, decides for each (shard, iteration boundary) whether the shard actor
+	// panics there; each pair panics at most once per node (a replay after the recovery goes
+	// through).
+	Panics func(shard, iteration int64) bool
+	// IterationDelay makes every shard on the node sleep this long at each iteration
+	// boundary: a slow node, or a job slowed down so that faults can hit it mid-run.
+	IterationDelay time.Duration
+	// ReducerPanics, like Panics, for the reducer covering shards [lo, hi) when it completes
+	// a collective of an iteration.
+	ReducerPanics func(lo, iteration int64) bool
+
+	mu    sync.Mutex
+	fired map[[3]int64]bool
+}
+
+// fire tells whether an injected panic at (kind, a, b) is due: once per node.
+func (f *Faults) fire(kind, a, b int64, due func(a, b int64) bool) bool {
+	if f == nil || due == nil || !due(a, b) {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := [3]int64{kind, a, b}
+	if f.fired[key] {
+		return false
+	}
+	if f.fired == nil {
+		f.fired = map[[3]int64]bool{}
+	}
+	f.fired[key] = true
+	return true
 }
 
 // Node is one actor system with its remote and host actor.
@@ -104,6 +145,37 @@ type Node struct {
 	ownPool bool
 	logger  *slog.Logger
 	once    sync.Once
+	store   *checkpoint.Store
+	tempDir string // a data dir the node made and removes
+
+	blocksMu sync.Mutex
+	blocks   map[string]kernels.Block // shards' blocks of X by actor name, kept across restarts
+}
+
+// keepBlock keeps a shard's block of X on the node, so that a restarted or rolled-back shard
+// does not read (or have streamed) it again.
+func (n *Node) keepBlock(name string, x kernels.Block) {
+	n.blocksMu.Lock()
+	n.blocks[name] = x
+	n.blocksMu.Unlock()
+}
+
+// keptBlock returns the block kept under name, or nil.
+func (n *Node) keptBlock(name string) kernels.Block {
+	n.blocksMu.Lock()
+	defer n.blocksMu.Unlock()
+	return n.blocks[name]
+}
+
+// dropBlocks forgets the blocks kept for a job.
+func (n *Node) dropBlocks(job string) {
+	n.blocksMu.Lock()
+	defer n.blocksMu.Unlock()
+	for name := range n.blocks {
+		if strings.HasPrefix(name, job+"-") {
+			delete(n.blocks, name)
+		}
+	}
 }
 
 // StartNode starts an actor system listening on cfg.Host:cfg.Port, with its host actor.
@@ -146,7 +218,21 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if err := startRemote(r); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger}
+	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, blocks: map[string]kernels.Block{}}
+	dir := cfg.DataDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "didnmf-node-"); err != nil {
+			r.Shutdown(false)
+			return nil, fmt.Errorf("node: a temporary data directory: %w", err)
+		}
+		n.tempDir = dir
+	}
+	if n.store, err = checkpoint.Open(dir); err != nil {
+		r.Shutdown(false)
+		n.removeTemp()
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.store.SetLimit(cfg.CheckpointQuota)
 	if n.pool == nil {
 		n.pool = kernels.NewPool(cfg.Threads)
 		n.ownPool = true
@@ -196,8 +282,18 @@ func (n *Node) Close() {
 		if n.ownPool {
 			n.pool.Close()
 		}
+		n.removeTemp()
 	})
 }
+
+func (n *Node) removeTemp() {
+	if n.tempDir != "" {
+		_ = os.RemoveAll(n.tempDir)
+	}
+}
+
+// Checkpoints returns the node's checkpoint store.
+func (n *Node) Checkpoints() *checkpoint.Store { return n.store }
 
 // LocalCluster is several nodes on loopback in one process.
 type LocalCluster struct {

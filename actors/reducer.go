@@ -36,7 +36,7 @@ func newReducer(n *Node, a *messages.ReducerAssignment) *reducer {
 func (r *reducer) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		placed := &messages.Placed{JobId: r.a.JobId, Actor: fmt.Sprintf("reducer [%d, %d)", r.a.Lo, r.a.Hi), Pid: wirePid(ctx.Self())}
+		placed := &messages.Placed{JobId: r.a.JobId, Actor: fmt.Sprintf("reducer [%d, %d)", r.a.Lo, r.a.Hi), Pid: wirePid(ctx.Self()), Epoch: r.a.Epoch}
 		if err := r.build(); err != nil {
 			placed.Error = err.Error()
 		}
@@ -107,6 +107,9 @@ func (r *reducer) partial(ctx actor.Context, m *messages.Partial) {
 	if err != nil {
 		r.fail(ctx, err)
 		return
+	}
+	if f := r.node.cfg.Faults; f != nil && !head.Init && f.fire(1, r.a.Lo, head.Iteration, f.ReducerPanics) {
+		panic(fmt.Sprintf("injected fault: reducer [%d, %d) panics at iteration %d", r.a.Lo, r.a.Hi, head.Iteration))
 	}
 	r.meter.init = head.Init
 	if r.parent != nil {

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/didnmf/didnmf/checkpoint"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -50,18 +52,37 @@ type shard struct {
 	lastIter int64
 	ingest   *matio.BlockBuilder // while a streamed block arrives
 	chunks   int64               // streamed chunks received
+
+	// restarted is set on an instance its host's supervisor made after a panic: it waits for
+	// the coordinator's recovery assignment instead of starting on its own.
+	restarted bool
+	ckpt      checkpoints
 }
 
-func newShard(n *Node, a *messages.ShardAssignment) *shard {
+func newShard(n *Node, a *messages.ShardAssignment, restarted bool) *shard {
 	return &shard{node: n, a: a, coordinator: pidOf(a.Coordinator), reducer: pidOf(a.Reducer), client: pidOf(a.Client),
-		boundary: -1, finishAt: -1}
+		boundary: -1, finishAt: -1, restarted: restarted}
 }
 
 // Receive implements actor.Actor.
 func (s *shard) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		if s.restarted {
+			s.a.Epoch = 0 // whatever comes next is a recovery
+			return
+		}
 		s.load(ctx)
+	case *messages.ShardAssignment:
+		s.reassign(ctx, m)
+	case *checkpointWritten:
+		s.checkpointWritten(ctx, m)
+	case *messages.CheckpointStored:
+		s.checkpointStored(ctx, m)
+	case *messages.CheckpointCopy:
+		s.fetched(ctx, m)
+	case *fetchTimeout:
+		s.fetchTimedOut(ctx, m)
 	case *actor.Stopping:
 		if s.machine != nil {
 			s.machine.Close()
@@ -89,6 +110,12 @@ func (s *shard) Receive(ctx actor.Context) {
 		if !s.mine(m.JobId, m.Epoch) {
 			return
 		}
+		if m.At < 0 {
+			// The coordinator lost its quorum: stop at the next boundary and wait for a
+			// recovery assignment (a Grant of this epoch never comes).
+			s.granted = -1
+			return
+		}
 		s.finishAt = m.At
 		if s.boundary >= 0 && !s.finished && s.boundary >= s.finishAt {
 			s.finish(ctx, kernels.StopTimeLimit)
@@ -112,27 +139,115 @@ func (s *shard) mine(job string, epoch uint64) bool {
 // load reads the shard's block and builds its machine, then tells the coordinator; a
 // streamed block is asked of the client first.
 func (s *shard) load(ctx actor.Context) {
-	err := s.check()
-	if err == nil && s.a.Spec.Ingest == IngestStream {
-		if err = s.startIngest(); err == nil {
+	if err := s.check(); err != nil {
+		s.placed(ctx, err)
+		return
+	}
+	if x := s.node.keptBlock(ctx.Self().Id); x != nil && s.fits(x) {
+		s.x = x
+		s.prepare(ctx)
+		return
+	}
+	if s.a.Spec.Ingest == IngestStream {
+		err := s.startIngest()
+		if err == nil {
 			ctx.Send(s.client, &messages.BlockRequest{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard,
 				ColLo: s.a.ColLo, ColHi: s.a.ColHi, ShardPid: wirePid(ctx.Self())})
 			return
 		}
+		s.placed(ctx, err)
+		return
 	}
-	if err == nil {
-		var x kernels.Block
-		if x, err = s.read(); err == nil {
-			err = s.build(x)
+	x, err := s.read()
+	if err != nil {
+		s.placed(ctx, err)
+		return
+	}
+	s.x = x
+	s.node.keepBlock(ctx.Self().Id, x)
+	s.prepare(ctx)
+}
+
+// fits tells whether a block has the shape of the shard's columns.
+func (s *shard) fits(x kernels.Block) bool {
+	_, n := x.Dims()
+	return int64(n) == s.a.ColHi-s.a.ColLo
+}
+
+// prepare builds the machine on the shard's block: from the initialisation, or from the
+// checkpoint the assignment resumes from (kept here, or fetched from a node that has a copy).
+func (s *shard) prepare(ctx actor.Context) {
+	t := s.a.ResumeFrom
+	if t <= 0 {
+		s.placed(ctx, s.build(s.x, nil))
+		return
+	}
+	var tried []string
+	for _, kind := range []checkpoint.Kind{checkpoint.Own, checkpoint.Buddy} {
+		rec, err := s.node.store.Read(kind, s.a.JobId, int(s.a.Shard), t)
+		if err == nil {
+			if err = s.usable(rec); err == nil {
+				s.placed(ctx, s.build(s.x, rec))
+				return
+			}
+		}
+		tried = append(tried, fmt.Sprintf("%s copy here: %v", kind, err))
+	}
+	s.ckpt.tried = tried
+	s.ckpt.sources = nil
+	for _, addr := range s.a.CheckpointAt {
+		if addr != ctx.Self().Address {
+			s.ckpt.sources = append(s.ckpt.sources, addr)
 		}
 	}
-	s.placed(ctx, err)
+	s.fetchNext(ctx)
+}
+
+// usable checks that a checkpoint record is this shard's at the assignment's iteration.
+func (s *shard) usable(r *checkpoint.Record) error {
+	if r.Job != s.a.JobId || int64(r.Shard) != s.a.Shard || int64(r.Shards) != s.a.Shards || r.Iteration != s.a.ResumeFrom {
+		return fmt.Errorf("checkpoint of job %s shard %d/%d iteration %d, want %s shard %d/%d iteration %d",
+			r.Job, r.Shard, r.Shards, r.Iteration, s.a.JobId, s.a.Shard, s.a.Shards, s.a.ResumeFrom)
+	}
+	return nil
+}
+
+// reassign takes a recovery assignment: a later epoch rolls the shard back to a checkpoint (or
+// to its start), possibly with a new reducer and coordinator. Its block of X is kept.
+func (s *shard) reassign(ctx actor.Context, m *messages.ShardAssignment) {
+	if m.JobId != s.a.JobId || m.Shard != s.a.Shard || m.Epoch <= s.a.Epoch {
+		s.meter.c.Stale++
+		return
+	}
+	if s.machine != nil {
+		s.machine.Close()
+	}
+	x := s.x
+	if x != nil && (m.ColLo != s.a.ColLo || m.ColHi != s.a.ColHi) {
+		x = nil
+	}
+	counters := proto.Clone(&s.meter.c).(*messages.Counters)
+	*s = shard{node: s.node, a: m, coordinator: pidOf(m.Coordinator), reducer: pidOf(m.Reducer), client: pidOf(m.Client),
+		boundary: -1, finishAt: -1, x: x}
+	proto.Merge(&s.meter.c, counters)
+	if x == nil {
+		s.load(ctx)
+		return
+	}
+	if err := s.check(); err != nil {
+		s.placed(ctx, err)
+		return
+	}
+	s.prepare(ctx)
 }
 
 // placed tells the coordinator the shard is ready, or why it is not.
 func (s *shard) placed(ctx actor.Context, err error) {
-	placed := &messages.Placed{JobId: s.a.JobId, Actor: fmt.Sprintf("shard %d", s.a.Shard), Pid: wirePid(ctx.Self())}
-	if err != nil {
+	placed := &messages.Placed{JobId: s.a.JobId, Actor: fmt.Sprintf("shard %d", s.a.Shard), Pid: wirePid(ctx.Self()), Epoch: s.a.Epoch}
+	var lost *checkpointLost
+	if errors.As(err, &lost) {
+		placed.CheckpointError = fmt.Sprintf("shard %d on node %s: %v", s.a.Shard, ctx.Self().Address, err)
+	} else if err != nil {
 		placed.Error = fmt.Sprintf("shard %d on node %s: %v", s.a.Shard, ctx.Self().Address, err)
 	} else {
 		placed.Features, placed.Samples = int64(s.machineRows()), s.a.ColHi-s.a.ColLo
@@ -188,10 +303,13 @@ func (s *shard) blockChunk(ctx actor.Context, m *messages.BlockChunk) {
 		x, err = s.ingest.Block()
 	}
 	s.ingest = nil
-	if err == nil {
-		err = s.build(x)
+	if err != nil {
+		s.placed(ctx, err)
+		return
 	}
-	s.placed(ctx, err)
+	s.x = x
+	s.node.keepBlock(ctx.Self().Id, x)
+	s.prepare(ctx)
 }
 
 func (s *shard) machineRows() int {
@@ -227,26 +345,34 @@ func (s *shard) read() (kernels.Block, error) {
 	return src.Read(int(a.ColLo), int(a.ColHi), s.spec.layout)
 }
 
-// build builds the shard's machine on its block x.
-func (s *shard) build(x kernels.Block) error {
+// build builds the shard's machine on its block x: from the initialisation, or resuming from
+// the checkpoint rec.
+func (s *shard) build(x kernels.Block, rec *checkpoint.Record) error {
 	a, spec := s.a, s.spec
 	var err error
 	s.x = x
 	m, _ := x.Dims()
 	k := int(a.Spec.Rank)
 	init := kernels.InitSpec{Method: spec.init}
-	if spec.init == kernels.InitCustom {
+	var resume *kernels.Snapshot
+	if rec != nil {
+		resume = &kernels.Snapshot{Iteration: int(rec.Iteration), Initial: rec.Initial, Objective: rec.Objective, B: rec.B, C: rec.C, State: rec.State}
+	} else if spec.init == kernels.InitCustom {
 		if init.B0, init.C0, err = readCustomInit(a.Spec, m, int(a.TotalCols), k, int(a.ColLo), int(a.ColHi)); err != nil {
 			return err
 		}
 	}
 	s.machine, err = kernels.NewMachine(kernels.ShardSpec{Algo: spec.algo.Name, Shard: int(a.Shard), Shards: int(a.Shards),
 		ColOffset: int(a.ColLo), TotalCols: int(a.TotalCols), X: x, K: k, Seed: a.Spec.Seed, Init: init,
-		Options: kernels.Options{Form: spec.form, Rho: a.Spec.Rho}, Pool: s.node.pool})
+		Options: kernels.Options{Form: spec.form, Rho: a.Spec.Rho}, Pool: s.node.pool, Resume: resume})
 	if err != nil {
 		return err
 	}
 	s.stopper = kernels.NewStopper(spec.deterministicRule())
+	if rec != nil {
+		s.stopper.Restore(rec.Stopper)
+		s.lastIter = rec.Iteration
+	}
 	return nil
 }
 
@@ -294,10 +420,17 @@ func (s *shard) run(ctx actor.Context) {
 		s.boundary = int64(st.Iteration)
 		s.lastIter = s.boundary
 		s.meter.init = false
-		if f := s.node.cfg.Faults; f != nil && f.PanicAtIteration == s.boundary && s.a.Shard == min(1, s.a.Shards-1) {
+		if f := s.node.cfg.Faults; f != nil && (f.PanicAtIteration == s.boundary && s.a.Shard == min(1, s.a.Shards-1) ||
+			f.fire(0, s.a.Shard, s.boundary, f.Panics)) {
 			panic(fmt.Sprintf("injected fault: shard %d panics at iteration %d", s.a.Shard, s.boundary))
 		}
+		if f := s.node.cfg.Faults; f != nil && f.IterationDelay > 0 {
+			time.Sleep(f.IterationDelay)
+		}
 		stop, why := s.stopper.Observe(st.Iteration, st.Objective, st.Initial, 0)
+		if every := s.a.Spec.CheckpointEvery; every > 0 && s.boundary%every == 0 && !stop {
+			s.checkpoint(ctx, st)
+		}
 		if s.a.Shard == 0 {
 			done := &messages.IterationDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: s.boundary,
 				Objective: st.Objective, Initial: st.Initial, Seconds: time.Since(s.started).Seconds(), InitSeconds: s.initDone.Seconds()}

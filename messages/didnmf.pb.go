@@ -457,11 +457,14 @@ func (x *SubmitJob) GetJobId() string {
 
 // JobAccepted tells the client the job's id and coordinator.
 type JobAccepted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Coordinator   *Pid                   `protobuf:"bytes,2,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
-	Samples       int64                  `protobuf:"varint,3,opt,name=samples,proto3" json:"samples,omitempty"`
-	Features      int64                  `protobuf:"varint,4,opt,name=features,proto3" json:"features,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	JobId       string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Coordinator *Pid                   `protobuf:"bytes,2,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	Samples     int64                  `protobuf:"varint,3,opt,name=samples,proto3" json:"samples,omitempty"`
+	Features    int64                  `protobuf:"varint,4,opt,name=features,proto3" json:"features,omitempty"`
+	// Takeover is set when a standby coordinator took the job over after the first one's node
+	// died: the client keeps its progress stream and now talks to this coordinator.
+	Takeover      bool `protobuf:"varint,5,opt,name=takeover,proto3" json:"takeover,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -522,6 +525,13 @@ func (x *JobAccepted) GetFeatures() int64 {
 		return x.Features
 	}
 	return 0
+}
+
+func (x *JobAccepted) GetTakeover() bool {
+	if x != nil {
+		return x.Takeover
+	}
+	return false
 }
 
 // JobError reports a refused or failed job; it ends the job.
@@ -843,7 +853,15 @@ type ShardAssignment struct {
 	Reducer *Pid `protobuf:"bytes,10,opt,name=reducer,proto3" json:"reducer,omitempty"`
 	Client  *Pid `protobuf:"bytes,11,opt,name=client,proto3" json:"client,omitempty"`
 	// Bytes of memory the shard is expected to use, reserved on its node while it lives.
-	Reserve       int64 `protobuf:"varint,12,opt,name=reserve,proto3" json:"reserve,omitempty"`
+	Reserve int64 `protobuf:"varint,12,opt,name=reserve,proto3" json:"reserve,omitempty"`
+	// The actor address of the node that keeps copies of this shard's checkpoints (empty: none).
+	Buddy string `protobuf:"bytes,13,opt,name=buddy,proto3" json:"buddy,omitempty"`
+	// Resume from the shard's checkpoint at this iteration (0: start from the initialisation).
+	// An assignment sent to a node where the shard already lives (a recovery) rolls it back.
+	ResumeFrom int64 `protobuf:"varint,14,opt,name=resume_from,json=resumeFrom,proto3" json:"resume_from,omitempty"`
+	// Other nodes (actor addresses) that may hold a copy of that checkpoint: the shard's node
+	// and buddy before a re-placement.
+	CheckpointAt  []string `protobuf:"bytes,15,rep,name=checkpoint_at,json=checkpointAt,proto3" json:"checkpoint_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -960,6 +978,27 @@ func (x *ShardAssignment) GetReserve() int64 {
 		return x.Reserve
 	}
 	return 0
+}
+
+func (x *ShardAssignment) GetBuddy() string {
+	if x != nil {
+		return x.Buddy
+	}
+	return ""
+}
+
+func (x *ShardAssignment) GetResumeFrom() int64 {
+	if x != nil {
+		return x.ResumeFrom
+	}
+	return 0
+}
+
+func (x *ShardAssignment) GetCheckpointAt() []string {
+	if x != nil {
+		return x.CheckpointAt
+	}
+	return nil
 }
 
 // ReducerAssignment tells a host to start one node of a job's reduce tree, covering shards
@@ -1090,10 +1129,15 @@ type Placed struct {
 	Pid   *Pid                   `protobuf:"bytes,3,opt,name=pid,proto3" json:"pid,omitempty"`
 	Error string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
 	// For shards: the number of samples and features read.
-	Samples       int64 `protobuf:"varint,5,opt,name=samples,proto3" json:"samples,omitempty"`
-	Features      int64 `protobuf:"varint,6,opt,name=features,proto3" json:"features,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Samples  int64 `protobuf:"varint,5,opt,name=samples,proto3" json:"samples,omitempty"`
+	Features int64 `protobuf:"varint,6,opt,name=features,proto3" json:"features,omitempty"`
+	// The epoch of the assignment acknowledged.
+	Epoch uint64 `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Set when the shard could not load the checkpoint it was to resume from (no copy passes
+	// its checksum): the coordinator falls back to an older checkpoint.
+	CheckpointError string `protobuf:"bytes,8,opt,name=checkpoint_error,json=checkpointError,proto3" json:"checkpoint_error,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Placed) Reset() {
@@ -1166,6 +1210,20 @@ func (x *Placed) GetFeatures() int64 {
 		return x.Features
 	}
 	return 0
+}
+
+func (x *Placed) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Placed) GetCheckpointError() string {
+	if x != nil {
+		return x.CheckpointError
+	}
+	return ""
 }
 
 // StartJob tells shards that the whole job is placed and they may run.
@@ -1808,12 +1866,15 @@ func (x *IterationDone) GetInitSeconds() float64 {
 
 // Progress is sent to the client after every iteration.
 type Progress struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Iteration     int64                  `protobuf:"varint,2,opt,name=iteration,proto3" json:"iteration,omitempty"`
-	Seconds       float64                `protobuf:"fixed64,3,opt,name=seconds,proto3" json:"seconds,omitempty"`
-	Ratio         float64                `protobuf:"fixed64,4,opt,name=ratio,proto3" json:"ratio,omitempty"`
-	Objective     float64                `protobuf:"fixed64,5,opt,name=objective,proto3" json:"objective,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	JobId     string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Iteration int64                  `protobuf:"varint,2,opt,name=iteration,proto3" json:"iteration,omitempty"`
+	Seconds   float64                `protobuf:"fixed64,3,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	Ratio     float64                `protobuf:"fixed64,4,opt,name=ratio,proto3" json:"ratio,omitempty"`
+	Objective float64                `protobuf:"fixed64,5,opt,name=objective,proto3" json:"objective,omitempty"`
+	// Warning, when set, is news the user should see although the job goes on: a checkpoint
+	// that failed (full disk), a recovery from a failure.
+	Warning       string `protobuf:"bytes,6,opt,name=warning,proto3" json:"warning,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1881,6 +1942,13 @@ func (x *Progress) GetObjective() float64 {
 		return x.Objective
 	}
 	return 0
+}
+
+func (x *Progress) GetWarning() string {
+	if x != nil {
+		return x.Warning
+	}
+	return ""
 }
 
 // Counters are one job actor's message accounting.
@@ -2462,9 +2530,14 @@ type JobResult struct {
 	InitCollectives int64     `protobuf:"varint,16,opt,name=init_collectives,json=initCollectives,proto3" json:"init_collectives,omitempty"`
 	Collectives     int64     `protobuf:"varint,17,opt,name=collectives,proto3" json:"collectives,omitempty"`
 	// The actor address of the node each shard ran on, by shard id.
-	ShardNodes    []string `protobuf:"bytes,18,rep,name=shard_nodes,json=shardNodes,proto3" json:"shard_nodes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ShardNodes []string `protobuf:"bytes,18,rep,name=shard_nodes,json=shardNodes,proto3" json:"shard_nodes,omitempty"`
+	// The job's recoveries from failures, in order, and its committed checkpoints.
+	Recoveries  []*Recovery `protobuf:"bytes,19,rep,name=recoveries,proto3" json:"recoveries,omitempty"`
+	Checkpoints int64       `protobuf:"varint,20,opt,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	// Seconds spent writing and replicating checkpoints, summed over shards.
+	CheckpointSeconds float64 `protobuf:"fixed64,21,opt,name=checkpoint_seconds,json=checkpointSeconds,proto3" json:"checkpoint_seconds,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *JobResult) Reset() {
@@ -2623,6 +2696,117 @@ func (x *JobResult) GetShardNodes() []string {
 	return nil
 }
 
+func (x *JobResult) GetRecoveries() []*Recovery {
+	if x != nil {
+		return x.Recoveries
+	}
+	return nil
+}
+
+func (x *JobResult) GetCheckpoints() int64 {
+	if x != nil {
+		return x.Checkpoints
+	}
+	return 0
+}
+
+func (x *JobResult) GetCheckpointSeconds() float64 {
+	if x != nil {
+		return x.CheckpointSeconds
+	}
+	return 0
+}
+
+// Recovery is one rollback of a job to a checkpoint after a failure.
+type Recovery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Epoch uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// What happened: "actor panic", "node lost", "coordinator lost", ...
+	Cause string `protobuf:"bytes,2,opt,name=cause,proto3" json:"cause,omitempty"`
+	// Seconds since the job started: when the failure was noticed, and when the first iteration
+	// after the rollback completed.
+	Noticed float64 `protobuf:"fixed64,3,opt,name=noticed,proto3" json:"noticed,omitempty"`
+	Resumed float64 `protobuf:"fixed64,4,opt,name=resumed,proto3" json:"resumed,omitempty"`
+	// The checkpoint iteration resumed from, and the iterations done before the failure that
+	// had to be done again.
+	FromIteration int64 `protobuf:"varint,5,opt,name=from_iteration,json=fromIteration,proto3" json:"from_iteration,omitempty"`
+	Redone        int64 `protobuf:"varint,6,opt,name=redone,proto3" json:"redone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Recovery) Reset() {
+	*x = Recovery{}
+	mi := &file_didnmf_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Recovery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Recovery) ProtoMessage() {}
+
+func (x *Recovery) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Recovery.ProtoReflect.Descriptor instead.
+func (*Recovery) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *Recovery) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Recovery) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
+func (x *Recovery) GetNoticed() float64 {
+	if x != nil {
+		return x.Noticed
+	}
+	return 0
+}
+
+func (x *Recovery) GetResumed() float64 {
+	if x != nil {
+		return x.Resumed
+	}
+	return 0
+}
+
+func (x *Recovery) GetFromIteration() int64 {
+	if x != nil {
+		return x.FromIteration
+	}
+	return 0
+}
+
+func (x *Recovery) GetRedone() int64 {
+	if x != nil {
+		return x.Redone
+	}
+	return 0
+}
+
 // BlockRequest asks the client to stream a shard's block of X (ingest "stream"): samples
 // [col_lo, col_hi) to the shard actor `shard_pid`.
 type BlockRequest struct {
@@ -2639,7 +2823,7 @@ type BlockRequest struct {
 
 func (x *BlockRequest) Reset() {
 	*x = BlockRequest{}
-	mi := &file_didnmf_proto_msgTypes[28]
+	mi := &file_didnmf_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2651,7 +2835,7 @@ func (x *BlockRequest) String() string {
 func (*BlockRequest) ProtoMessage() {}
 
 func (x *BlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[28]
+	mi := &file_didnmf_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2664,7 +2848,7 @@ func (x *BlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockRequest.ProtoReflect.Descriptor instead.
 func (*BlockRequest) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{28}
+	return file_didnmf_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BlockRequest) GetJobId() string {
@@ -2734,7 +2918,7 @@ type BlockChunk struct {
 
 func (x *BlockChunk) Reset() {
 	*x = BlockChunk{}
-	mi := &file_didnmf_proto_msgTypes[29]
+	mi := &file_didnmf_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2746,7 +2930,7 @@ func (x *BlockChunk) String() string {
 func (*BlockChunk) ProtoMessage() {}
 
 func (x *BlockChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[29]
+	mi := &file_didnmf_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2759,7 +2943,7 @@ func (x *BlockChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockChunk.ProtoReflect.Descriptor instead.
 func (*BlockChunk) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{29}
+	return file_didnmf_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *BlockChunk) GetJobId() string {
@@ -2859,7 +3043,7 @@ type BlockAck struct {
 
 func (x *BlockAck) Reset() {
 	*x = BlockAck{}
-	mi := &file_didnmf_proto_msgTypes[30]
+	mi := &file_didnmf_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2871,7 +3055,7 @@ func (x *BlockAck) String() string {
 func (*BlockAck) ProtoMessage() {}
 
 func (x *BlockAck) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[30]
+	mi := &file_didnmf_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2884,7 +3068,7 @@ func (x *BlockAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockAck.ProtoReflect.Descriptor instead.
 func (*BlockAck) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{30}
+	return file_didnmf_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *BlockAck) GetJobId() string {
@@ -2906,6 +3090,625 @@ func (x *BlockAck) GetSeq() int64 {
 		return x.Seq
 	}
 	return 0
+}
+
+// CheckpointDone tells the coordinator a shard's checkpoint at an iteration is written on its
+// node and acknowledged by its buddy (error set when it could not be).
+type CheckpointDone struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	JobId     string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Epoch     uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Shard     int64                  `protobuf:"varint,3,opt,name=shard,proto3" json:"shard,omitempty"`
+	Iteration int64                  `protobuf:"varint,4,opt,name=iteration,proto3" json:"iteration,omitempty"`
+	Error     string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	// Seconds the shard spent on it (snapshot, local write and the buddy's acknowledgement).
+	Seconds       float64 `protobuf:"fixed64,6,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointDone) Reset() {
+	*x = CheckpointDone{}
+	mi := &file_didnmf_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointDone) ProtoMessage() {}
+
+func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointDone.ProtoReflect.Descriptor instead.
+func (*CheckpointDone) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *CheckpointDone) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *CheckpointDone) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *CheckpointDone) GetShard() int64 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *CheckpointDone) GetIteration() int64 {
+	if x != nil {
+		return x.Iteration
+	}
+	return 0
+}
+
+func (x *CheckpointDone) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *CheckpointDone) GetSeconds() float64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
+// CheckpointCopy carries a marshaled checkpoint (checkpoint.Record) in chunks: from a shard to
+// its buddy's host, or from a host answering CheckpointFetch. The record has its own checksum.
+type CheckpointCopy struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	JobId     string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Shard     int64                  `protobuf:"varint,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	Iteration int64                  `protobuf:"varint,3,opt,name=iteration,proto3" json:"iteration,omitempty"`
+	Chunk     int32                  `protobuf:"varint,4,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	Chunks    int32                  `protobuf:"varint,5,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	Data      []byte                 `protobuf:"bytes,6,opt,name=data,proto3" json:"data,omitempty"`
+	// Who gets the CheckpointStored answer (copies to a buddy).
+	ReplyTo *Pid `protobuf:"bytes,7,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`
+	// An answer to CheckpointFetch that has no valid copy sets error.
+	Error         string `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointCopy) Reset() {
+	*x = CheckpointCopy{}
+	mi := &file_didnmf_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointCopy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointCopy) ProtoMessage() {}
+
+func (x *CheckpointCopy) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointCopy.ProtoReflect.Descriptor instead.
+func (*CheckpointCopy) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *CheckpointCopy) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *CheckpointCopy) GetShard() int64 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *CheckpointCopy) GetIteration() int64 {
+	if x != nil {
+		return x.Iteration
+	}
+	return 0
+}
+
+func (x *CheckpointCopy) GetChunk() int32 {
+	if x != nil {
+		return x.Chunk
+	}
+	return 0
+}
+
+func (x *CheckpointCopy) GetChunks() int32 {
+	if x != nil {
+		return x.Chunks
+	}
+	return 0
+}
+
+func (x *CheckpointCopy) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *CheckpointCopy) GetReplyTo() *Pid {
+	if x != nil {
+		return x.ReplyTo
+	}
+	return nil
+}
+
+func (x *CheckpointCopy) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// CheckpointStored answers a complete CheckpointCopy to a buddy.
+type CheckpointStored struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Shard         int64                  `protobuf:"varint,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	Iteration     int64                  `protobuf:"varint,3,opt,name=iteration,proto3" json:"iteration,omitempty"`
+	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointStored) Reset() {
+	*x = CheckpointStored{}
+	mi := &file_didnmf_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointStored) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointStored) ProtoMessage() {}
+
+func (x *CheckpointStored) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointStored.ProtoReflect.Descriptor instead.
+func (*CheckpointStored) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *CheckpointStored) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *CheckpointStored) GetShard() int64 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *CheckpointStored) GetIteration() int64 {
+	if x != nil {
+		return x.Iteration
+	}
+	return 0
+}
+
+func (x *CheckpointStored) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// CheckpointFetch asks a host for its copy of a shard's checkpoint; it answers with
+// CheckpointCopy chunks to reply_to.
+type CheckpointFetch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Shard         int64                  `protobuf:"varint,2,opt,name=shard,proto3" json:"shard,omitempty"`
+	Iteration     int64                  `protobuf:"varint,3,opt,name=iteration,proto3" json:"iteration,omitempty"`
+	ReplyTo       *Pid                   `protobuf:"bytes,4,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointFetch) Reset() {
+	*x = CheckpointFetch{}
+	mi := &file_didnmf_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointFetch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointFetch) ProtoMessage() {}
+
+func (x *CheckpointFetch) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointFetch.ProtoReflect.Descriptor instead.
+func (*CheckpointFetch) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *CheckpointFetch) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *CheckpointFetch) GetShard() int64 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *CheckpointFetch) GetIteration() int64 {
+	if x != nil {
+		return x.Iteration
+	}
+	return 0
+}
+
+func (x *CheckpointFetch) GetReplyTo() *Pid {
+	if x != nil {
+		return x.ReplyTo
+	}
+	return nil
+}
+
+// ActorFailed tells a coordinator that one of its job's actors panicked on a node; the host
+// restarted it (shards wait for a recovery assignment).
+type ActorFailed struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	JobId  string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Actor  string                 `protobuf:"bytes,2,opt,name=actor,proto3" json:"actor,omitempty"`
+	Node   string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	Reason string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The shard id, or -1 for a reducer.
+	Shard         int64 `protobuf:"varint,5,opt,name=shard,proto3" json:"shard,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActorFailed) Reset() {
+	*x = ActorFailed{}
+	mi := &file_didnmf_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActorFailed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActorFailed) ProtoMessage() {}
+
+func (x *ActorFailed) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActorFailed.ProtoReflect.Descriptor instead.
+func (*ActorFailed) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ActorFailed) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *ActorFailed) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *ActorFailed) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ActorFailed) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ActorFailed) GetShard() int64 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+// JobState is what a standby node needs to take a job over when its coordinator's node dies:
+// sent by the coordinator to the standby's host after placement and at every checkpoint commit.
+type JobState struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Submit *SubmitJob             `protobuf:"bytes,1,opt,name=submit,proto3" json:"submit,omitempty"`
+	Epoch  uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The actor address of each shard's node and of its buddy, by shard id.
+	ShardNodes []string `protobuf:"bytes,3,rep,name=shard_nodes,json=shardNodes,proto3" json:"shard_nodes,omitempty"`
+	Buddies    []string `protobuf:"bytes,4,rep,name=buddies,proto3" json:"buddies,omitempty"`
+	// Committed checkpoint iterations, ascending.
+	Committed []int64 `protobuf:"varint,5,rep,packed,name=committed,proto3" json:"committed,omitempty"`
+	// Progress up to the last committed checkpoint.
+	History []*HistoryPoint `protobuf:"bytes,6,rep,name=history,proto3" json:"history,omitempty"`
+	// Workers known when the job started: a recovery needs a majority of them alive.
+	QuorumOf int64 `protobuf:"varint,7,opt,name=quorum_of,json=quorumOf,proto3" json:"quorum_of,omitempty"`
+	// The coordinator whose node's death starts the takeover.
+	Coordinator *Pid    `protobuf:"bytes,8,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	Samples     int64   `protobuf:"varint,9,opt,name=samples,proto3" json:"samples,omitempty"`
+	Features    int64   `protobuf:"varint,10,opt,name=features,proto3" json:"features,omitempty"`
+	Density     float64 `protobuf:"fixed64,11,opt,name=density,proto3" json:"density,omitempty"`
+	Initial     float64 `protobuf:"fixed64,12,opt,name=initial,proto3" json:"initial,omitempty"`
+	// When the job started, in Unix nanoseconds.
+	StartedUnixNano int64 `protobuf:"varint,13,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
+	Recoveries      int64 `protobuf:"varint,14,opt,name=recoveries,proto3" json:"recoveries,omitempty"`
+	// The nodes (actor addresses) known when the job started, for the quorum.
+	StartNodes    []string `protobuf:"bytes,15,rep,name=start_nodes,json=startNodes,proto3" json:"start_nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobState) Reset() {
+	*x = JobState{}
+	mi := &file_didnmf_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobState) ProtoMessage() {}
+
+func (x *JobState) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobState.ProtoReflect.Descriptor instead.
+func (*JobState) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *JobState) GetSubmit() *SubmitJob {
+	if x != nil {
+		return x.Submit
+	}
+	return nil
+}
+
+func (x *JobState) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *JobState) GetShardNodes() []string {
+	if x != nil {
+		return x.ShardNodes
+	}
+	return nil
+}
+
+func (x *JobState) GetBuddies() []string {
+	if x != nil {
+		return x.Buddies
+	}
+	return nil
+}
+
+func (x *JobState) GetCommitted() []int64 {
+	if x != nil {
+		return x.Committed
+	}
+	return nil
+}
+
+func (x *JobState) GetHistory() []*HistoryPoint {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
+func (x *JobState) GetQuorumOf() int64 {
+	if x != nil {
+		return x.QuorumOf
+	}
+	return 0
+}
+
+func (x *JobState) GetCoordinator() *Pid {
+	if x != nil {
+		return x.Coordinator
+	}
+	return nil
+}
+
+func (x *JobState) GetSamples() int64 {
+	if x != nil {
+		return x.Samples
+	}
+	return 0
+}
+
+func (x *JobState) GetFeatures() int64 {
+	if x != nil {
+		return x.Features
+	}
+	return 0
+}
+
+func (x *JobState) GetDensity() float64 {
+	if x != nil {
+		return x.Density
+	}
+	return 0
+}
+
+func (x *JobState) GetInitial() float64 {
+	if x != nil {
+		return x.Initial
+	}
+	return 0
+}
+
+func (x *JobState) GetStartedUnixNano() int64 {
+	if x != nil {
+		return x.StartedUnixNano
+	}
+	return 0
+}
+
+func (x *JobState) GetRecoveries() int64 {
+	if x != nil {
+		return x.Recoveries
+	}
+	return 0
+}
+
+func (x *JobState) GetStartNodes() []string {
+	if x != nil {
+		return x.StartNodes
+	}
+	return nil
+}
+
+// JobEnded tells a standby host to forget a job's state.
+type JobEnded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobEnded) Reset() {
+	*x = JobEnded{}
+	mi := &file_didnmf_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobEnded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobEnded) ProtoMessage() {}
+
+func (x *JobEnded) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobEnded.ProtoReflect.Descriptor instead.
+func (*JobEnded) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *JobEnded) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
 }
 
 var File_didnmf_proto protoreflect.FileDescriptor
@@ -2950,12 +3753,13 @@ const file_didnmf_proto_rawDesc = "" +
 	"\tSubmitJob\x12#\n" +
 	"\x04spec\x18\x01 \x01(\v2\x0f.didnmf.JobSpecR\x04spec\x12#\n" +
 	"\x06client\x18\x02 \x01(\v2\v.didnmf.PidR\x06client\x12\x15\n" +
-	"\x06job_id\x18\x03 \x01(\tR\x05jobId\"\x89\x01\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\"\xa5\x01\n" +
 	"\vJobAccepted\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12-\n" +
 	"\vcoordinator\x18\x02 \x01(\v2\v.didnmf.PidR\vcoordinator\x12\x18\n" +
 	"\asamples\x18\x03 \x01(\x03R\asamples\x12\x1a\n" +
-	"\bfeatures\x18\x04 \x01(\x03R\bfeatures\"O\n" +
+	"\bfeatures\x18\x04 \x01(\x03R\bfeatures\x12\x1a\n" +
+	"\btakeover\x18\x05 \x01(\bR\btakeover\"O\n" +
 	"\bJobError\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
@@ -2975,7 +3779,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bcapacity\x18\b \x01(\x03R\bcapacity\x12\x18\n" +
 	"\athreads\x18\t \x01(\x03R\athreads\"\f\n" +
 	"\n" +
-	"HostStatus\"\xf3\x02\n" +
+	"HostStatus\"\xcf\x03\n" +
 	"\x0fShardAssignment\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x14\n" +
@@ -2990,7 +3794,11 @@ const file_didnmf_proto_rawDesc = "" +
 	"\areducer\x18\n" +
 	" \x01(\v2\v.didnmf.PidR\areducer\x12#\n" +
 	"\x06client\x18\v \x01(\v2\v.didnmf.PidR\x06client\x12\x18\n" +
-	"\areserve\x18\f \x01(\x03R\areserve\"\xae\x02\n" +
+	"\areserve\x18\f \x01(\x03R\areserve\x12\x14\n" +
+	"\x05buddy\x18\r \x01(\tR\x05buddy\x12\x1f\n" +
+	"\vresume_from\x18\x0e \x01(\x03R\n" +
+	"resumeFrom\x12#\n" +
+	"\rcheckpoint_at\x18\x0f \x03(\tR\fcheckpointAt\"\xae\x02\n" +
 	"\x11ReducerAssignment\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x14\n" +
@@ -3002,14 +3810,16 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x06parent\x18\b \x01(\v2\v.didnmf.PidR\x06parent\x12-\n" +
 	"\vcoordinator\x18\t \x01(\v2\v.didnmf.PidR\vcoordinator\x12\x16\n" +
 	"\x06shards\x18\n" +
-	" \x01(\x03R\x06shards\"\xa0\x01\n" +
+	" \x01(\x03R\x06shards\"\xe1\x01\n" +
 	"\x06Placed\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05actor\x18\x02 \x01(\tR\x05actor\x12\x1d\n" +
 	"\x03pid\x18\x03 \x01(\v2\v.didnmf.PidR\x03pid\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12\x18\n" +
 	"\asamples\x18\x05 \x01(\x03R\asamples\x12\x1a\n" +
-	"\bfeatures\x18\x06 \x01(\x03R\bfeatures\"Q\n" +
+	"\bfeatures\x18\x06 \x01(\x03R\bfeatures\x12\x14\n" +
+	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12)\n" +
+	"\x10checkpoint_error\x18\b \x01(\tR\x0fcheckpointError\"Q\n" +
 	"\bStartJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x18\n" +
@@ -3064,13 +3874,14 @@ const file_didnmf_proto_rawDesc = "" +
 	"\ainitial\x18\x06 \x01(\x01R\ainitial\x12\x12\n" +
 	"\x04stop\x18\a \x01(\tR\x04stop\x12\x18\n" +
 	"\aseconds\x18\b \x01(\x01R\aseconds\x12!\n" +
-	"\finit_seconds\x18\t \x01(\x01R\vinitSeconds\"\x8d\x01\n" +
+	"\finit_seconds\x18\t \x01(\x01R\vinitSeconds\"\xa7\x01\n" +
 	"\bProgress\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\titeration\x18\x02 \x01(\x03R\titeration\x12\x18\n" +
 	"\aseconds\x18\x03 \x01(\x01R\aseconds\x12\x14\n" +
 	"\x05ratio\x18\x04 \x01(\x01R\x05ratio\x12\x1c\n" +
-	"\tobjective\x18\x05 \x01(\x01R\tobjective\"\xff\x01\n" +
+	"\tobjective\x18\x05 \x01(\x01R\tobjective\x12\x18\n" +
+	"\awarning\x18\x06 \x01(\tR\awarning\"\xff\x01\n" +
 	"\bCounters\x12\x1a\n" +
 	"\bmessages\x18\x01 \x01(\x03R\bmessages\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12#\n" +
@@ -3123,7 +3934,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\fHistoryPoint\x12\x1c\n" +
 	"\titeration\x18\x01 \x01(\x03R\titeration\x12\x18\n" +
 	"\aseconds\x18\x02 \x01(\x01R\aseconds\x12\x14\n" +
-	"\x05ratio\x18\x03 \x01(\x01R\x05ratio\"\x91\x04\n" +
+	"\x05ratio\x18\x03 \x01(\x01R\x05ratio\"\x94\x05\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\f\n" +
 	"\x01m\x18\x02 \x01(\x03R\x01m\x12\f\n" +
@@ -3146,7 +3957,19 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x10init_collectives\x18\x10 \x01(\x03R\x0finitCollectives\x12 \n" +
 	"\vcollectives\x18\x11 \x01(\x03R\vcollectives\x12\x1f\n" +
 	"\vshard_nodes\x18\x12 \x03(\tR\n" +
-	"shardNodes\"\xa9\x01\n" +
+	"shardNodes\x120\n" +
+	"\n" +
+	"recoveries\x18\x13 \x03(\v2\x10.didnmf.RecoveryR\n" +
+	"recoveries\x12 \n" +
+	"\vcheckpoints\x18\x14 \x01(\x03R\vcheckpoints\x12-\n" +
+	"\x12checkpoint_seconds\x18\x15 \x01(\x01R\x11checkpointSeconds\"\xa9\x01\n" +
+	"\bRecovery\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x14\n" +
+	"\x05cause\x18\x02 \x01(\tR\x05cause\x12\x18\n" +
+	"\anoticed\x18\x03 \x01(\x01R\anoticed\x12\x18\n" +
+	"\aresumed\x18\x04 \x01(\x01R\aresumed\x12%\n" +
+	"\x0efrom_iteration\x18\x05 \x01(\x03R\rfromIteration\x12\x16\n" +
+	"\x06redone\x18\x06 \x01(\x03R\x06redone\"\xa9\x01\n" +
 	"\fBlockRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x14\n" +
@@ -3172,7 +3995,62 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bBlockAck\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05shard\x18\x02 \x01(\x03R\x05shard\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x03R\x03seqB#Z!github.com/didnmf/didnmf/messagesb\x06proto3"
+	"\x03seq\x18\x03 \x01(\x03R\x03seq\"\xa1\x01\n" +
+	"\x0eCheckpointDone\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x14\n" +
+	"\x05shard\x18\x03 \x01(\x03R\x05shard\x12\x1c\n" +
+	"\titeration\x18\x04 \x01(\x03R\titeration\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\x12\x18\n" +
+	"\aseconds\x18\x06 \x01(\x01R\aseconds\"\xdb\x01\n" +
+	"\x0eCheckpointCopy\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
+	"\x05shard\x18\x02 \x01(\x03R\x05shard\x12\x1c\n" +
+	"\titeration\x18\x03 \x01(\x03R\titeration\x12\x14\n" +
+	"\x05chunk\x18\x04 \x01(\x05R\x05chunk\x12\x16\n" +
+	"\x06chunks\x18\x05 \x01(\x05R\x06chunks\x12\x12\n" +
+	"\x04data\x18\x06 \x01(\fR\x04data\x12&\n" +
+	"\breply_to\x18\a \x01(\v2\v.didnmf.PidR\areplyTo\x12\x14\n" +
+	"\x05error\x18\b \x01(\tR\x05error\"s\n" +
+	"\x10CheckpointStored\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
+	"\x05shard\x18\x02 \x01(\x03R\x05shard\x12\x1c\n" +
+	"\titeration\x18\x03 \x01(\x03R\titeration\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"\x84\x01\n" +
+	"\x0fCheckpointFetch\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
+	"\x05shard\x18\x02 \x01(\x03R\x05shard\x12\x1c\n" +
+	"\titeration\x18\x03 \x01(\x03R\titeration\x12&\n" +
+	"\breply_to\x18\x04 \x01(\v2\v.didnmf.PidR\areplyTo\"|\n" +
+	"\vActorFailed\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
+	"\x05actor\x18\x02 \x01(\tR\x05actor\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05shard\x18\x05 \x01(\x03R\x05shard\"\xf7\x03\n" +
+	"\bJobState\x12)\n" +
+	"\x06submit\x18\x01 \x01(\v2\x11.didnmf.SubmitJobR\x06submit\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1f\n" +
+	"\vshard_nodes\x18\x03 \x03(\tR\n" +
+	"shardNodes\x12\x18\n" +
+	"\abuddies\x18\x04 \x03(\tR\abuddies\x12\x1c\n" +
+	"\tcommitted\x18\x05 \x03(\x03R\tcommitted\x12.\n" +
+	"\ahistory\x18\x06 \x03(\v2\x14.didnmf.HistoryPointR\ahistory\x12\x1b\n" +
+	"\tquorum_of\x18\a \x01(\x03R\bquorumOf\x12-\n" +
+	"\vcoordinator\x18\b \x01(\v2\v.didnmf.PidR\vcoordinator\x12\x18\n" +
+	"\asamples\x18\t \x01(\x03R\asamples\x12\x1a\n" +
+	"\bfeatures\x18\n" +
+	" \x01(\x03R\bfeatures\x12\x18\n" +
+	"\adensity\x18\v \x01(\x01R\adensity\x12\x18\n" +
+	"\ainitial\x18\f \x01(\x01R\ainitial\x12*\n" +
+	"\x11started_unix_nano\x18\r \x01(\x03R\x0fstartedUnixNano\x12\x1e\n" +
+	"\n" +
+	"recoveries\x18\x0e \x01(\x03R\n" +
+	"recoveries\x12\x1f\n" +
+	"\vstart_nodes\x18\x0f \x03(\tR\n" +
+	"startNodes\"!\n" +
+	"\bJobEnded\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobIdB#Z!github.com/didnmf/didnmf/messagesb\x06proto3"
 
 var (
 	file_didnmf_proto_rawDescOnce sync.Once
@@ -3186,7 +4064,7 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 	return file_didnmf_proto_rawDescData
 }
 
-var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_didnmf_proto_goTypes = []any{
 	(*Pid)(nil),               // 0: didnmf.Pid
 	(*StopRule)(nil),          // 1: didnmf.StopRule
@@ -3216,9 +4094,17 @@ var file_didnmf_proto_goTypes = []any{
 	(*ResultAck)(nil),         // 25: didnmf.ResultAck
 	(*HistoryPoint)(nil),      // 26: didnmf.HistoryPoint
 	(*JobResult)(nil),         // 27: didnmf.JobResult
-	(*BlockRequest)(nil),      // 28: didnmf.BlockRequest
-	(*BlockChunk)(nil),        // 29: didnmf.BlockChunk
-	(*BlockAck)(nil),          // 30: didnmf.BlockAck
+	(*Recovery)(nil),          // 28: didnmf.Recovery
+	(*BlockRequest)(nil),      // 29: didnmf.BlockRequest
+	(*BlockChunk)(nil),        // 30: didnmf.BlockChunk
+	(*BlockAck)(nil),          // 31: didnmf.BlockAck
+	(*CheckpointDone)(nil),    // 32: didnmf.CheckpointDone
+	(*CheckpointCopy)(nil),    // 33: didnmf.CheckpointCopy
+	(*CheckpointStored)(nil),  // 34: didnmf.CheckpointStored
+	(*CheckpointFetch)(nil),   // 35: didnmf.CheckpointFetch
+	(*ActorFailed)(nil),       // 36: didnmf.ActorFailed
+	(*JobState)(nil),          // 37: didnmf.JobState
+	(*JobEnded)(nil),          // 38: didnmf.JobEnded
 }
 var file_didnmf_proto_depIdxs = []int32{
 	1,  // 0: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
@@ -3238,13 +4124,19 @@ var file_didnmf_proto_depIdxs = []int32{
 	0,  // 14: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
 	26, // 15: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
 	21, // 16: didnmf.JobResult.counters:type_name -> didnmf.Counters
-	0,  // 17: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
-	0,  // 18: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	28, // 17: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
+	0,  // 18: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
+	0,  // 19: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
+	0,  // 20: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
+	0,  // 21: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
+	3,  // 22: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
+	26, // 23: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
+	0,  // 24: didnmf.JobState.coordinator:type_name -> didnmf.Pid
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_didnmf_proto_init() }
@@ -3258,7 +4150,7 @@ func file_didnmf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -40,8 +40,12 @@ type Client struct {
 	Actors  *actors.Client
 	seeds   []string
 	mu      sync.Mutex
-	watches map[string][]*actors.Job // member name -> jobs it coordinates
+	watches map[string][]*actors.Job // coordinator's actor address -> jobs it coordinates
 }
+
+// TakeoverWait is how long a client waits, after the node coordinating its job left or died,
+// for a standby node to take the job over before it gives the job up.
+var TakeoverWait = 15 * time.Second
 
 // Connect joins the cluster as a client.
 func Connect(cfg ClientConfig) (*Client, error) {
@@ -132,31 +136,56 @@ func (c *Client) Submit(ctx context.Context, spec *messages.JobSpec) (*actors.Jo
 	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	c.watches[m.Name] = append(c.watches[m.Name], job)
-	c.mu.Unlock()
+	c.watch(job, job.Coordinator())
 	return job, nil
 }
 
-// onEvent ends the jobs whose coordinator's node left or died: nobody would ever answer them.
+func (c *Client) watch(job *actors.Job, coordinator string) {
+	c.mu.Lock()
+	c.watches[coordinator] = append(c.watches[coordinator], job)
+	c.mu.Unlock()
+}
+
+// onEvent follows the jobs whose coordinator's node left or died: a standby node takes such a
+// job over and tells the client; a job nobody took over in TakeoverWait is given up, with an
+// error that says why.
 func (c *Client) onEvent(e cluster.Event) {
 	if e.Kind != cluster.EventLeave {
 		return
 	}
+	addr := e.Member.Meta.Actor
 	c.mu.Lock()
-	jobs := c.watches[e.Member.Name]
-	delete(c.watches, e.Member.Name)
+	jobs := c.watches[addr]
+	delete(c.watches, addr)
 	c.mu.Unlock()
 	how := "left the cluster"
 	if e.Dead {
 		how = "failed (declared dead by the gossip)"
 	}
 	for _, j := range jobs {
+		go c.awaitTakeover(j, addr, fmt.Sprintf("node %s (%s), which coordinated it, %s", e.Member.Name, addr, how))
+	}
+}
+
+// awaitTakeover waits for another node to take a job over from the coordinator at old.
+func (c *Client) awaitTakeover(j *actors.Job, old, what string) {
+	deadline := time.NewTimer(TakeoverWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
 		select {
 		case <-j.Done():
-		default:
+			return
+		case <-tick.C:
+			if now := j.Coordinator(); now != old {
+				c.watch(j, now)
+				return
+			}
+		case <-deadline.C:
 			j.Abandon(&actors.JobError{JobID: j.ID, Kind: "failure",
-				Message: fmt.Sprintf("job %s: node %s (%s), which coordinated it, %s; the job is lost", j.ID, e.Member.Name, e.Member.Meta.Actor, how)})
+				Message: fmt.Sprintf("job %s: %s, and no node took the job over in %v (its standby died too, or the cluster lost its majority); the job is lost", j.ID, what, TakeoverWait)})
+			return
 		}
 	}
 }

@@ -34,8 +34,13 @@ type Config struct {
 	ActorPort int
 	// Join lists members to join (ip:port of their gossip); empty starts a new cluster.
 	Join []string
-	// DataDir is the node's own directory (created; locked against a second node).
+	// DataDir is the node's own directory (created; locked against a second node). The node
+	// keeps its checkpoints under it.
 	DataDir string
+	// CheckpointQuota caps the bytes of checkpoints the node writes (0: no cap).
+	CheckpointQuota int64
+	// Faults injects faults into the node's job actors (tests and chaos runs; nil: none).
+	Faults *actors.Faults
 	// Capacity is the placement weight (0 means 1); Memory the bytes of job data the node
 	// accepts (0: 80% of the memory available when it starts).
 	Capacity int
@@ -150,7 +155,8 @@ func Start(cfg Config) (*Server, error) {
 	}
 	members := &lateMembers{}
 	s.Node, err = actors.StartNode(actors.NodeConfig{Host: host, Port: cfg.ActorPort, Pool: cfg.Pool, Threads: cfg.Threads,
-		Logger: cfg.Logger, TLS: cfg.TLS, Members: members, Memory: cfg.Memory, Capacity: max(cfg.Capacity, 1)})
+		Logger: cfg.Logger, TLS: cfg.TLS, Members: members, Memory: cfg.Memory, Capacity: max(cfg.Capacity, 1),
+		DataDir: cfg.DataDir, CheckpointQuota: cfg.CheckpointQuota, Faults: cfg.Faults})
 	if err != nil {
 		return fail(err)
 	}

@@ -1,0 +1,306 @@
+package actors
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/didnmf/didnmf/checkpoint"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
+)
+
+// Checkpoints. At every checkpoint_every-th iteration boundary a shard snapshots its machine
+// (C_i, B, the algorithm's own state, the stop rule's history), writes it atomically into its
+// node's store and sends a copy to its buddy's host, which stores it and answers. Only then
+// does the shard report the checkpoint to the coordinator, which commits an iteration when
+// every shard has reported it. A recovery rolls every shard back to the last committed
+// iteration: a shard reads its own copy, or the buddy copy its node holds, or fetches one from
+// the nodes the coordinator names; a copy whose checksum fails is never used.
+
+// keepCheckpoints is how many checkpoints of a shard a node keeps (own and buddy copies each):
+// the newest may not be committed yet, and a corrupt one falls back to an older one.
+const keepCheckpoints = 3
+
+// fetchWait is how long a shard waits for a node to send it a checkpoint copy.
+var fetchWait = 5 * time.Second
+
+// checkpoints is a shard's checkpoint bookkeeping.
+type checkpoints struct {
+	started map[int64]time.Time // checkpoints written, awaiting the buddy's answer
+	// fetching a checkpoint for a recovery
+	sources []string // nodes still to ask
+	from    string   // node asked
+	parts   [][]byte
+	got     int
+	tried   []string // what failed, for the error
+}
+
+// checkpointWritten tells a shard its checkpoint is on its node's disk (or why not).
+type checkpointWritten struct {
+	epoch     uint64
+	iteration int64
+	data      []byte
+	err       error
+}
+
+// fetchTimeout ends a wait for a checkpoint copy.
+type fetchTimeout struct {
+	epoch uint64
+	from  string
+}
+
+// checkpointLost is the error of a shard that found no valid copy of the checkpoint it was to
+// resume from; the coordinator then falls back to an older checkpoint.
+type checkpointLost struct{ msg string }
+
+func (e *checkpointLost) Error() string { return e.msg }
+
+// checkpoint snapshots the machine at the boundary of st and writes it in the background.
+func (s *shard) checkpoint(ctx actor.Context, st kernels.Step) {
+	snap, err := s.machine.Snapshot()
+	t := s.boundary
+	if err != nil {
+		s.reportCheckpoint(ctx, t, err, 0)
+		return
+	}
+	rec := &checkpoint.Record{Job: s.a.JobId, Shard: int(s.a.Shard), Shards: int(s.a.Shards), Epoch: s.a.Epoch,
+		Iteration: t, Initial: snap.Initial, Objective: snap.Objective, B: snap.B, C: snap.C, State: snap.State,
+		Stopper: s.stopper.History()}
+	if s.ckpt.started == nil {
+		s.ckpt.started = map[int64]time.Time{}
+	}
+	s.ckpt.started[t] = time.Now()
+	store, system, self, epoch, every := s.node.store, ctx.ActorSystem(), ctx.Self(), s.a.Epoch, s.a.Spec.CheckpointEvery
+	go func() {
+		data, err := rec.MarshalBinary()
+		if err == nil {
+			err = store.WriteBytes(checkpoint.Own, rec.Job, rec.Shard, t, data)
+		}
+		if err == nil {
+			_ = store.Prune(checkpoint.Own, rec.Job, rec.Shard, t-(keepCheckpoints-1)*every)
+		}
+		system.Root.Send(self, &checkpointWritten{epoch: epoch, iteration: t, data: data, err: err})
+	}()
+}
+
+// checkpointWritten sends the written checkpoint to the buddy, or reports it when the shard
+// has none (a single node).
+func (s *shard) checkpointWritten(ctx actor.Context, m *checkpointWritten) {
+	if m.epoch != s.a.Epoch {
+		return
+	}
+	if m.err != nil || s.a.Buddy == "" || s.a.Buddy == ctx.Self().Address {
+		s.reportCheckpoint(ctx, m.iteration, m.err, time.Since(s.ckpt.started[m.iteration]))
+		return
+	}
+	sendCheckpoint(ctx, HostPID(s.a.Buddy), s.a.JobId, s.a.Shard, m.iteration, m.data, ctx.Self())
+}
+
+// checkpointStored takes the buddy's answer.
+func (s *shard) checkpointStored(ctx actor.Context, m *messages.CheckpointStored) {
+	if m.JobId != s.a.JobId || m.Shard != s.a.Shard {
+		return
+	}
+	start, ok := s.ckpt.started[m.Iteration]
+	if !ok {
+		return
+	}
+	var err error
+	if m.Error != "" {
+		err = fmt.Errorf("buddy %s: %s", s.a.Buddy, m.Error)
+	}
+	s.reportCheckpoint(ctx, m.Iteration, err, time.Since(start))
+}
+
+// reportCheckpoint tells the coordinator about a checkpoint.
+func (s *shard) reportCheckpoint(ctx actor.Context, t int64, err error, took time.Duration) {
+	delete(s.ckpt.started, t)
+	done := &messages.CheckpointDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: t, Seconds: took.Seconds()}
+	if err != nil {
+		done.Error = fmt.Sprintf("shard %d on node %s: checkpoint at iteration %d: %v", s.a.Shard, ctx.Self().Address, t, err)
+	}
+	s.meter.send(ctx, s.coordinator, done)
+}
+
+// sendCheckpoint sends a marshaled checkpoint in chunks of at most 8 x ChunkFloats bytes.
+func sendCheckpoint(ctx actor.SenderContext, to *actor.PID, job string, shard, t int64, data []byte, replyTo *actor.PID) {
+	size := 8 * ChunkFloats
+	count := max(1, (len(data)+size-1)/size)
+	for i := 0; i < count; i++ {
+		part := data[i*size : min((i+1)*size, len(data))]
+		ctx.Send(to, &messages.CheckpointCopy{JobId: job, Shard: shard, Iteration: t, Chunk: int32(i), Chunks: int32(count),
+			Data: part, ReplyTo: wirePid(replyTo)})
+	}
+}
+
+// fetchNext asks the next node that may hold a copy of the checkpoint, or gives up.
+func (s *shard) fetchNext(ctx actor.Context) {
+	if len(s.ckpt.sources) == 0 {
+		s.placed(ctx, &checkpointLost{fmt.Sprintf("no valid copy of its checkpoint at iteration %d (%s)", s.a.ResumeFrom, strings.Join(s.ckpt.tried, "; "))})
+		return
+	}
+	from := s.ckpt.sources[0]
+	s.ckpt.sources = s.ckpt.sources[1:]
+	s.ckpt.from, s.ckpt.parts, s.ckpt.got = from, nil, 0
+	ctx.Send(HostPID(from), &messages.CheckpointFetch{JobId: s.a.JobId, Shard: s.a.Shard, Iteration: s.a.ResumeFrom, ReplyTo: wirePid(ctx.Self())})
+	self, system, epoch := ctx.Self(), ctx.ActorSystem(), s.a.Epoch
+	time.AfterFunc(fetchWait, func() { system.Root.Send(self, &fetchTimeout{epoch: epoch, from: from}) })
+}
+
+// fetched takes a chunk of a fetched checkpoint and, once whole, resumes from it.
+func (s *shard) fetched(ctx actor.Context, m *messages.CheckpointCopy) {
+	if s.ckpt.from == "" || m.JobId != s.a.JobId || m.Shard != s.a.Shard || m.Iteration != s.a.ResumeFrom || s.machine != nil {
+		return
+	}
+	from := s.ckpt.from
+	fail := func(err string) {
+		s.ckpt.tried = append(s.ckpt.tried, fmt.Sprintf("copy on %s: %s", from, err))
+		s.ckpt.from = ""
+		s.fetchNext(ctx)
+	}
+	if m.Error != "" {
+		fail(m.Error)
+		return
+	}
+	if s.ckpt.parts == nil {
+		if m.Chunks < 1 || m.Chunks > 1<<16 {
+			fail(fmt.Sprintf("%d chunks", m.Chunks))
+			return
+		}
+		s.ckpt.parts = make([][]byte, m.Chunks)
+	}
+	if int(m.Chunks) != len(s.ckpt.parts) || m.Chunk < 0 || int(m.Chunk) >= len(s.ckpt.parts) || s.ckpt.parts[m.Chunk] != nil {
+		return
+	}
+	s.ckpt.parts[m.Chunk] = m.Data
+	if s.ckpt.got++; s.ckpt.got < len(s.ckpt.parts) {
+		return
+	}
+	s.ckpt.from = ""
+	rec, err := checkpoint.Unmarshal(joinParts(s.ckpt.parts))
+	if err == nil {
+		err = s.usable(rec)
+	}
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	// Keep it as the node's own copy: the shard lives here now.
+	if err := s.node.store.Write(checkpoint.Own, rec); err != nil {
+		s.node.logger.Warn("cannot keep a fetched checkpoint", "job", s.a.JobId, "shard", s.a.Shard, "error", err)
+	}
+	s.placed(ctx, s.build(s.x, rec))
+}
+
+// fetchTimedOut gives up on a node that did not send the checkpoint in time.
+func (s *shard) fetchTimedOut(ctx actor.Context, m *fetchTimeout) {
+	if m.epoch != s.a.Epoch || s.ckpt.from != m.from || s.machine != nil {
+		return
+	}
+	s.ckpt.tried = append(s.ckpt.tried, fmt.Sprintf("copy on %s: no answer in %v", m.from, fetchWait))
+	s.ckpt.from = ""
+	s.fetchNext(ctx)
+}
+
+func joinParts(parts [][]byte) []byte {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	out := make([]byte, 0, n)
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// buddyCopies assembles the checkpoint copies a host receives for other nodes' shards.
+type buddyCopies map[string]*buddyCopy
+
+type buddyCopy struct {
+	parts [][]byte
+	got   int
+}
+
+// storeCopy takes a chunk of a checkpoint copy sent to this node as buddy and, once whole,
+// verifies and stores it and answers the shard.
+func (h *host) storeCopy(ctx actor.Context, m *messages.CheckpointCopy) {
+	key := fmt.Sprintf("%s/%d/%d", m.JobId, m.Shard, m.Iteration)
+	answer := func(err error) {
+		delete(h.copies, key)
+		if m.ReplyTo == nil {
+			return
+		}
+		st := &messages.CheckpointStored{JobId: m.JobId, Shard: m.Shard, Iteration: m.Iteration}
+		if err != nil {
+			st.Error = err.Error()
+			h.node.logger.Warn("cannot keep a checkpoint copy", "job", m.JobId, "shard", m.Shard, "iteration", m.Iteration, "error", err)
+		}
+		ctx.Send(pidOf(m.ReplyTo), st)
+	}
+	c := h.copies[key]
+	if c == nil {
+		if m.Chunks < 1 || m.Chunks > 1<<16 {
+			answer(fmt.Errorf("checkpoint copy in %d chunks", m.Chunks))
+			return
+		}
+		c = &buddyCopy{parts: make([][]byte, m.Chunks)}
+		h.copies[key] = c
+	}
+	if int(m.Chunks) != len(c.parts) || m.Chunk < 0 || int(m.Chunk) >= len(c.parts) || c.parts[m.Chunk] != nil {
+		return
+	}
+	c.parts[m.Chunk] = m.Data
+	if c.got++; c.got < len(c.parts) {
+		return
+	}
+	delete(h.copies, key)
+	data := joinParts(c.parts)
+	store, system, replyTo := h.node.store, ctx.ActorSystem(), m.ReplyTo
+	// Write off the host's mailbox: fsync takes milliseconds and the host answers pings.
+	go func() {
+		err := store.WriteBytes(checkpoint.Buddy, m.JobId, int(m.Shard), m.Iteration, data)
+		if err == nil {
+			_ = pruneOlder(store, checkpoint.Buddy, m.JobId, int(m.Shard))
+		}
+		st := &messages.CheckpointStored{JobId: m.JobId, Shard: m.Shard, Iteration: m.Iteration}
+		if err != nil {
+			st.Error = err.Error()
+		}
+		if replyTo != nil {
+			system.Root.Send(pidOf(replyTo), st)
+		}
+	}()
+}
+
+// pruneOlder keeps the newest keepCheckpoints checkpoints of a shard.
+func pruneOlder(store *checkpoint.Store, kind checkpoint.Kind, job string, shard int) error {
+	its, err := store.Iterations(kind, job, shard)
+	if err != nil || len(its) <= keepCheckpoints {
+		return err
+	}
+	return store.Prune(kind, job, shard, its[len(its)-keepCheckpoints])
+}
+
+// serveFetch answers a shard that asks this node for its copy of a checkpoint: the buddy copy,
+// or the node's own (the shard lived here before).
+func (h *host) serveFetch(ctx actor.Context, m *messages.CheckpointFetch) {
+	if m.ReplyTo == nil {
+		return
+	}
+	to := pidOf(m.ReplyTo)
+	var tried []string
+	for _, kind := range []checkpoint.Kind{checkpoint.Buddy, checkpoint.Own} {
+		data, err := h.node.store.ReadBytes(kind, m.JobId, int(m.Shard), m.Iteration)
+		if err == nil {
+			sendCheckpoint(ctx, to, m.JobId, m.Shard, m.Iteration, data, nil)
+			return
+		}
+		tried = append(tried, fmt.Sprintf("%s: %v", kind, err))
+	}
+	ctx.Send(to, &messages.CheckpointCopy{JobId: m.JobId, Shard: m.Shard, Iteration: m.Iteration, Chunks: 1,
+		Error: strings.Join(tried, "; ")})
+}

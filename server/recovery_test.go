@@ -1,0 +1,166 @@
+package server
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/messages"
+)
+
+// startMembers starts named members on loopback in this process, joined by gossip.
+func startMembers(t *testing.T, pool *kernels.Pool, faults *actors.Faults, names ...string) []*Server {
+	t.Helper()
+	dir := t.TempDir()
+	var members []*Server
+	t.Cleanup(func() {
+		for _, m := range members {
+			m.Close()
+		}
+	})
+	for i, name := range names {
+		cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), Faults: faults}
+		if i > 0 {
+			cfg.Join = []string{members[0].Gossip()}
+		}
+		s, err := Start(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, s)
+	}
+	return members
+}
+
+// golden is the in-process driver's result for a job spec.
+func golden(t *testing.T, spec *messages.JobSpec) *kernels.Result {
+	t.Helper()
+	src, err := matio.OpenAll(spec.Inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	p := int(spec.Shards)
+	r := kernels.ColumnRanges(src.Samples(), p)
+	blocks := make([]kernels.Block, p)
+	for s := range blocks {
+		if blocks[s], err = src.Read(r[s], r[s+1], matio.LayoutAuto); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := kernels.Run(context.Background(), blocks, kernels.Config{Algo: kernels.Algorithm(spec.Algorithm), K: int(spec.Rank),
+		Seed: spec.Seed, Stop: kernels.StopRule{MaxIter: int(spec.Stop.MaxIter)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+func sameFactors(t *testing.T, got *actors.Result, want *kernels.Result) {
+	t.Helper()
+	if got.Iterations != want.Iterations {
+		t.Fatalf("%d iterations, driver %d", got.Iterations, want.Iterations)
+	}
+	for name, pair := range map[string][2][]float64{"B": {got.B, want.B}, "C": {got.C, want.C}} {
+		if len(pair[0]) != len(pair[1]) {
+			t.Fatalf("%s has %d values, driver %d", name, len(pair[0]), len(pair[1]))
+		}
+		for i := range pair[0] {
+			if math.Float64bits(pair[0][i]) != math.Float64bits(pair[1][i]) {
+				t.Fatalf("%s differs from the driver's at %d", name, i)
+			}
+		}
+	}
+}
+
+// TestNodeLossRecovers: a member holding shards dies mid-job (no leave: the others detect it
+// by gossip), and then the coordinator's node dies; the job is re-placed, taken over by the
+// standby, and ends bitwise equal to the fault-free driver run.
+func TestNodeLossRecovers(t *testing.T) {
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	faults := &actors.Faults{IterationDelay: 2 * time.Millisecond}
+	for _, tc := range []struct {
+		name string
+		kill func(members []*Server, coordinator string) int
+	}{
+		{"shard node", func(members []*Server, coord string) int {
+			for i, m := range members {
+				if m.Node.Address() != coord {
+					return i
+				}
+			}
+			return -1
+		}},
+		{"coordinator node", func(members []*Server, coord string) int {
+			for i, m := range members {
+				if m.Node.Address() == coord {
+					return i
+				}
+			}
+			return -1
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			members := startMembers(t, pool, faults, "a", "b", "c", "d")
+			client, err := Connect(ClientConfig{Cluster: []string{members[1].Gossip()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			for deadline := time.Now().Add(10 * time.Second); len(client.Members.Workers()) < 4; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the client does not see 4 workers")
+				}
+			}
+			spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=4000,k=3,seed=3"}, Rank: 3, Algorithm: "did", Shards: 8, Seed: 2,
+				Stop: &messages.StopRule{MaxIter: 1500}, CheckpointEvery: 20}
+			want := golden(t, spec)
+			job, err := client.Submit(context.Background(), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for it := range job.Progress() {
+				if it.Iteration >= 300 {
+					break
+				}
+			}
+			victim := tc.kill(members, job.Coordinator())
+			killed := time.Now()
+			t.Logf("killing %s (%s) at %v", members[victim].Name(), members[victim].Node.Address(), killed.Format(time.TimeOnly))
+			members[victim].Close()
+			go func() {
+				for w := range job.Warnings() {
+					t.Logf("warning at +%.2fs: %s", time.Since(killed).Seconds(), w)
+				}
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			got, err := job.Wait(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameFactors(t, got, want)
+			if len(got.Recoveries) == 0 {
+				t.Fatal("no recovery recorded")
+			}
+			for _, r := range got.Recoveries {
+				t.Logf("recovery (epoch %d): %s; from iteration %d, %d redone, iterations flowing %.3f s after the failure was noticed", r.Epoch, r.Cause, r.FromIteration, r.Redone, r.Resumed-r.Noticed)
+			}
+			for s, addr := range got.ShardNodes {
+				if addr == members[victim].Node.Address() {
+					t.Fatalf("shard %d ended on the dead node", s)
+				}
+			}
+			if slices.Contains([]string{"", members[victim].Node.Address()}, job.Coordinator()) {
+				t.Fatalf("the job's coordinator is %q", job.Coordinator())
+			}
+		})
+	}
+}
