@@ -95,6 +95,14 @@ type faultState struct {
 	pauseCause string
 }
 
+// QuorumWait is how long a job that lost the majority of its nodes waits for them to come
+// back before it fails (a coordinator that took the job over just stops: the majority side,
+// if there is one, carries on, and the client learns from its own wait).
+var QuorumWait = 60 * time.Second
+
+// quorumTimeout ends a wait for a quorum.
+type quorumTimeout struct{ epoch uint64 }
+
 // maxRecoveries caps a job's rollbacks: a fault that comes back every time fails the job.
 const maxRecoveries = 50
 
@@ -129,6 +137,15 @@ func (c *coordinator) Receive(ctx actor.Context) {
 		c.onReducerDone(ctx, m)
 	case *messages.CheckpointDone:
 		c.onCheckpointDone(ctx, m)
+	case *quorumTimeout:
+		if c.ft.paused != "" && m.epoch == c.epoch && !c.over {
+			msg := fmt.Sprintf("%s; the job's nodes stayed without a majority for %v", c.ft.pauseCause, QuorumWait)
+			if c.ft.takeover != nil {
+				c.node.logger.Warn("giving up a job taken over without a quorum", slog.String("job", c.job), slog.String("why", msg))
+				c.client = nil
+			}
+			c.fail(ctx, "failure", msg)
+		}
 	case *messages.ActorFailed:
 		if m.JobId == c.job && !c.over {
 			c.recover(ctx, fmt.Sprintf("%s panicked on node %s (%s)", m.Actor, m.Node, m.Reason), nil)
@@ -741,14 +758,17 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 	if 2*up <= c.ft.quorumOf {
 		if c.ft.paused == "" {
 			c.node.logger.Warn("no quorum: the job waits", slog.String("job", c.job), slog.Int("alive", up), slog.Int("of", c.ft.quorumOf))
-			c.warn(ctx, fmt.Sprintf("%s; only %d of the job's %d nodes are reachable, not a majority: the job waits", cause, up, c.ft.quorumOf))
+			c.warn(ctx, fmt.Sprintf("%s; only %d of the job's %d nodes are reachable, not a majority: the job waits up to %v for them", cause, up, c.ft.quorumOf, QuorumWait))
+			c.running = false
+			// Pause the shards still running: they stop at their next iteration boundary.
+			for _, s := range c.shards {
+				ctx.Send(s, &messages.Finish{JobId: c.job, Epoch: c.epoch, At: -1})
+			}
+			c.epoch++ // fences them: nothing of theirs is taken any more
+			system, self, epoch := ctx.ActorSystem(), ctx.Self(), c.epoch
+			time.AfterFunc(QuorumWait, func() { system.Root.Send(self, &quorumTimeout{epoch: epoch}) })
 		}
 		c.ft.paused, c.ft.pauseCause = "no quorum", cause
-		c.running = false
-		c.epoch++ // fences the shards still running: nothing of theirs is taken any more
-		for _, s := range c.shards {
-			ctx.Send(s, &messages.Finish{JobId: c.job, Epoch: c.epoch - 1, At: -1})
-		}
 		return
 	}
 	c.ft.paused = ""

@@ -171,7 +171,7 @@ func benchActors(jf *jobFlags, j *job, blocks []kernels.Block, pairs int) (*acto
 	}
 	defer stop()
 	return timePairs(jf, j, blocks, pairs, func() (*actors.Result, error) {
-		return runJob(context.Background(), client, spec, nil)
+		return runJob(context.Background(), client, spec, nil, nil)
 	})
 }
 

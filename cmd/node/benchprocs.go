@@ -167,7 +167,7 @@ func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads, pairs 
 		if err != nil {
 			return nil, err
 		}
-		return follow(context.Background(), job, nil)
+		return follow(context.Background(), job, nil, nil)
 	})
 	if err != nil {
 		return nil, err

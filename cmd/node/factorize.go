@@ -18,6 +18,7 @@ import (
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/messages"
 )
 
 // report is report.json.
@@ -50,7 +51,12 @@ type report struct {
 	Ingest     string `json:"ingest,omitempty"`
 	CoefShared string `json:"coef_shared,omitempty"`
 	// ShardNodes is the actor address of the node each shard ran on (runs on actors).
-	ShardNodes      []string               `json:"shard_nodes,omitempty"`
+	ShardNodes []string `json:"shard_nodes,omitempty"`
+	// CheckpointEvery, Checkpoints and Recoveries are set for runs on actors: the checkpoint
+	// interval, the checkpoints committed, and every rollback after a failure.
+	CheckpointEvery int                    `json:"checkpoint_every,omitempty"`
+	Checkpoints     int64                  `json:"checkpoints,omitempty"`
+	Recoveries      []*messages.Recovery   `json:"recoveries,omitempty"`
 	MessagesPerIt   *float64               `json:"messages_per_iteration,omitempty"`
 	BytesPerIt      *float64               `json:"bytes_per_iteration,omitempty"`
 	ReductionsPerIt *float64               `json:"reductions_per_iteration,omitempty"`
@@ -98,6 +104,7 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	var prog *progressPrinter
 	if !*quiet {
 		prog = newProgressPrinter(stderr, j.cfg.Stop)
+		jf.warn = func(w string) { prog.warn(w) }
 		where := ""
 		if jf.nodes > 0 {
 			where = fmt.Sprintf(" over %d actor systems", jf.nodes)
@@ -159,6 +166,7 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	if ares != nil {
 		rep.Nodes = jf.nodes
 		rep.ShardNodes = ares.ShardNodes
+		rep.CheckpointEvery, rep.Checkpoints, rep.Recoveries = jf.checkpointEvery, ares.Checkpoints, ares.Recoveries
 		if jf.cluster != "" {
 			rep.Cluster, rep.Ingest = jf.cluster, jf.ingest
 		}

@@ -14,7 +14,7 @@ func (f *jobFlags) wireSpec(j *job, nodes []string) *messages.JobSpec {
 	return &messages.JobSpec{Inputs: f.inputs, Layout: f.layout, Rank: int64(j.cfg.K), Algorithm: string(j.cfg.Algo),
 		Shards: int64(j.shards), Stop: actors.StopRuleOf(j.cfg.Stop), Seed: j.cfg.Seed, Init: string(j.cfg.Init.Method),
 		InitBasis: f.initBasis, InitCoef: f.initCoef, Form: f.form, Rho: f.rho, Nodes: nodes, FanIn: int64(f.fanIn),
-		Ingest: f.ingest, OutShared: f.outShared}
+		Ingest: f.ingest, OutShared: f.outShared, CheckpointEvery: int64(f.checkpointEvery)}
 }
 
 // runOnNodes runs the job on an in-process cluster of f.nodes actor systems on loopback: the
@@ -27,7 +27,7 @@ func runOnNodes(ctx context.Context, f *jobFlags, j *job, progress func(kernels.
 		return nil, err
 	}
 	defer stop()
-	return runJob(ctx, client, spec, progress)
+	return runJob(ctx, client, spec, progress, f.warn)
 }
 
 // startLocal starts f.nodes actor systems on loopback and a client on the first, and returns
@@ -45,19 +45,27 @@ func (f *jobFlags) startLocal(j *job) (*actors.Client, *messages.JobSpec, func()
 	return client, f.wireSpec(j, lc.Addresses()), stop, nil
 }
 
-// runJob submits a job through a client and waits for it, relaying progress.
-func runJob(ctx context.Context, client *actors.Client, spec *messages.JobSpec, progress func(kernels.Progress)) (*actors.Result, error) {
+// runJob submits a job through a client and waits for it, relaying progress and warnings.
+func runJob(ctx context.Context, client *actors.Client, spec *messages.JobSpec, progress func(kernels.Progress), warn func(string)) (*actors.Result, error) {
 	job, err := client.Submit(ctx, "", spec)
 	if err != nil {
 		return nil, jobErr(err)
 	}
-	return follow(ctx, job, progress)
+	return follow(ctx, job, progress, warn)
 }
 
-// follow waits for a submitted job, relaying progress; when ctx is cancelled it cancels the job.
-func follow(ctx context.Context, job *actors.Job, progress func(kernels.Progress)) (*actors.Result, error) {
+// follow waits for a submitted job, relaying progress and warnings; when ctx is cancelled it
+// cancels the job.
+func follow(ctx context.Context, job *actors.Job, progress func(kernels.Progress), warn func(string)) (*actors.Result, error) {
+	warnings := job.Warnings()
 	for {
 		select {
+		case w, ok := <-warnings:
+			if !ok {
+				warnings = nil
+			} else if warn != nil {
+				warn(w)
+			}
 		case p, ok := <-job.Progress():
 			if !ok {
 				res, err := job.Wait(context.Background())

@@ -85,3 +85,12 @@ func (p *progressPrinter) finish() {
 		fmt.Fprintln(p.w)
 	}
 }
+
+// warn prints news about the job on its own line (ending a live bar's line first).
+func (p *progressPrinter) warn(msg string) {
+	if p.tty && p.drawn {
+		fmt.Fprintln(p.w)
+	}
+	fmt.Fprintf(p.w, "node: warning: %s\n", msg)
+	p.drawn = false
+}

@@ -43,7 +43,7 @@ func runOnCluster(ctx context.Context, f *jobFlags, j *job, progress func(kernel
 	if err != nil {
 		return nil, jobErr(err)
 	}
-	return follow(ctx, job, progress)
+	return follow(ctx, job, progress, f.warn)
 }
 
 // cmdStatus lists a cluster's members, their load and their running jobs.

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/server"
@@ -81,6 +82,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	capacity := fs.Int("capacity", 1, "placement weight `N`: a node with capacity 2 gets about twice the shards of one with 1")
 	memory := fs.String("memory", "", "bytes of job data this node accepts, e.g. 8GiB (default: 80% of the available memory)")
 	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
+	quota := fs.String("checkpoint-quota", "", "cap on the bytes of checkpoints this node keeps on disk, e.g. 2GiB (default: none); a checkpoint past it fails as on a full disk and is not committed")
+	chaosDelay := fs.Duration("chaos-delay", 0, "chaos drills only: every shard on this node sleeps this long at each iteration boundary, so that faults land mid-job (default 0: off)")
 	var sec securityFlags
 	sec.register(fs)
 	fs.Usage = func() {
@@ -98,6 +101,16 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badInput("--memory: %v", err)
 	}
+	quotaBytes, err := parseBytes(*quota)
+	if err != nil {
+		return badInput("--checkpoint-quota: %v", err)
+	}
+	var faults *actors.Faults
+	if *chaosDelay < 0 {
+		return badInput("--chaos-delay must be >= 0, got %v", *chaosDelay)
+	} else if *chaosDelay > 0 {
+		faults = &actors.Faults{IterationDelay: *chaosDelay}
+	}
 	if *capacity < 1 {
 		return badInput("--capacity must be >= 1, got %d", *capacity)
 	}
@@ -114,7 +127,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := server.Start(server.Config{Name: *name, Bind: *bind, ActorPort: *actorPort, Join: splitList(*join), DataDir: dir,
-		Capacity: *capacity, Memory: mem, Threads: *threads, GossipKey: key, TLS: tls, Insecure: sec.insecure, Logger: logger})
+		Capacity: *capacity, Memory: mem, Threads: *threads, GossipKey: key, TLS: tls, Insecure: sec.insecure, Logger: logger,
+		CheckpointQuota: quotaBytes, Faults: faults})
 	if err != nil {
 		return usageError{err}
 	}
