@@ -73,7 +73,7 @@ func (s *shard) checkpoint(ctx actor.Context, st kernels.Step) {
 		s.ckpt.started = map[int64]time.Time{}
 	}
 	s.ckpt.started[t] = time.Now()
-	store, system, self, epoch, every := s.node.store, ctx.ActorSystem(), ctx.Self(), s.a.Epoch, s.a.Spec.CheckpointEvery
+	store, system, self, epoch, every, faults := s.node.store, ctx.ActorSystem(), ctx.Self(), s.a.Epoch, s.a.Spec.CheckpointEvery, s.node.cfg.Faults
 	go func() {
 		data, err := rec.MarshalBinary()
 		if err == nil {
@@ -81,6 +81,7 @@ func (s *shard) checkpoint(ctx actor.Context, st kernels.Step) {
 		}
 		if err == nil {
 			_ = store.Prune(checkpoint.Own, rec.Job, rec.Shard, t-(keepCheckpoints-1)*every)
+			faults.corruptCheckpoint(store, checkpoint.Own, rec.Job, rec.Shard, t)
 		}
 		system.Root.Send(self, &checkpointWritten{epoch: epoch, iteration: t, data: data, err: err})
 	}()
@@ -259,12 +260,13 @@ func (h *host) storeCopy(ctx actor.Context, m *messages.CheckpointCopy) {
 	}
 	delete(h.copies, key)
 	data := joinParts(c.parts)
-	store, system, replyTo := h.node.store, ctx.ActorSystem(), m.ReplyTo
+	store, system, replyTo, faults := h.node.store, ctx.ActorSystem(), m.ReplyTo, h.node.cfg.Faults
 	// Write off the host's mailbox: fsync takes milliseconds and the host answers pings.
 	go func() {
 		err := store.WriteBytes(checkpoint.Buddy, m.JobId, int(m.Shard), m.Iteration, data)
 		if err == nil {
 			_ = pruneOlder(store, checkpoint.Buddy, m.JobId, int(m.Shard))
+			faults.corruptCheckpoint(store, checkpoint.Buddy, m.JobId, int(m.Shard), m.Iteration)
 		}
 		st := &messages.CheckpointStored{JobId: m.JobId, Shard: m.Shard, Iteration: m.Iteration}
 		if err != nil {

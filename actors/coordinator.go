@@ -606,8 +606,7 @@ func (c *coordinator) onPlaced(ctx actor.Context, m *messages.Placed) {
 		bad := c.lastCommitted()
 		c.ft.committed = c.ft.committed[:max(len(c.ft.committed)-1, 0)]
 		c.node.logger.Warn("checkpoint unusable, falling back to an older one", slog.String("job", c.job), slog.Int64("iteration", bad), slog.String("error", m.CheckpointError))
-		c.warn(ctx, fmt.Sprintf("checkpoint at iteration %d unusable (%s); falling back to iteration %d", bad, m.CheckpointError, c.lastCommitted()))
-		c.recover(ctx, "checkpoint unusable: "+m.CheckpointError, nil)
+		c.recover(ctx, fmt.Sprintf("checkpoint at iteration %d unusable (%s)", bad, m.CheckpointError), nil)
 		return
 	}
 	if m.Error != "" {

@@ -106,6 +106,10 @@ type Faults struct {
 	// panics there; each pair panics at most once per node (a replay after the recovery goes
 	// through).
 	Panics func(shard, iteration int64) bool
+	// CorruptCheckpoints, when set, decides for each checkpoint file written on the node
+	// (kind "own" or "buddy", shard, iteration) whether to flip a byte in it after it was
+	// written, as a bad disk would.
+	CorruptCheckpoints func(kind string, shard, iteration int64) bool
 	// IterationDelay makes every shard on the node sleep this long at each iteration
 	// boundary: a slow node, or a job slowed down so that faults can hit it mid-run.
 	IterationDelay time.Duration
@@ -342,4 +346,21 @@ func (c *LocalCluster) Close() {
 	if c.ownPool {
 		c.pool.Close()
 	}
+}
+
+// corruptCheckpoint flips a byte in the middle of a checkpoint file when the faults say so.
+func (f *Faults) corruptCheckpoint(store *checkpoint.Store, kind checkpoint.Kind, job string, shard int, t int64) {
+	if f == nil || f.CorruptCheckpoints == nil || !f.CorruptCheckpoints(string(kind), int64(shard), t) {
+		return
+	}
+	path, err := store.Path(kind, job, shard, t)
+	if err != nil {
+		return
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) == 0 {
+		return
+	}
+	data[len(data)/2] ^= 0x40
+	_ = os.WriteFile(path, data, 0o600)
 }

@@ -1,9 +1,14 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/didnmf/didnmf/messages"
 )
 
 // panicSchedule returns a seeded schedule of shard panics: each listed (shard, iteration)
@@ -61,4 +66,128 @@ func TestPanickingShardsRecoverBitwise(t *testing.T) {
 			waitIdle(t, lc)
 		})
 	}
+}
+
+// runCollecting runs a job like runJob and also returns the warnings the client received.
+func runCollecting(t *testing.T, cl *Client, sp *messages.JobSpec) (*Result, []string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	job, err := cl.Submit(ctx, "", sp)
+	if err != nil {
+		return nil, nil, err
+	}
+	var warnings []string
+	done := make(chan struct{})
+	go func() {
+		for w := range job.Warnings() {
+			warnings = append(warnings, w)
+		}
+		close(done)
+	}()
+	res, err := job.Wait(ctx)
+	<-done
+	return res, warnings, err
+}
+
+func TestReducerPanicRecoversBitwise(t *testing.T) {
+	faults := &Faults{ReducerPanics: func(lo, it int64) bool { return it == 7 || it == 19 }}
+	lc, cl := testCluster(t, 3, faults)
+	sp := spec("synthetic:m=6,n=600,k=3,seed=2", "did", 3, 16, lc.Addresses(), 30)
+	sp.FanIn, sp.CheckpointEvery = 2, 5
+	want := driverRun(t, sp)
+	got, err := runJob(t, cl, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, "reducer panics", got, want)
+	if len(got.Recoveries) < 2 {
+		t.Fatalf("%d recoveries, want one per reducer panic at least", len(got.Recoveries))
+	}
+	waitIdle(t, lc)
+}
+
+// TestCorruptCheckpointsAreNeverUsed: a flipped byte in a checkpoint file is caught by its
+// checksum: the shard resumes from its buddy's copy; when every copy of the recent
+// checkpoints is corrupt, the job falls back to an older checkpoint (here: the start), and
+// the result is bitwise the driver's either way.
+func TestCorruptCheckpointsAreNeverUsed(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		corrupt  func(kind string, shard, it int64) bool
+		fallback bool
+	}{
+		{"own copy", func(kind string, shard, it int64) bool { return kind == "own" && shard == 1 && it >= 20 }, false},
+		{"every copy", func(kind string, shard, it int64) bool { return shard == 1 && it >= 20 }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			faults := &Faults{CorruptCheckpoints: tc.corrupt, IterationDelay: 2 * time.Millisecond,
+				Panics: func(shard, it int64) bool { return shard == 2 && it == 45 }}
+			lc, cl := testCluster(t, 3, faults)
+			sp := spec("synthetic:m=6,n=600,k=3,seed=2", "did", 3, 4, lc.Addresses(), 60)
+			sp.CheckpointEvery = 5
+			want := driverRun(t, sp)
+			got, warnings, err := runCollecting(t, cl, sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSame(t, tc.name, got, want)
+			unusable := 0
+			for _, w := range warnings {
+				t.Log("warning: ", w)
+				if strings.Contains(w, "unusable") {
+					unusable++
+				}
+			}
+			if len(got.Recoveries) != 1 {
+				t.Fatalf("%d recoveries, want 1", len(got.Recoveries))
+			}
+			r := got.Recoveries[0]
+			t.Logf("resumed from iteration %d", r.FromIteration)
+			if tc.fallback && (unusable == 0 || r.FromIteration >= 20) {
+				t.Fatalf("every copy corrupt: resumed from %d after %d unusable checkpoints, want a fallback below 20", r.FromIteration, unusable)
+			}
+			if !tc.fallback && (unusable != 0 || r.FromIteration < 20) {
+				t.Fatalf("own copy corrupt: resumed from %d after %d unusable checkpoints, want the buddy's copy of a checkpoint >= 20", r.FromIteration, unusable)
+			}
+			waitIdle(t, lc)
+		})
+	}
+}
+
+// TestFullDiskFailsCheckpointsVisibly: with no room for checkpoints, every checkpoint fails,
+// the client is warned, nothing is committed, and a failure rolls the job back to its start,
+// still bitwise the driver's.
+func TestFullDiskFailsCheckpointsVisibly(t *testing.T) {
+	c, err := StartLocalCluster(3, NodeConfig{Threads: 2, CheckpointQuota: 100,
+		Faults: &Faults{Panics: func(shard, it int64) bool { return shard == 0 && it == 12 }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := NewClient(c.Nodes[0].System())
+	defer func() {
+		cl.Close()
+		c.Close()
+	}()
+	sp := spec("synthetic:m=6,n=600,k=3,seed=2", "did", 3, 4, c.Addresses(), 20)
+	sp.CheckpointEvery = 5
+	want := driverRun(t, sp)
+	got, warnings, err := runCollecting(t, cl, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, "full disk", got, want)
+	full := 0
+	for _, w := range warnings {
+		if strings.Contains(w, "checkpoint not committed") && strings.Contains(w, "no space left on device") {
+			full++
+		}
+	}
+	if full == 0 || got.Checkpoints != 0 {
+		t.Fatalf("%d full-disk warnings and %d checkpoints committed; want warnings and none (warnings: %q)", full, got.Checkpoints, warnings)
+	}
+	if len(got.Recoveries) != 1 || got.Recoveries[0].FromIteration != 0 {
+		t.Fatalf("recoveries %v, want one from the start", got.Recoveries)
+	}
+	waitIdle(t, c)
 }

@@ -154,6 +154,14 @@ func (s *Store) shardDir(kind Kind, job string, shard int) string {
 	return filepath.Join(s.root, job, string(kind), "shard-"+strconv.Itoa(shard))
 }
 
+// Path returns the file a checkpoint is (or would be) kept in, for operators and tests.
+func (s *Store) Path(kind Kind, job string, shard int, iteration int64) (string, error) {
+	if err := checkKey(kind, job, shard, iteration); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.shardDir(kind, job, shard), fileName(iteration)), nil
+}
+
 // fileName returns the file name of the checkpoint at iteration.
 func fileName(iteration int64) string {
 	return fmt.Sprintf("%s%012d%s", filePrefix, iteration, fileSuffix)
