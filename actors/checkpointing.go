@@ -20,9 +20,13 @@ import (
 // iteration: a shard reads its own copy, or the buddy copy its node holds, or fetches one from
 // the nodes the coordinator names; a copy whose checksum fails is never used.
 
-// keepCheckpoints is how many checkpoints of a shard a node keeps (own and buddy copies each):
-// the newest may not be committed yet, and a corrupt one falls back to an older one.
+// keepCheckpoints is how many committed checkpoints a job keeps to fall back to (a corrupt
+// one falls back to an older one).
 const keepCheckpoints = 3
+
+// maxUncommitted bounds the checkpoints a shard keeps beyond the committed ones, in
+// checkpoint intervals, when commits stall.
+const maxUncommitted = 20
 
 // fetchWait is how long a shard waits for a node to send it a checkpoint copy.
 var fetchWait = 5 * time.Second
@@ -80,7 +84,9 @@ func (s *shard) checkpoint(ctx actor.Context, st kernels.Step) {
 			err = store.WriteBytes(checkpoint.Own, rec.Job, rec.Shard, t, data)
 		}
 		if err == nil {
-			_ = store.Prune(checkpoint.Own, rec.Job, rec.Shard, t-(keepCheckpoints-1)*every)
+			// Copies are dropped as checkpoints are committed (see host.pruneCommitted); this
+			// only bounds the disk of a job whose commits stalled.
+			_ = store.Prune(checkpoint.Own, rec.Job, rec.Shard, t-maxUncommitted*every)
 			faults.corruptCheckpoint(store, checkpoint.Own, rec.Job, rec.Shard, t)
 		}
 		system.Root.Send(self, &checkpointWritten{epoch: epoch, iteration: t, data: data, err: err})
@@ -265,7 +271,6 @@ func (h *host) storeCopy(ctx actor.Context, m *messages.CheckpointCopy) {
 	go func() {
 		err := store.WriteBytes(checkpoint.Buddy, m.JobId, int(m.Shard), m.Iteration, data)
 		if err == nil {
-			_ = pruneOlder(store, checkpoint.Buddy, m.JobId, int(m.Shard))
 			faults.corruptCheckpoint(store, checkpoint.Buddy, m.JobId, int(m.Shard), m.Iteration)
 		}
 		st := &messages.CheckpointStored{JobId: m.JobId, Shard: m.Shard, Iteration: m.Iteration}
@@ -278,13 +283,21 @@ func (h *host) storeCopy(ctx actor.Context, m *messages.CheckpointCopy) {
 	}()
 }
 
-// pruneOlder keeps the newest keepCheckpoints checkpoints of a shard.
-func pruneOlder(store *checkpoint.Store, kind checkpoint.Kind, job string, shard int) error {
-	its, err := store.Iterations(kind, job, shard)
-	if err != nil || len(its) <= keepCheckpoints {
-		return err
+// pruneCommitted drops the node's copies (own and buddy) of a job's checkpoints older than
+// the oldest committed checkpoint the coordinator may still fall back to. Pruning follows
+// the commits, not the writes: shards may write checkpoints the job never commits (a
+// partition, a dead buddy), and those must not push out the committed ones.
+func (h *host) pruneCommitted(m *messages.CheckpointCommitted) {
+	if m.Shards <= 0 || m.Shards > 1<<20 || m.KeepFrom <= 0 {
+		return
 	}
-	return store.Prune(kind, job, shard, its[len(its)-keepCheckpoints])
+	for s := 0; s < int(m.Shards); s++ {
+		for _, kind := range []checkpoint.Kind{checkpoint.Own, checkpoint.Buddy} {
+			if its, err := h.node.store.Iterations(kind, m.JobId, s); err == nil && len(its) > 0 && its[0] < m.KeepFrom {
+				_ = h.node.store.Prune(kind, m.JobId, s, m.KeepFrom)
+			}
+		}
+	}
 }
 
 // serveFetch answers a shard that asks this node for its copy of a checkpoint: the buddy copy,

@@ -72,6 +72,7 @@ type coordinator struct {
 type faultState struct {
 	shardNode []string // actor address of each shard's node
 	buddy     []string // of the node keeping copies of each shard's checkpoints ("" none)
+	holders   [][]string // every node that held each shard or its buddy copies: where copies may be
 	reserve   []int64  // memory each shard reserves
 	ring      []string // the live nodes in placement order; buddies follow it
 	standby   string   // the node that takes the job over if this coordinator's node dies
@@ -182,9 +183,11 @@ func (c *coordinator) onMemberEvent(ctx actor.Context, e cluster.Event) {
 	}
 	addr := e.Member.Meta.Actor
 	if e.Kind != cluster.EventLeave {
-		if c.ft.paused != "" && e.Member.Meta.Role == cluster.RoleMember {
+		// A node (back) in the cluster while the job waits for a quorum or is being
+		// recovered: recover again with it, since messages to it may have been lost.
+		if e.Kind == cluster.EventJoin && e.Member.Meta.Role == cluster.RoleMember && (c.ft.paused != "" || (!c.running && c.ft.recovering != nil)) {
 			delete(c.ft.lost, addr)
-			c.recover(ctx, c.ft.pauseCause, nil)
+			c.recover(ctx, cmp.Or(c.ft.pauseCause, c.ft.recovering.GetCause()), nil)
 		}
 		return
 	}
@@ -305,8 +308,16 @@ func (c *coordinator) assignBuddies(ctx actor.Context) {
 		return ring[(i+1)%len(ring)]
 	}
 	c.ft.buddy = make([]string, len(c.ft.shardNode))
+	if len(c.ft.holders) != len(c.ft.shardNode) {
+		c.ft.holders = make([][]string, len(c.ft.shardNode))
+	}
 	for s, addr := range c.ft.shardNode {
 		c.ft.buddy[s] = next(addr)
+		for _, h := range []string{addr, c.ft.buddy[s]} {
+			if h != "" && !slices.Contains(c.ft.holders[s], h) {
+				c.ft.holders[s] = append(c.ft.holders[s], h)
+			}
+		}
 		c.ft.involved[addr] = true
 		if b := c.ft.buddy[s]; b != "" {
 			c.ft.involved[b] = true
@@ -728,6 +739,12 @@ func (c *coordinator) onCheckpointDone(ctx actor.Context, m *messages.Checkpoint
 		c.ft.committed = c.ft.committed[1:]
 	}
 	c.ft.checkpoints++
+	commit := &messages.CheckpointCommitted{JobId: c.job, Iteration: m.Iteration, KeepFrom: c.ft.committed[0], Shards: int64(len(c.shards))}
+	for addr := range c.ft.involved {
+		if !c.ft.lost[addr] {
+			ctx.Send(HostPID(addr), commit)
+		}
+	}
 	for t := range c.ft.reported {
 		if t <= m.Iteration {
 			delete(c.ft.reported, t)
@@ -756,6 +773,13 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 	}
 	if 2*up <= c.ft.quorumOf {
 		if c.ft.paused == "" {
+			pause := fmt.Sprintf("%s; paused: only %d of the job's %d nodes reachable, not a majority", cause, up, c.ft.quorumOf)
+			if c.ft.recovering == nil {
+				c.ft.recovering = &messages.Recovery{Cause: pause, Noticed: time.Since(c.started).Seconds(), FromIteration: c.lastCommitted(),
+					Redone: max(c.ft.lastIter-c.lastCommitted(), 0)}
+			} else {
+				c.ft.recovering.Cause += "; " + pause
+			}
 			c.node.logger.Warn("no quorum: the job waits", slog.String("job", c.job), slog.Int("alive", up), slog.Int("of", c.ft.quorumOf))
 			c.warn(ctx, fmt.Sprintf("%s; only %d of the job's %d nodes are reachable, not a majority: the job waits up to %v for them", cause, up, c.ft.quorumOf, QuorumWait))
 			c.running = false
@@ -794,8 +818,12 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 	}
 	at := make([][]string, len(c.ft.shardNode))
 	for s, addr := range c.ft.shardNode {
-		for _, a := range []string{addr, c.ft.buddy[s]} {
-			if a != "" && !c.ft.lost[a] {
+		holders := []string{addr, c.ft.buddy[s]}
+		if s < len(c.ft.holders) {
+			holders = append(holders, c.ft.holders[s]...)
+		}
+		for _, a := range holders {
+			if a != "" && !c.ft.lost[a] && !slices.Contains(at[s], a) {
 				at[s] = append(at[s], a)
 			}
 		}

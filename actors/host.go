@@ -97,6 +97,8 @@ func (h *host) Receive(ctx actor.Context) {
 		h.storeCopy(ctx, m)
 	case *messages.CheckpointFetch:
 		h.serveFetch(ctx, m)
+	case *messages.CheckpointCommitted:
+		h.pruneCommitted(m)
 	case *messages.JobState:
 		if m.Submit != nil && validJobID.MatchString(m.Submit.JobId) {
 			if old := h.standby[m.Submit.JobId]; old == nil || old.Epoch <= m.Epoch {
@@ -123,7 +125,7 @@ func (h *host) Receive(ctx actor.Context) {
 			return
 		}
 		var starts atomic.Int32
-		props := actor.PropsFromProducer(func() actor.Actor { return newShard(h.node, m, starts.Add(1) > 1) })
+		props := h.node.props(func() actor.Actor { return newShard(h.node, m, starts.Add(1) > 1) })
 		if h.spawn(ctx, props, m.JobId, name, "shard", pidOf(m.Coordinator), pidOf(m.Client), max(m.Reserve, 0), m.Epoch) {
 			h.reserved += max(m.Reserve, 0)
 		}
@@ -135,7 +137,7 @@ func (h *host) Receive(ctx actor.Context) {
 				ctx.Stop(actor.NewPID(ctx.Self().Address, id))
 			}
 		}
-		props := actor.PropsFromProducer(func() actor.Actor { return newReducer(h.node, m) })
+		props := h.node.props(func() actor.Actor { return newReducer(h.node, m) })
 		h.spawn(ctx, props, m.JobId, reducerName(m.JobId, m.Epoch, m.Level, m.Lo), "reducer", pidOf(m.Coordinator), nil, 0, m.Epoch)
 	case *messages.StopJob:
 		for id, c := range h.children {
@@ -214,7 +216,7 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 		refuse("job %s has no spec", m.JobId)
 		return
 	}
-	props := actor.PropsFromProducer(func() actor.Actor { return newCoordinator(h.node, m) })
+	props := h.node.props(func() actor.Actor { return newCoordinator(h.node, m) })
 	h.spawn(ctx, props, m.JobId, m.JobId+coordSuffix, "coordinator", nil, client, 0, 0)
 }
 
@@ -250,7 +252,7 @@ func (h *host) onMemberLeft(ctx actor.Context, e cluster.Event) {
 			continue
 		}
 		h.node.logger.Warn("taking over a job whose coordinator's node is gone", slog.String("job", id), slog.String("node", e.Member.Name))
-		props := actor.PropsFromProducer(func() actor.Actor { return newTakeover(h.node, st, e) })
+		props := h.node.props(func() actor.Actor { return newTakeover(h.node, st, e) })
 		h.spawn(ctx, props, id, id+coordSuffix, "coordinator", nil, pidOf(st.Submit.Client), 0, st.Epoch)
 	}
 }

@@ -82,6 +82,31 @@ type NodeConfig struct {
 	// CheckpointQuota caps the bytes of checkpoints the node writes (0: no cap); a checkpoint
 	// past it fails as on a full disk.
 	CheckpointQuota int64
+	// Partition, when set, drops every message the node's actors send to an address it
+	// blocks (tests of network partitions; see cluster.Partition).
+	Partition Partition
+}
+
+// Partition tells whether traffic between two addresses is cut.
+type Partition interface {
+	Blocked(from, to string) bool
+}
+
+// props builds the props of one of the node's actors: with a partition, its sends to the
+// other side are dropped.
+func (n *Node) props(producer actor.Producer, opts ...actor.PropsOption) *actor.Props {
+	if p := n.cfg.Partition; p != nil {
+		self := n.system.Address()
+		opts = append(opts, actor.WithSenderMiddleware(func(next actor.SenderFunc) actor.SenderFunc {
+			return func(ctx actor.SenderContext, target *actor.PID, env *actor.MessageEnvelope) {
+				if target != nil && p.Blocked(self, target.Address) {
+					return
+				}
+				next(ctx, target, env)
+			}
+		}))
+	}
+	return actor.PropsFromProducer(producer, opts...)
 }
 
 // Members is the part of a cluster membership a node needs to place jobs.
@@ -241,7 +266,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		n.pool = kernels.NewPool(cfg.Threads)
 		n.ownPool = true
 	}
-	props := actor.PropsFromProducer(func() actor.Actor { return newHost(n) },
+	props := n.props(func() actor.Actor { return newHost(n) },
 		actor.WithSupervisor(hostStrategy{}))
 	host, err := system.Root.SpawnNamed(props, HostName)
 	if err != nil {

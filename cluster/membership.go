@@ -106,6 +106,9 @@ type Config struct {
 	// memberlist holds its locks, so it may call Members. It must not call Leave or Shutdown
 	// directly (they wait for that goroutine): start a goroutine for that.
 	OnEvent func(Event)
+	// Partition, when set, drops the gossip this node sends to nodes on another side of it
+	// (tests of network partitions).
+	Partition *Partition
 }
 
 // ErrShutdown is returned by Leave and UpdateMeta once the membership is shut down.
@@ -172,6 +175,55 @@ type Membership struct {
 
 	stateMu sync.Mutex  // serializes Leave and Shutdown
 	shut    atomic.Bool // set under stateMu
+
+	lostMu sync.Mutex
+	lost   map[string]lostPeer // members declared dead, by name, that this node tries to rejoin
+	stop   chan struct{}       // closed at shutdown: ends the rejoin loop
+}
+
+// lostPeer is a member declared dead: its gossip address and when.
+type lostPeer struct {
+	gossip string
+	at     time.Time
+}
+
+// Rejoining. Memberlist forgets a member it declared dead: after a network partition heals,
+// each side keeps the other for dead and the cluster stays split. So every rejoinInterval a
+// node tries to join the members it saw die in the last rejoinFor; a partitioned member
+// answers once the network heals and the cluster is one again, while a crashed one is simply
+// not reached.
+const (
+	rejoinInterval = 2 * time.Second
+	rejoinFor      = 10 * time.Minute
+)
+
+// rejoinLoop is the goroutine that tries to rejoin lost members.
+func (m *Membership) rejoinLoop() {
+	tick := time.NewTicker(rejoinInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-tick.C:
+		}
+		var addrs []string
+		m.lostMu.Lock()
+		for name, p := range m.lost {
+			if time.Since(p.at) > rejoinFor {
+				delete(m.lost, name)
+				continue
+			}
+			addrs = append(addrs, p.gossip)
+		}
+		m.lostMu.Unlock()
+		if len(addrs) == 0 || m.shut.Load() {
+			continue
+		}
+		if n, _ := m.ml.Join(addrs); n > 0 {
+			m.log.Info("cluster: reached members declared dead before (a partition healed?)", "reached", n)
+		}
+	}
 }
 
 // Start creates this node's memberlist, binds its gossip port and, if cfg.Join is not empty,
@@ -207,6 +259,8 @@ func Start(cfg Config) (*Membership, error) {
 		table:   make(map[string]Member),
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
+		lost:    map[string]lostPeer{},
+		stop:    make(chan struct{}),
 	}
 
 	// Bind the transport ourselves, to know the port before choosing a default name.
@@ -240,6 +294,11 @@ func Start(cfg Config) (*Membership, error) {
 		mc.AdvertisePort = advPort
 	}
 	mc.Transport = transport
+	var selfAddr atomic.Value // the advertised gossip address, known once memberlist runs
+	selfAddr.Store("")
+	if cfg.Partition != nil {
+		mc.Transport = &partitionedTransport{Transport: transport, self: func() string { return selfAddr.Load().(string) }, p: cfg.Partition}
+	}
 	mc.Label = gossipLabel
 	mc.SecretKey = cfg.SecretKey
 	mc.Logger = mlLog
@@ -265,6 +324,7 @@ func Start(cfg Config) (*Membership, error) {
 	}
 	m.ml = ml
 	self := ml.LocalNode()
+	selfAddr.Store(hostPort(self.Addr, self.Port))
 	m.mu.Lock()
 	m.local = Member{Name: name, Gossip: hostPort(self.Addr, self.Port), Meta: cfg.Meta}
 	m.mu.Unlock()
@@ -283,6 +343,7 @@ func Start(cfg Config) (*Membership, error) {
 	} else {
 		close(m.done)
 	}
+	go m.rejoinLoop()
 	logger.Info("cluster: gossip started", "gossip", m.local.Gossip, "role", cfg.Meta.Role, "members", len(m.Members()))
 	return m, nil
 }
@@ -434,6 +495,7 @@ func (m *Membership) Shutdown() error {
 
 func (m *Membership) shutdownLocked() error {
 	m.shut.Store(true)
+	close(m.stop)
 	err := m.ml.Shutdown()
 	m.closeEvents()
 	<-m.done
@@ -463,6 +525,15 @@ func (m *Membership) observe(kind EventKind, n *memberlist.Node) {
 		}
 	}
 	mem.Meta = meta
+	if n.Name != m.local.Name {
+		m.lostMu.Lock()
+		if kind == EventLeave && !meta.Leaving && !(had && old.Meta.Leaving) {
+			m.lost[n.Name] = lostPeer{gossip: mem.Gossip, at: now}
+		} else if kind != EventLeave {
+			delete(m.lost, n.Name)
+		}
+		m.lostMu.Unlock()
+	}
 	switch kind {
 	case EventJoin, EventUpdate:
 		m.table[n.Name] = mem

@@ -3711,6 +3711,77 @@ func (x *JobEnded) GetJobId() string {
 	return ""
 }
 
+// CheckpointCommitted tells the hosts of a job that a checkpoint iteration was committed:
+// they may drop their copies (own and buddy) of the job's checkpoints before keep_from, the
+// oldest committed checkpoint the coordinator still falls back to.
+type CheckpointCommitted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Iteration     int64                  `protobuf:"varint,2,opt,name=iteration,proto3" json:"iteration,omitempty"`
+	KeepFrom      int64                  `protobuf:"varint,3,opt,name=keep_from,json=keepFrom,proto3" json:"keep_from,omitempty"`
+	Shards        int64                  `protobuf:"varint,4,opt,name=shards,proto3" json:"shards,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointCommitted) Reset() {
+	*x = CheckpointCommitted{}
+	mi := &file_didnmf_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointCommitted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointCommitted) ProtoMessage() {}
+
+func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointCommitted.ProtoReflect.Descriptor instead.
+func (*CheckpointCommitted) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *CheckpointCommitted) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *CheckpointCommitted) GetIteration() int64 {
+	if x != nil {
+		return x.Iteration
+	}
+	return 0
+}
+
+func (x *CheckpointCommitted) GetKeepFrom() int64 {
+	if x != nil {
+		return x.KeepFrom
+	}
+	return 0
+}
+
+func (x *CheckpointCommitted) GetShards() int64 {
+	if x != nil {
+		return x.Shards
+	}
+	return 0
+}
+
 var File_didnmf_proto protoreflect.FileDescriptor
 
 const file_didnmf_proto_rawDesc = "" +
@@ -4050,7 +4121,12 @@ const file_didnmf_proto_rawDesc = "" +
 	"\vstart_nodes\x18\x0f \x03(\tR\n" +
 	"startNodes\"!\n" +
 	"\bJobEnded\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\tR\x05jobIdB#Z!github.com/didnmf/didnmf/messagesb\x06proto3"
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"\x7f\n" +
+	"\x13CheckpointCommitted\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1c\n" +
+	"\titeration\x18\x02 \x01(\x03R\titeration\x12\x1b\n" +
+	"\tkeep_from\x18\x03 \x01(\x03R\bkeepFrom\x12\x16\n" +
+	"\x06shards\x18\x04 \x01(\x03R\x06shardsB#Z!github.com/didnmf/didnmf/messagesb\x06proto3"
 
 var (
 	file_didnmf_proto_rawDescOnce sync.Once
@@ -4064,47 +4140,48 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 	return file_didnmf_proto_rawDescData
 }
 
-var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_didnmf_proto_goTypes = []any{
-	(*Pid)(nil),               // 0: didnmf.Pid
-	(*StopRule)(nil),          // 1: didnmf.StopRule
-	(*JobSpec)(nil),           // 2: didnmf.JobSpec
-	(*SubmitJob)(nil),         // 3: didnmf.SubmitJob
-	(*JobAccepted)(nil),       // 4: didnmf.JobAccepted
-	(*JobError)(nil),          // 5: didnmf.JobError
-	(*CancelJob)(nil),         // 6: didnmf.CancelJob
-	(*Ping)(nil),              // 7: didnmf.Ping
-	(*Pong)(nil),              // 8: didnmf.Pong
-	(*HostStatus)(nil),        // 9: didnmf.HostStatus
-	(*ShardAssignment)(nil),   // 10: didnmf.ShardAssignment
-	(*ReducerAssignment)(nil), // 11: didnmf.ReducerAssignment
-	(*Placed)(nil),            // 12: didnmf.Placed
-	(*StartJob)(nil),          // 13: didnmf.StartJob
-	(*Grant)(nil),             // 14: didnmf.Grant
-	(*Finish)(nil),            // 15: didnmf.Finish
-	(*StopJob)(nil),           // 16: didnmf.StopJob
-	(*Partial)(nil),           // 17: didnmf.Partial
-	(*Reduced)(nil),           // 18: didnmf.Reduced
-	(*IterationDone)(nil),     // 19: didnmf.IterationDone
-	(*Progress)(nil),          // 20: didnmf.Progress
-	(*Counters)(nil),          // 21: didnmf.Counters
-	(*ShardDone)(nil),         // 22: didnmf.ShardDone
-	(*ReducerDone)(nil),       // 23: didnmf.ReducerDone
-	(*ResultChunk)(nil),       // 24: didnmf.ResultChunk
-	(*ResultAck)(nil),         // 25: didnmf.ResultAck
-	(*HistoryPoint)(nil),      // 26: didnmf.HistoryPoint
-	(*JobResult)(nil),         // 27: didnmf.JobResult
-	(*Recovery)(nil),          // 28: didnmf.Recovery
-	(*BlockRequest)(nil),      // 29: didnmf.BlockRequest
-	(*BlockChunk)(nil),        // 30: didnmf.BlockChunk
-	(*BlockAck)(nil),          // 31: didnmf.BlockAck
-	(*CheckpointDone)(nil),    // 32: didnmf.CheckpointDone
-	(*CheckpointCopy)(nil),    // 33: didnmf.CheckpointCopy
-	(*CheckpointStored)(nil),  // 34: didnmf.CheckpointStored
-	(*CheckpointFetch)(nil),   // 35: didnmf.CheckpointFetch
-	(*ActorFailed)(nil),       // 36: didnmf.ActorFailed
-	(*JobState)(nil),          // 37: didnmf.JobState
-	(*JobEnded)(nil),          // 38: didnmf.JobEnded
+	(*Pid)(nil),                 // 0: didnmf.Pid
+	(*StopRule)(nil),            // 1: didnmf.StopRule
+	(*JobSpec)(nil),             // 2: didnmf.JobSpec
+	(*SubmitJob)(nil),           // 3: didnmf.SubmitJob
+	(*JobAccepted)(nil),         // 4: didnmf.JobAccepted
+	(*JobError)(nil),            // 5: didnmf.JobError
+	(*CancelJob)(nil),           // 6: didnmf.CancelJob
+	(*Ping)(nil),                // 7: didnmf.Ping
+	(*Pong)(nil),                // 8: didnmf.Pong
+	(*HostStatus)(nil),          // 9: didnmf.HostStatus
+	(*ShardAssignment)(nil),     // 10: didnmf.ShardAssignment
+	(*ReducerAssignment)(nil),   // 11: didnmf.ReducerAssignment
+	(*Placed)(nil),              // 12: didnmf.Placed
+	(*StartJob)(nil),            // 13: didnmf.StartJob
+	(*Grant)(nil),               // 14: didnmf.Grant
+	(*Finish)(nil),              // 15: didnmf.Finish
+	(*StopJob)(nil),             // 16: didnmf.StopJob
+	(*Partial)(nil),             // 17: didnmf.Partial
+	(*Reduced)(nil),             // 18: didnmf.Reduced
+	(*IterationDone)(nil),       // 19: didnmf.IterationDone
+	(*Progress)(nil),            // 20: didnmf.Progress
+	(*Counters)(nil),            // 21: didnmf.Counters
+	(*ShardDone)(nil),           // 22: didnmf.ShardDone
+	(*ReducerDone)(nil),         // 23: didnmf.ReducerDone
+	(*ResultChunk)(nil),         // 24: didnmf.ResultChunk
+	(*ResultAck)(nil),           // 25: didnmf.ResultAck
+	(*HistoryPoint)(nil),        // 26: didnmf.HistoryPoint
+	(*JobResult)(nil),           // 27: didnmf.JobResult
+	(*Recovery)(nil),            // 28: didnmf.Recovery
+	(*BlockRequest)(nil),        // 29: didnmf.BlockRequest
+	(*BlockChunk)(nil),          // 30: didnmf.BlockChunk
+	(*BlockAck)(nil),            // 31: didnmf.BlockAck
+	(*CheckpointDone)(nil),      // 32: didnmf.CheckpointDone
+	(*CheckpointCopy)(nil),      // 33: didnmf.CheckpointCopy
+	(*CheckpointStored)(nil),    // 34: didnmf.CheckpointStored
+	(*CheckpointFetch)(nil),     // 35: didnmf.CheckpointFetch
+	(*ActorFailed)(nil),         // 36: didnmf.ActorFailed
+	(*JobState)(nil),            // 37: didnmf.JobState
+	(*JobEnded)(nil),            // 38: didnmf.JobEnded
+	(*CheckpointCommitted)(nil), // 39: didnmf.CheckpointCommitted
 }
 var file_didnmf_proto_depIdxs = []int32{
 	1,  // 0: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
@@ -4150,7 +4227,7 @@ func file_didnmf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   39,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

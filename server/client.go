@@ -30,6 +30,9 @@ type ClientConfig struct {
 	Logger *slog.Logger
 	// Wait is how long to wait for a member to be seen (0: 10 s).
 	Wait time.Duration
+	// Partition, when set, cuts the client's traffic to nodes on the other side of it
+	// (partition tests in one process).
+	Partition *cluster.Partition
 }
 
 // Client is a process connected to a cluster: it gossips as a client (it learns the members
@@ -69,13 +72,17 @@ func Connect(cfg ClientConfig) (*Client, error) {
 	}
 	c := &Client{seeds: cfg.Cluster, watches: map[string][]*actors.Job{}}
 	var err error
-	c.Node, err = actors.StartNode(actors.NodeConfig{Host: host, Threads: 1, Logger: cfg.Logger, TLS: cfg.TLS})
+	ncfg := actors.NodeConfig{Host: host, Threads: 1, Logger: cfg.Logger, TLS: cfg.TLS}
+	if cfg.Partition != nil {
+		ncfg.Partition = cfg.Partition
+	}
+	c.Node, err = actors.StartNode(ncfg)
 	if err != nil {
 		return nil, err
 	}
 	c.Members, err = cluster.Start(cluster.Config{Bind: net.JoinHostPort(host, "0"), Join: cfg.Cluster, SecretKey: cfg.GossipKey,
 		Logger: cfg.Logger, Meta: cluster.Meta{Role: cluster.RoleClient, Actor: c.Node.Address(), Started: time.Now().UnixNano()},
-		OnEvent: c.onEvent})
+		OnEvent: c.onEvent, Partition: cfg.Partition})
 	if err != nil {
 		c.Node.Close()
 		return nil, fmt.Errorf("joining the cluster at %v: %w", cfg.Cluster, err)
@@ -181,6 +188,13 @@ func (c *Client) awaitTakeover(j *actors.Job, old, what string) {
 			if now := j.Coordinator(); now != old {
 				c.watch(j, now)
 				return
+			}
+			// The coordinator's node is back (a partition healed, a pause ended): it goes on.
+			for _, w := range c.Members.Workers() {
+				if w.Meta.Actor == old {
+					c.watch(j, old)
+					return
+				}
 			}
 		case <-deadline.C:
 			j.Abandon(&actors.JobError{JobID: j.ID, Kind: "failure",

@@ -2,13 +2,17 @@ package server
 
 import (
 	"context"
+	"log/slog"
+	"os"
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -162,5 +166,139 @@ func TestNodeLossRecovers(t *testing.T) {
 				t.Fatalf("the job's coordinator is %q", job.Coordinator())
 			}
 		})
+	}
+}
+
+// TestPartition splits five members 2|3 with the client on the majority side, through an
+// in-process transport that drops gossip and actor traffic across the cut. With the
+// coordinator on the majority side, the job re-places the minority's shards and goes on; with
+// the coordinator on the minority side, it pauses (no quorum: nothing runs or commits there)
+// until the partition heals, then goes on. Either way the factors are bitwise the driver's
+// and the cluster is one again after healing.
+func TestPartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for failure detection")
+	}
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	for _, tc := range []struct {
+		name     string
+		seed     int // the member the client submits to: its coordinator
+		minority bool
+	}{
+		{"coordinator with the majority", 2, false},
+		{"coordinator with the minority", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			part := cluster.NewPartition()
+			faults := &actors.Faults{IterationDelay: 2 * time.Millisecond}
+			dir := t.TempDir()
+			var members []*Server
+			defer func() {
+				for _, m := range members {
+					m.Close()
+				}
+			}()
+			for i, name := range []string{"a", "b", "c", "d", "e"} {
+				cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), Faults: faults, Partition: part}
+				if os.Getenv("DIDNMF_TEST_LOG") != "" {
+					cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("node", name)
+				}
+				if i > 0 {
+					cfg.Join = []string{members[0].Gossip()}
+				}
+				s, err := Start(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				members = append(members, s)
+			}
+			client, err := Connect(ClientConfig{Cluster: []string{members[tc.seed].Gossip()}, Partition: part})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			waitMembers(t, 5, append(members, &Server{Members: client.Members}))
+			spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=4000,k=3,seed=3"}, Rank: 3, Algorithm: "did", Shards: 10, Seed: 2,
+				Stop: &messages.StopRule{MaxIter: 1500}, CheckpointEvery: 20}
+			want := golden(t, spec)
+			job, err := client.Submit(context.Background(), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var warnings []string
+			warned := make(chan struct{})
+			go func() {
+				for w := range job.Warnings() {
+					warnings = append(warnings, w)
+				}
+				close(warned)
+			}()
+			for it := range job.Progress() {
+				if it.Iteration >= 200 {
+					break
+				}
+			}
+			side := func(ms ...*Server) []string {
+				var out []string
+				for _, m := range ms {
+					out = append(out, m.Gossip(), m.Node.Address())
+				}
+				return out
+			}
+			majority := append(side(members[2], members[3], members[4]), client.Members.Local().Gossip, client.Node.Address())
+			part.Split(side(members[0], members[1]), majority)
+			t.Log("partitioned {a, b} | {c, d, e, client}")
+			if tc.minority {
+				// Both sides declare the other dead (the minority, with fewer peers to confirm a
+				// suspicion, takes up to about 10 s); the minority pauses.
+				time.Sleep(14 * time.Second)
+				part.Heal()
+				t.Log("healed")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			got, err := job.Wait(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-warned
+			sameFactors(t, got, want)
+			for _, w := range warnings {
+				t.Log("warning: ", w)
+			}
+			for _, r := range got.Recoveries {
+				t.Logf("recovery (epoch %d): %s; from iteration %d, %d redone", r.Epoch, r.Cause, r.FromIteration, r.Redone)
+			}
+			// The minority's warnings cannot cross the cut to the client: the pause shows in
+			// the recovery that followed it.
+			if tc.minority && !slices.ContainsFunc(got.Recoveries, func(r *messages.Recovery) bool { return strings.Contains(r.Cause, "not a majority") }) {
+				t.Fatal("the coordinator on the minority side did not pause for want of a quorum")
+			}
+			if len(got.Recoveries) == 0 {
+				t.Fatal("no recovery recorded")
+			}
+			part.Heal()
+			waitMembers(t, 5, members)
+		})
+	}
+}
+
+// waitMembers waits until every server lists n workers.
+func waitMembers(t *testing.T, n int, servers []*Server) {
+	t.Helper()
+	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ok := true
+		for _, s := range servers {
+			if len(s.Members.Workers()) != n {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster is not one again: not every node lists %d workers", n)
+		}
 	}
 }

@@ -41,6 +41,9 @@ type Config struct {
 	CheckpointQuota int64
 	// Faults injects faults into the node's job actors (tests and chaos runs; nil: none).
 	Faults *actors.Faults
+	// Partition, when set, cuts this node's gossip and actor traffic to nodes on the other
+	// side of it (partition tests in one process).
+	Partition *cluster.Partition
 	// Capacity is the placement weight (0 means 1); Memory the bytes of job data the node
 	// accepts (0: 80% of the memory available when it starts).
 	Capacity int
@@ -154,9 +157,13 @@ func Start(cfg Config) (*Server, error) {
 		cfg.Memory = availableMemory() * 8 / 10
 	}
 	members := &lateMembers{}
-	s.Node, err = actors.StartNode(actors.NodeConfig{Host: host, Port: cfg.ActorPort, Pool: cfg.Pool, Threads: cfg.Threads,
+	ncfg := actors.NodeConfig{Host: host, Port: cfg.ActorPort, Pool: cfg.Pool, Threads: cfg.Threads,
 		Logger: cfg.Logger, TLS: cfg.TLS, Members: members, Memory: cfg.Memory, Capacity: max(cfg.Capacity, 1),
-		DataDir: cfg.DataDir, CheckpointQuota: cfg.CheckpointQuota, Faults: cfg.Faults})
+		DataDir: cfg.DataDir, CheckpointQuota: cfg.CheckpointQuota, Faults: cfg.Faults}
+	if cfg.Partition != nil {
+		ncfg.Partition = cfg.Partition
+	}
+	s.Node, err = actors.StartNode(ncfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -175,7 +182,7 @@ func Start(cfg Config) (*Server, error) {
 			logEvent(logger, e)
 			// The node's actors (coordinators watching their jobs' nodes) learn of it too.
 			s.Node.System().EventStream.Publish(e)
-		}})
+		}, Partition: cfg.Partition})
 	if err != nil {
 		return fail(err)
 	}
