@@ -70,12 +70,12 @@ type coordinator struct {
 
 // faultState is what the coordinator keeps to recover its job from failures.
 type faultState struct {
-	shardNode []string // actor address of each shard's node
-	buddy     []string // of the node keeping copies of each shard's checkpoints ("" none)
+	shardNode []string   // actor address of each shard's node
+	buddy     []string   // of the node keeping copies of each shard's checkpoints ("" none)
 	holders   [][]string // every node that held each shard or its buddy copies: where copies may be
-	reserve   []int64  // memory each shard reserves
-	ring      []string // the live nodes in placement order; buddies follow it
-	standby   string   // the node that takes the job over if this coordinator's node dies
+	reserve   []int64    // memory each shard reserves
+	ring      []string   // the live nodes in placement order; buddies follow it
+	standby   string     // the node that takes the job over if this coordinator's node dies
 	involved  map[string]bool
 	lost      map[string]bool // nodes lost during the job
 	quorumOf  int             // nodes known at the start

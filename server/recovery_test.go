@@ -3,8 +3,8 @@ package server
 import (
 	"context"
 	"log/slog"
-	"os"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
