@@ -86,7 +86,9 @@ func (s *shard) checkpoint(ctx actor.Context, st kernels.Step) {
 		if err == nil {
 			// Copies are dropped as checkpoints are committed (see host.pruneCommitted); this
 			// only bounds the disk of a job whose commits stalled.
-			_ = store.Prune(checkpoint.Own, rec.Job, rec.Shard, t-maxUncommitted*every)
+			if every > 0 {
+				_ = store.Prune(checkpoint.Own, rec.Job, rec.Shard, t-maxUncommitted*every)
+			}
 			faults.corruptCheckpoint(store, checkpoint.Own, rec.Job, rec.Shard, t)
 		}
 		system.Root.Send(self, &checkpointWritten{epoch: epoch, iteration: t, data: data, err: err})
@@ -318,4 +320,49 @@ func (h *host) serveFetch(ctx actor.Context, m *messages.CheckpointFetch) {
 	}
 	ctx.Send(to, &messages.CheckpointCopy{JobId: m.JobId, Shard: m.Shard, Iteration: m.Iteration, Chunks: 1,
 		Error: strings.Join(tried, "; ")})
+}
+
+// Automatic checkpoint cadence (checkpoint_every < 0). Checkpoints cost disk and memory
+// bandwidth (C is written twice, on the shard's node and its buddy's, each with fsync), so a
+// fixed interval is either too often for small, fast iterations or too rare for slow ones.
+// The coordinator times them instead: it asks for a checkpoint a few iterations ahead
+// (CheckpointAt) once the iterations since the last one took ckptBudget^-1 times what the
+// last checkpoint took, so checkpoints cost about ckptBudget of the job's time. The first
+// comes after ckptFirst of the job: redoing less than that is cheap, and short jobs do not
+// pay for checkpoints at all.
+const (
+	ckptBudget     = 0.04
+	ckptFirst      = 2.0 // seconds
+	ckptFirstAfter = 10  // iterations an asked-for checkpoint may take to be committed
+	ckptLead       = 2   // iterations ahead of the latest one seen: shards run that far ahead
+	ckptMaxWait    = 60 * time.Second
+)
+
+// autoCheckpoint asks the shards for a checkpoint when one is due.
+func (c *coordinator) autoCheckpoint(ctx actor.Context, it int64, now float64) {
+	f := &c.ft
+	if c.sub.Spec.CheckpointEvery >= 0 {
+		return
+	}
+	if f.askedAt > 0 && it <= f.askedAt+ckptFirstAfter {
+		return // one is under way
+	}
+	since := now - f.lastCkptTime
+	due := f.lastCkptCost == 0 && since >= ckptFirst
+	if f.lastCkptCost > 0 {
+		due = since*ckptBudget >= f.lastCkptCost || time.Duration(since*float64(time.Second)) >= ckptMaxWait && since*ckptBudget*4 >= f.lastCkptCost
+	}
+	if !due {
+		return
+	}
+	lead := int64(ckptLead)
+	if len(c.iterSec) > 0 {
+		if per := c.iterSec[len(c.iterSec)-1]; per > 0 {
+			lead += int64(0.005 / per) // message latency, in iterations
+		}
+	}
+	f.askedAt = it + lead
+	for _, s := range c.shards {
+		c.meter.send(ctx, s, &messages.CheckpointAt{JobId: c.job, Epoch: c.epoch, Iteration: f.askedAt})
+	}
 }

@@ -87,6 +87,12 @@ type faultState struct {
 	checkpoints int64
 	ckptSeconds float64
 	ckptFailed  int64
+	// automatic cadence: the iteration last asked for, when the last commit happened (job
+	// seconds) and what its slowest shard took
+	askedAt      int64
+	lastCkptTime float64
+	lastCkptCost float64
+	ckptCost     float64 // slowest shard of the checkpoint being gathered
 
 	lastIter   int64 // last iteration completed in this epoch
 	epochAt    float64
@@ -687,6 +693,9 @@ func (c *coordinator) onIteration(ctx actor.Context, m *messages.IterationDone) 
 	c.lastSec = seconds
 	c.initial, c.objective = m.Initial, m.Objective
 	c.meter.send(ctx, c.client, &messages.Progress{JobId: c.job, Iteration: m.Iteration, Seconds: seconds, Ratio: ratio, Objective: m.Objective})
+	if m.Stop == "" {
+		c.autoCheckpoint(ctx, m.Iteration, seconds)
+	}
 	if m.Stop != "" || c.timeUp || c.spec.stop.TimeLimit == 0 {
 		return
 	}
@@ -731,6 +740,7 @@ func (c *coordinator) onCheckpointDone(ctx actor.Context, m *messages.Checkpoint
 	}
 	got[m.Shard] = true
 	c.ft.ckptSeconds += m.Seconds
+	c.ft.ckptCost = max(c.ft.ckptCost, m.Seconds)
 	if len(got) < len(c.shards) {
 		return
 	}
@@ -739,6 +749,8 @@ func (c *coordinator) onCheckpointDone(ctx actor.Context, m *messages.Checkpoint
 		c.ft.committed = c.ft.committed[1:]
 	}
 	c.ft.checkpoints++
+	c.ft.lastCkptCost, c.ft.ckptCost = c.ft.ckptCost, 0
+	c.ft.lastCkptTime = time.Since(c.started).Seconds()
 	commit := &messages.CheckpointCommitted{JobId: c.job, Iteration: m.Iteration, KeepFrom: c.ft.committed[0], Shards: int64(len(c.shards))}
 	for addr := range c.ft.involved {
 		if !c.ft.lost[addr] {
@@ -849,6 +861,7 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 	}
 	c.iterSec = c.iterSec[:min(int(resume), len(c.iterSec))]
 	c.ft.reported = map[int64]map[int64]bool{}
+	c.ft.askedAt, c.ft.ckptCost = 0, 0
 	c.running, c.placed, c.done, c.reducerDone = false, 0, map[int64]*messages.ShardDone{}, 0
 	c.timeUp = false
 	c.place(ctx, resume, at)

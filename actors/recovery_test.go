@@ -191,3 +191,24 @@ func TestFullDiskFailsCheckpointsVisibly(t *testing.T) {
 	}
 	waitIdle(t, c)
 }
+
+// TestAutomaticCheckpoints: with checkpoint_every < 0 the coordinator times the checkpoints
+// (the first after ckptFirst seconds, then within the cost budget); a failure later in the job
+// resumes from one of them, bitwise.
+func TestAutomaticCheckpoints(t *testing.T) {
+	faults := &Faults{IterationDelay: 5 * time.Millisecond, Panics: func(shard, it int64) bool { return shard == 1 && it == 560 }}
+	lc, cl := testCluster(t, 3, faults)
+	sp := spec("synthetic:m=6,n=600,k=3,seed=2", "did", 3, 4, lc.Addresses(), 600)
+	sp.CheckpointEvery = -1
+	want := driverRun(t, sp)
+	got, err := runJob(t, cl, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, "automatic checkpoints", got, want)
+	if got.Checkpoints == 0 || len(got.Recoveries) != 1 || got.Recoveries[0].FromIteration == 0 {
+		t.Fatalf("%d checkpoints, recoveries %v: want a rollback to an automatic checkpoint", got.Checkpoints, got.Recoveries)
+	}
+	t.Logf("%d checkpoints; resumed from iteration %d", got.Checkpoints, got.Recoveries[0].FromIteration)
+	waitIdle(t, lc)
+}

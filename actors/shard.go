@@ -57,6 +57,7 @@ type shard struct {
 	// the coordinator's recovery assignment instead of starting on its own.
 	restarted bool
 	ckpt      checkpoints
+	ckptAt    int64 // the iteration the coordinator asked a checkpoint at (automatic cadence)
 }
 
 func newShard(n *Node, a *messages.ShardAssignment, restarted bool) *shard {
@@ -81,6 +82,10 @@ func (s *shard) Receive(ctx actor.Context) {
 		s.checkpointStored(ctx, m)
 	case *messages.CheckpointCopy:
 		s.fetched(ctx, m)
+	case *messages.CheckpointAt:
+		if s.mine(m.JobId, m.Epoch) {
+			s.ckptAt = m.Iteration
+		}
 	case *fetchTimeout:
 		s.fetchTimedOut(ctx, m)
 	case *actor.Stopping:
@@ -428,7 +433,7 @@ func (s *shard) run(ctx actor.Context) {
 			time.Sleep(f.IterationDelay)
 		}
 		stop, why := s.stopper.Observe(st.Iteration, st.Objective, st.Initial, 0)
-		if every := s.a.Spec.CheckpointEvery; every > 0 && s.boundary%every == 0 && !stop {
+		if every := s.a.Spec.CheckpointEvery; !stop && (every > 0 && s.boundary%every == 0 || every < 0 && s.boundary == s.ckptAt) {
 			s.checkpoint(ctx, st)
 		}
 		if s.a.Shard == 0 {

@@ -118,9 +118,6 @@ func parseSpec(s *messages.JobSpec) (*parsedSpec, error) {
 	if p.fanIn < 2 || p.fanIn > 1<<16 || p.fanIn&(p.fanIn-1) != 0 {
 		return nil, fmt.Errorf("fan-in must be a power of two >= 2, got %d", s.FanIn)
 	}
-	if s.CheckpointEvery < 0 {
-		return nil, fmt.Errorf("checkpoint-every must be >= 0, got %d", s.CheckpointEvery)
-	}
 	return &p, nil
 }
 

@@ -188,7 +188,8 @@ type JobSpec struct {
 	// Form of the C step: auto, residual or gram. Rho is ADMM's penalty.
 	Form string  `protobuf:"bytes,11,opt,name=form,proto3" json:"form,omitempty"`
 	Rho  float64 `protobuf:"fixed64,12,opt,name=rho,proto3" json:"rho,omitempty"`
-	// Checkpoint every this many iterations (0: none).
+	// Checkpoint every this many iterations (0: none; negative: the coordinator picks the
+	// iterations so that checkpoints cost about 4% of the job's time, see CheckpointAt).
 	CheckpointEvery int64 `protobuf:"varint,13,opt,name=checkpoint_every,json=checkpointEvery,proto3" json:"checkpoint_every,omitempty"`
 	// Nodes to place shards and reducers on, as actor-system addresses; shard s goes to
 	// nodes[s mod len(nodes)]. Empty: the coordinator's own node.
@@ -3782,6 +3783,69 @@ func (x *CheckpointCommitted) GetShards() int64 {
 	return 0
 }
 
+// CheckpointAt tells the shards of a job whose checkpoints are timed by the coordinator
+// (checkpoint_every < 0) to checkpoint at the end of an iteration. A shard already past it
+// ignores it; that checkpoint is then never committed, which is harmless.
+type CheckpointAt struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Iteration     int64                  `protobuf:"varint,3,opt,name=iteration,proto3" json:"iteration,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointAt) Reset() {
+	*x = CheckpointAt{}
+	mi := &file_didnmf_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointAt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointAt) ProtoMessage() {}
+
+func (x *CheckpointAt) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointAt.ProtoReflect.Descriptor instead.
+func (*CheckpointAt) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *CheckpointAt) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *CheckpointAt) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *CheckpointAt) GetIteration() int64 {
+	if x != nil {
+		return x.Iteration
+	}
+	return 0
+}
+
 var File_didnmf_proto protoreflect.FileDescriptor
 
 const file_didnmf_proto_rawDesc = "" +
@@ -4126,7 +4190,11 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\titeration\x18\x02 \x01(\x03R\titeration\x12\x1b\n" +
 	"\tkeep_from\x18\x03 \x01(\x03R\bkeepFrom\x12\x16\n" +
-	"\x06shards\x18\x04 \x01(\x03R\x06shardsB#Z!github.com/didnmf/didnmf/messagesb\x06proto3"
+	"\x06shards\x18\x04 \x01(\x03R\x06shards\"Y\n" +
+	"\fCheckpointAt\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1c\n" +
+	"\titeration\x18\x03 \x01(\x03R\titerationB#Z!github.com/didnmf/didnmf/messagesb\x06proto3"
 
 var (
 	file_didnmf_proto_rawDescOnce sync.Once
@@ -4140,7 +4208,7 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 	return file_didnmf_proto_rawDescData
 }
 
-var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_didnmf_proto_goTypes = []any{
 	(*Pid)(nil),                 // 0: didnmf.Pid
 	(*StopRule)(nil),            // 1: didnmf.StopRule
@@ -4182,6 +4250,7 @@ var file_didnmf_proto_goTypes = []any{
 	(*JobState)(nil),            // 37: didnmf.JobState
 	(*JobEnded)(nil),            // 38: didnmf.JobEnded
 	(*CheckpointCommitted)(nil), // 39: didnmf.CheckpointCommitted
+	(*CheckpointAt)(nil),        // 40: didnmf.CheckpointAt
 }
 var file_didnmf_proto_depIdxs = []int32{
 	1,  // 0: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
@@ -4227,7 +4296,7 @@ func file_didnmf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   40,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

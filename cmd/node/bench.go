@@ -10,8 +10,11 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
 )
 
 // benchResult is the line bench prints.
@@ -49,6 +52,11 @@ type benchResult struct {
 	Procs     int     `json:"procs,omitempty"`
 	JoinSec   float64 `json:"join_sec,omitempty"`
 	DetectSec float64 `json:"detect_sec,omitempty"`
+	// With --nodes and --checkpoint-overhead: the whole job's time with checkpoints every
+	// CheckpointEvery iterations over its time without, median over --reps alternating pairs.
+	CheckpointEvery    string  `json:"checkpoint_every,omitempty"`
+	CheckpointOverhead float64 `json:"checkpoint_overhead,omitempty"`
+	CheckpointsPerJob  int64   `json:"checkpoints_per_job,omitempty"`
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
@@ -62,6 +70,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	procs := fs.Int("procs", 0, "time the job on `N` node serve processes on loopback, joined by gossip, against the driver")
 	procThreads := fs.Int("proc-threads", 0, "worker threads of each --procs process (0: all cores)")
 	detect := fs.Bool("detect", false, "with --procs: at the end, kill -9 one node and time until the others declare it dead")
+	ckptOverhead := fs.Bool("checkpoint-overhead", false, "with --nodes: time whole jobs with checkpoints every --checkpoint-every iterations against jobs without, alternately")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: node bench --input SPEC --rank K [--algo A] [--iters N] [--shards P] [--json]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -111,6 +120,15 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		act = &pb.actorBench
 		spi = act.driverSec
 	}
+	var ckpt *checkpointBench
+	if *ckptOverhead {
+		if jf.nodes == 0 || jf.checkpointEvery == 0 {
+			return badInput("--checkpoint-overhead needs --nodes N and checkpoints (--checkpoint-every auto or N > 0)")
+		}
+		if ckpt, err = benchCheckpoints(&jf, j, *pairs); err != nil {
+			return err
+		}
+	}
 	roof := rooflineSeconds(blocks, j.cfg.K, threads, *reps)
 	layout := "dense"
 	if _, ok := blocks[0].(*kernels.CSC); ok {
@@ -126,6 +144,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		out.Nodes, out.FanIn, out.Reps = jf.nodes, act.fanIn, *pairs
 		out.ActorSecPerIter, out.ActorRatio, out.OverheadSec = act.actorSec, act.ratio, act.overhead
 		out.MessagesPerIter, out.BytesPerIter = act.messages, act.bytes
+	}
+	if ckpt != nil {
+		out.CheckpointEvery, out.CheckpointOverhead, out.CheckpointsPerJob = jf.checkpointFlag, ckpt.overhead, ckpt.checkpoints
 	}
 	if *asJSON {
 		line, _ := json.Marshal(out)
@@ -144,6 +165,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  on %s over gRPC (fan-in %d): %.4g s per iteration, %.3fx the driver (median of %d pairs), +%.3g s per iteration\n",
 			where, out.FanIn, out.ActorSecPerIter, out.ActorRatio, out.Reps, out.OverheadSec)
 		fmt.Fprintf(stdout, "  messages per iteration %.3g, bytes per iteration %.4g\n", out.MessagesPerIter, out.BytesPerIter)
+	}
+	if ckpt != nil {
+		fmt.Fprintf(stdout, "  checkpoints every %s iterations (%d a job): job time %+.2f%% against none (median of %d pairs)\n",
+			out.CheckpointEvery, out.CheckpointsPerJob, 100*out.CheckpointOverhead, out.Reps)
 	}
 	if pb != nil {
 		fmt.Fprintf(stdout, "  gossip: a joining node is listed by all %.3g s after its process started (median)", out.JoinSec)
@@ -173,6 +198,41 @@ func benchActors(jf *jobFlags, j *job, blocks []kernels.Block, pairs int) (*acto
 	return timePairs(jf, j, blocks, pairs, func() (*actors.Result, error) {
 		return runJob(context.Background(), client, spec, nil, nil)
 	})
+}
+
+// checkpointBench is the fault-free cost of checkpoints.
+type checkpointBench struct {
+	overhead    float64 // median over pairs of (job seconds with checkpoints) / (without) - 1
+	checkpoints int64   // committed per job
+}
+
+// benchCheckpoints runs the job pairs times on actors with and without checkpoints,
+// alternately, and compares the whole jobs' times (a median per iteration would not see
+// checkpoints that cost only on their own iterations).
+func benchCheckpoints(jf *jobFlags, j *job, pairs int) (*checkpointBench, error) {
+	client, spec, stop, err := jf.startLocal(j)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	none := proto.Clone(spec).(*messages.JobSpec)
+	none.CheckpointEvery = 0
+	out := &checkpointBench{}
+	var ratios []float64
+	for r := 0; r < pairs; r++ {
+		with, err := runJob(context.Background(), client, spec, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		without, err := runJob(context.Background(), client, none, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		ratios = append(ratios, with.Seconds/without.Seconds-1)
+		out.checkpoints = with.Checkpoints
+	}
+	out.overhead = median(ratios)
+	return out, nil
 }
 
 // timePairs runs the job pairs times with the driver and with runActors, alternately, and

@@ -54,7 +54,7 @@ type report struct {
 	ShardNodes []string `json:"shard_nodes,omitempty"`
 	// CheckpointEvery, Checkpoints and Recoveries are set for runs on actors: the checkpoint
 	// interval, the checkpoints committed, and every rollback after a failure.
-	CheckpointEvery int                    `json:"checkpoint_every,omitempty"`
+	CheckpointEvery string                 `json:"checkpoint_every,omitempty"`
 	Checkpoints     int64                  `json:"checkpoints,omitempty"`
 	Recoveries      []*messages.Recovery   `json:"recoveries,omitempty"`
 	MessagesPerIt   *float64               `json:"messages_per_iteration,omitempty"`
@@ -166,7 +166,7 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	if ares != nil {
 		rep.Nodes = jf.nodes
 		rep.ShardNodes = ares.ShardNodes
-		rep.CheckpointEvery, rep.Checkpoints, rep.Recoveries = jf.checkpointEvery, ares.Checkpoints, ares.Recoveries
+		rep.CheckpointEvery, rep.Checkpoints, rep.Recoveries = jf.checkpointFlag, ares.Checkpoints, ares.Recoveries
 		if jf.cluster != "" {
 			rep.Cluster, rep.Ingest = jf.cluster, jf.ingest
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,8 +44,10 @@ type jobFlags struct {
 	rho       float64
 	nodes     int
 	fanIn     int
-	// checkpointEvery is the checkpoint interval of runs on actors (0: none).
+	// checkpointEvery is the checkpoint interval of runs on actors (0: none, -1: automatic),
+	// parsed from checkpointFlag.
 	checkpointEvery int
+	checkpointFlag  string
 	// warn shows news about a running job that does not end it (nil: dropped).
 	warn func(string)
 	// Running on a cluster (factorize --cluster).
@@ -74,12 +77,8 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.rho, "rho", 1, "ADMM/DADMM penalty")
 	fs.IntVar(&f.nodes, "nodes", 0, "run on an in-process cluster of `N` actor systems on loopback, talking over gRPC (0: the in-process driver, no actors)")
 	fs.IntVar(&f.fanIn, "fan-in", 0, "fan-in of the reduce tree with --nodes or --cluster (a power of two; 0: the default)")
-	fs.IntVar(&f.checkpointEvery, "checkpoint-every", defaultCheckpointEvery, "with --nodes or --cluster, checkpoint the shards every `N` iterations (on each node and on a buddy node), so that a failure rolls the job back only to the last checkpoint; 0: no checkpoints (a failure restarts the job from its initialisation)")
+	fs.StringVar(&f.checkpointFlag, "checkpoint-every", "auto", "with --nodes or --cluster, checkpoint the shards every `N` iterations (on each node and on a buddy node), so that a failure rolls the job back only to the last checkpoint; auto: as often as costs about 4% of the job's time (see BENCHMARKS.md); 0: no checkpoints (a failure restarts the job from its initialisation)")
 }
-
-// defaultCheckpointEvery is the default checkpoint interval (see BENCHMARKS.md: the
-// fault-free overhead it costs).
-const defaultCheckpointEvery = 10
 
 // registerCluster adds the flags of runs on a running cluster (factorize only).
 func (f *jobFlags) registerCluster(fs *flag.FlagSet) {
@@ -172,8 +171,15 @@ func (f *jobFlags) open() (*job, error) {
 	if f.fanIn != 0 && (f.fanIn < 2 || f.fanIn&(f.fanIn-1) != 0) {
 		return nil, badInput("--fan-in must be a power of two >= 2, got %d", f.fanIn)
 	}
-	if f.checkpointEvery < 0 {
-		return nil, badInput("--checkpoint-every must be >= 0, got %d", f.checkpointEvery)
+	switch f.checkpointFlag {
+	case "auto", "":
+		f.checkpointEvery = -1
+	default:
+		n, err := strconv.Atoi(f.checkpointFlag)
+		if err != nil || n < 0 {
+			return nil, badInput("--checkpoint-every must be auto or a number of iterations >= 0, got %q", f.checkpointFlag)
+		}
+		f.checkpointEvery = n
 	}
 	if f.fanIn != 0 && f.nodes == 0 && f.cluster == "" {
 		return nil, badInput("--fan-in shapes the reduce tree of actors: it needs --nodes N or --cluster")
