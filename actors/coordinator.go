@@ -110,6 +110,10 @@ var QuorumWait = 60 * time.Second
 // quorumTimeout ends a wait for a quorum.
 type quorumTimeout struct{ epoch uint64 }
 
+// epochGenShift splits an epoch into a coordinator generation (high bits, raised by every
+// takeover) and the recoveries within it.
+const epochGenShift = 32
+
 // maxRecoveries caps a job's rollbacks: a fault that comes back every time fails the job.
 const maxRecoveries = 50
 
@@ -615,6 +619,14 @@ func (c *coordinator) place(ctx actor.Context, resume int64, at [][]string) {
 }
 
 func (c *coordinator) onPlaced(ctx actor.Context, m *messages.Placed) {
+	if m.JobId == c.job && !c.over && m.Superseded > c.epoch {
+		// Another coordinator took the job over (this one was cut off, or thought to be dead):
+		// leave the job to it, without a word to the client.
+		c.node.logger.Warn("superseded by a coordinator that took the job over", slog.String("job", c.job),
+			slog.Uint64("epoch", c.epoch), slog.Uint64("theirs", m.Superseded))
+		c.end(ctx)
+		return
+	}
 	if m.JobId != c.job || c.over || c.running || m.Epoch != c.epoch {
 		return
 	}
@@ -966,11 +978,11 @@ func (c *coordinator) end(ctx actor.Context) {
 	sent := map[string]bool{}
 	for _, h := range c.hosts {
 		sent[h.Address] = true
-		ctx.Send(h, &messages.StopJob{JobId: c.job})
+		ctx.Send(h, &messages.StopJob{JobId: c.job, Epoch: c.epoch})
 	}
 	for addr := range c.ft.involved {
 		if !sent[addr] {
-			ctx.Send(HostPID(addr), &messages.StopJob{JobId: c.job})
+			ctx.Send(HostPID(addr), &messages.StopJob{JobId: c.job, Epoch: c.epoch})
 		}
 	}
 	ctx.Stop(ctx.Self())
@@ -1033,7 +1045,9 @@ func (c *coordinator) takeOver(ctx actor.Context) {
 		c.fail(ctx, "failure", "taking the job over: "+err.Error())
 		return
 	}
-	c.epoch = st.Epoch
+	// A takeover starts a new generation of epochs, above any the old coordinator may still
+	// use if it was only cut off: its messages are then stale everywhere.
+	c.epoch = (st.Epoch>>epochGenShift + 1) << epochGenShift
 	c.m, c.n, c.density, c.initial = int(st.Features), int(st.Samples), st.Density, st.Initial
 	c.ft.shardNode = slices.Clone(st.ShardNodes)
 	c.ft.buddy = slices.Clone(st.Buddies)

@@ -33,6 +33,9 @@ type host struct {
 	failures map[string]int
 	// standby holds the state of jobs this node takes over if their coordinator's node dies.
 	standby map[string]*messages.JobState
+	// epochs is the latest epoch of each job's assignments here: a StopJob from an earlier
+	// coordinator (superseded by a takeover) is ignored.
+	epochs map[string]uint64
 	watch   *eventstream.Subscription
 }
 
@@ -56,7 +59,8 @@ type childFailed struct {
 
 func newHost(n *Node) *host {
 	return &host{node: n, children: map[string]hostChild{}, jobs: map[string]int{}, copies: buddyCopies{},
-		coordinators: map[string]*actor.PID{}, failures: map[string]int{}, standby: map[string]*messages.JobState{}}
+		coordinators: map[string]*actor.PID{}, failures: map[string]int{}, standby: map[string]*messages.JobState{},
+		epochs: map[string]uint64{}}
 }
 
 // hostStrategy is the host's supervision: a shard or reducer that panics is restarted (a
@@ -108,6 +112,12 @@ func (h *host) Receive(ctx actor.Context) {
 	case *messages.JobEnded:
 		delete(h.standby, m.JobId)
 	case *messages.ShardAssignment:
+		if m.Epoch < h.epochs[m.JobId] {
+			// From a superseded coordinator: the shard tells it so, if it lives here.
+			ctx.Send(actor.NewPID(ctx.Self().Address, HostName+"/"+shardName(m.JobId, m.Shard)), m)
+			return
+		}
+		h.epochs[m.JobId] = m.Epoch
 		h.coordinators[m.JobId] = pidOf(m.Coordinator)
 		name := shardName(m.JobId, m.Shard)
 		if c, ok := h.children[HostName+"/"+name]; ok && c.job == m.JobId {
@@ -130,6 +140,10 @@ func (h *host) Receive(ctx actor.Context) {
 			h.reserved += max(m.Reserve, 0)
 		}
 	case *messages.ReducerAssignment:
+		if m.Epoch < h.epochs[m.JobId] {
+			return // from a superseded coordinator
+		}
+		h.epochs[m.JobId] = m.Epoch
 		h.coordinators[m.JobId] = pidOf(m.Coordinator)
 		// A reducer of an earlier epoch belongs to a tree a recovery replaced.
 		for id, c := range h.children {
@@ -140,6 +154,9 @@ func (h *host) Receive(ctx actor.Context) {
 		props := h.node.props(func() actor.Actor { return newReducer(h.node, m) })
 		h.spawn(ctx, props, m.JobId, reducerName(m.JobId, m.Epoch, m.Level, m.Lo), "reducer", pidOf(m.Coordinator), nil, 0, m.Epoch)
 	case *messages.StopJob:
+		if m.Epoch != 0 && m.Epoch < h.epochs[m.JobId] {
+			return // a superseded coordinator ending: the job goes on under its successor
+		}
 		for id, c := range h.children {
 			if c.job == m.JobId {
 				ctx.Stop(actor.NewPID(ctx.Self().Address, id))
@@ -229,6 +246,7 @@ func (h *host) forget(job string) {
 	delete(h.coordinators, job)
 	delete(h.failures, job)
 	delete(h.standby, job)
+	delete(h.epochs, job)
 	for key := range h.copies {
 		if strings.HasPrefix(key, job+"/") {
 			delete(h.copies, key)

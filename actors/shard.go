@@ -222,6 +222,9 @@ func (s *shard) usable(r *checkpoint.Record) error {
 func (s *shard) reassign(ctx actor.Context, m *messages.ShardAssignment) {
 	if m.JobId != s.a.JobId || m.Shard != s.a.Shard || m.Epoch <= s.a.Epoch {
 		s.meter.c.Stale++
+		if m.JobId == s.a.JobId && m.Epoch < s.a.Epoch && m.Coordinator != nil {
+			ctx.Send(pidOf(m.Coordinator), &messages.Placed{JobId: m.JobId, Actor: fmt.Sprintf("shard %d", m.Shard), Epoch: m.Epoch, Superseded: s.a.Epoch})
+		}
 		return
 	}
 	if s.machine != nil {

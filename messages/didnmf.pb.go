@@ -1137,8 +1137,11 @@ type Placed struct {
 	// Set when the shard could not load the checkpoint it was to resume from (no copy passes
 	// its checksum): the coordinator falls back to an older checkpoint.
 	CheckpointError string `protobuf:"bytes,8,opt,name=checkpoint_error,json=checkpointError,proto3" json:"checkpoint_error,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Set when the shard already belongs to a later epoch (another coordinator took the job
+	// over): the sender is superseded and ends without a word to the client.
+	Superseded    uint64 `protobuf:"varint,9,opt,name=superseded,proto3" json:"superseded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Placed) Reset() {
@@ -1225,6 +1228,13 @@ func (x *Placed) GetCheckpointError() string {
 		return x.CheckpointError
 	}
 	return ""
+}
+
+func (x *Placed) GetSuperseded() uint64 {
+	if x != nil {
+		return x.Superseded
+	}
+	return 0
 }
 
 // StartJob tells shards that the whole job is placed and they may run.
@@ -1414,8 +1424,11 @@ func (x *Finish) GetAt() int64 {
 // StopJob tells a host to stop every actor of a job (or a job actor to report its counters
 // and stop).
 type StopJob struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// The epoch of the coordinator that stops the job (0: any): a host ignores a StopJob from a
+	// coordinator that a takeover superseded.
+	Epoch         uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1455,6 +1468,13 @@ func (x *StopJob) GetJobId() string {
 		return x.JobId
 	}
 	return ""
+}
+
+func (x *StopJob) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
 }
 
 // Partial is a contribution to a collective, going up the reduce tree: from shard `from`
@@ -3945,7 +3965,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x06parent\x18\b \x01(\v2\v.didnmf.PidR\x06parent\x12-\n" +
 	"\vcoordinator\x18\t \x01(\v2\v.didnmf.PidR\vcoordinator\x12\x16\n" +
 	"\x06shards\x18\n" +
-	" \x01(\x03R\x06shards\"\xe1\x01\n" +
+	" \x01(\x03R\x06shards\"\x81\x02\n" +
 	"\x06Placed\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05actor\x18\x02 \x01(\tR\x05actor\x12\x1d\n" +
@@ -3954,7 +3974,10 @@ const file_didnmf_proto_rawDesc = "" +
 	"\asamples\x18\x05 \x01(\x03R\asamples\x12\x1a\n" +
 	"\bfeatures\x18\x06 \x01(\x03R\bfeatures\x12\x14\n" +
 	"\x05epoch\x18\a \x01(\x04R\x05epoch\x12)\n" +
-	"\x10checkpoint_error\x18\b \x01(\tR\x0fcheckpointError\"Q\n" +
+	"\x10checkpoint_error\x18\b \x01(\tR\x0fcheckpointError\x12\x1e\n" +
+	"\n" +
+	"superseded\x18\t \x01(\x04R\n" +
+	"superseded\"Q\n" +
 	"\bStartJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x18\n" +
@@ -3966,9 +3989,10 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x06Finish\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x0e\n" +
-	"\x02at\x18\x03 \x01(\x03R\x02at\" \n" +
+	"\x02at\x18\x03 \x01(\x03R\x02at\"6\n" +
 	"\aStopJob\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"\xef\x02\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\"\xef\x02\n" +
 	"\aPartial\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x10\n" +
