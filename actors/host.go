@@ -36,7 +36,7 @@ type host struct {
 	// epochs is the latest epoch of each job's assignments here: a StopJob from an earlier
 	// coordinator (superseded by a takeover) is ignored.
 	epochs map[string]uint64
-	watch   *eventstream.Subscription
+	watch  *eventstream.Subscription
 }
 
 // maxRestarts is how many panics of a job's actors a host restarts; past it the job fails.
