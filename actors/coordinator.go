@@ -208,7 +208,7 @@ func (c *coordinator) onMemberEvent(ctx actor.Context, e cluster.Event) {
 	if e.Dead {
 		how = "died (declared dead by the gossip)"
 	}
-	if addr == c.ft.standby && !c.holdsActors(addr) {
+	if addr == c.ft.standby && !c.holdsActors(addr) && !slices.Contains(c.ft.buddy, addr) {
 		c.ft.lost[addr] = true
 		c.pickStandby(ctx)
 		return
@@ -383,7 +383,8 @@ func (c *coordinator) sendState(ctx actor.Context) {
 	st := &messages.JobState{Submit: c.sub, Epoch: c.epoch, ShardNodes: c.ft.shardNode, Buddies: c.ft.buddy,
 		Committed: c.ft.committed, QuorumOf: int64(c.ft.quorumOf), Coordinator: wirePid(ctx.Self()),
 		Samples: int64(c.n), Features: int64(c.m), Density: c.density, Initial: c.initial,
-		StartedUnixNano: c.started.UnixNano(), Recoveries: int64(len(c.ft.recoveries)), StartNodes: c.ft.startSet}
+		StartedUnixNano: c.started.UnixNano(), Recoveries: int64(len(c.ft.recoveries)), StartNodes: c.ft.startSet,
+		RecoveriesDone: c.ft.recoveries, Checkpoints: c.ft.checkpoints, LastIteration: c.ft.lastIter}
 	if last := c.lastCommitted(); last > 0 {
 		for _, h := range c.history {
 			if h.Iteration <= last {
@@ -982,7 +983,17 @@ func (c *coordinator) end(ctx actor.Context) {
 	}
 	for addr := range c.ft.involved {
 		if !sent[addr] {
+			sent[addr] = true
 			ctx.Send(HostPID(addr), &messages.StopJob{JobId: c.job, Epoch: c.epoch})
+		}
+	}
+	// A node restarted mid-job (a new actor address under an old name) may still keep
+	// checkpoints of the job from its former life: every live member forgets the job.
+	if c.node.cfg.Members != nil {
+		for _, w := range c.node.cfg.Members.Workers() {
+			if !sent[w.Meta.Actor] {
+				ctx.Send(HostPID(w.Meta.Actor), &messages.StopJob{JobId: c.job, Epoch: c.epoch})
+			}
 		}
 	}
 	ctx.Stop(ctx.Self())
@@ -1069,7 +1080,9 @@ func (c *coordinator) takeOver(ctx actor.Context) {
 		c.lastSec = c.history[len(c.history)-1].Seconds
 	}
 	c.started = time.Unix(0, st.StartedUnixNano)
-	c.ft.lastIter = c.lastCommitted()
+	c.ft.lastIter = max(st.LastIteration, c.lastCommitted())
+	c.ft.recoveries = slices.Clone(st.RecoveriesDone)
+	c.ft.checkpoints = st.Checkpoints
 	if c.client != nil {
 		ctx.Send(c.client, &messages.JobAccepted{JobId: c.job, Coordinator: wirePid(ctx.Self()), Samples: int64(c.n), Features: int64(c.m), Takeover: true})
 	}

@@ -3547,9 +3547,14 @@ type JobState struct {
 	StartedUnixNano int64 `protobuf:"varint,13,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
 	Recoveries      int64 `protobuf:"varint,14,opt,name=recoveries,proto3" json:"recoveries,omitempty"`
 	// The nodes (actor addresses) known when the job started, for the quorum.
-	StartNodes    []string `protobuf:"bytes,15,rep,name=start_nodes,json=startNodes,proto3" json:"start_nodes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	StartNodes []string `protobuf:"bytes,15,rep,name=start_nodes,json=startNodes,proto3" json:"start_nodes,omitempty"`
+	// The recoveries so far, the checkpoints committed, and the last iteration the coordinator
+	// saw done (a takeover counts the iterations redone from it).
+	RecoveriesDone []*Recovery `protobuf:"bytes,16,rep,name=recoveries_done,json=recoveriesDone,proto3" json:"recoveries_done,omitempty"`
+	Checkpoints    int64       `protobuf:"varint,17,opt,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	LastIteration  int64       `protobuf:"varint,18,opt,name=last_iteration,json=lastIteration,proto3" json:"last_iteration,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *JobState) Reset() {
@@ -3685,6 +3690,27 @@ func (x *JobState) GetStartNodes() []string {
 		return x.StartNodes
 	}
 	return nil
+}
+
+func (x *JobState) GetRecoveriesDone() []*Recovery {
+	if x != nil {
+		return x.RecoveriesDone
+	}
+	return nil
+}
+
+func (x *JobState) GetCheckpoints() int64 {
+	if x != nil {
+		return x.Checkpoints
+	}
+	return 0
+}
+
+func (x *JobState) GetLastIteration() int64 {
+	if x != nil {
+		return x.LastIteration
+	}
+	return 0
 }
 
 // JobEnded tells a standby host to forget a job's state.
@@ -4186,7 +4212,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x05actor\x18\x02 \x01(\tR\x05actor\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
-	"\x05shard\x18\x05 \x01(\x03R\x05shard\"\xf7\x03\n" +
+	"\x05shard\x18\x05 \x01(\x03R\x05shard\"\xfb\x04\n" +
 	"\bJobState\x12)\n" +
 	"\x06submit\x18\x01 \x01(\v2\x11.didnmf.SubmitJobR\x06submit\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1f\n" +
@@ -4207,7 +4233,10 @@ const file_didnmf_proto_rawDesc = "" +
 	"recoveries\x18\x0e \x01(\x03R\n" +
 	"recoveries\x12\x1f\n" +
 	"\vstart_nodes\x18\x0f \x03(\tR\n" +
-	"startNodes\"!\n" +
+	"startNodes\x129\n" +
+	"\x0frecoveries_done\x18\x10 \x03(\v2\x10.didnmf.RecoveryR\x0erecoveriesDone\x12 \n" +
+	"\vcheckpoints\x18\x11 \x01(\x03R\vcheckpoints\x12%\n" +
+	"\x0elast_iteration\x18\x12 \x01(\x03R\rlastIteration\"!\n" +
 	"\bJobEnded\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"\x7f\n" +
 	"\x13CheckpointCommitted\x12\x15\n" +
@@ -4302,11 +4331,12 @@ var file_didnmf_proto_depIdxs = []int32{
 	3,  // 22: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
 	26, // 23: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
 	0,  // 24: didnmf.JobState.coordinator:type_name -> didnmf.Pid
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	28, // 25: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_didnmf_proto_init() }

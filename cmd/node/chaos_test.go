@@ -352,9 +352,8 @@ type chaosCluster struct {
 
 type chaosNode struct {
 	*serveProc
-	dataDir  string
-	killed   bool // killed and not restarted
-	restarts int
+	dataDir string
+	killed  bool // killed and not restarted
 }
 
 func startChaosCluster(t *testing.T, delay string) *chaosCluster {
@@ -480,9 +479,15 @@ var ckptPath = regexp.MustCompile(`checkpoints/([^/]+)/(own|buddy)/shard-(\d+)/i
 // checkpoints lists the checkpoint files of kind on the live nodes, but those of the jobs in
 // skip.
 func (cl *chaosCluster) checkpoints(kind string, skip map[string]bool) []ckptFile {
+	return cl.checkpointFiles(kind, skip, false)
+}
+
+// checkpointFiles lists the checkpoint files of kind in the nodes' data directories (also the
+// killed nodes' with killed), but those of the jobs in skip.
+func (cl *chaosCluster) checkpointFiles(kind string, skip map[string]bool, killed bool) []ckptFile {
 	var out []ckptFile
 	for _, n := range cl.nodes {
-		if n.killed {
+		if n.killed && !killed {
 			continue
 		}
 		paths, _ := filepath.Glob(filepath.Join(n.dataDir, "checkpoints", "*", kind, "shard-*", "iter-*.ckpt"))
@@ -612,7 +617,6 @@ func (cl *chaosCluster) restart(t *testing.T, n *chaosNode) {
 		"--chaos-delay", cl.delay, "--join", join})
 	t.Logf("restarted node %s: gossip %s (was %s), actor %s (was %s)", n.name, p.gossip, n.gossip, p.actor, n.actor)
 	n.serveProc, n.killed = p, false
-	n.restarts++
 }
 
 // startServeArgs is startServe with the whole command line given (serve and its flags).
@@ -1037,7 +1041,7 @@ func chaosRestart(t *testing.T, s *chaosSuite, rng *rand.Rand, cl *chaosCluster,
 
 // Scenario 7: a flipped byte in a checkpoint file. A node is killed; once the job stalled
 // (nothing is checkpointed any more) and before the death is noticed, a byte in the middle of
-// the newest own checkpoint of a shard on another node (one that lives) is flipped. The
+// the newest complete own checkpoint of a shard on another node (one that lives) is flipped. The
 // recovery must not use it: the shard takes its buddy's copy, or the job falls back to an
 // older checkpoint.
 //
@@ -1045,7 +1049,11 @@ func chaosRestart(t *testing.T, s *chaosSuite, rng *rand.Rand, cl *chaosCluster,
 // node keeps 3 per shard, so a file flipped before the kill would be pruned long before the
 // ~3 s it takes to notice the death, and the recovery would never read it.
 func chaosCorruptCheckpoint(t *testing.T, s *chaosSuite, rng *rand.Rand, cl *chaosCluster, res *chaosResult) {
-	at, jit, draw, pickSeed := s.faultIteration(rng, 0.15, 0.45), jitter(rng), rng.Uint64(), rng.Uint64()
+	// The kill comes 25-45 ms after checkpoint at appeared, halfway to the next one (about 80
+	// ms apart here): the one that appeared is committed by then, so the recovery reads the
+	// file about to be flipped (a kill while a commit is under way resumes from the one before).
+	at, draw, pickSeed := s.faultIteration(rng, 0.15, 0.45), rng.Uint64(), rng.Uint64()
+	jit := 25*time.Millisecond + jitter(rng)/3
 	t.Logf("schedule: kill -9 a node running shards (draw %d) at iteration %d + %v, then flip a byte in the newest own checkpoint of a shard on a live node (draw %d)",
 		draw, at, jit, pickSeed)
 
@@ -1065,20 +1073,34 @@ func chaosCorruptCheckpoint(t *testing.T, s *chaosSuite, rng *rand.Rand, cl *cha
 	if run.count(warnRollback) > 0 {
 		t.Fatalf("the recovery began before the checkpoint could be flipped (%v after the kill); the schedule cannot test corruption", time.Since(killed))
 	}
-	// The newest own checkpoint of each shard on the live nodes; one at random.
-	newest := map[[2]string]ckptFile{}
-	for _, f := range cl.checkpoints("own", run.skip) {
-		key := [2]string{f.node.name, strconv.Itoa(f.shard)}
-		if f.iteration > newest[key].iteration {
-			newest[key] = f
+	// The newest checkpoint the recovery can resume from: every shard wrote it on its node and
+	// had it stored by its buddy (looking into the killed node's data directory too), which it
+	// does before it reports it for commit. A newer one may be in no buddy's hands: the job
+	// would resume from an older one and never read the flipped file.
+	have := map[int64]map[string]bool{}
+	for _, kind := range []string{"own", "buddy"} {
+		for _, f := range cl.checkpointFiles(kind, run.skip, true) {
+			if have[f.iteration] == nil {
+				have[f.iteration] = map[string]bool{}
+			}
+			have[f.iteration][kind+strconv.Itoa(f.shard)] = true
 		}
 	}
+	complete := int64(-1)
+	for it, got := range have {
+		if len(got) == 2*10 && it > complete {
+			complete = it
+		}
+	}
+	// Its own copy of one shard on a live node, at random.
 	var cands []ckptFile
-	for _, f := range newest {
-		cands = append(cands, f)
+	for _, f := range cl.checkpoints("own", run.skip) {
+		if f.iteration == complete {
+			cands = append(cands, f)
+		}
 	}
 	if len(cands) == 0 {
-		t.Fatal("no own checkpoint on the live nodes")
+		t.Fatalf("no own copy of the newest complete checkpoint (iteration %d) on the live nodes", complete)
 	}
 	slices.SortFunc(cands, func(a, b ckptFile) int { return strings.Compare(a.path, b.path) })
 	f := cands[pickSeed%uint64(len(cands))]
@@ -1091,17 +1113,18 @@ func chaosCorruptCheckpoint(t *testing.T, s *chaosSuite, rng *rand.Rand, cl *cha
 	if err := os.WriteFile(f.path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	buddy := "none found"
-	for _, b := range cl.checkpoints("buddy", run.skip) {
-		if b.job == f.job && b.shard == f.shard {
+	buddy := "none"
+	for _, b := range cl.checkpointFiles("buddy", run.skip, true) {
+		if b.shard == f.shard && b.iteration == f.iteration {
 			buddy = b.node.name
+			if b.node.killed {
+				buddy += " (killed: the job must fall back to an older checkpoint)"
+			} else {
+				buddy += " (alive: its copy should be fetched)"
+			}
 		}
 	}
-	if victim.name == buddy || buddy == "none found" {
-		// The killed node's data directory is not searched: its copy is gone with it.
-		buddy = victim.name + " (killed)?"
-	}
-	t.Logf("flipped byte %d of %d in %s (node %s, shard %d, iteration %d; job stalled at iteration %d); the shard's buddy: %s",
+	t.Logf("flipped byte %d of %d in %s (node %s, shard %d, iteration %d, the newest complete checkpoint; newest file: iteration %d); the shard's buddy: %s",
 		off, len(data), f.path, f.node.name, f.shard, f.iteration, last, buddy)
 	res.faults = append(res.faults, fmt.Sprintf("kill %s @%d", victim.name, at),
 		fmt.Sprintf("flip own ckpt shard %d it %d on %s", f.shard, f.iteration, f.node.name))
