@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"math"
 	"os"
@@ -19,7 +20,7 @@ import (
 )
 
 // startMembers starts named members on loopback in this process, joined by gossip.
-func startMembers(t *testing.T, pool *kernels.Pool, faults *actors.Faults, names ...string) []*Server {
+func startMembers(t *testing.T, pool *kernels.Pool, faults *actors.Faults, key []byte, names ...string) []*Server {
 	t.Helper()
 	dir := t.TempDir()
 	var members []*Server
@@ -29,7 +30,7 @@ func startMembers(t *testing.T, pool *kernels.Pool, faults *actors.Faults, names
 		}
 	})
 	for i, name := range names {
-		cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), Faults: faults}
+		cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), Faults: faults, GossipKey: key}
 		if i > 0 {
 			cfg.Join = []string{members[0].Gossip()}
 		}
@@ -112,15 +113,16 @@ func TestNodeLossRecovers(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			members := startMembers(t, pool, faults, "a", "b", "c", "d")
-			client, err := Connect(ClientConfig{Cluster: []string{members[1].Gossip()}})
+			key := testKey()
+			members := startMembers(t, pool, faults, key, "a", "b", "c", "d")
+			client, err := Connect(ClientConfig{Cluster: []string{members[1].Gossip()}, GossipKey: key})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer client.Close()
 			for deadline := time.Now().Add(10 * time.Second); len(client.Members.Workers()) < 4; time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Fatal("the client does not see 4 workers")
+					t.Fatalf("the client does not see 4 workers: %v; b sees %v", client.Members.Members(), members[1].Members.Members())
 				}
 			}
 			spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=4000,k=3,seed=3"}, Rank: 3, Algorithm: "did", Shards: 8, Seed: 2,
@@ -190,7 +192,7 @@ func TestPartition(t *testing.T) {
 		{"coordinator with the minority", 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			part := cluster.NewPartition()
+			part, key := cluster.NewPartition(), testKey()
 			faults := &actors.Faults{IterationDelay: 2 * time.Millisecond}
 			dir := t.TempDir()
 			var members []*Server
@@ -200,7 +202,7 @@ func TestPartition(t *testing.T) {
 				}
 			}()
 			for i, name := range []string{"a", "b", "c", "d", "e"} {
-				cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), Faults: faults, Partition: part}
+				cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), Faults: faults, Partition: part, GossipKey: key}
 				if os.Getenv("DIDNMF_TEST_LOG") != "" {
 					cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("node", name)
 				}
@@ -213,7 +215,7 @@ func TestPartition(t *testing.T) {
 				}
 				members = append(members, s)
 			}
-			client, err := Connect(ClientConfig{Cluster: []string{members[tc.seed].Gossip()}, Partition: part})
+			client, err := Connect(ClientConfig{Cluster: []string{members[tc.seed].Gossip()}, Partition: part, GossipKey: key})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -301,4 +303,13 @@ func waitMembers(t *testing.T, n int, servers []*Server) {
 			t.Fatalf("the cluster is not one again: not every node lists %d workers", n)
 		}
 	}
+}
+
+// testKey is a fresh gossip key: members retry the addresses of members they saw die, and on
+// loopback another test's cluster may reuse such a port; clusters with different keys never
+// merge.
+func testKey() []byte {
+	key := make([]byte, 16)
+	_, _ = rand.Read(key)
+	return key
 }

@@ -66,6 +66,7 @@ func TestStartRefusesBadConfig(t *testing.T) {
 // leaves is gone from the others' lists.
 func TestClusterInProcess(t *testing.T) {
 	pool := kernels.NewPool(2)
+	key := testKey()
 	defer pool.Close()
 	dir := t.TempDir()
 	var members []*Server
@@ -75,7 +76,7 @@ func TestClusterInProcess(t *testing.T) {
 		}
 	}()
 	for i, name := range []string{"a", "b", "c"} {
-		cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name)}
+		cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), GossipKey: key}
 		if i > 0 {
 			cfg.Join = []string{members[0].Gossip()}
 		}
@@ -91,7 +92,7 @@ func TestClusterInProcess(t *testing.T) {
 		}
 		t.Fatalf("a second node on a's data directory: %v", err)
 	}
-	client, err := Connect(ClientConfig{Cluster: []string{members[1].Gossip()}})
+	client, err := Connect(ClientConfig{Cluster: []string{members[1].Gossip()}, GossipKey: key})
 	if err != nil {
 		t.Fatal(err)
 	}

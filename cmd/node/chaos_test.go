@@ -73,6 +73,7 @@ func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes and hurts them")
 	}
+	isolateGossip(t)
 	began := time.Now()
 	s := &chaosSuite{reps: 1, delay: "2ms", every: 20, iters: 1200, limit: 90 * time.Second}
 	if v := os.Getenv("DIDNMF_CHAOS_SEED"); v != "" {

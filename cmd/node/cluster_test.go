@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	crand "crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -173,6 +175,7 @@ func TestClusterOfProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
+	isolateGossip(t)
 	a := startServe(t, "a")
 	b := startServe(t, "b", "--join", a.gossip)
 	c := startServe(t, "c", "--join", a.gossip)
@@ -325,6 +328,7 @@ func TestClusterRefusesTooLargeJob(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
+	isolateGossip(t)
 	a := startServe(t, "a", "--memory", "2MiB")
 	startServe(t, "b", "--memory", "2MiB", "--join", a.gossip)
 	waitFor(t, "2 members", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip)) == 2 })
@@ -430,4 +434,14 @@ func TestClusterSecurity(t *testing.T) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// isolateGossip gives the nodes and clients the test starts a fresh gossip key (through the
+// environment they inherit): members retry the addresses of members they saw die, and on
+// loopback a concurrent test's cluster may reuse such a port; clusters with different keys
+// never merge.
+func isolateGossip(t *testing.T) {
+	key := make([]byte, 16)
+	_, _ = crand.Read(key)
+	t.Setenv(gossipKeyEnv, base64.StdEncoding.EncodeToString(key))
 }
