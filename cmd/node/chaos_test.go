@@ -620,46 +620,6 @@ func (cl *chaosCluster) restart(t *testing.T, n *chaosNode) {
 	n.serveProc, n.killed = p, false
 }
 
-// startServeArgs is startServe with the whole command line given (serve and its flags).
-func startServeArgs(t *testing.T, name string, args []string) *serveProc {
-	t.Helper()
-	p := &serveProc{name: name, exited: make(chan error, 1)}
-	p.cmd = nodeCmd(t, args...)
-	p.cmd.Stderr = lockedWriter{p}
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.cmd.Process.Kill() })
-	lines := make(chan string, 8)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		p.exited <- p.cmd.Wait()
-	}()
-	select {
-	case line, ok := <-lines:
-		m := serveLine.FindStringSubmatch(line)
-		if !ok || m == nil {
-			t.Fatalf("serve %s did not start: %q\n%s", name, line, p.logText())
-		}
-		p.gossip, p.actor = m[2], m[3]
-		go func() {
-			for range lines {
-			}
-		}()
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve %s did not start in 30 s:\n%s", name, p.logText())
-	}
-	return p
-}
-
 // jobRun is a factorize --cluster process whose stderr lines are kept with the time they
 // came.
 type jobRun struct {

@@ -55,8 +55,14 @@ func nodeCmd(t *testing.T, args ...string) *exec.Cmd {
 // until it serves; it is killed at the end of the test.
 func startServe(t *testing.T, name string, args ...string) *serveProc {
 	t.Helper()
+	return startServeArgs(t, name, append([]string{"serve", "--bind", "127.0.0.1:0", "--name", name, "--data-dir", filepath.Join(t.TempDir(), name), "--threads", "1"}, args...))
+}
+
+// startServeArgs is startServe with the whole command line given (serve and its flags).
+func startServeArgs(t *testing.T, name string, args []string) *serveProc {
+	t.Helper()
 	p := &serveProc{name: name, exited: make(chan error, 1)}
-	p.cmd = nodeCmd(t, append([]string{"serve", "--bind", "127.0.0.1:0", "--name", name, "--data-dir", filepath.Join(t.TempDir(), name), "--threads", "1"}, args...)...)
+	p.cmd = nodeCmd(t, args...)
 	p.cmd.Stderr = lockedWriter{p}
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -65,6 +71,7 @@ func startServe(t *testing.T, name string, args ...string) *serveProc {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = p.cmd.Process.Kill() })
 	lines := make(chan string, 8)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -74,9 +81,6 @@ func startServe(t *testing.T, name string, args ...string) *serveProc {
 		close(lines)
 		p.exited <- p.cmd.Wait()
 	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-	})
 	select {
 	case line, ok := <-lines:
 		m := serveLine.FindStringSubmatch(line)
