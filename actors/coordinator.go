@@ -114,6 +114,15 @@ type quorumTimeout struct{ epoch uint64 }
 // takeover) and the recoveries within it.
 const epochGenShift = 32
 
+// epochString shows an epoch as its recovery count, preceded by its coordinator generation
+// after a takeover ("1.1": the first recovery under the first successor).
+func epochString(e uint64) string {
+	if gen := e >> epochGenShift; gen > 0 {
+		return fmt.Sprintf("%d.%d", gen, e&(1<<epochGenShift-1))
+	}
+	return fmt.Sprint(e)
+}
+
 // maxRecoveries caps a job's rollbacks: a fault that comes back every time fails the job.
 const maxRecoveries = 50
 
@@ -836,7 +845,7 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 	c.ft.recovering.Epoch = c.epoch
 	c.node.logger.Warn("recovering the job", slog.String("job", c.job), slog.String("cause", cause),
 		slog.Uint64("epoch", c.epoch), slog.Int64("from iteration", resume), slog.Int64("redone", c.ft.recovering.Redone))
-	c.warn(ctx, fmt.Sprintf("%s: rolling back to iteration %d (epoch %d)", cause, resume, c.epoch))
+	c.warn(ctx, fmt.Sprintf("%s: rolling back to iteration %d (epoch %s)", cause, resume, epochString(c.epoch)))
 	if len(alive) == 0 {
 		c.fail(ctx, "failure", cause+"; no node is left to run the job")
 		return

@@ -91,11 +91,18 @@ func TestNodeLossRecovers(t *testing.T) {
 	pool := kernels.NewPool(2)
 	defer pool.Close()
 	faults := &actors.Faults{IterationDelay: 2 * time.Millisecond}
+	// A streamed job: the shards re-placed after the loss have their blocks streamed again by
+	// the client.
+	npy := filepath.Join(t.TempDir(), "x.npy")
+	if err := writeSynthetic(npy, "synthetic:m=6,n=4000,k=3,seed=3"); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
-		name string
-		kill func(members []*Server, coordinator string) int
+		name   string
+		stream bool
+		kill   func(members []*Server, coordinator string) int
 	}{
-		{"shard node", func(members []*Server, coord string) int {
+		{"shard node, streamed input", true, func(members []*Server, coord string) int {
 			for i, m := range members {
 				if m.Node.Address() != coord {
 					return i
@@ -103,7 +110,15 @@ func TestNodeLossRecovers(t *testing.T) {
 			}
 			return -1
 		}},
-		{"coordinator node", func(members []*Server, coord string) int {
+		{"shard node", false, func(members []*Server, coord string) int {
+			for i, m := range members {
+				if m.Node.Address() != coord {
+					return i
+				}
+			}
+			return -1
+		}},
+		{"coordinator node", false, func(members []*Server, coord string) int {
 			for i, m := range members {
 				if m.Node.Address() == coord {
 					return i
@@ -128,6 +143,9 @@ func TestNodeLossRecovers(t *testing.T) {
 			spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=4000,k=3,seed=3"}, Rank: 3, Algorithm: "did", Shards: 8, Seed: 2,
 				Stop: &messages.StopRule{MaxIter: 1500}, CheckpointEvery: 20}
 			want := golden(t, spec)
+			if tc.stream {
+				spec.Inputs, spec.Ingest = []string{npy}, actors.IngestStream
+			}
 			job, err := client.Submit(context.Background(), spec)
 			if err != nil {
 				t.Fatal(err)
@@ -312,4 +330,27 @@ func testKey() []byte {
 	key := make([]byte, 16)
 	_, _ = rand.Read(key)
 	return key
+}
+
+// writeSynthetic writes a synthetic input as a samples x features .npy file.
+func writeSynthetic(path, spec string) error {
+	src, err := matio.Open(spec)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	blk, err := src.Read(0, src.Samples(), matio.LayoutDense)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	// The block is features x samples column-major: the rows of a samples x features file.
+	if err := matio.WriteNPY(f, src.Samples(), src.Features(), kernels.ToDense(blk).Data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
