@@ -37,8 +37,7 @@ type checkpoints struct {
 	// fetching a checkpoint for a recovery
 	sources []string // nodes still to ask
 	from    string   // node asked
-	parts   [][]byte
-	got     int
+	copy    copyChunks
 	tried   []string // what failed, for the error
 }
 
@@ -153,7 +152,7 @@ func (s *shard) fetchNext(ctx actor.Context) {
 	}
 	from := s.ckpt.sources[0]
 	s.ckpt.sources = s.ckpt.sources[1:]
-	s.ckpt.from, s.ckpt.parts, s.ckpt.got = from, nil, 0
+	s.ckpt.from, s.ckpt.copy = from, copyChunks{}
 	ctx.Send(HostPID(from), &messages.CheckpointFetch{JobId: s.a.JobId, Shard: s.a.Shard, Iteration: s.a.ResumeFrom, ReplyTo: wirePid(ctx.Self())})
 	self, system, epoch := ctx.Self(), ctx.ActorSystem(), s.a.Epoch
 	time.AfterFunc(fetchWait, func() { system.Root.Send(self, &fetchTimeout{epoch: epoch, from: from}) })
@@ -174,22 +173,16 @@ func (s *shard) fetched(ctx actor.Context, m *messages.CheckpointCopy) {
 		fail(m.Error)
 		return
 	}
-	if s.ckpt.parts == nil {
-		if m.Chunks < 1 || m.Chunks > 1<<16 {
-			fail(fmt.Sprintf("%d chunks", m.Chunks))
-			return
-		}
-		s.ckpt.parts = make([][]byte, m.Chunks)
-	}
-	if int(m.Chunks) != len(s.ckpt.parts) || m.Chunk < 0 || int(m.Chunk) >= len(s.ckpt.parts) || s.ckpt.parts[m.Chunk] != nil {
+	data, err := s.ckpt.copy.add(m)
+	if err != nil {
+		fail(err.Error())
 		return
 	}
-	s.ckpt.parts[m.Chunk] = m.Data
-	if s.ckpt.got++; s.ckpt.got < len(s.ckpt.parts) {
+	if data == nil {
 		return
 	}
 	s.ckpt.from = ""
-	rec, err := checkpoint.Unmarshal(joinParts(s.ckpt.parts))
+	rec, err := checkpoint.Unmarshal(data)
 	if err == nil {
 		err = s.usable(rec)
 	}
@@ -214,25 +207,41 @@ func (s *shard) fetchTimedOut(ctx actor.Context, m *fetchTimeout) {
 	s.fetchNext(ctx)
 }
 
-func joinParts(parts [][]byte) []byte {
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
-	out := make([]byte, 0, n)
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
-
-// buddyCopies assembles the checkpoint copies a host receives for other nodes' shards.
-type buddyCopies map[string]*buddyCopy
-
-type buddyCopy struct {
+// copyChunks reassembles a checkpoint sent in CheckpointCopy chunks.
+type copyChunks struct {
 	parts [][]byte
 	got   int
 }
+
+// add takes one chunk. It returns the whole copy once every chunk is in (nil before), and an
+// error for a chunk count no sender would use; a duplicate or inconsistent chunk is dropped.
+func (a *copyChunks) add(m *messages.CheckpointCopy) ([]byte, error) {
+	if a.parts == nil {
+		if m.Chunks < 1 || m.Chunks > 1<<16 {
+			return nil, fmt.Errorf("checkpoint copy in %d chunks", m.Chunks)
+		}
+		a.parts = make([][]byte, m.Chunks)
+	}
+	if int(m.Chunks) != len(a.parts) || m.Chunk < 0 || int(m.Chunk) >= len(a.parts) || a.parts[m.Chunk] != nil {
+		return nil, nil
+	}
+	a.parts[m.Chunk] = m.Data
+	if a.got++; a.got < len(a.parts) {
+		return nil, nil
+	}
+	n := 0
+	for _, p := range a.parts {
+		n += len(p)
+	}
+	out := make([]byte, 0, n)
+	for _, p := range a.parts {
+		out = append(out, p...)
+	}
+	return out, nil
+}
+
+// buddyCopies assembles the checkpoint copies a host receives for other nodes' shards.
+type buddyCopies map[string]*copyChunks
 
 // storeCopy takes a chunk of a checkpoint copy sent to this node as buddy and, once whole,
 // verifies and stores it and answers the shard.
@@ -252,22 +261,18 @@ func (h *host) storeCopy(ctx actor.Context, m *messages.CheckpointCopy) {
 	}
 	c := h.copies[key]
 	if c == nil {
-		if m.Chunks < 1 || m.Chunks > 1<<16 {
-			answer(fmt.Errorf("checkpoint copy in %d chunks", m.Chunks))
-			return
-		}
-		c = &buddyCopy{parts: make([][]byte, m.Chunks)}
+		c = &copyChunks{}
 		h.copies[key] = c
 	}
-	if int(m.Chunks) != len(c.parts) || m.Chunk < 0 || int(m.Chunk) >= len(c.parts) || c.parts[m.Chunk] != nil {
+	data, err := c.add(m)
+	if err != nil {
+		answer(err)
 		return
 	}
-	c.parts[m.Chunk] = m.Data
-	if c.got++; c.got < len(c.parts) {
+	if data == nil {
 		return
 	}
 	delete(h.copies, key)
-	data := joinParts(c.parts)
 	store, system, replyTo, faults := h.node.store, ctx.ActorSystem(), m.ReplyTo, h.node.cfg.Faults
 	// Write off the host's mailbox: fsync takes milliseconds and the host answers pings.
 	go func() {
