@@ -81,12 +81,13 @@ type faultState struct {
 	quorumOf  int             // nodes known at the start
 	startSet  []string        // their addresses
 	takeover  *messages.JobState
+	// takeoverCause says why this coordinator took the job over
+	takeoverCause string
 
 	committed   []int64                  // committed checkpoint iterations, ascending
 	reported    map[int64]map[int64]bool // checkpoint iteration -> shards that reported it
 	checkpoints int64
 	ckptSeconds float64
-	ckptFailed  int64
 	// automatic cadence: the iteration last asked for, when the last commit happened (job
 	// seconds) and what its slowest shard took
 	askedAt      int64
@@ -98,7 +99,7 @@ type faultState struct {
 	epochAt    float64
 	recoveries []*messages.Recovery
 	recovering *messages.Recovery
-	paused     string // why recovery waits (no quorum)
+	paused     bool // the job waits for a quorum
 	pauseCause string
 }
 
@@ -158,7 +159,7 @@ func (c *coordinator) Receive(ctx actor.Context) {
 	case *messages.CheckpointDone:
 		c.onCheckpointDone(ctx, m)
 	case *quorumTimeout:
-		if c.ft.paused != "" && m.epoch == c.epoch && !c.over {
+		if c.ft.paused && m.epoch == c.epoch && !c.over {
 			msg := fmt.Sprintf("%s; the job's nodes stayed without a majority for %v", c.ft.pauseCause, QuorumWait)
 			if c.ft.takeover != nil {
 				c.node.logger.Warn("giving up a job taken over without a quorum", slog.String("job", c.job), slog.String("why", msg))
@@ -204,7 +205,7 @@ func (c *coordinator) onMemberEvent(ctx actor.Context, e cluster.Event) {
 	if e.Kind != cluster.EventLeave {
 		// A node (back) in the cluster while the job waits for a quorum or is being
 		// recovered: recover again with it, since messages to it may have been lost.
-		if e.Kind == cluster.EventJoin && e.Member.Meta.Role == cluster.RoleMember && (c.ft.paused != "" || (!c.running && c.ft.recovering != nil)) {
+		if e.Kind == cluster.EventJoin && e.Member.Meta.Role == cluster.RoleMember && (c.ft.paused || (!c.running && c.ft.recovering != nil)) {
 			delete(c.ft.lost, addr)
 			c.recover(ctx, cmp.Or(c.ft.pauseCause, c.ft.recovering.GetCause()), nil)
 		}
@@ -312,55 +313,57 @@ func uniqueStrings(xs []string) []string {
 	return out
 }
 
-// assignBuddies gives every shard a buddy, the next node in the ring after its own, and the
-// job a standby, the next node after the coordinator's; with one node there are none.
-func (c *coordinator) assignBuddies(ctx actor.Context) {
+// nextInRing is the node after addr in the ring: "" with fewer than two nodes, the first
+// node when addr is not in the ring.
+func (c *coordinator) nextInRing(addr string) string {
 	ring := c.ft.ring
-	next := func(addr string) string {
-		if len(ring) < 2 {
-			return ""
-		}
-		i := slices.Index(ring, addr)
-		if i < 0 {
-			return ring[0]
-		}
-		return ring[(i+1)%len(ring)]
+	if len(ring) < 2 {
+		return ""
 	}
+	i := slices.Index(ring, addr)
+	if i < 0 {
+		return ring[0]
+	}
+	return ring[(i+1)%len(ring)]
+}
+
+// assignBuddies gives every shard a buddy, the next node in the ring after its own, and
+// chooses the standby.
+func (c *coordinator) assignBuddies(ctx actor.Context) {
 	c.ft.buddy = make([]string, len(c.ft.shardNode))
 	if len(c.ft.holders) != len(c.ft.shardNode) {
 		c.ft.holders = make([][]string, len(c.ft.shardNode))
 	}
 	for s, addr := range c.ft.shardNode {
-		c.ft.buddy[s] = next(addr)
+		c.ft.buddy[s] = c.nextInRing(addr)
 		for _, h := range []string{addr, c.ft.buddy[s]} {
 			if h != "" && !slices.Contains(c.ft.holders[s], h) {
 				c.ft.holders[s] = append(c.ft.holders[s], h)
 			}
-		}
-		c.ft.involved[addr] = true
-		if b := c.ft.buddy[s]; b != "" {
-			c.ft.involved[b] = true
+			if h != "" {
+				c.ft.involved[h] = true
+			}
 		}
 	}
+	c.chooseStandby(ctx)
+}
+
+// chooseStandby makes the next node in the ring after the coordinator's the standby (none
+// outside a cluster, or alone).
+func (c *coordinator) chooseStandby(ctx actor.Context) {
 	c.ft.standby = ""
-	if sb := next(ctx.Self().Address); sb != ctx.Self().Address && c.node.cfg.Members != nil {
+	if sb := c.nextInRing(ctx.Self().Address); sb != "" && sb != ctx.Self().Address && c.node.cfg.Members != nil {
 		c.ft.standby = sb
 		c.ft.involved[sb] = true
 	}
 }
 
-// pickStandby chooses a new standby after the last one was lost and sends it the job's state.
+// pickStandby chooses a new standby after the last one was lost (shards keep their buddies
+// until a recovery) and sends it the job's state.
 func (c *coordinator) pickStandby(ctx actor.Context) {
 	c.ft.ring = c.aliveRing()
-	c.assignBuddiesKeep(ctx)
+	c.chooseStandby(ctx)
 	c.sendState(ctx)
-}
-
-// assignBuddiesKeep recomputes only the standby (shards keep their buddies until a recovery).
-func (c *coordinator) assignBuddiesKeep(ctx actor.Context) {
-	buddies := c.ft.buddy
-	c.assignBuddies(ctx)
-	c.ft.buddy = buddies
 }
 
 // aliveRing is the ring without the nodes lost: the cluster's live workers when there is a
@@ -392,7 +395,7 @@ func (c *coordinator) sendState(ctx actor.Context) {
 	st := &messages.JobState{Submit: c.sub, Epoch: c.epoch, ShardNodes: c.ft.shardNode, Buddies: c.ft.buddy,
 		Committed: c.ft.committed, QuorumOf: int64(c.ft.quorumOf), Coordinator: wirePid(ctx.Self()),
 		Samples: int64(c.n), Features: int64(c.m), Density: c.density, Initial: c.initial,
-		StartedUnixNano: c.started.UnixNano(), Recoveries: int64(len(c.ft.recoveries)), StartNodes: c.ft.startSet,
+		StartedUnixNano: c.started.UnixNano(), StartNodes: c.ft.startSet,
 		RecoveriesDone: c.ft.recoveries, Checkpoints: c.ft.checkpoints, LastIteration: c.ft.lastIter}
 	if last := c.lastCommitted(); last > 0 {
 		for _, h := range c.history {
@@ -743,7 +746,6 @@ func (c *coordinator) onCheckpointDone(ctx actor.Context, m *messages.Checkpoint
 		return
 	}
 	if m.Error != "" {
-		c.ft.ckptFailed++
 		delete(c.ft.reported, m.Iteration)
 		c.node.logger.Warn("checkpoint failed, not committed", slog.String("job", c.job), slog.String("error", m.Error))
 		c.warn(ctx, "checkpoint not committed: "+m.Error)
@@ -806,7 +808,7 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 		}
 	}
 	if 2*up <= c.ft.quorumOf {
-		if c.ft.paused == "" {
+		if !c.ft.paused {
 			pause := fmt.Sprintf("%s; paused: only %d of the job's %d nodes reachable, not a majority", cause, up, c.ft.quorumOf)
 			if c.ft.recovering == nil {
 				c.ft.recovering = &messages.Recovery{Cause: pause, Noticed: time.Since(c.started).Seconds(), FromIteration: c.lastCommitted(),
@@ -825,10 +827,10 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 			system, self, epoch := ctx.ActorSystem(), ctx.Self(), c.epoch
 			time.AfterFunc(QuorumWait, func() { system.Root.Send(self, &quorumTimeout{epoch: epoch}) })
 		}
-		c.ft.paused, c.ft.pauseCause = "no quorum", cause
+		c.ft.paused, c.ft.pauseCause = true, cause
 		return
 	}
-	c.ft.paused = ""
+	c.ft.paused = false
 	if len(c.ft.recoveries)+1 > maxRecoveries {
 		c.fail(ctx, "failure", fmt.Sprintf("%s; the job recovered %d times already, giving up", cause, maxRecoveries))
 		return
@@ -1052,7 +1054,7 @@ func commitSharedCoef(dir, job string, n, k int) error {
 func newTakeover(n *Node, st *messages.JobState, e cluster.Event) *coordinator {
 	c := newCoordinator(n, st.Submit)
 	c.ft.takeover = st
-	c.ft.pauseCause = fmt.Sprintf("the coordinator's node %s (%s) is gone", e.Member.Name, e.Member.Meta.Actor)
+	c.ft.takeoverCause = fmt.Sprintf("the coordinator's node %s (%s) is gone", e.Member.Name, e.Member.Meta.Actor)
 	return c
 }
 
@@ -1062,7 +1064,7 @@ func (c *coordinator) takeOver(ctx actor.Context) {
 	st := c.ft.takeover
 	var err error
 	if c.spec, err = parseSpec(c.sub.Spec); err != nil {
-		c.fail(ctx, "failure", "taking the job over: "+err.Error())
+		c.fail(ctx, "failure", c.ft.takeoverCause+"; taking the job over: "+err.Error())
 		return
 	}
 	// A takeover starts a new generation of epochs, above any the old coordinator may still
@@ -1099,5 +1101,5 @@ func (c *coordinator) takeOver(ctx actor.Context) {
 	if st.Coordinator != nil {
 		old = st.Coordinator.Address
 	}
-	c.recover(ctx, c.ft.pauseCause, []string{old})
+	c.recover(ctx, c.ft.takeoverCause, []string{old})
 }

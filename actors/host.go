@@ -109,8 +109,6 @@ func (h *host) Receive(ctx actor.Context) {
 				h.standby[m.Submit.JobId] = m
 			}
 		}
-	case *messages.JobEnded:
-		delete(h.standby, m.JobId)
 	case *messages.ShardAssignment:
 		if m.Epoch < h.epochs[m.JobId] {
 			// From a superseded coordinator: the shard tells it so, if it lives here.

@@ -3545,7 +3545,6 @@ type JobState struct {
 	Initial     float64 `protobuf:"fixed64,12,opt,name=initial,proto3" json:"initial,omitempty"`
 	// When the job started, in Unix nanoseconds.
 	StartedUnixNano int64 `protobuf:"varint,13,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
-	Recoveries      int64 `protobuf:"varint,14,opt,name=recoveries,proto3" json:"recoveries,omitempty"`
 	// The nodes (actor addresses) known when the job started, for the quorum.
 	StartNodes []string `protobuf:"bytes,15,rep,name=start_nodes,json=startNodes,proto3" json:"start_nodes,omitempty"`
 	// The recoveries so far, the checkpoints committed, and the last iteration the coordinator
@@ -3678,13 +3677,6 @@ func (x *JobState) GetStartedUnixNano() int64 {
 	return 0
 }
 
-func (x *JobState) GetRecoveries() int64 {
-	if x != nil {
-		return x.Recoveries
-	}
-	return 0
-}
-
 func (x *JobState) GetStartNodes() []string {
 	if x != nil {
 		return x.StartNodes
@@ -3713,51 +3705,6 @@ func (x *JobState) GetLastIteration() int64 {
 	return 0
 }
 
-// JobEnded tells a standby host to forget a job's state.
-type JobEnded struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *JobEnded) Reset() {
-	*x = JobEnded{}
-	mi := &file_didnmf_proto_msgTypes[38]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *JobEnded) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*JobEnded) ProtoMessage() {}
-
-func (x *JobEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[38]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use JobEnded.ProtoReflect.Descriptor instead.
-func (*JobEnded) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{38}
-}
-
-func (x *JobEnded) GetJobId() string {
-	if x != nil {
-		return x.JobId
-	}
-	return ""
-}
-
 // CheckpointCommitted tells the hosts of a job that a checkpoint iteration was committed:
 // they may drop their copies (own and buddy) of the job's checkpoints before keep_from, the
 // oldest committed checkpoint the coordinator still falls back to.
@@ -3773,7 +3720,7 @@ type CheckpointCommitted struct {
 
 func (x *CheckpointCommitted) Reset() {
 	*x = CheckpointCommitted{}
-	mi := &file_didnmf_proto_msgTypes[39]
+	mi := &file_didnmf_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3785,7 +3732,7 @@ func (x *CheckpointCommitted) String() string {
 func (*CheckpointCommitted) ProtoMessage() {}
 
 func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[39]
+	mi := &file_didnmf_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3798,7 +3745,7 @@ func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCommitted.ProtoReflect.Descriptor instead.
 func (*CheckpointCommitted) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{39}
+	return file_didnmf_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CheckpointCommitted) GetJobId() string {
@@ -3843,7 +3790,7 @@ type CheckpointAt struct {
 
 func (x *CheckpointAt) Reset() {
 	*x = CheckpointAt{}
-	mi := &file_didnmf_proto_msgTypes[40]
+	mi := &file_didnmf_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3855,7 +3802,7 @@ func (x *CheckpointAt) String() string {
 func (*CheckpointAt) ProtoMessage() {}
 
 func (x *CheckpointAt) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[40]
+	mi := &file_didnmf_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3868,7 +3815,7 @@ func (x *CheckpointAt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAt.ProtoReflect.Descriptor instead.
 func (*CheckpointAt) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{40}
+	return file_didnmf_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CheckpointAt) GetJobId() string {
@@ -4212,7 +4159,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x05actor\x18\x02 \x01(\tR\x05actor\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
-	"\x05shard\x18\x05 \x01(\x03R\x05shard\"\xfb\x04\n" +
+	"\x05shard\x18\x05 \x01(\x03R\x05shard\"\xe1\x04\n" +
 	"\bJobState\x12)\n" +
 	"\x06submit\x18\x01 \x01(\v2\x11.didnmf.SubmitJobR\x06submit\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1f\n" +
@@ -4228,17 +4175,12 @@ const file_didnmf_proto_rawDesc = "" +
 	" \x01(\x03R\bfeatures\x12\x18\n" +
 	"\adensity\x18\v \x01(\x01R\adensity\x12\x18\n" +
 	"\ainitial\x18\f \x01(\x01R\ainitial\x12*\n" +
-	"\x11started_unix_nano\x18\r \x01(\x03R\x0fstartedUnixNano\x12\x1e\n" +
-	"\n" +
-	"recoveries\x18\x0e \x01(\x03R\n" +
-	"recoveries\x12\x1f\n" +
+	"\x11started_unix_nano\x18\r \x01(\x03R\x0fstartedUnixNano\x12\x1f\n" +
 	"\vstart_nodes\x18\x0f \x03(\tR\n" +
 	"startNodes\x129\n" +
 	"\x0frecoveries_done\x18\x10 \x03(\v2\x10.didnmf.RecoveryR\x0erecoveriesDone\x12 \n" +
 	"\vcheckpoints\x18\x11 \x01(\x03R\vcheckpoints\x12%\n" +
-	"\x0elast_iteration\x18\x12 \x01(\x03R\rlastIteration\"!\n" +
-	"\bJobEnded\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"\x7f\n" +
+	"\x0elast_iteration\x18\x12 \x01(\x03R\rlastIterationJ\x04\b\x0e\x10\x0f\"\x7f\n" +
 	"\x13CheckpointCommitted\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\titeration\x18\x02 \x01(\x03R\titeration\x12\x1b\n" +
@@ -4261,7 +4203,7 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 	return file_didnmf_proto_rawDescData
 }
 
-var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_didnmf_proto_goTypes = []any{
 	(*Pid)(nil),                 // 0: didnmf.Pid
 	(*StopRule)(nil),            // 1: didnmf.StopRule
@@ -4301,9 +4243,8 @@ var file_didnmf_proto_goTypes = []any{
 	(*CheckpointFetch)(nil),     // 35: didnmf.CheckpointFetch
 	(*ActorFailed)(nil),         // 36: didnmf.ActorFailed
 	(*JobState)(nil),            // 37: didnmf.JobState
-	(*JobEnded)(nil),            // 38: didnmf.JobEnded
-	(*CheckpointCommitted)(nil), // 39: didnmf.CheckpointCommitted
-	(*CheckpointAt)(nil),        // 40: didnmf.CheckpointAt
+	(*CheckpointCommitted)(nil), // 38: didnmf.CheckpointCommitted
+	(*CheckpointAt)(nil),        // 39: didnmf.CheckpointAt
 }
 var file_didnmf_proto_depIdxs = []int32{
 	1,  // 0: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
@@ -4350,7 +4291,7 @@ func file_didnmf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   41,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
