@@ -82,7 +82,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	capacity := fs.Int("capacity", 1, "placement weight `N`: a node with capacity 2 gets about twice the shards of one with 1")
 	memory := fs.String("memory", "", "bytes of job data this node accepts, e.g. 8GiB (default: 80% of the available memory)")
 	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
-	quota := fs.String("checkpoint-quota", "", "`SIZE` cap on the bytes of checkpoints this node keeps on disk, e.g. 2GiB (default: none); a checkpoint past it fails as on a full disk and is not committed")
+	quota := fs.String("checkpoint-quota", "", "cap (a `SIZE`) on the bytes of checkpoints this node keeps on disk, e.g. 2GiB (default: none); a checkpoint past it fails as on a full disk and is not committed")
 	chaosDelay := fs.Duration("chaos-delay", 0, "chaos drills only: every shard on this node sleeps this long at each iteration boundary, so that faults land mid-job (default 0: off)")
 	var sec securityFlags
 	sec.register(fs)
