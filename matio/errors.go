@@ -9,9 +9,9 @@ import (
 	"github.com/didnmf/didnmf/kernels"
 )
 
-// ErrInput is wrapped by every error from Open, OpenAll, Read and ReadNPYMatrix that is about
-// the input (its content, its format or reading it, including I/O errors such as a missing
-// file). Test for it with errors.Is.
+// ErrInput is wrapped by every error from Open, OpenAll, Read and ReadNPYMatrix (and their
+// ...With variants) that is about the input (its content, its format or reading it, including
+// I/O errors such as a missing file, and an Opener's refusal). Test for it with errors.Is.
 var ErrInput = errors.New("bad input")
 
 // inputError is an error about an input; it wraps ErrInput and, when there is one, the

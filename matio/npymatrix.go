@@ -1,10 +1,24 @@
 package matio
 
+import (
+	"errors"
+	"os"
+)
+
 // ReadNPYMatrix reads a whole 2-D .npy file (any supported dtype and order, optionally
 // gzip-compressed) into row-major float64 data, for small files such as initial factors.
 // Entries are validated like Read does; errors name the 0-based row and column.
+// It opens the file with os.Open: it is [ReadNPYMatrixWith] with [os.Open].
 func ReadNPYMatrix(path string) (rows, cols int, data []float64, err error) {
-	src, err := openFile(path)
+	return ReadNPYMatrixWith(os.Open, path)
+}
+
+// ReadNPYMatrixWith is [ReadNPYMatrix] with the file opened by open (see [OpenWith]).
+func ReadNPYMatrixWith(open Opener, path string) (rows, cols int, data []float64, err error) {
+	if open == nil {
+		return 0, 0, nil, errors.New("matio: ReadNPYMatrixWith: nil Opener")
+	}
+	src, err := openFileWith(open, path)
 	if err != nil {
 		return 0, 0, nil, err
 	}

@@ -1,6 +1,7 @@
 package matio
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -44,6 +45,9 @@ func NPYHeader(rows, cols int) []byte {
 // WriteNPYRowsAt writes rows [lo, lo+len(data)/cols) of a rows x cols float64 .npy file at
 // path, creating it if needed: several writers (one per shard, on several nodes of a shared
 // file system) can each write their own rows of one file. Every writer writes the same header.
+// It opens path with os.OpenFile, creating the file or writing into whatever is there: for a
+// process acting for its own user. A node writes a job's shared file through its data roots:
+// created with fsroot's CreateExclusive and [PrepareNPYRows], filled with [WriteNPYRowsWith].
 func WriteNPYRowsAt(path string, rows, cols, lo int, data []float64) error {
 	if cols <= 0 || len(data)%cols != 0 || lo < 0 || lo+len(data)/cols > rows {
 		return fmt.Errorf("matio: WriteNPYRowsAt: %d values at row %d of a %d x %d matrix", len(data), lo, rows, cols)
@@ -63,6 +67,109 @@ func WriteNPYRowsAt(path string, rows, cols, lo int, data []float64) error {
 		return err
 	}
 	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// npyRowsSize returns the header and the full size of a rows x cols float64 .npy file.
+func npyRowsSize(what string, rows, cols int) ([]byte, int64, error) {
+	if rows < 0 || cols <= 0 {
+		return nil, 0, fmt.Errorf("matio: %s: bad shape %d x %d", what, rows, cols)
+	}
+	header := NPYHeader(rows, cols)
+	n, ok := mulFits(int64(rows), int64(cols), (math.MaxInt64-int64(len(header)))/8)
+	if !ok {
+		return nil, 0, fmt.Errorf("matio: %s: a %d x %d matrix is too large", what, rows, cols)
+	}
+	return header, int64(len(header)) + 8*n, nil
+}
+
+// PrepareNPYRows makes f, an empty file just created for the purpose (with O_EXCL, by
+// fsroot's CreateExclusive, say), a rows x cols float64 .npy file for several writers to fill:
+// it writes the header, extends the file to its full size (rows not yet written read as zeros;
+// the file is sparse where the file system allows) and syncs. f stays open. Writers then fill
+// their rows with [WriteNPYRowsTo] or [WriteNPYRowsWith], which never create a file.
+func PrepareNPYRows(f *os.File, rows, cols int) error {
+	header, size, err := npyRowsSize("PrepareNPYRows", rows, cols)
+	if err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() || st.Size() != 0 {
+		return fmt.Errorf("%s: PrepareNPYRows needs a new, empty regular file (it has %d bytes, mode %v)", f.Name(), st.Size(), st.Mode())
+	}
+	if _, err := f.WriteAt(header, 0); err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// CheckNPYRows checks that f is what [PrepareNPYRows] made for a rows x cols matrix: a regular
+// file that starts with NPYHeader(rows, cols) and has the full size. It guards the writers of
+// rows against writing into any other file, and the file's committer against a file that is
+// not whole.
+func CheckNPYRows(f *os.File, rows, cols int) error {
+	header, size, err := npyRowsSize("CheckNPYRows", rows, cols)
+	if err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file", f.Name())
+	}
+	if st.Size() != size {
+		return fmt.Errorf("%s: has %d bytes, want %d (a %d x %d float64 .npy file): not the file prepared for these rows", f.Name(), st.Size(), size, rows, cols)
+	}
+	got := make([]byte, len(header))
+	if _, err := f.ReadAt(got, 0); err != nil {
+		return fmt.Errorf("%s: reading the header: %w", f.Name(), err)
+	}
+	if !bytes.Equal(got, header) {
+		return fmt.Errorf("%s: does not start with the header of a %d x %d float64 .npy file: not the file prepared for these rows", f.Name(), rows, cols)
+	}
+	return nil
+}
+
+// WriteNPYRowsTo writes rows [lo, lo+len(data)/cols) of the rows x cols float64 .npy file f,
+// which [PrepareNPYRows] prepared (checked with [CheckNPYRows] first: nothing is written into
+// any other file), and syncs. f stays open; it must be open for reading and writing.
+func WriteNPYRowsTo(f *os.File, rows, cols, lo int, data []float64) error {
+	if cols <= 0 || len(data)%cols != 0 || lo < 0 || lo > rows || len(data)/cols > rows-lo {
+		return fmt.Errorf("matio: WriteNPYRowsTo: %d values at row %d of a %d x %d matrix", len(data), lo, rows, cols)
+	}
+	if err := CheckNPYRows(f, rows, cols); err != nil {
+		return err
+	}
+	off := int64(len(NPYHeader(rows, cols))) + int64(lo)*int64(cols)*8
+	if err := writeFloats(io.NewOffsetWriter(f, off), data); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// WriteNPYRowsWith opens path with open, which must open an existing file for reading and
+// writing without creating one (fsroot's WriteOpener), writes rows into it with
+// [WriteNPYRowsTo], and closes it.
+func WriteNPYRowsWith(open Opener, path string, rows, cols, lo int, data []float64) error {
+	if open == nil {
+		return fmt.Errorf("matio: WriteNPYRowsWith: nil Opener")
+	}
+	f, err := open(path)
+	if err != nil {
+		return err
+	}
+	if err := WriteNPYRowsTo(f, rows, cols, lo, data); err != nil {
 		f.Close()
 		return err
 	}

@@ -3,7 +3,9 @@ package matio
 import (
 	"bufio"
 	"compress/gzip"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,11 +23,31 @@ import (
 // other file is read into memory by Open (a .mtx is parsed and validated there, so its entry
 // errors come from Open rather than Read). Features are limited to 2^31-1, as are the rows of
 // a .mtx file.
+//
+// Open opens files with os.Open: it is [OpenWith] with [os.Open].
 func Open(spec string) (Source, error) {
+	return OpenWith(os.Open, spec)
+}
+
+// Opener opens a file for reading, like [os.Open]. An opener confines what can be read: a
+// node's opener opens paths only under its data roots, through an [os.Root] (see package
+// fsroot), and the parsing code is the same whatever opened the file.
+//
+// An error that is an [*fs.PathError] (as those of os.Open and os.Root are) is reported as
+// "PATH: cannot open: REASON"; any other error is reported with its own text, which should
+// name the path (fsroot's errors name the flag and the path). Either wraps [ErrInput].
+type Opener func(path string) (*os.File, error)
+
+// OpenWith is [Open] with the file opened by open, which must not be nil. A synthetic spec
+// opens no file. Every file a Source reads, now or in Read, is the one open returned.
+func OpenWith(open Opener, spec string) (Source, error) {
+	if open == nil {
+		return nil, errors.New("matio: OpenWith: nil Opener")
+	}
 	if strings.HasPrefix(spec, syntheticPrefix) {
 		return openSynthetic(spec)
 	}
-	return openFile(spec)
+	return openFileWith(open, spec)
 }
 
 type fileFormat int
@@ -68,9 +90,16 @@ func sniffFormat(head []byte) fileFormat {
 }
 
 func openFile(path string) (Source, error) {
-	f, err := os.Open(path)
+	return openFileWith(os.Open, path)
+}
+
+func openFileWith(open Opener, path string) (Source, error) {
+	f, err := open(path)
 	if err != nil {
-		return nil, ioError(path, "cannot open", err)
+		return nil, openError(path, err)
+	}
+	if f == nil {
+		return nil, inputErrorf(path, "cannot open: the opener returned no file")
 	}
 	src, err := openOpenedFile(path, f)
 	if npy, ok := src.(*npySource); err != nil || !ok || npy.file != f {
@@ -133,6 +162,14 @@ func openOpenedFile(path string, f *os.File) (Source, error) {
 		return openIDXStream(path, bufio.NewReaderSize(f, 1<<16), size, -1)
 	}
 	return nil, unknownFormat(path)
+}
+
+// openError wraps an Opener's error: see [Opener].
+func openError(path string, err error) error {
+	if errors.As(err, new(*fs.PathError)) {
+		return ioError(path, "cannot open", err)
+	}
+	return &inputError{msg: err.Error(), cause: err}
 }
 
 func unknownFormat(path string) error {

@@ -3,14 +3,24 @@ package matio
 import (
 	"errors"
 	"math"
+	"os"
 	"strings"
 
 	"github.com/didnmf/didnmf/kernels"
 )
 
 // OpenAll opens several specs and stacks their matrices as rows (samples), in order. All must
-// have the same number of features. One spec gives that source itself.
+// have the same number of features. One spec gives that source itself. It opens files with
+// os.Open: it is [OpenAllWith] with [os.Open].
 func OpenAll(specs []string) (Source, error) {
+	return OpenAllWith(os.Open, specs)
+}
+
+// OpenAllWith is [OpenAll] with every file opened by open (see [OpenWith]).
+func OpenAllWith(open Opener, specs []string) (Source, error) {
+	if open == nil {
+		return nil, errors.New("matio: OpenAllWith: nil Opener")
+	}
 	if len(specs) == 0 {
 		return nil, &inputError{msg: "matio: no input given"}
 	}
@@ -23,7 +33,7 @@ func OpenAll(specs []string) (Source, error) {
 	}
 	offs := []int{0}
 	for _, spec := range specs {
-		s, err := Open(spec)
+		s, err := OpenWith(open, spec)
 		if err != nil {
 			return fail(err)
 		}
