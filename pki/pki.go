@@ -4,6 +4,7 @@
 package pki
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -25,7 +26,7 @@ const Validity = 5 * 365 * 24 * time.Hour
 // CA is a certificate authority that signs node certificates.
 type CA struct {
 	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
+	key  crypto.Signer
 	// CertPEM and KeyPEM are the authority's certificate and private key, PEM encoded.
 	CertPEM, KeyPEM []byte
 }
@@ -58,15 +59,15 @@ func NewCA(name string) (*CA, error) {
 	return &CA{cert: cert, key: key, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), KeyPEM: keyPEM}, nil
 }
 
-// LoadCA reads a certificate authority written by [CA.Write] (or any ECDSA CA in PEM).
+// LoadCA reads a certificate authority's certificate and key (PEM; ECDSA or Ed25519).
 func LoadCA(certFile, keyFile string) (*CA, error) {
 	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("certificate authority %s / %s: %w", certFile, keyFile, err)
 	}
-	key, ok := pair.PrivateKey.(*ecdsa.PrivateKey)
+	key, ok := pair.PrivateKey.(crypto.Signer)
 	if !ok {
-		return nil, fmt.Errorf("certificate authority key %s: want an ECDSA key, got %T", keyFile, pair.PrivateKey)
+		return nil, fmt.Errorf("certificate authority key %s: want a signing key, got %T", keyFile, pair.PrivateKey)
 	}
 	cert, err := x509.ParseCertificate(pair.Certificate[0])
 	if err != nil {
@@ -86,11 +87,33 @@ func LoadCA(certFile, keyFile string) (*CA, error) {
 	return &CA{cert: cert, key: key, CertPEM: certPEM, KeyPEM: keyPEM}, nil
 }
 
-// Issue makes a certificate for a node (or client) named name, valid for the given IP
-// addresses and DNS names, usable both as a TLS server and as a TLS client.
+// Issue makes a peer (node) certificate named name, valid for the given IP addresses and DNS
+// names, usable both as a TLS server and as a TLS client.
 func (ca *CA) Issue(name string, hosts []string) (certPEM, keyPEM []byte, err error) {
+	return ca.IssueRole(name, hosts, RolePeer)
+}
+
+// IssueRole makes a certificate for a party named name with the given role (see [Role]),
+// valid for the given IP addresses and DNS names, usable as a TLS server and client.
+func (ca *CA) IssueRole(name string, hosts []string, role Role) (certPEM, keyPEM []byte, err error) {
+	key, der, err := ca.issue(name, hosts, role)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err = encodeKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
+}
+
+// issue makes a key and a certificate (DER) signed by the authority.
+func (ca *CA) issue(name string, hosts []string, role Role) (*ecdsa.PrivateKey, []byte, error) {
 	if len(hosts) == 0 {
-		return nil, nil, errors.New("a node certificate needs at least one IP address or host name")
+		return nil, nil, errors.New("a certificate needs at least one IP address or host name")
+	}
+	if role != RolePeer && role != RoleClient {
+		return nil, nil, fmt.Errorf("unknown role %d", role)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -100,6 +123,7 @@ func (ca *CA) Issue(name string, hosts []string) (certPEM, keyPEM []byte, err er
 	if err != nil {
 		return nil, nil, err
 	}
+	tmpl.Subject.OrganizationalUnit = []string{role.unit()}
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	for _, h := range hosts {
@@ -113,11 +137,7 @@ func (ca *CA) Issue(name string, hosts []string) (certPEM, keyPEM []byte, err er
 	if err != nil {
 		return nil, nil, err
 	}
-	keyPEM, err = encodeKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
+	return key, der, nil
 }
 
 func template(name string) (*x509.Certificate, error) {
@@ -143,6 +163,9 @@ func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
 // presents its own.
 type Config struct {
 	Server, Client *tls.Config
+	// Role and Name are those of the party's own certificate.
+	Role Role
+	Name string
 }
 
 // Load reads a node's certificate and key and the cluster's CA certificate (PEM files) and
@@ -166,9 +189,24 @@ func FromPEM(pair tls.Certificate, caPEM []byte, caName string) (*Config, error)
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", caName)
 	}
+	return configOf(pair, pool)
+}
+
+// configOf builds the mutual TLS configuration of a key pair whose peers are checked against
+// pool.
+func configOf(pair tls.Certificate, pool *x509.CertPool) (*Config, error) {
+	leaf := pair.Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
+			return nil, err
+		}
+	}
 	return &Config{
 		Server: &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13},
 		Client: &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: pool, MinVersion: tls.VersionTLS13},
+		Role:   RoleOf(leaf),
+		Name:   leaf.Subject.CommonName,
 	}, nil
 }
 
