@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -87,7 +88,13 @@ type Job struct {
 	canceled    atomic.Bool
 	blocks      *blockStreams // the inputs this client streams to the shards (ingest "stream")
 	outShared   bool          // C goes to a shared directory, not to the client
+	// token proves ownership of the job to its actors (made at submission, never gossiped).
+	token    string
+	detached bool
 }
+
+// Token returns the job's owner token: with it, any client process may cancel the job.
+func (j *Job) Token() string { return j.token }
 
 // NewClient starts a client actor in the given actor system (which must have a remote for
 // jobs on other nodes).
@@ -127,9 +134,11 @@ func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobS
 	}
 	var idb [8]byte
 	_, _ = rand.Read(idb[:])
+	var tok [16]byte
+	_, _ = rand.Read(tok[:])
 	j := &Job{ID: "j" + hex.EncodeToString(idb[:]), client: c, progress: make(chan kernels.Progress, 256), warnings: make(chan string, 64),
 		accepted: make(chan struct{}), done: make(chan struct{}), k: int(spec.GetRank()), streams: map[[2]int64]*assembly{},
-		outShared: spec.GetOutShared() != ""}
+		outShared: spec.GetOutShared() != "", token: hex.EncodeToString(tok[:]), detached: spec.GetDetached()}
 	if spec.GetIngest() == IngestStream {
 		spec = proto.Clone(spec).(*messages.JobSpec)
 		var err error
@@ -150,9 +159,12 @@ func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobS
 		j.finish(nil, nil)
 		return nil, fmt.Errorf("node %s is unreachable (no answer to a ping in %v: %v); if the cluster uses mutual TLS, this client needs --tls-cert, --tls-key and --tls-ca signed by the cluster's authority", address, PingTimeout, err)
 	}
-	c.system.Root.Send(HostPID(address), &messages.SubmitJob{Spec: spec, Client: wirePid(c.pid), JobId: j.ID})
+	c.system.Root.Send(HostPID(address), &messages.SubmitJob{Spec: spec, Client: wirePid(c.pid), JobId: j.ID, OwnerToken: j.token})
 	select {
 	case <-j.accepted:
+		if !j.detached {
+			go j.renewLease()
+		}
 		return j, nil
 	case <-j.done:
 		return nil, j.err
@@ -219,8 +231,26 @@ func (j *Job) Cancel() {
 	j.canceled.Store(true) // a job accepted after this is cancelled on acceptance
 	select {
 	case <-j.accepted:
-		j.client.system.Root.Send(j.coord(), &messages.CancelJob{JobId: j.ID})
+		j.client.system.Root.Send(j.coord(), &messages.CancelJob{JobId: j.ID, OwnerToken: j.token})
 	default:
+	}
+}
+
+// LeaseRenewEvery is how often a client renews the lease on its running jobs; a coordinator
+// cancels a job whose lease was not renewed for NodeConfig.Lease.
+var LeaseRenewEvery = 2 * time.Second
+
+// renewLease tells the job's coordinator, until the job ends, that its client is alive.
+func (j *Job) renewLease() {
+	t := time.NewTicker(LeaseRenewEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-j.done:
+			return
+		case <-t.C:
+			j.client.system.Root.Send(j.coord(), &messages.LeaseRenew{JobId: j.ID, OwnerToken: j.token})
+		}
 	}
 }
 
@@ -274,7 +304,7 @@ func (a clientActor) Receive(ctx actor.Context) {
 		j.m, j.n = int(m.Features), int(m.Samples)
 		close(j.accepted)
 		if j.canceled.Load() {
-			ctx.Send(j.coordinator, &messages.CancelJob{JobId: j.ID})
+			ctx.Send(j.coordinator, &messages.CancelJob{JobId: j.ID, OwnerToken: j.token})
 		}
 	case *messages.Progress:
 		if j := a.c.job(m.JobId); j != nil && m.Warning != "" {
@@ -294,21 +324,21 @@ func (a clientActor) Receive(ctx actor.Context) {
 			return
 		}
 		if err := j.chunk(m); err != nil {
-			ctx.Send(j.coord(), &messages.CancelJob{JobId: j.ID})
+			ctx.Send(j.coord(), &messages.CancelJob{JobId: j.ID, OwnerToken: j.token})
 			a.c.forget(j.ID)
 			j.finish(nil, &JobError{JobID: j.ID, Kind: "failure", Message: fmt.Sprintf("job %s: result: %v", j.ID, err)})
 			return
 		}
 		if m.Sender != nil {
-			ctx.Send(pidOf(m.Sender), &messages.ResultAck{JobId: m.JobId, Name: m.Name, Shard: m.Shard, Chunk: m.Chunk})
+			ctx.Send(pidOf(m.Sender), &messages.ResultAck{JobId: m.JobId, Name: m.Name, Shard: m.Shard, Chunk: m.Chunk, OwnerToken: j.token})
 		}
 	case *messages.BlockRequest:
 		j := a.c.job(m.JobId)
 		if j == nil || j.blocks == nil {
 			return
 		}
-		if err := j.blocks.request(ctx.ActorSystem(), ctx.Self(), m); err != nil {
-			ctx.Send(j.coord(), &messages.CancelJob{JobId: j.ID})
+		if err := j.blocks.request(ctx.ActorSystem(), ctx.Self(), m, j.token); err != nil {
+			ctx.Send(j.coord(), &messages.CancelJob{JobId: j.ID, OwnerToken: j.token})
 			a.c.forget(j.ID)
 			j.finish(nil, &JobError{JobID: j.ID, Kind: "failure", Message: fmt.Sprintf("job %s: %v", j.ID, err)})
 		}

@@ -66,7 +66,17 @@ type coordinator struct {
 	watch       *eventstream.Subscription // membership events, on a cluster
 
 	ft faultState
+
+	// leaseAt is when the client last renewed its lease (or the job started, or was taken
+	// over); ticks stops the coordinator's clock; published is when the board last got news.
+	leaseAt   time.Time
+	ticks     chan struct{}
+	published time.Time
 }
+
+// coordTick is the coordinator's clock: once a second it checks the client's lease and the
+// node's time cap.
+type coordTick struct{}
 
 // faultState is what the coordinator keeps to recover its job from failures.
 type faultState struct {
@@ -137,6 +147,7 @@ func (c *coordinator) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		c.watchMembers(ctx)
+		c.startClock(ctx)
 		if c.ft.takeover != nil {
 			c.takeOver(ctx)
 			return
@@ -145,6 +156,14 @@ func (c *coordinator) Receive(ctx actor.Context) {
 	case *actor.Stopped:
 		if c.watch != nil {
 			ctx.ActorSystem().EventStream.Unsubscribe(c.watch)
+		}
+		close(c.ticks)
+		c.node.board.remove(c.job)
+	case coordTick:
+		c.onTick(ctx)
+	case *messages.LeaseRenew:
+		if m.JobId == c.job && owns(ctx, c.sub, m.OwnerToken) {
+			c.leaseAt = time.Now()
 		}
 	case cluster.Event:
 		c.onMemberEvent(ctx, m)
@@ -176,10 +195,70 @@ func (c *coordinator) Receive(ctx actor.Context) {
 			c.fail(ctx, m.Kind, m.Message)
 		}
 	case *messages.CancelJob:
-		if m.JobId == c.job {
-			c.fail(ctx, "canceled", "job canceled by the client")
+		if m.JobId != c.job {
+			return
 		}
+		if !owns(ctx, c.sub, m.OwnerToken) {
+			c.node.guard.drop(dropOwnerPrefix+"CancelJob", 1)
+			return
+		}
+		c.fail(ctx, "canceled", "job canceled by the client")
 	}
+}
+
+// startClock starts the coordinator's ticks; they stop when it stops.
+func (c *coordinator) startClock(ctx actor.Context) {
+	c.leaseAt = time.Now()
+	c.ticks = make(chan struct{})
+	system, self, stop := ctx.ActorSystem(), ctx.Self(), c.ticks
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				system.Root.Send(self, coordTick{})
+			}
+		}
+	}()
+}
+
+// onTick cancels the job when its client stopped renewing its lease, or when it ran past the
+// node's cap on job time.
+func (c *coordinator) onTick(ctx actor.Context) {
+	if c.over {
+		return
+	}
+	cfg := c.node.cfg
+	if lease := cfg.Lease; lease > 0 && !c.sub.Spec.GetDetached() && time.Since(c.leaseAt) > lease {
+		c.node.logger.Warn("canceling a job whose client is gone", slog.String("job", c.job), slog.Duration("lease", lease))
+		c.fail(ctx, "canceled", fmt.Sprintf("job %s canceled: its client sent no word for %v (killed, or cut off from the cluster); submit with --detach for a job that runs on without its client", c.job, lease))
+		return
+	}
+	if cfg.MaxJobTime > 0 && !c.started.IsZero() && time.Since(c.started) > cfg.MaxJobTime {
+		c.fail(ctx, "canceled", fmt.Sprintf("job %s canceled: it ran past the node's --max-job-time of %v", c.job, cfg.MaxJobTime))
+	}
+}
+
+// publish tells the node's job board how the job stands (at most every 200 ms unless forced).
+func (c *coordinator) publish(state string, force bool) {
+	if c.over || (!force && time.Since(c.published) < 200*time.Millisecond) {
+		return
+	}
+	c.published = time.Now()
+	spec := c.sub.GetSpec()
+	info := &messages.JobInfo{JobId: c.job, Owner: c.sub.GetOwner(), Coordinator: c.node.Address(), Algorithm: spec.GetAlgorithm(),
+		Rank: spec.GetRank(), Shards: spec.GetShards(), Iteration: c.ft.lastIter, MaxIter: spec.GetStop().GetMaxIter(),
+		Objective: c.objective, Detached: spec.GetDetached(), State: state}
+	if !c.started.IsZero() {
+		info.Seconds = time.Since(c.started).Seconds()
+	}
+	if c.initial > 0 {
+		info.Ratio = c.objective / c.initial
+	}
+	c.node.board.set(info)
 }
 
 // watchMembers subscribes the coordinator to the membership events its node publishes on its
@@ -270,24 +349,28 @@ func (c *coordinator) start(ctx actor.Context) {
 		}
 	}
 	var shardNode func(int64) string
-	var reserve []int64
+	reserve := c.shardNeeds()
 	switch {
-	case len(spec.Nodes) > 0:
+	case len(spec.Nodes) > 0 || c.node.cfg.Members == nil:
 		nodes := spec.Nodes
-		if _, err := c.ping(ctx, nodes); err != nil {
+		if len(nodes) == 0 {
+			nodes = []string{ctx.Self().Address}
+		}
+		pongs, err := c.ping(ctx, nodes)
+		if err != nil {
 			c.fail(ctx, "failure", err.Error())
 			return
 		}
 		shardNode = func(s int64) string { return nodes[s%int64(len(nodes))] }
+		if err := checkFit(nodes, pongs, shardNode, reserve); err != nil {
+			c.fail(ctx, "input", err.Error())
+			return
+		}
 		c.ft.ring = uniqueStrings(nodes)
-	case c.node.cfg.Members != nil:
-		if shardNode, reserve, err = c.placeOnMembers(ctx); err != nil {
+	default:
+		if shardNode, err = c.placeOnMembers(ctx, reserve); err != nil {
 			return // failed
 		}
-	default:
-		self := ctx.Self().Address
-		shardNode = func(int64) string { return self }
-		c.ft.ring = []string{self}
 	}
 	c.ft.quorumOf = len(c.ft.ring)
 	c.ft.startSet = slices.Clone(c.ft.ring)
@@ -298,6 +381,7 @@ func (c *coordinator) start(ctx actor.Context) {
 	}
 	c.ft.reserve = reserve
 	c.assignBuddies(ctx)
+	c.publish("placing", true)
 	ctx.Send(c.client, &messages.JobAccepted{JobId: c.job, Coordinator: wirePid(ctx.Self()), Samples: int64(c.n), Features: int64(c.m)})
 	c.place(ctx, 0, nil)
 }
@@ -441,7 +525,7 @@ func (c *coordinator) shape(spec *messages.JobSpec) (string, error) {
 // placeOnMembers places the job's shards on the cluster's live workers that answer a ping, by
 // capacity-weighted rendezvous hashing within the memory each has free. It fails the job when
 // the cluster cannot hold it.
-func (c *coordinator) placeOnMembers(ctx actor.Context) (func(int64) string, []int64, error) {
+func (c *coordinator) placeOnMembers(ctx actor.Context, need []int64) (func(int64) string, error) {
 	workers := c.node.cfg.Members.Workers()
 	addrs := make([]string, len(workers))
 	for i, w := range workers {
@@ -450,6 +534,7 @@ func (c *coordinator) placeOnMembers(ctx actor.Context) (func(int64) string, []i
 	pongs, _ := c.ping(ctx, addrs)
 	var cands []cluster.Candidate
 	var live []string
+	slots := int64(0) // shards the answering members take
 	for i, p := range pongs {
 		if p == nil {
 			c.node.logger.Warn("member does not answer; not placing on it", slog.String("job", c.job), slog.String("member", workers[i].Name), slog.String("actor", addrs[i]))
@@ -461,25 +546,67 @@ func (c *coordinator) placeOnMembers(ctx actor.Context) (func(int64) string, []i
 		}
 		cands = append(cands, cluster.Candidate{Name: workers[i].Name, Capacity: int(max(p.Capacity, 1)), Memory: free})
 		live = append(live, addrs[i])
+		if slots >= 0 && p.MaxShards > 0 {
+			slots += max(p.MaxShards-p.Shards, 0)
+		} else {
+			slots = -1 // a member without a cap
+		}
 	}
 	if len(cands) == 0 {
 		err := fmt.Errorf("no member of the cluster answers (%d known)", len(workers))
 		c.fail(ctx, "failure", err.Error())
-		return nil, nil, err
+		return nil, err
 	}
+	if p := int64(len(need)); slots >= 0 && p > slots {
+		err := fmt.Errorf("%d shards: the cluster's %d members take %d more shards (serve --max-shards); use fewer shards", p, len(cands), slots)
+		c.fail(ctx, "input", err.Error())
+		return nil, err
+	}
+	at, err := cluster.Place(c.job, need, cands)
+	if err != nil {
+		c.fail(ctx, "input", err.Error())
+		return nil, err
+	}
+	c.ft.ring = live
+	return func(s int64) string { return live[at[s]] }, nil
+}
+
+// shardNeeds estimates every shard's memory (see shardFootprint).
+func (c *coordinator) shardNeeds() []int64 {
 	p := int(c.sub.Spec.Shards)
 	cols := kernels.ColumnRanges(c.n, p)
 	need := make([]int64, p)
 	for s := range need {
 		need[s] = shardFootprint(int64(c.m), int64(cols[s+1]-cols[s]), c.sub.Spec.Rank, c.density, c.spec.layout)
 	}
-	at, err := cluster.Place(c.job, need, cands)
-	if err != nil {
-		c.fail(ctx, "input", err.Error())
-		return nil, nil, err
+	return need
+}
+
+// checkFit checks that the shards placed on given nodes fit the memory and shard count the
+// nodes have free, as their pongs tell.
+func checkFit(nodes []string, pongs []*messages.Pong, shardNode func(int64) string, need []int64) error {
+	mem := map[string]int64{}
+	count := map[string]int64{}
+	for s := range need {
+		a := shardNode(int64(s))
+		mem[a] += need[s]
+		count[a]++
 	}
-	c.ft.ring = live
-	return func(s int64) string { return live[at[s]] }, need, nil
+	for i, a := range nodes {
+		p := pongs[i]
+		if p == nil || count[a] == 0 {
+			continue
+		}
+		if p.MaxShards > 0 && count[a] > p.MaxShards-p.Shards {
+			return fmt.Errorf("node %s would hold %d shards; it takes %d more (serve --max-shards): use fewer shards or more nodes", a, count[a], max(p.MaxShards-p.Shards, 0))
+		}
+		if p.Memory > 0 && mem[a] > p.Memory-p.Reserved {
+			return fmt.Errorf("node %s would need %s for its %d shards; it has %s of its %s free", a, cluster.FormatBytes(mem[a]), count[a],
+				cluster.FormatBytes(max(p.Memory-p.Reserved, 0)), cluster.FormatBytes(p.Memory))
+		}
+		count[a] = 0 // a node listed twice is checked once
+	}
+	return nil
 }
 
 // shardFootprint estimates the bytes a shard of m features, cols samples and rank k holds: its
@@ -491,7 +618,7 @@ func shardFootprint(m, cols, k int64, density float64, layout matio.Layout) int6
 	if density > 0 && density < 1 && sparse {
 		x = int64(12*density*float64(m*cols)) + 8*(cols+1)
 	}
-	return x + 8*4*cols*k + 8*8*m*k + 8*4*k*k
+	return shardOverhead + x + 8*4*cols*k + 8*8*m*k + 8*4*k*k
 }
 
 // checkCustomInit checks the shapes of a custom initialisation before anything is placed.
@@ -620,7 +747,8 @@ func (c *coordinator) place(ctx actor.Context, resume int64, at [][]string) {
 		c.shards = append(c.shards, pidOf(jobActor(shardNode(s), shardName(c.job, s))))
 		a := &messages.ShardAssignment{JobId: c.job, Epoch: c.epoch, Shard: s, Shards: p,
 			ColLo: int64(cols[s]), ColHi: int64(cols[s+1]), TotalCols: int64(c.n), Spec: spec,
-			Coordinator: self, Reducer: shardParent[s], Client: c.sub.Client, Buddy: c.ft.buddy[s], ResumeFrom: resume}
+			Coordinator: self, Reducer: shardParent[s], Client: c.sub.Client, Buddy: c.ft.buddy[s], ResumeFrom: resume,
+			OwnerToken: c.sub.OwnerToken, Owner: c.sub.Owner}
 		if c.ft.reserve != nil {
 			a.Reserve = c.ft.reserve[s]
 		}
@@ -695,6 +823,7 @@ func (c *coordinator) onIteration(ctx actor.Context, m *messages.IterationDone) 
 	if m.JobId != c.job || m.Epoch != c.epoch || !c.running || c.over {
 		return
 	}
+	defer c.publish("running", false)
 	if m.Iteration != c.ft.lastIter+1 {
 		c.counters.Stale++ // not the next iteration of this epoch: never counted twice
 		return
@@ -800,6 +929,7 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 	for _, a := range lost {
 		c.ft.lost[a] = true
 	}
+	c.publish("recovering", true)
 	alive := c.aliveRing()
 	up := 0
 	for _, a := range c.ft.startSet {
@@ -808,6 +938,7 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 		}
 	}
 	if 2*up <= c.ft.quorumOf {
+		c.publish("paused", true)
 		if !c.ft.paused {
 			pause := fmt.Sprintf("%s; paused: only %d of the job's %d nodes reachable, not a majority", cause, up, c.ft.quorumOf)
 			if c.ft.recovering == nil {
@@ -987,6 +1118,7 @@ func (c *coordinator) fail(ctx actor.Context, kind, msg string) {
 // anything of it (checkpoints, standby state) forget it.
 func (c *coordinator) end(ctx actor.Context) {
 	c.over = true
+	c.node.board.remove(c.job)
 	sent := map[string]bool{}
 	for _, h := range c.hosts {
 		sent[h.Address] = true
@@ -1094,6 +1226,7 @@ func (c *coordinator) takeOver(ctx actor.Context) {
 	c.ft.lastIter = max(st.LastIteration, c.lastCommitted())
 	c.ft.recoveries = slices.Clone(st.RecoveriesDone)
 	c.ft.checkpoints = st.Checkpoints
+	c.publish("recovering", true)
 	if c.client != nil {
 		ctx.Send(c.client, &messages.JobAccepted{JobId: c.job, Coordinator: wirePid(ctx.Self()), Samples: int64(c.n), Features: int64(c.m), Takeover: true})
 	}

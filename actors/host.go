@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +38,11 @@ type host struct {
 	// coordinator (superseded by a takeover) is ignored.
 	epochs map[string]uint64
 	watch  *eventstream.Subscription
+	// submits is the submission of each job coordinated here; owners the owner's name of
+	// each job with actors here (a client sees only its own).
+	submits map[string]*messages.SubmitJob
+	owners  map[string]string
+	shards  int // shard actors living here
 }
 
 // maxRestarts is how many panics of a job's actors a host restarts; past it the job fails.
@@ -60,7 +66,7 @@ type childFailed struct {
 func newHost(n *Node) *host {
 	return &host{node: n, children: map[string]hostChild{}, jobs: map[string]int{}, copies: buddyCopies{},
 		coordinators: map[string]*actor.PID{}, failures: map[string]int{}, standby: map[string]*messages.JobState{},
-		epochs: map[string]uint64{}}
+		epochs: map[string]uint64{}, submits: map[string]*messages.SubmitJob{}, owners: map[string]string{}}
 }
 
 // hostStrategy is the host's supervision: a shard or reducer that panics is restarted (a
@@ -126,16 +132,19 @@ func (h *host) Receive(ctx actor.Context) {
 			ctx.Send(actor.NewPID(ctx.Self().Address, HostName+"/"+name), m)
 			return
 		}
-		if limit := h.node.cfg.Memory; limit > 0 && m.Reserve > limit-h.reserved {
-			ctx.Send(pidOf(m.Coordinator), &messages.Placed{JobId: m.JobId, Actor: fmt.Sprintf("shard %d", m.Shard),
-				Error: fmt.Sprintf("node %s has %s of its %s free, shard %d needs %s", ctx.Self().Address,
-					cluster.FormatBytes(limit-h.reserved), cluster.FormatBytes(limit), m.Shard, cluster.FormatBytes(m.Reserve))})
+		reserve := max(m.Reserve, minShardReserve(m))
+		if err := h.admitShard(m, reserve); err != "" {
+			ctx.Send(pidOf(m.Coordinator), &messages.Placed{JobId: m.JobId, Actor: fmt.Sprintf("shard %d", m.Shard), Epoch: m.Epoch, Error: err})
 			return
 		}
 		var starts atomic.Int32
 		props := h.node.props(func() actor.Actor { return newShard(h.node, m, starts.Add(1) > 1) })
-		if h.spawn(ctx, props, m.JobId, name, "shard", pidOf(m.Coordinator), pidOf(m.Client), max(m.Reserve, 0), m.Epoch) {
-			h.reserved += max(m.Reserve, 0)
+		if h.spawn(ctx, props, m.JobId, name, "shard", pidOf(m.Coordinator), pidOf(m.Client), reserve, m.Epoch) {
+			h.reserved += reserve
+			h.shards++
+			if m.Owner != "" {
+				h.owners[m.JobId] = m.Owner
+			}
 		}
 	case *messages.ReducerAssignment:
 		if m.Epoch < h.epochs[m.JobId] {
@@ -167,6 +176,23 @@ func (h *host) Receive(ctx actor.Context) {
 		ctx.Respond(pong)
 	case *messages.HostStatus:
 		ctx.Respond(h.status(ctx))
+	case *messages.ListJobs:
+		caller := callerOf(ctx)
+		ctx.Respond(&messages.JobList{Address: ctx.Self().Address, Jobs: h.node.board.list(func(j *messages.JobInfo) bool {
+			return caller.Peer() || j.Owner == caller.Name
+		})})
+	case *messages.CancelJob:
+		// A client that knows only the job's id (node cancel): the coordinator's host checks
+		// the caller owns it and passes it on.
+		sub := h.submits[m.JobId]
+		if sub == nil {
+			return
+		}
+		if !owns(ctx, sub, m.OwnerToken) {
+			h.node.guard.drop(dropOwnerPrefix+"CancelJob", 1)
+			return
+		}
+		ctx.Send(actor.NewPID(ctx.Self().Address, HostName+"/"+m.JobId+coordSuffix), &messages.CancelJob{JobId: m.JobId, OwnerToken: sub.OwnerToken})
 	case *childFailed:
 		c, ok := h.children[m.child.Id]
 		if !ok {
@@ -204,8 +230,16 @@ func (h *host) Receive(ctx actor.Context) {
 		if c, ok := h.children[m.Who.Id]; ok {
 			delete(h.children, m.Who.Id)
 			h.reserved -= c.reserve
+			if c.role == "shard" {
+				h.shards--
+			}
 			if h.jobs[c.job]--; h.jobs[c.job] <= 0 {
 				delete(h.jobs, c.job)
+				delete(h.owners, c.job)
+				delete(h.submits, c.job)
+				if len(h.jobs) == 0 {
+					h.idle()
+				}
 			}
 		}
 	}
@@ -223,7 +257,7 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 		refuse("job id %q: want 1 to 64 letters, digits, '-' or '_'", m.JobId)
 		return
 	}
-	if _, dup := h.jobs[m.JobId]; dup {
+	if h.knows(m.JobId) {
 		refuse("job id %q is already in use on node %s", m.JobId, ctx.Self().Address)
 		return
 	}
@@ -231,8 +265,54 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 		refuse("job %s has no spec", m.JobId)
 		return
 	}
+	if max := h.node.cfg.MaxJobs; max > 0 && len(h.jobs) >= max {
+		refuse("node %s runs %d jobs, its limit (serve --max-jobs): try again later", ctx.Self().Address, len(h.jobs))
+		return
+	}
+	caller := callerOf(ctx)
+	m.Owner = caller.Name // who the guard authenticated, whatever the message says
+	if caller.Local() {
+		m.Owner = "local"
+	}
+	if !caller.Peer() && (len(m.OwnerToken) < 16 || len(m.OwnerToken) > maxOwnerToken) {
+		refuse("job %s: a client's submission needs an owner token of 16 to %d characters", m.JobId, maxOwnerToken)
+		return
+	}
 	props := h.node.props(func() actor.Actor { return newCoordinator(h.node, m) })
-	h.spawn(ctx, props, m.JobId, m.JobId+coordSuffix, "coordinator", nil, client, 0, 0)
+	if h.spawn(ctx, props, m.JobId, m.JobId+coordSuffix, "coordinator", nil, client, 0, 0) {
+		h.submits[m.JobId] = m
+		h.owners[m.JobId] = m.Owner
+	}
+}
+
+// knows tells whether the node has anything of a job: actors, standby state, assignments.
+func (h *host) knows(job string) bool {
+	_, a := h.jobs[job]
+	_, b := h.standby[job]
+	_, c := h.epochs[job]
+	return a || b || c
+}
+
+// admitShard checks a shard assignment against the node's limits, whoever sent it: memory,
+// shards and jobs. It returns why the shard cannot be placed here, or "".
+func (h *host) admitShard(m *messages.ShardAssignment, reserve int64) string {
+	cfg, addr := h.node.cfg, h.node.Address()
+	if limit := cfg.Memory; limit > 0 && reserve > limit-h.reserved {
+		return fmt.Sprintf("node %s has %s of its %s free, shard %d needs %s", addr,
+			cluster.FormatBytes(max(limit-h.reserved, 0)), cluster.FormatBytes(limit), m.Shard, cluster.FormatBytes(reserve))
+	}
+	if max := cfg.MaxShards; max > 0 && h.shards >= max {
+		return fmt.Sprintf("node %s holds %d shards, its limit (serve --max-shards)", addr, h.shards)
+	}
+	if _, running := h.jobs[m.JobId]; !running && cfg.MaxJobs > 0 && len(h.jobs) >= cfg.MaxJobs {
+		return fmt.Sprintf("node %s runs %d jobs, its limit (serve --max-jobs)", addr, len(h.jobs))
+	}
+	return ""
+}
+
+// idle gives the memory of ended jobs back to the system once the node has no job left.
+func (h *host) idle() {
+	go debug.FreeOSMemory()
 }
 
 // coordSuffix ends the name of a job's coordinator.
@@ -288,13 +368,21 @@ func shardOf(name string) int64 {
 
 // status is the host's load, as Pong.
 func (h *host) status(ctx actor.Context) *messages.Pong {
+	caller := callerOf(ctx)
 	ids := make([]string, 0, len(h.jobs))
 	for id := range h.jobs {
-		ids = append(ids, id)
+		if caller.Peer() || h.owners[id] == caller.Name {
+			ids = append(ids, id)
+		}
 	}
 	sort.Strings(ids)
-	return &messages.Pong{Address: ctx.Self().Address, Jobs: int64(len(h.jobs)), Actors: int64(len(h.children)), JobIds: ids,
-		Memory: h.node.cfg.Memory, Reserved: h.reserved, Capacity: int64(max(h.node.cfg.Capacity, 1)), Threads: int64(h.node.pool.Workers())}
+	pong := &messages.Pong{Address: ctx.Self().Address, Jobs: int64(len(h.jobs)), Actors: int64(len(h.children)), JobIds: ids,
+		Memory: h.node.cfg.Memory, Reserved: h.reserved, Capacity: int64(max(h.node.cfg.Capacity, 1)), Threads: int64(h.node.pool.Workers()),
+		MaxShards: int64(h.node.cfg.MaxShards), Shards: int64(h.shards)}
+	if caller.Peer() {
+		pong.Drops = dropsSorted(h.node.Drops())
+	}
+	return pong
 }
 
 // spawn starts a child of the host for a job and records it; it tells whether it did.

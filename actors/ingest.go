@@ -24,6 +24,7 @@ type blockStreams struct {
 	by      map[int64]*blockStream // by shard
 	stopped bool
 	wg      sync.WaitGroup // the streams' goroutines, which read src
+	token   string         // the job's owner token, which shards check on every chunk
 }
 
 // blockStream sends one shard its block in chunks, blockWindow at a time.
@@ -69,7 +70,7 @@ func (b *blockStreams) close() {
 // request starts streaming a shard's block. A request repeated for the same shard (a
 // duplicate message) starts nothing; one of a later epoch (the shard was placed anew after a
 // failure) streams the block again.
-func (b *blockStreams) request(system *actor.ActorSystem, self *actor.PID, m *messages.BlockRequest) error {
+func (b *blockStreams) request(system *actor.ActorSystem, self *actor.PID, m *messages.BlockRequest, token string) error {
 	n := int64(b.src.Samples())
 	if m.ColLo < 0 || m.ColHi <= m.ColLo || m.ColHi > n || m.ShardPid == nil {
 		return fmt.Errorf("shard %d asked for samples [%d, %d) of %d", m.Shard, m.ColLo, m.ColHi, n)
@@ -79,6 +80,7 @@ func (b *blockStreams) request(system *actor.ActorSystem, self *actor.PID, m *me
 	if b.stopped {
 		return nil
 	}
+	b.token = token
 	if old, dup := b.by[m.Shard]; dup {
 		if m.Epoch <= old.epoch {
 			return nil
@@ -116,6 +118,9 @@ func (b *blockStreams) ack(m *messages.BlockAck) {
 func (b *blockStreams) send(system *actor.ActorSystem, self *actor.PID, req *messages.BlockRequest, s *blockStream) {
 	to := pidOf(req.ShardPid)
 	sender := wirePid(self)
+	b.mu.Lock()
+	token := b.token
+	b.mu.Unlock()
 	m := int64(b.src.Features())
 	var seq, acked int64
 	emit := func(c *messages.BlockChunk) bool {
@@ -127,7 +132,7 @@ func (b *blockStreams) send(system *actor.ActorSystem, self *actor.PID, req *mes
 				return false
 			}
 		}
-		c.JobId, c.Epoch, c.Shard, c.Seq, c.Sender = req.JobId, req.Epoch, req.Shard, seq, sender
+		c.JobId, c.Epoch, c.Shard, c.Seq, c.Sender, c.OwnerToken = req.JobId, req.Epoch, req.Shard, seq, sender, token
 		seq++
 		system.Root.Send(to, c)
 		return true

@@ -163,7 +163,7 @@ func TestStreamFlowControl(t *testing.T) {
 	var got, last atomic.Int64
 	shard := lc.Nodes[1].System().Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return chunkCounter{&got, &last} }))
 	req := &messages.BlockRequest{JobId: "flow", Epoch: 1, Shard: 0, ColLo: 0, ColHi: 200, ShardPid: wirePid(shard)}
-	if err := streams.request(lc.Nodes[0].System(), cl.pid, req); err != nil {
+	if err := streams.request(lc.Nodes[0].System(), cl.pid, req, ""); err != nil {
 		t.Fatal(err)
 	}
 	settle := func(want int64) {
@@ -186,7 +186,7 @@ func TestStreamFlowControl(t *testing.T) {
 
 func TestShardFootprint(t *testing.T) {
 	const m, cols, k = 100, 1000, 4
-	rest := int64(8*4*cols*k + 8*8*m*k + 8*4*k*k)
+	rest := int64(shardOverhead + 8*4*cols*k + 8*8*m*k + 8*4*k*k)
 	for _, c := range []struct {
 		name    string
 		density float64

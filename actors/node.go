@@ -64,9 +64,13 @@ type NodeConfig struct {
 	Logger *slog.Logger
 	// Faults injects faults for tests (nil: none).
 	Faults *Faults
-	// TLS, when set, makes the remote speak mutual TLS: it accepts only peers with a
-	// certificate signed by the cluster's authority and presents its own.
+	// TLS makes the remote speak mutual TLS: it accepts only parties with a certificate
+	// signed by the cluster's authority (see pki: certificate files, or credentials derived
+	// from a cluster secret) and presents its own. A node needs it unless Insecure.
 	TLS *pki.Config
+	// Insecure runs the remote without authentication: every party that reaches the port is
+	// a peer. Only for networks where everyone who can connect is trusted.
+	Insecure bool
 	// Advertise is the host other nodes reach this one at, when it binds a wildcard address.
 	Advertise string
 	// Members, when set, is the cluster's membership: a job submitted without a node list is
@@ -85,6 +89,34 @@ type NodeConfig struct {
 	// Partition, when set, drops every message the node's actors send to an address it
 	// blocks (tests of network partitions; see cluster.Partition).
 	Partition Partition
+	// Lease is how long a job coordinated here goes on without word from its client (a
+	// LeaseRenew) before it is canceled everywhere; detached jobs have none. 0 means
+	// DefaultLease, negative no lease.
+	Lease time.Duration
+	// MaxJobTime caps the wall time of every job coordinated here (0: no cap).
+	MaxJobTime time.Duration
+	// MaxShards caps the shards living on the node at once (0: DefaultMaxShards; negative:
+	// no cap), MaxJobs the jobs with actors on it (0: DefaultMaxJobs; negative: no cap).
+	MaxShards int
+	MaxJobs   int
+}
+
+// Defaults of NodeConfig's limits.
+const (
+	DefaultLease     = 10 * time.Second
+	DefaultMaxShards = 4096
+	DefaultMaxJobs   = 64
+)
+
+// limitOr returns v, or def when v is 0; a negative v means no limit (0 is returned).
+func limitOr(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
 }
 
 // Partition tells whether traffic between two addresses is cut.
@@ -179,7 +211,14 @@ type Node struct {
 
 	blocksMu sync.Mutex
 	blocks   map[string]kernels.Block // shards' blocks of X by actor name, kept across restarts
+
+	guard *guard
+	board jobBoard
 }
+
+// Drops returns how many messages from the network the node dropped, by cause: malformed,
+// unauthenticated, sent by a role that may not send them, about a job the sender does not own.
+func (n *Node) Drops() map[string]int64 { return n.guard.Drops() }
 
 // keepBlock keeps a shard's block of X on the node, so that a restarted or rolled-back shard
 // does not read (or have streamed) it again.
@@ -212,6 +251,14 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
 	}
+	cfg.MaxShards = limitOr(cfg.MaxShards, DefaultMaxShards)
+	cfg.MaxJobs = limitOr(cfg.MaxJobs, DefaultMaxJobs)
+	if cfg.Lease == 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.TLS == nil && !cfg.Insecure {
+		return nil, fmt.Errorf("node %s: no credentials: give TLS (certificates, or derived from a cluster secret) or set Insecure", cfg.Host)
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -226,7 +273,8 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	serverOpts := []grpc.ServerOption{grpc.MaxRecvMsgSize(maxGRPCMessage), grpc.MaxSendMsgSize(maxGRPCMessage)}
+	g := newGuard(cfg.TLS == nil, logger)
+	serverOpts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxGRPCMessage), grpc.MaxSendMsgSize(maxGRPCMessage)}, g.serverOptions()...)
 	creds := insecure.NewCredentials()
 	if cfg.TLS != nil {
 		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(cfg.TLS.Server)))
@@ -247,7 +295,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if err := startRemote(r); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, blocks: map[string]kernels.Block{}}
+	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, blocks: map[string]kernels.Block{}, guard: g}
 	dir := cfg.DataDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "didnmf-node-"); err != nil {
@@ -326,7 +374,9 @@ func (n *Node) Checkpoints() *checkpoint.Store { return n.store }
 
 // LocalCluster is several nodes on loopback in one process.
 type LocalCluster struct {
-	Nodes   []*Node
+	Nodes []*Node
+	// TLS is the credentials its nodes share (made for it unless the config gave some).
+	TLS     *pki.Config
 	pool    *kernels.Pool
 	ownPool bool
 }
@@ -338,6 +388,21 @@ func StartLocalCluster(n int, cfg NodeConfig) (*LocalCluster, error) {
 		return nil, fmt.Errorf("--nodes must be >= 1, got %d", n)
 	}
 	c := &LocalCluster{pool: cfg.Pool}
+	if cfg.TLS == nil && !cfg.Insecure {
+		// Credentials of their own: a fresh secret that nothing outside this process knows.
+		ca, err := pki.CAFromSecret(pki.NewSecret())
+		if err == nil {
+			host := cfg.Host
+			if host == "" {
+				host = "127.0.0.1"
+			}
+			cfg.TLS, err = ca.Credentials("local", []string{host}, pki.RolePeer)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("local cluster credentials: %w", err)
+		}
+	}
+	c.TLS = cfg.TLS
 	if c.pool == nil {
 		c.pool = kernels.NewPool(cfg.Threads)
 		c.ownPool = true

@@ -126,9 +126,13 @@ func (s *shard) Receive(ctx actor.Context) {
 			s.finish(ctx, kernels.StopTimeLimit)
 		}
 	case *messages.ResultAck:
-		s.ack(ctx, m)
+		if s.node.ownerOK(ctx, "ResultAck", m.OwnerToken, s.a.OwnerToken) {
+			s.ack(ctx, m)
+		}
 	case *messages.BlockChunk:
-		s.blockChunk(ctx, m)
+		if s.node.ownerOK(ctx, "BlockChunk", m.OwnerToken, s.a.OwnerToken) {
+			s.blockChunk(ctx, m)
+		}
 	}
 }
 

@@ -212,6 +212,11 @@ type JobSpec struct {
 	// For a streamed job: the entries the input stores, when known (sparse inputs); lets the
 	// coordinator estimate the shards' memory.
 	StoredEntries int64 `protobuf:"varint,21,opt,name=stored_entries,json=storedEntries,proto3" json:"stored_entries,omitempty"`
+	// Detached: the job does not end when its client stops renewing its lease (with
+	// out_shared, where the coordinator writes the factors and the report).
+	Detached bool `protobuf:"varint,22,opt,name=detached,proto3" json:"detached,omitempty"`
+	// Overwrite: out_shared's files may replace files that exist (otherwise the job refuses).
+	Overwrite     bool `protobuf:"varint,23,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -393,6 +398,20 @@ func (x *JobSpec) GetStoredEntries() int64 {
 	return 0
 }
 
+func (x *JobSpec) GetDetached() bool {
+	if x != nil {
+		return x.Detached
+	}
+	return false
+}
+
+func (x *JobSpec) GetOverwrite() bool {
+	if x != nil {
+		return x.Overwrite
+	}
+	return false
+}
+
 // SubmitJob asks a node's host to start a coordinator for a job.
 type SubmitJob struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -400,7 +419,12 @@ type SubmitJob struct {
 	// The client actor that receives progress and results.
 	Client *Pid `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
 	// The job's id, chosen by the client (letters, digits, '-', '_'; at most 64).
-	JobId         string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	JobId string `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// A random token made by the client at submission, never gossiped: it proves ownership of
+	// the job in CancelJob, LeaseRenew, ResultAck and BlockChunk.
+	OwnerToken string `protobuf:"bytes,4,opt,name=owner_token,json=ownerToken,proto3" json:"owner_token,omitempty"`
+	// The owner's name, as the guard authenticated it (set by the host, not the client).
+	Owner         string `protobuf:"bytes,5,opt,name=owner,proto3" json:"owner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -452,6 +476,20 @@ func (x *SubmitJob) GetClient() *Pid {
 func (x *SubmitJob) GetJobId() string {
 	if x != nil {
 		return x.JobId
+	}
+	return ""
+}
+
+func (x *SubmitJob) GetOwnerToken() string {
+	if x != nil {
+		return x.OwnerToken
+	}
+	return ""
+}
+
+func (x *SubmitJob) GetOwner() string {
+	if x != nil {
+		return x.Owner
 	}
 	return ""
 }
@@ -597,10 +635,13 @@ func (x *JobError) GetKind() string {
 	return ""
 }
 
-// CancelJob asks the coordinator to stop a job and free its actors.
+// CancelJob asks the coordinator to stop a job and free its actors (sent to the coordinator,
+// or to any host, which passes it on). Only the job's owner may: the owner token, or a
+// client authenticated under the owner's name.
 type CancelJob struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	OwnerToken    string                 `protobuf:"bytes,2,opt,name=owner_token,json=ownerToken,proto3" json:"owner_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -642,6 +683,300 @@ func (x *CancelJob) GetJobId() string {
 	return ""
 }
 
+func (x *CancelJob) GetOwnerToken() string {
+	if x != nil {
+		return x.OwnerToken
+	}
+	return ""
+}
+
+// LeaseRenew tells a job's coordinator that its client is still there; a job whose client
+// stops renewing for the lease period is canceled (unless detached).
+type LeaseRenew struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	OwnerToken    string                 `protobuf:"bytes,2,opt,name=owner_token,json=ownerToken,proto3" json:"owner_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseRenew) Reset() {
+	*x = LeaseRenew{}
+	mi := &file_didnmf_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseRenew) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseRenew) ProtoMessage() {}
+
+func (x *LeaseRenew) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseRenew.ProtoReflect.Descriptor instead.
+func (*LeaseRenew) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *LeaseRenew) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *LeaseRenew) GetOwnerToken() string {
+	if x != nil {
+		return x.OwnerToken
+	}
+	return ""
+}
+
+// ListJobs asks a host for the jobs it coordinates; it answers with JobList. A client sees
+// only its own jobs, a peer all.
+type ListJobs struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListJobs) Reset() {
+	*x = ListJobs{}
+	mi := &file_didnmf_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListJobs) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListJobs) ProtoMessage() {}
+
+func (x *ListJobs) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListJobs.ProtoReflect.Descriptor instead.
+func (*ListJobs) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{8}
+}
+
+// JobInfo is one job as ListJobs reports it.
+type JobInfo struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	JobId       string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Owner       string                 `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	Coordinator string                 `protobuf:"bytes,3,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	Algorithm   string                 `protobuf:"bytes,4,opt,name=algorithm,proto3" json:"algorithm,omitempty"`
+	Rank        int64                  `protobuf:"varint,5,opt,name=rank,proto3" json:"rank,omitempty"`
+	Shards      int64                  `protobuf:"varint,6,opt,name=shards,proto3" json:"shards,omitempty"`
+	Iteration   int64                  `protobuf:"varint,7,opt,name=iteration,proto3" json:"iteration,omitempty"`
+	MaxIter     int64                  `protobuf:"varint,8,opt,name=max_iter,json=maxIter,proto3" json:"max_iter,omitempty"`
+	Seconds     float64                `protobuf:"fixed64,9,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	Objective   float64                `protobuf:"fixed64,10,opt,name=objective,proto3" json:"objective,omitempty"`
+	Ratio       float64                `protobuf:"fixed64,11,opt,name=ratio,proto3" json:"ratio,omitempty"`
+	Detached    bool                   `protobuf:"varint,12,opt,name=detached,proto3" json:"detached,omitempty"`
+	// State: "placing", "running", "recovering", "paused".
+	State         string `protobuf:"bytes,13,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobInfo) Reset() {
+	*x = JobInfo{}
+	mi := &file_didnmf_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobInfo) ProtoMessage() {}
+
+func (x *JobInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
+func (*JobInfo) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *JobInfo) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *JobInfo) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *JobInfo) GetCoordinator() string {
+	if x != nil {
+		return x.Coordinator
+	}
+	return ""
+}
+
+func (x *JobInfo) GetAlgorithm() string {
+	if x != nil {
+		return x.Algorithm
+	}
+	return ""
+}
+
+func (x *JobInfo) GetRank() int64 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *JobInfo) GetShards() int64 {
+	if x != nil {
+		return x.Shards
+	}
+	return 0
+}
+
+func (x *JobInfo) GetIteration() int64 {
+	if x != nil {
+		return x.Iteration
+	}
+	return 0
+}
+
+func (x *JobInfo) GetMaxIter() int64 {
+	if x != nil {
+		return x.MaxIter
+	}
+	return 0
+}
+
+func (x *JobInfo) GetSeconds() float64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
+func (x *JobInfo) GetObjective() float64 {
+	if x != nil {
+		return x.Objective
+	}
+	return 0
+}
+
+func (x *JobInfo) GetRatio() float64 {
+	if x != nil {
+		return x.Ratio
+	}
+	return 0
+}
+
+func (x *JobInfo) GetDetached() bool {
+	if x != nil {
+		return x.Detached
+	}
+	return false
+}
+
+func (x *JobInfo) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+// JobList answers ListJobs.
+type JobList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Address       string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	Jobs          []*JobInfo             `protobuf:"bytes,2,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobList) Reset() {
+	*x = JobList{}
+	mi := &file_didnmf_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobList) ProtoMessage() {}
+
+func (x *JobList) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobList.ProtoReflect.Descriptor instead.
+func (*JobList) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *JobList) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *JobList) GetJobs() []*JobInfo {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
 // Ping asks a host whether it is alive; it answers with Pong.
 type Ping struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -652,7 +987,7 @@ type Ping struct {
 
 func (x *Ping) Reset() {
 	*x = Ping{}
-	mi := &file_didnmf_proto_msgTypes[7]
+	mi := &file_didnmf_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -664,7 +999,7 @@ func (x *Ping) String() string {
 func (*Ping) ProtoMessage() {}
 
 func (x *Ping) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[7]
+	mi := &file_didnmf_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -677,7 +1012,7 @@ func (x *Ping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ping.ProtoReflect.Descriptor instead.
 func (*Ping) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{7}
+	return file_didnmf_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Ping) GetNonce() uint64 {
@@ -701,15 +1036,21 @@ type Pong struct {
 	Memory   int64 `protobuf:"varint,6,opt,name=memory,proto3" json:"memory,omitempty"`
 	Reserved int64 `protobuf:"varint,7,opt,name=reserved,proto3" json:"reserved,omitempty"`
 	// Placement weight and worker threads.
-	Capacity      int64 `protobuf:"varint,8,opt,name=capacity,proto3" json:"capacity,omitempty"`
-	Threads       int64 `protobuf:"varint,9,opt,name=threads,proto3" json:"threads,omitempty"`
+	Capacity int64 `protobuf:"varint,8,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	Threads  int64 `protobuf:"varint,9,opt,name=threads,proto3" json:"threads,omitempty"`
+	// Messages from the network the node dropped, by cause (see actors.Node.Drops), as
+	// "cause=count"; only peers are told.
+	Drops []string `protobuf:"bytes,10,rep,name=drops,proto3" json:"drops,omitempty"`
+	// Most shards the node takes (0: no limit).
+	MaxShards     int64 `protobuf:"varint,11,opt,name=max_shards,json=maxShards,proto3" json:"max_shards,omitempty"`
+	Shards        int64 `protobuf:"varint,12,opt,name=shards,proto3" json:"shards,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Pong) Reset() {
 	*x = Pong{}
-	mi := &file_didnmf_proto_msgTypes[8]
+	mi := &file_didnmf_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -721,7 +1062,7 @@ func (x *Pong) String() string {
 func (*Pong) ProtoMessage() {}
 
 func (x *Pong) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[8]
+	mi := &file_didnmf_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -734,7 +1075,7 @@ func (x *Pong) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pong.ProtoReflect.Descriptor instead.
 func (*Pong) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{8}
+	return file_didnmf_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Pong) GetNonce() uint64 {
@@ -800,6 +1141,27 @@ func (x *Pong) GetThreads() int64 {
 	return 0
 }
 
+func (x *Pong) GetDrops() []string {
+	if x != nil {
+		return x.Drops
+	}
+	return nil
+}
+
+func (x *Pong) GetMaxShards() int64 {
+	if x != nil {
+		return x.MaxShards
+	}
+	return 0
+}
+
+func (x *Pong) GetShards() int64 {
+	if x != nil {
+		return x.Shards
+	}
+	return 0
+}
+
 // HostStatus asks a host for its job actors; it answers with Pong.
 type HostStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -809,7 +1171,7 @@ type HostStatus struct {
 
 func (x *HostStatus) Reset() {
 	*x = HostStatus{}
-	mi := &file_didnmf_proto_msgTypes[9]
+	mi := &file_didnmf_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +1183,7 @@ func (x *HostStatus) String() string {
 func (*HostStatus) ProtoMessage() {}
 
 func (x *HostStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[9]
+	mi := &file_didnmf_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +1196,7 @@ func (x *HostStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostStatus.ProtoReflect.Descriptor instead.
 func (*HostStatus) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{9}
+	return file_didnmf_proto_rawDescGZIP(), []int{13}
 }
 
 // ShardAssignment tells a host to start one shard of a job.
@@ -862,14 +1224,18 @@ type ShardAssignment struct {
 	ResumeFrom int64 `protobuf:"varint,14,opt,name=resume_from,json=resumeFrom,proto3" json:"resume_from,omitempty"`
 	// Other nodes (actor addresses) that may hold a copy of that checkpoint: the shard's node
 	// and buddy before a re-placement.
-	CheckpointAt  []string `protobuf:"bytes,15,rep,name=checkpoint_at,json=checkpointAt,proto3" json:"checkpoint_at,omitempty"`
+	CheckpointAt []string `protobuf:"bytes,15,rep,name=checkpoint_at,json=checkpointAt,proto3" json:"checkpoint_at,omitempty"`
+	// The job's owner token: the shard accepts ResultAck and BlockChunk only with it; and the
+	// owner's name (a client sees its own jobs in status).
+	OwnerToken    string `protobuf:"bytes,16,opt,name=owner_token,json=ownerToken,proto3" json:"owner_token,omitempty"`
+	Owner         string `protobuf:"bytes,17,opt,name=owner,proto3" json:"owner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ShardAssignment) Reset() {
 	*x = ShardAssignment{}
-	mi := &file_didnmf_proto_msgTypes[10]
+	mi := &file_didnmf_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -881,7 +1247,7 @@ func (x *ShardAssignment) String() string {
 func (*ShardAssignment) ProtoMessage() {}
 
 func (x *ShardAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[10]
+	mi := &file_didnmf_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -894,7 +1260,7 @@ func (x *ShardAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardAssignment.ProtoReflect.Descriptor instead.
 func (*ShardAssignment) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{10}
+	return file_didnmf_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ShardAssignment) GetJobId() string {
@@ -1002,6 +1368,20 @@ func (x *ShardAssignment) GetCheckpointAt() []string {
 	return nil
 }
 
+func (x *ShardAssignment) GetOwnerToken() string {
+	if x != nil {
+		return x.OwnerToken
+	}
+	return ""
+}
+
+func (x *ShardAssignment) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
 // ReducerAssignment tells a host to start one node of a job's reduce tree, covering shards
 // [lo, hi); its children are either shards (level 1) or reducers, in id order.
 type ReducerAssignment struct {
@@ -1024,7 +1404,7 @@ type ReducerAssignment struct {
 
 func (x *ReducerAssignment) Reset() {
 	*x = ReducerAssignment{}
-	mi := &file_didnmf_proto_msgTypes[11]
+	mi := &file_didnmf_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1036,7 +1416,7 @@ func (x *ReducerAssignment) String() string {
 func (*ReducerAssignment) ProtoMessage() {}
 
 func (x *ReducerAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[11]
+	mi := &file_didnmf_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1049,7 +1429,7 @@ func (x *ReducerAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReducerAssignment.ProtoReflect.Descriptor instead.
 func (*ReducerAssignment) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{11}
+	return file_didnmf_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ReducerAssignment) GetJobId() string {
@@ -1146,7 +1526,7 @@ type Placed struct {
 
 func (x *Placed) Reset() {
 	*x = Placed{}
-	mi := &file_didnmf_proto_msgTypes[12]
+	mi := &file_didnmf_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1538,7 @@ func (x *Placed) String() string {
 func (*Placed) ProtoMessage() {}
 
 func (x *Placed) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[12]
+	mi := &file_didnmf_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1551,7 @@ func (x *Placed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placed.ProtoReflect.Descriptor instead.
 func (*Placed) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{12}
+	return file_didnmf_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Placed) GetJobId() string {
@@ -1250,7 +1630,7 @@ type StartJob struct {
 
 func (x *StartJob) Reset() {
 	*x = StartJob{}
-	mi := &file_didnmf_proto_msgTypes[13]
+	mi := &file_didnmf_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1642,7 @@ func (x *StartJob) String() string {
 func (*StartJob) ProtoMessage() {}
 
 func (x *StartJob) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[13]
+	mi := &file_didnmf_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1655,7 @@ func (x *StartJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartJob.ProtoReflect.Descriptor instead.
 func (*StartJob) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{13}
+	return file_didnmf_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StartJob) GetJobId() string {
@@ -1311,7 +1691,7 @@ type Grant struct {
 
 func (x *Grant) Reset() {
 	*x = Grant{}
-	mi := &file_didnmf_proto_msgTypes[14]
+	mi := &file_didnmf_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1703,7 @@ func (x *Grant) String() string {
 func (*Grant) ProtoMessage() {}
 
 func (x *Grant) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[14]
+	mi := &file_didnmf_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1716,7 @@ func (x *Grant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grant.ProtoReflect.Descriptor instead.
 func (*Grant) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{14}
+	return file_didnmf_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Grant) GetJobId() string {
@@ -1372,7 +1752,7 @@ type Finish struct {
 
 func (x *Finish) Reset() {
 	*x = Finish{}
-	mi := &file_didnmf_proto_msgTypes[15]
+	mi := &file_didnmf_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1384,7 +1764,7 @@ func (x *Finish) String() string {
 func (*Finish) ProtoMessage() {}
 
 func (x *Finish) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[15]
+	mi := &file_didnmf_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1777,7 @@ func (x *Finish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finish.ProtoReflect.Descriptor instead.
 func (*Finish) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{15}
+	return file_didnmf_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Finish) GetJobId() string {
@@ -1435,7 +1815,7 @@ type StopJob struct {
 
 func (x *StopJob) Reset() {
 	*x = StopJob{}
-	mi := &file_didnmf_proto_msgTypes[16]
+	mi := &file_didnmf_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1827,7 @@ func (x *StopJob) String() string {
 func (*StopJob) ProtoMessage() {}
 
 func (x *StopJob) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[16]
+	mi := &file_didnmf_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1840,7 @@ func (x *StopJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopJob.ProtoReflect.Descriptor instead.
 func (*StopJob) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{16}
+	return file_didnmf_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StopJob) GetJobId() string {
@@ -1508,7 +1888,7 @@ type Partial struct {
 
 func (x *Partial) Reset() {
 	*x = Partial{}
-	mi := &file_didnmf_proto_msgTypes[17]
+	mi := &file_didnmf_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1520,7 +1900,7 @@ func (x *Partial) String() string {
 func (*Partial) ProtoMessage() {}
 
 func (x *Partial) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[17]
+	mi := &file_didnmf_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1533,7 +1913,7 @@ func (x *Partial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partial.ProtoReflect.Descriptor instead.
 func (*Partial) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{17}
+	return file_didnmf_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Partial) GetJobId() string {
@@ -1669,7 +2049,7 @@ type Reduced struct {
 
 func (x *Reduced) Reset() {
 	*x = Reduced{}
-	mi := &file_didnmf_proto_msgTypes[18]
+	mi := &file_didnmf_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1681,7 +2061,7 @@ func (x *Reduced) String() string {
 func (*Reduced) ProtoMessage() {}
 
 func (x *Reduced) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[18]
+	mi := &file_didnmf_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1694,7 +2074,7 @@ func (x *Reduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reduced.ProtoReflect.Descriptor instead.
 func (*Reduced) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{18}
+	return file_didnmf_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Reduced) GetJobId() string {
@@ -1794,7 +2174,7 @@ type IterationDone struct {
 
 func (x *IterationDone) Reset() {
 	*x = IterationDone{}
-	mi := &file_didnmf_proto_msgTypes[19]
+	mi := &file_didnmf_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1806,7 +2186,7 @@ func (x *IterationDone) String() string {
 func (*IterationDone) ProtoMessage() {}
 
 func (x *IterationDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[19]
+	mi := &file_didnmf_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1819,7 +2199,7 @@ func (x *IterationDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IterationDone.ProtoReflect.Descriptor instead.
 func (*IterationDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{19}
+	return file_didnmf_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *IterationDone) GetJobId() string {
@@ -1902,7 +2282,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_didnmf_proto_msgTypes[20]
+	mi := &file_didnmf_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1914,7 +2294,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[20]
+	mi := &file_didnmf_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1927,7 +2307,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{20}
+	return file_didnmf_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Progress) GetJobId() string {
@@ -1992,7 +2372,7 @@ type Counters struct {
 
 func (x *Counters) Reset() {
 	*x = Counters{}
-	mi := &file_didnmf_proto_msgTypes[21]
+	mi := &file_didnmf_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2384,7 @@ func (x *Counters) String() string {
 func (*Counters) ProtoMessage() {}
 
 func (x *Counters) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[21]
+	mi := &file_didnmf_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2397,7 @@ func (x *Counters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Counters.ProtoReflect.Descriptor instead.
 func (*Counters) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{21}
+	return file_didnmf_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Counters) GetMessages() int64 {
@@ -2095,7 +2475,7 @@ type ShardDone struct {
 
 func (x *ShardDone) Reset() {
 	*x = ShardDone{}
-	mi := &file_didnmf_proto_msgTypes[22]
+	mi := &file_didnmf_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2107,7 +2487,7 @@ func (x *ShardDone) String() string {
 func (*ShardDone) ProtoMessage() {}
 
 func (x *ShardDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[22]
+	mi := &file_didnmf_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2120,7 +2500,7 @@ func (x *ShardDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardDone.ProtoReflect.Descriptor instead.
 func (*ShardDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{22}
+	return file_didnmf_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ShardDone) GetJobId() string {
@@ -2200,7 +2580,7 @@ type ReducerDone struct {
 
 func (x *ReducerDone) Reset() {
 	*x = ReducerDone{}
-	mi := &file_didnmf_proto_msgTypes[23]
+	mi := &file_didnmf_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2212,7 +2592,7 @@ func (x *ReducerDone) String() string {
 func (*ReducerDone) ProtoMessage() {}
 
 func (x *ReducerDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[23]
+	mi := &file_didnmf_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2225,7 +2605,7 @@ func (x *ReducerDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReducerDone.ProtoReflect.Descriptor instead.
 func (*ReducerDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{23}
+	return file_didnmf_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReducerDone) GetJobId() string {
@@ -2286,7 +2666,7 @@ type ResultChunk struct {
 
 func (x *ResultChunk) Reset() {
 	*x = ResultChunk{}
-	mi := &file_didnmf_proto_msgTypes[24]
+	mi := &file_didnmf_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2678,7 @@ func (x *ResultChunk) String() string {
 func (*ResultChunk) ProtoMessage() {}
 
 func (x *ResultChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[24]
+	mi := &file_didnmf_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2691,7 @@ func (x *ResultChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultChunk.ProtoReflect.Descriptor instead.
 func (*ResultChunk) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{24}
+	return file_didnmf_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ResultChunk) GetJobId() string {
@@ -2406,13 +2786,14 @@ type ResultAck struct {
 	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	Shard         int64                  `protobuf:"varint,3,opt,name=shard,proto3" json:"shard,omitempty"`
 	Chunk         int32                  `protobuf:"varint,4,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	OwnerToken    string                 `protobuf:"bytes,5,opt,name=owner_token,json=ownerToken,proto3" json:"owner_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ResultAck) Reset() {
 	*x = ResultAck{}
-	mi := &file_didnmf_proto_msgTypes[25]
+	mi := &file_didnmf_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2424,7 +2805,7 @@ func (x *ResultAck) String() string {
 func (*ResultAck) ProtoMessage() {}
 
 func (x *ResultAck) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[25]
+	mi := &file_didnmf_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2437,7 +2818,7 @@ func (x *ResultAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultAck.ProtoReflect.Descriptor instead.
 func (*ResultAck) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{25}
+	return file_didnmf_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ResultAck) GetJobId() string {
@@ -2468,6 +2849,13 @@ func (x *ResultAck) GetChunk() int32 {
 	return 0
 }
 
+func (x *ResultAck) GetOwnerToken() string {
+	if x != nil {
+		return x.OwnerToken
+	}
+	return ""
+}
+
 // HistoryPoint is one entry of a job's history.
 type HistoryPoint struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2480,7 +2868,7 @@ type HistoryPoint struct {
 
 func (x *HistoryPoint) Reset() {
 	*x = HistoryPoint{}
-	mi := &file_didnmf_proto_msgTypes[26]
+	mi := &file_didnmf_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2492,7 +2880,7 @@ func (x *HistoryPoint) String() string {
 func (*HistoryPoint) ProtoMessage() {}
 
 func (x *HistoryPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[26]
+	mi := &file_didnmf_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2505,7 +2893,7 @@ func (x *HistoryPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryPoint.ProtoReflect.Descriptor instead.
 func (*HistoryPoint) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{26}
+	return file_didnmf_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *HistoryPoint) GetIteration() int64 {
@@ -2563,7 +2951,7 @@ type JobResult struct {
 
 func (x *JobResult) Reset() {
 	*x = JobResult{}
-	mi := &file_didnmf_proto_msgTypes[27]
+	mi := &file_didnmf_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +2963,7 @@ func (x *JobResult) String() string {
 func (*JobResult) ProtoMessage() {}
 
 func (x *JobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[27]
+	mi := &file_didnmf_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +2976,7 @@ func (x *JobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
 func (*JobResult) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{27}
+	return file_didnmf_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *JobResult) GetJobId() string {
@@ -2758,7 +3146,7 @@ type Recovery struct {
 
 func (x *Recovery) Reset() {
 	*x = Recovery{}
-	mi := &file_didnmf_proto_msgTypes[28]
+	mi := &file_didnmf_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2770,7 +3158,7 @@ func (x *Recovery) String() string {
 func (*Recovery) ProtoMessage() {}
 
 func (x *Recovery) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[28]
+	mi := &file_didnmf_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2783,7 +3171,7 @@ func (x *Recovery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recovery.ProtoReflect.Descriptor instead.
 func (*Recovery) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{28}
+	return file_didnmf_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Recovery) GetEpoch() uint64 {
@@ -2844,7 +3232,7 @@ type BlockRequest struct {
 
 func (x *BlockRequest) Reset() {
 	*x = BlockRequest{}
-	mi := &file_didnmf_proto_msgTypes[29]
+	mi := &file_didnmf_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2856,7 +3244,7 @@ func (x *BlockRequest) String() string {
 func (*BlockRequest) ProtoMessage() {}
 
 func (x *BlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[29]
+	mi := &file_didnmf_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2869,7 +3257,7 @@ func (x *BlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockRequest.ProtoReflect.Descriptor instead.
 func (*BlockRequest) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{29}
+	return file_didnmf_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *BlockRequest) GetJobId() string {
@@ -2933,13 +3321,14 @@ type BlockChunk struct {
 	RowIdx        []int32                `protobuf:"varint,10,rep,packed,name=row_idx,json=rowIdx,proto3" json:"row_idx,omitempty"`
 	Error         string                 `protobuf:"bytes,11,opt,name=error,proto3" json:"error,omitempty"`
 	Sender        *Pid                   `protobuf:"bytes,12,opt,name=sender,proto3" json:"sender,omitempty"`
+	OwnerToken    string                 `protobuf:"bytes,13,opt,name=owner_token,json=ownerToken,proto3" json:"owner_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BlockChunk) Reset() {
 	*x = BlockChunk{}
-	mi := &file_didnmf_proto_msgTypes[30]
+	mi := &file_didnmf_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2951,7 +3340,7 @@ func (x *BlockChunk) String() string {
 func (*BlockChunk) ProtoMessage() {}
 
 func (x *BlockChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[30]
+	mi := &file_didnmf_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2964,7 +3353,7 @@ func (x *BlockChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockChunk.ProtoReflect.Descriptor instead.
 func (*BlockChunk) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{30}
+	return file_didnmf_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *BlockChunk) GetJobId() string {
@@ -3051,6 +3440,13 @@ func (x *BlockChunk) GetSender() *Pid {
 	return nil
 }
 
+func (x *BlockChunk) GetOwnerToken() string {
+	if x != nil {
+		return x.OwnerToken
+	}
+	return ""
+}
+
 // BlockAck acknowledges BlockChunk messages up to and including `seq`, giving the client
 // credit to send more (flow control).
 type BlockAck struct {
@@ -3064,7 +3460,7 @@ type BlockAck struct {
 
 func (x *BlockAck) Reset() {
 	*x = BlockAck{}
-	mi := &file_didnmf_proto_msgTypes[31]
+	mi := &file_didnmf_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3076,7 +3472,7 @@ func (x *BlockAck) String() string {
 func (*BlockAck) ProtoMessage() {}
 
 func (x *BlockAck) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[31]
+	mi := &file_didnmf_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3089,7 +3485,7 @@ func (x *BlockAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockAck.ProtoReflect.Descriptor instead.
 func (*BlockAck) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{31}
+	return file_didnmf_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BlockAck) GetJobId() string {
@@ -3130,7 +3526,7 @@ type CheckpointDone struct {
 
 func (x *CheckpointDone) Reset() {
 	*x = CheckpointDone{}
-	mi := &file_didnmf_proto_msgTypes[32]
+	mi := &file_didnmf_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3142,7 +3538,7 @@ func (x *CheckpointDone) String() string {
 func (*CheckpointDone) ProtoMessage() {}
 
 func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[32]
+	mi := &file_didnmf_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3155,7 +3551,7 @@ func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDone.ProtoReflect.Descriptor instead.
 func (*CheckpointDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{32}
+	return file_didnmf_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CheckpointDone) GetJobId() string {
@@ -3220,7 +3616,7 @@ type CheckpointCopy struct {
 
 func (x *CheckpointCopy) Reset() {
 	*x = CheckpointCopy{}
-	mi := &file_didnmf_proto_msgTypes[33]
+	mi := &file_didnmf_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3232,7 +3628,7 @@ func (x *CheckpointCopy) String() string {
 func (*CheckpointCopy) ProtoMessage() {}
 
 func (x *CheckpointCopy) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[33]
+	mi := &file_didnmf_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3245,7 +3641,7 @@ func (x *CheckpointCopy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCopy.ProtoReflect.Descriptor instead.
 func (*CheckpointCopy) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{33}
+	return file_didnmf_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CheckpointCopy) GetJobId() string {
@@ -3317,7 +3713,7 @@ type CheckpointStored struct {
 
 func (x *CheckpointStored) Reset() {
 	*x = CheckpointStored{}
-	mi := &file_didnmf_proto_msgTypes[34]
+	mi := &file_didnmf_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3329,7 +3725,7 @@ func (x *CheckpointStored) String() string {
 func (*CheckpointStored) ProtoMessage() {}
 
 func (x *CheckpointStored) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[34]
+	mi := &file_didnmf_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3342,7 +3738,7 @@ func (x *CheckpointStored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStored.ProtoReflect.Descriptor instead.
 func (*CheckpointStored) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{34}
+	return file_didnmf_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CheckpointStored) GetJobId() string {
@@ -3387,7 +3783,7 @@ type CheckpointFetch struct {
 
 func (x *CheckpointFetch) Reset() {
 	*x = CheckpointFetch{}
-	mi := &file_didnmf_proto_msgTypes[35]
+	mi := &file_didnmf_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3399,7 +3795,7 @@ func (x *CheckpointFetch) String() string {
 func (*CheckpointFetch) ProtoMessage() {}
 
 func (x *CheckpointFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[35]
+	mi := &file_didnmf_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3412,7 +3808,7 @@ func (x *CheckpointFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFetch.ProtoReflect.Descriptor instead.
 func (*CheckpointFetch) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{35}
+	return file_didnmf_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CheckpointFetch) GetJobId() string {
@@ -3459,7 +3855,7 @@ type ActorFailed struct {
 
 func (x *ActorFailed) Reset() {
 	*x = ActorFailed{}
-	mi := &file_didnmf_proto_msgTypes[36]
+	mi := &file_didnmf_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3471,7 +3867,7 @@ func (x *ActorFailed) String() string {
 func (*ActorFailed) ProtoMessage() {}
 
 func (x *ActorFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[36]
+	mi := &file_didnmf_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3484,7 +3880,7 @@ func (x *ActorFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorFailed.ProtoReflect.Descriptor instead.
 func (*ActorFailed) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{36}
+	return file_didnmf_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ActorFailed) GetJobId() string {
@@ -3558,7 +3954,7 @@ type JobState struct {
 
 func (x *JobState) Reset() {
 	*x = JobState{}
-	mi := &file_didnmf_proto_msgTypes[37]
+	mi := &file_didnmf_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3570,7 +3966,7 @@ func (x *JobState) String() string {
 func (*JobState) ProtoMessage() {}
 
 func (x *JobState) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[37]
+	mi := &file_didnmf_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3583,7 +3979,7 @@ func (x *JobState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobState.ProtoReflect.Descriptor instead.
 func (*JobState) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{37}
+	return file_didnmf_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *JobState) GetSubmit() *SubmitJob {
@@ -3720,7 +4116,7 @@ type CheckpointCommitted struct {
 
 func (x *CheckpointCommitted) Reset() {
 	*x = CheckpointCommitted{}
-	mi := &file_didnmf_proto_msgTypes[38]
+	mi := &file_didnmf_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3732,7 +4128,7 @@ func (x *CheckpointCommitted) String() string {
 func (*CheckpointCommitted) ProtoMessage() {}
 
 func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[38]
+	mi := &file_didnmf_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3745,7 +4141,7 @@ func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCommitted.ProtoReflect.Descriptor instead.
 func (*CheckpointCommitted) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{38}
+	return file_didnmf_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CheckpointCommitted) GetJobId() string {
@@ -3790,7 +4186,7 @@ type CheckpointAt struct {
 
 func (x *CheckpointAt) Reset() {
 	*x = CheckpointAt{}
-	mi := &file_didnmf_proto_msgTypes[39]
+	mi := &file_didnmf_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3802,7 +4198,7 @@ func (x *CheckpointAt) String() string {
 func (*CheckpointAt) ProtoMessage() {}
 
 func (x *CheckpointAt) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[39]
+	mi := &file_didnmf_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3815,7 +4211,7 @@ func (x *CheckpointAt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAt.ProtoReflect.Descriptor instead.
 func (*CheckpointAt) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{39}
+	return file_didnmf_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CheckpointAt) GetJobId() string {
@@ -3852,7 +4248,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bmax_iter\x18\x02 \x01(\x03R\amaxIter\x12,\n" +
 	"\x12time_limit_seconds\x18\x03 \x01(\x01R\x10timeLimitSeconds\x12\x1b\n" +
 	"\tstall_tol\x18\x04 \x01(\x01R\bstallTol\x12!\n" +
-	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\xc6\x04\n" +
+	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\x80\x05\n" +
 	"\aJobSpec\x12\x16\n" +
 	"\x06inputs\x18\x01 \x03(\tR\x06inputs\x12\x16\n" +
 	"\x06layout\x18\x02 \x01(\tR\x06layout\x12\x12\n" +
@@ -3877,11 +4273,16 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x0enatural_layout\x18\x13 \x01(\tR\rnaturalLayout\x12\x1d\n" +
 	"\n" +
 	"out_shared\x18\x14 \x01(\tR\toutShared\x12%\n" +
-	"\x0estored_entries\x18\x15 \x01(\x03R\rstoredEntries\"l\n" +
+	"\x0estored_entries\x18\x15 \x01(\x03R\rstoredEntries\x12\x1a\n" +
+	"\bdetached\x18\x16 \x01(\bR\bdetached\x12\x1c\n" +
+	"\toverwrite\x18\x17 \x01(\bR\toverwrite\"\xa3\x01\n" +
 	"\tSubmitJob\x12#\n" +
 	"\x04spec\x18\x01 \x01(\v2\x0f.didnmf.JobSpecR\x04spec\x12#\n" +
 	"\x06client\x18\x02 \x01(\v2\v.didnmf.PidR\x06client\x12\x15\n" +
-	"\x06job_id\x18\x03 \x01(\tR\x05jobId\"\xa5\x01\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x1f\n" +
+	"\vowner_token\x18\x04 \x01(\tR\n" +
+	"ownerToken\x12\x14\n" +
+	"\x05owner\x18\x05 \x01(\tR\x05owner\"\xa5\x01\n" +
 	"\vJobAccepted\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12-\n" +
 	"\vcoordinator\x18\x02 \x01(\v2\v.didnmf.PidR\vcoordinator\x12\x18\n" +
@@ -3891,11 +4292,38 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bJobError\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
-	"\x04kind\x18\x03 \x01(\tR\x04kind\"\"\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\"C\n" +
 	"\tCancelJob\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"\x1c\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1f\n" +
+	"\vowner_token\x18\x02 \x01(\tR\n" +
+	"ownerToken\"D\n" +
+	"\n" +
+	"LeaseRenew\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1f\n" +
+	"\vowner_token\x18\x02 \x01(\tR\n" +
+	"ownerToken\"\n" +
+	"\n" +
+	"\bListJobs\"\xdb\x02\n" +
+	"\aJobInfo\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
+	"\x05owner\x18\x02 \x01(\tR\x05owner\x12 \n" +
+	"\vcoordinator\x18\x03 \x01(\tR\vcoordinator\x12\x1c\n" +
+	"\talgorithm\x18\x04 \x01(\tR\talgorithm\x12\x12\n" +
+	"\x04rank\x18\x05 \x01(\x03R\x04rank\x12\x16\n" +
+	"\x06shards\x18\x06 \x01(\x03R\x06shards\x12\x1c\n" +
+	"\titeration\x18\a \x01(\x03R\titeration\x12\x19\n" +
+	"\bmax_iter\x18\b \x01(\x03R\amaxIter\x12\x18\n" +
+	"\aseconds\x18\t \x01(\x01R\aseconds\x12\x1c\n" +
+	"\tobjective\x18\n" +
+	" \x01(\x01R\tobjective\x12\x14\n" +
+	"\x05ratio\x18\v \x01(\x01R\x05ratio\x12\x1a\n" +
+	"\bdetached\x18\f \x01(\bR\bdetached\x12\x14\n" +
+	"\x05state\x18\r \x01(\tR\x05state\"H\n" +
+	"\aJobList\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12#\n" +
+	"\x04jobs\x18\x02 \x03(\v2\x0f.didnmf.JobInfoR\x04jobs\"\x1c\n" +
 	"\x04Ping\x12\x14\n" +
-	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\"\xe5\x01\n" +
+	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\"\xb2\x02\n" +
 	"\x04Pong\x12\x14\n" +
 	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x12\n" +
@@ -3905,9 +4333,14 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x06memory\x18\x06 \x01(\x03R\x06memory\x12\x1a\n" +
 	"\breserved\x18\a \x01(\x03R\breserved\x12\x1a\n" +
 	"\bcapacity\x18\b \x01(\x03R\bcapacity\x12\x18\n" +
-	"\athreads\x18\t \x01(\x03R\athreads\"\f\n" +
+	"\athreads\x18\t \x01(\x03R\athreads\x12\x14\n" +
+	"\x05drops\x18\n" +
+	" \x03(\tR\x05drops\x12\x1d\n" +
 	"\n" +
-	"HostStatus\"\xcf\x03\n" +
+	"max_shards\x18\v \x01(\x03R\tmaxShards\x12\x16\n" +
+	"\x06shards\x18\f \x01(\x03R\x06shards\"\f\n" +
+	"\n" +
+	"HostStatus\"\x86\x04\n" +
 	"\x0fShardAssignment\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x14\n" +
@@ -3926,7 +4359,10 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x05buddy\x18\r \x01(\tR\x05buddy\x12\x1f\n" +
 	"\vresume_from\x18\x0e \x01(\x03R\n" +
 	"resumeFrom\x12#\n" +
-	"\rcheckpoint_at\x18\x0f \x03(\tR\fcheckpointAt\"\xae\x02\n" +
+	"\rcheckpoint_at\x18\x0f \x03(\tR\fcheckpointAt\x12\x1f\n" +
+	"\vowner_token\x18\x10 \x01(\tR\n" +
+	"ownerToken\x12\x14\n" +
+	"\x05owner\x18\x11 \x01(\tR\x05owner\"\xae\x02\n" +
 	"\x11ReducerAssignment\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x14\n" +
@@ -4057,12 +4493,14 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bchecksum\x18\n" +
 	" \x01(\rR\bchecksum\x12\x12\n" +
 	"\x04data\x18\v \x03(\x01R\x04data\x12#\n" +
-	"\x06sender\x18\f \x01(\v2\v.didnmf.PidR\x06sender\"b\n" +
+	"\x06sender\x18\f \x01(\v2\v.didnmf.PidR\x06sender\"\x83\x01\n" +
 	"\tResultAck\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
 	"\x05shard\x18\x03 \x01(\x03R\x05shard\x12\x14\n" +
-	"\x05chunk\x18\x04 \x01(\x05R\x05chunk\"\\\n" +
+	"\x05chunk\x18\x04 \x01(\x05R\x05chunk\x12\x1f\n" +
+	"\vowner_token\x18\x05 \x01(\tR\n" +
+	"ownerToken\"\\\n" +
 	"\fHistoryPoint\x12\x1c\n" +
 	"\titeration\x18\x01 \x01(\x03R\titeration\x12\x18\n" +
 	"\aseconds\x18\x02 \x01(\x01R\aseconds\x12\x14\n" +
@@ -4108,7 +4546,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x05shard\x18\x03 \x01(\x03R\x05shard\x12\x15\n" +
 	"\x06col_lo\x18\x04 \x01(\x03R\x05colLo\x12\x15\n" +
 	"\x06col_hi\x18\x05 \x01(\x03R\x05colHi\x12(\n" +
-	"\tshard_pid\x18\x06 \x01(\v2\v.didnmf.PidR\bshardPid\"\xa4\x02\n" +
+	"\tshard_pid\x18\x06 \x01(\v2\v.didnmf.PidR\bshardPid\"\xc5\x02\n" +
 	"\n" +
 	"BlockChunk\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
@@ -4123,7 +4561,9 @@ const file_didnmf_proto_rawDesc = "" +
 	"\arow_idx\x18\n" +
 	" \x03(\x05R\x06rowIdx\x12\x14\n" +
 	"\x05error\x18\v \x01(\tR\x05error\x12#\n" +
-	"\x06sender\x18\f \x01(\v2\v.didnmf.PidR\x06sender\"I\n" +
+	"\x06sender\x18\f \x01(\v2\v.didnmf.PidR\x06sender\x12\x1f\n" +
+	"\vowner_token\x18\r \x01(\tR\n" +
+	"ownerToken\"I\n" +
 	"\bBlockAck\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05shard\x18\x02 \x01(\x03R\x05shard\x12\x10\n" +
@@ -4203,7 +4643,7 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 	return file_didnmf_proto_rawDescData
 }
 
-var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_didnmf_proto_goTypes = []any{
 	(*Pid)(nil),                 // 0: didnmf.Pid
 	(*StopRule)(nil),            // 1: didnmf.StopRule
@@ -4212,72 +4652,77 @@ var file_didnmf_proto_goTypes = []any{
 	(*JobAccepted)(nil),         // 4: didnmf.JobAccepted
 	(*JobError)(nil),            // 5: didnmf.JobError
 	(*CancelJob)(nil),           // 6: didnmf.CancelJob
-	(*Ping)(nil),                // 7: didnmf.Ping
-	(*Pong)(nil),                // 8: didnmf.Pong
-	(*HostStatus)(nil),          // 9: didnmf.HostStatus
-	(*ShardAssignment)(nil),     // 10: didnmf.ShardAssignment
-	(*ReducerAssignment)(nil),   // 11: didnmf.ReducerAssignment
-	(*Placed)(nil),              // 12: didnmf.Placed
-	(*StartJob)(nil),            // 13: didnmf.StartJob
-	(*Grant)(nil),               // 14: didnmf.Grant
-	(*Finish)(nil),              // 15: didnmf.Finish
-	(*StopJob)(nil),             // 16: didnmf.StopJob
-	(*Partial)(nil),             // 17: didnmf.Partial
-	(*Reduced)(nil),             // 18: didnmf.Reduced
-	(*IterationDone)(nil),       // 19: didnmf.IterationDone
-	(*Progress)(nil),            // 20: didnmf.Progress
-	(*Counters)(nil),            // 21: didnmf.Counters
-	(*ShardDone)(nil),           // 22: didnmf.ShardDone
-	(*ReducerDone)(nil),         // 23: didnmf.ReducerDone
-	(*ResultChunk)(nil),         // 24: didnmf.ResultChunk
-	(*ResultAck)(nil),           // 25: didnmf.ResultAck
-	(*HistoryPoint)(nil),        // 26: didnmf.HistoryPoint
-	(*JobResult)(nil),           // 27: didnmf.JobResult
-	(*Recovery)(nil),            // 28: didnmf.Recovery
-	(*BlockRequest)(nil),        // 29: didnmf.BlockRequest
-	(*BlockChunk)(nil),          // 30: didnmf.BlockChunk
-	(*BlockAck)(nil),            // 31: didnmf.BlockAck
-	(*CheckpointDone)(nil),      // 32: didnmf.CheckpointDone
-	(*CheckpointCopy)(nil),      // 33: didnmf.CheckpointCopy
-	(*CheckpointStored)(nil),    // 34: didnmf.CheckpointStored
-	(*CheckpointFetch)(nil),     // 35: didnmf.CheckpointFetch
-	(*ActorFailed)(nil),         // 36: didnmf.ActorFailed
-	(*JobState)(nil),            // 37: didnmf.JobState
-	(*CheckpointCommitted)(nil), // 38: didnmf.CheckpointCommitted
-	(*CheckpointAt)(nil),        // 39: didnmf.CheckpointAt
+	(*LeaseRenew)(nil),          // 7: didnmf.LeaseRenew
+	(*ListJobs)(nil),            // 8: didnmf.ListJobs
+	(*JobInfo)(nil),             // 9: didnmf.JobInfo
+	(*JobList)(nil),             // 10: didnmf.JobList
+	(*Ping)(nil),                // 11: didnmf.Ping
+	(*Pong)(nil),                // 12: didnmf.Pong
+	(*HostStatus)(nil),          // 13: didnmf.HostStatus
+	(*ShardAssignment)(nil),     // 14: didnmf.ShardAssignment
+	(*ReducerAssignment)(nil),   // 15: didnmf.ReducerAssignment
+	(*Placed)(nil),              // 16: didnmf.Placed
+	(*StartJob)(nil),            // 17: didnmf.StartJob
+	(*Grant)(nil),               // 18: didnmf.Grant
+	(*Finish)(nil),              // 19: didnmf.Finish
+	(*StopJob)(nil),             // 20: didnmf.StopJob
+	(*Partial)(nil),             // 21: didnmf.Partial
+	(*Reduced)(nil),             // 22: didnmf.Reduced
+	(*IterationDone)(nil),       // 23: didnmf.IterationDone
+	(*Progress)(nil),            // 24: didnmf.Progress
+	(*Counters)(nil),            // 25: didnmf.Counters
+	(*ShardDone)(nil),           // 26: didnmf.ShardDone
+	(*ReducerDone)(nil),         // 27: didnmf.ReducerDone
+	(*ResultChunk)(nil),         // 28: didnmf.ResultChunk
+	(*ResultAck)(nil),           // 29: didnmf.ResultAck
+	(*HistoryPoint)(nil),        // 30: didnmf.HistoryPoint
+	(*JobResult)(nil),           // 31: didnmf.JobResult
+	(*Recovery)(nil),            // 32: didnmf.Recovery
+	(*BlockRequest)(nil),        // 33: didnmf.BlockRequest
+	(*BlockChunk)(nil),          // 34: didnmf.BlockChunk
+	(*BlockAck)(nil),            // 35: didnmf.BlockAck
+	(*CheckpointDone)(nil),      // 36: didnmf.CheckpointDone
+	(*CheckpointCopy)(nil),      // 37: didnmf.CheckpointCopy
+	(*CheckpointStored)(nil),    // 38: didnmf.CheckpointStored
+	(*CheckpointFetch)(nil),     // 39: didnmf.CheckpointFetch
+	(*ActorFailed)(nil),         // 40: didnmf.ActorFailed
+	(*JobState)(nil),            // 41: didnmf.JobState
+	(*CheckpointCommitted)(nil), // 42: didnmf.CheckpointCommitted
+	(*CheckpointAt)(nil),        // 43: didnmf.CheckpointAt
 }
 var file_didnmf_proto_depIdxs = []int32{
 	1,  // 0: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
 	2,  // 1: didnmf.SubmitJob.spec:type_name -> didnmf.JobSpec
 	0,  // 2: didnmf.SubmitJob.client:type_name -> didnmf.Pid
 	0,  // 3: didnmf.JobAccepted.coordinator:type_name -> didnmf.Pid
-	2,  // 4: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
-	0,  // 5: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
-	0,  // 6: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
-	0,  // 7: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
-	0,  // 8: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
-	0,  // 9: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
-	0,  // 10: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
-	0,  // 11: didnmf.Placed.pid:type_name -> didnmf.Pid
-	21, // 12: didnmf.ShardDone.counters:type_name -> didnmf.Counters
-	21, // 13: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
-	0,  // 14: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
-	26, // 15: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
-	21, // 16: didnmf.JobResult.counters:type_name -> didnmf.Counters
-	28, // 17: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
-	0,  // 18: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
-	0,  // 19: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
-	0,  // 20: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
-	0,  // 21: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
-	3,  // 22: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
-	26, // 23: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
-	0,  // 24: didnmf.JobState.coordinator:type_name -> didnmf.Pid
-	28, // 25: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	9,  // 4: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
+	2,  // 5: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
+	0,  // 6: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
+	0,  // 7: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
+	0,  // 8: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
+	0,  // 9: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
+	0,  // 10: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
+	0,  // 11: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
+	0,  // 12: didnmf.Placed.pid:type_name -> didnmf.Pid
+	25, // 13: didnmf.ShardDone.counters:type_name -> didnmf.Counters
+	25, // 14: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
+	0,  // 15: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
+	30, // 16: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
+	25, // 17: didnmf.JobResult.counters:type_name -> didnmf.Counters
+	32, // 18: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
+	0,  // 19: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
+	0,  // 20: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
+	0,  // 21: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
+	0,  // 22: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
+	3,  // 23: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
+	30, // 24: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
+	0,  // 25: didnmf.JobState.coordinator:type_name -> didnmf.Pid
+	32, // 26: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_didnmf_proto_init() }
@@ -4291,7 +4736,7 @@ func file_didnmf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   40,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

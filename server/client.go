@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"os/user"
 	"sort"
 	"sync"
 	"time"
@@ -22,10 +24,16 @@ type ClientConfig struct {
 	// Bind is the IP the client listens on for its actor and gossip traffic (results come
 	// back to it); empty: the local address that routes to the first cluster address.
 	Bind string
-	// GossipKey and TLS must match the cluster's.
+	// Credentials, as in Config: TLS (a client certificate, see `node certs --client`), or
+	// the cluster Secret, from which the client derives a client certificate and the gossip
+	// key; Insecure for a cluster that runs without authentication.
 	GossipKey []byte
 	TLS       *pki.Config
+	Secret    []byte
 	Insecure  bool
+	// Name is the client's name in a certificate derived from the secret: the jobs it
+	// submits are listed as that owner's (empty: the user's login name).
+	Name string
 	// Logger receives the client's warnings (nil: discarded).
 	Logger *slog.Logger
 	// Wait is how long to wait for a member to be seen (0: 10 s).
@@ -67,12 +75,19 @@ func Connect(cfg ClientConfig) (*Client, error) {
 			return nil, err
 		}
 	}
+	name := cfg.Name
+	if name == "" {
+		name = userName()
+	}
+	if err := credentials(&cfg.TLS, &cfg.GossipKey, cfg.Secret, cfg.Insecure, name, host, pki.RoleClient); err != nil {
+		return nil, err
+	}
 	if err := CheckSecurity(host, cfg.GossipKey, cfg.TLS, cfg.Insecure); err != nil {
 		return nil, err
 	}
 	c := &Client{seeds: cfg.Cluster, watches: map[string][]*actors.Job{}}
 	var err error
-	ncfg := actors.NodeConfig{Host: host, Threads: 1, Logger: cfg.Logger, TLS: cfg.TLS}
+	ncfg := actors.NodeConfig{Host: host, Threads: 1, Logger: cfg.Logger, TLS: cfg.TLS, Insecure: cfg.TLS == nil}
 	if cfg.Partition != nil {
 		ncfg.Partition = cfg.Partition
 	}
@@ -100,6 +115,14 @@ func Connect(cfg ClientConfig) (*Client, error) {
 	}
 	c.Actors = actors.NewClient(c.Node.System())
 	return c, nil
+}
+
+// userName is the login name of the user running the client.
+func userName() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return fmt.Sprintf("uid-%d", os.Getuid())
 }
 
 // localIPFor returns the local IP the system would use to reach addr.

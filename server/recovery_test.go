@@ -30,7 +30,7 @@ func startMembers(t *testing.T, pool *kernels.Pool, faults *actors.Faults, key [
 		}
 	})
 	for i, name := range names {
-		cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), Faults: faults, GossipKey: key}
+		cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), Faults: faults, Secret: key}
 		if i > 0 {
 			cfg.Join = []string{members[0].Gossip()}
 		}
@@ -133,7 +133,7 @@ func TestNodeLossRecovers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			key := testKey()
 			members := startMembers(t, pool, faults, key, "a", "b", "c", "d")
-			client, err := Connect(ClientConfig{Cluster: []string{members[1].Gossip()}, GossipKey: key})
+			client, err := Connect(ClientConfig{Cluster: []string{members[1].Gossip()}, Secret: key})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,7 +223,7 @@ func TestPartition(t *testing.T) {
 				}
 			}()
 			for i, name := range []string{"a", "b", "c", "d", "e"} {
-				cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), Faults: faults, Partition: part, GossipKey: key}
+				cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), Faults: faults, Partition: part, Secret: key}
 				if os.Getenv("DIDNMF_TEST_LOG") != "" {
 					cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("node", name)
 				}
@@ -236,7 +236,7 @@ func TestPartition(t *testing.T) {
 				}
 				members = append(members, s)
 			}
-			client, err := Connect(ClientConfig{Cluster: []string{members[tc.seed].Gossip()}, Partition: part, GossipKey: key})
+			client, err := Connect(ClientConfig{Cluster: []string{members[tc.seed].Gossip()}, Partition: part, Secret: key})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -52,11 +52,21 @@ type Config struct {
 	// clusters).
 	Threads int
 	Pool    *kernels.Pool
-	// GossipKey (16, 24 or 32 bytes) encrypts the gossip; TLS makes the actor remote mutual
-	// TLS. A node that binds a non-loopback address needs both, unless Insecure.
+	// Credentials: TLS (certificate files) makes the actor remote mutual TLS; without it,
+	// Secret (the cluster secret, see pki) derives the cluster's authority and this node's
+	// certificate, and the gossip key unless GossipKey is given. GossipKey (16, 24 or 32
+	// bytes) encrypts the gossip. A node needs TLS or Secret unless Insecure, which runs it
+	// without authentication.
 	GossipKey []byte
 	TLS       *pki.Config
+	Secret    []byte
 	Insecure  bool
+	// Limits (see actors.NodeConfig): the lease of jobs whose client went silent, a cap on
+	// any job's time, the most shards and jobs the node holds at once.
+	Lease      time.Duration
+	MaxJobTime time.Duration
+	MaxShards  int
+	MaxJobs    int
 	// Logger receives joins, leaves and errors (nil: discarded).
 	Logger *slog.Logger
 }
@@ -80,6 +90,32 @@ type lateMembers struct {
 func (l *lateMembers) Workers() []cluster.Member {
 	if m := l.m.Load(); m != nil {
 		return m.Workers()
+	}
+	return nil
+}
+
+// credentials fills in a party's TLS configuration and gossip key from the cluster secret
+// when no certificates are given, and refuses a party without any credentials unless
+// insecure.
+func credentials(tls **pki.Config, gossipKey *[]byte, secret []byte, insecure bool, name, host string, role pki.Role) error {
+	if *tls != nil || insecure {
+		return nil
+	}
+	if secret == nil {
+		return errors.New("no credentials: give the cluster secret (--secret-file; the first node makes one) or --tls-cert, --tls-key and --tls-ca, or --insecure to run without authentication")
+	}
+	ca, err := pki.CAFromSecret(secret)
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		name = role.String()
+	}
+	if *tls, err = ca.Credentials(name, []string{host}, role); err != nil {
+		return err
+	}
+	if *gossipKey == nil {
+		*gossipKey = pki.GossipKeyFromSecret(secret)
 	}
 	return nil
 }
@@ -128,9 +164,6 @@ func Start(cfg Config) (*Server, error) {
 	if _, err := strconv.ParseUint(portStr, 10, 16); err != nil {
 		return nil, fmt.Errorf("--bind %q: bad port %q", cfg.Bind, portStr)
 	}
-	if err := CheckSecurity(host, cfg.GossipKey, cfg.TLS, cfg.Insecure); err != nil {
-		return nil, err
-	}
 	if net.ParseIP(host).IsUnspecified() {
 		return nil, fmt.Errorf("--bind %q: give the IP address the other nodes reach this one at, not a wildcard", cfg.Bind)
 	}
@@ -153,13 +186,20 @@ func Start(cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := credentials(&cfg.TLS, &cfg.GossipKey, cfg.Secret, cfg.Insecure, cfg.Name, host, pki.RolePeer); err != nil {
+		return fail(err)
+	}
+	if err := CheckSecurity(host, cfg.GossipKey, cfg.TLS, cfg.Insecure); err != nil {
+		return fail(err)
+	}
 	if cfg.Memory == 0 {
 		cfg.Memory = availableMemory() * 8 / 10
 	}
 	members := &lateMembers{}
 	ncfg := actors.NodeConfig{Host: host, Port: cfg.ActorPort, Pool: cfg.Pool, Threads: cfg.Threads,
-		Logger: cfg.Logger, TLS: cfg.TLS, Members: members, Memory: cfg.Memory, Capacity: max(cfg.Capacity, 1),
-		DataDir: cfg.DataDir, CheckpointQuota: cfg.CheckpointQuota, Faults: cfg.Faults}
+		Logger: cfg.Logger, TLS: cfg.TLS, Insecure: cfg.TLS == nil, Members: members, Memory: cfg.Memory, Capacity: max(cfg.Capacity, 1),
+		DataDir: cfg.DataDir, CheckpointQuota: cfg.CheckpointQuota, Faults: cfg.Faults,
+		Lease: cfg.Lease, MaxJobTime: cfg.MaxJobTime, MaxShards: cfg.MaxShards, MaxJobs: cfg.MaxJobs}
 	if cfg.Partition != nil {
 		ncfg.Partition = cfg.Partition
 	}

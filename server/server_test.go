@@ -76,7 +76,7 @@ func TestClusterInProcess(t *testing.T) {
 		}
 	}()
 	for i, name := range []string{"a", "b", "c"} {
-		cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), GossipKey: key}
+		cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), Secret: key}
 		if i > 0 {
 			cfg.Join = []string{members[0].Gossip()}
 		}
@@ -92,7 +92,7 @@ func TestClusterInProcess(t *testing.T) {
 		}
 		t.Fatalf("a second node on a's data directory: %v", err)
 	}
-	client, err := Connect(ClientConfig{Cluster: []string{members[1].Gossip()}, GossipKey: key})
+	client, err := Connect(ClientConfig{Cluster: []string{members[1].Gossip()}, Secret: key})
 	if err != nil {
 		t.Fatal(err)
 	}

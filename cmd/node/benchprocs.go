@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/server"
 )
 
@@ -34,7 +36,7 @@ var (
 )
 
 // startChild starts `node serve` from this executable and waits until it serves.
-func startChild(name string, join string, threads int) (*child, error) {
+func startChild(name, join, secretFile string, threads int) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -43,7 +45,7 @@ func startChild(name string, join string, threads int) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"serve", "--bind", "127.0.0.1:0", "--name", name, "--data-dir", dir, "--threads", fmt.Sprint(threads)}
+	args := []string{"serve", "--bind", "127.0.0.1:0", "--name", name, "--data-dir", dir, "--threads", fmt.Sprint(threads), "--secret-file", secretFile}
 	if join != "" {
 		args = append(args, "--join", join)
 	}
@@ -130,13 +132,23 @@ func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads, pairs 
 			_ = k.cmd.Wait()
 		}
 	}()
+	// The bench's cluster has a secret of its own.
+	secretDir, err := os.MkdirTemp("", "didnmf-bench-secret-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(secretDir)
+	secret, secretFile := pki.NewSecret(), filepath.Join(secretDir, "cluster.secret")
+	if err := pki.WriteSecret(secretFile, secret); err != nil {
+		return nil, err
+	}
 	var joins []float64
 	for i := 0; i < n; i++ {
 		join := ""
 		if i > 0 {
 			join = kids[0].gossip
 		}
-		k, err := startChild(fmt.Sprintf("bench-%d", i+1), join, threads)
+		k, err := startChild(fmt.Sprintf("bench-%d", i+1), join, secretFile, threads)
 		if err != nil {
 			return nil, err
 		}
@@ -156,7 +168,7 @@ func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads, pairs 
 			joins = append(joins, last.Sub(k.started).Seconds())
 		}
 	}
-	c, err := server.Connect(server.ClientConfig{Cluster: []string{kids[0].gossip}})
+	c, err := server.Connect(server.ClientConfig{Cluster: []string{kids[0].gossip}, Secret: secret})
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/didnmf/didnmf/pki"
 )
 
 // serveProc is a real `node serve` process.
@@ -448,4 +450,10 @@ func isolateGossip(t *testing.T) {
 	key := make([]byte, 16)
 	_, _ = crand.Read(key)
 	t.Setenv(gossipKeyEnv, base64.StdEncoding.EncodeToString(key))
+	// And a cluster secret of its own.
+	secretFile := filepath.Join(t.TempDir(), "cluster.secret")
+	if err := pki.WriteSecret(secretFile, pki.NewSecret()); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(pki.SecretFileEnv, secretFile)
 }

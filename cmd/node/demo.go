@@ -9,8 +9,12 @@ import (
 	"time"
 
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/server"
 )
+
+// demoMaxJobTime caps any job on the demo cluster (serve --max-job-time).
+const demoMaxJobTime = 30 * time.Minute
 
 // fashionDir is where Debian's dataset-fashion-mnist package puts the images.
 const fashionDir = "/usr/share/datasets/fashion-mnist"
@@ -38,12 +42,12 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "demo: synthetic 1,000,000 samples x 5 features of rank 3 (install Debian's dataset-fashion-mnist for real images), DID on 4 shards on a 3-node cluster on loopback (gossip + gRPC)")
 	}
 	if !given["nodes"] && !given["cluster"] {
-		addr, stop, err := startDemoCluster(3, stderr)
+		addr, secretFile, stop, err := startDemoCluster(3, stderr)
 		if err != nil {
 			return err
 		}
 		defer stop()
-		defaults = append(defaults, "--cluster", addr)
+		defaults = append(defaults, "--cluster", addr, "--secret-file", secretFile)
 	}
 	if !given["out"] {
 		dir, err := os.MkdirTemp("", "didnmf-demo-")
@@ -56,8 +60,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 }
 
 // startDemoCluster starts n member nodes in this process on loopback, joined by gossip and
-// sharing one kernels pool, and returns the first one's gossip address.
-func startDemoCluster(n int, stderr io.Writer) (string, func(), error) {
+// sharing one kernels pool, with a cluster secret of their own, and returns the first one's
+// gossip address and the file the secret is in (for the client).
+func startDemoCluster(n int, stderr io.Writer) (string, string, func(), error) {
 	pool := kernels.NewPool(0)
 	var nodes []*server.Server
 	stop := func() {
@@ -68,24 +73,32 @@ func startDemoCluster(n int, stderr io.Writer) (string, func(), error) {
 	}
 	dir, err := os.MkdirTemp("", "didnmf-demo-nodes-")
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
+	}
+	secret, secretFile := pki.NewSecret(), filepath.Join(dir, "cluster.secret")
+	if err := pki.WriteSecret(secretFile, secret); err != nil {
+		os.RemoveAll(dir)
+		return "", "", nil, err
 	}
 	for i := 0; i < n; i++ {
-		cfg := server.Config{Name: fmt.Sprintf("demo-%d", i+1), Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, fmt.Sprint(i+1))}
+		cfg := server.Config{Name: fmt.Sprintf("demo-%d", i+1), Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, fmt.Sprint(i+1)),
+			Secret: secret, MaxJobTime: demoMaxJobTime}
 		if i > 0 {
 			cfg.Join = []string{nodes[0].Gossip()}
 		}
 		s, err := server.Start(cfg)
 		if err != nil {
 			stop()
-			return "", nil, err
+			os.RemoveAll(dir)
+			return "", "", nil, err
 		}
 		nodes = append(nodes, s)
 	}
 	for deadline := time.Now().Add(10 * time.Second); len(nodes[0].Members.Workers()) < n; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			stop()
-			return "", nil, fmt.Errorf("demo: the %d nodes did not all see each other within 10 s", n)
+			os.RemoveAll(dir)
+			return "", "", nil, fmt.Errorf("demo: the %d nodes did not all see each other within 10 s", n)
 		}
 	}
 	names := make([]string, n)
@@ -93,7 +106,7 @@ func startDemoCluster(n int, stderr io.Writer) (string, func(), error) {
 		names[i] = fmt.Sprintf("%s (gossip %s, actor %s)", s.Name(), s.Gossip(), s.Node.Address())
 	}
 	fmt.Fprintf(stderr, "demo: cluster up: %s\n", strings.Join(names, ", "))
-	return nodes[0].Gossip(), func() {
+	return nodes[0].Gossip(), secretFile, func() {
 		stop()
 		os.RemoveAll(dir)
 	}, nil

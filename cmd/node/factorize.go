@@ -80,6 +80,7 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return badInput("--out is required")
 	}
+	jf.errOut = stderr
 	j, err := jf.open()
 	if err != nil {
 		return err

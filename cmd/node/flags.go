@@ -50,6 +50,8 @@ type jobFlags struct {
 	checkpointFlag  string
 	// warn shows news about a running job that does not end it (nil: dropped).
 	warn func(string)
+	// errOut receives the client's notes about its credentials (nil: dropped).
+	errOut io.Writer
 	// Running on a cluster (factorize --cluster).
 	cluster    string
 	ingest     string

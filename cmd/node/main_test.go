@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/pki"
 )
 
 // TestMain lets the test binary act as the node command for subprocess tests.
@@ -19,7 +20,20 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	// The nodes and clients the tests start find a cluster secret of this run's own, never
+	// the user's.
+	dir, err := os.MkdirTemp("", "didnmf-test-secret-")
+	if err != nil {
+		panic(err)
+	}
+	secretFile := filepath.Join(dir, "cluster.secret")
+	if err := pki.WriteSecret(secretFile, pki.NewSecret()); err != nil {
+		panic(err)
+	}
+	os.Setenv(pki.SecretFileEnv, secretFile)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 func runNode(t *testing.T, args ...string) (code int, stdout, stderr string) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -19,12 +20,13 @@ import (
 )
 
 // connect joins the cluster at addrs as a client.
-func connect(addrs string, sec *securityFlags, bind string) (*server.Client, error) {
-	key, tls, err := sec.load()
+func connect(addrs string, sec *securityFlags, bind string, stderr io.Writer) (*server.Client, error) {
+	cr, err := sec.credentials(stderr, false)
 	if err != nil {
 		return nil, err
 	}
-	c, err := server.Connect(server.ClientConfig{Cluster: splitList(addrs), Bind: bind, GossipKey: key, TLS: tls, Insecure: sec.insecure})
+	c, err := server.Connect(server.ClientConfig{Cluster: splitList(addrs), Bind: bind, GossipKey: cr.gossipKey, TLS: cr.tls,
+		Secret: cr.secret, Insecure: cr.insecure})
 	if err != nil {
 		return nil, fmt.Errorf("--cluster %s: %w", addrs, err)
 	}
@@ -33,7 +35,7 @@ func connect(addrs string, sec *securityFlags, bind string) (*server.Client, err
 
 // runOnCluster submits the job to a running cluster through a client that joins it by gossip.
 func runOnCluster(ctx context.Context, f *jobFlags, j *job, progress func(kernels.Progress)) (*actors.Result, error) {
-	c, err := connect(f.cluster, &f.sec, f.clientBind)
+	c, err := connect(f.cluster, &f.sec, f.clientBind, cmp.Or[io.Writer](f.errOut, io.Discard))
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +66,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	if *addr == "" {
 		return badInput("--cluster is required")
 	}
-	c, err := connect(*addr, &sec, *bind)
+	c, err := connect(*addr, &sec, *bind, stderr)
 	if err != nil {
 		return err
 	}

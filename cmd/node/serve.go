@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -28,15 +30,64 @@ const gossipKeyEnv = "DIDNMF_GOSSIP_KEY"
 type securityFlags struct {
 	gossipKey              string
 	tlsCert, tlsKey, tlsCA string
+	secretFile             string
 	insecure               bool
 }
 
+// creds are a party's credentials as the flags give them: certificate files (tls), or else the
+// cluster secret; or none with insecure.
+type creds struct {
+	gossipKey []byte
+	tls       *pki.Config
+	secret    []byte
+	insecure  bool
+}
+
 func (f *securityFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.secretFile, "secret-file", "", "the cluster secret `FILE` (default: $"+pki.SecretFileEnv+", else "+pki.DefaultSecretPath()+"); serve makes it, mode 0600, when missing; every node and client of the cluster needs it, unless they use --tls-*")
 	fs.StringVar(&f.gossipKey, "gossip-key", "", "encrypt the gossip with this `KEY` (16, 24 or 32 bytes, base64 or hex; or set "+gossipKeyEnv+"); all nodes need the same key")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "this node's certificate `FILE` (PEM) for mutual TLS between nodes (see node certs)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "this node's private key `FILE` (PEM)")
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "the cluster's CA certificate `FILE` (PEM): only peers it signed are accepted")
-	fs.BoolVar(&f.insecure, "insecure", false, "allow a non-loopback address without --gossip-key and TLS (a network you trust)")
+	fs.BoolVar(&f.insecure, "insecure", false, "run without authentication or encryption: anyone who reaches the ports is a peer (only on a network where everyone is trusted)")
+}
+
+// credentials reads the party's credentials: the TLS files when given, else the cluster
+// secret, which serve makes when it is missing (create) and clients need to find.
+func (f *securityFlags) credentials(stderr io.Writer, create bool) (creds, error) {
+	key, tls, err := f.load()
+	if err != nil {
+		return creds{}, err
+	}
+	c := creds{gossipKey: key, tls: tls, insecure: f.insecure}
+	if f.insecure {
+		fmt.Fprintln(stderr, "node: warning: --insecure: no authentication and no encryption; anyone who reaches these ports can run, read and cancel jobs and stop nodes")
+		return c, nil
+	}
+	if tls != nil {
+		return c, nil
+	}
+	path := f.secretFile
+	if path == "" {
+		path = pki.DefaultSecretPath()
+	}
+	if create {
+		var made bool
+		if c.secret, made, err = pki.LoadOrCreateSecret(path); err != nil {
+			return creds{}, badInput("--secret-file: %v", err)
+		}
+		if made {
+			fmt.Fprintf(stderr, "node: made a new cluster secret in %s (mode 0600): local nodes and clients find it there; give it to the nodes and clients of other machines (--secret-file)\n", path)
+		}
+		return c, nil
+	}
+	if c.secret, err = pki.LoadSecret(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return creds{}, badInput("no cluster secret in %s: start a node first (node serve makes one), or give --secret-file FILE or --tls-cert, --tls-key and --tls-ca", path)
+		}
+		return creds{}, badInput("--secret-file: %v", err)
+	}
+	return c, nil
 }
 
 // load reads the gossip key and the TLS files.
@@ -93,7 +144,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	key, tls, err := sec.load()
+	cr, err := sec.credentials(stderr, true)
 	if err != nil {
 		return err
 	}
@@ -127,7 +178,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := server.Start(server.Config{Name: *name, Bind: *bind, ActorPort: *actorPort, Join: splitList(*join), DataDir: dir,
-		Capacity: *capacity, Memory: mem, Threads: *threads, GossipKey: key, TLS: tls, Insecure: sec.insecure, Logger: logger,
+		Capacity: *capacity, Memory: mem, Threads: *threads, GossipKey: cr.gossipKey, TLS: cr.tls, Secret: cr.secret, Insecure: cr.insecure, Logger: logger,
 		CheckpointQuota: quotaBytes, Faults: faults})
 	if err != nil {
 		return usageError{err}

@@ -19,6 +19,7 @@ import (
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/server"
 )
 
@@ -55,8 +56,11 @@ func factorize(ctx context.Context, input string, rank int64, n int) (*actors.Re
 			_ = m.Leave(time.Second) // graceful: the others see a leave, not a failure
 		}
 	}()
+	// Every member and client proves it holds the cluster's secret (here a fresh one; `node
+	// serve` keeps one in a file, see pki.DefaultSecretPath).
+	secret := pki.NewSecret()
 	for i := 0; i < n; i++ {
-		cfg := server.Config{Name: fmt.Sprintf("member-%d", i+1), Bind: "127.0.0.1:0"}
+		cfg := server.Config{Name: fmt.Sprintf("member-%d", i+1), Bind: "127.0.0.1:0", Secret: secret}
 		if i > 0 {
 			cfg.Join = []string{members[0].Gossip()} // any live member will do
 		}
@@ -66,7 +70,7 @@ func factorize(ctx context.Context, input string, rank int64, n int) (*actors.Re
 		}
 		members = append(members, m)
 	}
-	client, err := server.Connect(server.ClientConfig{Cluster: []string{members[0].Gossip()}})
+	client, err := server.Connect(server.ClientConfig{Cluster: []string{members[0].Gossip()}, Secret: secret})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,336 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/didnmf/didnmf/pki"
+)
+
+// The guard stands between the network and a node's actors. Every remote connection is a gRPC
+// stream of protoactor message batches; the guard wraps the gRPC server so that
+//
+//   - nothing a remote party sends can take the process down: every handler and stream runs
+//     under a recover, and protoactor's unimplemented RPCs answer Unimplemented;
+//   - a party is authenticated before any of its messages is accepted: with credentials (TLS
+//     certificates, or a cluster secret from which they are derived), the TLS handshake
+//     refuses whoever has none, and the certificate's role (peer or client) is the party's;
+//   - each message of a batch is checked before protoactor looks at it: indices into the
+//     batch's tables in range, the protobuf serializer, a type the protocol knows, and a role
+//     that may send that type (the table access below, the one place where roles are
+//     authorized); what fails is dropped and counted by cause;
+//   - each accepted message is stamped with its sender's role and name (message headers that
+//     the party cannot set itself), so that the handlers that check ownership of a job know
+//     who asks: see callerOf.
+//
+// Messages between actors of one process never cross the guard and are trusted.
+
+// Header keys the guard stamps on every message it lets through.
+const (
+	headerRole = "didnmf-role"
+	headerName = "didnmf-name"
+)
+
+// roles is a set of pki roles.
+type roles uint8
+
+const (
+	peers   roles = 1 << pki.RolePeer
+	clients roles = 1 << pki.RoleClient
+	anyone        = peers | clients
+)
+
+func (r roles) allow(role pki.Role) bool { return r&(1<<role) != 0 }
+
+// access says, for every message type that may cross the network, which roles may send it.
+// A type that is not listed (protoactor's system messages such as Stop, Watch or PoisonPill,
+// remote spawning, anything unknown) is dropped whoever sends it: no didnmf node sends them.
+var access = map[string]roles{
+	// Clients submit jobs, ask for status and their jobs, stream their inputs, acknowledge
+	// results, renew the lease on their jobs and cancel them. Ownership is checked by the
+	// handlers (owner token and caller name).
+	"didnmf.SubmitJob":  anyone,
+	"didnmf.Ping":       anyone,
+	"didnmf.HostStatus": anyone,
+	"didnmf.ListJobs":   anyone,
+	"didnmf.CancelJob":  anyone,
+	"didnmf.LeaseRenew": anyone,
+	"didnmf.ResultAck":  anyone,
+	"didnmf.BlockChunk": anyone,
+
+	// Everything else is node-internal, or goes from nodes to clients.
+	"didnmf.Pong":                peers,
+	"didnmf.JobList":             peers,
+	"didnmf.JobAccepted":         peers,
+	"didnmf.JobError":            peers,
+	"didnmf.Progress":            peers,
+	"didnmf.JobResult":           peers,
+	"didnmf.ResultChunk":         peers,
+	"didnmf.BlockRequest":        peers,
+	"didnmf.BlockAck":            peers,
+	"didnmf.ShardAssignment":     peers,
+	"didnmf.ReducerAssignment":   peers,
+	"didnmf.Placed":              peers,
+	"didnmf.StartJob":            peers,
+	"didnmf.Grant":               peers,
+	"didnmf.Finish":              peers,
+	"didnmf.StopJob":             peers,
+	"didnmf.Partial":             peers,
+	"didnmf.Reduced":             peers,
+	"didnmf.IterationDone":       peers,
+	"didnmf.ShardDone":           peers,
+	"didnmf.ReducerDone":         peers,
+	"didnmf.CheckpointDone":      peers,
+	"didnmf.CheckpointCopy":      peers,
+	"didnmf.CheckpointStored":    peers,
+	"didnmf.CheckpointFetch":     peers,
+	"didnmf.CheckpointCommitted": peers,
+	"didnmf.CheckpointAt":        peers,
+	"didnmf.ActorFailed":         peers,
+	"didnmf.JobState":            peers,
+	// protoactor answers a request to an actor that does not exist with this.
+	"actor.DeadLetterResponse": peers,
+}
+
+// Limits on a batch's tables (a batch holds at most remoteBatch messages from a didnmf node;
+// these are generous bounds against a hostile one).
+const (
+	maxBatchEnvelopes = 4096
+	maxBatchNames     = 4096
+)
+
+// Drop causes, as the guard's counters name them.
+const (
+	dropUnauthenticated = "unauthenticated stream"
+	dropTypeIndex       = "type index out of range"
+	dropTargetIndex     = "target index out of range"
+	dropSenderIndex     = "sender index out of range"
+	dropSerializer      = "not protobuf"
+	dropUnknownType     = "type not in the protocol"
+	dropBatchSize       = "batch too large"
+	dropPanic           = "handler panic"
+	dropUnimplemented   = "unimplemented rpc"
+	dropRolePrefix      = "role may not send "
+	dropOwnerPrefix     = "not the owner: "
+	dropStalePrefix     = "stale or unknown job: "
+)
+
+// guard authenticates, checks and counts what reaches a node over the network.
+type guard struct {
+	// open is set when the node runs without credentials (--insecure): every party counts as
+	// a peer.
+	open   bool
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	dropped map[string]*atomic.Int64
+	lastLog time.Time
+}
+
+func newGuard(open bool, logger *slog.Logger) *guard {
+	return &guard{open: open, logger: logger, dropped: map[string]*atomic.Int64{}}
+}
+
+// drop counts a dropped message (or refused stream) under cause, and logs it at most once a
+// second.
+func (g *guard) drop(cause string, n int64) {
+	g.mu.Lock()
+	c := g.dropped[cause]
+	if c == nil {
+		c = &atomic.Int64{}
+		g.dropped[cause] = c
+	}
+	logNow := time.Since(g.lastLog) > time.Second
+	if logNow {
+		g.lastLog = time.Now()
+	}
+	g.mu.Unlock()
+	c.Add(n)
+	if logNow {
+		g.logger.Warn("dropped a message from the network", slog.String("cause", cause))
+	}
+}
+
+// Drops returns the guard's counters: messages dropped (and streams refused) by cause.
+func (g *guard) Drops() map[string]int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]int64, len(g.dropped))
+	for k, v := range g.dropped {
+		out[k] = v.Load()
+	}
+	return out
+}
+
+// serverOptions are the gRPC server options that put the guard in front of the remote.
+func (g *guard) serverOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(g.unary), grpc.ChainStreamInterceptor(g.stream)}
+}
+
+// unary answers every unary RPC (protoactor's ListProcesses and GetProcessDiagnostics, whose
+// handlers panic) with Unimplemented.
+func (g *guard) unary(_ context.Context, _ any, info *grpc.UnaryServerInfo, _ grpc.UnaryHandler) (any, error) {
+	g.drop(dropUnimplemented, 1)
+	return nil, status.Errorf(codes.Unimplemented, "%s is not served", info.FullMethod)
+}
+
+// party is who is at the other end of a stream.
+type party struct {
+	role pki.Role
+	name string
+}
+
+// partyOf authenticates the other end of a stream from its verified TLS certificate.
+func (g *guard) partyOf(ctx context.Context) (party, bool) {
+	if g.open {
+		return party{role: pki.RolePeer, name: "insecure"}, true
+	}
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return party{}, false
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(info.State.VerifiedChains) == 0 || len(info.State.VerifiedChains[0]) == 0 {
+		return party{}, false
+	}
+	cert := info.State.VerifiedChains[0][0]
+	return party{role: pki.RoleOf(cert), name: cert.Subject.CommonName}, true
+}
+
+// stream runs a remote stream with its party authenticated, every batch checked and any
+// panic recovered.
+func (g *guard) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	who, ok := g.partyOf(ss.Context())
+	if !ok {
+		g.drop(dropUnauthenticated, 1)
+		return status.Error(codes.Unauthenticated, "no verified certificate")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			g.drop(dropPanic, 1)
+			g.logger.Error("recovered a panic in the remote's stream handler", slog.Any("panic", p))
+			err = status.Error(codes.Internal, "internal error")
+		}
+	}()
+	return handler(srv, &guardedStream{ServerStream: ss, g: g, who: who})
+}
+
+// guardedStream checks every message batch a stream receives before protoactor handles it.
+type guardedStream struct {
+	grpc.ServerStream
+	g   *guard
+	who party
+}
+
+// RecvMsg implements grpc.ServerStream.
+func (s *guardedStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	if rm, ok := m.(*remote.RemoteMessage); ok {
+		if b := rm.GetMessageBatch(); b != nil {
+			s.g.filter(b, s.who)
+		}
+	}
+	return nil
+}
+
+// filter removes from a batch, in place, every envelope that is malformed or that the party
+// may not send, and stamps the others with the party's role and name.
+func (g *guard) filter(b *remote.MessageBatch, who party) {
+	if len(b.Envelopes) > maxBatchEnvelopes || len(b.TypeNames) > maxBatchNames || len(b.Targets) > maxBatchEnvelopes ||
+		len(b.Senders) > maxBatchEnvelopes {
+		g.drop(dropBatchSize, int64(len(b.Envelopes)))
+		b.Envelopes = nil
+		return
+	}
+	kept := b.Envelopes[:0]
+	for _, e := range b.Envelopes {
+		if cause := g.check(b, e, who); cause != "" {
+			g.drop(cause, 1)
+			continue
+		}
+		e.MessageHeader = &remote.MessageHeader{HeaderData: map[string]string{headerRole: who.role.String(), headerName: who.name}}
+		kept = append(kept, e)
+	}
+	for i := len(kept); i < len(b.Envelopes); i++ {
+		b.Envelopes[i] = nil
+	}
+	b.Envelopes = kept
+}
+
+// check returns why an envelope must be dropped, or "".
+func (g *guard) check(b *remote.MessageBatch, e *remote.MessageEnvelope, who party) string {
+	switch {
+	case e == nil || e.TypeId < 0 || int(e.TypeId) >= len(b.TypeNames):
+		return dropTypeIndex
+	case e.Target < 0 || int(e.Target) >= len(b.Targets) || b.Targets[e.Target] == "":
+		return dropTargetIndex
+	case e.Sender < 0 || int(e.Sender) > len(b.Senders) || (e.Sender > 0 && b.Senders[e.Sender-1] == nil):
+		return dropSenderIndex
+	case e.SerializerId != 0:
+		return dropSerializer
+	}
+	allowed, known := access[b.TypeNames[e.TypeId]]
+	if !known {
+		return dropUnknownType
+	}
+	if !allowed.allow(who.role) {
+		return dropRolePrefix + b.TypeNames[e.TypeId]
+	}
+	return ""
+}
+
+// Caller is who sent the message an actor is handling.
+type Caller struct {
+	// Role is the sender's role; 0 for a message from this process, which is trusted.
+	Role pki.Role
+	// Name is the common name of the sender's certificate.
+	Name string
+}
+
+// Local tells whether the message came from this process.
+func (c Caller) Local() bool { return c.Role == 0 }
+
+// Peer tells whether the message came from this process or from a peer node.
+func (c Caller) Peer() bool { return c.Role == 0 || c.Role == pki.RolePeer }
+
+// callerOf returns who sent the message ctx is handling, as the guard stamped it.
+func callerOf(ctx actor.Context) Caller {
+	h := ctx.MessageHeader()
+	if h == nil {
+		return Caller{}
+	}
+	switch h.Get(headerRole) {
+	case "peer":
+		return Caller{Role: pki.RolePeer, Name: h.Get(headerName)}
+	case "client":
+		return Caller{Role: pki.RoleClient, Name: h.Get(headerName)}
+	case "":
+		return Caller{}
+	}
+	return Caller{Role: pki.RoleClient, Name: h.Get(headerName)} // unknown: the least trusted
+}
+
+// dropsSorted lists counters as "cause=count" sorted by cause (for logs and status).
+func dropsSorted(m map[string]int64) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, fmt.Sprintf("%s=%d", k, v))
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,42 @@
+package actors
+
+import (
+	"crypto/subtle"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/didnmf/didnmf/messages"
+)
+
+// maxOwnerToken bounds the owner token a submission may carry.
+const maxOwnerToken = 128
+
+// sameToken compares an owner token in constant time; an empty expected token matches
+// nothing.
+func sameToken(got, want string) bool {
+	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// owns tells whether the sender of the message ctx handles may act on the job submitted as
+// sub: this process and peer nodes may; a client may with the job's owner token, or when the
+// guard authenticated it under the owner's name.
+func owns(ctx actor.Context, sub *messages.SubmitJob, token string) bool {
+	c := callerOf(ctx)
+	if c.Peer() {
+		return true
+	}
+	if sameToken(token, sub.GetOwnerToken()) {
+		return true
+	}
+	return sub.GetOwner() != "" && c.Name == sub.GetOwner()
+}
+
+// ownerOK tells whether a message about a shard's job carries the job's owner token (or comes
+// from a peer); otherwise the node counts it as dropped.
+func (n *Node) ownerOK(ctx actor.Context, what, token, want string) bool {
+	if callerOf(ctx).Peer() || sameToken(token, want) {
+		return true
+	}
+	n.guard.drop(dropOwnerPrefix+what, 1)
+	return false
+}
