@@ -91,7 +91,9 @@ type Config struct {
 	// the bind address (NAT, 0.0.0.0). It must be an IP, not a host name; a missing or zero port
 	// means the bound port. Empty: the bind IP, or a private IP of this host if bound to 0.0.0.0.
 	Advertise string
-	// Join lists seed nodes (ip:port) to join at start. Empty: start a new cluster.
+	// Join lists seed nodes (ip:port) to join at start. Empty: start a new cluster. Before
+	// it joins, the node looks its name up through a seed and refuses to start with a
+	// *NameTakenError if a live member already has it (see Start).
 	Join []string
 	// SecretKey is nil, or a 16, 24 or 32-byte key that encrypts and authenticates all gossip
 	// with AES-GCM; a node with another key (or none) cannot join. See ParseKey.
@@ -109,6 +111,10 @@ type Config struct {
 	// Partition, when set, drops the gossip this node sends to nodes on another side of it
 	// (tests of network partitions).
 	Partition *Partition
+
+	// afterProbe, if not nil, is called between the name's lookup and the join (tests of a
+	// holder that joins in between).
+	afterProbe func()
 }
 
 // ErrShutdown is returned by Leave and UpdateMeta once the membership is shut down.
@@ -156,7 +162,12 @@ const (
 type Membership struct {
 	ml      *memberlist.Memberlist
 	log     *slog.Logger
+	name    string
 	onEvent func(Event)
+	started atomic.Bool // set once Start has joined: a conflict about this node's name is then logged
+
+	rivalMu sync.Mutex
+	rival   *NameTakenError // the first node met that claims this node's name
 
 	metaMu  sync.Mutex
 	metaEnc []byte // served to memberlist by NodeMeta
@@ -228,9 +239,22 @@ func (m *Membership) rejoinLoop() {
 
 // Start creates this node's memberlist, binds its gossip port and, if cfg.Join is not empty,
 // joins the cluster through the seeds; it fails, naming the seeds, if none could be reached.
+//
+// Before joining, Start looks the node's name up in a seed's view (the first seed that
+// answers) without speaking under it. If a live member (alive or suspect) has the name at
+// another gossip address, Start fails with a *NameTakenError naming it and has disturbed
+// nothing: no member hears of this node, the holder is neither suspected nor replaced. The
+// same error comes back if the holder shows up only while joining (it joined in between);
+// this node then stops without announcing a leave. A member that holds the name at this
+// node's own address is this node's previous instance, killed and restarted (it cannot still
+// run: two processes cannot bind one address), and a dead or left member's name is free:
+// both are taken over as before. The comment "Names" in name.go has the details.
 // Gossip carries the memberlist label "didnmf", so packets of other memberlist clusters
 // sharing the network are rejected. Call Leave or Shutdown to stop.
 func Start(cfg Config) (*Membership, error) {
+	if strings.HasPrefix(cfg.Name, probePrefix) {
+		return nil, fmt.Errorf("cluster: node name %q: names starting with %q are reserved", cfg.Name, probePrefix)
+	}
 	metaEnc, err := cfg.Meta.Encode()
 	if err != nil {
 		return nil, err
@@ -280,6 +304,7 @@ func Start(cfg Config) (*Membership, error) {
 	}
 	logger = logger.With("node", name)
 	m.log = logger
+	m.name = name
 	if cfg.Logger != nil {
 		mlLog.SetOutput(&logWriter{l: logger})
 	}
@@ -305,6 +330,7 @@ func Start(cfg Config) (*Membership, error) {
 	mc.Delegate = delegate{m}
 	mc.Events = delegate{m}
 	mc.Alive = delegate{m}
+	mc.Conflict = delegate{m}
 	mc.ProbeInterval = probeInterval
 	mc.ProbeTimeout = probeTimeout
 	mc.SuspicionMult = suspicionMult
@@ -330,11 +356,29 @@ func Start(cfg Config) (*Membership, error) {
 	m.mu.Unlock()
 
 	if len(cfg.Join) > 0 {
-		if err := m.join(cfg.Join); err != nil {
+		pp := probeParams{name: name, bindIP: bindIP, advIP: self.Addr.String(), port: port, self: m.local.Gossip,
+			key: cfg.SecretKey, partition: cfg.Partition}
+		err := m.checkName(pp, cfg.Join)
+		if err == nil {
+			if cfg.afterProbe != nil {
+				cfg.afterProbe()
+			}
+			err = m.join(cfg.Join)
+		}
+		if err != nil {
+			// No Leave: a leave under a name another node holds would be taken for the holder's.
 			m.shut.Store(true)
 			_ = ml.Shutdown()
 			return nil, err
 		}
+	}
+	// A node claiming this name met from now on is logged by conflict; one met before (after
+	// join's last look) still fails the start.
+	m.started.Store(true)
+	if rival := m.rivalErr(); rival != nil {
+		m.shut.Store(true)
+		_ = ml.Shutdown()
+		return nil, rival
 	}
 	// Events queued so far (this node's own join, the members learned while joining) are
 	// delivered now: OnEvent is never called if Start fails.
@@ -348,12 +392,16 @@ func Start(cfg Config) (*Membership, error) {
 	return m, nil
 }
 
-// join contacts every seed; it fails only if none could be reached.
+// join contacts every seed; it fails only if none could be reached, or with a
+// *NameTakenError as soon as a node claiming this node's name is met.
 func (m *Membership) join(seeds []string) error {
 	var errs []string
 	ok := 0
 	for _, seed := range seeds {
 		n, err := m.ml.Join([]string{seed})
+		if e := m.rivalErr(); e != nil {
+			return e
+		}
 		if n > 0 {
 			ok++
 			continue
@@ -361,11 +409,7 @@ func (m *Membership) join(seeds []string) error {
 		if err == nil {
 			err = errors.New("no node reached")
 		}
-		msg := flatten(err)
-		if !strings.Contains(msg, seed) {
-			msg = seed + ": " + msg
-		}
-		errs = append(errs, msg)
+		errs = append(errs, seedError(seed, err))
 	}
 	if ok > 0 {
 		if len(errs) > 0 {
@@ -373,6 +417,11 @@ func (m *Membership) join(seeds []string) error {
 		}
 		return nil
 	}
+	return joinError(seeds, errs)
+}
+
+// joinError is the error of a join that reached none of the seeds; errs says why, a line each.
+func joinError(seeds, errs []string) error {
 	msg := fmt.Sprintf("cluster: could not join the cluster through any seed of [%s]: %s", strings.Join(seeds, " "), strings.Join(errs, "; "))
 	if strings.Contains(msg, "crypt") {
 		msg += " (do all nodes use the same gossip key?)"
@@ -474,7 +523,11 @@ func (m *Membership) Leave(timeout time.Duration) error {
 	} else if rest <= 0 {
 		rest = time.Millisecond
 	}
-	if err := m.ml.Leave(rest); err != nil {
+	if rival := m.rivalErr(); rival != nil {
+		// Memberlist's leave is a dead message for the name, which the members that list the
+		// other node would apply to it.
+		m.log.Warn("cluster: leaving without announcing it: another node claims this name", "claimant", rival.Address)
+	} else if err := m.ml.Leave(rest); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: leave: %v", err))
 	}
 	errs = append(errs, m.shutdownLocked())
@@ -604,8 +657,8 @@ func (m *Membership) dispatch() {
 	}
 }
 
-// delegate implements memberlist's Delegate, EventDelegate and AliveDelegate for a Membership
-// without adding those methods to its API.
+// delegate implements memberlist's Delegate, EventDelegate, AliveDelegate and ConflictDelegate
+// for a Membership without adding those methods to its API.
 type delegate struct{ m *Membership }
 
 func (d delegate) NodeMeta(limit int) []byte {
@@ -626,7 +679,8 @@ func (d delegate) NotifyJoin(n *memberlist.Node)   { d.m.observe(EventJoin, n) }
 func (d delegate) NotifyLeave(n *memberlist.Node)  { d.m.observe(EventLeave, n) }
 func (d delegate) NotifyUpdate(n *memberlist.Node) { d.m.observe(EventUpdate, n) }
 
-// NotifyAlive keeps nodes whose meta this build cannot read out of the cluster view.
+// NotifyAlive keeps nodes whose meta this build cannot read out of the cluster view, among
+// them the name probes of starting nodes (see Names), which advertise none.
 func (d delegate) NotifyAlive(n *memberlist.Node) error {
 	if _, err := DecodeMeta(n.Meta); err != nil {
 		return fmt.Errorf("node %s (%s): %v", n.Name, hostPort(n.Addr, n.Port), err)
@@ -709,11 +763,15 @@ func bindTransport(ip string, port int, logger *log.Logger) (*memberlist.NetTran
 }
 
 // logWriter adapts memberlist's *log.Logger output ("[LEVEL] memberlist: text") to slog,
-// dropping DEBUG and TRACE lines. log.Logger calls Write once per line.
+// dropping DEBUG and TRACE lines and those about a starting node's name probe (the warning that
+// its alive message was ignored: see Names). log.Logger calls Write once per line.
 type logWriter struct{ l *slog.Logger }
 
 func (w *logWriter) Write(p []byte) (int, error) {
 	s := strings.TrimSpace(string(p))
+	if strings.Contains(s, probePrefix) {
+		return len(p), nil
+	}
 	level := slog.LevelInfo
 	if strings.HasPrefix(s, "[") {
 		if i := strings.IndexByte(s, ']'); i > 0 {

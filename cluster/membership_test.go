@@ -439,6 +439,7 @@ func TestLogWriter(t *testing.T) {
 		{"[WARN] memberlist: Refuting a suspect message (from: a)\n", "level=WARN msg=\"memberlist: Refuting a suspect message (from: a)\""},
 		{"[ERR] memberlist: failed to receive: No installed keys could decrypt the message\n", "level=ERROR msg=\"memberlist: failed to receive: No installed keys could decrypt the message\""},
 		{"Err: Could not set the deadline: boom\n", "level=INFO msg=\"memberlist: Err: Could not set the deadline: boom\""},
+		{"[WARN] memberlist: ignoring alive message for '" + probePrefix + "0123456789abcdef': node meta is empty\n", ""},
 	}
 	for _, tt := range tests {
 		var buf bytes.Buffer
