@@ -24,9 +24,43 @@ import (
 // one falls back to an older one).
 const keepCheckpoints = 3
 
-// maxUncommitted bounds the checkpoints a shard keeps beyond the committed ones, in
-// checkpoint intervals, when commits stall.
-const maxUncommitted = 20
+// maxUncommitted bounds the checkpoints a node keeps of a shard beyond the committed ones
+// (own copies and buddy copies alike) when commits stall (a node that cannot store them, a
+// lost buddy): with fixed intervals shards may run that many checkpoints ahead of the
+// commits; with the automatic cadence checkpoints are seconds apart and commits follow
+// within milliseconds, so a few suffice.
+const (
+	maxUncommitted     = 20
+	maxUncommittedAuto = 3
+)
+
+// uncommittedKept is how many uncommitted checkpoints of a shard a node keeps for a job that
+// checkpoints every `every` iterations (negative: automatic).
+func uncommittedKept(every int64) int {
+	if every < 0 {
+		return maxUncommittedAuto
+	}
+	return maxUncommitted
+}
+
+// committedUpTo returns the newest checkpoint iteration of a job committed as far as the node
+// knows (0: none).
+func (n *Node) committedUpTo(job string) int64 {
+	n.committedMu.Lock()
+	defer n.committedMu.Unlock()
+	return n.committed[job]
+}
+
+// setCommitted records a job's newest committed checkpoint (0 forgets the job).
+func (n *Node) setCommitted(job string, it int64) {
+	n.committedMu.Lock()
+	defer n.committedMu.Unlock()
+	if it == 0 {
+		delete(n.committed, job)
+	} else if it > n.committed[job] {
+		n.committed[job] = it
+	}
+}
 
 // fetchWait is how long a shard waits for a node to send it a checkpoint copy.
 var fetchWait = 5 * time.Second
@@ -76,7 +110,7 @@ func (s *shard) checkpoint(ctx actor.Context, st kernels.Step) {
 		s.ckpt.started = map[int64]time.Time{}
 	}
 	s.ckpt.started[t] = time.Now()
-	store, system, self, epoch, every, faults := s.node.store, ctx.ActorSystem(), ctx.Self(), s.a.Epoch, s.a.Spec.CheckpointEvery, s.node.cfg.Faults
+	store, system, self, epoch, every, faults, node := s.node.store, ctx.ActorSystem(), ctx.Self(), s.a.Epoch, s.a.Spec.CheckpointEvery, s.node.cfg.Faults, s.node
 	go func() {
 		data, err := rec.MarshalBinary()
 		if err == nil {
@@ -84,10 +118,8 @@ func (s *shard) checkpoint(ctx actor.Context, st kernels.Step) {
 		}
 		if err == nil {
 			// Copies are dropped as checkpoints are committed (see host.pruneCommitted); this
-			// only bounds the disk of a job whose commits stalled.
-			if every > 0 {
-				_ = store.Prune(checkpoint.Own, rec.Job, rec.Shard, t-maxUncommitted*every)
-			}
+			// bounds the disk of a job whose commits stalled.
+			_ = store.KeepNewest(checkpoint.Own, rec.Job, rec.Shard, node.committedUpTo(rec.Job), uncommittedKept(every))
 			faults.corruptCheckpoint(store, checkpoint.Own, rec.Job, rec.Shard, t)
 		}
 		system.Root.Send(self, &checkpointWritten{epoch: epoch, iteration: t, data: data, err: err})
@@ -211,13 +243,14 @@ func (s *shard) fetchTimedOut(ctx actor.Context, m *fetchTimeout) {
 type copyChunks struct {
 	parts [][]byte
 	got   int
+	began time.Time
 }
 
 // add takes one chunk. It returns the whole copy once every chunk is in (nil before), and an
 // error for a chunk count no sender would use; a duplicate or inconsistent chunk is dropped.
 func (a *copyChunks) add(m *messages.CheckpointCopy) ([]byte, error) {
 	if a.parts == nil {
-		if m.Chunks < 1 || m.Chunks > 1<<16 {
+		if m.Chunks < 1 || m.Chunks > maxCopyChunks {
 			return nil, fmt.Errorf("checkpoint copy in %d chunks", m.Chunks)
 		}
 		a.parts = make([][]byte, m.Chunks)
@@ -259,9 +292,18 @@ func (h *host) storeCopy(ctx actor.Context, m *messages.CheckpointCopy) {
 		}
 		ctx.Send(pidOf(m.ReplyTo), st)
 	}
+	if !h.buddyOf[m.JobId][m.Shard] {
+		h.node.guard.drop(dropStalePrefix+"CheckpointCopy for a shard this node is not the buddy of", 1)
+		return
+	}
 	c := h.copies[key]
 	if c == nil {
-		c = &copyChunks{}
+		h.expireCopies()
+		if len(h.copies) >= maxCopiesInFlight {
+			answer(fmt.Errorf("node %s assembles %d checkpoint copies already", h.node.Address(), len(h.copies)))
+			return
+		}
+		c = &copyChunks{began: time.Now()}
 		h.copies[key] = c
 	}
 	data, err := c.add(m)
@@ -273,11 +315,13 @@ func (h *host) storeCopy(ctx actor.Context, m *messages.CheckpointCopy) {
 		return
 	}
 	delete(h.copies, key)
-	store, system, replyTo, faults := h.node.store, ctx.ActorSystem(), m.ReplyTo, h.node.cfg.Faults
+	store, system, replyTo, faults, node := h.node.store, ctx.ActorSystem(), m.ReplyTo, h.node.cfg.Faults, h.node
+	keep := uncommittedKept(h.every[m.JobId])
 	// Write off the host's mailbox: fsync takes milliseconds and the host answers pings.
 	go func() {
 		err := store.WriteBytes(checkpoint.Buddy, m.JobId, int(m.Shard), m.Iteration, data)
 		if err == nil {
+			_ = store.KeepNewest(checkpoint.Buddy, m.JobId, int(m.Shard), node.committedUpTo(m.JobId), keep)
 			faults.corruptCheckpoint(store, checkpoint.Buddy, m.JobId, int(m.Shard), m.Iteration)
 		}
 		st := &messages.CheckpointStored{JobId: m.JobId, Shard: m.Shard, Iteration: m.Iteration}
@@ -290,14 +334,25 @@ func (h *host) storeCopy(ctx actor.Context, m *messages.CheckpointCopy) {
 	}()
 }
 
+// expireCopies forgets the copies that did not arrive whole within copyTimeout: their
+// chunks were lost, and they would hold memory forever.
+func (h *host) expireCopies() {
+	for key, c := range h.copies {
+		if time.Since(c.began) > copyTimeout {
+			delete(h.copies, key)
+		}
+	}
+}
+
 // pruneCommitted drops the node's copies (own and buddy) of a job's checkpoints older than
 // the oldest committed checkpoint the coordinator may still fall back to. Pruning follows
 // the commits, not the writes: shards may write checkpoints the job never commits (a
 // partition, a dead buddy), and those must not push out the committed ones.
 func (h *host) pruneCommitted(m *messages.CheckpointCommitted) {
-	if m.Shards <= 0 || m.Shards > 1<<20 || m.KeepFrom <= 0 {
+	if m.Shards <= 0 || m.Shards > maxJobShards || m.KeepFrom <= 0 {
 		return
 	}
+	h.node.setCommitted(m.JobId, m.Iteration)
 	for s := 0; s < int(m.Shards); s++ {
 		for _, kind := range []checkpoint.Kind{checkpoint.Own, checkpoint.Buddy} {
 			if its, err := h.node.store.Iterations(kind, m.JobId, s); err == nil && len(its) > 0 && its[0] < m.KeepFrom {

@@ -254,6 +254,13 @@ func (j *Job) renewLease() {
 	}
 }
 
+// Release lets a detached job go: the client stops following it, and closing the client no
+// longer cancels it.
+func (j *Job) Release() {
+	j.client.forget(j.ID)
+	j.finish(nil, nil)
+}
+
 // Abandon ends the job on the client's side with err, for a caller that learned the job is
 // lost (its coordinator's node died, say); the coordinator, if alive, is asked to cancel it.
 func (j *Job) Abandon(err error) {

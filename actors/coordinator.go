@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,9 +13,11 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -69,9 +70,12 @@ type coordinator struct {
 
 	// leaseAt is when the client last renewed its lease (or the job started, or was taken
 	// over); ticks stops the coordinator's clock; published is when the board last got news.
-	leaseAt   time.Time
-	ticks     chan struct{}
-	published time.Time
+	// ownsPartial is set while the job's partial coef.npy, which this coordinator created,
+	// exists.
+	ownsPartial bool
+	leaseAt     time.Time
+	ticks       chan struct{}
+	published   time.Time
 }
 
 // coordTick is the coordinator's clock: once a second it checks the client's lease and the
@@ -162,9 +166,14 @@ func (c *coordinator) Receive(ctx actor.Context) {
 	case coordTick:
 		c.onTick(ctx)
 	case *messages.LeaseRenew:
-		if m.JobId == c.job && owns(ctx, c.sub, m.OwnerToken) {
-			c.leaseAt = time.Now()
+		if m.JobId != c.job {
+			return
 		}
+		if !owns(ctx, c.sub, m.OwnerToken) {
+			c.node.guard.drop(dropOwnerPrefix+"LeaseRenew", 1)
+			return
+		}
+		c.leaseAt = time.Now()
 	case cluster.Event:
 		c.onMemberEvent(ctx, m)
 	case *messages.Placed:
@@ -337,14 +346,14 @@ func (c *coordinator) start(ctx actor.Context) {
 		return
 	}
 	if c.spec.init == kernels.InitCustom {
-		if err := checkCustomInit(spec, c.m, c.n); err != nil {
+		if err := checkCustomInit(c.node.cfg.Roots, spec, c.m, c.n); err != nil {
 			c.fail(ctx, "input", err.Error())
 			return
 		}
 	}
 	if spec.OutShared != "" {
-		if st, err := os.Stat(spec.OutShared); err != nil || !st.IsDir() {
-			c.fail(ctx, "input", fmt.Sprintf("--out-shared %s: not a directory this node (%s) can see", spec.OutShared, ctx.Self().Address))
+		if err := c.prepareSharedCoef(); err != nil {
+			c.fail(ctx, "input", err.Error())
 			return
 		}
 	}
@@ -429,6 +438,21 @@ func (c *coordinator) assignBuddies(ctx actor.Context) {
 			}
 		}
 	}
+	// Each buddy's host learns whose copies to keep: it stores no others.
+	of := map[string][]int64{}
+	var order []string
+	for s, b := range c.ft.buddy {
+		if b == "" {
+			continue
+		}
+		if of[b] == nil {
+			order = append(order, b)
+		}
+		of[b] = append(of[b], int64(s))
+	}
+	for _, b := range order {
+		ctx.Send(HostPID(b), &messages.Buddies{JobId: c.job, Epoch: c.epoch, Shards: of[b], CheckpointEvery: c.sub.Spec.CheckpointEvery})
+	}
 	c.chooseStandby(ctx)
 }
 
@@ -510,7 +534,7 @@ func (c *coordinator) shape(spec *messages.JobSpec) (string, error) {
 		c.density = float64(spec.StoredEntries) / (float64(c.m) * float64(c.n))
 		return strings.Join(spec.Inputs, " + ") + " (streamed by the client)", nil
 	}
-	src, err := matio.OpenAll(spec.Inputs)
+	src, err := matio.OpenAllWith(c.node.cfg.Roots.Opener("--input"), spec.Inputs)
 	if err != nil {
 		return "", err
 	}
@@ -622,13 +646,13 @@ func shardFootprint(m, cols, k int64, density float64, layout matio.Layout) int6
 }
 
 // checkCustomInit checks the shapes of a custom initialisation before anything is placed.
-func checkCustomInit(spec *messages.JobSpec, m, n int) error {
+func checkCustomInit(roots *fsroot.Roots, spec *messages.JobSpec, m, n int) error {
 	k := int(spec.Rank)
 	for _, f := range []struct {
 		path, what string
 		rows       int
 	}{{spec.InitBasis, "init basis", m}, {spec.InitCoef, "init coef", n}} {
-		src, err := matio.Open(f.path)
+		src, err := matio.OpenWith(roots.Opener("--"+strings.ReplaceAll(f.what, " ", "-")), f.path)
 		if err != nil {
 			return fmt.Errorf("%s: %v", f.what, err)
 		}
@@ -1076,7 +1100,7 @@ func (c *coordinator) onReducerDone(ctx actor.Context, m *messages.ReducerDone) 
 	}
 	addCounters(&c.counters, &c.meter.c)
 	if dir := c.sub.Spec.OutShared; dir != "" {
-		if err := commitSharedCoef(dir, c.job, c.n, int(c.sub.Spec.Rank)); err != nil {
+		if err := c.commitSharedCoef(dir); err != nil {
 			c.fail(ctx, "failure", err.Error())
 			return
 		}
@@ -1095,6 +1119,12 @@ func (c *coordinator) onReducerDone(ctx actor.Context, m *messages.ReducerDone) 
 		res.Residual += d.Residual
 		res.SqNormX += d.SqNormX
 	}
+	if c.sub.Spec.Detached {
+		if err := c.commitDetached(c.sub.Spec.OutShared, res); err != nil {
+			c.fail(ctx, "failure", err.Error())
+			return
+		}
+	}
 	ctx.Send(c.client, res)
 	c.end(ctx)
 }
@@ -1105,8 +1135,9 @@ func (c *coordinator) fail(ctx actor.Context, kind, msg string) {
 		return
 	}
 	c.node.logger.Warn("job ended with an error", slog.String("job", c.job), slog.String("kind", kind), slog.String("error", msg))
-	if dir := c.sub.Spec.GetOutShared(); dir != "" && c.running {
-		_ = os.Remove(sharedCoefPartial(dir, c.job))
+	if dir := c.sub.Spec.GetOutShared(); dir != "" && c.ownsPartial {
+		_ = c.node.cfg.Roots.Remove("--out-shared", sharedCoefPartial(dir, c.job))
+		_ = c.node.cfg.Roots.Remove("--out-shared", sharedBasisPartial(dir, c.job))
 	}
 	if c.client != nil {
 		ctx.Send(c.client, &messages.JobError{JobId: c.job, Kind: kind, Message: msg})
@@ -1163,21 +1194,115 @@ func sharedCoefPartial(dir, job string) string {
 	return filepath.Join(dir, ".coef.npy."+job+".partial")
 }
 
-// commitSharedCoef checks that the shards wrote the whole of the job's coef.npy and puts it
-// in place of any earlier one.
-func commitSharedCoef(dir, job string, n, k int) error {
-	part := sharedCoefPartial(dir, job)
-	st, err := os.Stat(part)
+// prepareSharedCoef checks the job's --out-shared directory (under the node's data roots,
+// and without a coef.npy unless the job may overwrite it) and creates the file the shards
+// fill in: the node never writes into a file it did not create for this job.
+func (c *coordinator) prepareSharedCoef() error {
+	spec, roots := c.sub.Spec, c.node.cfg.Roots
+	st, err := roots.Stat("--out-shared", spec.OutShared)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("--out-shared %s: not a directory", spec.OutShared)
+	}
+	if err := roots.CheckNew("--out-shared", filepath.Join(spec.OutShared, "coef.npy"), spec.Overwrite); err != nil {
+		return err
+	}
+	if spec.Detached {
+		for _, name := range []string{"basis.npy", "report.json"} {
+			if err := roots.CheckNew("--out-shared", filepath.Join(spec.OutShared, name), spec.Overwrite); err != nil {
+				return err
+			}
+		}
+	}
+	c.ownsPartial = true
+	if err := prepareNPY(roots, sharedCoefPartial(spec.OutShared, c.job), c.n, int(spec.Rank)); err != nil {
+		return err
+	}
+	if spec.Detached {
+		return prepareNPY(roots, sharedBasisPartial(spec.OutShared, c.job), c.m, int(spec.Rank))
+	}
+	return nil
+}
+
+// prepareNPY creates a rows x cols .npy file under the roots for shards to fill in.
+func prepareNPY(roots *fsroot.Roots, path string, rows, cols int) error {
+	f, err := roots.CreateExclusive("--out-shared", path, 0o644)
+	if err != nil {
+		return err
+	}
+	err = matio.PrepareNPYRows(f, rows, cols)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return fmt.Errorf("--out-shared: %v", err)
 	}
-	if want := int64(len(matio.NPYHeader(n, k))) + int64(n)*int64(k)*8; st.Size() != want {
-		os.Remove(part)
-		return fmt.Errorf("--out-shared: %s has %d bytes, want %d: do all nodes see the same directory?", part, st.Size(), want)
+	return nil
+}
+
+// sharedBasisPartial is the file shard 0 of a detached job writes the basis into.
+func sharedBasisPartial(dir, job string) string {
+	return filepath.Join(dir, ".basis.npy."+job+".partial")
+}
+
+// commitDetached puts a detached job's basis.npy in place and writes its report.json (what
+// the client would have written).
+func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error {
+	roots := c.node.cfg.Roots
+	part := sharedBasisPartial(dir, c.job)
+	f, err := roots.Open("--out-shared", part)
+	if err != nil {
+		return err
 	}
-	if err := os.Rename(part, filepath.Join(dir, "coef.npy")); err != nil {
-		return fmt.Errorf("--out-shared: %v", err)
+	err = matio.CheckNPYRows(f, c.m, int(c.sub.Spec.Rank))
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("--out-shared: the basis: %v", err)
 	}
+	if err := roots.Commit("--out-shared", part, filepath.Join(dir, "basis.npy"), c.sub.Spec.Overwrite); err != nil {
+		return err
+	}
+	report, err := protojson.MarshalOptions{Multiline: true, UseProtoNames: true, EmitUnpopulated: true}.Marshal(res)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, ".report.json."+c.job+".partial")
+	w, err := roots.CreateExclusive("--out-shared", tmp, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(report, '\n'))
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = roots.Commit("--out-shared", tmp, filepath.Join(dir, "report.json"), c.sub.Spec.Overwrite)
+	}
+	if err != nil {
+		_ = roots.Remove("--out-shared", tmp)
+	}
+	return err
+}
+
+// commitSharedCoef checks that the shards wrote the whole of the job's coef.npy and puts it
+// in place (of an earlier one only if the job may overwrite it).
+func (c *coordinator) commitSharedCoef(dir string) error {
+	roots, part := c.node.cfg.Roots, sharedCoefPartial(dir, c.job)
+	f, err := roots.Open("--out-shared", part)
+	if err != nil {
+		return err
+	}
+	err = matio.CheckNPYRows(f, c.n, int(c.sub.Spec.Rank))
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("--out-shared: %v: do all nodes see the same directory?", err)
+	}
+	if err := roots.Commit("--out-shared", part, filepath.Join(dir, "coef.npy"), c.sub.Spec.Overwrite); err != nil {
+		return err
+	}
+	c.ownsPartial = false
 	return nil
 }
 
@@ -1226,6 +1351,7 @@ func (c *coordinator) takeOver(ctx actor.Context) {
 	c.ft.lastIter = max(st.LastIteration, c.lastCommitted())
 	c.ft.recoveries = slices.Clone(st.RecoveriesDone)
 	c.ft.checkpoints = st.Checkpoints
+	c.ownsPartial = c.sub.Spec.GetOutShared() != "" // the job's partial coef.npy, made by the first coordinator
 	c.publish("recovering", true)
 	if c.client != nil {
 		ctx.Send(c.client, &messages.JobAccepted{JobId: c.job, Coordinator: wirePid(ctx.Self()), Samples: int64(c.n), Features: int64(c.m), Takeover: true})

@@ -95,6 +95,7 @@ var access = map[string]roles{
 	"didnmf.ReducerDone":         peers,
 	"didnmf.CheckpointDone":      peers,
 	"didnmf.CheckpointCopy":      peers,
+	"didnmf.Buddies":             peers,
 	"didnmf.CheckpointStored":    peers,
 	"didnmf.CheckpointFetch":     peers,
 	"didnmf.CheckpointCommitted": peers,

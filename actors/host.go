@@ -43,6 +43,11 @@ type host struct {
 	submits map[string]*messages.SubmitJob
 	owners  map[string]string
 	shards  int // shard actors living here
+	// buddyOf is, for each job, the shards whose checkpoint copies this node keeps (as the
+	// coordinator's latest Buddies said, at buddyEpoch).
+	buddyOf    map[string]map[int64]bool
+	buddyEpoch map[string]uint64
+	every      map[string]int64 // each job's checkpoint interval (negative: automatic)
 }
 
 // maxRestarts is how many panics of a job's actors a host restarts; past it the job fails.
@@ -66,7 +71,8 @@ type childFailed struct {
 func newHost(n *Node) *host {
 	return &host{node: n, children: map[string]hostChild{}, jobs: map[string]int{}, copies: buddyCopies{},
 		coordinators: map[string]*actor.PID{}, failures: map[string]int{}, standby: map[string]*messages.JobState{},
-		epochs: map[string]uint64{}, submits: map[string]*messages.SubmitJob{}, owners: map[string]string{}}
+		epochs: map[string]uint64{}, submits: map[string]*messages.SubmitJob{}, owners: map[string]string{},
+		buddyOf: map[string]map[int64]bool{}, buddyEpoch: map[string]uint64{}, every: map[string]int64{}}
 }
 
 // hostStrategy is the host's supervision: a shard or reducer that panics is restarted (a
@@ -105,6 +111,14 @@ func (h *host) Receive(ctx actor.Context) {
 		h.submit(ctx, m)
 	case *messages.CheckpointCopy:
 		h.storeCopy(ctx, m)
+	case *messages.Buddies:
+		if validJobID.MatchString(m.JobId) && m.Epoch >= h.buddyEpoch[m.JobId] && len(m.Shards) <= maxJobShards {
+			set := make(map[int64]bool, len(m.Shards))
+			for _, s := range m.Shards {
+				set[s] = true
+			}
+			h.buddyOf[m.JobId], h.buddyEpoch[m.JobId], h.every[m.JobId] = set, m.Epoch, m.CheckpointEvery
+		}
 	case *messages.CheckpointFetch:
 		h.serveFetch(ctx, m)
 	case *messages.CheckpointCommitted:
@@ -325,6 +339,10 @@ func (h *host) forget(job string) {
 	delete(h.failures, job)
 	delete(h.standby, job)
 	delete(h.epochs, job)
+	delete(h.buddyOf, job)
+	delete(h.buddyEpoch, job)
+	delete(h.every, job)
+	h.node.setCommitted(job, 0)
 	for key := range h.copies {
 		if strings.HasPrefix(key, job+"/") {
 			delete(h.copies, key)

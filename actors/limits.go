@@ -1,6 +1,12 @@
 package actors
 
-import "github.com/didnmf/didnmf/messages"
+import (
+	"time"
+
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/messages"
+)
 
 // shardOverhead is the memory a shard takes beyond its data: the actor, its mailbox, its
 // machine's buffers and bookkeeping, its reducer's share, and what the node keeps for it.
@@ -8,6 +14,29 @@ import "github.com/didnmf/didnmf/messages"
 // in every shard's estimate, so that a job of very many small shards is refused like a job of
 // a few big ones.
 const shardOverhead = 64 << 10
+
+// maxJobShards bounds the shard ids a message may list.
+const maxJobShards = 1 << 20
+
+// Bounds on the checkpoint copies a host assembles for other nodes' shards: how many at once,
+// how long one may take to arrive whole, and how many chunks (of about 1 MiB) one may have.
+const (
+	maxCopiesInFlight = 64
+	copyTimeout       = time.Minute
+	maxCopyChunks     = 1 << 14
+)
+
+// JobFootprint estimates the bytes a job of m features, n samples and rank k holds over its
+// shards: what placement reserves (see shardFootprint). density is the input's stored
+// entries over m x n when known (0: dense).
+func JobFootprint(m, n, k int64, shards int, density float64, layout matio.Layout) int64 {
+	cols := kernels.ColumnRanges(int(n), shards)
+	var sum int64
+	for s := 0; s < shards; s++ {
+		sum += shardFootprint(m, int64(cols[s+1]-cols[s]), k, density, layout)
+	}
+	return sum
+}
 
 // minShardReserve is the least memory a shard assignment may reserve, computed from what the
 // host sees in it (its columns and rank, and for a streamed job its features), whatever the

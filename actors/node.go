@@ -36,7 +36,9 @@ import (
 
 	"github.com/didnmf/didnmf/checkpoint"
 	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 )
 
@@ -95,6 +97,10 @@ type NodeConfig struct {
 	Lease time.Duration
 	// MaxJobTime caps the wall time of every job coordinated here (0: no cap).
 	MaxJobTime time.Duration
+	// Roots are the directories the node reads job inputs from and writes shared outputs
+	// to (see fsroot); nil refuses every file (jobs can still stream their input and take
+	// their factors back).
+	Roots *fsroot.Roots
 	// MaxShards caps the shards living on the node at once (0: DefaultMaxShards; negative:
 	// no cap), MaxJobs the jobs with actors on it (0: DefaultMaxJobs; negative: no cap).
 	MaxShards int
@@ -214,6 +220,9 @@ type Node struct {
 
 	guard *guard
 	board jobBoard
+
+	committedMu sync.Mutex
+	committed   map[string]int64 // each job's newest committed checkpoint, as its host heard
 }
 
 // Drops returns how many messages from the network the node dropped, by cause: malformed,
@@ -295,7 +304,8 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if err := startRemote(r); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, blocks: map[string]kernels.Block{}, guard: g}
+	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, blocks: map[string]kernels.Block{}, guard: g,
+		committed: map[string]int64{}}
 	dir := cfg.DataDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "didnmf-node-"); err != nil {
@@ -403,6 +413,10 @@ func StartLocalCluster(n int, cfg NodeConfig) (*LocalCluster, error) {
 		}
 	}
 	c.TLS = cfg.TLS
+	if cfg.Roots == nil {
+		// Nodes of one process read and write what the process may: they serve its user only.
+		cfg.Roots = fsroot.Unconfined()
+	}
 	if c.pool == nil {
 		c.pool = kernels.NewPool(cfg.Threads)
 		c.ownPool = true
@@ -453,4 +467,42 @@ func (f *Faults) corruptCheckpoint(store *checkpoint.Store, kind checkpoint.Kind
 	}
 	data[len(data)/2] ^= 0x40
 	_ = os.WriteFile(path, data, 0o600)
+}
+
+// RemoveStaleCheckpoints removes the checkpoints the node keeps of jobs that neither it nor
+// any other live member knows (jobs that ended while the node was down): the node asks the
+// hosts at the given actor addresses for their jobs, and removes nothing unless every one
+// answers. It returns the jobs it removed.
+func (n *Node) RemoveStaleCheckpoints(members []string, timeout time.Duration) ([]string, error) {
+	stored, err := n.store.Jobs()
+	if err != nil || len(stored) == 0 {
+		return nil, err
+	}
+	known := map[string]bool{}
+	futures := make([]actor.Future, 0, len(members)+1)
+	for _, addr := range append([]string{n.Address()}, members...) {
+		f := n.system.Root.RequestFuture(HostPID(addr), &messages.HostStatus{}, timeout)
+		futures = append(futures, f)
+	}
+	for i, f := range futures {
+		res, err := f.Result()
+		pong, ok := res.(*messages.Pong)
+		if err != nil || !ok {
+			return nil, fmt.Errorf("not removing old checkpoints: member %d gave no list of its jobs: %v", i, err)
+		}
+		for _, id := range pong.JobIds {
+			known[id] = true
+		}
+	}
+	var removed []string
+	for _, job := range stored {
+		if known[job] {
+			continue
+		}
+		if err := n.store.RemoveJob(job); err != nil {
+			return removed, err
+		}
+		removed = append(removed, job)
+	}
+	return removed, nil
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/checkpoint"
+	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -346,7 +347,7 @@ func (s *shard) check() error {
 // read reads the shard's own samples of the input.
 func (s *shard) read() (kernels.Block, error) {
 	a := s.a
-	src, err := matio.OpenAll(a.Spec.Inputs)
+	src, err := matio.OpenAllWith(s.node.cfg.Roots.Opener("--input"), a.Spec.Inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +371,7 @@ func (s *shard) build(x kernels.Block, rec *checkpoint.Record) error {
 	if rec != nil {
 		resume = &kernels.Snapshot{Iteration: int(rec.Iteration), Initial: rec.Initial, Objective: rec.Objective, B: rec.B, C: rec.C, State: rec.State}
 	} else if spec.init == kernels.InitCustom {
-		if init.B0, init.C0, err = readCustomInit(a.Spec, m, int(a.TotalCols), k, int(a.ColLo), int(a.ColHi)); err != nil {
+		if init.B0, init.C0, err = readCustomInit(s.node.cfg.Roots, a.Spec, m, int(a.TotalCols), k, int(a.ColLo), int(a.ColHi)); err != nil {
 			return err
 		}
 	}
@@ -390,8 +391,8 @@ func (s *shard) build(x kernels.Block, rec *checkpoint.Record) error {
 
 // readCustomInit reads the whole initial basis and this shard's rows of the initial
 // coefficients.
-func readCustomInit(spec *messages.JobSpec, m, n, k, lo, hi int) (b0, c0 []float64, err error) {
-	rows, cols, b, err := matio.ReadNPYMatrix(spec.InitBasis)
+func readCustomInit(roots *fsroot.Roots, spec *messages.JobSpec, m, n, k, lo, hi int) (b0, c0 []float64, err error) {
+	rows, cols, b, err := matio.ReadNPYMatrixWith(roots.Opener("--init-basis"), spec.InitBasis)
 	if err != nil {
 		return nil, nil, fmt.Errorf("init basis: %w", err)
 	}
@@ -399,7 +400,7 @@ func readCustomInit(spec *messages.JobSpec, m, n, k, lo, hi int) (b0, c0 []float
 		return nil, nil, fmt.Errorf("init basis %s: shape (%d, %d), want features x K = (%d, %d)", spec.InitBasis, rows, cols, m, k)
 	}
 	b0 = kernels.Transpose(b, k, m) // basis.npy is row-major M x K; B is column-major
-	src, err := matio.Open(spec.InitCoef)
+	src, err := matio.OpenWith(roots.Opener("--init-coef"), spec.InitCoef)
 	if err != nil {
 		return nil, nil, fmt.Errorf("init coef: %w", err)
 	}
@@ -566,14 +567,22 @@ func (s *shard) finish(ctx actor.Context, why kernels.StopReason) {
 	if dir := s.a.Spec.OutShared; dir != "" {
 		k := int(s.a.Spec.Rank)
 		// C is K x n_i column-major: the shard's rows of the N x K row-major coef.npy.
-		if err := matio.WriteNPYRowsAt(sharedCoefPartial(dir, s.a.JobId), int(s.a.TotalCols), k, int(s.a.ColLo), s.machine.Coef()); err != nil {
+		if err := matio.WriteNPYRowsWith(s.node.cfg.Roots.WriteOpener("--out-shared"), sharedCoefPartial(dir, s.a.JobId), int(s.a.TotalCols), k, int(s.a.ColLo), s.machine.Coef()); err != nil {
 			s.fail(ctx, fmt.Errorf("--out-shared: writing rows %d to %d: %w", s.a.ColLo, s.a.ColHi, err))
 			return
 		}
 	} else {
 		s.streams = append(s.streams, newResultStream("C", s.a.Shard, s.a.ColLo, s.a.ColLo+int64(n), s.machine.Coef()))
 	}
-	if s.a.Shard == 0 {
+	if s.a.Shard == 0 && s.a.Spec.Detached {
+		// No client waits for B: it goes next to C, as basis.npy (features x K, row-major).
+		m, k := s.machineRows(), int(s.a.Spec.Rank)
+		if err := matio.WriteNPYRowsWith(s.node.cfg.Roots.WriteOpener("--out-shared"), sharedBasisPartial(s.a.Spec.OutShared, s.a.JobId), m, k, 0,
+			kernels.Transpose(s.machine.Basis(), m, k)); err != nil {
+			s.fail(ctx, fmt.Errorf("--out-shared: writing the basis: %w", err))
+			return
+		}
+	} else if s.a.Shard == 0 {
 		s.streams = append(s.streams, newResultStream("B", 0, 0, 0, s.machine.Basis()))
 	}
 	for _, st := range s.streams {

@@ -18,8 +18,12 @@ import (
 var ChunkFloats = 1 << 17
 
 // maxPayloadFloats caps the total length a chunk header may announce (2^31 values, 16 GiB):
-// a header claiming more is malformed, and nothing is allocated for it.
+// a header claiming more is malformed. Nothing is allocated for what a header announces: a
+// payload's memory is that of the chunks that actually arrived until it is whole.
 const maxPayloadFloats = 1 << 31
+
+// maxChunkValues caps the values one chunk may carry (8 times ChunkFloats' default).
+const maxChunkValues = 1 << 20
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -74,9 +78,13 @@ type assembly struct {
 	total    int64
 	count    int32
 	checksum uint32
-	got      []bool
+	got      map[int32]bool
 	received int32
 	data     []float64
+	// parts holds the chunks received so far when there is no dst, by index, with their
+	// offsets: the payload is allocated once every chunk is in.
+	parts map[int32]chunkHeader
+	sum   int64 // values received
 }
 
 // chunkHeader is what every chunked message carries.
@@ -111,7 +119,8 @@ var errDuplicateChunk = fmt.Errorf("duplicate chunk")
 // An unchunked payload (chunks == 1) is used in place, without a copy.
 func (a *assembly) add(h chunkHeader) (bool, error) {
 	if h.chunks < 1 || h.chunk < 0 || h.chunk >= h.chunks || h.total < 0 || h.total > maxPayloadFloats ||
-		h.offset < 0 || h.offset+int64(len(h.data)) > h.total {
+		h.offset < 0 || h.offset+int64(len(h.data)) > h.total || len(h.data) > maxChunkValues ||
+		h.total > int64(h.chunks)*maxChunkValues {
 		return false, fmt.Errorf("malformed chunk %d of %d (offset %d, %d values, total %d)",
 			h.chunk, h.chunks, h.offset, len(h.data), h.total)
 	}
@@ -127,15 +136,12 @@ func (a *assembly) add(h chunkHeader) (bool, error) {
 				return false, fmt.Errorf("%w in a payload of %d values", ErrChecksum, h.total)
 			}
 			a.data, a.total, a.count, a.received = h.data, h.total, 1, 1
-			a.got = []bool{true}
+			a.got = map[int32]bool{0: true}
 			return true, nil
 		}
 		a.total, a.count, a.checksum = h.total, h.chunks, h.checksum
-		a.got = make([]bool, h.chunks)
+		a.got = map[int32]bool{}
 		a.data = a.dst
-		if a.data == nil {
-			a.data = make([]float64, h.total)
-		}
 	} else if h.total != a.total || h.chunks != a.count || h.checksum != a.checksum {
 		return false, fmt.Errorf("chunk %d of %d disagrees with the payload's first chunk", h.chunk, h.chunks)
 	}
@@ -144,9 +150,27 @@ func (a *assembly) add(h chunkHeader) (bool, error) {
 	}
 	a.got[h.chunk] = true
 	a.received++
-	copy(a.data[h.offset:], h.data)
+	a.sum += int64(len(h.data))
+	if a.data != nil {
+		copy(a.data[h.offset:], h.data)
+	} else {
+		if a.parts == nil {
+			a.parts = map[int32]chunkHeader{}
+		}
+		a.parts[h.chunk] = h
+	}
 	if a.received < a.count {
 		return false, nil
+	}
+	if a.sum != a.total {
+		return false, fmt.Errorf("malformed payload: %d chunks carry %d values, the header says %d", a.count, a.sum, a.total)
+	}
+	if a.data == nil {
+		a.data = make([]float64, a.total)
+		for _, p := range a.parts {
+			copy(a.data[p.offset:], p.data)
+		}
+		a.parts = nil
 	}
 	if Checksum(a.data) != a.checksum {
 		return false, fmt.Errorf("%w in a payload of %d values reassembled from %d chunks", ErrChecksum, a.total, a.count)

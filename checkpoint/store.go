@@ -346,13 +346,39 @@ func (s *Store) Prune(kind Kind, job string, shard int, keepFrom int64) error {
 	if err != nil {
 		return err
 	}
+	n := 0
+	for n < len(its) && its[n] < keepFrom {
+		n++
+	}
+	return s.remove(kind, job, shard, its[:n])
+}
+
+// KeepNewest removes the checkpoints of kind of shard of job at iterations above after,
+// except the newest keep of them: checkpoints that were never committed (a stalled commit)
+// and never will be, now that newer ones exist.
+func (s *Store) KeepNewest(kind Kind, job string, shard int, after int64, keep int) error {
+	its, err := s.Iterations(kind, job, shard)
+	if err != nil {
+		return err
+	}
+	var above []int64
+	for _, it := range its {
+		if it > after {
+			above = append(above, it)
+		}
+	}
+	if len(above) <= keep {
+		return nil
+	}
+	return s.remove(kind, job, shard, above[:len(above)-keep])
+}
+
+// remove removes the checkpoints of kind of shard of job at the given iterations.
+func (s *Store) remove(kind Kind, job string, shard int, its []int64) error {
 	dir := s.shardDir(kind, job, shard)
 	var errs []error
 	removed := false
 	for _, it := range its {
-		if it >= keepFrom {
-			break
-		}
 		path := filepath.Join(dir, fileName(it))
 		s.mu.Lock()
 		fi, statErr := os.Lstat(path)
@@ -377,6 +403,25 @@ func (s *Store) Prune(kind Kind, job string, shard int, keepFrom int64) error {
 		return fmt.Errorf("checkpoint: prune: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// Jobs returns the jobs that have checkpoints in the store, sorted.
+func (s *Store) Jobs() ([]string, error) {
+	entries, err := os.ReadDir(s.root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: list jobs: %w", err)
+	}
+	var jobs []string
+	for _, e := range entries {
+		if e.IsDir() && checkJob(e.Name()) == nil {
+			jobs = append(jobs, e.Name())
+		}
+	}
+	slices.Sort(jobs)
+	return jobs, nil
 }
 
 // RemoveJob removes everything of job: the checkpoints of all its shards, of both kinds.

@@ -646,3 +646,39 @@ func TestConcurrentWrites(t *testing.T) {
 		t.Fatalf("usage %d, files %d", s.usage(), total)
 	}
 }
+
+func TestKeepNewestAndJobs(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range []int64{5, 10, 15, 20, 25} {
+		if err := s.Write(Own, testRecord("j1", 0, it)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Write(Buddy, testRecord("j2", 1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		after int64
+		keep  int
+		want  []int64
+	}{
+		{25, 2, []int64{5, 10, 15, 20, 25}}, // nothing above 25
+		{10, 5, []int64{5, 10, 15, 20, 25}}, // 3 above 10, keep 5
+		{10, 2, []int64{5, 10, 20, 25}},     // 15 goes: never committed, two newer exist
+		{0, 1, []int64{25}},
+	} {
+		if err := s.KeepNewest(Own, "j1", 0, c.after, c.keep); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.Iterations(Own, "j1", 0); !slices.Equal(got, c.want) {
+			t.Fatalf("KeepNewest(after %d, keep %d): %v, want %v", c.after, c.keep, got, c.want)
+		}
+	}
+	jobs, err := s.Jobs()
+	if err != nil || !slices.Equal(jobs, []string{"j1", "j2"}) {
+		t.Fatalf("Jobs: %v %v", jobs, err)
+	}
+}

@@ -3700,6 +3700,78 @@ func (x *CheckpointCopy) GetError() string {
 	return ""
 }
 
+// Buddies tells a host which shards of a job it keeps checkpoint copies for: it stores copies
+// of those shards only.
+type Buddies struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	JobId  string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Epoch  uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Shards []int64                `protobuf:"varint,3,rep,packed,name=shards,proto3" json:"shards,omitempty"`
+	// The job's checkpoint interval (negative: automatic), which bounds the uncommitted copies
+	// kept.
+	CheckpointEvery int64 `protobuf:"varint,4,opt,name=checkpoint_every,json=checkpointEvery,proto3" json:"checkpoint_every,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Buddies) Reset() {
+	*x = Buddies{}
+	mi := &file_didnmf_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Buddies) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Buddies) ProtoMessage() {}
+
+func (x *Buddies) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Buddies.ProtoReflect.Descriptor instead.
+func (*Buddies) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *Buddies) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *Buddies) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Buddies) GetShards() []int64 {
+	if x != nil {
+		return x.Shards
+	}
+	return nil
+}
+
+func (x *Buddies) GetCheckpointEvery() int64 {
+	if x != nil {
+		return x.CheckpointEvery
+	}
+	return 0
+}
+
 // CheckpointStored answers a complete CheckpointCopy to a buddy.
 type CheckpointStored struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3713,7 +3785,7 @@ type CheckpointStored struct {
 
 func (x *CheckpointStored) Reset() {
 	*x = CheckpointStored{}
-	mi := &file_didnmf_proto_msgTypes[38]
+	mi := &file_didnmf_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3725,7 +3797,7 @@ func (x *CheckpointStored) String() string {
 func (*CheckpointStored) ProtoMessage() {}
 
 func (x *CheckpointStored) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[38]
+	mi := &file_didnmf_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3738,7 +3810,7 @@ func (x *CheckpointStored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStored.ProtoReflect.Descriptor instead.
 func (*CheckpointStored) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{38}
+	return file_didnmf_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CheckpointStored) GetJobId() string {
@@ -3783,7 +3855,7 @@ type CheckpointFetch struct {
 
 func (x *CheckpointFetch) Reset() {
 	*x = CheckpointFetch{}
-	mi := &file_didnmf_proto_msgTypes[39]
+	mi := &file_didnmf_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3795,7 +3867,7 @@ func (x *CheckpointFetch) String() string {
 func (*CheckpointFetch) ProtoMessage() {}
 
 func (x *CheckpointFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[39]
+	mi := &file_didnmf_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3808,7 +3880,7 @@ func (x *CheckpointFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFetch.ProtoReflect.Descriptor instead.
 func (*CheckpointFetch) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{39}
+	return file_didnmf_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CheckpointFetch) GetJobId() string {
@@ -3855,7 +3927,7 @@ type ActorFailed struct {
 
 func (x *ActorFailed) Reset() {
 	*x = ActorFailed{}
-	mi := &file_didnmf_proto_msgTypes[40]
+	mi := &file_didnmf_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3867,7 +3939,7 @@ func (x *ActorFailed) String() string {
 func (*ActorFailed) ProtoMessage() {}
 
 func (x *ActorFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[40]
+	mi := &file_didnmf_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3880,7 +3952,7 @@ func (x *ActorFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorFailed.ProtoReflect.Descriptor instead.
 func (*ActorFailed) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{40}
+	return file_didnmf_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ActorFailed) GetJobId() string {
@@ -3954,7 +4026,7 @@ type JobState struct {
 
 func (x *JobState) Reset() {
 	*x = JobState{}
-	mi := &file_didnmf_proto_msgTypes[41]
+	mi := &file_didnmf_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3966,7 +4038,7 @@ func (x *JobState) String() string {
 func (*JobState) ProtoMessage() {}
 
 func (x *JobState) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[41]
+	mi := &file_didnmf_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3979,7 +4051,7 @@ func (x *JobState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobState.ProtoReflect.Descriptor instead.
 func (*JobState) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{41}
+	return file_didnmf_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *JobState) GetSubmit() *SubmitJob {
@@ -4116,7 +4188,7 @@ type CheckpointCommitted struct {
 
 func (x *CheckpointCommitted) Reset() {
 	*x = CheckpointCommitted{}
-	mi := &file_didnmf_proto_msgTypes[42]
+	mi := &file_didnmf_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4128,7 +4200,7 @@ func (x *CheckpointCommitted) String() string {
 func (*CheckpointCommitted) ProtoMessage() {}
 
 func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[42]
+	mi := &file_didnmf_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4141,7 +4213,7 @@ func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCommitted.ProtoReflect.Descriptor instead.
 func (*CheckpointCommitted) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{42}
+	return file_didnmf_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CheckpointCommitted) GetJobId() string {
@@ -4186,7 +4258,7 @@ type CheckpointAt struct {
 
 func (x *CheckpointAt) Reset() {
 	*x = CheckpointAt{}
-	mi := &file_didnmf_proto_msgTypes[43]
+	mi := &file_didnmf_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4198,7 +4270,7 @@ func (x *CheckpointAt) String() string {
 func (*CheckpointAt) ProtoMessage() {}
 
 func (x *CheckpointAt) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[43]
+	mi := &file_didnmf_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4211,7 +4283,7 @@ func (x *CheckpointAt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAt.ProtoReflect.Descriptor instead.
 func (*CheckpointAt) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{43}
+	return file_didnmf_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CheckpointAt) GetJobId() string {
@@ -4583,7 +4655,12 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x06chunks\x18\x05 \x01(\x05R\x06chunks\x12\x12\n" +
 	"\x04data\x18\x06 \x01(\fR\x04data\x12&\n" +
 	"\breply_to\x18\a \x01(\v2\v.didnmf.PidR\areplyTo\x12\x14\n" +
-	"\x05error\x18\b \x01(\tR\x05error\"s\n" +
+	"\x05error\x18\b \x01(\tR\x05error\"y\n" +
+	"\aBuddies\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
+	"\x06shards\x18\x03 \x03(\x03R\x06shards\x12)\n" +
+	"\x10checkpoint_every\x18\x04 \x01(\x03R\x0fcheckpointEvery\"s\n" +
 	"\x10CheckpointStored\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05shard\x18\x02 \x01(\x03R\x05shard\x12\x1c\n" +
@@ -4643,7 +4720,7 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 	return file_didnmf_proto_rawDescData
 }
 
-var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_didnmf_proto_goTypes = []any{
 	(*Pid)(nil),                 // 0: didnmf.Pid
 	(*StopRule)(nil),            // 1: didnmf.StopRule
@@ -4683,12 +4760,13 @@ var file_didnmf_proto_goTypes = []any{
 	(*BlockAck)(nil),            // 35: didnmf.BlockAck
 	(*CheckpointDone)(nil),      // 36: didnmf.CheckpointDone
 	(*CheckpointCopy)(nil),      // 37: didnmf.CheckpointCopy
-	(*CheckpointStored)(nil),    // 38: didnmf.CheckpointStored
-	(*CheckpointFetch)(nil),     // 39: didnmf.CheckpointFetch
-	(*ActorFailed)(nil),         // 40: didnmf.ActorFailed
-	(*JobState)(nil),            // 41: didnmf.JobState
-	(*CheckpointCommitted)(nil), // 42: didnmf.CheckpointCommitted
-	(*CheckpointAt)(nil),        // 43: didnmf.CheckpointAt
+	(*Buddies)(nil),             // 38: didnmf.Buddies
+	(*CheckpointStored)(nil),    // 39: didnmf.CheckpointStored
+	(*CheckpointFetch)(nil),     // 40: didnmf.CheckpointFetch
+	(*ActorFailed)(nil),         // 41: didnmf.ActorFailed
+	(*JobState)(nil),            // 42: didnmf.JobState
+	(*CheckpointCommitted)(nil), // 43: didnmf.CheckpointCommitted
+	(*CheckpointAt)(nil),        // 44: didnmf.CheckpointAt
 }
 var file_didnmf_proto_depIdxs = []int32{
 	1,  // 0: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
@@ -4736,7 +4814,7 @@ func file_didnmf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   44,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/messages"
@@ -272,4 +274,64 @@ func (c *Client) Close() {
 		_ = c.Members.Leave(2 * time.Second)
 	}
 	c.Node.Close()
+}
+
+// Jobs lists the jobs the cluster's members coordinate, as ListJobs answers: a client sees
+// its own (those submitted under its name), a peer all. Members that do not answer within
+// timeout are listed in the errors.
+func (c *Client) Jobs(timeout time.Duration) ([]*messages.JobInfo, []error) {
+	var futures []actor.Future
+	var addrs []string
+	for _, m := range c.Members.Workers() {
+		futures = append(futures, c.Node.System().Root.RequestFuture(actors.HostPID(m.Meta.Actor), &messages.ListJobs{}, timeout))
+		addrs = append(addrs, m.Meta.Actor)
+	}
+	var jobs []*messages.JobInfo
+	var errs []error
+	for i, f := range futures {
+		res, err := f.Result()
+		list, ok := res.(*messages.JobList)
+		if err != nil || !ok {
+			errs = append(errs, fmt.Errorf("no answer from %s: %v", addrs[i], err))
+			continue
+		}
+		jobs = append(jobs, list.Jobs...)
+	}
+	sort.Slice(jobs, func(a, b int) bool { return jobs[a].JobId < jobs[b].JobId })
+	return jobs, errs
+}
+
+// Cancel asks the cluster to cancel a job this client owns (by name), and waits up to timeout
+// for it to be gone from every member's list. It fails when no member lists the job as one
+// of this client's.
+func (c *Client) Cancel(id string, timeout time.Duration) error {
+	listed := func() (bool, error) {
+		jobs, errs := c.Jobs(2 * time.Second)
+		for _, j := range jobs {
+			if j.JobId == id {
+				return true, nil
+			}
+		}
+		if len(errs) > 0 {
+			return false, errs[0]
+		}
+		return false, nil
+	}
+	if ok, err := listed(); !ok {
+		if err != nil {
+			return fmt.Errorf("job %s is not listed (and %v)", id, err)
+		}
+		return fmt.Errorf("no job %s of yours on the cluster (node jobs lists them)", id)
+	}
+	for _, m := range c.Members.Workers() {
+		c.Node.System().Root.Send(actors.HostPID(m.Meta.Actor), &messages.CancelJob{JobId: id})
+	}
+	for deadline := time.Now().Add(timeout); ; time.Sleep(100 * time.Millisecond) {
+		if ok, _ := listed(); !ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("job %s is still listed %v after the cancel", id, timeout)
+		}
+	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/pki"
 )
@@ -34,6 +35,9 @@ type Config struct {
 	ActorPort int
 	// Join lists members to join (ip:port of their gossip); empty starts a new cluster.
 	Join []string
+	// DataRoots are the directories under which the node reads job inputs and writes shared
+	// outputs (serve --data-root); none: it reads and writes no file of a job.
+	DataRoots []string
 	// DataDir is the node's own directory (created; locked against a second node). The node
 	// keeps its checkpoints under it.
 	DataDir string
@@ -77,6 +81,7 @@ type Server struct {
 	Node    *actors.Node
 	Members *cluster.Membership
 	name    string
+	roots   *fsroot.Roots
 	unlock  func()
 	closed  atomic.Bool
 }
@@ -192,14 +197,17 @@ func Start(cfg Config) (*Server, error) {
 	if err := CheckSecurity(host, cfg.GossipKey, cfg.TLS, cfg.Insecure); err != nil {
 		return fail(err)
 	}
+	if s.roots, err = fsroot.Open(cfg.DataRoots...); err != nil {
+		return fail(fmt.Errorf("--data-root: %w", err))
+	}
 	if cfg.Memory == 0 {
-		cfg.Memory = availableMemory() * 8 / 10
+		cfg.Memory = AvailableMemory() * 8 / 10
 	}
 	members := &lateMembers{}
 	ncfg := actors.NodeConfig{Host: host, Port: cfg.ActorPort, Pool: cfg.Pool, Threads: cfg.Threads,
 		Logger: cfg.Logger, TLS: cfg.TLS, Insecure: cfg.TLS == nil, Members: members, Memory: cfg.Memory, Capacity: max(cfg.Capacity, 1),
 		DataDir: cfg.DataDir, CheckpointQuota: cfg.CheckpointQuota, Faults: cfg.Faults,
-		Lease: cfg.Lease, MaxJobTime: cfg.MaxJobTime, MaxShards: cfg.MaxShards, MaxJobs: cfg.MaxJobs}
+		Lease: cfg.Lease, MaxJobTime: cfg.MaxJobTime, MaxShards: cfg.MaxShards, MaxJobs: cfg.MaxJobs, Roots: s.roots}
 	if cfg.Partition != nil {
 		ncfg.Partition = cfg.Partition
 	}
@@ -228,6 +236,18 @@ func Start(cfg Config) (*Server, error) {
 	}
 	members.m.Store(s.Members)
 	s.name = s.Members.Local().Name
+	// Checkpoints of jobs that ended while this node was down are of no use to anyone.
+	var others []string
+	for _, w := range s.Members.Workers() {
+		if w.Meta.Actor != s.Node.Address() {
+			others = append(others, w.Meta.Actor)
+		}
+	}
+	if removed, err := s.Node.RemoveStaleCheckpoints(others, 3*time.Second); logger != nil && err != nil {
+		logger.Warn("old checkpoints kept", slog.Any("error", err))
+	} else if logger != nil && len(removed) > 0 {
+		logger.Info("removed the checkpoints of jobs no member knows", slog.Any("jobs", removed))
+	}
 	if cfg.DataDir != "" {
 		_ = os.WriteFile(filepath.Join(cfg.DataDir, "node.txt"),
 			[]byte(fmt.Sprintf("name %s\ngossip %s\nactor %s\npid %d\n", s.name, s.Members.Local().Gossip, s.Node.Address(), os.Getpid())), 0o644)
@@ -284,14 +304,17 @@ func (s *Server) Close() {
 	if s.Node != nil {
 		s.Node.Close()
 	}
+	if s.roots != nil {
+		_ = s.roots.Close()
+	}
 	if s.unlock != nil {
 		s.unlock()
 	}
 }
 
-// availableMemory is the memory available to new work (MemAvailable), or 1 GiB when it
+// AvailableMemory is the memory available to new work (MemAvailable), or 1 GiB when it
 // cannot be read.
-func availableMemory() int64 {
+func AvailableMemory() int64 {
 	data, err := os.ReadFile("/proc/meminfo")
 	if err == nil {
 		var kb int64

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,9 +61,14 @@ func startServe(t *testing.T, name string, args ...string) *serveProc {
 	return startServeArgs(t, name, append([]string{"serve", "--bind", "127.0.0.1:0", "--name", name, "--data-dir", filepath.Join(t.TempDir(), name), "--threads", "1"}, args...))
 }
 
-// startServeArgs is startServe with the whole command line given (serve and its flags).
+// startServeArgs is startServe with the whole command line given (serve and its flags). The
+// node may read and write job files under the temporary directory, where the tests keep
+// theirs, unless the arguments name data roots.
 func startServeArgs(t *testing.T, name string, args []string) *serveProc {
 	t.Helper()
+	if !slices.Contains(args, "--data-root") {
+		args = append(slices.Clone(args), "--data-root", os.TempDir())
+	}
 	p := &serveProc{name: name, exited: make(chan error, 1)}
 	p.cmd = nodeCmd(t, args...)
 	p.cmd.Stderr = lockedWriter{p}
@@ -157,6 +163,21 @@ func runProc(t *testing.T, args ...string) (int, string) {
 	return 0, string(out)
 }
 
+// runNodeProc runs the node command as a process and returns its exit code, stdout and stderr.
+func runNodeProc(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := nodeCmd(t, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), o.String(), e.String()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, o.String(), e.String()
+}
+
 func sameFiles(t *testing.T, a, b string) {
 	t.Helper()
 	x, err := os.ReadFile(a)
@@ -197,7 +218,7 @@ func TestClusterOfProcesses(t *testing.T) {
 	if code, _, stderr := runNode(t, append([]string{"factorize", "--input", x, "--out", golden}, job...)...); code != 0 {
 		t.Fatal(stderr)
 	}
-	shared := filepath.Join(dir, "shared")
+	shared := filepath.Join(dir, "shared-coef")
 	if err := os.Mkdir(shared, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -235,6 +256,29 @@ func TestClusterOfProcesses(t *testing.T) {
 			t.Errorf("%s: report shard_nodes %v cluster %q", c.name, r.ShardNodes, r.Cluster)
 		}
 	}
+
+	// A second job into the same --out-shared does not replace the first one's coef.npy
+	// unless asked to; a detached job runs on without its client and writes everything there.
+	shared2 := append(append([]string{"factorize", "--cluster", b.gossip, "--input", x}, job...), "--out-shared", shared)
+	if code, text := runProc(t, append(shared2, "--out", filepath.Join(dir, "again"))...); code != 2 || !strings.Contains(text, "--overwrite") {
+		t.Fatalf("a second job into the same --out-shared: exit %d: %s", code, text)
+	}
+	sameFiles(t, filepath.Join(golden, "coef.npy"), filepath.Join(shared, "coef.npy"))
+	detached := filepath.Join(dir, "detached")
+	if err := os.Mkdir(detached, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	detach := append(append([]string{"factorize", "--cluster", b.gossip, "--input", x}, job...), "--out-shared", detached, "--detach")
+	code, stdout, stderr := runNodeProc(t, detach...)
+	if code != 0 || !strings.HasPrefix(stdout, "j") {
+		t.Fatalf("--detach: exit %d: %s %s", code, stdout, stderr)
+	}
+	waitFor(t, "the detached job's files", 30*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(detached, "report.json"))
+		return err == nil
+	})
+	sameFiles(t, filepath.Join(golden, "coef.npy"), filepath.Join(detached, "coef.npy"))
+	sameFiles(t, filepath.Join(golden, "basis.npy"), filepath.Join(detached, "basis.npy"))
 
 	// Synthetic ingest: every shard generates its block.
 	syn := []string{"--input", "synthetic:m=6,n=40000,k=3,seed=2", "--rank", "3", "--shards", "6", "--max-iter", "20", "--tol", "0", "--quiet"}
@@ -430,10 +474,22 @@ func TestClusterSecurity(t *testing.T) {
 	if code, text := runProc(t, append(append(job, "--out", filepath.Join(t.TempDir(), "ok")), good...)...); code != 0 {
 		t.Errorf("with the right key and certificate: exit %d: %s", code, text)
 	}
-	// A non-loopback address without key and TLS is refused, and says why.
-	code, _, stderr := runNode(t, "serve", "--bind", "192.0.2.10:7946", "--data-dir", filepath.Join(t.TempDir(), "n"))
+	// Certificates without a gossip key on a non-loopback address are refused, and say why.
+	code, _, stderr := runNode(t, append([]string{"serve", "--bind", "192.0.2.10:7946", "--data-dir", filepath.Join(t.TempDir(), "n")}, tlsFlags(certs, "a")...)...)
 	if code != 2 || !strings.Contains(stderr, "--gossip-key") || !strings.Contains(stderr, "--insecure") {
 		t.Errorf("non-loopback bind: exit %d: %s", code, stderr)
+	}
+	// A cluster secret that other users may read is refused, and says why.
+	loose := filepath.Join(t.TempDir(), "loose.secret")
+	if err := pki.WriteSecret(loose, pki.NewSecret()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(loose, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runNode(t, "serve", "--bind", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "l"), "--secret-file", loose)
+	if code != 2 || !strings.Contains(stderr, "chmod 600") {
+		t.Errorf("a secret open to others: exit %d: %s", code, stderr)
 	}
 }
 

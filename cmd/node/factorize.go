@@ -16,9 +16,11 @@ import (
 	"syscall"
 
 	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/server"
 )
 
 // report is report.json.
@@ -77,16 +79,29 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	jf.errOut = stderr
+	if jf.detach {
+		if *out != "" {
+			return badInput("--detach writes into --out-shared on the nodes; --out is not used")
+		}
+		j, err := jf.open()
+		if err != nil {
+			return err
+		}
+		return submitDetached(&jf, j, stdout)
+	}
 	if *out == "" {
 		return badInput("--out is required")
 	}
-	jf.errOut = stderr
 	j, err := jf.open()
 	if err != nil {
 		return err
 	}
 	if j.src != nil {
 		defer j.src.Close()
+	}
+	if err := checkLocalMemory(&jf, j); err != nil {
+		return err
 	}
 	dir, cleanup, err := prepareOutDir(*out)
 	if err != nil {
@@ -303,6 +318,24 @@ func writeOutputs(dir string, res *kernels.Result, rep *report) error {
 		if err := os.Remove(filepath.Join(dir, "coef.npy")); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkLocalMemory refuses, before any work, a run in this process (the driver or --nodes)
+// whose data and factors will not fit in the memory available.
+func checkLocalMemory(jf *jobFlags, j *job) error {
+	if jf.cluster != "" || j.src == nil {
+		return nil
+	}
+	density := 0.0
+	if stored, ok := matio.StoredEntries(j.src); ok {
+		density = float64(stored) / (float64(j.m) * float64(j.n))
+	}
+	need := actors.JobFootprint(int64(j.m), int64(j.n), int64(j.cfg.K), j.shards, density, j.layout)
+	if avail := server.AvailableMemory(); need > avail {
+		return badInput("%s (%d samples x %d features, rank %d) needs about %s of memory for its data and factors; this machine has %s available: use a cluster (--cluster), fewer samples, or --layout sparse for sparse data",
+			j.src.Name(), j.n, j.m, j.cfg.K, cluster.FormatBytes(need), cluster.FormatBytes(avail))
 	}
 	return nil
 }

@@ -56,6 +56,8 @@ type jobFlags struct {
 	cluster    string
 	ingest     string
 	outShared  string
+	overwrite  bool
+	detach     bool
 	clientBind string
 	sec        securityFlags
 }
@@ -87,6 +89,8 @@ func (f *jobFlags) registerCluster(fs *flag.FlagSet) {
 	fs.StringVar(&f.cluster, "cluster", "", "submit to the running cluster at gossip address `IP:PORT` of any member (comma-separated for several); see node serve")
 	fs.StringVar(&f.ingest, "ingest", "shared", "with --cluster, how shards get the data: shared (each node reads its rows of the input path, which every node must see; synthetic: inputs are generated on the nodes) or stream (this client reads the input and streams each shard its block)")
 	fs.StringVar(&f.outShared, "out-shared", "", "with --cluster, a `DIR` every node can write: the shards write coef.npy there themselves, and C never passes through this client")
+	fs.BoolVar(&f.overwrite, "overwrite", false, "with --out-shared, replace a coef.npy that is there (otherwise the job is refused)")
+	fs.BoolVar(&f.detach, "detach", false, "with --cluster and --out-shared, submit the job and exit: it runs on without this client (which otherwise keeps it alive: a job whose client is gone is canceled), and writes coef.npy, basis.npy and report.json into --out-shared; see node jobs and node cancel")
 	fs.StringVar(&f.clientBind, "client-bind", "", "with --cluster, the `IP` this client listens on for results (default: the address that routes to the cluster)")
 	f.sec.register(fs)
 }
@@ -200,6 +204,12 @@ func (f *jobFlags) open() (*job, error) {
 	}
 	if f.ingest == "stream" && initMethod == kernels.InitCustom {
 		return nil, badInput("--init custom reads its files on the nodes: it needs --ingest shared")
+	}
+	if f.detach && (f.cluster == "" || f.outShared == "") {
+		return nil, badInput("--detach needs --cluster and --out-shared: a detached job writes its factors on the nodes")
+	}
+	if f.overwrite && f.outShared == "" {
+		return nil, badInput("--overwrite is for --out-shared")
 	}
 	if f.outShared != "" && !filepath.IsAbs(f.outShared) {
 		return nil, badInput("--out-shared %s: give an absolute path (the nodes' working directories differ)", f.outShared)

@@ -3,6 +3,8 @@
 //	node factorize --input PATH --rank K --out DIR [flags]   factorize a matrix (in this process, or --cluster IP:PORT)
 //	node serve --bind IP:PORT [--join IP:PORT,...]          run a cluster member until SIGINT/SIGTERM
 //	node status --cluster IP:PORT                           list a cluster's members, load and jobs
+//	node jobs --cluster IP:PORT                             list your jobs on a cluster, with progress
+//	node cancel --cluster IP:PORT JOB                       cancel one of your jobs
 //	node certs --name NAME --hosts IP,...                   make mutual-TLS certificates for a cluster
 //	node bench --input SPEC --rank K --algo A --iters N      time the kernels against a roofline
 //	node demo                                                factorize a default input on a 3-node cluster
@@ -38,6 +40,8 @@ commands:
               in this process, or on a running cluster with --cluster IP:PORT
   serve       run a cluster member: join by gossip (--join), take shards, leave on SIGINT/SIGTERM
   status      list a cluster's members, their load and running jobs
+  jobs        list your jobs on a cluster, with their progress
+  cancel      cancel one of your jobs on a cluster
   certs       make a cluster's certificate authority and node certificates for mutual TLS
   bench       time an algorithm per iteration against the memory roofline, print figures
   demo        start a 3-node cluster on loopback and factorize Fashion-MNIST (or a synthetic matrix) on it
@@ -62,6 +66,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdServe(args[1:], stdout, stderr)
 	case "status":
 		err = cmdStatus(args[1:], stdout, stderr)
+	case "jobs":
+		err = cmdJobs(args[1:], stdout, stderr)
+	case "cancel":
+		err = cmdCancel(args[1:], stdout, stderr)
 	case "certs":
 		err = cmdCerts(args[1:], stdout, stderr)
 	case "convert":

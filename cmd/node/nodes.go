@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/kernels"
@@ -14,7 +15,7 @@ func (f *jobFlags) wireSpec(j *job, nodes []string) *messages.JobSpec {
 	return &messages.JobSpec{Inputs: f.inputs, Layout: f.layout, Rank: int64(j.cfg.K), Algorithm: string(j.cfg.Algo),
 		Shards: int64(j.shards), Stop: actors.StopRuleOf(j.cfg.Stop), Seed: j.cfg.Seed, Init: string(j.cfg.Init.Method),
 		InitBasis: f.initBasis, InitCoef: f.initCoef, Form: f.form, Rho: f.rho, Nodes: nodes, FanIn: int64(f.fanIn),
-		Ingest: f.ingest, OutShared: f.outShared, CheckpointEvery: int64(f.checkpointEvery)}
+		Ingest: f.ingest, OutShared: f.outShared, CheckpointEvery: int64(f.checkpointEvery), Overwrite: f.overwrite, Detached: f.detach}
 }
 
 // runOnNodes runs the job on an in-process cluster of f.nodes actor systems on loopback: the
@@ -75,12 +76,20 @@ func follow(ctx context.Context, job *actors.Job, progress func(kernels.Progress
 				progress(p)
 			}
 		case <-ctx.Done():
+			// Ask the cluster to cancel, but never hang on it: a cluster that does not
+			// answer cancels the job anyway when this client's lease runs out.
 			job.Cancel()
-			_, _ = job.Wait(context.Background())
+			wait, stop := context.WithTimeout(context.Background(), cancelWait)
+			_, _ = job.Wait(wait)
+			stop()
 			return nil, ctx.Err()
 		}
 	}
 }
+
+// cancelWait is how long an interrupted client waits for its job's cancellation to be
+// confirmed before it exits anyway.
+const cancelWait = 3 * time.Second
 
 // jobErr maps a refused job to a usage error (exit status 2).
 func jobErr(err error) error {

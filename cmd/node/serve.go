@@ -134,6 +134,12 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	memory := fs.String("memory", "", "bytes of job data this node accepts, e.g. 8GiB (default: 80% of the available memory)")
 	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
 	quota := fs.String("checkpoint-quota", "", "cap (a `SIZE`) on the bytes of checkpoints this node keeps on disk, e.g. 2GiB (default: none); a checkpoint past it fails as on a full disk and is not committed")
+	var roots stringList
+	fs.Var(&roots, "data-root", "a `DIR` under which this node reads job inputs (--ingest shared, --init custom) and writes --out-shared; repeat for several (default: none, so jobs must stream their input and take their factors back)")
+	maxJobTime := fs.Duration("max-job-time", 0, "cancel any job coordinated here that runs longer than this (e.g. 2h; default 0: no cap)")
+	lease := fs.Duration("lease", actors.DefaultLease, "cancel a job coordinated here when its client sent no word for this long (killed, cut off); jobs submitted with --detach have no lease")
+	maxShards := fs.Int("max-shards", actors.DefaultMaxShards, "most shards this node holds at once; a job that would need more is refused")
+	maxJobs := fs.Int("max-jobs", actors.DefaultMaxJobs, "most jobs with actors on this node at once")
 	chaosDelay := fs.Duration("chaos-delay", 0, "chaos drills only: every shard on this node sleeps this long at each iteration boundary, so that faults land mid-job (default 0: off)")
 	var sec securityFlags
 	sec.register(fs)
@@ -168,6 +174,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	if *threads < 0 {
 		return badInput("--threads must be >= 0, got %d", *threads)
 	}
+	if *maxJobTime < 0 || *lease <= 0 || *maxShards < 1 || *maxJobs < 1 {
+		return badInput("--max-job-time must be >= 0, --lease > 0, --max-shards and --max-jobs >= 1")
+	}
 	dir := *dataDir
 	if dir == "" {
 		n := *name
@@ -179,7 +188,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := server.Start(server.Config{Name: *name, Bind: *bind, ActorPort: *actorPort, Join: splitList(*join), DataDir: dir,
 		Capacity: *capacity, Memory: mem, Threads: *threads, GossipKey: cr.gossipKey, TLS: cr.tls, Secret: cr.secret, Insecure: cr.insecure, Logger: logger,
-		CheckpointQuota: quotaBytes, Faults: faults})
+		CheckpointQuota: quotaBytes, Faults: faults, DataRoots: roots, MaxJobTime: *maxJobTime, Lease: *lease,
+		MaxShards: *maxShards, MaxJobs: *maxJobs})
 	if err != nil {
 		return usageError{err}
 	}

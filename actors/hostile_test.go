@@ -1,0 +1,319 @@
+package actors
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/pki"
+)
+
+// hostileSetup is a 3-node cluster with credentials from a test secret, a legitimate client
+// (alice, on a node of her own) and the authority to mint more parties.
+type hostileSetup struct {
+	lc    *LocalCluster
+	ca    *pki.CA
+	alice *Client
+}
+
+func newHostileSetup(t *testing.T, faults *Faults) *hostileSetup {
+	t.Helper()
+	ca, err := pki.CAFromSecret(pki.NewSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc, err := StartLocalCluster(3, NodeConfig{Threads: 2, Faults: faults, TLS: creds(t, ca, "node", pki.RolePeer)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lc.Close)
+	alice := NewClient(startParty(t, creds(t, ca, "alice", pki.RoleClient)).System())
+	t.Cleanup(alice.Close)
+	return &hostileSetup{lc: lc, ca: ca, alice: alice}
+}
+
+func creds(t *testing.T, ca *pki.CA, name string, role pki.Role) *pki.Config {
+	t.Helper()
+	c, err := ca.Credentials(name, []string{"127.0.0.1"}, role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// startParty starts an actor system of its own with the given credentials (a client, an intruder).
+func startParty(t *testing.T, tls *pki.Config) *Node {
+	t.Helper()
+	n, err := StartNode(NodeConfig{Threads: 1, TLS: tls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	return n
+}
+
+// everyMessage returns one instance of every message type of the protocol, with the job id
+// and epoch set where the type has them.
+func everyMessage(job string) []proto.Message {
+	var out []proto.Message
+	msgs := messages.File_didnmf_proto.Messages()
+	for i := 0; i < msgs.Len(); i++ {
+		mt, err := protoregistry.GlobalTypes.FindMessageByName(msgs.Get(i).FullName())
+		if err != nil {
+			panic(err)
+		}
+		m := mt.New()
+		fields := m.Descriptor().Fields()
+		if f := fields.ByName("job_id"); f != nil {
+			m.Set(f, protoreflect.ValueOfString(job))
+		}
+		if f := fields.ByName("epoch"); f != nil {
+			m.Set(f, protoreflect.ValueOfUint64(1))
+		}
+		out = append(out, m.Interface())
+	}
+	return out
+}
+
+// drops sums the nodes' drop counters.
+func drops(lc *LocalCluster) map[string]int64 {
+	sum := map[string]int64{}
+	for _, n := range lc.Nodes {
+		for k, v := range n.Drops() {
+			sum[k] += v
+		}
+	}
+	return sum
+}
+
+// TestHostileParties sends every message of the protocol at a running job's actors and hosts
+// from a client that does not own the job, system messages meant to stop actors, and requests
+// from a party whose certificate another authority signed. Every node lives on, the job ends
+// with its fault-free bits, nothing leaks to the intruders, and the drop counters say why.
+func TestHostileParties(t *testing.T) {
+	h := newHostileSetup(t, &Faults{IterationDelay: 3 * time.Millisecond})
+	lc := h.lc
+	s := spec("synthetic:m=6,n=2000,k=3,seed=3", "did", 3, 4, lc.Addresses(), 200)
+	want := driverRun(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	job, err := h.alice.Submit(ctx, lc.Nodes[0].Address(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-job.Progress()
+
+	mallory := startParty(t, creds(t, h.ca, "mallory", pki.RoleClient)).System().Root
+	other, err := pki.CAFromSecret(pki.NewSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	outsider := startParty(t, creds(t, other, "node", pki.RolePeer)).System().Root
+
+	coord := actor.NewPID(lc.Nodes[0].Address(), HostName+"/"+job.ID+coordSuffix)
+	targets := []*actor.PID{coord, HostPID(lc.Nodes[1].Address()),
+		pidOf(jobActor(lc.Nodes[1].Address(), shardName(job.ID, 1))),
+		pidOf(jobActor(lc.Nodes[0].Address(), reducerName(job.ID, 1, 1, 0)))}
+	all := everyMessage(job.ID)
+	for _, m := range all {
+		for _, to := range targets {
+			mallory.Send(to, m)
+			outsider.Send(to, m)
+		}
+	}
+	for _, to := range targets {
+		mallory.Poison(to)
+		mallory.Stop(to)
+		outsider.Poison(to)
+	}
+
+	// What the intruders learn: mallory, a client, sees no job that is not hers; the
+	// outsider gets no answer at all.
+	for _, n := range lc.Nodes {
+		res, err := mallory.RequestFuture(HostPID(n.Address()), &messages.HostStatus{}, 5*time.Second).Result()
+		pong, ok := res.(*messages.Pong)
+		if err != nil || !ok {
+			t.Fatalf("node %s did not answer a client's status: %v %v", n.Address(), res, err)
+		}
+		if len(pong.JobIds) != 0 || len(pong.Drops) != 0 {
+			t.Fatalf("a client's status shows others' jobs or the node's counters: %v", pong)
+		}
+		res, err = mallory.RequestFuture(HostPID(n.Address()), &messages.ListJobs{}, 5*time.Second).Result()
+		if list, ok := res.(*messages.JobList); err != nil || !ok || len(list.Jobs) != 0 {
+			t.Fatalf("a client lists others' jobs: %v %v", res, err)
+		}
+		if res, err := outsider.RequestFuture(HostPID(n.Address()), &messages.HostStatus{}, time.Second).Result(); err == nil {
+			t.Fatalf("a party of another authority got an answer: %v", res)
+		}
+	}
+
+	got, err := job.Wait(ctx)
+	if err != nil {
+		t.Fatalf("the victim job: %v", err)
+	}
+	checkSame(t, "under attack", got, want)
+
+	d := drops(lc)
+	t.Logf("drops: %v", dropsSorted(d))
+	for _, m := range all {
+		name := string(proto.MessageName(m))
+		allowed, known := access[name]
+		switch {
+		case !known:
+			if d[dropUnknownType] == 0 {
+				t.Errorf("%s: not counted as unknown", name)
+			}
+		case !allowed.allow(pki.RoleClient) && d[dropRolePrefix+name] == 0:
+			t.Errorf("%s from a client was not dropped", name)
+		}
+	}
+	for _, what := range []string{"CancelJob", "LeaseRenew", "ResultAck", "BlockChunk"} {
+		if d[dropOwnerPrefix+what] == 0 {
+			t.Errorf("%s about someone else's job was not counted", what)
+		}
+	}
+	// The hosts live: every node still answers a peer.
+	for _, n := range lc.Nodes {
+		if _, err := lc.Nodes[0].System().Root.RequestFuture(HostPID(n.Address()), &messages.Ping{}, 5*time.Second).Result(); err != nil {
+			t.Fatalf("node %s no longer answers: %v", n.Address(), err)
+		}
+	}
+	waitIdle(t, lc)
+}
+
+// TestMalformedBatchesDoNotKillANode speaks protoactor's gRPC protocol directly, with valid
+// client credentials, and sends what crashed a node before the guard: batches whose indices
+// point outside their tables, another serializer, oversized batches, system messages, and the
+// remote's unimplemented RPCs.
+func TestMalformedBatchesDoNotKillANode(t *testing.T) {
+	h := newHostileSetup(t, nil)
+	node := h.lc.Nodes[0]
+	tls := creds(t, h.ca, "mallory", pki.RoleClient)
+	conn, err := grpc.NewClient(node.Address(), grpc.WithTransportCredentials(credentials.NewTLS(tls.Client)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rc := remote.NewRemotingClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := rc.ListProcesses(ctx, &remote.ListProcessesRequest{}); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("ListProcesses: %v, want Unimplemented", err)
+	}
+	if _, err := rc.GetProcessDiagnostics(ctx, &remote.GetProcessDiagnosticsRequest{}); status.Code(err) != codes.Unimplemented {
+		t.Fatalf("GetProcessDiagnostics: %v, want Unimplemented", err)
+	}
+	ping, err := proto.Marshal(&messages.Ping{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := make([]*remote.MessageEnvelope, maxBatchEnvelopes+1)
+	for i := range many {
+		many[i] = &remote.MessageEnvelope{MessageData: ping}
+	}
+	for _, tc := range []struct {
+		name  string
+		batch *remote.MessageBatch
+		cause string
+	}{
+		{"type index", &remote.MessageBatch{TypeNames: []string{"didnmf.Ping"}, Targets: []string{"host"},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: 7, MessageData: ping}}}, dropTypeIndex},
+		{"negative type index", &remote.MessageBatch{TypeNames: []string{"didnmf.Ping"}, Targets: []string{"host"},
+			Envelopes: []*remote.MessageEnvelope{{TypeId: -1, MessageData: ping}}}, dropTypeIndex},
+		{"target index", &remote.MessageBatch{TypeNames: []string{"didnmf.Ping"}, Targets: []string{"host"},
+			Envelopes: []*remote.MessageEnvelope{{Target: 3, MessageData: ping}}}, dropTargetIndex},
+		{"no targets", &remote.MessageBatch{TypeNames: []string{"didnmf.Ping"},
+			Envelopes: []*remote.MessageEnvelope{{MessageData: ping}}}, dropTargetIndex},
+		{"sender index", &remote.MessageBatch{TypeNames: []string{"didnmf.Ping"}, Targets: []string{"host"},
+			Envelopes: []*remote.MessageEnvelope{{Sender: 4, MessageData: ping}}}, dropSenderIndex},
+		{"json serializer", &remote.MessageBatch{TypeNames: []string{"didnmf.Ping"}, Targets: []string{"host"},
+			Envelopes: []*remote.MessageEnvelope{{SerializerId: 1, MessageData: []byte("{")}}}, dropSerializer},
+		{"too many envelopes", &remote.MessageBatch{TypeNames: []string{"didnmf.Ping"}, Targets: []string{"host"}, Envelopes: many}, dropBatchSize},
+		{"poison pill", &remote.MessageBatch{TypeNames: []string{"actor.PoisonPill"}, Targets: []string{"host"},
+			Envelopes: []*remote.MessageEnvelope{{MessageData: nil}}}, dropUnknownType},
+		{"remote spawn", &remote.MessageBatch{TypeNames: []string{"remote.ActorPidRequest"}, Targets: []string{"activator"},
+			Envelopes: []*remote.MessageEnvelope{{MessageData: nil}}}, dropUnknownType},
+		{"peer message", &remote.MessageBatch{TypeNames: []string{"didnmf.StopJob"}, Targets: []string{"host"},
+			Envelopes: []*remote.MessageEnvelope{{MessageData: nil}}}, dropRolePrefix + "didnmf.StopJob"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := node.Drops()[tc.cause]
+			stream, err := rc.Receive(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := stream.Send(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_ConnectRequest{ConnectRequest: &remote.ConnectRequest{
+				ConnectionType: &remote.ConnectRequest_ServerConnection{ServerConnection: &remote.ServerConnection{MemberId: "mallory", Address: "127.0.0.1:1"}}}}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := stream.Recv(); err != nil {
+				t.Fatal(err)
+			}
+			if err := stream.Send(&remote.RemoteMessage{MessageType: &remote.RemoteMessage_MessageBatch{MessageBatch: tc.batch}}); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(5 * time.Second); node.Drops()[tc.cause] == before; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("not counted as %q: %v", tc.cause, node.Drops())
+				}
+			}
+			_ = stream.CloseSend()
+		})
+	}
+	// The node lives and still works.
+	s := spec("synthetic:m=5,n=300,k=2,seed=1", "did", 2, 3, h.lc.Addresses(), 20)
+	want := driverRun(t, s)
+	job, err := h.alice.Submit(ctx, node.Address(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := job.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, "after malformed batches", got, want)
+}
+
+// TestOwnerCancels: the job's owner cancels it by name through any host; another client
+// cannot.
+func TestOwnerCancels(t *testing.T) {
+	h := newHostileSetup(t, &Faults{IterationDelay: 5 * time.Millisecond})
+	s := spec("synthetic:m=5,n=600,k=2,seed=1", "did", 2, 3, h.lc.Addresses(), 100000)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	job, err := h.alice.Submit(ctx, h.lc.Nodes[0].Address(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-job.Progress()
+	for _, name := range []string{"mallory", "alice"} {
+		sys := startParty(t, creds(t, h.ca, name, pki.RoleClient)).System().Root
+		for _, n := range h.lc.Nodes {
+			sys.Send(HostPID(n.Address()), &messages.CancelJob{JobId: job.ID})
+		}
+		if name == "mallory" {
+			select {
+			case <-job.Done():
+				t.Fatalf("another client canceled alice's job: %v", job.err)
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}
+	_, err = job.Wait(ctx)
+	if err == nil || !strings.Contains(err.Error(), "canceled") {
+		t.Fatalf("alice's cancel by name: %v", err)
+	}
+	waitIdle(t, h.lc)
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// submitDetached submits a job that runs on without this client and prints its id.
+func submitDetached(f *jobFlags, j *job, stdout io.Writer) error {
+	c, err := connect(f.cluster, &f.sec, f.clientBind, f.errOut)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	job, err := c.Submit(context.Background(), f.wireSpec(j, nil))
+	if err != nil {
+		return jobErr(err)
+	}
+	job.Release()
+	fmt.Fprintf(stdout, "%s\n", job.ID)
+	fmt.Fprintf(f.errOut, "node: job %s runs detached; it writes coef.npy, basis.npy and report.json into %s\n"+
+		"  follow it:  node jobs --cluster %s\n  cancel it:  node cancel --cluster %s %s\n", job.ID, f.outShared, f.cluster, f.cluster, job.ID)
+	return nil
+}
+
+// clientFlags are the flags of the commands that only talk to a cluster.
+type clientFlags struct {
+	cluster, bind string
+	sec           securityFlags
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.cluster, "cluster", "", "gossip address `IP:PORT` of any member (comma-separated for several)")
+	fs.StringVar(&c.bind, "client-bind", "", "`IP` this client listens on (default: the address that routes to the cluster)")
+	c.sec.register(fs)
+}
+
+// cmdJobs lists the jobs running on a cluster: a client sees its own, with their progress.
+func cmdJobs(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("jobs", flag.ContinueOnError)
+	var cf clientFlags
+	cf.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: node jobs --cluster IP:PORT [flags]\n\nlists the jobs running on the cluster that you submitted (a node's credentials list all), with their progress\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if cf.cluster == "" {
+		return badInput("--cluster is required")
+	}
+	c, err := connect(cf.cluster, &cf.sec, cf.bind, stderr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	jobs, errs := c.Jobs(3 * time.Second)
+	for _, e := range errs {
+		fmt.Fprintf(stderr, "node: warning: %v\n", e)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"jobs": jobs})
+	}
+	if len(jobs) == 0 {
+		fmt.Fprintln(stdout, "no jobs")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tOWNER\tSTATE\tALGO\tRANK\tSHARDS\tITERATION\tSECONDS\tRATIO\tDETACHED\tCOORDINATOR")
+	for _, j := range jobs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d/%d\t%.1f\t%.4g\t%v\t%s\n", j.JobId, j.Owner, j.State, j.Algorithm, j.Rank, j.Shards,
+			j.Iteration, j.MaxIter, j.Seconds, j.Ratio, j.Detached, j.Coordinator)
+	}
+	return tw.Flush()
+}
+
+// cmdCancel cancels one of your jobs on a cluster.
+func cmdCancel(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
+	var cf clientFlags
+	cf.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: node cancel --cluster IP:PORT JOB\n\ncancels a job you submitted (see node jobs): its actors stop and its memory and checkpoints are freed on every node\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if cf.cluster == "" || fs.NArg() != 1 {
+		return badInput("want --cluster IP:PORT and one job id")
+	}
+	c, err := connect(cf.cluster, &cf.sec, cf.bind, stderr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	id := fs.Arg(0)
+	if err := c.Cancel(id, 10*time.Second); err != nil {
+		return badInput("%v", err)
+	}
+	fmt.Fprintf(stdout, "job %s canceled\n", id)
+	return nil
+}
