@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,30 @@ import (
 	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/server"
 )
+
+// demoRoots are the directories the demo's nodes may read inputs from: Fashion-MNIST's, and
+// those of the inputs given on the command line.
+func demoRoots(args []string) []string {
+	var roots []string
+	if _, err := os.Stat(fashionDir); err == nil {
+		roots = append(roots, fashionDir)
+	}
+	for i, a := range args {
+		var in string
+		switch {
+		case (a == "--input" || a == "-input") && i+1 < len(args):
+			in = args[i+1]
+		case strings.HasPrefix(a, "--input=") || strings.HasPrefix(a, "-input="):
+			in = a[strings.Index(a, "=")+1:]
+		}
+		if in != "" && !strings.HasPrefix(in, "synthetic:") {
+			if abs, err := filepath.Abs(in); err == nil && !slices.Contains(roots, filepath.Dir(abs)) {
+				roots = append(roots, filepath.Dir(abs))
+			}
+		}
+	}
+	return roots
+}
 
 // demoMaxJobTime caps any job on the demo cluster (serve --max-job-time).
 const demoMaxJobTime = 30 * time.Minute
@@ -42,7 +67,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "demo: synthetic 1,000,000 samples x 5 features of rank 3 (install Debian's dataset-fashion-mnist for real images), DID on 4 shards on a 3-node cluster on loopback (gossip + gRPC)")
 	}
 	if !given["nodes"] && !given["cluster"] {
-		addr, secretFile, stop, err := startDemoCluster(3, stderr)
+		addr, secretFile, stop, err := startDemoCluster(3, demoRoots(args), stderr)
 		if err != nil {
 			return err
 		}
@@ -62,7 +87,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 // startDemoCluster starts n member nodes in this process on loopback, joined by gossip and
 // sharing one kernels pool, with a cluster secret of their own, and returns the first one's
 // gossip address and the file the secret is in (for the client).
-func startDemoCluster(n int, stderr io.Writer) (string, string, func(), error) {
+func startDemoCluster(n int, roots []string, stderr io.Writer) (string, string, func(), error) {
 	pool := kernels.NewPool(0)
 	var nodes []*server.Server
 	stop := func() {
@@ -82,7 +107,7 @@ func startDemoCluster(n int, stderr io.Writer) (string, string, func(), error) {
 	}
 	for i := 0; i < n; i++ {
 		cfg := server.Config{Name: fmt.Sprintf("demo-%d", i+1), Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, fmt.Sprint(i+1)),
-			Secret: secret, MaxJobTime: demoMaxJobTime}
+			Secret: secret, MaxJobTime: demoMaxJobTime, DataRoots: roots}
 		if i > 0 {
 			cfg.Join = []string{nodes[0].Gossip()}
 		}
