@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -316,4 +318,35 @@ func TestOwnerCancels(t *testing.T) {
 		t.Fatalf("alice's cancel by name: %v", err)
 	}
 	waitIdle(t, h.lc)
+}
+
+// TestIdleNodeKeepsNothingOfEndedJobs: once a job ended, its nodes keep none of its data (the
+// blocks of X kept for restarts were once left behind: hundreds of MB per idle node).
+func TestIdleNodeKeepsNothingOfEndedJobs(t *testing.T) {
+	lc, cl := testCluster(t, 2, nil)
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapAlloc
+	const n = 3000000 // X is 5 x n, 114 MB
+	s := spec(fmt.Sprintf("synthetic:m=5,n=%d,k=3,seed=1", n), "did", 3, 4, lc.Addresses(), 3)
+	if _, err := runJob(t, cl, s); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, lc)
+	for _, n := range lc.Nodes {
+		n.blocksMu.Lock()
+		kept := len(n.blocks)
+		n.blocksMu.Unlock()
+		if kept != 0 {
+			t.Errorf("node %s keeps %d blocks of ended jobs", n.Address(), kept)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	t.Logf("heap %d MB before the job, %d MB after (X is %d MB)", before>>20, ms.HeapAlloc>>20, 5*8*n>>20)
+	// Connections keep buffers of their own; what must not stay is the job's data.
+	if ms.HeapAlloc > before+5*8*n/2 {
+		t.Errorf("heap grew from %d MB to %d MB", before>>20, ms.HeapAlloc>>20)
+	}
 }

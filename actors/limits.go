@@ -10,9 +10,9 @@ import (
 
 // shardOverhead is the memory a shard takes beyond its data: the actor, its mailbox, its
 // machine's buffers and bookkeeping, its reducer's share, and what the node keeps for it.
-// Measured with TestShardOverhead (about 40 KiB a shard on an idle 1-column shard); counted
-// in every shard's estimate, so that a job of very many small shards is refused like a job of
-// a few big ones.
+// Measured on one `node serve` process running 5,000 shards of one sample each (m=5, K=2):
+// RSS 23 MB idle, 314 MB running, about 58 KiB a shard. It is counted in every shard's
+// estimate, so that a job of very many small shards is refused like a job of a few big ones.
 const shardOverhead = 64 << 10
 
 // maxJobShards bounds the shard ids a message may list.

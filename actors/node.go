@@ -249,7 +249,8 @@ func (n *Node) dropBlocks(job string) {
 	n.blocksMu.Lock()
 	defer n.blocksMu.Unlock()
 	for name := range n.blocks {
-		if strings.HasPrefix(name, job+"-") {
+		// Blocks are kept under their shard's PID id, "host/<job>-s<shard>".
+		if strings.HasPrefix(strings.TrimPrefix(name, HostName+"/"), job+"-") {
 			delete(n.blocks, name)
 		}
 	}

@@ -411,7 +411,7 @@ func TestClusterSecurity(t *testing.T) {
 	certs := filepath.Join(t.TempDir(), "certs")
 	evil := filepath.Join(t.TempDir(), "evil")
 	for _, c := range [][]string{
-		{"certs", "--dir", certs, "--name", "a"}, {"certs", "--dir", certs, "--name", "b"}, {"certs", "--dir", certs, "--name", "client"},
+		{"certs", "--dir", certs, "--name", "a"}, {"certs", "--dir", certs, "--name", "b"}, {"certs", "--dir", certs, "--name", "client", "--client"},
 		{"certs", "--dir", evil, "--name", "client"},
 	} {
 		if code, _, stderr := runNode(t, c...); code != 0 {

@@ -130,9 +130,10 @@ func cmdCerts(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("certs", flag.ContinueOnError)
 	dir := fs.String("dir", "certs", "`DIR` holding ca.pem and ca-key.pem (made on first use) and the node certificates")
 	name := fs.String("name", "", "node `NAME`: writes NAME.pem and NAME-key.pem")
-	hosts := fs.String("hosts", "127.0.0.1", "comma-separated IP addresses and host names the node is reached at")
+	hosts := fs.String("hosts", "127.0.0.1", "comma-separated IP addresses and host names the node (or client) is reached at")
+	client := fs.Bool("client", false, "make a client certificate: it may submit jobs and list, watch and cancel its own, nothing else")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: node certs --name NAME --hosts IP,... [--dir DIR]\n\nmakes mutual-TLS files for serve, factorize --cluster and status:\n  --tls-ca DIR/ca.pem --tls-cert DIR/NAME.pem --tls-key DIR/NAME-key.pem\nKeep DIR/ca-key.pem private: whoever has it can join the cluster.\n\nflags:\n")
+		fmt.Fprintf(fs.Output(), "usage: node certs --name NAME --hosts IP,... [--client] [--dir DIR]\n\nmakes mutual-TLS files for serve (peer certificates) and factorize --cluster, status, jobs and cancel (--client):\n  --tls-ca DIR/ca.pem --tls-cert DIR/NAME.pem --tls-key DIR/NAME-key.pem\nKeep DIR/ca-key.pem private: whoever has it can join the cluster.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -163,7 +164,11 @@ func cmdCerts(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "wrote %s and %s (new certificate authority)\n", caCert, caKey)
 	}
-	certPEM, keyPEM, err := ca.Issue(*name, splitList(*hosts))
+	role := pki.RolePeer
+	if *client {
+		role = pki.RoleClient
+	}
+	certPEM, keyPEM, err := ca.IssueRole(*name, splitList(*hosts), role)
 	if err != nil {
 		return badInput("%v", err)
 	}
@@ -174,6 +179,6 @@ func cmdCerts(args []string, stdout, stderr io.Writer) error {
 	if err := pki.Write(cert, certPEM, 0o644); err != nil {
 		return badInput("%v", err)
 	}
-	fmt.Fprintf(stdout, "wrote %s and %s for %s\n", cert, key, *hosts)
+	fmt.Fprintf(stdout, "wrote %s and %s (%s) for %s\n", cert, key, role, *hosts)
 	return nil
 }
