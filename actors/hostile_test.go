@@ -1,8 +1,12 @@
 package actors
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -18,6 +22,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/didnmf/didnmf/checkpoint"
+	"github.com/didnmf/didnmf/fsroot"
+	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 )
@@ -349,4 +356,147 @@ func TestIdleNodeKeepsNothingOfEndedJobs(t *testing.T) {
 	if ms.HeapAlloc > before+5*8*n/2 {
 		t.Errorf("heap grew from %d MB to %d MB", before>>20, ms.HeapAlloc>>20)
 	}
+}
+
+// TestOneNodeOutOfQuotaBoundsTheOthers: when one node cannot store checkpoints (its quota is
+// exhausted), no checkpoint is committed; the healthy nodes keep only a few uncommitted
+// checkpoints of each shard instead of piling them up, and the job still ends bitwise.
+func TestOneNodeOutOfQuotaBoundsTheOthers(t *testing.T) {
+	lc, cl := testCluster(t, 3, &Faults{IterationDelay: 5 * time.Millisecond})
+	lc.Nodes[2].Checkpoints().SetLimit(100)
+	sp := spec("synthetic:m=6,n=600,k=3,seed=2", "did", 3, 6, lc.Addresses(), 200)
+	sp.CheckpointEvery = 1
+	want := driverRun(t, sp)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	job, err := cl.Submit(ctx, "", sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	for done := false; !done; {
+		select {
+		case <-job.Done():
+			done = true
+		case <-time.After(20 * time.Millisecond):
+		}
+		for _, n := range lc.Nodes[:2] {
+			for s := 0; s < 6; s++ {
+				for _, kind := range []checkpoint.Kind{checkpoint.Own, checkpoint.Buddy} {
+					its, _ := n.Checkpoints().Iterations(kind, job.ID, s)
+					most = max(most, len(its))
+				}
+			}
+		}
+	}
+	got, err := job.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, "one node out of quota", got, want)
+	if got.Checkpoints != 0 {
+		t.Fatalf("%d checkpoints committed although a node could store none", got.Checkpoints)
+	}
+	t.Logf("at most %d checkpoints of one shard on a healthy node over %d iterations", most, got.Iterations)
+	// Writes run in the background, so a few more than maxUncommitted may exist for a moment;
+	// without pruning there would be one per iteration.
+	if most > maxUncommitted+10 {
+		t.Fatalf("a healthy node kept %d uncommitted checkpoints of one shard, want at most about %d", most, maxUncommitted)
+	}
+	waitIdle(t, lc)
+}
+
+// TestDataRootsConfineJobFiles: a node reads inputs and writes shared outputs only under its
+// data roots; paths outside, '..' climbing out and symbolic links pointing out are refused
+// before any work (an input error, exit status 2 for the CLI), and an existing coef.npy is
+// replaced only with overwrite.
+func TestDataRootsConfineJobFiles(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	x := make([]float64, 40*3)
+	for i := range x {
+		x[i] = float64(i%7) + 1
+	}
+	var npy bytes.Buffer
+	if err := matio.WriteNPY(&npy, 40, 3, x); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(root, "x.npy"), filepath.Join(outside, "secret.npy")} {
+		if err := os.WriteFile(p, npy.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret.npy"), filepath.Join(root, "link.npy")); err != nil {
+		t.Fatal(err)
+	}
+	shared := filepath.Join(root, "out")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	roots, err := fsroot.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer roots.Close()
+	lc, err := StartLocalCluster(2, NodeConfig{Threads: 1, Roots: roots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := NewClient(lc.Nodes[0].System())
+	t.Cleanup(func() {
+		cl.Close()
+		lc.Close()
+	})
+	job := func(input, out string, overwrite bool) error {
+		s := spec(input, "did", 2, 2, lc.Addresses(), 5)
+		s.OutShared, s.Overwrite = out, overwrite
+		_, err := runJob(t, cl, s)
+		return err
+	}
+	for _, c := range []struct {
+		name, input, out string
+		want             string
+	}{
+		{"input outside", filepath.Join(outside, "secret.npy"), "", "outside the node's data roots"},
+		{"dot-dot", filepath.Join(root, "..", filepath.Base(outside), "secret.npy"), "", "outside the node's data roots"},
+		{"symbolic link out", filepath.Join(root, "link.npy"), "", "leads outside"},
+		{"relative", "x.npy", "", "not an absolute path"},
+		{"out-shared outside", filepath.Join(root, "x.npy"), outside, "outside the node's data roots"},
+	} {
+		err := job(c.input, c.out, false)
+		var je *JobError
+		if !errors.As(err, &je) || je.Kind != "input" || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an input error with %q", c.name, err, c.want)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+		t.Errorf("a file was written outside the roots: %v", entries)
+	}
+	// out-shared: the first job writes coef.npy; a second is refused unless it may overwrite.
+	if err := job(filepath.Join(root, "x.npy"), shared, false); err != nil {
+		t.Fatal(err)
+	}
+	first, err := os.ReadFile(filepath.Join(shared, "coef.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shared, "coef.npy"), []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := job(filepath.Join(root, "x.npy"), shared, false); err == nil || !strings.Contains(err.Error(), "--overwrite") {
+		t.Fatalf("a second job into the same directory: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(shared, "coef.npy")); string(b) != "precious" {
+		t.Fatalf("coef.npy was replaced without overwrite")
+	}
+	if err := job(filepath.Join(root, "x.npy"), shared, true); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(shared, "coef.npy")); !bytes.Equal(b, first) {
+		t.Fatalf("with overwrite: coef.npy is not the job's")
+	}
+	entries, _ := os.ReadDir(shared)
+	if len(entries) != 1 {
+		t.Errorf("files left in the shared directory: %v", entries)
+	}
+	waitIdle(t, lc)
 }
