@@ -291,3 +291,31 @@ func TestHundredThousandShards(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicateNameRefused: a node started under the name of a live member refuses to start
+// (exit status 2, naming the member and its address) and disturbs nothing.
+func TestDuplicateNameRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	isolateGossip(t)
+	a := startServe(t, "a")
+	b := startServe(t, "b", "--join", a.gossip)
+	waitFor(t, "2 members", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip)) == 2 })
+	code, text := runProc(t, "serve", "--bind", "127.0.0.1:0", "--name", "b", "--join", a.gossip,
+		"--data-dir", filepath.Join(t.TempDir(), "b2"))
+	if code != 2 || !strings.Contains(text, `already named "b"`) || !strings.Contains(text, b.gossip) {
+		t.Fatalf("a second b: exit %d: %s", code, text)
+	}
+	time.Sleep(3 * time.Second) // several probe intervals
+	if st := clusterStatus(t, a.gossip); len(st) != 2 || st["b"].Actor != b.actor {
+		t.Fatalf("members after the attempt: %v", st)
+	}
+	for _, p := range []*serveProc{a, b} {
+		for _, l := range strings.Split(p.logText(), "\n") {
+			if (strings.Contains(l, "member failed") || strings.Contains(l, "member left")) && strings.Contains(l, "role=member") {
+				t.Fatalf("node %s saw a member go: %s", p.name, l)
+			}
+		}
+	}
+}
