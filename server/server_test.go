@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didnmf/didnmf/checkpoint"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -154,5 +155,34 @@ func TestClusterInProcess(t *testing.T) {
 			t.Fatalf("a still lists %d workers after c left", len(members[0].Members.Workers()))
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStaleCheckpointsRemovedAtStart: a node that starts with checkpoints of a job no live
+// member knows (it ended while the node was down) removes them; those of a job a member runs
+// stay.
+func TestStaleCheckpointsRemovedAtStart(t *testing.T) {
+	key := testKey()
+	dir := t.TempDir()
+	store, err := checkpoint.Open(filepath.Join(dir, "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &checkpoint.Record{Job: "ended", Shard: 0, Shards: 1, Epoch: 1, Iteration: 5, B: []float64{1}, C: []float64{2}}
+	if err := store.Write(checkpoint.Own, rec); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Start(Config{Name: "a", Bind: "127.0.0.1:0", DataDir: filepath.Join(dir, "a"), Secret: key, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Start(Config{Name: "b", Bind: "127.0.0.1:0", DataDir: filepath.Join(dir, "b"), Secret: key, Threads: 1, Join: []string{a.Gossip()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if jobs, err := b.Node.Checkpoints().Jobs(); err != nil || len(jobs) != 0 {
+		t.Fatalf("checkpoints of an ended job kept: %v %v", jobs, err)
 	}
 }
