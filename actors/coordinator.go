@@ -1125,6 +1125,7 @@ func (c *coordinator) onReducerDone(ctx actor.Context, m *messages.ReducerDone) 
 			return
 		}
 	}
+	c.ownsPartial = false
 	ctx.Send(c.client, res)
 	c.end(ctx)
 }
@@ -1250,25 +1251,14 @@ func sharedBasisPartial(dir, job string) string {
 // commitDetached puts a detached job's basis.npy in place and writes its report.json (what
 // the client would have written).
 func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error {
-	roots := c.node.cfg.Roots
-	part := sharedBasisPartial(dir, c.job)
-	f, err := roots.Open("--out-shared", part)
-	if err != nil {
-		return err
-	}
-	err = matio.CheckNPYRows(f, c.m, int(c.sub.Spec.Rank))
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("--out-shared: the basis: %v", err)
-	}
-	if err := roots.Commit("--out-shared", part, filepath.Join(dir, "basis.npy"), c.sub.Spec.Overwrite); err != nil {
+	if err := c.commitNPY(sharedBasisPartial(dir, c.job), filepath.Join(dir, "basis.npy"), c.m); err != nil {
 		return err
 	}
 	report, err := protojson.MarshalOptions{Multiline: true, UseProtoNames: true, EmitUnpopulated: true}.Marshal(res)
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, ".report.json."+c.job+".partial")
+	roots, tmp := c.node.cfg.Roots, filepath.Join(dir, ".report.json."+c.job+".partial")
 	w, err := roots.CreateExclusive("--out-shared", tmp, 0o644)
 	if err != nil {
 		return err
@@ -1289,21 +1279,23 @@ func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error 
 // commitSharedCoef checks that the shards wrote the whole of the job's coef.npy and puts it
 // in place (of an earlier one only if the job may overwrite it).
 func (c *coordinator) commitSharedCoef(dir string) error {
-	roots, part := c.node.cfg.Roots, sharedCoefPartial(dir, c.job)
+	return c.commitNPY(sharedCoefPartial(dir, c.job), filepath.Join(dir, "coef.npy"), c.n)
+}
+
+// commitNPY checks that a partial .npy of rows x K that the shards filled in is whole and
+// puts it in place under its final name.
+func (c *coordinator) commitNPY(part, final string, rows int) error {
+	roots := c.node.cfg.Roots
 	f, err := roots.Open("--out-shared", part)
 	if err != nil {
 		return err
 	}
-	err = matio.CheckNPYRows(f, c.n, int(c.sub.Spec.Rank))
+	err = matio.CheckNPYRows(f, rows, int(c.sub.Spec.Rank))
 	f.Close()
 	if err != nil {
-		return fmt.Errorf("--out-shared: %v: do all nodes see the same directory?", err)
+		return fmt.Errorf("--out-shared: %s: %v: do all nodes see the same directory?", filepath.Base(final), err)
 	}
-	if err := roots.Commit("--out-shared", part, filepath.Join(dir, "coef.npy"), c.sub.Spec.Overwrite); err != nil {
-		return err
-	}
-	c.ownsPartial = false
-	return nil
+	return roots.Commit("--out-shared", part, final, c.sub.Spec.Overwrite)
 }
 
 // newTakeover is the coordinator a standby node starts for a job whose coordinator's node

@@ -40,7 +40,20 @@ func startMembers(t *testing.T, pool *kernels.Pool, faults *actors.Faults, key [
 		}
 		members = append(members, s)
 	}
-	return members
+	// Every member sees every other before the test goes on: a client joining through one
+	// that does not yet would learn of the rest only by later gossip.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		all := true
+		for _, m := range members {
+			all = all && len(m.Members.Workers()) == len(names)
+		}
+		if all {
+			return members
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the members do not all see each other within 10 s")
+		}
+	}
 }
 
 // golden is the in-process driver's result for a job spec.
