@@ -19,7 +19,7 @@ func readCompressed(name string, r io.Reader, want, compressed int64, what strin
 	if want >= math.MaxInt-1 {
 		return nil, inputErrorf(name, "%s, which is too large", what)
 	}
-	buf := make([]byte, 0, min(want+1, 1<<20))
+	buf := make([]byte, 0, min(want+1, 1<<16))
 	for {
 		if len(buf) == cap(buf) {
 			if int64(len(buf)) > want {

@@ -52,7 +52,8 @@ func (p *mtxParser) coordinate() (Source, error) {
 	if p.field == "pattern" {
 		want, form = 2, "row column"
 	}
-	entries := make([]mtxEntry, 0, min(p.nnz, 1<<16))
+	// Grow as entries arrive: the size line's count is only a claim.
+	entries := make([]mtxEntry, 0, min(p.nnz, 1<<10))
 	var count int64
 	for {
 		t, err := p.next()
@@ -155,7 +156,8 @@ func (p *mtxParser) arrayData() (Source, error) {
 	if p.symmetric {
 		total = int64(n) * (int64(n) + 1) / 2
 	}
-	vals := make([]float64, 0, min(total, 1<<16))
+	// Grow as values arrive: the size line's dimensions are only a claim.
+	vals := make([]float64, 0, min(total, 1<<10))
 	r, c := 0, 0 // position of the next value in the user's matrix
 	for {
 		t, err := p.next()

@@ -71,9 +71,14 @@ func readNPYHeader(name string, r io.Reader, limit int64) (*npyHeader, error) {
 	if hlen > maxNPYHeader {
 		return nil, inputErrorf(name, "header of %d bytes is too large (at most %d)", hlen, maxNPYHeader)
 	}
-	text := make([]byte, hlen)
-	if _, err := io.ReadFull(r, text); err != nil {
+	// Read the header as it arrives rather than allocating what hlen announces: a compressed
+	// file of a few bytes may announce a megabyte.
+	text, err := io.ReadAll(io.LimitReader(r, hlen))
+	if err != nil {
 		return nil, truncated(err)
+	}
+	if int64(len(text)) < hlen {
+		return nil, truncated(io.ErrUnexpectedEOF)
 	}
 	h, err := parseNPYDict(text)
 	if err != nil {

@@ -3,6 +3,7 @@ package matio
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // A tiny parser for the Python literals a .npy header holds: a dict of strings, booleans, ints
@@ -245,45 +246,81 @@ func (d pyValue) lookup(k string) (pyValue, bool) {
 	return pyValue{}, false
 }
 
-// String formats v roughly as Python would, for messages.
+// maxPyText bounds the text String writes: enough for a message, which cuts it shorter
+// anyway (see shortString), and a header with a huge tuple formats in constant time.
+const maxPyText = 256
+
+// String formats v roughly as Python would, for messages; past maxPyText bytes it is cut
+// (the cut text ends with "...").
 func (v pyValue) String() string {
+	var b strings.Builder
+	if !v.write(&b) {
+		b.WriteString("...")
+	}
+	return b.String()
+}
+
+// write appends v to b, and reports false if it stopped at maxPyText bytes.
+func (v pyValue) write(b *strings.Builder) bool {
+	if b.Len() > maxPyText {
+		return false
+	}
 	switch v.kind {
 	case pyStr:
-		return "'" + v.str + "'"
+		b.WriteString("'")
+		b.WriteString(v.str[:min(len(v.str), maxPyText)])
+		if len(v.str) > maxPyText {
+			return false
+		}
+		b.WriteString("'")
 	case pyInt:
-		return v.str
+		b.WriteString(v.str[:min(len(v.str), maxPyText)])
+		if len(v.str) > maxPyText {
+			return false
+		}
 	case pyBool:
 		if v.truth {
-			return "True"
+			b.WriteString("True")
+		} else {
+			b.WriteString("False")
 		}
-		return "False"
 	case pyNone:
-		return "None"
+		b.WriteString("None")
 	case pyTuple, pyList:
 		open, end := "(", ")"
 		if v.kind == pyList {
 			open, end = "[", "]"
 		}
-		s := open
+		b.WriteString(open)
 		for i, it := range v.items {
 			if i > 0 {
-				s += ", "
+				b.WriteString(", ")
 			}
-			s += it.String()
+			if !it.write(b) {
+				return false
+			}
 		}
 		if v.kind == pyTuple && len(v.items) == 1 {
-			s += ","
+			b.WriteString(",")
 		}
-		return s + end
+		b.WriteString(end)
 	case pyDict:
-		s := "{"
+		b.WriteString("{")
 		for i := range v.keys {
 			if i > 0 {
-				s += ", "
+				b.WriteString(", ")
 			}
-			s += v.keys[i].String() + ": " + v.items[i].String()
+			if !v.keys[i].write(b) {
+				return false
+			}
+			b.WriteString(": ")
+			if !v.items[i].write(b) {
+				return false
+			}
 		}
-		return s + "}"
+		b.WriteString("}")
+	default:
+		b.WriteString("?")
 	}
-	return "?"
+	return true
 }

@@ -3,6 +3,8 @@ package matio
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/didnmf/didnmf/kernels"
 )
@@ -67,7 +69,12 @@ func mulFits(a, b, limit int64) (int64, bool) {
 	return a * b, true
 }
 
-// formatShape formats a shape the way Python prints a tuple: (100,) or (3, 4).
+// maxShapeText bounds the text formatShape writes for the dimensions, so that a header with
+// thousands of them gives a short message, made in constant time.
+const maxShapeText = 120
+
+// formatShape formats a shape the way Python prints a tuple: (100,) or (3, 4). A shape too
+// long for a message is cut: "(1, 1, 1, ...) (30000 dimensions)".
 func formatShape(dims []int64) string {
 	switch len(dims) {
 	case 0:
@@ -75,12 +82,18 @@ func formatShape(dims []int64) string {
 	case 1:
 		return fmt.Sprintf("(%d,)", dims[0])
 	}
-	s := "("
+	var b strings.Builder
+	b.WriteByte('(')
 	for i, d := range dims {
 		if i > 0 {
-			s += ", "
+			b.WriteString(", ")
 		}
-		s += fmt.Sprint(d)
+		if b.Len() > maxShapeText {
+			fmt.Fprintf(&b, "...) (%d dimensions)", len(dims))
+			return b.String()
+		}
+		b.WriteString(strconv.FormatInt(d, 10))
 	}
-	return s + ")"
+	b.WriteByte(')')
+	return b.String()
 }
