@@ -132,13 +132,12 @@ func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobS
 		}
 		address = spec.Nodes[0]
 	}
-	var idb [8]byte
-	_, _ = rand.Read(idb[:])
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
-	j := &Job{ID: "j" + hex.EncodeToString(idb[:]), client: c, progress: make(chan kernels.Progress, 256), warnings: make(chan string, 64),
+	token := hex.EncodeToString(tok[:])
+	j := &Job{ID: JobIDFor(token), client: c, progress: make(chan kernels.Progress, 256), warnings: make(chan string, 64),
 		accepted: make(chan struct{}), done: make(chan struct{}), k: int(spec.GetRank()), streams: map[[2]int64]*assembly{},
-		outShared: spec.GetOutShared() != "", token: hex.EncodeToString(tok[:]), detached: spec.GetDetached()}
+		outShared: spec.GetOutShared() != "", token: token, detached: spec.GetDetached()}
 	if spec.GetIngest() == IngestStream {
 		spec = proto.Clone(spec).(*messages.JobSpec)
 		var err error

@@ -362,6 +362,10 @@ func (c *coordinator) start(ctx actor.Context) {
 	switch {
 	case len(spec.Nodes) > 0 || c.node.cfg.Members == nil:
 		nodes := spec.Nodes
+		if err := c.checkNodes(nodes); err != nil {
+			c.fail(ctx, "input", err.Error())
+			return
+		}
 		if len(nodes) == 0 {
 			nodes = []string{ctx.Self().Address}
 		}
@@ -451,7 +455,8 @@ func (c *coordinator) assignBuddies(ctx actor.Context) {
 		of[b] = append(of[b], int64(s))
 	}
 	for _, b := range order {
-		ctx.Send(HostPID(b), &messages.Buddies{JobId: c.job, Epoch: c.epoch, Shards: of[b], CheckpointEvery: c.sub.Spec.CheckpointEvery})
+		ctx.Send(HostPID(b), &messages.Buddies{JobId: c.job, Epoch: c.epoch, Shards: of[b], CheckpointEvery: c.sub.Spec.CheckpointEvery,
+			Coordinator: wirePid(ctx.Self())})
 	}
 	c.chooseStandby(ctx)
 }
@@ -593,6 +598,22 @@ func (c *coordinator) placeOnMembers(ctx actor.Context, need []int64) (func(int6
 	}
 	c.ft.ring = live
 	return func(s int64) string { return live[at[s]] }, nil
+}
+
+// checkNodes checks that the nodes a spec names are members of the cluster (on a cluster):
+// a coordinator dials only its peers.
+func (c *coordinator) checkNodes(nodes []string) error {
+	members := c.node.cfg.Members
+	if members == nil {
+		return nil
+	}
+	workers := members.Workers()
+	for _, a := range nodes {
+		if !slices.ContainsFunc(workers, func(w cluster.Member) bool { return w.Meta.Actor == a }) {
+			return fmt.Errorf("nodes: %s is not a member of the cluster", a)
+		}
+	}
+	return nil
 }
 
 // shardNeeds estimates every shard's memory (see shardFootprint).
@@ -1154,12 +1175,12 @@ func (c *coordinator) end(ctx actor.Context) {
 	sent := map[string]bool{}
 	for _, h := range c.hosts {
 		sent[h.Address] = true
-		ctx.Send(h, &messages.StopJob{JobId: c.job, Epoch: c.epoch})
+		ctx.Send(h, &messages.StopJob{JobId: c.job, Epoch: c.epoch, Coordinator: wirePid(ctx.Self())})
 	}
 	for addr := range c.ft.involved {
 		if !sent[addr] {
 			sent[addr] = true
-			ctx.Send(HostPID(addr), &messages.StopJob{JobId: c.job, Epoch: c.epoch})
+			ctx.Send(HostPID(addr), &messages.StopJob{JobId: c.job, Epoch: c.epoch, Coordinator: wirePid(ctx.Self())})
 		}
 	}
 	// A node restarted mid-job (a new actor address under an old name) may still keep
@@ -1167,7 +1188,7 @@ func (c *coordinator) end(ctx actor.Context) {
 	if c.node.cfg.Members != nil {
 		for _, w := range c.node.cfg.Members.Workers() {
 			if !sent[w.Meta.Actor] {
-				ctx.Send(HostPID(w.Meta.Actor), &messages.StopJob{JobId: c.job, Epoch: c.epoch})
+				ctx.Send(HostPID(w.Meta.Actor), &messages.StopJob{JobId: c.job, Epoch: c.epoch, Coordinator: wirePid(ctx.Self())})
 			}
 		}
 	}

@@ -26,7 +26,6 @@ type host struct {
 	node     *Node
 	children map[string]hostChild // by actor id
 	jobs     map[string]int       // job id -> live children
-	reserved int64                // bytes reserved by the shards living here
 	copies   buddyCopies          // checkpoint copies arriving for other nodes' shards
 	// coordinators is each job's coordinator as the latest assignment named it.
 	coordinators map[string]*actor.PID
@@ -112,7 +111,9 @@ func (h *host) Receive(ctx actor.Context) {
 	case *messages.CheckpointCopy:
 		h.storeCopy(ctx, m)
 	case *messages.Buddies:
-		if validJobID.MatchString(m.JobId) && m.Epoch >= h.buddyEpoch[m.JobId] && len(m.Shards) <= maxJobShards {
+		if validJobID.MatchString(m.JobId) && m.Epoch >= h.buddyEpoch[m.JobId] && len(m.Shards) <= maxJobShards &&
+			h.fromCoordinator(m.JobId, m.Coordinator, m.Epoch) {
+			h.coordinators[m.JobId] = pidOf(m.Coordinator)
 			set := make(map[int64]bool, len(m.Shards))
 			for _, s := range m.Shards {
 				set[s] = true
@@ -130,6 +131,10 @@ func (h *host) Receive(ctx actor.Context) {
 			}
 		}
 	case *messages.ShardAssignment:
+		if !h.fromCoordinator(m.JobId, m.Coordinator, m.Epoch) {
+			h.node.guard.drop(dropStalePrefix+"assignment from another coordinator than the job's", 1)
+			return
+		}
 		if m.Epoch < h.epochs[m.JobId] {
 			// From a superseded coordinator: the shard tells it so, if it lives here.
 			ctx.Send(actor.NewPID(ctx.Self().Address, HostName+"/"+shardName(m.JobId, m.Shard)), m)
@@ -154,13 +159,17 @@ func (h *host) Receive(ctx actor.Context) {
 		var starts atomic.Int32
 		props := h.node.props(func() actor.Actor { return newShard(h.node, m, starts.Add(1) > 1) })
 		if h.spawn(ctx, props, m.JobId, name, "shard", pidOf(m.Coordinator), pidOf(m.Client), reserve, m.Epoch) {
-			h.reserved += reserve
+			h.node.mem.reserve(reserve)
 			h.shards++
 			if m.Owner != "" {
 				h.owners[m.JobId] = m.Owner
 			}
 		}
 	case *messages.ReducerAssignment:
+		if !h.fromCoordinator(m.JobId, m.Coordinator, m.Epoch) {
+			h.node.guard.drop(dropStalePrefix+"assignment from another coordinator than the job's", 1)
+			return
+		}
 		if m.Epoch < h.epochs[m.JobId] {
 			return // from a superseded coordinator
 		}
@@ -178,6 +187,11 @@ func (h *host) Receive(ctx actor.Context) {
 		if m.Epoch != 0 && m.Epoch < h.epochs[m.JobId] {
 			return // a superseded coordinator ending: the job goes on under its successor
 		}
+		if !callerOf(ctx).Local() && !h.fromCoordinator(m.JobId, m.Coordinator, m.Epoch) {
+			h.node.guard.drop(dropStalePrefix+"StopJob from another coordinator than the job's", 1)
+			return
+		}
+		h.node.interruptJob(m.JobId)
 		for id, c := range h.children {
 			if c.job == m.JobId {
 				ctx.Stop(actor.NewPID(ctx.Self().Address, id))
@@ -243,7 +257,7 @@ func (h *host) Receive(ctx actor.Context) {
 	case *actor.Terminated:
 		if c, ok := h.children[m.Who.Id]; ok {
 			delete(h.children, m.Who.Id)
-			h.reserved -= c.reserve
+			h.node.mem.release(c.reserve)
 			if c.role == "shard" {
 				h.shards--
 			}
@@ -261,6 +275,17 @@ func (h *host) Receive(ctx actor.Context) {
 
 // submit starts a coordinator for a new job.
 func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
+	caller := callerOf(ctx)
+	if !caller.Peer() && h.isNode(m.Client) {
+		// A client that names a node's actor as itself would have this node send the job's
+		// news (an error naming another job, results) to that actor, from a trusted sender.
+		h.node.guard.drop(dropOwnerPrefix+"SubmitJob naming a node's actor as its client", 1)
+		return
+	}
+	if !caller.Peer() && (len(m.OwnerToken) < 16 || len(m.OwnerToken) > maxOwnerToken || m.JobId != JobIDFor(m.OwnerToken)) {
+		h.node.guard.drop(dropOwnerPrefix+"SubmitJob whose id is not its owner token's", 1)
+		return
+	}
 	client := pidOf(m.Client)
 	refuse := func(format string, args ...any) {
 		if client != nil {
@@ -272,7 +297,11 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 		return
 	}
 	if h.knows(m.JobId) {
-		refuse("job id %q is already in use on node %s", m.JobId, ctx.Self().Address)
+		if caller.Peer() {
+			refuse("job id %q is already in use on node %s", m.JobId, ctx.Self().Address)
+		} else { // a client's id comes from its token: the same id is the same submission again
+			h.node.guard.drop(dropStalePrefix+"SubmitJob of a job the node has", 1)
+		}
 		return
 	}
 	if m.Spec == nil {
@@ -283,20 +312,48 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 		refuse("node %s runs %d jobs, its limit (serve --max-jobs): try again later", ctx.Self().Address, len(h.jobs))
 		return
 	}
-	caller := callerOf(ctx)
 	m.Owner = caller.Name // who the guard authenticated, whatever the message says
 	if caller.Local() {
 		m.Owner = "local"
-	}
-	if !caller.Peer() && (len(m.OwnerToken) < 16 || len(m.OwnerToken) > maxOwnerToken) {
-		refuse("job %s: a client's submission needs an owner token of 16 to %d characters", m.JobId, maxOwnerToken)
-		return
 	}
 	props := h.node.props(func() actor.Actor { return newCoordinator(h.node, m) })
 	if h.spawn(ctx, props, m.JobId, m.JobId+coordSuffix, "coordinator", nil, client, 0, 0) {
 		h.submits[m.JobId] = m
 		h.owners[m.JobId] = m.Owner
 	}
+}
+
+// isNode tells whether a PID is missing or names an actor of this node or of a member of the
+// cluster.
+func (h *host) isNode(p *messages.Pid) bool {
+	if p == nil || p.Address == h.node.Address() {
+		return true
+	}
+	if members := h.node.cfg.Members; members != nil {
+		for _, w := range members.Workers() {
+			if w.Meta.Actor == p.Address {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fromCoordinator tells whether a message about a job comes from the coordinator this node
+// knows for it: any coordinator if the node knows none, the same one, or one of a later
+// epoch (a recovery or a takeover). A coordinator of another job under the same id is not.
+func (h *host) fromCoordinator(job string, coord *messages.Pid, epoch uint64) bool {
+	known, at := h.coordinators[job], max(h.epochs[job], h.buddyEpoch[job])
+	if st := h.standby[job]; st != nil {
+		if known == nil {
+			known = pidOf(st.Coordinator)
+		}
+		at = max(at, st.Epoch)
+	}
+	if known == nil || epoch > at {
+		return true
+	}
+	return coord != nil && coord.Address == known.Address && coord.Id == known.Id
 }
 
 // knows tells whether the node has anything of a job: actors, standby state, assignments.
@@ -311,9 +368,9 @@ func (h *host) knows(job string) bool {
 // shards and jobs. It returns why the shard cannot be placed here, or "".
 func (h *host) admitShard(m *messages.ShardAssignment, reserve int64) string {
 	cfg, addr := h.node.cfg, h.node.Address()
-	if limit := cfg.Memory; limit > 0 && reserve > limit-h.reserved {
+	if limit := cfg.Memory; limit > 0 && reserve > limit-h.node.mem.used() {
 		return fmt.Sprintf("node %s has %s of its %s free, shard %d needs %s", addr,
-			cluster.FormatBytes(max(limit-h.reserved, 0)), cluster.FormatBytes(limit), m.Shard, cluster.FormatBytes(reserve))
+			cluster.FormatBytes(max(limit-h.node.mem.used(), 0)), cluster.FormatBytes(limit), m.Shard, cluster.FormatBytes(reserve))
 	}
 	if max := cfg.MaxShards; max > 0 && h.shards >= max {
 		return fmt.Sprintf("node %s holds %d shards, its limit (serve --max-shards)", addr, h.shards)
@@ -395,7 +452,7 @@ func (h *host) status(ctx actor.Context) *messages.Pong {
 	}
 	sort.Strings(ids)
 	pong := &messages.Pong{Address: ctx.Self().Address, Jobs: int64(len(h.jobs)), Actors: int64(len(h.children)), JobIds: ids,
-		Memory: h.node.cfg.Memory, Reserved: h.reserved, Capacity: int64(max(h.node.cfg.Capacity, 1)), Threads: int64(h.node.pool.Workers()),
+		Memory: h.node.cfg.Memory, Reserved: h.node.mem.used(), Capacity: int64(max(h.node.cfg.Capacity, 1)), Threads: int64(h.node.pool.Workers()),
 		MaxShards: int64(h.node.cfg.MaxShards), Shards: int64(h.shards)}
 	if caller.Peer() {
 		pong.Drops = dropsSorted(h.node.Drops())

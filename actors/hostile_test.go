@@ -500,3 +500,101 @@ func TestDataRootsConfineJobFiles(t *testing.T) {
 	}
 	waitIdle(t, lc)
 }
+
+// TestClientCannotPassForAnotherJob: a client that knows another's job id cannot submit a job
+// under it (ids derive from the owner's secret token), nor make a node send a refusal to that
+// job's coordinator or client; the job ends with its fault-free bits.
+func TestClientCannotPassForAnotherJob(t *testing.T) {
+	h := newHostileSetup(t, &Faults{IterationDelay: 3 * time.Millisecond})
+	lc := h.lc
+	s := spec("synthetic:m=6,n=2000,k=3,seed=3", "did", 3, 4, lc.Addresses(), 150)
+	want := driverRun(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	job, err := h.alice.Submit(ctx, lc.Nodes[0].Address(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-job.Progress()
+	mallory := startParty(t, creds(t, h.ca, "mallory", pki.RoleClient)).System().Root
+	coord := &messages.Pid{Address: lc.Nodes[0].Address(), Id: HostName + "/" + job.ID + coordSuffix}
+	const token = "0123456789abcdef0123"
+	bogus := &messages.JobSpec{Inputs: []string{"synthetic:m=2,n=2,k=1,seed=1"}, Rank: 99, Algorithm: "did", Shards: 1}
+	for _, n := range lc.Nodes {
+		for _, client := range []*messages.Pid{coord, wirePid(h.alice.pid), jobActor(n.Address(), shardName(job.ID, 0))} {
+			// Under alice's id (mallory lacks its token), and under an id of her own.
+			mallory.Send(HostPID(n.Address()), &messages.SubmitJob{JobId: job.ID, Client: client, OwnerToken: token, Spec: bogus})
+			mallory.Send(HostPID(n.Address()), &messages.SubmitJob{JobId: JobIDFor(token), Client: client, OwnerToken: token, Spec: bogus})
+		}
+	}
+	got, err := job.Wait(ctx)
+	if err != nil {
+		t.Fatalf("alice's job: %v", err)
+	}
+	checkSame(t, "with submissions passing for it", got, want)
+	d := drops(lc)
+	if d[dropOwnerPrefix+"SubmitJob whose id is not its owner token's"] == 0 || d[dropOwnerPrefix+"SubmitJob naming a node's actor as its client"] == 0 {
+		t.Fatalf("the submissions were not dropped: %v", dropsSorted(d))
+	}
+	waitIdle(t, lc)
+}
+
+// TestStreamedBlockBeyondItsReserve: a client that announces almost no stored entries and then
+// streams a dense block gets its job refused once the block outgrows what the shard reserved
+// and the node has free; the node's memory stays within its limit.
+func TestStreamedBlockBeyondItsReserve(t *testing.T) {
+	ca, err := pki.CAFromSecret(pki.NewSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 16 << 20
+	lc, err := StartLocalCluster(1, NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer), Memory: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lc.Close)
+	addr := lc.Nodes[0].Address()
+	mallory := startParty(t, creds(t, ca, "mallory", pki.RoleClient)).System()
+	const m, n, token = 1000, 40000, "0123456789abcdef0123"
+	errs := make(chan string, 1)
+	me := mallory.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch x := ctx.Message().(type) {
+		case *messages.JobError:
+			errs <- x.Message
+		case *messages.BlockRequest:
+			go func() { // dense columns in sparse form, 100 at a time
+				for seq, lo := int64(0), x.ColLo; lo < x.ColHi; seq, lo = seq+1, lo+100 {
+					hi := min(lo+100, x.ColHi)
+					ptr := make([]int64, hi-lo+1)
+					var rows []int32
+					var vals []float64
+					for j := range hi - lo {
+						for i := range m {
+							rows, vals = append(rows, int32(i)), append(vals, 1)
+						}
+						ptr[j+1] = int64(len(vals))
+					}
+					ctx.ActorSystem().Root.Send(pidOf(x.ShardPid), &messages.BlockChunk{JobId: x.JobId, Epoch: x.Epoch, Shard: x.Shard, Seq: seq,
+						Last: hi == x.ColHi, Col: lo - x.ColLo, ColPtr: ptr, RowIdx: rows, Values: vals, OwnerToken: token})
+				}
+			}()
+		}
+	}))
+	sp := &messages.JobSpec{Inputs: []string{"x.mtx"}, Algorithm: "mu", Rank: 1, Shards: 1, Seed: 1,
+		Stop: &messages.StopRule{MaxIter: 5}, Ingest: IngestStream, Samples: n, Features: m, NaturalLayout: "sparse", StoredEntries: 1,
+		Nodes: []string{addr}}
+	mallory.Root.Send(HostPID(addr), &messages.SubmitJob{JobId: JobIDFor(token), Client: wirePid(me), OwnerToken: token, Spec: sp})
+	select {
+	case msg := <-errs:
+		if !strings.Contains(msg, "the streamed block needs") {
+			t.Fatalf("job error %q, want the block refused", msg)
+		}
+		t.Log(msg)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the oversized block was not refused")
+	}
+	waitIdle(t, lc)
+	if used := lc.Nodes[0].mem.used(); used != 0 {
+		t.Fatalf("the node still holds %d bytes for the refused job", used)
+	}
+}

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/didnmf/didnmf/kernels"
@@ -36,6 +37,36 @@ func JobFootprint(m, n, k int64, shards int, density float64, layout matio.Layou
 		sum += shardFootprint(m, int64(cols[s+1]-cols[s]), k, density, layout)
 	}
 	return sum
+}
+
+// memory is a node's account of the memory its job actors hold: what the host reserved for
+// the shards it placed, and what shards took beyond their reserves (a streamed block larger
+// than its client announced). The host and the shards use it from their own goroutines.
+type memory struct {
+	limit int64 // bytes of job data the node accepts (0: no limit)
+	held  atomic.Int64
+}
+
+// used returns the bytes held.
+func (m *memory) used() int64 { return m.held.Load() }
+
+// reserve holds n bytes, whatever the limit (the host checks it before placing a shard).
+func (m *memory) reserve(n int64) { m.held.Add(n) }
+
+// release gives back n bytes.
+func (m *memory) release(n int64) { m.held.Add(-n) }
+
+// take holds n more bytes if they fit within the limit, and tells whether they did.
+func (m *memory) take(n int64) bool {
+	for {
+		held := m.held.Load()
+		if m.limit > 0 && held+n > m.limit {
+			return false
+		}
+		if m.held.CompareAndSwap(held, held+n) {
+			return true
+		}
+	}
 }
 
 // minShardReserve is the least memory a shard assignment may reserve, computed from what the

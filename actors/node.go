@@ -220,9 +220,44 @@ type Node struct {
 
 	guard *guard
 	board jobBoard
+	mem   memory
 
 	committedMu sync.Mutex
 	committed   map[string]int64 // each job's newest committed checkpoint, as its host heard
+
+	machinesMu sync.Mutex
+	machines   map[string]map[*kernels.Machine]bool // each job's live machines, to interrupt
+}
+
+// addMachine registers a shard's machine, so that stopping its job interrupts its kernels.
+func (n *Node) addMachine(job string, m *kernels.Machine) {
+	n.machinesMu.Lock()
+	defer n.machinesMu.Unlock()
+	if n.machines[job] == nil {
+		n.machines[job] = map[*kernels.Machine]bool{}
+	}
+	n.machines[job][m] = true
+}
+
+// removeMachine forgets a machine that was closed.
+func (n *Node) removeMachine(job string, m *kernels.Machine) {
+	n.machinesMu.Lock()
+	defer n.machinesMu.Unlock()
+	delete(n.machines[job], m)
+	if len(n.machines[job]) == 0 {
+		delete(n.machines, job)
+	}
+}
+
+// interruptJob interrupts the kernels of every machine of a job on this node, from outside
+// their actors' mailboxes: a shard in the middle of a long step (rank in the thousands) gives
+// up within a block of columns, and the stop that follows takes effect at once.
+func (n *Node) interruptJob(job string) {
+	n.machinesMu.Lock()
+	defer n.machinesMu.Unlock()
+	for m := range n.machines[job] {
+		interrupt(m)
+	}
 }
 
 // Drops returns how many messages from the network the node dropped, by cause: malformed,
@@ -306,7 +341,8 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, blocks: map[string]kernels.Block{}, guard: g,
-		committed: map[string]int64{}}
+		committed: map[string]int64{}, machines: map[string]map[*kernels.Machine]bool{}}
+	n.mem.limit = cfg.Memory
 	dir := cfg.DataDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "didnmf-node-"); err != nil {
@@ -507,3 +543,6 @@ func (n *Node) RemoveStaleCheckpoints(members []string, timeout time.Duration) (
 	}
 	return removed, nil
 }
+
+// interrupt interrupts a machine's kernels (once the kernels can be interrupted).
+var interrupt = func(*kernels.Machine) {}

@@ -1,7 +1,9 @@
 package actors
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -10,6 +12,14 @@ import (
 
 // maxOwnerToken bounds the owner token a submission may carry.
 const maxOwnerToken = 128
+
+// JobIDFor returns the id of the job whose owner token is token: a client cannot choose the
+// id of a job of its own to be another's (it would need that job's token), so nothing it
+// submits can pass for someone else's job anywhere in the cluster.
+func JobIDFor(token string) string {
+	sum := sha256.Sum256([]byte("didnmf job id\x00" + token))
+	return "j" + hex.EncodeToString(sum[:8])
+}
 
 // sameToken compares an owner token in constant time; an empty expected token matches
 // nothing.

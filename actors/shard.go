@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/checkpoint"
+	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
@@ -53,6 +54,9 @@ type shard struct {
 	lastIter int64
 	ingest   *matio.BlockBuilder // while a streamed block arrives
 	chunks   int64               // streamed chunks received
+	// overdraft is the memory the shard took from its node beyond its reserve (a streamed
+	// block larger than announced), given back when it stops.
+	overdraft int64
 
 	// restarted is set on an instance its host's supervisor made after a panic: it waits for
 	// the coordinator's recovery assignment instead of starting on its own.
@@ -89,12 +93,11 @@ func (s *shard) Receive(ctx actor.Context) {
 		}
 	case *fetchTimeout:
 		s.fetchTimedOut(ctx, m)
-	case *actor.Stopping:
-		if s.machine != nil {
-			s.machine.Close()
-			s.machine = nil
-		}
+	case *actor.Stopping, *actor.Restarting:
+		s.closeMachine()
 		s.x = nil
+		s.node.mem.release(s.overdraft)
+		s.overdraft = 0
 	case *messages.StartJob:
 		if !s.mine(m.JobId, m.Epoch) || s.machine == nil || !s.started.IsZero() {
 			return
@@ -232,16 +235,19 @@ func (s *shard) reassign(ctx actor.Context, m *messages.ShardAssignment) {
 		}
 		return
 	}
-	if s.machine != nil {
-		s.machine.Close()
-	}
+	s.closeMachine()
 	x := s.x
 	if x != nil && (m.ColLo != s.a.ColLo || m.ColHi != s.a.ColHi) {
 		x = nil
 	}
 	counters := proto.Clone(&s.meter.c).(*messages.Counters)
+	overdraft := s.overdraft // the kept block's; a block read or streamed anew takes its own
+	if x == nil {
+		s.node.mem.release(overdraft)
+		overdraft = 0
+	}
 	*s = shard{node: s.node, a: m, coordinator: pidOf(m.Coordinator), reducer: pidOf(m.Reducer), client: pidOf(m.Client),
-		boundary: -1, finishAt: -1, x: x}
+		boundary: -1, finishAt: -1, x: x, overdraft: overdraft}
 	proto.Merge(&s.meter.c, counters)
 	if x == nil {
 		s.load(ctx)
@@ -277,9 +283,34 @@ func (s *shard) startIngest() error {
 	if s.a.Spec.Features <= 0 || s.a.Spec.Features > math.MaxInt32 {
 		return fmt.Errorf("streamed block with %d features", s.a.Spec.Features)
 	}
+	if natural == matio.LayoutDense || s.spec.layout == matio.LayoutDense {
+		if dense := 8 * s.a.Spec.Features * (s.a.ColHi - s.a.ColLo); s.a.Reserve > 0 && dense > s.a.Reserve {
+			return fmt.Errorf("the streamed block is %s dense, more than the %s reserved for the shard", cluster.FormatBytes(dense), cluster.FormatBytes(s.a.Reserve))
+		}
+	}
 	var err error
 	s.ingest, err = matio.NewBlockBuilder(int(s.a.Spec.Features), int(s.a.ColHi-s.a.ColLo), natural, s.spec.layout)
 	return err
+}
+
+// ingestFits checks that what a streamed block holds so far, and what it will hold once
+// built, stays within the memory reserved for the shard: the reserve follows the stored
+// entries the client announced, and a client that announced too few is refused instead of
+// taking the node's memory.
+func (s *shard) ingestFits() error {
+	now, final := s.ingest.Bytes()
+	over := max(now, final) - s.a.Reserve - s.overdraft
+	if over <= 0 {
+		return nil
+	}
+	// More than reserved (the stored entries the client announced are off, or unevenly spread
+	// over the shards): take it from the node's free memory, if it has it.
+	if s.node.mem.take(over) {
+		s.overdraft += over
+		return nil
+	}
+	return fmt.Errorf("the streamed block needs %s; the shard reserved %s from the entries the client announced (%d) and node %s has not the rest free",
+		cluster.FormatBytes(max(now, final)), cluster.FormatBytes(s.a.Reserve), s.a.Spec.StoredEntries, s.node.Address())
 }
 
 // blockChunk takes a piece of a streamed block, acknowledges it and, when the block is
@@ -302,13 +333,21 @@ func (s *shard) blockChunk(ctx actor.Context, m *messages.BlockChunk) {
 	default:
 		err = s.ingest.AddDense(int(m.Offset), m.Values)
 	}
-	if err == nil && m.Sender != nil {
-		ctx.Send(pidOf(m.Sender), &messages.BlockAck{JobId: m.JobId, Shard: m.Shard, Seq: m.Seq})
+	if err == nil {
+		err = s.ingestFits()
 	}
-	if err == nil && !m.Last {
+	if err != nil {
+		s.ingest = nil
+		s.placed(ctx, err)
 		return
 	}
-	if err == nil && !s.ingest.Complete() {
+	if m.Sender != nil {
+		ctx.Send(pidOf(m.Sender), &messages.BlockAck{JobId: m.JobId, Shard: m.Shard, Seq: m.Seq})
+	}
+	if !m.Last {
+		return
+	}
+	if !s.ingest.Complete() {
 		err = fmt.Errorf("the streamed block ended after %d chunks, incomplete", s.chunks)
 	}
 	var x kernels.Block
@@ -381,12 +420,22 @@ func (s *shard) build(x kernels.Block, rec *checkpoint.Record) error {
 	if err != nil {
 		return err
 	}
+	s.node.addMachine(a.JobId, s.machine)
 	s.stopper = kernels.NewStopper(spec.deterministicRule())
 	if rec != nil {
 		s.stopper.Restore(rec.Stopper)
 		s.lastIter = rec.Iteration
 	}
 	return nil
+}
+
+// closeMachine closes the shard's machine, if any, and forgets it.
+func (s *shard) closeMachine() {
+	if s.machine != nil {
+		s.node.removeMachine(s.a.JobId, s.machine)
+		s.machine.Close()
+		s.machine = nil
+	}
 }
 
 // readCustomInit reads the whole initial basis and this shard's rows of the initial

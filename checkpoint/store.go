@@ -496,7 +496,7 @@ func ensureDir(path string) error {
 			return err
 		}
 	}
-	if err := os.Mkdir(path, 0o755); err != nil {
+	if err := os.Mkdir(path, 0o700); err != nil {
 		// Lost a race with another creator.
 		if fi, e := os.Stat(path); e == nil && fi.IsDir() {
 			return nil

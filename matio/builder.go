@@ -242,6 +242,22 @@ func (b *BlockBuilder) AddSparse(colLo int, colPtr []int64, rowIdx []int32, valu
 	return nil
 }
 
+// Bytes returns the memory the block holds so far (dense: all of it, allocated up front;
+// sparse: the entries and column pointers received), and the memory of the block Block would
+// return once complete (a sparse block wanted dense is converted).
+func (b *BlockBuilder) Bytes() (now, final int64) {
+	if b.natural == LayoutDense {
+		now = 8 * int64(b.rows) * int64(b.cols)
+		return now, now
+	}
+	now = 12*int64(len(b.val)) + 8*int64(len(b.colPtr))
+	final = now
+	if b.layout == LayoutDense || b.layout == LayoutAuto && !sparseEnough(len(b.val), b.rows, b.cols) {
+		final = 8 * int64(b.rows) * int64(b.cols)
+	}
+	return now, final
+}
+
 // Received returns how much has arrived: the number of values of a dense builder (out of
 // rows*cols), the number of columns of a sparse one (out of cols).
 func (b *BlockBuilder) Received() int { return b.received }

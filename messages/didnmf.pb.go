@@ -1808,7 +1808,10 @@ type StopJob struct {
 	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// The epoch of the coordinator that stops the job (0: any): a host ignores a StopJob from a
 	// coordinator that a takeover superseded.
-	Epoch         uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Epoch uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The coordinator that stops the job: a host that knows the job's coordinator ignores a
+	// StopJob from another one (of no later epoch).
+	Coordinator   *Pid `protobuf:"bytes,3,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1855,6 +1858,13 @@ func (x *StopJob) GetEpoch() uint64 {
 		return x.Epoch
 	}
 	return 0
+}
+
+func (x *StopJob) GetCoordinator() *Pid {
+	if x != nil {
+		return x.Coordinator
+	}
+	return nil
 }
 
 // Partial is a contribution to a collective, going up the reduce tree: from shard `from`
@@ -3703,10 +3713,12 @@ func (x *CheckpointCopy) GetError() string {
 // Buddies tells a host which shards of a job it keeps checkpoint copies for: it stores copies
 // of those shards only.
 type Buddies struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	JobId  string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Epoch  uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Shards []int64                `protobuf:"varint,3,rep,packed,name=shards,proto3" json:"shards,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Epoch uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The job's coordinator.
+	Coordinator *Pid    `protobuf:"bytes,5,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	Shards      []int64 `protobuf:"varint,3,rep,packed,name=shards,proto3" json:"shards,omitempty"`
 	// The job's checkpoint interval (negative: automatic), which bounds the uncommitted copies
 	// kept.
 	CheckpointEvery int64 `protobuf:"varint,4,opt,name=checkpoint_every,json=checkpointEvery,proto3" json:"checkpoint_every,omitempty"`
@@ -3756,6 +3768,13 @@ func (x *Buddies) GetEpoch() uint64 {
 		return x.Epoch
 	}
 	return 0
+}
+
+func (x *Buddies) GetCoordinator() *Pid {
+	if x != nil {
+		return x.Coordinator
+	}
+	return nil
 }
 
 func (x *Buddies) GetShards() []int64 {
@@ -4470,10 +4489,11 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x06Finish\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x0e\n" +
-	"\x02at\x18\x03 \x01(\x03R\x02at\"6\n" +
+	"\x02at\x18\x03 \x01(\x03R\x02at\"e\n" +
 	"\aStopJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
-	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\"\xef\x02\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12-\n" +
+	"\vcoordinator\x18\x03 \x01(\v2\v.didnmf.PidR\vcoordinator\"\xef\x02\n" +
 	"\aPartial\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x10\n" +
@@ -4655,10 +4675,11 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x06chunks\x18\x05 \x01(\x05R\x06chunks\x12\x12\n" +
 	"\x04data\x18\x06 \x01(\fR\x04data\x12&\n" +
 	"\breply_to\x18\a \x01(\v2\v.didnmf.PidR\areplyTo\x12\x14\n" +
-	"\x05error\x18\b \x01(\tR\x05error\"y\n" +
+	"\x05error\x18\b \x01(\tR\x05error\"\xa8\x01\n" +
 	"\aBuddies\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
-	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x16\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12-\n" +
+	"\vcoordinator\x18\x05 \x01(\v2\v.didnmf.PidR\vcoordinator\x12\x16\n" +
 	"\x06shards\x18\x03 \x03(\x03R\x06shards\x12)\n" +
 	"\x10checkpoint_every\x18\x04 \x01(\x03R\x0fcheckpointEvery\"s\n" +
 	"\x10CheckpointStored\x12\x15\n" +
@@ -4782,25 +4803,27 @@ var file_didnmf_proto_depIdxs = []int32{
 	0,  // 10: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
 	0,  // 11: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
 	0,  // 12: didnmf.Placed.pid:type_name -> didnmf.Pid
-	25, // 13: didnmf.ShardDone.counters:type_name -> didnmf.Counters
-	25, // 14: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
-	0,  // 15: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
-	30, // 16: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
-	25, // 17: didnmf.JobResult.counters:type_name -> didnmf.Counters
-	32, // 18: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
-	0,  // 19: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
-	0,  // 20: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
-	0,  // 21: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
-	0,  // 22: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
-	3,  // 23: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
-	30, // 24: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
-	0,  // 25: didnmf.JobState.coordinator:type_name -> didnmf.Pid
-	32, // 26: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	0,  // 13: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
+	25, // 14: didnmf.ShardDone.counters:type_name -> didnmf.Counters
+	25, // 15: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
+	0,  // 16: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
+	30, // 17: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
+	25, // 18: didnmf.JobResult.counters:type_name -> didnmf.Counters
+	32, // 19: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
+	0,  // 20: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
+	0,  // 21: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
+	0,  // 22: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
+	0,  // 23: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
+	0,  // 24: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
+	3,  // 25: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
+	30, // 26: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
+	0,  // 27: didnmf.JobState.coordinator:type_name -> didnmf.Pid
+	32, // 28: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_didnmf_proto_init() }

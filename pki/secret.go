@@ -75,6 +75,9 @@ func LoadSecret(path string) ([]byte, error) {
 	if st.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("cluster secret %s is open to other users (mode %04o): run chmod 600 %s", path, st.Mode().Perm(), path)
 	}
+	if uid, ok := fileOwner(st); ok && uid != os.Geteuid() {
+		return nil, fmt.Errorf("cluster secret %s belongs to user %d, not to this user (%d): another user made it", path, uid, os.Geteuid())
+	}
 	buf := make([]byte, maxSecretFile+1)
 	n, _ := f.Read(buf)
 	if n > maxSecretFile {

@@ -13,7 +13,7 @@ import (
 // directory; the lock goes with the process, even on kill -9.
 func lockDir(dir string) (func(), error) {
 	path := filepath.Join(dir, "node.lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir: %w", err)
 	}

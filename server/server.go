@@ -128,7 +128,13 @@ func credentials(tls **pki.Config, gossipKey *[]byte, secret []byte, insecure bo
 // CheckSecurity refuses a node or client that would talk over a non-loopback address in
 // the clear, and says what to do.
 func CheckSecurity(host string, gossipKey []byte, tls *pki.Config, insecure bool) error {
-	if insecure || isLoopback(host) || (gossipKey != nil && tls != nil) {
+	if insecure || (gossipKey != nil && tls != nil) {
+		return nil
+	}
+	if tls != nil { // certificate files, loopback included: the gossip needs its key too
+		return errors.New("certificates (--tls-*) need --gossip-key (or DIDNMF_GOSSIP_KEY) too: without it anyone who reaches the gossip port could join the membership and list the nodes")
+	}
+	if isLoopback(host) {
 		return nil
 	}
 	var missing []string
@@ -180,7 +186,12 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s := &Server{}
 	if cfg.DataDir != "" {
-		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		// The node's own: other users must not list its jobs' checkpoints (their names are the
+		// jobs' ids) nor read them.
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("--data-dir: %w", err)
+		}
+		if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("--data-dir: %w", err)
 		}
 		if s.unlock, err = lockDir(cfg.DataDir); err != nil {
@@ -250,7 +261,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	if cfg.DataDir != "" {
 		_ = os.WriteFile(filepath.Join(cfg.DataDir, "node.txt"),
-			[]byte(fmt.Sprintf("name %s\ngossip %s\nactor %s\npid %d\n", s.name, s.Members.Local().Gossip, s.Node.Address(), os.Getpid())), 0o644)
+			[]byte(fmt.Sprintf("name %s\ngossip %s\nactor %s\npid %d\n", s.name, s.Members.Local().Gossip, s.Node.Address(), os.Getpid())), 0o600)
 	}
 	return s, nil
 }

@@ -31,7 +31,9 @@ func TestCheckSecurity(t *testing.T) {
 		{"10.0.0.5", nil, nil, true, ""},
 		{"10.0.0.5", nil, nil, false, "--gossip-key (or DIDNMF_GOSSIP_KEY) to encrypt the gossip and --tls-cert"},
 		{"10.0.0.5", key, nil, false, "without --tls-cert"},
-		{"10.0.0.5", nil, tls, false, "without --gossip-key"},
+		{"10.0.0.5", nil, tls, false, "need --gossip-key"},
+		{"127.0.0.1", nil, tls, false, "need --gossip-key"}, // loopback too: the gossip would be open
+		{"127.0.0.1", key, tls, false, ""},
 	} {
 		err := CheckSecurity(c.host, c.key, c.tls, c.insecure)
 		if c.refused == "" && err != nil || c.refused != "" && (err == nil || !strings.Contains(err.Error(), c.refused)) {
