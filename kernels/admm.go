@@ -15,7 +15,7 @@ func runADMM(e *shardEnv) {
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
 	rho := e.rho()
-	ops := newBlockOps(x, k, e.spec.Pool)
+	ops := newBlockOps(x, k, e.spec.Pool, e.flag)
 	w := append([]float64(nil), b...)
 	h := append([]float64(nil), c...)
 	phi := make([]float64, m*k)
@@ -23,13 +23,14 @@ func runADMM(e *shardEnv) {
 	if first > 1 {
 		h, phi, psi = state[0], state[1], state[2]
 	} else {
-		initial = ResidualSq(x, b, c, k, e.spec.Pool)
+		initial = residualSq(x, b, c, k, e.spec.Pool, e.flag)
 	}
 	e.state = func() [][]float64 { return cloneAll(h, phi, psi) }
 	xht := make([]float64, m*k)
 	s := make([]float64, k*k)
 	wtx := make([]float64, k*n)
 	row := make([]float64, k)
+	span := e.flag.span(k*k+3*k, 1) // rows of W or columns of H between two looks at the flag
 	for it := first; ; it++ {
 		// W (S = H H^T + rho I is symmetric, so W S = R  <=>  S w_i = r_i for each row i)
 		ops.xct(h, xht)
@@ -37,43 +38,51 @@ func runADMM(e *shardEnv) {
 		for p := 0; p < k; p++ {
 			s[p*k+p] += rho
 		}
-		if !cholesky(s, k) {
+		if !cholesky(s, k, e.flag) {
 			panic("admm: H H^T + rho I is not positive definite")
 		}
-		for i := 0; i < m; i++ {
-			for p := 0; p < k; p++ {
-				row[p] = xht[p*m+i] + phi[p*m+i] + rho*b[p*m+i]
-			}
-			choleskySolve(s, k, row)
-			for p := 0; p < k; p++ {
-				w[p*m+i] = row[p]
+		for i0 := 0; i0 < m; i0 += span {
+			e.flag.poll()
+			for i, i1 := i0, min(i0+span, m); i < i1; i++ {
+				for p := 0; p < k; p++ {
+					row[p] = xht[p*m+i] + phi[p*m+i] + rho*b[p*m+i]
+				}
+				choleskySolve(s, k, row)
+				for p := 0; p < k; p++ {
+					w[p*m+i] = row[p]
+				}
 			}
 		}
 		// H
 		ops.btx(w, wtx)
-		gramCols(w, m, k, s)
+		gramCols(w, m, k, s, e.flag)
 		for p := 0; p < k; p++ {
 			s[p*k+p] += rho
 		}
-		if !cholesky(s, k) {
+		if !cholesky(s, k, e.flag) {
 			panic("admm: W^T W + rho I is not positive definite")
 		}
 		ops.run(func(_, lo, hi int) {
-			for j := lo; j < hi; j++ {
-				hj := h[j*k : (j+1)*k]
-				for p := 0; p < k; p++ {
-					hj[p] = wtx[j*k+p] + psi[j*k+p] + rho*c[j*k+p]
+			for j0 := lo; j0 < hi; j0 += span {
+				if e.flag.stopped() {
+					return
 				}
-				choleskySolve(s, k, hj)
-				// C and Psi for this column.
-				for p := 0; p < k; p++ {
-					t := j*k + p
-					nc := hj[p] - psi[t]/rho
-					if nc < 0 {
-						nc = 0
+				for j, j1 := j0, min(j0+span, hi); j < j1; j++ {
+					hj := h[j*k : (j+1)*k]
+					for p := 0; p < k; p++ {
+						hj[p] = wtx[j*k+p] + psi[j*k+p] + rho*c[j*k+p]
 					}
-					c[t] = nc
-					psi[t] += rho * (nc - hj[p])
+					choleskySolve(s, k, hj)
+					// C and Psi for this column.
+					for p := 0; p < k; p++ {
+						t := j*k + p
+						nc := hj[p] - psi[t]/rho
+						if nc < 0 {
+							nc = 0
+						}
+						c[t] = nc
+						psi[t] += rho * (nc - hj[p])
+					}
 				}
 			}
 		})
@@ -85,7 +94,7 @@ func runADMM(e *shardEnv) {
 			b[i] = nb
 			phi[i] += rho * (nb - w[i])
 		}
-		e.iterationDone(it, ResidualSq(x, b, c, k, e.spec.Pool), initial)
+		e.iterationDone(it, residualSq(x, b, c, k, e.spec.Pool, e.flag), initial)
 	}
 }
 

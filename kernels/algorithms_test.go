@@ -400,7 +400,7 @@ func TestGramKernel4MatchesGeneric(t *testing.T) {
 				b[i] *= 0.9
 			}
 			g := make([]float64, k*k)
-			gramCols(b, m, k, g)
+			gramCols(b, m, k, g, nil)
 			ginv := make([]float64, k)
 			for p := range ginv {
 				ginv[p] = 1 / g[p*k+p]
@@ -410,8 +410,8 @@ func TestGramKernel4MatchesGeneric(t *testing.T) {
 			cA, cB := append([]float64(nil), c0...), append([]float64(nil), c0...)
 			aA, aB := make([]float64, m*4), make([]float64, m*4)
 			vA, vB := make([]float64, k*k), make([]float64, k*k)
-			gramDenseLane(x.Data, m, k, 0, 301, bp, g, ginv, cA, aA, vA, make([]float64, 16))
-			gramDenseLane4(x.Data, m, k, 0, 301, bp, g, ginv, cB, aB, vB)
+			gramDenseLane(x.Data, m, k, 0, 301, bp, g, ginv, cA, aA, vA, make([]float64, 16), nil)
+			gramDenseLane4(x.Data, m, k, 0, 301, bp, g, ginv, cB, aB, vB, nil)
 			if !bitwiseEqual(cA, cB) || !bitwiseEqual(aA, aB) || !bitwiseEqual(vA, vB) {
 				t.Errorf("k=%d m=%d: specialised kernel differs (C %.3g, A %.3g, V %.3g)", k, m,
 					maxRelDiff(cA, cB), maxRelDiff(aA, aB), maxRelDiff(vA, vB))

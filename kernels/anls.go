@@ -13,7 +13,7 @@ func runANLS(e *shardEnv) {
 	first, initial, _ := e.begin()
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
-	ops := newBlockOps(x, k, e.spec.Pool)
+	ops := newBlockOps(x, k, e.spec.Pool, e.flag)
 	sqX := x.SqNorm()
 	h := make([]float64, k*n)
 	g := make([]float64, k*k)
@@ -21,35 +21,46 @@ func runANLS(e *shardEnv) {
 	v := make([]float64, k*k)
 	ft := make([]float64, k*m)
 	bt := make([]float64, k*m)
-	wsC := laneWorkspaces(len(ops.lanes)-1, k)
-	wsB := nnls.NewWorkspace(k)
+	wsC := laneWorkspaces(len(ops.lanes)-1, k, e.flag)
+	wsB := newWorkspace(k, e.flag)
 	if first == 1 {
-		initial = ResidualSq(x, b, c, k, e.spec.Pool)
+		initial = residualSq(x, b, c, k, e.spec.Pool, e.flag)
 	}
 	for it := first; ; it++ {
 		nnlsCoef(ops, wsC, b, c, g, h)
 		ops.xct(c, a)
 		ops.cct(c, v)
-		nnlsBasis(wsB, v, a, b, ft, bt, m, k)
-		gramCols(b, m, k, g)
+		nnlsBasis(wsB, v, a, b, ft, bt, m, k, e.flag)
+		gramCols(b, m, k, g, e.flag)
 		e.iterationDone(it, gramObjective(sqX, b, a, g, v), initial)
 	}
 }
 
-func laneWorkspaces(lanes, k int) []*nnls.Workspace {
+// newWorkspace returns an NNLS workspace whose solves stop early (within about 2^18
+// multiply-adds of work) once the machine is interrupted.
+func newWorkspace(k int, flag *interruptFlag) *nnls.Workspace {
+	ws := nnls.NewWorkspace(k)
+	if flag != nil {
+		ws.SetInterrupt(flag.stopped)
+	}
+	return ws
+}
+
+func laneWorkspaces(lanes, k int, flag *interruptFlag) []*nnls.Workspace {
 	ws := make([]*nnls.Workspace, lanes)
 	for l := range ws {
-		ws[l] = nnls.NewWorkspace(k)
+		ws[l] = newWorkspace(k, flag)
 	}
 	return ws
 }
 
 // nnlsCoef sets every column of C to argmin_{c>=0} ||x - B c||^2 (BPP, warm-started from C),
-// leaving G = B^T B in g and H = B^T X in h.
+// leaving G = B^T B in g and H = B^T X in h. The workspaces stop with the machine (see
+// newWorkspace), and ops.run polls its flag.
 func nnlsCoef(ops *blockOps, ws []*nnls.Workspace, b, c, g, h []float64) {
 	k := ops.k
 	ops.btx(b, h)
-	gramCols(b, ops.m, k, g)
+	gramCols(b, ops.m, k, g, ops.flag)
 	ops.run(func(l, lo, hi int) {
 		ws[l].Solve(g, h[lo*k:hi*k], c[lo*k:hi*k], hi-lo, true)
 	})
@@ -57,11 +68,12 @@ func nnlsCoef(ops *blockOps, ws []*nnls.Workspace, b, c, g, h []float64) {
 
 // nnlsBasis sets B (M x K, column-major) to argmin_{B>=0} ||Y - B C||^2 row by row (BPP,
 // warm-started from B) given V = C C^T and A = Y C^T (M x K, column-major); ft and bt are
-// K x M scratch.
-func nnlsBasis(ws *nnls.Workspace, v, a, b, ft, bt []float64, m, k int) {
+// K x M scratch. B is left as it was if the machine is interrupted.
+func nnlsBasis(ws *nnls.Workspace, v, a, b, ft, bt []float64, m, k int, flag *interruptFlag) {
 	transpose(ft, a, m, k)
 	transpose(bt, b, m, k)
 	ws.Solve(v, ft, bt, m, true)
+	flag.poll()
 	for i := 0; i < m; i++ {
 		for p := 0; p < k; p++ {
 			b[p*m+i] = bt[i*k+p]

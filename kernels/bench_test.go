@@ -33,7 +33,7 @@ func BenchmarkCStep(b *testing.B) {
 				pool := NewPool(0)
 				defer pool.Close()
 				bb, c := exactFactors(sh.m, sh.n, sh.k, 2)
-				st := newCStep(x, sh.k, pool, form)
+				st := newCStep(x, sh.k, pool, form, nil)
 				w := make([]float64, sh.m*sh.k)
 				v := make([]float64, sh.k*sh.k)
 				st.run(bb, c, w, v) // the first call also forms X C0^T for the starting objective

@@ -34,9 +34,11 @@ func axpy(y []float64, a float64, x []float64) {
 	}
 }
 
-// gramCols returns G = A^T A (k x k, row-major, symmetric) for a column-major m x k matrix A.
-func gramCols(a []float64, m, k int, g []float64) {
+// gramCols returns G = A^T A (k x k, row-major, symmetric) for a column-major m x k matrix A,
+// polling flag (on the machine's goroutine) before each row.
+func gramCols(a []float64, m, k int, g []float64, flag *interruptFlag) {
 	for p := 0; p < k; p++ {
+		flag.poll()
 		ap := a[p*m : (p+1)*m]
 		for q := 0; q <= p; q++ {
 			v := dot(ap, a[q*m:(q+1)*m])

@@ -4,9 +4,10 @@ import "math"
 
 // cholesky factors the symmetric positive definite k x k row-major a in place into its lower
 // factor L (a = L L^T; the upper part is left as it was). It reports false if a pivot is not
-// positive.
-func cholesky(a []float64, k int) bool {
+// positive. It polls flag before each column.
+func cholesky(a []float64, k int, flag *interruptFlag) bool {
 	for j := 0; j < k; j++ {
+		flag.poll()
 		d := a[j*k+j]
 		for p := 0; p < j; p++ {
 			d -= a[j*k+p] * a[j*k+p]

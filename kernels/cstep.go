@@ -22,6 +22,7 @@ type cStep struct {
 	g       []float64 // B^T B, K x K
 	b, c    []float64 // the current call's B and C
 	laneFn  func(int)
+	flag    *interruptFlag
 	// Gram form only.
 	ginv     []float64 // 1 / G_pp, 0 for a dead component
 	bp       []float64 // B in panels
@@ -70,13 +71,15 @@ func (s *cStep) restore(st [][]float64) {
 	s.havePrev = true
 }
 
-func newCStep(x Block, k int, pool *Pool, form Form) *cStep {
+// newCStep prepares the C step of a block; flag is the machine's interrupt flag (nil outside
+// a machine).
+func newCStep(x Block, k int, pool *Pool, form Form, flag *interruptFlag) *cStep {
 	m, n := x.Dims()
 	if form == FormAuto {
 		form = ChooseForm(x, k)
 	}
 	s := &cStep{x: x, m: m, n: n, k: k, pool: pool, form: form,
-		lanes: laneBounds(x, k), g: make([]float64, k*k)}
+		lanes: laneBounds(x, k), g: make([]float64, k*k), flag: flag}
 	nl := len(s.lanes) - 1
 	s.laneW = make([][]float64, nl)
 	s.laneV = make([][]float64, nl)
@@ -105,11 +108,12 @@ func newCStep(x Block, k int, pool *Pool, form Form) *cStep {
 func (s *cStep) run(b, c, w, v []float64) (prev, post float64) {
 	m, k := s.m, s.k
 	s.b, s.c = b, c
-	gramCols(b, m, k, s.g)
+	gramCols(b, m, k, s.g, s.flag)
 	if s.form == FormGram {
 		return s.runGram(b, c, w, v)
 	}
 	s.pool.Run(len(s.lanes)-1, s.laneFn)
+	s.flag.poll()
 	copy(w, s.laneW[0])
 	for l := 1; l < len(s.laneW); l++ {
 		for i, x := range s.laneW[l] {
@@ -153,7 +157,7 @@ func (s *cStep) runGram(b, c, w, v []float64) (prev, post float64) {
 	packPanels(s.bp, b, m, k)
 	if !s.havePrev {
 		// First call: X C0^T and C0 C0^T for the objective of the starting point.
-		ops := newBlockOps(s.x, k, s.pool)
+		ops := newBlockOps(s.x, k, s.pool, s.flag)
 		a := make([]float64, m*k)
 		ops.xct(c, a)
 		packPanels(s.aPrev, a, m, k)
@@ -162,6 +166,7 @@ func (s *cStep) runGram(b, c, w, v []float64) (prev, post float64) {
 	}
 	prev = s.gramObjective(b, s.aPrev, s.vPrev)
 	s.pool.Run(len(s.lanes)-1, s.laneFn)
+	s.flag.poll()
 	copy(s.aPrev, s.laneW[0])
 	for l := 1; l < len(s.laneW); l++ {
 		for i, x := range s.laneW[l] {
@@ -174,6 +179,7 @@ func (s *cStep) runGram(b, c, w, v []float64) (prev, post float64) {
 	// W = X C^T - B (C C^T)
 	unpackPanels(w, s.aPrev, m, k)
 	for p := 0; p < k; p++ {
+		s.flag.poll()
 		wp := w[p*m : (p+1)*m]
 		for q := 0; q < k; q++ {
 			if vq := v[q*k+p]; vq != 0 {
@@ -211,13 +217,13 @@ func (s *cStep) lane(l int) {
 	clear64(v)
 	var prev, post float64
 	if s.form == FormResidual {
-		prev, post = residualCols(s.x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k)
+		prev, post = residualCols(s.x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k, s.flag)
 	} else if x, ok := s.x.(*CSC); ok {
-		gramSparseLane(x, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v, s.scratch[l])
+		gramSparseLane(x, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v, s.scratch[l], s.flag)
 	} else if x := s.x.(*Dense); s.k <= panelWidth {
-		gramDenseLane4(x.Data, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v)
+		gramDenseLane4(x.Data, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v, s.flag)
 	} else {
-		gramDenseLane(x.Data, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v, s.scratch[l])
+		gramDenseLane(x.Data, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v, s.scratch[l], s.flag)
 	}
 	s.laneObj[l] = [2]float64{prev, post}
 }
@@ -275,21 +281,72 @@ func residualCol(e, b, g, cj, w, v []float64, m, k int) (prev, post float64) {
 
 // residualCols is the residual-form lane kernel: e_j = x_j - B c_j, then residualCol. The
 // dense case has its own loop: a call on either branch of a shared loop costs the short
-// columns of the paper's shapes about 70% more time (measured at M=5).
-func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int) (prev, post float64) {
+// columns of the paper's shapes about 70% more time (measured at M=5). It returns early
+// (with partial sums) when the machine is interrupted.
+func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, flag *interruptFlag) (prev, post float64) {
 	m, _ := x.Dims()
 	e = e[:m]
+	if flag.big(4*m*k + k*k) {
+		return residualColsBig(x, lo, hi, b, g, c, w, v, e, k, flag)
+	}
+	span := flag.span(4*m*k+k*k, 1)
 	if dense, ok := x.(*Dense); ok {
-		for j := lo; j < hi; j++ {
-			copy(e, dense.Data[j*m:(j+1)*m])
-			p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k)
-			prev, post = prev+p0, post+p1
+		for j0 := lo; j0 < hi; j0 += span {
+			if flag.stopped() {
+				return prev, post
+			}
+			for j, j1 := j0, min(j0+span, hi); j < j1; j++ {
+				copy(e, dense.Data[j*m:(j+1)*m])
+				p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k)
+				prev, post = prev+p0, post+p1
+			}
 		}
 		return prev, post
 	}
+	for j0 := lo; j0 < hi; j0 += span {
+		if flag.stopped() {
+			return prev, post
+		}
+		for j, j1 := j0, min(j0+span, hi); j < j1; j++ {
+			columnInto(x, j, e)
+			p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k)
+			prev, post = prev+p0, post+p1
+		}
+	}
+	return prev, post
+}
+
+// residualColsBig is residualCols for columns of several blocks of work each (rank in the
+// thousands): the same operations in the same order, looking at the flag before each column
+// and between its passes over B.
+func residualColsBig(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, flag *interruptFlag) (prev, post float64) {
+	m := len(e)
 	for j := lo; j < hi; j++ {
+		if flag.stopped() {
+			return prev, post
+		}
 		columnInto(x, j, e)
-		p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k)
+		cj := c[j*k : (j+1)*k]
+		for p, cp := range cj {
+			if cp != 0 {
+				axpy(e, -cp, b[p*m:(p+1)*m])
+			}
+		}
+		if flag.stopped() {
+			return prev, post
+		}
+		p0 := dot(e, e)
+		residualCoef(e, b, g, cj, m, k)
+		p1 := dot(e, e)
+		if flag.stopped() {
+			return prev, post
+		}
+		for p, cp := range cj {
+			if cp != 0 {
+				axpy(w[p*m:(p+1)*m], cp, e)
+			}
+		}
+		addOuterLower(v, cj, k)
 		prev, post = prev+p0, post+p1
 	}
 	return prev, post

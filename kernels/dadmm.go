@@ -1,7 +1,5 @@
 package kernels
 
-import "github.com/didnmf/didnmf/kernels/nnls"
-
 // DADMM, the DID paper's distributed ADMM (section 3, Algorithm 1). Shard i keeps X_i, C_i, the
 // auxiliary Y_i = B C_i + ... and the scaled dual U_i (both M x n_i). Each iteration:
 //
@@ -27,17 +25,21 @@ func runDADMM(e *shardEnv) {
 	} else {
 		y = make([]float64, m*n)
 		u = make([]float64, m*n)
-		for j := 0; j < n; j++ {
-			for p, cp := range c[j*k : (j+1)*k] {
-				if cp != 0 {
-					axpy(y[j*m:(j+1)*m], cp, b[p*m:(p+1)*m])
+		span := e.flag.span(m*k, 1)
+		for j0 := 0; j0 < n; j0 += span {
+			e.flag.poll()
+			for j, j1 := j0, min(j0+span, n); j < j1; j++ {
+				for p, cp := range c[j*k : (j+1)*k] {
+					if cp != 0 {
+						axpy(y[j*m:(j+1)*m], cp, b[p*m:(p+1)*m])
+					}
 				}
 			}
 		}
 	}
 	e.state = func() [][]float64 { return cloneAll(u, y) }
 	g := make([]float64, k*k)
-	ws := laneWorkspaces(nl, k)
+	ws := laneWorkspaces(nl, k, e.flag)
 	type laneAcc struct {
 		v, h, a []float64 // C C^T (lower), (U+Y) C^T, X C^T (both M x K column-major)
 		prev    float64
@@ -54,74 +56,92 @@ func runDADMM(e *shardEnv) {
 	v := make([]float64, k*k)
 	ft := make([]float64, k*m)
 	bt := make([]float64, k*m)
-	wsB := nnls.NewWorkspace(k)
+	wsB := newWorkspace(k, e.flag)
+	// Columns between two looks at the flag (the column's BPP solve also looks on its own).
+	span := e.flag.span(7*m*k+k*k, 1)
+	big := e.flag.big(7*m*k + k*k) // also look between the phases of a column
 	for it := first; ; it++ {
-		gramCols(b, m, k, g)
+		gramCols(b, m, k, g, e.flag)
 		e.spec.Pool.Run(nl, func(l int) {
 			la := &acc[l]
 			clear64(la.v)
 			clear64(la.h)
 			clear64(la.a)
 			la.prev = 0
-			for j := lanes[l]; j < lanes[l+1]; j++ {
-				cj := c[j*k : (j+1)*k]
-				yj, uj := y[j*m:(j+1)*m], u[j*m:(j+1)*m]
-				bc := la.bc
-				clear64(bc)
-				for p, cp := range cj {
-					if cp != 0 {
-						axpy(bc, cp, b[p*m:(p+1)*m])
-					}
+			for j0 := lanes[l]; j0 < lanes[l+1]; j0 += span {
+				if e.flag.stopped() {
+					return
 				}
-				// objective of the previous iterate, U and Y updates; yj becomes U+Y for C.
-				switch xb := x.(type) {
-				case *Dense:
-					xj := xb.Col(j)
-					for i := 0; i < m; i++ {
-						r := xj[i] - bc[i]
-						la.prev += r * r
-						uj[i] += yj[i] - bc[i]
-						yj[i] = (xj[i] - rho*uj[i] + rho*bc[i]) / (1 + rho)
-					}
-				case *CSC:
-					t, t1 := xb.ColPtr[j], xb.ColPtr[j+1]
-					for i := 0; i < m; i++ {
-						xi := 0.0
-						if t < t1 && int(xb.RowIdx[t]) == i {
-							xi = xb.Val[t]
-							t++
+				for j, j1 := j0, min(j0+span, lanes[l+1]); j < j1; j++ {
+					cj := c[j*k : (j+1)*k]
+					yj, uj := y[j*m:(j+1)*m], u[j*m:(j+1)*m]
+					bc := la.bc
+					clear64(bc)
+					for p, cp := range cj {
+						if cp != 0 {
+							axpy(bc, cp, b[p*m:(p+1)*m])
 						}
-						r := xi - bc[i]
-						la.prev += r * r
-						uj[i] += yj[i] - bc[i]
-						yj[i] = (xi - rho*uj[i] + rho*bc[i]) / (1 + rho)
 					}
-				}
-				for p := 0; p < k; p++ {
-					bp := b[p*m : (p+1)*m]
-					la.f[p] = dot(bp, uj) + dot(bp, yj)
-				}
-				ws[l].SolveOne(g, la.f, cj, true)
-				addOuterLower(la.v, cj, k)
-				for p, cp := range cj {
-					if cp == 0 {
-						continue
-					}
-					hp := la.h[p*m : (p+1)*m]
-					axpy(hp, cp, uj)
-					axpy(hp, cp, yj)
+					// objective of the previous iterate, U and Y updates; yj becomes U+Y for C.
 					switch xb := x.(type) {
 					case *Dense:
-						axpy(la.a[p*m:(p+1)*m], cp, xb.Col(j))
+						xj := xb.Col(j)
+						for i := 0; i < m; i++ {
+							r := xj[i] - bc[i]
+							la.prev += r * r
+							uj[i] += yj[i] - bc[i]
+							yj[i] = (xj[i] - rho*uj[i] + rho*bc[i]) / (1 + rho)
+						}
 					case *CSC:
-						ap := la.a[p*m : (p+1)*m]
-						for t := xb.ColPtr[j]; t < xb.ColPtr[j+1]; t++ {
-							ap[xb.RowIdx[t]] += cp * xb.Val[t]
+						t, t1 := xb.ColPtr[j], xb.ColPtr[j+1]
+						for i := 0; i < m; i++ {
+							xi := 0.0
+							if t < t1 && int(xb.RowIdx[t]) == i {
+								xi = xb.Val[t]
+								t++
+							}
+							r := xi - bc[i]
+							la.prev += r * r
+							uj[i] += yj[i] - bc[i]
+							yj[i] = (xi - rho*uj[i] + rho*bc[i]) / (1 + rho)
+						}
+					}
+					if big && e.flag.stopped() {
+						return
+					}
+					for p := 0; p < k; p++ {
+						bp := b[p*m : (p+1)*m]
+						la.f[p] = dot(bp, uj) + dot(bp, yj)
+					}
+					if big && e.flag.stopped() {
+						return
+					}
+					ws[l].SolveOne(g, la.f, cj, true)
+					if big && e.flag.stopped() {
+						return
+					}
+					addOuterLower(la.v, cj, k)
+					for p, cp := range cj {
+						if cp == 0 {
+							continue
+						}
+						hp := la.h[p*m : (p+1)*m]
+						axpy(hp, cp, uj)
+						axpy(hp, cp, yj)
+						switch xb := x.(type) {
+						case *Dense:
+							axpy(la.a[p*m:(p+1)*m], cp, xb.Col(j))
+						case *CSC:
+							ap := la.a[p*m : (p+1)*m]
+							for t := xb.ColPtr[j]; t < xb.ColPtr[j+1]; t++ {
+								ap[xb.RowIdx[t]] += cp * xb.Val[t]
+							}
 						}
 					}
 				}
 			}
 		})
+		e.flag.poll()
 		// Combine lanes in order.
 		clear64(v)
 		hsum, asum := partial[lp:lp+m*k], partial[lp+m*k:lp+2*m*k]
@@ -151,8 +171,8 @@ func runDADMM(e *shardEnv) {
 			initial = sum[lp+2*m*k]
 		}
 		// B rows: min ||C^T b_i - ((U+Y)_i)^T||, G = C C^T, F = ((U+Y) C^T)^T.
-		nnlsBasis(wsB, v, sum[lp:lp+m*k], b, ft, bt, m, k)
-		gramCols(b, m, k, g)
+		nnlsBasis(wsB, v, sum[lp:lp+m*k], b, ft, bt, m, k, e.flag)
+		gramCols(b, m, k, g, e.flag)
 		obj := gramObjective(sum[lp+2*m*k+1], b, sum[lp+m*k:lp+2*m*k], g, v)
 		e.iterationDone(it, obj, initial)
 	}

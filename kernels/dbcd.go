@@ -30,17 +30,21 @@ type residualShard struct {
 	phaseK int
 	cFn    func(int)
 	yFn    func(int)
+	flag   *interruptFlag
+	// cSpan and ySpan are the columns between two looks at the flag in cLane and yLane.
+	cSpan, ySpan int
 }
 
 // newResidualShard starts from the residual e (M x n, taken over) or, when e is nil, from
 // e = X - B C.
-func newResidualShard(x Block, k int, pool *Pool, b, c, e []float64) *residualShard {
+func newResidualShard(x Block, k int, pool *Pool, b, c, e []float64, flag *interruptFlag) *residualShard {
 	m, n := x.Dims()
 	lanes := laneBounds(&Dense{Rows: m, Cols: n}, k)
 	s := &residualShard{x: x, m: m, n: n, k: k, pool: pool, lanes: lanes, b: b, c: c,
 		e: e, g: make([]float64, k*k), pendK: -1, pendDB: make([]float64, m),
 		laneY: make([][]float64, len(lanes)-1), laneZ: make([]float64, len(lanes)-1),
-		laneObj: make([][2]float64, len(lanes)-1)}
+		laneObj: make([][2]float64, len(lanes)-1), flag: flag,
+		cSpan: flag.span(3*m*k+m, 1), ySpan: flag.span(2*m, 1)}
 	for l := range s.laneY {
 		s.laneY[l] = make([]float64, m)
 	}
@@ -50,17 +54,24 @@ func newResidualShard(x Block, k int, pool *Pool, b, c, e []float64) *residualSh
 	}
 	// e = X - B C
 	s.e = make([]float64, m*n)
+	span := flag.span(m*k+m, 1)
 	pool.Run(len(lanes)-1, func(l int) {
-		for j := lanes[l]; j < lanes[l+1]; j++ {
-			ej := s.e[j*m : (j+1)*m]
-			columnInto(x, j, ej)
-			for p, cp := range c[j*k : (j+1)*k] {
-				if cp != 0 {
-					axpy(ej, -cp, b[p*m:(p+1)*m])
+		for j0 := lanes[l]; j0 < lanes[l+1]; j0 += span {
+			if flag.stopped() {
+				return
+			}
+			for j, j1 := j0, min(j0+span, lanes[l+1]); j < j1; j++ {
+				ej := s.e[j*m : (j+1)*m]
+				columnInto(x, j, ej)
+				for p, cp := range c[j*k : (j+1)*k] {
+					if cp != 0 {
+						axpy(ej, -cp, b[p*m:(p+1)*m])
+					}
 				}
 			}
 		}
 	})
+	flag.poll()
 	return s
 }
 
@@ -85,8 +96,9 @@ func (s *residualShard) applyPending(ej []float64, j int) {
 
 // updateC runs the C update on all columns and returns ||E||^2 before and after it.
 func (s *residualShard) updateC() (prev, post float64) {
-	gramCols(s.b, s.m, s.k, s.g)
+	gramCols(s.b, s.m, s.k, s.g, s.flag)
 	s.pool.Run(len(s.lanes)-1, s.cFn)
+	s.flag.poll()
 	s.pendK = -1
 	for _, o := range s.laneObj {
 		prev += o[0]
@@ -98,12 +110,17 @@ func (s *residualShard) updateC() (prev, post float64) {
 func (s *residualShard) cLane(l int) {
 	m, k := s.m, s.k
 	var prev, post float64
-	for j := s.lanes[l]; j < s.lanes[l+1]; j++ {
-		ej := s.e[j*m : (j+1)*m]
-		s.applyPending(ej, j)
-		prev += dot(ej, ej)
-		residualCoef(ej, s.b, s.g, s.c[j*k:(j+1)*k], m, k)
-		post += dot(ej, ej)
+	for j0, hi := s.lanes[l], s.lanes[l+1]; j0 < hi; j0 += s.cSpan {
+		if s.flag.stopped() {
+			return
+		}
+		for j, j1 := j0, min(j0+s.cSpan, hi); j < j1; j++ {
+			ej := s.e[j*m : (j+1)*m]
+			s.applyPending(ej, j)
+			prev += dot(ej, ej)
+			residualCoef(ej, s.b, s.g, s.c[j*k:(j+1)*k], m, k)
+			post += dot(ej, ej)
+		}
 	}
 	s.laneObj[l] = [2]float64{prev, post}
 }
@@ -113,6 +130,7 @@ func (s *residualShard) cLane(l int) {
 func (s *residualShard) columnSums(k int, y []float64) (z float64) {
 	s.phaseK = k
 	s.pool.Run(len(s.lanes)-1, s.yFn)
+	s.flag.poll()
 	s.pendK = -1
 	copy(y, s.laneY[0])
 	z = s.laneZ[0]
@@ -131,12 +149,17 @@ func (s *residualShard) yLane(l int) {
 	y := s.laneY[l]
 	clear64(y)
 	var z float64
-	for j := s.lanes[l]; j < s.lanes[l+1]; j++ {
-		ej := s.e[j*m : (j+1)*m]
-		s.applyPending(ej, j)
-		if cp := s.c[j*k+kk]; cp != 0 {
-			axpy(y, cp, ej)
-			z += cp * cp
+	for j0, hi := s.lanes[l], s.lanes[l+1]; j0 < hi; j0 += s.ySpan {
+		if s.flag.stopped() {
+			return
+		}
+		for j, j1 := j0, min(j0+s.ySpan, hi); j < j1; j++ {
+			ej := s.e[j*m : (j+1)*m]
+			s.applyPending(ej, j)
+			if cp := s.c[j*k+kk]; cp != 0 {
+				axpy(y, cp, ej)
+				z += cp * cp
+			}
 		}
 	}
 	s.laneY[l], s.laneZ[l] = y, z
@@ -184,7 +207,7 @@ func runResidualBCD(e *shardEnv, distributed bool) {
 	if first > 1 {
 		res = state[0]
 	}
-	sh := newResidualShard(e.spec.X, k, e.spec.Pool, e.B, e.C, res)
+	sh := newResidualShard(e.spec.X, k, e.spec.Pool, e.B, e.C, res, e.flag)
 	e.state = func() [][]float64 { return [][]float64{sh.residual()} }
 	partial := make([]float64, m+3)
 	y := make([]float64, m)

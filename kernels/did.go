@@ -17,7 +17,7 @@ func didPartialLen(m, k int) int { return m*k + lowerLen(k) + 2 }
 
 func runDID(e *shardEnv) {
 	first, initial, state := e.begin()
-	st := newCStep(e.spec.X, e.k, e.spec.Pool, e.spec.Form)
+	st := newCStep(e.spec.X, e.k, e.spec.Pool, e.spec.Form, e.flag)
 	if first > 1 {
 		st.restore(state)
 	}
@@ -39,7 +39,7 @@ func runDID(e *shardEnv) {
 		if it == 1 {
 			initial = sum[len(sum)-2]
 		}
-		obj := incrementalBUpdate(e.B, w, v, db, m, k, sum[len(sum)-1])
+		obj := incrementalBUpdate(e.B, w, v, db, m, k, sum[len(sum)-1], e.flag)
 		e.iterationDone(it, obj, initial)
 	}
 }
@@ -60,8 +60,10 @@ func didState(s *ShardSpec) []stateSlot {
 // incrementalBUpdate applies DID's B update in place given the reduced W (M x K column-major)
 // and V (K x K full symmetric), storing the steps in db, and returns the objective after it
 // given post = ||X - B_old C_new||^2. A component with v_kk = 0 (no mass in C) keeps its b_k.
-func incrementalBUpdate(b, w, v, db []float64, m, k int, post float64) float64 {
+// It polls flag before each component.
+func incrementalBUpdate(b, w, v, db []float64, m, k int, post float64, flag *interruptFlag) float64 {
 	for p := 0; p < k; p++ {
+		flag.poll()
 		bp, wp, dbp := b[p*m:(p+1)*m], w[p*m:(p+1)*m], db[p*m:(p+1)*m]
 		vpp := v[p*k+p]
 		if !(vpp > 0) {
@@ -85,6 +87,7 @@ func incrementalBUpdate(b, w, v, db []float64, m, k int, post float64) float64 {
 	// ||E_new||^2 = post - 2<dB, W> + <dB^T dB, V>
 	obj := post - 2*frob(db, w)
 	for p := 0; p < k; p++ {
+		flag.poll()
 		for q := 0; q < k; q++ {
 			if v[p*k+q] != 0 {
 				obj += v[p*k+q] * dot(db[p*m:(p+1)*m], db[q*m:(q+1)*m])

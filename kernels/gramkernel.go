@@ -58,48 +58,77 @@ func updateCoefRecip(c, h, g, ginv []float64, k int) {
 }
 
 // gramDenseLane runs the Gram-form C update on dense columns [lo, hi) and accumulates
-// A += X C^T (panels) and V += C C^T (lower triangle). scratch has room for 4*paddedK(k).
-func gramDenseLane(xd []float64, m, k, lo, hi int, bp, g, ginv, c, ap, v, scratch []float64) {
+// A += X C^T (panels) and V += C C^T (lower triangle). scratch has room for 4*paddedK(k). It
+// returns early when the machine is interrupted, looking between blocks of an even number of
+// columns (so that the pairs stay aligned with lo) and, when a pair is more work than a few
+// blocks (rank in the thousands), also between the phases of a pair.
+func gramDenseLane(xd []float64, m, k, lo, hi int, bp, g, ginv, c, ap, v, scratch []float64, flag *interruptFlag) {
 	k4 := paddedK(k)
 	ha, hb := scratch[:k4], scratch[k4:2*k4]
 	ca, cb := scratch[2*k4:3*k4], scratch[3*k4:4*k4] // padded copies; pads stay 0
 	clear64(ca)
 	clear64(cb)
+	span := flag.span(2*m*k4+2*k*k, 2)
+	big := flag.big(2*m*k4 + 2*k*k)
 	j := lo
-	for ; j+2 <= hi; j += 2 {
-		xa := xd[j*m : j*m+m]
-		xb := xd[j*m+m : j*m+2*m]
-		xb = xb[:len(xa)]
-		// h = B^T x for both columns, one column and one panel at a time: four independent
-		// accumulators is what the default amd64 build (no FMA) runs fastest; eight spill.
-		for p := 0; p < k4; p += panelWidth {
-			panel := bp[p*m : p*m+panelWidth*m]
-			ha[p], ha[p+1], ha[p+2], ha[p+3] = panelDot(panel, xa)
-			hb[p], hb[p+1], hb[p+2], hb[p+3] = panelDot(panel, xb)
+	for j+2 <= hi {
+		if flag.stopped() {
+			return
 		}
-		cja, cjb := c[j*k:j*k+k], c[j*k+k:j*k+2*k]
-		updateCoefRecip(cja, ha, g, ginv, k)
-		updateCoefRecip(cjb, hb, g, ginv, k)
-		copy(ca, cja)
-		copy(cb, cjb)
-		for p := 0; p < k4; p += panelWidth {
-			panel := ap[p*m : p*m+panelWidth*m]
-			panel = panel[:4*len(xa)]
-			a0, a1, a2, a3 := ca[p], ca[p+1], ca[p+2], ca[p+3]
-			b0, b1, b2, b3 := cb[p], cb[p+1], cb[p+2], cb[p+3]
-			for i, xai := range xa {
-				r := panel[4*i : 4*i+4 : 4*i+4]
-				xbi := xb[i]
-				r[0] += xai*a0 + xbi*b0
-				r[1] += xai*a1 + xbi*b1
-				r[2] += xai*a2 + xbi*b2
-				r[3] += xai*a3 + xbi*b3
+		end := min(j+span, hi)
+		for ; j+2 <= end; j += 2 {
+			xa := xd[j*m : j*m+m]
+			xb := xd[j*m+m : j*m+2*m]
+			xb = xb[:len(xa)]
+			// h = B^T x for both columns, one column and one panel at a time: four independent
+			// accumulators is what the default amd64 build (no FMA) runs fastest; eight spill.
+			for p := 0; p < k4; p += panelWidth {
+				panel := bp[p*m : p*m+panelWidth*m]
+				ha[p], ha[p+1], ha[p+2], ha[p+3] = panelDot(panel, xa)
+				hb[p], hb[p+1], hb[p+2], hb[p+3] = panelDot(panel, xb)
 			}
+			if big && flag.stopped() {
+				return
+			}
+			cja, cjb := c[j*k:j*k+k], c[j*k+k:j*k+2*k]
+			updateCoefRecip(cja, ha, g, ginv, k)
+			if big && flag.stopped() {
+				return
+			}
+			updateCoefRecip(cjb, hb, g, ginv, k)
+			if big && flag.stopped() {
+				return
+			}
+			copy(ca, cja)
+			copy(cb, cjb)
+			for p := 0; p < k4; p += panelWidth {
+				panel := ap[p*m : p*m+panelWidth*m]
+				panel = panel[:4*len(xa)]
+				a0, a1, a2, a3 := ca[p], ca[p+1], ca[p+2], ca[p+3]
+				b0, b1, b2, b3 := cb[p], cb[p+1], cb[p+2], cb[p+3]
+				for i, xai := range xa {
+					r := panel[4*i : 4*i+4 : 4*i+4]
+					xbi := xb[i]
+					r[0] += xai*a0 + xbi*b0
+					r[1] += xai*a1 + xbi*b1
+					r[2] += xai*a2 + xbi*b2
+					r[3] += xai*a3 + xbi*b3
+				}
+			}
+			if big && flag.stopped() {
+				return
+			}
+			addOuterLower(v, cja, k)
+			if big && flag.stopped() {
+				return
+			}
+			addOuterLower(v, cjb, k)
 		}
-		addOuterLower(v, cja, k)
-		addOuterLower(v, cjb, k)
 	}
 	if j < hi {
+		if big && flag.stopped() {
+			return
+		}
 		x1 := xd[j*m : j*m+m]
 		for p := 0; p < k4; p += panelWidth {
 			ha[p], ha[p+1], ha[p+2], ha[p+3] = panelDot(bp[p*m:p*m+panelWidth*m], x1)
@@ -136,8 +165,21 @@ func panelDot(panel, x []float64) (a0, a1, a2, a3 float64) {
 	return a0, a1, a2, a3
 }
 
-// gramSparseLane is gramDenseLane for CSC columns.
-func gramSparseLane(x *CSC, m, k, lo, hi int, bp, g, ginv, c, ap, v, scratch []float64) {
+// gramSparseLane is gramDenseLane for CSC columns. It looks at the interrupt flag between
+// blocks of columns.
+func gramSparseLane(x *CSC, m, k, lo, hi int, bp, g, ginv, c, ap, v, scratch []float64, flag *interruptFlag) {
+	span := flag.span(2*colWork(x, paddedK(k))+2*k*k, 1)
+	for j0 := lo; j0 < hi; j0 += span {
+		if flag.stopped() {
+			return
+		}
+		gramSparseCols(x, m, k, j0, min(j0+span, hi), bp, g, ginv, c, ap, v, scratch)
+	}
+}
+
+// gramSparseCols is the body of gramSparseLane for columns [lo, hi), without looks at the flag
+// (kept as it was, so that the hot loops compile as they did).
+func gramSparseCols(x *CSC, m, k, lo, hi int, bp, g, ginv, c, ap, v, scratch []float64) {
 	k4 := paddedK(k)
 	h, cpad := scratch[:k4], scratch[k4:2*k4]
 	clear64(cpad)

@@ -8,8 +8,9 @@ const batch4 = 128
 // it works in phases over batches of columns (all h = B^T x, then all coordinate updates, then
 // A and V), each loop with few live values, and the coordinate updates of independent columns
 // overlap in the CPU. It performs the same floating-point operations in the same order as
-// gramDenseLane, so it gives the same bits (TestGramKernel4MatchesGeneric).
-func gramDenseLane4(xd []float64, m, k, lo, hi int, bp, g, ginv, c, ap, v []float64) {
+// gramDenseLane, so it gives the same bits (TestGramKernel4MatchesGeneric). It returns early
+// when the machine is interrupted, looking between runs of whole batches.
+func gramDenseLane4(xd []float64, m, k, lo, hi int, bp, g, ginv, c, ap, v []float64, flag *interruptFlag) {
 	var gm [16]float64 // padded 4 x 4 Gram matrix; pads are 0, so their coefficients stay 0
 	var gi [4]float64
 	for p := 0; p < k; p++ {
@@ -22,67 +23,74 @@ func gramDenseLane4(xd []float64, m, k, lo, hi int, bp, g, ginv, c, ap, v []floa
 	ap = ap[:4*m]
 	var hbuf, cbuf [4 * batch4]float64
 	var vacc [10]float64
-	for b0 := lo; b0 < hi; b0 += batch4 {
-		b1 := min(b0+batch4, hi)
-		nb := b1 - b0
-		hs, cs := hbuf[:4*nb], cbuf[:4*nb]
-		// Phase 1: h = B^T x, and the padded coefficients.
-		for j := b0; j < b1; j++ {
-			t := 4 * (j - b0)
-			hs[t], hs[t+1], hs[t+2], hs[t+3] = panelDot(bp, xd[j*m:j*m+m])
-			cj := c[j*k : j*k+k]
-			cp := cs[t : t+4 : t+4]
-			cp[0], cp[1], cp[2], cp[3] = 0, 0, 0, 0
-			copy(cp, cj)
+	span := flag.span(8*m+32, batch4)
+	for s0 := lo; s0 < hi; s0 += span {
+		if flag.stopped() {
+			return
 		}
-		// Phase 2: coordinate descent per column (updateCoefRecip unrolled).
-		if k == 3 {
-			update3(hs, cs, &gm, &gi)
-		} else {
-			update4(hs, cs, &gm, &gi)
-		}
-		for j := b0; j < b1; j++ {
-			t := 4 * (j - b0)
-			copy(c[j*k:j*k+k], cs[t:t+k])
-		}
-		// Phase 3: A += X C^T, two columns per pass (pairs aligned with the lane's start, as in
-		// gramDenseLane).
-		j := b0
-		for ; j+2 <= b1; j += 2 {
-			xa := xd[j*m : j*m+m]
-			xb := xd[j*m+m : j*m+2*m]
-			xb = xb[:len(xa)]
-			t := 4 * (j - b0)
-			ca := cs[t : t+4 : t+4]
-			cb := cs[t+4 : t+8 : t+8]
-			a0, a1, a2, a3 := ca[0], ca[1], ca[2], ca[3]
-			e0, e1, e2, e3 := cb[0], cb[1], cb[2], cb[3]
-			for i, xai := range xa {
-				r := ap[4*i : 4*i+4 : 4*i+4]
-				xbi := xb[i]
-				r[0] += xai*a0 + xbi*e0
-				r[1] += xai*a1 + xbi*e1
-				r[2] += xai*a2 + xbi*e2
-				r[3] += xai*a3 + xbi*e3
+		s1 := min(s0+span, hi)
+		for b0 := s0; b0 < s1; b0 += batch4 {
+			b1 := min(b0+batch4, s1)
+			nb := b1 - b0
+			hs, cs := hbuf[:4*nb], cbuf[:4*nb]
+			// Phase 1: h = B^T x, and the padded coefficients.
+			for j := b0; j < b1; j++ {
+				t := 4 * (j - b0)
+				hs[t], hs[t+1], hs[t+2], hs[t+3] = panelDot(bp, xd[j*m:j*m+m])
+				cj := c[j*k : j*k+k]
+				cp := cs[t : t+4 : t+4]
+				cp[0], cp[1], cp[2], cp[3] = 0, 0, 0, 0
+				copy(cp, cj)
 			}
-		}
-		if j < b1 {
-			x1 := xd[j*m : j*m+m]
-			t := 4 * (j - b0)
-			a0, a1, a2, a3 := cs[t], cs[t+1], cs[t+2], cs[t+3]
-			for i, xi := range x1 {
-				r := ap[4*i : 4*i+4 : 4*i+4]
-				r[0] += xi * a0
-				r[1] += xi * a1
-				r[2] += xi * a2
-				r[3] += xi * a3
+			// Phase 2: coordinate descent per column (updateCoefRecip unrolled).
+			if k == 3 {
+				update3(hs, cs, &gm, &gi)
+			} else {
+				update4(hs, cs, &gm, &gi)
 			}
-		}
-		// Phase 4: C C^T, lower triangle in column order.
-		if k == 3 {
-			outer3(cs, &vacc)
-		} else {
-			outer4(cs, &vacc)
+			for j := b0; j < b1; j++ {
+				t := 4 * (j - b0)
+				copy(c[j*k:j*k+k], cs[t:t+k])
+			}
+			// Phase 3: A += X C^T, two columns per pass (pairs aligned with the lane's start, as in
+			// gramDenseLane).
+			j := b0
+			for ; j+2 <= b1; j += 2 {
+				xa := xd[j*m : j*m+m]
+				xb := xd[j*m+m : j*m+2*m]
+				xb = xb[:len(xa)]
+				t := 4 * (j - b0)
+				ca := cs[t : t+4 : t+4]
+				cb := cs[t+4 : t+8 : t+8]
+				a0, a1, a2, a3 := ca[0], ca[1], ca[2], ca[3]
+				e0, e1, e2, e3 := cb[0], cb[1], cb[2], cb[3]
+				for i, xai := range xa {
+					r := ap[4*i : 4*i+4 : 4*i+4]
+					xbi := xb[i]
+					r[0] += xai*a0 + xbi*e0
+					r[1] += xai*a1 + xbi*e1
+					r[2] += xai*a2 + xbi*e2
+					r[3] += xai*a3 + xbi*e3
+				}
+			}
+			if j < b1 {
+				x1 := xd[j*m : j*m+m]
+				t := 4 * (j - b0)
+				a0, a1, a2, a3 := cs[t], cs[t+1], cs[t+2], cs[t+3]
+				for i, xi := range x1 {
+					r := ap[4*i : 4*i+4 : 4*i+4]
+					r[0] += xi * a0
+					r[1] += xi * a1
+					r[2] += xi * a2
+					r[3] += xi * a3
+				}
+			}
+			// Phase 4: C C^T, lower triangle in column order.
+			if k == 3 {
+				outer3(cs, &vacc)
+			} else {
+				outer4(cs, &vacc)
+			}
 		}
 	}
 	t := 0

@@ -13,7 +13,7 @@ func runHALS(e *shardEnv) {
 	first, initial, _ := e.begin()
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
-	ops := newBlockOps(x, k, e.spec.Pool)
+	ops := newBlockOps(x, k, e.spec.Pool, e.flag)
 	sqX := x.SqNorm()
 	xc := make([]float64, m)
 	bx := make([]float64, n)
@@ -22,13 +22,14 @@ func runHALS(e *shardEnv) {
 	g := make([]float64, k*k)
 	v := make([]float64, k*k)
 	laneCross := make([]float64, len(ops.lanes)-1)
+	span := e.flag.span(2*k, 1) // columns of the c_p update between two looks at the flag
 	if first == 1 {
-		initial = ResidualSq(x, b, c, k, e.spec.Pool)
+		initial = residualSq(x, b, c, k, e.spec.Pool, e.flag)
 	}
 	for it := first; ; it++ {
 		var cross float64
 		for p := 0; p < k; p++ {
-			// b_p
+			// b_p (xcRow and the other products poll the interrupt flag)
 			ops.xcRow(c, p, xc)
 			rowDots(ops, c, p, cc)
 			bp := b[p*m : (p+1)*m]
@@ -55,22 +56,27 @@ func runHALS(e *shardEnv) {
 			bpp := bb[p]
 			ops.run(func(l, lo, hi int) {
 				var s float64
-				for j := lo; j < hi; j++ {
-					cj := c[j*k : (j+1)*k]
-					if bpp > 0 {
-						num := bx[j]
-						for q, bq := range bb {
-							if q != p {
-								num -= bq * cj[q]
-							}
-						}
-						nc := num / bpp
-						if nc < 0 {
-							nc = 0
-						}
-						cj[p] = nc
+				for j0 := lo; j0 < hi; j0 += span {
+					if e.flag.stopped() {
+						return
 					}
-					s += bx[j] * cj[p]
+					for j, j1 := j0, min(j0+span, hi); j < j1; j++ {
+						cj := c[j*k : (j+1)*k]
+						if bpp > 0 {
+							num := bx[j]
+							for q, bq := range bb {
+								if q != p {
+									num -= bq * cj[q]
+								}
+							}
+							nc := num / bpp
+							if nc < 0 {
+								nc = 0
+							}
+							cj[p] = nc
+						}
+						s += bx[j] * cj[p]
+					}
 				}
 				laneCross[l] = s
 			})
@@ -78,7 +84,7 @@ func runHALS(e *shardEnv) {
 				cross += s
 			}
 		}
-		gramCols(b, m, k, g)
+		gramCols(b, m, k, g, e.flag)
 		ops.cct(c, v)
 		obj := sqX - 2*cross + frob(g, v)
 		e.iterationDone(it, obj, initial)
@@ -88,14 +94,20 @@ func runHALS(e *shardEnv) {
 // rowDots writes out[q] = c_q · c_p (rows of C, K x n column-major), lanes added in order.
 func rowDots(o *blockOps, c []float64, p int, out []float64) {
 	k := o.k
+	span := o.flag.span(k, 1)
 	o.run(func(l, lo, hi int) {
 		acc := o.laneA[l][:k]
 		clear64(acc)
-		for j := lo; j < hi; j++ {
-			cj := c[j*k : (j+1)*k]
-			if cp := cj[p]; cp != 0 {
-				for q, cq := range cj {
-					acc[q] += cq * cp
+		for j0 := lo; j0 < hi; j0 += span {
+			if o.flag.stopped() {
+				return
+			}
+			for j, j1 := j0, min(j0+span, hi); j < j1; j++ {
+				cj := c[j*k : (j+1)*k]
+				if cp := cj[p]; cp != 0 {
+					for q, cq := range cj {
+						acc[q] += cq * cp
+					}
 				}
 			}
 		}

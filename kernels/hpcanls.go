@@ -1,7 +1,5 @@
 package kernels
 
-import "github.com/didnmf/didnmf/kernels/nnls"
-
 // HPC-ANLS (Kannan, Ballard & Park 2016) with the 1-D column partition the DID paper uses
 // (P_c = P, P_r = 1): shard i owns columns i of X and C and a block of rows of B. Each iteration:
 //
@@ -27,12 +25,12 @@ func runHPCANLS(e *shardEnv) {
 	for s := range segments {
 		segments[s] = (rowRanges[s+1] - rowRanges[s]) * k
 	}
-	ops := newBlockOps(x, k, e.spec.Pool)
+	ops := newBlockOps(x, k, e.spec.Pool, e.flag)
 	var sqX float64
 	if first > 1 {
 		sqX = state[0][0]
 	} else {
-		start := e.allReduce("hpcanls.init", 0, []float64{ResidualSq(x, b, c, k, e.spec.Pool), x.SqNorm()})
+		start := e.allReduce("hpcanls.init", 0, []float64{residualSq(x, b, c, k, e.spec.Pool, e.flag), x.SqNorm()})
 		initial, sqX = start[0], start[1]
 	}
 	e.state = func() [][]float64 { return [][]float64{{sqX}} }
@@ -42,8 +40,9 @@ func runHPCANLS(e *shardEnv) {
 	arow := make([]float64, m*k)
 	v := make([]float64, k*k)
 	packed := make([]float64, lowerLen(k))
-	wsC := laneWorkspaces(len(ops.lanes)-1, k)
-	wsB := nnls.NewWorkspace(k)
+	wsC := laneWorkspaces(len(ops.lanes)-1, k, e.flag)
+	wsB := newWorkspace(k, e.flag)
+	span := e.flag.span(k*k+2*k, 1) // rows of the objective's part between two looks at the flag
 	own := make([]float64, (r1-r0)*k+1)
 	for it := first; ; it++ {
 		nnlsCoef(ops, wsC, b, c, g, h)
@@ -62,11 +61,15 @@ func runHPCANLS(e *shardEnv) {
 		}
 		if r1 > r0 {
 			wsB.Solve(v, f, bt, r1-r0, true)
+			e.flag.poll()
 		}
 		var part float64
-		for i := 0; i < r1-r0; i++ {
-			bi, fi := bt[i*k:(i+1)*k], f[i*k:(i+1)*k]
-			part += -2*dot(bi, fi) + quadForm(v, bi, k)
+		for i0 := 0; i0 < r1-r0; i0 += span {
+			e.flag.poll()
+			for i, i1 := i0, min(i0+span, r1-r0); i < i1; i++ {
+				bi, fi := bt[i*k:(i+1)*k], f[i*k:(i+1)*k]
+				part += -2*dot(bi, fi) + quadForm(v, bi, k)
+			}
 		}
 		own[len(own)-1] = part
 		all := e.allGather("hpcanls.b", it, own)

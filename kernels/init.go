@@ -98,15 +98,26 @@ func (e *shardEnv) initRandom() (b, c []float64) {
 	scale := math.Sqrt(e.globalMean() / float64(k))
 	b = make([]float64, m*k)
 	rb := NewRNG(e.spec.Seed, DomainInitB, 0)
-	for i := range b {
-		b[i] = scale * math.Abs(rb.Norm())
+	span := e.flag.span(normWork, 1)
+	for i0 := 0; i0 < len(b); i0 += span {
+		e.flag.poll()
+		for i, i1 := i0, min(i0+span, len(b)); i < i1; i++ {
+			b[i] = scale * math.Abs(rb.Norm())
+		}
 	}
 	c = make([]float64, k*n)
-	for j := 0; j < n; j++ {
-		rc := NewRNG(e.spec.Seed, DomainInitC, uint64(e.spec.ColOffset+j))
-		for p := 0; p < k; p++ {
-			c[j*k+p] = scale * math.Abs(rc.Norm())
+	span = e.flag.span(normWork*k, 1)
+	for j0 := 0; j0 < n; j0 += span {
+		e.flag.poll()
+		for j, j1 := j0, min(j0+span, n); j < j1; j++ {
+			rc := NewRNG(e.spec.Seed, DomainInitC, uint64(e.spec.ColOffset+j))
+			for p := 0; p < k; p++ {
+				c[j*k+p] = scale * math.Abs(rc.Norm())
+			}
 		}
 	}
 	return b, c
 }
+
+// normWork is the cost of one RNG.Norm in multiply-adds, roughly, for the interrupt checks.
+const normWork = 32

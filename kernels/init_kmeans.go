@@ -33,13 +33,20 @@ func (e *shardEnv) initKMeans() (b, c []float64) {
 		}
 		return s
 	}
+	// Columns between two looks at the interrupt flag, for passes over the samples against
+	// one vector and against the K centres.
+	span1 := e.flag.span(colWork(x, 1), 1)
+	spanK := e.flag.span(colWork(x, k)+m, 1)
 	xx := make([]float64, n)
-	for j := range xx {
-		if dense != nil {
-			xx[j] = dot(dense.Col(j), dense.Col(j))
-		} else {
-			v := sparse.Val[sparse.ColPtr[j]:sparse.ColPtr[j+1]]
-			xx[j] = dot(v, v)
+	for j0 := 0; j0 < n; j0 += span1 {
+		e.flag.poll()
+		for j, j1 := j0, min(j0+span1, n); j < j1; j++ {
+			if dense != nil {
+				xx[j] = dot(dense.Col(j), dense.Col(j))
+			} else {
+				v := sparse.Val[sparse.ColPtr[j]:sparse.ColPtr[j+1]]
+				xx[j] = dot(v, v)
+			}
 		}
 	}
 	centers := make([]float64, m*k)
@@ -63,15 +70,18 @@ func (e *shardEnv) initKMeans() (b, c []float64) {
 		prevC := centers[(r-1)*m : r*m]
 		cc := dot(prevC, prevC)
 		var local float64
-		for j := 0; j < n; j++ {
-			d := xx[j] - 2*dotCol(j, prevC) + cc
-			if d < 0 {
-				d = 0
+		for j0 := 0; j0 < n; j0 += span1 {
+			e.flag.poll()
+			for j, j1 := j0, min(j0+span1, n); j < j1; j++ {
+				d := xx[j] - 2*dotCol(j, prevC) + cc
+				if d < 0 {
+					d = 0
+				}
+				if d < dist[j] {
+					dist[j] = d
+				}
+				local += dist[j]
 			}
-			if d < dist[j] {
-				dist[j] = d
-			}
-			local += dist[j]
 		}
 		sums := e.allGather("init.kmeans.d2", 0, []float64{local})
 		var all float64
@@ -134,18 +144,21 @@ func (e *shardEnv) initKMeans() (b, c []float64) {
 			cnorm[p] = dot(cp, cp)
 		}
 		clear64(stats)
-		for j := 0; j < n; j++ {
-			a := nearest(j)
-			if a != assign[j] {
-				stats[m*k+k]++
-				assign[j] = a
-			}
-			stats[m*k+a]++
-			if dense != nil {
-				axpy(stats[a*m:(a+1)*m], 1, dense.Col(j))
-			} else {
-				for t := sparse.ColPtr[j]; t < sparse.ColPtr[j+1]; t++ {
-					stats[a*m+int(sparse.RowIdx[t])] += sparse.Val[t]
+		for j0 := 0; j0 < n; j0 += spanK {
+			e.flag.poll()
+			for j, j1 := j0, min(j0+spanK, n); j < j1; j++ {
+				a := nearest(j)
+				if a != assign[j] {
+					stats[m*k+k]++
+					assign[j] = a
+				}
+				stats[m*k+a]++
+				if dense != nil {
+					axpy(stats[a*m:(a+1)*m], 1, dense.Col(j))
+				} else {
+					for t := sparse.ColPtr[j]; t < sparse.ColPtr[j+1]; t++ {
+						stats[a*m+int(sparse.RowIdx[t])] += sparse.Val[t]
+					}
 				}
 			}
 		}
@@ -166,11 +179,14 @@ func (e *shardEnv) initKMeans() (b, c []float64) {
 		cnorm[p] = dot(cp, cp)
 	}
 	c = make([]float64, k*n)
-	for j := 0; j < n; j++ {
-		a := nearest(j)
-		if cnorm[a] > 0 {
-			if w := dotCol(j, centers[a*m:(a+1)*m]) / cnorm[a]; w > 0 {
-				c[j*k+a] = w
+	for j0 := 0; j0 < n; j0 += spanK {
+		e.flag.poll()
+		for j, j1 := j0, min(j0+spanK, n); j < j1; j++ {
+			a := nearest(j)
+			if cnorm[a] > 0 {
+				if w := dotCol(j, centers[a*m:(a+1)*m]) / cnorm[a]; w > 0 {
+					c[j*k+a] = w
+				}
 			}
 		}
 	}

@@ -40,7 +40,7 @@ type Step struct {
 // Machine is one shard of a job as a deterministic state machine: Next runs local work up to
 // the next collective or iteration boundary; Deliver hands in a collective's result. Given the
 // same spec and the same delivered results, a machine produces bitwise the same steps.
-// A Machine is not safe for concurrent use.
+// A Machine is not safe for concurrent use, except for Interrupt.
 type Machine struct {
 	spec    ShardSpec
 	env     *shardEnv
@@ -53,6 +53,8 @@ type Machine struct {
 	// last: Snapshot is valid then.
 	boundary bool
 	last     Step
+	// intr is set by Interrupt; the kernels look at it between blocks of columns.
+	intr interruptFlag
 }
 
 // errStopped unwinds a shard body when its machine is closed while it waits on a collective.
@@ -84,9 +86,16 @@ func NewMachine(spec ShardSpec) (*Machine, error) {
 }
 
 // Next runs the shard up to its next step. After a StepCollective, Deliver must be called
-// before Next. A panic in the shard's code is returned as an error and ends the machine.
+// before Next. A panic in the shard's code is returned as an error and ends the machine. Once
+// Interrupt was called (before or during Next) Next returns an error that wraps
+// ErrInterrupted, mid-step, within one block of columns of the kernel it was running, and
+// so does every later call.
 func (m *Machine) Next() (st Step, err error) {
 	if m.failed != nil {
+		return Step{}, m.failed
+	}
+	if m.intr.set.Load() {
+		m.failed = &interruptedError{m.spec.Shard, m.spec.Algo}
 		return Step{}, m.failed
 	}
 	if m.pending {
@@ -94,7 +103,11 @@ func (m *Machine) Next() (st Step, err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			m.failed = fmt.Errorf("kernels: shard %d (%s) failed: %v", m.spec.Shard, m.spec.Algo, r)
+			if r == ErrInterrupted {
+				m.failed = &interruptedError{m.spec.Shard, m.spec.Algo}
+			} else {
+				m.failed = fmt.Errorf("kernels: shard %d (%s) failed: %v", m.spec.Shard, m.spec.Algo, r)
+			}
 			err = m.failed
 		}
 	}()
@@ -120,6 +133,24 @@ func (m *Machine) Deliver(result []float64) {
 
 // Close ends the machine and releases its coroutine.
 func (m *Machine) Close() { m.stop() }
+
+// Interrupt stops the machine as soon as possible. Unlike the other methods it may be called
+// from any goroutine, at any time (also before the first Next or after Close) and any number
+// of times; it is meant to be called while another goroutine is inside Next, e.g. by
+// context.AfterFunc(ctx, m.Interrupt) or by whatever handles a job's cancellation while the
+// shard's own goroutine is busy stepping. The running step's kernels see it within one block of
+// work (a fraction of a millisecond at small ranks; at rank 3000, where one column of DID's
+// kernel is 50 ms or more, they also look between the phases of a column: some 10-50 ms), and
+// Next then returns an error wrapping ErrInterrupted; a machine that is not inside Next returns
+// it from its next call. The one step that cannot be cut short is the eigendecomposition of
+// NNDSVD's (K+10) x (K+10) sketch: from K = 246 on it runs aside, so Next still returns at once,
+// but it goes on in the background until it is done (up to half a minute at K = 3000).
+//
+// An interrupted machine is finished, its step left half done: Next and, once Next has
+// returned the error, Snapshot refuse to go on (a snapshot taken at the boundary before that is
+// valid). Basis and Coef then hold the last boundary's factors as far as the interrupted step
+// had updated them in place: nonnegative, a mix of two iterates. Close it as usual.
+func (m *Machine) Interrupt() { m.intr.set.Store(true) }
 
 // Basis returns the shard's replica of B (M x K, column-major). Valid at iteration boundaries;
 // the slice is the machine's own and changes with the next iteration.

@@ -7,7 +7,7 @@ func runMU(e *shardEnv) {
 	first, initial, _ := e.begin()
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
-	ops := newBlockOps(x, k, e.spec.Pool)
+	ops := newBlockOps(x, k, e.spec.Pool, e.flag)
 	sqX := x.SqNorm()
 	h := make([]float64, k*n)
 	g := make([]float64, k*k)
@@ -15,21 +15,27 @@ func runMU(e *shardEnv) {
 	v := make([]float64, k*k)
 	bv := make([]float64, m*k)
 	if first == 1 {
-		initial = ResidualSq(x, b, c, k, e.spec.Pool)
+		initial = residualSq(x, b, c, k, e.spec.Pool, e.flag)
 	}
+	span := e.flag.span(k*k+k, 1) // columns of the C update between two looks at the flag
 	for it := first; ; it++ {
 		ops.btx(b, h)
-		gramCols(b, m, k, g)
+		gramCols(b, m, k, g, e.flag)
 		ops.run(func(_, lo, hi int) {
 			den := make([]float64, k) // one per lane and iteration, not per column
-			for j := lo; j < hi; j++ {
-				cj := c[j*k : (j+1)*k]
-				for p := 0; p < k; p++ {
-					den[p] = dot(g[p*k:(p+1)*k], cj)
+			for j0 := lo; j0 < hi; j0 += span {
+				if e.flag.stopped() {
+					return
 				}
-				for p, d := range den {
-					if d > 0 {
-						cj[p] *= h[j*k+p] / d
+				for j, j1 := j0, min(j0+span, hi); j < j1; j++ {
+					cj := c[j*k : (j+1)*k]
+					for p := 0; p < k; p++ {
+						den[p] = dot(g[p*k:(p+1)*k], cj)
+					}
+					for p, d := range den {
+						if d > 0 {
+							cj[p] *= h[j*k+p] / d
+						}
 					}
 				}
 			}
@@ -39,6 +45,7 @@ func runMU(e *shardEnv) {
 		// B <- B .* A ./ (B V), all entries from the same B.
 		clear64(bv)
 		for p := 0; p < k; p++ {
+			e.flag.poll()
 			for q := 0; q < k; q++ {
 				if vq := v[q*k+p]; vq != 0 {
 					axpy(bv[p*m:(p+1)*m], vq, b[q*m:(q+1)*m])
@@ -50,7 +57,7 @@ func runMU(e *shardEnv) {
 				b[i] *= a[i] / d
 			}
 		}
-		gramCols(b, m, k, g)
+		gramCols(b, m, k, g, e.flag)
 		e.iterationDone(it, gramObjective(sqX, b, a, g, v), initial)
 	}
 }

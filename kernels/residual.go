@@ -5,20 +5,31 @@ package kernels
 // Gram identities: it is the accurate figure reported to users. Lanes run on pool (nil runs
 // inline) and are added in lane order.
 func ResidualSq(x Block, b, c []float64, k int, pool *Pool) float64 {
+	return residualSq(x, b, c, k, pool, nil)
+}
+
+// residualSq is ResidualSq looking at a machine's interrupt flag between blocks of columns.
+func residualSq(x Block, b, c []float64, k int, pool *Pool, flag *interruptFlag) float64 {
 	m, _ := x.Dims()
 	lanes := laneBounds(x, k)
 	dense, _ := x.(*Dense)
 	sums := make([]float64, len(lanes)-1)
+	span := flag.span(m*k+m, 1)
 	run := func(l int) {
 		e := make([]float64, m)
 		var s float64
-		for j := lanes[l]; j < lanes[l+1]; j++ {
-			if dense != nil { // see residualCols for why the dense case avoids the call
-				copy(e, dense.Data[j*m:(j+1)*m])
-			} else {
-				columnInto(x, j, e)
+		for j0 := lanes[l]; j0 < lanes[l+1]; j0 += span {
+			if flag.stopped() {
+				return
 			}
-			s += residualNorm(e, b, c[j*k:(j+1)*k], m)
+			for j, j1 := j0, min(j0+span, lanes[l+1]); j < j1; j++ {
+				if dense != nil { // see residualCols for why the dense case avoids the call
+					copy(e, dense.Data[j*m:(j+1)*m])
+				} else {
+					columnInto(x, j, e)
+				}
+				s += residualNorm(e, b, c[j*k:(j+1)*k], m)
+			}
 		}
 		sums[l] = s
 	}
@@ -29,6 +40,7 @@ func ResidualSq(x Block, b, c []float64, k int, pool *Pool) float64 {
 	} else {
 		pool.Run(len(sums), run)
 	}
+	flag.poll()
 	var total float64
 	for _, s := range sums {
 		total += s

@@ -195,11 +195,13 @@ type shardEnv struct {
 	B, C []float64
 	// state, set by the body, returns deep copies of its Snapshot.State at a boundary.
 	state func() [][]float64
+	// flag is the machine's interrupt flag (see interrupt.go).
+	flag *interruptFlag
 }
 
 func newShardEnv(m *Machine, spec ShardSpec) *shardEnv {
 	rows, cols := spec.X.Dims()
-	return &shardEnv{m: m, spec: spec, rows: rows, cols: cols, k: spec.K}
+	return &shardEnv{m: m, spec: spec, rows: rows, cols: cols, k: spec.K, flag: &m.intr}
 }
 
 func (e *shardEnv) basis() []float64 { return e.B }

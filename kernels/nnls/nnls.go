@@ -111,6 +111,11 @@ type Workspace struct {
 	direct    bool     // k is small enough for the set's bit mask to be the slot number
 	key       []uint64 // bit set of the current passive set
 
+	// stop, when set by SetInterrupt, is asked after about stopWork multiply-adds of work;
+	// work counts them since the last time.
+	stop func() bool
+	work int
+
 	// Counters for tests.
 	iters          int // BPP solves used by the most recent column
 	dropped        int // dependent variables left out of factorizations
@@ -183,6 +188,13 @@ func (w *Workspace) Solve(G []float64, F []float64, X []float64, n int, warm boo
 	if k == 0 {
 		return 0
 	}
+	if w.stop != nil {
+		defer func() {
+			if r := recover(); r != nil && r != (stopSignal{}) {
+				panic(r)
+			}
+		}()
+	}
 	w.prepare(G)
 	for j := 0; j < n; j++ {
 		if w.column(G, F[j*k:(j+1)*k], X[j*k:(j+1)*k], warm) {
@@ -190,6 +202,41 @@ func (w *Workspace) Solve(G []float64, F []float64, X []float64, n int, warm boo
 		}
 	}
 	return capped
+}
+
+// SetInterrupt makes Solve stoppable: Solve then calls stop (on its own goroutine) after about
+// every 2^18 multiply-adds of work, between columns, passive-set solves and rows of a
+// factorization (so also within one column of a large problem), and returns early once stop
+// reports true. The columns solved by then hold their solutions; the column in progress keeps
+// what it held (or, if stopped in the Lawson–Hanson fallback, holds a feasible point of it),
+// and so do the columns after it. The workspace stays usable. Without SetInterrupt (or with
+// nil) Solve runs to the end, and with it an uninterrupted Solve gives the same bits.
+func (w *Workspace) SetInterrupt(stop func() bool) { w.stop, w.work = stop, 0 }
+
+// stopWork is the work, in multiply-adds, between two calls of the interrupt function.
+const stopWork = 1 << 18
+
+// stopSignal unwinds an interrupted Solve.
+type stopSignal struct{}
+
+// tick counts n multiply-adds of work and, when it is time, asks stop (small enough to be
+// inlined: without an interrupt function it costs a nil test).
+func (w *Workspace) tick(n int) {
+	if w.stop != nil {
+		if w.work += n; w.work >= stopWork {
+			w.ask()
+		}
+	}
+}
+
+// ask asks stop and unwinds Solve if it says so. (Not inlined, so that tick is.)
+//
+//go:noinline
+func (w *Workspace) ask() {
+	w.work = 0
+	if w.stop() {
+		panic(stopSignal{})
+	}
 }
 
 // SolveOne solves a single problem (f and x have length k) with the same semantics as Solve.
@@ -277,6 +324,7 @@ func (w *Workspace) solvePassive(G, f []float64) (s, nb int) {
 			s++
 		}
 	}
+	w.tick(w.k * (s + 1))
 	if s == 0 {
 		return 0, 0
 	}
@@ -329,6 +377,7 @@ func (w *Workspace) factor(G []float64, s int) int {
 	L, inv, bidx := sl.L[:s*s], sl.inv[:s], sl.bidx[:s]
 	nb := 0
 	for _, ia := range idx {
+		w.tick(nb*nb/2 + 1)
 		row := G[ia*k : ia*k+k]
 		La := L[nb*s : nb*s+nb+1] // candidate row; kept only if its pivot is accepted
 		for b := 0; b < nb; b++ {
