@@ -43,6 +43,36 @@ func uncommittedKept(every int64) int {
 	return maxUncommitted
 }
 
+// endedKeep is how long a node remembers that a job ended, for the checkpoint writes still
+// under way when it did.
+const endedKeep = 10 * time.Minute
+
+// jobEnded records that a job ended on this node, before its checkpoints are removed: a
+// checkpoint write still under way then removes what it wrote (see removeIfEnded).
+func (n *Node) jobEnded(job string) {
+	n.committedMu.Lock()
+	defer n.committedMu.Unlock()
+	now := time.Now()
+	for j, at := range n.ended {
+		if now.Sub(at) > endedKeep {
+			delete(n.ended, j)
+		}
+	}
+	n.ended[job] = now
+	delete(n.committed, job)
+}
+
+// removeIfEnded removes a job's checkpoints if the job ended: called after a checkpoint
+// write, which may finish after the job's end removed the rest.
+func (n *Node) removeIfEnded(job string) {
+	n.committedMu.Lock()
+	_, ended := n.ended[job]
+	n.committedMu.Unlock()
+	if ended {
+		_ = n.store.RemoveJob(job)
+	}
+}
+
 // committedUpTo returns the newest checkpoint iteration of a job committed as far as the node
 // knows (0: none).
 func (n *Node) committedUpTo(job string) int64 {
@@ -121,6 +151,7 @@ func (s *shard) checkpoint(ctx actor.Context, st kernels.Step) {
 			// bounds the disk of a job whose commits stalled.
 			_ = store.KeepNewest(checkpoint.Own, rec.Job, rec.Shard, node.committedUpTo(rec.Job), uncommittedKept(every))
 			faults.corruptCheckpoint(store, checkpoint.Own, rec.Job, rec.Shard, t)
+			node.removeIfEnded(rec.Job)
 		}
 		system.Root.Send(self, &checkpointWritten{epoch: epoch, iteration: t, data: data, err: err})
 	}()
@@ -323,6 +354,7 @@ func (h *host) storeCopy(ctx actor.Context, m *messages.CheckpointCopy) {
 		if err == nil {
 			_ = store.KeepNewest(checkpoint.Buddy, m.JobId, int(m.Shard), node.committedUpTo(m.JobId), keep)
 			faults.corruptCheckpoint(store, checkpoint.Buddy, m.JobId, int(m.Shard), m.Iteration)
+			node.removeIfEnded(m.JobId)
 		}
 		st := &messages.CheckpointStored{JobId: m.JobId, Shard: m.Shard, Iteration: m.Iteration}
 		if err != nil {

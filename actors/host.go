@@ -399,13 +399,13 @@ func (h *host) forget(job string) {
 	delete(h.buddyOf, job)
 	delete(h.buddyEpoch, job)
 	delete(h.every, job)
-	h.node.setCommitted(job, 0)
 	for key := range h.copies {
 		if strings.HasPrefix(key, job+"/") {
 			delete(h.copies, key)
 		}
 	}
 	h.node.dropBlocks(job)
+	h.node.jobEnded(job)
 	if err := h.node.store.RemoveJob(job); err != nil {
 		h.node.logger.Warn("cannot remove a job's checkpoints", slog.String("job", job), slog.Any("error", err))
 	}

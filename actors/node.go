@@ -223,7 +223,8 @@ type Node struct {
 	mem   memory
 
 	committedMu sync.Mutex
-	committed   map[string]int64 // each job's newest committed checkpoint, as its host heard
+	committed   map[string]int64     // each job's newest committed checkpoint, as its host heard
+	ended       map[string]time.Time // jobs that ended here, and when
 
 	machinesMu sync.Mutex
 	machines   map[string]map[*kernels.Machine]bool // each job's live machines, to interrupt
@@ -341,7 +342,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, blocks: map[string]kernels.Block{}, guard: g,
-		committed: map[string]int64{}, machines: map[string]map[*kernels.Machine]bool{}}
+		committed: map[string]int64{}, ended: map[string]time.Time{}, machines: map[string]map[*kernels.Machine]bool{}}
 	n.mem.limit = cfg.Memory
 	dir := cfg.DataDir
 	if dir == "" {

@@ -107,11 +107,14 @@ func startServeArgs(t *testing.T, name string, args []string) *serveProc {
 }
 
 // waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) time.Duration {
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool, why ...func() string) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for !cond() {
 		if time.Since(start) > limit {
+			for _, w := range why {
+				what += ": " + w()
+			}
 			t.Fatalf("%s: not within %v", what, limit)
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,22 +103,26 @@ func TestKilledClientsJobIsCanceled(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = client.Wait()
+	var left string // what is left of the job, as last seen
 	took := waitFor(t, "the job gone everywhere", lease+15*time.Second, func() bool {
-		if len(listJobs(t, addr)) > 0 {
+		if jobs := listJobs(t, addr); len(jobs) > 0 {
+			left = fmt.Sprintf("listed: %v", jobs)
 			return false
 		}
-		for _, r := range clusterStatus(t, addr) {
+		for name, r := range clusterStatus(t, addr) {
 			if r.Reserved != 0 || r.Actors != 0 || len(r.Jobs) != 0 {
+				left = fmt.Sprintf("member %s: %+v", name, r)
 				return false
 			}
 		}
 		for _, d := range dirs {
-			if len(jobFiles(d, job)) > 0 {
+			if files := jobFiles(d, job); len(files) > 0 {
+				left = fmt.Sprintf("files: %v", files)
 				return false
 			}
 		}
 		return true
-	})
+	}, func() string { return left })
 	t.Logf("client killed with %d checkpoint files of job %s on the nodes; the job was gone %v later (lease %v)", files, job, took, lease)
 	for _, n := range nodes {
 		if !strings.Contains(n.logText(), "canceling a job whose client is gone") && strings.Contains(n.logText(), job+"-coord") {
