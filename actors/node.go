@@ -257,7 +257,7 @@ func (n *Node) interruptJob(job string) {
 	n.machinesMu.Lock()
 	defer n.machinesMu.Unlock()
 	for m := range n.machines[job] {
-		interrupt(m)
+		m.Interrupt()
 	}
 }
 
@@ -544,6 +544,3 @@ func (n *Node) RemoveStaleCheckpoints(members []string, timeout time.Duration) (
 	}
 	return removed, nil
 }
-
-// interrupt interrupts a machine's kernels (once the kernels can be interrupted).
-var interrupt = func(*kernels.Machine) {}

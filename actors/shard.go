@@ -468,6 +468,9 @@ func readCustomInit(roots *fsroot.Roots, spec *messages.JobSpec, m, n, k, lo, hi
 func (s *shard) run(ctx actor.Context) {
 	for !s.finished {
 		st, err := s.machine.Next()
+		if errors.Is(err, kernels.ErrInterrupted) {
+			return // the job is being stopped: the host stops this actor next
+		}
 		if err != nil {
 			s.fail(ctx, err)
 			return
