@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -322,5 +323,43 @@ func TestDuplicateNameRefused(t *testing.T) {
 				t.Fatalf("node %s saw a member go: %s", p.name, l)
 			}
 		}
+	}
+}
+
+// TestClientEndsOnSIGTERMWhateverTheCluster: a client whose cluster stopped answering (its
+// only node frozen with SIGSTOP) still ends within a few seconds of SIGTERM.
+func TestClientEndsOnSIGTERMWhateverTheCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	isolateGossip(t)
+	a := startServe(t, "a", "--chaos-delay", "5ms")
+	client := nodeCmd(t, "factorize", "--cluster", a.gossip, "--input", "synthetic:m=6,n=20000,k=3,seed=1", "--rank", "3",
+		"--shards", "2", "--max-iter", "1000000", "--tol", "0", "--quiet", "--out", filepath.Join(t.TempDir(), "out"))
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer client.Process.Kill()
+	waitFor(t, "the job running", 30*time.Second, func() bool {
+		for _, j := range listJobs(t, a.gossip) {
+			return j.Iteration > 0
+		}
+		return false
+	})
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer a.cmd.Process.Signal(syscall.SIGCONT)
+	start := time.Now()
+	if err := client.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- client.Wait() }()
+	select {
+	case err := <-exited:
+		t.Logf("the client ended %v after SIGTERM (%v)", time.Since(start), err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the client did not end within 15 s of SIGTERM while its cluster was frozen")
 	}
 }
