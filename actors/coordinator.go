@@ -703,6 +703,8 @@ func (c *coordinator) ping(ctx actor.Context, nodes []string) ([]*messages.Pong,
 			err = fmt.Errorf("node %s is unreachable: %v", nodes[i], err)
 		case !ok:
 			err = fmt.Errorf("node %s answered a ping with %T", nodes[i], res)
+		case pong.Address != nodes[i] || pong.Nonce != uint64(i):
+			err = fmt.Errorf("node %s: the answer to its ping came from %s", nodes[i], pong.Address)
 		}
 		if err != nil {
 			first = cmp.Or(first, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -122,6 +123,7 @@ const (
 	dropSerializer      = "not protobuf"
 	dropUnknownType     = "type not in the protocol"
 	dropBatchSize       = "batch too large"
+	dropClientTarget    = "client message to an actor clients may not address"
 	dropPanic           = "handler panic"
 	dropUnimplemented   = "unimplemented rpc"
 	dropRolePrefix      = "role may not send "
@@ -292,8 +294,16 @@ func (g *guard) check(b *remote.MessageBatch, e *remote.MessageEnvelope, who par
 	if !allowed.allow(who.role) {
 		return dropRolePrefix + b.TypeNames[e.TypeId]
 	}
+	if who.role != pki.RolePeer && !clientTarget.MatchString(b.Targets[e.Target]) {
+		return dropClientTarget
+	}
 	return ""
 }
+
+// clientTarget is what a client may send to: a node's host, and a job's coordinator and
+// shards (whose handlers check the job's owner). Nothing else of a node: not the futures
+// that wait for answers (their ids are sequential), not reducers, not protoactor's own actors.
+var clientTarget = regexp.MustCompile(`^host(/j[0-9a-f]{16}-(coord|s[0-9]{1,9}))?$`)
 
 // Caller is who sent the message an actor is handling.
 type Caller struct {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"net/netip"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -201,12 +202,12 @@ func (h *host) Receive(ctx actor.Context) {
 	case *messages.Ping:
 		pong := h.status(ctx)
 		pong.Nonce = m.Nonce
-		ctx.Respond(pong)
+		h.respond(ctx, pong)
 	case *messages.HostStatus:
-		ctx.Respond(h.status(ctx))
+		h.respond(ctx, h.status(ctx))
 	case *messages.ListJobs:
 		caller := callerOf(ctx)
-		ctx.Respond(&messages.JobList{Address: ctx.Self().Address, Jobs: h.node.board.list(func(j *messages.JobInfo) bool {
+		h.respond(ctx, &messages.JobList{Address: ctx.Self().Address, Jobs: h.node.board.list(func(j *messages.JobInfo) bool {
 			return caller.Peer() || j.Owner == caller.Name
 		})})
 	case *messages.CancelJob:
@@ -323,15 +324,37 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 	}
 }
 
-// isNode tells whether a PID is missing or names an actor of this node or of a member of the
-// cluster.
+// respond answers a request; a client's request is answered only if it names no node's
+// actor as its sender (it would have this node answer a future of a node, trusted).
+func (h *host) respond(ctx actor.Context, msg any) {
+	if s := ctx.Sender(); !callerOf(ctx).Peer() && (s == nil || h.isNode(wirePid(s))) {
+		h.node.guard.drop(dropOwnerPrefix+"request naming a node's actor as its sender", 1)
+		return
+	}
+	ctx.Respond(msg)
+}
+
+// isNode tells whether a PID is missing, has an address that is not a literal ip:port, or
+// names an actor of this node or of a member of the cluster (compared as parsed addresses,
+// whatever their spelling).
 func (h *host) isNode(p *messages.Pid) bool {
-	if p == nil || p.Address == h.node.Address() {
+	if p == nil {
+		return true
+	}
+	addr, err := netip.ParseAddrPort(p.Address)
+	if err != nil {
+		return true // not a literal ip:port
+	}
+	same := func(a string) bool {
+		b, err := netip.ParseAddrPort(a)
+		return err == nil && b.Addr().Unmap() == addr.Addr().Unmap() && b.Port() == addr.Port()
+	}
+	if same(h.node.Address()) {
 		return true
 	}
 	if members := h.node.cfg.Members; members != nil {
 		for _, w := range members.Workers() {
-			if w.Meta.Actor == p.Address {
+			if same(w.Meta.Actor) {
 				return true
 			}
 		}

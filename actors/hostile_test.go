@@ -598,3 +598,49 @@ func TestStreamedBlockBeyondItsReserve(t *testing.T) {
 		t.Fatalf("the node still holds %d bytes for the refused job", used)
 	}
 }
+
+// TestClientCannotReachNodeInternals: a client may address a node's host and its own jobs'
+// coordinator and shards only: messages to the futures a node waits on (their ids are
+// sequential), to reducers or to protoactor's own actors are dropped, and a request that names
+// a node's actor as its sender is not answered (the answer would resolve that node's future).
+func TestClientCannotReachNodeInternals(t *testing.T) {
+	h := newHostileSetup(t, &Faults{IterationDelay: 2 * time.Millisecond})
+	lc := h.lc
+	s := spec("synthetic:m=6,n=2000,k=3,seed=3", "did", 3, 4, lc.Addresses(), 150)
+	want := driverRun(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	job, err := h.alice.Submit(ctx, lc.Nodes[0].Address(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-job.Progress()
+	mallory := startParty(t, creds(t, h.ca, "mallory", pki.RoleClient)).System().Root
+	for _, n := range lc.Nodes {
+		for _, id := range []string{"future$a", "future$b", "future$1", "$1", "activator", "host/" + reducerName(job.ID, 1, 1, 0), "host/x"} {
+			mallory.Send(actor.NewPID(n.Address(), id), &messages.Ping{})
+		}
+		// Answers redirected to a node's actor, under any spelling of its address.
+		port := n.Address()[strings.LastIndex(n.Address(), ":")+1:]
+		for _, addr := range []string{n.Address(), lc.Nodes[0].Address(), "127.0.0.1:0" + port} {
+			mallory.RequestWithCustomSender(HostPID(n.Address()), &messages.HostStatus{}, actor.NewPID(addr, "future$1"))
+		}
+	}
+	got, err := job.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, "with a client at the nodes' internals", got, want)
+	d := drops(lc)
+	// Nodes of a local cluster have no membership: each knows its own address (under any
+	// spelling) as a node's, and node 0's only when it is node 0 (on a cluster, every member's).
+	if d[dropClientTarget] < 7*int64(len(lc.Nodes)) || d[dropOwnerPrefix+"request naming a node's actor as its sender"] < 2*int64(len(lc.Nodes))+1 {
+		t.Fatalf("not dropped: %v", dropsSorted(d))
+	}
+	for _, n := range lc.Nodes { // the hosts live and answer
+		if _, err := lc.Nodes[0].System().Root.RequestFuture(HostPID(n.Address()), &messages.Ping{}, 5*time.Second).Result(); err != nil {
+			t.Fatalf("node %s: %v", n.Address(), err)
+		}
+	}
+	waitIdle(t, lc)
+}

@@ -522,11 +522,12 @@ func (n *Node) RemoveStaleCheckpoints(members []string, timeout time.Duration) (
 		f := n.system.Root.RequestFuture(HostPID(addr), &messages.HostStatus{}, timeout)
 		futures = append(futures, f)
 	}
+	addrs := append([]string{n.Address()}, members...)
 	for i, f := range futures {
 		res, err := f.Result()
 		pong, ok := res.(*messages.Pong)
-		if err != nil || !ok {
-			return nil, fmt.Errorf("not removing old checkpoints: member %d gave no list of its jobs: %v", i, err)
+		if err != nil || !ok || pong.Address != addrs[i] {
+			return nil, fmt.Errorf("not removing old checkpoints: member %s gave no list of its jobs: %v", addrs[i], err)
 		}
 		for _, id := range pong.JobIds {
 			known[id] = true

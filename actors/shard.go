@@ -299,7 +299,11 @@ func (s *shard) startIngest() error {
 // taking the node's memory.
 func (s *shard) ingestFits() error {
 	now, final := s.ingest.Bytes()
-	over := max(now, final) - s.a.Reserve - s.overdraft
+	// The reserve covers the block and what the shard holds besides (factors, overhead).
+	a := s.a
+	cols, m, k := a.ColHi-a.ColLo, a.Spec.Features, a.Spec.Rank
+	budget := a.Reserve - (shardFootprint(m, cols, k, 0, matio.LayoutDense) - 8*m*cols)
+	over := max(now, final) - budget - s.overdraft
 	if over <= 0 {
 		return nil
 	}

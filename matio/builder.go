@@ -243,14 +243,14 @@ func (b *BlockBuilder) AddSparse(colLo int, colPtr []int64, rowIdx []int32, valu
 }
 
 // Bytes returns the memory the block holds so far (dense: all of it, allocated up front;
-// sparse: the entries and column pointers received), and the memory of the block Block would
+// sparse: the storage of the entries and column pointers received), and the memory of the block Block would
 // return once complete (a sparse block wanted dense is converted).
 func (b *BlockBuilder) Bytes() (now, final int64) {
 	if b.natural == LayoutDense {
 		now = 8 * int64(b.rows) * int64(b.cols)
 		return now, now
 	}
-	now = 12*int64(len(b.val)) + 8*int64(len(b.colPtr))
+	now = 8*int64(cap(b.val)) + 4*int64(cap(b.rowIdx)) + 8*int64(cap(b.colPtr)) // as allocated
 	final = now
 	if b.layout == LayoutDense || b.layout == LayoutAuto && !sparseEnough(len(b.val), b.rows, b.cols) {
 		final = 8 * int64(b.rows) * int64(b.cols)
