@@ -3,8 +3,8 @@ package actors
 import (
 	"fmt"
 	"log/slog"
-	"regexp"
 	"net/netip"
+	"regexp"
 	"runtime/debug"
 	"sort"
 	"strconv"
