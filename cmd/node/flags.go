@@ -106,17 +106,31 @@ func algoNames() string {
 // parseFlags parses args into fs, turning flag errors into usage errors and refusing
 // positional arguments.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	_, err := parseFlagsArgs(fs, args, 0, stderr)
+	return err
+}
+
+// parseFlagsArgs parses flags and up to max arguments, which may stand before, between or
+// after the flags; it returns the arguments.
+func parseFlagsArgs(fs *flag.FlagSet, args []string, max int, stderr io.Writer) ([]string, error) {
 	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, errHelp
+			}
+			return nil, usageError{err}
 		}
-		return usageError{err}
+		if fs.NArg() == 0 {
+			break
+		}
+		rest, args = append(rest, fs.Arg(0)), fs.Args()[1:]
+		if len(rest) > max {
+			return nil, badInput("unexpected argument %q (flags start with -)", rest[len(rest)-1])
+		}
 	}
-	if fs.NArg() > 0 {
-		return badInput("unexpected argument %q (flags start with -)", fs.Arg(0))
-	}
-	return nil
+	return rest, nil
 }
 
 // job is a validated jobFlags: the source is open, the config built.

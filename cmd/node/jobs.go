@@ -92,10 +92,11 @@ func cmdCancel(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(fs.Output(), "usage: node cancel --cluster IP:PORT JOB\n\ncancels a job you submitted (see node jobs): its actors stop and its memory and checkpoints are freed on every node\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, stderr); err != nil {
+	ids, err := parseFlagsArgs(fs, args, 1, stderr)
+	if err != nil {
 		return err
 	}
-	if cf.cluster == "" || fs.NArg() != 1 {
+	if cf.cluster == "" || len(ids) != 1 {
 		return badInput("want --cluster IP:PORT and one job id")
 	}
 	c, err := connect(cf.cluster, &cf.sec, cf.bind, stderr)
@@ -103,7 +104,7 @@ func cmdCancel(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	id := fs.Arg(0)
+	id := ids[0]
 	if err := c.Cancel(id, 10*time.Second); err != nil {
 		return badInput("%v", err)
 	}

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
+	"io"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -353,5 +356,27 @@ func TestConvertRoundTrip(t *testing.T) {
 	}
 	if code, _, _ := runNode(t, "convert", "--input", spec, "--out", filepath.Join(dir, "y"), "--format", "csv"); code != 2 {
 		t.Error("unknown format accepted")
+	}
+}
+
+func TestParseFlagsArgs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		max  int
+		want []string
+		bad  bool
+	}{
+		{[]string{"--cluster", "a:1", "j1"}, 1, []string{"j1"}, false},
+		{[]string{"j1", "--cluster", "a:1"}, 1, []string{"j1"}, false},
+		{[]string{"--cluster", "a:1"}, 1, nil, false},
+		{[]string{"j1", "j2", "--cluster", "a:1"}, 1, nil, true},
+		{[]string{"--cluster", "a:1", "j1"}, 0, nil, true},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		cluster := fs.String("cluster", "", "")
+		got, err := parseFlagsArgs(fs, c.args, c.max, io.Discard)
+		if (err != nil) != c.bad || !c.bad && (!slices.Equal(got, c.want) || *cluster != "a:1") {
+			t.Errorf("%q (max %d): %q, cluster %q, %v", c.args, c.max, got, *cluster, err)
+		}
 	}
 }
