@@ -81,15 +81,11 @@ func (n *Node) committedUpTo(job string) int64 {
 	return n.committed[job]
 }
 
-// setCommitted records a job's newest committed checkpoint (0 forgets the job).
+// setCommitted records a job's newest committed checkpoint (jobEnded forgets it).
 func (n *Node) setCommitted(job string, it int64) {
 	n.committedMu.Lock()
 	defer n.committedMu.Unlock()
-	if it == 0 {
-		delete(n.committed, job)
-	} else if it > n.committed[job] {
-		n.committed[job] = it
-	}
+	n.committed[job] = max(n.committed[job], it)
 }
 
 // fetchWait is how long a shard waits for a node to send it a checkpoint copy.
