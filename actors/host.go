@@ -113,7 +113,7 @@ func (h *host) Receive(ctx actor.Context) {
 		h.storeCopy(ctx, m)
 	case *messages.Buddies:
 		if validJobID.MatchString(m.JobId) && m.Epoch >= h.buddyEpoch[m.JobId] && len(m.Shards) <= maxJobShards &&
-			h.fromCoordinator(m.JobId, m.Coordinator, m.Epoch) {
+			h.fromJobsCoordinator(ctx, "Buddies", m.JobId, m.Coordinator, m.Epoch) {
 			h.coordinators[m.JobId] = pidOf(m.Coordinator)
 			set := make(map[int64]bool, len(m.Shards))
 			for _, s := range m.Shards {
@@ -132,8 +132,7 @@ func (h *host) Receive(ctx actor.Context) {
 			}
 		}
 	case *messages.ShardAssignment:
-		if !h.fromCoordinator(m.JobId, m.Coordinator, m.Epoch) {
-			h.node.guard.drop(dropStalePrefix+"assignment from another coordinator than the job's", 1)
+		if !h.fromJobsCoordinator(ctx, "assignment", m.JobId, m.Coordinator, m.Epoch) {
 			return
 		}
 		if m.Epoch < h.epochs[m.JobId] {
@@ -167,8 +166,7 @@ func (h *host) Receive(ctx actor.Context) {
 			}
 		}
 	case *messages.ReducerAssignment:
-		if !h.fromCoordinator(m.JobId, m.Coordinator, m.Epoch) {
-			h.node.guard.drop(dropStalePrefix+"assignment from another coordinator than the job's", 1)
+		if !h.fromJobsCoordinator(ctx, "assignment", m.JobId, m.Coordinator, m.Epoch) {
 			return
 		}
 		if m.Epoch < h.epochs[m.JobId] {
@@ -188,8 +186,7 @@ func (h *host) Receive(ctx actor.Context) {
 		if m.Epoch != 0 && m.Epoch < h.epochs[m.JobId] {
 			return // a superseded coordinator ending: the job goes on under its successor
 		}
-		if !callerOf(ctx).Local() && !h.fromCoordinator(m.JobId, m.Coordinator, m.Epoch) {
-			h.node.guard.drop(dropStalePrefix+"StopJob from another coordinator than the job's", 1)
+		if !h.fromJobsCoordinator(ctx, "StopJob", m.JobId, m.Coordinator, m.Epoch) {
 			return
 		}
 		h.node.interruptJob(m.JobId)
@@ -359,6 +356,18 @@ func (h *host) isNode(p *messages.Pid) bool {
 			}
 		}
 	}
+	return false
+}
+
+// fromJobsCoordinator tells whether a message about a job (what it is, for the drop
+// counter) may be taken: from the job's coordinator (see fromCoordinator), or from this host
+// itself (a message of this process that names no coordinator). Otherwise it is counted as
+// dropped.
+func (h *host) fromJobsCoordinator(ctx actor.Context, what, job string, coord *messages.Pid, epoch uint64) bool {
+	if coord == nil && callerOf(ctx).Local() || h.fromCoordinator(job, coord, epoch) {
+		return true
+	}
+	h.node.guard.drop(dropStalePrefix+what+" from another coordinator than the job's", 1)
 	return false
 }
 
