@@ -24,6 +24,7 @@ import (
 
 	"github.com/didnmf/didnmf/checkpoint"
 	"github.com/didnmf/didnmf/fsroot"
+	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
@@ -73,6 +74,48 @@ func startParty(t *testing.T, tls *pki.Config) *Node {
 	return n
 }
 
+// victim is alice's job running on the cluster while a test attacks it: the result the driver
+// gives for its spec, and mallory, a client of the same cluster that does not own it.
+type victim struct {
+	job     *Job
+	want    *kernels.Result
+	ctx     context.Context
+	mallory *actor.RootContext
+}
+
+// startVictim submits alice's job (maxIter iterations) and returns once it has made progress.
+func (h *hostileSetup) startVictim(t *testing.T, maxIter int64) *victim {
+	t.Helper()
+	s := spec("synthetic:m=6,n=2000,k=3,seed=3", "did", 3, 4, h.lc.Addresses(), maxIter)
+	v := &victim{want: driverRun(t, s)}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	v.ctx = ctx
+	var err error
+	if v.job, err = h.alice.Submit(ctx, h.lc.Nodes[0].Address(), s); err != nil {
+		t.Fatal(err)
+	}
+	<-v.job.Progress()
+	v.mallory = startParty(t, creds(t, h.ca, "mallory", pki.RoleClient)).System().Root
+	return v
+}
+
+// endsBitwise waits for the victim job and checks it gave the driver's bits, and that every
+// host still answers a peer.
+func (v *victim) endsBitwise(t *testing.T, lc *LocalCluster, what string) {
+	t.Helper()
+	got, err := v.job.Wait(v.ctx)
+	if err != nil {
+		t.Fatalf("the victim job, %s: %v", what, err)
+	}
+	checkSame(t, what, got, v.want)
+	for _, n := range lc.Nodes {
+		if _, err := lc.Nodes[0].System().Root.RequestFuture(HostPID(n.Address()), &messages.Ping{}, 5*time.Second).Result(); err != nil {
+			t.Fatalf("node %s no longer answers: %v", n.Address(), err)
+		}
+	}
+}
+
 // everyMessage returns one instance of every message type of the protocol, with the job id
 // and epoch set where the type has them.
 func everyMessage(job string) []proto.Message {
@@ -114,17 +157,8 @@ func drops(lc *LocalCluster) map[string]int64 {
 func TestHostileParties(t *testing.T) {
 	h := newHostileSetup(t, &Faults{IterationDelay: 3 * time.Millisecond})
 	lc := h.lc
-	s := spec("synthetic:m=6,n=2000,k=3,seed=3", "did", 3, 4, lc.Addresses(), 200)
-	want := driverRun(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	job, err := h.alice.Submit(ctx, lc.Nodes[0].Address(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-job.Progress()
-
-	mallory := startParty(t, creds(t, h.ca, "mallory", pki.RoleClient)).System().Root
+	v := h.startVictim(t, 200)
+	job, mallory := v.job, v.mallory
 	other, err := pki.CAFromSecret(pki.NewSecret())
 	if err != nil {
 		t.Fatal(err)
@@ -168,11 +202,7 @@ func TestHostileParties(t *testing.T) {
 		}
 	}
 
-	got, err := job.Wait(ctx)
-	if err != nil {
-		t.Fatalf("the victim job: %v", err)
-	}
-	checkSame(t, "under attack", got, want)
+	v.endsBitwise(t, lc, "under attack")
 
 	d := drops(lc)
 	t.Logf("drops: %v", dropsSorted(d))
@@ -191,12 +221,6 @@ func TestHostileParties(t *testing.T) {
 	for _, what := range []string{"CancelJob", "LeaseRenew", "ResultAck", "BlockChunk"} {
 		if d[dropOwnerPrefix+what] == 0 {
 			t.Errorf("%s about someone else's job was not counted", what)
-		}
-	}
-	// The hosts live: every node still answers a peer.
-	for _, n := range lc.Nodes {
-		if _, err := lc.Nodes[0].System().Root.RequestFuture(HostPID(n.Address()), &messages.Ping{}, 5*time.Second).Result(); err != nil {
-			t.Fatalf("node %s no longer answers: %v", n.Address(), err)
 		}
 	}
 	waitIdle(t, lc)
@@ -507,16 +531,8 @@ func TestDataRootsConfineJobFiles(t *testing.T) {
 func TestClientCannotPassForAnotherJob(t *testing.T) {
 	h := newHostileSetup(t, &Faults{IterationDelay: 3 * time.Millisecond})
 	lc := h.lc
-	s := spec("synthetic:m=6,n=2000,k=3,seed=3", "did", 3, 4, lc.Addresses(), 150)
-	want := driverRun(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	job, err := h.alice.Submit(ctx, lc.Nodes[0].Address(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-job.Progress()
-	mallory := startParty(t, creds(t, h.ca, "mallory", pki.RoleClient)).System().Root
+	v := h.startVictim(t, 150)
+	job, mallory := v.job, v.mallory
 	coord := &messages.Pid{Address: lc.Nodes[0].Address(), Id: HostName + "/" + job.ID + coordSuffix}
 	const token = "0123456789abcdef0123"
 	bogus := &messages.JobSpec{Inputs: []string{"synthetic:m=2,n=2,k=1,seed=1"}, Rank: 99, Algorithm: "did", Shards: 1}
@@ -527,11 +543,7 @@ func TestClientCannotPassForAnotherJob(t *testing.T) {
 			mallory.Send(HostPID(n.Address()), &messages.SubmitJob{JobId: JobIDFor(token), Client: client, OwnerToken: token, Spec: bogus})
 		}
 	}
-	got, err := job.Wait(ctx)
-	if err != nil {
-		t.Fatalf("alice's job: %v", err)
-	}
-	checkSame(t, "with submissions passing for it", got, want)
+	v.endsBitwise(t, lc, "with submissions passing for it")
 	d := drops(lc)
 	if d[dropOwnerPrefix+"SubmitJob whose id is not its owner token's"] == 0 || d[dropOwnerPrefix+"SubmitJob naming a node's actor as its client"] == 0 {
 		t.Fatalf("the submissions were not dropped: %v", dropsSorted(d))
@@ -606,16 +618,8 @@ func TestStreamedBlockBeyondItsReserve(t *testing.T) {
 func TestClientCannotReachNodeInternals(t *testing.T) {
 	h := newHostileSetup(t, &Faults{IterationDelay: 2 * time.Millisecond})
 	lc := h.lc
-	s := spec("synthetic:m=6,n=2000,k=3,seed=3", "did", 3, 4, lc.Addresses(), 150)
-	want := driverRun(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	job, err := h.alice.Submit(ctx, lc.Nodes[0].Address(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-job.Progress()
-	mallory := startParty(t, creds(t, h.ca, "mallory", pki.RoleClient)).System().Root
+	v := h.startVictim(t, 150)
+	job, mallory := v.job, v.mallory
 	for _, n := range lc.Nodes {
 		for _, id := range []string{"future$a", "future$b", "future$1", "$1", "activator", "host/" + reducerName(job.ID, 1, 1, 0), "host/x"} {
 			mallory.Send(actor.NewPID(n.Address(), id), &messages.Ping{})
@@ -626,21 +630,12 @@ func TestClientCannotReachNodeInternals(t *testing.T) {
 			mallory.RequestWithCustomSender(HostPID(n.Address()), &messages.HostStatus{}, actor.NewPID(addr, "future$1"))
 		}
 	}
-	got, err := job.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSame(t, "with a client at the nodes' internals", got, want)
+	v.endsBitwise(t, lc, "with a client at the nodes' internals")
 	d := drops(lc)
 	// Nodes of a local cluster have no membership: each knows its own address (under any
 	// spelling) as a node's, and node 0's only when it is node 0 (on a cluster, every member's).
 	if d[dropClientTarget] < 7*int64(len(lc.Nodes)) || d[dropOwnerPrefix+"request naming a node's actor as its sender"] < 2*int64(len(lc.Nodes))+1 {
 		t.Fatalf("not dropped: %v", dropsSorted(d))
-	}
-	for _, n := range lc.Nodes { // the hosts live and answer
-		if _, err := lc.Nodes[0].System().Root.RequestFuture(HostPID(n.Address()), &messages.Ping{}, 5*time.Second).Result(); err != nil {
-			t.Fatalf("node %s: %v", n.Address(), err)
-		}
 	}
 	waitIdle(t, lc)
 }
