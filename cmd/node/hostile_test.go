@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,35 @@ import (
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 )
+
+// startJoined starts `node serve` processes under the given names, each with args, every
+// one after the first joining the first, and waits until the first lists them all.
+func startJoined(t *testing.T, names []string, args ...string) []*serveProc {
+	t.Helper()
+	var nodes []*serveProc
+	for i, name := range names {
+		a := args
+		if i > 0 {
+			a = append(slices.Clone(args), "--join", nodes[0].gossip)
+		}
+		nodes = append(nodes, startServe(t, name, a...))
+	}
+	waitFor(t, fmt.Sprintf("%d members", len(names)), 20*time.Second, func() bool { return len(clusterStatus(t, nodes[0].gossip)) == len(names) })
+	return nodes
+}
+
+// membersLost returns the lines of a node's log where it saw a member (not a client) go:
+// with dead, only those declared dead.
+func membersLost(p *serveProc, dead bool) []string {
+	var lost []string
+	for _, l := range strings.Split(p.logText(), "\n") {
+		gone := strings.Contains(l, "member failed") || !dead && strings.Contains(l, "member left")
+		if gone && strings.Contains(l, "role=member") {
+			lost = append(lost, l)
+		}
+	}
+	return lost
+}
 
 // jobRow is one job in `node jobs --json`.
 type jobRow struct {
@@ -167,9 +197,8 @@ func TestHostileClientAgainstProcesses(t *testing.T) {
 		t.Skip("starts node processes")
 	}
 	isolateGossip(t)
-	a := startServe(t, "a", "--chaos-delay", "2ms")
-	b := startServe(t, "b", "--chaos-delay", "2ms", "--join", a.gossip)
-	waitFor(t, "2 members", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip)) == 2 })
+	nodes := startJoined(t, []string{"a", "b"}, "--chaos-delay", "2ms")
+	a, b := nodes[0], nodes[1]
 	dir := t.TempDir()
 	job := []string{"--input", "synthetic:m=6,n=20000,k=3,seed=2", "--rank", "3", "--shards", "4", "--max-iter", "300", "--tol", "0", "--quiet"}
 	golden := filepath.Join(dir, "golden")
@@ -250,10 +279,8 @@ func TestHundredThousandShards(t *testing.T) {
 		t.Skip("starts node processes")
 	}
 	isolateGossip(t)
-	a := startServe(t, "a")
-	b := startServe(t, "b", "--join", a.gossip)
-	c := startServe(t, "c", "--join", a.gossip)
-	waitFor(t, "3 members", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip)) == 3 })
+	nodes := startJoined(t, []string{"a", "b", "c"})
+	a, b, c := nodes[0], nodes[1], nodes[2]
 	// Every member answers a status request within 2 s throughout.
 	auditor := peerParty(t, "auditor")
 	done := make(chan struct{})
@@ -290,10 +317,8 @@ func TestHundredThousandShards(t *testing.T) {
 	}
 	t.Logf("refused: %s; slowest status %v", lastLine(text), slowest)
 	for _, p := range []*serveProc{a, b, c} {
-		for _, l := range strings.Split(p.logText(), "\n") {
-			if strings.Contains(l, "member failed") && strings.Contains(l, "role=member") {
-				t.Errorf("node %s declared a member dead: %s", p.name, l)
-			}
+		for _, l := range membersLost(p, true) {
+			t.Errorf("node %s declared a member dead: %s", p.name, l)
 		}
 	}
 }
@@ -305,9 +330,8 @@ func TestDuplicateNameRefused(t *testing.T) {
 		t.Skip("starts node processes")
 	}
 	isolateGossip(t)
-	a := startServe(t, "a")
-	b := startServe(t, "b", "--join", a.gossip)
-	waitFor(t, "2 members", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip)) == 2 })
+	nodes := startJoined(t, []string{"a", "b"})
+	a, b := nodes[0], nodes[1]
 	code, text := runProc(t, "serve", "--bind", "127.0.0.1:0", "--name", "b", "--join", a.gossip,
 		"--data-dir", filepath.Join(t.TempDir(), "b2"))
 	if code != 2 || !strings.Contains(text, `already named "b"`) || !strings.Contains(text, b.gossip) {
@@ -318,10 +342,8 @@ func TestDuplicateNameRefused(t *testing.T) {
 		t.Fatalf("members after the attempt: %v", st)
 	}
 	for _, p := range []*serveProc{a, b} {
-		for _, l := range strings.Split(p.logText(), "\n") {
-			if (strings.Contains(l, "member failed") || strings.Contains(l, "member left")) && strings.Contains(l, "role=member") {
-				t.Fatalf("node %s saw a member go: %s", p.name, l)
-			}
+		if lost := membersLost(p, false); len(lost) > 0 {
+			t.Fatalf("node %s saw a member go: %s", p.name, lost[0])
 		}
 	}
 }
