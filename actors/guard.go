@@ -194,12 +194,20 @@ func (g *guard) unary(_ context.Context, _ any, info *grpc.UnaryServerInfo, _ gr
 type party struct {
 	role pki.Role
 	name string
+	// stamp is the header every message of the party carries once checked: made once a
+	// stream, shared by its messages (nobody writes a received message's header).
+	stamp *remote.MessageHeader
+}
+
+func newParty(role pki.Role, name string) party {
+	return party{role: role, name: name,
+		stamp: &remote.MessageHeader{HeaderData: map[string]string{headerRole: role.String(), headerName: name}}}
 }
 
 // partyOf authenticates the other end of a stream from its verified TLS certificate.
 func (g *guard) partyOf(ctx context.Context) (party, bool) {
 	if g.open {
-		return party{role: pki.RolePeer, name: "insecure"}, true
+		return newParty(pki.RolePeer, "insecure"), true
 	}
 	p, ok := peer.FromContext(ctx)
 	if !ok {
@@ -210,7 +218,7 @@ func (g *guard) partyOf(ctx context.Context) (party, bool) {
 		return party{}, false
 	}
 	cert := info.State.VerifiedChains[0][0]
-	return party{role: pki.RoleOf(cert), name: cert.Subject.CommonName}, true
+	return newParty(pki.RoleOf(cert), cert.Subject.CommonName), true
 }
 
 // stream runs a remote stream with its party authenticated, every batch checked and any
@@ -266,7 +274,7 @@ func (g *guard) filter(b *remote.MessageBatch, who party) {
 			g.drop(cause, 1)
 			continue
 		}
-		e.MessageHeader = &remote.MessageHeader{HeaderData: map[string]string{headerRole: who.role.String(), headerName: who.name}}
+		e.MessageHeader = who.stamp
 		kept = append(kept, e)
 	}
 	for i := len(kept); i < len(b.Envelopes); i++ {

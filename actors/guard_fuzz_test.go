@@ -35,7 +35,7 @@ func FuzzGuardFilter(f *testing.F) {
 		Envelopes: []*remote.MessageEnvelope{{SerializerId: 1, MessageData: []byte("{}")}}})
 	g := newGuard(false, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, who := range []party{{role: pki.RoleClient, name: "c"}, {role: pki.RolePeer, name: "p"}} {
+		for _, who := range []party{newParty(pki.RoleClient, "c"), newParty(pki.RolePeer, "p")} {
 			var m remote.RemoteMessage
 			if proto.Unmarshal(data, &m) != nil {
 				return
