@@ -390,36 +390,6 @@ func TestHALSOrder(t *testing.T) {
 	}
 }
 
-// TestGramKernel4MatchesGeneric: the k <= 4 specialisation gives the generic kernel's bits.
-func TestGramKernel4MatchesGeneric(t *testing.T) {
-	for k := 1; k <= 4; k++ {
-		for _, m := range []int{4, 5, 9} {
-			x := synthDense(m, 301, k, uint64(k*10+m), 0.1)
-			b, c0 := exactFactors(m, 301, k, 99)
-			for i := range b {
-				b[i] *= 0.9
-			}
-			g := make([]float64, k*k)
-			gramCols(b, m, k, g, nil)
-			ginv := make([]float64, k)
-			for p := range ginv {
-				ginv[p] = 1 / g[p*k+p]
-			}
-			bp := make([]float64, m*paddedK(k))
-			packPanels(bp, b, m, k)
-			cA, cB := append([]float64(nil), c0...), append([]float64(nil), c0...)
-			aA, aB := make([]float64, m*4), make([]float64, m*4)
-			vA, vB := make([]float64, k*k), make([]float64, k*k)
-			gramDenseLane(x.Data, m, k, 0, 301, bp, g, ginv, cA, aA, vA, make([]float64, 16), nil)
-			gramDenseLane4(x.Data, m, k, 0, 301, bp, g, ginv, cB, aB, vB, nil)
-			if !bitwiseEqual(cA, cB) || !bitwiseEqual(aA, aB) || !bitwiseEqual(vA, vB) {
-				t.Errorf("k=%d m=%d: specialised kernel differs (C %.3g, A %.3g, V %.3g)", k, m,
-					maxRelDiff(cA, cB), maxRelDiff(aA, aB), maxRelDiff(vA, vB))
-			}
-		}
-	}
-}
-
 func TestChooseForm(t *testing.T) {
 	cases := []struct {
 		x    Block

@@ -15,19 +15,22 @@ type cStep struct {
 	pool    *Pool
 	form    Form
 	lanes   []int
-	laneW   [][]float64 // per lane: E C^T (residual, M x K) or X C^T (gram, panels)
-	laneV   [][]float64 // per lane: C C^T, lower triangle of a K x K row-major matrix
+	laneW   [][]float64 // per lane: E C^T (residual, M x K) or X C^T (gram, M rows of Kp)
+	laneV   [][]float64 // per lane: C C^T, lower triangle of a K x vStride row-major matrix
 	laneObj [][2]float64
 	scratch [][]float64
 	g       []float64 // B^T B, K x K
 	b, c    []float64 // the current call's B and C
 	laneFn  func(int)
 	flag    *interruptFlag
+	vStride int // row length of laneV: K (residual form) or Kp (Gram form)
 	// Gram form only.
+	kern     *gramKernels
+	gneg     []float64 // -G
 	ginv     []float64 // 1 / G_pp, 0 for a dead component
-	bp       []float64 // B in panels
+	bp       []float64 // B in rows of Kp
 	sqX      float64   // ||X||^2 of the block
-	aPrev    []float64 // X C^T (panels) of the last call
+	aPrev    []float64 // X C^T (rows of Kp) of the last call
 	vPrev    []float64 // C C^T of the last call
 	havePrev bool
 }
@@ -57,7 +60,7 @@ func (s *cStep) state() [][]float64 {
 		return nil
 	}
 	a := make([]float64, s.m*s.k)
-	unpackPanels(a, s.aPrev, s.m, s.k)
+	unpackRows(a, s.aPrev, s.m, s.k)
 	return cloneAll(a, s.vPrev)
 }
 
@@ -66,7 +69,7 @@ func (s *cStep) restore(st [][]float64) {
 	if s.form != FormGram {
 		return
 	}
-	packPanels(s.aPrev, st[0], s.m, s.k)
+	packRows(s.aPrev, st[0], s.m, s.k)
 	copy(s.vPrev, st[1])
 	s.havePrev = true
 }
@@ -85,9 +88,18 @@ func newCStep(x Block, k int, pool *Pool, form Form, flag *interruptFlag) *cStep
 	s.laneV = make([][]float64, nl)
 	s.laneObj = make([][2]float64, nl)
 	s.scratch = make([][]float64, nl)
-	aLen := m * k
+	aLen, vLen, scratch := m*k, k*k, m
+	s.vStride = k
 	if form == FormGram {
-		aLen = m * paddedK(k)
+		kp := paddedK(k)
+		aLen, vLen, scratch = m*kp, k*kp, gramLaneScratch(kp)
+		s.vStride = kp
+		s.kern = activeGramKernels()
+		if sp, ok := x.(*CSC); ok && s.kern != &genericGram && sp.Validate() != nil {
+			// The assembly trusts row indices; a malformed block takes the bounds-checked path.
+			s.kern = &genericGram
+		}
+		s.gneg = make([]float64, k*k)
 		s.ginv = make([]float64, k)
 		s.bp = make([]float64, aLen)
 		s.aPrev = make([]float64, aLen)
@@ -96,8 +108,8 @@ func newCStep(x Block, k int, pool *Pool, form Form, flag *interruptFlag) *cStep
 	}
 	for l := 0; l < nl; l++ {
 		s.laneW[l] = make([]float64, aLen)
-		s.laneV[l] = make([]float64, k*k)
-		s.scratch[l] = make([]float64, max(m, 4*paddedK(k)))
+		s.laneV[l] = make([]float64, vLen)
+		s.scratch[l] = make([]float64, scratch)
 	}
 	s.laneFn = s.lane
 	return s
@@ -130,12 +142,12 @@ func (s *cStep) run(b, c, w, v []float64) (prev, post float64) {
 
 // sumLaneV adds the lanes' lower triangles in lane order into the full symmetric v.
 func (s *cStep) sumLaneV(v []float64) {
-	k := s.k
+	k, st := s.k, s.vStride
 	clear64(v)
 	for _, lv := range s.laneV {
 		for p := 0; p < k; p++ {
 			for q := 0; q <= p; q++ {
-				v[p*k+q] += lv[p*k+q]
+				v[p*k+q] += lv[p*st+q]
 			}
 		}
 	}
@@ -154,13 +166,16 @@ func (s *cStep) runGram(b, c, w, v []float64) (prev, post float64) {
 			s.ginv[p] = 1 / gpp
 		}
 	}
-	packPanels(s.bp, b, m, k)
+	for i, g := range s.g {
+		s.gneg[i] = -g
+	}
+	packRows(s.bp, b, m, k)
 	if !s.havePrev {
 		// First call: X C0^T and C0 C0^T for the objective of the starting point.
 		ops := newBlockOps(s.x, k, s.pool, s.flag)
 		a := make([]float64, m*k)
 		ops.xct(c, a)
-		packPanels(s.aPrev, a, m, k)
+		packRows(s.aPrev, a, m, k)
 		ops.cct(c, s.vPrev)
 		s.havePrev = true
 	}
@@ -177,7 +192,7 @@ func (s *cStep) runGram(b, c, w, v []float64) (prev, post float64) {
 	copy(s.vPrev, v)
 	post = s.gramObjective(b, s.aPrev, v)
 	// W = X C^T - B (C C^T)
-	unpackPanels(w, s.aPrev, m, k)
+	unpackRows(w, s.aPrev, m, k)
 	for p := 0; p < k; p++ {
 		s.flag.poll()
 		wp := w[p*m : (p+1)*m]
@@ -190,20 +205,20 @@ func (s *cStep) runGram(b, c, w, v []float64) (prev, post float64) {
 	return prev, post
 }
 
-// gramObjective returns ||X||^2 - 2<B, A> + <G, V> (clamped at 0) for A = X C^T in panels.
+// gramObjective returns ||X||^2 - 2<B, A> + <G, V> (clamped at 0) for A = X C^T in rows of
+// Kp. Products are rounded before they are added (no FMA).
 func (s *cStep) gramObjective(b, a, v []float64) float64 {
 	m, k := s.m, s.k
+	kp := paddedK(k)
 	var cross float64
 	for p := 0; p < k; p++ {
-		g, r := p/panelWidth, p%panelWidth
-		panel := a[g*m*panelWidth : (g+1)*m*panelWidth]
 		var t float64
 		for i, bv := range b[p*m : (p+1)*m] {
-			t += bv * panel[i*panelWidth+r]
+			t += float64(bv * a[i*kp+p])
 		}
 		cross += t
 	}
-	obj := s.sqX - 2*cross + frob(s.g, v)
+	obj := s.sqX - float64(2*cross) + frob(s.g, v)
 	if obj < 0 {
 		return 0
 	}
@@ -218,12 +233,8 @@ func (s *cStep) lane(l int) {
 	var prev, post float64
 	if s.form == FormResidual {
 		prev, post = residualCols(s.x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k, s.flag)
-	} else if x, ok := s.x.(*CSC); ok {
-		gramSparseLane(x, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v, s.scratch[l], s.flag)
-	} else if x := s.x.(*Dense); s.k <= panelWidth {
-		gramDenseLane4(x.Data, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v, s.flag)
 	} else {
-		gramDenseLane(x.Data, s.m, s.k, lo, hi, s.bp, s.g, s.ginv, s.c, w, v, s.scratch[l], s.flag)
+		gramLane(s.kern, s.x, s.k, lo, hi, s.bp, s.gneg, s.ginv, s.c, w, v, s.scratch[l], s.flag)
 	}
 	s.laneObj[l] = [2]float64{prev, post}
 }
@@ -237,7 +248,7 @@ func addOuterLower(v, c []float64, k int) {
 		}
 		row := v[p*k : p*k+p+1]
 		for q := range row {
-			row[q] += cp * c[q]
+			row[q] += float64(cp * c[q])
 		}
 	}
 }
@@ -253,7 +264,7 @@ func residualCoef(e, b, g, cj []float64, m, k int) {
 		bp := b[p*m : (p+1)*m]
 		old := cj[p]
 		// c_p = max(0, b_p·(e + b_p c_p) / b_p·b_p); e -= b_p (c_p_new - c_p_old)
-		nc := (dot(bp, e) + gpp*old) / gpp
+		nc := (dot(bp, e) + float64(gpp*old)) / gpp
 		if nc < 0 {
 			nc = 0
 		}

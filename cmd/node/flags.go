@@ -39,6 +39,7 @@ type jobFlags struct {
 	initBasis string
 	initCoef  string
 	threads   int
+	kernel    *string
 	layout    string
 	form      string
 	rho       float64
@@ -76,6 +77,7 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.initBasis, "init-basis", "", "initial basis `FILE` (.npy, features x K) for --init custom")
 	fs.StringVar(&f.initCoef, "init-coef", "", "initial coefficients `FILE` (.npy, samples x K) for --init custom")
 	fs.IntVar(&f.threads, "threads", 0, "worker threads (0: all cores)")
+	f.kernel = addKernelFlag(fs)
 	fs.StringVar(&f.layout, "layout", "auto", "in-memory form of the data: auto, dense, sparse")
 	fs.StringVar(&f.form, "form", "auto", "DID kernel form: auto, gram, residual")
 	fs.Float64Var(&f.rho, "rho", 1, "ADMM/DADMM penalty")
@@ -177,6 +179,11 @@ func (f *jobFlags) open() (*job, error) {
 	}
 	if f.threads < 0 {
 		return nil, badInput("--threads must be >= 0, got %d", f.threads)
+	}
+	if f.kernel != nil {
+		if err := applyKernel(*f.kernel); err != nil {
+			return nil, err
+		}
 	}
 	stop := kernels.StopRule{Tol: f.tol, MaxIter: f.maxIter, TimeLimit: f.timeLimit, StallTol: f.stallTol}
 	if err := stop.Validate(); err != nil {

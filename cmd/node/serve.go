@@ -133,6 +133,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	capacity := fs.Int("capacity", 1, "placement weight `N`: a node with capacity 2 gets about twice the shards of one with 1")
 	memory := fs.String("memory", "", "bytes of job data this node accepts, e.g. 8GiB (default: 80% of the available memory)")
 	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
+	kernel := addKernelFlag(fs)
 	quota := fs.String("checkpoint-quota", "", "cap (a `SIZE`) on the bytes of checkpoints this node keeps on disk, e.g. 2GiB (default: none); a checkpoint past it fails as on a full disk and is not committed")
 	var roots stringList
 	fs.Var(&roots, "data-root", "a `DIR` under which this node reads job inputs (--ingest shared, --init custom) and writes --out-shared; repeat for several (default: none, so jobs must stream their input and take their factors back)")
@@ -170,6 +171,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if *capacity < 1 {
 		return badInput("--capacity must be >= 1, got %d", *capacity)
+	}
+	if err := applyKernel(*kernel); err != nil {
+		return err
 	}
 	if *threads < 0 {
 		return badInput("--threads must be >= 0, got %d", *threads)

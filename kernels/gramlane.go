@@ -1,0 +1,296 @@
+package kernels
+
+import "math"
+
+// DID's Gram-form lane kernel. Its arithmetic is pinned (see "Pinned arithmetic" in doc.go):
+// the generic Go code below and the assembly paths (gramlane_amd64.go) perform the same IEEE
+// operations in the same order on every value, so every path gives the same bits. For a lane of
+// columns [lo, hi), with Kp = K rounded up to a multiple of 4, B and A = X C^T stored as rows of
+// Kp values (row i holds components 0..Kp-1 of feature i; pads are 0) and fma(a, b, c) the
+// correctly rounded a·b + c:
+//
+//  1. h_j[p] = fma(B[r_t, p], x_t, h_j[p]) over the stored entries t of column j in storage
+//     order (every row for a dense block), from h_j[p] = +0, for p < Kp.
+//  2. For p = 0..K-1: s = h_j[p]; s = fma(-G[p, q], c_j[q], s) for q = 0..K-1;
+//     n = fma(s, 1/G[p, p], c_j[p]) (the reciprocal is 0 for a dead component);
+//     c_j[p] = 0 if n < 0, else n (so -0 and NaN are kept).
+//  3. A[r_t, p] = fma(x_t, c_j[p], A[r_t, p]) over the stored entries in storage order, columns
+//     in order, for p < Kp (c_j's pads are 0).
+//  4. V[p, q] = fma(c_j[p], c_j[q], V[p, q]) for p < K and q <= p (computed in lanes of 4 up
+//     to the chunk that holds q = p), columns in order.
+//
+// Columns are independent in steps 1 and 2, so a path may interleave them (the assembly works
+// on 8 dense or 2 sparse columns at a time); steps 3 and 4 accumulate in column order. The lane
+// runs the steps on batches of columns (all h, then all updates, then A, then V), which only
+// regroups the same operations.
+
+// gramKernels are one path's implementations of the lane's steps. Every function has the
+// semantics of its generic counterpart (dotsDenseGo, ...) bit for bit.
+type gramKernels struct {
+	// dotsDense sets h[j*kp+p] (step 1) for the ncols dense columns of x (m values each).
+	dotsDense func(bp, x []float64, m, kp, ncols int, h []float64)
+	// dotsSparse is dotsDense for CSC columns: column u has entries colptr[u]..colptr[u+1]-1 of
+	// rows and vals.
+	dotsSparse func(bp []float64, kp int, colptr []int, rows []int32, vals []float64, h []float64)
+	// update runs step 2 on ncols columns: it reads c (k per column), writes the new
+	// coefficients to c and to cs (kp per column, pads left as they are: 0).
+	update func(h, cs, c, gneg, ginv []float64, k, kp, ncols int)
+	// accDense runs step 3 for dense columns.
+	accDense func(x []float64, m, kp, ncols int, cs, a []float64)
+	// accSparse runs step 3 for CSC columns.
+	accSparse func(kp int, colptr []int, rows []int32, vals []float64, cs, a []float64)
+	// accV runs step 4; v is k rows of kp.
+	accV func(cs []float64, k, kp, ncols int, v []float64)
+}
+
+// genericGram is the pure-Go path, the definition the others match.
+var genericGram = gramKernels{
+	dotsDense:  dotsDenseGo,
+	dotsSparse: dotsSparseGo,
+	update:     updateCoefsGo,
+	accDense:   accDenseGo,
+	accSparse:  accSparseGo,
+	accV:       accVGo,
+}
+
+// gramBatchCols is the most columns a lane carries through the steps at a time, and
+// gramBatchEntries about the most stored entries (so a batch of X stays in the L2 cache between
+// steps 1 and 3).
+const (
+	gramBatchCols    = 256
+	gramBatchEntries = 1 << 14
+)
+
+// gramLaneScratch returns the scratch length gramLane needs.
+func gramLaneScratch(kp int) int { return 2 * gramBatchCols * kp }
+
+// gramLane runs the Gram-form C update on columns [lo, hi) of x, adding to a (m rows of kp)
+// and v (k rows of kp). gneg is -G (K x K), ginv the reciprocals of G's diagonal (0 for a dead
+// component), bp is B in rows of kp. It looks at the interrupt flag before each batch, and
+// between the steps of a column when a column is several blocks of work.
+func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v, scratch []float64, flag *interruptFlag) {
+	m, _ := x.Dims()
+	kp := paddedK(k)
+	h := scratch[:gramBatchCols*kp]
+	cs := scratch[gramBatchCols*kp : 2*gramBatchCols*kp]
+	clear64(cs)
+	perCol := 2*colWork(x, kp) + k*k + k*kp
+	span := flag.span(perCol, 1)
+	big := flag.big(perCol)
+	sp, sparse := x.(*CSC)
+	var xd []float64
+	if !sparse {
+		xd = x.(*Dense).Data
+	}
+	for j0 := lo; j0 < hi; {
+		if flag.stopped() {
+			return
+		}
+		j1 := min(j0+gramBatchCols, hi, j0+span)
+		if sparse {
+			// Stop the batch at about gramBatchEntries stored entries (at least one column).
+			base := sp.ColPtr[j0]
+			for e := j0 + 1; e < j1; e++ {
+				if sp.ColPtr[e+1]-base > gramBatchEntries {
+					j1 = e
+					break
+				}
+			}
+		} else {
+			j1 = min(j1, j0+max(1, gramBatchEntries/max(m, 1)))
+		}
+		nb := j1 - j0
+		if sparse {
+			kern.dotsSparse(bp, kp, sp.ColPtr[j0:j1+1], sp.RowIdx, sp.Val, h[:nb*kp])
+		} else {
+			kern.dotsDense(bp, xd[j0*m:j1*m], m, kp, nb, h[:nb*kp])
+		}
+		if big && flag.stopped() {
+			return
+		}
+		kern.update(h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb)
+		if big && flag.stopped() {
+			return
+		}
+		if sparse {
+			kern.accSparse(kp, sp.ColPtr[j0:j1+1], sp.RowIdx, sp.Val, cs[:nb*kp], a)
+		} else {
+			kern.accDense(xd[j0*m:j1*m], m, kp, nb, cs[:nb*kp], a)
+		}
+		if big && flag.stopped() {
+			return
+		}
+		kern.accV(cs[:nb*kp], k, kp, nb, v)
+		j0 = j1
+	}
+}
+
+// dotsDenseGo is step 1 for dense columns.
+func dotsDenseGo(bp, x []float64, m, kp, ncols int, h []float64) {
+	for j := 0; j < ncols; j++ {
+		xj := x[j*m : j*m+m]
+		for p0 := 0; p0 < kp; p0 += 4 {
+			var h0, h1, h2, h3 float64
+			for i, xi := range xj {
+				r := bp[i*kp+p0 : i*kp+p0+4 : i*kp+p0+4]
+				h0 = math.FMA(r[0], xi, h0)
+				h1 = math.FMA(r[1], xi, h1)
+				h2 = math.FMA(r[2], xi, h2)
+				h3 = math.FMA(r[3], xi, h3)
+			}
+			hj := h[j*kp+p0 : j*kp+p0+4 : j*kp+p0+4]
+			hj[0], hj[1], hj[2], hj[3] = h0, h1, h2, h3
+		}
+	}
+}
+
+// dotsSparseGo is step 1 for CSC columns.
+func dotsSparseGo(bp []float64, kp int, colptr []int, rows []int32, vals []float64, h []float64) {
+	for j := 0; j+1 < len(colptr); j++ {
+		rs := rows[colptr[j]:colptr[j+1]]
+		xs := vals[colptr[j]:colptr[j+1]]
+		xs = xs[:len(rs)]
+		for p0 := 0; p0 < kp; p0 += 4 {
+			var h0, h1, h2, h3 float64
+			for t, ri := range rs {
+				xi := xs[t]
+				o := int(ri)*kp + p0
+				r := bp[o : o+4 : o+4]
+				h0 = math.FMA(r[0], xi, h0)
+				h1 = math.FMA(r[1], xi, h1)
+				h2 = math.FMA(r[2], xi, h2)
+				h3 = math.FMA(r[3], xi, h3)
+			}
+			hj := h[j*kp+p0 : j*kp+p0+4 : j*kp+p0+4]
+			hj[0], hj[1], hj[2], hj[3] = h0, h1, h2, h3
+		}
+	}
+}
+
+// updateCoefsGo is step 2.
+func updateCoefsGo(h, cs, c, gneg, ginv []float64, k, kp, ncols int) {
+	if k == 3 {
+		updateCoefs3(h, cs, c, gneg, ginv, ncols)
+		return
+	}
+	for j := 0; j < ncols; j++ {
+		cj := c[j*k : j*k+k]
+		row := cs[j*kp : j*kp+k]
+		hj := h[j*kp : j*kp+k]
+		copy(row, cj)
+		for p := range row {
+			s := hj[p]
+			for q, gq := range gneg[p*k : p*k+k] {
+				s = math.FMA(gq, row[q], s)
+			}
+			n := math.FMA(s, ginv[p], row[p])
+			if n < 0 {
+				n = 0
+			}
+			row[p] = n
+		}
+		copy(cj, row)
+	}
+}
+
+// updateCoefs3 is updateCoefsGo for k = 3, unrolled (the paper's shape).
+func updateCoefs3(h, cs, c, gneg, ginv []float64, ncols int) {
+	gn := gneg[:9:9]
+	g00, g01, g02, g10, g11, g12, g20, g21, g22 := gn[0], gn[1], gn[2], gn[3], gn[4], gn[5], gn[6], gn[7], gn[8]
+	i0, i1, i2 := ginv[0], ginv[1], ginv[2]
+	c = c[:3*ncols]
+	for j := 0; j < ncols; j++ {
+		hj := h[4*j : 4*j+3 : 4*j+3]
+		cj := c[3*j : 3*j+3 : 3*j+3]
+		c0, c1, c2 := cj[0], cj[1], cj[2]
+		s := math.FMA(g02, c2, math.FMA(g01, c1, math.FMA(g00, c0, hj[0])))
+		if c0 = math.FMA(s, i0, c0); c0 < 0 {
+			c0 = 0
+		}
+		s = math.FMA(g12, c2, math.FMA(g11, c1, math.FMA(g10, c0, hj[1])))
+		if c1 = math.FMA(s, i1, c1); c1 < 0 {
+			c1 = 0
+		}
+		s = math.FMA(g22, c2, math.FMA(g21, c1, math.FMA(g20, c0, hj[2])))
+		if c2 = math.FMA(s, i2, c2); c2 < 0 {
+			c2 = 0
+		}
+		cj[0], cj[1], cj[2] = c0, c1, c2
+		row := cs[4*j : 4*j+3 : 4*j+3]
+		row[0], row[1], row[2] = c0, c1, c2
+	}
+}
+
+// accDenseGo is step 3 for dense columns.
+func accDenseGo(x []float64, m, kp, ncols int, cs, a []float64) {
+	a = a[:m*kp]
+	for j := 0; j < ncols; j++ {
+		xj := x[j*m : j*m+m]
+		cj := cs[j*kp : j*kp+kp]
+		for i, xi := range xj {
+			row := a[i*kp : i*kp+kp]
+			row = row[:len(cj)]
+			for p, cp := range cj {
+				row[p] = math.FMA(xi, cp, row[p])
+			}
+		}
+	}
+}
+
+// accSparseGo is step 3 for CSC columns.
+func accSparseGo(kp int, colptr []int, rows []int32, vals []float64, cs, a []float64) {
+	for j := 0; j+1 < len(colptr); j++ {
+		rs := rows[colptr[j]:colptr[j+1]]
+		xs := vals[colptr[j]:colptr[j+1]]
+		xs = xs[:len(rs)]
+		cj := cs[j*kp : j*kp+kp]
+		for t, ri := range rs {
+			xi := xs[t]
+			row := a[int(ri)*kp : int(ri)*kp+kp]
+			row = row[:len(cj)]
+			for p, cp := range cj {
+				row[p] = math.FMA(xi, cp, row[p])
+			}
+		}
+	}
+}
+
+// accVGo is step 4.
+func accVGo(cs []float64, k, kp, ncols int, v []float64) {
+	for j := 0; j < ncols; j++ {
+		cj := cs[j*kp : j*kp+kp]
+		for p := 0; p < k; p++ {
+			cp := cj[p]
+			n := (p/4 + 1) * 4
+			row := v[p*kp : p*kp+n]
+			for q, cq := range cj[:n] {
+				row[q] = math.FMA(cp, cq, row[q])
+			}
+		}
+	}
+}
+
+// paddedK rounds k up to a multiple of 4, the width of the kernels' component lanes.
+func paddedK(k int) int { return (k + 3) / 4 * 4 }
+
+// packRows writes the column-major m x k matrix b as m rows of kp = paddedK(k) values (pads 0).
+func packRows(dst, b []float64, m, k int) {
+	kp := paddedK(k)
+	clear64(dst[:m*kp])
+	for p := 0; p < k; p++ {
+		for i, v := range b[p*m : (p+1)*m] {
+			dst[i*kp+p] = v
+		}
+	}
+}
+
+// unpackRows is the inverse of packRows.
+func unpackRows(dst, rows []float64, m, k int) {
+	kp := paddedK(k)
+	for p := 0; p < k; p++ {
+		col := dst[p*m : (p+1)*m]
+		for i := range col {
+			col[i] = rows[i*kp+p]
+		}
+	}
+}

@@ -1,0 +1,196 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// gramLaneCase builds the inputs of one call of gramLane: x (dense, or CSC with a fraction of
+// zeros and a few empty columns), B in rows of Kp, -G, 1/diag(G) with one dead component when
+// k > 2, and starting coefficients.
+func gramLaneCase(m, n, k int, sparse bool, seed uint64) (x Block, bp, gneg, ginv, c []float64) {
+	d := synthDense(m, n, k, seed, 0.1)
+	if sparse {
+		d = sparsify(d, 0.5, seed+1)
+		for i := 0; i < m; i++ {
+			d.Data[3*m+i] = 0 // an empty column
+		}
+		x = ToCSC(d)
+	} else {
+		x = d
+	}
+	b, c := exactFactors(m, n, k, seed+2)
+	for i := range b {
+		b[i] *= 0.9
+	}
+	if k > 2 {
+		clear64(b[2*m : 3*m]) // a dead component: G_22 = 0
+	}
+	g := make([]float64, k*k)
+	gramCols(b, m, k, g, nil)
+	gneg, ginv = make([]float64, k*k), make([]float64, k)
+	for i := range g {
+		gneg[i] = -g[i]
+	}
+	for p := range ginv {
+		if g[p*k+p] > 0 {
+			ginv[p] = 1 / g[p*k+p]
+		}
+	}
+	bp = make([]float64, m*paddedK(k))
+	packRows(bp, b, m, k)
+	return x, bp, gneg, ginv, c
+}
+
+// runGramLane runs one lane over every column with a path's kernels; a and v start from
+// non-zero values so that accumulation onto existing sums is covered.
+func runGramLane(kern *gramKernels, x Block, k int, bp, gneg, ginv, c0 []float64) (c, a, v []float64) {
+	m, n := x.Dims()
+	kp := paddedK(k)
+	c = append([]float64(nil), c0...)
+	a, v = make([]float64, m*kp), make([]float64, k*kp)
+	for i := range a {
+		a[i] = float64(i%5) / 8
+	}
+	for i := range v {
+		v[i] = float64(i%3) / 4
+	}
+	gramLane(kern, x, k, 0, n, bp, gneg, ginv, c, a, v, make([]float64, gramLaneScratch(kp)), nil)
+	return c, a, v
+}
+
+// TestGramLanePathsBitwise: every assembly path gives the generic kernel's bits for C, A and V,
+// over shapes that reach every variant (register-resident and in-memory accumulators, one to
+// several groups of chunks, block and tail columns, pairs and single sparse columns).
+func TestGramLanePathsBitwise(t *testing.T) {
+	paths := AvailableKernelPaths()
+	if len(paths) == 1 {
+		t.Skip("no assembly path on this CPU and build")
+	}
+	ms := []int{1, 2, 3, 5, 8, 10, 11, 17, 64}
+	ks := []int{1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 17, 20, 33}
+	for _, sparse := range []bool{false, true} {
+		for _, m := range ms {
+			for _, k := range ks {
+				n := 37 + m%3
+				x, bp, gneg, ginv, c0 := gramLaneCase(m, n, k, sparse, uint64(m*100+k))
+				wc, wa, wv := runGramLane(&genericGram, x, k, bp, gneg, ginv, c0)
+				if bitwiseEqual(wc, c0) {
+					t.Fatalf("m=%d k=%d: the generic kernel changed no coefficient", m, k)
+				}
+				for _, p := range paths[1:] {
+					gc, ga, gv := runGramLane(gramKernelsFor(p), x, k, bp, gneg, ginv, c0)
+					if !bitwiseEqual(gc, wc) || !bitwiseEqual(ga, wa) || !bitwiseEqual(gv[:k*paddedK(k)], wv) {
+						t.Errorf("%s sparse=%v m=%d k=%d: differs from generic (C %.3g, A %.3g, V %.3g)", p, sparse, m, k,
+							maxRelDiff(gc, wc), maxRelDiff(ga, wa), maxRelDiff(gv, wv))
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGramLaneSpec checks the generic kernel against the pinned arithmetic written out
+// directly for one column: h by FMA in storage order, the coordinate update, A and V.
+func TestGramLaneSpec(t *testing.T) {
+	const m, n, k = 6, 1, 3
+	x, bp, gneg, ginv, c0 := gramLaneCase(m, n, k, false, 5)
+	xd := x.(*Dense).Data
+	kp := paddedK(k)
+	var h [4]float64
+	for p := 0; p < kp; p++ {
+		for i := 0; i < m; i++ {
+			h[p] = math.FMA(bp[i*kp+p], xd[i], h[p])
+		}
+	}
+	want := append([]float64(nil), c0...)
+	for p := 0; p < k; p++ {
+		s := h[p]
+		for q := 0; q < k; q++ {
+			s = math.FMA(gneg[p*k+q], want[q], s)
+		}
+		want[p] = math.Max(0, math.FMA(s, ginv[p], want[p]))
+	}
+	c, a, v := runGramLane(&genericGram, x, k, bp, gneg, ginv, c0)
+	if !bitwiseEqual(c, want) {
+		t.Errorf("C = %v, want %v", c, want)
+	}
+	for i := 0; i < m; i++ {
+		for p := 0; p < k; p++ {
+			if w := math.FMA(xd[i], want[p], float64((i*kp+p)%5)/8); a[i*kp+p] != w {
+				t.Errorf("A[%d,%d] = %v, want %v", i, p, a[i*kp+p], w)
+			}
+		}
+	}
+	for p := 0; p < k; p++ {
+		for q := 0; q <= p; q++ {
+			if w := math.FMA(want[p], want[q], float64((p*kp+q)%3)/4); v[p*kp+q] != w {
+				t.Errorf("V[%d,%d] = %v, want %v", p, q, v[p*kp+q], w)
+			}
+		}
+	}
+}
+
+// TestKernelPathsSameFactors: whole runs of every algorithm give bitwise the same factors on
+// every kernel path, dense and sparse, on 1 and 3 shards and 1 and 2 threads.
+func TestKernelPathsSameFactors(t *testing.T) {
+	defer SetKernelPath(KernelAuto)
+	paths := AvailableKernelPaths()
+	dense := synthDense(12, 300, 4, 41, 0.05)
+	blocks := map[string]Block{"dense": dense, "sparse": ToCSC(sparsify(dense, 0.6, 42))}
+	for _, info := range Algorithms() {
+		for name, x := range blocks {
+			for _, shards := range []int{1, 3} {
+				if shards > 1 && !info.Distributed {
+					continue
+				}
+				var ref *Result
+				for _, p := range paths {
+					for _, threads := range []int{1, 2} {
+						if err := SetKernelPath(p); err != nil {
+							t.Fatal(err)
+						}
+						cfg := baseConfig(info.Name, 4, StopRule{MaxIter: 12})
+						cfg.Threads = threads
+						res := mustRun(t, x, shards, cfg)
+						if ref == nil {
+							ref = res
+							continue
+						}
+						if !bitwiseEqual(res.B, ref.B) || !bitwiseEqual(res.C, ref.C) {
+							t.Errorf("%s %s P=%d: path %s with %d threads differs from generic (B %.3g, C %.3g)",
+								info.Name, name, shards, p, threads, maxRelDiff(res.B, ref.B), maxRelDiff(res.C, ref.C))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestParseKernelPath(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want KernelPath
+		ok   bool
+	}{{"auto", KernelAuto, true}, {"generic", KernelGeneric, true}, {"AVX2", KernelAVX2, true}, {"avx512", KernelAVX512, true}, {"sse", 0, false}, {"", 0, false}} {
+		got, err := ParseKernelPath(c.in)
+		if (err == nil) != c.ok || (c.ok && got != c.want) {
+			t.Errorf("ParseKernelPath(%q) = %v, %v", c.in, got, err)
+		}
+	}
+	for _, p := range []KernelPath{KernelAVX2, KernelAVX512} {
+		err := CheckKernelPath(p)
+		if (gramKernelsFor(p) == nil) != (err != nil) {
+			t.Errorf("CheckKernelPath(%s) = %v, but kernels available: %v", p, err, gramKernelsFor(p) != nil)
+		}
+		if err != nil {
+			t.Log(err)
+		}
+	}
+	if err := SetKernelPath(KernelPath(9)); err == nil {
+		t.Error("SetKernelPath(9) accepted")
+	}
+	_ = fmt.Sprint(ActiveKernelPath())
+}

@@ -1,0 +1,615 @@
+// Command gram generates the AVX2+FMA assembly of DID's Gram-form lane kernel (package
+// kernels, gramlane_amd64.s and its Go declarations) with avo. go generate in package kernels
+// runs it; CI checks that the committed files are what it generates.
+//
+// Every function performs, lane by lane, exactly the operations of its generic Go counterpart
+// in kernels/gramlane.go (the pinned arithmetic described there): one fused multiply-add
+// (VFMADD231PD) per multiply-add, accumulators in the same order, no horizontal sums. The
+// vector lanes are components (four of Kp per register); parallelism across columns comes from
+// interleaving independent columns, never from reassociating a sum.
+//
+// Register names: B is the basis in rows of Kp values, A the accumulator X C^T in the same
+// layout, cs the batch's updated coefficients (Kp per column), h the batch's B^T x (Kp per
+// column). Byte strides: kb = 8·Kp (a row of B or A, a column of h or cs), mb = 8·M (a dense
+// column of X).
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// maxRegRows bounds m·chunks of the register-resident dense accumulation (A kept in YMM
+// registers across the batch), and maxVRegK the rank of the register-resident V accumulation.
+const (
+	maxRegRows = 10
+	maxVRegK   = 8
+	// maxUpdateRegK is the largest rank whose coordinate update keeps a column's coefficients
+	// in registers.
+	maxUpdateRegK = 8
+)
+
+func main() {
+	ConstraintExpr("!purego")
+	dotsDense()
+	dotsSparse()
+	accDense()
+	accSparse()
+	for nch := 1; nch <= 4; nch++ {
+		for m := 1; m*nch <= maxRegRows; m++ {
+			accDenseRegs(m, nch)
+		}
+	}
+	accVMem()
+	for k := 1; k <= maxVRegK; k++ {
+		accVRegs(k)
+	}
+	updateMem()
+	for k := 1; k <= maxUpdateRegK; k++ {
+		updateRegs(k)
+	}
+	Generate()
+}
+
+func zero(regs ...VecVirtual) {
+	for _, r := range regs {
+		VXORPD(r, r, r)
+	}
+}
+
+func ymms(n int) []VecVirtual {
+	r := make([]VecVirtual, n)
+	for i := range r {
+		r[i] = YMM()
+	}
+	return r
+}
+
+// dotsDense: h[j*kp+p] = sum_i fma(bp[i*kp+p], x[j*m+i], .) for 8 columns at a time (eight
+// independent accumulators hide the FMA latency), then one at a time.
+func dotsDense() {
+	TEXT("dotsDenseAVX2", NOSPLIT, "func(bp, x []float64, m, kp, ncols int, h []float64)")
+	Pragma("noescape")
+	Doc("dotsDenseAVX2 is dotsDenseGo (step 1 for dense columns) on AVX2+FMA. m, kp, ncols >= 1.")
+	mb, kb := GP64(), GP64()
+	Load(Param("m"), mb)
+	SHLQ(Imm(3), mb)
+	Load(Param("kp"), kb)
+	SHLQ(Imm(3), kb)
+	c0 := GP64() // byte offset of the chunk of 4 components
+	XORQ(c0, c0)
+
+	Label("chunk")
+	rem := Load(Param("ncols"), GP64())
+	x0 := Load(Param("x").Base(), GP64())
+	hcol := Load(Param("h").Base(), GP64())
+	ADDQ(c0, hcol)
+
+	Label("block8")
+	CMPQ(rem, Imm(8))
+	JL(LabelRef("single"))
+	acc := ymms(8)
+	zero(acc...)
+	x3, x5 := GP64(), GP64()
+	LEAQ(Mem{Base: x0, Index: mb, Scale: 2}, x3)
+	ADDQ(mb, x3)
+	LEAQ(Mem{Base: x3, Index: mb, Scale: 2}, x5)
+	brow := Load(Param("bp").Base(), GP64())
+	ADDQ(c0, brow)
+	i := Load(Param("m"), GP64())
+	Label("rows8")
+	b := YMM()
+	VMOVUPD(Mem{Base: brow}, b)
+	addrs := []Mem{
+		{Base: x0}, {Base: x0, Index: mb, Scale: 1}, {Base: x0, Index: mb, Scale: 2}, {Base: x3},
+		{Base: x0, Index: mb, Scale: 4}, {Base: x5}, {Base: x5, Index: mb, Scale: 1}, {Base: x3, Index: mb, Scale: 4},
+	}
+	for u, a := range addrs {
+		t := YMM()
+		VBROADCASTSD(a, t)
+		VFMADD231PD(b, t, acc[u])
+	}
+	ADDQ(Imm(8), x0)
+	ADDQ(Imm(8), x3)
+	ADDQ(Imm(8), x5)
+	ADDQ(kb, brow)
+	DECQ(i)
+	JNZ(LabelRef("rows8"))
+	for u := range acc {
+		VMOVUPD(acc[u], Mem{Base: hcol})
+		ADDQ(kb, hcol)
+	}
+	// x0 has moved one column; the next block starts 8 columns after this one's start, at x5+2·mb
+	// (x5 has moved one column too, from start+5·mb).
+	LEAQ(Mem{Base: x5, Index: mb, Scale: 2}, x0)
+	SUBQ(Imm(8), rem)
+	JMP(LabelRef("block8"))
+
+	Label("single")
+	TESTQ(rem, rem)
+	JZ(LabelRef("nextchunk"))
+	a1 := YMM()
+	zero(a1)
+	brow1 := Load(Param("bp").Base(), GP64())
+	ADDQ(c0, brow1)
+	i1 := Load(Param("m"), GP64())
+	Label("rows1")
+	t1 := YMM()
+	VBROADCASTSD(Mem{Base: x0}, t1)
+	VFMADD231PD(Mem{Base: brow1}, t1, a1)
+	ADDQ(Imm(8), x0)
+	ADDQ(kb, brow1)
+	DECQ(i1)
+	JNZ(LabelRef("rows1"))
+	VMOVUPD(a1, Mem{Base: hcol})
+	ADDQ(kb, hcol)
+	DECQ(rem)
+	JMP(LabelRef("single"))
+
+	Label("nextchunk")
+	ADDQ(Imm(32), c0)
+	CMPQ(c0, kb)
+	JL(LabelRef("chunk"))
+	VZEROUPPER()
+	RET()
+}
+
+// groups emits, for each group of up to four chunks (16 components), the code body(nch, g0)
+// where nch is the group's chunk count and g0 a register holding its byte offset. The group
+// loop runs while g0 < kb.
+func groups(name string, kb Register, body func(nch int, g0 GPVirtual)) {
+	off := AllocLocal(8) // the group's byte offset lives on the stack: the bodies need the registers
+	MOVQ(U32(0), off)
+	Label(name + "_group")
+	left := GP64()
+	MOVQ(kb, left)
+	SUBQ(off, left)
+	for nch := 1; nch <= 3; nch++ {
+		CMPQ(left, Imm(uint64(32*nch)))
+		JE(LabelRef(fmt.Sprintf("%s_n%d", name, nch)))
+	}
+	JMP(LabelRef(name + "_n4"))
+	for nch := 1; nch <= 4; nch++ {
+		Label(fmt.Sprintf("%s_n%d", name, nch))
+		g0 := GP64()
+		MOVQ(off, g0)
+		body(nch, g0)
+		ADDQ(U32(32*nch), off)
+		CMPQ(off, kb)
+		JL(LabelRef(name + "_group"))
+		JMP(LabelRef(name + "_done"))
+	}
+	Label(name + "_done")
+}
+
+// dotsSparse: step 1 for CSC columns, two columns at a time over their common length (two
+// independent sets of accumulators), then each column's tail.
+func dotsSparse() {
+	TEXT("dotsSparseAVX2", NOSPLIT, "func(bp []float64, kp int, colptr []int, rows []int32, vals []float64, h []float64)")
+	Pragma("noescape")
+	Doc("dotsSparseAVX2 is dotsSparseGo (step 1 for CSC columns) on AVX2+FMA. len(colptr) >= 1.")
+	kb := Load(Param("kp"), GP64())
+	SHLQ(Imm(3), kb)
+	groups("ds", kb, func(nch int, g0 GPVirtual) {
+		p := fmt.Sprintf("ds%d_", nch)
+		cp := Load(Param("colptr").Base(), GP64())
+		rem := Load(Param("colptr").Len(), GP64())
+		DECQ(rem)
+		hp := Load(Param("h").Base(), GP64())
+		ADDQ(g0, hp)
+		bpg := Load(Param("bp").Base(), GP64())
+		ADDQ(g0, bpg)
+		rows := Load(Param("rows").Base(), GP64())
+		vals := Load(Param("vals").Base(), GP64())
+		entry := func(acc []VecVirtual, t GPVirtual) {
+			r := GP64()
+			MOVLQSX(Mem{Base: rows, Index: t, Scale: 4}, r)
+			IMULQ(kb, r)
+			xv := YMM()
+			VBROADCASTSD(Mem{Base: vals, Index: t, Scale: 8}, xv)
+			for c := 0; c < nch; c++ {
+				VFMADD231PD(Mem{Base: bpg, Index: r, Scale: 1, Disp: 32 * c}, xv, acc[c])
+			}
+		}
+		store := func(acc []VecVirtual) {
+			for c := 0; c < nch; c++ {
+				VMOVUPD(acc[c], Mem{Base: hp, Disp: 32 * c})
+			}
+			ADDQ(kb, hp)
+		}
+
+		Label(p + "pair")
+		CMPQ(rem, Imm(2))
+		JL(LabelRef(p + "single"))
+		ca, aend, bend := GP64(), GP64(), GP64()
+		MOVQ(Mem{Base: cp}, ca)
+		MOVQ(Mem{Base: cp, Disp: 8}, aend)
+		MOVQ(Mem{Base: cp, Disp: 16}, bend)
+		cb := GP64()
+		MOVQ(aend, cb)
+		accA, accB := ymms(nch), ymms(nch)
+		zero(accA...)
+		zero(accB...)
+		// common = ca + min(aend-ca, bend-cb)
+		common, lb := GP64(), GP64()
+		MOVQ(aend, common)
+		SUBQ(ca, common)
+		MOVQ(bend, lb)
+		SUBQ(cb, lb)
+		CMPQ(lb, common)
+		CMOVQLT(lb, common)
+		ADDQ(ca, common)
+		Label(p + "both")
+		CMPQ(ca, common)
+		JGE(LabelRef(p + "tailA"))
+		entry(accA, ca)
+		entry(accB, cb)
+		INCQ(ca)
+		INCQ(cb)
+		JMP(LabelRef(p + "both"))
+		Label(p + "tailA")
+		CMPQ(ca, aend)
+		JGE(LabelRef(p + "tailB"))
+		entry(accA, ca)
+		INCQ(ca)
+		JMP(LabelRef(p + "tailA"))
+		Label(p + "tailB")
+		CMPQ(cb, bend)
+		JGE(LabelRef(p + "storepair"))
+		entry(accB, cb)
+		INCQ(cb)
+		JMP(LabelRef(p + "tailB"))
+		Label(p + "storepair")
+		store(accA)
+		store(accB)
+		ADDQ(Imm(16), cp)
+		SUBQ(Imm(2), rem)
+		JMP(LabelRef(p + "pair"))
+
+		Label(p + "single")
+		TESTQ(rem, rem)
+		JZ(LabelRef(p + "end"))
+		t, tend := GP64(), GP64()
+		MOVQ(Mem{Base: cp}, t)
+		MOVQ(Mem{Base: cp, Disp: 8}, tend)
+		acc := ymms(nch)
+		zero(acc...)
+		Label(p + "one")
+		CMPQ(t, tend)
+		JGE(LabelRef(p + "storeone"))
+		entry(acc, t)
+		INCQ(t)
+		JMP(LabelRef(p + "one"))
+		Label(p + "storeone")
+		store(acc)
+		Label(p + "end")
+	})
+	VZEROUPPER()
+	RET()
+}
+
+// accDense: step 3 for dense columns with A in memory, one group of chunks at a time.
+func accDense() {
+	TEXT("accDenseAVX2", NOSPLIT, "func(x []float64, m, kp, ncols int, cs, a []float64)")
+	Pragma("noescape")
+	Doc("accDenseAVX2 is accDenseGo (step 3 for dense columns) on AVX2+FMA, A in memory. m, kp, ncols >= 1.")
+	kb := Load(Param("kp"), GP64())
+	SHLQ(Imm(3), kb)
+	groups("ad", kb, func(nch int, g0 GPVirtual) {
+		p := fmt.Sprintf("ad%d_", nch)
+		xp := Load(Param("x").Base(), GP64())
+		csp := Load(Param("cs").Base(), GP64())
+		ADDQ(g0, csp)
+		rem := Load(Param("ncols"), GP64())
+		Label(p + "col")
+		cv := ymms(nch)
+		for c := range cv {
+			VMOVUPD(Mem{Base: csp, Disp: 32 * c}, cv[c])
+		}
+		ar := Load(Param("a").Base(), GP64())
+		ADDQ(g0, ar)
+		i := Load(Param("m"), GP64())
+		Label(p + "row")
+		xv := YMM()
+		VBROADCASTSD(Mem{Base: xp}, xv)
+		for c := 0; c < nch; c++ {
+			t := YMM()
+			VMOVUPD(Mem{Base: ar, Disp: 32 * c}, t)
+			VFMADD231PD(cv[c], xv, t)
+			VMOVUPD(t, Mem{Base: ar, Disp: 32 * c})
+		}
+		ADDQ(Imm(8), xp)
+		ADDQ(kb, ar)
+		DECQ(i)
+		JNZ(LabelRef(p + "row"))
+		ADDQ(kb, csp)
+		DECQ(rem)
+		JNZ(LabelRef(p + "col"))
+	})
+	VZEROUPPER()
+	RET()
+}
+
+// accDenseRegs: step 3 for dense columns of m rows and nch chunks (kp = 4·nch), A held in
+// registers across the batch.
+func accDenseRegs(m, nch int) {
+	TEXT(fmt.Sprintf("accDenseM%dC%dAVX2", m, nch), NOSPLIT, "func(x []float64, ncols int, cs, a []float64)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("accDenseM%dC%dAVX2 is accDenseGo for m = %d, kp = %d on AVX2+FMA, A in registers. ncols >= 1.", m, nch, m, 4*nch))
+	ap := Load(Param("a").Base(), GP64())
+	acc := make([][]VecVirtual, m)
+	for i := range acc {
+		acc[i] = ymms(nch)
+		for c := range acc[i] {
+			VMOVUPD(Mem{Base: ap, Disp: 32 * (i*nch + c)}, acc[i][c])
+		}
+	}
+	xp := Load(Param("x").Base(), GP64())
+	csp := Load(Param("cs").Base(), GP64())
+	rem := Load(Param("ncols"), GP64())
+	Label("col")
+	cv := ymms(nch)
+	for c := range cv {
+		VMOVUPD(Mem{Base: csp, Disp: 32 * c}, cv[c])
+	}
+	for i := 0; i < m; i++ {
+		xv := YMM()
+		VBROADCASTSD(Mem{Base: xp, Disp: 8 * i}, xv)
+		for c := 0; c < nch; c++ {
+			VFMADD231PD(cv[c], xv, acc[i][c])
+		}
+	}
+	ADDQ(Imm(uint64(8*m)), xp)
+	ADDQ(Imm(uint64(32*nch)), csp)
+	DECQ(rem)
+	JNZ(LabelRef("col"))
+	for i := range acc {
+		for c := range acc[i] {
+			VMOVUPD(acc[i][c], Mem{Base: ap, Disp: 32 * (i*nch + c)})
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// accSparse: step 3 for CSC columns, A in memory.
+func accSparse() {
+	TEXT("accSparseAVX2", NOSPLIT, "func(kp int, colptr []int, rows []int32, vals []float64, cs, a []float64)")
+	Pragma("noescape")
+	Doc("accSparseAVX2 is accSparseGo (step 3 for CSC columns) on AVX2+FMA. len(colptr) >= 1.")
+	kb := Load(Param("kp"), GP64())
+	SHLQ(Imm(3), kb)
+	groups("as", kb, func(nch int, g0 GPVirtual) {
+		p := fmt.Sprintf("as%d_", nch)
+		cp := Load(Param("colptr").Base(), GP64())
+		rem := Load(Param("colptr").Len(), GP64())
+		DECQ(rem)
+		csp := Load(Param("cs").Base(), GP64())
+		ADDQ(g0, csp)
+		ag := Load(Param("a").Base(), GP64())
+		ADDQ(g0, ag)
+		rows := Load(Param("rows").Base(), GP64())
+		vals := Load(Param("vals").Base(), GP64())
+		Label(p + "col")
+		TESTQ(rem, rem)
+		JZ(LabelRef(p + "end"))
+		t, tend := GP64(), GP64()
+		MOVQ(Mem{Base: cp}, t)
+		MOVQ(Mem{Base: cp, Disp: 8}, tend)
+		cv := ymms(nch)
+		for c := range cv {
+			VMOVUPD(Mem{Base: csp, Disp: 32 * c}, cv[c])
+		}
+		Label(p + "entry")
+		CMPQ(t, tend)
+		JGE(LabelRef(p + "next"))
+		r := GP64()
+		MOVLQSX(Mem{Base: rows, Index: t, Scale: 4}, r)
+		IMULQ(kb, r)
+		xv := YMM()
+		VBROADCASTSD(Mem{Base: vals, Index: t, Scale: 8}, xv)
+		for c := 0; c < nch; c++ {
+			tv := YMM()
+			VMOVUPD(Mem{Base: ag, Index: r, Scale: 1, Disp: 32 * c}, tv)
+			VFMADD231PD(cv[c], xv, tv)
+			VMOVUPD(tv, Mem{Base: ag, Index: r, Scale: 1, Disp: 32 * c})
+		}
+		INCQ(t)
+		JMP(LabelRef(p + "entry"))
+		Label(p + "next")
+		ADDQ(Imm(8), cp)
+		ADDQ(kb, csp)
+		DECQ(rem)
+		JMP(LabelRef(p + "col"))
+		Label(p + "end")
+	})
+	VZEROUPPER()
+	RET()
+}
+
+// accVMem: step 4 with V in memory, for any k: row p takes chunks 0..p/4.
+func accVMem() {
+	TEXT("accVAVX2", NOSPLIT, "func(cs []float64, k, kp, ncols int, v []float64)")
+	Pragma("noescape")
+	Doc("accVAVX2 is accVGo (step 4) on AVX2+FMA, V in memory. k, kp, ncols >= 1.")
+	kb := Load(Param("kp"), GP64())
+	SHLQ(Imm(3), kb)
+	csp := Load(Param("cs").Base(), GP64())
+	rem := Load(Param("ncols"), GP64())
+	k := Load(Param("k"), GP64())
+	Label("col")
+	vrow := Load(Param("v").Base(), GP64())
+	p := GP64()
+	XORQ(p, p)
+	Label("row")
+	xv := YMM()
+	VBROADCASTSD(Mem{Base: csp, Index: p, Scale: 8}, xv)
+	// chunks 0..p/4: byte offsets 0, 32, ... up to (p/4)*32 inclusive
+	lim := GP64()
+	MOVQ(p, lim)
+	SHRQ(Imm(2), lim)
+	SHLQ(Imm(5), lim)
+	c := GP64()
+	XORQ(c, c)
+	Label("chunk")
+	t := YMM()
+	VMOVUPD(Mem{Base: vrow, Index: c, Scale: 1}, t)
+	VFMADD231PD(Mem{Base: csp, Index: c, Scale: 1}, xv, t)
+	VMOVUPD(t, Mem{Base: vrow, Index: c, Scale: 1})
+	ADDQ(Imm(32), c)
+	CMPQ(c, lim)
+	JLE(LabelRef("chunk"))
+	ADDQ(kb, vrow)
+	INCQ(p)
+	CMPQ(p, k)
+	JL(LabelRef("row"))
+	ADDQ(kb, csp)
+	DECQ(rem)
+	JNZ(LabelRef("col"))
+	VZEROUPPER()
+	RET()
+}
+
+// accVRegs: step 4 for a fixed k <= 8, V's lower chunks held in registers across the batch.
+func accVRegs(k int) {
+	kp := (k + 3) / 4 * 4
+	TEXT(fmt.Sprintf("accVK%dAVX2", k), NOSPLIT, "func(cs []float64, ncols int, v []float64)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("accVK%dAVX2 is accVGo for k = %d (kp = %d) on AVX2+FMA, V in registers. ncols >= 1.", k, k, kp))
+	vp := Load(Param("v").Base(), GP64())
+	acc := make([][]VecVirtual, k)
+	for p := range acc {
+		acc[p] = ymms(p/4 + 1)
+		for c := range acc[p] {
+			VMOVUPD(Mem{Base: vp, Disp: 8 * (p*kp + 4*c)}, acc[p][c])
+		}
+	}
+	csp := Load(Param("cs").Base(), GP64())
+	rem := Load(Param("ncols"), GP64())
+	Label("col")
+	cv := ymms(kp / 4)
+	for c := range cv {
+		VMOVUPD(Mem{Base: csp, Disp: 32 * c}, cv[c])
+	}
+	for p := 0; p < k; p++ {
+		xv := YMM()
+		VBROADCASTSD(Mem{Base: csp, Disp: 8 * p}, xv)
+		for c := range acc[p] {
+			VFMADD231PD(cv[c], xv, acc[p][c])
+		}
+	}
+	ADDQ(Imm(uint64(8*kp)), csp)
+	DECQ(rem)
+	JNZ(LabelRef("col"))
+	for p := range acc {
+		for c := range acc[p] {
+			VMOVUPD(acc[p][c], Mem{Base: vp, Disp: 8 * (p*kp + 4*c)})
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// updateRegs: step 2 for a fixed k, one column at a time with its coefficients in registers and
+// the clamp at 0 done without a branch (VMAXSD with 0 first: 0 > n ? 0 : n keeps -0 and NaN, as
+// the Go code's "if n < 0 { n = 0 }" does). Columns are independent, so the CPU overlaps them.
+func updateRegs(k int) {
+	TEXT(fmt.Sprintf("updateK%dAVX2", k), NOSPLIT, "func(h, cs, c, gneg, ginv []float64, kp, ncols int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("updateK%dAVX2 is updateCoefsGo for k = %d on FMA. ncols >= 1.", k, k))
+	hp := Load(Param("h").Base(), GP64())
+	csp := Load(Param("cs").Base(), GP64())
+	cp := Load(Param("c").Base(), GP64())
+	gn := Load(Param("gneg").Base(), GP64())
+	gi := Load(Param("ginv").Base(), GP64())
+	kb := Load(Param("kp"), GP64())
+	SHLQ(Imm(3), kb)
+	rem := Load(Param("ncols"), GP64())
+	zr := XMM()
+	VXORPD(zr, zr, zr)
+	Label("col")
+	cv := make([]VecVirtual, k)
+	for q := range cv {
+		cv[q] = XMM()
+		VMOVSD(Mem{Base: cp, Disp: 8 * q}, cv[q])
+	}
+	for p := 0; p < k; p++ {
+		sv := XMM()
+		VMOVSD(Mem{Base: hp, Disp: 8 * p}, sv)
+		for q := 0; q < k; q++ {
+			VFMADD231SD(Mem{Base: gn, Disp: 8 * (p*k + q)}, cv[q], sv)
+		}
+		VFMADD231SD(Mem{Base: gi, Disp: 8 * p}, sv, cv[p])
+		VMAXSD(cv[p], zr, cv[p])
+	}
+	for q := range cv {
+		VMOVSD(cv[q], Mem{Base: cp, Disp: 8 * q})
+		VMOVSD(cv[q], Mem{Base: csp, Disp: 8 * q})
+	}
+	ADDQ(kb, hp)
+	ADDQ(kb, csp)
+	ADDQ(Imm(uint64(8*k)), cp)
+	DECQ(rem)
+	JNZ(LabelRef("col"))
+	RET()
+}
+
+// updateMem: step 2 for any k, the column's coefficients in its cs row.
+func updateMem() {
+	TEXT("updateAVX2", NOSPLIT, "func(h, cs, c, gneg, ginv []float64, k, kp, ncols int)")
+	Pragma("noescape")
+	Doc("updateAVX2 is updateCoefsGo on FMA, coefficients in memory. k, ncols >= 1.")
+	hp := Load(Param("h").Base(), GP64())
+	csp := Load(Param("cs").Base(), GP64())
+	cp := Load(Param("c").Base(), GP64())
+	k := Load(Param("k"), GP64())
+	kb := Load(Param("kp"), GP64())
+	SHLQ(Imm(3), kb)
+	rem := Load(Param("ncols"), GP64())
+	zr := XMM()
+	VXORPD(zr, zr, zr)
+	Label("col")
+	q := GP64()
+	XORQ(q, q)
+	Label("copyin")
+	t := XMM()
+	VMOVSD(Mem{Base: cp, Index: q, Scale: 8}, t)
+	VMOVSD(t, Mem{Base: csp, Index: q, Scale: 8})
+	INCQ(q)
+	CMPQ(q, k)
+	JL(LabelRef("copyin"))
+	gn := Load(Param("gneg").Base(), GP64())
+	p := GP64()
+	XORQ(p, p)
+	Label("comp")
+	sv := XMM()
+	VMOVSD(Mem{Base: hp, Index: p, Scale: 8}, sv)
+	XORQ(q, q)
+	Label("term")
+	g := XMM()
+	VMOVSD(Mem{Base: gn, Index: q, Scale: 8}, g)
+	VFMADD231SD(Mem{Base: csp, Index: q, Scale: 8}, g, sv)
+	INCQ(q)
+	CMPQ(q, k)
+	JL(LabelRef("term"))
+	cn := XMM()
+	VMOVSD(Mem{Base: csp, Index: p, Scale: 8}, cn)
+	gi := Load(Param("ginv").Base(), GP64())
+	VFMADD231SD(Mem{Base: gi, Index: p, Scale: 8}, sv, cn)
+	VMAXSD(cn, zr, cn)
+	VMOVSD(cn, Mem{Base: csp, Index: p, Scale: 8})
+	VMOVSD(cn, Mem{Base: cp, Index: p, Scale: 8})
+	LEAQ(Mem{Base: gn, Index: k, Scale: 8}, gn)
+	INCQ(p)
+	CMPQ(p, k)
+	JL(LabelRef("comp"))
+	ADDQ(kb, hp)
+	ADDQ(kb, csp)
+	LEAQ(Mem{Base: cp, Index: k, Scale: 8}, cp)
+	DECQ(rem)
+	JNZ(LabelRef("col"))
+	RET()
+}
