@@ -19,21 +19,37 @@ import (
 
 // benchResult is the line bench prints.
 type benchResult struct {
-	Algo          string  `json:"algo"`
-	Input         string  `json:"input"`
-	M             int     `json:"m"`
-	N             int     `json:"n"`
-	K             int     `json:"k"`
-	Shards        int     `json:"shards"`
-	Threads       int     `json:"threads"`
-	Layout        string  `json:"layout"`
-	Iterations    int     `json:"iterations"`
-	SecPerIter    float64 `json:"sec_per_iter"`
+	Algo       string  `json:"algo"`
+	Input      string  `json:"input"`
+	M          int     `json:"m"`
+	N          int     `json:"n"`
+	K          int     `json:"k"`
+	Shards     int     `json:"shards"`
+	Threads    int     `json:"threads"`
+	Layout     string  `json:"layout"`
+	Iterations int     `json:"iterations"`
+	SecPerIter float64 `json:"sec_per_iter"`
+	// RooflineSec is the larger of the two floors of one iteration, Bound says which it is,
+	// and RooflineRatio is SecPerIter over it.
 	RooflineSec   float64 `json:"roofline_sec"`
 	RooflineRatio float64 `json:"roofline_ratio"`
-	RelErr2       float64 `json:"rel_err2"`
-	Collectives   float64 `json:"collectives_per_iteration"`
-	GoVersion     string  `json:"go"`
+	Bound         string  `json:"bound"`
+	// The memory floor: the median time to move MemoryBytes (every stored entry of X read, C
+	// read and written) with vector loads on all threads, and the bandwidth that is.
+	MemoryFloorSec float64 `json:"memory_floor_sec"`
+	MemoryBytes    int64   `json:"memory_bytes"`
+	MemoryGBps     float64 `json:"memory_gbps"`
+	// The compute floor: DID's flops of one iteration (Gram form; the same count whatever
+	// --algo) at the FMA peak measured on all threads (PeakGFlops, by the widest loop
+	// PeakFMA: zmm, ymm or scalar; PeakGFlopsOneThread on one).
+	ComputeFloorSec     float64 `json:"compute_floor_sec"`
+	FlopsPerIter        float64 `json:"flops_per_iteration"`
+	PeakGFlops          float64 `json:"peak_gflops"`
+	PeakGFlopsOneThread float64 `json:"peak_gflops_one_thread"`
+	PeakFMA             string  `json:"peak_fma"`
+	RelErr2             float64 `json:"rel_err2"`
+	Collectives         float64 `json:"collectives_per_iteration"`
+	GoVersion           string  `json:"go"`
 	// With --nodes: the same job on actors, timed in the same run as the driver. ActorRatio is
 	// the median over --reps of (actor sec/iter) / (driver sec/iter); OverheadSec is the median
 	// of their difference, which on a tiny matrix is the latency of one allreduce.
@@ -65,7 +81,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	jf.register(fs)
 	iters := fs.Int("iters", 20, "iterations to time (the median is reported)")
 	asJSON := fs.Bool("json", false, "print one JSON line")
-	reps := fs.Int("roofline-reps", 15, "repetitions of the roofline kernel (the median is reported)")
+	reps := fs.Int("roofline-reps", 15, "repetitions of the memory roofline pass (the median is reported)")
 	pairs := fs.Int("reps", 3, "with --nodes or --procs: driver/actor run pairs (the median ratio is reported)")
 	procs := fs.Int("procs", 0, "time the job on `N` node serve processes on loopback, joined by gossip, against the driver")
 	procThreads := fs.Int("proc-threads", 0, "worker threads of each --procs process (0: all cores)")
@@ -129,14 +145,15 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	roof := rooflineSeconds(blocks, j.cfg.K, threads, *reps)
+	roof := measureRooflines(blocks, j.cfg.K, threads, *reps)
 	layout := "dense"
 	if _, ok := blocks[0].(*kernels.CSC); ok {
 		layout = "sparse"
 	}
 	out := benchResult{Algo: string(j.cfg.Algo), Input: j.src.Name(), M: res.M, N: res.N, K: res.K, Shards: res.Shards,
-		Threads: threads, Layout: layout, Iterations: res.Iterations, SecPerIter: spi, RooflineSec: roof,
-		RooflineRatio: spi / roof, RelErr2: res.RelErr2(), Collectives: res.Comm.PerIteration, GoVersion: runtime.Version()}
+		Threads: threads, Layout: layout, Iterations: res.Iterations, SecPerIter: spi, RelErr2: res.RelErr2(),
+		Collectives: res.Comm.PerIteration, GoVersion: runtime.Version()}
+	roof.fill(&out)
 	if pb != nil {
 		out.Procs, out.JoinSec, out.DetectSec = *procs, pb.joinSec, pb.detectSec
 	}
@@ -155,7 +172,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s on %s (%d x %d, K=%d, %s), %d shard(s), %d thread(s)\n", out.Algo, out.Input, out.N, out.M, out.K, layout, out.Shards, out.Threads)
 	fmt.Fprintf(stdout, "  per iteration (median of %d): %.4g s\n", out.Iterations, out.SecPerIter)
-	fmt.Fprintf(stdout, "  roofline (stream X, read+write C once): %.4g s  ->  ratio %.2f\n", out.RooflineSec, out.RooflineRatio)
+	fmt.Fprintf(stdout, "  memory floor: %.4g s (%.4g MB: X's stored entries read, C read and written; %.3g GB/s, median of %d)\n",
+		out.MemoryFloorSec, float64(out.MemoryBytes)/1e6, out.MemoryGBps, *reps)
+	fmt.Fprintf(stdout, "  compute floor: %.4g s (DID's %.4g flop at the %s FMA peak, %.4g GFLOP/s on %d thread(s), %.4g on one)\n",
+		out.ComputeFloorSec, out.FlopsPerIter, out.PeakFMA, out.PeakGFlops, out.Threads, out.PeakGFlopsOneThread)
+	fmt.Fprintf(stdout, "  bound: %s  ->  per iteration / %s floor = %.2f\n", out.Bound, out.Bound, out.RooflineRatio)
 	fmt.Fprintf(stdout, "  rel_err2 after %d iterations: %.4g\n", out.Iterations, out.RelErr2)
 	if act != nil {
 		where := fmt.Sprintf("%d actor systems", out.Nodes)
@@ -261,26 +282,62 @@ func timePairs(jf *jobFlags, j *job, blocks []kernels.Block, pairs int, runActor
 	return out, nil
 }
 
-// rooflineSeconds times the memory floor of one iteration over all blocks: every stored entry
-// of X read once and C read and written once, with the same number of threads.
-func rooflineSeconds(blocks []kernels.Block, k, threads, reps int) float64 {
+// rooflines are the two floors of one iteration over all blocks.
+type rooflines struct {
+	memSec, computeSec float64
+	bytes              int64
+	flops              float64
+	peak               kernels.FMAPeak
+}
+
+// measureRooflines times the memory floor of one iteration over all blocks (every stored entry
+// of X read once, C read and written once; the median of reps passes) and computes the compute
+// floor (DID's flops at the FMA peak), with the same number of threads as the job.
+func measureRooflines(blocks []kernels.Block, k, threads, reps int) rooflines {
 	pool := kernels.NewPool(threads)
 	defer pool.Close()
+	var r rooflines
 	type bufs struct{ src, dst []float64 }
 	b := make([]bufs, len(blocks))
 	for s, bl := range blocks {
 		_, n := bl.Dims()
 		b[s] = bufs{make([]float64, k*n), make([]float64, k*n)}
+		// Fresh buffers are the kernel's zero page until written: reading them would come
+		// from one cached page, and the first writes would fault. Write both first.
+		for i := range b[s].src {
+			b[s].src[i], b[s].dst[i] = 1, 2
+		}
+		r.bytes += kernels.RooflineBytes(bl, k)
+		r.flops += kernels.DIDFlops(bl, k)
+	}
+	for s, bl := range blocks { // warm-up pass, not timed
+		kernels.MemoryRoofline(bl, k, b[s].src, b[s].dst, pool)
 	}
 	times := make([]float64, reps)
-	for r := range times {
+	for i := range times {
 		t := time.Now()
 		for s, bl := range blocks {
-			kernels.Roofline(bl, k, b[s].src, b[s].dst, pool)
+			kernels.MemoryRoofline(bl, k, b[s].src, b[s].dst, pool)
 		}
-		times[r] = time.Since(t).Seconds()
+		times[i] = time.Since(t).Seconds()
 	}
-	return median(times)
+	r.memSec = median(times)
+	r.peak = kernels.MeasureFMAPeak(pool)
+	r.computeSec = r.flops / r.peak.Best().All
+	return r
+}
+
+// fill sets the roofline fields of out from r and out.SecPerIter.
+func (r rooflines) fill(out *benchResult) {
+	best := r.peak.Best()
+	out.MemoryFloorSec, out.MemoryBytes, out.MemoryGBps = r.memSec, r.bytes, float64(r.bytes)/r.memSec/1e9
+	out.ComputeFloorSec, out.FlopsPerIter = r.computeSec, r.flops
+	out.PeakGFlops, out.PeakGFlopsOneThread, out.PeakFMA = best.All/1e9, best.OneCore/1e9, best.Kind
+	out.Bound, out.RooflineSec = "memory", r.memSec
+	if r.computeSec > r.memSec {
+		out.Bound, out.RooflineSec = "compute", r.computeSec
+	}
+	out.RooflineRatio = out.SecPerIter / out.RooflineSec
 }
 
 func median(x []float64) float64 {

@@ -314,6 +314,31 @@ func TestBenchJSON(t *testing.T) {
 	if r.Iterations != 5 || r.SecPerIter <= 0 || r.RooflineSec <= 0 || r.RooflineRatio <= 0 || r.M != 5 || r.N != 20000 || r.K != 3 {
 		t.Errorf("bench result %+v", r)
 	}
+	// The floors: X (8 bytes a value) and C (read and written, 16*K bytes a column); DID's
+	// 2*5*4 + 2*5*4 + 2*9 + 3*4 = 110 flops a column at K=3 (padded to 4); the larger floor is
+	// the roofline and names the bound.
+	if r.MemoryBytes != 20000*(5*8+16*3) || r.FlopsPerIter != 20000*110 {
+		t.Errorf("memory bytes %d, flops %v; want %d and %d", r.MemoryBytes, r.FlopsPerIter, 20000*(5*8+16*3), 20000*110)
+	}
+	if !(r.MemoryFloorSec > 0) || !(r.ComputeFloorSec > 0) || !(r.MemoryGBps > 0) || !(r.PeakGFlops > 0) || !(r.PeakGFlopsOneThread > 0) ||
+		(r.PeakFMA != "zmm" && r.PeakFMA != "ymm" && r.PeakFMA != "scalar") {
+		t.Errorf("floors %+v", r)
+	}
+	if want := max(r.MemoryFloorSec, r.ComputeFloorSec); r.RooflineSec != want {
+		t.Errorf("roofline_sec %v, want the larger floor %v", r.RooflineSec, want)
+	}
+	if want := map[bool]string{true: "memory", false: "compute"}[r.MemoryFloorSec >= r.ComputeFloorSec]; r.Bound != want {
+		t.Errorf("bound %q with memory floor %v and compute floor %v", r.Bound, r.MemoryFloorSec, r.ComputeFloorSec)
+	}
+	if math.Abs(r.RooflineRatio-r.SecPerIter/r.RooflineSec) > 1e-9*r.RooflineRatio {
+		t.Errorf("roofline_ratio %v, want %v", r.RooflineRatio, r.SecPerIter/r.RooflineSec)
+	}
+	if gbps := float64(r.MemoryBytes) / r.MemoryFloorSec / 1e9; math.Abs(r.MemoryGBps-gbps) > 1e-9*gbps {
+		t.Errorf("memory_gbps %v, want %v", r.MemoryGBps, gbps)
+	}
+	if sec := r.FlopsPerIter / (r.PeakGFlops * 1e9); math.Abs(r.ComputeFloorSec-sec) > 1e-9*sec {
+		t.Errorf("compute_floor_sec %v, want %v", r.ComputeFloorSec, sec)
+	}
 }
 
 // TestConvertRoundTrip: convert writes the same matrix in each format.
