@@ -11,9 +11,11 @@ import "math"
 //
 //  1. h_j[p] = fma(B[r_t, p], x_t, h_j[p]) over the stored entries t of column j in storage
 //     order (every row for a dense block), from h_j[p] = +0, for p < Kp.
-//  2. For p = 0..K-1: s = h_j[p]; s = fma(-G[p, q], c_j[q], s) for q = 0..K-1;
-//     n = fma(s, 1/G[p, p], c_j[p]) (the reciprocal is 0 for a dead component);
-//     c_j[p] = 0 if n < 0, else n (so -0 and NaN are kept).
+//  2. For p = 0..K-1: s = h_j[p]; s = fma(-G[p, q], c_j[q], s) for q = p..K-1 (coefficients
+//     not yet updated), then for q = 0..p-1 (updated ones); n = fma(s, 1/G[p, p], c_j[p]) (the
+//     reciprocal is 0 for a dead component); c_j[p] = 0 if n < 0, else n (so -0 and NaN are
+//     kept). Taking the old coefficients first keeps them off the chain of dependent
+//     operations from one component to the next, which bounds the update's speed.
 //  3. A[r_t, p] = fma(x_t, c_j[p], A[r_t, p]) over the stored entries in storage order, columns
 //     in order, for p < Kp (c_j's pads are 0).
 //  4. V[p, q] = fma(c_j[p], c_j[q], V[p, q]) for p < K and q <= p (computed in lanes of 4 up
@@ -35,12 +37,10 @@ type gramKernels struct {
 	// update runs step 2 on ncols columns: it reads c (k per column), writes the new
 	// coefficients to c and to cs (kp per column, pads left as they are: 0).
 	update func(h, cs, c, gneg, ginv []float64, k, kp, ncols int)
-	// accDense runs step 3 for dense columns.
-	accDense func(x []float64, m, kp, ncols int, cs, a []float64)
-	// accSparse runs step 3 for CSC columns.
-	accSparse func(kp int, colptr []int, rows []int32, vals []float64, cs, a []float64)
-	// accV runs step 4; v is k rows of kp.
-	accV func(cs []float64, k, kp, ncols int, v []float64)
+	// accDense runs steps 3 and 4 for dense columns; v is k rows of kp.
+	accDense func(x []float64, m, k, kp, ncols int, cs, a, v []float64)
+	// accSparse runs steps 3 and 4 for CSC columns.
+	accSparse func(k, kp int, colptr []int, rows []int32, vals []float64, cs, a, v []float64)
 }
 
 // genericGram is the pure-Go path, the definition the others match.
@@ -48,9 +48,14 @@ var genericGram = gramKernels{
 	dotsDense:  dotsDenseGo,
 	dotsSparse: dotsSparseGo,
 	update:     updateCoefsGo,
-	accDense:   accDenseGo,
-	accSparse:  accSparseGo,
-	accV:       accVGo,
+	accDense: func(x []float64, m, k, kp, ncols int, cs, a, v []float64) {
+		accDenseGo(x, m, kp, ncols, cs, a)
+		accVGo(cs, k, kp, ncols, v)
+	},
+	accSparse: func(k, kp int, colptr []int, rows []int32, vals []float64, cs, a, v []float64) {
+		accSparseGo(kp, colptr, rows, vals, cs, a)
+		accVGo(cs, k, kp, len(colptr)-1, v)
+	},
 }
 
 // gramBatchCols is the most columns a lane carries through the steps at a time, and
@@ -113,14 +118,10 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 			return
 		}
 		if sparse {
-			kern.accSparse(kp, sp.ColPtr[j0:j1+1], sp.RowIdx, sp.Val, cs[:nb*kp], a)
+			kern.accSparse(k, kp, sp.ColPtr[j0:j1+1], sp.RowIdx, sp.Val, cs[:nb*kp], a, v)
 		} else {
-			kern.accDense(xd[j0*m:j1*m], m, kp, nb, cs[:nb*kp], a)
+			kern.accDense(xd[j0*m:j1*m], m, k, kp, nb, cs[:nb*kp], a, v)
 		}
-		if big && flag.stopped() {
-			return
-		}
-		kern.accV(cs[:nb*kp], k, kp, nb, v)
 		j0 = j1
 	}
 }
@@ -180,8 +181,12 @@ func updateCoefsGo(h, cs, c, gneg, ginv []float64, k, kp, ncols int) {
 		copy(row, cj)
 		for p := range row {
 			s := hj[p]
-			for q, gq := range gneg[p*k : p*k+k] {
-				s = math.FMA(gq, row[q], s)
+			gp := gneg[p*k : p*k+k]
+			for q := p; q < k; q++ {
+				s = math.FMA(gp[q], row[q], s)
+			}
+			for q := 0; q < p; q++ {
+				s = math.FMA(gp[q], row[q], s)
 			}
 			n := math.FMA(s, ginv[p], row[p])
 			if n < 0 {
@@ -203,16 +208,18 @@ func updateCoefs3(h, cs, c, gneg, ginv []float64, ncols int) {
 		hj := h[4*j : 4*j+3 : 4*j+3]
 		cj := c[3*j : 3*j+3 : 3*j+3]
 		c0, c1, c2 := cj[0], cj[1], cj[2]
-		s := math.FMA(g02, c2, math.FMA(g01, c1, math.FMA(g00, c0, hj[0])))
-		if c0 = math.FMA(s, i0, c0); c0 < 0 {
+		s0 := math.FMA(g02, c2, math.FMA(g01, c1, math.FMA(g00, c0, hj[0])))
+		s1 := math.FMA(g12, c2, math.FMA(g11, c1, hj[1]))
+		s2 := math.FMA(g22, c2, hj[2])
+		if c0 = math.FMA(s0, i0, c0); c0 < 0 {
 			c0 = 0
 		}
-		s = math.FMA(g12, c2, math.FMA(g11, c1, math.FMA(g10, c0, hj[1])))
-		if c1 = math.FMA(s, i1, c1); c1 < 0 {
+		s1 = math.FMA(g10, c0, s1)
+		if c1 = math.FMA(s1, i1, c1); c1 < 0 {
 			c1 = 0
 		}
-		s = math.FMA(g22, c2, math.FMA(g21, c1, math.FMA(g20, c0, hj[2])))
-		if c2 = math.FMA(s, i2, c2); c2 < 0 {
+		s2 = math.FMA(g21, c1, math.FMA(g20, c0, s2))
+		if c2 = math.FMA(s2, i2, c2); c2 < 0 {
 			c2 = 0
 		}
 		cj[0], cj[1], cj[2] = c0, c1, c2

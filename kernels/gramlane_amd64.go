@@ -22,7 +22,6 @@ var avx2Gram = gramKernels{
 	update:     updateAVX2Checked,
 	accDense:   accDenseAVX2Checked,
 	accSparse:  accSparseAVX2Checked,
-	accV:       accVAVX2Checked,
 }
 
 // gramKernelsFor returns the Gram lane kernels of path p, nil when this CPU or build has none.
@@ -86,18 +85,40 @@ var accDenseRegs = [4][]func(x []float64, ncols int, cs, a []float64){
 	{accDenseM1C4AVX2, accDenseM2C4AVX2},
 }
 
-func accDenseAVX2Checked(x []float64, m, kp, ncols int, cs, a []float64) {
-	mustGram(m >= 1 && kp >= 4 && kp%4 == 0 && ncols >= 1 && len(x) >= ncols*m && len(cs) >= ncols*kp && len(a) >= m*kp)
-	if nch := kp / 4; nch <= 4 && m <= len(accDenseRegs[nch-1]) {
-		accDenseRegs[nch-1][m-1](x, ncols, cs, a)
-		return
-	}
-	accDenseAVX2(x, m, kp, ncols, cs, a)
+// accDenseVRegs holds the fused register-resident steps 3 and 4 for kp = 4 by [m-1][k-1].
+var accDenseVRegs = [][4]func(x []float64, ncols int, cs, a, v []float64){
+	{accDenseVM1K1AVX2, accDenseVM1K2AVX2, accDenseVM1K3AVX2, accDenseVM1K4AVX2},
+	{accDenseVM2K1AVX2, accDenseVM2K2AVX2, accDenseVM2K3AVX2, accDenseVM2K4AVX2},
+	{accDenseVM3K1AVX2, accDenseVM3K2AVX2, accDenseVM3K3AVX2, accDenseVM3K4AVX2},
+	{accDenseVM4K1AVX2, accDenseVM4K2AVX2, accDenseVM4K3AVX2, accDenseVM4K4AVX2},
+	{accDenseVM5K1AVX2, accDenseVM5K2AVX2, accDenseVM5K3AVX2, accDenseVM5K4AVX2},
+	{accDenseVM6K1AVX2, accDenseVM6K2AVX2, accDenseVM6K3AVX2, accDenseVM6K4AVX2},
+	{accDenseVM7K1AVX2, accDenseVM7K2AVX2, accDenseVM7K3AVX2, accDenseVM7K4AVX2},
+	{accDenseVM8K1AVX2, accDenseVM8K2AVX2, accDenseVM8K3AVX2, accDenseVM8K4AVX2},
+	{accDenseVM9K1AVX2, accDenseVM9K2AVX2, accDenseVM9K3AVX2, accDenseVM9K4AVX2},
+	{accDenseVM10K1AVX2, accDenseVM10K2AVX2, accDenseVM10K3AVX2, accDenseVM10K4AVX2},
 }
 
-func accSparseAVX2Checked(kp int, colptr []int, rows []int32, vals []float64, cs, a []float64) {
-	mustGram(kp >= 4 && kp%4 == 0 && checkColPtr(colptr, min(len(rows), len(vals))) && len(cs) >= (len(colptr)-1)*kp)
+func accDenseAVX2Checked(x []float64, m, k, kp, ncols int, cs, a, v []float64) {
+	mustGram(m >= 1 && kp >= 4 && kp == paddedK(k) && ncols >= 1 && len(x) >= ncols*m && len(cs) >= ncols*kp &&
+		len(a) >= m*kp && len(v) >= k*kp)
+	nch := kp / 4
+	if nch == 1 && m <= len(accDenseVRegs) {
+		accDenseVRegs[m-1][k-1](x, ncols, cs, a, v)
+		return
+	}
+	if nch <= 4 && m <= len(accDenseRegs[nch-1]) {
+		accDenseRegs[nch-1][m-1](x, ncols, cs, a)
+	} else {
+		accDenseAVX2(x, m, kp, ncols, cs, a)
+	}
+	accVAVX2Checked(cs, k, kp, ncols, v)
+}
+
+func accSparseAVX2Checked(k, kp int, colptr []int, rows []int32, vals []float64, cs, a, v []float64) {
+	mustGram(kp >= 4 && kp == paddedK(k) && checkColPtr(colptr, min(len(rows), len(vals))) && len(cs) >= (len(colptr)-1)*kp)
 	accSparseAVX2(kp, colptr, rows, vals, cs, a)
+	accVAVX2Checked(cs, k, kp, len(colptr)-1, v)
 }
 
 // accVRegs holds the register-resident V accumulations by k-1.
@@ -122,6 +143,31 @@ var updateRegs = []func(h, cs, c, gneg, ginv []float64, kp, ncols int){
 func updateAVX2Checked(h, cs, c, gneg, ginv []float64, k, kp, ncols int) {
 	mustGram(k >= 1 && kp == paddedK(k) && ncols >= 1 && len(h) >= ncols*kp && len(cs) >= ncols*kp &&
 		len(c) >= ncols*k && len(gneg) >= k*k && len(ginv) >= k)
+	if k <= 4 && ncols >= 4 {
+		var g4 [64]float64
+		var i4 [16]float64
+		for i, g := range gneg[:k*k] {
+			g4[4*i], g4[4*i+1], g4[4*i+2], g4[4*i+3] = g, g, g, g
+		}
+		for i, g := range ginv[:k] {
+			i4[4*i], i4[4*i+1], i4[4*i+2], i4[4*i+3] = g, g, g, g
+		}
+		n4 := ncols / 4
+		switch k { // direct calls, so that g4 and i4 stay on the stack
+		case 1:
+			updateT4K1AVX2(h, cs, c, g4[:], i4[:], n4)
+		case 2:
+			updateT4K2AVX2(h, cs, c, g4[:], i4[:], n4)
+		case 3:
+			updateT4K3AVX2(h, cs, c, g4[:], i4[:], n4)
+		default:
+			updateT4K4AVX2(h, cs, c, g4[:], i4[:], n4)
+		}
+		if ncols -= 4 * n4; ncols == 0 {
+			return
+		}
+		h, cs, c = h[16*n4:], cs[16*n4:], c[4*k*n4:]
+	}
 	if k <= len(updateRegs) {
 		updateRegs[k-1](h, cs, c, gneg, ginv, kp, ncols)
 		return

@@ -124,6 +124,206 @@ func accDenseM1C4AVX2(x []float64, ncols int, cs []float64, a []float64)
 //go:noescape
 func accDenseM2C4AVX2(x []float64, ncols int, cs []float64, a []float64)
 
+// accDenseVM1K1AVX2 is accDenseGo then accVGo for m = 1, k = 1 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM1K1AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM1K2AVX2 is accDenseGo then accVGo for m = 1, k = 2 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM1K2AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM1K3AVX2 is accDenseGo then accVGo for m = 1, k = 3 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM1K3AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM1K4AVX2 is accDenseGo then accVGo for m = 1, k = 4 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM1K4AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM2K1AVX2 is accDenseGo then accVGo for m = 2, k = 1 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM2K1AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM2K2AVX2 is accDenseGo then accVGo for m = 2, k = 2 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM2K2AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM2K3AVX2 is accDenseGo then accVGo for m = 2, k = 3 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM2K3AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM2K4AVX2 is accDenseGo then accVGo for m = 2, k = 4 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM2K4AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM3K1AVX2 is accDenseGo then accVGo for m = 3, k = 1 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM3K1AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM3K2AVX2 is accDenseGo then accVGo for m = 3, k = 2 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM3K2AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM3K3AVX2 is accDenseGo then accVGo for m = 3, k = 3 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM3K3AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM3K4AVX2 is accDenseGo then accVGo for m = 3, k = 4 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM3K4AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM4K1AVX2 is accDenseGo then accVGo for m = 4, k = 1 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM4K1AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM4K2AVX2 is accDenseGo then accVGo for m = 4, k = 2 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM4K2AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM4K3AVX2 is accDenseGo then accVGo for m = 4, k = 3 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM4K3AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM4K4AVX2 is accDenseGo then accVGo for m = 4, k = 4 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM4K4AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM5K1AVX2 is accDenseGo then accVGo for m = 5, k = 1 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM5K1AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM5K2AVX2 is accDenseGo then accVGo for m = 5, k = 2 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM5K2AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM5K3AVX2 is accDenseGo then accVGo for m = 5, k = 3 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM5K3AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM5K4AVX2 is accDenseGo then accVGo for m = 5, k = 4 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM5K4AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM6K1AVX2 is accDenseGo then accVGo for m = 6, k = 1 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM6K1AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM6K2AVX2 is accDenseGo then accVGo for m = 6, k = 2 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM6K2AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM6K3AVX2 is accDenseGo then accVGo for m = 6, k = 3 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM6K3AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM6K4AVX2 is accDenseGo then accVGo for m = 6, k = 4 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM6K4AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM7K1AVX2 is accDenseGo then accVGo for m = 7, k = 1 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM7K1AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM7K2AVX2 is accDenseGo then accVGo for m = 7, k = 2 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM7K2AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM7K3AVX2 is accDenseGo then accVGo for m = 7, k = 3 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM7K3AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM7K4AVX2 is accDenseGo then accVGo for m = 7, k = 4 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM7K4AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM8K1AVX2 is accDenseGo then accVGo for m = 8, k = 1 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM8K1AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM8K2AVX2 is accDenseGo then accVGo for m = 8, k = 2 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM8K2AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM8K3AVX2 is accDenseGo then accVGo for m = 8, k = 3 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM8K3AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM8K4AVX2 is accDenseGo then accVGo for m = 8, k = 4 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM8K4AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM9K1AVX2 is accDenseGo then accVGo for m = 9, k = 1 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM9K1AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM9K2AVX2 is accDenseGo then accVGo for m = 9, k = 2 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM9K2AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM9K3AVX2 is accDenseGo then accVGo for m = 9, k = 3 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM9K3AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM9K4AVX2 is accDenseGo then accVGo for m = 9, k = 4 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM9K4AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM10K1AVX2 is accDenseGo then accVGo for m = 10, k = 1 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM10K1AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM10K2AVX2 is accDenseGo then accVGo for m = 10, k = 2 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM10K2AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM10K3AVX2 is accDenseGo then accVGo for m = 10, k = 3 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM10K3AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
+// accDenseVM10K4AVX2 is accDenseGo then accVGo for m = 10, k = 4 (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.
+//
+//go:noescape
+func accDenseVM10K4AVX2(x []float64, ncols int, cs []float64, a []float64, v []float64)
+
 // accVAVX2 is accVGo (step 4) on AVX2+FMA, V in memory. k, kp, ncols >= 1.
 //
 //go:noescape
@@ -213,3 +413,23 @@ func updateK7AVX2(h []float64, cs []float64, c []float64, gneg []float64, ginv [
 //
 //go:noescape
 func updateK8AVX2(h []float64, cs []float64, c []float64, gneg []float64, ginv []float64, kp int, ncols int)
+
+// updateT4K1AVX2 is updateCoefsGo for k = 1 on 4·ngroups columns, a column per lane (AVX2+FMA). ngroups >= 1.
+//
+//go:noescape
+func updateT4K1AVX2(h []float64, cs []float64, c []float64, gneg4 []float64, ginv4 []float64, ngroups int)
+
+// updateT4K2AVX2 is updateCoefsGo for k = 2 on 4·ngroups columns, a column per lane (AVX2+FMA). ngroups >= 1.
+//
+//go:noescape
+func updateT4K2AVX2(h []float64, cs []float64, c []float64, gneg4 []float64, ginv4 []float64, ngroups int)
+
+// updateT4K3AVX2 is updateCoefsGo for k = 3 on 4·ngroups columns, a column per lane (AVX2+FMA). ngroups >= 1.
+//
+//go:noescape
+func updateT4K3AVX2(h []float64, cs []float64, c []float64, gneg4 []float64, ginv4 []float64, ngroups int)
+
+// updateT4K4AVX2 is updateCoefsGo for k = 4 on 4·ngroups columns, a column per lane (AVX2+FMA). ngroups >= 1.
+//
+//go:noescape
+func updateT4K4AVX2(h []float64, cs []float64, c []float64, gneg4 []float64, ginv4 []float64, ngroups int)

@@ -107,7 +107,10 @@ func TestGramLaneSpec(t *testing.T) {
 	want := append([]float64(nil), c0...)
 	for p := 0; p < k; p++ {
 		s := h[p]
-		for q := 0; q < k; q++ {
+		for q := p; q < k; q++ { // old coefficients first
+			s = math.FMA(gneg[p*k+q], want[q], s)
+		}
+		for q := 0; q < p; q++ { // then the updated ones
 			s = math.FMA(gneg[p*k+q], want[q], s)
 		}
 		want[p] = math.Max(0, math.FMA(s, ginv[p], want[p]))

@@ -43,6 +43,11 @@ func main() {
 			accDenseRegs(m, nch)
 		}
 	}
+	for m := 1; m <= maxRegRows; m++ {
+		for k := 1; k <= 4; k++ {
+			accDenseVRegs(m, k)
+		}
+	}
 	accVMem()
 	for k := 1; k <= maxVRegK; k++ {
 		accVRegs(k)
@@ -50,6 +55,9 @@ func main() {
 	updateMem()
 	for k := 1; k <= maxUpdateRegK; k++ {
 		updateRegs(k)
+	}
+	for k := 1; k <= 4; k++ {
+		updateT4(k)
 	}
 	Generate()
 }
@@ -536,13 +544,21 @@ func updateRegs(k int) {
 		cv[q] = XMM()
 		VMOVSD(Mem{Base: cp, Disp: 8 * q}, cv[q])
 	}
+	// The terms on coefficients not yet updated (q >= p) first, for every component: they do
+	// not wait for the components before.
+	sv := make([]VecVirtual, k)
 	for p := 0; p < k; p++ {
-		sv := XMM()
-		VMOVSD(Mem{Base: hp, Disp: 8 * p}, sv)
-		for q := 0; q < k; q++ {
-			VFMADD231SD(Mem{Base: gn, Disp: 8 * (p*k + q)}, cv[q], sv)
+		sv[p] = XMM()
+		VMOVSD(Mem{Base: hp, Disp: 8 * p}, sv[p])
+		for q := p; q < k; q++ {
+			VFMADD231SD(Mem{Base: gn, Disp: 8 * (p*k + q)}, cv[q], sv[p])
 		}
-		VFMADD231SD(Mem{Base: gi, Disp: 8 * p}, sv, cv[p])
+	}
+	for p := 0; p < k; p++ {
+		for q := 0; q < p; q++ {
+			VFMADD231SD(Mem{Base: gn, Disp: 8 * (p*k + q)}, cv[q], sv[p])
+		}
+		VFMADD231SD(Mem{Base: gi, Disp: 8 * p}, sv[p], cv[p])
 		VMAXSD(cv[p], zr, cv[p])
 	}
 	for q := range cv {
@@ -587,14 +603,24 @@ func updateMem() {
 	Label("comp")
 	sv := XMM()
 	VMOVSD(Mem{Base: hp, Index: p, Scale: 8}, sv)
-	XORQ(q, q)
-	Label("term")
+	MOVQ(p, q) // q = p..k-1 (old coefficients), then 0..p-1
+	Label("old")
 	g := XMM()
 	VMOVSD(Mem{Base: gn, Index: q, Scale: 8}, g)
 	VFMADD231SD(Mem{Base: csp, Index: q, Scale: 8}, g, sv)
 	INCQ(q)
 	CMPQ(q, k)
-	JL(LabelRef("term"))
+	JL(LabelRef("old"))
+	XORQ(q, q)
+	Label("new")
+	CMPQ(q, p)
+	JGE(LabelRef("apply"))
+	g2 := XMM()
+	VMOVSD(Mem{Base: gn, Index: q, Scale: 8}, g2)
+	VFMADD231SD(Mem{Base: csp, Index: q, Scale: 8}, g2, sv)
+	INCQ(q)
+	JMP(LabelRef("new"))
+	Label("apply")
 	cn := XMM()
 	VMOVSD(Mem{Base: csp, Index: p, Scale: 8}, cn)
 	gi := Load(Param("ginv").Base(), GP64())
@@ -611,5 +637,159 @@ func updateMem() {
 	LEAQ(Mem{Base: cp, Index: k, Scale: 8}, cp)
 	DECQ(rem)
 	JNZ(LabelRef("col"))
+	RET()
+}
+
+// accDenseVRegs: steps 3 and 4 together for dense columns of m rows and k <= 4 (kp = 4), A and
+// V held in registers across the batch: m + k independent FMAs per column.
+func accDenseVRegs(m, k int) {
+	TEXT(fmt.Sprintf("accDenseVM%dK%dAVX2", m, k), NOSPLIT, "func(x []float64, ncols int, cs, a, v []float64)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("accDenseVM%dK%dAVX2 is accDenseGo then accVGo for m = %d, k = %d (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.", m, k, m, k))
+	ap := Load(Param("a").Base(), GP64())
+	vp := Load(Param("v").Base(), GP64())
+	acc := ymms(m)
+	for i := range acc {
+		VMOVUPD(Mem{Base: ap, Disp: 32 * i}, acc[i])
+	}
+	vacc := ymms(k)
+	for p := range vacc {
+		VMOVUPD(Mem{Base: vp, Disp: 32 * p}, vacc[p])
+	}
+	xp := Load(Param("x").Base(), GP64())
+	csp := Load(Param("cs").Base(), GP64())
+	rem := Load(Param("ncols"), GP64())
+	Label("col")
+	cv := YMM()
+	VMOVUPD(Mem{Base: csp}, cv)
+	for i := 0; i < m; i++ {
+		xv := YMM()
+		VBROADCASTSD(Mem{Base: xp, Disp: 8 * i}, xv)
+		VFMADD231PD(cv, xv, acc[i])
+	}
+	for p := 0; p < k; p++ {
+		cb := YMM()
+		VBROADCASTSD(Mem{Base: csp, Disp: 8 * p}, cb)
+		VFMADD231PD(cv, cb, vacc[p])
+	}
+	ADDQ(Imm(uint64(8*m)), xp)
+	ADDQ(Imm(32), csp)
+	DECQ(rem)
+	JNZ(LabelRef("col"))
+	for i := range acc {
+		VMOVUPD(acc[i], Mem{Base: ap, Disp: 32 * i})
+	}
+	for p := range vacc {
+		VMOVUPD(vacc[p], Mem{Base: vp, Disp: 32 * p})
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// transpose4 transposes the 4 x 4 block of doubles in r (rows) into the returned registers
+// (columns): out[p][u] = r[u][p].
+func transpose4(r []VecVirtual) []VecVirtual {
+	t := ymms(4)
+	VUNPCKLPD(r[1], r[0], t[0]) // r0[0] r1[0] r0[2] r1[2]
+	VUNPCKHPD(r[1], r[0], t[1]) // r0[1] r1[1] r0[3] r1[3]
+	VUNPCKLPD(r[3], r[2], t[2])
+	VUNPCKHPD(r[3], r[2], t[3])
+	out := ymms(4)
+	VPERM2F128(Imm(0x20), t[2], t[0], out[0])
+	VPERM2F128(Imm(0x20), t[3], t[1], out[1])
+	VPERM2F128(Imm(0x31), t[2], t[0], out[2])
+	VPERM2F128(Imm(0x31), t[3], t[1], out[3])
+	return out
+}
+
+// updateT4: step 2 for k <= 4 (kp = 4) on four columns at a time, one column per vector lane:
+// h and c are transposed into component vectors, updated with the same operations in the same
+// order as updateRegs (so lane u computes exactly column u's scalar result), and transposed
+// back. gneg4 and ginv4 hold each value of -G and 1/diag(G) four times. No load or store
+// reaches past the group's columns. The caller runs the last ncols mod 4 columns with
+// updateRegs.
+func updateT4(k int) {
+	TEXT(fmt.Sprintf("updateT4K%dAVX2", k), NOSPLIT, "func(h, cs, c, gneg4, ginv4 []float64, ngroups int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("updateT4K%dAVX2 is updateCoefsGo for k = %d on 4·ngroups columns, a column per lane (AVX2+FMA). ngroups >= 1.", k, k))
+	hp := Load(Param("h").Base(), GP64())
+	csp := Load(Param("cs").Base(), GP64())
+	cp := Load(Param("c").Base(), GP64())
+	gn := Load(Param("gneg4").Base(), GP64())
+	gi := Load(Param("ginv4").Base(), GP64())
+	rem := Load(Param("ngroups"), GP64())
+	zr := YMM()
+	VXORPD(zr, zr, zr)
+	Label("group")
+	hr := ymms(4)
+	for u := range hr {
+		VMOVUPD(Mem{Base: hp, Disp: 32 * u}, hr[u])
+	}
+	hv := transpose4(hr)
+	cr := ymms(4)
+	for u := range cr {
+		if k*u+4 <= 4*k {
+			// Lanes past k read the next columns of the group: harmless, they become pads.
+			VMOVUPD(Mem{Base: cp, Disp: 8 * k * u}, cr[u])
+		} else {
+			// Near the group's end, load the group's last four values and rotate column u's k
+			// values down to lanes 0..k-1, so no load reads past the group.
+			shift := k*u - (4*k - 4)
+			VMOVUPD(Mem{Base: cp, Disp: 8 * (4*k - 4)}, cr[u])
+			var imm uint64
+			for l := 0; l < 4; l++ {
+				imm |= uint64(min(l+shift, 3)) << (2 * l)
+			}
+			VPERMPD(Imm(imm), cr[u], cr[u])
+		}
+	}
+	cv := transpose4(cr)
+	for p := 0; p < k; p++ {
+		for q := p; q < k; q++ {
+			VFMADD231PD(Mem{Base: gn, Disp: 32 * (p*k + q)}, cv[q], hv[p])
+		}
+	}
+	for p := 0; p < k; p++ {
+		for q := 0; q < p; q++ {
+			VFMADD231PD(Mem{Base: gn, Disp: 32 * (p*k + q)}, cv[q], hv[p])
+		}
+		VFMADD231PD(Mem{Base: gi, Disp: 32 * p}, hv[p], cv[p])
+		VMAXPD(cv[p], zr, cv[p])
+	}
+	for p := k; p < 4; p++ {
+		VXORPD(cv[p], cv[p], cv[p])
+	}
+	rows := transpose4(cv)
+	for u := range rows {
+		VMOVUPD(rows[u], Mem{Base: csp, Disp: 32 * u})
+	}
+	// Rows into c (k values each): a full 4-wide store spills its pads into the next columns,
+	// which is harmless while a later store of this group rewrites them; near the group's end the
+	// k values are stored one by one.
+	for u := range rows {
+		if k*u+4 <= 4*k {
+			VMOVUPD(rows[u], Mem{Base: cp, Disp: 8 * k * u})
+			continue
+		}
+		lo := rows[u].AsX()
+		VMOVSD(lo, Mem{Base: cp, Disp: 8 * k * u})
+		if k > 1 {
+			VMOVHPD(lo, Mem{Base: cp, Disp: 8 * (k*u + 1)})
+		}
+		if k > 2 {
+			hi := XMM()
+			VEXTRACTF128(Imm(1), rows[u], hi)
+			VMOVSD(hi, Mem{Base: cp, Disp: 8 * (k*u + 2)})
+			if k > 3 {
+				VMOVHPD(hi, Mem{Base: cp, Disp: 8 * (k*u + 3)})
+			}
+		}
+	}
+	ADDQ(Imm(128), hp)
+	ADDQ(Imm(128), csp)
+	ADDQ(Imm(uint64(32*k)), cp)
+	DECQ(rem)
+	JNZ(LabelRef("group"))
+	VZEROUPPER()
 	RET()
 }
