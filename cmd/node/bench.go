@@ -87,12 +87,25 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	procThreads := fs.Int("proc-threads", 0, "worker threads of each --procs process (0: all cores)")
 	detect := fs.Bool("detect", false, "with --procs: at the end, kill -9 one node and time until the others declare it dead")
 	ckptOverhead := fs.Bool("checkpoint-overhead", false, "with --nodes: time whole jobs with checkpoints every --checkpoint-every iterations against jobs without, alternately")
+	var t2 table2Options
+	table2 := registerTable2(fs, &t2)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: node bench --input SPEC --rank K [--algo A] [--iters N] [--shards P] [--json]\n\nflags:\n")
+		fmt.Fprintf(fs.Output(), "usage: node bench --input SPEC --rank K [--algo A] [--iters N] [--shards P] [--json]\n"+
+			"       node bench --table2 [--sizes 1e5,1e6,1e7] [--algos A,B] [--shards P] [--json]\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	if *table2 {
+		t2.asJSON, t2.set = *asJSON, map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { t2.set[f.Name] = true })
+		return cmdTable2(&jf, t2, stdout, stderr)
+	}
+	for _, name := range []string{"sizes", "algos", "fashion-mnist"} {
+		if fs.Lookup(name).Value.String() != fs.Lookup(name).DefValue {
+			return badInput("--%s is for --table2", name)
+		}
 	}
 	if *iters < 1 || *reps < 1 || *pairs < 1 {
 		return badInput("--iters, --reps and --roofline-reps must be >= 1")
