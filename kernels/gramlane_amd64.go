@@ -13,7 +13,7 @@ import "golang.org/x/sys/cpu"
 
 var (
 	hasAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA
-	hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
+	hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512DQ
 )
 
 var avx2Gram = gramKernels{
@@ -24,6 +24,17 @@ var avx2Gram = gramKernels{
 	accSparse:  accSparseAVX2Checked,
 }
 
+// avx512Gram uses 8-lane ZMM vectors where a step streams long rows of components (the dots
+// and accumulations over many rows); the coordinate update and the register-resident small
+// shapes are the AVX2 code, which AVX-512 would not shorten.
+var avx512Gram = gramKernels{
+	dotsDense:  dotsDenseAVX512Checked,
+	dotsSparse: dotsSparseAVX512Checked,
+	update:     updateAVX2Checked,
+	accDense:   accDenseAVX512Checked,
+	accSparse:  accSparseAVX512Checked,
+}
+
 // gramKernelsFor returns the Gram lane kernels of path p, nil when this CPU or build has none.
 func gramKernelsFor(p KernelPath) *gramKernels {
 	switch p {
@@ -32,6 +43,10 @@ func gramKernelsFor(p KernelPath) *gramKernels {
 	case KernelAVX2:
 		if hasAVX2 {
 			return &avx2Gram
+		}
+	case KernelAVX512:
+		if hasAVX512 {
+			return &avx512Gram
 		}
 	}
 	return nil
@@ -69,6 +84,37 @@ func checkColPtr(colptr []int, entries int) bool {
 		}
 	}
 	return true
+}
+
+func dotsDenseAVX512Checked(bp, x []float64, m, kp, ncols int, h []float64) {
+	mustGram(m >= 1 && kp >= 4 && kp%4 == 0 && ncols >= 1 && len(bp) >= m*kp && len(x) >= ncols*m && len(h) >= ncols*kp)
+	if kp == 4 {
+		dotsDenseAVX2(bp, x, m, kp, ncols, h)
+		return
+	}
+	dotsDenseAVX512(bp, x, m, kp, ncols, h)
+}
+
+func dotsSparseAVX512Checked(bp []float64, kp int, colptr []int, rows []int32, vals []float64, h []float64) {
+	mustGram(kp >= 4 && kp%4 == 0 && checkColPtr(colptr, min(len(rows), len(vals))) && len(h) >= (len(colptr)-1)*kp)
+	dotsSparseAVX512(bp, kp, colptr, rows, vals, h)
+}
+
+func accDenseAVX512Checked(x []float64, m, k, kp, ncols int, cs, a, v []float64) {
+	if kp/4 <= 4 && m <= len(accDenseRegs[kp/4-1]) {
+		accDenseAVX2Checked(x, m, k, kp, ncols, cs, a, v) // held in registers: the AVX2 code
+		return
+	}
+	mustGram(m >= 1 && kp >= 4 && kp == paddedK(k) && ncols >= 1 && len(x) >= ncols*m && len(cs) >= ncols*kp &&
+		len(a) >= m*kp && len(v) >= k*kp)
+	accDenseAVX512(x, m, kp, ncols, cs, a)
+	accVAVX2Checked(cs, k, kp, ncols, v)
+}
+
+func accSparseAVX512Checked(k, kp int, colptr []int, rows []int32, vals []float64, cs, a, v []float64) {
+	mustGram(kp >= 4 && kp == paddedK(k) && checkColPtr(colptr, min(len(rows), len(vals))) && len(cs) >= (len(colptr)-1)*kp)
+	accSparseAVX512(kp, colptr, rows, vals, cs, a)
+	accVAVX2Checked(cs, k, kp, len(colptr)-1, v)
 }
 
 func dotsSparseAVX2Checked(bp []float64, kp int, colptr []int, rows []int32, vals []float64, h []float64) {
@@ -137,7 +183,7 @@ func accVAVX2Checked(cs []float64, k, kp, ncols int, v []float64) {
 
 // updateRegs holds the register-resident coordinate updates by k-1.
 var updateRegs = []func(h, cs, c, gneg, ginv []float64, kp, ncols int){
-	updateK1AVX2, updateK2AVX2, updateK3AVX2, updateK4AVX2, updateK5AVX2, updateK6AVX2, updateK7AVX2, updateK8AVX2,
+	updateK1AVX2, updateK2AVX2, updateK3AVX2, updateK4AVX2, updateK5AVX2, updateK6AVX2, updateK7AVX2,
 }
 
 func updateAVX2Checked(h, cs, c, gneg, ginv []float64, k, kp, ncols int) {

@@ -977,6 +977,1442 @@ as_done:
 	VZEROUPPER
 	RET
 
+// func dotsSparseAVX512(bp []float64, kp int, colptr []int, rows []int32, vals []float64, h []float64)
+// Requires: AVX, AVX512F, CMOV, FMA3
+TEXT ·dotsSparseAVX512(SB), NOSPLIT, $8-128
+	MOVQ kp+24(FP), AX
+	SHLQ $0x03, AX
+	MOVQ $0x00000000, (SP)
+
+ds_group:
+	MOVQ AX, CX
+	SUBQ (SP), CX
+	CMPQ CX, $0x20
+	JE   ds_n1
+	CMPQ CX, $0x40
+	JE   ds_n2
+	CMPQ CX, $0x60
+	JE   ds_n3
+	CMPQ CX, $0x80
+	JE   ds_n4
+	CMPQ CX, $0xa0
+	JE   ds_n5
+	JMP  ds_n6
+
+ds_n1:
+	MOVQ (SP), CX
+	MOVQ colptr_base+32(FP), DX
+	MOVQ colptr_len+40(FP), BX
+	DECQ BX
+	MOVQ h_base+104(FP), SI
+	ADDQ CX, SI
+	MOVQ bp_base+0(FP), DI
+	ADDQ CX, DI
+	MOVQ rows_base+56(FP), CX
+	MOVQ vals_base+80(FP), R8
+
+ds1_pair:
+	CMPQ    BX, $0x02
+	JL      ds1_single
+	MOVQ    (DX), R9
+	MOVQ    8(DX), R10
+	MOVQ    16(DX), R11
+	MOVQ    R10, R12
+	VXORPD  Y0, Y0, Y0
+	VXORPD  Y1, Y1, Y1
+	MOVQ    R10, R13
+	SUBQ    R9, R13
+	MOVQ    R11, R14
+	SUBQ    R12, R14
+	CMPQ    R14, R13
+	CMOVQLT R14, R13
+	ADDQ    R9, R13
+
+ds1_both:
+	CMPQ         R9, R13
+	JGE          ds1_tailA
+	MOVLQSX      (CX)(R9*4), R14
+	IMULQ        AX, R14
+	VBROADCASTSD (R8)(R9*8), Y2
+	VFMADD231PD  (DI)(R14*1), Y2, Y0
+	MOVLQSX      (CX)(R12*4), R14
+	IMULQ        AX, R14
+	VBROADCASTSD (R8)(R12*8), Y2
+	VFMADD231PD  (DI)(R14*1), Y2, Y1
+	INCQ         R9
+	INCQ         R12
+	JMP          ds1_both
+
+ds1_tailA:
+	CMPQ         R9, R10
+	JGE          ds1_tailB
+	MOVLQSX      (CX)(R9*4), R13
+	IMULQ        AX, R13
+	VBROADCASTSD (R8)(R9*8), Y2
+	VFMADD231PD  (DI)(R13*1), Y2, Y0
+	INCQ         R9
+	JMP          ds1_tailA
+
+ds1_tailB:
+	CMPQ         R12, R11
+	JGE          ds1_storepair
+	MOVLQSX      (CX)(R12*4), R9
+	IMULQ        AX, R9
+	VBROADCASTSD (R8)(R12*8), Y2
+	VFMADD231PD  (DI)(R9*1), Y2, Y1
+	INCQ         R12
+	JMP          ds1_tailB
+
+ds1_storepair:
+	VMOVUPD Y0, (SI)
+	ADDQ    AX, SI
+	VMOVUPD Y1, (SI)
+	ADDQ    AX, SI
+	ADDQ    $0x10, DX
+	SUBQ    $0x02, BX
+	JMP     ds1_pair
+
+ds1_single:
+	TESTQ  BX, BX
+	JZ     ds1_end
+	MOVQ   (DX), BX
+	MOVQ   8(DX), DX
+	VXORPD Y0, Y0, Y0
+
+ds1_one:
+	CMPQ         BX, DX
+	JGE          ds1_storeone
+	MOVLQSX      (CX)(BX*4), R9
+	IMULQ        AX, R9
+	VBROADCASTSD (R8)(BX*8), Y1
+	VFMADD231PD  (DI)(R9*1), Y1, Y0
+	INCQ         BX
+	JMP          ds1_one
+
+ds1_storeone:
+	VMOVUPD Y0, (SI)
+	ADDQ    AX, SI
+
+ds1_end:
+	ADDQ $0x00000020, (SP)
+	CMPQ (SP), AX
+	JL   ds_group
+	JMP  ds_done
+
+ds_n2:
+	MOVQ (SP), CX
+	MOVQ colptr_base+32(FP), DX
+	MOVQ colptr_len+40(FP), BX
+	DECQ BX
+	MOVQ h_base+104(FP), SI
+	ADDQ CX, SI
+	MOVQ bp_base+0(FP), DI
+	ADDQ CX, DI
+	MOVQ rows_base+56(FP), CX
+	MOVQ vals_base+80(FP), R8
+
+ds2_pair:
+	CMPQ    BX, $0x02
+	JL      ds2_single
+	MOVQ    (DX), R9
+	MOVQ    8(DX), R10
+	MOVQ    16(DX), R11
+	MOVQ    R10, R12
+	VXORPD  Y0, Y0, Y0
+	VXORPD  Y1, Y1, Y1
+	MOVQ    R10, R13
+	SUBQ    R9, R13
+	MOVQ    R11, R14
+	SUBQ    R12, R14
+	CMPQ    R14, R13
+	CMOVQLT R14, R13
+	ADDQ    R9, R13
+
+ds2_both:
+	CMPQ         R9, R13
+	JGE          ds2_tailA
+	MOVLQSX      (CX)(R9*4), R14
+	IMULQ        AX, R14
+	VBROADCASTSD (R8)(R9*8), Z2
+	VFMADD231PD  (DI)(R14*1), Z2, Z0
+	MOVLQSX      (CX)(R12*4), R14
+	IMULQ        AX, R14
+	VBROADCASTSD (R8)(R12*8), Z2
+	VFMADD231PD  (DI)(R14*1), Z2, Z1
+	INCQ         R9
+	INCQ         R12
+	JMP          ds2_both
+
+ds2_tailA:
+	CMPQ         R9, R10
+	JGE          ds2_tailB
+	MOVLQSX      (CX)(R9*4), R13
+	IMULQ        AX, R13
+	VBROADCASTSD (R8)(R9*8), Z2
+	VFMADD231PD  (DI)(R13*1), Z2, Z0
+	INCQ         R9
+	JMP          ds2_tailA
+
+ds2_tailB:
+	CMPQ         R12, R11
+	JGE          ds2_storepair
+	MOVLQSX      (CX)(R12*4), R9
+	IMULQ        AX, R9
+	VBROADCASTSD (R8)(R12*8), Z2
+	VFMADD231PD  (DI)(R9*1), Z2, Z1
+	INCQ         R12
+	JMP          ds2_tailB
+
+ds2_storepair:
+	VMOVUPD Z0, (SI)
+	ADDQ    AX, SI
+	VMOVUPD Z1, (SI)
+	ADDQ    AX, SI
+	ADDQ    $0x10, DX
+	SUBQ    $0x02, BX
+	JMP     ds2_pair
+
+ds2_single:
+	TESTQ  BX, BX
+	JZ     ds2_end
+	MOVQ   (DX), BX
+	MOVQ   8(DX), DX
+	VXORPD Y3, Y3, Y3
+
+ds2_one:
+	CMPQ         BX, DX
+	JGE          ds2_storeone
+	MOVLQSX      (CX)(BX*4), R9
+	IMULQ        AX, R9
+	VBROADCASTSD (R8)(BX*8), Z2
+	VFMADD231PD  (DI)(R9*1), Z2, Z3
+	INCQ         BX
+	JMP          ds2_one
+
+ds2_storeone:
+	VMOVUPD Z3, (SI)
+	ADDQ    AX, SI
+
+ds2_end:
+	ADDQ $0x00000040, (SP)
+	CMPQ (SP), AX
+	JL   ds_group
+	JMP  ds_done
+
+ds_n3:
+	MOVQ (SP), CX
+	MOVQ colptr_base+32(FP), DX
+	MOVQ colptr_len+40(FP), BX
+	DECQ BX
+	MOVQ h_base+104(FP), SI
+	ADDQ CX, SI
+	MOVQ bp_base+0(FP), DI
+	ADDQ CX, DI
+	MOVQ rows_base+56(FP), CX
+	MOVQ vals_base+80(FP), R8
+
+ds3_pair:
+	CMPQ    BX, $0x02
+	JL      ds3_single
+	MOVQ    (DX), R9
+	MOVQ    8(DX), R10
+	MOVQ    16(DX), R11
+	MOVQ    R10, R12
+	VXORPD  Y4, Y4, Y4
+	VXORPD  Y0, Y0, Y0
+	VXORPD  Y5, Y5, Y5
+	VXORPD  Y1, Y1, Y1
+	MOVQ    R10, R13
+	SUBQ    R9, R13
+	MOVQ    R11, R14
+	SUBQ    R12, R14
+	CMPQ    R14, R13
+	CMOVQLT R14, R13
+	ADDQ    R9, R13
+
+ds3_both:
+	CMPQ         R9, R13
+	JGE          ds3_tailA
+	MOVLQSX      (CX)(R9*4), R14
+	IMULQ        AX, R14
+	VBROADCASTSD (R8)(R9*8), Z2
+	VFMADD231PD  (DI)(R14*1), Z2, Z4
+	VFMADD231PD  64(DI)(R14*1), Y2, Y0
+	MOVLQSX      (CX)(R12*4), R14
+	IMULQ        AX, R14
+	VBROADCASTSD (R8)(R12*8), Z2
+	VFMADD231PD  (DI)(R14*1), Z2, Z5
+	VFMADD231PD  64(DI)(R14*1), Y2, Y1
+	INCQ         R9
+	INCQ         R12
+	JMP          ds3_both
+
+ds3_tailA:
+	CMPQ         R9, R10
+	JGE          ds3_tailB
+	MOVLQSX      (CX)(R9*4), R13
+	IMULQ        AX, R13
+	VBROADCASTSD (R8)(R9*8), Z2
+	VFMADD231PD  (DI)(R13*1), Z2, Z4
+	VFMADD231PD  64(DI)(R13*1), Y2, Y0
+	INCQ         R9
+	JMP          ds3_tailA
+
+ds3_tailB:
+	CMPQ         R12, R11
+	JGE          ds3_storepair
+	MOVLQSX      (CX)(R12*4), R9
+	IMULQ        AX, R9
+	VBROADCASTSD (R8)(R12*8), Z2
+	VFMADD231PD  (DI)(R9*1), Z2, Z5
+	VFMADD231PD  64(DI)(R9*1), Y2, Y1
+	INCQ         R12
+	JMP          ds3_tailB
+
+ds3_storepair:
+	VMOVUPD Z4, (SI)
+	VMOVUPD Y0, 64(SI)
+	ADDQ    AX, SI
+	VMOVUPD Z5, (SI)
+	VMOVUPD Y1, 64(SI)
+	ADDQ    AX, SI
+	ADDQ    $0x10, DX
+	SUBQ    $0x02, BX
+	JMP     ds3_pair
+
+ds3_single:
+	TESTQ  BX, BX
+	JZ     ds3_end
+	MOVQ   (DX), BX
+	MOVQ   8(DX), DX
+	VXORPD Y6, Y6, Y6
+	VXORPD Y0, Y0, Y0
+
+ds3_one:
+	CMPQ         BX, DX
+	JGE          ds3_storeone
+	MOVLQSX      (CX)(BX*4), R9
+	IMULQ        AX, R9
+	VBROADCASTSD (R8)(BX*8), Z2
+	VFMADD231PD  (DI)(R9*1), Z2, Z6
+	VFMADD231PD  64(DI)(R9*1), Y2, Y0
+	INCQ         BX
+	JMP          ds3_one
+
+ds3_storeone:
+	VMOVUPD Z6, (SI)
+	VMOVUPD Y0, 64(SI)
+	ADDQ    AX, SI
+
+ds3_end:
+	ADDQ $0x00000060, (SP)
+	CMPQ (SP), AX
+	JL   ds_group
+	JMP  ds_done
+
+ds_n4:
+	MOVQ (SP), CX
+	MOVQ colptr_base+32(FP), DX
+	MOVQ colptr_len+40(FP), BX
+	DECQ BX
+	MOVQ h_base+104(FP), SI
+	ADDQ CX, SI
+	MOVQ bp_base+0(FP), DI
+	ADDQ CX, DI
+	MOVQ rows_base+56(FP), CX
+	MOVQ vals_base+80(FP), R8
+
+ds4_pair:
+	CMPQ    BX, $0x02
+	JL      ds4_single
+	MOVQ    (DX), R9
+	MOVQ    8(DX), R10
+	MOVQ    16(DX), R11
+	MOVQ    R10, R12
+	VXORPD  Y7, Y7, Y7
+	VXORPD  Y8, Y8, Y8
+	VXORPD  Y9, Y9, Y9
+	VXORPD  Y10, Y10, Y10
+	MOVQ    R10, R13
+	SUBQ    R9, R13
+	MOVQ    R11, R14
+	SUBQ    R12, R14
+	CMPQ    R14, R13
+	CMOVQLT R14, R13
+	ADDQ    R9, R13
+
+ds4_both:
+	CMPQ         R9, R13
+	JGE          ds4_tailA
+	MOVLQSX      (CX)(R9*4), R14
+	IMULQ        AX, R14
+	VBROADCASTSD (R8)(R9*8), Z2
+	VFMADD231PD  (DI)(R14*1), Z2, Z7
+	VFMADD231PD  64(DI)(R14*1), Z2, Z8
+	MOVLQSX      (CX)(R12*4), R14
+	IMULQ        AX, R14
+	VBROADCASTSD (R8)(R12*8), Z2
+	VFMADD231PD  (DI)(R14*1), Z2, Z9
+	VFMADD231PD  64(DI)(R14*1), Z2, Z10
+	INCQ         R9
+	INCQ         R12
+	JMP          ds4_both
+
+ds4_tailA:
+	CMPQ         R9, R10
+	JGE          ds4_tailB
+	MOVLQSX      (CX)(R9*4), R13
+	IMULQ        AX, R13
+	VBROADCASTSD (R8)(R9*8), Z2
+	VFMADD231PD  (DI)(R13*1), Z2, Z7
+	VFMADD231PD  64(DI)(R13*1), Z2, Z8
+	INCQ         R9
+	JMP          ds4_tailA
+
+ds4_tailB:
+	CMPQ         R12, R11
+	JGE          ds4_storepair
+	MOVLQSX      (CX)(R12*4), R9
+	IMULQ        AX, R9
+	VBROADCASTSD (R8)(R12*8), Z2
+	VFMADD231PD  (DI)(R9*1), Z2, Z9
+	VFMADD231PD  64(DI)(R9*1), Z2, Z10
+	INCQ         R12
+	JMP          ds4_tailB
+
+ds4_storepair:
+	VMOVUPD Z7, (SI)
+	VMOVUPD Z8, 64(SI)
+	ADDQ    AX, SI
+	VMOVUPD Z9, (SI)
+	VMOVUPD Z10, 64(SI)
+	ADDQ    AX, SI
+	ADDQ    $0x10, DX
+	SUBQ    $0x02, BX
+	JMP     ds4_pair
+
+ds4_single:
+	TESTQ  BX, BX
+	JZ     ds4_end
+	MOVQ   (DX), BX
+	MOVQ   8(DX), DX
+	VXORPD Y11, Y11, Y11
+	VXORPD Y12, Y12, Y12
+
+ds4_one:
+	CMPQ         BX, DX
+	JGE          ds4_storeone
+	MOVLQSX      (CX)(BX*4), R9
+	IMULQ        AX, R9
+	VBROADCASTSD (R8)(BX*8), Z2
+	VFMADD231PD  (DI)(R9*1), Z2, Z11
+	VFMADD231PD  64(DI)(R9*1), Z2, Z12
+	INCQ         BX
+	JMP          ds4_one
+
+ds4_storeone:
+	VMOVUPD Z11, (SI)
+	VMOVUPD Z12, 64(SI)
+	ADDQ    AX, SI
+
+ds4_end:
+	ADDQ $0x00000080, (SP)
+	CMPQ (SP), AX
+	JL   ds_group
+	JMP  ds_done
+
+ds_n5:
+	MOVQ (SP), CX
+	MOVQ colptr_base+32(FP), DX
+	MOVQ colptr_len+40(FP), BX
+	DECQ BX
+	MOVQ h_base+104(FP), SI
+	ADDQ CX, SI
+	MOVQ bp_base+0(FP), DI
+	ADDQ CX, DI
+	MOVQ rows_base+56(FP), CX
+	MOVQ vals_base+80(FP), R8
+
+ds5_pair:
+	CMPQ    BX, $0x02
+	JL      ds5_single
+	MOVQ    (DX), R9
+	MOVQ    8(DX), R10
+	MOVQ    16(DX), R11
+	MOVQ    R10, R12
+	VXORPD  Y13, Y13, Y13
+	VXORPD  Y14, Y14, Y14
+	VXORPD  Y0, Y0, Y0
+	VXORPD  Y15, Y15, Y15
+	VXORPD  Y16, Y16, Y16
+	VXORPD  Y1, Y1, Y1
+	MOVQ    R10, R13
+	SUBQ    R9, R13
+	MOVQ    R11, R14
+	SUBQ    R12, R14
+	CMPQ    R14, R13
+	CMOVQLT R14, R13
+	ADDQ    R9, R13
+
+ds5_both:
+	CMPQ         R9, R13
+	JGE          ds5_tailA
+	MOVLQSX      (CX)(R9*4), R14
+	IMULQ        AX, R14
+	VBROADCASTSD (R8)(R9*8), Z2
+	VFMADD231PD  (DI)(R14*1), Z2, Z13
+	VFMADD231PD  64(DI)(R14*1), Z2, Z14
+	VFMADD231PD  128(DI)(R14*1), Y2, Y0
+	MOVLQSX      (CX)(R12*4), R14
+	IMULQ        AX, R14
+	VBROADCASTSD (R8)(R12*8), Z2
+	VFMADD231PD  (DI)(R14*1), Z2, Z15
+	VFMADD231PD  64(DI)(R14*1), Z2, Z16
+	VFMADD231PD  128(DI)(R14*1), Y2, Y1
+	INCQ         R9
+	INCQ         R12
+	JMP          ds5_both
+
+ds5_tailA:
+	CMPQ         R9, R10
+	JGE          ds5_tailB
+	MOVLQSX      (CX)(R9*4), R13
+	IMULQ        AX, R13
+	VBROADCASTSD (R8)(R9*8), Z2
+	VFMADD231PD  (DI)(R13*1), Z2, Z13
+	VFMADD231PD  64(DI)(R13*1), Z2, Z14
+	VFMADD231PD  128(DI)(R13*1), Y2, Y0
+	INCQ         R9
+	JMP          ds5_tailA
+
+ds5_tailB:
+	CMPQ         R12, R11
+	JGE          ds5_storepair
+	MOVLQSX      (CX)(R12*4), R9
+	IMULQ        AX, R9
+	VBROADCASTSD (R8)(R12*8), Z2
+	VFMADD231PD  (DI)(R9*1), Z2, Z15
+	VFMADD231PD  64(DI)(R9*1), Z2, Z16
+	VFMADD231PD  128(DI)(R9*1), Y2, Y1
+	INCQ         R12
+	JMP          ds5_tailB
+
+ds5_storepair:
+	VMOVUPD Z13, (SI)
+	VMOVUPD Z14, 64(SI)
+	VMOVUPD Y0, 128(SI)
+	ADDQ    AX, SI
+	VMOVUPD Z15, (SI)
+	VMOVUPD Z16, 64(SI)
+	VMOVUPD Y1, 128(SI)
+	ADDQ    AX, SI
+	ADDQ    $0x10, DX
+	SUBQ    $0x02, BX
+	JMP     ds5_pair
+
+ds5_single:
+	TESTQ  BX, BX
+	JZ     ds5_end
+	MOVQ   (DX), BX
+	MOVQ   8(DX), DX
+	VXORPD Y17, Y17, Y17
+	VXORPD Y18, Y18, Y18
+	VXORPD Y0, Y0, Y0
+
+ds5_one:
+	CMPQ         BX, DX
+	JGE          ds5_storeone
+	MOVLQSX      (CX)(BX*4), R9
+	IMULQ        AX, R9
+	VBROADCASTSD (R8)(BX*8), Z2
+	VFMADD231PD  (DI)(R9*1), Z2, Z17
+	VFMADD231PD  64(DI)(R9*1), Z2, Z18
+	VFMADD231PD  128(DI)(R9*1), Y2, Y0
+	INCQ         BX
+	JMP          ds5_one
+
+ds5_storeone:
+	VMOVUPD Z17, (SI)
+	VMOVUPD Z18, 64(SI)
+	VMOVUPD Y0, 128(SI)
+	ADDQ    AX, SI
+
+ds5_end:
+	ADDQ $0x000000a0, (SP)
+	CMPQ (SP), AX
+	JL   ds_group
+	JMP  ds_done
+
+ds_n6:
+	MOVQ (SP), CX
+	MOVQ colptr_base+32(FP), DX
+	MOVQ colptr_len+40(FP), BX
+	DECQ BX
+	MOVQ h_base+104(FP), SI
+	ADDQ CX, SI
+	MOVQ bp_base+0(FP), DI
+	ADDQ CX, DI
+	MOVQ rows_base+56(FP), CX
+	MOVQ vals_base+80(FP), R8
+
+ds6_pair:
+	CMPQ    BX, $0x02
+	JL      ds6_single
+	MOVQ    (DX), R9
+	MOVQ    8(DX), R10
+	MOVQ    16(DX), R11
+	MOVQ    R10, R12
+	VXORPD  Y19, Y19, Y19
+	VXORPD  Y20, Y20, Y20
+	VXORPD  Y21, Y21, Y21
+	VXORPD  Y22, Y22, Y22
+	VXORPD  Y23, Y23, Y23
+	VXORPD  Y24, Y24, Y24
+	MOVQ    R10, R13
+	SUBQ    R9, R13
+	MOVQ    R11, R14
+	SUBQ    R12, R14
+	CMPQ    R14, R13
+	CMOVQLT R14, R13
+	ADDQ    R9, R13
+
+ds6_both:
+	CMPQ         R9, R13
+	JGE          ds6_tailA
+	MOVLQSX      (CX)(R9*4), R14
+	IMULQ        AX, R14
+	VBROADCASTSD (R8)(R9*8), Z2
+	VFMADD231PD  (DI)(R14*1), Z2, Z19
+	VFMADD231PD  64(DI)(R14*1), Z2, Z20
+	VFMADD231PD  128(DI)(R14*1), Z2, Z21
+	MOVLQSX      (CX)(R12*4), R14
+	IMULQ        AX, R14
+	VBROADCASTSD (R8)(R12*8), Z2
+	VFMADD231PD  (DI)(R14*1), Z2, Z22
+	VFMADD231PD  64(DI)(R14*1), Z2, Z23
+	VFMADD231PD  128(DI)(R14*1), Z2, Z24
+	INCQ         R9
+	INCQ         R12
+	JMP          ds6_both
+
+ds6_tailA:
+	CMPQ         R9, R10
+	JGE          ds6_tailB
+	MOVLQSX      (CX)(R9*4), R13
+	IMULQ        AX, R13
+	VBROADCASTSD (R8)(R9*8), Z2
+	VFMADD231PD  (DI)(R13*1), Z2, Z19
+	VFMADD231PD  64(DI)(R13*1), Z2, Z20
+	VFMADD231PD  128(DI)(R13*1), Z2, Z21
+	INCQ         R9
+	JMP          ds6_tailA
+
+ds6_tailB:
+	CMPQ         R12, R11
+	JGE          ds6_storepair
+	MOVLQSX      (CX)(R12*4), R9
+	IMULQ        AX, R9
+	VBROADCASTSD (R8)(R12*8), Z2
+	VFMADD231PD  (DI)(R9*1), Z2, Z22
+	VFMADD231PD  64(DI)(R9*1), Z2, Z23
+	VFMADD231PD  128(DI)(R9*1), Z2, Z24
+	INCQ         R12
+	JMP          ds6_tailB
+
+ds6_storepair:
+	VMOVUPD Z19, (SI)
+	VMOVUPD Z20, 64(SI)
+	VMOVUPD Z21, 128(SI)
+	ADDQ    AX, SI
+	VMOVUPD Z22, (SI)
+	VMOVUPD Z23, 64(SI)
+	VMOVUPD Z24, 128(SI)
+	ADDQ    AX, SI
+	ADDQ    $0x10, DX
+	SUBQ    $0x02, BX
+	JMP     ds6_pair
+
+ds6_single:
+	TESTQ  BX, BX
+	JZ     ds6_end
+	MOVQ   (DX), BX
+	MOVQ   8(DX), DX
+	VXORPD Y25, Y25, Y25
+	VXORPD Y26, Y26, Y26
+	VXORPD Y27, Y27, Y27
+
+ds6_one:
+	CMPQ         BX, DX
+	JGE          ds6_storeone
+	MOVLQSX      (CX)(BX*4), R9
+	IMULQ        AX, R9
+	VBROADCASTSD (R8)(BX*8), Z2
+	VFMADD231PD  (DI)(R9*1), Z2, Z25
+	VFMADD231PD  64(DI)(R9*1), Z2, Z26
+	VFMADD231PD  128(DI)(R9*1), Z2, Z27
+	INCQ         BX
+	JMP          ds6_one
+
+ds6_storeone:
+	VMOVUPD Z25, (SI)
+	VMOVUPD Z26, 64(SI)
+	VMOVUPD Z27, 128(SI)
+	ADDQ    AX, SI
+
+ds6_end:
+	ADDQ $0x000000c0, (SP)
+	CMPQ (SP), AX
+	JL   ds_group
+
+ds_done:
+	VZEROUPPER
+	RET
+
+// func accDenseAVX512(x []float64, m int, kp int, ncols int, cs []float64, a []float64)
+// Requires: AVX, AVX512F, FMA3
+TEXT ·accDenseAVX512(SB), NOSPLIT, $8-96
+	MOVQ kp+32(FP), AX
+	SHLQ $0x03, AX
+	MOVQ $0x00000000, (SP)
+
+ad_group:
+	MOVQ AX, CX
+	SUBQ (SP), CX
+	CMPQ CX, $0x20
+	JE   ad_n1
+	CMPQ CX, $0x40
+	JE   ad_n2
+	CMPQ CX, $0x60
+	JE   ad_n3
+	CMPQ CX, $0x80
+	JE   ad_n4
+	CMPQ CX, $0xa0
+	JE   ad_n5
+	JMP  ad_n6
+
+ad_n1:
+	MOVQ (SP), CX
+	MOVQ x_base+0(FP), DX
+	MOVQ cs_base+48(FP), BX
+	ADDQ CX, BX
+	MOVQ ncols+40(FP), SI
+
+ad1_col:
+	VMOVUPD (BX), Y0
+	MOVQ    a_base+72(FP), DI
+	ADDQ    CX, DI
+	MOVQ    m+24(FP), R8
+
+ad1_row:
+	VBROADCASTSD (DX), Z1
+	VMOVUPD      (DI), Y2
+	VFMADD231PD  Y0, Y1, Y2
+	VMOVUPD      Y2, (DI)
+	ADDQ         $0x08, DX
+	ADDQ         AX, DI
+	DECQ         R8
+	JNZ          ad1_row
+	ADDQ         AX, BX
+	DECQ         SI
+	JNZ          ad1_col
+	ADDQ         $0x00000020, (SP)
+	CMPQ         (SP), AX
+	JL           ad_group
+	JMP          ad_done
+
+ad_n2:
+	MOVQ (SP), CX
+	MOVQ x_base+0(FP), DX
+	MOVQ cs_base+48(FP), BX
+	ADDQ CX, BX
+	MOVQ ncols+40(FP), SI
+
+ad2_col:
+	VMOVUPD (BX), Z0
+	MOVQ    a_base+72(FP), DI
+	ADDQ    CX, DI
+	MOVQ    m+24(FP), R8
+
+ad2_row:
+	VBROADCASTSD (DX), Z1
+	VMOVUPD      (DI), Z2
+	VFMADD231PD  Z0, Z1, Z2
+	VMOVUPD      Z2, (DI)
+	ADDQ         $0x08, DX
+	ADDQ         AX, DI
+	DECQ         R8
+	JNZ          ad2_row
+	ADDQ         AX, BX
+	DECQ         SI
+	JNZ          ad2_col
+	ADDQ         $0x00000040, (SP)
+	CMPQ         (SP), AX
+	JL           ad_group
+	JMP          ad_done
+
+ad_n3:
+	MOVQ (SP), CX
+	MOVQ x_base+0(FP), DX
+	MOVQ cs_base+48(FP), BX
+	ADDQ CX, BX
+	MOVQ ncols+40(FP), SI
+
+ad3_col:
+	VMOVUPD (BX), Z0
+	VMOVUPD 64(BX), Y1
+	MOVQ    a_base+72(FP), DI
+	ADDQ    CX, DI
+	MOVQ    m+24(FP), R8
+
+ad3_row:
+	VBROADCASTSD (DX), Z2
+	VMOVUPD      (DI), Z3
+	VFMADD231PD  Z0, Z2, Z3
+	VMOVUPD      Z3, (DI)
+	VMOVUPD      64(DI), Y3
+	VFMADD231PD  Y1, Y2, Y3
+	VMOVUPD      Y3, 64(DI)
+	ADDQ         $0x08, DX
+	ADDQ         AX, DI
+	DECQ         R8
+	JNZ          ad3_row
+	ADDQ         AX, BX
+	DECQ         SI
+	JNZ          ad3_col
+	ADDQ         $0x00000060, (SP)
+	CMPQ         (SP), AX
+	JL           ad_group
+	JMP          ad_done
+
+ad_n4:
+	MOVQ (SP), CX
+	MOVQ x_base+0(FP), DX
+	MOVQ cs_base+48(FP), BX
+	ADDQ CX, BX
+	MOVQ ncols+40(FP), SI
+
+ad4_col:
+	VMOVUPD (BX), Z0
+	VMOVUPD 64(BX), Z1
+	MOVQ    a_base+72(FP), DI
+	ADDQ    CX, DI
+	MOVQ    m+24(FP), R8
+
+ad4_row:
+	VBROADCASTSD (DX), Z2
+	VMOVUPD      (DI), Z3
+	VFMADD231PD  Z0, Z2, Z3
+	VMOVUPD      Z3, (DI)
+	VMOVUPD      64(DI), Z3
+	VFMADD231PD  Z1, Z2, Z3
+	VMOVUPD      Z3, 64(DI)
+	ADDQ         $0x08, DX
+	ADDQ         AX, DI
+	DECQ         R8
+	JNZ          ad4_row
+	ADDQ         AX, BX
+	DECQ         SI
+	JNZ          ad4_col
+	ADDQ         $0x00000080, (SP)
+	CMPQ         (SP), AX
+	JL           ad_group
+	JMP          ad_done
+
+ad_n5:
+	MOVQ (SP), CX
+	MOVQ x_base+0(FP), DX
+	MOVQ cs_base+48(FP), BX
+	ADDQ CX, BX
+	MOVQ ncols+40(FP), SI
+
+ad5_col:
+	VMOVUPD (BX), Z0
+	VMOVUPD 64(BX), Z1
+	VMOVUPD 128(BX), Y2
+	MOVQ    a_base+72(FP), DI
+	ADDQ    CX, DI
+	MOVQ    m+24(FP), R8
+
+ad5_row:
+	VBROADCASTSD (DX), Z3
+	VMOVUPD      (DI), Z4
+	VFMADD231PD  Z0, Z3, Z4
+	VMOVUPD      Z4, (DI)
+	VMOVUPD      64(DI), Z4
+	VFMADD231PD  Z1, Z3, Z4
+	VMOVUPD      Z4, 64(DI)
+	VMOVUPD      128(DI), Y4
+	VFMADD231PD  Y2, Y3, Y4
+	VMOVUPD      Y4, 128(DI)
+	ADDQ         $0x08, DX
+	ADDQ         AX, DI
+	DECQ         R8
+	JNZ          ad5_row
+	ADDQ         AX, BX
+	DECQ         SI
+	JNZ          ad5_col
+	ADDQ         $0x000000a0, (SP)
+	CMPQ         (SP), AX
+	JL           ad_group
+	JMP          ad_done
+
+ad_n6:
+	MOVQ (SP), CX
+	MOVQ x_base+0(FP), DX
+	MOVQ cs_base+48(FP), BX
+	ADDQ CX, BX
+	MOVQ ncols+40(FP), SI
+
+ad6_col:
+	VMOVUPD (BX), Z0
+	VMOVUPD 64(BX), Z1
+	VMOVUPD 128(BX), Z2
+	MOVQ    a_base+72(FP), DI
+	ADDQ    CX, DI
+	MOVQ    m+24(FP), R8
+
+ad6_row:
+	VBROADCASTSD (DX), Z3
+	VMOVUPD      (DI), Z4
+	VFMADD231PD  Z0, Z3, Z4
+	VMOVUPD      Z4, (DI)
+	VMOVUPD      64(DI), Z4
+	VFMADD231PD  Z1, Z3, Z4
+	VMOVUPD      Z4, 64(DI)
+	VMOVUPD      128(DI), Z4
+	VFMADD231PD  Z2, Z3, Z4
+	VMOVUPD      Z4, 128(DI)
+	ADDQ         $0x08, DX
+	ADDQ         AX, DI
+	DECQ         R8
+	JNZ          ad6_row
+	ADDQ         AX, BX
+	DECQ         SI
+	JNZ          ad6_col
+	ADDQ         $0x000000c0, (SP)
+	CMPQ         (SP), AX
+	JL           ad_group
+
+ad_done:
+	VZEROUPPER
+	RET
+
+// func accSparseAVX512(kp int, colptr []int, rows []int32, vals []float64, cs []float64, a []float64)
+// Requires: AVX, AVX512F, FMA3
+TEXT ·accSparseAVX512(SB), NOSPLIT, $8-128
+	MOVQ kp+0(FP), AX
+	SHLQ $0x03, AX
+	MOVQ $0x00000000, (SP)
+
+as_group:
+	MOVQ AX, CX
+	SUBQ (SP), CX
+	CMPQ CX, $0x20
+	JE   as_n1
+	CMPQ CX, $0x40
+	JE   as_n2
+	CMPQ CX, $0x60
+	JE   as_n3
+	CMPQ CX, $0x80
+	JE   as_n4
+	CMPQ CX, $0xa0
+	JE   as_n5
+	JMP  as_n6
+
+as_n1:
+	MOVQ (SP), CX
+	MOVQ colptr_base+8(FP), DX
+	MOVQ colptr_len+16(FP), BX
+	DECQ BX
+	MOVQ cs_base+80(FP), SI
+	ADDQ CX, SI
+	MOVQ a_base+104(FP), DI
+	ADDQ CX, DI
+	MOVQ rows_base+32(FP), CX
+	MOVQ vals_base+56(FP), R8
+
+as1_col:
+	TESTQ   BX, BX
+	JZ      as1_end
+	MOVQ    (DX), R9
+	MOVQ    8(DX), R10
+	VMOVUPD (SI), Y0
+
+as1_entry:
+	CMPQ         R9, R10
+	JGE          as1_next
+	MOVLQSX      (CX)(R9*4), R11
+	IMULQ        AX, R11
+	VBROADCASTSD (R8)(R9*8), Z1
+	VMOVUPD      (DI)(R11*1), Y2
+	VFMADD231PD  Y0, Y1, Y2
+	VMOVUPD      Y2, (DI)(R11*1)
+	INCQ         R9
+	JMP          as1_entry
+
+as1_next:
+	ADDQ $0x08, DX
+	ADDQ AX, SI
+	DECQ BX
+	JMP  as1_col
+
+as1_end:
+	ADDQ $0x00000020, (SP)
+	CMPQ (SP), AX
+	JL   as_group
+	JMP  as_done
+
+as_n2:
+	MOVQ (SP), CX
+	MOVQ colptr_base+8(FP), DX
+	MOVQ colptr_len+16(FP), BX
+	DECQ BX
+	MOVQ cs_base+80(FP), SI
+	ADDQ CX, SI
+	MOVQ a_base+104(FP), DI
+	ADDQ CX, DI
+	MOVQ rows_base+32(FP), CX
+	MOVQ vals_base+56(FP), R8
+
+as2_col:
+	TESTQ   BX, BX
+	JZ      as2_end
+	MOVQ    (DX), R9
+	MOVQ    8(DX), R10
+	VMOVUPD (SI), Z0
+
+as2_entry:
+	CMPQ         R9, R10
+	JGE          as2_next
+	MOVLQSX      (CX)(R9*4), R11
+	IMULQ        AX, R11
+	VBROADCASTSD (R8)(R9*8), Z1
+	VMOVUPD      (DI)(R11*1), Z2
+	VFMADD231PD  Z0, Z1, Z2
+	VMOVUPD      Z2, (DI)(R11*1)
+	INCQ         R9
+	JMP          as2_entry
+
+as2_next:
+	ADDQ $0x08, DX
+	ADDQ AX, SI
+	DECQ BX
+	JMP  as2_col
+
+as2_end:
+	ADDQ $0x00000040, (SP)
+	CMPQ (SP), AX
+	JL   as_group
+	JMP  as_done
+
+as_n3:
+	MOVQ (SP), CX
+	MOVQ colptr_base+8(FP), DX
+	MOVQ colptr_len+16(FP), BX
+	DECQ BX
+	MOVQ cs_base+80(FP), SI
+	ADDQ CX, SI
+	MOVQ a_base+104(FP), DI
+	ADDQ CX, DI
+	MOVQ rows_base+32(FP), CX
+	MOVQ vals_base+56(FP), R8
+
+as3_col:
+	TESTQ   BX, BX
+	JZ      as3_end
+	MOVQ    (DX), R9
+	MOVQ    8(DX), R10
+	VMOVUPD (SI), Z0
+	VMOVUPD 64(SI), Y1
+
+as3_entry:
+	CMPQ         R9, R10
+	JGE          as3_next
+	MOVLQSX      (CX)(R9*4), R11
+	IMULQ        AX, R11
+	VBROADCASTSD (R8)(R9*8), Z2
+	VMOVUPD      (DI)(R11*1), Z3
+	VFMADD231PD  Z0, Z2, Z3
+	VMOVUPD      Z3, (DI)(R11*1)
+	VMOVUPD      64(DI)(R11*1), Y3
+	VFMADD231PD  Y1, Y2, Y3
+	VMOVUPD      Y3, 64(DI)(R11*1)
+	INCQ         R9
+	JMP          as3_entry
+
+as3_next:
+	ADDQ $0x08, DX
+	ADDQ AX, SI
+	DECQ BX
+	JMP  as3_col
+
+as3_end:
+	ADDQ $0x00000060, (SP)
+	CMPQ (SP), AX
+	JL   as_group
+	JMP  as_done
+
+as_n4:
+	MOVQ (SP), CX
+	MOVQ colptr_base+8(FP), DX
+	MOVQ colptr_len+16(FP), BX
+	DECQ BX
+	MOVQ cs_base+80(FP), SI
+	ADDQ CX, SI
+	MOVQ a_base+104(FP), DI
+	ADDQ CX, DI
+	MOVQ rows_base+32(FP), CX
+	MOVQ vals_base+56(FP), R8
+
+as4_col:
+	TESTQ   BX, BX
+	JZ      as4_end
+	MOVQ    (DX), R9
+	MOVQ    8(DX), R10
+	VMOVUPD (SI), Z0
+	VMOVUPD 64(SI), Z1
+
+as4_entry:
+	CMPQ         R9, R10
+	JGE          as4_next
+	MOVLQSX      (CX)(R9*4), R11
+	IMULQ        AX, R11
+	VBROADCASTSD (R8)(R9*8), Z2
+	VMOVUPD      (DI)(R11*1), Z3
+	VFMADD231PD  Z0, Z2, Z3
+	VMOVUPD      Z3, (DI)(R11*1)
+	VMOVUPD      64(DI)(R11*1), Z3
+	VFMADD231PD  Z1, Z2, Z3
+	VMOVUPD      Z3, 64(DI)(R11*1)
+	INCQ         R9
+	JMP          as4_entry
+
+as4_next:
+	ADDQ $0x08, DX
+	ADDQ AX, SI
+	DECQ BX
+	JMP  as4_col
+
+as4_end:
+	ADDQ $0x00000080, (SP)
+	CMPQ (SP), AX
+	JL   as_group
+	JMP  as_done
+
+as_n5:
+	MOVQ (SP), CX
+	MOVQ colptr_base+8(FP), DX
+	MOVQ colptr_len+16(FP), BX
+	DECQ BX
+	MOVQ cs_base+80(FP), SI
+	ADDQ CX, SI
+	MOVQ a_base+104(FP), DI
+	ADDQ CX, DI
+	MOVQ rows_base+32(FP), CX
+	MOVQ vals_base+56(FP), R8
+
+as5_col:
+	TESTQ   BX, BX
+	JZ      as5_end
+	MOVQ    (DX), R9
+	MOVQ    8(DX), R10
+	VMOVUPD (SI), Z0
+	VMOVUPD 64(SI), Z1
+	VMOVUPD 128(SI), Y2
+
+as5_entry:
+	CMPQ         R9, R10
+	JGE          as5_next
+	MOVLQSX      (CX)(R9*4), R11
+	IMULQ        AX, R11
+	VBROADCASTSD (R8)(R9*8), Z3
+	VMOVUPD      (DI)(R11*1), Z4
+	VFMADD231PD  Z0, Z3, Z4
+	VMOVUPD      Z4, (DI)(R11*1)
+	VMOVUPD      64(DI)(R11*1), Z4
+	VFMADD231PD  Z1, Z3, Z4
+	VMOVUPD      Z4, 64(DI)(R11*1)
+	VMOVUPD      128(DI)(R11*1), Y4
+	VFMADD231PD  Y2, Y3, Y4
+	VMOVUPD      Y4, 128(DI)(R11*1)
+	INCQ         R9
+	JMP          as5_entry
+
+as5_next:
+	ADDQ $0x08, DX
+	ADDQ AX, SI
+	DECQ BX
+	JMP  as5_col
+
+as5_end:
+	ADDQ $0x000000a0, (SP)
+	CMPQ (SP), AX
+	JL   as_group
+	JMP  as_done
+
+as_n6:
+	MOVQ (SP), CX
+	MOVQ colptr_base+8(FP), DX
+	MOVQ colptr_len+16(FP), BX
+	DECQ BX
+	MOVQ cs_base+80(FP), SI
+	ADDQ CX, SI
+	MOVQ a_base+104(FP), DI
+	ADDQ CX, DI
+	MOVQ rows_base+32(FP), CX
+	MOVQ vals_base+56(FP), R8
+
+as6_col:
+	TESTQ   BX, BX
+	JZ      as6_end
+	MOVQ    (DX), R9
+	MOVQ    8(DX), R10
+	VMOVUPD (SI), Z0
+	VMOVUPD 64(SI), Z1
+	VMOVUPD 128(SI), Z2
+
+as6_entry:
+	CMPQ         R9, R10
+	JGE          as6_next
+	MOVLQSX      (CX)(R9*4), R11
+	IMULQ        AX, R11
+	VBROADCASTSD (R8)(R9*8), Z3
+	VMOVUPD      (DI)(R11*1), Z4
+	VFMADD231PD  Z0, Z3, Z4
+	VMOVUPD      Z4, (DI)(R11*1)
+	VMOVUPD      64(DI)(R11*1), Z4
+	VFMADD231PD  Z1, Z3, Z4
+	VMOVUPD      Z4, 64(DI)(R11*1)
+	VMOVUPD      128(DI)(R11*1), Z4
+	VFMADD231PD  Z2, Z3, Z4
+	VMOVUPD      Z4, 128(DI)(R11*1)
+	INCQ         R9
+	JMP          as6_entry
+
+as6_next:
+	ADDQ $0x08, DX
+	ADDQ AX, SI
+	DECQ BX
+	JMP  as6_col
+
+as6_end:
+	ADDQ $0x000000c0, (SP)
+	CMPQ (SP), AX
+	JL   as_group
+
+as_done:
+	VZEROUPPER
+	RET
+
+// func dotsDenseAVX512(bp []float64, x []float64, m int, kp int, ncols int, h []float64)
+// Requires: AVX, AVX512F, FMA3
+TEXT ·dotsDenseAVX512(SB), NOSPLIT, $8-96
+	MOVQ m+48(FP), AX
+	SHLQ $0x03, AX
+	MOVQ kp+56(FP), CX
+	SHLQ $0x03, CX
+	MOVQ $0x00000000, (SP)
+
+dd_group:
+	MOVQ CX, DX
+	SUBQ (SP), DX
+	CMPQ DX, $0x20
+	JE   dd_n1
+	JMP  dd_n2
+
+dd_n1:
+	MOVQ (SP), DX
+	MOVQ ncols+64(FP), BX
+	MOVQ x_base+24(FP), SI
+	MOVQ h_base+72(FP), DI
+	ADDQ DX, DI
+	MOVQ bp_base+0(FP), R8
+	ADDQ DX, R8
+
+dd1_block8:
+	CMPQ   BX, $0x08
+	JL     dd1_single
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	LEAQ   (SI)(AX*2), DX
+	ADDQ   AX, DX
+	LEAQ   (DX)(AX*2), R9
+	MOVQ   R8, R10
+	MOVQ   m+48(FP), R11
+
+dd1_rows8:
+	VMOVUPD      (R10), Y8
+	VBROADCASTSD (SI), Z9
+	VFMADD231PD  Y8, Y9, Y0
+	VBROADCASTSD (SI)(AX*1), Z9
+	VFMADD231PD  Y8, Y9, Y1
+	VBROADCASTSD (SI)(AX*2), Z9
+	VFMADD231PD  Y8, Y9, Y2
+	VBROADCASTSD (DX), Z9
+	VFMADD231PD  Y8, Y9, Y3
+	VBROADCASTSD (SI)(AX*4), Z9
+	VFMADD231PD  Y8, Y9, Y4
+	VBROADCASTSD (R9), Z9
+	VFMADD231PD  Y8, Y9, Y5
+	VBROADCASTSD (R9)(AX*1), Z9
+	VFMADD231PD  Y8, Y9, Y6
+	VBROADCASTSD (DX)(AX*4), Z9
+	VFMADD231PD  Y8, Y9, Y7
+	ADDQ         $0x08, SI
+	ADDQ         $0x08, DX
+	ADDQ         $0x08, R9
+	ADDQ         CX, R10
+	DECQ         R11
+	JNZ          dd1_rows8
+	VMOVUPD      Y0, (DI)
+	ADDQ         CX, DI
+	VMOVUPD      Y1, (DI)
+	ADDQ         CX, DI
+	VMOVUPD      Y2, (DI)
+	ADDQ         CX, DI
+	VMOVUPD      Y3, (DI)
+	ADDQ         CX, DI
+	VMOVUPD      Y4, (DI)
+	ADDQ         CX, DI
+	VMOVUPD      Y5, (DI)
+	ADDQ         CX, DI
+	VMOVUPD      Y6, (DI)
+	ADDQ         CX, DI
+	VMOVUPD      Y7, (DI)
+	ADDQ         CX, DI
+	LEAQ         (R9)(AX*2), SI
+	SUBQ         $0x08, BX
+	JMP          dd1_block8
+
+dd1_single:
+	TESTQ  BX, BX
+	JZ     dd1_end
+	VXORPD Y0, Y0, Y0
+	MOVQ   R8, DX
+	MOVQ   m+48(FP), R9
+
+dd1_rows1:
+	VBROADCASTSD (SI), Z9
+	VFMADD231PD  (DX), Y9, Y0
+	ADDQ         $0x08, SI
+	ADDQ         CX, DX
+	DECQ         R9
+	JNZ          dd1_rows1
+	VMOVUPD      Y0, (DI)
+	ADDQ         CX, DI
+	DECQ         BX
+	JMP          dd1_single
+
+dd1_end:
+	ADDQ $0x00000020, (SP)
+	CMPQ (SP), CX
+	JL   dd_group
+	JMP  dd_done
+
+dd_n2:
+	MOVQ (SP), DX
+	MOVQ ncols+64(FP), BX
+	MOVQ x_base+24(FP), SI
+	MOVQ h_base+72(FP), DI
+	ADDQ DX, DI
+	MOVQ bp_base+0(FP), R8
+	ADDQ DX, R8
+
+dd2_block8:
+	CMPQ   BX, $0x08
+	JL     dd2_single
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	LEAQ   (SI)(AX*2), DX
+	ADDQ   AX, DX
+	LEAQ   (DX)(AX*2), R9
+	MOVQ   R8, R10
+	MOVQ   m+48(FP), R11
+
+dd2_rows8:
+	VMOVUPD      (R10), Z9
+	VBROADCASTSD (SI), Z10
+	VFMADD231PD  Z9, Z10, Z0
+	VBROADCASTSD (SI)(AX*1), Z10
+	VFMADD231PD  Z9, Z10, Z1
+	VBROADCASTSD (SI)(AX*2), Z10
+	VFMADD231PD  Z9, Z10, Z2
+	VBROADCASTSD (DX), Z10
+	VFMADD231PD  Z9, Z10, Z3
+	VBROADCASTSD (SI)(AX*4), Z10
+	VFMADD231PD  Z9, Z10, Z4
+	VBROADCASTSD (R9), Z10
+	VFMADD231PD  Z9, Z10, Z5
+	VBROADCASTSD (R9)(AX*1), Z10
+	VFMADD231PD  Z9, Z10, Z6
+	VBROADCASTSD (DX)(AX*4), Z10
+	VFMADD231PD  Z9, Z10, Z7
+	ADDQ         $0x08, SI
+	ADDQ         $0x08, DX
+	ADDQ         $0x08, R9
+	ADDQ         CX, R10
+	DECQ         R11
+	JNZ          dd2_rows8
+	VMOVUPD      Z0, (DI)
+	ADDQ         CX, DI
+	VMOVUPD      Z1, (DI)
+	ADDQ         CX, DI
+	VMOVUPD      Z2, (DI)
+	ADDQ         CX, DI
+	VMOVUPD      Z3, (DI)
+	ADDQ         CX, DI
+	VMOVUPD      Z4, (DI)
+	ADDQ         CX, DI
+	VMOVUPD      Z5, (DI)
+	ADDQ         CX, DI
+	VMOVUPD      Z6, (DI)
+	ADDQ         CX, DI
+	VMOVUPD      Z7, (DI)
+	ADDQ         CX, DI
+	LEAQ         (R9)(AX*2), SI
+	SUBQ         $0x08, BX
+	JMP          dd2_block8
+
+dd2_single:
+	TESTQ  BX, BX
+	JZ     dd2_end
+	VXORPD Y8, Y8, Y8
+	MOVQ   R8, DX
+	MOVQ   m+48(FP), R9
+
+dd2_rows1:
+	VBROADCASTSD (SI), Z9
+	VFMADD231PD  (DX), Z9, Z8
+	ADDQ         $0x08, SI
+	ADDQ         CX, DX
+	DECQ         R9
+	JNZ          dd2_rows1
+	VMOVUPD      Z8, (DI)
+	ADDQ         CX, DI
+	DECQ         BX
+	JMP          dd2_single
+
+dd2_end:
+	ADDQ $0x00000040, (SP)
+	CMPQ (SP), CX
+	JL   dd_group
+
+dd_done:
+	VZEROUPPER
+	RET
+
 // func accDenseM1C1AVX2(x []float64, ncols int, cs []float64, a []float64)
 // Requires: AVX, FMA3
 TEXT ·accDenseM1C1AVX2(SB), NOSPLIT, $0-80
@@ -4606,139 +6042,6 @@ col:
 	ADDQ        DI, AX
 	ADDQ        DI, CX
 	ADDQ        $0x38, DX
-	DECQ        R8
-	JNZ         col
-	RET
-
-// func updateK8AVX2(h []float64, cs []float64, c []float64, gneg []float64, ginv []float64, kp int, ncols int)
-// Requires: AVX, FMA3
-TEXT ·updateK8AVX2(SB), NOSPLIT, $0-136
-	MOVQ   h_base+0(FP), AX
-	MOVQ   cs_base+24(FP), CX
-	MOVQ   c_base+48(FP), DX
-	MOVQ   gneg_base+72(FP), BX
-	MOVQ   ginv_base+96(FP), SI
-	MOVQ   kp+120(FP), DI
-	SHLQ   $0x03, DI
-	MOVQ   ncols+128(FP), R8
-	VXORPD X0, X0, X0
-
-col:
-	VMOVSD      (DX), X1
-	VMOVSD      8(DX), X2
-	VMOVSD      16(DX), X3
-	VMOVSD      24(DX), X4
-	VMOVSD      32(DX), X5
-	VMOVSD      40(DX), X6
-	VMOVSD      48(DX), X7
-	VMOVSD      56(DX), X8
-	VMOVSD      (AX), X9
-	VFMADD231SD (BX), X1, X9
-	VFMADD231SD 8(BX), X2, X9
-	VFMADD231SD 16(BX), X3, X9
-	VFMADD231SD 24(BX), X4, X9
-	VFMADD231SD 32(BX), X5, X9
-	VFMADD231SD 40(BX), X6, X9
-	VFMADD231SD 48(BX), X7, X9
-	VFMADD231SD 56(BX), X8, X9
-	VMOVSD      8(AX), X10
-	VFMADD231SD 72(BX), X2, X10
-	VFMADD231SD 80(BX), X3, X10
-	VFMADD231SD 88(BX), X4, X10
-	VFMADD231SD 96(BX), X5, X10
-	VFMADD231SD 104(BX), X6, X10
-	VFMADD231SD 112(BX), X7, X10
-	VFMADD231SD 120(BX), X8, X10
-	VMOVSD      16(AX), X11
-	VFMADD231SD 144(BX), X3, X11
-	VFMADD231SD 152(BX), X4, X11
-	VFMADD231SD 160(BX), X5, X11
-	VFMADD231SD 168(BX), X6, X11
-	VFMADD231SD 176(BX), X7, X11
-	VFMADD231SD 184(BX), X8, X11
-	VMOVSD      24(AX), X12
-	VFMADD231SD 216(BX), X4, X12
-	VFMADD231SD 224(BX), X5, X12
-	VFMADD231SD 232(BX), X6, X12
-	VFMADD231SD 240(BX), X7, X12
-	VFMADD231SD 248(BX), X8, X12
-	VMOVSD      32(AX), X13
-	VFMADD231SD 288(BX), X5, X13
-	VFMADD231SD 296(BX), X6, X13
-	VFMADD231SD 304(BX), X7, X13
-	VFMADD231SD 312(BX), X8, X13
-	VMOVSD      40(AX), X14
-	VFMADD231SD 360(BX), X6, X14
-	VFMADD231SD 368(BX), X7, X14
-	VFMADD231SD 376(BX), X8, X14
-	VMOVSD      48(AX), X15
-	VFMADD231SD 432(BX), X7, X15
-	VFMADD231SD 440(BX), X8, X15
-	VMOVSD      56(AX), X16
-	VFMADD231SD 504(BX), X8, X16
-	VFMADD231SD (SI), X9, X1
-	VMAXSD      X1, X0, X1
-	VFMADD231SD 64(BX), X1, X10
-	VFMADD231SD 8(SI), X10, X2
-	VMAXSD      X2, X0, X2
-	VFMADD231SD 128(BX), X1, X11
-	VFMADD231SD 136(BX), X2, X11
-	VFMADD231SD 16(SI), X11, X3
-	VMAXSD      X3, X0, X3
-	VFMADD231SD 192(BX), X1, X12
-	VFMADD231SD 200(BX), X2, X12
-	VFMADD231SD 208(BX), X3, X12
-	VFMADD231SD 24(SI), X12, X4
-	VMAXSD      X4, X0, X4
-	VFMADD231SD 256(BX), X1, X13
-	VFMADD231SD 264(BX), X2, X13
-	VFMADD231SD 272(BX), X3, X13
-	VFMADD231SD 280(BX), X4, X13
-	VFMADD231SD 32(SI), X13, X5
-	VMAXSD      X5, X0, X5
-	VFMADD231SD 320(BX), X1, X14
-	VFMADD231SD 328(BX), X2, X14
-	VFMADD231SD 336(BX), X3, X14
-	VFMADD231SD 344(BX), X4, X14
-	VFMADD231SD 352(BX), X5, X14
-	VFMADD231SD 40(SI), X14, X6
-	VMAXSD      X6, X0, X6
-	VFMADD231SD 384(BX), X1, X15
-	VFMADD231SD 392(BX), X2, X15
-	VFMADD231SD 400(BX), X3, X15
-	VFMADD231SD 408(BX), X4, X15
-	VFMADD231SD 416(BX), X5, X15
-	VFMADD231SD 424(BX), X6, X15
-	VFMADD231SD 48(SI), X15, X7
-	VMAXSD      X7, X0, X7
-	VFMADD231SD 448(BX), X1, X16
-	VFMADD231SD 456(BX), X2, X16
-	VFMADD231SD 464(BX), X3, X16
-	VFMADD231SD 472(BX), X4, X16
-	VFMADD231SD 480(BX), X5, X16
-	VFMADD231SD 488(BX), X6, X16
-	VFMADD231SD 496(BX), X7, X16
-	VFMADD231SD 56(SI), X16, X8
-	VMAXSD      X8, X0, X8
-	VMOVSD      X1, (DX)
-	VMOVSD      X1, (CX)
-	VMOVSD      X2, 8(DX)
-	VMOVSD      X2, 8(CX)
-	VMOVSD      X3, 16(DX)
-	VMOVSD      X3, 16(CX)
-	VMOVSD      X4, 24(DX)
-	VMOVSD      X4, 24(CX)
-	VMOVSD      X5, 32(DX)
-	VMOVSD      X5, 32(CX)
-	VMOVSD      X6, 40(DX)
-	VMOVSD      X6, 40(CX)
-	VMOVSD      X7, 48(DX)
-	VMOVSD      X7, 48(CX)
-	VMOVSD      X8, 56(DX)
-	VMOVSD      X8, 56(CX)
-	ADDQ        DI, AX
-	ADDQ        DI, CX
-	ADDQ        $0x40, DX
 	DECQ        R8
 	JNZ         col
 	RET

@@ -24,6 +24,26 @@ func accDenseAVX2(x []float64, m int, kp int, ncols int, cs []float64, a []float
 //go:noescape
 func accSparseAVX2(kp int, colptr []int, rows []int32, vals []float64, cs []float64, a []float64)
 
+// dotsSparseAVX512 is dotsSparseGo (step 1 for CSC columns) on AVX512+FMA. len(colptr) >= 1.
+//
+//go:noescape
+func dotsSparseAVX512(bp []float64, kp int, colptr []int, rows []int32, vals []float64, h []float64)
+
+// accDenseAVX512 is accDenseGo (step 3 for dense columns) on AVX512+FMA, A in memory. m, kp, ncols >= 1.
+//
+//go:noescape
+func accDenseAVX512(x []float64, m int, kp int, ncols int, cs []float64, a []float64)
+
+// accSparseAVX512 is accSparseGo (step 3 for CSC columns) on AVX512+FMA. len(colptr) >= 1.
+//
+//go:noescape
+func accSparseAVX512(kp int, colptr []int, rows []int32, vals []float64, cs []float64, a []float64)
+
+// dotsDenseAVX512 is dotsDenseGo (step 1 for dense columns) on AVX-512+FMA. m, kp, ncols >= 1.
+//
+//go:noescape
+func dotsDenseAVX512(bp []float64, x []float64, m int, kp int, ncols int, h []float64)
+
 // accDenseM1C1AVX2 is accDenseGo for m = 1, kp = 4 on AVX2+FMA, A in registers. ncols >= 1.
 //
 //go:noescape
@@ -408,11 +428,6 @@ func updateK6AVX2(h []float64, cs []float64, c []float64, gneg []float64, ginv [
 //
 //go:noescape
 func updateK7AVX2(h []float64, cs []float64, c []float64, gneg []float64, ginv []float64, kp int, ncols int)
-
-// updateK8AVX2 is updateCoefsGo for k = 8 on FMA. ncols >= 1.
-//
-//go:noescape
-func updateK8AVX2(h []float64, cs []float64, c []float64, gneg []float64, ginv []float64, kp int, ncols int)
 
 // updateT4K1AVX2 is updateCoefsGo for k = 1 on 4·ngroups columns, a column per lane (AVX2+FMA). ngroups >= 1.
 //

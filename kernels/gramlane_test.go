@@ -3,6 +3,9 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -196,4 +199,31 @@ func TestParseKernelPath(t *testing.T) {
 		t.Error("SetKernelPath(9) accepted")
 	}
 	_ = fmt.Sprint(ActiveKernelPath())
+}
+
+// TestAVX2AssemblyUsesVEXRegisters: the AVX2 functions of the generated assembly name no vector
+// register above 15, which only EVEX (AVX-512) instructions can reach: on an AVX2-only CPU such
+// an instruction would kill the process.
+func TestAVX2AssemblyUsesVEXRegisters(t *testing.T) {
+	src, err := os.ReadFile("gramlane_amd64.s")
+	if err != nil {
+		t.Skip(err)
+	}
+	high := regexp.MustCompile(`\b[XYZ](1[6-9]|2[0-9]|3[01])\b`)
+	fn, checked := "", 0
+	for i, line := range strings.Split(string(src), "\n") {
+		if strings.HasPrefix(line, "TEXT ") {
+			fn = strings.Fields(line)[1]
+			if strings.Contains(fn, "AVX2(") {
+				checked++
+			}
+			continue
+		}
+		if strings.Contains(fn, "AVX2(") && (high.MatchString(line) || strings.Contains(line, " Z")) {
+			t.Errorf("gramlane_amd64.s:%d (%s) needs AVX-512: %s", i+1, fn, strings.TrimSpace(line))
+		}
+	}
+	if checked == 0 {
+		t.Error("no AVX2 function found")
+	}
 }

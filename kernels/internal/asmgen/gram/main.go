@@ -29,15 +29,18 @@ const (
 	maxVRegK   = 8
 	// maxUpdateRegK is the largest rank whose coordinate update keeps a column's coefficients
 	// in registers.
-	maxUpdateRegK = 8
+	maxUpdateRegK = 7
 )
 
 func main() {
 	ConstraintExpr("!purego")
 	dotsDense()
-	dotsSparse()
-	accDense()
-	accSparse()
+	for _, t := range []isa{avx2, avx512} {
+		dotsSparse(t)
+		accDense(t)
+		accSparse(t)
+	}
+	dotsDenseWide()
 	for nch := 1; nch <= 4; nch++ {
 		for m := 1; m*nch <= maxRegRows; m++ {
 			accDenseRegs(m, nch)
@@ -61,6 +64,77 @@ func main() {
 	}
 	Generate()
 }
+
+// isa is an instruction set the group kernels are generated for: AVX2 works in 4-lane YMM
+// pieces, groups of up to 16 components; AVX-512 in 8-lane ZMM pieces plus one 4-lane YMM
+// piece when a group's width is 4 mod 8, groups of up to 32 (24 for the dense dots, whose
+// eight columns each hold a group in registers).
+type isa struct {
+	suffix    string
+	maxChunks int // chunks of 4 components per group
+	wide      bool
+}
+
+var (
+	avx2   = isa{"AVX2", 4, false}
+	avx512 = isa{"AVX512", 6, true}
+)
+
+// piece is a vector's share of a group: its byte offset and lane count.
+type piece struct{ off, lanes int }
+
+// pieces splits a group of nch chunks into vectors.
+func (t isa) pieces(nch int) []piece {
+	var ps []piece
+	off := 0
+	for c := nch; c > 0; {
+		if t.wide && c >= 2 {
+			ps = append(ps, piece{off, 8})
+			off += 64
+			c -= 2
+			continue
+		}
+		ps = append(ps, piece{off, 4})
+		off += 32
+		c--
+	}
+	return ps
+}
+
+// regs allocates one vector register per piece.
+func regs(ps []piece) []VecVirtual {
+	r := make([]VecVirtual, len(ps))
+	for i, p := range ps {
+		if p.lanes == 8 {
+			r[i] = ZMM()
+		} else {
+			r[i] = YMM()
+		}
+	}
+	return r
+}
+
+// bcast broadcasts the double at m into a register as wide as like.
+func bcast(m Mem, like VecVirtual) VecVirtual {
+	var r VecVirtual
+	if like.Size() == 64 {
+		r = ZMM()
+	} else {
+		r = YMM()
+	}
+	VBROADCASTSD(m, r)
+	return r
+}
+
+// zeroAll clears registers of any width (a VEX 256-bit xor clears the upper lanes too).
+func zeroAll(rs ...VecVirtual) {
+	for _, r := range rs {
+		y := r.AsY()
+		VXORPD(y, y, y)
+	}
+}
+
+var _ = zeroAll
 
 func zero(regs ...VecVirtual) {
 	for _, r := range regs {
@@ -169,18 +243,23 @@ func dotsDense() {
 // where nch is the group's chunk count and g0 a register holding its byte offset. The group
 // loop runs while g0 < kb.
 func groups(name string, kb Register, body func(nch int, g0 GPVirtual)) {
+	groupsUpTo(name, 4, kb, body)
+}
+
+// groupsUpTo is groups with groups of up to maxChunks chunks.
+func groupsUpTo(name string, maxChunks int, kb Register, body func(nch int, g0 GPVirtual)) {
 	off := AllocLocal(8) // the group's byte offset lives on the stack: the bodies need the registers
 	MOVQ(U32(0), off)
 	Label(name + "_group")
 	left := GP64()
 	MOVQ(kb, left)
 	SUBQ(off, left)
-	for nch := 1; nch <= 3; nch++ {
+	for nch := 1; nch < maxChunks; nch++ {
 		CMPQ(left, Imm(uint64(32*nch)))
 		JE(LabelRef(fmt.Sprintf("%s_n%d", name, nch)))
 	}
-	JMP(LabelRef(name + "_n4"))
-	for nch := 1; nch <= 4; nch++ {
+	JMP(LabelRef(fmt.Sprintf("%s_n%d", name, maxChunks)))
+	for nch := 1; nch <= maxChunks; nch++ {
 		Label(fmt.Sprintf("%s_n%d", name, nch))
 		g0 := GP64()
 		MOVQ(off, g0)
@@ -195,14 +274,15 @@ func groups(name string, kb Register, body func(nch int, g0 GPVirtual)) {
 
 // dotsSparse: step 1 for CSC columns, two columns at a time over their common length (two
 // independent sets of accumulators), then each column's tail.
-func dotsSparse() {
-	TEXT("dotsSparseAVX2", NOSPLIT, "func(bp []float64, kp int, colptr []int, rows []int32, vals []float64, h []float64)")
+func dotsSparse(t isa) {
+	TEXT("dotsSparse"+t.suffix, NOSPLIT, "func(bp []float64, kp int, colptr []int, rows []int32, vals []float64, h []float64)")
 	Pragma("noescape")
-	Doc("dotsSparseAVX2 is dotsSparseGo (step 1 for CSC columns) on AVX2+FMA. len(colptr) >= 1.")
+	Doc("dotsSparse" + t.suffix + " is dotsSparseGo (step 1 for CSC columns) on " + t.suffix + "+FMA. len(colptr) >= 1.")
 	kb := Load(Param("kp"), GP64())
 	SHLQ(Imm(3), kb)
-	groups("ds", kb, func(nch int, g0 GPVirtual) {
+	groupsUpTo("ds", t.maxChunks, kb, func(nch int, g0 GPVirtual) {
 		p := fmt.Sprintf("ds%d_", nch)
+		ps := t.pieces(nch)
 		cp := Load(Param("colptr").Base(), GP64())
 		rem := Load(Param("colptr").Len(), GP64())
 		DECQ(rem)
@@ -212,19 +292,33 @@ func dotsSparse() {
 		ADDQ(g0, bpg)
 		rows := Load(Param("rows").Base(), GP64())
 		vals := Load(Param("vals").Base(), GP64())
-		entry := func(acc []VecVirtual, t GPVirtual) {
+		entry := func(acc []VecVirtual, e GPVirtual) {
 			r := GP64()
-			MOVLQSX(Mem{Base: rows, Index: t, Scale: 4}, r)
+			MOVLQSX(Mem{Base: rows, Index: e, Scale: 4}, r)
 			IMULQ(kb, r)
-			xv := YMM()
-			VBROADCASTSD(Mem{Base: vals, Index: t, Scale: 8}, xv)
-			for c := 0; c < nch; c++ {
-				VFMADD231PD(Mem{Base: bpg, Index: r, Scale: 1, Disp: 32 * c}, xv, acc[c])
+			var xv VecVirtual
+			var xy Register
+			for c, pc := range ps {
+				if pc.lanes == 8 && xv == nil {
+					xv = bcast(Mem{Base: vals, Index: e, Scale: 8}, acc[c])
+				}
+				if pc.lanes == 4 && xy == nil {
+					if xv != nil {
+						xy = xv.AsY()
+					} else {
+						xy = bcast(Mem{Base: vals, Index: e, Scale: 8}, acc[c])
+					}
+				}
+				var x Register = xy
+				if pc.lanes == 8 {
+					x = xv
+				}
+				VFMADD231PD(Mem{Base: bpg, Index: r, Scale: 1, Disp: pc.off}, x, acc[c])
 			}
 		}
 		store := func(acc []VecVirtual) {
-			for c := 0; c < nch; c++ {
-				VMOVUPD(acc[c], Mem{Base: hp, Disp: 32 * c})
+			for c, pc := range ps {
+				VMOVUPD(acc[c], Mem{Base: hp, Disp: pc.off})
 			}
 			ADDQ(kb, hp)
 		}
@@ -238,9 +332,9 @@ func dotsSparse() {
 		MOVQ(Mem{Base: cp, Disp: 16}, bend)
 		cb := GP64()
 		MOVQ(aend, cb)
-		accA, accB := ymms(nch), ymms(nch)
-		zero(accA...)
-		zero(accB...)
+		accA, accB := regs(ps), regs(ps)
+		zeroAll(accA...)
+		zeroAll(accB...)
 		// common = ca + min(aend-ca, bend-cb)
 		common, lb := GP64(), GP64()
 		MOVQ(aend, common)
@@ -280,16 +374,16 @@ func dotsSparse() {
 		Label(p + "single")
 		TESTQ(rem, rem)
 		JZ(LabelRef(p + "end"))
-		t, tend := GP64(), GP64()
-		MOVQ(Mem{Base: cp}, t)
-		MOVQ(Mem{Base: cp, Disp: 8}, tend)
-		acc := ymms(nch)
-		zero(acc...)
+		e, eend := GP64(), GP64()
+		MOVQ(Mem{Base: cp}, e)
+		MOVQ(Mem{Base: cp, Disp: 8}, eend)
+		acc := regs(ps)
+		zeroAll(acc...)
 		Label(p + "one")
-		CMPQ(t, tend)
+		CMPQ(e, eend)
 		JGE(LabelRef(p + "storeone"))
-		entry(acc, t)
-		INCQ(t)
+		entry(acc, e)
+		INCQ(e)
 		JMP(LabelRef(p + "one"))
 		Label(p + "storeone")
 		store(acc)
@@ -299,35 +393,149 @@ func dotsSparse() {
 	RET()
 }
 
-// accDense: step 3 for dense columns with A in memory, one group of chunks at a time.
-func accDense() {
-	TEXT("accDenseAVX2", NOSPLIT, "func(x []float64, m, kp, ncols int, cs, a []float64)")
+// dotsDenseWide: step 1 for dense columns on AVX-512, eight columns at a time with a whole
+// group of up to 24 components of each in registers (so x is read once per group).
+func dotsDenseWide() {
+	TEXT("dotsDenseAVX512", NOSPLIT, "func(bp, x []float64, m, kp, ncols int, h []float64)")
 	Pragma("noescape")
-	Doc("accDenseAVX2 is accDenseGo (step 3 for dense columns) on AVX2+FMA, A in memory. m, kp, ncols >= 1.")
+	Doc("dotsDenseAVX512 is dotsDenseGo (step 1 for dense columns) on AVX-512+FMA. m, kp, ncols >= 1.")
+	mb := GP64()
+	Load(Param("m"), mb)
+	SHLQ(Imm(3), mb)
 	kb := Load(Param("kp"), GP64())
 	SHLQ(Imm(3), kb)
-	groups("ad", kb, func(nch int, g0 GPVirtual) {
+	groupsUpTo("dd", 2, kb, func(nch int, g0 GPVirtual) {
+		p := fmt.Sprintf("dd%d_", nch)
+		ps := avx512.pieces(nch)
+		rem := Load(Param("ncols"), GP64())
+		x0 := Load(Param("x").Base(), GP64())
+		hcol := Load(Param("h").Base(), GP64())
+		ADDQ(g0, hcol)
+		bg := Load(Param("bp").Base(), GP64())
+		ADDQ(g0, bg)
+		Label(p + "block8")
+		CMPQ(rem, Imm(8))
+		JL(LabelRef(p + "single"))
+		acc := make([][]VecVirtual, 8)
+		for u := range acc {
+			acc[u] = regs(ps)
+			zeroAll(acc[u]...)
+		}
+		x3, x5 := GP64(), GP64()
+		LEAQ(Mem{Base: x0, Index: mb, Scale: 2}, x3)
+		ADDQ(mb, x3)
+		LEAQ(Mem{Base: x3, Index: mb, Scale: 2}, x5)
+		brow := GP64()
+		MOVQ(bg, brow)
+		i := Load(Param("m"), GP64())
+		Label(p + "rows8")
+		bv := regs(ps)
+		for c, pc := range ps {
+			VMOVUPD(Mem{Base: brow, Disp: pc.off}, bv[c])
+		}
+		addrs := []Mem{
+			{Base: x0}, {Base: x0, Index: mb, Scale: 1}, {Base: x0, Index: mb, Scale: 2}, {Base: x3},
+			{Base: x0, Index: mb, Scale: 4}, {Base: x5}, {Base: x5, Index: mb, Scale: 1}, {Base: x3, Index: mb, Scale: 4},
+		}
+		for u, a := range addrs {
+			xz := ZMM()
+			VBROADCASTSD(a, xz)
+			for c, pc := range ps {
+				if pc.lanes == 8 {
+					VFMADD231PD(bv[c], xz, acc[u][c])
+				} else {
+					VFMADD231PD(bv[c], xz.AsY(), acc[u][c])
+				}
+			}
+		}
+		ADDQ(Imm(8), x0)
+		ADDQ(Imm(8), x3)
+		ADDQ(Imm(8), x5)
+		ADDQ(kb, brow)
+		DECQ(i)
+		JNZ(LabelRef(p + "rows8"))
+		for u := range acc {
+			for c, pc := range ps {
+				VMOVUPD(acc[u][c], Mem{Base: hcol, Disp: pc.off})
+			}
+			ADDQ(kb, hcol)
+		}
+		LEAQ(Mem{Base: x5, Index: mb, Scale: 2}, x0)
+		SUBQ(Imm(8), rem)
+		JMP(LabelRef(p + "block8"))
+
+		Label(p + "single")
+		TESTQ(rem, rem)
+		JZ(LabelRef(p + "end"))
+		a1 := regs(ps)
+		zeroAll(a1...)
+		brow1 := GP64()
+		MOVQ(bg, brow1)
+		i1 := Load(Param("m"), GP64())
+		Label(p + "rows1")
+		xz := ZMM()
+		VBROADCASTSD(Mem{Base: x0}, xz)
+		for c, pc := range ps {
+			if pc.lanes == 8 {
+				VFMADD231PD(Mem{Base: brow1, Disp: pc.off}, xz, a1[c])
+			} else {
+				VFMADD231PD(Mem{Base: brow1, Disp: pc.off}, xz.AsY(), a1[c])
+			}
+		}
+		ADDQ(Imm(8), x0)
+		ADDQ(kb, brow1)
+		DECQ(i1)
+		JNZ(LabelRef(p + "rows1"))
+		for c, pc := range ps {
+			VMOVUPD(a1[c], Mem{Base: hcol, Disp: pc.off})
+		}
+		ADDQ(kb, hcol)
+		DECQ(rem)
+		JMP(LabelRef(p + "single"))
+		Label(p + "end")
+	})
+	VZEROUPPER()
+	RET()
+}
+
+// accDense: step 3 for dense columns with A in memory, one group of chunks at a time.
+func accDense(t isa) {
+	TEXT("accDense"+t.suffix, NOSPLIT, "func(x []float64, m, kp, ncols int, cs, a []float64)")
+	Pragma("noescape")
+	Doc("accDense" + t.suffix + " is accDenseGo (step 3 for dense columns) on " + t.suffix + "+FMA, A in memory. m, kp, ncols >= 1.")
+	kb := Load(Param("kp"), GP64())
+	SHLQ(Imm(3), kb)
+	groupsUpTo("ad", t.maxChunks, kb, func(nch int, g0 GPVirtual) {
 		p := fmt.Sprintf("ad%d_", nch)
+		ps := t.pieces(nch)
 		xp := Load(Param("x").Base(), GP64())
 		csp := Load(Param("cs").Base(), GP64())
 		ADDQ(g0, csp)
 		rem := Load(Param("ncols"), GP64())
 		Label(p + "col")
-		cv := ymms(nch)
-		for c := range cv {
-			VMOVUPD(Mem{Base: csp, Disp: 32 * c}, cv[c])
+		cv := regs(ps)
+		for c, pc := range ps {
+			VMOVUPD(Mem{Base: csp, Disp: pc.off}, cv[c])
 		}
 		ar := Load(Param("a").Base(), GP64())
 		ADDQ(g0, ar)
 		i := Load(Param("m"), GP64())
 		Label(p + "row")
-		xv := YMM()
-		VBROADCASTSD(Mem{Base: xp}, xv)
-		for c := 0; c < nch; c++ {
-			t := YMM()
-			VMOVUPD(Mem{Base: ar, Disp: 32 * c}, t)
-			VFMADD231PD(cv[c], xv, t)
-			VMOVUPD(t, Mem{Base: ar, Disp: 32 * c})
+		xz := ZMM()
+		if t.wide {
+			VBROADCASTSD(Mem{Base: xp}, xz)
+		} else {
+			VBROADCASTSD(Mem{Base: xp}, xz.AsY())
+		}
+		for c, pc := range ps {
+			var tv VecVirtual = YMM()
+			var xv Register = xz.AsY()
+			if pc.lanes == 8 {
+				tv, xv = ZMM(), xz
+			}
+			VMOVUPD(Mem{Base: ar, Disp: pc.off}, tv)
+			VFMADD231PD(cv[c], xv, tv)
+			VMOVUPD(tv, Mem{Base: ar, Disp: pc.off})
 		}
 		ADDQ(Imm(8), xp)
 		ADDQ(kb, ar)
@@ -384,14 +592,15 @@ func accDenseRegs(m, nch int) {
 }
 
 // accSparse: step 3 for CSC columns, A in memory.
-func accSparse() {
-	TEXT("accSparseAVX2", NOSPLIT, "func(kp int, colptr []int, rows []int32, vals []float64, cs, a []float64)")
+func accSparse(t isa) {
+	TEXT("accSparse"+t.suffix, NOSPLIT, "func(kp int, colptr []int, rows []int32, vals []float64, cs, a []float64)")
 	Pragma("noescape")
-	Doc("accSparseAVX2 is accSparseGo (step 3 for CSC columns) on AVX2+FMA. len(colptr) >= 1.")
+	Doc("accSparse" + t.suffix + " is accSparseGo (step 3 for CSC columns) on " + t.suffix + "+FMA. len(colptr) >= 1.")
 	kb := Load(Param("kp"), GP64())
 	SHLQ(Imm(3), kb)
-	groups("as", kb, func(nch int, g0 GPVirtual) {
+	groupsUpTo("as", t.maxChunks, kb, func(nch int, g0 GPVirtual) {
 		p := fmt.Sprintf("as%d_", nch)
+		ps := t.pieces(nch)
 		cp := Load(Param("colptr").Base(), GP64())
 		rem := Load(Param("colptr").Len(), GP64())
 		DECQ(rem)
@@ -404,28 +613,36 @@ func accSparse() {
 		Label(p + "col")
 		TESTQ(rem, rem)
 		JZ(LabelRef(p + "end"))
-		t, tend := GP64(), GP64()
-		MOVQ(Mem{Base: cp}, t)
-		MOVQ(Mem{Base: cp, Disp: 8}, tend)
-		cv := ymms(nch)
-		for c := range cv {
-			VMOVUPD(Mem{Base: csp, Disp: 32 * c}, cv[c])
+		e, eend := GP64(), GP64()
+		MOVQ(Mem{Base: cp}, e)
+		MOVQ(Mem{Base: cp, Disp: 8}, eend)
+		cv := regs(ps)
+		for c, pc := range ps {
+			VMOVUPD(Mem{Base: csp, Disp: pc.off}, cv[c])
 		}
 		Label(p + "entry")
-		CMPQ(t, tend)
+		CMPQ(e, eend)
 		JGE(LabelRef(p + "next"))
 		r := GP64()
-		MOVLQSX(Mem{Base: rows, Index: t, Scale: 4}, r)
+		MOVLQSX(Mem{Base: rows, Index: e, Scale: 4}, r)
 		IMULQ(kb, r)
-		xv := YMM()
-		VBROADCASTSD(Mem{Base: vals, Index: t, Scale: 8}, xv)
-		for c := 0; c < nch; c++ {
-			tv := YMM()
-			VMOVUPD(Mem{Base: ag, Index: r, Scale: 1, Disp: 32 * c}, tv)
-			VFMADD231PD(cv[c], xv, tv)
-			VMOVUPD(tv, Mem{Base: ag, Index: r, Scale: 1, Disp: 32 * c})
+		xz := ZMM()
+		if t.wide {
+			VBROADCASTSD(Mem{Base: vals, Index: e, Scale: 8}, xz)
+		} else {
+			VBROADCASTSD(Mem{Base: vals, Index: e, Scale: 8}, xz.AsY())
 		}
-		INCQ(t)
+		for c, pc := range ps {
+			var tv VecVirtual = YMM()
+			var xv Register = xz.AsY()
+			if pc.lanes == 8 {
+				tv, xv = ZMM(), xz
+			}
+			VMOVUPD(Mem{Base: ag, Index: r, Scale: 1, Disp: pc.off}, tv)
+			VFMADD231PD(cv[c], xv, tv)
+			VMOVUPD(tv, Mem{Base: ag, Index: r, Scale: 1, Disp: pc.off})
+		}
+		INCQ(e)
 		JMP(LabelRef(p + "entry"))
 		Label(p + "next")
 		ADDQ(Imm(8), cp)
