@@ -47,9 +47,11 @@ type benchResult struct {
 	PeakGFlops          float64 `json:"peak_gflops"`
 	PeakGFlopsOneThread float64 `json:"peak_gflops_one_thread"`
 	PeakFMA             string  `json:"peak_fma"`
-	RelErr2             float64 `json:"rel_err2"`
-	Collectives         float64 `json:"collectives_per_iteration"`
-	GoVersion           string  `json:"go"`
+	// FMAPeaks has every FMA loop's peak (zmm, ymm or scalar) on one and on all threads.
+	FMAPeaks    []fmaPeakJSON `json:"fma_peaks"`
+	RelErr2     float64       `json:"rel_err2"`
+	Collectives float64       `json:"collectives_per_iteration"`
+	GoVersion   string        `json:"go"`
 	// With --nodes: the same job on actors, timed in the same run as the driver. ActorRatio is
 	// the median over --reps of (actor sec/iter) / (driver sec/iter); OverheadSec is the median
 	// of their difference, which on a tiny matrix is the latency of one allreduce.
@@ -189,6 +191,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		out.MemoryFloorSec, float64(out.MemoryBytes)/1e6, out.MemoryGBps, *reps)
 	fmt.Fprintf(stdout, "  compute floor: %.4g s (DID's %.4g flop at the %s FMA peak, %.4g GFLOP/s on %d thread(s), %.4g on one)\n",
 		out.ComputeFloorSec, out.FlopsPerIter, out.PeakFMA, out.PeakGFlops, out.Threads, out.PeakGFlopsOneThread)
+	fmt.Fprintf(stdout, "  FMA peaks (GFLOP/s, one thread / %d):", out.Threads)
+	for _, p := range out.FMAPeaks {
+		fmt.Fprintf(stdout, " %s %.4g / %.4g", p.Kind, p.OneThreadGFlops, p.AllThreadsGFlops)
+	}
+	fmt.Fprintln(stdout)
 	fmt.Fprintf(stdout, "  bound: %s  ->  per iteration / %s floor = %.2f\n", out.Bound, out.Bound, out.RooflineRatio)
 	fmt.Fprintf(stdout, "  rel_err2 after %d iterations: %.4g\n", out.Iterations, out.RelErr2)
 	if act != nil {
@@ -212,6 +219,13 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout)
 	}
 	return nil
+}
+
+// fmaPeakJSON is one FMA loop's measured peak.
+type fmaPeakJSON struct {
+	Kind             string  `json:"kind"`
+	OneThreadGFlops  float64 `json:"one_thread_gflops"`
+	AllThreadsGFlops float64 `json:"all_threads_gflops"`
 }
 
 // actorBench is the outcome of timing a job on actors against the driver.
@@ -346,6 +360,9 @@ func (r rooflines) fill(out *benchResult) {
 	out.MemoryFloorSec, out.MemoryBytes, out.MemoryGBps = r.memSec, r.bytes, float64(r.bytes)/r.memSec/1e9
 	out.ComputeFloorSec, out.FlopsPerIter = r.computeSec, r.flops
 	out.PeakGFlops, out.PeakGFlopsOneThread, out.PeakFMA = best.All/1e9, best.OneCore/1e9, best.Kind
+	for _, p := range r.peak.Rates {
+		out.FMAPeaks = append(out.FMAPeaks, fmaPeakJSON{p.Kind, p.OneCore / 1e9, p.All / 1e9})
+	}
 	out.Bound, out.RooflineSec = "memory", r.memSec
 	if r.computeSec > r.memSec {
 		out.Bound, out.RooflineSec = "compute", r.computeSec

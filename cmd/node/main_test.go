@@ -324,6 +324,18 @@ func TestBenchJSON(t *testing.T) {
 		(r.PeakFMA != "zmm" && r.PeakFMA != "ymm" && r.PeakFMA != "scalar") {
 		t.Errorf("floors %+v", r)
 	}
+	best := 0
+	for _, p := range r.FMAPeaks {
+		if !(p.OneThreadGFlops > 0) || !(p.AllThreadsGFlops > 0) || p.AllThreadsGFlops > r.PeakGFlops {
+			t.Errorf("FMA peak %+v, best %v", p, r.PeakGFlops)
+		}
+		if p.Kind == r.PeakFMA && p.AllThreadsGFlops == r.PeakGFlops && p.OneThreadGFlops == r.PeakGFlopsOneThread {
+			best++
+		}
+	}
+	if best != 1 {
+		t.Errorf("FMA peaks %+v: the best, %s at %v, should be one of them", r.FMAPeaks, r.PeakFMA, r.PeakGFlops)
+	}
 	if want := max(r.MemoryFloorSec, r.ComputeFloorSec); r.RooflineSec != want {
 		t.Errorf("roofline_sec %v, want the larger floor %v", r.RooflineSec, want)
 	}
