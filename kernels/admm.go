@@ -45,7 +45,7 @@ func runADMM(e *shardEnv) {
 			e.flag.poll()
 			for i, i1 := i0, min(i0+span, m); i < i1; i++ {
 				for p := 0; p < k; p++ {
-					row[p] = xht[p*m+i] + phi[p*m+i] + rho*b[p*m+i]
+					row[p] = xht[p*m+i] + phi[p*m+i] + float64(rho*b[p*m+i])
 				}
 				choleskySolve(s, k, row)
 				for p := 0; p < k; p++ {
@@ -70,7 +70,7 @@ func runADMM(e *shardEnv) {
 				for j, j1 := j0, min(j0+span, hi); j < j1; j++ {
 					hj := h[j*k : (j+1)*k]
 					for p := 0; p < k; p++ {
-						hj[p] = wtx[j*k+p] + psi[j*k+p] + rho*c[j*k+p]
+						hj[p] = wtx[j*k+p] + psi[j*k+p] + float64(rho*c[j*k+p])
 					}
 					choleskySolve(s, k, hj)
 					// C and Psi for this column.
@@ -81,7 +81,7 @@ func runADMM(e *shardEnv) {
 							nc = 0
 						}
 						c[t] = nc
-						psi[t] += rho * (nc - hj[p])
+						psi[t] += float64(rho * (nc - hj[p]))
 					}
 				}
 			}
@@ -92,7 +92,7 @@ func runADMM(e *shardEnv) {
 				nb = 0
 			}
 			b[i] = nb
-			phi[i] += rho * (nb - w[i])
+			phi[i] += float64(rho * (nb - w[i]))
 		}
 		e.iterationDone(it, residualSq(x, b, c, k, e.spec.Pool, e.flag), initial)
 	}

@@ -8,13 +8,13 @@ func dot(x, y []float64) float64 {
 	var s0, s1, s2, s3 float64
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
-		s0 += x[i] * y[i]
-		s1 += x[i+1] * y[i+1]
-		s2 += x[i+2] * y[i+2]
-		s3 += x[i+3] * y[i+3]
+		s0 += float64(x[i] * y[i])
+		s1 += float64(x[i+1] * y[i+1])
+		s2 += float64(x[i+2] * y[i+2])
+		s3 += float64(x[i+3] * y[i+3])
 	}
 	for ; i < len(x); i++ {
-		s0 += x[i] * y[i]
+		s0 += float64(x[i] * y[i])
 	}
 	return (s0 + s1) + (s2 + s3)
 }
@@ -24,13 +24,13 @@ func axpy(y []float64, a float64, x []float64) {
 	y = y[:len(x)]
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
-		y[i] += a * x[i]
-		y[i+1] += a * x[i+1]
-		y[i+2] += a * x[i+2]
-		y[i+3] += a * x[i+3]
+		y[i] += float64(a * x[i])
+		y[i+1] += float64(a * x[i+1])
+		y[i+2] += float64(a * x[i+2])
+		y[i+3] += float64(a * x[i+3])
 	}
 	for ; i < len(x); i++ {
-		y[i] += a * x[i]
+		y[i] += float64(a * x[i])
 	}
 }
 
@@ -55,9 +55,9 @@ func quadForm(g, c []float64, k int) float64 {
 		row := g[p*k : (p+1)*k]
 		var t float64
 		for q := 0; q < k; q++ {
-			t += row[q] * c[q]
+			t += float64(row[q] * c[q])
 		}
-		s += c[p] * t
+		s += float64(c[p] * t)
 	}
 	return s
 }

@@ -10,7 +10,7 @@ func cholesky(a []float64, k int, flag *interruptFlag) bool {
 		flag.poll()
 		d := a[j*k+j]
 		for p := 0; p < j; p++ {
-			d -= a[j*k+p] * a[j*k+p]
+			d -= float64(a[j*k+p] * a[j*k+p])
 		}
 		if !(d > 0) {
 			return false
@@ -20,7 +20,7 @@ func cholesky(a []float64, k int, flag *interruptFlag) bool {
 		for i := j + 1; i < k; i++ {
 			s := a[i*k+j]
 			for p := 0; p < j; p++ {
-				s -= a[i*k+p] * a[j*k+p]
+				s -= float64(a[i*k+p] * a[j*k+p])
 			}
 			a[i*k+j] = s / d
 		}
@@ -33,14 +33,14 @@ func choleskySolve(l []float64, k int, b []float64) {
 	for i := 0; i < k; i++ {
 		s := b[i]
 		for p := 0; p < i; p++ {
-			s -= l[i*k+p] * b[p]
+			s -= float64(l[i*k+p] * b[p])
 		}
 		b[i] = s / l[i*k+i]
 	}
 	for i := k - 1; i >= 0; i-- {
 		s := b[i]
 		for p := i + 1; p < k; p++ {
-			s -= l[p*k+i] * b[p]
+			s -= float64(l[p*k+i] * b[p])
 		}
 		b[i] = s / l[i*k+i]
 	}

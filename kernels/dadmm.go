@@ -88,9 +88,9 @@ func runDADMM(e *shardEnv) {
 						xj := xb.Col(j)
 						for i := 0; i < m; i++ {
 							r := xj[i] - bc[i]
-							la.prev += r * r
+							la.prev += float64(r * r)
 							uj[i] += yj[i] - bc[i]
-							yj[i] = (xj[i] - rho*uj[i] + rho*bc[i]) / (1 + rho)
+							yj[i] = (xj[i] - float64(rho*uj[i]) + float64(rho*bc[i])) / (1 + rho)
 						}
 					case *CSC:
 						t, t1 := xb.ColPtr[j], xb.ColPtr[j+1]
@@ -101,9 +101,9 @@ func runDADMM(e *shardEnv) {
 								t++
 							}
 							r := xi - bc[i]
-							la.prev += r * r
+							la.prev += float64(r * r)
 							uj[i] += yj[i] - bc[i]
-							yj[i] = (xi - rho*uj[i] + rho*bc[i]) / (1 + rho)
+							yj[i] = (xi - float64(rho*uj[i]) + float64(rho*bc[i])) / (1 + rho)
 						}
 					}
 					if big && e.flag.stopped() {
@@ -134,7 +134,7 @@ func runDADMM(e *shardEnv) {
 						case *CSC:
 							ap := la.a[p*m : (p+1)*m]
 							for t := xb.ColPtr[j]; t < xb.ColPtr[j+1]; t++ {
-								ap[xb.RowIdx[t]] += cp * xb.Val[t]
+								ap[xb.RowIdx[t]] += float64(cp * xb.Val[t])
 							}
 						}
 					}

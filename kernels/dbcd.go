@@ -158,7 +158,7 @@ func (s *residualShard) yLane(l int) {
 			s.applyPending(ej, j)
 			if cp := s.c[j*k+kk]; cp != 0 {
 				axpy(y, cp, ej)
-				z += cp * cp
+				z += float64(cp * cp)
 			}
 		}
 	}
@@ -180,13 +180,13 @@ func (s *residualShard) stepB(k int, y []float64, z float64) float64 {
 		}
 		d := nb - bk[i]
 		// E^(k-1) c_k^T = y - b_k_old z
-		cross += d * (yi - bk[i]*z)
-		sq += d * d
+		cross += float64(d * (yi - float64(bk[i]*z)))
+		sq += float64(d * d)
 		s.pendDB[i] = d
 		bk[i] = nb
 	}
 	s.pendK = k
-	return -2*cross + sq*z
+	return float64(-2*cross) + float64(sq*z)
 }
 
 func runDBCD(e *shardEnv) { runResidualBCD(e, true) }

@@ -74,7 +74,7 @@ func incrementalBUpdate(b, w, v, db []float64, m, k int, post float64, flag *int
 		for i := 0; i < m; i++ {
 			num := wp[i]
 			for q, vq := range vrow {
-				num -= vq * db[q*m+i]
+				num -= float64(vq * db[q*m+i])
 			}
 			nb := bp[i] + num/vpp
 			if nb < 0 {
@@ -85,12 +85,12 @@ func incrementalBUpdate(b, w, v, db []float64, m, k int, post float64, flag *int
 		}
 	}
 	// ||E_new||^2 = post - 2<dB, W> + <dB^T dB, V>
-	obj := post - 2*frob(db, w)
+	obj := post - float64(2*frob(db, w))
 	for p := 0; p < k; p++ {
 		flag.poll()
 		for q := 0; q < k; q++ {
 			if v[p*k+q] != 0 {
-				obj += v[p*k+q] * dot(db[p*m:(p+1)*m], db[q*m:(q+1)*m])
+				obj += float64(v[p*k+q] * dot(db[p*m:(p+1)*m], db[q*m:(q+1)*m]))
 			}
 		}
 	}

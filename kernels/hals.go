@@ -38,7 +38,7 @@ func runHALS(e *shardEnv) {
 					num := xc[i]
 					for q := 0; q < k; q++ {
 						if q != p && cc[q] != 0 {
-							num -= b[q*m+i] * cc[q]
+							num -= float64(b[q*m+i] * cc[q])
 						}
 					}
 					nb := num / cpp
@@ -66,7 +66,7 @@ func runHALS(e *shardEnv) {
 							num := bx[j]
 							for q, bq := range bb {
 								if q != p {
-									num -= bq * cj[q]
+									num -= float64(bq * cj[q])
 								}
 							}
 							nc := num / bpp
@@ -75,7 +75,7 @@ func runHALS(e *shardEnv) {
 							}
 							cj[p] = nc
 						}
-						s += bx[j] * cj[p]
+						s += float64(bx[j] * cj[p])
 					}
 				}
 				laneCross[l] = s
@@ -86,7 +86,7 @@ func runHALS(e *shardEnv) {
 		}
 		gramCols(b, m, k, g, e.flag)
 		ops.cct(c, v)
-		obj := sqX - 2*cross + frob(g, v)
+		obj := sqX - float64(2*cross) + frob(g, v)
 		e.iterationDone(it, obj, initial)
 	}
 }
@@ -106,7 +106,7 @@ func rowDots(o *blockOps, c []float64, p int, out []float64) {
 				cj := c[j*k : (j+1)*k]
 				if cp := cj[p]; cp != 0 {
 					for q, cq := range cj {
-						acc[q] += cq * cp
+						acc[q] += float64(cq * cp)
 					}
 				}
 			}

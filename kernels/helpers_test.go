@@ -27,7 +27,7 @@ func synthDense(m, n, k int, seed uint64, noise float64) *Dense {
 		if noise > 0 {
 			rn := NewRNG(seed, DomainSyntheticNoise, uint64(j))
 			for i := range col {
-				col[i] += noise * rn.Float64()
+				col[i] += float64(noise * rn.Float64())
 			}
 		}
 	}

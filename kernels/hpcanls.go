@@ -68,7 +68,7 @@ func runHPCANLS(e *shardEnv) {
 			e.flag.poll()
 			for i, i1 := i0, min(i0+span, r1-r0); i < i1; i++ {
 				bi, fi := bt[i*k:(i+1)*k], f[i*k:(i+1)*k]
-				part += -2*dot(bi, fi) + quadForm(v, bi, k)
+				part += float64(-2*dot(bi, fi)) + quadForm(v, bi, k)
 			}
 		}
 		own[len(own)-1] = part

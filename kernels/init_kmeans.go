@@ -29,7 +29,7 @@ func (e *shardEnv) initKMeans() (b, c []float64) {
 		}
 		var s float64
 		for t := sparse.ColPtr[j]; t < sparse.ColPtr[j+1]; t++ {
-			s += sparse.Val[t] * v[sparse.RowIdx[t]]
+			s += float64(sparse.Val[t] * v[sparse.RowIdx[t]])
 		}
 		return s
 	}
@@ -73,7 +73,7 @@ func (e *shardEnv) initKMeans() (b, c []float64) {
 		for j0 := 0; j0 < n; j0 += span1 {
 			e.flag.poll()
 			for j, j1 := j0, min(j0+span1, n); j < j1; j++ {
-				d := xx[j] - 2*dotCol(j, prevC) + cc
+				d := xx[j] - float64(2*dotCol(j, prevC)) + cc
 				if d < 0 {
 					d = 0
 				}
@@ -130,7 +130,7 @@ func (e *shardEnv) initKMeans() (b, c []float64) {
 	nearest := func(j int) int {
 		best, bestD := 0, math.Inf(1)
 		for p := 0; p < k; p++ {
-			d := cnorm[p] - 2*dotCol(j, centers[p*m:(p+1)*m])
+			d := cnorm[p] - float64(2*dotCol(j, centers[p*m:(p+1)*m]))
 			if d < bestD {
 				best, bestD = p, d
 			}

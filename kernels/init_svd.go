@@ -88,9 +88,9 @@ func (e *shardEnv) initNNDSVD(fillMean bool) (b, c []float64) {
 	for j := 0; j < n; j++ {
 		for p := 0; p < k; p++ {
 			if w := v[j*k+p]; w > 0 {
-				norms[2*p] += w * w
+				norms[2*p] += float64(w * w)
 			} else {
-				norms[2*p+1] += w * w
+				norms[2*p+1] += float64(w * w)
 			}
 		}
 	}
@@ -117,9 +117,9 @@ func (e *shardEnv) initNNDSVD(fillMean bool) (b, c []float64) {
 		var xp, xn float64
 		for _, w := range up {
 			if w > 0 {
-				xp += w * w
+				xp += float64(w * w)
 			} else {
-				xn += w * w
+				xn += float64(w * w)
 			}
 		}
 		xp, xn = math.Sqrt(xp), math.Sqrt(xn)

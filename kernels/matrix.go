@@ -1,18 +1,3 @@
-// Package kernels holds the numerics of didnmf: data blocks, the per-shard steps of DID and of
-// every algorithm the DID paper compares, the B updates, NNLS, initialisation, stopping and an
-// in-process driver. It is pure and deterministic: no actors, no network, no files.
-//
-// Notation follows Gao & Chu (AAAI 2018): X is M x N with samples as columns, B is M x K (the
-// basis), C is K x N (the coefficients), and the objective is 1/2 ||X - BC||_F^2. A shard owns a
-// contiguous range of columns of X and C and a replica of B.
-//
-// Storage:
-//   - X blocks are [Dense] (column-major, each sample contiguous) or [CSC] (compressed sparse
-//     columns);
-//   - B is column-major M x K: column k is B[k*M : (k+1)*M];
-//   - C is column-major K x n: sample j's coefficients are C[j*K : (j+1)*K].
-//
-// A user's (N, M) row-major array, samples as rows, is exactly X in column-major order.
 package kernels
 
 import "fmt"

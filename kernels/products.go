@@ -68,7 +68,7 @@ func (o *blockOps) btx(b, h []float64) {
 						xv := x.Val[t]
 						br := o.brow[int(x.RowIdx[t])*k : int(x.RowIdx[t])*k+k]
 						for p, bv := range br {
-							hj[p] += xv * bv
+							hj[p] += float64(xv * bv)
 						}
 					}
 				}
@@ -119,7 +119,7 @@ func (o *blockOps) xct(c, a []float64) {
 						xv := x.Val[t]
 						ar := acc[int(x.RowIdx[t])*k : int(x.RowIdx[t])*k+k]
 						for p, cp := range cj {
-							ar[p] += xv * cp
+							ar[p] += float64(xv * cp)
 						}
 					}
 				}
@@ -161,7 +161,7 @@ func (o *blockOps) xcRow(c []float64, r int, a []float64) {
 				for j := j0; j < j1; j++ {
 					if cp := c[j*k+r]; cp != 0 {
 						for t := x.ColPtr[j]; t < x.ColPtr[j+1]; t++ {
-							acc[x.RowIdx[t]] += x.Val[t] * cp
+							acc[x.RowIdx[t]] += float64(x.Val[t] * cp)
 						}
 					}
 				}
@@ -200,7 +200,7 @@ func (o *blockOps) btxRow(b, h []float64) {
 				for j, j1 := j0, min(j0+o.col1, hi); j < j1; j++ {
 					var s float64
 					for t := x.ColPtr[j]; t < x.ColPtr[j+1]; t++ {
-						s += x.Val[t] * b[x.RowIdx[t]]
+						s += float64(x.Val[t] * b[x.RowIdx[t]])
 					}
 					h[j] = s
 				}
@@ -243,7 +243,7 @@ func (o *blockOps) cct(c, v []float64) {
 
 // gramObjective returns ||X||^2 - 2<B, X C^T> + <B^T B, C C^T> from its pieces (clamped at 0).
 func gramObjective(sqNormX float64, b, xct, btb, cct []float64) float64 {
-	obj := sqNormX - 2*frob(b, xct) + frob(btb, cct)
+	obj := sqNormX - float64(2*frob(b, xct)) + frob(btb, cct)
 	if obj < 0 {
 		return 0
 	}

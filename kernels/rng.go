@@ -51,8 +51,78 @@ func (r *RNG) Float64() float64 {
 }
 
 // Norm returns a standard normal value (Box-Muller, one value per call).
+//
+// The cosine is cos below, not math.Cos: the standard library is compiled with the same
+// GOAMD64 as the program, and under v3 math.Cos's polynomial is fused, so it would give other
+// bits. math.Log is assembly on amd64 and math.Sqrt is exact, so they are the same everywhere.
 func (r *RNG) Norm() float64 {
 	u1 := 1 - r.Float64() // (0, 1]
 	u2 := r.Float64()
-	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
+	return math.Sqrt(-2*math.Log(u1)) * cos(2*math.Pi*u2)
 }
+
+// cos returns math.Cos(x) bitwise as a GOAMD64=v1 build computes it, for 0 <= x < 2^29 (Norm
+// passes [0, 2π]), under every GOAMD64: it is Go's math.cos (src/math/sin.go, from the Cephes
+// library; BSD-style license) with every product that feeds an addition rounded explicitly.
+func cos(x float64) float64 {
+	const (
+		pi4A = 7.85398125648498535156e-1  // 0x3fe921fb40000000, Pi/4 split into three parts
+		pi4B = 3.77489470793079817668e-8  // 0x3e64442d00000000,
+		pi4C = 2.69515142907905952645e-15 // 0x3ce8469898cc5170,
+	)
+	j := uint64(x * (4 / math.Pi)) // integer part of x/(Pi/4)
+	y := float64(j)
+	if j&1 == 1 { // map zeros to origin
+		j++
+		y++
+	}
+	j &= 7 // octant modulo 2Pi
+	z := ((x - float64(y*pi4A)) - float64(y*pi4B)) - float64(y*pi4C)
+	sign := false
+	if j > 3 {
+		j -= 4
+		sign = !sign
+	}
+	if j > 1 {
+		sign = !sign
+	}
+	zz := z * z
+	if j == 1 || j == 2 {
+		y = z + float64(z*zz*horner(&sinCoef, zz))
+	} else {
+		y = 1.0 - float64(0.5*zz) + float64(zz*zz*horner(&cosCoef, zz))
+	}
+	if sign {
+		y = -y
+	}
+	return y
+}
+
+// horner returns ((c0 z + c1) z + c2) z ... + c5, unfused.
+func horner(c *[6]float64, z float64) float64 {
+	p := c[0]
+	for _, ci := range c[1:] {
+		p = float64(p*z) + ci
+	}
+	return p
+}
+
+// The coefficients of math.cos (src/math/sin.go).
+var (
+	sinCoef = [6]float64{
+		1.58962301576546568060e-10, // 0x3de5d8fd1fd19ccd
+		-2.50507477628578072866e-8, // 0xbe5ae5e5a9291f5d
+		2.75573136213857245213e-6,  // 0x3ec71de3567d48a1
+		-1.98412698295895385996e-4, // 0xbf2a01a019bfdf03
+		8.33333333332211858878e-3,  // 0x3f8111111110f7d0
+		-1.66666666666666307295e-1, // 0xbfc5555555555548
+	}
+	cosCoef = [6]float64{
+		-1.13585365213876817300e-11, // 0xbda8fa49a0861a9b
+		2.08757008419747316778e-9,   // 0x3e21ee9d7b4e3f05
+		-2.75573141792967388112e-7,  // 0xbe927e4f7eac4bc6
+		2.48015872888517045348e-5,   // 0x3efa01a019c844f5
+		-1.38888888888730564116e-3,  // 0xbf56c16c16c14f91
+		4.16666666666665929218e-2,   // 0x3fa555555555554b
+	}
+)

@@ -383,14 +383,14 @@ func (w *Workspace) factor(G []float64, s int) int {
 		for b := 0; b < nb; b++ {
 			sum := row[bidx[b]]
 			for t, v := range L[b*s : b*s+b] {
-				sum -= La[t] * v
+				sum -= float64(La[t] * v)
 			}
 			La[b] = sum * inv[b]
 		}
 		gaa := row[ia]
 		d := gaa
 		for _, v := range La[:nb] {
-			d -= v * v
+			d -= float64(v * v)
 		}
 		if !(d > PivotTol*gaa) { // dependent (or NaN)
 			w.dropped++
@@ -421,7 +421,7 @@ func (w *Workspace) substitute(f []float64, nb int) {
 	for a, ia := range w.bidx[:nb] {
 		sum := f[ia]
 		for t, v := range L[a*s : a*s+a] {
-			sum -= v * xs[t]
+			sum -= float64(v * xs[t])
 		}
 		xs[a] = sum * inv[a]
 	}
@@ -429,7 +429,7 @@ func (w *Workspace) substitute(f []float64, nb int) {
 		v := xs[a] * inv[a]
 		xs[a] = v
 		for t, l := range L[a*s : a*s+a] {
-			xs[t] -= l * v
+			xs[t] -= float64(l * v)
 		}
 	}
 }
@@ -438,7 +438,7 @@ func (w *Workspace) substitute(f []float64, nb int) {
 func (w *Workspace) gradScale(nb int) float64 {
 	scale := 0.0
 	for a, i := range w.bidx[:nb] {
-		scale += w.sq[i] * math.Abs(w.xs[a])
+		scale += float64(w.sq[i] * math.Abs(w.xs[a]))
 	}
 	return scale
 }
@@ -449,9 +449,9 @@ func (w *Workspace) grad(G, f []float64, nb, i int, scale float64) (y, tol float
 	row := G[i*k : i*k+k]
 	y = -f[i]
 	for b, j := range w.bidx[:nb] {
-		y += row[j] * w.xs[b]
+		y += float64(row[j] * w.xs[b])
 	}
-	return y, w.tolFac * (math.Abs(f[i]) + w.sq[i]*scale)
+	return y, w.tolFac * (math.Abs(f[i]) + float64(w.sq[i]*scale))
 }
 
 // check finds the infeasible variables of the current iterate (basis x_i < 0, active non-dead
@@ -504,10 +504,10 @@ func (w *Workspace) objective(G, f, x []float64) float64 {
 		gx := 0.0
 		for j, v := range G[i*k : i*k+k] {
 			if x[j] != 0 {
-				gx += v * x[j]
+				gx += float64(v * x[j])
 			}
 		}
-		q += xi * (0.5*gx - f[i])
+		q += float64(xi * (float64(0.5*gx) - f[i]))
 	}
 	return q
 }
@@ -558,7 +558,7 @@ func (w *Workspace) fallback(G, f, x []float64, nb int) bool {
 			}
 			for i := 0; i < k; i++ {
 				if passive[i] {
-					x[i] += alpha * (z[i] - x[i])
+					x[i] += float64(alpha * (z[i] - x[i]))
 					if i == amin || !(x[i] > 0) {
 						x[i] = 0
 						passive[i] = false
