@@ -41,6 +41,11 @@ type gramKernels struct {
 	accDense func(x []float64, m, k, kp, ncols int, cs, a, v []float64)
 	// accSparse runs steps 3 and 4 for CSC columns.
 	accSparse func(k, kp int, colptr []int, rows []int32, vals []float64, cs, a, v []float64)
+	// accDenseA, accSparseA and accV run step 3 alone and step 4 alone (for the products of
+	// the other algorithms, blockOps).
+	accDenseA  func(x []float64, m, kp, ncols int, cs, a []float64)
+	accSparseA func(kp int, colptr []int, rows []int32, vals []float64, cs, a []float64)
+	accV       func(cs []float64, k, kp, ncols int, v []float64)
 }
 
 // genericGram is the pure-Go path, the definition the others match.
@@ -56,6 +61,9 @@ var genericGram = gramKernels{
 		accSparseGo(kp, colptr, rows, vals, cs, a)
 		accVGo(cs, k, kp, len(colptr)-1, v)
 	},
+	accDenseA:  accDenseGo,
+	accSparseA: accSparseGo,
+	accV:       accVGo,
 }
 
 // gramBatchCols is the most columns a lane carries through the steps at a time, and

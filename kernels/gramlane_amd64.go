@@ -22,6 +22,9 @@ var avx2Gram = gramKernels{
 	update:     updateAVX2Checked,
 	accDense:   accDenseAVX2Checked,
 	accSparse:  accSparseAVX2Checked,
+	accDenseA:  accDenseAAVX2Checked,
+	accSparseA: accSparseAAVX2Checked,
+	accV:       accVAVX2Checked,
 }
 
 // avx512Gram uses 8-lane ZMM vectors where a step streams long rows of components (the dots
@@ -33,6 +36,9 @@ var avx512Gram = gramKernels{
 	update:     updateAVX2Checked,
 	accDense:   accDenseAVX512Checked,
 	accSparse:  accSparseAVX512Checked,
+	accDenseA:  accDenseAAVX512Checked,
+	accSparseA: accSparseAAVX512Checked,
+	accV:       accVAVX2Checked,
 }
 
 // gramKernelsFor returns the Gram lane kernels of path p, nil when this CPU or build has none.
@@ -159,6 +165,34 @@ func accDenseAVX2Checked(x []float64, m, k, kp, ncols int, cs, a, v []float64) {
 		accDenseAVX2(x, m, kp, ncols, cs, a)
 	}
 	accVAVX2Checked(cs, k, kp, ncols, v)
+}
+
+func accDenseAAVX2Checked(x []float64, m, kp, ncols int, cs, a []float64) {
+	mustGram(m >= 1 && kp >= 4 && kp%4 == 0 && ncols >= 1 && len(x) >= ncols*m && len(cs) >= ncols*kp && len(a) >= m*kp)
+	if nch := kp / 4; nch <= 4 && m <= len(accDenseRegs[nch-1]) {
+		accDenseRegs[nch-1][m-1](x, ncols, cs, a)
+		return
+	}
+	accDenseAVX2(x, m, kp, ncols, cs, a)
+}
+
+func accDenseAAVX512Checked(x []float64, m, kp, ncols int, cs, a []float64) {
+	if nch := kp / 4; nch <= 4 && m <= len(accDenseRegs[nch-1]) {
+		accDenseAAVX2Checked(x, m, kp, ncols, cs, a)
+		return
+	}
+	mustGram(m >= 1 && kp >= 4 && kp%4 == 0 && ncols >= 1 && len(x) >= ncols*m && len(cs) >= ncols*kp && len(a) >= m*kp)
+	accDenseAVX512(x, m, kp, ncols, cs, a)
+}
+
+func accSparseAAVX2Checked(kp int, colptr []int, rows []int32, vals []float64, cs, a []float64) {
+	mustGram(kp >= 4 && kp%4 == 0 && checkColPtr(colptr, min(len(rows), len(vals))) && len(cs) >= (len(colptr)-1)*kp)
+	accSparseAVX2(kp, colptr, rows, vals, cs, a)
+}
+
+func accSparseAAVX512Checked(kp int, colptr []int, rows []int32, vals []float64, cs, a []float64) {
+	mustGram(kp >= 4 && kp%4 == 0 && checkColPtr(colptr, min(len(rows), len(vals))) && len(cs) >= (len(colptr)-1)*kp)
+	accSparseAVX512(kp, colptr, rows, vals, cs, a)
 }
 
 func accSparseAVX2Checked(k, kp int, colptr []int, rows []int32, vals []float64, cs, a, v []float64) {

@@ -4,15 +4,23 @@ package kernels
 // that sum over columns (X C^T) add lane partials in lane order, so results do not depend on
 // the thread count. Every product looks at the machine's interrupt flag between blocks of
 // columns and polls it after its lanes.
+//
+// B^T X, X C^T and C C^T run on the Gram lane's steps (gramlane.go) of the process's kernel
+// path: steps 1, 3 and 4 with their pinned arithmetic (FMA in storage order), so every path
+// gives the same bits. The rank-one products of HALS (xcRow, btxRow) are plain Go.
 type blockOps struct {
 	x     Block
 	m, n  int
-	k     int
+	k, kp int
 	pool  *Pool
+	kern  *gramKernels
 	lanes []int
-	laneA [][]float64 // per-lane M x K (or M) accumulators
-	brow  []float64
-	flag  *interruptFlag
+	laneA [][]float64 // per-lane accumulators: M rows of Kp (X C^T), K rows of Kp (C C^T) or M
+	// laneH and laneC are per-lane batches of h (Kp per column) and padded coefficients.
+	laneH, laneC [][]float64
+	bp           []float64 // B in rows of Kp
+	brow         []float64
+	flag         *interruptFlag
 	// colK and col1 are the columns between two looks at the flag for a pass over a column
 	// against K components and against one.
 	colK, col1 int
@@ -20,11 +28,19 @@ type blockOps struct {
 
 func newBlockOps(x Block, k int, pool *Pool, flag *interruptFlag) *blockOps {
 	m, n := x.Dims()
-	o := &blockOps{x: x, m: m, n: n, k: k, pool: pool, lanes: laneBounds(x, k), brow: make([]float64, m*k),
-		flag: flag, colK: flag.span(colWork(x, k), 1), col1: flag.span(colWork(x, 1), 1)}
-	o.laneA = make([][]float64, len(o.lanes)-1)
+	kp := paddedK(k)
+	o := &blockOps{x: x, m: m, n: n, k: k, kp: kp, pool: pool, lanes: laneBounds(x, k), brow: make([]float64, m*k),
+		bp: make([]float64, m*kp), flag: flag, colK: flag.span(colWork(x, kp), 1), col1: flag.span(colWork(x, 1), 1)}
+	o.kern = activeGramKernels()
+	if sp, ok := x.(*CSC); ok && o.kern != &genericGram && sp.Validate() != nil {
+		o.kern = &genericGram // the assembly trusts row indices
+	}
+	nl := len(o.lanes) - 1
+	o.laneA, o.laneH, o.laneC = make([][]float64, nl), make([][]float64, nl), make([][]float64, nl)
 	for l := range o.laneA {
-		o.laneA[l] = make([]float64, m*k)
+		o.laneA[l] = make([]float64, max(m, k)*kp)
+		o.laneH[l] = make([]float64, gramBatchCols*kp)
+		o.laneC[l] = make([]float64, gramBatchCols*kp)
 	}
 	return o
 }
@@ -36,107 +52,87 @@ func (o *blockOps) run(fn func(l, lo, hi int)) {
 	o.flag.poll()
 }
 
-// btx writes H = B^T X (K x n, column-major) for B (M x K column-major).
-func (o *blockOps) btx(b, h []float64) {
-	m, k := o.m, o.k
-	switch x := o.x.(type) {
-	case *Dense:
-		o.run(func(_, lo, hi int) {
-			for j0 := lo; j0 < hi; j0 += o.colK {
-				if o.flag.stopped() {
-					return
-				}
-				for j, j1 := j0, min(j0+o.colK, hi); j < j1; j++ {
-					xj := x.Data[j*m : (j+1)*m]
-					for p := 0; p < k; p++ {
-						h[j*k+p] = dot(b[p*m:(p+1)*m], xj)
-					}
-				}
-			}
-		})
-	case *CSC:
-		transpose(o.brow, b, m, k)
-		o.run(func(_, lo, hi int) {
-			for j0 := lo; j0 < hi; j0 += o.colK {
-				if o.flag.stopped() {
-					return
-				}
-				for j, j1 := j0, min(j0+o.colK, hi); j < j1; j++ {
-					hj := h[j*k : (j+1)*k]
-					clear64(hj)
-					for t := x.ColPtr[j]; t < x.ColPtr[j+1]; t++ {
-						xv := x.Val[t]
-						br := o.brow[int(x.RowIdx[t])*k : int(x.RowIdx[t])*k+k]
-						for p, bv := range br {
-							hj[p] += float64(xv * bv)
-						}
-					}
+// batches calls fn on batches of the lane's columns [lo, hi): at most gramBatchCols columns,
+// about gramBatchEntries stored entries and o.colK columns between two looks at the flag. It
+// stops early when the machine is interrupted.
+func (o *blockOps) batches(lo, hi int, fn func(j0, j1 int)) {
+	for j0 := lo; j0 < hi; {
+		if o.flag.stopped() {
+			return
+		}
+		j1 := min(j0+gramBatchCols, hi, j0+o.colK)
+		if sp, ok := o.x.(*CSC); ok {
+			base := sp.ColPtr[j0]
+			for e := j0 + 1; e < j1; e++ {
+				if sp.ColPtr[e+1]-base > gramBatchEntries {
+					j1 = e
+					break
 				}
 			}
-		})
+		} else {
+			j1 = min(j1, j0+max(1, gramBatchEntries/max(o.m, 1)))
+		}
+		fn(j0, j1)
+		j0 = j1
 	}
 }
 
-// xct writes A = X C^T (M x K, column-major) for C (K x n, column-major).
+// padCoefs copies the coefficients of columns [j0, j1) of c (K x n) into cs, Kp per column.
+func (o *blockOps) padCoefs(cs, c []float64, j0, j1 int) {
+	k, kp := o.k, o.kp
+	for j := j0; j < j1; j++ {
+		copy(cs[(j-j0)*kp:(j-j0)*kp+k], c[j*k:(j+1)*k])
+	}
+}
+
+// btx writes H = B^T X (K x n, column-major) for B (M x K column-major): step 1 of the Gram
+// lane on every column.
+func (o *blockOps) btx(b, h []float64) {
+	m, k, kp := o.m, o.k, o.kp
+	packRows(o.bp, b, m, k)
+	o.run(func(l, lo, hi int) {
+		hb := o.laneH[l]
+		o.batches(lo, hi, func(j0, j1 int) {
+			nb := j1 - j0
+			switch x := o.x.(type) {
+			case *Dense:
+				o.kern.dotsDense(o.bp, x.Data[j0*m:j1*m], m, kp, nb, hb[:nb*kp])
+			case *CSC:
+				o.kern.dotsSparse(o.bp, kp, x.ColPtr[j0:j1+1], x.RowIdx, x.Val, hb[:nb*kp])
+			}
+			for j := j0; j < j1; j++ {
+				copy(h[j*k:(j+1)*k], hb[(j-j0)*kp:])
+			}
+		})
+	})
+}
+
+// xct writes A = X C^T (M x K, column-major) for C (K x n, column-major): step 3 of the Gram
+// lane on every column, lane partials added in lane order.
 func (o *blockOps) xct(c, a []float64) {
-	m, k := o.m, o.k
-	switch x := o.x.(type) {
-	case *Dense:
-		o.run(func(l, lo, hi int) {
-			acc := o.laneA[l]
-			clear64(acc)
-			for j0 := lo; j0 < hi; j0 += o.colK {
-				if o.flag.stopped() {
-					return
-				}
-				for j, j1 := j0, min(j0+o.colK, hi); j < j1; j++ {
-					xj := x.Data[j*m : (j+1)*m]
-					for p, cp := range c[j*k : (j+1)*k] {
-						if cp != 0 {
-							axpy(acc[p*m:(p+1)*m], cp, xj)
-						}
-					}
-				}
+	m, k, kp := o.m, o.k, o.kp
+	o.run(func(l, lo, hi int) {
+		acc, cs := o.laneA[l][:m*kp], o.laneC[l]
+		clear64(acc)
+		clear64(cs)
+		o.batches(lo, hi, func(j0, j1 int) {
+			nb := j1 - j0
+			o.padCoefs(cs, c, j0, j1)
+			switch x := o.x.(type) {
+			case *Dense:
+				o.kern.accDenseA(x.Data[j0*m:j1*m], m, kp, nb, cs[:nb*kp], acc)
+			case *CSC:
+				o.kern.accSparseA(kp, x.ColPtr[j0:j1+1], x.RowIdx, x.Val, cs[:nb*kp], acc)
 			}
 		})
-		copy(a, o.laneA[0])
-		for l := 1; l < len(o.laneA); l++ {
-			for i, v := range o.laneA[l] {
-				a[i] += v
-			}
-		}
-	case *CSC:
-		o.run(func(l, lo, hi int) {
-			acc := o.laneA[l] // row-major
-			clear64(acc)
-			for j0 := lo; j0 < hi; j0 += o.colK {
-				if o.flag.stopped() {
-					return
-				}
-				for j, j1 := j0, min(j0+o.colK, hi); j < j1; j++ {
-					cj := c[j*k : (j+1)*k]
-					for t := x.ColPtr[j]; t < x.ColPtr[j+1]; t++ {
-						xv := x.Val[t]
-						ar := acc[int(x.RowIdx[t])*k : int(x.RowIdx[t])*k+k]
-						for p, cp := range cj {
-							ar[p] += float64(xv * cp)
-						}
-					}
-				}
-			}
-		})
-		acc := o.laneA[0]
-		for l := 1; l < len(o.laneA); l++ {
-			for i, v := range o.laneA[l] {
-				acc[i] += v
-			}
-		}
-		for i := 0; i < m; i++ {
-			for p := 0; p < k; p++ {
-				a[p*m+i] = acc[i*k+p]
-			}
+	})
+	acc := o.laneA[0][:m*kp]
+	for l := 1; l < len(o.laneA); l++ {
+		for i, v := range o.laneA[l][:m*kp] {
+			acc[i] += v
 		}
 	}
+	unpackRows(a, acc, m, k)
 }
 
 // xcRow writes a = X c_r^T (length M), where c_r is row r of C (K x n, column-major).
@@ -209,20 +205,23 @@ func (o *blockOps) btxRow(b, h []float64) {
 	}
 }
 
-// cct writes V = C C^T (K x K, symmetric row-major), lane partials added in lane order.
+// cct writes V = C C^T (K x K, symmetric row-major): step 4 of the Gram lane on every column,
+// lane partials added in lane order.
 func (o *blockOps) cct(c, v []float64) {
-	k := o.k
-	span := o.flag.span(k*k/2+1, 1)
+	k, kp := o.k, o.kp
+	span := o.flag.span(k*kp/2+1, 1)
 	o.run(func(l, lo, hi int) {
-		acc := o.laneA[l][:k*k]
+		acc, cs := o.laneA[l][:k*kp], o.laneC[l]
 		clear64(acc)
-		for j0 := lo; j0 < hi; j0 += span {
+		clear64(cs)
+		for j0 := lo; j0 < hi; {
 			if o.flag.stopped() {
 				return
 			}
-			for j, j1 := j0, min(j0+span, hi); j < j1; j++ {
-				addOuterLower(acc, c[j*k:(j+1)*k], k)
-			}
+			j1 := min(j0+gramBatchCols, hi, j0+span)
+			o.padCoefs(cs, c, j0, j1)
+			o.kern.accV(cs[:(j1-j0)*kp], k, kp, j1-j0, acc)
+			j0 = j1
 		}
 	})
 	clear64(v)
@@ -230,7 +229,7 @@ func (o *blockOps) cct(c, v []float64) {
 		acc := o.laneA[l]
 		for p := 0; p < k; p++ {
 			for q := 0; q <= p; q++ {
-				v[p*k+q] += acc[p*k+q]
+				v[p*k+q] += acc[p*kp+q]
 			}
 		}
 	}
