@@ -110,374 +110,262 @@ nextchunk:
 
 // func dotsSparseAVX2(bp []float64, kp int, colptr []int, rows []int32, vals []float64, h []float64)
 // Requires: AVX, CMOV, FMA3
-TEXT ·dotsSparseAVX2(SB), NOSPLIT, $8-128
+TEXT ·dotsSparseAVX2(SB), NOSPLIT, $16-128
 	MOVQ kp+24(FP), AX
 	SHLQ $0x03, AX
-	MOVQ $0x00000000, (SP)
+	MOVQ AX, (SP)
+	MOVQ $0x00000000, 8(SP)
 
 ds_group:
-	MOVQ AX, CX
-	SUBQ (SP), CX
-	CMPQ CX, $0x20
+	MOVQ (SP), AX
+	SUBQ 8(SP), AX
+	CMPQ AX, $0x20
 	JE   ds_n1
-	CMPQ CX, $0x40
+	CMPQ AX, $0x40
 	JE   ds_n2
-	CMPQ CX, $0x60
+	CMPQ AX, $0x60
 	JE   ds_n3
 	JMP  ds_n4
 
 ds_n1:
-	MOVQ (SP), CX
-	MOVQ colptr_base+32(FP), DX
-	MOVQ colptr_len+40(FP), BX
-	DECQ BX
-	MOVQ h_base+104(FP), SI
-	ADDQ CX, SI
-	MOVQ bp_base+0(FP), DI
-	ADDQ CX, DI
-	MOVQ rows_base+56(FP), CX
-	MOVQ vals_base+80(FP), R8
+	MOVQ 8(SP), AX
+	MOVQ colptr_base+32(FP), CX
+	MOVQ colptr_len+40(FP), DX
+	DECQ DX
+	MOVQ h_base+104(FP), BX
+	ADDQ AX, BX
+	MOVQ bp_base+0(FP), SI
+	ADDQ AX, SI
+	MOVQ rows_base+56(FP), AX
+	MOVQ vals_base+80(FP), DI
 
-ds1_pair:
-	CMPQ    BX, $0x02
-	JL      ds1_single
-	MOVQ    (DX), R9
-	MOVQ    8(DX), R10
-	MOVQ    16(DX), R11
-	MOVQ    R10, R12
-	VXORPD  Y0, Y0, Y0
-	VXORPD  Y1, Y1, Y1
+ds1_quad:
+	CMPQ    DX, $0x04
+	JL      ds1_pair
+	MOVQ    (CX), R8
+	MOVQ    8(CX), R9
+	MOVQ    16(CX), R10
+	MOVQ    24(CX), R11
+	MOVQ    R9, R12
+	SUBQ    R8, R12
 	MOVQ    R10, R13
 	SUBQ    R9, R13
-	MOVQ    R11, R14
-	SUBQ    R12, R14
-	CMPQ    R14, R13
-	CMOVQLT R14, R13
-	ADDQ    R9, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	MOVQ    R11, R13
+	SUBQ    R10, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	MOVQ    32(CX), R13
+	SUBQ    R11, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	VXORPD  Y0, Y0, Y0
+	VXORPD  Y1, Y1, Y1
+	VXORPD  Y2, Y2, Y2
+	VXORPD  Y3, Y3, Y3
+
+ds1_all4:
+	TESTQ        R12, R12
+	JZ           ds1_tail4_0
+	MOVLQSX      (AX)(R8*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R8*8), Y4
+	VFMADD231PD  (SI)(R13*8), Y4, Y0
+	MOVLQSX      (AX)(R9*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R9*8), Y4
+	VFMADD231PD  (SI)(R13*8), Y4, Y1
+	MOVLQSX      (AX)(R10*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R10*8), Y4
+	VFMADD231PD  (SI)(R13*8), Y4, Y2
+	MOVLQSX      (AX)(R11*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R11*8), Y4
+	VFMADD231PD  (SI)(R13*8), Y4, Y3
+	INCQ         R8
+	INCQ         R9
+	INCQ         R10
+	INCQ         R11
+	DECQ         R12
+	JMP          ds1_all4
+
+ds1_tail4_0:
+	CMPQ         R8, 8(CX)
+	JGE          ds1_tail4_1
+	MOVLQSX      (AX)(R8*4), R12
+	IMULQ        kp+24(FP), R12
+	VBROADCASTSD (DI)(R8*8), Y4
+	VFMADD231PD  (SI)(R12*8), Y4, Y0
+	INCQ         R8
+	JMP          ds1_tail4_0
+
+ds1_tail4_1:
+	CMPQ         R9, 16(CX)
+	JGE          ds1_tail4_2
+	MOVLQSX      (AX)(R9*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R9*8), Y4
+	VFMADD231PD  (SI)(R8*8), Y4, Y1
+	INCQ         R9
+	JMP          ds1_tail4_1
+
+ds1_tail4_2:
+	CMPQ         R10, 24(CX)
+	JGE          ds1_tail4_3
+	MOVLQSX      (AX)(R10*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R10*8), Y4
+	VFMADD231PD  (SI)(R8*8), Y4, Y2
+	INCQ         R10
+	JMP          ds1_tail4_2
+
+ds1_tail4_3:
+	CMPQ         R11, 32(CX)
+	JGE          ds1_store4
+	MOVLQSX      (AX)(R11*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R11*8), Y4
+	VFMADD231PD  (SI)(R8*8), Y4, Y3
+	INCQ         R11
+	JMP          ds1_tail4_3
+
+ds1_store4:
+	VMOVUPD Y0, (BX)
+	ADDQ    (SP), BX
+	VMOVUPD Y1, (BX)
+	ADDQ    (SP), BX
+	VMOVUPD Y2, (BX)
+	ADDQ    (SP), BX
+	VMOVUPD Y3, (BX)
+	ADDQ    (SP), BX
+	ADDQ    $0x20, CX
+	SUBQ    $0x04, DX
+	JMP     ds1_quad
+
+ds1_pair:
+	CMPQ    DX, $0x02
+	JL      ds1_single
+	MOVQ    (CX), R8
+	MOVQ    8(CX), R9
+	MOVQ    16(CX), R10
+	MOVQ    R9, R11
+	VXORPD  Y0, Y0, Y0
+	VXORPD  Y1, Y1, Y1
+	MOVQ    R9, R12
+	SUBQ    R8, R12
+	MOVQ    R10, R13
+	SUBQ    R11, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	ADDQ    R8, R12
 
 ds1_both:
-	CMPQ         R9, R13
+	CMPQ         R8, R12
 	JGE          ds1_tailA
-	MOVLQSX      (CX)(R9*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R9*8), Y2
-	VFMADD231PD  (DI)(R14*1), Y2, Y0
-	MOVLQSX      (CX)(R12*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R12*8), Y2
-	VFMADD231PD  (DI)(R14*1), Y2, Y1
-	INCQ         R9
-	INCQ         R12
+	MOVLQSX      (AX)(R8*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R8*8), Y2
+	VFMADD231PD  (SI)(R13*8), Y2, Y0
+	MOVLQSX      (AX)(R11*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R11*8), Y2
+	VFMADD231PD  (SI)(R13*8), Y2, Y1
+	INCQ         R8
+	INCQ         R11
 	JMP          ds1_both
 
 ds1_tailA:
-	CMPQ         R9, R10
+	CMPQ         R8, R9
 	JGE          ds1_tailB
-	MOVLQSX      (CX)(R9*4), R13
-	IMULQ        AX, R13
-	VBROADCASTSD (R8)(R9*8), Y2
-	VFMADD231PD  (DI)(R13*1), Y2, Y0
-	INCQ         R9
+	MOVLQSX      (AX)(R8*4), R12
+	IMULQ        kp+24(FP), R12
+	VBROADCASTSD (DI)(R8*8), Y2
+	VFMADD231PD  (SI)(R12*8), Y2, Y0
+	INCQ         R8
 	JMP          ds1_tailA
 
 ds1_tailB:
-	CMPQ         R12, R11
+	CMPQ         R11, R10
 	JGE          ds1_storepair
-	MOVLQSX      (CX)(R12*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(R12*8), Y2
-	VFMADD231PD  (DI)(R9*1), Y2, Y1
-	INCQ         R12
+	MOVLQSX      (AX)(R11*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R11*8), Y2
+	VFMADD231PD  (SI)(R8*8), Y2, Y1
+	INCQ         R11
 	JMP          ds1_tailB
 
 ds1_storepair:
-	VMOVUPD Y0, (SI)
-	ADDQ    AX, SI
-	VMOVUPD Y1, (SI)
-	ADDQ    AX, SI
-	ADDQ    $0x10, DX
-	SUBQ    $0x02, BX
+	VMOVUPD Y0, (BX)
+	ADDQ    (SP), BX
+	VMOVUPD Y1, (BX)
+	ADDQ    (SP), BX
+	ADDQ    $0x10, CX
+	SUBQ    $0x02, DX
 	JMP     ds1_pair
 
 ds1_single:
-	TESTQ  BX, BX
+	TESTQ  DX, DX
 	JZ     ds1_end
-	MOVQ   (DX), BX
-	MOVQ   8(DX), DX
+	MOVQ   (CX), DX
+	MOVQ   8(CX), CX
 	VXORPD Y0, Y0, Y0
 
 ds1_one:
-	CMPQ         BX, DX
+	CMPQ         DX, CX
 	JGE          ds1_storeone
-	MOVLQSX      (CX)(BX*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(BX*8), Y1
-	VFMADD231PD  (DI)(R9*1), Y1, Y0
-	INCQ         BX
+	MOVLQSX      (AX)(DX*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(DX*8), Y1
+	VFMADD231PD  (SI)(R8*8), Y1, Y0
+	INCQ         DX
 	JMP          ds1_one
 
 ds1_storeone:
-	VMOVUPD Y0, (SI)
-	ADDQ    AX, SI
+	VMOVUPD Y0, (BX)
+	ADDQ    (SP), BX
 
 ds1_end:
-	ADDQ $0x00000020, (SP)
-	CMPQ (SP), AX
+	ADDQ $0x00000020, 8(SP)
+	MOVQ 8(SP), AX
+	CMPQ AX, (SP)
 	JL   ds_group
 	JMP  ds_done
 
 ds_n2:
-	MOVQ (SP), CX
-	MOVQ colptr_base+32(FP), DX
-	MOVQ colptr_len+40(FP), BX
-	DECQ BX
-	MOVQ h_base+104(FP), SI
-	ADDQ CX, SI
-	MOVQ bp_base+0(FP), DI
-	ADDQ CX, DI
-	MOVQ rows_base+56(FP), CX
-	MOVQ vals_base+80(FP), R8
+	MOVQ 8(SP), AX
+	MOVQ colptr_base+32(FP), CX
+	MOVQ colptr_len+40(FP), DX
+	DECQ DX
+	MOVQ h_base+104(FP), BX
+	ADDQ AX, BX
+	MOVQ bp_base+0(FP), SI
+	ADDQ AX, SI
+	MOVQ rows_base+56(FP), AX
+	MOVQ vals_base+80(FP), DI
 
-ds2_pair:
-	CMPQ    BX, $0x02
-	JL      ds2_single
-	MOVQ    (DX), R9
-	MOVQ    8(DX), R10
-	MOVQ    16(DX), R11
-	MOVQ    R10, R12
-	VXORPD  Y0, Y0, Y0
-	VXORPD  Y1, Y1, Y1
-	VXORPD  Y2, Y2, Y2
-	VXORPD  Y3, Y3, Y3
+ds2_quad:
+	CMPQ    DX, $0x04
+	JL      ds2_pair
+	MOVQ    (CX), R8
+	MOVQ    8(CX), R9
+	MOVQ    16(CX), R10
+	MOVQ    24(CX), R11
+	MOVQ    R9, R12
+	SUBQ    R8, R12
 	MOVQ    R10, R13
 	SUBQ    R9, R13
-	MOVQ    R11, R14
-	SUBQ    R12, R14
-	CMPQ    R14, R13
-	CMOVQLT R14, R13
-	ADDQ    R9, R13
-
-ds2_both:
-	CMPQ         R9, R13
-	JGE          ds2_tailA
-	MOVLQSX      (CX)(R9*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R9*8), Y4
-	VFMADD231PD  (DI)(R14*1), Y4, Y0
-	VFMADD231PD  32(DI)(R14*1), Y4, Y1
-	MOVLQSX      (CX)(R12*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R12*8), Y4
-	VFMADD231PD  (DI)(R14*1), Y4, Y2
-	VFMADD231PD  32(DI)(R14*1), Y4, Y3
-	INCQ         R9
-	INCQ         R12
-	JMP          ds2_both
-
-ds2_tailA:
-	CMPQ         R9, R10
-	JGE          ds2_tailB
-	MOVLQSX      (CX)(R9*4), R13
-	IMULQ        AX, R13
-	VBROADCASTSD (R8)(R9*8), Y4
-	VFMADD231PD  (DI)(R13*1), Y4, Y0
-	VFMADD231PD  32(DI)(R13*1), Y4, Y1
-	INCQ         R9
-	JMP          ds2_tailA
-
-ds2_tailB:
-	CMPQ         R12, R11
-	JGE          ds2_storepair
-	MOVLQSX      (CX)(R12*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(R12*8), Y4
-	VFMADD231PD  (DI)(R9*1), Y4, Y2
-	VFMADD231PD  32(DI)(R9*1), Y4, Y3
-	INCQ         R12
-	JMP          ds2_tailB
-
-ds2_storepair:
-	VMOVUPD Y0, (SI)
-	VMOVUPD Y1, 32(SI)
-	ADDQ    AX, SI
-	VMOVUPD Y2, (SI)
-	VMOVUPD Y3, 32(SI)
-	ADDQ    AX, SI
-	ADDQ    $0x10, DX
-	SUBQ    $0x02, BX
-	JMP     ds2_pair
-
-ds2_single:
-	TESTQ  BX, BX
-	JZ     ds2_end
-	MOVQ   (DX), BX
-	MOVQ   8(DX), DX
-	VXORPD Y0, Y0, Y0
-	VXORPD Y1, Y1, Y1
-
-ds2_one:
-	CMPQ         BX, DX
-	JGE          ds2_storeone
-	MOVLQSX      (CX)(BX*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(BX*8), Y2
-	VFMADD231PD  (DI)(R9*1), Y2, Y0
-	VFMADD231PD  32(DI)(R9*1), Y2, Y1
-	INCQ         BX
-	JMP          ds2_one
-
-ds2_storeone:
-	VMOVUPD Y0, (SI)
-	VMOVUPD Y1, 32(SI)
-	ADDQ    AX, SI
-
-ds2_end:
-	ADDQ $0x00000040, (SP)
-	CMPQ (SP), AX
-	JL   ds_group
-	JMP  ds_done
-
-ds_n3:
-	MOVQ (SP), CX
-	MOVQ colptr_base+32(FP), DX
-	MOVQ colptr_len+40(FP), BX
-	DECQ BX
-	MOVQ h_base+104(FP), SI
-	ADDQ CX, SI
-	MOVQ bp_base+0(FP), DI
-	ADDQ CX, DI
-	MOVQ rows_base+56(FP), CX
-	MOVQ vals_base+80(FP), R8
-
-ds3_pair:
-	CMPQ    BX, $0x02
-	JL      ds3_single
-	MOVQ    (DX), R9
-	MOVQ    8(DX), R10
-	MOVQ    16(DX), R11
-	MOVQ    R10, R12
-	VXORPD  Y0, Y0, Y0
-	VXORPD  Y1, Y1, Y1
-	VXORPD  Y2, Y2, Y2
-	VXORPD  Y3, Y3, Y3
-	VXORPD  Y4, Y4, Y4
-	VXORPD  Y5, Y5, Y5
-	MOVQ    R10, R13
-	SUBQ    R9, R13
-	MOVQ    R11, R14
-	SUBQ    R12, R14
-	CMPQ    R14, R13
-	CMOVQLT R14, R13
-	ADDQ    R9, R13
-
-ds3_both:
-	CMPQ         R9, R13
-	JGE          ds3_tailA
-	MOVLQSX      (CX)(R9*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R9*8), Y6
-	VFMADD231PD  (DI)(R14*1), Y6, Y0
-	VFMADD231PD  32(DI)(R14*1), Y6, Y1
-	VFMADD231PD  64(DI)(R14*1), Y6, Y2
-	MOVLQSX      (CX)(R12*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R12*8), Y6
-	VFMADD231PD  (DI)(R14*1), Y6, Y3
-	VFMADD231PD  32(DI)(R14*1), Y6, Y4
-	VFMADD231PD  64(DI)(R14*1), Y6, Y5
-	INCQ         R9
-	INCQ         R12
-	JMP          ds3_both
-
-ds3_tailA:
-	CMPQ         R9, R10
-	JGE          ds3_tailB
-	MOVLQSX      (CX)(R9*4), R13
-	IMULQ        AX, R13
-	VBROADCASTSD (R8)(R9*8), Y6
-	VFMADD231PD  (DI)(R13*1), Y6, Y0
-	VFMADD231PD  32(DI)(R13*1), Y6, Y1
-	VFMADD231PD  64(DI)(R13*1), Y6, Y2
-	INCQ         R9
-	JMP          ds3_tailA
-
-ds3_tailB:
-	CMPQ         R12, R11
-	JGE          ds3_storepair
-	MOVLQSX      (CX)(R12*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(R12*8), Y6
-	VFMADD231PD  (DI)(R9*1), Y6, Y3
-	VFMADD231PD  32(DI)(R9*1), Y6, Y4
-	VFMADD231PD  64(DI)(R9*1), Y6, Y5
-	INCQ         R12
-	JMP          ds3_tailB
-
-ds3_storepair:
-	VMOVUPD Y0, (SI)
-	VMOVUPD Y1, 32(SI)
-	VMOVUPD Y2, 64(SI)
-	ADDQ    AX, SI
-	VMOVUPD Y3, (SI)
-	VMOVUPD Y4, 32(SI)
-	VMOVUPD Y5, 64(SI)
-	ADDQ    AX, SI
-	ADDQ    $0x10, DX
-	SUBQ    $0x02, BX
-	JMP     ds3_pair
-
-ds3_single:
-	TESTQ  BX, BX
-	JZ     ds3_end
-	MOVQ   (DX), BX
-	MOVQ   8(DX), DX
-	VXORPD Y0, Y0, Y0
-	VXORPD Y1, Y1, Y1
-	VXORPD Y2, Y2, Y2
-
-ds3_one:
-	CMPQ         BX, DX
-	JGE          ds3_storeone
-	MOVLQSX      (CX)(BX*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(BX*8), Y3
-	VFMADD231PD  (DI)(R9*1), Y3, Y0
-	VFMADD231PD  32(DI)(R9*1), Y3, Y1
-	VFMADD231PD  64(DI)(R9*1), Y3, Y2
-	INCQ         BX
-	JMP          ds3_one
-
-ds3_storeone:
-	VMOVUPD Y0, (SI)
-	VMOVUPD Y1, 32(SI)
-	VMOVUPD Y2, 64(SI)
-	ADDQ    AX, SI
-
-ds3_end:
-	ADDQ $0x00000060, (SP)
-	CMPQ (SP), AX
-	JL   ds_group
-	JMP  ds_done
-
-ds_n4:
-	MOVQ (SP), CX
-	MOVQ colptr_base+32(FP), DX
-	MOVQ colptr_len+40(FP), BX
-	DECQ BX
-	MOVQ h_base+104(FP), SI
-	ADDQ CX, SI
-	MOVQ bp_base+0(FP), DI
-	ADDQ CX, DI
-	MOVQ rows_base+56(FP), CX
-	MOVQ vals_base+80(FP), R8
-
-ds4_pair:
-	CMPQ    BX, $0x02
-	JL      ds4_single
-	MOVQ    (DX), R9
-	MOVQ    8(DX), R10
-	MOVQ    16(DX), R11
-	MOVQ    R10, R12
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	MOVQ    R11, R13
+	SUBQ    R10, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	MOVQ    32(CX), R13
+	SUBQ    R11, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
 	VXORPD  Y0, Y0, Y0
 	VXORPD  Y1, Y1, Y1
 	VXORPD  Y2, Y2, Y2
@@ -486,109 +374,589 @@ ds4_pair:
 	VXORPD  Y5, Y5, Y5
 	VXORPD  Y6, Y6, Y6
 	VXORPD  Y7, Y7, Y7
+
+ds2_all4:
+	TESTQ        R12, R12
+	JZ           ds2_tail4_0
+	MOVLQSX      (AX)(R8*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R8*8), Y8
+	VFMADD231PD  (SI)(R13*8), Y8, Y0
+	VFMADD231PD  32(SI)(R13*8), Y8, Y1
+	MOVLQSX      (AX)(R9*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R9*8), Y8
+	VFMADD231PD  (SI)(R13*8), Y8, Y2
+	VFMADD231PD  32(SI)(R13*8), Y8, Y3
+	MOVLQSX      (AX)(R10*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R10*8), Y8
+	VFMADD231PD  (SI)(R13*8), Y8, Y4
+	VFMADD231PD  32(SI)(R13*8), Y8, Y5
+	MOVLQSX      (AX)(R11*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R11*8), Y8
+	VFMADD231PD  (SI)(R13*8), Y8, Y6
+	VFMADD231PD  32(SI)(R13*8), Y8, Y7
+	INCQ         R8
+	INCQ         R9
+	INCQ         R10
+	INCQ         R11
+	DECQ         R12
+	JMP          ds2_all4
+
+ds2_tail4_0:
+	CMPQ         R8, 8(CX)
+	JGE          ds2_tail4_1
+	MOVLQSX      (AX)(R8*4), R12
+	IMULQ        kp+24(FP), R12
+	VBROADCASTSD (DI)(R8*8), Y8
+	VFMADD231PD  (SI)(R12*8), Y8, Y0
+	VFMADD231PD  32(SI)(R12*8), Y8, Y1
+	INCQ         R8
+	JMP          ds2_tail4_0
+
+ds2_tail4_1:
+	CMPQ         R9, 16(CX)
+	JGE          ds2_tail4_2
+	MOVLQSX      (AX)(R9*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R9*8), Y8
+	VFMADD231PD  (SI)(R8*8), Y8, Y2
+	VFMADD231PD  32(SI)(R8*8), Y8, Y3
+	INCQ         R9
+	JMP          ds2_tail4_1
+
+ds2_tail4_2:
+	CMPQ         R10, 24(CX)
+	JGE          ds2_tail4_3
+	MOVLQSX      (AX)(R10*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R10*8), Y8
+	VFMADD231PD  (SI)(R8*8), Y8, Y4
+	VFMADD231PD  32(SI)(R8*8), Y8, Y5
+	INCQ         R10
+	JMP          ds2_tail4_2
+
+ds2_tail4_3:
+	CMPQ         R11, 32(CX)
+	JGE          ds2_store4
+	MOVLQSX      (AX)(R11*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R11*8), Y8
+	VFMADD231PD  (SI)(R8*8), Y8, Y6
+	VFMADD231PD  32(SI)(R8*8), Y8, Y7
+	INCQ         R11
+	JMP          ds2_tail4_3
+
+ds2_store4:
+	VMOVUPD Y0, (BX)
+	VMOVUPD Y1, 32(BX)
+	ADDQ    (SP), BX
+	VMOVUPD Y2, (BX)
+	VMOVUPD Y3, 32(BX)
+	ADDQ    (SP), BX
+	VMOVUPD Y4, (BX)
+	VMOVUPD Y5, 32(BX)
+	ADDQ    (SP), BX
+	VMOVUPD Y6, (BX)
+	VMOVUPD Y7, 32(BX)
+	ADDQ    (SP), BX
+	ADDQ    $0x20, CX
+	SUBQ    $0x04, DX
+	JMP     ds2_quad
+
+ds2_pair:
+	CMPQ    DX, $0x02
+	JL      ds2_single
+	MOVQ    (CX), R8
+	MOVQ    8(CX), R9
+	MOVQ    16(CX), R10
+	MOVQ    R9, R11
+	VXORPD  Y0, Y0, Y0
+	VXORPD  Y1, Y1, Y1
+	VXORPD  Y2, Y2, Y2
+	VXORPD  Y3, Y3, Y3
+	MOVQ    R9, R12
+	SUBQ    R8, R12
+	MOVQ    R10, R13
+	SUBQ    R11, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	ADDQ    R8, R12
+
+ds2_both:
+	CMPQ         R8, R12
+	JGE          ds2_tailA
+	MOVLQSX      (AX)(R8*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R8*8), Y4
+	VFMADD231PD  (SI)(R13*8), Y4, Y0
+	VFMADD231PD  32(SI)(R13*8), Y4, Y1
+	MOVLQSX      (AX)(R11*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R11*8), Y4
+	VFMADD231PD  (SI)(R13*8), Y4, Y2
+	VFMADD231PD  32(SI)(R13*8), Y4, Y3
+	INCQ         R8
+	INCQ         R11
+	JMP          ds2_both
+
+ds2_tailA:
+	CMPQ         R8, R9
+	JGE          ds2_tailB
+	MOVLQSX      (AX)(R8*4), R12
+	IMULQ        kp+24(FP), R12
+	VBROADCASTSD (DI)(R8*8), Y4
+	VFMADD231PD  (SI)(R12*8), Y4, Y0
+	VFMADD231PD  32(SI)(R12*8), Y4, Y1
+	INCQ         R8
+	JMP          ds2_tailA
+
+ds2_tailB:
+	CMPQ         R11, R10
+	JGE          ds2_storepair
+	MOVLQSX      (AX)(R11*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R11*8), Y4
+	VFMADD231PD  (SI)(R8*8), Y4, Y2
+	VFMADD231PD  32(SI)(R8*8), Y4, Y3
+	INCQ         R11
+	JMP          ds2_tailB
+
+ds2_storepair:
+	VMOVUPD Y0, (BX)
+	VMOVUPD Y1, 32(BX)
+	ADDQ    (SP), BX
+	VMOVUPD Y2, (BX)
+	VMOVUPD Y3, 32(BX)
+	ADDQ    (SP), BX
+	ADDQ    $0x10, CX
+	SUBQ    $0x02, DX
+	JMP     ds2_pair
+
+ds2_single:
+	TESTQ  DX, DX
+	JZ     ds2_end
+	MOVQ   (CX), DX
+	MOVQ   8(CX), CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+
+ds2_one:
+	CMPQ         DX, CX
+	JGE          ds2_storeone
+	MOVLQSX      (AX)(DX*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(DX*8), Y2
+	VFMADD231PD  (SI)(R8*8), Y2, Y0
+	VFMADD231PD  32(SI)(R8*8), Y2, Y1
+	INCQ         DX
+	JMP          ds2_one
+
+ds2_storeone:
+	VMOVUPD Y0, (BX)
+	VMOVUPD Y1, 32(BX)
+	ADDQ    (SP), BX
+
+ds2_end:
+	ADDQ $0x00000040, 8(SP)
+	MOVQ 8(SP), AX
+	CMPQ AX, (SP)
+	JL   ds_group
+	JMP  ds_done
+
+ds_n3:
+	MOVQ 8(SP), AX
+	MOVQ colptr_base+32(FP), CX
+	MOVQ colptr_len+40(FP), DX
+	DECQ DX
+	MOVQ h_base+104(FP), BX
+	ADDQ AX, BX
+	MOVQ bp_base+0(FP), SI
+	ADDQ AX, SI
+	MOVQ rows_base+56(FP), AX
+	MOVQ vals_base+80(FP), DI
+
+ds3_quad:
+	CMPQ    DX, $0x04
+	JL      ds3_pair
+	MOVQ    (CX), R8
+	MOVQ    8(CX), R9
+	MOVQ    16(CX), R10
+	MOVQ    24(CX), R11
+	MOVQ    R9, R12
+	SUBQ    R8, R12
 	MOVQ    R10, R13
 	SUBQ    R9, R13
-	MOVQ    R11, R14
-	SUBQ    R12, R14
-	CMPQ    R14, R13
-	CMOVQLT R14, R13
-	ADDQ    R9, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	MOVQ    R11, R13
+	SUBQ    R10, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	MOVQ    32(CX), R13
+	SUBQ    R11, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	VXORPD  Y0, Y0, Y0
+	VXORPD  Y1, Y1, Y1
+	VXORPD  Y2, Y2, Y2
+	VXORPD  Y3, Y3, Y3
+	VXORPD  Y4, Y4, Y4
+	VXORPD  Y5, Y5, Y5
+	VXORPD  Y6, Y6, Y6
+	VXORPD  Y7, Y7, Y7
+	VXORPD  Y8, Y8, Y8
+	VXORPD  Y9, Y9, Y9
+	VXORPD  Y10, Y10, Y10
+	VXORPD  Y11, Y11, Y11
+
+ds3_all4:
+	TESTQ        R12, R12
+	JZ           ds3_tail4_0
+	MOVLQSX      (AX)(R8*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R8*8), Y12
+	VFMADD231PD  (SI)(R13*8), Y12, Y0
+	VFMADD231PD  32(SI)(R13*8), Y12, Y1
+	VFMADD231PD  64(SI)(R13*8), Y12, Y2
+	MOVLQSX      (AX)(R9*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R9*8), Y12
+	VFMADD231PD  (SI)(R13*8), Y12, Y3
+	VFMADD231PD  32(SI)(R13*8), Y12, Y4
+	VFMADD231PD  64(SI)(R13*8), Y12, Y5
+	MOVLQSX      (AX)(R10*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R10*8), Y12
+	VFMADD231PD  (SI)(R13*8), Y12, Y6
+	VFMADD231PD  32(SI)(R13*8), Y12, Y7
+	VFMADD231PD  64(SI)(R13*8), Y12, Y8
+	MOVLQSX      (AX)(R11*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R11*8), Y12
+	VFMADD231PD  (SI)(R13*8), Y12, Y9
+	VFMADD231PD  32(SI)(R13*8), Y12, Y10
+	VFMADD231PD  64(SI)(R13*8), Y12, Y11
+	INCQ         R8
+	INCQ         R9
+	INCQ         R10
+	INCQ         R11
+	DECQ         R12
+	JMP          ds3_all4
+
+ds3_tail4_0:
+	CMPQ         R8, 8(CX)
+	JGE          ds3_tail4_1
+	MOVLQSX      (AX)(R8*4), R12
+	IMULQ        kp+24(FP), R12
+	VBROADCASTSD (DI)(R8*8), Y12
+	VFMADD231PD  (SI)(R12*8), Y12, Y0
+	VFMADD231PD  32(SI)(R12*8), Y12, Y1
+	VFMADD231PD  64(SI)(R12*8), Y12, Y2
+	INCQ         R8
+	JMP          ds3_tail4_0
+
+ds3_tail4_1:
+	CMPQ         R9, 16(CX)
+	JGE          ds3_tail4_2
+	MOVLQSX      (AX)(R9*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R9*8), Y12
+	VFMADD231PD  (SI)(R8*8), Y12, Y3
+	VFMADD231PD  32(SI)(R8*8), Y12, Y4
+	VFMADD231PD  64(SI)(R8*8), Y12, Y5
+	INCQ         R9
+	JMP          ds3_tail4_1
+
+ds3_tail4_2:
+	CMPQ         R10, 24(CX)
+	JGE          ds3_tail4_3
+	MOVLQSX      (AX)(R10*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R10*8), Y12
+	VFMADD231PD  (SI)(R8*8), Y12, Y6
+	VFMADD231PD  32(SI)(R8*8), Y12, Y7
+	VFMADD231PD  64(SI)(R8*8), Y12, Y8
+	INCQ         R10
+	JMP          ds3_tail4_2
+
+ds3_tail4_3:
+	CMPQ         R11, 32(CX)
+	JGE          ds3_store4
+	MOVLQSX      (AX)(R11*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R11*8), Y12
+	VFMADD231PD  (SI)(R8*8), Y12, Y9
+	VFMADD231PD  32(SI)(R8*8), Y12, Y10
+	VFMADD231PD  64(SI)(R8*8), Y12, Y11
+	INCQ         R11
+	JMP          ds3_tail4_3
+
+ds3_store4:
+	VMOVUPD Y0, (BX)
+	VMOVUPD Y1, 32(BX)
+	VMOVUPD Y2, 64(BX)
+	ADDQ    (SP), BX
+	VMOVUPD Y3, (BX)
+	VMOVUPD Y4, 32(BX)
+	VMOVUPD Y5, 64(BX)
+	ADDQ    (SP), BX
+	VMOVUPD Y6, (BX)
+	VMOVUPD Y7, 32(BX)
+	VMOVUPD Y8, 64(BX)
+	ADDQ    (SP), BX
+	VMOVUPD Y9, (BX)
+	VMOVUPD Y10, 32(BX)
+	VMOVUPD Y11, 64(BX)
+	ADDQ    (SP), BX
+	ADDQ    $0x20, CX
+	SUBQ    $0x04, DX
+	JMP     ds3_quad
+
+ds3_pair:
+	CMPQ    DX, $0x02
+	JL      ds3_single
+	MOVQ    (CX), R8
+	MOVQ    8(CX), R9
+	MOVQ    16(CX), R10
+	MOVQ    R9, R11
+	VXORPD  Y0, Y0, Y0
+	VXORPD  Y1, Y1, Y1
+	VXORPD  Y2, Y2, Y2
+	VXORPD  Y3, Y3, Y3
+	VXORPD  Y4, Y4, Y4
+	VXORPD  Y5, Y5, Y5
+	MOVQ    R9, R12
+	SUBQ    R8, R12
+	MOVQ    R10, R13
+	SUBQ    R11, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	ADDQ    R8, R12
+
+ds3_both:
+	CMPQ         R8, R12
+	JGE          ds3_tailA
+	MOVLQSX      (AX)(R8*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R8*8), Y6
+	VFMADD231PD  (SI)(R13*8), Y6, Y0
+	VFMADD231PD  32(SI)(R13*8), Y6, Y1
+	VFMADD231PD  64(SI)(R13*8), Y6, Y2
+	MOVLQSX      (AX)(R11*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R11*8), Y6
+	VFMADD231PD  (SI)(R13*8), Y6, Y3
+	VFMADD231PD  32(SI)(R13*8), Y6, Y4
+	VFMADD231PD  64(SI)(R13*8), Y6, Y5
+	INCQ         R8
+	INCQ         R11
+	JMP          ds3_both
+
+ds3_tailA:
+	CMPQ         R8, R9
+	JGE          ds3_tailB
+	MOVLQSX      (AX)(R8*4), R12
+	IMULQ        kp+24(FP), R12
+	VBROADCASTSD (DI)(R8*8), Y6
+	VFMADD231PD  (SI)(R12*8), Y6, Y0
+	VFMADD231PD  32(SI)(R12*8), Y6, Y1
+	VFMADD231PD  64(SI)(R12*8), Y6, Y2
+	INCQ         R8
+	JMP          ds3_tailA
+
+ds3_tailB:
+	CMPQ         R11, R10
+	JGE          ds3_storepair
+	MOVLQSX      (AX)(R11*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R11*8), Y6
+	VFMADD231PD  (SI)(R8*8), Y6, Y3
+	VFMADD231PD  32(SI)(R8*8), Y6, Y4
+	VFMADD231PD  64(SI)(R8*8), Y6, Y5
+	INCQ         R11
+	JMP          ds3_tailB
+
+ds3_storepair:
+	VMOVUPD Y0, (BX)
+	VMOVUPD Y1, 32(BX)
+	VMOVUPD Y2, 64(BX)
+	ADDQ    (SP), BX
+	VMOVUPD Y3, (BX)
+	VMOVUPD Y4, 32(BX)
+	VMOVUPD Y5, 64(BX)
+	ADDQ    (SP), BX
+	ADDQ    $0x10, CX
+	SUBQ    $0x02, DX
+	JMP     ds3_pair
+
+ds3_single:
+	TESTQ  DX, DX
+	JZ     ds3_end
+	MOVQ   (CX), DX
+	MOVQ   8(CX), CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+
+ds3_one:
+	CMPQ         DX, CX
+	JGE          ds3_storeone
+	MOVLQSX      (AX)(DX*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(DX*8), Y3
+	VFMADD231PD  (SI)(R8*8), Y3, Y0
+	VFMADD231PD  32(SI)(R8*8), Y3, Y1
+	VFMADD231PD  64(SI)(R8*8), Y3, Y2
+	INCQ         DX
+	JMP          ds3_one
+
+ds3_storeone:
+	VMOVUPD Y0, (BX)
+	VMOVUPD Y1, 32(BX)
+	VMOVUPD Y2, 64(BX)
+	ADDQ    (SP), BX
+
+ds3_end:
+	ADDQ $0x00000060, 8(SP)
+	MOVQ 8(SP), AX
+	CMPQ AX, (SP)
+	JL   ds_group
+	JMP  ds_done
+
+ds_n4:
+	MOVQ 8(SP), AX
+	MOVQ colptr_base+32(FP), CX
+	MOVQ colptr_len+40(FP), DX
+	DECQ DX
+	MOVQ h_base+104(FP), BX
+	ADDQ AX, BX
+	MOVQ bp_base+0(FP), SI
+	ADDQ AX, SI
+	MOVQ rows_base+56(FP), AX
+	MOVQ vals_base+80(FP), DI
+
+ds4_pair:
+	CMPQ    DX, $0x02
+	JL      ds4_single
+	MOVQ    (CX), R8
+	MOVQ    8(CX), R9
+	MOVQ    16(CX), R10
+	MOVQ    R9, R11
+	VXORPD  Y0, Y0, Y0
+	VXORPD  Y1, Y1, Y1
+	VXORPD  Y2, Y2, Y2
+	VXORPD  Y3, Y3, Y3
+	VXORPD  Y4, Y4, Y4
+	VXORPD  Y5, Y5, Y5
+	VXORPD  Y6, Y6, Y6
+	VXORPD  Y7, Y7, Y7
+	MOVQ    R9, R12
+	SUBQ    R8, R12
+	MOVQ    R10, R13
+	SUBQ    R11, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	ADDQ    R8, R12
 
 ds4_both:
-	CMPQ         R9, R13
+	CMPQ         R8, R12
 	JGE          ds4_tailA
-	MOVLQSX      (CX)(R9*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R9*8), Y8
-	VFMADD231PD  (DI)(R14*1), Y8, Y0
-	VFMADD231PD  32(DI)(R14*1), Y8, Y1
-	VFMADD231PD  64(DI)(R14*1), Y8, Y2
-	VFMADD231PD  96(DI)(R14*1), Y8, Y3
-	MOVLQSX      (CX)(R12*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R12*8), Y8
-	VFMADD231PD  (DI)(R14*1), Y8, Y4
-	VFMADD231PD  32(DI)(R14*1), Y8, Y5
-	VFMADD231PD  64(DI)(R14*1), Y8, Y6
-	VFMADD231PD  96(DI)(R14*1), Y8, Y7
-	INCQ         R9
-	INCQ         R12
+	MOVLQSX      (AX)(R8*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R8*8), Y8
+	VFMADD231PD  (SI)(R13*8), Y8, Y0
+	VFMADD231PD  32(SI)(R13*8), Y8, Y1
+	VFMADD231PD  64(SI)(R13*8), Y8, Y2
+	VFMADD231PD  96(SI)(R13*8), Y8, Y3
+	MOVLQSX      (AX)(R11*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R11*8), Y8
+	VFMADD231PD  (SI)(R13*8), Y8, Y4
+	VFMADD231PD  32(SI)(R13*8), Y8, Y5
+	VFMADD231PD  64(SI)(R13*8), Y8, Y6
+	VFMADD231PD  96(SI)(R13*8), Y8, Y7
+	INCQ         R8
+	INCQ         R11
 	JMP          ds4_both
 
 ds4_tailA:
-	CMPQ         R9, R10
+	CMPQ         R8, R9
 	JGE          ds4_tailB
-	MOVLQSX      (CX)(R9*4), R13
-	IMULQ        AX, R13
-	VBROADCASTSD (R8)(R9*8), Y8
-	VFMADD231PD  (DI)(R13*1), Y8, Y0
-	VFMADD231PD  32(DI)(R13*1), Y8, Y1
-	VFMADD231PD  64(DI)(R13*1), Y8, Y2
-	VFMADD231PD  96(DI)(R13*1), Y8, Y3
-	INCQ         R9
+	MOVLQSX      (AX)(R8*4), R12
+	IMULQ        kp+24(FP), R12
+	VBROADCASTSD (DI)(R8*8), Y8
+	VFMADD231PD  (SI)(R12*8), Y8, Y0
+	VFMADD231PD  32(SI)(R12*8), Y8, Y1
+	VFMADD231PD  64(SI)(R12*8), Y8, Y2
+	VFMADD231PD  96(SI)(R12*8), Y8, Y3
+	INCQ         R8
 	JMP          ds4_tailA
 
 ds4_tailB:
-	CMPQ         R12, R11
+	CMPQ         R11, R10
 	JGE          ds4_storepair
-	MOVLQSX      (CX)(R12*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(R12*8), Y8
-	VFMADD231PD  (DI)(R9*1), Y8, Y4
-	VFMADD231PD  32(DI)(R9*1), Y8, Y5
-	VFMADD231PD  64(DI)(R9*1), Y8, Y6
-	VFMADD231PD  96(DI)(R9*1), Y8, Y7
-	INCQ         R12
+	MOVLQSX      (AX)(R11*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R11*8), Y8
+	VFMADD231PD  (SI)(R8*8), Y8, Y4
+	VFMADD231PD  32(SI)(R8*8), Y8, Y5
+	VFMADD231PD  64(SI)(R8*8), Y8, Y6
+	VFMADD231PD  96(SI)(R8*8), Y8, Y7
+	INCQ         R11
 	JMP          ds4_tailB
 
 ds4_storepair:
-	VMOVUPD Y0, (SI)
-	VMOVUPD Y1, 32(SI)
-	VMOVUPD Y2, 64(SI)
-	VMOVUPD Y3, 96(SI)
-	ADDQ    AX, SI
-	VMOVUPD Y4, (SI)
-	VMOVUPD Y5, 32(SI)
-	VMOVUPD Y6, 64(SI)
-	VMOVUPD Y7, 96(SI)
-	ADDQ    AX, SI
-	ADDQ    $0x10, DX
-	SUBQ    $0x02, BX
+	VMOVUPD Y0, (BX)
+	VMOVUPD Y1, 32(BX)
+	VMOVUPD Y2, 64(BX)
+	VMOVUPD Y3, 96(BX)
+	ADDQ    (SP), BX
+	VMOVUPD Y4, (BX)
+	VMOVUPD Y5, 32(BX)
+	VMOVUPD Y6, 64(BX)
+	VMOVUPD Y7, 96(BX)
+	ADDQ    (SP), BX
+	ADDQ    $0x10, CX
+	SUBQ    $0x02, DX
 	JMP     ds4_pair
 
 ds4_single:
-	TESTQ  BX, BX
+	TESTQ  DX, DX
 	JZ     ds4_end
-	MOVQ   (DX), BX
-	MOVQ   8(DX), DX
+	MOVQ   (CX), DX
+	MOVQ   8(CX), CX
 	VXORPD Y0, Y0, Y0
 	VXORPD Y1, Y1, Y1
 	VXORPD Y2, Y2, Y2
 	VXORPD Y3, Y3, Y3
 
 ds4_one:
-	CMPQ         BX, DX
+	CMPQ         DX, CX
 	JGE          ds4_storeone
-	MOVLQSX      (CX)(BX*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(BX*8), Y4
-	VFMADD231PD  (DI)(R9*1), Y4, Y0
-	VFMADD231PD  32(DI)(R9*1), Y4, Y1
-	VFMADD231PD  64(DI)(R9*1), Y4, Y2
-	VFMADD231PD  96(DI)(R9*1), Y4, Y3
-	INCQ         BX
+	MOVLQSX      (AX)(DX*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(DX*8), Y4
+	VFMADD231PD  (SI)(R8*8), Y4, Y0
+	VFMADD231PD  32(SI)(R8*8), Y4, Y1
+	VFMADD231PD  64(SI)(R8*8), Y4, Y2
+	VFMADD231PD  96(SI)(R8*8), Y4, Y3
+	INCQ         DX
 	JMP          ds4_one
 
 ds4_storeone:
-	VMOVUPD Y0, (SI)
-	VMOVUPD Y1, 32(SI)
-	VMOVUPD Y2, 64(SI)
-	VMOVUPD Y3, 96(SI)
-	ADDQ    AX, SI
+	VMOVUPD Y0, (BX)
+	VMOVUPD Y1, 32(BX)
+	VMOVUPD Y2, 64(BX)
+	VMOVUPD Y3, 96(BX)
+	ADDQ    (SP), BX
 
 ds4_end:
-	ADDQ $0x00000080, (SP)
-	CMPQ (SP), AX
+	ADDQ $0x00000080, 8(SP)
+	MOVQ 8(SP), AX
+	CMPQ AX, (SP)
 	JL   ds_group
 
 ds_done:
@@ -639,7 +1007,8 @@ ad1_row:
 	DECQ         SI
 	JNZ          ad1_col
 	ADDQ         $0x00000020, (SP)
-	CMPQ         (SP), AX
+	MOVQ         (SP), CX
+	CMPQ         CX, AX
 	JL           ad_group
 	JMP          ad_done
 
@@ -673,7 +1042,8 @@ ad2_row:
 	DECQ         SI
 	JNZ          ad2_col
 	ADDQ         $0x00000040, (SP)
-	CMPQ         (SP), AX
+	MOVQ         (SP), CX
+	CMPQ         CX, AX
 	JL           ad_group
 	JMP          ad_done
 
@@ -711,7 +1081,8 @@ ad3_row:
 	DECQ         SI
 	JNZ          ad3_col
 	ADDQ         $0x00000060, (SP)
-	CMPQ         (SP), AX
+	MOVQ         (SP), CX
+	CMPQ         CX, AX
 	JL           ad_group
 	JMP          ad_done
 
@@ -753,7 +1124,8 @@ ad4_row:
 	DECQ         SI
 	JNZ          ad4_col
 	ADDQ         $0x00000080, (SP)
-	CMPQ         (SP), AX
+	MOVQ         (SP), CX
+	CMPQ         CX, AX
 	JL           ad_group
 
 ad_done:
@@ -817,7 +1189,8 @@ as1_next:
 
 as1_end:
 	ADDQ $0x00000020, (SP)
-	CMPQ (SP), AX
+	MOVQ (SP), CX
+	CMPQ CX, AX
 	JL   as_group
 	JMP  as_done
 
@@ -864,7 +1237,8 @@ as2_next:
 
 as2_end:
 	ADDQ $0x00000040, (SP)
-	CMPQ (SP), AX
+	MOVQ (SP), CX
+	CMPQ CX, AX
 	JL   as_group
 	JMP  as_done
 
@@ -915,7 +1289,8 @@ as3_next:
 
 as3_end:
 	ADDQ $0x00000060, (SP)
-	CMPQ (SP), AX
+	MOVQ (SP), CX
+	CMPQ CX, AX
 	JL   as_group
 	JMP  as_done
 
@@ -970,7 +1345,8 @@ as4_next:
 
 as4_end:
 	ADDQ $0x00000080, (SP)
-	CMPQ (SP), AX
+	MOVQ (SP), CX
+	CMPQ CX, AX
 	JL   as_group
 
 as_done:
@@ -979,689 +1355,696 @@ as_done:
 
 // func dotsSparseAVX512(bp []float64, kp int, colptr []int, rows []int32, vals []float64, h []float64)
 // Requires: AVX, AVX512F, CMOV, FMA3
-TEXT ·dotsSparseAVX512(SB), NOSPLIT, $8-128
+TEXT ·dotsSparseAVX512(SB), NOSPLIT, $16-128
 	MOVQ kp+24(FP), AX
 	SHLQ $0x03, AX
-	MOVQ $0x00000000, (SP)
+	MOVQ AX, (SP)
+	MOVQ $0x00000000, 8(SP)
 
 ds_group:
-	MOVQ AX, CX
-	SUBQ (SP), CX
-	CMPQ CX, $0x20
+	MOVQ (SP), AX
+	SUBQ 8(SP), AX
+	CMPQ AX, $0x20
 	JE   ds_n1
-	CMPQ CX, $0x40
+	CMPQ AX, $0x40
 	JE   ds_n2
-	CMPQ CX, $0x60
+	CMPQ AX, $0x60
 	JE   ds_n3
-	CMPQ CX, $0x80
+	CMPQ AX, $0x80
 	JE   ds_n4
-	CMPQ CX, $0xa0
+	CMPQ AX, $0xa0
 	JE   ds_n5
 	JMP  ds_n6
 
 ds_n1:
-	MOVQ (SP), CX
-	MOVQ colptr_base+32(FP), DX
-	MOVQ colptr_len+40(FP), BX
-	DECQ BX
-	MOVQ h_base+104(FP), SI
-	ADDQ CX, SI
-	MOVQ bp_base+0(FP), DI
-	ADDQ CX, DI
-	MOVQ rows_base+56(FP), CX
-	MOVQ vals_base+80(FP), R8
+	MOVQ 8(SP), AX
+	MOVQ colptr_base+32(FP), CX
+	MOVQ colptr_len+40(FP), DX
+	DECQ DX
+	MOVQ h_base+104(FP), BX
+	ADDQ AX, BX
+	MOVQ bp_base+0(FP), SI
+	ADDQ AX, SI
+	MOVQ rows_base+56(FP), AX
+	MOVQ vals_base+80(FP), DI
 
 ds1_pair:
-	CMPQ    BX, $0x02
+	CMPQ    DX, $0x02
 	JL      ds1_single
-	MOVQ    (DX), R9
-	MOVQ    8(DX), R10
-	MOVQ    16(DX), R11
-	MOVQ    R10, R12
+	MOVQ    (CX), R8
+	MOVQ    8(CX), R9
+	MOVQ    16(CX), R10
+	MOVQ    R9, R11
 	VXORPD  Y0, Y0, Y0
 	VXORPD  Y1, Y1, Y1
+	MOVQ    R9, R12
+	SUBQ    R8, R12
 	MOVQ    R10, R13
-	SUBQ    R9, R13
-	MOVQ    R11, R14
-	SUBQ    R12, R14
-	CMPQ    R14, R13
-	CMOVQLT R14, R13
-	ADDQ    R9, R13
+	SUBQ    R11, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	ADDQ    R8, R12
 
 ds1_both:
-	CMPQ         R9, R13
+	CMPQ         R8, R12
 	JGE          ds1_tailA
-	MOVLQSX      (CX)(R9*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R9*8), Y2
-	VFMADD231PD  (DI)(R14*1), Y2, Y0
-	MOVLQSX      (CX)(R12*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R12*8), Y2
-	VFMADD231PD  (DI)(R14*1), Y2, Y1
-	INCQ         R9
-	INCQ         R12
+	MOVLQSX      (AX)(R8*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R8*8), Y2
+	VFMADD231PD  (SI)(R13*8), Y2, Y0
+	MOVLQSX      (AX)(R11*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R11*8), Y2
+	VFMADD231PD  (SI)(R13*8), Y2, Y1
+	INCQ         R8
+	INCQ         R11
 	JMP          ds1_both
 
 ds1_tailA:
-	CMPQ         R9, R10
+	CMPQ         R8, R9
 	JGE          ds1_tailB
-	MOVLQSX      (CX)(R9*4), R13
-	IMULQ        AX, R13
-	VBROADCASTSD (R8)(R9*8), Y2
-	VFMADD231PD  (DI)(R13*1), Y2, Y0
-	INCQ         R9
+	MOVLQSX      (AX)(R8*4), R12
+	IMULQ        kp+24(FP), R12
+	VBROADCASTSD (DI)(R8*8), Y2
+	VFMADD231PD  (SI)(R12*8), Y2, Y0
+	INCQ         R8
 	JMP          ds1_tailA
 
 ds1_tailB:
-	CMPQ         R12, R11
+	CMPQ         R11, R10
 	JGE          ds1_storepair
-	MOVLQSX      (CX)(R12*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(R12*8), Y2
-	VFMADD231PD  (DI)(R9*1), Y2, Y1
-	INCQ         R12
+	MOVLQSX      (AX)(R11*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R11*8), Y2
+	VFMADD231PD  (SI)(R8*8), Y2, Y1
+	INCQ         R11
 	JMP          ds1_tailB
 
 ds1_storepair:
-	VMOVUPD Y0, (SI)
-	ADDQ    AX, SI
-	VMOVUPD Y1, (SI)
-	ADDQ    AX, SI
-	ADDQ    $0x10, DX
-	SUBQ    $0x02, BX
+	VMOVUPD Y0, (BX)
+	ADDQ    (SP), BX
+	VMOVUPD Y1, (BX)
+	ADDQ    (SP), BX
+	ADDQ    $0x10, CX
+	SUBQ    $0x02, DX
 	JMP     ds1_pair
 
 ds1_single:
-	TESTQ  BX, BX
+	TESTQ  DX, DX
 	JZ     ds1_end
-	MOVQ   (DX), BX
-	MOVQ   8(DX), DX
+	MOVQ   (CX), DX
+	MOVQ   8(CX), CX
 	VXORPD Y0, Y0, Y0
 
 ds1_one:
-	CMPQ         BX, DX
+	CMPQ         DX, CX
 	JGE          ds1_storeone
-	MOVLQSX      (CX)(BX*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(BX*8), Y1
-	VFMADD231PD  (DI)(R9*1), Y1, Y0
-	INCQ         BX
+	MOVLQSX      (AX)(DX*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(DX*8), Y1
+	VFMADD231PD  (SI)(R8*8), Y1, Y0
+	INCQ         DX
 	JMP          ds1_one
 
 ds1_storeone:
-	VMOVUPD Y0, (SI)
-	ADDQ    AX, SI
+	VMOVUPD Y0, (BX)
+	ADDQ    (SP), BX
 
 ds1_end:
-	ADDQ $0x00000020, (SP)
-	CMPQ (SP), AX
+	ADDQ $0x00000020, 8(SP)
+	MOVQ 8(SP), AX
+	CMPQ AX, (SP)
 	JL   ds_group
 	JMP  ds_done
 
 ds_n2:
-	MOVQ (SP), CX
-	MOVQ colptr_base+32(FP), DX
-	MOVQ colptr_len+40(FP), BX
-	DECQ BX
-	MOVQ h_base+104(FP), SI
-	ADDQ CX, SI
-	MOVQ bp_base+0(FP), DI
-	ADDQ CX, DI
-	MOVQ rows_base+56(FP), CX
-	MOVQ vals_base+80(FP), R8
+	MOVQ 8(SP), AX
+	MOVQ colptr_base+32(FP), CX
+	MOVQ colptr_len+40(FP), DX
+	DECQ DX
+	MOVQ h_base+104(FP), BX
+	ADDQ AX, BX
+	MOVQ bp_base+0(FP), SI
+	ADDQ AX, SI
+	MOVQ rows_base+56(FP), AX
+	MOVQ vals_base+80(FP), DI
 
 ds2_pair:
-	CMPQ    BX, $0x02
+	CMPQ    DX, $0x02
 	JL      ds2_single
-	MOVQ    (DX), R9
-	MOVQ    8(DX), R10
-	MOVQ    16(DX), R11
-	MOVQ    R10, R12
+	MOVQ    (CX), R8
+	MOVQ    8(CX), R9
+	MOVQ    16(CX), R10
+	MOVQ    R9, R11
 	VXORPD  Y0, Y0, Y0
 	VXORPD  Y1, Y1, Y1
+	MOVQ    R9, R12
+	SUBQ    R8, R12
 	MOVQ    R10, R13
-	SUBQ    R9, R13
-	MOVQ    R11, R14
-	SUBQ    R12, R14
-	CMPQ    R14, R13
-	CMOVQLT R14, R13
-	ADDQ    R9, R13
+	SUBQ    R11, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	ADDQ    R8, R12
 
 ds2_both:
-	CMPQ         R9, R13
+	CMPQ         R8, R12
 	JGE          ds2_tailA
-	MOVLQSX      (CX)(R9*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R9*8), Z2
-	VFMADD231PD  (DI)(R14*1), Z2, Z0
-	MOVLQSX      (CX)(R12*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R12*8), Z2
-	VFMADD231PD  (DI)(R14*1), Z2, Z1
-	INCQ         R9
-	INCQ         R12
+	MOVLQSX      (AX)(R8*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R8*8), Z2
+	VFMADD231PD  (SI)(R13*8), Z2, Z0
+	MOVLQSX      (AX)(R11*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R11*8), Z2
+	VFMADD231PD  (SI)(R13*8), Z2, Z1
+	INCQ         R8
+	INCQ         R11
 	JMP          ds2_both
 
 ds2_tailA:
-	CMPQ         R9, R10
+	CMPQ         R8, R9
 	JGE          ds2_tailB
-	MOVLQSX      (CX)(R9*4), R13
-	IMULQ        AX, R13
-	VBROADCASTSD (R8)(R9*8), Z2
-	VFMADD231PD  (DI)(R13*1), Z2, Z0
-	INCQ         R9
+	MOVLQSX      (AX)(R8*4), R12
+	IMULQ        kp+24(FP), R12
+	VBROADCASTSD (DI)(R8*8), Z2
+	VFMADD231PD  (SI)(R12*8), Z2, Z0
+	INCQ         R8
 	JMP          ds2_tailA
 
 ds2_tailB:
-	CMPQ         R12, R11
+	CMPQ         R11, R10
 	JGE          ds2_storepair
-	MOVLQSX      (CX)(R12*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(R12*8), Z2
-	VFMADD231PD  (DI)(R9*1), Z2, Z1
-	INCQ         R12
+	MOVLQSX      (AX)(R11*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R11*8), Z2
+	VFMADD231PD  (SI)(R8*8), Z2, Z1
+	INCQ         R11
 	JMP          ds2_tailB
 
 ds2_storepair:
-	VMOVUPD Z0, (SI)
-	ADDQ    AX, SI
-	VMOVUPD Z1, (SI)
-	ADDQ    AX, SI
-	ADDQ    $0x10, DX
-	SUBQ    $0x02, BX
+	VMOVUPD Z0, (BX)
+	ADDQ    (SP), BX
+	VMOVUPD Z1, (BX)
+	ADDQ    (SP), BX
+	ADDQ    $0x10, CX
+	SUBQ    $0x02, DX
 	JMP     ds2_pair
 
 ds2_single:
-	TESTQ  BX, BX
+	TESTQ  DX, DX
 	JZ     ds2_end
-	MOVQ   (DX), BX
-	MOVQ   8(DX), DX
+	MOVQ   (CX), DX
+	MOVQ   8(CX), CX
 	VXORPD Y3, Y3, Y3
 
 ds2_one:
-	CMPQ         BX, DX
+	CMPQ         DX, CX
 	JGE          ds2_storeone
-	MOVLQSX      (CX)(BX*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(BX*8), Z2
-	VFMADD231PD  (DI)(R9*1), Z2, Z3
-	INCQ         BX
+	MOVLQSX      (AX)(DX*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(DX*8), Z2
+	VFMADD231PD  (SI)(R8*8), Z2, Z3
+	INCQ         DX
 	JMP          ds2_one
 
 ds2_storeone:
-	VMOVUPD Z3, (SI)
-	ADDQ    AX, SI
+	VMOVUPD Z3, (BX)
+	ADDQ    (SP), BX
 
 ds2_end:
-	ADDQ $0x00000040, (SP)
-	CMPQ (SP), AX
+	ADDQ $0x00000040, 8(SP)
+	MOVQ 8(SP), AX
+	CMPQ AX, (SP)
 	JL   ds_group
 	JMP  ds_done
 
 ds_n3:
-	MOVQ (SP), CX
-	MOVQ colptr_base+32(FP), DX
-	MOVQ colptr_len+40(FP), BX
-	DECQ BX
-	MOVQ h_base+104(FP), SI
-	ADDQ CX, SI
-	MOVQ bp_base+0(FP), DI
-	ADDQ CX, DI
-	MOVQ rows_base+56(FP), CX
-	MOVQ vals_base+80(FP), R8
+	MOVQ 8(SP), AX
+	MOVQ colptr_base+32(FP), CX
+	MOVQ colptr_len+40(FP), DX
+	DECQ DX
+	MOVQ h_base+104(FP), BX
+	ADDQ AX, BX
+	MOVQ bp_base+0(FP), SI
+	ADDQ AX, SI
+	MOVQ rows_base+56(FP), AX
+	MOVQ vals_base+80(FP), DI
 
 ds3_pair:
-	CMPQ    BX, $0x02
+	CMPQ    DX, $0x02
 	JL      ds3_single
-	MOVQ    (DX), R9
-	MOVQ    8(DX), R10
-	MOVQ    16(DX), R11
-	MOVQ    R10, R12
+	MOVQ    (CX), R8
+	MOVQ    8(CX), R9
+	MOVQ    16(CX), R10
+	MOVQ    R9, R11
 	VXORPD  Y4, Y4, Y4
 	VXORPD  Y0, Y0, Y0
 	VXORPD  Y5, Y5, Y5
 	VXORPD  Y1, Y1, Y1
+	MOVQ    R9, R12
+	SUBQ    R8, R12
 	MOVQ    R10, R13
-	SUBQ    R9, R13
-	MOVQ    R11, R14
-	SUBQ    R12, R14
-	CMPQ    R14, R13
-	CMOVQLT R14, R13
-	ADDQ    R9, R13
+	SUBQ    R11, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	ADDQ    R8, R12
 
 ds3_both:
-	CMPQ         R9, R13
+	CMPQ         R8, R12
 	JGE          ds3_tailA
-	MOVLQSX      (CX)(R9*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R9*8), Z2
-	VFMADD231PD  (DI)(R14*1), Z2, Z4
-	VFMADD231PD  64(DI)(R14*1), Y2, Y0
-	MOVLQSX      (CX)(R12*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R12*8), Z2
-	VFMADD231PD  (DI)(R14*1), Z2, Z5
-	VFMADD231PD  64(DI)(R14*1), Y2, Y1
-	INCQ         R9
-	INCQ         R12
+	MOVLQSX      (AX)(R8*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R8*8), Z2
+	VFMADD231PD  (SI)(R13*8), Z2, Z4
+	VFMADD231PD  64(SI)(R13*8), Y2, Y0
+	MOVLQSX      (AX)(R11*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R11*8), Z2
+	VFMADD231PD  (SI)(R13*8), Z2, Z5
+	VFMADD231PD  64(SI)(R13*8), Y2, Y1
+	INCQ         R8
+	INCQ         R11
 	JMP          ds3_both
 
 ds3_tailA:
-	CMPQ         R9, R10
+	CMPQ         R8, R9
 	JGE          ds3_tailB
-	MOVLQSX      (CX)(R9*4), R13
-	IMULQ        AX, R13
-	VBROADCASTSD (R8)(R9*8), Z2
-	VFMADD231PD  (DI)(R13*1), Z2, Z4
-	VFMADD231PD  64(DI)(R13*1), Y2, Y0
-	INCQ         R9
+	MOVLQSX      (AX)(R8*4), R12
+	IMULQ        kp+24(FP), R12
+	VBROADCASTSD (DI)(R8*8), Z2
+	VFMADD231PD  (SI)(R12*8), Z2, Z4
+	VFMADD231PD  64(SI)(R12*8), Y2, Y0
+	INCQ         R8
 	JMP          ds3_tailA
 
 ds3_tailB:
-	CMPQ         R12, R11
+	CMPQ         R11, R10
 	JGE          ds3_storepair
-	MOVLQSX      (CX)(R12*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(R12*8), Z2
-	VFMADD231PD  (DI)(R9*1), Z2, Z5
-	VFMADD231PD  64(DI)(R9*1), Y2, Y1
-	INCQ         R12
+	MOVLQSX      (AX)(R11*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R11*8), Z2
+	VFMADD231PD  (SI)(R8*8), Z2, Z5
+	VFMADD231PD  64(SI)(R8*8), Y2, Y1
+	INCQ         R11
 	JMP          ds3_tailB
 
 ds3_storepair:
-	VMOVUPD Z4, (SI)
-	VMOVUPD Y0, 64(SI)
-	ADDQ    AX, SI
-	VMOVUPD Z5, (SI)
-	VMOVUPD Y1, 64(SI)
-	ADDQ    AX, SI
-	ADDQ    $0x10, DX
-	SUBQ    $0x02, BX
+	VMOVUPD Z4, (BX)
+	VMOVUPD Y0, 64(BX)
+	ADDQ    (SP), BX
+	VMOVUPD Z5, (BX)
+	VMOVUPD Y1, 64(BX)
+	ADDQ    (SP), BX
+	ADDQ    $0x10, CX
+	SUBQ    $0x02, DX
 	JMP     ds3_pair
 
 ds3_single:
-	TESTQ  BX, BX
+	TESTQ  DX, DX
 	JZ     ds3_end
-	MOVQ   (DX), BX
-	MOVQ   8(DX), DX
+	MOVQ   (CX), DX
+	MOVQ   8(CX), CX
 	VXORPD Y6, Y6, Y6
 	VXORPD Y0, Y0, Y0
 
 ds3_one:
-	CMPQ         BX, DX
+	CMPQ         DX, CX
 	JGE          ds3_storeone
-	MOVLQSX      (CX)(BX*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(BX*8), Z2
-	VFMADD231PD  (DI)(R9*1), Z2, Z6
-	VFMADD231PD  64(DI)(R9*1), Y2, Y0
-	INCQ         BX
+	MOVLQSX      (AX)(DX*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(DX*8), Z2
+	VFMADD231PD  (SI)(R8*8), Z2, Z6
+	VFMADD231PD  64(SI)(R8*8), Y2, Y0
+	INCQ         DX
 	JMP          ds3_one
 
 ds3_storeone:
-	VMOVUPD Z6, (SI)
-	VMOVUPD Y0, 64(SI)
-	ADDQ    AX, SI
+	VMOVUPD Z6, (BX)
+	VMOVUPD Y0, 64(BX)
+	ADDQ    (SP), BX
 
 ds3_end:
-	ADDQ $0x00000060, (SP)
-	CMPQ (SP), AX
+	ADDQ $0x00000060, 8(SP)
+	MOVQ 8(SP), AX
+	CMPQ AX, (SP)
 	JL   ds_group
 	JMP  ds_done
 
 ds_n4:
-	MOVQ (SP), CX
-	MOVQ colptr_base+32(FP), DX
-	MOVQ colptr_len+40(FP), BX
-	DECQ BX
-	MOVQ h_base+104(FP), SI
-	ADDQ CX, SI
-	MOVQ bp_base+0(FP), DI
-	ADDQ CX, DI
-	MOVQ rows_base+56(FP), CX
-	MOVQ vals_base+80(FP), R8
+	MOVQ 8(SP), AX
+	MOVQ colptr_base+32(FP), CX
+	MOVQ colptr_len+40(FP), DX
+	DECQ DX
+	MOVQ h_base+104(FP), BX
+	ADDQ AX, BX
+	MOVQ bp_base+0(FP), SI
+	ADDQ AX, SI
+	MOVQ rows_base+56(FP), AX
+	MOVQ vals_base+80(FP), DI
 
 ds4_pair:
-	CMPQ    BX, $0x02
+	CMPQ    DX, $0x02
 	JL      ds4_single
-	MOVQ    (DX), R9
-	MOVQ    8(DX), R10
-	MOVQ    16(DX), R11
-	MOVQ    R10, R12
+	MOVQ    (CX), R8
+	MOVQ    8(CX), R9
+	MOVQ    16(CX), R10
+	MOVQ    R9, R11
 	VXORPD  Y7, Y7, Y7
 	VXORPD  Y8, Y8, Y8
 	VXORPD  Y9, Y9, Y9
 	VXORPD  Y10, Y10, Y10
+	MOVQ    R9, R12
+	SUBQ    R8, R12
 	MOVQ    R10, R13
-	SUBQ    R9, R13
-	MOVQ    R11, R14
-	SUBQ    R12, R14
-	CMPQ    R14, R13
-	CMOVQLT R14, R13
-	ADDQ    R9, R13
+	SUBQ    R11, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	ADDQ    R8, R12
 
 ds4_both:
-	CMPQ         R9, R13
+	CMPQ         R8, R12
 	JGE          ds4_tailA
-	MOVLQSX      (CX)(R9*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R9*8), Z2
-	VFMADD231PD  (DI)(R14*1), Z2, Z7
-	VFMADD231PD  64(DI)(R14*1), Z2, Z8
-	MOVLQSX      (CX)(R12*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R12*8), Z2
-	VFMADD231PD  (DI)(R14*1), Z2, Z9
-	VFMADD231PD  64(DI)(R14*1), Z2, Z10
-	INCQ         R9
-	INCQ         R12
+	MOVLQSX      (AX)(R8*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R8*8), Z2
+	VFMADD231PD  (SI)(R13*8), Z2, Z7
+	VFMADD231PD  64(SI)(R13*8), Z2, Z8
+	MOVLQSX      (AX)(R11*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R11*8), Z2
+	VFMADD231PD  (SI)(R13*8), Z2, Z9
+	VFMADD231PD  64(SI)(R13*8), Z2, Z10
+	INCQ         R8
+	INCQ         R11
 	JMP          ds4_both
 
 ds4_tailA:
-	CMPQ         R9, R10
+	CMPQ         R8, R9
 	JGE          ds4_tailB
-	MOVLQSX      (CX)(R9*4), R13
-	IMULQ        AX, R13
-	VBROADCASTSD (R8)(R9*8), Z2
-	VFMADD231PD  (DI)(R13*1), Z2, Z7
-	VFMADD231PD  64(DI)(R13*1), Z2, Z8
-	INCQ         R9
+	MOVLQSX      (AX)(R8*4), R12
+	IMULQ        kp+24(FP), R12
+	VBROADCASTSD (DI)(R8*8), Z2
+	VFMADD231PD  (SI)(R12*8), Z2, Z7
+	VFMADD231PD  64(SI)(R12*8), Z2, Z8
+	INCQ         R8
 	JMP          ds4_tailA
 
 ds4_tailB:
-	CMPQ         R12, R11
+	CMPQ         R11, R10
 	JGE          ds4_storepair
-	MOVLQSX      (CX)(R12*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(R12*8), Z2
-	VFMADD231PD  (DI)(R9*1), Z2, Z9
-	VFMADD231PD  64(DI)(R9*1), Z2, Z10
-	INCQ         R12
+	MOVLQSX      (AX)(R11*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R11*8), Z2
+	VFMADD231PD  (SI)(R8*8), Z2, Z9
+	VFMADD231PD  64(SI)(R8*8), Z2, Z10
+	INCQ         R11
 	JMP          ds4_tailB
 
 ds4_storepair:
-	VMOVUPD Z7, (SI)
-	VMOVUPD Z8, 64(SI)
-	ADDQ    AX, SI
-	VMOVUPD Z9, (SI)
-	VMOVUPD Z10, 64(SI)
-	ADDQ    AX, SI
-	ADDQ    $0x10, DX
-	SUBQ    $0x02, BX
+	VMOVUPD Z7, (BX)
+	VMOVUPD Z8, 64(BX)
+	ADDQ    (SP), BX
+	VMOVUPD Z9, (BX)
+	VMOVUPD Z10, 64(BX)
+	ADDQ    (SP), BX
+	ADDQ    $0x10, CX
+	SUBQ    $0x02, DX
 	JMP     ds4_pair
 
 ds4_single:
-	TESTQ  BX, BX
+	TESTQ  DX, DX
 	JZ     ds4_end
-	MOVQ   (DX), BX
-	MOVQ   8(DX), DX
+	MOVQ   (CX), DX
+	MOVQ   8(CX), CX
 	VXORPD Y11, Y11, Y11
 	VXORPD Y12, Y12, Y12
 
 ds4_one:
-	CMPQ         BX, DX
+	CMPQ         DX, CX
 	JGE          ds4_storeone
-	MOVLQSX      (CX)(BX*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(BX*8), Z2
-	VFMADD231PD  (DI)(R9*1), Z2, Z11
-	VFMADD231PD  64(DI)(R9*1), Z2, Z12
-	INCQ         BX
+	MOVLQSX      (AX)(DX*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(DX*8), Z2
+	VFMADD231PD  (SI)(R8*8), Z2, Z11
+	VFMADD231PD  64(SI)(R8*8), Z2, Z12
+	INCQ         DX
 	JMP          ds4_one
 
 ds4_storeone:
-	VMOVUPD Z11, (SI)
-	VMOVUPD Z12, 64(SI)
-	ADDQ    AX, SI
+	VMOVUPD Z11, (BX)
+	VMOVUPD Z12, 64(BX)
+	ADDQ    (SP), BX
 
 ds4_end:
-	ADDQ $0x00000080, (SP)
-	CMPQ (SP), AX
+	ADDQ $0x00000080, 8(SP)
+	MOVQ 8(SP), AX
+	CMPQ AX, (SP)
 	JL   ds_group
 	JMP  ds_done
 
 ds_n5:
-	MOVQ (SP), CX
-	MOVQ colptr_base+32(FP), DX
-	MOVQ colptr_len+40(FP), BX
-	DECQ BX
-	MOVQ h_base+104(FP), SI
-	ADDQ CX, SI
-	MOVQ bp_base+0(FP), DI
-	ADDQ CX, DI
-	MOVQ rows_base+56(FP), CX
-	MOVQ vals_base+80(FP), R8
+	MOVQ 8(SP), AX
+	MOVQ colptr_base+32(FP), CX
+	MOVQ colptr_len+40(FP), DX
+	DECQ DX
+	MOVQ h_base+104(FP), BX
+	ADDQ AX, BX
+	MOVQ bp_base+0(FP), SI
+	ADDQ AX, SI
+	MOVQ rows_base+56(FP), AX
+	MOVQ vals_base+80(FP), DI
 
 ds5_pair:
-	CMPQ    BX, $0x02
+	CMPQ    DX, $0x02
 	JL      ds5_single
-	MOVQ    (DX), R9
-	MOVQ    8(DX), R10
-	MOVQ    16(DX), R11
-	MOVQ    R10, R12
+	MOVQ    (CX), R8
+	MOVQ    8(CX), R9
+	MOVQ    16(CX), R10
+	MOVQ    R9, R11
 	VXORPD  Y13, Y13, Y13
 	VXORPD  Y14, Y14, Y14
 	VXORPD  Y0, Y0, Y0
 	VXORPD  Y15, Y15, Y15
 	VXORPD  Y16, Y16, Y16
 	VXORPD  Y1, Y1, Y1
+	MOVQ    R9, R12
+	SUBQ    R8, R12
 	MOVQ    R10, R13
-	SUBQ    R9, R13
-	MOVQ    R11, R14
-	SUBQ    R12, R14
-	CMPQ    R14, R13
-	CMOVQLT R14, R13
-	ADDQ    R9, R13
+	SUBQ    R11, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	ADDQ    R8, R12
 
 ds5_both:
-	CMPQ         R9, R13
+	CMPQ         R8, R12
 	JGE          ds5_tailA
-	MOVLQSX      (CX)(R9*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R9*8), Z2
-	VFMADD231PD  (DI)(R14*1), Z2, Z13
-	VFMADD231PD  64(DI)(R14*1), Z2, Z14
-	VFMADD231PD  128(DI)(R14*1), Y2, Y0
-	MOVLQSX      (CX)(R12*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R12*8), Z2
-	VFMADD231PD  (DI)(R14*1), Z2, Z15
-	VFMADD231PD  64(DI)(R14*1), Z2, Z16
-	VFMADD231PD  128(DI)(R14*1), Y2, Y1
-	INCQ         R9
-	INCQ         R12
+	MOVLQSX      (AX)(R8*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R8*8), Z2
+	VFMADD231PD  (SI)(R13*8), Z2, Z13
+	VFMADD231PD  64(SI)(R13*8), Z2, Z14
+	VFMADD231PD  128(SI)(R13*8), Y2, Y0
+	MOVLQSX      (AX)(R11*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R11*8), Z2
+	VFMADD231PD  (SI)(R13*8), Z2, Z15
+	VFMADD231PD  64(SI)(R13*8), Z2, Z16
+	VFMADD231PD  128(SI)(R13*8), Y2, Y1
+	INCQ         R8
+	INCQ         R11
 	JMP          ds5_both
 
 ds5_tailA:
-	CMPQ         R9, R10
+	CMPQ         R8, R9
 	JGE          ds5_tailB
-	MOVLQSX      (CX)(R9*4), R13
-	IMULQ        AX, R13
-	VBROADCASTSD (R8)(R9*8), Z2
-	VFMADD231PD  (DI)(R13*1), Z2, Z13
-	VFMADD231PD  64(DI)(R13*1), Z2, Z14
-	VFMADD231PD  128(DI)(R13*1), Y2, Y0
-	INCQ         R9
+	MOVLQSX      (AX)(R8*4), R12
+	IMULQ        kp+24(FP), R12
+	VBROADCASTSD (DI)(R8*8), Z2
+	VFMADD231PD  (SI)(R12*8), Z2, Z13
+	VFMADD231PD  64(SI)(R12*8), Z2, Z14
+	VFMADD231PD  128(SI)(R12*8), Y2, Y0
+	INCQ         R8
 	JMP          ds5_tailA
 
 ds5_tailB:
-	CMPQ         R12, R11
+	CMPQ         R11, R10
 	JGE          ds5_storepair
-	MOVLQSX      (CX)(R12*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(R12*8), Z2
-	VFMADD231PD  (DI)(R9*1), Z2, Z15
-	VFMADD231PD  64(DI)(R9*1), Z2, Z16
-	VFMADD231PD  128(DI)(R9*1), Y2, Y1
-	INCQ         R12
+	MOVLQSX      (AX)(R11*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R11*8), Z2
+	VFMADD231PD  (SI)(R8*8), Z2, Z15
+	VFMADD231PD  64(SI)(R8*8), Z2, Z16
+	VFMADD231PD  128(SI)(R8*8), Y2, Y1
+	INCQ         R11
 	JMP          ds5_tailB
 
 ds5_storepair:
-	VMOVUPD Z13, (SI)
-	VMOVUPD Z14, 64(SI)
-	VMOVUPD Y0, 128(SI)
-	ADDQ    AX, SI
-	VMOVUPD Z15, (SI)
-	VMOVUPD Z16, 64(SI)
-	VMOVUPD Y1, 128(SI)
-	ADDQ    AX, SI
-	ADDQ    $0x10, DX
-	SUBQ    $0x02, BX
+	VMOVUPD Z13, (BX)
+	VMOVUPD Z14, 64(BX)
+	VMOVUPD Y0, 128(BX)
+	ADDQ    (SP), BX
+	VMOVUPD Z15, (BX)
+	VMOVUPD Z16, 64(BX)
+	VMOVUPD Y1, 128(BX)
+	ADDQ    (SP), BX
+	ADDQ    $0x10, CX
+	SUBQ    $0x02, DX
 	JMP     ds5_pair
 
 ds5_single:
-	TESTQ  BX, BX
+	TESTQ  DX, DX
 	JZ     ds5_end
-	MOVQ   (DX), BX
-	MOVQ   8(DX), DX
+	MOVQ   (CX), DX
+	MOVQ   8(CX), CX
 	VXORPD Y17, Y17, Y17
 	VXORPD Y18, Y18, Y18
 	VXORPD Y0, Y0, Y0
 
 ds5_one:
-	CMPQ         BX, DX
+	CMPQ         DX, CX
 	JGE          ds5_storeone
-	MOVLQSX      (CX)(BX*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(BX*8), Z2
-	VFMADD231PD  (DI)(R9*1), Z2, Z17
-	VFMADD231PD  64(DI)(R9*1), Z2, Z18
-	VFMADD231PD  128(DI)(R9*1), Y2, Y0
-	INCQ         BX
+	MOVLQSX      (AX)(DX*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(DX*8), Z2
+	VFMADD231PD  (SI)(R8*8), Z2, Z17
+	VFMADD231PD  64(SI)(R8*8), Z2, Z18
+	VFMADD231PD  128(SI)(R8*8), Y2, Y0
+	INCQ         DX
 	JMP          ds5_one
 
 ds5_storeone:
-	VMOVUPD Z17, (SI)
-	VMOVUPD Z18, 64(SI)
-	VMOVUPD Y0, 128(SI)
-	ADDQ    AX, SI
+	VMOVUPD Z17, (BX)
+	VMOVUPD Z18, 64(BX)
+	VMOVUPD Y0, 128(BX)
+	ADDQ    (SP), BX
 
 ds5_end:
-	ADDQ $0x000000a0, (SP)
-	CMPQ (SP), AX
+	ADDQ $0x000000a0, 8(SP)
+	MOVQ 8(SP), AX
+	CMPQ AX, (SP)
 	JL   ds_group
 	JMP  ds_done
 
 ds_n6:
-	MOVQ (SP), CX
-	MOVQ colptr_base+32(FP), DX
-	MOVQ colptr_len+40(FP), BX
-	DECQ BX
-	MOVQ h_base+104(FP), SI
-	ADDQ CX, SI
-	MOVQ bp_base+0(FP), DI
-	ADDQ CX, DI
-	MOVQ rows_base+56(FP), CX
-	MOVQ vals_base+80(FP), R8
+	MOVQ 8(SP), AX
+	MOVQ colptr_base+32(FP), CX
+	MOVQ colptr_len+40(FP), DX
+	DECQ DX
+	MOVQ h_base+104(FP), BX
+	ADDQ AX, BX
+	MOVQ bp_base+0(FP), SI
+	ADDQ AX, SI
+	MOVQ rows_base+56(FP), AX
+	MOVQ vals_base+80(FP), DI
 
 ds6_pair:
-	CMPQ    BX, $0x02
+	CMPQ    DX, $0x02
 	JL      ds6_single
-	MOVQ    (DX), R9
-	MOVQ    8(DX), R10
-	MOVQ    16(DX), R11
-	MOVQ    R10, R12
+	MOVQ    (CX), R8
+	MOVQ    8(CX), R9
+	MOVQ    16(CX), R10
+	MOVQ    R9, R11
 	VXORPD  Y19, Y19, Y19
 	VXORPD  Y20, Y20, Y20
 	VXORPD  Y21, Y21, Y21
 	VXORPD  Y22, Y22, Y22
 	VXORPD  Y23, Y23, Y23
 	VXORPD  Y24, Y24, Y24
+	MOVQ    R9, R12
+	SUBQ    R8, R12
 	MOVQ    R10, R13
-	SUBQ    R9, R13
-	MOVQ    R11, R14
-	SUBQ    R12, R14
-	CMPQ    R14, R13
-	CMOVQLT R14, R13
-	ADDQ    R9, R13
+	SUBQ    R11, R13
+	CMPQ    R13, R12
+	CMOVQLT R13, R12
+	ADDQ    R8, R12
 
 ds6_both:
-	CMPQ         R9, R13
+	CMPQ         R8, R12
 	JGE          ds6_tailA
-	MOVLQSX      (CX)(R9*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R9*8), Z2
-	VFMADD231PD  (DI)(R14*1), Z2, Z19
-	VFMADD231PD  64(DI)(R14*1), Z2, Z20
-	VFMADD231PD  128(DI)(R14*1), Z2, Z21
-	MOVLQSX      (CX)(R12*4), R14
-	IMULQ        AX, R14
-	VBROADCASTSD (R8)(R12*8), Z2
-	VFMADD231PD  (DI)(R14*1), Z2, Z22
-	VFMADD231PD  64(DI)(R14*1), Z2, Z23
-	VFMADD231PD  128(DI)(R14*1), Z2, Z24
-	INCQ         R9
-	INCQ         R12
+	MOVLQSX      (AX)(R8*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R8*8), Z2
+	VFMADD231PD  (SI)(R13*8), Z2, Z19
+	VFMADD231PD  64(SI)(R13*8), Z2, Z20
+	VFMADD231PD  128(SI)(R13*8), Z2, Z21
+	MOVLQSX      (AX)(R11*4), R13
+	IMULQ        kp+24(FP), R13
+	VBROADCASTSD (DI)(R11*8), Z2
+	VFMADD231PD  (SI)(R13*8), Z2, Z22
+	VFMADD231PD  64(SI)(R13*8), Z2, Z23
+	VFMADD231PD  128(SI)(R13*8), Z2, Z24
+	INCQ         R8
+	INCQ         R11
 	JMP          ds6_both
 
 ds6_tailA:
-	CMPQ         R9, R10
+	CMPQ         R8, R9
 	JGE          ds6_tailB
-	MOVLQSX      (CX)(R9*4), R13
-	IMULQ        AX, R13
-	VBROADCASTSD (R8)(R9*8), Z2
-	VFMADD231PD  (DI)(R13*1), Z2, Z19
-	VFMADD231PD  64(DI)(R13*1), Z2, Z20
-	VFMADD231PD  128(DI)(R13*1), Z2, Z21
-	INCQ         R9
+	MOVLQSX      (AX)(R8*4), R12
+	IMULQ        kp+24(FP), R12
+	VBROADCASTSD (DI)(R8*8), Z2
+	VFMADD231PD  (SI)(R12*8), Z2, Z19
+	VFMADD231PD  64(SI)(R12*8), Z2, Z20
+	VFMADD231PD  128(SI)(R12*8), Z2, Z21
+	INCQ         R8
 	JMP          ds6_tailA
 
 ds6_tailB:
-	CMPQ         R12, R11
+	CMPQ         R11, R10
 	JGE          ds6_storepair
-	MOVLQSX      (CX)(R12*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(R12*8), Z2
-	VFMADD231PD  (DI)(R9*1), Z2, Z22
-	VFMADD231PD  64(DI)(R9*1), Z2, Z23
-	VFMADD231PD  128(DI)(R9*1), Z2, Z24
-	INCQ         R12
+	MOVLQSX      (AX)(R11*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(R11*8), Z2
+	VFMADD231PD  (SI)(R8*8), Z2, Z22
+	VFMADD231PD  64(SI)(R8*8), Z2, Z23
+	VFMADD231PD  128(SI)(R8*8), Z2, Z24
+	INCQ         R11
 	JMP          ds6_tailB
 
 ds6_storepair:
-	VMOVUPD Z19, (SI)
-	VMOVUPD Z20, 64(SI)
-	VMOVUPD Z21, 128(SI)
-	ADDQ    AX, SI
-	VMOVUPD Z22, (SI)
-	VMOVUPD Z23, 64(SI)
-	VMOVUPD Z24, 128(SI)
-	ADDQ    AX, SI
-	ADDQ    $0x10, DX
-	SUBQ    $0x02, BX
+	VMOVUPD Z19, (BX)
+	VMOVUPD Z20, 64(BX)
+	VMOVUPD Z21, 128(BX)
+	ADDQ    (SP), BX
+	VMOVUPD Z22, (BX)
+	VMOVUPD Z23, 64(BX)
+	VMOVUPD Z24, 128(BX)
+	ADDQ    (SP), BX
+	ADDQ    $0x10, CX
+	SUBQ    $0x02, DX
 	JMP     ds6_pair
 
 ds6_single:
-	TESTQ  BX, BX
+	TESTQ  DX, DX
 	JZ     ds6_end
-	MOVQ   (DX), BX
-	MOVQ   8(DX), DX
+	MOVQ   (CX), DX
+	MOVQ   8(CX), CX
 	VXORPD Y25, Y25, Y25
 	VXORPD Y26, Y26, Y26
 	VXORPD Y27, Y27, Y27
 
 ds6_one:
-	CMPQ         BX, DX
+	CMPQ         DX, CX
 	JGE          ds6_storeone
-	MOVLQSX      (CX)(BX*4), R9
-	IMULQ        AX, R9
-	VBROADCASTSD (R8)(BX*8), Z2
-	VFMADD231PD  (DI)(R9*1), Z2, Z25
-	VFMADD231PD  64(DI)(R9*1), Z2, Z26
-	VFMADD231PD  128(DI)(R9*1), Z2, Z27
-	INCQ         BX
+	MOVLQSX      (AX)(DX*4), R8
+	IMULQ        kp+24(FP), R8
+	VBROADCASTSD (DI)(DX*8), Z2
+	VFMADD231PD  (SI)(R8*8), Z2, Z25
+	VFMADD231PD  64(SI)(R8*8), Z2, Z26
+	VFMADD231PD  128(SI)(R8*8), Z2, Z27
+	INCQ         DX
 	JMP          ds6_one
 
 ds6_storeone:
-	VMOVUPD Z25, (SI)
-	VMOVUPD Z26, 64(SI)
-	VMOVUPD Z27, 128(SI)
-	ADDQ    AX, SI
+	VMOVUPD Z25, (BX)
+	VMOVUPD Z26, 64(BX)
+	VMOVUPD Z27, 128(BX)
+	ADDQ    (SP), BX
 
 ds6_end:
-	ADDQ $0x000000c0, (SP)
-	CMPQ (SP), AX
+	ADDQ $0x000000c0, 8(SP)
+	MOVQ 8(SP), AX
+	CMPQ AX, (SP)
 	JL   ds_group
 
 ds_done:
@@ -1716,7 +2099,8 @@ ad1_row:
 	DECQ         SI
 	JNZ          ad1_col
 	ADDQ         $0x00000020, (SP)
-	CMPQ         (SP), AX
+	MOVQ         (SP), CX
+	CMPQ         CX, AX
 	JL           ad_group
 	JMP          ad_done
 
@@ -1746,7 +2130,8 @@ ad2_row:
 	DECQ         SI
 	JNZ          ad2_col
 	ADDQ         $0x00000040, (SP)
-	CMPQ         (SP), AX
+	MOVQ         (SP), CX
+	CMPQ         CX, AX
 	JL           ad_group
 	JMP          ad_done
 
@@ -1780,7 +2165,8 @@ ad3_row:
 	DECQ         SI
 	JNZ          ad3_col
 	ADDQ         $0x00000060, (SP)
-	CMPQ         (SP), AX
+	MOVQ         (SP), CX
+	CMPQ         CX, AX
 	JL           ad_group
 	JMP          ad_done
 
@@ -1814,7 +2200,8 @@ ad4_row:
 	DECQ         SI
 	JNZ          ad4_col
 	ADDQ         $0x00000080, (SP)
-	CMPQ         (SP), AX
+	MOVQ         (SP), CX
+	CMPQ         CX, AX
 	JL           ad_group
 	JMP          ad_done
 
@@ -1852,7 +2239,8 @@ ad5_row:
 	DECQ         SI
 	JNZ          ad5_col
 	ADDQ         $0x000000a0, (SP)
-	CMPQ         (SP), AX
+	MOVQ         (SP), CX
+	CMPQ         CX, AX
 	JL           ad_group
 	JMP          ad_done
 
@@ -1890,7 +2278,8 @@ ad6_row:
 	DECQ         SI
 	JNZ          ad6_col
 	ADDQ         $0x000000c0, (SP)
-	CMPQ         (SP), AX
+	MOVQ         (SP), CX
+	CMPQ         CX, AX
 	JL           ad_group
 
 ad_done:
@@ -1958,7 +2347,8 @@ as1_next:
 
 as1_end:
 	ADDQ $0x00000020, (SP)
-	CMPQ (SP), AX
+	MOVQ (SP), CX
+	CMPQ CX, AX
 	JL   as_group
 	JMP  as_done
 
@@ -2001,7 +2391,8 @@ as2_next:
 
 as2_end:
 	ADDQ $0x00000040, (SP)
-	CMPQ (SP), AX
+	MOVQ (SP), CX
+	CMPQ CX, AX
 	JL   as_group
 	JMP  as_done
 
@@ -2048,7 +2439,8 @@ as3_next:
 
 as3_end:
 	ADDQ $0x00000060, (SP)
-	CMPQ (SP), AX
+	MOVQ (SP), CX
+	CMPQ CX, AX
 	JL   as_group
 	JMP  as_done
 
@@ -2095,7 +2487,8 @@ as4_next:
 
 as4_end:
 	ADDQ $0x00000080, (SP)
-	CMPQ (SP), AX
+	MOVQ (SP), CX
+	CMPQ CX, AX
 	JL   as_group
 	JMP  as_done
 
@@ -2146,7 +2539,8 @@ as5_next:
 
 as5_end:
 	ADDQ $0x000000a0, (SP)
-	CMPQ (SP), AX
+	MOVQ (SP), CX
+	CMPQ CX, AX
 	JL   as_group
 	JMP  as_done
 
@@ -2197,7 +2591,8 @@ as6_next:
 
 as6_end:
 	ADDQ $0x000000c0, (SP)
-	CMPQ (SP), AX
+	MOVQ (SP), CX
+	CMPQ CX, AX
 	JL   as_group
 
 as_done:
@@ -2311,7 +2706,8 @@ dd1_rows1:
 
 dd1_end:
 	ADDQ $0x00000020, (SP)
-	CMPQ (SP), CX
+	MOVQ (SP), DX
+	CMPQ DX, CX
 	JL   dd_group
 	JMP  dd_done
 
@@ -2406,7 +2802,8 @@ dd2_rows1:
 
 dd2_end:
 	ADDQ $0x00000040, (SP)
-	CMPQ (SP), CX
+	MOVQ (SP), DX
+	CMPQ DX, CX
 	JL   dd_group
 
 dd_done:

@@ -242,12 +242,12 @@ func dotsDense() {
 // groups emits, for each group of up to four chunks (16 components), the code body(nch, g0)
 // where nch is the group's chunk count and g0 a register holding its byte offset. The group
 // loop runs while g0 < kb.
-func groups(name string, kb Register, body func(nch int, g0 GPVirtual)) {
+func groups(name string, kb Op, body func(nch int, g0 GPVirtual)) {
 	groupsUpTo(name, 4, kb, body)
 }
 
 // groupsUpTo is groups with groups of up to maxChunks chunks.
-func groupsUpTo(name string, maxChunks int, kb Register, body func(nch int, g0 GPVirtual)) {
+func groupsUpTo(name string, maxChunks int, kb Op, body func(nch int, g0 GPVirtual)) {
 	off := AllocLocal(8) // the group's byte offset lives on the stack: the bodies need the registers
 	MOVQ(U32(0), off)
 	Label(name + "_group")
@@ -265,7 +265,9 @@ func groupsUpTo(name string, maxChunks int, kb Register, body func(nch int, g0 G
 		MOVQ(off, g0)
 		body(nch, g0)
 		ADDQ(U32(32*nch), off)
-		CMPQ(off, kb)
+		next := GP64()
+		MOVQ(off, next)
+		CMPQ(next, kb)
 		JL(LabelRef(name + "_group"))
 		JMP(LabelRef(name + "_done"))
 	}
@@ -278,8 +280,16 @@ func dotsSparse(t isa) {
 	TEXT("dotsSparse"+t.suffix, NOSPLIT, "func(bp []float64, kp int, colptr []int, rows []int32, vals []float64, h []float64)")
 	Pragma("noescape")
 	Doc("dotsSparse" + t.suffix + " is dotsSparseGo (step 1 for CSC columns) on " + t.suffix + "+FMA. len(colptr) >= 1.")
-	kb := Load(Param("kp"), GP64())
-	SHLQ(Imm(3), kb)
+	// kp and 8·kp stay in memory: the four-column loop needs every general register.
+	kb := AllocLocal(8)
+	kbr := Load(Param("kp"), GP64())
+	SHLQ(Imm(3), kbr)
+	MOVQ(kbr, kb)
+	kpb, err := Param("kp").Resolve()
+	if err != nil {
+		panic(err)
+	}
+	kpm := kpb.Addr
 	groupsUpTo("ds", t.maxChunks, kb, func(nch int, g0 GPVirtual) {
 		p := fmt.Sprintf("ds%d_", nch)
 		ps := t.pieces(nch)
@@ -295,7 +305,7 @@ func dotsSparse(t isa) {
 		entry := func(acc []VecVirtual, e GPVirtual) {
 			r := GP64()
 			MOVLQSX(Mem{Base: rows, Index: e, Scale: 4}, r)
-			IMULQ(kb, r)
+			IMULQ(kpm, r)
 			var xv VecVirtual
 			var xy Register
 			for c, pc := range ps {
@@ -313,7 +323,7 @@ func dotsSparse(t isa) {
 				if pc.lanes == 8 {
 					x = xv
 				}
-				VFMADD231PD(Mem{Base: bpg, Index: r, Scale: 1, Disp: pc.off}, x, acc[c])
+				VFMADD231PD(Mem{Base: bpg, Index: r, Scale: 8, Disp: pc.off}, x, acc[c])
 			}
 		}
 		store := func(acc []VecVirtual) {
@@ -321,6 +331,66 @@ func dotsSparse(t isa) {
 				VMOVUPD(acc[c], Mem{Base: hp, Disp: pc.off})
 			}
 			ADDQ(kb, hp)
+		}
+
+		if 4*len(ps) <= 14 && !t.wide {
+			// Four columns at a time over their common length: four independent sets of
+			// accumulators hide the FMA latency; then each column's tail on its own set.
+			Label(p + "quad")
+			CMPQ(rem, Imm(4))
+			JL(LabelRef(p + "pair"))
+			ix := []GPVirtual{GP64(), GP64(), GP64(), GP64()}
+			for u := range ix {
+				MOVQ(Mem{Base: cp, Disp: 8 * u}, ix[u])
+			}
+			n, t := GP64(), GP64()
+			MOVQ(ix[1], n)
+			SUBQ(ix[0], n)
+			for u := 1; u < 4; u++ {
+				if u < 3 {
+					MOVQ(ix[u+1], t)
+				} else {
+					MOVQ(Mem{Base: cp, Disp: 32}, t)
+				}
+				SUBQ(ix[u], t)
+				CMPQ(t, n)
+				CMOVQLT(t, n)
+			}
+			acc4 := make([][]VecVirtual, 4)
+			for u := range acc4 {
+				acc4[u] = regs(ps)
+				zeroAll(acc4[u]...)
+			}
+			Label(p + "all4")
+			TESTQ(n, n)
+			JZ(LabelRef(p + "tail4_0"))
+			for u := range acc4 {
+				entry(acc4[u], ix[u])
+			}
+			for u := range ix {
+				INCQ(ix[u])
+			}
+			DECQ(n)
+			JMP(LabelRef(p + "all4"))
+			for u := range acc4 {
+				Label(fmt.Sprintf("%stail4_%d", p, u))
+				CMPQ(ix[u], Mem{Base: cp, Disp: 8 * (u + 1)})
+				if u < 3 {
+					JGE(LabelRef(fmt.Sprintf("%stail4_%d", p, u+1)))
+				} else {
+					JGE(LabelRef(p + "store4"))
+				}
+				entry(acc4[u], ix[u])
+				INCQ(ix[u])
+				JMP(LabelRef(fmt.Sprintf("%stail4_%d", p, u)))
+			}
+			Label(p + "store4")
+			for u := range acc4 {
+				store(acc4[u])
+			}
+			ADDQ(Imm(32), cp)
+			SUBQ(Imm(4), rem)
+			JMP(LabelRef(p + "quad"))
 		}
 
 		Label(p + "pair")
