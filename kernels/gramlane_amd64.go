@@ -113,7 +113,7 @@ func accDenseAVX512Checked(x []float64, m, k, kp, ncols int, cs, a, v []float64)
 	}
 	mustGram(m >= 1 && kp >= 4 && kp == paddedK(k) && ncols >= 1 && len(x) >= ncols*m && len(cs) >= ncols*kp &&
 		len(a) >= m*kp && len(v) >= k*kp)
-	accDenseAVX512(x, m, kp, ncols, cs, a)
+	accDenseRowsAVX2(x, m, kp, ncols, cs, a)
 	accVAVX2Checked(cs, k, kp, ncols, v)
 }
 
@@ -162,7 +162,7 @@ func accDenseAVX2Checked(x []float64, m, k, kp, ncols int, cs, a, v []float64) {
 	if nch <= 4 && m <= len(accDenseRegs[nch-1]) {
 		accDenseRegs[nch-1][m-1](x, ncols, cs, a)
 	} else {
-		accDenseAVX2(x, m, kp, ncols, cs, a)
+		accDenseRowsAVX2(x, m, kp, ncols, cs, a)
 	}
 	accVAVX2Checked(cs, k, kp, ncols, v)
 }
@@ -173,7 +173,7 @@ func accDenseAAVX2Checked(x []float64, m, kp, ncols int, cs, a []float64) {
 		accDenseRegs[nch-1][m-1](x, ncols, cs, a)
 		return
 	}
-	accDenseAVX2(x, m, kp, ncols, cs, a)
+	accDenseRowsAVX2(x, m, kp, ncols, cs, a)
 }
 
 func accDenseAAVX512Checked(x []float64, m, kp, ncols int, cs, a []float64) {
@@ -182,7 +182,7 @@ func accDenseAAVX512Checked(x []float64, m, kp, ncols int, cs, a []float64) {
 		return
 	}
 	mustGram(m >= 1 && kp >= 4 && kp%4 == 0 && ncols >= 1 && len(x) >= ncols*m && len(cs) >= ncols*kp && len(a) >= m*kp)
-	accDenseAVX512(x, m, kp, ncols, cs, a)
+	accDenseRowsAVX2(x, m, kp, ncols, cs, a)
 }
 
 func accSparseAAVX2Checked(kp int, colptr []int, rows []int32, vals []float64, cs, a []float64) {

@@ -2810,6 +2810,294 @@ dd_done:
 	VZEROUPPER
 	RET
 
+// func accDenseRowsAVX2(x []float64, m int, kp int, ncols int, cs []float64, a []float64)
+// Requires: AVX, FMA3
+TEXT ·accDenseRowsAVX2(SB), NOSPLIT, $8-96
+	MOVQ kp+32(FP), AX
+	SHLQ $0x03, AX
+	MOVQ m+24(FP), CX
+	SHLQ $0x03, CX
+	MOVQ $0x00000000, (SP)
+
+ab_group:
+	MOVQ AX, DX
+	SUBQ (SP), DX
+	CMPQ DX, $0x20
+	JE   ab_n1
+	CMPQ DX, $0x40
+	JE   ab_n2
+	JMP  ab_n3
+
+ab_n1:
+	MOVQ (SP), DX
+	MOVQ a_base+72(FP), BX
+	ADDQ DX, BX
+	MOVQ cs_base+48(FP), SI
+	ADDQ DX, SI
+	MOVQ x_base+0(FP), DX
+	MOVQ m+24(FP), DI
+
+ab1_rows4:
+	CMPQ    DI, $0x04
+	JL      ab1_rows1
+	LEAQ    (BX)(AX*2), R8
+	ADDQ    AX, R8
+	VMOVUPD (BX), Y0
+	VMOVUPD (BX)(AX*1), Y1
+	VMOVUPD (BX)(AX*2), Y2
+	VMOVUPD (R8), Y3
+	MOVQ    DX, R9
+	MOVQ    SI, R10
+	MOVQ    ncols+40(FP), R11
+
+ab1_rows4_col:
+	VBROADCASTSD (R9), Y4
+	VFMADD231PD  (R10), Y4, Y0
+	VBROADCASTSD 8(R9), Y4
+	VFMADD231PD  (R10), Y4, Y1
+	VBROADCASTSD 16(R9), Y4
+	VFMADD231PD  (R10), Y4, Y2
+	VBROADCASTSD 24(R9), Y4
+	VFMADD231PD  (R10), Y4, Y3
+	ADDQ         CX, R9
+	ADDQ         AX, R10
+	DECQ         R11
+	JNZ          ab1_rows4_col
+	VMOVUPD      Y0, (BX)
+	VMOVUPD      Y1, (BX)(AX*1)
+	VMOVUPD      Y2, (BX)(AX*2)
+	VMOVUPD      Y3, (R8)
+	LEAQ         (BX)(AX*4), BX
+	ADDQ         $0x20, DX
+	SUBQ         $0x04, DI
+	JMP          ab1_rows4
+
+ab1_rows1:
+	CMPQ    DI, $0x01
+	JL      ab1_end
+	LEAQ    (BX)(AX*2), R8
+	ADDQ    AX, R8
+	VMOVUPD (BX), Y0
+	MOVQ    DX, R8
+	MOVQ    SI, R9
+	MOVQ    ncols+40(FP), R10
+
+ab1_rows1_col:
+	VBROADCASTSD (R8), Y1
+	VFMADD231PD  (R9), Y1, Y0
+	ADDQ         CX, R8
+	ADDQ         AX, R9
+	DECQ         R10
+	JNZ          ab1_rows1_col
+	VMOVUPD      Y0, (BX)
+	ADDQ         AX, BX
+	ADDQ         $0x08, DX
+	SUBQ         $0x01, DI
+	JMP          ab1_rows1
+
+ab1_end:
+	ADDQ $0x00000020, (SP)
+	MOVQ (SP), DX
+	CMPQ DX, AX
+	JL   ab_group
+	JMP  ab_done
+
+ab_n2:
+	MOVQ (SP), DX
+	MOVQ a_base+72(FP), BX
+	ADDQ DX, BX
+	MOVQ cs_base+48(FP), SI
+	ADDQ DX, SI
+	MOVQ x_base+0(FP), DX
+	MOVQ m+24(FP), DI
+
+ab2_rows4:
+	CMPQ    DI, $0x04
+	JL      ab2_rows1
+	LEAQ    (BX)(AX*2), R8
+	ADDQ    AX, R8
+	VMOVUPD (BX), Y0
+	VMOVUPD 32(BX), Y1
+	VMOVUPD (BX)(AX*1), Y2
+	VMOVUPD 32(BX)(AX*1), Y3
+	VMOVUPD (BX)(AX*2), Y4
+	VMOVUPD 32(BX)(AX*2), Y5
+	VMOVUPD (R8), Y6
+	VMOVUPD 32(R8), Y7
+	MOVQ    DX, R9
+	MOVQ    SI, R10
+	MOVQ    ncols+40(FP), R11
+
+ab2_rows4_col:
+	VBROADCASTSD (R9), Y8
+	VFMADD231PD  (R10), Y8, Y0
+	VFMADD231PD  32(R10), Y8, Y1
+	VBROADCASTSD 8(R9), Y8
+	VFMADD231PD  (R10), Y8, Y2
+	VFMADD231PD  32(R10), Y8, Y3
+	VBROADCASTSD 16(R9), Y8
+	VFMADD231PD  (R10), Y8, Y4
+	VFMADD231PD  32(R10), Y8, Y5
+	VBROADCASTSD 24(R9), Y8
+	VFMADD231PD  (R10), Y8, Y6
+	VFMADD231PD  32(R10), Y8, Y7
+	ADDQ         CX, R9
+	ADDQ         AX, R10
+	DECQ         R11
+	JNZ          ab2_rows4_col
+	VMOVUPD      Y0, (BX)
+	VMOVUPD      Y1, 32(BX)
+	VMOVUPD      Y2, (BX)(AX*1)
+	VMOVUPD      Y3, 32(BX)(AX*1)
+	VMOVUPD      Y4, (BX)(AX*2)
+	VMOVUPD      Y5, 32(BX)(AX*2)
+	VMOVUPD      Y6, (R8)
+	VMOVUPD      Y7, 32(R8)
+	LEAQ         (BX)(AX*4), BX
+	ADDQ         $0x20, DX
+	SUBQ         $0x04, DI
+	JMP          ab2_rows4
+
+ab2_rows1:
+	CMPQ    DI, $0x01
+	JL      ab2_end
+	LEAQ    (BX)(AX*2), R8
+	ADDQ    AX, R8
+	VMOVUPD (BX), Y0
+	VMOVUPD 32(BX), Y1
+	MOVQ    DX, R8
+	MOVQ    SI, R9
+	MOVQ    ncols+40(FP), R10
+
+ab2_rows1_col:
+	VBROADCASTSD (R8), Y2
+	VFMADD231PD  (R9), Y2, Y0
+	VFMADD231PD  32(R9), Y2, Y1
+	ADDQ         CX, R8
+	ADDQ         AX, R9
+	DECQ         R10
+	JNZ          ab2_rows1_col
+	VMOVUPD      Y0, (BX)
+	VMOVUPD      Y1, 32(BX)
+	ADDQ         AX, BX
+	ADDQ         $0x08, DX
+	SUBQ         $0x01, DI
+	JMP          ab2_rows1
+
+ab2_end:
+	ADDQ $0x00000040, (SP)
+	MOVQ (SP), DX
+	CMPQ DX, AX
+	JL   ab_group
+	JMP  ab_done
+
+ab_n3:
+	MOVQ (SP), DX
+	MOVQ a_base+72(FP), BX
+	ADDQ DX, BX
+	MOVQ cs_base+48(FP), SI
+	ADDQ DX, SI
+	MOVQ x_base+0(FP), DX
+	MOVQ m+24(FP), DI
+
+ab3_rows4:
+	CMPQ    DI, $0x04
+	JL      ab3_rows1
+	LEAQ    (BX)(AX*2), R8
+	ADDQ    AX, R8
+	VMOVUPD (BX), Y0
+	VMOVUPD 32(BX), Y1
+	VMOVUPD 64(BX), Y2
+	VMOVUPD (BX)(AX*1), Y3
+	VMOVUPD 32(BX)(AX*1), Y4
+	VMOVUPD 64(BX)(AX*1), Y5
+	VMOVUPD (BX)(AX*2), Y6
+	VMOVUPD 32(BX)(AX*2), Y7
+	VMOVUPD 64(BX)(AX*2), Y8
+	VMOVUPD (R8), Y9
+	VMOVUPD 32(R8), Y10
+	VMOVUPD 64(R8), Y11
+	MOVQ    DX, R9
+	MOVQ    SI, R10
+	MOVQ    ncols+40(FP), R11
+
+ab3_rows4_col:
+	VBROADCASTSD (R9), Y12
+	VFMADD231PD  (R10), Y12, Y0
+	VFMADD231PD  32(R10), Y12, Y1
+	VFMADD231PD  64(R10), Y12, Y2
+	VBROADCASTSD 8(R9), Y12
+	VFMADD231PD  (R10), Y12, Y3
+	VFMADD231PD  32(R10), Y12, Y4
+	VFMADD231PD  64(R10), Y12, Y5
+	VBROADCASTSD 16(R9), Y12
+	VFMADD231PD  (R10), Y12, Y6
+	VFMADD231PD  32(R10), Y12, Y7
+	VFMADD231PD  64(R10), Y12, Y8
+	VBROADCASTSD 24(R9), Y12
+	VFMADD231PD  (R10), Y12, Y9
+	VFMADD231PD  32(R10), Y12, Y10
+	VFMADD231PD  64(R10), Y12, Y11
+	ADDQ         CX, R9
+	ADDQ         AX, R10
+	DECQ         R11
+	JNZ          ab3_rows4_col
+	VMOVUPD      Y0, (BX)
+	VMOVUPD      Y1, 32(BX)
+	VMOVUPD      Y2, 64(BX)
+	VMOVUPD      Y3, (BX)(AX*1)
+	VMOVUPD      Y4, 32(BX)(AX*1)
+	VMOVUPD      Y5, 64(BX)(AX*1)
+	VMOVUPD      Y6, (BX)(AX*2)
+	VMOVUPD      Y7, 32(BX)(AX*2)
+	VMOVUPD      Y8, 64(BX)(AX*2)
+	VMOVUPD      Y9, (R8)
+	VMOVUPD      Y10, 32(R8)
+	VMOVUPD      Y11, 64(R8)
+	LEAQ         (BX)(AX*4), BX
+	ADDQ         $0x20, DX
+	SUBQ         $0x04, DI
+	JMP          ab3_rows4
+
+ab3_rows1:
+	CMPQ    DI, $0x01
+	JL      ab3_end
+	LEAQ    (BX)(AX*2), R8
+	ADDQ    AX, R8
+	VMOVUPD (BX), Y0
+	VMOVUPD 32(BX), Y1
+	VMOVUPD 64(BX), Y2
+	MOVQ    DX, R8
+	MOVQ    SI, R9
+	MOVQ    ncols+40(FP), R10
+
+ab3_rows1_col:
+	VBROADCASTSD (R8), Y3
+	VFMADD231PD  (R9), Y3, Y0
+	VFMADD231PD  32(R9), Y3, Y1
+	VFMADD231PD  64(R9), Y3, Y2
+	ADDQ         CX, R8
+	ADDQ         AX, R9
+	DECQ         R10
+	JNZ          ab3_rows1_col
+	VMOVUPD      Y0, (BX)
+	VMOVUPD      Y1, 32(BX)
+	VMOVUPD      Y2, 64(BX)
+	ADDQ         AX, BX
+	ADDQ         $0x08, DX
+	SUBQ         $0x01, DI
+	JMP          ab3_rows1
+
+ab3_end:
+	ADDQ $0x00000060, (SP)
+	MOVQ (SP), DX
+	CMPQ DX, AX
+	JL   ab_group
+
+ab_done:
+	VZEROUPPER
+	RET
+
 // func accDenseM1C1AVX2(x []float64, ncols int, cs []float64, a []float64)
 // Requires: AVX, FMA3
 TEXT ·accDenseM1C1AVX2(SB), NOSPLIT, $0-80

@@ -44,6 +44,11 @@ func accSparseAVX512(kp int, colptr []int, rows []int32, vals []float64, cs []fl
 //go:noescape
 func dotsDenseAVX512(bp []float64, x []float64, m int, kp int, ncols int, h []float64)
 
+// accDenseRowsAVX2 is accDenseGo (step 3 for dense columns) on AVX2+FMA, four rows of A in registers across the batch. m, kp, ncols >= 1.
+//
+//go:noescape
+func accDenseRowsAVX2(x []float64, m int, kp int, ncols int, cs []float64, a []float64)
+
 // accDenseM1C1AVX2 is accDenseGo for m = 1, kp = 4 on AVX2+FMA, A in registers. ncols >= 1.
 //
 //go:noescape

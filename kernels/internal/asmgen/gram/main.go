@@ -41,6 +41,7 @@ func main() {
 		accSparse(t)
 	}
 	dotsDenseWide()
+	accDenseBlocked(avx2, 3)
 	for nch := 1; nch <= 4; nch++ {
 		for m := 1; m*nch <= maxRegRows; m++ {
 			accDenseRegs(m, nch)
@@ -1077,6 +1078,103 @@ func updateT4(k int) {
 	ADDQ(Imm(uint64(32*k)), cp)
 	DECQ(rem)
 	JNZ(LabelRef("group"))
+	VZEROUPPER()
+	RET()
+}
+
+// accDenseBlocked: step 3 for dense columns with A in memory, four rows at a time: the rows'
+// sums for a group of chunks stay in registers over the whole batch of columns (each column
+// adds x_ij·c_j to them in column order) and are stored once, instead of a load and a store
+// per entry. maxChunks bounds a group so that 4·pieces accumulators fit the registers.
+func accDenseBlocked(t isa, maxChunks int) {
+	name := "accDenseRows" + t.suffix
+	TEXT(name, NOSPLIT, "func(x []float64, m, kp, ncols int, cs, a []float64)")
+	Pragma("noescape")
+	Doc(name + " is accDenseGo (step 3 for dense columns) on " + t.suffix + "+FMA, four rows of A in registers across the batch. m, kp, ncols >= 1.")
+	kb := Load(Param("kp"), GP64())
+	SHLQ(Imm(3), kb)
+	mb := Load(Param("m"), GP64())
+	SHLQ(Imm(3), mb)
+	groupsUpTo("ab", maxChunks, kb, func(nch int, g0 GPVirtual) {
+		p := fmt.Sprintf("ab%d_", nch)
+		ps := t.pieces(nch)
+		ar := Load(Param("a").Base(), GP64())
+		ADDQ(g0, ar)
+		csg := Load(Param("cs").Base(), GP64())
+		ADDQ(g0, csg)
+		xi := Load(Param("x").Base(), GP64())
+		left := Load(Param("m"), GP64())
+		rowLoop := func(rows int, label string) {
+			Label(p + label)
+			CMPQ(left, Imm(uint64(rows)))
+			if rows == 4 {
+				JL(LabelRef(p + "rows1"))
+			} else {
+				JL(LabelRef(p + "end"))
+			}
+			a3 := GP64()
+			LEAQ(Mem{Base: ar, Index: kb, Scale: 2}, a3)
+			ADDQ(kb, a3)
+			rowAddr := func(u int, off int) Mem {
+				switch u {
+				case 0:
+					return Mem{Base: ar, Disp: off}
+				case 1:
+					return Mem{Base: ar, Index: kb, Scale: 1, Disp: off}
+				case 2:
+					return Mem{Base: ar, Index: kb, Scale: 2, Disp: off}
+				}
+				return Mem{Base: a3, Disp: off}
+			}
+			acc := make([][]VecVirtual, rows)
+			for u := range acc {
+				acc[u] = regs(ps)
+				for c, pc := range ps {
+					VMOVUPD(rowAddr(u, pc.off), acc[u][c])
+				}
+			}
+			xc, csj := GP64(), GP64()
+			MOVQ(xi, xc)
+			MOVQ(csg, csj)
+			n := Load(Param("ncols"), GP64())
+			Label(p + label + "_col")
+			for u := 0; u < rows; u++ {
+				z := ZMM()
+				if t.wide {
+					VBROADCASTSD(Mem{Base: xc, Disp: 8 * u}, z)
+				} else {
+					VBROADCASTSD(Mem{Base: xc, Disp: 8 * u}, z.AsY())
+				}
+				for c, pc := range ps {
+					if pc.lanes == 8 {
+						VFMADD231PD(Mem{Base: csj, Disp: pc.off}, z, acc[u][c])
+					} else {
+						VFMADD231PD(Mem{Base: csj, Disp: pc.off}, z.AsY(), acc[u][c])
+					}
+				}
+			}
+			ADDQ(mb, xc)
+			ADDQ(kb, csj)
+			DECQ(n)
+			JNZ(LabelRef(p + label + "_col"))
+			for u := range acc {
+				for c, pc := range ps {
+					VMOVUPD(acc[u][c], rowAddr(u, pc.off))
+				}
+			}
+			if rows == 4 {
+				LEAQ(Mem{Base: ar, Index: kb, Scale: 4}, ar)
+			} else {
+				ADDQ(kb, ar)
+			}
+			ADDQ(Imm(uint64(8*rows)), xi)
+			SUBQ(Imm(uint64(rows)), left)
+			JMP(LabelRef(p + label))
+		}
+		rowLoop(4, "rows4")
+		rowLoop(1, "rows1")
+		Label(p + "end")
+	})
 	VZEROUPPER()
 	RET()
 }
