@@ -22,6 +22,7 @@ import (
 // serveProc is a real `node serve` process.
 type serveProc struct {
 	name, gossip, actor string
+	started             string // the "node ... serving" line
 	cmd                 *exec.Cmd
 	mu                  sync.Mutex
 	log                 bytes.Buffer // stderr: joins, leaves, errors
@@ -95,7 +96,7 @@ func startServeArgs(t *testing.T, name string, args []string) *serveProc {
 		if !ok || m == nil {
 			t.Fatalf("serve %s did not start: %q\n%s", name, line, p.logText())
 		}
-		p.gossip, p.actor = m[2], m[3]
+		p.gossip, p.actor, p.started = m[2], m[3], line
 		go func() {
 			for range lines {
 			}

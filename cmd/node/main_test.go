@@ -239,6 +239,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown init", []string{"--input", good, "--rank", "2", "--init", "svd"}, `unknown init "svd"`},
 		{"bad synthetic", []string{"--input", "synthetic:m=5,n=0,k=3,seed=1", "--rank", "2"}, "n must be"},
 		{"positional", []string{"--input", good, "--rank", "2", "extra"}, "unexpected argument"},
+		{"unknown kernel", []string{"--input", good, "--rank", "2", "--kernel", "sse4"}, `unknown kernel "sse4" (known: auto, generic, avx2, avx512)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/didnmf/didnmf/kernels"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -199,7 +200,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(stdout, "node %s serving: gossip %s, actor %s, data %s, %d member(s)\n", srv.Name(), srv.Gossip(), srv.Node.Address(), dir, len(srv.Members.Workers()))
+	fmt.Fprintf(stdout, "node %s serving: gossip %s, actor %s, data %s, kernels %s, %d member(s)\n", srv.Name(), srv.Gossip(), srv.Node.Address(), dir, kernels.ActiveKernelPath(), len(srv.Members.Workers()))
 	<-ctx.Done()
 	logger.Info("leaving the cluster")
 	if err := srv.Leave(5 * time.Second); err != nil {
