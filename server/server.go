@@ -84,6 +84,7 @@ type Server struct {
 	roots   *fsroot.Roots
 	unlock  func()
 	closed  atomic.Bool
+	prof    *profiles
 }
 
 // lateMembers lets the actor node see the membership that starts after it (the membership
@@ -201,6 +202,17 @@ func Start(cfg Config) (*Server, error) {
 	fail := func(err error) (*Server, error) {
 		s.Close()
 		return nil, err
+	}
+	profName := cfg.Name
+	if profName == "" {
+		profName = cfg.Bind
+	}
+	var profErrs []error
+	s.prof, profErrs = startProfiles(profName)
+	for _, err := range profErrs {
+		if cfg.Logger != nil {
+			cfg.Logger.Warn("not profiling", slog.Any("error", err))
+		}
 	}
 	if err := credentials(&cfg.TLS, &cfg.GossipKey, cfg.Secret, cfg.Insecure, cfg.Name, host, pki.RolePeer); err != nil {
 		return fail(err)
@@ -321,6 +333,7 @@ func (s *Server) Close() {
 	if s.unlock != nil {
 		s.unlock()
 	}
+	s.prof.stop()
 }
 
 // AvailableMemory is the memory available to new work (MemAvailable), or 1 GiB when it
