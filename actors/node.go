@@ -52,6 +52,23 @@ const (
 	remoteBatch    = 16
 )
 
+// grpcWindow is the fixed HTTP/2 flow-control window of the remote's streams and connections:
+// the largest that gRPC's bandwidth-delay estimator would grow a window to (16 MiB), so large
+// transfers keep their pace. A fixed window turns the estimator off, and with it the PING that
+// a receiver sends (and the sender answers) after nearly every message of a stream whose
+// messages come one at a time, as an allreduce's do. Measured on 3 node processes (P=8, one
+// allreduce an iteration): 4.5 write and 7.5 read syscalls per process and iteration with
+// the estimator, 1.8 and 2.8 without.
+const grpcWindow = 16 << 20
+
+// transportOptions are the gRPC options of the remote's server and connections (see
+// grpcWindow). gRPC's write buffer is kept: without it a message's frame goes out in three
+// writes (frame header, message header, data), each a TLS record and a syscall.
+func transportOptions() ([]grpc.ServerOption, []grpc.DialOption) {
+	return []grpc.ServerOption{grpc.InitialWindowSize(grpcWindow), grpc.InitialConnWindowSize(grpcWindow)},
+		[]grpc.DialOption{grpc.WithInitialWindowSize(grpcWindow), grpc.WithInitialConnWindowSize(grpcWindow)}
+}
+
 // NodeConfig configures a node.
 type NodeConfig struct {
 	// Host and Port to listen on for the actor remote; Port 0 picks a free port.
@@ -326,11 +343,14 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(cfg.TLS.Server)))
 		creds = credentials.NewTLS(cfg.TLS.Client)
 	}
+	tServer, tDial := transportOptions()
+	serverOpts = append(serverOpts, tServer...)
+	dialOpts := append([]grpc.DialOption{grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxGRPCMessage), grpc.MaxCallSendMsgSize(maxGRPCMessage))}, tDial...)
 	opts := []remote.ConfigOption{
 		remote.WithEndpointWriterBatchSize(remoteBatch),
 		remote.WithServerOptions(serverOpts...),
-		remote.WithDialOptions(grpc.WithTransportCredentials(creds),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxGRPCMessage), grpc.MaxCallSendMsgSize(maxGRPCMessage))),
+		remote.WithDialOptions(dialOpts...),
 		remote.WithCallOptions(grpc.MaxCallRecvMsgSize(maxGRPCMessage), grpc.MaxCallSendMsgSize(maxGRPCMessage)),
 	}
 	if cfg.Advertise != "" {
