@@ -405,7 +405,15 @@ func (s *shard) read() (kernels.Block, error) {
 // the checkpoint rec.
 func (s *shard) build(x kernels.Block, rec *checkpoint.Record) error {
 	a, spec := s.a, s.spec
-	var err error
+	x, err := kernels.ApplyStorage(x, spec.storage)
+	if err != nil {
+		var ie *kernels.InexactError
+		if errors.As(err, &ie) {
+			return fmt.Errorf("storage float32: sample %d, feature %d: value %v is not exactly a float32 (use storage float64 or auto)",
+				int(a.ColLo)+ie.Col, ie.Row, ie.Value)
+		}
+		return err
+	}
 	s.x = x
 	m, _ := x.Dims()
 	k := int(a.Spec.Rank)
@@ -420,7 +428,7 @@ func (s *shard) build(x kernels.Block, rec *checkpoint.Record) error {
 	}
 	s.machine, err = kernels.NewMachine(kernels.ShardSpec{Algo: spec.algo.Name, Shard: int(a.Shard), Shards: int(a.Shards),
 		ColOffset: int(a.ColLo), TotalCols: int(a.TotalCols), X: x, K: k, Seed: a.Spec.Seed, Init: init,
-		Options: kernels.Options{Form: spec.form, Rho: a.Spec.Rho}, Pool: s.node.pool, Resume: resume})
+		Options: kernels.Options{Form: spec.form, Rho: a.Spec.Rho, Storage: spec.storage}, Pool: s.node.pool, Resume: resume})
 	if err != nil {
 		return err
 	}

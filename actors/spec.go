@@ -26,12 +26,13 @@ const (
 
 // parsedSpec is a job spec checked and turned into the kernels' types.
 type parsedSpec struct {
-	algo   kernels.AlgorithmInfo
-	init   kernels.InitMethod
-	form   kernels.Form
-	layout matio.Layout
-	stop   kernels.StopRule
-	fanIn  int
+	algo    kernels.AlgorithmInfo
+	init    kernels.InitMethod
+	form    kernels.Form
+	storage kernels.Storage
+	layout  matio.Layout
+	stop    kernels.StopRule
+	fanIn   int
 }
 
 // parseSpec checks everything in a job spec that does not need the data, and names the field
@@ -85,6 +86,13 @@ func parseSpec(s *messages.JobSpec) (*parsedSpec, error) {
 	}
 	if p.form, err = kernels.ParseForm(form); err != nil {
 		return nil, fmt.Errorf("form: %v", err)
+	}
+	storage := s.Storage
+	if storage == "" {
+		storage = "auto"
+	}
+	if p.storage, err = kernels.ParseStorage(storage); err != nil {
+		return nil, fmt.Errorf("storage: %v", err)
 	}
 	layout := s.Layout
 	if layout == "" {

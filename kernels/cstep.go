@@ -26,6 +26,7 @@ type cStep struct {
 	vStride int // row length of laneV: K (residual form) or Kp (Gram form)
 	// Gram form only.
 	kern     *gramKernels
+	widening []widening // per lane, for a block stored as float32
 	gneg     []float64 // -G
 	ginv     []float64 // 1 / G_pp, 0 for a dead component
 	bp       []float64 // B in rows of Kp
@@ -111,6 +112,7 @@ func newCStep(x Block, k int, pool *Pool, form Form, flag *interruptFlag) *cStep
 		s.laneV[l] = make([]float64, vLen)
 		s.scratch[l] = make([]float64, scratch)
 	}
+	s.widening = make([]widening, nl)
 	s.laneFn = s.lane
 	return s
 }
@@ -234,7 +236,7 @@ func (s *cStep) lane(l int) {
 	if s.form == FormResidual {
 		prev, post = residualCols(s.x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k, s.flag)
 	} else {
-		gramLane(s.kern, s.x, s.k, lo, hi, s.bp, s.gneg, s.ginv, s.c, w, v, s.scratch[l], s.flag)
+		gramLane(s.kern, s.x, s.k, lo, hi, s.bp, s.gneg, s.ginv, s.c, w, v, s.scratch[l], &s.widening[l], s.flag)
 	}
 	s.laneObj[l] = [2]float64{prev, post}
 }
@@ -301,7 +303,7 @@ func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, flag *
 		return residualColsBig(x, lo, hi, b, g, c, w, v, e, k, flag)
 	}
 	span := flag.span(4*m*k+k*k, 1)
-	if dense, ok := x.(*Dense); ok {
+	if dense, ok := x.(*Dense); ok && dense.Data != nil {
 		for j0 := lo; j0 < hi; j0 += span {
 			if flag.stopped() {
 				return prev, post

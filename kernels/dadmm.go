@@ -14,7 +14,9 @@ package kernels
 // It starts from Y_i = B0 C_i0, U_i = 0.
 func runDADMM(e *shardEnv) {
 	first, initial, state := e.begin()
-	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
+	// DADMM reads X entry by entry in several places: it works on a float64 copy of a block
+	// stored as float32 (exact, so the same bits; the memory saving is lost for DADMM).
+	x, m, n, k := Widen(e.spec.X), e.rows, e.cols, e.k
 	b, c := e.B, e.C
 	rho := e.rho()
 	lanes := laneBounds(x, k)

@@ -77,24 +77,31 @@ const (
 // gramLaneScratch returns the scratch length gramLane needs.
 func gramLaneScratch(kp int) int { return 2 * gramBatchCols * kp }
 
+// widening is a lane's scratch for the widened values of a batch of a block stored as float32.
+type widening struct {
+	vals []float64
+	cp   []int
+}
+
 // gramLane runs the Gram-form C update on columns [lo, hi) of x, adding to a (m rows of kp)
 // and v (k rows of kp). gneg is -G (K x K), ginv the reciprocals of G's diagonal (0 for a dead
-// component), bp is B in rows of kp. It looks at the interrupt flag before each batch, and
+// component), bp is B in rows of kp. ws (nil for a block stored as float64) holds the widened
+// values of a float32 block's batch. It looks at the interrupt flag before each batch, and
 // between the steps of a column when a column is several blocks of work.
-func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v, scratch []float64, flag *interruptFlag) {
+func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v, scratch []float64, ws *widening, flag *interruptFlag) {
 	m, _ := x.Dims()
 	kp := paddedK(k)
 	h := scratch[:gramBatchCols*kp]
 	cs := scratch[gramBatchCols*kp : 2*gramBatchCols*kp]
 	clear64(cs)
+	if ws == nil {
+		ws = &widening{}
+	}
 	perCol := 2*colWork(x, kp) + k*k + k*kp
 	span := flag.span(perCol, 1)
 	big := flag.big(perCol)
 	sp, sparse := x.(*CSC)
-	var xd []float64
-	if !sparse {
-		xd = x.(*Dense).Data
-	}
+	dn, _ := x.(*Dense)
 	for j0 := lo; j0 < hi; {
 		if flag.stopped() {
 			return
@@ -113,10 +120,15 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 			j1 = min(j1, j0+max(1, gramBatchEntries/max(m, 1)))
 		}
 		nb := j1 - j0
+		var xd, vals []float64
+		var colptr []int
+		var rows []int32
 		if sparse {
-			kern.dotsSparse(bp, kp, sp.ColPtr[j0:j1+1], sp.RowIdx, sp.Val, h[:nb*kp])
+			colptr, rows, vals = sparseBatch(sp, j0, j1, &ws.cp, &ws.vals)
+			kern.dotsSparse(bp, kp, colptr, rows, vals, h[:nb*kp])
 		} else {
-			kern.dotsDense(bp, xd[j0*m:j1*m], m, kp, nb, h[:nb*kp])
+			xd = denseBatch(dn, j0, j1, &ws.vals)
+			kern.dotsDense(bp, xd, m, kp, nb, h[:nb*kp])
 		}
 		if big && flag.stopped() {
 			return
@@ -126,9 +138,9 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 			return
 		}
 		if sparse {
-			kern.accSparse(k, kp, sp.ColPtr[j0:j1+1], sp.RowIdx, sp.Val, cs[:nb*kp], a, v)
+			kern.accSparse(k, kp, colptr, rows, vals, cs[:nb*kp], a, v)
 		} else {
-			kern.accDense(xd[j0*m:j1*m], m, k, kp, nb, cs[:nb*kp], a, v)
+			kern.accDense(xd, m, k, kp, nb, cs[:nb*kp], a, v)
 		}
 		j0 = j1
 	}

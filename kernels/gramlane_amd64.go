@@ -254,3 +254,13 @@ func updateAVX2Checked(h, cs, c, gneg, ginv []float64, k, kp, ncols int) {
 	}
 	updateAVX2(h, cs, c, gneg, ginv, k, kp, ncols)
 }
+
+// widen converts float32 values to float64 (exactly, so every path gives the same bits).
+func widen(dst []float64, src []float32) {
+	if !hasAVX2 {
+		widenGo(dst, src)
+		return
+	}
+	mustGram(len(dst) >= len(src))
+	widenAVX2(dst, src)
+}

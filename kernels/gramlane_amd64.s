@@ -3098,6 +3098,43 @@ ab_done:
 	VZEROUPPER
 	RET
 
+// func widenAVX2(dst []float64, src []float32)
+// Requires: AVX
+TEXT ·widenAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), AX
+	MOVQ src_base+24(FP), CX
+	MOVQ src_len+32(FP), DX
+
+block:
+	CMPQ      DX, $0x10
+	JL        tail
+	VCVTPS2PD (CX), Y0
+	VCVTPS2PD 16(CX), Y1
+	VCVTPS2PD 32(CX), Y2
+	VCVTPS2PD 48(CX), Y3
+	VMOVUPD   Y0, (AX)
+	VMOVUPD   Y1, 32(AX)
+	VMOVUPD   Y2, 64(AX)
+	VMOVUPD   Y3, 96(AX)
+	ADDQ      $0x40, CX
+	ADDQ      $0x80, AX
+	SUBQ      $0x10, DX
+	JMP       block
+
+tail:
+	TESTQ     DX, DX
+	JZ        done
+	VCVTSS2SD (CX), X4, X4
+	VMOVSD    X4, (AX)
+	ADDQ      $0x04, CX
+	ADDQ      $0x08, AX
+	DECQ      DX
+	JMP       tail
+
+done:
+	VZEROUPPER
+	RET
+
 // func accDenseM1C1AVX2(x []float64, ncols int, cs []float64, a []float64)
 // Requires: AVX, FMA3
 TEXT ·accDenseM1C1AVX2(SB), NOSPLIT, $0-80

@@ -12,3 +12,6 @@ func gramKernelsFor(p KernelPath) *gramKernels {
 }
 
 func cpuDescription() string { return "a build without assembly (purego or not amd64)" }
+
+// widen converts float32 values to float64.
+func widen(dst []float64, src []float32) { widenGo(dst, src) }

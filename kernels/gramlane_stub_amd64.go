@@ -49,6 +49,11 @@ func dotsDenseAVX512(bp []float64, x []float64, m int, kp int, ncols int, h []fl
 //go:noescape
 func accDenseRowsAVX2(x []float64, m int, kp int, ncols int, cs []float64, a []float64)
 
+// widenAVX2 sets dst[i] = float64(src[i]) for i < len(src) on AVX2. len(dst) >= len(src).
+//
+//go:noescape
+func widenAVX2(dst []float64, src []float32)
+
 // accDenseM1C1AVX2 is accDenseGo for m = 1, kp = 4 on AVX2+FMA, A in registers. ncols >= 1.
 //
 //go:noescape

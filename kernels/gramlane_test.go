@@ -59,7 +59,7 @@ func runGramLane(kern *gramKernels, x Block, k int, bp, gneg, ginv, c0 []float64
 	for i := range v {
 		v[i] = float64(i%3) / 4
 	}
-	gramLane(kern, x, k, 0, n, bp, gneg, ginv, c, a, v, make([]float64, gramLaneScratch(kp)), nil)
+	gramLane(kern, x, k, 0, n, bp, gneg, ginv, c, a, v, make([]float64, gramLaneScratch(kp)), nil, nil)
 	return c, a, v
 }
 

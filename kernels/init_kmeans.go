@@ -14,7 +14,8 @@ import "math"
 const defaultKMeansIters = 20
 
 func (e *shardEnv) initKMeans() (b, c []float64) {
-	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
+	// k-means reads X entry by entry: a block stored as float32 is widened for the init only.
+	x, m, n, k := Widen(e.spec.X), e.rows, e.cols, e.k
 	total := e.spec.TotalCols
 	off := e.spec.ColOffset
 	maxIters := e.spec.Init.KMeansIters

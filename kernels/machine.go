@@ -69,6 +69,17 @@ func NewMachine(spec ShardSpec) (*Machine, error) {
 	if spec.Resume != nil {
 		spec.Resume = spec.Resume.clone()
 	}
+	x, err := ApplyStorage(spec.X, spec.Storage)
+	if err != nil {
+		var ie *InexactError
+		if errors.As(err, &ie) {
+			e := *ie
+			e.Col += spec.ColOffset
+			return nil, fmt.Errorf("shard %d: %w", spec.Shard, &e)
+		}
+		return nil, fmt.Errorf("shard %d: %w", spec.Shard, err)
+	}
+	spec.X = x
 	info, _ := LookupAlgorithm(spec.Algo)
 	m := &Machine{spec: spec}
 	m.env = newShardEnv(m, spec)

@@ -18,6 +18,7 @@ type blockOps struct {
 	laneA [][]float64 // per-lane accumulators: M rows of Kp (X C^T), K rows of Kp (C C^T) or M
 	// laneH and laneC are per-lane batches of h (Kp per column) and padded coefficients.
 	laneH, laneC [][]float64
+	laneW        []widening // per lane, for a block stored as float32
 	bp           []float64 // B in rows of Kp
 	brow         []float64
 	flag         *interruptFlag
@@ -37,6 +38,7 @@ func newBlockOps(x Block, k int, pool *Pool, flag *interruptFlag) *blockOps {
 	}
 	nl := len(o.lanes) - 1
 	o.laneA, o.laneH, o.laneC = make([][]float64, nl), make([][]float64, nl), make([][]float64, nl)
+	o.laneW = make([]widening, nl)
 	for l := range o.laneA {
 		o.laneA[l] = make([]float64, max(m, k)*kp)
 		o.laneH[l] = make([]float64, gramBatchCols*kp)
@@ -92,13 +94,15 @@ func (o *blockOps) btx(b, h []float64) {
 	packRows(o.bp, b, m, k)
 	o.run(func(l, lo, hi int) {
 		hb := o.laneH[l]
+		ws := &o.laneW[l]
 		o.batches(lo, hi, func(j0, j1 int) {
 			nb := j1 - j0
 			switch x := o.x.(type) {
 			case *Dense:
-				o.kern.dotsDense(o.bp, x.Data[j0*m:j1*m], m, kp, nb, hb[:nb*kp])
+				o.kern.dotsDense(o.bp, denseBatch(x, j0, j1, &ws.vals), m, kp, nb, hb[:nb*kp])
 			case *CSC:
-				o.kern.dotsSparse(o.bp, kp, x.ColPtr[j0:j1+1], x.RowIdx, x.Val, hb[:nb*kp])
+				colptr, rows, vals := sparseBatch(x, j0, j1, &ws.cp, &ws.vals)
+				o.kern.dotsSparse(o.bp, kp, colptr, rows, vals, hb[:nb*kp])
 			}
 			for j := j0; j < j1; j++ {
 				copy(h[j*k:(j+1)*k], hb[(j-j0)*kp:])
@@ -115,14 +119,16 @@ func (o *blockOps) xct(c, a []float64) {
 		acc, cs := o.laneA[l][:m*kp], o.laneC[l]
 		clear64(acc)
 		clear64(cs)
+		ws := &o.laneW[l]
 		o.batches(lo, hi, func(j0, j1 int) {
 			nb := j1 - j0
 			o.padCoefs(cs, c, j0, j1)
 			switch x := o.x.(type) {
 			case *Dense:
-				o.kern.accDenseA(x.Data[j0*m:j1*m], m, kp, nb, cs[:nb*kp], acc)
+				o.kern.accDenseA(denseBatch(x, j0, j1, &ws.vals), m, kp, nb, cs[:nb*kp], acc)
 			case *CSC:
-				o.kern.accSparseA(kp, x.ColPtr[j0:j1+1], x.RowIdx, x.Val, cs[:nb*kp], acc)
+				colptr, rows, vals := sparseBatch(x, j0, j1, &ws.cp, &ws.vals)
+				o.kern.accSparseA(kp, colptr, rows, vals, cs[:nb*kp], acc)
 			}
 		})
 	})
@@ -148,16 +154,17 @@ func (o *blockOps) xcRow(c []float64, r int, a []float64) {
 			j1 := min(j0+o.col1, hi)
 			switch x := o.x.(type) {
 			case *Dense:
+				xd := denseBatch(x, j0, j1, &o.laneW[l].vals)
 				for j := j0; j < j1; j++ {
 					if cp := c[j*k+r]; cp != 0 {
-						axpy(acc, cp, x.Data[j*m:(j+1)*m])
+						axpy(acc, cp, xd[(j-j0)*m:(j-j0+1)*m])
 					}
 				}
 			case *CSC:
 				for j := j0; j < j1; j++ {
 					if cp := c[j*k+r]; cp != 0 {
 						for t := x.ColPtr[j]; t < x.ColPtr[j+1]; t++ {
-							acc[x.RowIdx[t]] += float64(x.Val[t] * cp)
+							acc[x.RowIdx[t]] += float64(x.value(t) * cp)
 						}
 					}
 				}
@@ -177,13 +184,15 @@ func (o *blockOps) btxRow(b, h []float64) {
 	m := o.m
 	switch x := o.x.(type) {
 	case *Dense:
-		o.run(func(_, lo, hi int) {
+		o.run(func(l, lo, hi int) {
 			for j0 := lo; j0 < hi; j0 += o.col1 {
 				if o.flag.stopped() {
 					return
 				}
-				for j, j1 := j0, min(j0+o.col1, hi); j < j1; j++ {
-					h[j] = dot(b, x.Data[j*m:(j+1)*m])
+				j1 := min(j0+o.col1, hi)
+				xd := denseBatch(x, j0, j1, &o.laneW[l].vals)
+				for j := j0; j < j1; j++ {
+					h[j] = dot(b, xd[(j-j0)*m:(j-j0+1)*m])
 				}
 			}
 		})
@@ -196,7 +205,7 @@ func (o *blockOps) btxRow(b, h []float64) {
 				for j, j1 := j0, min(j0+o.col1, hi); j < j1; j++ {
 					var s float64
 					for t := x.ColPtr[j]; t < x.ColPtr[j+1]; t++ {
-						s += float64(x.Val[t] * b[x.RowIdx[t]])
+						s += float64(x.value(t) * b[x.RowIdx[t]])
 					}
 					h[j] = s
 				}

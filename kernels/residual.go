@@ -13,6 +13,9 @@ func residualSq(x Block, b, c []float64, k int, pool *Pool, flag *interruptFlag)
 	m, _ := x.Dims()
 	lanes := laneBounds(x, k)
 	dense, _ := x.(*Dense)
+	if dense != nil && dense.Data == nil {
+		dense = nil // float32 storage: columnInto widens
+	}
 	sums := make([]float64, len(lanes)-1)
 	span := flag.span(m*k+m, 1)
 	run := func(l int) {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 //go:generate go run ./internal/asmgen/roofline -out roofline_amd64.s -stubs roofline_stub_amd64.go
@@ -43,10 +44,18 @@ func MemoryRoofline(x Block, k int, src, dst []float64, pool *Pool) RooflineSums
 		var s RooflineSums
 		switch xb := x.(type) {
 		case *Dense:
-			s.Values = sumF64(xb.Data[lo*xb.Rows : hi*xb.Rows])
+			if xb.Data == nil { // float32 storage: the values' bits, summed as 32-bit words
+				s.Values = float64(sumI32(float32Words(xb.Data32[lo*xb.Rows : hi*xb.Rows])))
+			} else {
+				s.Values = sumF64(xb.Data[lo*xb.Rows : hi*xb.Rows])
+			}
 		case *CSC:
 			a, b := xb.ColPtr[lo], xb.ColPtr[hi]
-			s.Values = sumF64(xb.Val[a:b])
+			if xb.Val == nil {
+				s.Values = float64(sumI32(float32Words(xb.Val32[a:b])))
+			} else {
+				s.Values = sumF64(xb.Val[a:b])
+			}
 			s.RowIdx = sumI32(xb.RowIdx[a:b])
 			s.ColPtr = sumI64(xb.ColPtr[lo+1 : hi+1])
 		}
@@ -63,17 +72,26 @@ func MemoryRoofline(x Block, k int, src, dst []float64, pool *Pool) RooflineSums
 }
 
 // RooflineBytes is the number of bytes MemoryRoofline moves: the stored entries of X (8 bytes a
-// value; for CSC also 4 a row index and 8 a column pointer) and C read and written (16*k bytes
-// a column).
+// value, 4 when stored as float32; for CSC also 4 a row index and 8 a column pointer) and C
+// read and written (16*k bytes a column).
 func RooflineBytes(x Block, k int) int64 {
 	_, cols := x.Dims()
 	c := int64(16) * int64(k) * int64(cols)
+	vb := int64(ValueBytes(x))
 	switch xb := x.(type) {
 	case *CSC:
-		return 12*int64(xb.NNZ()) + 8*int64(cols) + c
+		return (vb+4)*int64(xb.NNZ()) + 8*int64(cols) + c
 	default:
-		return 8*int64(x.NNZ()) + c
+		return vb*int64(x.NNZ()) + c
 	}
+}
+
+// float32Words views float32 values as 32-bit words.
+func float32Words(v []float32) []int32 {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int32)(unsafe.Pointer(&v[0])), len(v))
 }
 
 // DIDFlops is the number of floating-point operations one iteration of DID's Gram form must do
@@ -86,7 +104,8 @@ func DIDFlops(x Block, k int) float64 {
 	_, cols := x.Dims()
 	kp := float64((k + 3) / 4 * 4)
 	kf := float64(k)
-	return 4*kp*float64(x.NNZ()) + float64(cols)*(2*kf*kf+kf*kp)
+	perCol := float64(2*kf*kf) + float64(kf*kp)
+	return float64(4*kp*float64(x.NNZ())) + float64(float64(cols)*perCol)
 }
 
 // FMARate is the measured rate of one variant of the FMA peak loop.

@@ -109,6 +109,9 @@ type Options struct {
 	Form Form
 	// Rho is the ADMM and DADMM penalty (default 1, as in the paper).
 	Rho float64
+	// Storage is how the shard stores its block (NewMachine applies it; see Storage). The
+	// factors do not depend on it.
+	Storage Storage
 }
 
 // ShardSpec is everything one shard needs to run its part of a job.

@@ -216,7 +216,11 @@ type JobSpec struct {
 	// out_shared, where the coordinator writes the factors and the report).
 	Detached bool `protobuf:"varint,22,opt,name=detached,proto3" json:"detached,omitempty"`
 	// Overwrite: out_shared's files may replace files that exist (otherwise the job refuses).
-	Overwrite     bool `protobuf:"varint,23,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
+	Overwrite bool `protobuf:"varint,23,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
+	// Storage of each shard's block of X: "" or auto (float32 when every value of the block is
+	// exactly a float32), float64, or float32 (refused, naming the value, when one is not).
+	// The arithmetic is float64 either way, so the factors are the same bits.
+	Storage       string `protobuf:"bytes,24,opt,name=storage,proto3" json:"storage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -410,6 +414,13 @@ func (x *JobSpec) GetOverwrite() bool {
 		return x.Overwrite
 	}
 	return false
+}
+
+func (x *JobSpec) GetStorage() string {
+	if x != nil {
+		return x.Storage
+	}
+	return ""
 }
 
 // SubmitJob asks a node's host to start a coordinator for a job.
@@ -4339,7 +4350,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bmax_iter\x18\x02 \x01(\x03R\amaxIter\x12,\n" +
 	"\x12time_limit_seconds\x18\x03 \x01(\x01R\x10timeLimitSeconds\x12\x1b\n" +
 	"\tstall_tol\x18\x04 \x01(\x01R\bstallTol\x12!\n" +
-	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\x80\x05\n" +
+	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\x9a\x05\n" +
 	"\aJobSpec\x12\x16\n" +
 	"\x06inputs\x18\x01 \x03(\tR\x06inputs\x12\x16\n" +
 	"\x06layout\x18\x02 \x01(\tR\x06layout\x12\x12\n" +
@@ -4366,7 +4377,8 @@ const file_didnmf_proto_rawDesc = "" +
 	"out_shared\x18\x14 \x01(\tR\toutShared\x12%\n" +
 	"\x0estored_entries\x18\x15 \x01(\x03R\rstoredEntries\x12\x1a\n" +
 	"\bdetached\x18\x16 \x01(\bR\bdetached\x12\x1c\n" +
-	"\toverwrite\x18\x17 \x01(\bR\toverwrite\"\xa3\x01\n" +
+	"\toverwrite\x18\x17 \x01(\bR\toverwrite\x12\x18\n" +
+	"\astorage\x18\x18 \x01(\tR\astorage\"\xa3\x01\n" +
 	"\tSubmitJob\x12#\n" +
 	"\x04spec\x18\x01 \x01(\v2\x0f.didnmf.JobSpecR\x04spec\x12#\n" +
 	"\x06client\x18\x02 \x01(\v2\v.didnmf.PidR\x06client\x12\x15\n" +

@@ -44,6 +44,12 @@ type report struct {
 	StopReason    string   `json:"stop_reason"`
 	Collectives   float64  `json:"collectives_per_iteration"`
 	FloatsPerIter float64  `json:"floats_per_iteration,omitempty"`
+	// Kernel is the kernel path of this process (the nodes of a cluster announce their own).
+	Kernel string `json:"kernel"`
+	// Storage is how X's values were stored: float32 or float64 when this process ran the job
+	// (with XBytes, the bytes of X it held), else the storage asked of the nodes.
+	Storage string `json:"storage"`
+	XBytes  int64  `json:"x_bytes,omitempty"`
 	// Nodes and the message accounting are set for runs on actors (--nodes): measured over
 	// the job's actors, not computed from a formula.
 	Nodes int `json:"nodes,omitempty"`
@@ -178,7 +184,11 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 		Threads: threads, Init: string(j.cfg.Init.Method), Seed: j.cfg.Seed, Tol: j.cfg.Stop.Tol, MaxIter: j.cfg.Stop.MaxIter,
 		Iterations: res.Iterations, Seconds: res.Seconds, ObjectiveRat: kernels.Ratio(res.Objective, res.Initial),
 		RelErr2: res.RelErr2(), Converged: res.Converged, StopReason: string(res.StopReason),
-		Collectives: res.Comm.PerIteration, FloatsPerIter: res.Comm.FloatsPerIteration, History: res.History}
+		Collectives: res.Comm.PerIteration, FloatsPerIter: res.Comm.FloatsPerIteration, History: res.History,
+		Kernel: kernels.ActiveKernelPath().String(), Storage: jf.storage}
+	if blocks != nil {
+		rep.Storage, rep.XBytes = storedAs(blocks)
+	}
 	if ares != nil {
 		rep.Nodes = jf.nodes
 		rep.ShardNodes = ares.ShardNodes
@@ -338,4 +348,27 @@ func checkLocalMemory(jf *jobFlags, j *job) error {
 			j.src.Name(), j.n, j.m, j.cfg.K, cluster.FormatBytes(need), cluster.FormatBytes(avail))
 	}
 	return nil
+}
+
+// storedAs describes how blocks store X: float32, float64 or mixed (auto storage narrows each
+// block on its own), and the bytes their values and indices take.
+func storedAs(blocks []kernels.Block) (string, int64) {
+	narrow, bytes := 0, int64(0)
+	for _, b := range blocks {
+		if kernels.IsNarrow(b) {
+			narrow++
+		}
+		bytes += int64(kernels.ValueBytes(b)) * int64(b.NNZ())
+		if _, sparse := b.(*kernels.CSC); sparse {
+			_, cols := b.Dims()
+			bytes += 4*int64(b.NNZ()) + 8*int64(cols+1)
+		}
+	}
+	switch narrow {
+	case 0:
+		return "float64", bytes
+	case len(blocks):
+		return "float32", bytes
+	}
+	return "mixed", bytes
 }

@@ -42,6 +42,7 @@ type jobFlags struct {
 	kernel    *string
 	layout    string
 	form      string
+	storage   string
 	rho       float64
 	nodes     int
 	fanIn     int
@@ -80,6 +81,7 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	f.kernel = addKernelFlag(fs)
 	fs.StringVar(&f.layout, "layout", "auto", "in-memory form of the data: auto, dense, sparse")
 	fs.StringVar(&f.form, "form", "auto", "DID kernel form: auto, gram, residual")
+	fs.StringVar(&f.storage, "storage", "auto", "how X's values are stored: float32 (half the memory and bandwidth; refused when a value is not exactly a float32), float64, or auto (float32 when every value allows: counts, pixels); the factors are the same bits")
 	fs.Float64Var(&f.rho, "rho", 1, "ADMM/DADMM penalty")
 	fs.IntVar(&f.nodes, "nodes", 0, "run on an in-process cluster of `N` actor systems on loopback, talking over gRPC (0: the in-process driver, no actors)")
 	fs.IntVar(&f.fanIn, "fan-in", 0, "fan-in of the reduce tree with --nodes or --cluster (a power of two; 0: the default)")
@@ -174,6 +176,10 @@ func (f *jobFlags) open() (*job, error) {
 	if err != nil {
 		return nil, badInput("--form: %v", err)
 	}
+	storage, err := kernels.ParseStorage(f.storage)
+	if err != nil {
+		return nil, badInput("--storage: %v", err)
+	}
 	if !(f.rho > 0) || math.IsInf(f.rho, 0) {
 		return nil, badInput("--rho must be a positive number, got %v", f.rho)
 	}
@@ -239,7 +245,7 @@ func (f *jobFlags) open() (*job, error) {
 		return nil, badInput("--algo %s runs on one shard; --shards %d needs a distributed algorithm (did, dbcd, dadmm, hpc-anls)", f.algo, f.shards)
 	}
 	cfg := kernels.Config{Algo: algo.Name, K: f.rank, Seed: f.seed, Stop: stop, Threads: f.threads,
-		Init: kernels.InitSpec{Method: initMethod}, Options: kernels.Options{Form: form, Rho: f.rho}}
+		Init: kernels.InitSpec{Method: initMethod}, Options: kernels.Options{Form: form, Rho: f.rho, Storage: storage}}
 	if f.cluster != "" {
 		// The job is checked against the data where the data is read: on the nodes (shared
 		// ingest) or in the client that streams it, not twice here.
@@ -304,6 +310,15 @@ func (j *job) readBlocks() ([]kernels.Block, error) {
 		b, err := j.src.Read(r[s], r[s+1], j.layout)
 		if err != nil {
 			return nil, usageError{err}
+		}
+		// Each block is narrowed as it is read, so the float64 copy of X is never all held.
+		if b, err = kernels.ApplyStorage(b, j.cfg.Options.Storage); err != nil {
+			var ie *kernels.InexactError
+			if errors.As(err, &ie) {
+				return nil, badInput("--storage float32: %s: sample %d, feature %d: value %v is not exactly a float32 (use --storage auto or float64)",
+					j.src.Name(), r[s]+ie.Col, ie.Row, ie.Value)
+			}
+			return nil, err
 		}
 		blocks[s] = b
 	}

@@ -10,8 +10,9 @@ import (
 )
 
 // TestMixedKernelPathsCluster: a cluster whose nodes run different kernel paths (generic Go on
-// one, the CPU's best assembly on the others) gives bitwise the factors of a local run, for
-// DID (the Gram lane) and MU (the products), on dense and sparse data.
+// one, the CPU's best assembly on the others) gives bitwise the factors of a local run with the
+// generic kernels and float64 storage, for DID (the Gram lane) and MU (the products), on dense
+// and sparse data, with the nodes storing X as float32 (counts) or as auto picks.
 func TestMixedKernelPathsCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
@@ -33,27 +34,43 @@ func TestMixedKernelPathsCluster(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	dense := filepath.Join(dir, "x.npy")
-	if code, out := runProc(t, "convert", "--input", "synthetic:m=20,n=3000,k=5,seed=3", "--out", dense); code != 0 {
+	synth := filepath.Join(dir, "x.npy")
+	if code, out := runProc(t, "convert", "--input", "synthetic:m=20,n=3000,k=5,seed=3", "--out", synth); code != 0 {
 		t.Fatalf("convert: %s", out)
 	}
+	// Counts (exact in float32), for float32 storage on the nodes.
+	counts := filepath.Join(dir, "counts.npy")
+	cv := make([]float64, 3000*20)
+	for i := range cv {
+		cv[i] = float64((i*7919)%13) * float64((i/20)%5)
+	}
+	writeNPY(t, counts, 3000, 20, cv)
 	for _, algo := range []string{"did", "mu"} {
 		for _, layout := range []string{"dense", "sparse"} {
-			shards := "6"
-			if algo == "mu" {
-				shards = "1"
+			for _, in := range []struct{ path, storage string }{{synth, "auto"}, {counts, "float32"}} {
+				shards := "6"
+				if algo == "mu" {
+					shards = "1"
+				}
+				job := []string{"--input", in.path, "--rank", "5", "--algo", algo, "--layout", layout, "--shards", shards, "--max-iter", "15", "--tol", "0", "--quiet"}
+				name := algo + "-" + layout + "-" + in.storage
+				golden := filepath.Join(dir, name+"-golden")
+				if code, _, stderr := runNode(t, append([]string{"factorize", "--kernel", "generic", "--storage", "float64", "--out", golden}, job...)...); code != 0 {
+					t.Fatal(stderr)
+				}
+				out := filepath.Join(dir, name)
+				if code, text := runProc(t, append([]string{"factorize", "--cluster", a.gossip, "--storage", in.storage, "--out", out}, job...)...); code != 0 {
+					t.Fatalf("%s: exit %d: %s", name, code, text)
+				}
+				sameFiles(t, filepath.Join(golden, "basis.npy"), filepath.Join(out, "basis.npy"))
+				sameFiles(t, filepath.Join(golden, "coef.npy"), filepath.Join(out, "coef.npy"))
 			}
-			job := []string{"--input", dense, "--rank", "5", "--algo", algo, "--layout", layout, "--shards", shards, "--max-iter", "15", "--tol", "0", "--quiet"}
-			golden := filepath.Join(dir, algo+"-"+layout+"-golden")
-			if code, _, stderr := runNode(t, append([]string{"factorize", "--kernel", "generic", "--out", golden}, job...)...); code != 0 {
-				t.Fatal(stderr)
-			}
-			out := filepath.Join(dir, algo+"-"+layout)
-			if code, text := runProc(t, append([]string{"factorize", "--cluster", a.gossip, "--out", out}, job...)...); code != 0 {
-				t.Fatalf("%s %s: exit %d: %s", algo, layout, code, text)
-			}
-			sameFiles(t, filepath.Join(golden, "basis.npy"), filepath.Join(out, "basis.npy"))
-			sameFiles(t, filepath.Join(golden, "coef.npy"), filepath.Join(out, "coef.npy"))
 		}
+	}
+	// float32 storage of data that float32 cannot hold is refused by the shards, naming a value.
+	code, text := runProc(t, "factorize", "--cluster", a.gossip, "--storage", "float32", "--input", synth, "--rank", "5",
+		"--shards", "3", "--max-iter", "5", "--out", filepath.Join(dir, "inexact"), "--quiet")
+	if code == 0 || !strings.Contains(text, "not exactly a float32") || !strings.Contains(text, "sample ") {
+		t.Errorf("float32 storage of inexact data on the cluster: exit %d: %s", code, text)
 	}
 }

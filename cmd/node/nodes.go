@@ -14,7 +14,7 @@ import (
 func (f *jobFlags) wireSpec(j *job, nodes []string) *messages.JobSpec {
 	return &messages.JobSpec{Inputs: f.inputs, Layout: f.layout, Rank: int64(j.cfg.K), Algorithm: string(j.cfg.Algo),
 		Shards: int64(j.shards), Stop: actors.StopRuleOf(j.cfg.Stop), Seed: j.cfg.Seed, Init: string(j.cfg.Init.Method),
-		InitBasis: f.initBasis, InitCoef: f.initCoef, Form: f.form, Rho: f.rho, Nodes: nodes, FanIn: int64(f.fanIn),
+		InitBasis: f.initBasis, InitCoef: f.initCoef, Form: f.form, Rho: f.rho, Storage: f.storage, Nodes: nodes, FanIn: int64(f.fanIn),
 		Ingest: f.ingest, OutShared: f.outShared, CheckpointEvery: int64(f.checkpointEvery), Overwrite: f.overwrite, Detached: f.detach}
 }
 

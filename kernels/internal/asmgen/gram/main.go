@@ -42,6 +42,7 @@ func main() {
 	}
 	dotsDenseWide()
 	accDenseBlocked(avx2, 3)
+	widen()
 	for nch := 1; nch <= 4; nch++ {
 		for m := 1; m*nch <= maxRegRows; m++ {
 			accDenseRegs(m, nch)
@@ -1175,6 +1176,43 @@ func accDenseBlocked(t isa, maxChunks int) {
 		rowLoop(1, "rows1")
 		Label(p + "end")
 	})
+	VZEROUPPER()
+	RET()
+}
+
+// widen: float32 values to float64 (exact), 16 a loop, for blocks stored as float32.
+func widen() {
+	TEXT("widenAVX2", NOSPLIT, "func(dst []float64, src []float32)")
+	Pragma("noescape")
+	Doc("widenAVX2 sets dst[i] = float64(src[i]) for i < len(src) on AVX2. len(dst) >= len(src).")
+	d := Load(Param("dst").Base(), GP64())
+	sp := Load(Param("src").Base(), GP64())
+	n := Load(Param("src").Len(), GP64())
+	Label("block")
+	CMPQ(n, Imm(16))
+	JL(LabelRef("tail"))
+	v := ymms(4)
+	for u := range v {
+		VCVTPS2PD(Mem{Base: sp, Disp: 16 * u}, v[u])
+	}
+	for u := range v {
+		VMOVUPD(v[u], Mem{Base: d, Disp: 32 * u})
+	}
+	ADDQ(Imm(64), sp)
+	ADDQ(Imm(128), d)
+	SUBQ(Imm(16), n)
+	JMP(LabelRef("block"))
+	Label("tail")
+	TESTQ(n, n)
+	JZ(LabelRef("done"))
+	x := XMM()
+	VCVTSS2SD(Mem{Base: sp}, x, x)
+	VMOVSD(x, Mem{Base: d})
+	ADDQ(Imm(4), sp)
+	ADDQ(Imm(8), d)
+	DECQ(n)
+	JMP(LabelRef("tail"))
+	Label("done")
 	VZEROUPPER()
 	RET()
 }

@@ -1,0 +1,99 @@
+package kernels
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+// countsBlock returns a dense block of small integer counts (exact in float32) with about a
+// third of zeros.
+func countsBlock(m, n int, seed uint64) *Dense {
+	d := synthDense(m, n, 4, seed, 0.05)
+	for i, v := range d.Data {
+		d.Data[i] = math.Floor(v * 7)
+	}
+	return d
+}
+
+// TestNarrowStorageSameBits: a block stored as float32 gives bitwise the factors of the same
+// block stored as float64, for every algorithm, dense and sparse, on every kernel path.
+func TestNarrowStorageSameBits(t *testing.T) {
+	defer SetKernelPath(KernelAuto)
+	dense := countsBlock(14, 400, 51)
+	wide := map[string]Block{"dense": dense, "sparse": ToCSC(dense)}
+	for _, info := range Algorithms() {
+		for name, x := range wide {
+			narrow, err := Narrow(x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !IsNarrow(narrow) || IsNarrow(x) {
+				t.Fatalf("%s: IsNarrow wrong", name)
+			}
+			if narrow.SqNorm() != x.SqNorm() || narrow.Sum() != x.Sum() {
+				t.Fatalf("%s: SqNorm/Sum differ between storages", name)
+			}
+			shards := 1
+			if info.Distributed {
+				shards = 3
+			}
+			for _, p := range AvailableKernelPaths() {
+				if err := SetKernelPath(p); err != nil {
+					t.Fatal(err)
+				}
+				cfg := baseConfig(info.Name, 4, StopRule{MaxIter: 10})
+				a := mustRun(t, x, shards, cfg)
+				b := mustRun(t, narrow, shards, cfg)
+				if !bitwiseEqual(a.B, b.B) || !bitwiseEqual(a.C, b.C) || a.Objective != b.Objective {
+					t.Errorf("%s %s on %s: float32 storage differs (B %.3g, C %.3g)", info.Name, name, p,
+						maxRelDiff(a.B, b.B), maxRelDiff(a.C, b.C))
+				}
+			}
+		}
+	}
+}
+
+func TestNarrowRefusesInexact(t *testing.T) {
+	d := countsBlock(5, 6, 3)
+	d.Data[2*5+3] = 0.1 // sample 2, feature 3
+	for name, x := range map[string]Block{"dense": d, "sparse": ToCSC(d)} {
+		_, err := Narrow(x)
+		var ie *InexactError
+		if !errors.As(err, &ie) || ie.Col != 2 || ie.Row != 3 || ie.Value != 0.1 {
+			t.Errorf("%s: %v, want sample 2, feature 3, value 0.1", name, err)
+		}
+		auto, err := ApplyStorage(x, StorageAuto)
+		if err != nil || IsNarrow(auto) {
+			t.Errorf("%s: auto storage of inexact data: %v, narrow %v", name, err, IsNarrow(auto))
+		}
+	}
+	if _, err := ParseStorage("float16"); err == nil {
+		t.Error("ParseStorage accepted float16")
+	}
+}
+
+// TestWidenRoundTrip: widening a narrowed block restores every value, column slices of a
+// narrow block stay narrow, and a CSC slice keeps its offset.
+func TestWidenRoundTrip(t *testing.T) {
+	d := countsBlock(7, 30, 9)
+	for name, x := range map[string]Block{"dense": d, "sparse": ToCSC(d)} {
+		n, err := Narrow(x.ColSlice(4, 19))
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := ToDense(Widen(n))
+		want := ToDense(x.ColSlice(4, 19))
+		if !bitwiseEqual(back.Data, want.Data) {
+			t.Errorf("%s: round trip changed values", name)
+		}
+		if !IsNarrow(n.ColSlice(2, 5)) {
+			t.Errorf("%s: a slice of a narrow block is not narrow", name)
+		}
+		col := make([]float64, 7)
+		columnInto(n, 3, col)
+		if !bitwiseEqual(col, want.Col(3)) {
+			t.Errorf("%s: columnInto of a narrow block: %v, want %v", name, col, want.Col(3))
+		}
+	}
+}
