@@ -27,12 +27,12 @@ type cStep struct {
 	// Gram form only.
 	kern     *gramKernels
 	widening []widening // per lane, for a block stored as float32
-	gneg     []float64 // -G
-	ginv     []float64 // 1 / G_pp, 0 for a dead component
-	bp       []float64 // B in rows of Kp
-	sqX      float64   // ||X||^2 of the block
-	aPrev    []float64 // X C^T (rows of Kp) of the last call
-	vPrev    []float64 // C C^T of the last call
+	gneg     []float64  // -G
+	ginv     []float64  // 1 / G_pp, 0 for a dead component
+	bp       []float64  // B in rows of Kp
+	sqX      float64    // ||X||^2 of the block
+	aPrev    []float64  // X C^T (rows of Kp) of the last call
+	vPrev    []float64  // C C^T of the last call
 	havePrev bool
 }
 

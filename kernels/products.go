@@ -19,7 +19,7 @@ type blockOps struct {
 	// laneH and laneC are per-lane batches of h (Kp per column) and padded coefficients.
 	laneH, laneC [][]float64
 	laneW        []widening // per lane, for a block stored as float32
-	bp           []float64 // B in rows of Kp
+	bp           []float64  // B in rows of Kp
 	brow         []float64
 	flag         *interruptFlag
 	// colK and col1 are the columns between two looks at the flag for a pass over a column
