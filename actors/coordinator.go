@@ -727,8 +727,10 @@ type treeNode struct {
 
 // buildTree lays out the reduce tree over p shards with the given fan-in: level-1 reducers each
 // cover an aligned block of fanIn shards, level-L ones fanIn^L, up to a single root. Each
-// reducer sits on the node of its first shard. It returns the reducers, root last, and each
-// shard's level-1 reducer.
+// reducer sits on the node that holds most of its shards (the first of them on a tie): their
+// partials and results do not cross the network, and with a flat tree (p <= fan-in) the
+// node's shards start on their next step while the results travel to the others. It returns
+// the reducers, root last, and each shard's level-1 reducer.
 func buildTree(job string, epoch uint64, p, fanIn int64, shardNode func(int64) string) ([]*treeNode, []*messages.Pid) {
 	type member struct {
 		lo, hi int64
@@ -745,7 +747,8 @@ func buildTree(job string, epoch uint64, p, fanIn int64, shardNode func(int64) s
 		var next []member
 		for i := 0; i < len(level); i += int(fanIn) {
 			group := level[i:min(i+int(fanIn), len(level))]
-			t := &treeNode{level: l, lo: group[0].lo, hi: group[len(group)-1].hi, node: shardNode(group[0].lo)}
+			t := &treeNode{level: l, lo: group[0].lo, hi: group[len(group)-1].hi}
+			t.node = majorityNode(t.lo, t.hi, shardNode)
 			t.pid = jobActor(t.node, reducerName(job, epoch, l, t.lo))
 			for _, g := range group {
 				t.children = append(t.children, g.pid)
@@ -764,6 +767,22 @@ func buildTree(job string, epoch uint64, p, fanIn int64, shardNode func(int64) s
 		}
 		level = next
 	}
+}
+
+// majorityNode returns the node that holds most of the shards [lo, hi), the node of the
+// lowest of them on a tie.
+func majorityNode(lo, hi int64, shardNode func(int64) string) string {
+	count := map[string]int{}
+	for s := lo; s < hi; s++ {
+		count[shardNode(s)]++
+	}
+	best := shardNode(lo)
+	for s := lo; s < hi; s++ {
+		if n := shardNode(s); count[n] > count[best] {
+			best = n
+		}
+	}
+	return best
 }
 
 // place sends the assignments of every shard and reducer of the current epoch to their
