@@ -159,25 +159,40 @@ func (r *reducer) reduced(ctx actor.Context, m *messages.Reduced) {
 }
 
 // sendDown sends a collective's result to the children: all of it, or for reduce-scatter each
-// child's segments.
+// child's segments. Children on other nodes come first: a child on this node starts its next
+// step as soon as it has its result, and its kernels would hold the processors that the
+// messages to the others wait for.
 func (r *reducer) sendDown(ctx actor.Context, head *messages.Partial, data []float64) {
 	r.meter.init = head.Init
-	for i, child := range r.children {
-		lo, hi := r.ranges[i][0], r.ranges[i][1]
-		part := data
-		if kernels.Op(head.Op) == kernels.OpReduceScatter {
-			var err error
-			if part, err = segmentSlice(data, head.Segments, r.a.Lo, lo, hi); err != nil {
-				r.fail(ctx, fmt.Errorf("collective %d (%s): %w", head.Seq, head.Label, err))
-				return
+	self := ctx.Self().Address
+	for _, remote := range []bool{true, false} {
+		for i, child := range r.children {
+			if (child.Address != self) == remote {
+				if !r.sendChild(ctx, head, data, i, child) {
+					return
+				}
 			}
 		}
-		sum := Checksum(part)
-		for _, c := range splitChunks(part) {
-			r.meter.send(ctx, child, &messages.Reduced{JobId: r.a.JobId, Epoch: r.a.Epoch, Seq: head.Seq, Lo: lo, Hi: hi,
-				Chunk: c.index, Chunks: c.count, Offset: c.offset, TotalLen: int64(len(part)), Checksum: sum, Data: c.data})
+	}
+}
+
+// sendChild sends child i its part of a collective's result; false when the job failed.
+func (r *reducer) sendChild(ctx actor.Context, head *messages.Partial, data []float64, i int, child *actor.PID) bool {
+	lo, hi := r.ranges[i][0], r.ranges[i][1]
+	part := data
+	if kernels.Op(head.Op) == kernels.OpReduceScatter {
+		var err error
+		if part, err = segmentSlice(data, head.Segments, r.a.Lo, lo, hi); err != nil {
+			r.fail(ctx, fmt.Errorf("collective %d (%s): %w", head.Seq, head.Label, err))
+			return false
 		}
 	}
+	sum := Checksum(part)
+	for _, c := range splitChunks(part) {
+		r.meter.send(ctx, child, &messages.Reduced{JobId: r.a.JobId, Epoch: r.a.Epoch, Seq: head.Seq, Lo: lo, Hi: hi,
+			Chunk: c.index, Chunks: c.count, Offset: c.offset, TotalLen: int64(len(part)), Checksum: sum, Data: c.data})
+	}
+	return true
 }
 
 // fail reports an error that breaks the job to the coordinator.
