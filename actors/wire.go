@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"unsafe"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -36,6 +37,23 @@ func isCorruption(err error) bool { return errors.Is(err, ErrChecksum) }
 
 // Checksum returns the CRC-32C of the little-endian bytes of data's float64 values.
 func Checksum(data []float64) uint32 {
+	if littleEndian {
+		// The values' memory is their little-endian bytes: one pass of the hardware CRC over
+		// it (checksumPortable's copy through a buffer cost 6% of a node's CPU in a small
+		// allreduce).
+		return crc32.Update(0, castagnoli, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(data))), 8*len(data)))
+	}
+	return checksumPortable(data)
+}
+
+// littleEndian tells whether this machine stores a float64 as its little-endian bytes.
+var littleEndian = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// checksumPortable is Checksum on any byte order.
+func checksumPortable(data []float64) uint32 {
 	var buf [512]byte
 	var crc uint32
 	for len(data) > 0 {
