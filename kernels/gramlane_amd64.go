@@ -223,7 +223,7 @@ var updateRegs = []func(h, cs, c, gneg, ginv []float64, kp, ncols int){
 func updateAVX2Checked(h, cs, c, gneg, ginv []float64, k, kp, ncols int) {
 	mustGram(k >= 1 && kp == paddedK(k) && ncols >= 1 && len(h) >= ncols*kp && len(cs) >= ncols*kp &&
 		len(c) >= ncols*k && len(gneg) >= k*k && len(ginv) >= k)
-	if k <= 4 && ncols >= 4 {
+	if ncols >= 4 && k <= 4 {
 		var g4 [64]float64
 		var i4 [16]float64
 		for i, g := range gneg[:k*k] {
@@ -247,12 +247,45 @@ func updateAVX2Checked(h, cs, c, gneg, ginv []float64, k, kp, ncols int) {
 			return
 		}
 		h, cs, c = h[16*n4:], cs[16*n4:], c[4*k*n4:]
+	} else if ncols >= 4 && k <= maxUpdateT4Any {
+		n4 := ncols / 4
+		updateT4Any(h, cs, c, gneg, ginv, k, kp, n4)
+		if ncols -= 4 * n4; ncols == 0 {
+			return
+		}
+		h, cs, c = h[4*kp*n4:], cs[4*kp*n4:], c[4*k*n4:]
 	}
 	if k <= len(updateRegs) {
 		updateRegs[k-1](h, cs, c, gneg, ginv, kp, ncols)
 		return
 	}
 	updateAVX2(h, cs, c, gneg, ginv, k, kp, ncols)
+}
+
+// maxUpdateT4Any bounds the rank updateT4Any takes (its broadcast -G and scratch live on the
+// stack: 4·k·k + 4·k + 8·kp values).
+const maxUpdateT4Any = 32
+
+// updateT4Any runs updateT4AnyAVX2 on 4·n4 columns: the coefficients go from c into cs rows
+// first and back after.
+func updateT4Any(h, cs, c, gneg, ginv []float64, k, kp, n4 int) {
+	var g4 [4 * maxUpdateT4Any * maxUpdateT4Any]float64
+	var i4 [4 * maxUpdateT4Any]float64
+	var t [8 * maxUpdateT4Any]float64
+	for i, g := range gneg[:k*k] {
+		g4[4*i], g4[4*i+1], g4[4*i+2], g4[4*i+3] = g, g, g, g
+	}
+	for i, g := range ginv[:k] {
+		i4[4*i], i4[4*i+1], i4[4*i+2], i4[4*i+3] = g, g, g, g
+	}
+	ncols := 4 * n4
+	for j := 0; j < ncols; j++ {
+		copy(cs[j*kp:j*kp+k], c[j*k:(j+1)*k])
+	}
+	updateT4AnyAVX2(h, cs, g4[:4*k*k], i4[:4*k], t[:8*kp], k, kp, n4)
+	for j := 0; j < ncols; j++ {
+		copy(c[j*k:(j+1)*k], cs[j*kp:j*kp+k])
+	}
 }
 
 // widen converts float32 values to float64 (exactly, so every path gives the same bits).

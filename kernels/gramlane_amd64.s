@@ -7072,3 +7072,140 @@ group:
 	JNZ         group
 	VZEROUPPER
 	RET
+
+// func updateT4AnyAVX2(h []float64, cs []float64, gneg4 []float64, ginv4 []float64, t []float64, k int, kp int, ngroups int)
+// Requires: AVX, FMA3
+TEXT ·updateT4AnyAVX2(SB), NOSPLIT, $0-144
+	MOVQ   h_base+0(FP), AX
+	MOVQ   cs_base+24(FP), CX
+	MOVQ   t_base+96(FP), DX
+	MOVQ   kp+128(FP), BX
+	SHLQ   $0x03, BX
+	LEAQ   (DX)(BX*4), SI
+	VXORPD Y0, Y0, Y0
+	MOVQ   ngroups+136(FP), DI
+
+group:
+	XORQ R8, R8
+
+tin:
+	MOVQ       AX, R9
+	VMOVUPD    (R9)(R8*1), Y1
+	ADDQ       BX, R9
+	VMOVUPD    (R9)(R8*1), Y2
+	ADDQ       BX, R9
+	VMOVUPD    (R9)(R8*1), Y3
+	ADDQ       BX, R9
+	VMOVUPD    (R9)(R8*1), Y4
+	ADDQ       BX, R9
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, (DX)(R8*4)
+	VMOVUPD    Y6, 32(DX)(R8*4)
+	VMOVUPD    Y2, 64(DX)(R8*4)
+	VMOVUPD    Y1, 96(DX)(R8*4)
+	MOVQ       CX, R9
+	VMOVUPD    (R9)(R8*1), Y1
+	ADDQ       BX, R9
+	VMOVUPD    (R9)(R8*1), Y2
+	ADDQ       BX, R9
+	VMOVUPD    (R9)(R8*1), Y3
+	ADDQ       BX, R9
+	VMOVUPD    (R9)(R8*1), Y4
+	ADDQ       BX, R9
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, (SI)(R8*4)
+	VMOVUPD    Y6, 32(SI)(R8*4)
+	VMOVUPD    Y2, 64(SI)(R8*4)
+	VMOVUPD    Y1, 96(SI)(R8*4)
+	ADDQ       $0x20, R8
+	CMPQ       R8, BX
+	JL         tin
+	MOVQ       k+120(FP), R8
+	MOVQ       gneg4_base+48(FP), R9
+	MOVQ       ginv4_base+72(FP), R10
+	XORQ       R11, R11
+
+comp:
+	MOVQ    R11, R12
+	SHLQ    $0x05, R12
+	VMOVUPD (DX)(R12*1), Y1
+	MOVQ    R11, R13
+
+old:
+	MOVQ        R13, R14
+	SHLQ        $0x05, R14
+	VMOVUPD     (SI)(R14*1), Y2
+	VFMADD231PD (R9)(R14*1), Y2, Y1
+	INCQ        R13
+	CMPQ        R13, R8
+	JL          old
+	XORQ        R13, R13
+
+new:
+	CMPQ        R13, R11
+	JGE         apply
+	MOVQ        R13, R14
+	SHLQ        $0x05, R14
+	VMOVUPD     (SI)(R14*1), Y2
+	VFMADD231PD (R9)(R14*1), Y2, Y1
+	INCQ        R13
+	JMP         new
+
+apply:
+	VMOVUPD     (SI)(R12*1), Y2
+	VFMADD231PD (R10)(R12*1), Y1, Y2
+	VMAXPD      Y2, Y0, Y2
+	VMOVUPD     Y2, (SI)(R12*1)
+	MOVQ        R8, R12
+	SHLQ        $0x05, R12
+	ADDQ        R12, R9
+	INCQ        R11
+	CMPQ        R11, R8
+	JL          comp
+	XORQ        R8, R8
+
+tout:
+	VMOVUPD    (SI)(R8*4), Y1
+	VMOVUPD    32(SI)(R8*4), Y2
+	VMOVUPD    64(SI)(R8*4), Y3
+	VMOVUPD    96(SI)(R8*4), Y4
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	MOVQ       CX, R9
+	VMOVUPD    Y4, (R9)(R8*1)
+	ADDQ       BX, R9
+	VMOVUPD    Y6, (R9)(R8*1)
+	ADDQ       BX, R9
+	VMOVUPD    Y2, (R9)(R8*1)
+	ADDQ       BX, R9
+	VMOVUPD    Y1, (R9)(R8*1)
+	ADDQ       BX, R9
+	ADDQ       $0x20, R8
+	CMPQ       R8, BX
+	JL         tout
+	LEAQ       (AX)(BX*4), AX
+	LEAQ       (CX)(BX*4), CX
+	DECQ       DI
+	JNZ        group
+	VZEROUPPER
+	RET

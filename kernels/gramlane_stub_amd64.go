@@ -458,3 +458,9 @@ func updateT4K3AVX2(h []float64, cs []float64, c []float64, gneg4 []float64, gin
 //
 //go:noescape
 func updateT4K4AVX2(h []float64, cs []float64, c []float64, gneg4 []float64, ginv4 []float64, ngroups int)
+
+// updateT4AnyAVX2 is updateCoefsGo on 4·ngroups columns held in cs, a column per lane (AVX2+FMA).
+// t has room for 8·kp values. k, kp, ngroups >= 1.
+//
+//go:noescape
+func updateT4AnyAVX2(h []float64, cs []float64, gneg4 []float64, ginv4 []float64, t []float64, k int, kp int, ngroups int)

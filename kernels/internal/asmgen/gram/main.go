@@ -64,6 +64,7 @@ func main() {
 	for k := 1; k <= 4; k++ {
 		updateT4(k)
 	}
+	updateT4Any()
 	Generate()
 }
 
@@ -1213,6 +1214,133 @@ func widen() {
 	DECQ(n)
 	JMP(LabelRef("tail"))
 	Label("done")
+	VZEROUPPER()
+	RET()
+}
+
+// updateT4Any: step 2 for any k on four columns at a time, a column per lane, like updateT4
+// but with the coefficients in a transposed scratch (t: 2·kp vectors of 4, h's then c's) and
+// loops over p and q: for ranks above 4, where one column's update is hundreds of dependent
+// scalar FMAs. cs holds the columns' old coefficients on entry (padded rows of kp, pads 0) and
+// the new ones on return; the caller copies them between c and cs.
+func updateT4Any() {
+	TEXT("updateT4AnyAVX2", NOSPLIT, "func(h, cs, gneg4, ginv4, t []float64, k, kp, ngroups int)")
+	Pragma("noescape")
+	Doc("updateT4AnyAVX2 is updateCoefsGo on 4·ngroups columns held in cs, a column per lane (AVX2+FMA).",
+		"t has room for 8·kp values. k, kp, ngroups >= 1.")
+	hp := Load(Param("h").Base(), GP64())
+	csp := Load(Param("cs").Base(), GP64())
+	tp := Load(Param("t").Base(), GP64())
+	kb := Load(Param("kp"), GP64())
+	SHLQ(Imm(3), kb) // row stride of h and cs, bytes
+	ct := GP64()     // the transposed coefficients: t + 4·kp values
+	LEAQ(Mem{Base: tp, Index: kb, Scale: 4}, ct)
+	zr := YMM()
+	VXORPD(zr, zr, zr)
+	rem := Load(Param("ngroups"), GP64())
+	Label("group")
+	// Transpose h and cs, chunk by chunk, into t: t[p] (4 lanes) = component p of the 4 columns.
+	ch := GP64()
+	XORQ(ch, ch)
+	Label("tin")
+	for _, src := range []struct {
+		base Register
+		dst  func(c int) Mem
+	}{
+		{hp, func(c int) Mem { return Mem{Base: tp, Index: ch, Scale: 4, Disp: 32 * c} }},
+		{csp, func(c int) Mem { return Mem{Base: ct, Index: ch, Scale: 4, Disp: 32 * c} }},
+	} {
+		r := ymms(4)
+		row := GP64()
+		MOVQ(src.base, row)
+		for u := range r {
+			VMOVUPD(Mem{Base: row, Index: ch, Scale: 1}, r[u])
+			ADDQ(kb, row)
+		}
+		cols := transpose4(r)
+		for c := range cols {
+			VMOVUPD(cols[c], src.dst(c))
+		}
+	}
+	ADDQ(Imm(32), ch)
+	CMPQ(ch, kb)
+	JL(LabelRef("tin"))
+
+	// The update, component by component: s = h_p, the terms on old coefficients (q >= p), then
+	// on the new ones (q < p); c_p = max(0, fma(s, 1/G_pp, c_p)) (0 first in VMAXPD keeps -0
+	// and NaN).
+	k := Load(Param("k"), GP64())
+	gn := Load(Param("gneg4").Base(), GP64())
+	gi := Load(Param("ginv4").Base(), GP64())
+	p := GP64()
+	XORQ(p, p)
+	Label("comp")
+	pb := GP64() // p·32: the offset of vector p in t
+	MOVQ(p, pb)
+	SHLQ(Imm(5), pb)
+	sv := YMM()
+	VMOVUPD(Mem{Base: tp, Index: pb, Scale: 1}, sv)
+	q := GP64()
+	MOVQ(p, q)
+	Label("old")
+	cq := YMM()
+	qb := GP64()
+	MOVQ(q, qb)
+	SHLQ(Imm(5), qb)
+	VMOVUPD(Mem{Base: ct, Index: qb, Scale: 1}, cq)
+	VFMADD231PD(Mem{Base: gn, Index: qb, Scale: 1}, cq, sv)
+	INCQ(q)
+	CMPQ(q, k)
+	JL(LabelRef("old"))
+	XORQ(q, q)
+	Label("new")
+	CMPQ(q, p)
+	JGE(LabelRef("apply"))
+	cq2 := YMM()
+	qb2 := GP64()
+	MOVQ(q, qb2)
+	SHLQ(Imm(5), qb2)
+	VMOVUPD(Mem{Base: ct, Index: qb2, Scale: 1}, cq2)
+	VFMADD231PD(Mem{Base: gn, Index: qb2, Scale: 1}, cq2, sv)
+	INCQ(q)
+	JMP(LabelRef("new"))
+	Label("apply")
+	cp := YMM()
+	VMOVUPD(Mem{Base: ct, Index: pb, Scale: 1}, cp)
+	VFMADD231PD(Mem{Base: gi, Index: pb, Scale: 1}, sv, cp)
+	VMAXPD(cp, zr, cp)
+	VMOVUPD(cp, Mem{Base: ct, Index: pb, Scale: 1})
+	// gneg4 advances a row of k vectors per component
+	kv := GP64()
+	MOVQ(k, kv)
+	SHLQ(Imm(5), kv)
+	ADDQ(kv, gn)
+	INCQ(p)
+	CMPQ(p, k)
+	JL(LabelRef("comp"))
+
+	// Transpose the coefficients back into cs (pads stay 0: their vectors were never written).
+	XORQ(ch, ch)
+	Label("tout")
+	r := ymms(4)
+	for c := range r {
+		VMOVUPD(Mem{Base: ct, Index: ch, Scale: 4, Disp: 32 * c}, r[c])
+	}
+	rowsOut := transpose4(r)
+	row := GP64()
+	MOVQ(csp, row)
+	for u := range rowsOut {
+		VMOVUPD(rowsOut[u], Mem{Base: row, Index: ch, Scale: 1})
+		ADDQ(kb, row)
+	}
+	ADDQ(Imm(32), ch)
+	CMPQ(ch, kb)
+	JL(LabelRef("tout"))
+
+	LEAQ(Mem{Base: hp, Index: kb, Scale: 4}, hp)
+	LEAQ(Mem{Base: csp, Index: kb, Scale: 4}, csp)
+	DECQ(rem)
+	JNZ(LabelRef("group"))
 	VZEROUPPER()
 	RET()
 }
