@@ -56,13 +56,19 @@ func (p *Pool) Run(n int, fn func(i int)) {
 		}
 		return
 	}
-	var wg sync.WaitGroup
+	// Calls may overlap (shards share a pool), so each has its own WaitGroup, reused across
+	// calls so that an iteration allocates nothing.
+	wg := waitGroups.Get().(*sync.WaitGroup)
 	wg.Add(n)
 	for i := 0; i < n; i++ {
-		p.tasks <- poolTask{fn: fn, i: i, wg: &wg}
+		p.tasks <- poolTask{fn: fn, i: i, wg: wg}
 	}
 	wg.Wait()
+	waitGroups.Put(wg)
 }
+
+// waitGroups recycles Run's WaitGroups.
+var waitGroups = sync.Pool{New: func() any { return new(sync.WaitGroup) }}
 
 // Close stops the workers. Run must not be called after Close.
 func (p *Pool) Close() {
