@@ -70,6 +70,11 @@ type benchResult struct {
 	Procs     int     `json:"procs,omitempty"`
 	JoinSec   float64 `json:"join_sec,omitempty"`
 	DetectSec float64 `json:"detect_sec,omitempty"`
+	// AllreduceSec (with --procs) is the latency of one allreduce between the processes: on a
+	// tiny job of the same features, rank, algorithm and shards (AllreduceInput), the median
+	// over --reps pairs of (processes' seconds per iteration - the driver's) per collective.
+	AllreduceSec   float64 `json:"allreduce_sec,omitempty"`
+	AllreduceInput string  `json:"allreduce_input,omitempty"`
 	// With --nodes and --checkpoint-overhead: the whole job's time with checkpoints every
 	// CheckpointEvery iterations over its time without, median over --reps alternating pairs.
 	CheckpointEvery    string  `json:"checkpoint_every,omitempty"`
@@ -171,6 +176,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	roof.fill(&out)
 	if pb != nil {
 		out.Procs, out.JoinSec, out.DetectSec = *procs, pb.joinSec, pb.detectSec
+		out.AllreduceSec, out.AllreduceInput = pb.allreduce.sec, pb.allreduce.input
 	}
 	if act != nil {
 		out.Nodes, out.FanIn, out.Reps = jf.nodes, act.fanIn, *pairs
@@ -212,6 +218,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			out.CheckpointEvery, out.CheckpointsPerJob, 100*out.CheckpointOverhead, out.Reps)
 	}
 	if pb != nil {
+		pb.allreduce.print(stdout)
 		fmt.Fprintf(stdout, "  gossip: a joining node is listed by all %.3g s after its process started (median)", out.JoinSec)
 		if *detect {
 			fmt.Fprintf(stdout, "; kill -9 of a node declared dead by all others after %.3g s", out.DetectSec)

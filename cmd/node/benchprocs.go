@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/server"
 )
@@ -116,6 +118,71 @@ func (c *child) waitSeen(event string, limit time.Duration) (time.Time, error) {
 type procsBench struct {
 	actorBench
 	joinSec, detectSec float64
+	allreduce          allreduceProbe
+}
+
+// allreduceProbe is the latency of one allreduce between the processes, measured on a tiny job
+// of the same shape where an iteration is (nearly) all communication: the job's features,
+// rank, algorithm, shards and fan-in over probeSamples samples. sec is the median over pairs of
+// (processes' median seconds per iteration - the driver's) / collectives per iteration.
+type allreduceProbe struct {
+	sec                 float64
+	input               string
+	iterations, pairs   int
+	perIteration        float64 // collectives per iteration
+	driverSec, actorSec float64 // medians per iteration
+	payloadFloats       float64 // floats a shard sends per collective
+}
+
+// print writes the probe's line of bench's text output.
+func (p allreduceProbe) print(w io.Writer) {
+	fmt.Fprintf(w, "  allreduce between the processes: %.3g ms (%s, %d iterations, %.3g floats a shard, %.3g collective(s) an iteration: %.3g ms per iteration against the driver's %.3g; median of %d pairs)\n",
+		1e3*p.sec, p.input, p.iterations, p.payloadFloats, p.perIteration, 1e3*p.actorSec, 1e3*p.driverSec, p.pairs)
+}
+
+// probeIterations is the length of the allreduce probe's job (about a second on loopback).
+const probeIterations = 2000
+
+// probeSamples is the probe's number of samples: 64, or 8 a shard when that is more.
+func probeSamples(shards, rank int) int { return max(64, 8*shards, rank) }
+
+// probeAllreduce times the allreduce probe on the processes c submits to, against the driver,
+// alternately, pairs times.
+func probeAllreduce(jf *jobFlags, j *job, pairs int, submit func(*messages.JobSpec) (*actors.Result, error)) (allreduceProbe, error) {
+	pf := *jf
+	pf.inputs = stringList{fmt.Sprintf("synthetic:m=%d,n=%d,k=%d,seed=1", j.m, probeSamples(j.shards, j.cfg.K), j.cfg.K)}
+	pf.init, pf.initBasis, pf.initCoef = string(kernels.InitRandom), "", ""
+	pf.tol, pf.maxIter, pf.timeLimit, pf.stallTol = 0, probeIterations, 0, 0
+	pj, err := pf.open()
+	if err != nil {
+		return allreduceProbe{}, err
+	}
+	defer pj.src.Close()
+	blocks, err := pj.readBlocks()
+	if err != nil {
+		return allreduceProbe{}, err
+	}
+	spec := pf.wireSpec(pj, nil)
+	var over []float64
+	out := allreduceProbe{input: pf.inputs[0], iterations: probeIterations, pairs: pairs}
+	var drv, act []float64
+	for r := 0; r < pairs; r++ {
+		res, err := kernels.Run(context.Background(), blocks, pj.cfg)
+		if err != nil {
+			return allreduceProbe{}, err
+		}
+		ares, err := submit(spec)
+		if err != nil {
+			return allreduceProbe{}, err
+		}
+		d, a := median(res.IterSeconds), median(ares.IterSeconds)
+		drv, act = append(drv, d), append(act, a)
+		out.perIteration = max(res.Comm.PerIteration, 1)
+		out.payloadFloats = res.Comm.FloatsPerIteration / out.perIteration / float64(pj.shards)
+		over = append(over, (a-d)/out.perIteration)
+	}
+	out.sec, out.driverSec, out.actorSec = median(over), median(drv), median(act)
+	return out, nil
 }
 
 // benchProcs starts n `node serve` processes on loopback, measures how long each joining node
@@ -173,19 +240,23 @@ func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads, pairs 
 		return nil, err
 	}
 	defer c.Close()
-	spec := jf.wireSpec(j, nil)
-	ab, err := timePairs(jf, j, blocks, pairs, func() (*actors.Result, error) {
+	submit := func(spec *messages.JobSpec) (*actors.Result, error) {
 		job, err := c.Submit(context.Background(), spec)
 		if err != nil {
 			return nil, err
 		}
 		return follow(context.Background(), job, nil, nil)
-	})
+	}
+	spec := jf.wireSpec(j, nil)
+	ab, err := timePairs(jf, j, blocks, pairs, func() (*actors.Result, error) { return submit(spec) })
 	if err != nil {
 		return nil, err
 	}
 	out := &procsBench{actorBench: *ab}
 	out.joinSec = median(joins)
+	if out.allreduce, err = probeAllreduce(jf, j, pairs, submit); err != nil {
+		return nil, fmt.Errorf("allreduce probe: %w", err)
+	}
 	if detect && n > 1 {
 		victim := kids[n-1]
 		killed := time.Now()
