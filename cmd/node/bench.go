@@ -19,14 +19,19 @@ import (
 
 // benchResult is the line bench prints.
 type benchResult struct {
-	Algo       string  `json:"algo"`
-	Input      string  `json:"input"`
-	M          int     `json:"m"`
-	N          int     `json:"n"`
-	K          int     `json:"k"`
-	Shards     int     `json:"shards"`
-	Threads    int     `json:"threads"`
-	Layout     string  `json:"layout"`
+	Algo    string `json:"algo"`
+	Input   string `json:"input"`
+	M       int    `json:"m"`
+	N       int    `json:"n"`
+	K       int    `json:"k"`
+	Shards  int    `json:"shards"`
+	Threads int    `json:"threads"`
+	Layout  string `json:"layout"`
+	// Kernel is the kernel path; Storage how X's values were stored (float32 or float64) and
+	// XBytes the bytes of X (values, and indices of a sparse block).
+	Kernel     string  `json:"kernel"`
+	Storage    string  `json:"storage"`
+	XBytes     int64   `json:"x_bytes"`
 	Iterations int     `json:"iterations"`
 	SecPerIter float64 `json:"sec_per_iter"`
 	// RooflineSec is the larger of the two floors of one iteration, Bound says which it is,
@@ -172,7 +177,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	out := benchResult{Algo: string(j.cfg.Algo), Input: j.src.Name(), M: res.M, N: res.N, K: res.K, Shards: res.Shards,
 		Threads: threads, Layout: layout, Iterations: res.Iterations, SecPerIter: spi, RelErr2: res.RelErr2(),
-		Collectives: res.Comm.PerIteration, GoVersion: runtime.Version()}
+		Collectives: res.Comm.PerIteration, GoVersion: runtime.Version(), Kernel: kernels.ActiveKernelPath().String()}
+	out.Storage, out.XBytes = storedAs(blocks)
 	roof.fill(&out)
 	if pb != nil {
 		out.Procs, out.JoinSec, out.DetectSec = *procs, pb.joinSec, pb.detectSec
