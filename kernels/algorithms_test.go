@@ -396,7 +396,7 @@ func TestChooseForm(t *testing.T) {
 		k    int
 		want Form
 	}{
-		{NewDense(784, 10), 1, FormResidual},
+		{NewDense(784, 10), 1, FormGram},
 		{NewDense(784, 10), 2, FormGram},
 		{NewDense(5, 10), 1, FormGram},
 		{ToCSC(NewDense(784, 10)), 1, FormGram},

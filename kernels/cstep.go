@@ -36,20 +36,13 @@ type cStep struct {
 	havePrev bool
 }
 
-// ChooseForm picks DID's kernel form for a block by shape, from BenchmarkCStep-style
-// measurements (Gram time / residual time): 0.46 at M=5 K=1, 0.56 at M=5 K=5, 0.62 at M=784
-// K=2, 0.71 at M=20 K=20, 0.63 at M=2000 K=5, 0.84 at M=60 K=50, 0.43 at M=784 K=10, but 1.21
-// at M=784 K=1, where the Gram kernel's four-wide panels are three quarters padding. So: the
-// residual form for a dense rank-1 block with many rows, the Gram form otherwise (always for
-// sparse blocks, whose Gram cost follows the stored entries). The residual form also computes
-// the objective directly from residuals, the more accurate choice when an objective ratio far
-// below 1e-10 matters; --form residual selects it.
+// ChooseForm picks DID's kernel form for a block: the Gram form, whose SIMD kernels beat the
+// residual form's Go loops on every shape measured, rank 1 included (M=784, 64 and 2000 at
+// K=1: 2.4-4.2x; BENCHMARKS.md). The choice depends on the shape only, never on the kernel
+// path, since the two forms round differently. The residual form computes the objective
+// directly from residuals, the more accurate choice when an objective ratio far below 1e-10
+// matters; --form residual selects it.
 func ChooseForm(x Block, k int) Form {
-	if m, _ := x.Dims(); k == 1 && m >= 64 {
-		if _, dense := x.(*Dense); dense {
-			return FormResidual
-		}
-	}
 	return FormGram
 }
 
