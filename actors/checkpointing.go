@@ -446,7 +446,9 @@ func (c *coordinator) autoCheckpoint(ctx actor.Context, it int64, now float64) {
 	lead := int64(ckptLead)
 	if len(c.iterSec) > 0 {
 		if per := c.iterSec[len(c.iterSec)-1]; per > 0 {
-			lead += int64(0.005 / per) // message latency, in iterations
+			// Message latency and shard 0's report interval (reports come in bursts), in
+			// iterations.
+			lead += int64((0.005 + reportInterval.Seconds()) / per)
 		}
 	}
 	f.askedAt = it + lead

@@ -24,6 +24,21 @@ const resultWindow = 4
 // noGrant means "no limit": shards of a job without a time limit run without grants.
 const noGrant = math.MaxInt64
 
+// Shard 0 reports its iterations (IterationDone) to the coordinator, which passes each on to
+// the client as progress. In a job without a time limit it sends them in bursts, at the first
+// iteration end reportInterval after the last burst or when maxReports wait, instead of one
+// message each way per iteration: on small iterations those two messages woke two more
+// processes (coordinator and client) per allreduce, and an allreduce between 3 processes took
+// about 0.4 ms with them, 0.25 ms without. Every iteration is still reported, in order, with
+// the seconds taken at its end; the last ones before a stop at once. A job with a time limit
+// reports every iteration at once: the coordinator grants iterations and applies the limit
+// from the reports. When a node fails, the coordinator may not have heard of the iterations
+// of the last reportInterval: its count of iterations redone is that much lower.
+const (
+	reportInterval = 10 * time.Millisecond
+	maxReports     = 64
+)
+
 // shard is a shard actor: it holds X_i, C_i and a replica of B inside a kernels.Machine, sends
 // the machine's contributions up the reduce tree and feeds it the results coming down.
 type shard struct {
@@ -57,6 +72,10 @@ type shard struct {
 	// overdraft is the memory the shard took from its node beyond its reserve (a streamed
 	// block larger than announced), given back when it stops.
 	overdraft int64
+
+	// reports are shard 0's reports not sent yet, reportedAt when it last sent some.
+	reports    []*messages.IterationDone
+	reportedAt time.Time
 
 	// restarted is set on an instance its host's supervisor made after a panic: it waits for
 	// the coordinator's recovery assignment instead of starting on its own.
@@ -514,7 +533,10 @@ func (s *shard) run(ctx actor.Context) {
 			if stop {
 				done.Stop = string(why)
 			}
-			s.meter.send(ctx, s.coordinator, done)
+			s.reports = append(s.reports, done)
+			if stop || s.granted != noGrant || s.finishAt >= 0 || len(s.reports) >= maxReports || time.Since(s.reportedAt) >= reportInterval {
+				s.sendReports(ctx)
+			}
 		}
 		switch {
 		case stop:
@@ -525,6 +547,15 @@ func (s *shard) run(ctx actor.Context) {
 			return // wait for a Grant or a Finish
 		}
 	}
+}
+
+// sendReports sends shard 0's pending reports to the coordinator, oldest first.
+func (s *shard) sendReports(ctx actor.Context) {
+	for _, r := range s.reports {
+		s.meter.send(ctx, s.coordinator, r)
+	}
+	s.reports = s.reports[:0]
+	s.reportedAt = time.Now()
 }
 
 // sendPartial sends the machine's contribution to its reducer, in chunks if it is large.
@@ -625,6 +656,7 @@ func (s *shard) fail(ctx actor.Context, err error) {
 // finish ends the shard's run at its current iteration boundary and streams its factors to the
 // client: C (unless the job writes it to a shared directory), and B from shard 0.
 func (s *shard) finish(ctx actor.Context, why kernels.StopReason) {
+	s.sendReports(ctx)
 	s.finished = true
 	s.stopWhy = why
 	_, n := s.x.Dims()
