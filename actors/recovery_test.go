@@ -159,8 +159,10 @@ func TestCorruptCheckpointsAreNeverUsed(t *testing.T) {
 // the client is warned, nothing is committed, and a failure rolls the job back to its start,
 // still bitwise the driver's.
 func TestFullDiskFailsCheckpointsVisibly(t *testing.T) {
+	// Each iteration waits 3 ms, so that the refused checkpoints' warnings (written in the
+	// background) arrive before this 20-iteration job ends, however loaded the machine.
 	c, err := StartLocalCluster(3, NodeConfig{Threads: 2, CheckpointQuota: 100,
-		Faults: &Faults{Panics: func(shard, it int64) bool { return shard == 0 && it == 12 }}})
+		Faults: &Faults{IterationDelay: 3 * time.Millisecond, Panics: func(shard, it int64) bool { return shard == 0 && it == 12 }}})
 	if err != nil {
 		t.Fatal(err)
 	}
