@@ -106,19 +106,7 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 		if flag.stopped() {
 			return
 		}
-		j1 := min(j0+gramBatchCols, hi, j0+span)
-		if sparse {
-			// Stop the batch at about gramBatchEntries stored entries (at least one column).
-			base := sp.ColPtr[j0]
-			for e := j0 + 1; e < j1; e++ {
-				if sp.ColPtr[e+1]-base > gramBatchEntries {
-					j1 = e
-					break
-				}
-			}
-		} else {
-			j1 = min(j1, j0+max(1, gramBatchEntries/max(m, 1)))
-		}
+		j1 := batchEnd(x, j0, min(j0+gramBatchCols, hi, j0+span))
 		nb := j1 - j0
 		var xd, vals []float64
 		var colptr []int
@@ -144,6 +132,23 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 		}
 		j0 = j1
 	}
+}
+
+// batchEnd returns where a batch of x's columns that starts at j0 ends, at most at limit: after
+// about gramBatchEntries stored entries (at least one column), so that the batch of X stays in
+// the L2 cache between the steps that read it.
+func batchEnd(x Block, j0, limit int) int {
+	if sp, ok := x.(*CSC); ok {
+		base := sp.ColPtr[j0]
+		for e := j0 + 1; e < limit; e++ {
+			if sp.ColPtr[e+1]-base > gramBatchEntries {
+				return e
+			}
+		}
+		return limit
+	}
+	m, _ := x.Dims()
+	return min(limit, j0+max(1, gramBatchEntries/max(m, 1)))
 }
 
 // dotsDenseGo is step 1 for dense columns.

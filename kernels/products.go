@@ -62,18 +62,7 @@ func (o *blockOps) batches(lo, hi int, fn func(j0, j1 int)) {
 		if o.flag.stopped() {
 			return
 		}
-		j1 := min(j0+gramBatchCols, hi, j0+o.colK)
-		if sp, ok := o.x.(*CSC); ok {
-			base := sp.ColPtr[j0]
-			for e := j0 + 1; e < j1; e++ {
-				if sp.ColPtr[e+1]-base > gramBatchEntries {
-					j1 = e
-					break
-				}
-			}
-		} else {
-			j1 = min(j1, j0+max(1, gramBatchEntries/max(o.m, 1)))
-		}
+		j1 := batchEnd(o.x, j0, min(j0+gramBatchCols, hi, j0+o.colK))
 		fn(j0, j1)
 		j0 = j1
 	}
