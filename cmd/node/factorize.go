@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -188,6 +189,7 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 		Kernel: kernels.ActiveKernelPath().String(), Storage: jf.storage}
 	if blocks != nil {
 		rep.Storage, rep.XBytes = storedAs(blocks)
+		blocks = nil // X is not needed for the outputs: let the collector have it back
 	}
 	if ares != nil {
 		rep.Nodes = jf.nodes
@@ -269,29 +271,33 @@ func prepareOutDir(dir string) (string, func(), error) {
 }
 
 // writeOutputs writes basis.npy, coef.npy and report.json into dir: each to a temporary file
-// first, then all renamed into place, so a failure leaves no partial file behind.
+// first, then all renamed into place, so a failure leaves no partial file behind. coef.npy is
+// streamed to its file (at N = 1e8 it is 2.4 GB, which a buffer in memory would double).
 func writeOutputs(dir string, res *kernels.Result, rep *report) error {
-	var basis, coef, js bytes.Buffer
+	var basis, js bytes.Buffer
 	if err := matio.WriteNPY(&basis, res.M, res.K, kernels.Transpose(res.B, res.M, res.K)); err != nil {
 		return err
-	}
-	// C is K x N column-major, which is the N x K row-major coef matrix. With --out-shared
-	// the shards wrote it and the client has none.
-	if res.C != nil {
-		if err := matio.WriteNPY(&coef, res.N, res.K, res.C); err != nil {
-			return err
-		}
 	}
 	enc := json.NewEncoder(&js)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(rep); err != nil {
 		return err
 	}
+	bytesOf := func(b []byte) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := w.Write(b); return err }
+	}
 	files := []struct {
-		name string
-		data []byte
-	}{{"basis.npy", basis.Bytes()}, {"coef.npy", coef.Bytes()}, {"report.json", js.Bytes()}}
-	if res.C == nil {
+		name  string
+		write func(io.Writer) error
+	}{{"basis.npy", bytesOf(basis.Bytes())}, {"coef.npy", func(w io.Writer) error {
+		// C is K x N column-major, which is the N x K row-major coef matrix.
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if err := matio.WriteNPY(bw, res.N, res.K, res.C); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}}, {"report.json", bytesOf(js.Bytes())}}
+	if res.C == nil { // with --out-shared the shards wrote it and the client has none
 		files = append(files[:1], files[2])
 	}
 	var temps []string
@@ -307,7 +313,7 @@ func writeOutputs(dir string, res *kernels.Result, rep *report) error {
 			return fmt.Errorf("writing %s: %w", filepath.Join(dir, f.name), err)
 		}
 		temps = append(temps, tmp.Name())
-		_, werr := tmp.Write(f.data)
+		werr := f.write(tmp)
 		merr := tmp.Chmod(0o644)
 		serr := tmp.Sync()
 		cerr := tmp.Close()
