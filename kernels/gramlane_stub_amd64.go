@@ -14,11 +14,6 @@ func dotsDenseAVX2(bp []float64, x []float64, m int, kp int, ncols int, h []floa
 //go:noescape
 func dotsSparseAVX2(bp []float64, kp int, colptr []int, rows []int32, vals []float64, h []float64)
 
-// accDenseAVX2 is accDenseGo (step 3 for dense columns) on AVX2+FMA, A in memory. m, kp, ncols >= 1.
-//
-//go:noescape
-func accDenseAVX2(x []float64, m int, kp int, ncols int, cs []float64, a []float64)
-
 // accSparseAVX2 is accSparseGo (step 3 for CSC columns) on AVX2+FMA. len(colptr) >= 1.
 //
 //go:noescape
@@ -28,11 +23,6 @@ func accSparseAVX2(kp int, colptr []int, rows []int32, vals []float64, cs []floa
 //
 //go:noescape
 func dotsSparseAVX512(bp []float64, kp int, colptr []int, rows []int32, vals []float64, h []float64)
-
-// accDenseAVX512 is accDenseGo (step 3 for dense columns) on AVX512+FMA, A in memory. m, kp, ncols >= 1.
-//
-//go:noescape
-func accDenseAVX512(x []float64, m int, kp int, ncols int, cs []float64, a []float64)
 
 // accSparseAVX512 is accSparseGo (step 3 for CSC columns) on AVX512+FMA. len(colptr) >= 1.
 //

@@ -37,7 +37,6 @@ func main() {
 	dotsDense()
 	for _, t := range []isa{avx2, avx512} {
 		dotsSparse(t)
-		accDense(t)
 		accSparse(t)
 	}
 	dotsDenseWide()
@@ -137,7 +136,6 @@ func zeroAll(rs ...VecVirtual) {
 	}
 }
 
-var _ = zeroAll
 
 func zero(regs ...VecVirtual) {
 	for _, r := range regs {
@@ -566,57 +564,6 @@ func dotsDenseWide() {
 		DECQ(rem)
 		JMP(LabelRef(p + "single"))
 		Label(p + "end")
-	})
-	VZEROUPPER()
-	RET()
-}
-
-// accDense: step 3 for dense columns with A in memory, one group of chunks at a time.
-func accDense(t isa) {
-	TEXT("accDense"+t.suffix, NOSPLIT, "func(x []float64, m, kp, ncols int, cs, a []float64)")
-	Pragma("noescape")
-	Doc("accDense" + t.suffix + " is accDenseGo (step 3 for dense columns) on " + t.suffix + "+FMA, A in memory. m, kp, ncols >= 1.")
-	kb := Load(Param("kp"), GP64())
-	SHLQ(Imm(3), kb)
-	groupsUpTo("ad", t.maxChunks, kb, func(nch int, g0 GPVirtual) {
-		p := fmt.Sprintf("ad%d_", nch)
-		ps := t.pieces(nch)
-		xp := Load(Param("x").Base(), GP64())
-		csp := Load(Param("cs").Base(), GP64())
-		ADDQ(g0, csp)
-		rem := Load(Param("ncols"), GP64())
-		Label(p + "col")
-		cv := regs(ps)
-		for c, pc := range ps {
-			VMOVUPD(Mem{Base: csp, Disp: pc.off}, cv[c])
-		}
-		ar := Load(Param("a").Base(), GP64())
-		ADDQ(g0, ar)
-		i := Load(Param("m"), GP64())
-		Label(p + "row")
-		xz := ZMM()
-		if t.wide {
-			VBROADCASTSD(Mem{Base: xp}, xz)
-		} else {
-			VBROADCASTSD(Mem{Base: xp}, xz.AsY())
-		}
-		for c, pc := range ps {
-			var tv VecVirtual = YMM()
-			var xv Register = xz.AsY()
-			if pc.lanes == 8 {
-				tv, xv = ZMM(), xz
-			}
-			VMOVUPD(Mem{Base: ar, Disp: pc.off}, tv)
-			VFMADD231PD(cv[c], xv, tv)
-			VMOVUPD(tv, Mem{Base: ar, Disp: pc.off})
-		}
-		ADDQ(Imm(8), xp)
-		ADDQ(kb, ar)
-		DECQ(i)
-		JNZ(LabelRef(p + "row"))
-		ADDQ(kb, csp)
-		DECQ(rem)
-		JNZ(LabelRef(p + "col"))
 	})
 	VZEROUPPER()
 	RET()
