@@ -136,7 +136,6 @@ func zeroAll(rs ...VecVirtual) {
 	}
 }
 
-
 func zero(regs ...VecVirtual) {
 	for _, r := range regs {
 		VXORPD(r, r, r)
