@@ -22,9 +22,9 @@ import "math"
 //     to the chunk that holds q = p), columns in order.
 //
 // Columns are independent in steps 1 and 2, so a path may interleave them (the assembly works
-// on 8 dense or 4 sparse columns at a time, and the update on 4 columns a vector); steps 3 and 4 accumulate in column order. The lane
-// runs the steps on batches of columns (all h, then all updates, then A, then V), which only
-// regroups the same operations.
+// on 8 dense or 4 sparse columns at a time, and updates 4 columns a vector); steps 3 and 4
+// accumulate in column order. The lane runs the steps on batches of columns (all h, then all
+// updates, then A and V), which only regroups the same operations.
 
 // gramKernels are one path's implementations of the lane's steps. Every function has the
 // semantics of its generic counterpart (dotsDenseGo, ...) bit for bit.
