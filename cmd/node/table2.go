@@ -145,14 +145,6 @@ func cmdTable2(jf *jobFlags, o table2Options, stdout, stderr io.Writer) error {
 		}
 		sets = append(sets, s)
 	}
-	for i := range sets {
-		if o.set["max-iter"] {
-			sets[i].maxIter = jf.maxIter
-		}
-		if o.set["init"] {
-			sets[i].init = kernels.InitMethod(jf.init)
-		}
-	}
 	note := stdout
 	if o.asJSON {
 		note = stderr
@@ -169,6 +161,14 @@ func cmdTable2(jf *jobFlags, o table2Options, stdout, stderr io.Writer) error {
 			fmt.Fprintf(note, "note: fashion-mnist skipped: %s not found (Debian's dataset-fashion-mnist; or --fashion-mnist DIR)\n", strings.Join(missing, ", "))
 		} else {
 			sets = append(sets, table2Set{data: "fashion-mnist", paperRow: "MNIST", inputs: files, k: table2RealK, init: kernels.InitKMeans, maxIter: table2RealMaxIter})
+		}
+	}
+	for i := range sets { // --max-iter and --init, when given, apply to every row
+		if o.set["max-iter"] {
+			sets[i].maxIter = jf.maxIter
+		}
+		if o.set["init"] {
+			sets[i].init = kernels.InitMethod(jf.init)
 		}
 	}
 	threads := jf.threads

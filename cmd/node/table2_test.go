@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/binary"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -142,6 +146,60 @@ func TestTable2BadFlags(t *testing.T) {
 		var o, e bytes.Buffer
 		if code := run(append([]string{"bench"}, args...), &o, &e); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, e.String())
+		}
+	}
+}
+
+// writeImagesIDX writes n 28 x 28 unsigned-byte images in gzip-compressed IDX, as Fashion-MNIST
+// ships them, with about half the pixels zero.
+func writeImagesIDX(t *testing.T, path string, n int, seed byte) {
+	t.Helper()
+	var raw bytes.Buffer
+	binary.Write(&raw, binary.BigEndian, []uint32{0x803, uint32(n), 28, 28})
+	for i := 0; i < n*28*28; i++ {
+		v := byte(i*7+int(seed)*13) ^ byte(i/28)
+		if v%2 == 0 {
+			v = 0
+		}
+		raw.WriteByte(v)
+	}
+	var z bytes.Buffer
+	w := gzip.NewWriter(&z)
+	w.Write(raw.Bytes())
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, z.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTable2RealRow: the real-data row reads both Fashion-MNIST files as one input, runs at
+// K=10 from k-means with the paper's cap of 1000 (or --max-iter), and stands beside the
+// paper's MNIST figures.
+func TestTable2RealRow(t *testing.T) {
+	dir := t.TempDir()
+	writeImagesIDX(t, filepath.Join(dir, "train-images-idx3-ubyte.gz"), 40, 1)
+	writeImagesIDX(t, filepath.Join(dir, "t10k-images-idx3-ubyte.gz"), 20, 2)
+	for _, c := range []struct {
+		args    []string
+		maxIter int
+	}{{nil, table2RealMaxIter}, {[]string{"--max-iter", "4"}, 4}} {
+		rows := table2Rows(t, append([]string{"--sizes", "", "--algos", "did,bcd", "--fashion-mnist", dir, "--tol", "0.5"}, c.args...)...)
+		if len(rows) != 2 {
+			t.Fatalf("%v: %d rows, want 2", c.args, len(rows))
+		}
+		for i, r := range rows {
+			if r.Data != "fashion-mnist" || r.Algo != []string{"did", "bcd"}[i] || r.M != 784 || r.N != 60 || r.K != table2RealK ||
+				r.Init != "kmeans" || r.MaxIter != c.maxIter || r.Tol != 0.5 || r.Error != "" || r.PaperRow != "MNIST" || r.PaperIterations != 492 {
+				t.Errorf("%v: row %+v", c.args, r)
+			}
+			if r.Iterations < 1 || r.Iterations > c.maxIter || r.StopReason == string(kernels.StopConverged) && r.ObjectiveRatio > 0.5 {
+				t.Errorf("%v: %s: %d iterations, %s at ratio %g", c.args, r.Algo, r.Iterations, r.StopReason, r.ObjectiveRatio)
+			}
+		}
+		if rows[0].Iterations != rows[1].Iterations {
+			t.Errorf("%v: did %d iterations, bcd %d: want the same", c.args, rows[0].Iterations, rows[1].Iterations)
 		}
 	}
 }
