@@ -6,7 +6,7 @@
 //	node jobs --cluster IP:PORT                             list your jobs on a cluster, with progress
 //	node cancel --cluster IP:PORT JOB                       cancel one of your jobs
 //	node certs --name NAME --hosts IP,...                   make mutual-TLS certificates for a cluster
-//	node bench --input SPEC --rank K --algo A --iters N      time the kernels against a roofline
+//	node bench --input SPEC --rank K --algo A --iters N      time the kernels against their memory and compute floors
 //	node demo                                                factorize a default input on a 3-node cluster
 //
 // Inputs hold samples as rows: an (N, M) .npy, MatrixMarket or IDX file, or a synthetic spec
@@ -43,7 +43,7 @@ commands:
   jobs        list your jobs on a cluster, with their progress
   cancel      cancel one of your jobs on a cluster
   certs       make a cluster's certificate authority and node certificates for mutual TLS
-  bench       time an algorithm per iteration against the memory roofline, print figures
+  bench       time an algorithm per iteration against its memory and compute floors, print figures
   demo        start a 3-node cluster on loopback and factorize Fashion-MNIST (or a synthetic matrix) on it
   convert     write any input (or a synthetic spec) as a dense .npy or raw float64 file
   help        show this text; "node <command> -h" shows a command's flags
