@@ -34,9 +34,9 @@ var avx512Gram = gramKernels{
 	dotsDense:  dotsDenseAVX512Checked,
 	dotsSparse: dotsSparseAVX512Checked,
 	update:     updateAVX2Checked,
-	accDense:   accDenseAVX512Checked,
+	accDense:   accDenseAVX2Checked, // rows in registers: the same code
 	accSparse:  accSparseAVX512Checked,
-	accDenseA:  accDenseAAVX512Checked,
+	accDenseA:  accDenseAAVX2Checked,
 	accSparseA: accSparseAAVX512Checked,
 	accV:       accVAVX2Checked,
 }
@@ -106,17 +106,6 @@ func dotsSparseAVX512Checked(bp []float64, kp int, colptr []int, rows []int32, v
 	dotsSparseAVX512(bp, kp, colptr, rows, vals, h)
 }
 
-func accDenseAVX512Checked(x []float64, m, k, kp, ncols int, cs, a, v []float64) {
-	if kp/4 <= 4 && m <= len(accDenseRegs[kp/4-1]) {
-		accDenseAVX2Checked(x, m, k, kp, ncols, cs, a, v) // held in registers: the AVX2 code
-		return
-	}
-	mustGram(m >= 1 && kp >= 4 && kp == paddedK(k) && ncols >= 1 && len(x) >= ncols*m && len(cs) >= ncols*kp &&
-		len(a) >= m*kp && len(v) >= k*kp)
-	accDenseRowsAVX2(x, m, kp, ncols, cs, a)
-	accVAVX2Checked(cs, k, kp, ncols, v)
-}
-
 func accSparseAVX512Checked(k, kp int, colptr []int, rows []int32, vals []float64, cs, a, v []float64) {
 	mustGram(kp >= 4 && kp == paddedK(k) && checkColPtr(colptr, min(len(rows), len(vals))) && len(cs) >= (len(colptr)-1)*kp)
 	accSparseAVX512(kp, colptr, rows, vals, cs, a)
@@ -173,15 +162,6 @@ func accDenseAAVX2Checked(x []float64, m, kp, ncols int, cs, a []float64) {
 		accDenseRegs[nch-1][m-1](x, ncols, cs, a)
 		return
 	}
-	accDenseRowsAVX2(x, m, kp, ncols, cs, a)
-}
-
-func accDenseAAVX512Checked(x []float64, m, kp, ncols int, cs, a []float64) {
-	if nch := kp / 4; nch <= 4 && m <= len(accDenseRegs[nch-1]) {
-		accDenseAAVX2Checked(x, m, kp, ncols, cs, a)
-		return
-	}
-	mustGram(m >= 1 && kp >= 4 && kp%4 == 0 && ncols >= 1 && len(x) >= ncols*m && len(cs) >= ncols*kp && len(a) >= m*kp)
 	accDenseRowsAVX2(x, m, kp, ncols, cs, a)
 }
 

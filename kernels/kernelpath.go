@@ -90,21 +90,24 @@ func SetKernelPath(p KernelPath) error {
 		return err
 	}
 	if p == KernelAuto {
-		all := AvailableKernelPaths()
-		p = all[len(all)-1]
+		p = bestKernelPath()
 	}
 	activePath.Store(uint32(p))
 	return nil
 }
 
+// bestKernelPath is the fastest path this CPU and build offer: the last available one.
+func bestKernelPath() KernelPath {
+	all := AvailableKernelPaths()
+	return all[len(all)-1]
+}
+
 // ActiveKernelPath returns the path kernels created now use.
 func ActiveKernelPath() KernelPath {
-	p := KernelPath(activePath.Load())
-	if p == KernelAuto {
-		all := AvailableKernelPaths()
-		return all[len(all)-1]
+	if p := KernelPath(activePath.Load()); p != KernelAuto {
+		return p
 	}
-	return p
+	return bestKernelPath()
 }
 
 // KernelPathFromEnv reads $DIDNMF_KERNEL (KernelAuto when unset or empty).

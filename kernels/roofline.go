@@ -239,27 +239,20 @@ func sumF64Generic(x []float64) float64 {
 }
 
 // sumI32Generic returns the sum of x modulo 2^32.
-func sumI32Generic(x []int32) uint32 {
-	var a, b, c, d uint32
-	for len(x) >= 4 {
-		a, b, c, d = a+uint32(x[0]), b+uint32(x[1]), c+uint32(x[2]), d+uint32(x[3])
-		x = x[4:]
-	}
-	for _, v := range x {
-		a += uint32(v)
-	}
-	return a + b + c + d
-}
+func sumI32Generic(x []int32) uint32 { return sumWords[int32, uint32](x) }
 
 // sumI64Generic returns the sum of x modulo 2^64.
-func sumI64Generic(x []int) uint64 {
-	var a, b, c, d uint64
+func sumI64Generic(x []int) uint64 { return sumWords[int, uint64](x) }
+
+// sumWords returns the sum of x modulo 2^bits(U), in four interleaved partial sums.
+func sumWords[T int32 | int, U uint32 | uint64](x []T) U {
+	var a, b, c, d U
 	for len(x) >= 4 {
-		a, b, c, d = a+uint64(x[0]), b+uint64(x[1]), c+uint64(x[2]), d+uint64(x[3])
+		a, b, c, d = a+U(x[0]), b+U(x[1]), c+U(x[2]), d+U(x[3])
 		x = x[4:]
 	}
 	for _, v := range x {
-		a += uint64(v)
+		a += U(v)
 	}
 	return a + b + c + d
 }

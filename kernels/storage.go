@@ -99,14 +99,14 @@ func Narrow(b Block) (Block, error) {
 				}
 			}
 		}
-		widenInto32(s.Val32[lo:hi], x.Val[lo:hi])
+		narrowInto(s.Val32[lo:hi], x.Val[lo:hi])
 		return s, nil
 	}
 	return nil, fmt.Errorf("kernels: unknown block type %T", b)
 }
 
-// widenInto32 stores src (exact float32 values) into dst.
-func widenInto32(dst []float32, src []float64) {
+// narrowInto stores src (exact float32 values) into dst.
+func narrowInto(dst []float32, src []float64) {
 	for i, v := range src[:len(dst)] {
 		dst[i] = float32(v)
 	}
