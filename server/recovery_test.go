@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"log/slog"
 	"math"
 	"os"
@@ -283,12 +284,18 @@ func TestPartition(t *testing.T) {
 				return out
 			}
 			majority := append(side(members[2], members[3], members[4]), client.Members.Local().Gossip, client.Node.Address())
+			if tc.minority && job.Coordinator() != members[0].Node.Address() {
+				t.Fatalf("the job's coordinator is %s, not a's %s", job.Coordinator(), members[0].Node.Address())
+			}
 			part.Split(side(members[0], members[1]), majority)
 			t.Log("partitioned {a, b} | {c, d, e, client}")
 			if tc.minority {
-				// Both sides declare the other dead (the minority, with fewer peers to confirm a
-				// suspicion, takes up to about 10 s); the minority pauses.
-				time.Sleep(14 * time.Second)
+				// Both sides declare the other dead; the minority, with fewer peers to confirm a
+				// suspicion, takes about 10 s, more on a loaded machine. The deaths of c, d and
+				// e are declared one by one, each on its own timer, and until the last of them
+				// the coordinator still sees a majority and rightly rolls back instead of
+				// pausing: heal only once it has paused.
+				waitPaused(t, members[1], members[0], job.ID)
 				part.Heal()
 				t.Log("healed")
 			}
@@ -317,6 +324,64 @@ func TestPartition(t *testing.T) {
 			part.Heal()
 			waitMembers(t, 5, members)
 		})
+	}
+}
+
+// jobState is a job's entry on the board of the node at coordinator, as asked by from (a
+// peer on the same side of any partition); nil when the node does not list it.
+func jobState(from, coordinator *Server, id string) (*messages.JobInfo, error) {
+	res, err := from.Node.System().Root.RequestFuture(actors.HostPID(coordinator.Node.Address()), &messages.ListJobs{}, 2*time.Second).Result()
+	if err != nil {
+		return nil, err
+	}
+	list, ok := res.(*messages.JobList)
+	if !ok {
+		return nil, fmt.Errorf("ListJobs answered %T", res)
+	}
+	for _, j := range list.Jobs {
+		if j.JobId == id {
+			return j, nil
+		}
+	}
+	return nil, nil
+}
+
+// waitPaused waits until the job, coordinated on coordinator, pauses for want of a quorum,
+// and checks that it stays paused, its iteration frozen, for a while: a coordinator cut off
+// from the majority of the job's nodes must neither go on nor end. It fails the test when the
+// job ends, or does not pause within a minute.
+func waitPaused(t *testing.T, from, coordinator *Server, id string) {
+	t.Helper()
+	start := time.Now()
+	var paused *messages.JobInfo
+	last := "nothing"
+	for deadline := start.Add(60 * time.Second); paused == nil; time.Sleep(50 * time.Millisecond) {
+		info, err := jobState(from, coordinator, id)
+		switch {
+		case err != nil:
+			last = err.Error()
+		case info == nil:
+			t.Fatalf("job %s is no longer listed by its coordinator's node %s, cut off from the majority: it ended instead of pausing", id, coordinator.Name())
+		case info.State == "paused":
+			paused = info
+		default:
+			last = fmt.Sprintf("%s at iteration %d", info.State, info.Iteration)
+		}
+		if paused == nil && time.Now().After(deadline) {
+			t.Fatalf("the coordinator on the minority side did not pause within 60 s of the split: last seen %s", last)
+		}
+	}
+	t.Logf("the coordinator paused %.1f s after the split, at iteration %d", time.Since(start).Seconds(), paused.Iteration)
+	// Paused is paused: no iteration runs and the job does not end while the cut lasts (a
+	// retried recovery may show "recovering" for a moment).
+	for until := time.Now().Add(time.Second); time.Now().Before(until); time.Sleep(50 * time.Millisecond) {
+		info, err := jobState(from, coordinator, id)
+		if err != nil {
+			continue
+		}
+		if info == nil || (info.State != "paused" && info.State != "recovering") || info.Iteration != paused.Iteration {
+			t.Fatalf("the job went on without a quorum: paused at iteration %d, then %v", paused.Iteration, info)
+		}
 	}
 }
 
