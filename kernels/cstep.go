@@ -86,7 +86,7 @@ func newCStep(x Block, k int, pool *Pool, form Form, flag *interruptFlag) *cStep
 	s.vStride = k
 	if form == FormGram {
 		kp := paddedK(k)
-		aLen, vLen, scratch = m*kp, k*kp, gramLaneScratch(kp)
+		aLen, vLen, scratch = m*kp, k*kp, gramLaneScratch(m, k)
 		s.vStride = kp
 		s.kern = activeGramKernels()
 		if sp, ok := x.(*CSC); ok && s.kern != &genericGram && sp.Validate() != nil {
@@ -95,7 +95,7 @@ func newCStep(x Block, k int, pool *Pool, form Form, flag *interruptFlag) *cStep
 		}
 		s.gneg = make([]float64, k*k)
 		s.ginv = make([]float64, k)
-		s.bp = make([]float64, aLen)
+		s.bp = make([]float64, colsRows(m)*kp) // rows beyond m stay 0 (the column-lane dots read them)
 		s.aPrev = make([]float64, aLen)
 		s.vPrev = make([]float64, k*k)
 		s.sqX = x.SqNorm()

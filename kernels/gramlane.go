@@ -46,7 +46,35 @@ type gramKernels struct {
 	accDenseA  func(x []float64, m, kp, ncols int, cs, a []float64)
 	accSparseA func(kp int, colptr []int, rows []int32, vals []float64, cs, a []float64)
 	accV       func(cs []float64, k, kp, ncols int, v []float64)
+	// cols, when set, runs steps 1 and 3 of dense blocks of at least colsMinRows rows with
+	// the vector lanes over columns and rows (see denseCols).
+	cols *denseCols
 }
+
+// denseCols are a path's column-lane kernels for steps 1 and 3 of dense blocks, for X stored
+// as float64 or float32:
+//   - dots sets h (kp per column, pads written as 0) for 8·ngroups columns; bp must have
+//     colsRows(m) rows of kp, zero beyond row m; tailmask = colsTailMask(m);
+//   - acc adds step 3 for ncols columns to at, A transposed (at[p*m+i] = A[i, p]).
+//
+// Each lane of a vector computes one value of h or A with the generic operations in the
+// generic order, so the bits are those of dotsDenseGo and accDenseGo.
+type denseCols struct {
+	dots64 func(bp, x []float64, m, k, kp, ngroups, tailmask int, h []float64)
+	dots32 func(bp []float64, x []float32, m, k, kp, ngroups, tailmask int, h []float64)
+	acc64  func(x []float64, m, k, kp, ncols, tailmask int, cs, at []float64)
+	acc32  func(x []float32, m, k, kp, ncols, tailmask int, cs, at []float64)
+}
+
+// colsMinRows is the fewest rows for which a dense block takes the column-lane kernels (fewer
+// rows leave too little work per transposed block of eight).
+const colsMinRows = 16
+
+// colsRows is m rounded up to a multiple of 8: the rows of B the column-lane dots read.
+func colsRows(m int) int { return (m + 7) / 8 * 8 }
+
+// colsTailMask is the lane mask of the last m mod 8 rows (0 when m is a multiple of 8).
+func colsTailMask(m int) int { return 1<<(m%8) - 1 }
 
 // genericGram is the pure-Go path, the definition the others match.
 var genericGram = gramKernels{
@@ -74,8 +102,12 @@ const (
 	gramBatchEntries = 1 << 14
 )
 
-// gramLaneScratch returns the scratch length gramLane needs.
-func gramLaneScratch(kp int) int { return 2 * gramBatchCols * kp }
+// colsBatchEntries is about the most stored entries of a batch on the column-lane kernels,
+// whose batch is read twice (steps 1 and 3) and stays in L2 in between.
+const colsBatchEntries = 1 << 16
+
+// gramLaneScratch returns the scratch length gramLane needs for m rows and rank k.
+func gramLaneScratch(m, k int) int { return 2*gramBatchCols*paddedK(k) + m*k }
 
 // widening is a lane's scratch for the widened values of a batch of a block stored as float32.
 type widening struct {
@@ -97,11 +129,26 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 	if ws == nil {
 		ws = &widening{}
 	}
+	dn, _ := x.(*Dense)
+	if cols := kern.cols; cols != nil && dn != nil && m >= colsMinRows && len(bp) >= colsRows(m)*kp {
+		at := scratch[2*gramBatchCols*kp : 2*gramBatchCols*kp+m*k]
+		for p := 0; p < k; p++ {
+			for i := range m {
+				at[p*m+i] = a[i*kp+p]
+			}
+		}
+		gramLaneCols(kern, cols, dn, k, lo, hi, bp, gneg, ginv, c, at, v, h, cs, ws, flag)
+		for p := 0; p < k; p++ {
+			for i := range m {
+				a[i*kp+p] = at[p*m+i]
+			}
+		}
+		return
+	}
 	perCol := 2*colWork(x, kp) + k*k + k*kp
 	span := flag.span(perCol, 1)
 	big := flag.big(perCol)
 	sp, sparse := x.(*CSC)
-	dn, _ := x.(*Dense)
 	for j0 := lo; j0 < hi; {
 		if flag.stopped() {
 			return
@@ -134,6 +181,58 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 	}
 }
 
+// gramLaneCols is gramLane for a dense block on the column-lane kernels, with A transposed
+// in at.
+func gramLaneCols(kern *gramKernels, cols *denseCols, x *Dense, k, lo, hi int, bp, gneg, ginv, c, at, v, h, cs []float64, ws *widening, flag *interruptFlag) {
+	m := x.Rows
+	kp := paddedK(k)
+	tail := colsTailMask(m)
+	perCol := 2*m*kp + k*k + k*kp
+	span := flag.span(perCol, 8)
+	big := flag.big(perCol)
+	step := max(8, colsBatchEntries/m/8*8)
+	for j0 := lo; j0 < hi; {
+		if flag.stopped() {
+			return
+		}
+		j1 := min(j0+min(step, gramBatchCols), hi, j0+span)
+		nb := j1 - j0
+		ng := nb / 8
+		if x.Data != nil {
+			xb := x.Data[j0*m : j1*m]
+			if ng > 0 {
+				cols.dots64(bp, xb, m, k, kp, ng, tail, h[:ng*8*kp])
+			}
+			if ng*8 < nb {
+				kern.dotsDense(bp, xb[ng*8*m:], m, kp, nb-ng*8, h[ng*8*kp:nb*kp])
+			}
+		} else {
+			xb := x.Data32[j0*m : j1*m]
+			if ng > 0 {
+				cols.dots32(bp, xb, m, k, kp, ng, tail, h[:ng*8*kp])
+			}
+			if ng*8 < nb {
+				xd := denseBatch(x, j0+ng*8, j1, &ws.vals)
+				kern.dotsDense(bp, xd, m, kp, nb-ng*8, h[ng*8*kp:nb*kp])
+			}
+		}
+		if big && flag.stopped() {
+			return
+		}
+		kern.update(h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb)
+		if big && flag.stopped() {
+			return
+		}
+		if x.Data != nil {
+			cols.acc64(x.Data[j0*m:j1*m], m, k, kp, nb, tail, cs[:nb*kp], at)
+		} else {
+			cols.acc32(x.Data32[j0*m:j1*m], m, k, kp, nb, tail, cs[:nb*kp], at)
+		}
+		kern.accV(cs[:nb*kp], k, kp, nb, v)
+		j0 = j1
+	}
+}
+
 // batchEnd returns where a batch of x's columns that starts at j0 ends, at most at limit: after
 // about gramBatchEntries stored entries (at least one column), so that the batch of X stays in
 // the L2 cache between the steps that read it.
@@ -148,7 +247,11 @@ func batchEnd(x Block, j0, limit int) int {
 		return limit
 	}
 	m, _ := x.Dims()
-	return min(limit, j0+max(1, gramBatchEntries/max(m, 1)))
+	n := max(1, gramBatchEntries/max(m, 1))
+	if n > 8 {
+		n = n / 8 * 8
+	}
+	return min(limit, j0+n)
 }
 
 // dotsDenseGo is step 1 for dense columns.

@@ -39,6 +39,12 @@ var avx512Gram = gramKernels{
 	accDenseA:  accDenseAAVX2Checked,
 	accSparseA: accSparseAAVX512Checked,
 	accV:       accVAVX2Checked,
+	cols: &denseCols{
+		dots64: dotsDenseColsF64Checked,
+		dots32: dotsDenseColsF32Checked,
+		acc64:  accDenseColsF64Checked,
+		acc32:  accDenseColsF32Checked,
+	},
 }
 
 // gramKernelsFor returns the Gram lane kernels of path p, nil when this CPU or build has none.
@@ -276,4 +282,29 @@ func widen(dst []float64, src []float32) {
 	}
 	mustGram(len(dst) >= len(src))
 	widenAVX2(dst, src)
+}
+
+// colsArgsOK checks the arguments every column-lane kernel shares.
+func colsArgsOK(m, k, kp, tailmask int) bool {
+	return m >= 1 && k >= 1 && kp == paddedK(k) && tailmask == colsTailMask(m)
+}
+
+func dotsDenseColsF64Checked(bp, x []float64, m, k, kp, ngroups, tailmask int, h []float64) {
+	mustGram(colsArgsOK(m, k, kp, tailmask) && ngroups >= 1 && len(bp) >= colsRows(m)*kp && len(x) >= 8*ngroups*m && len(h) >= 8*ngroups*kp)
+	dotsDenseColsF64AVX512(bp, x, m, k, kp, ngroups, tailmask, h)
+}
+
+func dotsDenseColsF32Checked(bp []float64, x []float32, m, k, kp, ngroups, tailmask int, h []float64) {
+	mustGram(colsArgsOK(m, k, kp, tailmask) && ngroups >= 1 && len(bp) >= colsRows(m)*kp && len(x) >= 8*ngroups*m && len(h) >= 8*ngroups*kp)
+	dotsDenseColsF32AVX512(bp, x, m, k, kp, ngroups, tailmask, h)
+}
+
+func accDenseColsF64Checked(x []float64, m, k, kp, ncols, tailmask int, cs, at []float64) {
+	mustGram(colsArgsOK(m, k, kp, tailmask) && ncols >= 1 && len(x) >= ncols*m && len(cs) >= ncols*kp && len(at) >= m*k)
+	accDenseColsF64AVX512(x, m, k, kp, ncols, tailmask, cs, at)
+}
+
+func accDenseColsF32Checked(x []float32, m, k, kp, ncols, tailmask int, cs, at []float64) {
+	mustGram(colsArgsOK(m, k, kp, tailmask) && ncols >= 1 && len(x) >= ncols*m && len(cs) >= ncols*kp && len(at) >= m*k)
+	accDenseColsF32AVX512(x, m, k, kp, ncols, tailmask, cs, at)
 }

@@ -454,3 +454,31 @@ func updateT4K4AVX2(h []float64, cs []float64, c []float64, gneg4 []float64, gin
 //
 //go:noescape
 func updateT4AnyAVX2(h []float64, cs []float64, gneg4 []float64, ginv4 []float64, t []float64, k int, kp int, ngroups int)
+
+// dotsDenseColsF64AVX512 is dotsDenseGo (step 1) for 8·ngroups dense columns, a column per ZMM lane, with X stored as
+// float64.
+// bp has (m rounded up to 8) rows of kp, zero beyond row m; tailmask = 2^(m mod 8) - 1. h's pads
+// are written with zeros. m, k, kp >= 1, k <= kp, kp mod 4 = 0.
+//
+//go:noescape
+func dotsDenseColsF64AVX512(bp []float64, x []float64, m int, k int, kp int, ngroups int, tailmask int, h []float64)
+
+// accDenseColsF64AVX512 is accDenseGo (step 3) for ncols dense columns stored as float64, with A transposed:
+// at[p*m+i] is A[i, p]. tailmask = 2^(m mod 8) - 1. m, k, ncols >= 1, k <= kp.
+//
+//go:noescape
+func accDenseColsF64AVX512(x []float64, m int, k int, kp int, ncols int, tailmask int, cs []float64, at []float64)
+
+// dotsDenseColsF32AVX512 is dotsDenseGo (step 1) for 8·ngroups dense columns, a column per ZMM lane, with X stored as
+// float32.
+// bp has (m rounded up to 8) rows of kp, zero beyond row m; tailmask = 2^(m mod 8) - 1. h's pads
+// are written with zeros. m, k, kp >= 1, k <= kp, kp mod 4 = 0.
+//
+//go:noescape
+func dotsDenseColsF32AVX512(bp []float64, x []float32, m int, k int, kp int, ngroups int, tailmask int, h []float64)
+
+// accDenseColsF32AVX512 is accDenseGo (step 3) for ncols dense columns stored as float32, with A transposed:
+// at[p*m+i] is A[i, p]. tailmask = 2^(m mod 8) - 1. m, k, ncols >= 1, k <= kp.
+//
+//go:noescape
+func accDenseColsF32AVX512(x []float32, m int, k int, kp int, ncols int, tailmask int, cs []float64, at []float64)

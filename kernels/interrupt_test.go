@@ -410,7 +410,7 @@ func TestInterruptGramLaneRank3000(t *testing.T) {
 	for i := range g {
 		gneg[i] = -g[i]
 	}
-	gramLane(&genericGram, x, k, 0, n, bp, gneg, ginv, c, make([]float64, m*k4), make([]float64, k*k4), make([]float64, gramLaneScratch(k4)), nil, &flag)
+	gramLane(&genericGram, x, k, 0, n, bp, gneg, ginv, c, make([]float64, m*k4), make([]float64, k*k4), make([]float64, gramLaneScratch(m, k)), nil, &flag)
 	if len(looks) != 5 {
 		t.Fatalf("%d looks, want 5 (before each column, then after its products and its update)", len(looks))
 	}

@@ -21,10 +21,14 @@ const (
 
 // SparseBelow is the density (stored nonzeros / (rows*cols)) under which LayoutAuto returns a
 // CSC block. The DID kernels' cost is flat in the density for dense blocks and proportional to
-// it for sparse ones; on a 784 x 30000 block with K = 10 they cross near 0.7 (dense 68 ms;
-// sparse 23, 41, 57, 75 ms at densities 0.2, 0.4, 0.6, 0.8), and CSC's 12 bytes per stored
-// entry match dense storage there too.
-var SparseBelow = 0.7
+// it for sparse ones. With the AVX-512 column-lane kernels for dense blocks they cross near 0.2
+// (784 x 70000, K = 10, float32 values, 2 cores: dense 15.4-19.2 ms an iteration at any
+// density; CSC 16.1, 26.9, 35.8, 42.4 ms at densities 0.2, 0.3, 0.4, 0.5). On the AVX2 path
+// dense costs about 2.5x more and the crossing moves near 0.6. 0.25 keeps CSC where it is about
+// as fast on AVX-512 and needs half the memory (2 bytes a value against 4 for float32 dense).
+// The layout is a property of the data, never of the machine: HALS, MU, ANLS and ADMM round
+// differently on the two layouts, so a machine-dependent choice would change their bits.
+var SparseBelow = 0.25
 
 // ParseLayout parses "auto", "dense" or "sparse".
 func ParseLayout(s string) (Layout, error) {

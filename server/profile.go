@@ -79,3 +79,12 @@ func (p *profiles) stop() {
 		p.trace = nil
 	}
 }
+
+// StartProfiles starts the profiles the environment asks for (see CPUProfileEnv and
+// TraceEnv) under the given name, for commands other than serve that want to be profiled
+// (node bench profiles its timed run with it). It returns the function that stops them and
+// the problems met starting them, which are not fatal.
+func StartProfiles(name string) (stop func(), errs []error) {
+	p, errs := startProfiles(name)
+	return p.stop, errs
+}

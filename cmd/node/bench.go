@@ -15,6 +15,7 @@ import (
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/server"
 )
 
 // benchResult is the line bench prints.
@@ -136,7 +137,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if threads == 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	stopProfiles, profErrs := server.StartProfiles("bench")
+	for _, e := range profErrs {
+		fmt.Fprintln(stderr, "warning:", e)
+	}
 	res, err := kernels.Run(context.Background(), blocks, j.cfg)
+	stopProfiles()
 	if err != nil {
 		return err
 	}

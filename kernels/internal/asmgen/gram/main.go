@@ -64,6 +64,10 @@ func main() {
 		updateT4(k)
 	}
 	updateT4Any()
+	for _, e := range []elemKind{elemF64, elemF32} {
+		dotsDenseCols(e)
+		accDenseCols(e)
+	}
 	Generate()
 }
 

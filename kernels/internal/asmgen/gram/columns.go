@@ -1,0 +1,416 @@
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// The column-lane dense kernels (AVX-512): steps 1 and 3 for dense blocks of many rows, with
+// the vector lanes over columns (step 1) or over rows (step 3) instead of over components.
+// Each lane still computes exactly one output value with the operations of the generic code in
+// the same order (step 1 sums over rows in row order, step 3 over columns in column order); a
+// lane of components would spend a vector on K = 10 values padded to 12, while a lane of
+// columns or rows fills every slot and needs no broadcast of X. The values of X are read as
+// stored, float64 or float32 (widened by VCVTPS2PD, which is exact), so a float32 block needs no
+// widened copy.
+
+// elemKind is how X's values are stored.
+type elemKind struct {
+	name  string // "F64" or "F32"
+	bytes int
+}
+
+var (
+	elemF64 = elemKind{"F64", 8}
+	elemF32 = elemKind{"F32", 4}
+)
+
+// loadX loads eight consecutive values of X at m into z, widened to float64; with a mask
+// register, lanes outside it are zero and not read.
+func (e elemKind) loadX(m Mem, mask Op, z VecVirtual) {
+	switch {
+	case e.bytes == 8 && mask == nil:
+		VMOVUPD(m, z)
+	case e.bytes == 8:
+		VMOVUPD_Z(m, mask, z)
+	case mask == nil:
+		VCVTPS2PD(m, z)
+	default:
+		VCVTPS2PD_Z(m, mask, z)
+	}
+}
+
+// transpose8 transposes eight ZMM rows: out[e] lane l = r[l] lane e.
+func transpose8(r []VecVirtual) []VecVirtual {
+	a := make([]VecVirtual, 8)
+	for u := 0; u < 4; u++ {
+		a[2*u], a[2*u+1] = ZMM(), ZMM()
+		VUNPCKLPD(r[2*u+1], r[2*u], a[2*u])   // r0[0] r1[0] r0[2] r1[2] r0[4] r1[4] r0[6] r1[6]
+		VUNPCKHPD(r[2*u+1], r[2*u], a[2*u+1]) // r0[1] r1[1] r0[3] r1[3] ...
+	}
+	// c0 = [a0.L0 a0.L2 a2.L0 a2.L2] (elements 0 and 4 of rows 0-3), c1 = [a0.L1 a0.L3 a2.L1
+	// a2.L3] (elements 2 and 6), c2, c3 from a1, a3 (1 and 5, 3 and 7); c4..c7 for rows 4-7.
+	c := make([]VecVirtual, 8)
+	for h := 0; h < 2; h++ {
+		for u := 0; u < 2; u++ {
+			lo, hi := a[4*h+u], a[4*h+u+2]
+			c[4*h+2*u], c[4*h+2*u+1] = ZMM(), ZMM()
+			VSHUFF64X2(Imm(0x88), hi, lo, c[4*h+2*u])
+			VSHUFF64X2(Imm(0xDD), hi, lo, c[4*h+2*u+1])
+		}
+	}
+	// element e of all eight rows: e=0: c0,c4 (0x88); 4: c0,c4 (0xDD); 2: c1,c5; 6; 1: c2,c6;
+	// 5; 3: c3,c7; 7.
+	out := make([]VecVirtual, 8)
+	src := [4]int{0, 2, 1, 3} // c index holding elements (e, e+4) for e = 0..3
+	for e := 0; e < 4; e++ {
+		s := src[e]
+		out[e], out[e+4] = ZMM(), ZMM()
+		VSHUFF64X2(Imm(0x88), c[s+4], c[s], out[e])
+		VSHUFF64X2(Imm(0xDD), c[s+4], c[s], out[e+4])
+	}
+	return out
+}
+
+// stride8 gives the addresses base + u·stride for u = 0..7 with two helper registers.
+type stride8 struct {
+	base, stride, r3, r5 GPVirtual
+}
+
+func newStride8(base, stride GPVirtual) stride8 {
+	s := stride8{base: base, stride: stride, r3: GP64(), r5: GP64()}
+	return s
+}
+
+// refresh recomputes the helper registers after base moved.
+func (s stride8) refresh() {
+	LEAQ(Mem{Base: s.base, Index: s.stride, Scale: 2}, s.r3)
+	ADDQ(s.stride, s.r3)
+	LEAQ(Mem{Base: s.r3, Index: s.stride, Scale: 2}, s.r5)
+}
+
+func (s stride8) at(u, disp int) Mem {
+	switch u {
+	case 0:
+		return Mem{Base: s.base, Disp: disp}
+	case 1:
+		return Mem{Base: s.base, Index: s.stride, Scale: 1, Disp: disp}
+	case 2:
+		return Mem{Base: s.base, Index: s.stride, Scale: 2, Disp: disp}
+	case 3:
+		return Mem{Base: s.r3, Disp: disp}
+	case 4:
+		return Mem{Base: s.base, Index: s.stride, Scale: 4, Disp: disp}
+	case 5:
+		return Mem{Base: s.r5, Disp: disp}
+	case 6:
+		return Mem{Base: s.r5, Index: s.stride, Scale: 1, Disp: disp}
+	}
+	return Mem{Base: s.r3, Index: s.stride, Scale: 4, Disp: disp}
+}
+
+// chunks runs body for chunks of up to maxc components of k: cp = min(maxc, k - p0), with the
+// chunk's first component p0 kept on the stack (the bodies need the registers).
+func chunks(name string, maxc int, body func(cp int, p0 GPVirtual)) {
+	off := AllocLocal(8)
+	MOVQ(U32(0), off)
+	Label(name + "_chunk")
+	left := ld("k")
+	SUBQ(off, left)
+	for cp := 1; cp < maxc; cp++ {
+		CMPQ(left, Imm(uint64(cp)))
+		JE(LabelRef(fmt.Sprintf("%s_c%d", name, cp)))
+	}
+	JMP(LabelRef(fmt.Sprintf("%s_c%d", name, maxc)))
+	for cp := 1; cp <= maxc; cp++ {
+		Label(fmt.Sprintf("%s_c%d", name, cp))
+		p0 := GP64()
+		MOVQ(off, p0)
+		body(cp, p0)
+		ADDQ(U32(cp), off)
+		next := GP64()
+		MOVQ(off, next)
+		CMPQ(next, ld("k"))
+		JL(LabelRef(name + "_chunk"))
+		JMP(LabelRef(name + "_done"))
+	}
+	Label(name + "_done")
+}
+
+// maxDotsChunk is the most components the column-lane dots keep in registers (16
+// accumulators, eight rows of X and the transposition's temporaries fit the 32 ZMM registers).
+const maxDotsChunk = 16
+
+// dotsDenseCols: step 1 for groups of eight dense columns, one column per ZMM lane: eight rows
+// of the eight columns are loaded and transposed, then each row's vector meets B's row by
+// broadcast FMAs into one accumulator per component, rows in order. The last m mod 8 rows are
+// loaded under a mask (zeros beyond), against rows of B that the caller pads with zeros, which
+// adds fma(0, 0, h) = h. The accumulators are transposed back into h (kp per column).
+func dotsDenseCols(e elemKind) {
+	name := "dotsDenseCols" + e.name + "AVX512"
+	TEXT(name, NOSPLIT, fmt.Sprintf("func(bp []float64, x []%s, m, k, kp, ngroups, tailmask int, h []float64)", map[int]string{8: "float64", 4: "float32"}[e.bytes]))
+	Pragma("noescape")
+	Doc(name+" is dotsDenseGo (step 1) for 8·ngroups dense columns, a column per ZMM lane, with X stored as", map[int]string{8: "float64", 4: "float32"}[e.bytes]+".",
+		"bp has (m rounded up to 8) rows of kp, zero beyond row m; tailmask = 2^(m mod 8) - 1. h's pads",
+		"are written with zeros. m, k, kp >= 1, k <= kp, kp mod 4 = 0.")
+	mask := K1
+	tm := ld("tailmask")
+	KMOVW(tm.As32(), mask)
+	g := AllocLocal(8)
+	MOVQ(U32(0), g)
+	Label("dc_group")
+	chunks("dc", maxDotsChunk, func(cp int, p0 GPVirtual) {
+		pre := fmt.Sprintf("dc%d_", cp)
+		kb := ld("kp")
+		SHLQ(Imm(3), kb)
+		xs := ld("m")
+		SHLQ(Imm(uint64(map[int]uint64{8: 3, 4: 2}[e.bytes])), xs)
+		// xg = x + g·8·xs
+		xg := GP64()
+		MOVQ(g, xg)
+		IMULQ(xs, xg)
+		SHLQ(Imm(3), xg)
+		ADDQ(ldBase("x"), xg)
+		br := ldBase("bp")
+		LEAQ(Mem{Base: br, Index: p0, Scale: 8}, br)
+		acc := make([]VecVirtual, cp)
+		for q := range acc {
+			acc[q] = ZMM()
+			VXORPD(acc[q], acc[q], acc[q])
+		}
+		xr := newStride8(xg, xs)
+		bs := newStride8(br, kb)
+		// pf walks the next group of columns (contiguous, 8·xs bytes) at the pace of this
+		// group's row blocks, so that it arrives from memory while this group computes.
+		pf := GP64()
+		LEAQ(Mem{Base: xg, Index: xs, Scale: 8}, pf)
+		n := ld("m")
+		SHRQ(Imm(3), n)
+		block := func(masked bool) {
+			xr.refresh()
+			bs.refresh()
+			if !masked {
+				for d := 0; d < 64*e.bytes; d += 64 {
+					PREFETCHT0(Mem{Base: pf, Disp: d})
+				}
+				ADDQ(U32(uint64(64*e.bytes)), pf)
+			}
+			v := make([]VecVirtual, 8)
+			for l := range v {
+				v[l] = ZMM()
+				if masked {
+					e.loadX(xr.at(l, 0), mask, v[l])
+				} else {
+					e.loadX(xr.at(l, 0), nil, v[l])
+				}
+			}
+			t := transpose8(v)
+			for rr := 0; rr < 8; rr++ {
+				for q := 0; q < cp; q++ {
+					VFMADD231PD_BCST(bs.at(rr, 8*q), t[rr], acc[q])
+				}
+			}
+		}
+		Label(pre + "rows")
+		TESTQ(n, n)
+		JZ(LabelRef(pre + "tail"))
+		block(false)
+		ADDQ(Imm(uint64(8*e.bytes)), xg)
+		LEAQ(Mem{Base: br, Index: kb, Scale: 8}, br)
+		DECQ(n)
+		JMP(LabelRef(pre + "rows"))
+		Label(pre + "tail")
+		tm2 := ld("tailmask")
+		TESTQ(tm2, tm2)
+		JZ(LabelRef(pre + "store"))
+		block(true)
+		Label(pre + "store")
+		// h for the group's columns: hg = h + g·8·kb + p0·8.
+		hg := GP64()
+		MOVQ(g, hg)
+		IMULQ(kb, hg)
+		SHLQ(Imm(3), hg)
+		ADDQ(ldBase("h"), hg)
+		LEAQ(Mem{Base: hg, Index: p0, Scale: 8}, hg)
+		hs := newStride8(hg, kb)
+		hs.refresh()
+		zeroV := ZMM()
+		VXORPD(zeroV, zeroV, zeroV)
+		for s := 0; s < cp; s += 8 {
+			in := make([]VecVirtual, 8)
+			for u := range in {
+				if s+u < cp {
+					in[u] = acc[s+u]
+				} else {
+					in[u] = zeroV
+				}
+			}
+			out := transpose8(in)
+			// kp - (p0+s) is a multiple of 4 that is at least 4: store 8 lanes when it is at
+			// least 8, else 4 (which ends the column's row of kp).
+			room := GP64()
+			MOVQ(kb, room)
+			SHRQ(Imm(3), room)
+			SUBQ(p0, room)
+			SUBQ(Imm(uint64(s)), room)
+			lbl := fmt.Sprintf("%ss%d_", pre, s)
+			CMPQ(room, Imm(8))
+			JL(LabelRef(lbl + "four"))
+			for l := 0; l < 8; l++ {
+				VMOVUPD(out[l], hs.at(l, 8*s))
+			}
+			JMP(LabelRef(lbl + "done"))
+			Label(lbl + "four")
+			for l := 0; l < 8; l++ {
+				VMOVUPD(out[l].AsY(), hs.at(l, 8*s))
+			}
+			Label(lbl + "done")
+		}
+	})
+	INCQ(g)
+	ng := GP64()
+	MOVQ(g, ng)
+	CMPQ(ng, ld("ngroups"))
+	JL(LabelRef("dc_group"))
+	VZEROUPPER()
+	RET()
+}
+
+// maxAccChunk is the most components the column-lane accumulation keeps in registers: two
+// ZMM (16 rows) per component.
+const maxAccChunk = 12
+
+// accDenseCols: step 3 for dense columns with the lanes over rows of A, which it keeps
+// transposed (at: k rows of m, component-major): for each block of 16 (then 8) rows and chunk
+// of components, at's values stay in registers while the batch's columns pass in order, each
+// adding fma(x, c_j[p], .) to its rows. The last m mod 8 rows go under a mask.
+func accDenseCols(e elemKind) {
+	name := "accDenseCols" + e.name + "AVX512"
+	typ := map[int]string{8: "float64", 4: "float32"}[e.bytes]
+	TEXT(name, NOSPLIT, fmt.Sprintf("func(x []%s, m, k, kp, ncols, tailmask int, cs, at []float64)", typ))
+	Pragma("noescape")
+	Doc(name+" is accDenseGo (step 3) for ncols dense columns stored as "+typ+", with A transposed:",
+		"at[p*m+i] is A[i, p]. tailmask = 2^(m mod 8) - 1. m, k, ncols >= 1, k <= kp.")
+	mask := K1
+	tm := ld("tailmask")
+	KMOVW(tm.As32(), mask)
+	chunks("ac", maxAccChunk, func(cp int, p0 GPVirtual) {
+		pre := fmt.Sprintf("ac%d_", cp)
+		i0 := AllocLocal(8)
+		MOVQ(U32(0), i0)
+		variant := func(rows int, masked bool, label string) {
+			mb := ld("m")
+			SHLQ(Imm(3), mb)
+			// a = at + p0·mb + i0·8
+			a := GP64()
+			MOVQ(p0, a)
+			IMULQ(mb, a)
+			ADDQ(ldBase("at"), a)
+			iv := GP64()
+			MOVQ(i0, iv)
+			LEAQ(Mem{Base: a, Index: iv, Scale: 8}, a)
+			nh := rows / 8
+			acc := make([][]VecVirtual, cp)
+			ap := GP64()
+			MOVQ(a, ap)
+			for q := range acc {
+				acc[q] = make([]VecVirtual, nh)
+				for h := range acc[q] {
+					acc[q][h] = ZMM()
+					if masked {
+						VMOVUPD_Z(Mem{Base: ap, Disp: 64 * h}, mask, acc[q][h])
+					} else {
+						VMOVUPD(Mem{Base: ap, Disp: 64 * h}, acc[q][h])
+					}
+				}
+				if q+1 < cp {
+					ADDQ(mb, ap)
+				}
+			}
+			xs := ld("m")
+			SHLQ(Imm(uint64(map[int]uint64{8: 3, 4: 2}[e.bytes])), xs)
+			xj := ldBase("x")
+			MOVQ(i0, iv)
+			LEAQ(Mem{Base: xj, Index: iv, Scale: uint8(e.bytes)}, xj)
+			csj := ldBase("cs")
+			LEAQ(Mem{Base: csj, Index: p0, Scale: 8}, csj)
+			kb := ld("kp")
+			SHLQ(Imm(3), kb)
+			n := ld("ncols")
+			Label(pre + label + "_col")
+			xv := make([]VecVirtual, nh)
+			for h := range xv {
+				xv[h] = ZMM()
+				if masked {
+					e.loadX(Mem{Base: xj, Disp: 8 * e.bytes * h}, mask, xv[h])
+				} else {
+					e.loadX(Mem{Base: xj, Disp: 8 * e.bytes * h}, nil, xv[h])
+				}
+			}
+			for q := 0; q < cp; q++ {
+				bc := ZMM()
+				VBROADCASTSD(Mem{Base: csj, Disp: 8 * q}, bc)
+				for h := 0; h < nh; h++ {
+					VFMADD231PD(bc, xv[h], acc[q][h])
+				}
+			}
+			ADDQ(xs, xj)
+			ADDQ(kb, csj)
+			DECQ(n)
+			JNZ(LabelRef(pre + label + "_col"))
+			MOVQ(a, ap)
+			for q := range acc {
+				for h := range acc[q] {
+					if masked {
+						VMOVUPD(acc[q][h], mask, Mem{Base: ap, Disp: 64 * h})
+					} else {
+						VMOVUPD(acc[q][h], Mem{Base: ap, Disp: 64 * h})
+					}
+				}
+				if q+1 < cp {
+					ADDQ(mb, ap)
+				}
+			}
+			ADDQ(U32(uint64(rows)), i0)
+		}
+		left := func() GPVirtual {
+			r := ld("m")
+			SUBQ(i0, r)
+			return r
+		}
+		Label(pre + "r16")
+		CMPQ(left(), Imm(16))
+		JL(LabelRef(pre + "r8"))
+		variant(16, false, "b16")
+		JMP(LabelRef(pre + "r16"))
+		Label(pre + "r8")
+		CMPQ(left(), Imm(8))
+		JL(LabelRef(pre + "rt"))
+		variant(8, false, "b8")
+		Label(pre + "rt")
+		tm2 := ld("tailmask")
+		TESTQ(tm2, tm2)
+		JZ(LabelRef(pre + "end"))
+		variant(8, true, "bt")
+		Label(pre + "end")
+	})
+	VZEROUPPER()
+	RET()
+}
+
+// ld loads an integer parameter into a new register.
+func ld(name string) GPVirtual {
+	r := GP64()
+	Load(Param(name), r)
+	return r
+}
+
+// ldBase loads a slice parameter's base pointer into a new register.
+func ldBase(name string) GPVirtual {
+	r := GP64()
+	Load(Param(name).Base(), r)
+	return r
+}
