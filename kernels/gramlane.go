@@ -46,6 +46,10 @@ type gramKernels struct {
 	accDenseA  func(x []float64, m, kp, ncols int, cs, a []float64)
 	accSparseA func(kp int, colptr []int, rows []int32, vals []float64, cs, a []float64)
 	accV       func(cs []float64, k, kp, ncols int, v []float64)
+	// fused, when set, runs steps 1-4 in one pass on 4·ngroups dense float64 columns of
+	// m <= maxFusedM rows for k <= 4 (kp = 4); g4 and i4 hold each value of -G and 1/diag(G)
+	// four times.
+	fused func(x, bp, g4, i4, c []float64, m, k, ngroups int, a, v []float64)
 	// cols, when set, runs steps 1 and 3 of dense blocks of at least colsMinRows rows with
 	// the vector lanes over columns and rows (see denseCols).
 	cols *denseCols
@@ -107,7 +111,10 @@ const (
 const colsBatchEntries = 1 << 16
 
 // gramLaneScratch returns the scratch length gramLane needs for m rows and rank k.
-func gramLaneScratch(m, k int) int { return 2*gramBatchCols*paddedK(k) + m*k }
+func gramLaneScratch(m, k int) int { return 2*gramBatchCols*paddedK(k) + max(m*k, 4*k*k+4*k) }
+
+// maxFusedM is the most rows of the fused small-shape kernels.
+const maxFusedM = 8
 
 // widening is a lane's scratch for the widened values of a batch of a block stored as float32.
 type widening struct {
@@ -130,6 +137,18 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 		ws = &widening{}
 	}
 	dn, _ := x.(*Dense)
+	if kern.fused != nil && dn != nil && dn.Data != nil && kp == 4 && m <= maxFusedM {
+		extra := scratch[2*gramBatchCols*kp:]
+		g4, i4 := extra[:4*k*k], extra[4*k*k:4*k*k+4*k]
+		for i, g := range gneg[:k*k] {
+			g4[4*i], g4[4*i+1], g4[4*i+2], g4[4*i+3] = g, g, g, g
+		}
+		for i, g := range ginv[:k] {
+			i4[4*i], i4[4*i+1], i4[4*i+2], i4[4*i+3] = g, g, g, g
+		}
+		gramLaneFused(kern, dn, k, lo, hi, bp, gneg, ginv, g4, i4, c, a, v, h, cs, flag)
+		return
+	}
 	if cols := kern.cols; cols != nil && dn != nil && m >= colsMinRows && len(bp) >= colsRows(m)*kp {
 		at := scratch[2*gramBatchCols*kp : 2*gramBatchCols*kp+m*k]
 		for p := 0; p < k; p++ {
@@ -178,6 +197,33 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 			kern.accDense(xd, m, k, kp, nb, cs[:nb*kp], a, v)
 		}
 		j0 = j1
+	}
+}
+
+// gramLaneFused is gramLane for a small dense float64 block on the fused kernel: groups of
+// four columns in one pass, the last columns of a batch (fewer than four) by the separate
+// steps after them, so that A and V still accumulate in column order.
+func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv, g4, i4, c, a, v, h, cs []float64, flag *interruptFlag) {
+	m := x.Rows
+	kp := paddedK(k)
+	span := flag.span(m*kp+k*k+k*kp+m*kp, 4)
+	for j0 := lo; j0 < hi; {
+		if flag.stopped() {
+			return
+		}
+		j1 := min(hi, j0+span)
+		if n4 := (j1 - j0) / 4; n4 > 0 {
+			kern.fused(x.Data[j0*m:(j0+4*n4)*m], bp, g4, i4, c[j0*k:(j0+4*n4)*k], m, k, n4, a, v)
+			j0 += 4 * n4
+		}
+		if j0 < j1 {
+			nb := j1 - j0
+			xd := x.Data[j0*m : j1*m]
+			kern.dotsDense(bp, xd, m, kp, nb, h[:nb*kp])
+			kern.update(h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb)
+			kern.accDense(xd, m, k, kp, nb, cs[:nb*kp], a, v)
+			j0 = j1
+		}
 	}
 }
 

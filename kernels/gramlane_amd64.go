@@ -39,6 +39,7 @@ var avx512Gram = gramKernels{
 	accDenseA:  accDenseAAVX2Checked,
 	accSparseA: accSparseAAVX512Checked,
 	accV:       accVAVX2Checked,
+	fused:      fusedAVX512Checked,
 	cols: &denseCols{
 		dots64: dotsDenseColsF64Checked,
 		dots32: dotsDenseColsF32Checked,
@@ -307,4 +308,22 @@ func accDenseColsF64Checked(x []float64, m, k, kp, ncols, tailmask int, cs, at [
 func accDenseColsF32Checked(x []float32, m, k, kp, ncols, tailmask int, cs, at []float64) {
 	mustGram(colsArgsOK(m, k, kp, tailmask) && ncols >= 1 && len(x) >= ncols*m && len(cs) >= ncols*kp && len(at) >= m*k)
 	accDenseColsF32AVX512(x, m, k, kp, ncols, tailmask, cs, at)
+}
+
+func fusedAVX512Checked(x, bp, g4, i4, c []float64, m, k, ngroups int, a, v []float64) {
+	mustGram(m >= 1 && m <= maxFusedM && k >= 1 && k <= 4 && ngroups >= 1 && len(x) >= 4*ngroups*m && len(bp) >= 4*m &&
+		len(g4) >= 4*k*k && len(i4) >= 4*k && len(c) >= 4*ngroups*k && len(a) >= 4*m && len(v) >= 4*k)
+	fusedKernels[m-1][k-1](x, bp, g4, i4, c, ngroups, a, v)
+}
+
+// fusedKernels holds the fused small-shape kernels by [m-1][k-1].
+var fusedKernels = [maxFusedM][4]func(x, bp, gneg4, ginv4, c []float64, ngroups int, a, v []float64){
+	{fusedM1K1AVX512, fusedM1K2AVX512, fusedM1K3AVX512, fusedM1K4AVX512},
+	{fusedM2K1AVX512, fusedM2K2AVX512, fusedM2K3AVX512, fusedM2K4AVX512},
+	{fusedM3K1AVX512, fusedM3K2AVX512, fusedM3K3AVX512, fusedM3K4AVX512},
+	{fusedM4K1AVX512, fusedM4K2AVX512, fusedM4K3AVX512, fusedM4K4AVX512},
+	{fusedM5K1AVX512, fusedM5K2AVX512, fusedM5K3AVX512, fusedM5K4AVX512},
+	{fusedM6K1AVX512, fusedM6K2AVX512, fusedM6K3AVX512, fusedM6K4AVX512},
+	{fusedM7K1AVX512, fusedM7K2AVX512, fusedM7K3AVX512, fusedM7K4AVX512},
+	{fusedM8K1AVX512, fusedM8K2AVX512, fusedM8K3AVX512, fusedM8K4AVX512},
 }

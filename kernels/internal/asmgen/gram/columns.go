@@ -414,3 +414,189 @@ func ldBase(name string) GPVirtual {
 	Load(Param(name).Base(), r)
 	return r
 }
+
+// transpose4E is transpose4 with EVEX-encodable instructions only (VSHUFF64X2 for
+// VPERM2F128), so that its registers may be any of the 32 AVX-512 vector registers.
+func transpose4E(r []VecVirtual) []VecVirtual {
+	t := ymms(4)
+	VUNPCKLPD(r[1], r[0], t[0]) // r0[0] r1[0] r0[2] r1[2]
+	VUNPCKHPD(r[1], r[0], t[1]) // r0[1] r1[1] r0[3] r1[3]
+	VUNPCKLPD(r[3], r[2], t[2])
+	VUNPCKHPD(r[3], r[2], t[3])
+	out := ymms(4)
+	VSHUFF64X2(Imm(0), t[2], t[0], out[0]) // low halves of t0, t2
+	VSHUFF64X2(Imm(0), t[3], t[1], out[1])
+	VSHUFF64X2(Imm(3), t[2], t[0], out[2]) // high halves
+	VSHUFF64X2(Imm(3), t[3], t[1], out[3])
+	return out
+}
+
+// Bounds of the fused small-shape lane.
+const (
+	maxFusedM = 8
+	maxFusedK = 4
+)
+
+// fusedSmall: steps 1-4 in one pass over groups of four dense float64 columns of m <= 8 rows,
+// k <= 4 (kp = 4), for the paper's synthetic shapes, where a pass is a stream of X and C and
+// any round trip through scratch costs as much as the arithmetic. Per group: h for each column
+// (lanes over components, rows in order, B's rows from memory), h and C transposed to a column
+// per lane, the coordinate update of updateT4, C written back, and the new coefficients added
+// to A and V (held in registers across the call) column by column. The caller runs the last
+// columns (ncols mod 4) with the separate steps, after these.
+func fusedSmall(m, k int) {
+	name := fmt.Sprintf("fusedM%dK%dAVX512", m, k)
+	TEXT(name, NOSPLIT, "func(x, bp, gneg4, ginv4, c []float64, ngroups int, a, v []float64)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = %d, k = %d (kp = 4)", name, m, k),
+		"on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.")
+	ap := ldBase("a")
+	vp := ldBase("v")
+	acc := ymms(m)
+	for i := range acc {
+		VMOVUPD(Mem{Base: ap, Disp: 32 * i}, acc[i])
+	}
+	vacc := ymms(k)
+	for p := range vacc {
+		VMOVUPD(Mem{Base: vp, Disp: 32 * p}, vacc[p])
+	}
+	xp := ldBase("x")
+	bpp := ldBase("bp")
+	gn := ldBase("gneg4")
+	gi := ldBase("ginv4")
+	cp := ldBase("c")
+	rem := ld("ngroups")
+	zr := YMM()
+	VXORPD(zr, zr, zr)
+	// Two groups at a time, their instructions interleaved stage by stage: one group's steps 1
+	// and 2 are a chain of some 70 cycles of dependent operations (FMA chains, transposes, the
+	// coordinate update), and the out-of-order window holds about one group, so a single group
+	// at a time leaves the FMA units idle most of the time.
+	steps12 := func(ng int) [][]VecVirtual {
+		hv := make([][]VecVirtual, ng)
+		cv := make([][]VecVirtual, ng)
+		rows := make([][]VecVirtual, ng)
+		hr := make([][]VecVirtual, ng)
+		for g := 0; g < ng; g++ {
+			hr[g] = ymms(4)
+			for u := range hr[g] {
+				VXORPD(hr[g][u], hr[g][u], hr[g][u])
+			}
+		}
+		// Step 1: four columns a group, each a chain over the rows.
+		for r := 0; r < m; r++ {
+			for u := 0; u < 4; u++ {
+				for g := 0; g < ng; g++ {
+					xb := YMM()
+					VBROADCASTSD(Mem{Base: xp, Disp: 32*m*g + 8*(u*m+r)}, xb)
+					VFMADD231PD(Mem{Base: bpp, Disp: 32 * r}, xb, hr[g][u])
+				}
+			}
+		}
+		for g := 0; g < ng; g++ {
+			hv[g] = transpose4E(hr[g])
+		}
+		// Step 2, as updateT4.
+		for g := 0; g < ng; g++ {
+			cb := 32 * k * g
+			cr := ymms(4)
+			for u := range cr {
+				if k*u+4 <= 4*k {
+					VMOVUPD(Mem{Base: cp, Disp: cb + 8*k*u}, cr[u])
+				} else {
+					shift := k*u - (4*k - 4)
+					VMOVUPD(Mem{Base: cp, Disp: cb + 8*(4*k-4)}, cr[u])
+					var imm uint64
+					for l := 0; l < 4; l++ {
+						imm |= uint64(min(l+shift, 3)) << (2 * l)
+					}
+					VPERMPD(Imm(imm), cr[u], cr[u])
+				}
+			}
+			cv[g] = transpose4E(cr)
+		}
+		for p := 0; p < k; p++ {
+			for q := p; q < k; q++ {
+				for g := 0; g < ng; g++ {
+					VFMADD231PD(Mem{Base: gn, Disp: 32 * (p*k + q)}, cv[g][q], hv[g][p])
+				}
+			}
+		}
+		for p := 0; p < k; p++ {
+			for q := 0; q < p; q++ {
+				for g := 0; g < ng; g++ {
+					VFMADD231PD(Mem{Base: gn, Disp: 32 * (p*k + q)}, cv[g][q], hv[g][p])
+				}
+			}
+			for g := 0; g < ng; g++ {
+				VFMADD231PD(Mem{Base: gi, Disp: 32 * p}, hv[g][p], cv[g][p])
+				VMAXPD(cv[g][p], zr, cv[g][p])
+			}
+		}
+		for g := 0; g < ng; g++ {
+			cb := 32 * k * g
+			for p := k; p < 4; p++ {
+				VXORPD(cv[g][p], cv[g][p], cv[g][p])
+			}
+			rows[g] = transpose4E(cv[g]) // rows[g][u] = column u's coefficients, pads 0
+			for u := range rows[g] {
+				if k*u+4 <= 4*k {
+					VMOVUPD(rows[g][u], Mem{Base: cp, Disp: cb + 8*k*u})
+					continue
+				}
+				lo := rows[g][u].AsX()
+				VMOVSD(lo, Mem{Base: cp, Disp: cb + 8*k*u})
+				if k > 1 {
+					VMOVHPD(lo, Mem{Base: cp, Disp: cb + 8*(k*u+1)})
+				}
+				if k > 2 {
+					hi := XMM()
+					VEXTRACTF64X2(Imm(1), rows[g][u], hi)
+					VMOVSD(hi, Mem{Base: cp, Disp: cb + 8*(k*u+2)})
+					if k > 3 {
+						VMOVHPD(hi, Mem{Base: cp, Disp: cb + 8*(k*u+3)})
+					}
+				}
+			}
+		}
+		return rows
+	}
+	// Steps 3 and 4, columns in order.
+	steps34 := func(rows [][]VecVirtual) {
+		for g := range rows {
+			for u := 0; u < 4; u++ {
+				for r := 0; r < m; r++ {
+					xb := YMM()
+					VBROADCASTSD(Mem{Base: xp, Disp: 32*m*g + 8*(u*m+r)}, xb)
+					VFMADD231PD(rows[g][u], xb, acc[r])
+				}
+				for p := 0; p < k; p++ {
+					cb := YMM()
+					VPERMPD(Imm(uint64(p*0x55)), rows[g][u], cb)
+					VFMADD231PD(rows[g][u], cb, vacc[p])
+				}
+			}
+		}
+	}
+	Label("pair")
+	CMPQ(rem, Imm(2))
+	JL(LabelRef("single"))
+	steps34(steps12(2))
+	ADDQ(U32(uint64(64*m)), xp)
+	ADDQ(U32(uint64(64*k)), cp)
+	SUBQ(Imm(2), rem)
+	JMP(LabelRef("pair"))
+	Label("single")
+	TESTQ(rem, rem)
+	JZ(LabelRef("end"))
+	steps34(steps12(1))
+	Label("end")
+	for i := range acc {
+		VMOVUPD(acc[i], Mem{Base: ap, Disp: 32 * i})
+	}
+	for p := range vacc {
+		VMOVUPD(vacc[p], Mem{Base: vp, Disp: 32 * p})
+	}
+	VZEROUPPER()
+	RET()
+}

@@ -68,6 +68,11 @@ func main() {
 		dotsDenseCols(e)
 		accDenseCols(e)
 	}
+	for m := 1; m <= maxFusedM; m++ {
+		for k := 1; k <= maxFusedK; k++ {
+			fusedSmall(m, k)
+		}
+	}
 	Generate()
 }
 
