@@ -23,7 +23,10 @@ import "math"
 //
 // Columns are independent in steps 1 and 2, so a path may interleave them (the assembly works
 // on 8 dense or 4 sparse columns at a time, and updates 4 columns a vector); steps 3 and 4
-// accumulate in column order. The lane runs the steps on batches of columns (all h, then all
+// accumulate in column order. Only h_j[p] for p < K is read, so a path may leave h's pads 0.
+// A vector's lanes may hold components, columns (step 1 of the AVX-512 column-lane kernels) or
+// rows of A (their step 3): each lane still computes one value with the operations above, in
+// the order above. The lane runs the steps on batches of columns (all h, then all
 // updates, then A and V), which only regroups the same operations.
 
 // gramKernels are one path's implementations of the lane's steps. Every function has the
