@@ -6813,45 +6813,45 @@ TEXT ·dotsDenseColsF64AVX512(SB), NOSPLIT, $16-112
 	KMOVW AX, K1
 	MOVQ  $0x00000000, (SP)
 
-dc_group:
+dc_colgroup:
 	MOVQ $0x00000000, 8(SP)
 
-dc_chunk:
+dc_group:
 	MOVQ k+56(FP), AX
 	SUBQ 8(SP), AX
 	CMPQ AX, $0x01
-	JE   dc_c1
+	JE   dc_n1
 	CMPQ AX, $0x02
-	JE   dc_c2
+	JE   dc_n2
 	CMPQ AX, $0x03
-	JE   dc_c3
+	JE   dc_n3
 	CMPQ AX, $0x04
-	JE   dc_c4
+	JE   dc_n4
 	CMPQ AX, $0x05
-	JE   dc_c5
+	JE   dc_n5
 	CMPQ AX, $0x06
-	JE   dc_c6
+	JE   dc_n6
 	CMPQ AX, $0x07
-	JE   dc_c7
+	JE   dc_n7
 	CMPQ AX, $0x08
-	JE   dc_c8
+	JE   dc_n8
 	CMPQ AX, $0x09
-	JE   dc_c9
+	JE   dc_n9
 	CMPQ AX, $0x0a
-	JE   dc_c10
+	JE   dc_n10
 	CMPQ AX, $0x0b
-	JE   dc_c11
+	JE   dc_n11
 	CMPQ AX, $0x0c
-	JE   dc_c12
+	JE   dc_n12
 	CMPQ AX, $0x0d
-	JE   dc_c13
+	JE   dc_n13
 	CMPQ AX, $0x0e
-	JE   dc_c14
+	JE   dc_n14
 	CMPQ AX, $0x0f
-	JE   dc_c15
-	JMP  dc_c16
+	JE   dc_n15
+	JMP  dc_n16
 
-dc_c1:
+dc_n1:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -7049,10 +7049,10 @@ dc1_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c2:
+dc_n2:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -7267,10 +7267,10 @@ dc2_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c3:
+dc_n3:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -7502,10 +7502,10 @@ dc3_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c4:
+dc_n4:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -7754,10 +7754,10 @@ dc4_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c5:
+dc_n5:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -8023,10 +8023,10 @@ dc5_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c6:
+dc_n6:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -8309,10 +8309,10 @@ dc6_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c7:
+dc_n7:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -8612,10 +8612,10 @@ dc7_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c8:
+dc_n8:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -8932,10 +8932,10 @@ dc8_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c9:
+dc_n9:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -9320,10 +9320,10 @@ dc9_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c10:
+dc_n10:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -9725,10 +9725,10 @@ dc10_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c11:
+dc_n11:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -10147,10 +10147,10 @@ dc11_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c12:
+dc_n12:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -10586,10 +10586,10 @@ dc12_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c13:
+dc_n13:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -11042,10 +11042,10 @@ dc13_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c14:
+dc_n14:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -11515,10 +11515,10 @@ dc14_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c15:
+dc_n15:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -12005,10 +12005,10 @@ dc15_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c16:
+dc_n16:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -12512,14 +12512,14 @@ dc16_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 
 dc_done:
 	INCQ (SP)
 	MOVQ (SP), AX
 	MOVQ ngroups+72(FP), CX
 	CMPQ AX, CX
-	JL   dc_group
+	JL   dc_colgroup
 	VZEROUPPER
 	RET
 
@@ -12530,34 +12530,34 @@ TEXT ·accDenseColsF64AVX512(SB), NOSPLIT, $104-112
 	KMOVW AX, K1
 	MOVQ  $0x00000000, (SP)
 
-ac_chunk:
+ac_group:
 	MOVQ k+32(FP), AX
 	SUBQ (SP), AX
 	CMPQ AX, $0x01
-	JE   ac_c1
+	JE   ac_n1
 	CMPQ AX, $0x02
-	JE   ac_c2
+	JE   ac_n2
 	CMPQ AX, $0x03
-	JE   ac_c3
+	JE   ac_n3
 	CMPQ AX, $0x04
-	JE   ac_c4
+	JE   ac_n4
 	CMPQ AX, $0x05
-	JE   ac_c5
+	JE   ac_n5
 	CMPQ AX, $0x06
-	JE   ac_c6
+	JE   ac_n6
 	CMPQ AX, $0x07
-	JE   ac_c7
+	JE   ac_n7
 	CMPQ AX, $0x08
-	JE   ac_c8
+	JE   ac_n8
 	CMPQ AX, $0x09
-	JE   ac_c9
+	JE   ac_n9
 	CMPQ AX, $0x0a
-	JE   ac_c10
+	JE   ac_n10
 	CMPQ AX, $0x0b
-	JE   ac_c11
-	JMP  ac_c12
+	JE   ac_n11
+	JMP  ac_n12
 
-ac_c1:
+ac_n1:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 8(SP)
 
@@ -12684,10 +12684,10 @@ ac1_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c2:
+ac_n2:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 16(SP)
 
@@ -12835,10 +12835,10 @@ ac2_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c3:
+ac_n3:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 24(SP)
 
@@ -13007,10 +13007,10 @@ ac3_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c4:
+ac_n4:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 32(SP)
 
@@ -13200,10 +13200,10 @@ ac4_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c5:
+ac_n5:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 40(SP)
 
@@ -13414,10 +13414,10 @@ ac5_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c6:
+ac_n6:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 48(SP)
 
@@ -13649,10 +13649,10 @@ ac6_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c7:
+ac_n7:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 56(SP)
 
@@ -13905,10 +13905,10 @@ ac7_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c8:
+ac_n8:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 64(SP)
 
@@ -14182,10 +14182,10 @@ ac8_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c9:
+ac_n9:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 72(SP)
 
@@ -14480,10 +14480,10 @@ ac9_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c10:
+ac_n10:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 80(SP)
 
@@ -14799,10 +14799,10 @@ ac10_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c11:
+ac_n11:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 88(SP)
 
@@ -15139,10 +15139,10 @@ ac11_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c12:
+ac_n12:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 96(SP)
 
@@ -15500,7 +15500,7 @@ ac12_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 
 ac_done:
 	VZEROUPPER
@@ -15513,45 +15513,45 @@ TEXT ·dotsDenseColsF32AVX512(SB), NOSPLIT, $16-112
 	KMOVW AX, K1
 	MOVQ  $0x00000000, (SP)
 
-dc_group:
+dc_colgroup:
 	MOVQ $0x00000000, 8(SP)
 
-dc_chunk:
+dc_group:
 	MOVQ k+56(FP), AX
 	SUBQ 8(SP), AX
 	CMPQ AX, $0x01
-	JE   dc_c1
+	JE   dc_n1
 	CMPQ AX, $0x02
-	JE   dc_c2
+	JE   dc_n2
 	CMPQ AX, $0x03
-	JE   dc_c3
+	JE   dc_n3
 	CMPQ AX, $0x04
-	JE   dc_c4
+	JE   dc_n4
 	CMPQ AX, $0x05
-	JE   dc_c5
+	JE   dc_n5
 	CMPQ AX, $0x06
-	JE   dc_c6
+	JE   dc_n6
 	CMPQ AX, $0x07
-	JE   dc_c7
+	JE   dc_n7
 	CMPQ AX, $0x08
-	JE   dc_c8
+	JE   dc_n8
 	CMPQ AX, $0x09
-	JE   dc_c9
+	JE   dc_n9
 	CMPQ AX, $0x0a
-	JE   dc_c10
+	JE   dc_n10
 	CMPQ AX, $0x0b
-	JE   dc_c11
+	JE   dc_n11
 	CMPQ AX, $0x0c
-	JE   dc_c12
+	JE   dc_n12
 	CMPQ AX, $0x0d
-	JE   dc_c13
+	JE   dc_n13
 	CMPQ AX, $0x0e
-	JE   dc_c14
+	JE   dc_n14
 	CMPQ AX, $0x0f
-	JE   dc_c15
-	JMP  dc_c16
+	JE   dc_n15
+	JMP  dc_n16
 
-dc_c1:
+dc_n1:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -15745,10 +15745,10 @@ dc1_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c2:
+dc_n2:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -15959,10 +15959,10 @@ dc2_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c3:
+dc_n3:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -16190,10 +16190,10 @@ dc3_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c4:
+dc_n4:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -16438,10 +16438,10 @@ dc4_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c5:
+dc_n5:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -16703,10 +16703,10 @@ dc5_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c6:
+dc_n6:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -16985,10 +16985,10 @@ dc6_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c7:
+dc_n7:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -17284,10 +17284,10 @@ dc7_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c8:
+dc_n8:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -17600,10 +17600,10 @@ dc8_s0_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c9:
+dc_n9:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -17984,10 +17984,10 @@ dc9_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c10:
+dc_n10:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -18385,10 +18385,10 @@ dc10_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c11:
+dc_n11:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -18803,10 +18803,10 @@ dc11_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c12:
+dc_n12:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -19238,10 +19238,10 @@ dc12_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c13:
+dc_n13:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -19690,10 +19690,10 @@ dc13_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c14:
+dc_n14:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -20159,10 +20159,10 @@ dc14_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c15:
+dc_n15:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -20645,10 +20645,10 @@ dc15_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 	JMP  dc_done
 
-dc_c16:
+dc_n16:
 	MOVQ   8(SP), AX
 	MOVQ   kp+64(FP), CX
 	SHLQ   $0x03, CX
@@ -21148,14 +21148,14 @@ dc16_s8_done:
 	MOVQ 8(SP), AX
 	MOVQ k+56(FP), CX
 	CMPQ AX, CX
-	JL   dc_chunk
+	JL   dc_group
 
 dc_done:
 	INCQ (SP)
 	MOVQ (SP), AX
 	MOVQ ngroups+72(FP), CX
 	CMPQ AX, CX
-	JL   dc_group
+	JL   dc_colgroup
 	VZEROUPPER
 	RET
 
@@ -21166,34 +21166,34 @@ TEXT ·accDenseColsF32AVX512(SB), NOSPLIT, $104-112
 	KMOVW AX, K1
 	MOVQ  $0x00000000, (SP)
 
-ac_chunk:
+ac_group:
 	MOVQ k+32(FP), AX
 	SUBQ (SP), AX
 	CMPQ AX, $0x01
-	JE   ac_c1
+	JE   ac_n1
 	CMPQ AX, $0x02
-	JE   ac_c2
+	JE   ac_n2
 	CMPQ AX, $0x03
-	JE   ac_c3
+	JE   ac_n3
 	CMPQ AX, $0x04
-	JE   ac_c4
+	JE   ac_n4
 	CMPQ AX, $0x05
-	JE   ac_c5
+	JE   ac_n5
 	CMPQ AX, $0x06
-	JE   ac_c6
+	JE   ac_n6
 	CMPQ AX, $0x07
-	JE   ac_c7
+	JE   ac_n7
 	CMPQ AX, $0x08
-	JE   ac_c8
+	JE   ac_n8
 	CMPQ AX, $0x09
-	JE   ac_c9
+	JE   ac_n9
 	CMPQ AX, $0x0a
-	JE   ac_c10
+	JE   ac_n10
 	CMPQ AX, $0x0b
-	JE   ac_c11
-	JMP  ac_c12
+	JE   ac_n11
+	JMP  ac_n12
 
-ac_c1:
+ac_n1:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 8(SP)
 
@@ -21320,10 +21320,10 @@ ac1_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c2:
+ac_n2:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 16(SP)
 
@@ -21471,10 +21471,10 @@ ac2_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c3:
+ac_n3:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 24(SP)
 
@@ -21643,10 +21643,10 @@ ac3_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c4:
+ac_n4:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 32(SP)
 
@@ -21836,10 +21836,10 @@ ac4_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c5:
+ac_n5:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 40(SP)
 
@@ -22050,10 +22050,10 @@ ac5_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c6:
+ac_n6:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 48(SP)
 
@@ -22285,10 +22285,10 @@ ac6_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c7:
+ac_n7:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 56(SP)
 
@@ -22541,10 +22541,10 @@ ac7_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c8:
+ac_n8:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 64(SP)
 
@@ -22818,10 +22818,10 @@ ac8_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c9:
+ac_n9:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 72(SP)
 
@@ -23116,10 +23116,10 @@ ac9_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c10:
+ac_n10:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 80(SP)
 
@@ -23435,10 +23435,10 @@ ac10_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c11:
+ac_n11:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 88(SP)
 
@@ -23775,10 +23775,10 @@ ac11_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 	JMP  ac_done
 
-ac_c12:
+ac_n12:
 	MOVQ (SP), AX
 	MOVQ $0x00000000, 96(SP)
 
@@ -24136,7 +24136,7 @@ ac12_end:
 	MOVQ (SP), AX
 	MOVQ k+32(FP), CX
 	CMPQ AX, CX
-	JL   ac_chunk
+	JL   ac_group
 
 ac_done:
 	VZEROUPPER

@@ -112,32 +112,10 @@ func (s stride8) at(u, disp int) Mem {
 	return Mem{Base: s.r3, Index: s.stride, Scale: 4, Disp: disp}
 }
 
-// chunks runs body for chunks of up to maxc components of k: cp = min(maxc, k - p0), with the
-// chunk's first component p0 kept on the stack (the bodies need the registers).
+// chunks runs body for chunks of up to maxc components of k: cp = min(maxc, k - p0), k
+// reloaded from its parameter each time.
 func chunks(name string, maxc int, body func(cp int, p0 GPVirtual)) {
-	off := AllocLocal(8)
-	MOVQ(U32(0), off)
-	Label(name + "_chunk")
-	left := ld("k")
-	SUBQ(off, left)
-	for cp := 1; cp < maxc; cp++ {
-		CMPQ(left, Imm(uint64(cp)))
-		JE(LabelRef(fmt.Sprintf("%s_c%d", name, cp)))
-	}
-	JMP(LabelRef(fmt.Sprintf("%s_c%d", name, maxc)))
-	for cp := 1; cp <= maxc; cp++ {
-		Label(fmt.Sprintf("%s_c%d", name, cp))
-		p0 := GP64()
-		MOVQ(off, p0)
-		body(cp, p0)
-		ADDQ(U32(cp), off)
-		next := GP64()
-		MOVQ(off, next)
-		CMPQ(next, ld("k"))
-		JL(LabelRef(name + "_chunk"))
-		JMP(LabelRef(name + "_done"))
-	}
-	Label(name + "_done")
+	pieces(name, maxc, 1, func() Op { return ld("k") }, body)
 }
 
 // maxDotsChunk is the most components the column-lane dots keep in registers (16
@@ -161,7 +139,7 @@ func dotsDenseCols(e elemKind) {
 	KMOVW(tm.As32(), mask)
 	g := AllocLocal(8)
 	MOVQ(U32(0), g)
-	Label("dc_group")
+	Label("dc_colgroup")
 	chunks("dc", maxDotsChunk, func(cp int, p0 GPVirtual) {
 		pre := fmt.Sprintf("dc%d_", cp)
 		kb := ld("kp")
@@ -274,7 +252,7 @@ func dotsDenseCols(e elemKind) {
 	ng := GP64()
 	MOVQ(g, ng)
 	CMPQ(ng, ld("ngroups"))
-	JL(LabelRef("dc_group"))
+	JL(LabelRef("dc_colgroup"))
 	VZEROUPPER()
 	RET()
 }

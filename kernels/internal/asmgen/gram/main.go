@@ -257,26 +257,34 @@ func groups(name string, kb Op, body func(nch int, g0 GPVirtual)) {
 
 // groupsUpTo is groups with groups of up to maxChunks chunks.
 func groupsUpTo(name string, maxChunks int, kb Op, body func(nch int, g0 GPVirtual)) {
-	off := AllocLocal(8) // the group's byte offset lives on the stack: the bodies need the registers
+	pieces(name, maxChunks, 32, func() Op { return kb }, body)
+}
+
+// pieces runs body over [0, total) in pieces of up to maxn units of unit bytes (or values): n
+// = min(maxn, left/unit), with the piece's start kept on the stack (the bodies need the
+// registers). total is asked again wherever it is needed, so that it may be reloaded from a
+// parameter instead of holding a register.
+func pieces(name string, maxn int, unit uint64, total func() Op, body func(n int, start GPVirtual)) {
+	off := AllocLocal(8)
 	MOVQ(U32(0), off)
 	Label(name + "_group")
 	left := GP64()
-	MOVQ(kb, left)
+	MOVQ(total(), left)
 	SUBQ(off, left)
-	for nch := 1; nch < maxChunks; nch++ {
-		CMPQ(left, Imm(uint64(32*nch)))
-		JE(LabelRef(fmt.Sprintf("%s_n%d", name, nch)))
+	for n := 1; n < maxn; n++ {
+		CMPQ(left, Imm(unit*uint64(n)))
+		JE(LabelRef(fmt.Sprintf("%s_n%d", name, n)))
 	}
-	JMP(LabelRef(fmt.Sprintf("%s_n%d", name, maxChunks)))
-	for nch := 1; nch <= maxChunks; nch++ {
-		Label(fmt.Sprintf("%s_n%d", name, nch))
-		g0 := GP64()
-		MOVQ(off, g0)
-		body(nch, g0)
-		ADDQ(U32(32*nch), off)
+	JMP(LabelRef(fmt.Sprintf("%s_n%d", name, maxn)))
+	for n := 1; n <= maxn; n++ {
+		Label(fmt.Sprintf("%s_n%d", name, n))
+		start := GP64()
+		MOVQ(off, start)
+		body(n, start)
+		ADDQ(U32(unit*uint64(n)), off)
 		next := GP64()
 		MOVQ(off, next)
-		CMPQ(next, kb)
+		CMPQ(next, total())
 		JL(LabelRef(name + "_group"))
 		JMP(LabelRef(name + "_done"))
 	}
