@@ -119,6 +119,15 @@ func gramLaneScratch(m, k int) int { return 2*gramBatchCols*paddedK(k) + max(m*k
 // maxFusedM is the most rows of the fused small-shape kernels.
 const maxFusedM = 8
 
+// repeat4 sets dst[4i..4i+3] to src[i] (the broadcast copies of -G and 1/diag(G) that the
+// four-column update kernels read as vectors).
+func repeat4(dst, src []float64) {
+	dst = dst[:4*len(src)]
+	for i, g := range src {
+		dst[4*i], dst[4*i+1], dst[4*i+2], dst[4*i+3] = g, g, g, g
+	}
+}
+
 // widening is a lane's scratch for the widened values of a batch of a block stored as float32.
 type widening struct {
 	vals []float64
@@ -143,24 +152,16 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 	if kern.fused != nil && dn != nil && dn.Data != nil && kp == 4 && m <= maxFusedM {
 		extra := scratch[2*gramBatchCols*kp:]
 		g4, i4 := extra[:4*k*k], extra[4*k*k:4*k*k+4*k]
-		for i, g := range gneg[:k*k] {
-			g4[4*i], g4[4*i+1], g4[4*i+2], g4[4*i+3] = g, g, g, g
-		}
-		for i, g := range ginv[:k] {
-			i4[4*i], i4[4*i+1], i4[4*i+2], i4[4*i+3] = g, g, g, g
-		}
+		repeat4(g4, gneg[:k*k])
+		repeat4(i4, ginv[:k])
 		gramLaneFused(kern, dn, k, lo, hi, bp, gneg, ginv, g4, i4, c, a, v, h, cs, flag)
 		return
 	}
 	if cols := kern.cols; cols != nil && dn != nil && m >= colsMinRows && len(bp) >= colsRows(m)*kp {
 		at := scratch[2*gramBatchCols*kp : 2*gramBatchCols*kp+m*k]
-		for p := 0; p < k; p++ {
-			for i := range m {
-				at[p*m+i] = a[i*kp+p]
-			}
-		}
+		unpackRows(at, a, m, k) // at is A column-major: at[p*m+i] = A[i, p]
 		gramLaneCols(kern, cols, dn, k, lo, hi, bp, gneg, ginv, c, at, v, h, cs, ws, flag)
-		for p := 0; p < k; p++ {
+		for p := 0; p < k; p++ { // not packRows: a's pads keep their values
 			for i := range m {
 				a[i*kp+p] = at[p*m+i]
 			}

@@ -213,12 +213,8 @@ func updateAVX2Checked(h, cs, c, gneg, ginv []float64, k, kp, ncols int) {
 	if ncols >= 4 && k <= 4 {
 		var g4 [64]float64
 		var i4 [16]float64
-		for i, g := range gneg[:k*k] {
-			g4[4*i], g4[4*i+1], g4[4*i+2], g4[4*i+3] = g, g, g, g
-		}
-		for i, g := range ginv[:k] {
-			i4[4*i], i4[4*i+1], i4[4*i+2], i4[4*i+3] = g, g, g, g
-		}
+		repeat4(g4[:], gneg[:k*k])
+		repeat4(i4[:], ginv[:k])
 		n4 := ncols / 4
 		switch k { // direct calls, so that g4 and i4 stay on the stack
 		case 1:

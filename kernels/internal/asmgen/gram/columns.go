@@ -476,22 +476,7 @@ func fusedSmall(m, k int) {
 		}
 		// Step 2, as updateT4.
 		for g := 0; g < ng; g++ {
-			cb := 32 * k * g
-			cr := ymms(4)
-			for u := range cr {
-				if k*u+4 <= 4*k {
-					VMOVUPD(Mem{Base: cp, Disp: cb + 8*k*u}, cr[u])
-				} else {
-					shift := k*u - (4*k - 4)
-					VMOVUPD(Mem{Base: cp, Disp: cb + 8*(4*k-4)}, cr[u])
-					var imm uint64
-					for l := 0; l < 4; l++ {
-						imm |= uint64(min(l+shift, 3)) << (2 * l)
-					}
-					VPERMPD(Imm(imm), cr[u], cr[u])
-				}
-			}
-			cv[g] = transpose4E(cr)
+			cv[g] = transpose4E(loadCoefs4(cp, 32*k*g, k))
 		}
 		for p := 0; p < k; p++ {
 			for q := p; q < k; q++ {
@@ -512,30 +497,11 @@ func fusedSmall(m, k int) {
 			}
 		}
 		for g := 0; g < ng; g++ {
-			cb := 32 * k * g
 			for p := k; p < 4; p++ {
 				VXORPD(cv[g][p], cv[g][p], cv[g][p])
 			}
 			rows[g] = transpose4E(cv[g]) // rows[g][u] = column u's coefficients, pads 0
-			for u := range rows[g] {
-				if k*u+4 <= 4*k {
-					VMOVUPD(rows[g][u], Mem{Base: cp, Disp: cb + 8*k*u})
-					continue
-				}
-				lo := rows[g][u].AsX()
-				VMOVSD(lo, Mem{Base: cp, Disp: cb + 8*k*u})
-				if k > 1 {
-					VMOVHPD(lo, Mem{Base: cp, Disp: cb + 8*(k*u+1)})
-				}
-				if k > 2 {
-					hi := XMM()
-					VEXTRACTF64X2(Imm(1), rows[g][u], hi)
-					VMOVSD(hi, Mem{Base: cp, Disp: cb + 8*(k*u+2)})
-					if k > 3 {
-						VMOVHPD(hi, Mem{Base: cp, Disp: cb + 8*(k*u+3)})
-					}
-				}
-			}
+			storeCoefs4(rows[g], cp, 32*k*g, k, true)
 		}
 		return rows
 	}

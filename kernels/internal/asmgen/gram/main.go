@@ -979,24 +979,7 @@ func updateT4(k int) {
 		VMOVUPD(Mem{Base: hp, Disp: 32 * u}, hr[u])
 	}
 	hv := transpose4(hr)
-	cr := ymms(4)
-	for u := range cr {
-		if k*u+4 <= 4*k {
-			// Lanes past k read the next columns of the group: harmless, they become pads.
-			VMOVUPD(Mem{Base: cp, Disp: 8 * k * u}, cr[u])
-		} else {
-			// Near the group's end, load the group's last four values and rotate column u's k
-			// values down to lanes 0..k-1, so no load reads past the group.
-			shift := k*u - (4*k - 4)
-			VMOVUPD(Mem{Base: cp, Disp: 8 * (4*k - 4)}, cr[u])
-			var imm uint64
-			for l := 0; l < 4; l++ {
-				imm |= uint64(min(l+shift, 3)) << (2 * l)
-			}
-			VPERMPD(Imm(imm), cr[u], cr[u])
-		}
-	}
-	cv := transpose4(cr)
+	cv := transpose4(loadCoefs4(cp, 0, k))
 	for p := 0; p < k; p++ {
 		for q := p; q < k; q++ {
 			VFMADD231PD(Mem{Base: gn, Disp: 32 * (p*k + q)}, cv[q], hv[p])
@@ -1016,28 +999,7 @@ func updateT4(k int) {
 	for u := range rows {
 		VMOVUPD(rows[u], Mem{Base: csp, Disp: 32 * u})
 	}
-	// Rows into c (k values each): a full 4-wide store spills its pads into the next columns,
-	// which is harmless while a later store of this group rewrites them; near the group's end the
-	// k values are stored one by one.
-	for u := range rows {
-		if k*u+4 <= 4*k {
-			VMOVUPD(rows[u], Mem{Base: cp, Disp: 8 * k * u})
-			continue
-		}
-		lo := rows[u].AsX()
-		VMOVSD(lo, Mem{Base: cp, Disp: 8 * k * u})
-		if k > 1 {
-			VMOVHPD(lo, Mem{Base: cp, Disp: 8 * (k*u + 1)})
-		}
-		if k > 2 {
-			hi := XMM()
-			VEXTRACTF128(Imm(1), rows[u], hi)
-			VMOVSD(hi, Mem{Base: cp, Disp: 8 * (k*u + 2)})
-			if k > 3 {
-				VMOVHPD(hi, Mem{Base: cp, Disp: 8 * (k*u + 3)})
-			}
-		}
-	}
+	storeCoefs4(rows, cp, 0, k, false)
 	ADDQ(Imm(128), hp)
 	ADDQ(Imm(128), csp)
 	ADDQ(Imm(uint64(32*k)), cp)
@@ -1306,4 +1268,58 @@ func updateT4Any() {
 	JNZ(LabelRef("group"))
 	VZEROUPPER()
 	RET()
+}
+
+// loadCoefs4 loads the k coefficients of each of the four columns of a group at base+disp (k
+// values a column, contiguous) into four vectors, column u's values in lanes 0..k-1. Lanes
+// past k hold the next columns' values (pads to the caller); no load reads past the group.
+func loadCoefs4(base Register, disp, k int) []VecVirtual {
+	cr := ymms(4)
+	for u := range cr {
+		if k*u+4 <= 4*k {
+			VMOVUPD(Mem{Base: base, Disp: disp + 8*k*u}, cr[u])
+			continue
+		}
+		// Near the group's end, load the group's last four values and rotate column u's k
+		// values down to lanes 0..k-1.
+		shift := k*u - (4*k - 4)
+		VMOVUPD(Mem{Base: base, Disp: disp + 8*(4*k-4)}, cr[u])
+		var imm uint64
+		for l := 0; l < 4; l++ {
+			imm |= uint64(min(l+shift, 3)) << (2 * l)
+		}
+		VPERMPD(Imm(imm), cr[u], cr[u])
+	}
+	return cr
+}
+
+// storeCoefs4 stores lanes 0..k-1 of rows[u] as column u's k coefficients at base+disp. A full
+// 4-wide store spills its pads into the next columns, which is harmless while a later store of
+// the group rewrites them; near the group's end the k values are stored one by one. With evex
+// every instruction is EVEX-encodable (AVX-512 code, whose rows may be any of the 32 vector
+// registers); without, VEX only (AVX2 code).
+func storeCoefs4(rows []VecVirtual, base Register, disp, k int, evex bool) {
+	for u := range rows {
+		if k*u+4 <= 4*k {
+			VMOVUPD(rows[u], Mem{Base: base, Disp: disp + 8*k*u})
+			continue
+		}
+		lo := rows[u].AsX()
+		VMOVSD(lo, Mem{Base: base, Disp: disp + 8*k*u})
+		if k > 1 {
+			VMOVHPD(lo, Mem{Base: base, Disp: disp + 8*(k*u+1)})
+		}
+		if k > 2 {
+			hi := XMM()
+			if evex {
+				VEXTRACTF64X2(Imm(1), rows[u], hi)
+			} else {
+				VEXTRACTF128(Imm(1), rows[u], hi)
+			}
+			VMOVSD(hi, Mem{Base: base, Disp: disp + 8*(k*u+2)})
+			if k > 3 {
+				VMOVHPD(hi, Mem{Base: base, Disp: disp + 8*(k*u+3)})
+			}
+		}
+	}
 }
