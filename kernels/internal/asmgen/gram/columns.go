@@ -430,14 +430,8 @@ func fusedSmall(m, k int) {
 		"on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.")
 	ap := ldBase("a")
 	vp := ldBase("v")
-	acc := ymms(m)
-	for i := range acc {
-		VMOVUPD(Mem{Base: ap, Disp: 32 * i}, acc[i])
-	}
-	vacc := ymms(k)
-	for p := range vacc {
-		VMOVUPD(Mem{Base: vp, Disp: 32 * p}, vacc[p])
-	}
+	acc := loadYMMs(ap, m)
+	vacc := loadYMMs(vp, k)
 	xp := ldBase("x")
 	bpp := ldBase("bp")
 	gn := ldBase("gneg4")
@@ -535,12 +529,8 @@ func fusedSmall(m, k int) {
 	JZ(LabelRef("end"))
 	steps34(steps12(1))
 	Label("end")
-	for i := range acc {
-		VMOVUPD(acc[i], Mem{Base: ap, Disp: 32 * i})
-	}
-	for p := range vacc {
-		VMOVUPD(vacc[p], Mem{Base: vp, Disp: 32 * p})
-	}
+	storeYMMs(acc, ap)
+	storeYMMs(vacc, vp)
 	VZEROUPPER()
 	RET()
 }

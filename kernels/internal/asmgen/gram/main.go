@@ -901,14 +901,8 @@ func accDenseVRegs(m, k int) {
 	Doc(fmt.Sprintf("accDenseVM%dK%dAVX2 is accDenseGo then accVGo for m = %d, k = %d (kp = 4) on AVX2+FMA, A and V in registers. ncols >= 1.", m, k, m, k))
 	ap := Load(Param("a").Base(), GP64())
 	vp := Load(Param("v").Base(), GP64())
-	acc := ymms(m)
-	for i := range acc {
-		VMOVUPD(Mem{Base: ap, Disp: 32 * i}, acc[i])
-	}
-	vacc := ymms(k)
-	for p := range vacc {
-		VMOVUPD(Mem{Base: vp, Disp: 32 * p}, vacc[p])
-	}
+	acc := loadYMMs(ap, m)
+	vacc := loadYMMs(vp, k)
 	xp := Load(Param("x").Base(), GP64())
 	csp := Load(Param("cs").Base(), GP64())
 	rem := Load(Param("ncols"), GP64())
@@ -929,12 +923,8 @@ func accDenseVRegs(m, k int) {
 	ADDQ(Imm(32), csp)
 	DECQ(rem)
 	JNZ(LabelRef("col"))
-	for i := range acc {
-		VMOVUPD(acc[i], Mem{Base: ap, Disp: 32 * i})
-	}
-	for p := range vacc {
-		VMOVUPD(vacc[p], Mem{Base: vp, Disp: 32 * p})
-	}
+	storeYMMs(acc, ap)
+	storeYMMs(vacc, vp)
 	VZEROUPPER()
 	RET()
 }
@@ -1321,5 +1311,21 @@ func storeCoefs4(rows []VecVirtual, base Register, disp, k int, evex bool) {
 				VMOVHPD(hi, Mem{Base: base, Disp: disp + 8*(k*u+3)})
 			}
 		}
+	}
+}
+
+// loadYMMs loads n consecutive 4-double vectors from base into new registers.
+func loadYMMs(base Register, n int) []VecVirtual {
+	r := ymms(n)
+	for i := range r {
+		VMOVUPD(Mem{Base: base, Disp: 32 * i}, r[i])
+	}
+	return r
+}
+
+// storeYMMs stores rs as consecutive 4-double vectors at base.
+func storeYMMs(rs []VecVirtual, base Register) {
+	for i, r := range rs {
+		VMOVUPD(r, Mem{Base: base, Disp: 32 * i})
 	}
 }
