@@ -44,12 +44,31 @@ func (e *CapacityError) Error() string {
 		e.Members, members, FormatBytes(e.Offered), FormatBytes(e.LargestOffer), e.LargestNode)
 }
 
-// LoadBound caps the shards a candidate gets at LoadBound times its capacity's share of them
-// (rounded up): pure rendezvous hashing leaves a member of three without any of 6 shards a
-// quarter of the time, and a job runs at the pace of its most loaded member. The bound keeps
-// that within 25% of an even split, at the price of a few more moves when members come and go
-// (see TestPlaceStability).
+// LoadBound caps the shards a candidate gets at LoadBound times its capacity's share of them,
+// rounded down, or at its share rounded up when that is more: pure rendezvous hashing leaves a
+// member of three without any of 6 shards a quarter of the time, and a job runs at the pace of
+// its most loaded member. The bound keeps that within 25% of an even split (6 shards on 3
+// equal members: 2 each), at the price of a few more moves when members come and go (see
+// TestPlaceStability). The same factor sets a floor: while there are shards enough, a candidate
+// whose share is one shard or more gets at least one, and at least its share divided by
+// LoadBound, rounded down (4 shards on 3 equal members: 2, 1 and 1; no member is left idle
+// while another holds two).
 const LoadBound = 1.25
+
+// loadLimits returns the fewest and the most shards each candidate should get by LoadBound.
+func loadLimits(shards int, candidates []Candidate) (least, most []int) {
+	total := 0
+	for _, c := range candidates {
+		total += c.Capacity
+	}
+	least, most = make([]int, len(candidates)), make([]int, len(candidates))
+	for i, c := range candidates {
+		share := float64(shards) * float64(c.Capacity) / float64(total)
+		most[i] = max(1, int(math.Ceil(share)), int(math.Floor(LoadBound*share)))
+		least[i] = min(int(math.Floor(share)), max(1, int(math.Floor(share/LoadBound))))
+	}
+	return least, most
+}
 
 // Place assigns each shard s (0..len(shardBytes)-1) of job to a candidate by capacity-weighted
 // rendezvous (highest random weight) hashing and returns, for each shard, the index of its
@@ -58,8 +77,10 @@ const LoadBound = 1.25
 // For shard s, candidate c scores -c.Capacity / ln(u), where u in (0,1) comes from a
 // well-mixed 64-bit hash of (job, s, c.Name). Shards are taken in id order and each goes to
 // the best-scoring candidate (ties broken by name) whose remaining memory still holds
-// shardBytes[s] and that has fewer shards than its LoadBound (or, when no such candidate has
-// the memory, the best-scoring one that has). The result depends only on the set of candidates, not their order, and
+// shardBytes[s] and that has fewer shards than its most by LoadBound (or, when no such
+// candidate has the memory, the best-scoring one that has); once the shards left are only
+// enough to bring every candidate up to its least by LoadBound, they go to the candidates
+// below it. The result depends only on the set of candidates, not their order, and
 // adding or removing a candidate moves only the shards that the change forces to move (as
 // long as memory does not run short). It needs the same build on every node that must agree
 // (floating point is involved).
@@ -94,26 +115,25 @@ func Place(job string, shardBytes []int64, candidates []Candidate) ([]int, error
 		}
 	}
 
-	// Bounded loads: no candidate takes more than LoadBound times its share of the shards.
-	total := 0
-	for _, c := range candidates {
-		total += c.Capacity
-	}
-	limit := make([]int, len(candidates))
+	// Bounded loads: no candidate takes more than its most, and none is left below its least
+	// while shards remain to bring it there.
+	least, most := loadLimits(len(shardBytes), candidates)
 	count := make([]int, len(candidates))
-	for i, c := range candidates {
-		limit[i] = max(1, int(math.Ceil(LoadBound*float64(len(shardBytes))*float64(c.Capacity)/float64(total))))
+	deficit := 0
+	for _, l := range least {
+		deficit += l
 	}
 	out := make([]int, len(shardBytes))
 	for s, need := range shardBytes {
 		sh := mix64(uint64(s) ^ 0x6a09e667f3bcc909)
 		best := -1
-		// The load bound gives way to memory: a shard that fits only on loaded candidates
+		// The load bounds give way to memory: a shard that fits only on loaded candidates
 		// goes to the best of those.
+		short := deficit >= len(shardBytes)-s // the shards left only fill the floors
 		for _, bounded := range []bool{true, false} {
 			bestScore := 0.0
 			for i, c := range candidates {
-				if remaining[i] < need || bounded && count[i] >= limit[i] {
+				if remaining[i] < need || bounded && (count[i] >= most[i] || short && count[i] >= least[i]) {
 					continue
 				}
 				score := weight(c.Capacity, mix64(base[i]^sh))
@@ -130,6 +150,9 @@ func Place(job string, shardBytes []int64, candidates []Candidate) ([]int, error
 		}
 		out[s] = best
 		remaining[best] -= need
+		if count[best] < least[best] {
+			deficit--
+		}
 		count[best]++
 	}
 	return out, nil

@@ -330,7 +330,9 @@ func TestFormatBytes(t *testing.T) {
 }
 
 // TestPlaceLoadBound: whatever the job id, no member gets more than LoadBound times its share
-// of a job's shards (rounded up), which pure rendezvous hashing would not ensure for few shards.
+// of a job's shards (or its share rounded up, when that is more), nor, while there are shards
+// enough, fewer than its share divided by LoadBound; pure rendezvous hashing ensures neither
+// for few shards.
 func TestPlaceLoadBound(t *testing.T) {
 	cands := []Candidate{{"a", 1, 1 << 40}, {"b", 1, 1 << 40}, {"c", 2, 1 << 40}}
 	for _, p := range []int{1, 2, 4, 6, 8, 24, 100} {
@@ -346,10 +348,47 @@ func TestPlaceLoadBound(t *testing.T) {
 				count[i]++
 			}
 			for i, c := range cands {
-				limit := max(1, int(math.Ceil(LoadBound*float64(p)*float64(c.Capacity)/4)))
-				if count[i] > limit {
-					t.Fatalf("%s, %d shards: %s got %d, bound %d", job, p, c.Name, count[i], limit)
+				share := float64(p) * float64(c.Capacity) / 4
+				most := max(1, int(math.Ceil(share)), int(math.Floor(LoadBound*share)))
+				least := min(int(math.Floor(share)), max(1, int(math.Floor(share/LoadBound))))
+				if count[i] > most || count[i] < least {
+					t.Fatalf("%s, %d shards: %s got %d, want %d to %d", job, p, c.Name, count[i], least, most)
 				}
+			}
+		}
+	}
+}
+
+// TestPlaceEven: on equal members a job's shards are spread as evenly as LoadBound asks, for
+// every job id: no member idle while another holds two, none above the share rounded up.
+func TestPlaceEven(t *testing.T) {
+	tests := []struct {
+		members, shards int
+		want            []int // counts, sorted
+	}{
+		{3, 2, []int{0, 1, 1}},
+		{3, 3, []int{1, 1, 1}},
+		{3, 4, []int{1, 1, 2}},
+		{3, 5, []int{1, 2, 2}},
+		{3, 6, []int{2, 2, 2}},
+		{4, 6, []int{1, 1, 2, 2}},
+		{2, 5, []int{2, 3}},
+		{8, 9, []int{1, 1, 1, 1, 1, 1, 1, 2}},
+	}
+	for _, tt := range tests {
+		cands := nodes(tt.members, 1, 1<<40)
+		for j := 0; j < 300; j++ {
+			at, err := Place(fmt.Sprintf("job-%d", j), make([]int64, tt.shards), cands)
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := make([]int, tt.members)
+			for _, i := range at {
+				count[i]++
+			}
+			slices.Sort(count)
+			if !slices.Equal(count, tt.want) {
+				t.Fatalf("%d shards on %d members, job-%d: counts %v, want %v", tt.shards, tt.members, j, count, tt.want)
 			}
 		}
 	}
