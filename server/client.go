@@ -2,13 +2,18 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"os/user"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -40,6 +45,10 @@ type ClientConfig struct {
 	Logger *slog.Logger
 	// Wait is how long to wait for a member to be seen (0: 10 s).
 	Wait time.Duration
+	// Reach is how long Connect keeps trying while no address of Cluster answers (nothing
+	// listens there, or it is not reached from here): a node that is starting gets that long
+	// to come up (0: DefaultReach). Connect then fails with an *UnreachableError.
+	Reach time.Duration
 	// Partition, when set, cuts the client's traffic to nodes on the other side of it
 	// (partition tests in one process).
 	Partition *cluster.Partition
@@ -57,18 +66,127 @@ type Client struct {
 }
 
 // TakeoverWait is how long a client waits, after the node coordinating its job left or died,
-// for a standby node to take the job over before it gives the job up.
-var TakeoverWait = 15 * time.Second
+// for a standby node to take the job over, or for the coordinator's node to come back, before
+// it gives the job up. A coordinator cut off from the client on the minority side of a
+// partition takes 10-16 s (more on a loaded machine) to declare the majority dead and pause,
+// and then waits for the partition to heal; when its standby is cut off with it, nobody takes
+// the job over, and a client that gave up before the heal would lose a job that goes on
+// (TestPartition). 30 s covers that; a job whose coordinator really died without a standby
+// is given up 30 s after the gossip declared it dead.
+var TakeoverWait = 30 * time.Second
 
-// Connect joins the cluster as a client.
+// DefaultReach is how long Connect keeps trying to reach a cluster at which nothing answers.
+const DefaultReach = 5 * time.Second
+
+// AddressError is Connect's error for a cluster address that is not the address of a gossip
+// port: no port, a port out of range, no host, a host name that does not resolve. Connect
+// has tried nothing.
+type AddressError struct {
+	Addr   string
+	Reason string
+}
+
+func (e *AddressError) Error() string {
+	return fmt.Sprintf("%s: %s; want IP:PORT, a member's gossip address", e.Addr, e.Reason)
+}
+
+// CheckAddress checks that addr has the form HOST:PORT of a gossip address (it does not look
+// the host up); the error is an *AddressError.
+func CheckAddress(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		reason := err.Error()
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			reason = ae.Err
+		}
+		return &AddressError{Addr: addr, Reason: reason}
+	}
+	if host == "" {
+		return &AddressError{Addr: addr, Reason: "no host"}
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return &AddressError{Addr: addr, Reason: fmt.Sprintf("port %q is not a number from 1 to 65535", port)}
+	}
+	return nil
+}
+
+// resolve looks up the host names of addrs (not IP addresses), so that a name that does not
+// resolve is told before anything is tried.
+func resolve(addrs []string) error {
+	for _, a := range addrs {
+		host, _, _ := net.SplitHostPort(a)
+		if net.ParseIP(host) != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := net.DefaultResolver.LookupHost(ctx, host)
+		cancel()
+		var de *net.DNSError
+		if errors.As(err, &de) && de.IsNotFound {
+			return &AddressError{Addr: a, Reason: fmt.Sprintf("host %s: %s", host, de.Err)}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: looking up %s: %w", a, host, err)
+		}
+	}
+	return nil
+}
+
+// UnreachableError is Connect's error when no address of the cluster answered for
+// ClientConfig.Reach: nothing listens there, or it is not reached from here.
+type UnreachableError struct {
+	Addrs []string
+	// Tried is how long Connect tried.
+	Tried time.Duration
+	// Reason is why the last attempt failed, e.g. "connection refused".
+	Reason string
+}
+
+func (e *UnreachableError) Error() string {
+	if e.Tried == 0 {
+		return fmt.Sprintf("nothing answered at %s (%s)", strings.Join(e.Addrs, ", "), e.Reason)
+	}
+	return fmt.Sprintf("nothing answered at %s (tried for %.1f s; %s)", strings.Join(e.Addrs, ", "), e.Tried.Seconds(), e.Reason)
+}
+
+// unreachedReason says in a few words why the seeds could not be connected to.
+func unreachedReason(errs []error) string {
+	var reasons []string
+	for _, err := range errs {
+		var r string
+		var ne net.Error
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			r = "connection refused"
+		case errors.As(err, &ne) && ne.Timeout():
+			r = "timed out"
+		case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+			r = "no route to host"
+		default:
+			r = err.Error()
+		}
+		if !slices.Contains(reasons, r) {
+			reasons = append(reasons, r)
+		}
+	}
+	return strings.Join(reasons, ", ")
+}
+
+// Connect joins the cluster as a client. A malformed address, or a host name that does not
+// resolve, is an *AddressError; if no address answers within cfg.Reach, the error is an
+// *UnreachableError.
 func Connect(cfg ClientConfig) (*Client, error) {
 	if len(cfg.Cluster) == 0 {
 		return nil, fmt.Errorf("--cluster: no address given")
 	}
 	for _, a := range cfg.Cluster {
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			return nil, fmt.Errorf("--cluster %q: want IP:PORT of a member's gossip (%v)", a, err)
+		if err := CheckAddress(a); err != nil {
+			return nil, err
 		}
+	}
+	if err := resolve(cfg.Cluster); err != nil {
+		return nil, err
 	}
 	host := cfg.Bind
 	if host == "" {
@@ -97,12 +215,28 @@ func Connect(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Members, err = cluster.Start(cluster.Config{Bind: net.JoinHostPort(host, "0"), Join: cfg.Cluster, SecretKey: cfg.GossipKey,
-		Logger: cfg.Logger, Meta: cluster.Meta{Role: cluster.RoleClient, Actor: c.Node.Address(), Started: time.Now().UnixNano()},
-		OnEvent: c.onEvent, Partition: cfg.Partition})
-	if err != nil {
-		c.Node.Close()
-		return nil, fmt.Errorf("joining the cluster at %v: %w", cfg.Cluster, err)
+	reach := cfg.Reach
+	if reach == 0 {
+		reach = DefaultReach
+	}
+	for start := time.Now(); ; {
+		c.Members, err = cluster.Start(cluster.Config{Bind: net.JoinHostPort(host, "0"), Join: cfg.Cluster, SecretKey: cfg.GossipKey,
+			Logger: cfg.Logger, Meta: cluster.Meta{Role: cluster.RoleClient, Actor: c.Node.Address(), Started: time.Now().UnixNano()},
+			OnEvent: c.onEvent, Partition: cfg.Partition})
+		if err == nil {
+			break
+		}
+		var je *cluster.JoinError
+		if !errors.As(err, &je) || je.Unreached == nil {
+			c.Node.Close()
+			return nil, fmt.Errorf("joining the cluster at %v: %w", cfg.Cluster, err)
+		}
+		// Nothing answered: try again until reach has passed (a node may be starting).
+		if tried := time.Since(start); tried >= reach {
+			c.Node.Close()
+			return nil, &UnreachableError{Addrs: cfg.Cluster, Tried: tried, Reason: unreachedReason(je.Unreached)}
+		}
+		time.Sleep(min(250*time.Millisecond, reach-time.Since(start)))
 	}
 	wait := cfg.Wait
 	if wait == 0 {
@@ -135,7 +269,7 @@ func localIPFor(addr string) (string, error) {
 	}
 	conn, err := net.Dial("udp", addr) // no packet is sent
 	if err != nil {
-		return "", fmt.Errorf("--cluster %s: no route to it: %w", addr, err)
+		return "", &UnreachableError{Addrs: []string{addr}, Reason: "no route to it from here: " + unreachedReason([]error{err})}
 	}
 	defer conn.Close()
 	return conn.LocalAddr().(*net.UDPAddr).IP.String(), nil
