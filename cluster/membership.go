@@ -417,16 +417,35 @@ func (m *Membership) join(seeds []string) error {
 		}
 		return nil
 	}
-	return joinError(seeds, errs)
+	return joinError(seeds, errs, nil)
 }
 
-// joinError is the error of a join that reached none of the seeds; errs says why, a line each.
-func joinError(seeds, errs []string) error {
-	msg := fmt.Sprintf("cluster: could not join the cluster through any seed of [%s]: %s", strings.Join(seeds, " "), strings.Join(errs, "; "))
+// JoinError is Start's error when no seed could be joined. Detect it with
+// errors.As(err, new(*JoinError)).
+type JoinError struct {
+	// Seeds are the seeds tried.
+	Seeds []string
+	// Errs says why each seed could not be joined, a line each, naming it.
+	Errs []string
+	// Unreached is set when no connection to any seed could be made: nothing listens there
+	// (refused), the address is not reached from here (time-out, no route), or its name does
+	// not resolve. It holds why, for each seed. It is nil when a seed answered and then
+	// refused this node (another gossip key, not a gossip port).
+	Unreached []error
+}
+
+func (e *JoinError) Error() string {
+	msg := fmt.Sprintf("cluster: could not join the cluster through any seed of [%s]: %s", strings.Join(e.Seeds, " "), strings.Join(e.Errs, "; "))
 	if strings.Contains(msg, "crypt") {
 		msg += " (do all nodes use the same gossip key?)"
 	}
-	return errors.New(msg)
+	return msg
+}
+
+// joinError is the error of a join that reached none of the seeds; errs says why, a line each,
+// and unreached, when no seed could be connected to, why not (see JoinError).
+func joinError(seeds, errs []string, unreached []error) error {
+	return &JoinError{Seeds: seeds, Errs: errs, Unreached: unreached}
 }
 
 // flatten turns a possibly multi-error into one line.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -133,6 +134,9 @@ type probeResult struct {
 	errs    []string           // why the seeds that did not answer failed, one line each
 	holder  *memberlist.Node   // the name's entry in the view, nil if absent
 	view    []*memberlist.Node // the view read
+	// unreached has, for each seed no connection could be made to, why; when every seed is
+	// such, no seed answered at all (see JoinError).
+	unreached []error
 }
 
 // probe reads a seed's view of the cluster (see Names): from the first seed that answers with
@@ -157,6 +161,8 @@ func probe(pp probeParams, seeds []string) (probeResult, error) {
 	if pp.partition != nil {
 		mc.Transport = &partitionedTransport{Transport: transport, self: func() string { return pp.self }, p: pp.partition}
 	}
+	dials := &dialRecorder{Transport: mc.Transport}
+	mc.Transport = dials
 	mc.Label = gossipLabel
 	mc.SecretKey = pp.key
 	mc.Logger = mlLog
@@ -173,12 +179,19 @@ func probe(pp probeParams, seeds []string) (probeResult, error) {
 	defer ml.Shutdown()
 	for _, seed := range seeds {
 		_, err := ml.Join([]string{seed})
+		connected, dialErr := dials.take()
 		nodes, ok := view.take()
 		if !ok {
 			if err == nil {
 				err = errors.New("no node reached")
 			}
 			res.errs = append(res.errs, seedError(seed, err))
+			if !connected {
+				if dialErr == nil {
+					dialErr = err // no dial: the address did not resolve
+				}
+				res.unreached = append(res.unreached, dialErr)
+			}
 			continue
 		}
 		res.reached, res.view = true, nodes
@@ -191,6 +204,38 @@ func probe(pp probeParams, seeds []string) (probeResult, error) {
 		res.holder = res.view[i]
 	}
 	return res, nil
+}
+
+// dialRecorder is the probe's transport: it notes whether a connection to the seed being
+// joined was made, and why not, so that a seed nothing answers at is told from one that
+// answered and refused.
+type dialRecorder struct {
+	memberlist.Transport
+	mu        sync.Mutex
+	connected bool
+	err       error
+}
+
+// DialTimeout implements memberlist.Transport.
+func (d *dialRecorder) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+	c, err := d.Transport.DialTimeout(addr, timeout)
+	d.mu.Lock()
+	if err == nil {
+		d.connected = true
+	} else {
+		d.err = err
+	}
+	d.mu.Unlock()
+	return c, err
+}
+
+// take returns and clears what was noted since the last take.
+func (d *dialRecorder) take() (connected bool, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	connected, err = d.connected, d.err
+	d.connected, d.err = false, nil
+	return connected, err
 }
 
 // seedError is one line saying why a seed could not be joined, naming it.
@@ -211,7 +256,11 @@ func (m *Membership) checkName(pp probeParams, seeds []string) error {
 		return err
 	}
 	if !res.reached {
-		return joinError(seeds, res.errs)
+		var unreached []error
+		if len(res.unreached) == len(seeds) {
+			unreached = res.unreached
+		}
+		return joinError(seeds, res.errs, unreached)
 	}
 	if e := m.rivalErr(); e != nil { // a member reached this node while it probed
 		return e

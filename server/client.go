@@ -86,13 +86,12 @@ type AddressError struct {
 	Reason string
 }
 
-func (e *AddressError) Error() string {
-	return fmt.Sprintf("%s: %s; want IP:PORT, a member's gossip address", e.Addr, e.Reason)
-}
+func (e *AddressError) Error() string { return e.Addr + ": " + e.Reason }
 
 // CheckAddress checks that addr has the form HOST:PORT of a gossip address (it does not look
 // the host up); the error is an *AddressError.
 func CheckAddress(addr string) error {
+	const want = "; want IP:PORT, a member's gossip address"
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		reason := err.Error()
@@ -100,13 +99,13 @@ func CheckAddress(addr string) error {
 		if errors.As(err, &ae) {
 			reason = ae.Err
 		}
-		return &AddressError{Addr: addr, Reason: reason}
+		return &AddressError{Addr: addr, Reason: reason + want}
 	}
 	if host == "" {
-		return &AddressError{Addr: addr, Reason: "no host"}
+		return &AddressError{Addr: addr, Reason: "no host" + want}
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-		return &AddressError{Addr: addr, Reason: fmt.Sprintf("port %q is not a number from 1 to 65535", port)}
+		return &AddressError{Addr: addr, Reason: fmt.Sprintf("port %q is not a number from 1 to 65535", port) + want}
 	}
 	return nil
 }
