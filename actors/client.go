@@ -320,7 +320,8 @@ func (a clientActor) Receive(ctx actor.Context) {
 			}
 		} else if j != nil {
 			select {
-			case j.progress <- kernels.Progress{Iteration: int(m.Iteration), Seconds: m.Seconds, Ratio: m.Ratio, Objective: m.Objective}:
+			case j.progress <- kernels.Progress{Iteration: int(m.Iteration), Seconds: m.Seconds, Ratio: m.Ratio, Objective: m.Objective,
+				RelErr2: m.RelErr2, RMSE: m.Rmse, InitSeconds: m.InitSeconds}:
 			default:
 			}
 		}
@@ -433,7 +434,7 @@ func (j *Job) assemble(m *messages.JobResult) (*Result, error) {
 	r.Initial, r.Objective, r.Residual, r.SqNormX, r.Seconds = m.Initial, m.Objective, m.Residual, m.SqNormX, m.Seconds
 	r.IterSeconds = m.IterSeconds
 	for _, h := range m.History {
-		r.History = append(r.History, kernels.HistoryPoint{Iteration: int(h.Iteration), Seconds: h.Seconds, Ratio: h.Ratio})
+		r.History = append(r.History, kernels.HistoryPoint{Iteration: int(h.Iteration), Seconds: h.Seconds, Ratio: h.Ratio, RelErr2: h.RelErr2, RMSE: h.Rmse})
 	}
 	r.Comm.InitCollectives, r.Comm.Collectives = int(m.InitCollectives), int(m.Collectives)
 	if r.Iterations > 0 {

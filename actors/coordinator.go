@@ -48,6 +48,8 @@ type coordinator struct {
 	shards   []*actor.PID
 	reducers []*actor.PID
 	placed   int
+	sqNormX  float64 // ||X||^2, summed in shard order once every shard is placed
+	sqNorms  []float64
 	running  bool
 	over     bool
 
@@ -266,6 +268,13 @@ func (c *coordinator) publish(state string, force bool) {
 	}
 	if c.initial > 0 {
 		info.Ratio = c.objective / c.initial
+	}
+	if h := c.history; len(h) > 1 {
+		info.RelErr2 = h[len(h)-1].RelErr2
+		from := h[max(len(h)-11, 0)]
+		if last := h[len(h)-1]; last.Seconds > from.Seconds {
+			info.Rate = float64(last.Iteration-from.Iteration) / (last.Seconds - from.Seconds)
+		}
 	}
 	c.node.board.set(info)
 }
@@ -551,6 +560,37 @@ func (c *coordinator) shape(spec *messages.JobSpec) (string, error) {
 	return src.Name(), nil
 }
 
+// freeMemory returns the bytes of job data each answering member (nil pongs are skipped) can
+// still take: its offer less its reservations, or, for the members of one machine, which
+// share its memory, the largest of their offers less all their reservations. A member
+// without a limit (Memory 0) can take any amount, and so can its machine.
+func freeMemory(pongs []*messages.Pong) []int64 {
+	offer, reserved := map[string]int64{}, map[string]int64{}
+	for _, p := range pongs {
+		if p == nil || p.Machine == "" {
+			continue
+		}
+		if o, seen := offer[p.Machine]; p.Memory <= 0 || seen && o <= 0 {
+			offer[p.Machine] = 0
+		} else {
+			offer[p.Machine] = max(o, p.Memory)
+		}
+		reserved[p.Machine] += p.Reserved
+	}
+	free := make([]int64, len(pongs))
+	for i, p := range pongs {
+		free[i] = math.MaxInt64
+		switch {
+		case p == nil:
+		case p.Machine != "" && offer[p.Machine] > 0:
+			free[i] = max(offer[p.Machine]-reserved[p.Machine], 0)
+		case p.Machine == "" && p.Memory > 0:
+			free[i] = max(p.Memory-p.Reserved, 0)
+		}
+	}
+	return free
+}
+
 // placeOnMembers places the job's shards on the cluster's live workers that answer a ping, by
 // capacity-weighted rendezvous hashing within the memory each has free. It fails the job when
 // the cluster cannot hold it.
@@ -564,16 +604,13 @@ func (c *coordinator) placeOnMembers(ctx actor.Context, need []int64) (func(int6
 	var cands []cluster.Candidate
 	var live []string
 	slots := int64(0) // shards the answering members take
+	free := freeMemory(pongs)
 	for i, p := range pongs {
 		if p == nil {
 			c.node.logger.Warn("member does not answer; not placing on it", slog.String("job", c.job), slog.String("member", workers[i].Name), slog.String("actor", addrs[i]))
 			continue
 		}
-		free := int64(math.MaxInt64)
-		if p.Memory > 0 {
-			free = max(p.Memory-p.Reserved, 0)
-		}
-		cands = append(cands, cluster.Candidate{Name: workers[i].Name, Capacity: int(max(p.Capacity, 1)), Memory: free})
+		cands = append(cands, cluster.Candidate{Name: workers[i].Name, Capacity: int(max(p.Capacity, 1)), Memory: free[i], Machine: p.Machine})
 		live = append(live, addrs[i])
 		if slots >= 0 && p.MaxShards > 0 {
 			slots += max(p.MaxShards-p.Shards, 0)
@@ -856,7 +893,23 @@ func (c *coordinator) onPlaced(ctx actor.Context, m *messages.Placed) {
 		return
 	}
 	c.placed++
+	if len(c.sqNorms) != len(c.shards) {
+		c.sqNorms = make([]float64, len(c.shards))
+	}
+	for i, s := range c.shards {
+		if m.Pid != nil && s.Address == m.Pid.Address && s.Id == m.Pid.Id {
+			c.sqNorms[i] = m.SqNormX
+		}
+	}
 	if c.placed < len(c.shards)+len(c.reducers) {
+		return
+	}
+	c.sqNormX = 0
+	for _, v := range c.sqNorms { // in shard order, as the driver sums: the same bits
+		c.sqNormX += v
+	}
+	if c.sqNormX == 0 {
+		c.fail(ctx, "input", kernels.ErrZeroMatrix.Error())
 		return
 	}
 	c.running = true
@@ -904,15 +957,18 @@ func (c *coordinator) onIteration(ctx actor.Context, m *messages.IterationDone) 
 		c.ft.recovering = nil
 	}
 	if len(c.history) == 0 {
-		c.history = append(c.history, &messages.HistoryPoint{Iteration: 0, Seconds: m.InitSeconds, Ratio: 1})
+		re, rmse := kernels.Errors(m.Initial, c.sqNormX, c.m, c.n)
+		c.history = append(c.history, &messages.HistoryPoint{Iteration: 0, Seconds: m.InitSeconds, Ratio: 1, RelErr2: re, Rmse: rmse})
 		c.lastSec = m.InitSeconds
 	}
 	ratio := kernels.Ratio(m.Objective, m.Initial)
-	c.history = append(c.history, &messages.HistoryPoint{Iteration: m.Iteration, Seconds: seconds, Ratio: ratio})
+	re, rmse := kernels.Errors(m.Objective, c.sqNormX, c.m, c.n)
+	c.history = append(c.history, &messages.HistoryPoint{Iteration: m.Iteration, Seconds: seconds, Ratio: ratio, RelErr2: re, Rmse: rmse})
 	c.iterSec = append(c.iterSec, seconds-c.lastSec)
 	c.lastSec = seconds
 	c.initial, c.objective = m.Initial, m.Objective
-	c.meter.send(ctx, c.client, &messages.Progress{JobId: c.job, Iteration: m.Iteration, Seconds: seconds, Ratio: ratio, Objective: m.Objective})
+	c.meter.send(ctx, c.client, &messages.Progress{JobId: c.job, Iteration: m.Iteration, Seconds: seconds, Ratio: ratio, Objective: m.Objective,
+		RelErr2: re, Rmse: rmse, InitSeconds: c.history[0].Seconds})
 	if m.Stop == "" {
 		c.autoCheckpoint(ctx, m.Iteration, seconds)
 	}
@@ -1083,7 +1139,7 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 	c.iterSec = c.iterSec[:min(int(resume), len(c.iterSec))]
 	c.ft.reported = map[int64]map[int64]bool{}
 	c.ft.askedAt, c.ft.ckptCost = 0, 0
-	c.running, c.placed, c.done, c.reducerDone = false, 0, map[int64]*messages.ShardDone{}, 0
+	c.running, c.placed, c.sqNormX, c.sqNorms, c.done, c.reducerDone = false, 0, 0, nil, map[int64]*messages.ShardDone{}, 0
 	c.timeUp = false
 	c.place(ctx, resume, at)
 }

@@ -485,7 +485,7 @@ func (h *host) status(ctx actor.Context) *messages.Pong {
 	sort.Strings(ids)
 	pong := &messages.Pong{Address: ctx.Self().Address, Jobs: int64(len(h.jobs)), Actors: int64(len(h.children)), JobIds: ids,
 		Memory: h.node.cfg.Memory, Reserved: h.node.mem.used(), Capacity: int64(max(h.node.cfg.Capacity, 1)), Threads: int64(h.node.pool.Workers()),
-		MaxShards: int64(h.node.cfg.MaxShards), Shards: int64(h.shards)}
+		MaxShards: int64(h.node.cfg.MaxShards), Shards: int64(h.shards), Machine: h.node.cfg.Machine}
 	if caller.Peer() {
 		pong.Drops = dropsSorted(h.node.Drops())
 	}

@@ -99,6 +99,10 @@ type NodeConfig struct {
 	// its placement weight (0 means 1). Both are reported in Pong.
 	Memory   int64
 	Capacity int
+	// Machine names the machine the node runs on (see server.MachineID), reported in Pong:
+	// nodes on one machine share its memory when shards are placed. Empty: a machine of its
+	// own.
+	Machine string
 	// DataDir is where the node keeps checkpoints (its own shards' and copies held for
 	// others); empty means a temporary directory removed when the node closes.
 	DataDir string

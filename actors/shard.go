@@ -289,6 +289,9 @@ func (s *shard) placed(ctx actor.Context, err error) {
 		placed.Error = fmt.Sprintf("shard %d on node %s: %v", s.a.Shard, ctx.Self().Address, err)
 	} else {
 		placed.Features, placed.Samples = int64(s.machineRows()), s.a.ColHi-s.a.ColLo
+		if s.x != nil {
+			placed.SqNormX = s.x.SqNorm()
+		}
 	}
 	ctx.Send(s.coordinator, placed)
 }

@@ -18,6 +18,10 @@ type Candidate struct {
 	Capacity int
 	// Memory is the number of bytes the candidate can hold (>= 0).
 	Memory int64
+	// Machine, when not empty, names the machine the candidate runs on: candidates on one
+	// machine share its memory, the smallest Memory among them (nodes on one machine each
+	// offer what the machine has free; together they cannot hold more).
+	Machine string
 }
 
 // CapacityError is returned by Place when some shard fits on no candidate.
@@ -93,7 +97,10 @@ func Place(job string, shardBytes []int64, candidates []Candidate) ([]int, error
 	}
 	seen := make(map[string]bool, len(candidates))
 	base := make([]uint64, len(candidates))
-	remaining := make([]int64, len(candidates))
+	// pool[i] is the memory candidate i draws on: its own, or its machine's shared one.
+	pool := make([]int, len(candidates))
+	remaining := make([]int64, 0, len(candidates))
+	machines := map[string]int{}
 	for i, c := range candidates {
 		switch {
 		case c.Name == "":
@@ -107,7 +114,16 @@ func Place(job string, shardBytes []int64, candidates []Candidate) ([]int, error
 		}
 		seen[c.Name] = true
 		base[i] = nameHash(job, c.Name)
-		remaining[i] = c.Memory
+		if j, ok := machines[c.Machine]; ok && c.Machine != "" {
+			pool[i] = j
+			remaining[j] = min(remaining[j], c.Memory)
+			continue
+		}
+		pool[i] = len(remaining)
+		remaining = append(remaining, c.Memory)
+		if c.Machine != "" {
+			machines[c.Machine] = pool[i]
+		}
 	}
 	for s, b := range shardBytes {
 		if b < 0 {
@@ -133,7 +149,7 @@ func Place(job string, shardBytes []int64, candidates []Candidate) ([]int, error
 		for _, bounded := range []bool{true, false} {
 			bestScore := 0.0
 			for i, c := range candidates {
-				if remaining[i] < need || bounded && (count[i] >= most[i] || short && count[i] >= least[i]) {
+				if remaining[pool[i]] < need || bounded && (count[i] >= most[i] || short && count[i] >= least[i]) {
 					continue
 				}
 				score := weight(c.Capacity, mix64(base[i]^sh))
@@ -149,7 +165,7 @@ func Place(job string, shardBytes []int64, candidates []Candidate) ([]int, error
 			return nil, newCapacityError(job, s, shardBytes, candidates)
 		}
 		out[s] = best
-		remaining[best] -= need
+		remaining[pool[best]] -= need
 		if count[best] < least[best] {
 			deficit--
 		}
@@ -190,8 +206,12 @@ func newCapacityError(job string, shard int, shardBytes []int64, candidates []Ca
 		e.Needed = satAdd(e.Needed, b)
 		e.LargestShard = max(e.LargestShard, b)
 	}
+	counted := map[string]bool{}
 	for i, c := range candidates {
-		e.Offered = satAdd(e.Offered, c.Memory)
+		if c.Machine == "" || !counted[c.Machine] {
+			e.Offered = satAdd(e.Offered, c.Memory) // a machine's shared memory once
+			counted[c.Machine] = true
+		}
 		if i == 0 || c.Memory > e.LargestOffer || c.Memory == e.LargestOffer && c.Name < e.LargestNode {
 			e.LargestOffer, e.LargestNode = c.Memory, c.Name
 		}

@@ -334,7 +334,7 @@ func TestFormatBytes(t *testing.T) {
 // enough, fewer than its share divided by LoadBound; pure rendezvous hashing ensures neither
 // for few shards.
 func TestPlaceLoadBound(t *testing.T) {
-	cands := []Candidate{{"a", 1, 1 << 40}, {"b", 1, 1 << 40}, {"c", 2, 1 << 40}}
+	cands := []Candidate{{Name: "a", Capacity: 1, Memory: 1 << 40}, {Name: "b", Capacity: 1, Memory: 1 << 40}, {Name: "c", Capacity: 2, Memory: 1 << 40}}
 	for _, p := range []int{1, 2, 4, 6, 8, 24, 100} {
 		need := make([]int64, p)
 		for j := 0; j < 200; j++ {
@@ -391,5 +391,35 @@ func TestPlaceEven(t *testing.T) {
 				t.Fatalf("%d shards on %d members, job-%d: counts %v, want %v", tt.shards, tt.members, j, count, tt.want)
 			}
 		}
+	}
+}
+
+// TestPlaceSharedMachine: candidates on one machine share its memory. Three nodes on a machine
+// with 10 GiB free, each offering those 10 GiB, hold 10 GiB of shards between them, not 30; a
+// node on a machine of its own keeps its own.
+func TestPlaceSharedMachine(t *testing.T) {
+	same := []Candidate{
+		{Name: "a", Capacity: 1, Memory: 10 * gib, Machine: "m1"},
+		{Name: "b", Capacity: 1, Memory: 10 * gib, Machine: "m1"},
+		{Name: "c", Capacity: 1, Memory: 12 * gib, Machine: "m1"},
+	}
+	if _, err := Place("fits", equalShards(5, 2*gib), same); err != nil {
+		t.Errorf("5 shards of 2 GiB on a machine with 10 GiB: %v", err)
+	}
+	_, err := Place("too-big", equalShards(6, 2*gib), same)
+	var ce *CapacityError
+	if !errors.As(err, &ce) {
+		t.Fatalf("6 shards of 2 GiB on one machine with 10 GiB: got %v, want a CapacityError", err)
+	}
+	if ce.Offered != 10*gib {
+		t.Errorf("the error counts %s offered, want the machine's 10 GiB once", FormatBytes(ce.Offered))
+	}
+	// The same nodes on machines of their own hold the 6 shards.
+	apart := slices.Clone(same)
+	for i := range apart {
+		apart[i].Machine = ""
+	}
+	if _, err := Place("too-big", equalShards(6, 2*gib), apart); err != nil {
+		t.Errorf("6 shards of 2 GiB on three machines: %v", err)
 	}
 }

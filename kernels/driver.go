@@ -23,12 +23,22 @@ type Config struct {
 	Threads int
 }
 
+// ErrZeroMatrix is returned by Run for an X without a nonzero value: its only factorization
+// is zero, and no error can be relative to it.
+var ErrZeroMatrix = errors.New("X has no nonzero value (every entry is 0): there is nothing to factorize")
+
 // Progress is reported after every iteration.
 type Progress struct {
 	Iteration int
 	Seconds   float64 // since the start of Run, including initialisation
-	Ratio     float64 // ||E_t||^2 / ||E_0||^2
-	Objective float64 // ||E_t||^2
+	// InitSeconds is how long the initialisation took (the Seconds of iteration 0): rates
+	// over iterations leave it out.
+	InitSeconds float64
+	Ratio       float64 // ||E_t||^2 / ||E_0||^2
+	Objective   float64 // ||E_t||^2
+	// RelErr2 is ||E_t||^2 / ||X||^2 and RMSE sqrt(||E_t||^2 / (M N)): the figures users
+	// compare across tools and initialisations (0 when ||X|| is not known).
+	RelErr2, RMSE float64
 }
 
 // HistoryPoint is one entry of a run's history (iteration 0 is the initial point).
@@ -36,6 +46,24 @@ type HistoryPoint struct {
 	Iteration int     `json:"iteration"`
 	Seconds   float64 `json:"seconds"`
 	Ratio     float64 `json:"objective_ratio"`
+	// RelErr2 is ||X - BC||^2 / ||X||^2, RMSE sqrt(||X - BC||^2 / (M N)), from the tracked
+	// objective.
+	RelErr2 float64 `json:"rel_err2"`
+	RMSE    float64 `json:"rmse"`
+}
+
+// Errors returns rel_err2 = objective / ||X||^2 and RMSE = sqrt(objective / (m n)) (0 where
+// ||X||^2 or m n is 0; a negative objective, from rounding of the Gram form near 0, counts
+// as 0).
+func Errors(objective, sqNormX float64, m, n int) (relErr2, rmse float64) {
+	objective = max(objective, 0)
+	if sqNormX > 0 {
+		relErr2 = objective / sqNormX
+	}
+	if m > 0 && n > 0 {
+		rmse = math.Sqrt(objective / (float64(m) * float64(n)))
+	}
+	return relErr2, rmse
 }
 
 // CommStats counts the collectives of a run, as the driver executed them.
@@ -166,12 +194,19 @@ func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progr
 	defer stopInterrupt()
 
 	res := &Result{M: m, N: n, K: cfg.K, Shards: p}
+	for _, b := range blocks {
+		res.SqNormX += b.SqNorm()
+	}
+	if res.SqNormX == 0 {
+		return nil, ErrZeroMatrix
+	}
 	stopper := NewStopper(cfg.Stop)
 	start := time.Now()
 	iterStart := start
 	steps := make([]Step, p)
 	errs := make([]error, p)
 	floats := 0
+	initSec := 0.0
 	var runErr error
 	for {
 		if err := ctx.Err(); err != nil {
@@ -198,19 +233,22 @@ func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progr
 			now := time.Now()
 			elapsed := now.Sub(start)
 			if first.Iteration == 1 {
-				res.History = append(res.History, HistoryPoint{Iteration: 0, Seconds: iterStart.Sub(start).Seconds(), Ratio: 1})
+				initSec = iterStart.Sub(start).Seconds()
+				re, rmse := Errors(first.Initial, res.SqNormX, m, n)
+				res.History = append(res.History, HistoryPoint{Iteration: 0, Seconds: initSec, Ratio: 1, RelErr2: re, RMSE: rmse})
 			}
 			res.Iterations = first.Iteration
 			res.Initial, res.Objective = first.Initial, first.Objective
 			ratio := Ratio(first.Objective, first.Initial)
-			res.History = append(res.History, HistoryPoint{Iteration: first.Iteration, Seconds: elapsed.Seconds(), Ratio: ratio})
+			re, rmse := Errors(first.Objective, res.SqNormX, m, n)
+			res.History = append(res.History, HistoryPoint{Iteration: first.Iteration, Seconds: elapsed.Seconds(), Ratio: ratio, RelErr2: re, RMSE: rmse})
 			res.IterSeconds = append(res.IterSeconds, now.Sub(iterStart).Seconds())
 			iterStart = now
 			for _, fn := range progress {
 				if fn == nil {
 					continue
 				}
-				fn(Progress{Iteration: first.Iteration, Seconds: elapsed.Seconds(), Ratio: ratio, Objective: first.Objective})
+				fn(Progress{Iteration: first.Iteration, Seconds: elapsed.Seconds(), InitSeconds: initSec, Ratio: ratio, Objective: first.Objective, RelErr2: re, RMSE: rmse})
 			}
 			if stop, why := stopper.Observe(first.Iteration, first.Objective, first.Initial, elapsed); stop {
 				res.StopReason = why
@@ -245,12 +283,11 @@ func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progr
 	res.B = append([]float64(nil), machines[0].Basis()...)
 	res.C = make([]float64, 0, cfg.K*n)
 	direct := runErr == nil || res.IterSeconds[len(res.IterSeconds)-1] < cancelResidualMax.Seconds()
-	for s, mc := range machines {
+	for _, mc := range machines {
 		res.C = append(res.C, mc.Coef()...)
 		if direct {
 			res.Residual += mc.LocalResidual()
 		}
-		res.SqNormX += blocks[s].SqNorm()
 	}
 	if !direct {
 		res.Residual = res.Objective

@@ -809,7 +809,11 @@ type JobInfo struct {
 	Ratio       float64                `protobuf:"fixed64,11,opt,name=ratio,proto3" json:"ratio,omitempty"`
 	Detached    bool                   `protobuf:"varint,12,opt,name=detached,proto3" json:"detached,omitempty"`
 	// State: "placing", "running", "recovering", "paused".
-	State         string `protobuf:"bytes,13,opt,name=state,proto3" json:"state,omitempty"`
+	State string `protobuf:"bytes,13,opt,name=state,proto3" json:"state,omitempty"`
+	// rel_err2 = objective / ||X||^2 at the last iteration; rate is iterations a second over
+	// the last ten (initialisation and recoveries left out when the history allows).
+	RelErr2       float64 `protobuf:"fixed64,14,opt,name=rel_err2,json=relErr2,proto3" json:"rel_err2,omitempty"`
+	Rate          float64 `protobuf:"fixed64,15,opt,name=rate,proto3" json:"rate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -935,6 +939,20 @@ func (x *JobInfo) GetState() string {
 	return ""
 }
 
+func (x *JobInfo) GetRelErr2() float64 {
+	if x != nil {
+		return x.RelErr2
+	}
+	return 0
+}
+
+func (x *JobInfo) GetRate() float64 {
+	if x != nil {
+		return x.Rate
+	}
+	return 0
+}
+
 // JobList answers ListJobs.
 type JobList struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1053,8 +1071,11 @@ type Pong struct {
 	// "cause=count"; only peers are told.
 	Drops []string `protobuf:"bytes,10,rep,name=drops,proto3" json:"drops,omitempty"`
 	// Most shards the node takes (0: no limit).
-	MaxShards     int64 `protobuf:"varint,11,opt,name=max_shards,json=maxShards,proto3" json:"max_shards,omitempty"`
-	Shards        int64 `protobuf:"varint,12,opt,name=shards,proto3" json:"shards,omitempty"`
+	MaxShards int64 `protobuf:"varint,11,opt,name=max_shards,json=maxShards,proto3" json:"max_shards,omitempty"`
+	Shards    int64 `protobuf:"varint,12,opt,name=shards,proto3" json:"shards,omitempty"`
+	// The machine the node runs on (empty: a machine of its own); nodes on one machine share
+	// its memory in placement.
+	Machine       string `protobuf:"bytes,13,opt,name=machine,proto3" json:"machine,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1171,6 +1192,13 @@ func (x *Pong) GetShards() int64 {
 		return x.Shards
 	}
 	return 0
+}
+
+func (x *Pong) GetMachine() string {
+	if x != nil {
+		return x.Machine
+	}
+	return ""
 }
 
 // HostStatus asks a host for its job actors; it answers with Pong.
@@ -1530,7 +1558,10 @@ type Placed struct {
 	CheckpointError string `protobuf:"bytes,8,opt,name=checkpoint_error,json=checkpointError,proto3" json:"checkpoint_error,omitempty"`
 	// Set when the shard already belongs to a later epoch (another coordinator took the job
 	// over): the sender is superseded and ends without a word to the client.
-	Superseded    uint64 `protobuf:"varint,9,opt,name=superseded,proto3" json:"superseded,omitempty"`
+	Superseded uint64 `protobuf:"varint,9,opt,name=superseded,proto3" json:"superseded,omitempty"`
+	// For shards: ||X_i||^2 of the block read (the coordinator sums them into ||X||^2 for the
+	// relative error it reports, and refuses a matrix without a nonzero value).
+	SqNormX       float64 `protobuf:"fixed64,10,opt,name=sq_norm_x,json=sqNormX,proto3" json:"sq_norm_x,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1624,6 +1655,13 @@ func (x *Placed) GetCheckpointError() string {
 func (x *Placed) GetSuperseded() uint64 {
 	if x != nil {
 		return x.Superseded
+	}
+	return 0
+}
+
+func (x *Placed) GetSqNormX() float64 {
+	if x != nil {
+		return x.SqNormX
 	}
 	return 0
 }
@@ -2296,7 +2334,12 @@ type Progress struct {
 	Objective float64                `protobuf:"fixed64,5,opt,name=objective,proto3" json:"objective,omitempty"`
 	// Warning, when set, is news the user should see although the job goes on: a checkpoint
 	// that failed (full disk), a recovery from a failure.
-	Warning       string `protobuf:"bytes,6,opt,name=warning,proto3" json:"warning,omitempty"`
+	Warning string `protobuf:"bytes,6,opt,name=warning,proto3" json:"warning,omitempty"`
+	// rel_err2 = objective / ||X||^2, rmse = sqrt(objective / (M N)), and how long the
+	// initialisation took (rates over iterations leave it out).
+	RelErr2       float64 `protobuf:"fixed64,7,opt,name=rel_err2,json=relErr2,proto3" json:"rel_err2,omitempty"`
+	Rmse          float64 `protobuf:"fixed64,8,opt,name=rmse,proto3" json:"rmse,omitempty"`
+	InitSeconds   float64 `protobuf:"fixed64,9,opt,name=init_seconds,json=initSeconds,proto3" json:"init_seconds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2371,6 +2414,27 @@ func (x *Progress) GetWarning() string {
 		return x.Warning
 	}
 	return ""
+}
+
+func (x *Progress) GetRelErr2() float64 {
+	if x != nil {
+		return x.RelErr2
+	}
+	return 0
+}
+
+func (x *Progress) GetRmse() float64 {
+	if x != nil {
+		return x.Rmse
+	}
+	return 0
+}
+
+func (x *Progress) GetInitSeconds() float64 {
+	if x != nil {
+		return x.InitSeconds
+	}
+	return 0
 }
 
 // Counters are one job actor's message accounting.
@@ -2879,10 +2943,13 @@ func (x *ResultAck) GetOwnerToken() string {
 
 // HistoryPoint is one entry of a job's history.
 type HistoryPoint struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Iteration     int64                  `protobuf:"varint,1,opt,name=iteration,proto3" json:"iteration,omitempty"`
-	Seconds       float64                `protobuf:"fixed64,2,opt,name=seconds,proto3" json:"seconds,omitempty"`
-	Ratio         float64                `protobuf:"fixed64,3,opt,name=ratio,proto3" json:"ratio,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Iteration int64                  `protobuf:"varint,1,opt,name=iteration,proto3" json:"iteration,omitempty"`
+	Seconds   float64                `protobuf:"fixed64,2,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	Ratio     float64                `protobuf:"fixed64,3,opt,name=ratio,proto3" json:"ratio,omitempty"`
+	// rel_err2 = ||X - BC||^2 / ||X||^2 and rmse = sqrt(||X - BC||^2 / (M N)).
+	RelErr2       float64 `protobuf:"fixed64,4,opt,name=rel_err2,json=relErr2,proto3" json:"rel_err2,omitempty"`
+	Rmse          float64 `protobuf:"fixed64,5,opt,name=rmse,proto3" json:"rmse,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2934,6 +3001,20 @@ func (x *HistoryPoint) GetSeconds() float64 {
 func (x *HistoryPoint) GetRatio() float64 {
 	if x != nil {
 		return x.Ratio
+	}
+	return 0
+}
+
+func (x *HistoryPoint) GetRelErr2() float64 {
+	if x != nil {
+		return x.RelErr2
+	}
+	return 0
+}
+
+func (x *HistoryPoint) GetRmse() float64 {
+	if x != nil {
+		return x.Rmse
 	}
 	return 0
 }
@@ -4406,7 +4487,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\vowner_token\x18\x02 \x01(\tR\n" +
 	"ownerToken\"\n" +
 	"\n" +
-	"\bListJobs\"\xdb\x02\n" +
+	"\bListJobs\"\x8a\x03\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12 \n" +
@@ -4421,12 +4502,14 @@ const file_didnmf_proto_rawDesc = "" +
 	" \x01(\x01R\tobjective\x12\x14\n" +
 	"\x05ratio\x18\v \x01(\x01R\x05ratio\x12\x1a\n" +
 	"\bdetached\x18\f \x01(\bR\bdetached\x12\x14\n" +
-	"\x05state\x18\r \x01(\tR\x05state\"H\n" +
+	"\x05state\x18\r \x01(\tR\x05state\x12\x19\n" +
+	"\brel_err2\x18\x0e \x01(\x01R\arelErr2\x12\x12\n" +
+	"\x04rate\x18\x0f \x01(\x01R\x04rate\"H\n" +
 	"\aJobList\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12#\n" +
 	"\x04jobs\x18\x02 \x03(\v2\x0f.didnmf.JobInfoR\x04jobs\"\x1c\n" +
 	"\x04Ping\x12\x14\n" +
-	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\"\xb2\x02\n" +
+	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\"\xcc\x02\n" +
 	"\x04Pong\x12\x14\n" +
 	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x12\n" +
@@ -4441,7 +4524,8 @@ const file_didnmf_proto_rawDesc = "" +
 	" \x03(\tR\x05drops\x12\x1d\n" +
 	"\n" +
 	"max_shards\x18\v \x01(\x03R\tmaxShards\x12\x16\n" +
-	"\x06shards\x18\f \x01(\x03R\x06shards\"\f\n" +
+	"\x06shards\x18\f \x01(\x03R\x06shards\x12\x18\n" +
+	"\amachine\x18\r \x01(\tR\amachine\"\f\n" +
 	"\n" +
 	"HostStatus\"\x86\x04\n" +
 	"\x0fShardAssignment\x12\x15\n" +
@@ -4477,7 +4561,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x06parent\x18\b \x01(\v2\v.didnmf.PidR\x06parent\x12-\n" +
 	"\vcoordinator\x18\t \x01(\v2\v.didnmf.PidR\vcoordinator\x12\x16\n" +
 	"\x06shards\x18\n" +
-	" \x01(\x03R\x06shards\"\x81\x02\n" +
+	" \x01(\x03R\x06shards\"\x9d\x02\n" +
 	"\x06Placed\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05actor\x18\x02 \x01(\tR\x05actor\x12\x1d\n" +
@@ -4489,7 +4573,9 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x10checkpoint_error\x18\b \x01(\tR\x0fcheckpointError\x12\x1e\n" +
 	"\n" +
 	"superseded\x18\t \x01(\x04R\n" +
-	"superseded\"Q\n" +
+	"superseded\x12\x1a\n" +
+	"\tsq_norm_x\x18\n" +
+	" \x01(\x01R\asqNormX\"Q\n" +
 	"\bStartJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x18\n" +
@@ -4546,14 +4632,17 @@ const file_didnmf_proto_rawDesc = "" +
 	"\ainitial\x18\x06 \x01(\x01R\ainitial\x12\x12\n" +
 	"\x04stop\x18\a \x01(\tR\x04stop\x12\x18\n" +
 	"\aseconds\x18\b \x01(\x01R\aseconds\x12!\n" +
-	"\finit_seconds\x18\t \x01(\x01R\vinitSeconds\"\xa7\x01\n" +
+	"\finit_seconds\x18\t \x01(\x01R\vinitSeconds\"\xf9\x01\n" +
 	"\bProgress\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\titeration\x18\x02 \x01(\x03R\titeration\x12\x18\n" +
 	"\aseconds\x18\x03 \x01(\x01R\aseconds\x12\x14\n" +
 	"\x05ratio\x18\x04 \x01(\x01R\x05ratio\x12\x1c\n" +
 	"\tobjective\x18\x05 \x01(\x01R\tobjective\x12\x18\n" +
-	"\awarning\x18\x06 \x01(\tR\awarning\"\xff\x01\n" +
+	"\awarning\x18\x06 \x01(\tR\awarning\x12\x19\n" +
+	"\brel_err2\x18\a \x01(\x01R\arelErr2\x12\x12\n" +
+	"\x04rmse\x18\b \x01(\x01R\x04rmse\x12!\n" +
+	"\finit_seconds\x18\t \x01(\x01R\vinitSeconds\"\xff\x01\n" +
 	"\bCounters\x12\x1a\n" +
 	"\bmessages\x18\x01 \x01(\x03R\bmessages\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12#\n" +
@@ -4604,11 +4693,13 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x05shard\x18\x03 \x01(\x03R\x05shard\x12\x14\n" +
 	"\x05chunk\x18\x04 \x01(\x05R\x05chunk\x12\x1f\n" +
 	"\vowner_token\x18\x05 \x01(\tR\n" +
-	"ownerToken\"\\\n" +
+	"ownerToken\"\x8b\x01\n" +
 	"\fHistoryPoint\x12\x1c\n" +
 	"\titeration\x18\x01 \x01(\x03R\titeration\x12\x18\n" +
 	"\aseconds\x18\x02 \x01(\x01R\aseconds\x12\x14\n" +
-	"\x05ratio\x18\x03 \x01(\x01R\x05ratio\"\x94\x05\n" +
+	"\x05ratio\x18\x03 \x01(\x01R\x05ratio\x12\x19\n" +
+	"\brel_err2\x18\x04 \x01(\x01R\arelErr2\x12\x12\n" +
+	"\x04rmse\x18\x05 \x01(\x01R\x04rmse\"\x94\x05\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\f\n" +
 	"\x01m\x18\x02 \x01(\x03R\x01m\x12\f\n" +

@@ -53,6 +53,10 @@ type Config struct {
 	// accepts (0: 80% of the memory available when it starts).
 	Capacity int
 	Memory   int64
+	// Machine names the machine the node runs on (MachineID for a real one): the nodes of one
+	// machine share its memory when shards are placed, whatever each offers. Empty: a
+	// machine of its own (tests that stand for several machines in one process).
+	Machine string
 	// Threads run the kernels (0: all cores); Pool, when set, is shared instead (in-process
 	// clusters).
 	Threads int
@@ -237,7 +241,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	ncfg := actors.NodeConfig{Host: host, Port: cfg.ActorPort, Pool: cfg.Pool, Threads: threads,
 		Logger: cfg.Logger, TLS: cfg.TLS, Insecure: cfg.TLS == nil, Members: members, Memory: cfg.Memory, Capacity: max(cfg.Capacity, 1),
-		DataDir: cfg.DataDir, CheckpointQuota: cfg.CheckpointQuota, Faults: cfg.Faults,
+		Machine: cfg.Machine, DataDir: cfg.DataDir, CheckpointQuota: cfg.CheckpointQuota, Faults: cfg.Faults,
 		Lease: cfg.Lease, MaxJobTime: cfg.MaxJobTime, MaxShards: cfg.MaxShards, MaxJobs: cfg.MaxJobs, Roots: s.roots}
 	if cfg.Partition != nil {
 		ncfg.Partition = cfg.Partition
@@ -363,6 +367,22 @@ func (s *Server) Close() {
 		s.unlock()
 	}
 	s.prof.stop()
+}
+
+// MachineID names this machine for placement (see Config.Machine): systemd's machine id,
+// else this boot's id, else the host name, else "" (a machine of its own).
+func MachineID() string {
+	for _, f := range []string{"/etc/machine-id", "/proc/sys/kernel/random/boot_id"} {
+		if b, err := os.ReadFile(f); err == nil {
+			if id := strings.TrimSpace(string(b)); id != "" && len(id) <= 128 {
+				return id
+			}
+		}
+	}
+	if h, err := os.Hostname(); err == nil {
+		return h
+	}
+	return ""
 }
 
 // AvailableMemory is the memory available to new work (MemAvailable), or 1 GiB when it
