@@ -1,12 +1,15 @@
 package matio
 
 import (
+	"bufio"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"strings"
 
 	"github.com/didnmf/didnmf/kernels"
 )
@@ -28,6 +31,35 @@ type idxSource struct {
 	data  []byte // nil once closed
 	dtype npyDtype
 	n, m  int
+	// h, w are the image height and width of a 3-D file (samples x rows x columns), else 0.
+	h, w int
+}
+
+// ImageShape returns the height and width of src's images: the last two dimensions of a 3-D
+// IDX file (the MNIST format), or of stacked ones that agree. ok is false for other sources.
+func ImageShape(src Source) (h, w int, ok bool) {
+	switch s := src.(type) {
+	case *idxSource:
+		return s.h, s.w, s.h > 0
+	case *stackSource:
+		for i, part := range s.srcs {
+			ph, pw, pok := ImageShape(part)
+			if !pok || i > 0 && (ph != h || pw != w) {
+				return 0, 0, false
+			}
+			h, w = ph, pw
+		}
+		return h, w, len(s.srcs) > 0
+	}
+	return 0, 0, false
+}
+
+// labelsHint suggests the images file next to a labels file of the MNIST distributions.
+func labelsHint(name string) string {
+	if i := strings.LastIndex(name, "labels-idx1"); i >= 0 {
+		return fmt.Sprintf(" (the images are in %s)", name[:i]+"images-idx3"+name[i+len("labels-idx1"):])
+	}
+	return ""
 }
 
 // openIDXStream reads an IDX file from r. rawSize is the file size of an uncompressed file
@@ -66,6 +98,10 @@ func openIDXStream(name string, r io.Reader, rawSize, compressed int64) (Source,
 	for _, d := range dims[1:] {
 		shape += fmt.Sprintf(" x %d", d)
 	}
+	if ndims == 1 {
+		// A vector (MNIST's labels): read as N x 1 it would factorize into nothing useful.
+		return nil, inputErrorf(name, "is a 1-D IDX file of %d values (labels?), not a matrix of samples x features: give an images file%s", dims[0], labelsHint(name))
+	}
 	m := int64(1)
 	for i, d := range dims {
 		if d == 0 {
@@ -103,7 +139,11 @@ func openIDXStream(name string, r io.Reader, rawSize, compressed int64) (Source,
 			return nil, err
 		}
 	}
-	return &idxSource{name: name, data: data, dtype: dtype, n: int(dims[0]), m: int(m)}, nil
+	src := &idxSource{name: name, data: data, dtype: dtype, n: int(dims[0]), m: int(m)}
+	if ndims == 3 {
+		src.h, src.w = int(dims[1]), int(dims[2])
+	}
+	return src, nil
 }
 
 func (s *idxSource) Name() string  { return s.name }
@@ -129,4 +169,47 @@ func (s *idxSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 		return nil, err
 	}
 	return shapeDense(d, layout), nil
+}
+
+// PeekImageShape reads only the headers of the given inputs and returns the height and width
+// of their images when every one is a 3-D IDX file (the MNIST format), readable here, and all
+// agree: what ImageShape would say of the opened, stacked inputs, without reading their data
+// (a client of a cluster whose nodes read the files).
+func PeekImageShape(specs []string) (h, w int, ok bool) {
+	for i, spec := range specs {
+		ph, pw, pok := peekIDXImage(spec)
+		if !pok || i > 0 && (ph != h || pw != w) {
+			return 0, 0, false
+		}
+		h, w = ph, pw
+	}
+	return h, w, len(specs) > 0
+}
+
+// peekIDXImage reads the IDX header of one file (through gzip) for its image shape.
+func peekIDXImage(path string) (h, w int, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, false
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return 0, 0, false
+		}
+		defer zr.Close()
+		r = zr
+	}
+	var head [16]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return 0, 0, false
+	}
+	if head[0] != 0 || head[1] != 0 || idxTypes[head[2]].size == 0 || head[3] != 3 {
+		return 0, 0, false
+	}
+	h, w = int(binary.BigEndian.Uint32(head[8:])), int(binary.BigEndian.Uint32(head[12:]))
+	return h, w, h > 0 && w > 0
 }

@@ -199,3 +199,22 @@ func (s *syntheticSource) Read(lo, hi int, layout Layout) (kernels.Block, error)
 	}
 	return shapeDense(d, layout), nil
 }
+
+// DefaultSeed returns spec with ",seed=SEED" added when it is a synthetic spec without a seed
+// key, and spec unchanged otherwise: the command line's --seed seeds synthetic data that does
+// not choose its own seed, and the spec that reaches the nodes of a cluster names it.
+func DefaultSeed(spec string, seed uint64) string {
+	body, ok := strings.CutPrefix(spec, syntheticPrefix)
+	if !ok {
+		return spec
+	}
+	for _, kv := range strings.Split(body, ",") {
+		if key, _, _ := strings.Cut(kv, "="); strings.TrimSpace(key) == "seed" {
+			return spec
+		}
+	}
+	if strings.TrimSpace(body) == "" {
+		return fmt.Sprintf("%sseed=%d", spec, seed)
+	}
+	return fmt.Sprintf("%s,seed=%d", spec, seed)
+}

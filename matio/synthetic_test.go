@@ -131,3 +131,31 @@ func TestSyntheticHugeLazy(t *testing.T) {
 		t.Errorf("a positive block read sparse under LayoutAuto")
 	}
 }
+
+func TestDefaultSeed(t *testing.T) {
+	tests := []struct{ spec, want string }{
+		{"synthetic:m=5,n=10,k=3", "synthetic:m=5,n=10,k=3,seed=7"},
+		{"synthetic:m=5,n=10,k=3,seed=2", "synthetic:m=5,n=10,k=3,seed=2"},
+		{"synthetic:seed=2,m=5,n=10,k=3", "synthetic:seed=2,m=5,n=10,k=3"},
+		{"synthetic:", "synthetic:seed=7"},
+		{"/data/x.npy", "/data/x.npy"},
+		{"synthetic:m=5,n=10,k=3,noise=0.1", "synthetic:m=5,n=10,k=3,noise=0.1,seed=7"},
+	}
+	for _, tt := range tests {
+		if got := DefaultSeed(tt.spec, 7); got != tt.want {
+			t.Errorf("DefaultSeed(%q, 7) = %q, want %q", tt.spec, got, tt.want)
+		}
+	}
+	// The seeded spec opens, and is the data of the spec that names the seed.
+	a, err := Open(DefaultSeed("synthetic:m=4,n=6,k=2", 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open("synthetic:m=4,n=6,k=2,seed=7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameData(denseData(mustRead(t, a, 0, 6, LayoutDense)), denseData(mustRead(t, b, 0, 6, LayoutDense))) {
+		t.Error("the default seed gives other data than the same seed given")
+	}
+}
