@@ -1,0 +1,85 @@
+package figures
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"gonum.org/v1/plot"
+)
+
+// logTicks marks a logarithmic axis with labels at 1, 2 and 5 times the powers of ten, or
+// more or fewer of the digits 1 to 9, so that at least three labels fall in the range; the
+// other digits get unlabelled ticks. Over more than 12 decades it labels some powers of ten
+// only. plot.LogTicks labels only powers of ten, which leaves a range such as 0.02 to 0.5
+// with one label.
+type logTicks struct{}
+
+var _ plot.Ticker = logTicks{}
+
+// Ticks returns the ticks of [lo, hi] (none unless 0 < lo <= hi < Inf).
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || !(hi >= lo) || math.IsInf(hi, 0) {
+		return nil
+	}
+	e0, e1 := int(math.Floor(math.Log10(lo))), int(math.Ceil(math.Log10(hi)))
+	var ticks []plot.Tick
+	if e1-e0 > 12 {
+		step := (e1 - e0 + 7) / 8
+		for e := e0; e <= e1; e++ {
+			if v := digitPow(1, e); e%step == 0 && v >= lo && v <= hi {
+				ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+			}
+		}
+		return ticks
+	}
+	sets := [][]bool{
+		{1: true},
+		{1: true, 2: true, 5: true},
+		{1: true, 2: true, 3: true, 5: true},
+		{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true},
+	}
+	var labelled []bool
+	for _, set := range sets {
+		labelled = set
+		n := 0
+		for e := e0; e <= e1; e++ {
+			for d := 1; d < len(set); d++ {
+				if v := digitPow(d, e); set[d] && v >= lo && v <= hi {
+					n++
+				}
+			}
+		}
+		if n >= 3 {
+			break
+		}
+	}
+	labels := 0
+	for e := e0; e <= e1; e++ {
+		for d := 1; d <= 9; d++ {
+			v := digitPow(d, e)
+			if v < lo || v > hi || v == 0 || math.IsInf(v, 0) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if d < len(labelled) && labelled[d] {
+				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+				labels++
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	if labels < 2 {
+		// A range inside one step of the digits (0.1286 to 0.1632: a run that starts
+		// close to where it ends) has at most one digit power: mark it as a linear axis
+		// would; the ticks stand where their values are on the log scale too.
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	return ticks
+}
+
+// digitPow is d·10^e, the float64 nearest to it (2e-2 is 0.02, not 2*0.01).
+func digitPow(d, e int) float64 {
+	v, _ := strconv.ParseFloat(fmt.Sprintf("%de%d", d, e), 64)
+	return v
+}

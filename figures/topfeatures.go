@@ -1,0 +1,145 @@
+package figures
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Layout of the top-features figure, in points (PNG pixels).
+const (
+	barPanelW      = 380
+	barPanelBase   = 80 // title, x axis and padding
+	barPerFeature  = 22
+	barMaxCols     = 4
+	barNameRunes   = 24
+	barThickness   = 14
+	barDefaultTop  = 10
+	barMaxTop      = 50
+	barFigureTitle = headerHeight
+)
+
+// TopIndices returns the top features of component i of the basis (m x k, row-major): the
+// indices of its top largest values, largest first, ties broken by the lower index. It returns
+// min(top, m) indices.
+func TopIndices(basis []float64, m, k, i, top int) []int {
+	top = max(0, min(top, m))
+	idx := make([]int, 0, top+1)
+	better := func(a, b int) bool { // a ranks above b
+		va, vb := basis[a*k+i], basis[b*k+i]
+		return va > vb || (va == vb && a < b) || (vb != vb && va == va) // NaN ranks last
+	}
+	for f := 0; f < m && top > 0; f++ {
+		if len(idx) == top && !better(f, idx[top-1]) {
+			continue
+		}
+		// Insert f in order (idx is short: top is small).
+		pos := len(idx)
+		for pos > 0 && better(f, idx[pos-1]) {
+			pos--
+		}
+		idx = append(idx, 0)
+		copy(idx[pos+1:], idx[pos:])
+		idx[pos] = f
+		if len(idx) > top {
+			idx = idx[:top]
+		}
+	}
+	return idx
+}
+
+// TopFeatures draws each component of the basis (m x k, row-major) as a horizontal bar chart
+// of its top features (TopIndices; top <= 0 means 10, at most 50), largest on top, titled
+// "component i" (0-based), four charts a row, the first MaxComponents components. Features
+// are labelled names[j] when names has m entries (cut to 24 characters), else "feature j"
+// (0-based). title heads the figure. Errors (a basis of the wrong length) wrap ErrInput.
+func TopFeatures(title string, basis []float64, m, k, top int, names []string) (*Figure, error) {
+	if m < 1 || k < 1 || len(basis)/k != m || len(basis)%k != 0 {
+		return nil, inputErrorf("basis of %d values for %d features x %d components", len(basis), m, k)
+	}
+	if top <= 0 {
+		top = barDefaultTop
+	}
+	top = min(top, barMaxTop, m)
+	if len(names) != m {
+		names = nil
+	}
+	shown := min(k, MaxComponents)
+	subtitle := fmt.Sprintf("the %d largest features of each component, largest on top", top)
+	if shown < k {
+		subtitle += fmt.Sprintf("; components 0-%d of %d", shown-1, k)
+	}
+	panels := make([]*plot.Plot, shown)
+	for i := range panels {
+		p, err := barPanel(basis, m, k, i, top, names)
+		if err != nil {
+			return nil, err
+		}
+		panels[i] = p
+	}
+	cols := min(shown, barMaxCols)
+	rows := (shown + cols - 1) / cols
+	panelH := barPanelBase + barPerFeature*top
+	W := vg.Length(max(cols*barPanelW+2*gridMargin, gridMinWidth))
+	H := vg.Length(barFigureTitle + rows*panelH + gridMargin)
+	x0 := (W - vg.Length(cols*barPanelW)) / 2
+	return &Figure{Width: W, Height: H, draw: func(c draw.Canvas) {
+		fill(c, color.White)
+		drawHeader(c, title, subtitle)
+		for i, p := range panels {
+			x := x0 + vg.Length((i%cols)*barPanelW)
+			y := vg.Length(barFigureTitle + (i/cols)*panelH)
+			p.Draw(rect(c, x+4, y, barPanelW-8, vg.Length(panelH)-8))
+		}
+	}}, nil
+}
+
+// barPanel is the bar chart of component i's top features.
+func barPanel(basis []float64, m, k, i, top int, names []string) (*plot.Plot, error) {
+	idx := TopIndices(basis, m, k, i, top)
+	// Bars go bottom-up: the largest is the last.
+	vals := make(plotter.Values, len(idx))
+	labels := make([]string, len(idx))
+	var hi float64
+	for n, f := range idx {
+		v := basis[f*k+i]
+		if !(v >= 0) || math.IsInf(v, 0) { // no bar for NaN, Inf or negative values
+			v = 0
+		}
+		vals[len(idx)-1-n] = v
+		hi = max(hi, v)
+		label := fmt.Sprintf("feature %d", f)
+		if names != nil && names[f] != "" {
+			label = truncate(names[f], barNameRunes)
+		}
+		labels[len(idx)-1-n] = label
+	}
+	title := fmt.Sprintf("component %d", i)
+	if hi == 0 {
+		title += " (zero)"
+	}
+	p := newPlot(title, "weight", "")
+	bars, err := plotter.NewBarChart(vals, barThickness)
+	if err != nil {
+		return nil, fmt.Errorf("figures: bar chart of component %d: %w", i, err)
+	}
+	bars.Horizontal = true
+	bars.Color = barColor
+	bars.LineStyle.Width = 0
+	p.Add(bars)
+	p.NominalY(labels...)
+	p.X.Min = 0
+	p.X.Max = min(hi*1.05, math.MaxFloat64)
+	switch {
+	case hi == 0:
+		p.X.Max = 1
+	case hi < 1e-300: // too small for the ticks to divide
+		p.X.Max = 1e-300
+	}
+	return p, nil
+}
