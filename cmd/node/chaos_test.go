@@ -766,7 +766,7 @@ func (r *jobRun) waitLine(t *testing.T, sub string, n int, limit time.Duration) 
 	}
 }
 
-var progressLine = regexp.MustCompile(`^iteration \d+: objective ratio \S+, \S+ it/s, ([0-9.]+) s$`)
+var progressLine = regexp.MustCompile(`^iteration \d+: rel_err2 \S+, RMSE \S+, \S+ it/s, ([0-9.]+) s$`)
 
 // jobStart estimates when the coordinator started the job (report.json's time 0) from the
 // progress lines: each came at least its seconds after the start.

@@ -383,8 +383,9 @@ func TestClusterRefusesTooLargeJob(t *testing.T) {
 		t.Skip("starts node processes")
 	}
 	isolateGossip(t)
-	a := startServe(t, "a", "--memory", "2MiB")
-	startServe(t, "b", "--memory", "2MiB", "--join", a.gossip)
+	// Two machines (their memory adds up; nodes on one machine would share it).
+	a := startServe(t, "a", "--memory", "2MiB", "--machine", "machine-a")
+	startServe(t, "b", "--memory", "2MiB", "--machine", "machine-b", "--join", a.gossip)
 	waitFor(t, "2 members", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip)) == 2 })
 	// 5 x 400000 dense doubles = 16 MB of X: more than 2 x 2 MiB.
 	code, text := runProc(t, "factorize", "--cluster", a.gossip, "--input", "synthetic:m=5,n=400000,k=3,seed=1", "--rank", "3",

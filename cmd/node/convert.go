@@ -23,7 +23,9 @@ func cmdConvert(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "npy", "npy: (samples, features) C order; npy-t: (features, samples), "+
 		"the same bytes in Fortran order, for tools that want samples as columns; raw: float64 little-endian, samples contiguous")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: node convert --input SPEC --out FILE [--format npy|npy-t|raw]\n\nflags:\n")
+		fmt.Fprintf(fs.Output(), "usage: node convert --input SPEC --out FILE [--format npy|npy-t|raw]\n\n"+
+			"writes an input (any format factorize reads, or a synthetic spec) as a dense float64 file, so that\n"+
+			"other tools can be run on the same data\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {

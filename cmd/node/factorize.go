@@ -15,9 +15,11 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/figures"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -26,25 +28,42 @@ import (
 
 // report is report.json.
 type report struct {
-	Algo          string   `json:"algo"`
-	Input         []string `json:"input"`
-	M             int      `json:"m"`
-	N             int      `json:"n"`
-	K             int      `json:"k"`
-	Shards        int      `json:"shards"`
-	Threads       int      `json:"threads"`
-	Init          string   `json:"init"`
-	Seed          uint64   `json:"seed"`
-	Tol           float64  `json:"tol"`
-	MaxIter       int      `json:"max_iter"`
-	Iterations    int      `json:"iterations"`
-	Seconds       float64  `json:"seconds"`
-	ObjectiveRat  float64  `json:"objective_ratio"`
-	RelErr2       float64  `json:"rel_err2"`
-	Converged     bool     `json:"converged"`
-	StopReason    string   `json:"stop_reason"`
-	Collectives   float64  `json:"collectives_per_iteration"`
-	FloatsPerIter float64  `json:"floats_per_iteration,omitempty"`
+	Algo       string   `json:"algo"`
+	Input      []string `json:"input"`
+	M          int      `json:"m"`
+	N          int      `json:"n"`
+	K          int      `json:"k"`
+	Shards     int      `json:"shards"`
+	Threads    int      `json:"threads"`
+	Init       string   `json:"init"`
+	Seed       uint64   `json:"seed"`
+	Tol        float64  `json:"tol"`
+	MaxIter    int      `json:"max_iter"`
+	StallTol   float64  `json:"stall_tol"`
+	Iterations int      `json:"iterations"`
+	// Seconds is the run's wall time from the start of the initialisation (InitSeconds) to
+	// the end of the last iteration (IterateSeconds); ReadSeconds is the time this process
+	// took to read the input before (0 on a cluster, whose nodes read it).
+	Seconds        float64 `json:"seconds"`
+	ReadSeconds    float64 `json:"read_seconds"`
+	InitSeconds    float64 `json:"init_seconds"`
+	IterateSeconds float64 `json:"iterate_seconds"`
+	ObjectiveRat   float64 `json:"objective_ratio"`
+	// RelErr2 is ||X - BC||^2 / ||X||^2 computed directly from the factors at the end, RMSE
+	// sqrt(||X - BC||^2 / (M N)).
+	RelErr2 float64 `json:"rel_err2"`
+	RMSE    float64 `json:"rmse"`
+	// Converged is true when the error stopped moving (--tol or --stall-tol); StopReason is
+	// the rule that ended the run (converged, stalled, max-iter, time-limit, canceled) and
+	// Stop says it in words.
+	Converged  bool   `json:"converged"`
+	StopReason string `json:"stop_reason"`
+	Stop       string `json:"stop"`
+	// ImageShape is [height, width] when the features are the pixels of images (IDX image
+	// files, or --image-shape): node plot draws the basis as images.
+	ImageShape    []int   `json:"image_shape,omitempty"`
+	Collectives   float64 `json:"collectives_per_iteration"`
+	FloatsPerIter float64 `json:"floats_per_iteration,omitempty"`
 	// Kernel is the kernel path of this process (the nodes of a cluster announce their own).
 	Kernel string `json:"kernel"`
 	// Storage is how X's values were stored: float32 or float64 when this process ran the job
@@ -72,15 +91,36 @@ type report struct {
 	History         []kernels.HistoryPoint `json:"history"`
 }
 
+// outputFlags are factorize's flags about what it writes and prints.
+type outputFlags struct {
+	out        *string
+	quiet      *bool
+	plots      *bool
+	imageShape *string
+}
+
+// registerFactorize adds factorize's flags to fs (demo parses its arguments with them too).
+func registerFactorize(fs *flag.FlagSet, jf *jobFlags) outputFlags {
+	jf.register(fs)
+	jf.registerCluster(fs)
+	return outputFlags{
+		out:        fs.String("out", "", "output `DIR` for basis.npy (features x K), coef.npy (samples x K) and report.json"),
+		quiet:      fs.Bool("quiet", false, "print nothing but errors"),
+		plots:      fs.Bool("plots", false, "also draw the result into --out as PNG and SVG (see node plot): convergence, and the basis as images or as each component's top features"),
+		imageShape: fs.String("image-shape", "", "the features are the pixels of `HxW` images (IDX image files say so themselves): recorded in report.json, and --plots draws the basis as images"),
+	}
+}
+
 func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("factorize", flag.ContinueOnError)
 	var jf jobFlags
-	jf.register(fs)
-	jf.registerCluster(fs)
-	out := fs.String("out", "", "output `DIR` for basis.npy (features x K), coef.npy (samples x K) and report.json")
-	quiet := fs.Bool("quiet", false, "print nothing but errors")
+	of := registerFactorize(fs, &jf)
+	out, quiet := of.out, of.quiet
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: node factorize --input PATH --rank K --out DIR [flags]\n\nflags:\n")
+		fmt.Fprintf(fs.Output(), "usage: node factorize --input PATH --rank K --out DIR [flags]\n\n"+
+			"factorizes a nonnegative matrix (samples as rows) into coef (samples x K) and basis (features x K),\n"+
+			"and writes basis.npy, coef.npy and report.json into --out: in this process, on --nodes N actor\n"+
+			"systems in it, or on a running cluster (--cluster IP:PORT, see node serve)\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -100,9 +140,23 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return badInput("--out is required")
 	}
+	var shape [2]int
+	if *of.imageShape != "" {
+		s, err := figures.ParseImageShape(*of.imageShape)
+		if err != nil {
+			return badInput("--image-shape: %v", err)
+		}
+		shape = s
+	}
+	readStart := time.Now() // opening parses MatrixMarket and IDX files: reading starts here
 	j, err := jf.open()
 	if err != nil {
 		return err
+	}
+	if shape[0] > 0 && j.src != nil {
+		if err := figures.CheckImageShape(shape, j.m); err != nil {
+			return badInput("--image-shape %s: %v (%s has %d features)", *of.imageShape, err, j.src.Name(), j.m)
+		}
 	}
 	if j.src != nil {
 		defer j.src.Close()
@@ -115,11 +169,13 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var blocks []kernels.Block
+	readSec := 0.0
 	if jf.nodes == 0 && jf.cluster == "" {
 		if blocks, err = j.readBlocks(); err != nil {
 			cleanup()
 			return err
 		}
+		readSec = time.Since(readStart).Seconds()
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -175,6 +231,9 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stderr, "node: interrupted before the first iteration finished; nothing written")
 			return errInterrupted
 		}
+		if errors.Is(runErr, kernels.ErrZeroMatrix) {
+			return badInput("%s: %v", strings.Join(jf.inputs, " + "), runErr)
+		}
 		return runErr
 	}
 	threads := j.cfg.Threads
@@ -183,10 +242,33 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	}
 	rep := report{Algo: string(j.cfg.Algo), Input: jf.inputs, M: res.M, N: res.N, K: res.K, Shards: res.Shards,
 		Threads: threads, Init: string(j.cfg.Init.Method), Seed: j.cfg.Seed, Tol: j.cfg.Stop.Tol, MaxIter: j.cfg.Stop.MaxIter,
-		Iterations: res.Iterations, Seconds: res.Seconds, ObjectiveRat: kernels.Ratio(res.Objective, res.Initial),
-		RelErr2: res.RelErr2(), Converged: res.Converged, StopReason: string(res.StopReason),
+		StallTol: j.cfg.Stop.StallTol, Iterations: res.Iterations, Seconds: res.Seconds, ReadSeconds: readSec,
+		ObjectiveRat: kernels.Ratio(res.Objective, res.Initial),
+		RelErr2:      res.RelErr2(), Converged: res.StopReason == kernels.StopConverged || res.StopReason == kernels.StopStalled,
+		StopReason: string(res.StopReason), Stop: stopSentence(res.StopReason, j.cfg.Stop, res.History),
 		Collectives: res.Comm.PerIteration, FloatsPerIter: res.Comm.FloatsPerIteration, History: res.History,
 		Kernel: kernels.ActiveKernelPath().String(), Storage: jf.storage}
+	switch {
+	case shape[0] > 0:
+		if err := figures.CheckImageShape(shape, res.M); err != nil {
+			cleanup()
+			return badInput("--image-shape %s: %v (the input has %d features)", *of.imageShape, err, res.M)
+		}
+		rep.ImageShape = []int{shape[0], shape[1]}
+	case j.src != nil:
+		if h, w, ok := matio.ImageShape(j.src); ok {
+			rep.ImageShape = []int{h, w}
+		}
+	default:
+		if h, w, ok := matio.PeekImageShape(jf.inputs); ok && h*w == res.M {
+			rep.ImageShape = []int{h, w}
+		}
+	}
+	if len(res.History) > 0 {
+		rep.InitSeconds = res.History[0].Seconds
+		rep.IterateSeconds = max(res.Seconds-rep.InitSeconds, 0)
+	}
+	_, rep.RMSE = kernels.Errors(res.Residual, res.SqNormX, res.M, res.N)
 	if blocks != nil {
 		rep.Storage, rep.XBytes = storedAs(blocks)
 		blocks = nil // X is not needed for the outputs: let the collector have it back
@@ -207,29 +289,32 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 		cleanup()
 		return err
 	}
-	if !*quiet {
-		verdict := fmt.Sprintf("stopped at max-iter (ratio %.3g > tol %g)", rep.ObjectiveRat, rep.Tol)
-		switch res.StopReason {
-		case kernels.StopConverged:
-			verdict = fmt.Sprintf("converged (ratio %.3g <= tol %g)", rep.ObjectiveRat, rep.Tol)
-		case kernels.StopTimeLimit:
-			verdict = fmt.Sprintf("stopped at the time limit (ratio %.3g)", rep.ObjectiveRat)
-		case kernels.StopStalled:
-			verdict = fmt.Sprintf("stalled (ratio %.3g, fell by less than %g over 10 iterations)", rep.ObjectiveRat, j.cfg.Stop.StallTol)
-		case kernels.StopCanceled:
-			verdict = fmt.Sprintf("interrupted (ratio %.3g)", rep.ObjectiveRat)
-		case kernels.StopMaxIter:
-			if rep.Tol == 0 {
-				verdict = fmt.Sprintf("ran max-iter (ratio %.3g)", rep.ObjectiveRat)
-			}
+	var pictures []string
+	if *of.plots {
+		warn := func(string) {}
+		if !*quiet {
+			warn = func(msg string) { fmt.Fprintf(stderr, "node: warning: plots: %s\n", msg) }
 		}
+		// The factors are written: a picture that cannot be drawn is news, not a failure.
+		if pictures, err = figures.WriteResult(dir, dir, figures.Options{Warn: warn}); err != nil {
+			fmt.Fprintf(stderr, "node: warning: plots: %v\n", err)
+		}
+	}
+	if !*quiet {
 		coef := filepath.Join(dir, "coef.npy")
 		if rep.CoefShared != "" {
 			coef = rep.CoefShared + " (written by the shards)"
 		}
-		fmt.Fprintf(stderr, "%s: %d iterations in %.3g s, %s, rel_err2 %.4g\nwrote %s, %s, %s\n",
-			rep.Algo, rep.Iterations, rep.Seconds, verdict, rep.RelErr2,
-			filepath.Join(dir, "basis.npy"), coef, filepath.Join(dir, "report.json"))
+		took := "initialisation " + secondsText(rep.InitSeconds)
+		if rep.ReadSeconds > 0 {
+			took += ", reading " + secondsText(rep.ReadSeconds)
+		}
+		fmt.Fprintf(stderr, "%s: %s\n%d iterations in %s (%s it/s; %s): rel_err2 %.4g, RMSE %.4g\nwrote %s, %s, %s\n",
+			rep.Algo, rep.Stop, rep.Iterations, secondsText(rep.IterateSeconds), rateText(rate(rep.Iterations, rep.IterateSeconds)), took,
+			rep.RelErr2, rep.RMSE, filepath.Join(dir, "basis.npy"), coef, filepath.Join(dir, "report.json"))
+		if len(pictures) > 0 {
+			fmt.Fprintf(stderr, "drew %s\n", strings.Join(pictures, ", "))
+		}
 	}
 	if interrupted {
 		return errInterrupted

@@ -53,8 +53,10 @@ func membersLost(p *serveProc, dead bool) []string {
 
 // jobRow is one job in `node jobs --json`.
 type jobRow struct {
-	JobID     string `json:"job_id"`
-	Iteration int64  `json:"iteration"`
+	JobID     string  `json:"job_id"`
+	Iteration int64   `json:"iteration"`
+	RelErr2   float64 `json:"rel_err2"`
+	Rate      float64 `json:"rate"`
 }
 
 // listJobs runs `node jobs --json` against the cluster at addr.
@@ -118,11 +120,24 @@ func TestKilledClientsJobIsCanceled(t *testing.T) {
 		for _, j := range listJobs(t, addr) {
 			if j.Iteration >= 30 {
 				job = j.JobID
+				// node jobs (and status) show its progress: the error and the rate.
+				if !(j.RelErr2 > 0 && j.RelErr2 < 1) || !(j.Rate > 0) {
+					t.Errorf("job %s at iteration %d lists rel_err2 %g, %g it/s", j.JobID, j.Iteration, j.RelErr2, j.Rate)
+				}
 				return true
 			}
 		}
 		return false
 	})
+	var st struct {
+		Jobs []jobRow `json:"jobs"`
+	}
+	if code, stdout, stderr := runNode(t, "status", "--cluster", addr, "--json"); code != 0 || json.Unmarshal([]byte(stdout), &st) != nil {
+		t.Fatalf("status: exit %d: %s%s", code, stdout, stderr)
+	}
+	if len(st.Jobs) != 1 || st.Jobs[0].JobID != job || !(st.Jobs[0].RelErr2 > 0) {
+		t.Errorf("status lists jobs %+v, want job %s with its progress", st.Jobs, job)
+	}
 	files := 0
 	for _, d := range dirs {
 		files += len(jobFiles(d, job))

@@ -8,6 +8,9 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/server"
 )
 
 // submitDetached submits a job that runs on without this client and prints its id.
@@ -35,7 +38,7 @@ type clientFlags struct {
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.cluster, "cluster", "", "gossip address `IP:PORT` of any member (comma-separated for several)")
+	fs.StringVar(&c.cluster, "cluster", "", "gossip address `IP:PORT` of any member (comma-separated for several); tried for "+server.DefaultReach.String()+" while nothing answers")
 	fs.StringVar(&c.bind, "client-bind", "", "`IP` this client listens on (default: the address that routes to the cluster)")
 	c.sec.register(fs)
 }
@@ -70,15 +73,25 @@ func cmdJobs(args []string, stdout, stderr io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"jobs": jobs})
 	}
+	return printJobs(stdout, jobs)
+}
+
+// printJobs writes a table of jobs and their progress: iteration, relative error, iterations
+// a second over the last ten, and seconds since they started.
+func printJobs(w io.Writer, jobs []*messages.JobInfo) error {
 	if len(jobs) == 0 {
-		fmt.Fprintln(stdout, "no jobs")
+		fmt.Fprintln(w, "no jobs")
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tOWNER\tSTATE\tALGO\tRANK\tSHARDS\tITERATION\tSECONDS\tRATIO\tDETACHED\tCOORDINATOR")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tOWNER\tSTATE\tALGO\tRANK\tSHARDS\tITERATION\tREL_ERR2\tIT/S\tSECONDS\tDETACHED\tCOORDINATOR")
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d/%d\t%.1f\t%.4g\t%v\t%s\n", j.JobId, j.Owner, j.State, j.Algorithm, j.Rank, j.Shards,
-			j.Iteration, j.MaxIter, j.Seconds, j.Ratio, j.Detached, j.Coordinator)
+		relErr := "-"
+		if j.RelErr2 > 0 {
+			relErr = fmt.Sprintf("%.4g", j.RelErr2)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d/%d\t%s\t%s\t%.1f\t%v\t%s\n", j.JobId, j.Owner, j.State, j.Algorithm, j.Rank, j.Shards,
+			j.Iteration, j.MaxIter, relErr, rateText(j.Rate), j.Seconds, j.Detached, j.Coordinator)
 	}
 	return tw.Flush()
 }

@@ -8,6 +8,9 @@
 //	node certs --name NAME --hosts IP,...                   make mutual-TLS certificates for a cluster
 //	node bench --input SPEC --rank K --algo A --iters N      time the kernels against their memory and compute floors
 //	node demo                                                factorize a default input on a 3-node cluster
+//	node plot --result DIR                                   draw a result: convergence, and the basis as images or top features
+//	node convert --input SPEC --out FILE                     write any input as .npy or raw float64
+//	node help CMD                                            a command's help (as node CMD -h)
 //
 // Inputs hold samples as rows: an (N, M) .npy, MatrixMarket or IDX file, or a synthetic spec
 // "synthetic:m=5,n=100000,k=3,seed=1[,noise=0.01]". Exit status: 0 success, 1 failure while
@@ -19,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // Exit statuses.
@@ -46,6 +50,7 @@ commands:
   bench       time an algorithm per iteration against its memory and compute floors, print figures
   demo        start a 3-node cluster on loopback and factorize Fashion-MNIST (or a synthetic matrix) on it
   convert     write any input (or a synthetic spec) as a dense .npy or raw float64 file
+  plot        draw a result directory as PNG and SVG: convergence, and the basis as images or top features
   help        show this text; "node <command> -h" shows a command's flags
 `
 
@@ -74,14 +79,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdCerts(args[1:], stdout, stderr)
 	case "convert":
 		err = cmdConvert(args[1:], stdout, stderr)
+	case "plot":
+		err = cmdPlot(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usageText)
-		return exitOK
+		return cmdHelp(args[1:], stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "node: unknown command %q\n%s", args[0], usageText)
+		fmt.Fprintf(stderr, "node: unknown command %q: the commands are %s (see node help)\n", args[0], strings.Join(commandNames(), ", "))
 		return exitUsage
 	}
-	return exitStatus(err, stderr)
+	return exitStatus(err, stdout, stderr)
 }
 
 // usageError marks an error caused by the user's input or flags (exit status 2).
@@ -97,18 +103,26 @@ func badInput(format string, args ...any) error {
 // errInterrupted reports a run stopped by a signal after its results were written.
 var errInterrupted = errors.New("interrupted")
 
-// errHelp is returned when -h was asked: the flag package has printed the usage.
+// errHelp is returned when -h was asked (as a helpError, which holds the help).
 var errHelp = errors.New("help")
 
-func exitStatus(err error, stderr io.Writer) int {
+func exitStatus(err error, stdout, stderr io.Writer) int {
 	var ue usageError
+	var he helpError
+	var fe *flagError
 	switch {
 	case err == nil:
+		return exitOK
+	case errors.As(err, &he):
+		fmt.Fprint(stdout, he.text)
 		return exitOK
 	case errors.Is(err, errHelp):
 		return exitOK
 	case errors.Is(err, errInterrupted):
 		return exitInterrupted
+	case errors.As(err, &fe):
+		fmt.Fprintln(stderr, fe)
+		return exitUsage
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "node: %v\n", err)
 		return exitUsage

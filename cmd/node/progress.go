@@ -53,14 +53,24 @@ func (p *progressPrinter) update(pr kernels.Progress) {
 }
 
 func (p *progressPrinter) draw(pr kernels.Progress, now time.Time) {
+	// The rate counts iterations only: the first line's interval starts when the
+	// initialisation ended, not when the run did.
+	from := p.lastSec
+	if p.lastIter == 0 {
+		from = pr.InitSeconds
+	}
 	rate := 0.0
-	if dt := pr.Seconds - p.lastSec; dt > 0 && pr.Iteration > p.lastIter {
+	if dt := pr.Seconds - from; dt > 0 && pr.Iteration > p.lastIter {
 		rate = float64(pr.Iteration-p.lastIter) / dt
 	}
 	p.last, p.lastIter, p.lastSec = now, pr.Iteration, pr.Seconds
 	p.drawn = true
+	errs := fmt.Sprintf("objective ratio %.4g", pr.Ratio)
+	if pr.RelErr2 > 0 {
+		errs = fmt.Sprintf("rel_err2 %.4g, RMSE %.4g", pr.RelErr2, pr.RMSE)
+	}
 	if !p.tty {
-		fmt.Fprintf(p.w, "iteration %d: objective ratio %.4g, %.1f it/s, %.1f s\n", pr.Iteration, pr.Ratio, rate, pr.Seconds)
+		fmt.Fprintf(p.w, "iteration %d: %s, %s it/s, %.1f s\n", pr.Iteration, errs, rateText(rate), pr.Seconds)
 		return
 	}
 	// Progress is the further of iterations against max-iter and of the ratio's decades
@@ -73,7 +83,15 @@ func (p *progressPrinter) draw(pr kernels.Progress, now time.Time) {
 	const width = 24
 	fill := int(frac * width)
 	bar := strings.Repeat("=", fill) + strings.Repeat(" ", width-fill)
-	fmt.Fprintf(p.w, "\r[%s] iter %d/%d  ratio %.3e  %.1f it/s  %.1fs ", bar, pr.Iteration, p.stop.MaxIter, pr.Ratio, rate, pr.Seconds)
+	fmt.Fprintf(p.w, "\r[%s] iter %d/%d  %s  %s it/s  %.1fs ", bar, pr.Iteration, p.stop.MaxIter, errs, rateText(rate), pr.Seconds)
+}
+
+// rateText writes a rate with three significant digits (0.5, 12.3, 1234).
+func rateText(r float64) string {
+	if r >= 100 {
+		return fmt.Sprintf("%.0f", r)
+	}
+	return fmt.Sprintf("%.3g", r)
 }
 
 // finish draws the last update and ends the bar's line.

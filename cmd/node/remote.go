@@ -15,11 +15,13 @@ import (
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/server"
 )
 
-// connect joins the cluster at addrs as a client.
+// connect joins the cluster at addrs as a client. A host that does not resolve, or addresses
+// at which nothing answered for server.DefaultReach, are usage errors (see clusterErr).
 func connect(addrs string, sec *securityFlags, bind string, stderr io.Writer) (*server.Client, error) {
 	cr, err := sec.credentials(stderr, false)
 	if err != nil {
@@ -28,7 +30,7 @@ func connect(addrs string, sec *securityFlags, bind string, stderr io.Writer) (*
 	c, err := server.Connect(server.ClientConfig{Cluster: splitList(addrs), Bind: bind, GossipKey: cr.gossipKey, TLS: cr.tls,
 		Secret: cr.secret, Insecure: cr.insecure})
 	if err != nil {
-		return nil, fmt.Errorf("--cluster %s: %w", addrs, err)
+		return nil, clusterErr(addrs, err)
 	}
 	return c, nil
 }
@@ -51,13 +53,14 @@ func runOnCluster(ctx context.Context, f *jobFlags, j *job, progress func(kernel
 // cmdStatus lists a cluster's members, their load and their running jobs.
 func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	addr := fs.String("cluster", "", "gossip address `IP:PORT` of any member (comma-separated for several)")
+	addr := fs.String("cluster", "", "gossip address `IP:PORT` of any member (comma-separated for several); tried for "+server.DefaultReach.String()+" while nothing answers")
 	asJSON := fs.Bool("json", false, "print JSON")
 	bind := fs.String("client-bind", "", "`IP` this client listens on (default: the address that routes to the cluster)")
 	var sec securityFlags
 	sec.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: node status --cluster IP:PORT [flags]\n\nflags:\n")
+		fmt.Fprintf(fs.Output(), "usage: node status --cluster IP:PORT [flags]\n\n"+
+			"lists the cluster's members with their cores, memory, load and running jobs\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -100,10 +103,15 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 		}
 		rows = append(rows, r)
 	}
+	// The jobs' progress: this client's own (a node's credentials see every job).
+	jobs, _ := c.Jobs(3 * time.Second)
+	if jobs == nil {
+		jobs = []*messages.JobInfo{}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"members": rows})
+		return enc.Encode(map[string]any{"members": rows, "jobs": jobs})
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tROLE\tGOSSIP\tACTOR\tCORES\tCAPACITY\tMEMORY\tRESERVED\tACTORS\tJOBS")
@@ -122,7 +130,11 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n", r.Name, r.Role, r.Gossip, r.Actor, r.Cores, r.Capacity,
 			cluster.FormatBytes(r.Memory), cluster.FormatBytes(r.Reserved), r.Actors, jobs)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "\nyour jobs:")
+	return printJobs(stdout, jobs)
 }
 
 // cmdCerts makes a cluster's certificate authority (once) and a certificate for a node.

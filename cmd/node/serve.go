@@ -133,6 +133,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	dataDir := fs.String("data-dir", "", "the node's own `DIR` (created and locked; default: didnmf-data/NAME under the working directory)")
 	capacity := fs.Int("capacity", 1, "placement weight `N`: a node with capacity 2 gets about twice the shards of one with 1")
 	memory := fs.String("memory", "", "bytes of job data this node accepts, e.g. 8GiB (default: 80% of the available memory)")
+	machine := fs.String("machine", "", "`NAME` of the machine this node runs on: nodes with one name share its memory when shards are placed (default: this machine's id, /etc/machine-id)")
 	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
 	kernel := addKernelFlag(fs)
 	quota := fs.String("checkpoint-quota", "", "cap (a `SIZE`) on the bytes of checkpoints this node keeps on disk, e.g. 2GiB (default: none); a checkpoint past it fails as on a full disk and is not committed")
@@ -146,7 +147,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	var sec securityFlags
 	sec.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: node serve --bind IP:PORT [--join IP:PORT,...] [--name NAME] [--data-dir DIR] [--capacity N] [flags]\n\nflags:\n")
+		fmt.Fprintf(fs.Output(), "usage: node serve --bind IP:PORT [--join IP:PORT,...] [--name NAME] [--data-dir DIR] [--capacity N] [flags]\n\n"+
+			"runs a cluster member until SIGINT or SIGTERM: it starts a cluster, or joins one by gossip\n"+
+			"(--join), takes the shards of jobs submitted with node factorize --cluster, and leaves gracefully\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -192,7 +195,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := server.Start(server.Config{Name: *name, Bind: *bind, ActorPort: *actorPort, Join: splitList(*join), DataDir: dir,
-		Capacity: *capacity, Memory: mem, Threads: *threads, GossipKey: cr.gossipKey, TLS: cr.tls, Secret: cr.secret, Insecure: cr.insecure, Logger: logger,
+		Capacity: *capacity, Memory: mem, Machine: machineName(*machine), Threads: *threads, GossipKey: cr.gossipKey, TLS: cr.tls, Secret: cr.secret, Insecure: cr.insecure, Logger: logger,
 		CheckpointQuota: quotaBytes, Faults: faults, DataRoots: roots, MaxJobTime: *maxJobTime, Lease: *lease,
 		MaxShards: *maxShards, MaxJobs: *maxJobs})
 	if err != nil {
@@ -243,4 +246,12 @@ func parseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size (e.g. 512MiB, 8GiB)", s)
 	}
 	return int64(v * mult), nil
+}
+
+// machineName is --machine, or this machine's id when it is not given.
+func machineName(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	return server.MachineID()
 }
