@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"strconv"
+
+	"github.com/didnmf/didnmf/matio"
 )
 
 // Limits on what ReadReport and ParseReport accept, so that a hostile report cannot make this
@@ -76,7 +78,7 @@ func ReadReport(path string) (*Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, &inputError{msg: path + ": no such file", cause: err}
+			return nil, matio.InputError(path+": no such file", err)
 		}
 		return nil, err
 	}

@@ -84,8 +84,7 @@ func WriteResult(resultDir, outDir string, opts Options) (written []string, err 
 	} else {
 		names, nerr := ReadFeatureNames(filepath.Join(resultDir, NamesFile), rep.M)
 		if nerr != nil {
-			var ie *inputError
-			if !errors.As(nerr, &ie) {
+			if !errors.Is(nerr, ErrInput) {
 				return nil, nerr
 			}
 			warn(nerr.Error() + ": features are numbered instead")

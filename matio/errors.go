@@ -30,6 +30,11 @@ func (e *inputError) Unwrap() []error {
 	return []error{ErrInput, e.cause}
 }
 
+// InputError returns an error about an input with the message msg that wraps ErrInput and,
+// when it is not nil, cause: for packages that read inputs of their own (figures reads
+// report.json) and report them as this package does.
+func InputError(msg string, cause error) error { return &inputError{msg: msg, cause: cause} }
+
 // inputErrorf returns an error about input name: "name: " followed by the formatted message.
 func inputErrorf(name, format string, args ...any) error {
 	return &inputError{msg: name + ": " + fmt.Sprintf(format, args...)}
