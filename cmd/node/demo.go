@@ -188,9 +188,10 @@ func demoPictures(dir string) []string {
 func demoUsage(w io.Writer) {
 	fmt.Fprintf(w, "usage: node demo [flags]\n\n"+
 		"starts a cluster of 3 nodes in this process, which find each other by gossip and talk over gRPC on\n"+
-		"loopback, and factorizes on it with progress and a summary: Fashion-MNIST's 70,000 images (rank 10,\n"+
-		"k-means init, 100 iterations) when %s has them, else a synthetic\n"+
-		"1,000,000 x 5 matrix of rank 3. The cluster stops when the job ends; the results stay in --out.\n\n"+
+		"loopback, and factorizes on it with progress, a summary and pictures: Fashion-MNIST's 70,000 images\n"+
+		"(rank 10, k-means init, until the error stops falling) when %s\n"+
+		"has them, else a synthetic 1,000,000 x 5 matrix of rank 3. The cluster stops when the job ends;\n"+
+		"the results and pictures stay in --out.\n\n"+
 		"flags (any flag of node factorize is taken too and overrides the demo's default; see node factorize -h):\n", fashionDir)
 	h := flag.NewFlagSet("demo", flag.ContinueOnError)
 	h.SetOutput(w)
