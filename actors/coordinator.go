@@ -3,7 +3,6 @@ package actors
 import (
 	"cmp"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"math"
 	"path/filepath"
@@ -696,7 +695,7 @@ func checkFit(nodes []string, pongs []*messages.Pong, shardNode func(int64) stri
 // C and its work copies, and the replicas of B and the products the algorithms keep.
 func shardFootprint(m, cols, k int64, density float64, layout matio.Layout) int64 {
 	x := 8 * m * cols
-	sparse := layout == matio.LayoutSparse || (layout == matio.LayoutAuto && density < matio.SparseBelow)
+	sparse := layout == matio.LayoutSparse || (layout != matio.LayoutDense && density < layout.Crossing())
 	if density > 0 && density < 1 && sparse {
 		x = int64(12*density*float64(m*cols)) + 8*(cols+1)
 	}
@@ -1116,14 +1115,10 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 				at[s] = append(at[s], a)
 			}
 		}
-		if !c.ft.lost[addr] {
-			continue
-		}
-		if b := c.ft.buddy[s]; b != "" && !c.ft.lost[b] && slices.Contains(alive, b) {
-			c.ft.shardNode[s] = b
-		} else {
-			c.ft.shardNode[s] = alive[rendezvous(c.job, int64(s), alive)]
-		}
+	}
+	if err := c.replaceLost(ctx, alive, at); err != nil {
+		c.fail(ctx, "failure", fmt.Sprintf("%s; the shards of the lost nodes fit on no live node: %v", cause, err))
+		return
 	}
 	c.ft.ring = alive
 	c.assignBuddies(ctx)
@@ -1144,17 +1139,55 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 	c.place(ctx, resume, at)
 }
 
-// rendezvous picks the node for a shard among nodes by highest random weight.
-func rendezvous(job string, shard int64, nodes []string) int {
-	best, bestScore := 0, uint64(0)
-	for i, n := range nodes {
-		h := fnv.New64a()
-		fmt.Fprintf(h, "%s/%d/%s", job, shard, n)
-		if v := h.Sum64(); i == 0 || v > bestScore {
-			best, bestScore = i, v
+// replaceLost gives the shards of lost nodes new nodes among the live ones, as the job was
+// placed (cluster.PlaceRest): within the load bounds and the memory the nodes have free,
+// trying first the nodes at[s] that hold a copy of shard s's checkpoint. The other shards
+// stay where they are. A live node that does not answer its ping keeps its shards and is
+// taken at its word (capacity 1, memory unknown).
+func (c *coordinator) replaceLost(ctx actor.Context, alive []string, at [][]string) error {
+	lost := false
+	for _, addr := range c.ft.shardNode {
+		lost = lost || c.ft.lost[addr]
+	}
+	if !lost {
+		return nil
+	}
+	pongs, _ := c.ping(ctx, alive)
+	free := freeMemory(pongs)
+	cands := make([]cluster.Candidate, len(alive))
+	index := make(map[string]int, len(alive))
+	for i, addr := range alive {
+		cands[i] = cluster.Candidate{Name: addr, Capacity: 1, Memory: free[i]}
+		if p := pongs[i]; p != nil {
+			cands[i].Capacity, cands[i].Machine = int(max(p.Capacity, 1)), p.Machine
+		}
+		index[addr] = i
+	}
+	n := len(c.ft.shardNode)
+	keep, prefer, need := make([]int, n), make([][]int, n), make([]int64, n)
+	for s, addr := range c.ft.shardNode {
+		keep[s] = -1
+		if i, ok := index[addr]; ok && !c.ft.lost[addr] {
+			keep[s] = i
+			continue
+		}
+		if s < len(c.ft.reserve) {
+			need[s] = c.ft.reserve[s]
+		}
+		for _, h := range at[s] {
+			if i, ok := index[h]; ok {
+				prefer[s] = append(prefer[s], i)
+			}
 		}
 	}
-	return best
+	out, err := cluster.PlaceRest(c.job, need, keep, prefer, cands)
+	if err != nil {
+		return err
+	}
+	for s, i := range out {
+		c.ft.shardNode[s] = alive[i]
+	}
+	return nil
 }
 
 func (c *coordinator) onShardDone(ctx actor.Context, m *messages.ShardDone) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -92,6 +93,19 @@ func loadLimits(shards int, candidates []Candidate) (least, most []int) {
 // It returns a *CapacityError when a shard fits nowhere, and an error for no candidates, a
 // capacity below 1, negative memory or shard sizes, and empty or duplicate names.
 func Place(job string, shardBytes []int64, candidates []Candidate) ([]int, error) {
+	return PlaceRest(job, shardBytes, nil, nil, candidates)
+}
+
+// PlaceRest is Place for a job some of whose shards already have a candidate: a job recovering
+// from the loss of nodes. at[s] >= 0 is the index in candidates of shard s's candidate, which
+// it keeps (its memory is already taken off the candidate's, and it counts toward the
+// candidate's load bounds); the shards with at[s] < 0 (or all, for a nil at) are placed as
+// Place places them, except that prefer[s], when given, lists candidates to try first, in
+// order: those holding a copy of the shard's checkpoint, so that it need not be fetched. A
+// preferred candidate is taken only within its load bound and memory: a lost node's shards
+// spread over the survivors instead of doubling its buddy's load, since a job runs at the pace
+// of its most loaded member.
+func PlaceRest(job string, shardBytes []int64, at []int, prefer [][]int, candidates []Candidate) ([]int, error) {
 	if len(candidates) == 0 {
 		return nil, fmt.Errorf("cluster: no members to place the %d shards of job %q on", len(shardBytes), job)
 	}
@@ -131,25 +145,60 @@ func Place(job string, shardBytes []int64, candidates []Candidate) ([]int, error
 		}
 	}
 
+	if at != nil && len(at) != len(shardBytes) || prefer != nil && len(prefer) != len(shardBytes) {
+		return nil, fmt.Errorf("cluster: placing job %q: %d shards but %d placements and %d preferences", job, len(shardBytes), len(at), len(prefer))
+	}
 	// Bounded loads: no candidate takes more than its most, and none is left below its least
 	// while shards remain to bring it there.
 	least, most := loadLimits(len(shardBytes), candidates)
 	count := make([]int, len(candidates))
-	deficit := 0
-	for _, l := range least {
-		deficit += l
-	}
 	out := make([]int, len(shardBytes))
+	open := 0 // shards without a candidate
+	for s := range shardBytes {
+		out[s] = -1
+		if at != nil && at[s] >= 0 {
+			if at[s] >= len(candidates) {
+				return nil, fmt.Errorf("cluster: placing job %q: shard %d kept on candidate %d of %d", job, s, at[s], len(candidates))
+			}
+			out[s] = at[s]
+			count[at[s]]++
+			continue
+		}
+		open++
+	}
+	deficit := 0
+	for i, l := range least {
+		deficit += max(l-count[i], 0)
+	}
+	fits := func(i int, need int64, short bool) bool {
+		return remaining[pool[i]] >= need && count[i] < most[i] && (!short || count[i] < least[i])
+	}
 	for s, need := range shardBytes {
+		if out[s] >= 0 {
+			continue
+		}
+		short := deficit >= open // the shards left only fill the floors
+		open--
+		if prefer != nil {
+			if i := slices.IndexFunc(prefer[s], func(i int) bool { return i >= 0 && i < len(candidates) && fits(i, need, short) }); i >= 0 {
+				best := prefer[s][i]
+				out[s] = best
+				remaining[pool[best]] -= need
+				if count[best] < least[best] {
+					deficit--
+				}
+				count[best]++
+				continue
+			}
+		}
 		sh := mix64(uint64(s) ^ 0x6a09e667f3bcc909)
 		best := -1
 		// The load bounds give way to memory: a shard that fits only on loaded candidates
 		// goes to the best of those.
-		short := deficit >= len(shardBytes)-s // the shards left only fill the floors
 		for _, bounded := range []bool{true, false} {
 			bestScore := 0.0
 			for i, c := range candidates {
-				if remaining[pool[i]] < need || bounded && (count[i] >= most[i] || short && count[i] >= least[i]) {
+				if remaining[pool[i]] < need || bounded && !fits(i, need, short) {
 					continue
 				}
 				score := weight(c.Capacity, mix64(base[i]^sh))

@@ -423,3 +423,51 @@ func TestPlaceSharedMachine(t *testing.T) {
 		t.Errorf("6 shards of 2 GiB on three machines: %v", err)
 	}
 }
+
+// TestPlaceRest: a recovering job keeps the shards that have a node, and its lost node's shards
+// go to the nodes holding their checkpoint copies only within the load bounds and memory: they
+// spread over the survivors instead of doubling the buddy's load.
+func TestPlaceRest(t *testing.T) {
+	b, c := Candidate{Name: "b", Capacity: 1, Memory: 10 * gib}, Candidate{Name: "c", Capacity: 1, Memory: 10 * gib}
+	tests := []struct {
+		name   string
+		cands  []Candidate
+		at     []int
+		prefer [][]int
+		want   []int
+	}{
+		// a held shards 0 and 1 and died; b (index 0) holds both copies: it takes one, c the other.
+		{"spread", []Candidate{b, c}, []int{-1, -1, 0, 1}, [][]int{{0}, {0}, nil, nil}, []int{0, 1, 0, 1}},
+		// Within the bound the copy's holder is taken, whatever the hash prefers.
+		{"copy holder", []Candidate{b, c}, []int{-1, 0, 1, 1}, [][]int{{0}, nil, nil, nil}, []int{0, 0, 1, 1}},
+		{"second holder", []Candidate{b, c}, []int{-1, 0, 0, 1}, [][]int{{0, 1}, nil, nil, nil}, []int{1, 0, 0, 1}},
+		// A holder without the memory is passed over.
+		{"no memory", []Candidate{{Name: "b", Capacity: 1, Memory: 0}, c}, []int{-1, 0, 1, 1}, [][]int{{0}, nil, nil, nil}, []int{1, 0, 1, 1}},
+		// Nothing kept and no preferences: Place.
+		{"fresh", []Candidate{b, c}, nil, nil, nil},
+	}
+	for _, tt := range tests {
+		shards := equalShards(4, gib)
+		got, err := PlaceRest("job", shards, tt.at, tt.prefer, tt.cands)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		want := tt.want
+		if want == nil {
+			if want, err = Place("job", shards, tt.cands); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: PlaceRest = %v, want %v", tt.name, got, want)
+		}
+	}
+	for _, bad := range []struct {
+		at     []int
+		prefer [][]int
+	}{{[]int{0, 0, 0}, nil}, {[]int{0, 0, 0, 2}, nil}, {nil, [][]int{nil}}} {
+		if _, err := PlaceRest("job", equalShards(4, gib), bad.at, bad.prefer, []Candidate{b, c}); err == nil {
+			t.Errorf("PlaceRest(at %v, prefer %v) accepted", bad.at, bad.prefer)
+		}
+	}
+}
