@@ -101,6 +101,8 @@ func parseSpec(s *messages.JobSpec) (*parsedSpec, error) {
 	if p.layout, err = matio.ParseLayout(layout); err != nil {
 		return nil, fmt.Errorf("layout: %v", err)
 	}
+	// Each node reads its shards in the form fastest on its kernel path when the bits allow.
+	p.layout = matio.AutoFor(p.algo.Name, p.layout)
 	if s.Rho < 0 || math.IsNaN(s.Rho) || math.IsInf(s.Rho, 0) {
 		return nil, fmt.Errorf("rho must be a positive number, got %v", s.Rho)
 	}

@@ -33,21 +33,25 @@ type AlgorithmInfo struct {
 	Monotone bool
 	// Summary is a one-line description.
 	Summary string
-	run     func(*shardEnv)
+	// LayoutInvariant algorithms give the same bits on a dense block and on its CSC form
+	// (TestLayoutSameBits), so the layout may follow the machine; the others round
+	// differently on the two.
+	LayoutInvariant bool
+	run             func(*shardEnv)
 	// state gives the layout of Snapshot.State for a spec (nil: no extra state).
 	state func(*ShardSpec) []stateSlot
 }
 
 var algorithms = []AlgorithmInfo{
-	{DID, true, true, "distributed incremental BCD, one allreduce per iteration (the paper's algorithm)", runDID, didState},
-	{DBCD, true, true, "distributed BCD, K allreduces per iteration", runDBCD, residualBCDState},
-	{BCD, false, true, "sequential block coordinate descent", runBCD, residualBCDState},
-	{HALS, false, true, "hierarchical ALS, rank-one pairs (b_k, c_k)", runHALS, nil},
-	{MU, false, true, "Lee-Seung multiplicative updates", runMU, nil},
-	{ANLS, false, true, "alternating NNLS, block principal pivoting", runANLS, nil},
-	{ADMM, false, false, "ADMM (Zhang 2010) with auxiliary variables, penalty rho", runADMM, admmState},
-	{DADMM, true, false, "distributed ADMM of the paper's section 3, BPP for B", runDADMM, dadmmState},
-	{HPCANLS, true, true, "HPC-ANLS (Kannan et al.), 1-D column partition", runHPCANLS, hpcanlsState},
+	{DID, true, true, "distributed incremental BCD, one allreduce per iteration (the paper's algorithm)", true, runDID, didState},
+	{DBCD, true, true, "distributed BCD, K allreduces per iteration", true, runDBCD, residualBCDState},
+	{BCD, false, true, "sequential block coordinate descent", true, runBCD, residualBCDState},
+	{HALS, false, true, "hierarchical ALS, rank-one pairs (b_k, c_k)", false, runHALS, nil},
+	{MU, false, true, "Lee-Seung multiplicative updates", false, runMU, nil},
+	{ANLS, false, true, "alternating NNLS, block principal pivoting", false, runANLS, nil},
+	{ADMM, false, false, "ADMM (Zhang 2010) with auxiliary variables, penalty rho", false, runADMM, admmState},
+	{DADMM, true, false, "distributed ADMM of the paper's section 3, BPP for B", true, runDADMM, dadmmState},
+	{HPCANLS, true, true, "HPC-ANLS (Kannan et al.), 1-D column partition", true, runHPCANLS, hpcanlsState},
 }
 
 // Algorithms lists every algorithm.

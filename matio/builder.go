@@ -252,7 +252,7 @@ func (b *BlockBuilder) Bytes() (now, final int64) {
 	}
 	now = 8*int64(cap(b.val)) + 4*int64(cap(b.rowIdx)) + 8*int64(cap(b.colPtr)) // as allocated
 	final = now
-	if b.layout == LayoutDense || b.layout == LayoutAuto && !sparseEnough(len(b.val), b.rows, b.cols) {
+	if b.layout == LayoutDense || b.layout.auto() && !b.layout.sparseEnough(len(b.val), b.rows, b.cols) {
 		final = 8 * int64(b.rows) * int64(b.cols)
 	}
 	return now, final
@@ -290,7 +290,7 @@ func (b *BlockBuilder) Block() (kernels.Block, error) {
 		blk = &kernels.Dense{Rows: b.rows, Cols: b.cols, Data: b.data}
 	} else {
 		c := &kernels.CSC{Rows: b.rows, Cols: b.cols, ColPtr: b.colPtr, RowIdx: b.rowIdx, Val: b.val}
-		if b.layout == LayoutAuto && !sparseEnough(c.NNZ(), c.Rows, c.Cols) {
+		if b.layout.auto() && !b.layout.sparseEnough(c.NNZ(), c.Rows, c.Cols) {
 			if err := denseFits("matio: BlockBuilder.Block", b.rows, b.cols); err != nil {
 				return nil, err
 			}

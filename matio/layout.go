@@ -17,6 +17,11 @@ const (
 	LayoutDense
 	// LayoutSparse always returns a *kernels.CSC, with explicit zeros dropped.
 	LayoutSparse
+	// LayoutAutoPath is LayoutAuto at the crossing density of the kernel path this process
+	// runs (SparseBelowOn): for the algorithms whose bits do not depend on the layout
+	// (kernels.AlgorithmInfo.LayoutInvariant), which may take whichever form is faster here.
+	// AutoFor gives it for them.
+	LayoutAutoPath
 )
 
 // SparseBelow is the density (stored nonzeros / (rows*cols)) under which LayoutAuto returns a
@@ -29,6 +34,43 @@ const (
 // The layout is a property of the data, never of the machine: HALS, MU, ANLS and ADMM round
 // differently on the two layouts, so a machine-dependent choice would change their bits.
 var SparseBelow = 0.25
+
+// SparseBelowNarrow is the crossing density of the AVX2 and pure-Go paths, whose dense kernels
+// put the components, not the columns, in the vector lanes: on Fashion-MNIST (density 0.5, K =
+// 10, 2 cores) their DID iteration takes 65-75 ms dense and 44-56 ms CSC on AVX2, 311 ms and
+// 218-225 ms in pure Go (BENCHMARKS.md).
+var SparseBelowNarrow = 0.6
+
+// SparseBelowOn is the density under which CSC is the faster form of a block for DID-like
+// kernels on a kernel path: SparseBelow with the AVX-512 column-lane kernels, SparseBelowNarrow
+// otherwise.
+func SparseBelowOn(p kernels.KernelPath) float64 {
+	if p == kernels.KernelAVX512 {
+		return SparseBelow
+	}
+	return SparseBelowNarrow
+}
+
+// AutoFor returns the layout to read a block in for algo when l was asked: LayoutAutoPath for
+// LayoutAuto and an algorithm whose bits do not depend on the layout, else l.
+func AutoFor(algo kernels.Algorithm, l Layout) Layout {
+	if info, err := kernels.LookupAlgorithm(algo); err == nil && info.LayoutInvariant && l == LayoutAuto {
+		return LayoutAutoPath
+	}
+	return l
+}
+
+// crossing is the density under which an automatic layout picks CSC.
+func (l Layout) crossing() float64 {
+	if l == LayoutAutoPath {
+		return SparseBelowOn(kernels.ActiveKernelPath())
+	}
+	return SparseBelow
+}
+
+// Crossing is the density under which l (LayoutAuto or LayoutAutoPath) picks CSC in this
+// process: what Read would do with a block of that density.
+func (l Layout) Crossing() float64 { return l.crossing() }
 
 // ParseLayout parses "auto", "dense" or "sparse".
 func ParseLayout(s string) (Layout, error) {
@@ -52,16 +94,22 @@ func (l Layout) String() string {
 		return "dense"
 	case LayoutSparse:
 		return "sparse"
+	case LayoutAutoPath:
+		return "auto"
 	}
 	return fmt.Sprintf("Layout(%d)", int(l))
 }
 
-func (l Layout) valid() bool { return l >= LayoutAuto && l <= LayoutSparse }
+func (l Layout) valid() bool { return l >= LayoutAuto && l <= LayoutAutoPath }
 
-// sparseEnough reports whether nnz stored entries in a rows x cols block are below SparseBelow.
-func sparseEnough(nnz, rows, cols int) bool {
+// auto reports whether l decides by density.
+func (l Layout) auto() bool { return l == LayoutAuto || l == LayoutAutoPath }
+
+// sparseEnough reports whether nnz stored entries in a rows x cols block are below l's
+// crossing density.
+func (l Layout) sparseEnough(nnz, rows, cols int) bool {
 	total := float64(rows) * float64(cols)
-	return total > 0 && float64(nnz) < SparseBelow*total
+	return total > 0 && float64(nnz) < l.crossing()*total
 }
 
 // shapeDense returns d in the requested layout.
@@ -78,7 +126,7 @@ func shapeDense(d *kernels.Dense, layout Layout) kernels.Block {
 			nnz++
 		}
 	}
-	if sparseEnough(nnz, d.Rows, d.Cols) {
+	if layout.sparseEnough(nnz, d.Rows, d.Cols) {
 		return kernels.ToCSC(d)
 	}
 	return d
@@ -92,7 +140,7 @@ func shapeSparse(s *kernels.CSC, layout Layout) kernels.Block {
 	case LayoutDense:
 		return kernels.ToDense(s)
 	}
-	if sparseEnough(s.NNZ(), s.Rows, s.Cols) {
+	if layout.sparseEnough(s.NNZ(), s.Rows, s.Cols) {
 		return s
 	}
 	return kernels.ToDense(s)
@@ -110,6 +158,9 @@ func shapeSparse(s *kernels.CSC, layout Layout) kernels.Block {
 func Shape(b kernels.Block, layout Layout) kernels.Block {
 	if b == nil {
 		return nil
+	}
+	if !layout.valid() {
+		layout = LayoutAuto
 	}
 	if s, ok := b.(*kernels.CSC); ok {
 		return shapeSparse(s, layout)

@@ -92,7 +92,7 @@ func (s *mtxSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 	for j := 1; j <= c.Cols; j++ {
 		c.ColPtr[j] = max(c.ColPtr[j], c.ColPtr[j-1])
 	}
-	if layout == LayoutDense || layout == LayoutAuto && !sparseEnough(c.NNZ(), c.Rows, c.Cols) {
+	if layout == LayoutDense || layout.auto() && !layout.sparseEnough(c.NNZ(), c.Rows, c.Cols) {
 		if err := denseFits(s.name, s.m, hi-lo); err != nil {
 			return nil, err
 		}

@@ -121,7 +121,7 @@ func (s *stackSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 			c.ColPtr = append(c.ColPtr, base+q)
 		}
 	}
-	if layout == LayoutAuto && !sparseEnough(c.NNZ(), c.Rows, c.Cols) {
+	if layout.auto() && !layout.sparseEnough(c.NNZ(), c.Rows, c.Cols) {
 		if err := denseFits(s.name, m, hi-lo); err != nil {
 			return nil, err
 		}

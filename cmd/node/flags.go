@@ -214,6 +214,7 @@ func (f *jobFlags) open() (*job, error) {
 	if err != nil {
 		return nil, badInput("--layout: %v", err)
 	}
+	layout = matio.AutoFor(algo.Name, layout) // the form fastest on this kernel path, when the bits allow
 	form, err := kernels.ParseForm(f.form)
 	if err != nil {
 		return nil, badInput("--form: %v", err)
