@@ -194,9 +194,18 @@ func TestNodeLossRecovers(t *testing.T) {
 			for _, r := range got.Recoveries {
 				t.Logf("recovery (epoch %d): %s; from iteration %d, %d redone, iterations flowing %.3f s after the failure was noticed", r.Epoch, r.Cause, r.FromIteration, r.Redone, r.Resumed-r.Noticed)
 			}
+			perNode := map[string]int{}
 			for s, addr := range got.ShardNodes {
 				if addr == members[victim].Node.Address() {
 					t.Fatalf("shard %d ended on the dead node", s)
+				}
+				perNode[addr]++
+			}
+			// The dead node's 2 shards spread over the 3 survivors within the load bound (3 of
+			// 8): they do not all land on its buddy, which would run 4 and set the pace.
+			for addr, n := range perNode {
+				if n > 3 {
+					t.Errorf("after the recovery %s runs %d of the 8 shards (%v)", addr, n, got.ShardNodes)
 				}
 			}
 			if slices.Contains([]string{"", members[victim].Node.Address()}, job.Coordinator()) {
