@@ -89,11 +89,17 @@ func checkSame(t *testing.T, what string, got *Result, want *kernels.Result) {
 // testCluster starts n nodes and a client on the first; both are closed at the end of the test.
 func testCluster(t *testing.T, n int, faults *Faults) (*LocalCluster, *Client) {
 	t.Helper()
-	c, err := StartLocalCluster(n, NodeConfig{Threads: 2, Faults: faults})
+	return testClusterWith(t, n, NodeConfig{Threads: 2, Faults: faults})
+}
+
+// testClusterWith is testCluster with a node configuration of its own.
+func testClusterWith(t *testing.T, n int, cfg NodeConfig) (*LocalCluster, *Client) {
+	t.Helper()
+	c, err := StartLocalCluster(n, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := NewClient(c.Nodes[0].System())
+	cl := NewClient(c.Nodes[0].System(), cfg.Timeouts)
 	t.Cleanup(func() {
 		cl.Close()
 		c.Close()
@@ -323,12 +329,10 @@ func TestConcurrentJobsStayIsolated(t *testing.T) {
 }
 
 func TestBadJobsAreRefused(t *testing.T) {
-	lc, cl := testCluster(t, 2, nil)
+	// Jobs placed on a node that does not exist fail after a ping: a short one.
+	lc, cl := testClusterWith(t, 2, NodeConfig{Threads: 2, Timeouts: Timeouts{Ping: 500 * time.Millisecond}})
 	nodes := lc.Addresses()
 	in := "synthetic:m=5,n=40,k=3,seed=1"
-	old := PingTimeout
-	PingTimeout = 500 * time.Millisecond
-	defer func() { PingTimeout = old }()
 	cases := []struct {
 		name, want string
 		edit       func(*messages.JobSpec)
@@ -438,7 +442,7 @@ func TestPanickingShardIsStoppedAndFailsTheJob(t *testing.T) {
 	lc, cl := testCluster(t, 3, &Faults{PanicAtIteration: 3})
 	_, err := runJob(t, cl, spec("synthetic:m=5,n=300,k=3,seed=1", "did", 3, 4, lc.Addresses(), 20))
 	var je *JobError
-	if !errors.As(err, &je) || je.Kind != "failure" || !strings.Contains(err.Error(), "injected fault: shard 1 panics at iteration 3") {
+	if !errors.As(err, &je) || je.Kind != KindFailure || !strings.Contains(err.Error(), "injected fault: shard 1 panics at iteration 3") {
 		t.Fatalf("want the shard's failure, got %v", err)
 	}
 	waitIdle(t, lc)

@@ -88,9 +88,6 @@ func (n *Node) setCommitted(job string, it int64) {
 	n.committed[job] = max(n.committed[job], it)
 }
 
-// fetchWait is how long a shard waits for a node to send it a checkpoint copy.
-var fetchWait = 5 * time.Second
-
 // checkpoints is a shard's checkpoint bookkeeping.
 type checkpoints struct {
 	started map[int64]time.Time // checkpoints written, awaiting the buddy's answer
@@ -214,7 +211,7 @@ func (s *shard) fetchNext(ctx actor.Context) {
 	s.ckpt.from, s.ckpt.copy = from, copyChunks{}
 	ctx.Send(HostPID(from), &messages.CheckpointFetch{JobId: s.a.JobId, Shard: s.a.Shard, Iteration: s.a.ResumeFrom, ReplyTo: wirePid(ctx.Self())})
 	self, system, epoch := ctx.Self(), ctx.ActorSystem(), s.a.Epoch
-	time.AfterFunc(fetchWait, func() { system.Root.Send(self, &fetchTimeout{epoch: epoch, from: from}) })
+	time.AfterFunc(s.node.cfg.Timeouts.CheckpointFetch, func() { system.Root.Send(self, &fetchTimeout{epoch: epoch, from: from}) })
 }
 
 // fetched takes a chunk of a fetched checkpoint and, once whole, resumes from it.
@@ -261,7 +258,7 @@ func (s *shard) fetchTimedOut(ctx actor.Context, m *fetchTimeout) {
 	if m.epoch != s.a.Epoch || s.ckpt.from != m.from || s.machine != nil {
 		return
 	}
-	s.ckpt.tried = append(s.ckpt.tried, fmt.Sprintf("copy on %s: no answer in %v", m.from, fetchWait))
+	s.ckpt.tried = append(s.ckpt.tried, fmt.Sprintf("copy on %s: no answer in %v", m.from, s.node.cfg.Timeouts.CheckpointFetch))
 	s.ckpt.from = ""
 	s.fetchNext(ctx)
 }

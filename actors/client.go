@@ -20,18 +20,27 @@ import (
 // Client submits factorization jobs to nodes and receives their progress and results through a
 // client actor.
 type Client struct {
-	system *actor.ActorSystem
-	pid    *actor.PID
-	mu     sync.Mutex
-	jobs   map[string]*Job
-	closed bool
+	system   *actor.ActorSystem
+	timeouts Timeouts
+	pid      *actor.PID
+	mu       sync.Mutex
+	jobs     map[string]*Job
+	closed   bool
 }
+
+// Error kinds of a job (JobError.Kind).
+const (
+	KindInput    = messages.ErrorKind_ERROR_KIND_INPUT
+	KindCanceled = messages.ErrorKind_ERROR_KIND_CANCELED
+	KindFailure  = messages.ErrorKind_ERROR_KIND_FAILURE
+)
 
 // JobError is a job's failure as the coordinator reported it.
 type JobError struct {
 	JobID string
-	// Kind is "input" for a refused spec or bad data, "canceled", or "failure".
-	Kind    string
+	// Kind is KindInput for a refused spec or bad data, KindCanceled, or KindFailure (an
+	// unspecified kind from the wire counts as a failure).
+	Kind    messages.ErrorKind
 	Message string
 }
 
@@ -42,7 +51,7 @@ var ErrCanceled = errors.New("job canceled")
 
 // Unwrap lets errors.Is(err, ErrCanceled) recognise a cancelled job.
 func (e *JobError) Unwrap() error {
-	if e.Kind == "canceled" {
+	if e.Kind == KindCanceled {
 		return ErrCanceled
 	}
 	return nil
@@ -98,8 +107,8 @@ func (j *Job) Token() string { return j.token }
 
 // NewClient starts a client actor in the given actor system (which must have a remote for
 // jobs on other nodes).
-func NewClient(system *actor.ActorSystem) *Client {
-	c := &Client{system: system, jobs: map[string]*Job{}}
+func NewClient(system *actor.ActorSystem, timeouts Timeouts) *Client {
+	c := &Client{system: system, timeouts: timeouts.orDefault(), jobs: map[string]*Job{}}
 	c.pid = system.Root.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor { return clientActor{c} }), "client")
 	return c
 }
@@ -142,7 +151,7 @@ func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobS
 		spec = proto.Clone(spec).(*messages.JobSpec)
 		var err error
 		if j.blocks, err = openStreams(spec); err != nil {
-			return nil, &JobError{JobID: j.ID, Kind: "input", Message: err.Error()}
+			return nil, &JobError{JobID: j.ID, Kind: KindInput, Message: err.Error()}
 		}
 	}
 	c.mu.Lock()
@@ -152,11 +161,11 @@ func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobS
 	}
 	c.jobs[j.ID] = j
 	c.mu.Unlock()
-	res, err := c.system.Root.RequestFuture(HostPID(address), &messages.Ping{}, PingTimeout).Result()
+	res, err := c.system.Root.RequestFuture(HostPID(address), &messages.Ping{}, c.timeouts.Ping).Result()
 	if _, ok := res.(*messages.Pong); err != nil || !ok {
 		c.forget(j.ID)
 		j.finish(nil, nil)
-		return nil, fmt.Errorf("node %s is unreachable (no answer to a ping in %v: %v); if the cluster uses mutual TLS, this client needs --tls-cert, --tls-key and --tls-ca signed by the cluster's authority", address, PingTimeout, err)
+		return nil, fmt.Errorf("node %s is unreachable (no answer to a ping in %v: %v); if the cluster uses mutual TLS, this client needs --tls-cert, --tls-key and --tls-ca signed by the cluster's authority", address, c.timeouts.Ping, err)
 	}
 	c.system.Root.Send(HostPID(address), &messages.SubmitJob{Spec: spec, Client: wirePid(c.pid), JobId: j.ID, OwnerToken: j.token})
 	select {
@@ -235,13 +244,9 @@ func (j *Job) Cancel() {
 	}
 }
 
-// LeaseRenewEvery is how often a client renews the lease on its running jobs; a coordinator
-// cancels a job whose lease was not renewed for NodeConfig.Lease.
-var LeaseRenewEvery = 2 * time.Second
-
 // renewLease tells the job's coordinator, until the job ends, that its client is alive.
 func (j *Job) renewLease() {
-	t := time.NewTicker(LeaseRenewEvery)
+	t := time.NewTicker(j.client.timeouts.LeaseRenew)
 	defer t.Stop()
 	for {
 		select {
@@ -333,7 +338,7 @@ func (a clientActor) Receive(ctx actor.Context) {
 		if err := j.chunk(m); err != nil {
 			ctx.Send(j.coord(), &messages.CancelJob{JobId: j.ID, OwnerToken: j.token})
 			a.c.forget(j.ID)
-			j.finish(nil, &JobError{JobID: j.ID, Kind: "failure", Message: fmt.Sprintf("job %s: result: %v", j.ID, err)})
+			j.finish(nil, &JobError{JobID: j.ID, Kind: KindFailure, Message: fmt.Sprintf("job %s: result: %v", j.ID, err)})
 			return
 		}
 		if m.Sender != nil {
@@ -347,7 +352,7 @@ func (a clientActor) Receive(ctx actor.Context) {
 		if err := j.blocks.request(ctx.ActorSystem(), ctx.Self(), m, j.token); err != nil {
 			ctx.Send(j.coord(), &messages.CancelJob{JobId: j.ID, OwnerToken: j.token})
 			a.c.forget(j.ID)
-			j.finish(nil, &JobError{JobID: j.ID, Kind: "failure", Message: fmt.Sprintf("job %s: %v", j.ID, err)})
+			j.finish(nil, &JobError{JobID: j.ID, Kind: KindFailure, Message: fmt.Sprintf("job %s: %v", j.ID, err)})
 		}
 	case *messages.BlockAck:
 		if j := a.c.job(m.JobId); j != nil && j.blocks != nil {

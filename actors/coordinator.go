@@ -22,10 +22,6 @@ import (
 	"github.com/didnmf/didnmf/messages"
 )
 
-// PingTimeout is how long the coordinator waits for a node's host to answer before it calls
-// the node unreachable and refuses the job.
-var PingTimeout = 3 * time.Second
-
 // grantWindow is how many iterations shards may run ahead of the coordinator in a job with a
 // time limit (without one, shards run freely and stop by their own deterministic rule).
 const grantWindow = 4
@@ -118,11 +114,6 @@ type faultState struct {
 	pauseCause string
 }
 
-// QuorumWait is how long a job that lost the majority of its nodes waits for them to come
-// back before it fails (a coordinator that took the job over just stops: the majority side,
-// if there is one, carries on, and the client learns from its own wait).
-var QuorumWait = 60 * time.Second
-
 // quorumTimeout ends a wait for a quorum.
 type quorumTimeout struct{ epoch uint64 }
 
@@ -189,12 +180,12 @@ func (c *coordinator) Receive(ctx actor.Context) {
 		c.onCheckpointDone(ctx, m)
 	case *quorumTimeout:
 		if c.ft.paused && m.epoch == c.epoch && !c.over {
-			msg := fmt.Sprintf("%s; the job's nodes stayed without a majority for %v", c.ft.pauseCause, QuorumWait)
+			msg := fmt.Sprintf("%s; the job's nodes stayed without a majority for %v", c.ft.pauseCause, c.node.cfg.Timeouts.Quorum)
 			if c.ft.takeover != nil {
 				c.node.logger.Warn("giving up a job taken over without a quorum", slog.String("job", c.job), slog.String("why", msg))
 				c.client = nil
 			}
-			c.fail(ctx, "failure", msg)
+			c.fail(ctx, KindFailure, msg)
 		}
 	case *messages.ActorFailed:
 		if m.JobId == c.job && !c.over {
@@ -212,7 +203,7 @@ func (c *coordinator) Receive(ctx actor.Context) {
 			c.node.guard.drop(dropOwnerPrefix+"CancelJob", 1)
 			return
 		}
-		c.fail(ctx, "canceled", "job canceled by the client")
+		c.fail(ctx, KindCanceled, "job canceled by the client")
 	}
 }
 
@@ -244,11 +235,11 @@ func (c *coordinator) onTick(ctx actor.Context) {
 	cfg := c.node.cfg
 	if lease := cfg.Lease; lease > 0 && !c.sub.Spec.GetDetached() && time.Since(c.leaseAt) > lease {
 		c.node.logger.Warn("canceling a job whose client is gone", slog.String("job", c.job), slog.Duration("lease", lease))
-		c.fail(ctx, "canceled", fmt.Sprintf("job %s canceled: its client sent no word for %v (killed, or cut off from the cluster); submit with --detach for a job that runs on without its client", c.job, lease))
+		c.fail(ctx, KindCanceled, fmt.Sprintf("job %s canceled: its client sent no word for %v (killed, or cut off from the cluster); submit with --detach for a job that runs on without its client", c.job, lease))
 		return
 	}
 	if cfg.MaxJobTime > 0 && !c.started.IsZero() && time.Since(c.started) > cfg.MaxJobTime {
-		c.fail(ctx, "canceled", fmt.Sprintf("job %s canceled: it ran past the node's --max-job-time of %v", c.job, cfg.MaxJobTime))
+		c.fail(ctx, KindCanceled, fmt.Sprintf("job %s canceled: it ran past the node's --max-job-time of %v", c.job, cfg.MaxJobTime))
 	}
 }
 
@@ -337,31 +328,31 @@ func (c *coordinator) start(ctx actor.Context) {
 	spec := c.sub.Spec
 	var err error
 	if c.spec, err = parseSpec(spec); err != nil {
-		c.fail(ctx, "input", err.Error())
+		c.fail(ctx, KindInput, err.Error())
 		return
 	}
 	name, err := c.shape(spec)
 	if err != nil {
-		c.fail(ctx, "input", err.Error())
+		c.fail(ctx, KindInput, err.Error())
 		return
 	}
 	if err := kernels.CheckRank(int(spec.Rank), c.m, c.n); err != nil {
-		c.fail(ctx, "input", fmt.Sprintf("%v for %s (%d samples x %d features)", err, name, c.n, c.m))
+		c.fail(ctx, KindInput, fmt.Sprintf("%v for %s (%d samples x %d features)", err, name, c.n, c.m))
 		return
 	}
 	if spec.Shards > int64(c.n) {
-		c.fail(ctx, "input", fmt.Sprintf("shards %d is more than the %d samples of %s", spec.Shards, c.n, name))
+		c.fail(ctx, KindInput, fmt.Sprintf("shards %d is more than the %d samples of %s", spec.Shards, c.n, name))
 		return
 	}
 	if c.spec.init == kernels.InitCustom {
 		if err := checkCustomInit(c.node.cfg.Roots, spec, c.m, c.n); err != nil {
-			c.fail(ctx, "input", err.Error())
+			c.fail(ctx, KindInput, err.Error())
 			return
 		}
 	}
 	if spec.OutShared != "" {
 		if err := c.prepareSharedCoef(); err != nil {
-			c.fail(ctx, "input", err.Error())
+			c.fail(ctx, KindInput, err.Error())
 			return
 		}
 	}
@@ -371,7 +362,7 @@ func (c *coordinator) start(ctx actor.Context) {
 	case len(spec.Nodes) > 0 || c.node.cfg.Members == nil:
 		nodes := spec.Nodes
 		if err := c.checkNodes(nodes); err != nil {
-			c.fail(ctx, "input", err.Error())
+			c.fail(ctx, KindInput, err.Error())
 			return
 		}
 		if len(nodes) == 0 {
@@ -379,12 +370,12 @@ func (c *coordinator) start(ctx actor.Context) {
 		}
 		pongs, err := c.ping(ctx, nodes)
 		if err != nil {
-			c.fail(ctx, "failure", err.Error())
+			c.fail(ctx, KindFailure, err.Error())
 			return
 		}
 		shardNode = func(s int64) string { return nodes[s%int64(len(nodes))] }
 		if err := checkFit(nodes, pongs, shardNode, reserve); err != nil {
-			c.fail(ctx, "input", err.Error())
+			c.fail(ctx, KindInput, err.Error())
 			return
 		}
 		c.ft.ring = uniqueStrings(nodes)
@@ -619,17 +610,17 @@ func (c *coordinator) placeOnMembers(ctx actor.Context, need []int64) (func(int6
 	}
 	if len(cands) == 0 {
 		err := fmt.Errorf("no member of the cluster answers (%d known)", len(workers))
-		c.fail(ctx, "failure", err.Error())
+		c.fail(ctx, KindFailure, err.Error())
 		return nil, err
 	}
 	if p := int64(len(need)); slots >= 0 && p > slots {
 		err := fmt.Errorf("%d shards: the cluster's %d members take %d more shards (serve --max-shards); use fewer shards", p, len(cands), slots)
-		c.fail(ctx, "input", err.Error())
+		c.fail(ctx, KindInput, err.Error())
 		return nil, err
 	}
 	at, err := cluster.Place(c.job, need, cands)
 	if err != nil {
-		c.fail(ctx, "input", err.Error())
+		c.fail(ctx, KindInput, err.Error())
 		return nil, err
 	}
 	c.ft.ring = live
@@ -727,7 +718,7 @@ func checkCustomInit(roots *fsroot.Roots, spec *messages.JobSpec, m, n int) erro
 func (c *coordinator) ping(ctx actor.Context, nodes []string) ([]*messages.Pong, error) {
 	futures := make([]actor.Future, len(nodes))
 	for i, addr := range nodes {
-		futures[i] = ctx.RequestFuture(HostPID(addr), &messages.Ping{Nonce: uint64(i)}, PingTimeout)
+		futures[i] = ctx.RequestFuture(HostPID(addr), &messages.Ping{Nonce: uint64(i)}, c.node.cfg.Timeouts.Ping)
 	}
 	pongs := make([]*messages.Pong, len(nodes))
 	var first error
@@ -882,13 +873,13 @@ func (c *coordinator) onPlaced(ctx actor.Context, m *messages.Placed) {
 		return
 	}
 	if m.Error != "" {
-		c.fail(ctx, "input", m.Error)
+		c.fail(ctx, KindInput, m.Error)
 		return
 	}
 	// A shard that read a different number of features than the coordinator saw (the file
 	// changed in between, or nodes see different files under one path) would compute garbage.
 	if m.Samples > 0 && m.Features != int64(c.m) {
-		c.fail(ctx, "input", fmt.Sprintf("%s read %d features, the coordinator saw %d: do all nodes see the same input?", m.Actor, m.Features, c.m))
+		c.fail(ctx, KindInput, fmt.Sprintf("%s read %d features, the coordinator saw %d: do all nodes see the same input?", m.Actor, m.Features, c.m))
 		return
 	}
 	c.placed++
@@ -908,7 +899,7 @@ func (c *coordinator) onPlaced(ctx actor.Context, m *messages.Placed) {
 		c.sqNormX += v
 	}
 	if c.sqNormX == 0 {
-		c.fail(ctx, "input", kernels.ErrZeroMatrix.Error())
+		c.fail(ctx, KindInput, kernels.ErrZeroMatrix.Error())
 		return
 	}
 	c.running = true
@@ -1069,7 +1060,7 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 				c.ft.recovering.Cause += "; " + pause
 			}
 			c.node.logger.Warn("no quorum: the job waits", slog.String("job", c.job), slog.Int("alive", up), slog.Int("of", c.ft.quorumOf))
-			c.warn(ctx, fmt.Sprintf("%s; only %d of the job's %d nodes are reachable, not a majority: the job waits up to %v for them", cause, up, c.ft.quorumOf, QuorumWait))
+			c.warn(ctx, fmt.Sprintf("%s; only %d of the job's %d nodes are reachable, not a majority: the job waits up to %v for them", cause, up, c.ft.quorumOf, c.node.cfg.Timeouts.Quorum))
 			c.running = false
 			// Pause the shards still running: they stop at their next iteration boundary.
 			for _, s := range c.shards {
@@ -1077,14 +1068,14 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 			}
 			c.epoch++ // fences them: nothing of theirs is taken any more
 			system, self, epoch := ctx.ActorSystem(), ctx.Self(), c.epoch
-			time.AfterFunc(QuorumWait, func() { system.Root.Send(self, &quorumTimeout{epoch: epoch}) })
+			time.AfterFunc(c.node.cfg.Timeouts.Quorum, func() { system.Root.Send(self, &quorumTimeout{epoch: epoch}) })
 		}
 		c.ft.paused, c.ft.pauseCause = true, cause
 		return
 	}
 	c.ft.paused = false
 	if len(c.ft.recoveries)+1 > maxRecoveries {
-		c.fail(ctx, "failure", fmt.Sprintf("%s; the job recovered %d times already, giving up", cause, maxRecoveries))
+		c.fail(ctx, KindFailure, fmt.Sprintf("%s; the job recovered %d times already, giving up", cause, maxRecoveries))
 		return
 	}
 	resume := c.lastCommitted()
@@ -1101,7 +1092,7 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 		slog.Uint64("epoch", c.epoch), slog.Int64("from iteration", resume), slog.Int64("redone", c.ft.recovering.Redone))
 	c.warn(ctx, fmt.Sprintf("%s: rolling back to iteration %d (epoch %s)", cause, resume, epochString(c.epoch)))
 	if len(alive) == 0 {
-		c.fail(ctx, "failure", cause+"; no node is left to run the job")
+		c.fail(ctx, KindFailure, cause+"; no node is left to run the job")
 		return
 	}
 	at := make([][]string, len(c.ft.shardNode))
@@ -1117,7 +1108,7 @@ func (c *coordinator) recover(ctx actor.Context, cause string, lost []string) {
 		}
 	}
 	if err := c.replaceLost(ctx, alive, at); err != nil {
-		c.fail(ctx, "failure", fmt.Sprintf("%s; the shards of the lost nodes fit on no live node: %v", cause, err))
+		c.fail(ctx, KindFailure, fmt.Sprintf("%s; the shards of the lost nodes fit on no live node: %v", cause, err))
 		return
 	}
 	c.ft.ring = alive
@@ -1195,7 +1186,7 @@ func (c *coordinator) onShardDone(ctx actor.Context, m *messages.ShardDone) {
 		return
 	}
 	if m.Error != "" {
-		c.fail(ctx, "failure", m.Error)
+		c.fail(ctx, KindFailure, m.Error)
 		return
 	}
 	if _, dup := c.done[m.Shard]; dup || m.Shard < 0 || m.Shard >= int64(len(c.shards)) {
@@ -1204,7 +1195,7 @@ func (c *coordinator) onShardDone(ctx actor.Context, m *messages.ShardDone) {
 	if len(c.done) > 0 {
 		for _, d := range c.done {
 			if d.Iteration != m.Iteration || d.Stop != m.Stop {
-				c.fail(ctx, "failure", fmt.Sprintf("shard %d ended at iteration %d (%s), shard %d at %d (%s)", m.Shard, m.Iteration, m.Stop, d.Shard, d.Iteration, d.Stop))
+				c.fail(ctx, KindFailure, fmt.Sprintf("shard %d ended at iteration %d (%s), shard %d at %d (%s)", m.Shard, m.Iteration, m.Stop, d.Shard, d.Iteration, d.Stop))
 				return
 			}
 			break
@@ -1232,7 +1223,7 @@ func (c *coordinator) onReducerDone(ctx actor.Context, m *messages.ReducerDone) 
 	addCounters(&c.counters, &c.meter.c)
 	if dir := c.sub.Spec.OutShared; dir != "" {
 		if err := c.commitSharedCoef(dir); err != nil {
-			c.fail(ctx, "failure", err.Error())
+			c.fail(ctx, KindFailure, err.Error())
 			return
 		}
 	}
@@ -1252,7 +1243,7 @@ func (c *coordinator) onReducerDone(ctx actor.Context, m *messages.ReducerDone) 
 	}
 	if c.sub.Spec.Detached {
 		if err := c.commitDetached(c.sub.Spec.OutShared, res); err != nil {
-			c.fail(ctx, "failure", err.Error())
+			c.fail(ctx, KindFailure, err.Error())
 			return
 		}
 	}
@@ -1262,11 +1253,11 @@ func (c *coordinator) onReducerDone(ctx actor.Context, m *messages.ReducerDone) 
 }
 
 // fail ends the job with an error that reaches the client, and stops all its actors.
-func (c *coordinator) fail(ctx actor.Context, kind, msg string) {
+func (c *coordinator) fail(ctx actor.Context, kind messages.ErrorKind, msg string) {
 	if c.over {
 		return
 	}
-	c.node.logger.Warn("job ended with an error", slog.String("job", c.job), slog.String("kind", kind), slog.String("error", msg))
+	c.node.logger.Warn("job ended with an error", slog.String("job", c.job), slog.String("kind", kind.String()), slog.String("error", msg))
 	if dir := c.sub.Spec.GetOutShared(); dir != "" && c.ownsPartial {
 		_ = c.node.cfg.Roots.Remove("--out-shared", sharedCoefPartial(dir, c.job))
 		_ = c.node.cfg.Roots.Remove("--out-shared", sharedBasisPartial(dir, c.job))
@@ -1444,7 +1435,7 @@ func (c *coordinator) takeOver(ctx actor.Context) {
 	st := c.ft.takeover
 	var err error
 	if c.spec, err = parseSpec(c.sub.Spec); err != nil {
-		c.fail(ctx, "failure", c.ft.takeoverCause+"; taking the job over: "+err.Error())
+		c.fail(ctx, KindFailure, c.ft.takeoverCause+"; taking the job over: "+err.Error())
 		return
 	}
 	// A takeover starts a new generation of epochs, above any the old coordinator may still
@@ -1454,7 +1445,7 @@ func (c *coordinator) takeOver(ctx actor.Context) {
 	c.ft.shardNode = slices.Clone(st.ShardNodes)
 	c.ft.buddy = slices.Clone(st.Buddies)
 	if len(c.ft.buddy) != len(c.ft.shardNode) || int64(len(c.ft.shardNode)) != c.sub.Spec.Shards {
-		c.fail(ctx, "failure", "taking the job over: the replicated state is inconsistent")
+		c.fail(ctx, KindFailure, "taking the job over: the replicated state is inconsistent")
 		return
 	}
 	for s, a := range c.ft.shardNode {

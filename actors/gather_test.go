@@ -82,12 +82,9 @@ func TestGatherSumsInTreeSumOrder(t *testing.T) {
 }
 
 func TestAssemblyReassemblesAndChecks(t *testing.T) {
-	old := ChunkFloats
-	ChunkFloats = 4
-	defer func() { ChunkFloats = old }()
 	data := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 	sum := Checksum(data)
-	chunks := splitChunks(data)
+	chunks := splitChunksOf(data, 4)
 	if len(chunks) != 3 {
 		t.Fatalf("%d chunks", len(chunks))
 	}

@@ -225,7 +225,7 @@ func (h *host) Receive(ctx actor.Context) {
 			return
 		}
 		h.node.logger.Error("job actor failed", slog.String("job", c.job), slog.String("actor", m.child.Id), slog.Any("reason", m.reason))
-		msg := &messages.JobError{JobId: c.job, Kind: "failure",
+		msg := &messages.JobError{JobId: c.job, Kind: KindFailure,
 			Message: fmt.Sprintf("%s %s on node %s failed: %v", c.role, m.child.Id, ctx.Self().Address, m.reason)}
 		if c.role != "coordinator" {
 			coord := h.coordinators[c.job]
@@ -287,7 +287,7 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 	client := pidOf(m.Client)
 	refuse := func(format string, args ...any) {
 		if client != nil {
-			ctx.Send(client, &messages.JobError{JobId: m.JobId, Kind: "input", Message: fmt.Sprintf(format, args...)})
+			ctx.Send(client, &messages.JobError{JobId: m.JobId, Kind: KindInput, Message: fmt.Sprintf(format, args...)})
 		}
 	}
 	if !validJobID.MatchString(m.JobId) {
@@ -504,7 +504,7 @@ func (h *host) spawn(ctx actor.Context, props *actor.Props, job, name, role stri
 		if coordinator != nil {
 			ctx.Send(coordinator, &messages.Placed{JobId: job, Actor: name, Error: fmt.Sprintf("node %s cannot start %s: %v", ctx.Self().Address, name, err)})
 		} else if client != nil {
-			ctx.Send(client, &messages.JobError{JobId: job, Kind: "failure", Message: fmt.Sprintf("node %s cannot start %s: %v", ctx.Self().Address, name, err)})
+			ctx.Send(client, &messages.JobError{JobId: job, Kind: KindFailure, Message: fmt.Sprintf("node %s cannot start %s: %v", ctx.Self().Address, name, err)})
 		}
 		return false
 	}

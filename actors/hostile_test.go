@@ -49,7 +49,7 @@ func newHostileSetup(t *testing.T, faults *Faults) *hostileSetup {
 		t.Fatal(err)
 	}
 	t.Cleanup(lc.Close)
-	alice := NewClient(startParty(t, creds(t, ca, "alice", pki.RoleClient)).System())
+	alice := NewClient(startParty(t, creds(t, ca, "alice", pki.RoleClient)).System(), Timeouts{})
 	t.Cleanup(alice.Close)
 	return &hostileSetup{lc: lc, ca: ca, alice: alice}
 }
@@ -465,7 +465,7 @@ func TestDataRootsConfineJobFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := NewClient(lc.Nodes[0].System())
+	cl := NewClient(lc.Nodes[0].System(), Timeouts{})
 	t.Cleanup(func() {
 		cl.Close()
 		lc.Close()
@@ -488,7 +488,7 @@ func TestDataRootsConfineJobFiles(t *testing.T) {
 	} {
 		err := job(c.input, c.out, false)
 		var je *JobError
-		if !errors.As(err, &je) || je.Kind != "input" || !strings.Contains(err.Error(), c.want) {
+		if !errors.As(err, &je) || je.Kind != KindInput || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an input error with %q", c.name, err, c.want)
 		}
 	}

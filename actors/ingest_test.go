@@ -125,7 +125,7 @@ func TestStreamedIngestBadData(t *testing.T) {
 		s.Ingest = IngestStream
 		_, err := runJob(t, cl, s)
 		var je *JobError
-		if !errors.As(err, &je) || je.Kind != "input" || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "negative") {
+		if !errors.As(err, &je) || je.Kind != KindInput || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "negative") {
 			t.Fatalf("got %v, want an input error naming %q and the negative value", err, c.want)
 		}
 		t.Logf("error: %v", err)

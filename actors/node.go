@@ -122,6 +122,8 @@ type NodeConfig struct {
 	// to (see fsroot); nil refuses every file (jobs can still stream their input and take
 	// their factors back).
 	Roots *fsroot.Roots
+	// Timeouts are the node's waits (zero fields: DefaultTimeouts).
+	Timeouts Timeouts
 	// MaxShards caps the shards living on the node at once (0: DefaultMaxShards; negative:
 	// no cap), MaxJobs the jobs with actors on it (0: DefaultMaxJobs; negative: no cap).
 	MaxShards int
@@ -323,6 +325,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Lease == 0 {
 		cfg.Lease = DefaultLease
 	}
+	cfg.Timeouts = cfg.Timeouts.orDefault()
 	if cfg.TLS == nil && !cfg.Insecure {
 		return nil, fmt.Errorf("node %s: no credentials: give TLS (certificates, or derived from a cluster secret) or set Insecure", cfg.Host)
 	}

@@ -166,7 +166,7 @@ func TestFullDiskFailsCheckpointsVisibly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := NewClient(c.Nodes[0].System())
+	cl := NewClient(c.Nodes[0].System(), Timeouts{})
 	defer func() {
 		cl.Close()
 		c.Close()

@@ -199,6 +199,6 @@ func (r *reducer) sendChild(ctx actor.Context, head *messages.Partial, data []fl
 func (r *reducer) fail(ctx actor.Context, err error) {
 	r.failed = true
 	r.node.logger.Error("reducer failed", slog.String("job", r.a.JobId), slog.Any("error", err))
-	ctx.Send(r.coordinator, &messages.JobError{JobId: r.a.JobId, Kind: "failure",
+	ctx.Send(r.coordinator, &messages.JobError{JobId: r.a.JobId, Kind: KindFailure,
 		Message: fmt.Sprintf("reducer [%d, %d) on node %s: %v", r.a.Lo, r.a.Hi, ctx.Self().Address, err)})
 }

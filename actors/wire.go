@@ -16,14 +16,14 @@ import (
 // ChunkFloats is the largest number of float64 values one message carries (1 MiB of data).
 // Larger payloads are split into chunks and reassembled; protoactor's gRPC transport tears a
 // connection down when a message or a batch of messages passes its size limit.
-var ChunkFloats = 1 << 17
+const ChunkFloats = 1 << 17
 
 // maxPayloadFloats caps the total length a chunk header may announce (2^31 values, 16 GiB):
 // a header claiming more is malformed. Nothing is allocated for what a header announces: a
 // payload's memory is that of the chunks that actually arrived until it is whole.
 const maxPayloadFloats = 1 << 31
 
-// maxChunkValues caps the values one chunk may carry (8 times ChunkFloats' default).
+// maxChunkValues caps the values one chunk may carry (8 times ChunkFloats).
 const maxChunkValues = 1 << 20
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -76,8 +76,10 @@ type chunk struct {
 
 // splitChunks cuts data into chunks of at most ChunkFloats values (one empty chunk for an empty
 // payload). The chunks share data's storage.
-func splitChunks(data []float64) []chunk {
-	size := ChunkFloats
+func splitChunks(data []float64) []chunk { return splitChunksOf(data, ChunkFloats) }
+
+// splitChunksOf is splitChunks with chunks of at most size values.
+func splitChunksOf(data []float64, size int) []chunk {
 	count := max(1, (len(data)+size-1)/size)
 	out := make([]chunk, count)
 	for i := range out {

@@ -37,6 +37,63 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ErrorKind classifies a job's error.
+type ErrorKind int32
+
+const (
+	// Unspecified is read as a failure.
+	ErrorKind_ERROR_KIND_UNSPECIFIED ErrorKind = 0
+	// Input: a refused spec or bad data, the user's to fix (the CLI exits with status 2).
+	ErrorKind_ERROR_KIND_INPUT ErrorKind = 1
+	// Canceled: the job's owner, a lease that ran out or a node's time cap ended it.
+	ErrorKind_ERROR_KIND_CANCELED ErrorKind = 2
+	// Failure: anything else (a lost node the job could not recover from, a panic).
+	ErrorKind_ERROR_KIND_FAILURE ErrorKind = 3
+)
+
+// Enum value maps for ErrorKind.
+var (
+	ErrorKind_name = map[int32]string{
+		0: "ERROR_KIND_UNSPECIFIED",
+		1: "ERROR_KIND_INPUT",
+		2: "ERROR_KIND_CANCELED",
+		3: "ERROR_KIND_FAILURE",
+	}
+	ErrorKind_value = map[string]int32{
+		"ERROR_KIND_UNSPECIFIED": 0,
+		"ERROR_KIND_INPUT":       1,
+		"ERROR_KIND_CANCELED":    2,
+		"ERROR_KIND_FAILURE":     3,
+	}
+)
+
+func (x ErrorKind) Enum() *ErrorKind {
+	p := new(ErrorKind)
+	*p = x
+	return p
+}
+
+func (x ErrorKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ErrorKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_didnmf_proto_enumTypes[0].Descriptor()
+}
+
+func (ErrorKind) Type() protoreflect.EnumType {
+	return &file_didnmf_proto_enumTypes[0]
+}
+
+func (x ErrorKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ErrorKind.Descriptor instead.
+func (ErrorKind) EnumDescriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{0}
+}
+
 // Pid names an actor: the actor system's address (host:port) and the actor's id.
 type Pid struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -586,11 +643,10 @@ func (x *JobAccepted) GetTakeover() bool {
 
 // JobError reports a refused or failed job; it ends the job.
 type JobError struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	// Kind classifies the error: "input" (bad spec or data), "canceled", "failure".
-	Kind          string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Kind          ErrorKind              `protobuf:"varint,3,opt,name=kind,proto3,enum=didnmf.ErrorKind" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -639,11 +695,11 @@ func (x *JobError) GetMessage() string {
 	return ""
 }
 
-func (x *JobError) GetKind() string {
+func (x *JobError) GetKind() ErrorKind {
 	if x != nil {
 		return x.Kind
 	}
-	return ""
+	return ErrorKind_ERROR_KIND_UNSPECIFIED
 }
 
 // CancelJob asks the coordinator to stop a job and free its actors (sent to the coordinator,
@@ -4472,11 +4528,11 @@ const file_didnmf_proto_rawDesc = "" +
 	"\vcoordinator\x18\x02 \x01(\v2\v.didnmf.PidR\vcoordinator\x12\x18\n" +
 	"\asamples\x18\x03 \x01(\x03R\asamples\x12\x1a\n" +
 	"\bfeatures\x18\x04 \x01(\x03R\bfeatures\x12\x1a\n" +
-	"\btakeover\x18\x05 \x01(\bR\btakeover\"O\n" +
+	"\btakeover\x18\x05 \x01(\bR\btakeover\"b\n" +
 	"\bJobError\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
-	"\x04kind\x18\x03 \x01(\tR\x04kind\"C\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12%\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x11.didnmf.ErrorKindR\x04kind\"C\n" +
 	"\tCancelJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1f\n" +
 	"\vowner_token\x18\x02 \x01(\tR\n" +
@@ -4830,7 +4886,12 @@ const file_didnmf_proto_rawDesc = "" +
 	"\fCheckpointAt\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1c\n" +
-	"\titeration\x18\x03 \x01(\x03R\titerationB#Z!github.com/didnmf/didnmf/messagesb\x06proto3"
+	"\titeration\x18\x03 \x01(\x03R\titeration*n\n" +
+	"\tErrorKind\x12\x1a\n" +
+	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10ERROR_KIND_INPUT\x10\x01\x12\x17\n" +
+	"\x13ERROR_KIND_CANCELED\x10\x02\x12\x16\n" +
+	"\x12ERROR_KIND_FAILURE\x10\x03B#Z!github.com/didnmf/didnmf/messagesb\x06proto3"
 
 var (
 	file_didnmf_proto_rawDescOnce sync.Once
@@ -4844,89 +4905,92 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 	return file_didnmf_proto_rawDescData
 }
 
+var file_didnmf_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_didnmf_proto_goTypes = []any{
-	(*Pid)(nil),                 // 0: didnmf.Pid
-	(*StopRule)(nil),            // 1: didnmf.StopRule
-	(*JobSpec)(nil),             // 2: didnmf.JobSpec
-	(*SubmitJob)(nil),           // 3: didnmf.SubmitJob
-	(*JobAccepted)(nil),         // 4: didnmf.JobAccepted
-	(*JobError)(nil),            // 5: didnmf.JobError
-	(*CancelJob)(nil),           // 6: didnmf.CancelJob
-	(*LeaseRenew)(nil),          // 7: didnmf.LeaseRenew
-	(*ListJobs)(nil),            // 8: didnmf.ListJobs
-	(*JobInfo)(nil),             // 9: didnmf.JobInfo
-	(*JobList)(nil),             // 10: didnmf.JobList
-	(*Ping)(nil),                // 11: didnmf.Ping
-	(*Pong)(nil),                // 12: didnmf.Pong
-	(*HostStatus)(nil),          // 13: didnmf.HostStatus
-	(*ShardAssignment)(nil),     // 14: didnmf.ShardAssignment
-	(*ReducerAssignment)(nil),   // 15: didnmf.ReducerAssignment
-	(*Placed)(nil),              // 16: didnmf.Placed
-	(*StartJob)(nil),            // 17: didnmf.StartJob
-	(*Grant)(nil),               // 18: didnmf.Grant
-	(*Finish)(nil),              // 19: didnmf.Finish
-	(*StopJob)(nil),             // 20: didnmf.StopJob
-	(*Partial)(nil),             // 21: didnmf.Partial
-	(*Reduced)(nil),             // 22: didnmf.Reduced
-	(*IterationDone)(nil),       // 23: didnmf.IterationDone
-	(*Progress)(nil),            // 24: didnmf.Progress
-	(*Counters)(nil),            // 25: didnmf.Counters
-	(*ShardDone)(nil),           // 26: didnmf.ShardDone
-	(*ReducerDone)(nil),         // 27: didnmf.ReducerDone
-	(*ResultChunk)(nil),         // 28: didnmf.ResultChunk
-	(*ResultAck)(nil),           // 29: didnmf.ResultAck
-	(*HistoryPoint)(nil),        // 30: didnmf.HistoryPoint
-	(*JobResult)(nil),           // 31: didnmf.JobResult
-	(*Recovery)(nil),            // 32: didnmf.Recovery
-	(*BlockRequest)(nil),        // 33: didnmf.BlockRequest
-	(*BlockChunk)(nil),          // 34: didnmf.BlockChunk
-	(*BlockAck)(nil),            // 35: didnmf.BlockAck
-	(*CheckpointDone)(nil),      // 36: didnmf.CheckpointDone
-	(*CheckpointCopy)(nil),      // 37: didnmf.CheckpointCopy
-	(*Buddies)(nil),             // 38: didnmf.Buddies
-	(*CheckpointStored)(nil),    // 39: didnmf.CheckpointStored
-	(*CheckpointFetch)(nil),     // 40: didnmf.CheckpointFetch
-	(*ActorFailed)(nil),         // 41: didnmf.ActorFailed
-	(*JobState)(nil),            // 42: didnmf.JobState
-	(*CheckpointCommitted)(nil), // 43: didnmf.CheckpointCommitted
-	(*CheckpointAt)(nil),        // 44: didnmf.CheckpointAt
+	(ErrorKind)(0),              // 0: didnmf.ErrorKind
+	(*Pid)(nil),                 // 1: didnmf.Pid
+	(*StopRule)(nil),            // 2: didnmf.StopRule
+	(*JobSpec)(nil),             // 3: didnmf.JobSpec
+	(*SubmitJob)(nil),           // 4: didnmf.SubmitJob
+	(*JobAccepted)(nil),         // 5: didnmf.JobAccepted
+	(*JobError)(nil),            // 6: didnmf.JobError
+	(*CancelJob)(nil),           // 7: didnmf.CancelJob
+	(*LeaseRenew)(nil),          // 8: didnmf.LeaseRenew
+	(*ListJobs)(nil),            // 9: didnmf.ListJobs
+	(*JobInfo)(nil),             // 10: didnmf.JobInfo
+	(*JobList)(nil),             // 11: didnmf.JobList
+	(*Ping)(nil),                // 12: didnmf.Ping
+	(*Pong)(nil),                // 13: didnmf.Pong
+	(*HostStatus)(nil),          // 14: didnmf.HostStatus
+	(*ShardAssignment)(nil),     // 15: didnmf.ShardAssignment
+	(*ReducerAssignment)(nil),   // 16: didnmf.ReducerAssignment
+	(*Placed)(nil),              // 17: didnmf.Placed
+	(*StartJob)(nil),            // 18: didnmf.StartJob
+	(*Grant)(nil),               // 19: didnmf.Grant
+	(*Finish)(nil),              // 20: didnmf.Finish
+	(*StopJob)(nil),             // 21: didnmf.StopJob
+	(*Partial)(nil),             // 22: didnmf.Partial
+	(*Reduced)(nil),             // 23: didnmf.Reduced
+	(*IterationDone)(nil),       // 24: didnmf.IterationDone
+	(*Progress)(nil),            // 25: didnmf.Progress
+	(*Counters)(nil),            // 26: didnmf.Counters
+	(*ShardDone)(nil),           // 27: didnmf.ShardDone
+	(*ReducerDone)(nil),         // 28: didnmf.ReducerDone
+	(*ResultChunk)(nil),         // 29: didnmf.ResultChunk
+	(*ResultAck)(nil),           // 30: didnmf.ResultAck
+	(*HistoryPoint)(nil),        // 31: didnmf.HistoryPoint
+	(*JobResult)(nil),           // 32: didnmf.JobResult
+	(*Recovery)(nil),            // 33: didnmf.Recovery
+	(*BlockRequest)(nil),        // 34: didnmf.BlockRequest
+	(*BlockChunk)(nil),          // 35: didnmf.BlockChunk
+	(*BlockAck)(nil),            // 36: didnmf.BlockAck
+	(*CheckpointDone)(nil),      // 37: didnmf.CheckpointDone
+	(*CheckpointCopy)(nil),      // 38: didnmf.CheckpointCopy
+	(*Buddies)(nil),             // 39: didnmf.Buddies
+	(*CheckpointStored)(nil),    // 40: didnmf.CheckpointStored
+	(*CheckpointFetch)(nil),     // 41: didnmf.CheckpointFetch
+	(*ActorFailed)(nil),         // 42: didnmf.ActorFailed
+	(*JobState)(nil),            // 43: didnmf.JobState
+	(*CheckpointCommitted)(nil), // 44: didnmf.CheckpointCommitted
+	(*CheckpointAt)(nil),        // 45: didnmf.CheckpointAt
 }
 var file_didnmf_proto_depIdxs = []int32{
-	1,  // 0: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
-	2,  // 1: didnmf.SubmitJob.spec:type_name -> didnmf.JobSpec
-	0,  // 2: didnmf.SubmitJob.client:type_name -> didnmf.Pid
-	0,  // 3: didnmf.JobAccepted.coordinator:type_name -> didnmf.Pid
-	9,  // 4: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
-	2,  // 5: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
-	0,  // 6: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
-	0,  // 7: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
-	0,  // 8: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
-	0,  // 9: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
-	0,  // 10: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
-	0,  // 11: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
-	0,  // 12: didnmf.Placed.pid:type_name -> didnmf.Pid
-	0,  // 13: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
-	25, // 14: didnmf.ShardDone.counters:type_name -> didnmf.Counters
-	25, // 15: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
-	0,  // 16: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
-	30, // 17: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
-	25, // 18: didnmf.JobResult.counters:type_name -> didnmf.Counters
-	32, // 19: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
-	0,  // 20: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
-	0,  // 21: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
-	0,  // 22: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
-	0,  // 23: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
-	0,  // 24: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
-	3,  // 25: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
-	30, // 26: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
-	0,  // 27: didnmf.JobState.coordinator:type_name -> didnmf.Pid
-	32, // 28: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	2,  // 0: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
+	3,  // 1: didnmf.SubmitJob.spec:type_name -> didnmf.JobSpec
+	1,  // 2: didnmf.SubmitJob.client:type_name -> didnmf.Pid
+	1,  // 3: didnmf.JobAccepted.coordinator:type_name -> didnmf.Pid
+	0,  // 4: didnmf.JobError.kind:type_name -> didnmf.ErrorKind
+	10, // 5: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
+	3,  // 6: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
+	1,  // 7: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
+	1,  // 8: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
+	1,  // 9: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
+	1,  // 10: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
+	1,  // 11: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
+	1,  // 12: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
+	1,  // 13: didnmf.Placed.pid:type_name -> didnmf.Pid
+	1,  // 14: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
+	26, // 15: didnmf.ShardDone.counters:type_name -> didnmf.Counters
+	26, // 16: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
+	1,  // 17: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
+	31, // 18: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
+	26, // 19: didnmf.JobResult.counters:type_name -> didnmf.Counters
+	33, // 20: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
+	1,  // 21: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
+	1,  // 22: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
+	1,  // 23: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
+	1,  // 24: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
+	1,  // 25: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
+	4,  // 26: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
+	31, // 27: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
+	1,  // 28: didnmf.JobState.coordinator:type_name -> didnmf.Pid
+	33, // 29: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_didnmf_proto_init() }
@@ -4939,13 +5003,14 @@ func file_didnmf_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_didnmf_proto_goTypes,
 		DependencyIndexes: file_didnmf_proto_depIdxs,
+		EnumInfos:         file_didnmf_proto_enumTypes,
 		MessageInfos:      file_didnmf_proto_msgTypes,
 	}.Build()
 	File_didnmf_proto = out.File

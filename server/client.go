@@ -49,6 +49,11 @@ type ClientConfig struct {
 	// listens there, or it is not reached from here): a node that is starting gets that long
 	// to come up (0: DefaultReach). Connect then fails with an *UnreachableError.
 	Reach time.Duration
+	// TakeoverWait is how long the client waits for a job whose coordinator's node left or
+	// died to be taken over, or for that node to come back (0: DefaultTakeoverWait).
+	TakeoverWait time.Duration
+	// Timeouts are the client actor's waits (zero fields: actors.DefaultTimeouts).
+	Timeouts actors.Timeouts
 	// Partition, when set, cuts the client's traffic to nodes on the other side of it
 	// (partition tests in one process).
 	Partition *cluster.Partition
@@ -61,11 +66,13 @@ type Client struct {
 	Members *cluster.Membership
 	Actors  *actors.Client
 	seeds   []string
-	mu      sync.Mutex
-	watches map[string][]*actors.Job // coordinator's actor address -> jobs it coordinates
+	// takeoverWait is ClientConfig.TakeoverWait or its default.
+	takeoverWait time.Duration
+	mu           sync.Mutex
+	watches      map[string][]*actors.Job // coordinator's actor address -> jobs it coordinates
 }
 
-// TakeoverWait is how long a client waits, after the node coordinating its job left or died,
+// DefaultTakeoverWait is how long a client waits, after the node coordinating its job left or died,
 // for a standby node to take the job over, or for the coordinator's node to come back, before
 // it gives the job up. A coordinator cut off from the client on the minority side of a
 // partition takes 10-16 s (more on a loaded machine) to declare the majority dead and pause,
@@ -73,7 +80,7 @@ type Client struct {
 // the job over, and a client that gave up before the heal would lose a job that goes on
 // (TestPartition). 30 s covers that; a job whose coordinator really died without a standby
 // is given up 30 s after the gossip declared it dead.
-var TakeoverWait = 30 * time.Second
+const DefaultTakeoverWait = 30 * time.Second
 
 // DefaultReach is how long Connect keeps trying to reach a cluster at which nothing answers.
 const DefaultReach = 5 * time.Second
@@ -248,7 +255,11 @@ func Connect(cfg ClientConfig) (*Client, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	c.Actors = actors.NewClient(c.Node.System())
+	c.takeoverWait = cfg.TakeoverWait
+	if c.takeoverWait <= 0 {
+		c.takeoverWait = DefaultTakeoverWait
+	}
+	c.Actors = actors.NewClient(c.Node.System(), cfg.Timeouts)
 	return c, nil
 }
 
@@ -312,7 +323,7 @@ func (c *Client) watch(job *actors.Job, coordinator string) {
 }
 
 // onEvent follows the jobs whose coordinator's node left or died: a standby node takes such a
-// job over and tells the client; a job nobody took over in TakeoverWait is given up, with an
+// job over and tells the client; a job nobody took over in the client's TakeoverWait is given up, with an
 // error that says why.
 func (c *Client) onEvent(e cluster.Event) {
 	if e.Kind != cluster.EventLeave {
@@ -334,7 +345,7 @@ func (c *Client) onEvent(e cluster.Event) {
 
 // awaitTakeover waits for another node to take a job over from the coordinator at old.
 func (c *Client) awaitTakeover(j *actors.Job, old, what string) {
-	deadline := time.NewTimer(TakeoverWait)
+	deadline := time.NewTimer(c.takeoverWait)
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -355,8 +366,8 @@ func (c *Client) awaitTakeover(j *actors.Job, old, what string) {
 				}
 			}
 		case <-deadline.C:
-			j.Abandon(&actors.JobError{JobID: j.ID, Kind: "failure",
-				Message: fmt.Sprintf("job %s: %s, and no node took the job over in %v (its standby died too, or the cluster lost its majority); the job is lost", j.ID, what, TakeoverWait)})
+			j.Abandon(&actors.JobError{JobID: j.ID, Kind: actors.KindFailure,
+				Message: fmt.Sprintf("job %s: %s, and no node took the job over in %v (its standby died too, or the cluster lost its majority); the job is lost", j.ID, what, c.takeoverWait)})
 			return
 		}
 	}

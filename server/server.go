@@ -57,6 +57,8 @@ type Config struct {
 	// machine share its memory when shards are placed, whatever each offers. Empty: a
 	// machine of its own (tests that stand for several machines in one process).
 	Machine string
+	// Timeouts are the node's waits (zero fields: actors.DefaultTimeouts).
+	Timeouts actors.Timeouts
 	// Threads run the kernels (0: all cores); Pool, when set, is shared instead (in-process
 	// clusters).
 	Threads int
@@ -241,7 +243,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	ncfg := actors.NodeConfig{Host: host, Port: cfg.ActorPort, Pool: cfg.Pool, Threads: threads,
 		Logger: cfg.Logger, TLS: cfg.TLS, Insecure: cfg.TLS == nil, Members: members, Memory: cfg.Memory, Capacity: max(cfg.Capacity, 1),
-		Machine: cfg.Machine, DataDir: cfg.DataDir, CheckpointQuota: cfg.CheckpointQuota, Faults: cfg.Faults,
+		Machine: cfg.Machine, Timeouts: cfg.Timeouts, DataDir: cfg.DataDir, CheckpointQuota: cfg.CheckpointQuota, Faults: cfg.Faults,
 		Lease: cfg.Lease, MaxJobTime: cfg.MaxJobTime, MaxShards: cfg.MaxShards, MaxJobs: cfg.MaxJobs, Roots: s.roots}
 	if cfg.Partition != nil {
 		ncfg.Partition = cfg.Partition

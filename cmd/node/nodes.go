@@ -38,7 +38,7 @@ func (f *jobFlags) startLocal(j *job) (*actors.Client, *messages.JobSpec, func()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	client := actors.NewClient(lc.Nodes[0].System())
+	client := actors.NewClient(lc.Nodes[0].System(), actors.DefaultTimeouts())
 	stop := func() {
 		client.Close()
 		lc.Close()
@@ -94,7 +94,7 @@ const cancelWait = 3 * time.Second
 // jobErr maps a refused job to a usage error (exit status 2).
 func jobErr(err error) error {
 	var je *actors.JobError
-	if errors.As(err, &je) && je.Kind == "input" {
+	if errors.As(err, &je) && je.Kind == actors.KindInput {
 		return usageError{err}
 	}
 	return err

@@ -57,7 +57,7 @@ func factorize(ctx context.Context, input string, rank int64, nodes int, progres
 		return nil, err
 	}
 	defer cluster.Close()
-	client := actors.NewClient(cluster.Nodes[0].System())
+	client := actors.NewClient(cluster.Nodes[0].System(), actors.DefaultTimeouts())
 	defer client.Close()
 	spec := &messages.JobSpec{
 		Inputs: []string{input}, Algorithm: "did", Rank: rank, Shards: 6, Seed: 1, Init: "nndsvda",
