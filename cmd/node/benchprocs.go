@@ -1,41 +1,30 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/internal/proccluster"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/server"
 )
 
-// child is a `node serve` process started by bench --procs.
+// child is a `node serve` process started by bench --procs, with the temporary data directory
+// it is given.
 type child struct {
-	name, gossip string
-	cmd          *exec.Cmd
-	started      time.Time
-	mu           sync.Mutex
-	seen         map[string]time.Time // log event ("joined a", "failed a") -> when it was read
-	cond         *sync.Cond
+	*proccluster.Node
+	name string
+	dir  string
 }
-
-var (
-	// serveLine is the line `node serve` prints once it serves: name, gossip and actor address.
-	serveLine = regexp.MustCompile(`^node (\S+) serving: gossip (\S+), actor (\S+),`)
-	eventLine = regexp.MustCompile(`msg="member (joined|left|failed)[^"]*" member=(\S+)`)
-)
 
 // startChild starts `node serve` from this executable and waits until it serves.
 func startChild(name, join, secretFile string, threads int) (*child, error) {
@@ -51,67 +40,29 @@ func startChild(name, join, secretFile string, threads int) (*child, error) {
 	if join != "" {
 		args = append(args, "--join", join)
 	}
-	c := &child{name: name, cmd: exec.Command(exe, args...), seen: map[string]time.Time{}}
-	c.cond = sync.NewCond(&c.mu)
-	stdout, err := c.cmd.StdoutPipe()
+	n, err := proccluster.Start(proccluster.Options{Exe: exe}, args...)
 	if err != nil {
-		return nil, err
-	}
-	stderr, err := c.cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	c.started = time.Now()
-	if err := c.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := eventLine.FindStringSubmatch(sc.Text()); m != nil {
-				c.mu.Lock()
-				c.seen[m[1]+" "+m[2]] = time.Now()
-				c.cond.Broadcast()
-				c.mu.Unlock()
-			}
-		}
 		os.RemoveAll(dir)
-	}()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	m := serveLine.FindStringSubmatch(line)
-	if err != nil || m == nil {
-		c.cmd.Process.Kill()
-		return nil, fmt.Errorf("node serve %s did not start: %q %v", name, line, err)
+		return nil, fmt.Errorf("node serve %s: %v", name, err)
 	}
-	c.gossip = m[2]
-	go func() { _, _ = bufio.NewReader(stdout).WriteTo(nopWriter{}) }()
-	return c, nil
+	return &child{Node: n, name: name, dir: dir}, nil
 }
 
-type nopWriter struct{}
-
-func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
-
-// waitSeen waits until the child logged the event, and returns when it did.
-func (c *child) waitSeen(event string, limit time.Duration) (time.Time, error) {
-	deadline := time.Now().Add(limit)
-	go func() { // wake the waiter at the deadline
-		time.Sleep(limit)
-		c.mu.Lock()
-		c.cond.Broadcast()
-		c.mu.Unlock()
-	}()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for {
-		if t, ok := c.seen[event]; ok {
-			return t, nil
-		}
-		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("%s did not log %q within %v", c.name, event, limit)
-		}
-		c.cond.Wait()
+// waitSeen waits until the child logged a member event ("member joined", "member failed
+// (declared dead)") about member, and returns when it did.
+func (c *child) waitSeen(event, member string, limit time.Duration) (time.Time, error) {
+	r, err := c.WaitFor(limit, event, "member", member)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: %v", c.name, err)
 	}
+	return r.At, nil
+}
+
+// stop ends the child with SIGTERM (a graceful leave), waits for it and removes its directory.
+func (c *child) stop() {
+	_ = c.Cmd.Process.Signal(syscall.SIGTERM)
+	<-c.Exited()
+	os.RemoveAll(c.dir)
 }
 
 // procsBench is what bench --procs measures.
@@ -193,10 +144,10 @@ func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads, pairs 
 	var kids []*child
 	defer func() {
 		for _, k := range kids {
-			_ = k.cmd.Process.Signal(syscall.SIGTERM)
+			_ = k.Cmd.Process.Signal(syscall.SIGTERM)
 		}
 		for _, k := range kids {
-			_ = k.cmd.Wait()
+			k.stop()
 		}
 	}()
 	// The bench's cluster has a secret of its own.
@@ -213,7 +164,7 @@ func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads, pairs 
 	for i := 0; i < n; i++ {
 		join := ""
 		if i > 0 {
-			join = kids[0].gossip
+			join = kids[0].Gossip
 		}
 		k, err := startChild(fmt.Sprintf("bench-%d", i+1), join, secretFile, threads)
 		if err != nil {
@@ -223,7 +174,7 @@ func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads, pairs 
 		// Joined: every node, the newcomer included, lists it.
 		var last time.Time
 		for _, o := range kids {
-			t, err := o.waitSeen("joined "+k.name, 30*time.Second)
+			t, err := o.waitSeen("member joined", k.name, 30*time.Second)
 			if err != nil {
 				return nil, err
 			}
@@ -232,10 +183,10 @@ func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads, pairs 
 			}
 		}
 		if i > 0 {
-			joins = append(joins, last.Sub(k.started).Seconds())
+			joins = append(joins, last.Sub(k.Started).Seconds())
 		}
 	}
-	c, err := server.Connect(server.ClientConfig{Cluster: []string{kids[0].gossip}, Secret: secret})
+	c, err := server.Connect(server.ClientConfig{Cluster: []string{kids[0].Gossip}, Secret: secret})
 	if err != nil {
 		return nil, err
 	}
@@ -260,12 +211,12 @@ func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads, pairs 
 	if detect && n > 1 {
 		victim := kids[n-1]
 		killed := time.Now()
-		if err := victim.cmd.Process.Kill(); err != nil {
+		if err := victim.Cmd.Process.Kill(); err != nil {
 			return nil, err
 		}
 		var last time.Time
 		for _, o := range kids[:n-1] {
-			t, err := o.waitSeen("failed "+victim.name, 60*time.Second)
+			t, err := o.waitSeen("member failed (declared dead)", victim.name, 60*time.Second)
 			if err != nil {
 				return nil, err
 			}
@@ -275,7 +226,8 @@ func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads, pairs 
 		}
 		out.detectSec = last.Sub(killed).Seconds()
 		kids = slices.Delete(kids, n-1, n)
-		_ = victim.cmd.Wait()
+		<-victim.Exited()
+		os.RemoveAll(victim.dir)
 	}
 	return out, nil
 }

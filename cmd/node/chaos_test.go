@@ -454,9 +454,9 @@ func (cl *chaosCluster) dumpLogs(t *testing.T) {
 	cl.dumped = true
 	for _, n := range cl.nodes {
 		var lines []string
-		for _, l := range strings.Split(strings.TrimSpace(n.logText()), "\n") {
-			if !strings.Contains(l, "role=client") {
-				lines = append(lines, l)
+		for _, r := range n.Records() {
+			if r.Attr("role") != "client" {
+				lines = append(lines, r.Line)
 			}
 		}
 		if len(lines) > 80 {
@@ -915,10 +915,8 @@ func chaosStopShort(t *testing.T, s *chaosSuite, rng *rand.Rand, cl *chaosCluste
 	// be wrong, and there was none).
 	var declared []string
 	for _, n := range cl.nodes {
-		for _, l := range strings.Split(n.logText(), "\n") {
-			if strings.Contains(l, `msg="member failed (declared dead)" member=`+victim.name+" ") {
-				declared = append(declared, fmt.Sprintf("%s: %s", n.name, l))
-			}
+		for _, r := range n.Find("member failed (declared dead)", "member", victim.name) {
+			declared = append(declared, fmt.Sprintf("%s: %s", n.name, r.Line))
 		}
 	}
 	if len(declared) > 0 {

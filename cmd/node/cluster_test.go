@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	crand "crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/didnmf/didnmf/internal/proccluster"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,29 +18,17 @@ import (
 	"github.com/didnmf/didnmf/pki"
 )
 
-// serveProc is a real `node serve` process.
+// serveProc is a real `node serve` process, started and followed by proccluster.
 type serveProc struct {
+	*proccluster.Node
 	name, gossip, actor string
-	started             string // the "node ... serving" line
 	cmd                 *exec.Cmd
-	mu                  sync.Mutex
-	log                 bytes.Buffer // stderr: joins, leaves, errors
-	exited              chan error
+	serving             proccluster.Record // the node's "serving" record
+	exited              chan error         // receives the process's exit error once
 }
 
-func (p *serveProc) logText() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
-}
-
-type lockedWriter struct{ p *serveProc }
-
-func (w lockedWriter) Write(b []byte) (int, error) {
-	w.p.mu.Lock()
-	defer w.p.mu.Unlock()
-	return w.p.log.Write(b)
-}
+// logText is the node's log (JSON records, a line each).
+func (p *serveProc) logText() string { return p.Log() }
 
 // nodeCmd is the test binary acting as the node command.
 func nodeCmd(t *testing.T, args ...string) *exec.Cmd {
@@ -51,9 +38,12 @@ func nodeCmd(t *testing.T, args ...string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), "NODE_TEST_MAIN=1")
+	cmd.Env = nodeEnv()
 	return cmd
 }
+
+// nodeEnv is the environment in which the test binary acts as the node command.
+func nodeEnv() []string { return append(os.Environ(), "NODE_TEST_MAIN=1") }
 
 // startServe starts `node serve --bind 127.0.0.1:0 --name name` with extra args and waits
 // until it serves; it is killed at the end of the test.
@@ -70,40 +60,21 @@ func startServeArgs(t *testing.T, name string, args []string) *serveProc {
 	if !slices.Contains(args, "--data-root") {
 		args = append(slices.Clone(args), "--data-root", os.TempDir())
 	}
-	p := &serveProc{name: name, exited: make(chan error, 1)}
-	p.cmd = nodeCmd(t, args...)
-	p.cmd.Stderr = lockedWriter{p}
-	out, err := p.cmd.StdoutPipe()
+	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
+	n, err := proccluster.Start(proccluster.Options{Exe: exe, Env: nodeEnv()}, args...)
+	if err != nil {
+		t.Fatalf("serve %s: %v", name, err)
 	}
-	t.Cleanup(func() { _ = p.cmd.Process.Kill() })
-	lines := make(chan string, 8)
+	t.Cleanup(n.Kill)
+	serving, _ := n.WaitFor(0, "serving")
+	p := &serveProc{Node: n, name: name, gossip: n.Gossip, actor: n.Actor, cmd: n.Cmd, serving: serving, exited: make(chan error, 1)}
 	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		p.exited <- p.cmd.Wait()
+		<-n.Exited()
+		p.exited <- n.Err()
 	}()
-	select {
-	case line, ok := <-lines:
-		m := serveLine.FindStringSubmatch(line)
-		if !ok || m == nil {
-			t.Fatalf("serve %s did not start: %q\n%s", name, line, p.logText())
-		}
-		p.gossip, p.actor, p.started = m[2], m[3], line
-		go func() {
-			for range lines {
-			}
-		}()
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve %s did not start in 30 s:\n%s", name, p.logText())
-	}
 	return p
 }
 
@@ -354,10 +325,10 @@ func TestClusterOfProcesses(t *testing.T) {
 		t.Fatalf("serve c did not exit after SIGTERM")
 	}
 	took := waitFor(t, "a and b see c leave", 15*time.Second, func() bool {
-		return strings.Contains(a.logText(), `msg="member left" member=c`) && strings.Contains(b.logText(), `msg="member left" member=c`)
+		return len(a.Find("member left", "member", "c")) > 0 && len(b.Find("member left", "member", "c")) > 0
 	})
 	t.Logf("SIGTERM: the others saw c leave %v after it exited", took)
-	if strings.Contains(a.logText(), "member=c") && strings.Contains(a.logText(), `msg="member failed (declared dead)" member=c`) {
+	if len(a.Find("member failed (declared dead)", "member", "c")) > 0 {
 		t.Errorf("a declared c dead instead of seeing it leave")
 	}
 	if st := clusterStatus(t, b.gossip); len(st) != 3 {
@@ -370,7 +341,7 @@ func TestClusterOfProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	took = waitFor(t, "a sees d fail", 30*time.Second, func() bool {
-		return strings.Contains(a.logText(), `msg="member failed (declared dead)" member=d`)
+		return len(a.Find("member failed (declared dead)", "member", "d")) > 0
 	})
 	t.Logf("kill -9: a declared d dead %v after the kill", time.Since(killed).Round(time.Millisecond))
 	_ = took

@@ -42,10 +42,10 @@ func startJoined(t *testing.T, names []string, args ...string) []*serveProc {
 // with dead, only those declared dead.
 func membersLost(p *serveProc, dead bool) []string {
 	var lost []string
-	for _, l := range strings.Split(p.logText(), "\n") {
-		gone := strings.Contains(l, "member failed") || !dead && strings.Contains(l, "member left")
-		if gone && strings.Contains(l, "role=member") {
-			lost = append(lost, l)
+	for _, r := range p.Records() {
+		gone := r.Msg == "member failed (declared dead)" || !dead && r.Msg == "member left"
+		if gone && r.Attr("role") == "member" {
+			lost = append(lost, r.Line)
 		}
 	}
 	return lost

@@ -28,8 +28,8 @@ func TestMixedKernelPathsCluster(t *testing.T) {
 	c := startServe(t, "c", "--kernel", paths[1].String(), "--join", a.gossip)
 	waitFor(t, "3 members seen by a", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip)) == 3 })
 	for p, want := range map[*serveProc]string{a: "generic", b: best, c: paths[1].String()} {
-		if !strings.Contains(p.started, "kernels "+want+",") {
-			t.Fatalf("node %s: %q, want kernels %s", p.name, p.started, want)
+		if got := p.serving.Attr("kernels"); got != want {
+			t.Fatalf("node %s serves with kernels %q, want %s (%s)", p.name, got, want, p.serving.Line)
 		}
 	}
 

@@ -133,6 +133,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	dataDir := fs.String("data-dir", "", "the node's own `DIR` (created and locked; default: didnmf-data/NAME under the working directory)")
 	capacity := fs.Int("capacity", 1, "placement weight `N`: a node with capacity 2 gets about twice the shards of one with 1")
 	memory := fs.String("memory", "", "bytes of job data this node accepts, e.g. 8GiB (default: 80% of the available memory)")
+	logFormat := fs.String("log-format", "text", "format of the log on stderr: text (key=value) or json (one object a line, for log collectors and scripts)")
 	machine := fs.String("machine", "", "`NAME` of the machine this node runs on: nodes with one name share its memory when shards are placed (default: this machine's id, /etc/machine-id)")
 	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
 	kernel := addKernelFlag(fs)
@@ -193,7 +194,16 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		}
 		dir = filepath.Join("didnmf-data", n)
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var handler slog.Handler
+	switch *logFormat {
+	case "text":
+		handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
+	case "json":
+		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
+	default:
+		return badInput("--log-format %q: want text or json", *logFormat)
+	}
+	logger := slog.New(handler)
 	srv, err := server.Start(server.Config{Name: *name, Bind: *bind, ActorPort: *actorPort, Join: splitList(*join), DataDir: dir,
 		Capacity: *capacity, Memory: mem, Machine: machineName(*machine), Threads: *threads, GossipKey: cr.gossipKey, TLS: cr.tls, Secret: cr.secret, Insecure: cr.insecure, Logger: logger,
 		CheckpointQuota: quotaBytes, Faults: faults, DataRoots: roots, MaxJobTime: *maxJobTime, Lease: *lease,
@@ -203,6 +213,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	logger.Info("serving", slog.String("name", srv.Name()), slog.String("gossip", srv.Gossip()), slog.String("actor", srv.Node.Address()),
+		slog.String("data", dir), slog.String("kernels", kernels.ActiveKernelPath().String()), slog.Int("members", len(srv.Members.Workers())))
 	fmt.Fprintf(stdout, "node %s serving: gossip %s, actor %s, data %s, kernels %s, %d member(s)\n", srv.Name(), srv.Gossip(), srv.Node.Address(), dir, kernels.ActiveKernelPath(), len(srv.Members.Workers()))
 	<-ctx.Done()
 	logger.Info("leaving the cluster")
