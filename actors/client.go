@@ -429,10 +429,18 @@ func (j *Job) assemble(m *messages.JobResult) (*Result, error) {
 			return nil, fmt.Errorf("job %s: the coefficients of shard %d did not arrive whole", j.ID, s)
 		}
 	}
-	r := &Result{JobID: j.ID, Counters: m.Counters, ShardNodes: m.ShardNodes, Recoveries: m.Recoveries,
+	r := ResultOf(j.ID, m)
+	r.B, r.C = j.b, j.c
+	return r, nil
+}
+
+// ResultOf is a job's result as its JobResult message gives it, without the factors (which
+// come as chunks). The message accounting is per iteration of the last epoch: the counters are
+// those of the actors that ran it, from the checkpoint it resumed from to the end.
+func ResultOf(id string, m *messages.JobResult) *Result {
+	r := &Result{JobID: id, Counters: m.Counters, ShardNodes: m.ShardNodes, Recoveries: m.Recoveries,
 		Checkpoints: m.Checkpoints, CheckpointSeconds: m.CheckpointSeconds}
 	r.M, r.N, r.K, r.Shards = int(m.M), int(m.N), int(m.K), int(m.Shards)
-	r.B, r.C = j.b, j.c
 	r.Iterations = int(m.Iterations)
 	r.StopReason = kernels.StopReason(m.Stop)
 	r.Converged = r.StopReason == kernels.StopConverged
@@ -442,12 +450,16 @@ func (j *Job) assemble(m *messages.JobResult) (*Result, error) {
 		r.History = append(r.History, kernels.HistoryPoint{Iteration: int(h.Iteration), Seconds: h.Seconds, Ratio: h.Ratio, RelErr2: h.RelErr2, RMSE: h.Rmse})
 	}
 	r.Comm.InitCollectives, r.Comm.Collectives = int(m.InitCollectives), int(m.Collectives)
-	if r.Iterations > 0 {
-		it := float64(r.Iterations)
+	ran := r.Iterations
+	if n := len(m.Recoveries); n > 0 {
+		ran -= int(m.Recoveries[n-1].FromIteration)
+	}
+	if ran > 0 {
+		it := float64(ran)
 		r.Comm.PerIteration = float64(m.Collectives) / it
 		r.MessagesPerIteration = float64(m.Counters.GetMessages()) / it
 		r.BytesPerIteration = float64(m.Counters.GetBytes()) / it
 		r.ReductionsPerIteration = float64(m.Counters.GetReductions()) / it
 	}
-	return r, nil
+	return r
 }

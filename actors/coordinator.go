@@ -1,18 +1,19 @@
 package actors
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/cluster"
@@ -20,6 +21,7 @@ import (
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/report"
 )
 
 // grantWindow is how many iterations shards may run ahead of the coordinator in a job with a
@@ -1370,22 +1372,31 @@ func sharedBasisPartial(dir, job string) string {
 	return filepath.Join(dir, ".basis.npy."+job+".partial")
 }
 
-// commitDetached puts a detached job's basis.npy in place and writes its report.json (what
-// the client would have written).
+// commitDetached puts a detached job's basis.npy in place and writes its report.json: the
+// report a client writes (package report), with what the coordinator knows of how it ran.
 func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error {
 	if err := c.commitNPY(sharedBasisPartial(dir, c.job), filepath.Join(dir, "basis.npy"), c.m); err != nil {
 		return err
 	}
-	report, err := protojson.MarshalOptions{Multiline: true, UseProtoNames: true, EmitUnpopulated: true}.Marshal(res)
-	if err != nil {
+	r := ResultOf(c.job, res)
+	spec := c.sub.Spec
+	rep := report.New(&r.Result, c.spec.stop)
+	rep.Algo, rep.Input, rep.Init, rep.Seed = spec.Algorithm, spec.Inputs, string(c.spec.init), spec.Seed
+	rep.Kernel, rep.Storage, rep.Ingest = kernels.ActiveKernelPath().String(), cmp.Or(spec.Storage, "auto"), cmp.Or(spec.Ingest, IngestShared)
+	rep.CoefShared, rep.ShardNodes = filepath.Join(dir, "coef.npy"), r.ShardNodes
+	rep.CheckpointEvery, rep.Checkpoints, rep.Recoveries = checkpointEveryText(spec.CheckpointEvery), r.Checkpoints, r.Recoveries
+	rep.MessagesPerIt, rep.BytesPerIt, rep.ReductionsPerIt = &r.MessagesPerIteration, &r.BytesPerIteration, &r.ReductionsPerIteration
+	var buf bytes.Buffer
+	if err := rep.Write(&buf); err != nil {
 		return err
 	}
+	report := buf.Bytes()
 	roots, tmp := c.node.cfg.Roots, filepath.Join(dir, ".report.json."+c.job+".partial")
 	w, err := roots.CreateExclusive("--out-shared", tmp, 0o644)
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(report, '\n'))
+	_, err = w.Write(report)
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
@@ -1475,4 +1486,12 @@ func (c *coordinator) takeOver(ctx actor.Context) {
 		old = st.Coordinator.Address
 	}
 	c.recover(ctx, c.ft.takeoverCause, []string{old})
+}
+
+// checkpointEveryText is a spec's checkpoint interval as factorize's --checkpoint-every says it.
+func checkpointEveryText(every int64) string {
+	if every < 0 {
+		return "auto"
+	}
+	return strconv.FormatInt(every, 10)
 }

@@ -203,11 +203,13 @@ func setYRange(p *plot.Plot, xy plotter.XYs, logScale bool) {
 		widen(&p.Y)
 		return
 	}
-	// In decades: a flat curve gets a factor of 2 either way, and every range a pad of 5%,
-	// as far as float64 goes (the range must stay above 0 and finite).
+	// In decades: a flat curve gets 0.05 decades (12%) around it, and every range a pad of
+	// 5%, as far as float64 goes (the range must stay above 0 and finite). The lowest value
+	// (the last error, on a falling curve) gets a label of its own.
+	least := lo
 	llo, lhi := math.Log10(lo), math.Log10(hi)
-	if lhi-llo < 0.1 {
-		llo, lhi = llo-0.3, lhi+0.3
+	if w := lhi - llo; w < 0.05 {
+		llo, lhi = llo-(0.05-w)/2, lhi+(0.05-w)/2
 	}
 	pad := 0.05 * (lhi - llo)
 	if v := math.Pow(10, llo-pad); v > 0 && v < lo {
@@ -217,7 +219,7 @@ func setYRange(p *plot.Plot, xy plotter.XYs, logScale bool) {
 		hi = v
 	}
 	p.Y.Min, p.Y.Max = lo, hi
-	p.Y.Tick.Marker = logTicks{}
+	p.Y.Tick.Marker = logTicks{least: least}
 }
 
 // widen gives a linear axis a range its ticks can divide: at least a millionth of its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -162,6 +163,16 @@ func TestLogTicks(t *testing.T) {
 		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
 			t.Errorf("Ticks(%g, %g) labels %v, want %v", tc.lo, tc.hi, got, tc.want)
 		}
+	}
+	// The final error gets a label when no label is near it (0.2 is too far from 0.1138).
+	var labels []string
+	for _, tk := range (logTicks{least: 0.1138}).Ticks(0.108, 0.65) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if !slices.Contains(labels, "0.114") {
+		t.Errorf("the final error 0.1138 has no label: %v", labels)
 	}
 	for _, r := range [][2]float64{{0, 1}, {-1, 1}, {1, math.Inf(1)}, {math.NaN(), 1}, {2, 1}} {
 		if ticks := (logTicks{}).Ticks(r[0], r[1]); ticks != nil {

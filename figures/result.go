@@ -17,6 +17,10 @@ const (
 	NamesFile  = "features.txt"
 )
 
+// Pictures are the files WriteResult may write into a directory, which describe the result
+// that was there when they were drawn.
+var Pictures = []string{"convergence.png", "convergence.svg", "basis.png", "basis.svg"}
+
 // Options tune WriteResult. The zero value is the default.
 type Options struct {
 	// ImageShape, {H, W}, says the features are the pixels of H x W images, row-major

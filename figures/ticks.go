@@ -13,12 +13,30 @@ import (
 // other digits get unlabelled ticks. Over more than 12 decades it labels some powers of ten
 // only. plot.LogTicks labels only powers of ten, which leaves a range such as 0.02 to 0.5
 // with one label.
-type logTicks struct{}
+type logTicks struct {
+	// least, when > 0, is a value to label too when no label falls within 25% of it: the
+	// lowest point of a curve, the final error.
+	least float64
+}
 
 var _ plot.Ticker = logTicks{}
 
 // Ticks returns the ticks of [lo, hi] (none unless 0 < lo <= hi < Inf).
-func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+func (l logTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := l.ticks(lo, hi)
+	if !(l.least >= lo && l.least <= hi) || len(ticks) == 0 {
+		return ticks
+	}
+	for _, t := range ticks {
+		if t.Label != "" && t.Value <= 1.25*l.least && t.Value >= l.least/1.25 {
+			return ticks
+		}
+	}
+	return append(ticks, plot.Tick{Value: l.least, Label: strconv.FormatFloat(l.least, 'g', 3, 64)})
+}
+
+// ticks are the ticks of Ticks without the least value's label.
+func (logTicks) ticks(lo, hi float64) []plot.Tick {
 	if !(lo > 0) || !(hi >= lo) || math.IsInf(hi, 0) {
 		return nil
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"github.com/didnmf/didnmf/report"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -220,7 +221,7 @@ func (s *chaosSuite) baseline(t *testing.T, cl *chaosCluster) (time.Duration, fl
 
 // verify checks a finished job: exit status 0, the golden bits, the golden iteration count,
 // recoveries (none, or at least one when faulted) and shards only on live nodes.
-func (s *chaosSuite) verify(t *testing.T, cl *chaosCluster, run *jobRun, faulted bool) report {
+func (s *chaosSuite) verify(t *testing.T, cl *chaosCluster, run *jobRun, faulted bool) report.Report {
 	t.Helper()
 	if run.code != 0 {
 		cl.dumpLogs(t)
@@ -291,7 +292,7 @@ func (cl *chaosCluster) residue(t *testing.T, run *jobRun) string {
 	return strings.Join(left, "; ")
 }
 
-func recoveryText(rep report) string {
+func recoveryText(rep report.Report) string {
 	var parts []string
 	for _, r := range rep.Recoveries {
 		parts = append(parts, fmt.Sprintf("{epoch %d, %q, noticed %.3f, resumed %.3f, from %d, redone %d}",
@@ -303,7 +304,7 @@ func recoveryText(rep report) string {
 // figures logs and records what a faulty run measured: for each fault (at the wall times
 // given) the delay until the client printed the recovery warning, and from report.json the
 // recoveries' durations and the iterations redone; the job's time against the fault-free one.
-func (s *chaosSuite) figures(t *testing.T, run *jobRun, rep report, res *chaosResult, faultAt []time.Time, warning string) {
+func (s *chaosSuite) figures(t *testing.T, run *jobRun, rep report.Report, res *chaosResult, faultAt []time.Time, warning string) {
 	t.Helper()
 	res.wall, res.secs, res.recoveries = run.took(), rep.Seconds, len(rep.Recoveries)
 	start, hasStart := run.jobStart()

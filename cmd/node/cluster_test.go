@@ -254,6 +254,16 @@ func TestClusterOfProcesses(t *testing.T) {
 	})
 	sameFiles(t, filepath.Join(golden, "coef.npy"), filepath.Join(detached, "coef.npy"))
 	sameFiles(t, filepath.Join(golden, "basis.npy"), filepath.Join(detached, "basis.npy"))
+	// The detached job's report is the client's report (one schema): the same iterations and
+	// errors, and node plot draws it.
+	want, got := readReport(t, golden), readReport(t, detached)
+	if got.Iterations != want.Iterations || got.RelErr2 != want.RelErr2 || got.RMSE != want.RMSE || got.Stop != want.Stop ||
+		got.Algo != want.Algo || len(got.History) != len(want.History) || got.CoefShared != filepath.Join(detached, "coef.npy") {
+		t.Errorf("detached report.json differs from the client's: got %+v\nwant %+v", got, want)
+	}
+	if code, stdout, stderr := runNode(t, "plot", "--result", detached); code != 0 || !strings.Contains(stdout, "basis.png") {
+		t.Errorf("node plot of the detached result: exit %d: %s%s", code, stdout, stderr)
+	}
 
 	// Synthetic ingest: every shard generates its block.
 	syn := []string{"--input", "synthetic:m=6,n=40000,k=3,seed=2", "--rank", "3", "--shards", "6", "--max-iter", "20", "--tol", "0", "--quiet"}

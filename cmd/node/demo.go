@@ -13,6 +13,7 @@ import (
 
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/pki"
+	"github.com/didnmf/didnmf/report"
 	"github.com/didnmf/didnmf/server"
 )
 
@@ -130,7 +131,7 @@ func demoSummary(w io.Writer, out string, names map[string]string, ref *peerRefe
 	if err != nil {
 		return err
 	}
-	var rep report
+	var rep report.Report
 	if err := json.Unmarshal(data, &rep); err != nil {
 		return fmt.Errorf("%s: %v", filepath.Join(out, "report.json"), err)
 	}

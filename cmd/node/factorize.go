@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,74 +21,9 @@ import (
 	"github.com/didnmf/didnmf/figures"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
-	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/report"
 	"github.com/didnmf/didnmf/server"
 )
-
-// report is report.json.
-type report struct {
-	Algo       string   `json:"algo"`
-	Input      []string `json:"input"`
-	M          int      `json:"m"`
-	N          int      `json:"n"`
-	K          int      `json:"k"`
-	Shards     int      `json:"shards"`
-	Threads    int      `json:"threads"`
-	Init       string   `json:"init"`
-	Seed       uint64   `json:"seed"`
-	Tol        float64  `json:"tol"`
-	MaxIter    int      `json:"max_iter"`
-	StallTol   float64  `json:"stall_tol"`
-	Iterations int      `json:"iterations"`
-	// Seconds is the run's wall time from the start of the initialisation (InitSeconds) to
-	// the end of the last iteration (IterateSeconds); ReadSeconds is the time this process
-	// took to read the input before (0 on a cluster, whose nodes read it).
-	Seconds        float64 `json:"seconds"`
-	ReadSeconds    float64 `json:"read_seconds"`
-	InitSeconds    float64 `json:"init_seconds"`
-	IterateSeconds float64 `json:"iterate_seconds"`
-	ObjectiveRat   float64 `json:"objective_ratio"`
-	// RelErr2 is ||X - BC||^2 / ||X||^2 computed directly from the factors at the end, RMSE
-	// sqrt(||X - BC||^2 / (M N)).
-	RelErr2 float64 `json:"rel_err2"`
-	RMSE    float64 `json:"rmse"`
-	// Converged is true when the error stopped moving (--tol or --stall-tol); StopReason is
-	// the rule that ended the run (converged, stalled, max-iter, time-limit, canceled) and
-	// Stop says it in words.
-	Converged  bool   `json:"converged"`
-	StopReason string `json:"stop_reason"`
-	Stop       string `json:"stop"`
-	// ImageShape is [height, width] when the features are the pixels of images (IDX image
-	// files, or --image-shape): node plot draws the basis as images.
-	ImageShape    []int   `json:"image_shape,omitempty"`
-	Collectives   float64 `json:"collectives_per_iteration"`
-	FloatsPerIter float64 `json:"floats_per_iteration,omitempty"`
-	// Kernel is the kernel path of this process (the nodes of a cluster announce their own).
-	Kernel string `json:"kernel"`
-	// Storage is how X's values were stored: float32 or float64 when this process ran the job
-	// (with XBytes, the bytes of X it held), else the storage asked of the nodes.
-	Storage string `json:"storage"`
-	XBytes  int64  `json:"x_bytes,omitempty"`
-	// Nodes and the message accounting are set for runs on actors (--nodes): measured over
-	// the job's actors, not computed from a formula.
-	Nodes int `json:"nodes,omitempty"`
-	// Cluster and Ingest are set for runs on a running cluster (--cluster); CoefShared is where
-	// the shards wrote coef.npy with --out-shared.
-	Cluster    string `json:"cluster,omitempty"`
-	Ingest     string `json:"ingest,omitempty"`
-	CoefShared string `json:"coef_shared,omitempty"`
-	// ShardNodes is the actor address of the node each shard ran on (runs on actors).
-	ShardNodes []string `json:"shard_nodes,omitempty"`
-	// CheckpointEvery, Checkpoints and Recoveries are set for runs on actors: the checkpoint
-	// interval, the checkpoints committed, and every rollback after a failure.
-	CheckpointEvery string                 `json:"checkpoint_every,omitempty"`
-	Checkpoints     int64                  `json:"checkpoints,omitempty"`
-	Recoveries      []*messages.Recovery   `json:"recoveries,omitempty"`
-	MessagesPerIt   *float64               `json:"messages_per_iteration,omitempty"`
-	BytesPerIt      *float64               `json:"bytes_per_iteration,omitempty"`
-	ReductionsPerIt *float64               `json:"reductions_per_iteration,omitempty"`
-	History         []kernels.HistoryPoint `json:"history"`
-}
 
 // outputFlags are factorize's flags about what it writes and prints.
 type outputFlags struct {
@@ -240,14 +174,9 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	if threads == 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	rep := report{Algo: string(j.cfg.Algo), Input: jf.inputs, M: res.M, N: res.N, K: res.K, Shards: res.Shards,
-		Threads: threads, Init: string(j.cfg.Init.Method), Seed: j.cfg.Seed, Tol: j.cfg.Stop.Tol, MaxIter: j.cfg.Stop.MaxIter,
-		StallTol: j.cfg.Stop.StallTol, Iterations: res.Iterations, Seconds: res.Seconds, ReadSeconds: readSec,
-		ObjectiveRat: kernels.Ratio(res.Objective, res.Initial),
-		RelErr2:      res.RelErr2(), Converged: res.StopReason == kernels.StopConverged || res.StopReason == kernels.StopStalled,
-		StopReason: string(res.StopReason), Stop: stopSentence(res.StopReason, j.cfg.Stop, res.History),
-		Collectives: res.Comm.PerIteration, FloatsPerIter: res.Comm.FloatsPerIteration, History: res.History,
-		Kernel: kernels.ActiveKernelPath().String(), Storage: jf.storage}
+	rep := report.New(res, j.cfg.Stop)
+	rep.Algo, rep.Input, rep.Threads, rep.Init, rep.Seed, rep.ReadSeconds = string(j.cfg.Algo), jf.inputs, threads, string(j.cfg.Init.Method), j.cfg.Seed, readSec
+	rep.Kernel, rep.Storage = kernels.ActiveKernelPath().String(), jf.storage
 	switch {
 	case shape[0] > 0:
 		if err := figures.CheckImageShape(shape, res.M); err != nil {
@@ -264,11 +193,6 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 			rep.ImageShape = []int{h, w}
 		}
 	}
-	if len(res.History) > 0 {
-		rep.InitSeconds = res.History[0].Seconds
-		rep.IterateSeconds = max(res.Seconds-rep.InitSeconds, 0)
-	}
-	_, rep.RMSE = kernels.Errors(res.Residual, res.SqNormX, res.M, res.N)
 	if blocks != nil {
 		rep.Storage, rep.XBytes = storedAs(blocks)
 		blocks = nil // X is not needed for the outputs: let the collector have it back
@@ -285,11 +209,17 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 		}
 		rep.MessagesPerIt, rep.BytesPerIt, rep.ReductionsPerIt = &ares.MessagesPerIteration, &ares.BytesPerIteration, &ares.ReductionsPerIteration
 	}
-	if err := writeOutputs(dir, res, &rep); err != nil {
+	if err := writeOutputs(dir, res, rep); err != nil {
 		cleanup()
 		return err
 	}
 	var pictures []string
+	if !*of.plots {
+		// Pictures of an earlier result in this directory would pass for this one's.
+		for _, name := range figures.Pictures {
+			_ = os.Remove(filepath.Join(dir, name))
+		}
+	}
 	if *of.plots {
 		warn := func(string) {}
 		if !*quiet {
@@ -358,14 +288,12 @@ func prepareOutDir(dir string) (string, func(), error) {
 // writeOutputs writes basis.npy, coef.npy and report.json into dir: each to a temporary file
 // first, then all renamed into place, so a failure leaves no partial file behind. coef.npy is
 // streamed to its file (at N = 1e8 it is 2.4 GB, which a buffer in memory would double).
-func writeOutputs(dir string, res *kernels.Result, rep *report) error {
+func writeOutputs(dir string, res *kernels.Result, rep *report.Report) error {
 	var basis, js bytes.Buffer
 	if err := matio.WriteNPY(&basis, res.M, res.K, kernels.Transpose(res.B, res.M, res.K)); err != nil {
 		return err
 	}
-	enc := json.NewEncoder(&js)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(rep); err != nil {
+	if err := rep.Write(&js); err != nil {
 		return err
 	}
 	bytesOf := func(b []byte) func(io.Writer) error {

@@ -140,10 +140,23 @@ func TestDefaultRunStopsWhenTheErrorStops(t *testing.T) {
 		}
 	}
 
+	// A result written over another one does not keep the other's pictures.
+	if code, _, stderr := runNode(t, "factorize", "--input", in, "--rank", "4", "--out", out, "--plots", "--quiet"); code != 0 {
+		t.Fatalf("--plots: exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "basis.png")); err != nil {
+		t.Fatalf("--plots drew no basis.png: %v", err)
+	}
+
 	// --tol 0 without --stall-tol: exactly --max-iter; with --stall-tol given, the stall rule.
 	code, _, stderr = runNode(t, "factorize", "--input", in, "--rank", "4", "--out", out, "--tol", "0", "--max-iter", "300", "--quiet")
 	if r := readFirstRunReport(t, out); code != 0 || r.Iterations != 300 || r.StallTol != 0 {
 		t.Errorf("--tol 0: exit %d, %d iterations, stall_tol %g: %s", code, r.Iterations, r.StallTol, stderr)
+	}
+	for _, name := range []string{"basis.png", "convergence.svg"} {
+		if _, err := os.Stat(filepath.Join(out, name)); !os.IsNotExist(err) {
+			t.Errorf("the earlier result's %s is still there: %v", name, err)
+		}
 	}
 	code, _, stderr = runNode(t, "factorize", "--input", in, "--rank", "4", "--out", out, "--tol", "0", "--stall-tol", "1e-3", "--quiet")
 	if r := readFirstRunReport(t, out); code != 0 || r.StopReason != string(kernels.StopStalled) {

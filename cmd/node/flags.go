@@ -13,6 +13,7 @@ import (
 
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/report"
 )
 
 // setFloat is a float64 flag that records whether it was given.
@@ -46,12 +47,8 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
-// defaultStallTol is --stall-tol's default: a run ends when its error fell by less than 0.01%
-// over the last 10 iterations. On a 20000 x 300 count matrix of planted rank 8 that stops DID
-// after 44 iterations at scikit-learn's final error (rel_err2 0.1138 both), on Fashion-MNIST
-// (K=10) after 158 at 0.1305 (scikit-learn's defaults: 0.1292), and the paper's synthetic
-// matrices reach --tol first (BENCHMARKS.md, "Stopping").
-const defaultStallTol = 1e-4
+// defaultStallTol is --stall-tol's default (see report.DefaultStallTol for how it was chosen).
+const defaultStallTol = report.DefaultStallTol
 
 // jobFlags are the flags factorize and bench share: the input and the job.
 type jobFlags struct {

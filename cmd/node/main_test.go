@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"github.com/didnmf/didnmf/report"
 	"io"
 	"math"
 	"os"
@@ -57,13 +58,13 @@ func writeNPY(t *testing.T, path string, rows, cols int, data []float64) {
 	}
 }
 
-func readReport(t *testing.T, dir string) report {
+func readReport(t *testing.T, dir string) report.Report {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r report
+	var r report.Report
 	if err := json.Unmarshal(raw, &r); err != nil {
 		t.Fatal(err)
 	}

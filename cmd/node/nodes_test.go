@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/didnmf/didnmf/report"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ func TestFactorizeOnNodesSameBits(t *testing.T) {
 	dir := t.TempDir()
 	for _, algo := range []string{"did", "dbcd", "dadmm", "hpc-anls"} {
 		var files [3][2][]byte
-		var reps [3]report
+		var reps [3]report.Report
 		for i, nodes := range []string{"0", "1", "3"} {
 			out := filepath.Join(dir, algo+nodes)
 			code, _, stderr := runNode(t, "factorize", "--input", "synthetic:m=6,n=1500,k=3,seed=2,noise=0.01", "--rank", "3",

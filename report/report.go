@@ -1,0 +1,163 @@
+// Package report is a job's report.json: one schema, written the same way whether the job ran
+// in the factorize process, on actors in it, on a cluster, or detached on a cluster (where the
+// coordinator writes it). New fills in what a run measured; the caller adds how it ran.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
+)
+
+// DefaultStallTol is factorize's default --stall-tol: a run ends when its error fell by less
+// than 0.01% over the last 10 iterations. On a 20000 x 300 count matrix of planted rank 8 that
+// stops DID after 44 iterations at scikit-learn's final error (rel_err2 0.1138 both), on
+// Fashion-MNIST (K=10) after 158 at 0.1305 (scikit-learn's defaults: 0.1292), and the paper's
+// synthetic matrices reach --tol first (BENCHMARKS.md, "Stopping").
+const DefaultStallTol = 1e-4
+
+// Report is report.json.
+type Report struct {
+	Algo       string   `json:"algo"`
+	Input      []string `json:"input"`
+	M          int      `json:"m"`
+	N          int      `json:"n"`
+	K          int      `json:"k"`
+	Shards     int      `json:"shards"`
+	Threads    int      `json:"threads"`
+	Init       string   `json:"init"`
+	Seed       uint64   `json:"seed"`
+	Tol        float64  `json:"tol"`
+	MaxIter    int      `json:"max_iter"`
+	StallTol   float64  `json:"stall_tol"`
+	Iterations int      `json:"iterations"`
+	// Seconds is the run's wall time from the start of the initialisation (InitSeconds) to
+	// the end of the last iteration (IterateSeconds); ReadSeconds is the time this process
+	// took to read the input before (0 on a cluster, whose nodes read it).
+	Seconds        float64 `json:"seconds"`
+	ReadSeconds    float64 `json:"read_seconds"`
+	InitSeconds    float64 `json:"init_seconds"`
+	IterateSeconds float64 `json:"iterate_seconds"`
+	ObjectiveRat   float64 `json:"objective_ratio"`
+	// RelErr2 is ||X - BC||^2 / ||X||^2 computed directly from the factors at the end, RMSE
+	// sqrt(||X - BC||^2 / (M N)).
+	RelErr2 float64 `json:"rel_err2"`
+	RMSE    float64 `json:"rmse"`
+	// Converged is true when the error stopped moving (--tol or --stall-tol); StopReason is
+	// the rule that ended the run (converged, stalled, max-iter, time-limit, canceled) and
+	// Stop says it in words.
+	Converged  bool   `json:"converged"`
+	StopReason string `json:"stop_reason"`
+	Stop       string `json:"stop"`
+	// ImageShape is [height, width] when the features are the pixels of images (IDX image
+	// files, or --image-shape): node plot draws the basis as images.
+	ImageShape    []int   `json:"image_shape,omitempty"`
+	Collectives   float64 `json:"collectives_per_iteration"`
+	FloatsPerIter float64 `json:"floats_per_iteration,omitempty"`
+	// Kernel is the kernel path of this process (the nodes of a cluster announce their own).
+	Kernel string `json:"kernel"`
+	// Storage is how X's values were stored: float32 or float64 when this process ran the job
+	// (with XBytes, the bytes of X it held), else the storage asked of the nodes.
+	Storage string `json:"storage"`
+	XBytes  int64  `json:"x_bytes,omitempty"`
+	// Nodes and the message accounting are set for runs on actors (--nodes): measured over
+	// the job's actors, not computed from a formula.
+	Nodes int `json:"nodes,omitempty"`
+	// Cluster and Ingest are set for runs on a running cluster (--cluster); CoefShared is where
+	// the shards wrote coef.npy with --out-shared.
+	Cluster    string `json:"cluster,omitempty"`
+	Ingest     string `json:"ingest,omitempty"`
+	CoefShared string `json:"coef_shared,omitempty"`
+	// ShardNodes is the actor address of the node each shard ran on (runs on actors).
+	ShardNodes []string `json:"shard_nodes,omitempty"`
+	// CheckpointEvery, Checkpoints and Recoveries are set for runs on actors: the checkpoint
+	// interval, the checkpoints committed, and every rollback after a failure.
+	CheckpointEvery string                 `json:"checkpoint_every,omitempty"`
+	Checkpoints     int64                  `json:"checkpoints,omitempty"`
+	Recoveries      []*messages.Recovery   `json:"recoveries,omitempty"`
+	MessagesPerIt   *float64               `json:"messages_per_iteration,omitempty"`
+	BytesPerIt      *float64               `json:"bytes_per_iteration,omitempty"`
+	ReductionsPerIt *float64               `json:"reductions_per_iteration,omitempty"`
+	History         []kernels.HistoryPoint `json:"history"`
+}
+
+// New returns the report of a finished run: sizes, iterations, seconds, errors, the rule that
+// stopped it (in words too), the history, and the collectives per iteration. The caller fills
+// in the rest (input, algorithm, where it ran).
+func New(res *kernels.Result, stop kernels.StopRule) *Report {
+	r := &Report{M: res.M, N: res.N, K: res.K, Shards: res.Shards, Tol: stop.Tol, MaxIter: stop.MaxIter, StallTol: stop.StallTol,
+		Iterations: res.Iterations, Seconds: res.Seconds, ObjectiveRat: kernels.Ratio(res.Objective, res.Initial),
+		RelErr2: res.RelErr2(), Converged: res.StopReason == kernels.StopConverged || res.StopReason == kernels.StopStalled,
+		StopReason: string(res.StopReason), Stop: StopSentence(res.StopReason, stop, res.History),
+		Collectives: res.Comm.PerIteration, FloatsPerIter: res.Comm.FloatsPerIteration, History: res.History}
+	if r.History == nil {
+		r.History = []kernels.HistoryPoint{}
+	}
+	if len(res.History) > 0 {
+		r.InitSeconds = res.History[0].Seconds
+		r.IterateSeconds = max(res.Seconds-r.InitSeconds, 0)
+	}
+	_, r.RMSE = kernels.Errors(res.Residual, res.SqNormX, res.M, res.N)
+	return r
+}
+
+// Write writes the report as indented JSON.
+func (r *Report) Write(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// StopSentence says in words which rule ended a run, as a user reads it: "converged: ..." for
+// the two rules that mean the error stopped moving (--tol, --stall-tol), and for the limits
+// (--max-iter, --time-limit) whether the error was still falling when they cut the run short.
+func StopSentence(why kernels.StopReason, rule kernels.StopRule, hist []kernels.HistoryPoint) string {
+	window := rule.StallWindow
+	if window == 0 {
+		window = 10
+	}
+	switch why {
+	case kernels.StopConverged:
+		return fmt.Sprintf("converged: the error fell to %s of the initial error (--tol %g)", percent(rule.Tol), rule.Tol)
+	case kernels.StopStalled:
+		return fmt.Sprintf("converged: the error fell by less than %s over the last %d iterations (--stall-tol %g)", percent(rule.StallTol), window, rule.StallTol)
+	case kernels.StopCanceled:
+		return "interrupted: the factors are the last finished iteration's, partly updated by the interrupted one (still nonnegative); the errors are those of these factors"
+	}
+	limit := fmt.Sprintf("stopped at --max-iter %d", rule.MaxIter)
+	if why == kernels.StopTimeLimit {
+		limit = fmt.Sprintf("stopped at --time-limit %v", rule.TimeLimit)
+	}
+	if fall, span, ok := recentFall(hist, window); ok {
+		window = span
+		if fall < max(rule.StallTol, DefaultStallTol) {
+			return fmt.Sprintf("%s; the error had stopped falling (by %s over the last %d iterations)", limit, percent(fall), window)
+		}
+		return fmt.Sprintf("%s while the error was still falling (by %s over the last %d iterations): raise it, or accept the result", limit, percent(fall), window)
+	}
+	return limit
+}
+
+// recentFall is the relative fall of the error over the last window iterations of a history,
+// or over all of it when it is shorter, and the number of iterations that is (false for a
+// history of one point, or an error of 0).
+func recentFall(hist []kernels.HistoryPoint, window int) (float64, int, bool) {
+	span := min(window, len(hist)-1)
+	if span < 1 {
+		return 0, 0, false
+	}
+	old, now := hist[len(hist)-1-span].Ratio, hist[len(hist)-1].Ratio
+	if old <= 0 {
+		return 0, 0, false
+	}
+	return (old - now) / old, span, true
+}
+
+// percent writes a fraction as a percentage with as many digits as it needs: 1e-4 is "0.01%",
+// 0.005 "0.5%", 1e-6 "0.0001%".
+func percent(f float64) string {
+	return fmt.Sprintf("%.3g%%", 100*f)
+}
