@@ -97,6 +97,12 @@ type Job struct {
 	canceled    atomic.Bool
 	blocks      *blockStreams // the inputs this client streams to the shards (ingest "stream")
 	outShared   bool          // C goes to a shared directory, not to the client
+	// seen is the last iteration the client was told of; peaks holds, for every rollback it
+	// saw (an iteration told again), the highest iteration told before it. A coordinator
+	// that took the job over knows only the last state its predecessor sent, so the client
+	// counts the iterations redone (client actor only).
+	seen  int64
+	peaks []int64
 	// token proves ownership of the job to its actors (made at submission, never gossiped).
 	token    string
 	detached bool
@@ -324,6 +330,10 @@ func (a clientActor) Receive(ctx actor.Context) {
 			default:
 			}
 		} else if j != nil {
+			if m.Iteration <= j.seen {
+				j.peaks = append(j.peaks, j.seen)
+			}
+			j.seen = m.Iteration
 			select {
 			case j.progress <- kernels.Progress{Iteration: int(m.Iteration), Seconds: m.Seconds, Ratio: m.Ratio, Objective: m.Objective,
 				RelErr2: m.RelErr2, RMSE: m.Rmse, InitSeconds: m.InitSeconds}:
@@ -430,6 +440,13 @@ func (j *Job) assemble(m *messages.JobResult) (*Result, error) {
 		}
 	}
 	r := ResultOf(j.ID, m)
+	if len(j.peaks) == len(r.Recoveries) {
+		for i, rec := range r.Recoveries {
+			if redone := j.peaks[i] - rec.FromIteration; redone > rec.Redone {
+				rec.Redone = redone
+			}
+		}
+	}
 	r.B, r.C = j.b, j.c
 	return r, nil
 }

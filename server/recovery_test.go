@@ -194,6 +194,12 @@ func TestNodeLossRecovers(t *testing.T) {
 			for _, r := range got.Recoveries {
 				t.Logf("recovery (epoch %d): %s; from iteration %d, %d redone, iterations flowing %.3f s after the failure was noticed", r.Epoch, r.Cause, r.FromIteration, r.Redone, r.Resumed-r.Noticed)
 			}
+			// The client saw iteration 300 before the kill: the rollback redid at least the
+			// iterations from its checkpoint to there (a coordinator that took the job over
+			// knows only its predecessor's last state; the client counts).
+			if r := got.Recoveries[0]; r.FromIteration+r.Redone < 300 {
+				t.Errorf("the first recovery redid %d iterations from %d, but the client had seen iteration 300", r.Redone, r.FromIteration)
+			}
 			perNode := map[string]int{}
 			for s, addr := range got.ShardNodes {
 				if addr == members[victim].Node.Address() {

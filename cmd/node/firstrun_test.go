@@ -184,6 +184,20 @@ func TestFirstRunInputs(t *testing.T) {
 		t.Errorf("all-zero input on actors: exit %d: %s", code, stderr)
 	}
 
+	// --rank 0 is a rank out of range, not a missing one.
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rank", "0"}, "--rank 0: the rank must be at least 1"},
+		{nil, "--rank is required"},
+	} {
+		code, _, stderr = runNode(t, append([]string{"factorize", "--input", zero, "--out", filepath.Join(dir, "o3")}, tt.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d: %s", tt.args, code, stderr)
+		}
+	}
+
 	labels := filepath.Join(dir, "train-labels-idx1-ubyte")
 	raw := []byte{0, 0, 0x08, 1}
 	raw = binary.BigEndian.AppendUint32(raw, 4)

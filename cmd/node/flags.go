@@ -16,6 +16,28 @@ import (
 	"github.com/didnmf/didnmf/report"
 )
 
+// setInt is an int flag that records whether it was given.
+type setInt struct {
+	v   *int
+	set *bool
+}
+
+func (f *setInt) String() string {
+	if f == nil || f.v == nil || *f.v == 0 {
+		return "" // no default to print
+	}
+	return strconv.Itoa(*f.v)
+}
+
+func (f *setInt) Set(s string) error {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	*f.v, *f.set = v, true
+	return nil
+}
+
 // setFloat is a float64 flag that records whether it was given.
 type setFloat struct {
 	v   *float64
@@ -60,6 +82,8 @@ type jobFlags struct {
 	maxIter   int
 	timeLimit time.Duration
 	stallTol  float64
+	// rankSet is set when --rank was given (so that --rank 0 is not taken for a missing rank).
+	rankSet bool
 	// stallSet is set when --stall-tol was given: without it, --tol 0 (run exactly
 	// --max-iter iterations) turns the stall rule off too.
 	stallSet  bool
@@ -95,7 +119,7 @@ type jobFlags struct {
 
 func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.inputs, "input", "input `PATH` (.npy, .mtx[.gz], IDX[.gz]) or synthetic:m=,n=,k=,seed=[,noise=]; repeat to stack files as more samples")
-	fs.IntVar(&f.rank, "rank", 0, "rank K of the factorization (1 <= K <= min(samples, features))")
+	fs.Var(&setInt{v: &f.rank, set: &f.rankSet}, "rank", "rank `K` of the factorization (1 <= K <= min(samples, features))")
 	fs.StringVar(&f.algo, "algo", string(kernels.DID), "algorithm: "+algoNames())
 	fs.IntVar(&f.shards, "shards", 1, "number of shards P (distributed algorithms only)")
 	fs.Float64Var(&f.tol, "tol", 1e-6, "stop when ||X-BC||^2 <= tol * ||X-B0C0||^2; 0 runs exactly max-iter iterations")
@@ -190,8 +214,11 @@ func (f *jobFlags) open() (*job, error) {
 	for i, in := range f.inputs {
 		f.inputs[i] = matio.DefaultSeed(in, f.seed) // --seed also seeds synthetic data
 	}
-	if f.rank == 0 {
+	if f.rank == 0 && !f.rankSet {
 		return nil, badInput("--rank is required")
+	}
+	if f.rank < 1 {
+		return nil, badInput("--rank %d: the rank must be at least 1", f.rank)
 	}
 	algo, err := kernels.LookupAlgorithm(kernels.Algorithm(f.algo))
 	if err != nil {
