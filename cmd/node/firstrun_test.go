@@ -189,7 +189,7 @@ func TestFirstRunInputs(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--rank", "0"}, "--rank 0: the rank must be at least 1"},
+		{[]string{"--rank", "0"}, "rank 0 out of range"},
 		{nil, "--rank is required"},
 	} {
 		code, _, stderr = runNode(t, append([]string{"factorize", "--input", zero, "--out", filepath.Join(dir, "o3")}, tt.args...)...)

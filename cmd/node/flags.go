@@ -217,9 +217,6 @@ func (f *jobFlags) open() (*job, error) {
 	if f.rank == 0 && !f.rankSet {
 		return nil, badInput("--rank is required")
 	}
-	if f.rank < 1 {
-		return nil, badInput("--rank %d: the rank must be at least 1", f.rank)
-	}
 	algo, err := kernels.LookupAlgorithm(kernels.Algorithm(f.algo))
 	if err != nil {
 		return nil, badInput("--algo: %v", err)

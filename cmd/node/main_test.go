@@ -226,7 +226,7 @@ func TestBadInput(t *testing.T) {
 		{"truncated", []string{"--input", trunc, "--rank", "2"}, "truncated"},
 		{"missing file", []string{"--input", filepath.Join(dir, "nope.npy"), "--rank", "2"}, "nope.npy"},
 		{"empty", []string{"--input", empty, "--rank", "1"}, "empty"},
-		{"rank 0", []string{"--input", good, "--rank", "0"}, "--rank is required"},
+		{"rank 0", []string{"--input", good, "--rank", "0"}, "rank 0 out of range"},
 		{"rank negative", []string{"--input", good, "--rank", "-1"}, "rank -1 out of range"},
 		{"rank too big", []string{"--input", good, "--rank", "5"}, "min(M, N)"},
 		{"unknown algo", []string{"--input", good, "--rank", "2", "--algo", "svd"}, `unknown algorithm "svd"`},
