@@ -6,6 +6,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -313,24 +314,31 @@ func reserveTransportProc(workers int) {
 	}
 }
 
-// logEvent logs a member's join or leave.
+// logEvent logs a member's join or leave. A client's comings and goings (every status, jobs
+// or factorize --cluster joins the gossip and leaves it) are logged at debug level, so that the
+// log says what the members do; a client declared dead is news (its jobs lose their lease).
 func logEvent(logger *slog.Logger, e cluster.Event) {
 	if logger == nil {
 		return
 	}
 	attrs := []any{slog.String("member", e.Member.Name), slog.String("gossip", e.Member.Gossip),
 		slog.String("role", e.Member.Meta.Role.String()), slog.String("actor", e.Member.Meta.Actor)}
+	routine := slog.LevelInfo
+	if e.Member.Meta.Role == cluster.RoleClient {
+		routine = slog.LevelDebug
+	}
+	ctx := context.Background()
 	switch e.Kind {
 	case cluster.EventJoin:
-		logger.Info("member joined", attrs...)
+		logger.Log(ctx, routine, "member joined", attrs...)
 	case cluster.EventLeave:
 		if e.Dead {
 			logger.Warn("member failed (declared dead)", attrs...)
 		} else {
-			logger.Info("member left", attrs...)
+			logger.Log(ctx, routine, "member left", attrs...)
 		}
 	case cluster.EventUpdate:
-		logger.Info("member updated", attrs...)
+		logger.Log(ctx, routine, "member updated", attrs...)
 	}
 }
 
