@@ -16,6 +16,32 @@ import (
 	"github.com/didnmf/didnmf/report"
 )
 
+// durationValue is a time.Duration flag whose error says what a duration looks like (the flag
+// package only says "parse error").
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil || *v.d == 0 {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("not a duration: give a number with a unit, e.g. 90s, 10m or 2h")
+	}
+	*v.d = d
+	return nil
+}
+
+// durationFlag defines a duration flag as fs.DurationVar does, with durationValue's errors.
+func durationFlag(fs *flag.FlagSet, d *time.Duration, name string, value time.Duration, usage string) {
+	*d = value
+	fs.Var(durationValue{d}, name, usage)
+}
+
 // setInt is an int flag that records whether it was given.
 type setInt struct {
 	v   *int
@@ -124,7 +150,7 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.shards, "shards", 1, "number of shards P (distributed algorithms only)")
 	fs.Float64Var(&f.tol, "tol", 1e-6, "stop when ||X-BC||^2 <= tol * ||X-B0C0||^2; 0 runs exactly max-iter iterations")
 	fs.IntVar(&f.maxIter, "max-iter", 1000, "maximum number of iterations")
-	fs.DurationVar(&f.timeLimit, "time-limit", 0, "stop after this wall time (e.g. 10m); 0 means no limit")
+	durationFlag(fs, &f.timeLimit, "time-limit", 0, "stop after this `DURATION` of running (e.g. 90s, 10m, 2h), reading the input left out; 0 means no limit")
 	f.stallTol = defaultStallTol
 	fs.Var(&setFloat{v: &f.stallTol, set: &f.stallSet}, "stall-tol", "also stop (converged) when the error fell by less than this `FRACTION` over the last 10 iterations, as scikit-learn's tol does: real data never reach --tol; 0 turns it off, and so does --tol 0 unless --stall-tol is given")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed (init and synthetic data)")

@@ -140,8 +140,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	quota := fs.String("checkpoint-quota", "", "cap (a `SIZE`) on the bytes of checkpoints this node keeps on disk, e.g. 2GiB (default: none); a checkpoint past it fails as on a full disk and is not committed")
 	var roots stringList
 	fs.Var(&roots, "data-root", "a `DIR` under which this node reads job inputs (--ingest shared, --init custom) and writes --out-shared; repeat for several (default: none, so jobs must stream their input and take their factors back)")
-	maxJobTime := fs.Duration("max-job-time", 0, "cancel any job coordinated here that runs longer than this (e.g. 2h; default 0: no cap)")
-	lease := fs.Duration("lease", actors.DefaultLease, "cancel a job coordinated here when its client sent no word for this long (killed, cut off); jobs submitted with --detach have no lease")
+	maxJobTime, lease := new(time.Duration), new(time.Duration)
+	durationFlag(fs, maxJobTime, "max-job-time", 0, "cancel any job coordinated here that runs longer than this `DURATION` (e.g. 2h; default 0: no cap)")
+	durationFlag(fs, lease, "lease", actors.DefaultLease, "cancel a job coordinated here when its client sent no word for this `DURATION` (killed, cut off); jobs submitted with --detach have no lease")
 	maxShards := fs.Int("max-shards", actors.DefaultMaxShards, "most shards this node holds at once; a job that would need more is refused")
 	maxJobs := fs.Int("max-jobs", actors.DefaultMaxJobs, "most jobs with actors on this node at once")
 	chaosDelay := fs.Duration("chaos-delay", 0, "chaos drills only: every shard on this node sleeps this long at each iteration boundary, so that faults land mid-job (default 0: off)")
