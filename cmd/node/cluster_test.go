@@ -278,8 +278,10 @@ func TestClusterOfProcesses(t *testing.T) {
 	sameFiles(t, filepath.Join(synGolden, "basis.npy"), filepath.Join(synOut, "basis.npy"))
 	sameFiles(t, filepath.Join(synGolden, "coef.npy"), filepath.Join(synOut, "coef.npy"))
 
-	// A node joins while a longer job runs: the job is undisturbed (same bits).
-	long := []string{"--input", "synthetic:m=6,n=200000,k=3,seed=4", "--rank", "3", "--shards", "8", "--max-iter", "150", "--tol", "0", "--quiet"}
+	// A node joins while a longer job runs: the job is undisturbed (same bits). It must run
+	// long enough for status (a process that joins the gossip) to see it on a loaded
+	// machine: 150 iterations (a fraction of a second) were missed once in CI; 3000 take a few.
+	long := []string{"--input", "synthetic:m=6,n=200000,k=3,seed=4", "--rank", "3", "--shards", "8", "--max-iter", "3000", "--tol", "0", "--quiet"}
 	longGolden := filepath.Join(dir, "long-golden")
 	if code, _, stderr := runNode(t, append([]string{"factorize", "--out", longGolden}, long...)...); code != 0 {
 		t.Fatal(stderr)
