@@ -129,41 +129,14 @@ func ParseReport(name string, data []byte) (*Report, error) {
 	if r.Algo, err = p.stringField(top, "", "algo"); err != nil {
 		return nil, err
 	}
-	if raw, ok := present(top, "input"); ok {
-		items, err := p.array("input", raw)
-		if err != nil {
-			return nil, err
-		}
-		r.Input = make([]string, len(items))
-		for i, it := range items {
-			if r.Input[i], err = p.str(fmt.Sprintf("input[%d]", i), it); err != nil {
-				return nil, err
-			}
-		}
+	if r.Input, err = arrayField(p, top, "input", p.str); err != nil {
+		return nil, err
 	}
-	if raw, ok := present(top, "history"); ok {
-		items, err := p.array("history", raw)
-		if err != nil {
-			return nil, err
-		}
-		r.History = make([]Point, len(items))
-		for i, it := range items {
-			if r.History[i], err = p.point(fmt.Sprintf("history[%d]", i), it); err != nil {
-				return nil, err
-			}
-		}
+	if r.History, err = arrayField(p, top, "history", p.point); err != nil {
+		return nil, err
 	}
-	if raw, ok := present(top, "recoveries"); ok {
-		items, err := p.array("recoveries", raw)
-		if err != nil {
-			return nil, err
-		}
-		r.Recoveries = make([]Rollback, len(items))
-		for i, it := range items {
-			if r.Recoveries[i], err = p.rollback(fmt.Sprintf("recoveries[%d]", i), it); err != nil {
-				return nil, err
-			}
-		}
+	if r.Recoveries, err = arrayField(p, top, "recoveries", p.rollback); err != nil {
+		return nil, err
 	}
 	if raw, ok := present(top, "image_shape"); ok {
 		items, err := p.array("image_shape", raw)
@@ -183,6 +156,26 @@ func ParseReport(name string, data []byte) (*Report, error) {
 		}
 	}
 	return r, nil
+}
+
+// arrayField decodes the array field name of obj (nil when absent), each item with item, which
+// is given the item's name ("history[3]") for its errors.
+func arrayField[T any](p parser, obj map[string]json.RawMessage, name string, item func(string, json.RawMessage) (T, error)) ([]T, error) {
+	raw, ok := present(obj, name)
+	if !ok {
+		return nil, nil
+	}
+	items, err := p.array(name, raw)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, len(items))
+	for i, it := range items {
+		if out[i], err = item(fmt.Sprintf("%s[%d]", name, i), it); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // parser decodes the fields of one report, naming the file and the field in its errors.
