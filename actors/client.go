@@ -439,7 +439,7 @@ func (j *Job) assemble(m *messages.JobResult) (*Result, error) {
 			return nil, fmt.Errorf("job %s: the coefficients of shard %d did not arrive whole", j.ID, s)
 		}
 	}
-	r := ResultOf(j.ID, m)
+	r := resultOf(j.ID, m)
 	if len(j.peaks) == len(r.Recoveries) {
 		for i, rec := range r.Recoveries {
 			if redone := j.peaks[i] - rec.FromIteration; redone > rec.Redone {
@@ -451,10 +451,10 @@ func (j *Job) assemble(m *messages.JobResult) (*Result, error) {
 	return r, nil
 }
 
-// ResultOf is a job's result as its JobResult message gives it, without the factors (which
+// resultOf is a job's result as its JobResult message gives it, without the factors (which
 // come as chunks). The message accounting is per iteration of the last epoch: the counters are
 // those of the actors that ran it, from the checkpoint it resumed from to the end.
-func ResultOf(id string, m *messages.JobResult) *Result {
+func resultOf(id string, m *messages.JobResult) *Result {
 	r := &Result{JobID: id, Counters: m.Counters, ShardNodes: m.ShardNodes, Recoveries: m.Recoveries,
 		Checkpoints: m.Checkpoints, CheckpointSeconds: m.CheckpointSeconds}
 	r.M, r.N, r.K, r.Shards = int(m.M), int(m.N), int(m.K), int(m.Shards)

@@ -47,6 +47,7 @@ type coordinator struct {
 	placed   int
 	sqNormX  float64 // ||X||^2, summed in shard order once every shard is placed
 	sqNorms  []float64
+	shardOf  map[string]int // a shard actor's id -> its shard, for this epoch
 	running  bool
 	over     bool
 
@@ -823,7 +824,7 @@ func (c *coordinator) place(ctx actor.Context, resume int64, at [][]string) {
 	c.meter.init = true // placement counts with initialisation, not with the iterations
 	shardNode := func(s int64) string { return c.ft.shardNode[s] }
 	tree, shardParent := buildTree(c.job, c.epoch, p, int64(c.spec.fanIn), shardNode)
-	c.hosts, c.shards, c.reducers = nil, nil, nil
+	c.hosts, c.shards, c.reducers, c.shardOf = nil, nil, nil, make(map[string]int, p)
 	seen := map[string]bool{}
 	for s := int64(0); s < p; s++ {
 		if addr := shardNode(s); !seen[addr] {
@@ -839,7 +840,9 @@ func (c *coordinator) place(ctx actor.Context, resume int64, at [][]string) {
 	}
 	cols := kernels.ColumnRanges(c.n, int(p))
 	for s := int64(0); s < p; s++ {
-		c.shards = append(c.shards, pidOf(jobActor(shardNode(s), shardName(c.job, s))))
+		pid := jobActor(shardNode(s), shardName(c.job, s))
+		c.shardOf[pid.Id] = len(c.shards)
+		c.shards = append(c.shards, pidOf(pid))
 		a := &messages.ShardAssignment{JobId: c.job, Epoch: c.epoch, Shard: s, Shards: p,
 			ColLo: int64(cols[s]), ColHi: int64(cols[s+1]), TotalCols: int64(c.n), Spec: spec,
 			Coordinator: self, Reducer: shardParent[s], Client: c.sub.Client, Buddy: c.ft.buddy[s], ResumeFrom: resume,
@@ -888,10 +891,8 @@ func (c *coordinator) onPlaced(ctx actor.Context, m *messages.Placed) {
 	if len(c.sqNorms) != len(c.shards) {
 		c.sqNorms = make([]float64, len(c.shards))
 	}
-	for i, s := range c.shards {
-		if m.Pid != nil && s.Address == m.Pid.Address && s.Id == m.Pid.Id {
-			c.sqNorms[i] = m.SqNormX
-		}
+	if i, ok := c.shardOf[m.Pid.GetId()]; ok && c.shards[i].Address == m.Pid.GetAddress() {
+		c.sqNorms[i] = m.SqNormX
 	}
 	if c.placed < len(c.shards)+len(c.reducers) {
 		return
@@ -1378,7 +1379,7 @@ func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error 
 	if err := c.commitNPY(sharedBasisPartial(dir, c.job), filepath.Join(dir, "basis.npy"), c.m); err != nil {
 		return err
 	}
-	r := ResultOf(c.job, res)
+	r := resultOf(c.job, res)
 	spec := c.sub.Spec
 	rep := report.New(&r.Result, c.spec.stop)
 	rep.Algo, rep.Input, rep.Init, rep.Seed = spec.Algorithm, spec.Inputs, string(c.spec.init), spec.Seed

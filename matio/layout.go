@@ -60,17 +60,14 @@ func AutoFor(algo kernels.Algorithm, l Layout) Layout {
 	return l
 }
 
-// crossing is the density under which an automatic layout picks CSC.
-func (l Layout) crossing() float64 {
+// Crossing is the density under which l (LayoutAuto or LayoutAutoPath) picks CSC in this
+// process: what Read would do with a block of that density.
+func (l Layout) Crossing() float64 {
 	if l == LayoutAutoPath {
 		return SparseBelowOn(kernels.ActiveKernelPath())
 	}
 	return SparseBelow
 }
-
-// Crossing is the density under which l (LayoutAuto or LayoutAutoPath) picks CSC in this
-// process: what Read would do with a block of that density.
-func (l Layout) Crossing() float64 { return l.crossing() }
 
 // ParseLayout parses "auto", "dense" or "sparse".
 func ParseLayout(s string) (Layout, error) {
@@ -109,7 +106,7 @@ func (l Layout) auto() bool { return l == LayoutAuto || l == LayoutAutoPath }
 // crossing density.
 func (l Layout) sparseEnough(nnz, rows, cols int) bool {
 	total := float64(rows) * float64(cols)
-	return total > 0 && float64(nnz) < l.crossing()*total
+	return total > 0 && float64(nnz) < l.Crossing()*total
 }
 
 // shapeDense returns d in the requested layout.

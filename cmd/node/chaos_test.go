@@ -364,12 +364,12 @@ func startChaosCluster(t *testing.T, delay string) *chaosCluster {
 	for _, name := range []string{"a", "b", "c", "d", "e"} {
 		args := []string{"--chaos-delay", delay}
 		if name != "a" {
-			args = append(args, "--join", cl.nodes[0].gossip)
+			args = append(args, "--join", cl.nodes[0].Gossip)
 		}
 		p := startServe(t, name, args...)
-		cl.nodes = append(cl.nodes, &chaosNode{serveProc: p, dataDir: argAfter(p.cmd.Args, "--data-dir")})
+		cl.nodes = append(cl.nodes, &chaosNode{serveProc: p, dataDir: argAfter(p.Cmd.Args, "--data-dir")})
 	}
-	waitFor(t, "5 members seen by a", 30*time.Second, func() bool { return len(clusterStatus(t, cl.nodes[0].gossip)) == 5 })
+	waitFor(t, "5 members seen by a", 30*time.Second, func() bool { return len(clusterStatus(t, cl.nodes[0].Gossip)) == 5 })
 	t.Cleanup(func() {
 		if t.Failed() || os.Getenv("DIDNMF_CHAOS_LOGS") == "1" {
 			cl.dumpLogs(t)
@@ -392,7 +392,7 @@ func (cl *chaosCluster) liveActors() map[string]bool {
 	live := map[string]bool{}
 	for _, n := range cl.nodes {
 		if !n.killed {
-			live[n.actor] = true
+			live[n.Actor] = true
 		}
 	}
 	return live
@@ -405,7 +405,7 @@ func (cl *chaosCluster) describe() string {
 		if n.killed {
 			state = "killed"
 		}
-		parts = append(parts, fmt.Sprintf("%s=%s(%s)", n.name, n.actor, state))
+		parts = append(parts, fmt.Sprintf("%s=%s(%s)", n.name, n.Actor, state))
 	}
 	return strings.Join(parts, " ")
 }
@@ -414,7 +414,7 @@ func (cl *chaosCluster) describe() string {
 func (cl *chaosCluster) statusAddr() string {
 	for _, n := range cl.nodes {
 		if !n.killed {
-			return n.gossip
+			return n.Gossip
 		}
 	}
 	return ""
@@ -424,21 +424,21 @@ func (cl *chaosCluster) statusAddr() string {
 func (cl *chaosCluster) kill(t *testing.T, n *chaosNode) time.Time {
 	t.Helper()
 	at := time.Now()
-	if err := n.cmd.Process.Kill(); err != nil {
+	if err := n.Cmd.Process.Kill(); err != nil {
 		t.Fatalf("kill -9 %s: %v", n.name, err)
 	}
 	n.killed = true
-	t.Logf("%s kill -9 node %s (%s)", utc(at), n.name, n.actor)
+	t.Logf("%s kill -9 node %s (%s)", utc(at), n.name, n.Actor)
 	return at
 }
 
 func (cl *chaosCluster) signal(t *testing.T, n *chaosNode, sig syscall.Signal) time.Time {
 	t.Helper()
 	at := time.Now()
-	if err := n.cmd.Process.Signal(sig); err != nil {
+	if err := n.Cmd.Process.Signal(sig); err != nil {
 		t.Fatalf("%v to %s: %v", sig, n.name, err)
 	}
-	t.Logf("%s %v node %s (%s)", utc(at), sig, n.name, n.actor)
+	t.Logf("%s %v node %s (%s)", utc(at), sig, n.name, n.Actor)
 	return at
 }
 
@@ -615,9 +615,9 @@ func (cl *chaosCluster) restart(t *testing.T, n *chaosNode) {
 		t.Fatalf("node %s did not exit within 15 s of its kill", n.name)
 	}
 	join := cl.statusAddr()
-	p := startServeArgs(t, n.name, []string{"serve", "--bind", n.gossip, "--name", n.name, "--data-dir", n.dataDir, "--threads", "1",
+	p := startServeArgs(t, n.name, []string{"serve", "--bind", n.Gossip, "--name", n.name, "--data-dir", n.dataDir, "--threads", "1",
 		"--chaos-delay", cl.delay, "--join", join})
-	t.Logf("restarted node %s: gossip %s (was %s), actor %s (was %s)", n.name, p.gossip, n.gossip, p.actor, n.actor)
+	t.Logf("restarted node %s: gossip %s (was %s), actor %s (was %s)", n.name, p.Gossip, n.Gossip, p.Actor, n.Actor)
 	n.serveProc, n.killed = p, false
 }
 
@@ -645,7 +645,7 @@ type stampedLine struct {
 func (cl *chaosCluster) startJob(t *testing.T, s *chaosSuite, out string) *jobRun {
 	t.Helper()
 	r := &jobRun{out: out, skip: cl.jobDirs(), done: make(chan struct{})}
-	r.cmd = nodeCmd(t, append([]string{"factorize", "--cluster", cl.coordinator().gossip, "--out", out}, s.job...)...)
+	r.cmd = nodeCmd(t, append([]string{"factorize", "--cluster", cl.coordinator().Gossip, "--out", out}, s.job...)...)
 	stderr, err := r.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -947,14 +947,14 @@ func chaosStopLong(t *testing.T, s *chaosSuite, rng *rand.Rand, cl *chaosCluster
 	rep := s.verify(t, cl, run, true)
 	s.figures(t, run, rep, res, []time.Time{stopped}, warnRollback)
 	for _, a := range rep.ShardNodes {
-		if a == victim.actor {
+		if a == victim.Actor {
 			t.Logf("note: a shard ended on %s, the node that was stopped", victim.name)
 		}
 	}
 	// Resumed, the node refutes its death and is a member again (logged, not asserted).
 	back := false
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
-		if r, ok := clusterStatus(t, cl.statusAddr())[victim.name]; ok && r.Error == "" && r.Actor == victim.actor {
+		if r, ok := clusterStatus(t, cl.statusAddr())[victim.name]; ok && r.Error == "" && r.Actor == victim.Actor {
 			back = true
 			break
 		}
@@ -993,10 +993,10 @@ func chaosRestart(t *testing.T, s *chaosSuite, rng *rand.Rand, cl *chaosCluster,
 	rep := s.verify(t, cl, run, true)
 	s.figures(t, run, rep, res, []time.Time{killed}, warnRollback)
 	took := waitFor(t, "the restarted node in status", 30*time.Second, func() bool {
-		r, ok := clusterStatus(t, cl.coordinator().gossip)[victim.name]
-		return ok && r.Error == "" && r.Actor == victim.actor
+		r, ok := clusterStatus(t, cl.coordinator().Gossip)[victim.name]
+		return ok && r.Error == "" && r.Actor == victim.Actor
 	})
-	t.Logf("status lists the restarted %s (actor %s), %v after the job", victim.name, victim.actor, took.Round(time.Millisecond))
+	t.Logf("status lists the restarted %s (actor %s), %v after the job", victim.name, victim.Actor, took.Round(time.Millisecond))
 }
 
 // Scenario 7: a flipped byte in a checkpoint file. A node is killed; once the job stalled

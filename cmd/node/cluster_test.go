@@ -20,11 +20,10 @@ import (
 
 // serveProc is a real `node serve` process, started and followed by proccluster.
 type serveProc struct {
-	*proccluster.Node
-	name, gossip, actor string
-	cmd                 *exec.Cmd
-	serving             proccluster.Record // the node's "serving" record
-	exited              chan error         // receives the process's exit error once
+	*proccluster.Node                    // Gossip, Actor, Cmd
+	name              string             // the node's name, as the test gave it
+	serving           proccluster.Record // the node's "serving" record
+	exited            chan error         // receives the process's exit error once
 }
 
 // logText is the node's log (JSON records, a line each).
@@ -70,7 +69,7 @@ func startServeArgs(t *testing.T, name string, args []string) *serveProc {
 	}
 	t.Cleanup(n.Kill)
 	serving, _ := n.WaitFor(0, "serving")
-	p := &serveProc{Node: n, name: name, gossip: n.Gossip, actor: n.Actor, cmd: n.Cmd, serving: serving, exited: make(chan error, 1)}
+	p := &serveProc{Node: n, name: name, serving: serving, exited: make(chan error, 1)}
 	go func() {
 		<-n.Exited()
 		p.exited <- n.Err()
@@ -179,9 +178,9 @@ func TestClusterOfProcesses(t *testing.T) {
 	}
 	isolateGossip(t)
 	a := startServe(t, "a")
-	b := startServe(t, "b", "--join", a.gossip)
-	c := startServe(t, "c", "--join", a.gossip)
-	waitFor(t, "3 members seen by a", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip)) == 3 })
+	b := startServe(t, "b", "--join", a.Gossip)
+	c := startServe(t, "c", "--join", a.Gossip)
+	waitFor(t, "3 members seen by a", 20*time.Second, func() bool { return len(clusterStatus(t, a.Gossip)) == 3 })
 
 	dir := t.TempDir()
 	x := filepath.Join(dir, "x.npy")
@@ -214,7 +213,7 @@ func TestClusterOfProcesses(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		args := append(append([]string{"factorize", "--cluster", b.gossip, "--input", x, "--out", out}, job...), c.flags...)
+		args := append(append([]string{"factorize", "--cluster", b.Gossip, "--input", x, "--out", out}, job...), c.flags...)
 		if code, text := runProc(t, args...); code != 0 {
 			t.Fatalf("%s: exit %d: %s", c.name, code, text)
 		}
@@ -227,14 +226,14 @@ func TestClusterOfProcesses(t *testing.T) {
 			}
 		}
 		sameFiles(t, filepath.Join(golden, "coef.npy"), coef)
-		if r := readReport(t, out); len(r.ShardNodes) != 5 || r.Cluster != b.gossip {
+		if r := readReport(t, out); len(r.ShardNodes) != 5 || r.Cluster != b.Gossip {
 			t.Errorf("%s: report shard_nodes %v cluster %q", c.name, r.ShardNodes, r.Cluster)
 		}
 	}
 
 	// A second job into the same --out-shared does not replace the first one's coef.npy
 	// unless asked to; a detached job runs on without its client and writes everything there.
-	shared2 := append(append([]string{"factorize", "--cluster", b.gossip, "--input", x}, job...), "--out-shared", shared)
+	shared2 := append(append([]string{"factorize", "--cluster", b.Gossip, "--input", x}, job...), "--out-shared", shared)
 	if code, text := runProc(t, append(shared2, "--out", filepath.Join(dir, "again"))...); code != 2 || !strings.Contains(text, "--overwrite") {
 		t.Fatalf("a second job into the same --out-shared: exit %d: %s", code, text)
 	}
@@ -243,7 +242,7 @@ func TestClusterOfProcesses(t *testing.T) {
 	if err := os.Mkdir(detached, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	detach := append(append([]string{"factorize", "--cluster", b.gossip, "--input", x}, job...), "--out-shared", detached, "--detach")
+	detach := append(append([]string{"factorize", "--cluster", b.Gossip, "--input", x}, job...), "--out-shared", detached, "--detach")
 	code, stdout, stderr := runNodeProc(t, detach...)
 	if code != 0 || !strings.HasPrefix(stdout, "j") {
 		t.Fatalf("--detach: exit %d: %s %s", code, stdout, stderr)
@@ -272,7 +271,7 @@ func TestClusterOfProcesses(t *testing.T) {
 		t.Fatal(stderr)
 	}
 	synOut := filepath.Join(dir, "syn")
-	if code, text := runProc(t, append([]string{"factorize", "--cluster", c.gossip, "--out", synOut}, syn...)...); code != 0 {
+	if code, text := runProc(t, append([]string{"factorize", "--cluster", c.Gossip, "--out", synOut}, syn...)...); code != 0 {
 		t.Fatal(text)
 	}
 	sameFiles(t, filepath.Join(synGolden, "basis.npy"), filepath.Join(synOut, "basis.npy"))
@@ -287,36 +286,36 @@ func TestClusterOfProcesses(t *testing.T) {
 		t.Fatal(stderr)
 	}
 	longOut := filepath.Join(dir, "long")
-	running := nodeCmd(t, append([]string{"factorize", "--cluster", a.gossip, "--out", longOut}, long...)...)
+	running := nodeCmd(t, append([]string{"factorize", "--cluster", a.Gossip, "--out", longOut}, long...)...)
 	var runningOut bytes.Buffer
 	running.Stdout, running.Stderr = &runningOut, &runningOut
 	if err := running.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the long job running on a", 20*time.Second, func() bool {
-		return len(clusterStatus(t, a.gossip)["a"].Jobs) > 0
+		return len(clusterStatus(t, a.Gossip)["a"].Jobs) > 0
 	})
-	d := startServe(t, "d", "--join", a.gossip)
+	d := startServe(t, "d", "--join", a.Gossip)
 	if err := running.Wait(); err != nil {
 		t.Fatalf("long job: %v\n%s", err, runningOut.String())
 	}
 	sameFiles(t, filepath.Join(longGolden, "basis.npy"), filepath.Join(longOut, "basis.npy"))
 	sameFiles(t, filepath.Join(longGolden, "coef.npy"), filepath.Join(longOut, "coef.npy"))
 	for _, s := range readReport(t, longOut).ShardNodes {
-		if s == d.actor {
+		if s == d.Actor {
 			t.Errorf("the job that was running when d joined has a shard on d")
 		}
 	}
 	// The next job (enough shards that rendezvous hashing gives d some) uses it.
-	waitFor(t, "a sees d", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip)) == 4 })
+	waitFor(t, "a sees d", 20*time.Second, func() bool { return len(clusterStatus(t, a.Gossip)) == 4 })
 	next := filepath.Join(dir, "next")
-	if code, text := runProc(t, "factorize", "--cluster", a.gossip, "--input", "synthetic:m=4,n=4000,k=2,seed=1", "--rank", "2",
+	if code, text := runProc(t, "factorize", "--cluster", a.Gossip, "--input", "synthetic:m=4,n=4000,k=2,seed=1", "--rank", "2",
 		"--shards", "24", "--max-iter", "3", "--tol", "0", "--quiet", "--out", next); code != 0 {
 		t.Fatal(text)
 	}
 	onD := 0
 	for _, s := range readReport(t, next).ShardNodes {
-		if s == d.actor {
+		if s == d.Actor {
 			onD++
 		}
 	}
@@ -325,7 +324,7 @@ func TestClusterOfProcesses(t *testing.T) {
 	}
 
 	// SIGTERM: c leaves gracefully; the others see a leave, not a failure.
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := c.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -343,13 +342,13 @@ func TestClusterOfProcesses(t *testing.T) {
 	if len(a.Find("member failed (declared dead)", "member", "c")) > 0 {
 		t.Errorf("a declared c dead instead of seeing it leave")
 	}
-	if st := clusterStatus(t, b.gossip); len(st) != 3 {
+	if st := clusterStatus(t, b.Gossip); len(st) != 3 {
 		t.Errorf("after c left, status lists %d members: %v", len(st), st)
 	}
 
 	// kill -9: the others declare the node dead.
 	killed := time.Now()
-	if err := d.cmd.Process.Kill(); err != nil {
+	if err := d.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	took = waitFor(t, "a sees d fail", 30*time.Second, func() bool {
@@ -368,22 +367,22 @@ func TestClusterRefusesTooLargeJob(t *testing.T) {
 	isolateGossip(t)
 	// Two machines (their memory adds up; nodes on one machine would share it).
 	a := startServe(t, "a", "--memory", "2MiB", "--machine", "machine-a")
-	startServe(t, "b", "--memory", "2MiB", "--machine", "machine-b", "--join", a.gossip)
-	waitFor(t, "2 members", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip)) == 2 })
+	startServe(t, "b", "--memory", "2MiB", "--machine", "machine-b", "--join", a.Gossip)
+	waitFor(t, "2 members", 20*time.Second, func() bool { return len(clusterStatus(t, a.Gossip)) == 2 })
 	// 5 x 400000 dense doubles = 16 MB of X: more than 2 x 2 MiB.
-	code, text := runProc(t, "factorize", "--cluster", a.gossip, "--input", "synthetic:m=5,n=400000,k=3,seed=1", "--rank", "3",
+	code, text := runProc(t, "factorize", "--cluster", a.Gossip, "--input", "synthetic:m=5,n=400000,k=3,seed=1", "--rank", "3",
 		"--shards", "4", "--max-iter", "3", "--quiet", "--out", filepath.Join(t.TempDir(), "out"))
 	if code != 2 || !strings.Contains(text, "offer") {
 		t.Fatalf("exit %d, want 2 and a capacity error: %s", code, text)
 	}
 	t.Logf("refused: %s", strings.TrimSpace(text))
-	for name, r := range clusterStatus(t, a.gossip) {
+	for name, r := range clusterStatus(t, a.Gossip) {
 		if r.Actors != 0 || r.Reserved != 0 || len(r.Jobs) != 0 {
 			t.Errorf("%s after the refusal: %d actors, %d bytes reserved, jobs %v", name, r.Actors, r.Reserved, r.Jobs)
 		}
 	}
 	// A job that fits runs.
-	if code, text := runProc(t, "factorize", "--cluster", a.gossip, "--input", "synthetic:m=5,n=20000,k=3,seed=1", "--rank", "3",
+	if code, text := runProc(t, "factorize", "--cluster", a.Gossip, "--input", "synthetic:m=5,n=20000,k=3,seed=1", "--rank", "3",
 		"--shards", "4", "--max-iter", "3", "--quiet", "--out", filepath.Join(t.TempDir(), "out")); code != 0 {
 		t.Fatalf("a job that fits: exit %d: %s", code, text)
 	}
@@ -412,19 +411,19 @@ func TestClusterSecurity(t *testing.T) {
 	key1 := "MDEyMzQ1Njc4OWFiY2RlZg==" // 16 bytes, base64
 	key2 := "ZmVkY2JhOTg3NjU0MzIxMA=="
 	a := startServe(t, "a", append([]string{"--gossip-key", key1}, tlsFlags(certs, "a")...)...)
-	b := startServe(t, "b", append([]string{"--gossip-key", key1, "--join", a.gossip}, tlsFlags(certs, "b")...)...)
+	b := startServe(t, "b", append([]string{"--gossip-key", key1, "--join", a.Gossip}, tlsFlags(certs, "b")...)...)
 	good := append([]string{"--gossip-key", key1}, tlsFlags(certs, "client")...)
-	waitFor(t, "a and b", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip, good...)) == 2 })
+	waitFor(t, "a and b", 20*time.Second, func() bool { return len(clusterStatus(t, a.Gossip, good...)) == 2 })
 
 	// Wrong gossip key: cannot join.
 	code, text := runProc(t, "serve", "--bind", "127.0.0.1:0", "--name", "intruder", "--data-dir", filepath.Join(t.TempDir(), "i"),
-		"--gossip-key", key2, "--join", a.gossip)
+		"--gossip-key", key2, "--join", a.Gossip)
 	if code == 0 {
 		t.Errorf("a node with the wrong gossip key started: %s", text)
 	}
 	t.Logf("wrong key: %s", strings.TrimSpace(text))
 
-	job := []string{"factorize", "--cluster", a.gossip, "--input", "synthetic:m=4,n=1000,k=2,seed=1", "--rank", "2", "--shards", "2",
+	job := []string{"factorize", "--cluster", a.Gossip, "--input", "synthetic:m=4,n=1000,k=2,seed=1", "--rank", "2", "--shards", "2",
 		"--max-iter", "3", "--quiet"}
 	for _, c := range []struct {
 		name  string
@@ -444,7 +443,7 @@ func TestClusterSecurity(t *testing.T) {
 		}
 		t.Logf("%s: exit %d: %s", c.name, code, lastLine(text))
 	}
-	st := clusterStatus(t, a.gossip, good...)
+	st := clusterStatus(t, a.Gossip, good...)
 	if len(st) != 2 {
 		t.Errorf("members after the attempts: %v", st)
 	}

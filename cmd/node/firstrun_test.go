@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,40 +10,6 @@ import (
 
 	"github.com/didnmf/didnmf/kernels"
 )
-
-// firstRunReport is the part of report.json a first run is judged by.
-type firstRunReport struct {
-	Iterations     int     `json:"iterations"`
-	MaxIter        int     `json:"max_iter"`
-	StallTol       float64 `json:"stall_tol"`
-	RelErr2        float64 `json:"rel_err2"`
-	RMSE           float64 `json:"rmse"`
-	Converged      bool    `json:"converged"`
-	StopReason     string  `json:"stop_reason"`
-	Stop           string  `json:"stop"`
-	ReadSeconds    float64 `json:"read_seconds"`
-	InitSeconds    float64 `json:"init_seconds"`
-	IterateSeconds float64 `json:"iterate_seconds"`
-	ImageShape     []int   `json:"image_shape"`
-	History        []struct {
-		Iteration int     `json:"iteration"`
-		RelErr2   float64 `json:"rel_err2"`
-		RMSE      float64 `json:"rmse"`
-	} `json:"history"`
-}
-
-func readFirstRunReport(t *testing.T, dir string) firstRunReport {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r firstRunReport
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
 
 // noisyLowRank is a 400 x 30 matrix of planted rank 4 plus noise (samples as rows): real data
 // in miniature, where --tol 1e-6 is out of reach.
@@ -83,7 +48,7 @@ func TestDefaultRunStopsWhenTheErrorStops(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	r := readFirstRunReport(t, out)
+	r := readReport(t, out)
 	if r.StopReason != string(kernels.StopStalled) || !r.Converged || r.Iterations >= r.MaxIter || r.StallTol != defaultStallTol {
 		t.Fatalf("stopped by %q after %d of %d iterations (converged %v, stall_tol %g); want the stall rule", r.StopReason, r.Iterations, r.MaxIter, r.Converged, r.StallTol)
 	}
@@ -130,7 +95,7 @@ func TestDefaultRunStopsWhenTheErrorStops(t *testing.T) {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
 		}
 	}
-	drv, act := readFirstRunReport(t, out), readFirstRunReport(t, onNodes)
+	drv, act := readReport(t, out), readReport(t, onNodes)
 	if len(drv.History) != len(act.History) || len(drv.History) < 2 {
 		t.Fatalf("histories of %d and %d entries", len(drv.History), len(act.History))
 	}
@@ -150,7 +115,7 @@ func TestDefaultRunStopsWhenTheErrorStops(t *testing.T) {
 
 	// --tol 0 without --stall-tol: exactly --max-iter; with --stall-tol given, the stall rule.
 	code, _, stderr = runNode(t, "factorize", "--input", in, "--rank", "4", "--out", out, "--tol", "0", "--max-iter", "300", "--quiet")
-	if r := readFirstRunReport(t, out); code != 0 || r.Iterations != 300 || r.StallTol != 0 {
+	if r := readReport(t, out); code != 0 || r.Iterations != 300 || r.StallTol != 0 {
 		t.Errorf("--tol 0: exit %d, %d iterations, stall_tol %g: %s", code, r.Iterations, r.StallTol, stderr)
 	}
 	for _, name := range []string{"basis.png", "convergence.svg"} {
@@ -159,7 +124,7 @@ func TestDefaultRunStopsWhenTheErrorStops(t *testing.T) {
 		}
 	}
 	code, _, stderr = runNode(t, "factorize", "--input", in, "--rank", "4", "--out", out, "--tol", "0", "--stall-tol", "1e-3", "--quiet")
-	if r := readFirstRunReport(t, out); code != 0 || r.StopReason != string(kernels.StopStalled) {
+	if r := readReport(t, out); code != 0 || r.StopReason != string(kernels.StopStalled) {
 		t.Errorf("--tol 0 --stall-tol 1e-3: exit %d, stopped by %q: %s", code, r.StopReason, stderr)
 	}
 }

@@ -30,11 +30,11 @@ func startJoined(t *testing.T, names []string, args ...string) []*serveProc {
 	for i, name := range names {
 		a := args
 		if i > 0 {
-			a = append(slices.Clone(args), "--join", nodes[0].gossip)
+			a = append(slices.Clone(args), "--join", nodes[0].Gossip)
 		}
 		nodes = append(nodes, startServe(t, name, a...))
 	}
-	waitFor(t, fmt.Sprintf("%d members", len(names)), 20*time.Second, func() bool { return len(clusterStatus(t, nodes[0].gossip)) == len(names) })
+	waitFor(t, fmt.Sprintf("%d members", len(names)), 20*time.Second, func() bool { return len(clusterStatus(t, nodes[0].Gossip)) == len(names) })
 	return nodes
 }
 
@@ -100,12 +100,12 @@ func TestKilledClientsJobIsCanceled(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), name)
 		args := []string{"--data-dir", dir, "--lease", lease.String(), "--chaos-delay", "3ms"}
 		if i > 0 {
-			args = append(args, "--join", nodes[0].gossip)
+			args = append(args, "--join", nodes[0].Gossip)
 		}
 		nodes = append(nodes, startServe(t, name, args...))
 		dirs = append(dirs, dir)
 	}
-	addr := nodes[0].gossip
+	addr := nodes[0].Gossip
 	waitFor(t, "3 members", 20*time.Second, func() bool { return len(clusterStatus(t, addr)) == 3 })
 
 	client := nodeCmd(t, "factorize", "--cluster", addr, "--input", "synthetic:m=6,n=30000,k=3,seed=1", "--rank", "3",
@@ -230,11 +230,11 @@ func TestHostileClientAgainstProcesses(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		code, text = runProc(t, append([]string{"factorize", "--cluster", a.gossip, "--out", out}, job...)...)
+		code, text = runProc(t, append([]string{"factorize", "--cluster", a.Gossip, "--out", out}, job...)...)
 	}()
 	var id string
 	waitFor(t, "the job running", 30*time.Second, func() bool {
-		for _, j := range listJobs(t, a.gossip) {
+		for _, j := range listJobs(t, a.Gossip) {
 			id = j.JobID
 			return j.Iteration > 0
 		}
@@ -255,12 +255,12 @@ func TestHostileClientAgainstProcesses(t *testing.T) {
 				m.Set(f, protoreflect.ValueOfUint64(1))
 			}
 			for _, p := range []*serveProc{a, b} {
-				mallory.Send(actors.HostPID(p.actor), m.Interface().(proto.Message))
+				mallory.Send(actors.HostPID(p.Actor), m.Interface().(proto.Message))
 			}
 		}
 		for _, p := range []*serveProc{a, b} {
-			mallory.Poison(actors.HostPID(p.actor))
-			mallory.Stop(actors.HostPID(p.actor))
+			mallory.Poison(actors.HostPID(p.Actor))
+			mallory.Stop(actors.HostPID(p.Actor))
 		}
 	}
 	wg.Wait()
@@ -270,7 +270,7 @@ func TestHostileClientAgainstProcesses(t *testing.T) {
 	sameFiles(t, filepath.Join(golden, "basis.npy"), filepath.Join(out, "basis.npy"))
 	sameFiles(t, filepath.Join(golden, "coef.npy"), filepath.Join(out, "coef.npy"))
 	for _, p := range []*serveProc{a, b} {
-		res, err := peer.RequestFuture(actors.HostPID(p.actor), &messages.HostStatus{}, 5*time.Second).Result()
+		res, err := peer.RequestFuture(actors.HostPID(p.Actor), &messages.HostStatus{}, 5*time.Second).Result()
 		pong, ok := res.(*messages.Pong)
 		if err != nil || !ok {
 			t.Fatalf("node %s no longer answers: %v", p.name, err)
@@ -313,7 +313,7 @@ func TestHundredThousandShards(t *testing.T) {
 			}
 			for _, p := range []*serveProc{a, b, c} {
 				start := time.Now()
-				if _, err := auditor.RequestFuture(actors.HostPID(p.actor), &messages.HostStatus{}, 2*time.Second).Result(); err != nil {
+				if _, err := auditor.RequestFuture(actors.HostPID(p.Actor), &messages.HostStatus{}, 2*time.Second).Result(); err != nil {
 					t.Errorf("node %s did not answer status within 2 s: %v", p.name, err)
 				}
 				mu.Lock()
@@ -322,7 +322,7 @@ func TestHundredThousandShards(t *testing.T) {
 			}
 		}
 	}()
-	code, text := runProc(t, "factorize", "--cluster", a.gossip, "--input", "synthetic:m=5,n=200000,k=3,seed=1", "--rank", "3",
+	code, text := runProc(t, "factorize", "--cluster", a.Gossip, "--input", "synthetic:m=5,n=200000,k=3,seed=1", "--rank", "3",
 		"--shards", "100000", "--max-iter", "5", "--out", filepath.Join(t.TempDir(), "out"))
 	time.Sleep(time.Second)
 	close(done)
@@ -347,13 +347,13 @@ func TestDuplicateNameRefused(t *testing.T) {
 	isolateGossip(t)
 	nodes := startJoined(t, []string{"a", "b"})
 	a, b := nodes[0], nodes[1]
-	code, text := runProc(t, "serve", "--bind", "127.0.0.1:0", "--name", "b", "--join", a.gossip,
+	code, text := runProc(t, "serve", "--bind", "127.0.0.1:0", "--name", "b", "--join", a.Gossip,
 		"--data-dir", filepath.Join(t.TempDir(), "b2"))
-	if code != 2 || !strings.Contains(text, `already named "b"`) || !strings.Contains(text, b.gossip) {
+	if code != 2 || !strings.Contains(text, `already named "b"`) || !strings.Contains(text, b.Gossip) {
 		t.Fatalf("a second b: exit %d: %s", code, text)
 	}
 	time.Sleep(3 * time.Second) // several probe intervals
-	if st := clusterStatus(t, a.gossip); len(st) != 2 || st["b"].Actor != b.actor {
+	if st := clusterStatus(t, a.Gossip); len(st) != 2 || st["b"].Actor != b.Actor {
 		t.Fatalf("members after the attempt: %v", st)
 	}
 	for _, p := range []*serveProc{a, b} {
@@ -371,22 +371,22 @@ func TestClientEndsOnSIGTERMWhateverTheCluster(t *testing.T) {
 	}
 	isolateGossip(t)
 	a := startServe(t, "a", "--chaos-delay", "5ms")
-	client := nodeCmd(t, "factorize", "--cluster", a.gossip, "--input", "synthetic:m=6,n=20000,k=3,seed=1", "--rank", "3",
+	client := nodeCmd(t, "factorize", "--cluster", a.Gossip, "--input", "synthetic:m=6,n=20000,k=3,seed=1", "--rank", "3",
 		"--shards", "2", "--max-iter", "1000000", "--tol", "0", "--quiet", "--out", filepath.Join(t.TempDir(), "out"))
 	if err := client.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer client.Process.Kill()
 	waitFor(t, "the job running", 30*time.Second, func() bool {
-		for _, j := range listJobs(t, a.gossip) {
+		for _, j := range listJobs(t, a.Gossip) {
 			return j.Iteration > 0
 		}
 		return false
 	})
-	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := a.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	defer a.cmd.Process.Signal(syscall.SIGCONT)
+	defer a.Cmd.Process.Signal(syscall.SIGCONT)
 	start := time.Now()
 	if err := client.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -24,9 +24,9 @@ func TestMixedKernelPathsCluster(t *testing.T) {
 	isolateGossip(t)
 	best := paths[len(paths)-1].String()
 	a := startServe(t, "a", "--kernel", "generic")
-	b := startServe(t, "b", "--kernel", best, "--join", a.gossip)
-	c := startServe(t, "c", "--kernel", paths[1].String(), "--join", a.gossip)
-	waitFor(t, "3 members seen by a", 20*time.Second, func() bool { return len(clusterStatus(t, a.gossip)) == 3 })
+	b := startServe(t, "b", "--kernel", best, "--join", a.Gossip)
+	c := startServe(t, "c", "--kernel", paths[1].String(), "--join", a.Gossip)
+	waitFor(t, "3 members seen by a", 20*time.Second, func() bool { return len(clusterStatus(t, a.Gossip)) == 3 })
 	for p, want := range map[*serveProc]string{a: "generic", b: best, c: paths[1].String()} {
 		if got := p.serving.Attr("kernels"); got != want {
 			t.Fatalf("node %s serves with kernels %q, want %s (%s)", p.name, got, want, p.serving.Line)
@@ -59,7 +59,7 @@ func TestMixedKernelPathsCluster(t *testing.T) {
 					t.Fatal(stderr)
 				}
 				out := filepath.Join(dir, name)
-				if code, text := runProc(t, append([]string{"factorize", "--cluster", a.gossip, "--storage", in.storage, "--out", out}, job...)...); code != 0 {
+				if code, text := runProc(t, append([]string{"factorize", "--cluster", a.Gossip, "--storage", in.storage, "--out", out}, job...)...); code != 0 {
 					t.Fatalf("%s: exit %d: %s", name, code, text)
 				}
 				sameFiles(t, filepath.Join(golden, "basis.npy"), filepath.Join(out, "basis.npy"))
@@ -68,7 +68,7 @@ func TestMixedKernelPathsCluster(t *testing.T) {
 		}
 	}
 	// float32 storage of data that float32 cannot hold is refused by the shards, naming a value.
-	code, text := runProc(t, "factorize", "--cluster", a.gossip, "--storage", "float32", "--input", synth, "--rank", "5",
+	code, text := runProc(t, "factorize", "--cluster", a.Gossip, "--storage", "float32", "--input", synth, "--rank", "5",
 		"--shards", "3", "--max-iter", "5", "--out", filepath.Join(dir, "inexact"), "--quiet")
 	if code == 0 || !strings.Contains(text, "not exactly a float32") || !strings.Contains(text, "sample ") {
 		t.Errorf("float32 storage of inexact data on the cluster: exit %d: %s", code, text)

@@ -86,14 +86,6 @@ func (p *progressPrinter) draw(pr kernels.Progress, now time.Time) {
 	fmt.Fprintf(p.w, "\r[%s] iter %d/%d  %s  %s it/s  %.1fs ", bar, pr.Iteration, p.stop.MaxIter, errs, rateText(rate), pr.Seconds)
 }
 
-// rateText writes a rate with three significant digits (0.5, 12.3, 1234).
-func rateText(r float64) string {
-	if r >= 100 {
-		return fmt.Sprintf("%.0f", r)
-	}
-	return fmt.Sprintf("%.3g", r)
-}
-
 // finish draws the last update and ends the bar's line.
 func (p *progressPrinter) finish() {
 	if p.pending != nil {

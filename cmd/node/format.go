@@ -23,3 +23,11 @@ func secondsText(s float64) string {
 	}
 	return fmt.Sprintf("%.3g µs", s*1e6)
 }
+
+// rateText writes a rate with three significant digits (0.5, 12.3, 1234).
+func rateText(r float64) string {
+	if r >= 100 {
+		return fmt.Sprintf("%.0f", r)
+	}
+	return fmt.Sprintf("%.3g", r)
+}
