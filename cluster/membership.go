@@ -111,6 +111,8 @@ type Config struct {
 	// Partition, when set, drops the gossip this node sends to nodes on another side of it
 	// (tests of network partitions).
 	Partition *Partition
+	// Timing is how the gossip detects failures (zero fields: DefaultTiming).
+	Timing Timing
 
 	// afterProbe, if not nil, is called between the name's lookup and the join (tests of a
 	// holder that joins in between).
@@ -120,42 +122,11 @@ type Config struct {
 // ErrShutdown is returned by Leave and UpdateMeta once the membership is shut down.
 var ErrShutdown = errors.New("cluster: membership is shut down")
 
-// Timing. The base is memberlist.DefaultLocalConfig (probe every 1 s, suspicion 3 probe
-// intervals), which took about 5.5 s to declare a hard-killed peer dead. We probe twice as
-// often and keep the suspicion window long enough that only a node silent for about 2.5 s is
-// declared dead:
-//
-//   - probeInterval 500 ms: each node probes one peer (round robin) per interval; a probe fails
-//     if no direct, indirect or TCP-fallback ack arrives within the interval. Memberlist's
-//     Lifeguard awareness stretches the interval up to 8x on a node that is itself slow.
-//   - probeTimeout 250 ms: wait for the direct UDP ack before asking peers to probe indirectly.
-//   - suspicionMult 4: a suspect is declared dead after 4 x 500 ms x max(1, log10 n), so 2 s
-//     for up to 10 nodes, once the expected 2 independent confirmations arrived (small
-//     clusters expect none); the suspect refutes within that time if it is merely slow.
-//   - suspicionMaxTimeoutMult 4: without confirmations the window grows up to 8 s.
-//   - indirectChecks 2, retransmitMult 3, gossip every 100 ms to 3 nodes: a little more
-//     redundancy than the local preset (1 and 2), for lossy or busy hosts.
-//   - tcpTimeout 2 s (preset 1 s): joins and push/pull on a busy machine.
-//   - push/pull every 15 s, as the preset.
-//   - deadNodeReclaimTime 1 s: a restarted node may take over its dead name at a new address.
-//
-// Expected detection of a hard-killed peer on loopback: the next probe of it (within
-// (n-1) x 500 ms from some survivor) + 500 ms + 2 s, about 3 s for 3 nodes.
+// Constants of the gossip (its timing is Timing's).
 const (
-	probeInterval           = 500 * time.Millisecond
-	probeTimeout            = 250 * time.Millisecond
-	suspicionMult           = 4
-	suspicionMaxTimeoutMult = 4
-	indirectChecks          = 2
-	retransmitMult          = 3
-	gossipInterval          = 100 * time.Millisecond
-	gossipNodes             = 3
-	tcpTimeout              = 2 * time.Second
-	pushPullInterval        = 15 * time.Second
-	deadNodeReclaimTime     = time.Second
-	updateTimeout           = 5 * time.Second
-	gossipLabel             = "didnmf"
-	defaultPort             = 7946
+	updateTimeout = 5 * time.Second
+	gossipLabel   = "didnmf"
+	defaultPort   = 7946
 )
 
 // Membership is this node's view of the cluster. Its methods are safe for concurrent use.
@@ -163,6 +134,7 @@ type Membership struct {
 	ml      *memberlist.Memberlist
 	log     *slog.Logger
 	name    string
+	timing  Timing // Config.Timing with its defaults
 	onEvent func(Event)
 	started atomic.Bool // set once Start has joined: a conflict about this node's name is then logged
 
@@ -285,6 +257,7 @@ func Start(cfg Config) (*Membership, error) {
 		done:    make(chan struct{}),
 		lost:    map[string]lostPeer{},
 		stop:    make(chan struct{}),
+		timing:  cfg.Timing.orDefault(),
 	}
 
 	// Bind the transport ourselves, to know the port before choosing a default name.
@@ -331,17 +304,7 @@ func Start(cfg Config) (*Membership, error) {
 	mc.Events = delegate{m}
 	mc.Alive = delegate{m}
 	mc.Conflict = delegate{m}
-	mc.ProbeInterval = probeInterval
-	mc.ProbeTimeout = probeTimeout
-	mc.SuspicionMult = suspicionMult
-	mc.SuspicionMaxTimeoutMult = suspicionMaxTimeoutMult
-	mc.IndirectChecks = indirectChecks
-	mc.RetransmitMult = retransmitMult
-	mc.GossipInterval = gossipInterval
-	mc.GossipNodes = gossipNodes
-	mc.TCPTimeout = tcpTimeout
-	mc.PushPullInterval = pushPullInterval
-	mc.DeadNodeReclaimTime = deadNodeReclaimTime
+	m.timing.apply(mc)
 
 	ml, err := memberlist.Create(mc)
 	if err != nil {
@@ -357,7 +320,7 @@ func Start(cfg Config) (*Membership, error) {
 
 	if len(cfg.Join) > 0 {
 		pp := probeParams{name: name, bindIP: bindIP, advIP: self.Addr.String(), port: port, self: m.local.Gossip,
-			key: cfg.SecretKey, partition: cfg.Partition}
+			key: cfg.SecretKey, partition: cfg.Partition, tcpTimeout: m.timing.TCPTimeout}
 		err := m.checkName(pp, cfg.Join)
 		if err == nil {
 			if cfg.afterProbe != nil {

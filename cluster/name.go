@@ -90,13 +90,14 @@ var errProbeDone = errors.New("cluster: name probe: view read")
 
 // probeParams is what a probe needs to reach the seeds as the node it probes for.
 type probeParams struct {
-	name      string // the name looked up
-	bindIP    string
-	advIP     string // the node's advertised IP
-	port      int    // the node's gossip port: the default port of seeds given without one
-	self      string // the node's advertised gossip address
-	key       []byte
-	partition *Partition
+	name       string // the name looked up
+	bindIP     string
+	advIP      string // the node's advertised IP
+	port       int    // the node's gossip port: the default port of seeds given without one
+	self       string // the node's advertised gossip address
+	key        []byte
+	partition  *Partition
+	tcpTimeout time.Duration // Timing.TCPTimeout of the node
 }
 
 // probeView is the probe's merge delegate: it keeps the view a seed sent.
@@ -170,7 +171,7 @@ func probe(pp probeParams, seeds []string) (probeResult, error) {
 	mc.ProbeInterval = 0 // no failure detection, gossip or push/pull of its own
 	mc.GossipInterval = 0
 	mc.PushPullInterval = 0
-	mc.TCPTimeout = tcpTimeout
+	mc.TCPTimeout = pp.tcpTimeout
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		_ = transport.Shutdown()
@@ -277,17 +278,12 @@ func (m *Membership) checkName(pp probeParams, seeds []string) error {
 		if h.State == memberlist.StateLeft {
 			how = "left"
 		}
-		m.log.Info("cluster: taking over the name of a member that "+how, "was", hostPort(h.Addr, h.Port), "waiting", reclaimWait)
-		time.Sleep(reclaimWait)
+		wait := m.timing.reclaimWait()
+		m.log.Info("cluster: taking over the name of a member that "+how, "was", hostPort(h.Addr, h.Port), "waiting", wait)
+		time.Sleep(wait)
 	}
 	return nil
 }
-
-// reclaimWait is how long a node waits before it takes over the name of a member that died or
-// left at another address: memberlist's DeadNodeReclaimTime, plus a margin for the members that
-// learned of the end after the seed did and for the last retransmissions of that news (3
-// rounds of 100 ms for up to 9 nodes).
-const reclaimWait = deadNodeReclaimTime + 500*time.Millisecond
 
 // conflict is the conflict delegate: memberlist met an alive message for existing's name
 // from other's address while it lists existing alive (or dead too recently to be replaced).

@@ -12,7 +12,7 @@ import (
 )
 
 // watchHolder is how long the holder of a name is watched after a refusal: 8 probe intervals.
-const watchHolder = 8 * probeInterval
+var watchHolder = 8 * DefaultTiming().ProbeInterval
 
 // logged starts a node as start does, its log (INFO and up) kept in the returned buffer.
 func logged(t *testing.T, cfg Config) (node, *syncBuffer) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/didnmf/didnmf/actors"
 )
 
 // freePort returns a loopback address at which nothing listens: a listener bound and closed.
@@ -64,7 +66,7 @@ func TestConnectUnreachable(t *testing.T) {
 		t.Errorf("after %v: %v (tried %v, reason %q)", took, err, ue.Tried, ue.Reason)
 	}
 
-	s, err := Start(Config{Name: "a", Bind: "127.0.0.1:0", DataDir: filepath.Join(t.TempDir(), "a"), Secret: testKey()})
+	s, err := Start(Config{Name: "a", Bind: "127.0.0.1:0", Node: actors.NodeConfig{DataDir: filepath.Join(t.TempDir(), "a")}, Secret: testKey()})
 	if err != nil {
 		t.Fatal(err)
 	}

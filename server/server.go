@@ -23,47 +23,35 @@ import (
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/fsroot"
-	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/pki"
 )
 
-// Config configures a member node.
+// Config configures a member node. It is layered: Node is what the node's actor system runs
+// with (actors.NodeConfig: its data directory, threads, memory, limits, timeouts, faults),
+// and the other fields are what a server adds around it (its name, gossip and credentials, the
+// directories its jobs may use, its log).
 type Config struct {
 	// Name is the node's unique name in the cluster (empty: derived from its address).
 	Name string
 	// Bind is the gossip address ip:port (port 0 picks one). The actor remote listens on the
-	// same IP, on ActorPort (0 picks one).
-	Bind      string
-	ActorPort int
+	// same IP, on Node.Port (0 picks one).
+	Bind string
 	// Join lists members to join (ip:port of their gossip); empty starts a new cluster.
 	Join []string
+	// Node configures the node's actor system, as for actors.StartNode, with a server's
+	// defaults: Memory 0 accepts 80% of the memory available when the node starts (not "no
+	// limit"), Capacity 0 means 1 (negative is refused), Threads 0 all cores. Node.DataDir
+	// is created with mode 0700 and locked against a second node; Start writes node.txt in
+	// it. Host, Advertise, Logger, TLS, Insecure, Members, Partition and Roots are the
+	// server's to set (from Bind, Logger, the credentials, the gossip, Partition and
+	// DataRoots): Start refuses a Node with any of them set.
+	Node actors.NodeConfig
 	// DataRoots are the directories under which the node reads job inputs and writes shared
 	// outputs (serve --data-root); none: it reads and writes no file of a job.
 	DataRoots []string
-	// DataDir is the node's own directory (created; locked against a second node). The node
-	// keeps its checkpoints under it.
-	DataDir string
-	// CheckpointQuota caps the bytes of checkpoints the node writes (0: no cap).
-	CheckpointQuota int64
-	// Faults injects faults into the node's job actors (tests and chaos runs; nil: none).
-	Faults *actors.Faults
 	// Partition, when set, cuts this node's gossip and actor traffic to nodes on the other
 	// side of it (partition tests in one process).
 	Partition *cluster.Partition
-	// Capacity is the placement weight (0 means 1); Memory the bytes of job data the node
-	// accepts (0: 80% of the memory available when it starts).
-	Capacity int
-	Memory   int64
-	// Machine names the machine the node runs on (MachineID for a real one): the nodes of one
-	// machine share its memory when shards are placed, whatever each offers. Empty: a
-	// machine of its own (tests that stand for several machines in one process).
-	Machine string
-	// Timeouts are the node's waits (zero fields: actors.DefaultTimeouts).
-	Timeouts actors.Timeouts
-	// Threads run the kernels (0: all cores); Pool, when set, is shared instead (in-process
-	// clusters).
-	Threads int
-	Pool    *kernels.Pool
 	// Credentials: TLS (certificate files) makes the actor remote mutual TLS; without it,
 	// Secret (the cluster secret, see pki) derives the cluster's authority and this node's
 	// certificate, and the gossip key unless GossipKey is given. GossipKey (16, 24 or 32
@@ -73,13 +61,7 @@ type Config struct {
 	TLS       *pki.Config
 	Secret    []byte
 	Insecure  bool
-	// Limits (see actors.NodeConfig): the lease of jobs whose client went silent, a cap on
-	// any job's time, the most shards and jobs the node holds at once.
-	Lease      time.Duration
-	MaxJobTime time.Duration
-	MaxShards  int
-	MaxJobs    int
-	// Logger receives joins, leaves and errors (nil: discarded).
+	// Logger receives joins, leaves and errors, the gossip's and the node's (nil: discarded).
 	Logger *slog.Logger
 }
 
@@ -187,23 +169,27 @@ func Start(cfg Config) (*Server, error) {
 	if net.ParseIP(host).IsUnspecified() {
 		return nil, fmt.Errorf("--bind %q: give the IP address the other nodes reach this one at, not a wildcard", cfg.Bind)
 	}
-	if cfg.Capacity < 0 {
-		return nil, fmt.Errorf("--capacity must be >= 1, got %d", cfg.Capacity)
+	ncfg := cfg.Node
+	if set := serverOwned(ncfg); len(set) > 0 {
+		return nil, fmt.Errorf("server: leave Config.Node.%s unset: Start sets them from Bind, Logger, the credentials, the gossip, Partition and DataRoots", strings.Join(set, ", "))
 	}
-	if cfg.Memory < 0 {
-		return nil, fmt.Errorf("--memory must be >= 0, got %d", cfg.Memory)
+	if ncfg.Capacity < 0 {
+		return nil, fmt.Errorf("--capacity must be >= 1, got %d", ncfg.Capacity)
+	}
+	if ncfg.Memory < 0 {
+		return nil, fmt.Errorf("--memory must be >= 0, got %d", ncfg.Memory)
 	}
 	s := &Server{}
-	if cfg.DataDir != "" {
+	if ncfg.DataDir != "" {
 		// The node's own: other users must not list its jobs' checkpoints (their names are the
 		// jobs' ids) nor read them.
-		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		if err := os.MkdirAll(ncfg.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("--data-dir: %w", err)
 		}
-		if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
+		if err := os.Chmod(ncfg.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("--data-dir: %w", err)
 		}
-		if s.unlock, err = lockDir(cfg.DataDir); err != nil {
+		if s.unlock, err = lockDir(ncfg.DataDir); err != nil {
 			return nil, err
 		}
 	}
@@ -231,39 +217,38 @@ func Start(cfg Config) (*Server, error) {
 	if s.roots, err = fsroot.Open(cfg.DataRoots...); err != nil {
 		return fail(fmt.Errorf("--data-root: %w", err))
 	}
-	if cfg.Memory == 0 {
-		cfg.Memory = AvailableMemory() * 8 / 10
+	if ncfg.Memory == 0 {
+		ncfg.Memory = AvailableMemory() * 8 / 10
 	}
+	ncfg.Capacity = max(ncfg.Capacity, 1)
 	members := &lateMembers{}
-	threads := cfg.Threads
-	if cfg.Pool == nil {
+	threads := ncfg.Threads
+	if ncfg.Pool == nil {
 		if threads <= 0 {
 			threads = defaultWorkers
 		}
 		reserveTransportProc(threads)
 	}
-	ncfg := actors.NodeConfig{Host: host, Port: cfg.ActorPort, Pool: cfg.Pool, Threads: threads,
-		Logger: cfg.Logger, TLS: cfg.TLS, Insecure: cfg.TLS == nil, Members: members, Memory: cfg.Memory, Capacity: max(cfg.Capacity, 1),
-		Machine: cfg.Machine, Timeouts: cfg.Timeouts, DataDir: cfg.DataDir, CheckpointQuota: cfg.CheckpointQuota, Faults: cfg.Faults,
-		Lease: cfg.Lease, MaxJobTime: cfg.MaxJobTime, MaxShards: cfg.MaxShards, MaxJobs: cfg.MaxJobs, Roots: s.roots}
-	if cfg.Partition != nil {
+	ncfg.Threads = threads
+	ncfg.Host, ncfg.Logger, ncfg.TLS, ncfg.Insecure, ncfg.Members, ncfg.Roots = host, cfg.Logger, cfg.TLS, cfg.TLS == nil, members, s.roots
+	if cfg.Partition != nil { // not a nil *cluster.Partition in the interface
 		ncfg.Partition = cfg.Partition
 	}
 	s.Node, err = actors.StartNode(ncfg)
 	if err != nil {
 		return fail(err)
 	}
-	cores := cfg.Threads
-	if cfg.Pool != nil {
-		cores = cfg.Pool.Workers()
+	cores := cfg.Node.Threads
+	if ncfg.Pool != nil {
+		cores = ncfg.Pool.Workers()
 	}
 	if cores <= 0 {
 		cores = runtime.NumCPU()
 	}
 	logger := cfg.Logger
 	s.Members, err = cluster.Start(cluster.Config{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join, SecretKey: cfg.GossipKey, Logger: logger,
-		Meta: cluster.Meta{Role: cluster.RoleMember, Actor: s.Node.Address(), Cores: cores, Memory: cfg.Memory,
-			Capacity: max(cfg.Capacity, 1), Started: time.Now().UnixNano()},
+		Meta: cluster.Meta{Role: cluster.RoleMember, Actor: s.Node.Address(), Cores: cores, Memory: ncfg.Memory,
+			Capacity: ncfg.Capacity, Started: time.Now().UnixNano()},
 		OnEvent: func(e cluster.Event) {
 			logEvent(logger, e)
 			// The node's actors (coordinators watching their jobs' nodes) learn of it too.
@@ -286,11 +271,28 @@ func Start(cfg Config) (*Server, error) {
 	} else if logger != nil && len(removed) > 0 {
 		logger.Info("removed the checkpoints of jobs no member knows", slog.Any("jobs", removed))
 	}
-	if cfg.DataDir != "" {
-		_ = os.WriteFile(filepath.Join(cfg.DataDir, "node.txt"),
+	if ncfg.DataDir != "" {
+		_ = os.WriteFile(filepath.Join(ncfg.DataDir, "node.txt"),
 			[]byte(fmt.Sprintf("name %s\ngossip %s\nactor %s\npid %d\n", s.name, s.Members.Local().Gossip, s.Node.Address(), os.Getpid())), 0o600)
 	}
 	return s, nil
+}
+
+// serverOwned names the fields of n that Start sets itself and that are set in n.
+func serverOwned(n actors.NodeConfig) []string {
+	var set []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"Host", n.Host != ""}, {"Advertise", n.Advertise != ""}, {"Logger", n.Logger != nil}, {"TLS", n.TLS != nil},
+		{"Insecure", n.Insecure}, {"Members", n.Members != nil}, {"Partition", n.Partition != nil}, {"Roots", n.Roots != nil},
+	} {
+		if f.set {
+			set = append(set, f.name)
+		}
+	}
+	return set
 }
 
 // defaultWorkers is the kernel workers of a node without --threads: the processors Go

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/checkpoint"
+	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -52,9 +54,14 @@ func TestStartRefusesBadConfig(t *testing.T) {
 		{Config{Bind: "node1:7946"}, "not an IP address"},
 		{Config{Bind: "127.0.0.1:99999"}, "bad port"},
 		{Config{Bind: "0.0.0.0:0", Insecure: true}, "not a wildcard"},
-		{Config{Bind: "127.0.0.1:0", Capacity: -1}, "--capacity"},
+		{Config{Bind: "127.0.0.1:0", Node: actors.NodeConfig{Capacity: -1}}, "--capacity"},
+		{Config{Bind: "127.0.0.1:0", Node: actors.NodeConfig{Memory: -1}}, "--memory"},
+		// What the server sets from its own fields is not given twice.
+		{Config{Bind: "127.0.0.1:0", Insecure: true, Node: actors.NodeConfig{Host: "127.0.0.2"}}, "leave Config.Node.Host unset"},
+		{Config{Bind: "127.0.0.1:0", Insecure: true, Node: actors.NodeConfig{Insecure: true, TLS: &pki.Config{}}}, "leave Config.Node.TLS, Insecure unset"},
+		{Config{Bind: "127.0.0.1:0", Insecure: true, Node: actors.NodeConfig{Partition: cluster.NewPartition()}}, "leave Config.Node.Partition unset"},
 	} {
-		c.cfg.DataDir = filepath.Join(dir, "d")
+		c.cfg.Node.DataDir = filepath.Join(dir, "d")
 		if s, err := Start(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			if s != nil {
 				s.Close()
@@ -79,7 +86,7 @@ func TestClusterInProcess(t *testing.T) {
 		}
 	}()
 	for i, name := range []string{"a", "b", "c"} {
-		cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), Secret: key}
+		cfg := Config{Name: name, Bind: "127.0.0.1:0", Node: actors.NodeConfig{Pool: pool, DataDir: filepath.Join(dir, name)}, Secret: key}
 		if i > 0 {
 			cfg.Join = []string{members[0].Gossip()}
 		}
@@ -89,7 +96,7 @@ func TestClusterInProcess(t *testing.T) {
 		}
 		members = append(members, s)
 	}
-	if s, err := Start(Config{Name: "d", Bind: "127.0.0.1:0", DataDir: filepath.Join(dir, "a")}); err == nil || !strings.Contains(err.Error(), "in use") {
+	if s, err := Start(Config{Name: "d", Bind: "127.0.0.1:0", Node: actors.NodeConfig{DataDir: filepath.Join(dir, "a")}}); err == nil || !strings.Contains(err.Error(), "in use") {
 		if s != nil {
 			s.Close()
 		}
@@ -174,12 +181,12 @@ func TestStaleCheckpointsRemovedAtStart(t *testing.T) {
 	if err := store.Write(checkpoint.Own, rec); err != nil {
 		t.Fatal(err)
 	}
-	a, err := Start(Config{Name: "a", Bind: "127.0.0.1:0", DataDir: filepath.Join(dir, "a"), Secret: key, Threads: 1})
+	a, err := Start(Config{Name: "a", Bind: "127.0.0.1:0", Node: actors.NodeConfig{DataDir: filepath.Join(dir, "a"), Threads: 1}, Secret: key})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := Start(Config{Name: "b", Bind: "127.0.0.1:0", DataDir: filepath.Join(dir, "b"), Secret: key, Threads: 1, Join: []string{a.Gossip()}})
+	b, err := Start(Config{Name: "b", Bind: "127.0.0.1:0", Node: actors.NodeConfig{DataDir: filepath.Join(dir, "b"), Threads: 1}, Secret: key, Join: []string{a.Gossip()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/report"
@@ -227,8 +228,8 @@ func startDemoCluster(n int, roots []string, stderr io.Writer) (string, string, 
 		return "", "", nil, nil, err
 	}
 	for i := 0; i < n; i++ {
-		cfg := server.Config{Name: fmt.Sprintf("demo-%d", i+1), Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, fmt.Sprint(i+1)),
-			Secret: secret, MaxJobTime: demoMaxJobTime, DataRoots: roots, Machine: server.MachineID()}
+		cfg := server.Config{Name: fmt.Sprintf("demo-%d", i+1), Bind: "127.0.0.1:0", Secret: secret, DataRoots: roots,
+			Node: actors.NodeConfig{Pool: pool, DataDir: filepath.Join(dir, fmt.Sprint(i+1)), MaxJobTime: demoMaxJobTime, Machine: server.MachineID()}}
 		if i > 0 {
 			cfg.Join = []string{nodes[0].Gossip()}
 		}

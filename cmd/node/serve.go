@@ -205,10 +205,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		return badInput("--log-format %q: want text or json", *logFormat)
 	}
 	logger := slog.New(handler)
-	srv, err := server.Start(server.Config{Name: *name, Bind: *bind, ActorPort: *actorPort, Join: splitList(*join), DataDir: dir,
-		Capacity: *capacity, Memory: mem, Machine: machineName(*machine), Threads: *threads, GossipKey: cr.gossipKey, TLS: cr.tls, Secret: cr.secret, Insecure: cr.insecure, Logger: logger,
-		CheckpointQuota: quotaBytes, Faults: faults, DataRoots: roots, MaxJobTime: *maxJobTime, Lease: *lease,
-		MaxShards: *maxShards, MaxJobs: *maxJobs})
+	srv, err := server.Start(server.Config{Name: *name, Bind: *bind, Join: splitList(*join), DataRoots: roots,
+		GossipKey: cr.gossipKey, TLS: cr.tls, Secret: cr.secret, Insecure: cr.insecure, Logger: logger,
+		Node: actors.NodeConfig{Port: *actorPort, DataDir: dir, Capacity: *capacity, Memory: mem, Machine: machineName(*machine),
+			Threads: *threads, CheckpointQuota: quotaBytes, Faults: faults, MaxJobTime: *maxJobTime, Lease: *lease,
+			MaxShards: *maxShards, MaxJobs: *maxJobs}})
 	if err != nil {
 		return usageError{err}
 	}
