@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 )
@@ -90,7 +91,7 @@ type Job struct {
 	k           int
 	m, n        int
 	b, c        []float64
-	streams     map[[2]int64]*assembly // (0 for B / 1 for C, shard)
+	streams     map[[2]int64]*chunked.Assembly[float64] // (0 for B / 1 for C, shard)
 	result      *Result
 	err         error
 	once        sync.Once
@@ -151,7 +152,7 @@ func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobS
 	_, _ = rand.Read(tok[:])
 	token := hex.EncodeToString(tok[:])
 	j := &Job{ID: JobIDFor(token), client: c, progress: make(chan kernels.Progress, 256), warnings: make(chan string, 64),
-		accepted: make(chan struct{}), done: make(chan struct{}), k: int(spec.GetRank()), streams: map[[2]int64]*assembly{},
+		accepted: make(chan struct{}), done: make(chan struct{}), k: int(spec.GetRank()), streams: map[[2]int64]*chunked.Assembly[float64]{},
 		outShared: spec.GetOutShared() != "", token: token, detached: spec.GetDetached()}
 	if spec.GetIngest() == IngestStream {
 		spec = proto.Clone(spec).(*messages.JobSpec)
@@ -352,7 +353,7 @@ func (a clientActor) Receive(ctx actor.Context) {
 			return
 		}
 		if m.Sender != nil {
-			ctx.Send(pidOf(m.Sender), &messages.ResultAck{JobId: m.JobId, Name: m.Name, Shard: m.Shard, Chunk: m.Chunk, OwnerToken: j.token})
+			ctx.Send(pidOf(m.Sender), &messages.ResultAck{JobId: m.JobId, Name: m.Name, Shard: m.Shard, Seq: m.Chunk.GetSeq(), OwnerToken: j.token})
 		}
 	case *messages.BlockRequest:
 		j := a.c.job(m.JobId)
@@ -412,24 +413,20 @@ func (j *Job) chunk(m *messages.ResultChunk) error {
 	}
 	a := j.streams[key]
 	if a == nil {
-		if m.TotalLen != int64(len(dst)) {
-			return fmt.Errorf("%s from shard %d has %d values, want %d", m.Name, m.Shard, m.TotalLen, len(dst))
-		}
-		a = &assembly{dst: dst}
+		a = chunked.Into(dst)
 		j.streams[key] = a
 	}
-	_, err := a.add(headerOf(m))
-	if errors.Is(err, errDuplicateChunk) {
-		return nil
+	if _, err := a.Add(m.Chunk); err != nil && !errors.Is(err, chunked.ErrDuplicate) {
+		return fmt.Errorf("%s from shard %d: %w", m.Name, m.Shard, err)
 	}
-	return err
+	return nil
 }
 
 // assemble checks that every factor arrived whole and builds the result.
 func (j *Job) assemble(m *messages.JobResult) (*Result, error) {
 	complete := func(key [2]int64) bool {
 		a := j.streams[key]
-		return a != nil && a.received == a.count
+		return a != nil && a.Complete()
 	}
 	if !complete([2]int64{0, 0}) {
 		return nil, fmt.Errorf("job %s: the basis B did not arrive whole", j.ID)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 )
@@ -27,12 +28,12 @@ type gather struct {
 	done   uint64     // last completed collective
 	seq    uint64     // collective being gathered (0: none)
 	head   *messages.Partial
-	parts  []assembly
+	parts  []chunked.Assembly[float64]
 	filled int
 }
 
 func newGather(epoch uint64, ranges [][2]int64) *gather {
-	return &gather{epoch: epoch, ranges: ranges, parts: make([]assembly, len(ranges))}
+	return &gather{epoch: epoch, ranges: ranges, parts: make([]chunked.Assembly[float64], len(ranges))}
 }
 
 // child returns the index of the child covering [lo, hi), or -1.
@@ -69,12 +70,8 @@ func (g *gather) offer(p *messages.Partial) (offerStatus, error) {
 		return offerStale, fmt.Errorf("shards [%d, %d) sent %s %q (iteration %d) while others sent %s %q (iteration %d)",
 			p.Lo, p.Hi, kernels.Op(p.Op), p.Label, p.Iteration, kernels.Op(g.head.Op), g.head.Label, g.head.Iteration)
 	}
-	a := &g.parts[c]
-	if a.got != nil && a.received == a.count {
-		return offerDuplicate, nil
-	}
-	full, err := a.add(headerOf(p))
-	if errors.Is(err, errDuplicateChunk) {
+	full, err := g.parts[c].Add(p.Chunk)
+	if errors.Is(err, chunked.ErrDuplicate) {
 		return offerDuplicate, nil
 	}
 	if err != nil {
@@ -98,12 +95,12 @@ func (g *gather) combine() (*messages.Partial, []float64, error) {
 	parts := make([][]float64, len(g.parts))
 	total := 0
 	for i := range g.parts {
-		parts[i] = g.parts[i].data
+		parts[i] = g.parts[i].Data()
 		total += len(parts[i])
 	}
 	g.done, g.seq, g.head, g.filled = g.seq, 0, nil, 0
 	for i := range g.parts {
-		g.parts[i] = assembly{}
+		g.parts[i] = chunked.Assembly[float64]{}
 	}
 	switch kernels.Op(head.Op) {
 	case kernels.OpAllReduce, kernels.OpReduceScatter:

@@ -6,13 +6,14 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
 )
 
 // blockWindow is how many chunks of a streamed block the client keeps in flight to a shard:
-// with at most ChunkFloats values a chunk, the client holds about 4 MiB a shard in buffers,
+// with at most chunked.Floats values a chunk, the client holds about 4 MiB a shard in buffers,
 // whatever the size of the input.
 const blockWindow = 4
 
@@ -122,36 +123,45 @@ func (b *blockStreams) send(system *actor.ActorSystem, self *actor.PID, req *mes
 	token := b.token
 	b.mu.Unlock()
 	m := int64(b.src.Features())
-	var seq, acked int64
+	per := max(1, int64(chunked.Floats)/m) // samples a read
+	// A read is one chunk: sparse, whole columns; dense, per samples of m features, at most
+	// chunked.Floats values unless one sample alone is more (per 1), which is then cut into
+	// as many chunks as it takes (every read of one sample is whole).
+	count := (req.ColHi - req.ColLo + per - 1) / per
+	if b.natural == matio.LayoutDense {
+		count *= (per*m + chunked.Floats - 1) / chunked.Floats
+	}
+	w := chunked.NewWindow(blockWindow)
 	emit := func(c *messages.BlockChunk) bool {
-		for seq-acked >= blockWindow {
+		for !w.Open() {
 			select {
 			case a := <-s.acks:
-				acked = max(acked, a+1)
+				w.Ack(a)
 			case <-s.stop:
 				return false
 			}
 		}
-		c.JobId, c.Epoch, c.Shard, c.Seq, c.Sender, c.OwnerToken = req.JobId, req.Epoch, req.Shard, seq, sender, token
-		seq++
+		if c.Chunk == nil {
+			c.Chunk = &messages.Chunk{} // an error's: no piece, CRC 0
+		}
+		c.Chunk.Seq, c.Chunk.Count = w.Next(), count
+		c.JobId, c.Epoch, c.Shard, c.Sender, c.OwnerToken = req.JobId, req.Epoch, req.Shard, sender, token
 		system.Root.Send(to, c)
 		return true
 	}
-	per := max(1, int64(ChunkFloats)/m) // samples a read
 	for lo := req.ColLo; lo < req.ColHi; lo += per {
 		hi := min(lo+per, req.ColHi)
-		last := hi == req.ColHi
 		blk, err := b.src.Read(int(lo), int(hi), b.natural)
 		if err != nil {
-			emit(&messages.BlockChunk{Last: true, Error: err.Error()})
+			emit(&messages.BlockChunk{Error: err.Error()})
 			return
 		}
 		switch x := blk.(type) {
 		case *kernels.Dense:
 			base := (lo - req.ColLo) * m
-			pieces := splitChunks(x.Data)
-			for i, p := range pieces {
-				if !emit(&messages.BlockChunk{Offset: base + p.offset, Values: p.data, Last: last && i == len(pieces)-1}) {
+			for _, c := range chunked.Split(x.Data, chunked.Floats) {
+				c.Offset, c.Total = base+c.Offset, 0 // into the block
+				if !emit(&messages.BlockChunk{Chunk: c}) {
 					return
 				}
 			}
@@ -161,11 +171,13 @@ func (b *blockStreams) send(system *actor.ActorSystem, self *actor.PID, req *mes
 				ptr[i] = int64(x.ColPtr[i] - x.ColPtr[0])
 			}
 			lo0, hi0 := x.ColPtr[0], x.ColPtr[x.Cols]
-			if !emit(&messages.BlockChunk{Col: lo - req.ColLo, ColPtr: ptr, RowIdx: x.RowIdx[lo0:hi0], Values: x.Val[lo0:hi0], Last: last}) {
+			c := &messages.BlockChunk{Col: lo - req.ColLo, ColPtr: ptr, RowIdx: x.RowIdx[lo0:hi0], Chunk: &messages.Chunk{Values: x.Val[lo0:hi0]}}
+			chunked.Seal(c.Chunk, chunked.LE(c.ColPtr), chunked.LE(c.RowIdx))
+			if !emit(c) {
 				return
 			}
 		default:
-			emit(&messages.BlockChunk{Last: true, Error: fmt.Sprintf("unexpected block type %T", blk)})
+			emit(&messages.BlockChunk{Error: fmt.Sprintf("unexpected block type %T", blk)})
 			return
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -136,52 +137,76 @@ func TestStreamedIngestBadData(t *testing.T) {
 // chunkCounter is a stand-in shard that counts the chunks it gets and acknowledges only when
 // told to.
 type chunkCounter struct {
-	got  *atomic.Int64
-	last *atomic.Int64
+	got, last, count *atomic.Int64
 }
 
 func (c chunkCounter) Receive(ctx actor.Context) {
 	if m, ok := ctx.Message().(*messages.BlockChunk); ok {
 		c.got.Add(1)
-		c.last.Store(m.Seq)
+		c.last.Store(m.Chunk.GetSeq())
+		c.count.Store(m.Chunk.GetCount())
 	}
 }
 
 // TestStreamFlowControl: the client keeps at most blockWindow chunks of a block in flight
-// until the shard acknowledges them, so a large input never sits in the client's buffers.
+// until the shard acknowledges them, so a large input never sits in the client's buffers; an
+// acknowledgement of a chunk not sent gives no credit; and the block comes in as many chunks
+// as the first one announced, also when one sample is more than a chunk.
 func TestStreamFlowControl(t *testing.T) {
 	lc, cl := testCluster(t, 2, nil)
-	npy := filepath.Join(t.TempDir(), "x.npy")
-	writeNPYFile(t, npy, "synthetic:m=20000,n=200,k=3,seed=2") // a read is 6 samples: 34 chunks
-	s := spec(npy, "did", 2, 1, nil, 1)
-	s.Ingest = IngestStream
-	streams, err := openStreams(s)
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name, input string
+		samples     int64
+		chunks      int64
+	}{
+		{"a read is 6 samples", "synthetic:m=20000,n=200,k=3,seed=2", 200, 34},
+		{"a sample is 2 chunks", fmt.Sprintf("synthetic:m=%d,n=3,k=2,seed=2", chunked.Floats+1), 3, 6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			npy := filepath.Join(t.TempDir(), "x.npy")
+			writeNPYFile(t, npy, c.input)
+			s := spec(npy, "did", 2, 1, nil, 1)
+			s.Ingest = IngestStream
+			streams, err := openStreams(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer streams.close()
+			var got, last, count atomic.Int64
+			shard := lc.Nodes[1].System().Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return chunkCounter{&got, &last, &count} }))
+			defer lc.Nodes[1].System().Root.Stop(shard)
+			req := &messages.BlockRequest{JobId: "flow", Epoch: 1, Shard: 0, ColLo: 0, ColHi: c.samples, ShardPid: wirePid(shard)}
+			if err := streams.request(lc.Nodes[0].System(), cl.pid, req, ""); err != nil {
+				t.Fatal(err)
+			}
+			settle := func(want int64) {
+				t.Helper()
+				deadline := time.Now().Add(10 * time.Second)
+				for got.Load() < want && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				time.Sleep(200 * time.Millisecond) // nothing more may come
+				if g := got.Load(); g != want {
+					t.Fatalf("%d chunks arrived, want %d", g, want)
+				}
+			}
+			settle(min(c.chunks, blockWindow))
+			streams.ack(&messages.BlockAck{JobId: "flow", Shard: 0, Seq: 1}) // two acknowledged: two more
+			settle(min(c.chunks, blockWindow+2))
+			streams.ack(&messages.BlockAck{JobId: "flow", Shard: 0, Seq: 1000}) // not sent yet: no credit
+			settle(min(c.chunks, blockWindow+2))
+			// Acknowledged as a shard does, chunk by chunk: the rest flows.
+			deadline := time.Now().Add(10 * time.Second)
+			for got.Load() < c.chunks && time.Now().Before(deadline) {
+				streams.ack(&messages.BlockAck{JobId: "flow", Shard: 0, Seq: last.Load()})
+				time.Sleep(5 * time.Millisecond)
+			}
+			settle(c.chunks)
+			if last.Load() != c.chunks-1 || count.Load() != c.chunks {
+				t.Fatalf("the last chunk was chunk %d of %d, want %d of %d", last.Load(), count.Load(), c.chunks-1, c.chunks)
+			}
+		})
 	}
-	defer streams.close()
-	var got, last atomic.Int64
-	shard := lc.Nodes[1].System().Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return chunkCounter{&got, &last} }))
-	req := &messages.BlockRequest{JobId: "flow", Epoch: 1, Shard: 0, ColLo: 0, ColHi: 200, ShardPid: wirePid(shard)}
-	if err := streams.request(lc.Nodes[0].System(), cl.pid, req, ""); err != nil {
-		t.Fatal(err)
-	}
-	settle := func(want int64) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for got.Load() < want && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		time.Sleep(200 * time.Millisecond) // nothing more may come
-		if g := got.Load(); g != want {
-			t.Fatalf("%d chunks arrived, want %d", g, want)
-		}
-	}
-	settle(blockWindow)
-	streams.ack(&messages.BlockAck{JobId: "flow", Shard: 0, Seq: 1}) // two acknowledged: two more
-	settle(blockWindow + 2)
-	streams.ack(&messages.BlockAck{JobId: "flow", Shard: 0, Seq: 1000})
-	settle(34)
 }
 
 func TestShardFootprint(t *testing.T) {

@@ -20,11 +20,10 @@ const shardOverhead = 64 << 10
 const maxJobShards = 1 << 20
 
 // Bounds on the checkpoint copies a host assembles for other nodes' shards: how many at once,
-// how long one may take to arrive whole, and how many chunks (of about 1 MiB) one may have.
+// and how long one may take to arrive whole (package internal/chunked bounds each one's size).
 const (
 	maxCopiesInFlight = 64
 	copyTimeout       = time.Minute
-	maxCopyChunks     = 1 << 14
 )
 
 // JobFootprint estimates the bytes a job of m features, n samples and rank k holds over its

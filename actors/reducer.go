@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 )
@@ -24,7 +25,7 @@ type reducer struct {
 	g           *gather
 	meter       meter
 	head        *messages.Partial // the collective sent up, awaiting its result
-	down        assembly
+	down        chunked.Assembly[float64]
 	failed      bool
 }
 
@@ -114,11 +115,9 @@ func (r *reducer) partial(ctx actor.Context, m *messages.Partial) {
 	r.meter.init = head.Init
 	if r.parent != nil {
 		r.head = head
-		sum := Checksum(data)
-		for _, c := range splitChunks(data) {
+		for _, c := range chunked.Split(data, chunked.Floats) {
 			r.meter.send(ctx, r.parent, &messages.Partial{JobId: r.a.JobId, Epoch: r.a.Epoch, Seq: head.Seq, Iteration: head.Iteration,
-				Init: head.Init, Op: head.Op, Label: head.Label, Lo: r.a.Lo, Hi: r.a.Hi, Segments: head.Segments,
-				Chunk: c.index, Chunks: c.count, Offset: c.offset, TotalLen: int64(len(data)), Checksum: sum, Data: c.data})
+				Init: head.Init, Op: head.Op, Label: head.Label, Lo: r.a.Lo, Hi: r.a.Hi, Segments: head.Segments, Chunk: c})
 		}
 		return
 	}
@@ -139,11 +138,7 @@ func (r *reducer) reduced(ctx actor.Context, m *messages.Reduced) {
 		r.meter.c.Stale++
 		return
 	}
-	full, err := r.down.add(headerOf(m))
-	if err == errDuplicateChunk {
-		r.meter.c.Duplicates++
-		return
-	}
+	data, full, err := takeChunk(&r.down, m.Chunk, &r.meter.c)
 	if err != nil {
 		r.fail(ctx, fmt.Errorf("result of collective %d: %w", m.Seq, err))
 		return
@@ -151,8 +146,6 @@ func (r *reducer) reduced(ctx actor.Context, m *messages.Reduced) {
 	if !full {
 		return
 	}
-	data := r.down.data
-	r.down = assembly{}
 	head := r.head
 	r.head = nil
 	r.sendDown(ctx, head, data)
@@ -187,10 +180,8 @@ func (r *reducer) sendChild(ctx actor.Context, head *messages.Partial, data []fl
 			return false
 		}
 	}
-	sum := Checksum(part)
-	for _, c := range splitChunks(part) {
-		r.meter.send(ctx, child, &messages.Reduced{JobId: r.a.JobId, Epoch: r.a.Epoch, Seq: head.Seq, Lo: lo, Hi: hi,
-			Chunk: c.index, Chunks: c.count, Offset: c.offset, TotalLen: int64(len(part)), Checksum: sum, Data: c.data})
+	for _, c := range chunked.Split(part, chunked.Floats) {
+		r.meter.send(ctx, child, &messages.Reduced{JobId: r.a.JobId, Epoch: r.a.Epoch, Seq: head.Seq, Lo: lo, Hi: hi, Chunk: c})
 	}
 	return true
 }
