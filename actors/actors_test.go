@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didnmf/didnmf/internal/chunked"
+	"github.com/didnmf/didnmf/jobctl"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -459,16 +461,17 @@ func TestMalformedMessagesAreDroppedWhileAJobRuns(t *testing.T) {
 	}
 	<-job.Progress()
 	// The root reducer of this job sits on the first node; hit it from another node, over gRPC.
-	root := pidOf(jobActor(lc.Nodes[0].Address(), reducerName(job.ID, 1, 1, 0)))
-	shard := pidOf(jobActor(lc.Nodes[1].Address(), shardName(job.ID, 1)))
+	root := pidOf(jobctl.ChildPid(lc.Nodes[0].Address(), jobctl.ReducerName(job.ID, 1, 1, 0)))
+	shard := pidOf(jobctl.ChildPid(lc.Nodes[1].Address(), jobctl.ShardName(job.ID, 1)))
 	sys := lc.Nodes[2].System().Root
 	bad := []any{
-		&messages.Partial{JobId: job.ID, Epoch: 1, Seq: 1 << 40, Lo: 0, Hi: 1, Chunks: 1, TotalLen: 3, Data: []float64{1, 2, 3}},
-		&messages.Partial{JobId: job.ID, Epoch: 1, Seq: 1 << 40, Lo: 7, Hi: 9, Chunks: 1},
+		&messages.Partial{JobId: job.ID, Epoch: 1, Seq: 1 << 40, Lo: 0, Hi: 1, Chunk: chunked.Split([]float64{1, 2, 3}, 2)[0]},
+		&messages.Partial{JobId: job.ID, Epoch: 1, Seq: 1 << 40, Lo: 7, Hi: 9, Chunk: &messages.Chunk{Count: 1}},
 		&messages.Partial{JobId: job.ID, Epoch: 9, Seq: 2, Lo: 0, Hi: 1},
 		&messages.Partial{JobId: "other", Epoch: 1, Seq: 2, Lo: 0, Hi: 1},
-		&messages.Partial{JobId: job.ID, Epoch: 1, Seq: 1 << 40, Lo: 0, Hi: 1, Chunk: 5, Chunks: 2, TotalLen: 1 << 40},
-		&messages.Reduced{JobId: job.ID, Epoch: 1, Seq: 1 << 40, Lo: 0, Hi: 4, Chunks: 1, TotalLen: 1 << 50},
+		&messages.Partial{JobId: job.ID, Epoch: 1, Seq: 1 << 40, Lo: 0, Hi: 1, Chunk: &messages.Chunk{Seq: 5, Count: 2, Total: 1 << 40}},
+		&messages.Reduced{JobId: job.ID, Epoch: 1, Seq: 1 << 40, Lo: 0, Hi: 4, Chunk: &messages.Chunk{Count: 1, Total: 1 << 50}},
+		&messages.Reduced{JobId: job.ID, Epoch: 1, Seq: 1 << 40, Lo: 0, Hi: 1},
 		&messages.Grant{JobId: job.ID, Epoch: 3, Granted: 5},
 		&messages.Ping{},
 	}

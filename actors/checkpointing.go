@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/didnmf/didnmf/checkpoint"
+	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 )
@@ -19,10 +21,6 @@ import (
 // every shard has reported it. A recovery rolls every shard back to the last committed
 // iteration: a shard reads its own copy, or the buddy copy its node holds, or fetches one from
 // the nodes the coordinator names; a copy whose checksum fails is never used.
-
-// keepCheckpoints is how many committed checkpoints a job keeps to fall back to (a corrupt
-// one falls back to an older one).
-const keepCheckpoints = 3
 
 // maxUncommitted bounds the checkpoints a node keeps of a shard beyond the committed ones
 // (own copies and buddy copies alike) when commits stall (a node that cannot store them, a
@@ -94,7 +92,7 @@ type checkpoints struct {
 	// fetching a checkpoint for a recovery
 	sources []string // nodes still to ask
 	from    string   // node asked
-	copy    copyChunks
+	copy    chunked.Assembly[byte]
 	tried   []string // what failed, for the error
 }
 
@@ -189,14 +187,10 @@ func (s *shard) reportCheckpoint(ctx actor.Context, t int64, err error, took tim
 	s.meter.send(ctx, s.coordinator, done)
 }
 
-// sendCheckpoint sends a marshaled checkpoint in chunks of at most 8 x ChunkFloats bytes.
+// sendCheckpoint sends a marshaled checkpoint in chunks.
 func sendCheckpoint(ctx actor.SenderContext, to *actor.PID, job string, shard, t int64, data []byte, replyTo *actor.PID) {
-	size := 8 * ChunkFloats
-	count := max(1, (len(data)+size-1)/size)
-	for i := 0; i < count; i++ {
-		part := data[i*size : min((i+1)*size, len(data))]
-		ctx.Send(to, &messages.CheckpointCopy{JobId: job, Shard: shard, Iteration: t, Chunk: int32(i), Chunks: int32(count),
-			Data: part, ReplyTo: wirePid(replyTo)})
+	for _, c := range chunked.Split(data, chunked.Bytes) {
+		ctx.Send(to, &messages.CheckpointCopy{JobId: job, Shard: shard, Iteration: t, Chunk: c, ReplyTo: wirePid(replyTo)})
 	}
 }
 
@@ -208,7 +202,7 @@ func (s *shard) fetchNext(ctx actor.Context) {
 	}
 	from := s.ckpt.sources[0]
 	s.ckpt.sources = s.ckpt.sources[1:]
-	s.ckpt.from, s.ckpt.copy = from, copyChunks{}
+	s.ckpt.from, s.ckpt.copy = from, chunked.Assembly[byte]{}
 	ctx.Send(HostPID(from), &messages.CheckpointFetch{JobId: s.a.JobId, Shard: s.a.Shard, Iteration: s.a.ResumeFrom, ReplyTo: wirePid(ctx.Self())})
 	self, system, epoch := ctx.Self(), ctx.ActorSystem(), s.a.Epoch
 	time.AfterFunc(s.node.cfg.Timeouts.CheckpointFetch, func() { system.Root.Send(self, &fetchTimeout{epoch: epoch, from: from}) })
@@ -229,14 +223,18 @@ func (s *shard) fetched(ctx actor.Context, m *messages.CheckpointCopy) {
 		fail(m.Error)
 		return
 	}
-	data, err := s.ckpt.copy.add(m)
+	full, err := s.ckpt.copy.Add(m.Chunk)
+	if errors.Is(err, chunked.ErrDuplicate) {
+		return
+	}
 	if err != nil {
 		fail(err.Error())
 		return
 	}
-	if data == nil {
+	if !full {
 		return
 	}
+	data := s.ckpt.copy.Data()
 	s.ckpt.from = ""
 	rec, err := checkpoint.Unmarshal(data)
 	if err == nil {
@@ -263,42 +261,14 @@ func (s *shard) fetchTimedOut(ctx actor.Context, m *fetchTimeout) {
 	s.fetchNext(ctx)
 }
 
-// copyChunks reassembles a checkpoint sent in CheckpointCopy chunks.
-type copyChunks struct {
-	parts [][]byte
-	got   int
+// buddyCopy is a checkpoint copy a host assembles for another node's shard.
+type buddyCopy struct {
+	chunked.Assembly[byte]
 	began time.Time
 }
 
-// add takes one chunk. It returns the whole copy once every chunk is in (nil before), and an
-// error for a chunk count no sender would use; a duplicate or inconsistent chunk is dropped.
-func (a *copyChunks) add(m *messages.CheckpointCopy) ([]byte, error) {
-	if a.parts == nil {
-		if m.Chunks < 1 || m.Chunks > maxCopyChunks {
-			return nil, fmt.Errorf("checkpoint copy in %d chunks", m.Chunks)
-		}
-		a.parts = make([][]byte, m.Chunks)
-	}
-	if int(m.Chunks) != len(a.parts) || m.Chunk < 0 || int(m.Chunk) >= len(a.parts) || a.parts[m.Chunk] != nil {
-		return nil, nil
-	}
-	a.parts[m.Chunk] = m.Data
-	if a.got++; a.got < len(a.parts) {
-		return nil, nil
-	}
-	n := 0
-	for _, p := range a.parts {
-		n += len(p)
-	}
-	out := make([]byte, 0, n)
-	for _, p := range a.parts {
-		out = append(out, p...)
-	}
-	return out, nil
-}
-
-// buddyCopies assembles the checkpoint copies a host receives for other nodes' shards.
-type buddyCopies map[string]*copyChunks
+// buddyCopies are the checkpoint copies a host assembles for other nodes' shards.
+type buddyCopies map[string]*buddyCopy
 
 // storeCopy takes a chunk of a checkpoint copy sent to this node as buddy and, once whole,
 // verifies and stores it and answers the shard.
@@ -327,17 +297,21 @@ func (h *host) storeCopy(ctx actor.Context, m *messages.CheckpointCopy) {
 			answer(fmt.Errorf("node %s assembles %d checkpoint copies already", h.node.Address(), len(h.copies)))
 			return
 		}
-		c = &copyChunks{began: time.Now()}
+		c = &buddyCopy{began: time.Now()}
 		h.copies[key] = c
 	}
-	data, err := c.add(m)
+	full, err := c.Add(m.Chunk)
+	if errors.Is(err, chunked.ErrDuplicate) {
+		return
+	}
 	if err != nil {
 		answer(err)
 		return
 	}
-	if data == nil {
+	if !full {
 		return
 	}
+	data := c.Data()
 	delete(h.copies, key)
 	store, system, replyTo, faults, node := h.node.store, ctx.ActorSystem(), m.ReplyTo, h.node.cfg.Faults, h.node
 	keep := uncommittedKept(h.every[m.JobId])
@@ -403,53 +377,5 @@ func (h *host) serveFetch(ctx actor.Context, m *messages.CheckpointFetch) {
 		}
 		tried = append(tried, fmt.Sprintf("%s: %v", kind, err))
 	}
-	ctx.Send(to, &messages.CheckpointCopy{JobId: m.JobId, Shard: m.Shard, Iteration: m.Iteration, Chunks: 1,
-		Error: strings.Join(tried, "; ")})
-}
-
-// Automatic checkpoint cadence (checkpoint_every < 0). Checkpoints cost disk and memory
-// bandwidth (C is written twice, on the shard's node and its buddy's, each with fsync), so a
-// fixed interval is either too often for small, fast iterations or too rare for slow ones.
-// The coordinator times them instead: it asks for a checkpoint a few iterations ahead
-// (CheckpointAt) once the iterations since the last one took ckptBudget^-1 times what the
-// last checkpoint took, so checkpoints cost about ckptBudget of the job's time. The first
-// comes after ckptFirst of the job: redoing less than that is cheap, and short jobs do not
-// pay for checkpoints at all.
-const (
-	ckptBudget     = 0.04
-	ckptFirst      = 2.0 // seconds
-	ckptFirstAfter = 10  // iterations an asked-for checkpoint may take to be committed
-	ckptLead       = 2   // iterations ahead of the latest one seen: shards run that far ahead
-	ckptMaxWait    = 60 * time.Second
-)
-
-// autoCheckpoint asks the shards for a checkpoint when one is due.
-func (c *coordinator) autoCheckpoint(ctx actor.Context, it int64, now float64) {
-	f := &c.ft
-	if c.sub.Spec.CheckpointEvery >= 0 {
-		return
-	}
-	if f.askedAt > 0 && it <= f.askedAt+ckptFirstAfter {
-		return // one is under way
-	}
-	since := now - f.lastCkptTime
-	due := f.lastCkptCost == 0 && since >= ckptFirst
-	if f.lastCkptCost > 0 {
-		due = since*ckptBudget >= f.lastCkptCost || time.Duration(since*float64(time.Second)) >= ckptMaxWait && since*ckptBudget*4 >= f.lastCkptCost
-	}
-	if !due {
-		return
-	}
-	lead := int64(ckptLead)
-	if len(c.iterSec) > 0 {
-		if per := c.iterSec[len(c.iterSec)-1]; per > 0 {
-			// Message latency and shard 0's report interval (reports come in bursts), in
-			// iterations.
-			lead += int64((0.005 + reportInterval.Seconds()) / per)
-		}
-	}
-	f.askedAt = it + lead
-	for _, s := range c.shards {
-		c.meter.send(ctx, s, &messages.CheckpointAt{JobId: c.job, Epoch: c.epoch, Iteration: f.askedAt})
-	}
+	ctx.Send(to, &messages.CheckpointCopy{JobId: m.JobId, Shard: m.Shard, Iteration: m.Iteration, Error: strings.Join(tried, "; ")})
 }

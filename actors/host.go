@@ -10,11 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
 
 	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/jobctl"
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -137,12 +139,12 @@ func (h *host) Receive(ctx actor.Context) {
 		}
 		if m.Epoch < h.epochs[m.JobId] {
 			// From a superseded coordinator: the shard tells it so, if it lives here.
-			ctx.Send(actor.NewPID(ctx.Self().Address, HostName+"/"+shardName(m.JobId, m.Shard)), m)
+			ctx.Send(actor.NewPID(ctx.Self().Address, HostName+"/"+jobctl.ShardName(m.JobId, m.Shard)), m)
 			return
 		}
 		h.epochs[m.JobId] = m.Epoch
 		h.coordinators[m.JobId] = pidOf(m.Coordinator)
-		name := shardName(m.JobId, m.Shard)
+		name := jobctl.ShardName(m.JobId, m.Shard)
 		if c, ok := h.children[HostName+"/"+name]; ok && c.job == m.JobId {
 			// The shard lives here: a recovery rolls it back in place, keeping its block.
 			c.epoch = m.Epoch
@@ -181,7 +183,7 @@ func (h *host) Receive(ctx actor.Context) {
 			}
 		}
 		props := h.node.props(func() actor.Actor { return newReducer(h.node, m) })
-		h.spawn(ctx, props, m.JobId, reducerName(m.JobId, m.Epoch, m.Level, m.Lo), "reducer", pidOf(m.Coordinator), nil, 0, m.Epoch)
+		h.spawn(ctx, props, m.JobId, jobctl.ReducerName(m.JobId, m.Epoch, m.Level, m.Lo), "reducer", pidOf(m.Coordinator), nil, 0, m.Epoch)
 	case *messages.StopJob:
 		if m.Epoch != 0 && m.Epoch < h.epochs[m.JobId] {
 			return // a superseded coordinator ending: the job goes on under its successor
@@ -189,13 +191,9 @@ func (h *host) Receive(ctx actor.Context) {
 		if !h.fromJobsCoordinator(ctx, "StopJob", m.JobId, m.Coordinator, m.Epoch) {
 			return
 		}
-		h.node.interruptJob(m.JobId)
-		for id, c := range h.children {
-			if c.job == m.JobId {
-				ctx.Stop(actor.NewPID(ctx.Self().Address, id))
-			}
-		}
-		h.forget(m.JobId)
+		h.stopJob(ctx, m.JobId)
+	case *orphanCheck:
+		h.checkOrphan(ctx, m)
 	case *messages.Ping:
 		pong := h.status(ctx)
 		pong.Nonce = m.Nonce
@@ -443,9 +441,59 @@ func (h *host) forget(job string) {
 	}
 }
 
+// stopJob stops every actor of a job on this node and forgets the job.
+func (h *host) stopJob(ctx actor.Context, job string) {
+	h.node.interruptJob(job)
+	for id, c := range h.children {
+		if c.job == job {
+			ctx.Stop(actor.NewPID(ctx.Self().Address, id))
+		}
+	}
+	h.forget(job)
+}
+
+// orphanCheck looks, Timeouts.Orphan after the node of a job's coordinator left, whether
+// another coordinator took the job over.
+type orphanCheck struct{ job, coordinator string }
+
+// checkOrphan forgets a job whose coordinator's node left and that no coordinator took over
+// since (no assignment of a later coordinator came) while that node stayed away: its
+// coordinator and standby are both gone, or the job failed where this node could not hear
+// it. Otherwise its actors would hold the node's memory and shard slots for good.
+func (h *host) checkOrphan(ctx actor.Context, m *orphanCheck) {
+	coord := h.coordinators[m.job]
+	if coord == nil || coord.Address != m.coordinator || h.isMember(m.coordinator) {
+		return
+	}
+	h.node.logger.Warn("forgetting a job whose coordinator is gone and that no node took over", slog.String("job", m.job),
+		slog.String("coordinator", m.coordinator), slog.Duration("after", h.node.cfg.Timeouts.Orphan))
+	h.stopJob(ctx, m.job)
+}
+
+// isMember tells whether the node at an actor address is a live member of the cluster.
+func (h *host) isMember(addr string) bool {
+	members := h.node.cfg.Members
+	if members == nil {
+		return false
+	}
+	for _, w := range members.Workers() {
+		if w.Meta.Actor == addr {
+			return true
+		}
+	}
+	return false
+}
+
 // onMemberLeft takes over the jobs whose coordinator's node left or died and for which this
-// node is the standby.
+// node is the standby, and has the other jobs of that coordinator checked for orphans later.
 func (h *host) onMemberLeft(ctx actor.Context, e cluster.Event) {
+	addr := e.Member.Meta.Actor
+	system, self, wait := ctx.ActorSystem(), ctx.Self(), h.node.cfg.Timeouts.Orphan
+	for job, coord := range h.coordinators {
+		if coord != nil && coord.Address == addr && coord.Address != self.Address {
+			time.AfterFunc(wait, func() { system.Root.Send(self, &orphanCheck{job: job, coordinator: addr}) })
+		}
+	}
 	for id, st := range h.standby {
 		if st.Coordinator == nil || st.Coordinator.Address != e.Member.Meta.Actor {
 			continue
@@ -511,18 +559,4 @@ func (h *host) spawn(ctx actor.Context, props *actor.Props, job, name, role stri
 	h.children[pid.Id] = hostChild{job: job, role: role, coordinator: coordinator, client: client, reserve: reserve, epoch: epoch}
 	h.jobs[job]++
 	return true
-}
-
-// The names of a job's actors under their host: "<job>-s<shard>" for shards,
-// "<job>-e<epoch>-r<level>-<first shard>" for reducers (a recovery builds a new tree), "<job>-coord"
-// for the coordinator.
-func shardName(job string, shard int64) string { return fmt.Sprintf("%s-s%d", job, shard) }
-
-func reducerName(job string, epoch uint64, level, lo int64) string {
-	return fmt.Sprintf("%s-e%d-r%d-%d", job, epoch, level, lo)
-}
-
-// jobActor is the wire PID of a host's child on the node at address.
-func jobActor(address, name string) *messages.Pid {
-	return &messages.Pid{Address: address, Id: HostName + "/" + name}
 }

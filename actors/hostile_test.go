@@ -24,6 +24,8 @@ import (
 
 	"github.com/didnmf/didnmf/checkpoint"
 	"github.com/didnmf/didnmf/fsroot"
+	"github.com/didnmf/didnmf/internal/chunked"
+	"github.com/didnmf/didnmf/jobctl"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -167,8 +169,8 @@ func TestHostileParties(t *testing.T) {
 
 	coord := actor.NewPID(lc.Nodes[0].Address(), HostName+"/"+job.ID+coordSuffix)
 	targets := []*actor.PID{coord, HostPID(lc.Nodes[1].Address()),
-		pidOf(jobActor(lc.Nodes[1].Address(), shardName(job.ID, 1))),
-		pidOf(jobActor(lc.Nodes[0].Address(), reducerName(job.ID, 1, 1, 0)))}
+		pidOf(jobctl.ChildPid(lc.Nodes[1].Address(), jobctl.ShardName(job.ID, 1))),
+		pidOf(jobctl.ChildPid(lc.Nodes[0].Address(), jobctl.ReducerName(job.ID, 1, 1, 0)))}
 	all := everyMessage(job.ID)
 	for _, m := range all {
 		for _, to := range targets {
@@ -537,7 +539,7 @@ func TestClientCannotPassForAnotherJob(t *testing.T) {
 	const token = "0123456789abcdef0123"
 	bogus := &messages.JobSpec{Inputs: []string{"synthetic:m=2,n=2,k=1,seed=1"}, Rank: 99, Algorithm: "did", Shards: 1}
 	for _, n := range lc.Nodes {
-		for _, client := range []*messages.Pid{coord, wirePid(h.alice.pid), jobActor(n.Address(), shardName(job.ID, 0))} {
+		for _, client := range []*messages.Pid{coord, wirePid(h.alice.pid), jobctl.ChildPid(n.Address(), jobctl.ShardName(job.ID, 0))} {
 			// Under alice's id (mallory lacks its token), and under an id of her own.
 			mallory.Send(HostPID(n.Address()), &messages.SubmitJob{JobId: job.ID, Client: client, OwnerToken: token, Spec: bogus})
 			mallory.Send(HostPID(n.Address()), &messages.SubmitJob{JobId: JobIDFor(token), Client: client, OwnerToken: token, Spec: bogus})
@@ -586,8 +588,10 @@ func TestStreamedBlockBeyondItsReserve(t *testing.T) {
 						}
 						ptr[j+1] = int64(len(vals))
 					}
-					ctx.ActorSystem().Root.Send(pidOf(x.ShardPid), &messages.BlockChunk{JobId: x.JobId, Epoch: x.Epoch, Shard: x.Shard, Seq: seq,
-						Last: hi == x.ColHi, Col: lo - x.ColLo, ColPtr: ptr, RowIdx: rows, Values: vals, OwnerToken: token})
+					c := &messages.Chunk{Seq: seq, Count: (x.ColHi - x.ColLo + 99) / 100, Values: vals}
+					chunked.Seal(c, chunked.LE(ptr), chunked.LE(rows))
+					ctx.ActorSystem().Root.Send(pidOf(x.ShardPid), &messages.BlockChunk{JobId: x.JobId, Epoch: x.Epoch, Shard: x.Shard,
+						Chunk: c, Col: lo - x.ColLo, ColPtr: ptr, RowIdx: rows, OwnerToken: token})
 				}
 			}()
 		}
@@ -621,7 +625,7 @@ func TestClientCannotReachNodeInternals(t *testing.T) {
 	v := h.startVictim(t, 150)
 	job, mallory := v.job, v.mallory
 	for _, n := range lc.Nodes {
-		for _, id := range []string{"future$a", "future$b", "future$1", "$1", "activator", "host/" + reducerName(job.ID, 1, 1, 0), "host/x"} {
+		for _, id := range []string{"future$a", "future$b", "future$1", "$1", "activator", "host/" + jobctl.ReducerName(job.ID, 1, 1, 0), "host/x"} {
 			mallory.Send(actor.NewPID(n.Address(), id), &messages.Ping{})
 		}
 		// Answers redirected to a node's actor, under any spelling of its address.

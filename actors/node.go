@@ -37,16 +37,17 @@ import (
 	"github.com/didnmf/didnmf/checkpoint"
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/fsroot"
+	"github.com/didnmf/didnmf/jobctl"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 )
 
 // HostName is the well-known actor name of every node's host actor.
-const HostName = "host"
+const HostName = jobctl.HostName
 
 // maxGRPCMessage is the gRPC message limit of the remote, well above a batch of chunked
-// messages (remoteBatch messages of at most ChunkFloats values).
+// messages (remoteBatch messages of at most chunked.Floats values).
 const (
 	maxGRPCMessage = 64 << 20
 	remoteBatch    = 16
@@ -202,6 +203,9 @@ type Faults struct {
 	// ReducerPanics, like Panics, for the reducer covering shards [lo, hi) when it completes
 	// a collective of an iteration.
 	ReducerPanics func(lo, iteration int64) bool
+	// SetupDelay holds a new job's coordinator this long before it checks the job against
+	// its data and accepts it: a node can then fail between a submission and its acceptance.
+	SetupDelay time.Duration
 
 	mu    sync.Mutex
 	fired map[[3]int64]bool

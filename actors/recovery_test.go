@@ -110,21 +110,26 @@ func TestReducerPanicRecoversBitwise(t *testing.T) {
 // TestCorruptCheckpointsAreNeverUsed: a flipped byte in a checkpoint file is caught by its
 // checksum: the shard resumes from its buddy's copy; when every copy of the recent
 // checkpoints is corrupt, the job falls back to an older checkpoint (here: the start), and
-// the result is bitwise the driver's either way.
+// the result is bitwise the driver's either way. A checkpoint larger than a chunk goes to the
+// buddy, and comes back from it, in several.
 func TestCorruptCheckpointsAreNeverUsed(t *testing.T) {
+	const small, large = "synthetic:m=6,n=600,k=3,seed=2", "synthetic:m=10,n=80000,k=8,seed=2" // C_i: 3.6 kB, 1.3 MB
 	for _, tc := range []struct {
 		name     string
+		input    string
+		rank     int64
 		corrupt  func(kind string, shard, it int64) bool
 		fallback bool
 	}{
-		{"own copy", func(kind string, shard, it int64) bool { return kind == "own" && shard == 1 && it >= 20 }, false},
-		{"every copy", func(kind string, shard, it int64) bool { return shard == 1 && it >= 20 }, true},
+		{"own copy", small, 3, func(kind string, shard, it int64) bool { return kind == "own" && shard == 1 && it >= 20 }, false},
+		{"every copy", small, 3, func(kind string, shard, it int64) bool { return shard == 1 && it >= 20 }, true},
+		{"own copy of chunks", large, 8, func(kind string, shard, it int64) bool { return kind == "own" && shard == 1 && it >= 20 }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			faults := &Faults{CorruptCheckpoints: tc.corrupt, IterationDelay: 2 * time.Millisecond,
 				Panics: func(shard, it int64) bool { return shard == 2 && it == 45 }}
 			lc, cl := testCluster(t, 3, faults)
-			sp := spec("synthetic:m=6,n=600,k=3,seed=2", "did", 3, 4, lc.Addresses(), 60)
+			sp := spec(tc.input, "did", tc.rank, 4, lc.Addresses(), 60)
 			sp.CheckpointEvery = 5
 			want := driverRun(t, sp)
 			got, warnings, err := runCollecting(t, cl, sp)

@@ -13,6 +13,8 @@ import (
 	"github.com/didnmf/didnmf/checkpoint"
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/fsroot"
+	"github.com/didnmf/didnmf/internal/chunked"
+	"github.com/didnmf/didnmf/jobctl"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -55,7 +57,7 @@ type shard struct {
 
 	seq      uint64 // last collective sent up
 	pending  *kernels.Step
-	incoming assembly
+	incoming chunked.Assembly[float64]
 	prevSent []*messages.Partial // for Faults.ReplayPartials
 	boundary int64               // iteration the machine sits at the end of (-1: none)
 	granted  int64
@@ -68,7 +70,7 @@ type shard struct {
 	doneSent bool
 	lastIter int64
 	ingest   *matio.BlockBuilder // while a streamed block arrives
-	chunks   int64               // streamed chunks received
+	inflow   chunked.Ordered     // the streamed block's chunks
 	// overdraft is the memory the shard took from its node beyond its reserve (a streamed
 	// block larger than announced), given back when it stops.
 	overdraft int64
@@ -191,6 +193,12 @@ func (s *shard) load(ctx actor.Context) {
 		return
 	}
 	x, err := s.read()
+	s.loaded(ctx, x, err)
+}
+
+// loaded takes the shard's block, read or streamed: it keeps the block and builds the machine
+// on it, or reports why there is none.
+func (s *shard) loaded(ctx actor.Context, x kernels.Block, err error) {
 	if err != nil {
 		s.placed(ctx, err)
 		return
@@ -345,19 +353,24 @@ func (s *shard) blockChunk(ctx actor.Context, m *messages.BlockChunk) {
 	if !s.mine(m.JobId, m.Epoch) || m.Shard != s.a.Shard {
 		return
 	}
-	if s.ingest == nil || m.Seq != s.chunks {
+	if s.ingest == nil {
+		s.meter.c.Duplicates++ // a chunk sent again after the block
+		return
+	}
+	last, err := s.inflow.Add(m.Chunk, chunked.LE(m.ColPtr), chunked.LE(m.RowIdx))
+	if errors.Is(err, chunked.ErrDuplicate) {
 		s.meter.c.Duplicates++ // a chunk sent again, or out of the stream's order
 		return
 	}
-	s.chunks++
-	var err error
 	switch {
+	case err != nil:
+		err = fmt.Errorf("streamed block: %w", err)
 	case m.Error != "":
 		err = fmt.Errorf("the client could not stream the input: %s", m.Error)
 	case len(m.ColPtr) > 0:
-		err = s.ingest.AddSparse(int(m.Col), m.ColPtr, m.RowIdx, m.Values)
+		err = s.ingest.AddSparse(int(m.Col), m.ColPtr, m.RowIdx, m.Chunk.Values)
 	default:
-		err = s.ingest.AddDense(int(m.Offset), m.Values)
+		err = s.ingest.AddDense(int(m.Chunk.Offset), m.Chunk.Values)
 	}
 	if err == nil {
 		err = s.ingestFits()
@@ -368,26 +381,19 @@ func (s *shard) blockChunk(ctx actor.Context, m *messages.BlockChunk) {
 		return
 	}
 	if m.Sender != nil {
-		ctx.Send(pidOf(m.Sender), &messages.BlockAck{JobId: m.JobId, Shard: m.Shard, Seq: m.Seq})
+		ctx.Send(pidOf(m.Sender), &messages.BlockAck{JobId: m.JobId, Shard: m.Shard, Seq: m.Chunk.Seq})
 	}
-	if !m.Last {
+	if !last {
 		return
 	}
-	if !s.ingest.Complete() {
-		err = fmt.Errorf("the streamed block ended after %d chunks, incomplete", s.chunks)
-	}
-	var x kernels.Block
-	if err == nil {
-		x, err = s.ingest.Block()
-	}
+	b := s.ingest
 	s.ingest = nil
-	if err != nil {
-		s.placed(ctx, err)
+	if !b.Complete() {
+		s.placed(ctx, fmt.Errorf("the streamed block ended after %d chunks, incomplete", s.inflow.Received()))
 		return
 	}
-	s.x = x
-	s.node.keepBlock(ctx.Self().Id, x)
-	s.prepare(ctx)
+	x, err := b.Block()
+	s.loaded(ctx, x, err)
 }
 
 func (s *shard) machineRows() int {
@@ -568,19 +574,15 @@ func (s *shard) sendPartial(ctx actor.Context, st *kernels.Step) {
 	for i, v := range st.Segments {
 		segs[i] = int64(v)
 	}
-	sum := Checksum(st.Data)
-	chunks := splitChunks(st.Data)
 	faults := s.node.cfg.Faults
 	var sent []*messages.Partial
-	for _, c := range chunks {
-		p := &messages.Partial{JobId: s.a.JobId, Epoch: s.a.Epoch, Seq: s.seq, Iteration: int64(st.Iteration), Init: st.Init,
-			Op: int32(st.Op), Label: st.Label, Lo: s.a.Shard, Hi: s.a.Shard + 1, Segments: segs,
-			Chunk: c.index, Chunks: c.count, Offset: c.offset, TotalLen: int64(len(st.Data)), Checksum: sum, Data: c.data}
-		if faults != nil && faults.CorruptChunks && c.count > 1 && c.index == 0 && len(c.data) > 0 {
-			bad := append([]float64(nil), c.data...)
-			bad[0] = math.Float64frombits(math.Float64bits(bad[0]) ^ 1)
-			p.Data = bad
+	for _, c := range chunked.Split(st.Data, chunked.Floats) {
+		if faults != nil && faults.CorruptChunks && c.Count > 1 && c.Seq == 0 && len(c.Values) > 0 {
+			c = proto.Clone(c).(*messages.Chunk)
+			c.Values[0] = math.Float64frombits(math.Float64bits(c.Values[0]) ^ 1)
 		}
+		p := &messages.Partial{JobId: s.a.JobId, Epoch: s.a.Epoch, Seq: s.seq, Iteration: int64(st.Iteration), Init: st.Init,
+			Op: int32(st.Op), Label: st.Label, Lo: s.a.Shard, Hi: s.a.Shard + 1, Segments: segs, Chunk: c}
 		s.meter.send(ctx, s.reducer, p)
 		if faults != nil && faults.DuplicatePartials {
 			s.meter.send(ctx, s.reducer, p)
@@ -609,11 +611,7 @@ func (s *shard) reduced(ctx actor.Context, m *messages.Reduced) {
 		s.meter.c.Stale++
 		return
 	}
-	full, err := s.incoming.add(headerOf(m))
-	if err == errDuplicateChunk {
-		s.meter.c.Duplicates++
-		return
-	}
+	data, full, err := takeChunk(&s.incoming, m.Chunk, &s.meter.c)
 	if err != nil {
 		s.fail(ctx, fmt.Errorf("collective %d (%s): %w", m.Seq, s.pending.Label, err))
 		return
@@ -621,8 +619,6 @@ func (s *shard) reduced(ctx actor.Context, m *messages.Reduced) {
 	if !full {
 		return
 	}
-	data := s.incoming.data
-	s.incoming = assembly{}
 	if want, ok := expectedLen(s.pending, int(s.a.Shard)); ok && len(data) != want {
 		s.fail(ctx, fmt.Errorf("collective %d (%s): result has %d values, want %d", m.Seq, s.pending.Label, len(data), want))
 		return
@@ -697,7 +693,7 @@ func (s *shard) ack(ctx actor.Context, m *messages.ResultAck) {
 	}
 	for _, st := range s.streams {
 		if st.name == m.Name {
-			st.ack(m.Chunk)
+			st.out.Ack(m.Seq)
 			st.pump(ctx, s.a.JobId, s.client)
 		}
 	}
@@ -707,7 +703,7 @@ func (s *shard) ack(ctx actor.Context, m *messages.ResultAck) {
 // reportDone reports to the coordinator once the client has acknowledged every result chunk.
 func (s *shard) reportDone(ctx actor.Context) {
 	for _, st := range s.streams {
-		if st.acked < len(st.chunks) {
+		if !st.out.Done() {
 			return
 		}
 	}
@@ -724,31 +720,20 @@ type resultStream struct {
 	name         string
 	shard        int64
 	colLo, colHi int64
-	total        int64
-	checksum     uint32
-	chunks       []chunk
-	sent, acked  int
+	out          *chunked.Out
 }
 
 func newResultStream(name string, shard, colLo, colHi int64, data []float64) *resultStream {
-	return &resultStream{name: name, shard: shard, colLo: colLo, colHi: colHi, total: int64(len(data)),
-		checksum: Checksum(data), chunks: splitChunks(data)}
+	return &resultStream{name: name, shard: shard, colLo: colLo, colHi: colHi,
+		out: chunked.NewOut(chunked.Split(data, chunked.Floats), resultWindow)}
 }
 
+// pump sends the client the chunks the window lets go.
 func (r *resultStream) pump(ctx actor.Context, job string, client *actor.PID) {
-	for r.sent < len(r.chunks) && r.sent-r.acked < resultWindow {
-		c := r.chunks[r.sent]
+	r.out.Pump(func(c *messages.Chunk) {
 		ctx.Send(client, &messages.ResultChunk{JobId: job, Name: r.name, Shard: r.shard, ColLo: r.colLo, ColHi: r.colHi,
-			Chunk: c.index, Chunks: c.count, Offset: c.offset, TotalLen: r.total, Checksum: r.checksum, Data: c.data,
-			Sender: wirePid(ctx.Self())})
-		r.sent++
-	}
-}
-
-func (r *resultStream) ack(chunk int32) {
-	if int(chunk) >= r.acked && int(chunk) < r.sent {
-		r.acked = int(chunk) + 1
-	}
+			Chunk: c, Sender: wirePid(ctx.Self())})
+	})
 }
 
 // meter counts the messages and bytes a job actor sends, apart for initialisation and
@@ -759,13 +744,6 @@ type meter struct {
 }
 
 func (m *meter) send(ctx actor.SenderContext, pid *actor.PID, msg proto.Message) {
-	size := int64(proto.Size(msg))
-	if m.init {
-		m.c.InitMessages++
-		m.c.InitBytes += size
-	} else {
-		m.c.Messages++
-		m.c.Bytes += size
-	}
+	jobctl.Count(&m.c, m.init, msg)
 	ctx.Send(pid, msg)
 }

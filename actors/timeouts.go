@@ -4,7 +4,8 @@ import "time"
 
 // Timeouts are the waits of a node's actors and of a client: one struct, given to a node in
 // NodeConfig.Timeouts and to a client in NewClient. A zero field takes its value from
-// DefaultTimeouts, so a caller sets only what it changes.
+// DefaultTimeouts, so a caller sets only what it changes. DefaultLAN and Loopback are presets
+// to start from, as memberlist's DefaultLANConfig and DefaultLocalConfig are.
 type Timeouts struct {
 	// Ping is how long the coordinator (and a client) waits for a node's host to answer a
 	// ping before it calls the node unreachable: at placement and at recovery.
@@ -18,13 +19,42 @@ type Timeouts struct {
 	// CheckpointFetch is how long a shard waits for a node to send it a checkpoint copy
 	// before it asks the next node that has one.
 	CheckpointFetch time.Duration
+	// Stall rolls a job back to its last checkpoint when nothing of it progressed for that
+	// long, or for jobctl.StallFactor times its slowest iteration if that is longer: a
+	// message lost without a node dying (a connection that broke) would stall it for good.
+	Stall time.Duration
+	// Orphan is how long a node keeps the actors of a job whose coordinator's node left,
+	// waiting for another coordinator to take the job over (its assignments), before it stops
+	// them and forgets the job. Longer than Quorum: a takeover may wait that long for a
+	// majority.
+	Orphan time.Duration
 }
 
-// DefaultTimeouts are the waits for a cluster on a LAN or on loopback: a ping answered in
-// well under a second even on a loaded machine, a minute for a partition to heal, a lease
-// renewed five times per DefaultLease.
-func DefaultTimeouts() Timeouts {
-	return Timeouts{Ping: 3 * time.Second, Quorum: 60 * time.Second, LeaseRenew: 2 * time.Second, CheckpointFetch: 5 * time.Second}
+// DefaultLAN are the waits for a cluster of machines on one LAN: a ping answered in well
+// under a second even on a loaded machine, a minute for a partition to heal, a lease renewed
+// five times per DefaultLease, a checkpoint copy of a few hundred megabytes sent at LAN
+// speed. They are DefaultTimeouts, so those of every node and client that sets none (`node
+// serve`, the demo, factorize --cluster).
+func DefaultLAN() Timeouts {
+	return Timeouts{Ping: 3 * time.Second, Quorum: 60 * time.Second, LeaseRenew: 2 * time.Second, CheckpointFetch: 5 * time.Second,
+		Stall: 2 * time.Minute, Orphan: 3 * time.Minute}
+}
+
+// DefaultTimeouts are the waits a zero field of Timeouts takes: DefaultLAN.
+func DefaultTimeouts() Timeouts { return DefaultLAN() }
+
+// Loopback are the waits for a cluster whose nodes all run on one machine (a demo, tests):
+// DefaultLAN's, but a job that lost its majority fails after 30 s rather than a minute.
+// On one machine no network partition heals: the nodes a job lost were killed or stopped,
+// and a node that the gossip wrongly declared dead (a loaded machine) is back within a few
+// seconds. The other waits stay as long as on a LAN, because on one machine they are set by
+// its load, not by the network: all nodes share its cores, and on a busy one a ping or a
+// checkpoint copy can take as long as across a LAN. (Do not shorten Ping for a test cluster: a
+// loaded node would look unreachable and lose its shards.)
+func Loopback() Timeouts {
+	t := DefaultLAN()
+	t.Quorum = 30 * time.Second
+	return t
 }
 
 // orDefault returns t with its zero fields set from DefaultTimeouts.
@@ -41,6 +71,12 @@ func (t Timeouts) orDefault() Timeouts {
 	}
 	if t.CheckpointFetch <= 0 {
 		t.CheckpointFetch = d.CheckpointFetch
+	}
+	if t.Stall <= 0 {
+		t.Stall = d.Stall
+	}
+	if t.Orphan <= 0 {
+		t.Orphan = d.Orphan
 	}
 	return t
 }

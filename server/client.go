@@ -70,6 +70,7 @@ type Client struct {
 	takeoverWait time.Duration
 	mu           sync.Mutex
 	watches      map[string][]*actors.Job // coordinator's actor address -> jobs it coordinates
+	submits      map[string][]*submitting // node's actor address -> submissions it has not accepted yet
 }
 
 // DefaultTakeoverWait is how long a client waits, after the node coordinating its job left or died,
@@ -211,7 +212,7 @@ func Connect(cfg ClientConfig) (*Client, error) {
 	if err := CheckSecurity(host, cfg.GossipKey, cfg.TLS, cfg.Insecure); err != nil {
 		return nil, err
 	}
-	c := &Client{seeds: cfg.Cluster, watches: map[string][]*actors.Job{}}
+	c := &Client{seeds: cfg.Cluster, watches: map[string][]*actors.Job{}, submits: map[string][]*submitting{}}
 	var err error
 	ncfg := actors.NodeConfig{Host: host, Threads: 1, Logger: cfg.Logger, TLS: cfg.TLS, Insecure: cfg.TLS == nil}
 	if cfg.Partition != nil {
@@ -308,13 +309,36 @@ func (c *Client) Submit(ctx context.Context, spec *messages.JobSpec) (*actors.Jo
 	if err != nil {
 		return nil, err
 	}
-	job, err := c.Actors.Submit(ctx, m.Meta.Actor, spec)
+	// The node may leave before it accepts the job: the submission fails then, rather than
+	// wait for an acceptance that cannot come.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sub := &submitting{cancel: cancel}
+	addr := m.Meta.Actor
+	c.mu.Lock()
+	c.submits[addr] = append(c.submits[addr], sub)
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.submits[addr] = slices.DeleteFunc(c.submits[addr], func(s *submitting) bool { return s == sub })
+		if len(c.submits[addr]) == 0 {
+			delete(c.submits, addr)
+		}
+		c.mu.Unlock()
+	}()
+	job, err := c.Actors.Submit(ctx, addr, spec)
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(err, context.Canceled) && cause != nil && !errors.Is(cause, context.Canceled) {
+			return nil, cause
+		}
 		return nil, err
 	}
 	c.watch(job, job.Coordinator())
 	return job, nil
 }
+
+// submitting is a submission waiting for its node to accept the job.
+type submitting struct{ cancel context.CancelCauseFunc }
 
 func (c *Client) watch(job *actors.Job, coordinator string) {
 	c.mu.Lock()
@@ -333,10 +357,14 @@ func (c *Client) onEvent(e cluster.Event) {
 	c.mu.Lock()
 	jobs := c.watches[addr]
 	delete(c.watches, addr)
+	subs := c.submits[addr]
 	c.mu.Unlock()
 	how := "left the cluster"
 	if e.Dead {
 		how = "failed (declared dead by the gossip)"
+	}
+	for _, s := range subs {
+		s.cancel(fmt.Errorf("submit: node %s (%s) %s before it accepted the job; submit again", e.Member.Name, addr, how))
 	}
 	for _, j := range jobs {
 		go c.awaitTakeover(j, addr, fmt.Sprintf("node %s (%s), which coordinated it, %s", e.Member.Name, addr, how))

@@ -23,6 +23,13 @@ import (
 // startMembers starts named members on loopback in this process, joined by gossip.
 func startMembers(t *testing.T, pool *kernels.Pool, faults *actors.Faults, key []byte, names ...string) []*Server {
 	t.Helper()
+	return startMembersWith(t, actors.NodeConfig{Pool: pool, Faults: faults}, key, names...)
+}
+
+// startMembersWith starts named members with the node configuration node (each in a data
+// directory of its own).
+func startMembersWith(t *testing.T, node actors.NodeConfig, key []byte, names ...string) []*Server {
+	t.Helper()
 	dir := t.TempDir()
 	var members []*Server
 	t.Cleanup(func() {
@@ -31,7 +38,8 @@ func startMembers(t *testing.T, pool *kernels.Pool, faults *actors.Faults, key [
 		}
 	})
 	for i, name := range names {
-		cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), Faults: faults, Secret: key}
+		cfg := Config{Name: name, Bind: "127.0.0.1:0", Node: node, Secret: key}
+		cfg.Node.DataDir = filepath.Join(dir, name)
 		if i > 0 {
 			cfg.Join = []string{members[0].Gossip()}
 		}
@@ -252,7 +260,7 @@ func TestPartition(t *testing.T) {
 				}
 			}()
 			for i, name := range []string{"a", "b", "c", "d", "e"} {
-				cfg := Config{Name: name, Bind: "127.0.0.1:0", Pool: pool, DataDir: filepath.Join(dir, name), Faults: faults, Partition: part, Secret: key}
+				cfg := Config{Name: name, Bind: "127.0.0.1:0", Node: actors.NodeConfig{Pool: pool, DataDir: filepath.Join(dir, name), Faults: faults}, Partition: part, Secret: key}
 				if os.Getenv("DIDNMF_TEST_LOG") != "" {
 					cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("node", name)
 				}
@@ -449,4 +457,126 @@ func writeSynthetic(path, spec string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// TestOrphanedJobIsForgotten kills a job's coordinator's node and its standby at once: no
+// node can take the job over, and the client gives it up. The nodes left held the job's
+// shards and reducers; they stop them and give their memory back once Timeouts.Orphan passed
+// without another coordinator, instead of keeping them for good.
+func TestOrphanedJobIsForgotten(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for failure detection")
+	}
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	key := testKey()
+	timeouts := actors.Timeouts{Quorum: 2 * time.Second, Orphan: 4 * time.Second}
+	members := startMembersWith(t, actors.NodeConfig{Pool: pool, Timeouts: timeouts, Faults: &actors.Faults{IterationDelay: 2 * time.Millisecond}},
+		key, "a", "b", "c", "d")
+	client, err := Connect(ClientConfig{Cluster: []string{members[0].Gossip()}, Secret: key, TakeoverWait: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=4000,k=3,seed=3"}, Rank: 3, Algorithm: "did", Shards: 8, Seed: 2,
+		Stop: &messages.StopRule{MaxIter: 100000}, CheckpointEvery: 20}
+	job, err := client.Submit(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for it := range job.Progress() {
+		if it.Iteration >= 50 {
+			break
+		}
+	}
+	// The standby is the worker after the coordinator's node in the job's ring (the live
+	// workers in membership order).
+	coord := job.Coordinator()
+	workers := members[0].Members.Workers()
+	at := slices.IndexFunc(workers, func(w cluster.Member) bool { return w.Meta.Actor == coord })
+	if at < 0 {
+		t.Fatalf("coordinator %s is not a worker", coord)
+	}
+	standby := workers[(at+1)%len(workers)].Meta.Actor
+	var survivors []*Server
+	for _, m := range members {
+		if a := m.Node.Address(); a == coord || a == standby {
+			t.Logf("killing %s (%s)", m.Name(), a)
+			m.Close()
+		} else {
+			survivors = append(survivors, m)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := job.Wait(ctx); err == nil || !strings.Contains(err.Error(), "no node took the job over") {
+		t.Fatalf("the job ended with %v, want it given up", err)
+	}
+	for _, s := range survivors {
+		for deadline := time.Now().Add(timeouts.Orphan + 15*time.Second); ; time.Sleep(200 * time.Millisecond) {
+			var load *messages.Pong
+			for _, st := range client.Status(2 * time.Second) {
+				if st.Member.Meta.Actor == s.Node.Address() {
+					load = st.Load
+				}
+			}
+			if load != nil && load.Shards == 0 && load.Reserved == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still holds shards of a job nobody coordinates: %v", s.Name(), load)
+			}
+		}
+	}
+}
+
+// TestSubmitToDyingNode: a node that dies between a submission and its acceptance fails the
+// submission, with an error that says so, instead of leaving the client waiting for good.
+func TestSubmitToDyingNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for failure detection")
+	}
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	key := testKey()
+	members := startMembers(t, pool, &actors.Faults{SetupDelay: time.Minute}, key, "a", "b", "c")
+	client, err := Connect(ClientConfig{Cluster: []string{members[0].Gossip()}, Secret: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	waitMembers(t, 3, members)
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Submit(context.Background(), &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=400,k=3,seed=3"}, Rank: 3,
+			Algorithm: "did", Shards: 2, Seed: 2, Stop: &messages.StopRule{MaxIter: 10}})
+		done <- err
+	}()
+	// The node coordinating the job holds it (its coordinator) before it accepts it.
+	var victim *Server
+	for deadline := time.Now().Add(10 * time.Second); victim == nil; time.Sleep(50 * time.Millisecond) {
+		for _, st := range client.Status(2 * time.Second) {
+			if st.Load != nil && st.Load.Jobs > 0 {
+				for _, m := range members {
+					if m.Node.Address() == st.Member.Meta.Actor {
+						victim = m
+					}
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no node holds the submitted job")
+		}
+	}
+	t.Logf("killing %s before it accepts the job", victim.Name())
+	victim.Close()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "before it accepted the job") {
+			t.Fatalf("submit returned %v", err)
+		}
+		t.Log(err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("submit still waits 30 s after its node died")
+	}
 }

@@ -1,4 +1,4 @@
-package actors
+package jobctl
 
 import (
 	"math"
@@ -69,4 +69,37 @@ func TestFreeMemory(t *testing.T) {
 			t.Errorf("%s: freeMemory = %v, want %v", tt.name, got, tt.want)
 		}
 	}
+}
+
+func TestBuildTree(t *testing.T) {
+	node := func(s int64) string { return []string{"a", "b", "c"}[s%3] }
+	for _, tc := range []struct {
+		p, fanIn int64
+		nodes    int // reducers
+		levels   int64
+	}{{1, 8, 1, 1}, {8, 8, 1, 1}, {9, 8, 3, 2}, {5, 2, 6, 3}, {16, 4, 5, 2}} {
+		tree, parents := buildTree("j", 1, tc.p, tc.fanIn, node)
+		root := tree[len(tree)-1]
+		if len(tree) != tc.nodes || root.level != tc.levels || root.lo != 0 || root.hi != tc.p || root.parent != nil {
+			t.Fatalf("P=%d fan-in %d: %d reducers, root level %d [%d, %d)", tc.p, tc.fanIn, len(tree), root.level, root.lo, root.hi)
+		}
+		for s, par := range parents {
+			if par == nil || tree[s/int(tc.fanIn)].pid != par || tree[s/int(tc.fanIn)].level != 1 {
+				t.Fatalf("P=%d fan-in %d: shard %d has parent %v", tc.p, tc.fanIn, s, par)
+			}
+		}
+		for _, r := range tree[:len(tree)-1] {
+			if r.parent == nil || r.lo%pow(tc.fanIn, r.level) != 0 {
+				t.Fatalf("P=%d: reducer [%d, %d) at level %d misplaced", tc.p, r.lo, r.hi, r.level)
+			}
+		}
+	}
+}
+
+func pow(b, e int64) int64 {
+	r := int64(1)
+	for ; e > 0; e-- {
+		r *= b
+	}
+	return r
 }

@@ -1,0 +1,204 @@
+package jobctl
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/didnmf/didnmf/messages"
+)
+
+// The events Step takes besides the job's wire messages (*messages.Placed, IterationDone,
+// ShardDone, ReducerDone, CheckpointDone, ActorFailed and JobError).
+
+// Node is a node the job may be placed on: its member name (for messages) and actor address.
+type Node struct {
+	Name, Addr string
+}
+
+// Begin starts a new job once its spec was checked against the data: the shape, what each
+// shard reserves, the candidate nodes and their answers to a ping.
+type Begin struct {
+	// Samples and Features are N and M; Density the stored entries over M x N (0: dense or
+	// unknown).
+	Samples, Features int
+	Density           float64
+	// Reserve is the memory each shard reserves on its node.
+	Reserve []int64
+	// Nodes are the candidates: the nodes the spec names (Fixed; shards go round-robin over
+	// them), or the cluster's live workers (placed by cluster.Place). Pongs are their answers
+	// to a ping, nil for a node that did not answer.
+	Nodes []Node
+	Pongs []*messages.Pong
+	Fixed bool
+	// Unreachable, for Fixed nodes, says which did not answer (the job fails).
+	Unreachable string
+	// Workers are the cluster's live workers (actor addresses) when the job begins.
+	Workers []string
+	// OwnsPartial is set when the runtime created the job's partial output files: they are
+	// removed if the job fails.
+	OwnsPartial bool
+}
+
+// TakeOver resumes a job from the state its lost coordinator replicated to this node.
+type TakeOver struct {
+	State *messages.JobState
+	// Cause says why (the old coordinator's node left or died).
+	Cause   string
+	Workers []string
+}
+
+// Abort fails the job with an error for its client (a spec the data refutes, a setup that
+// failed).
+type Abort struct {
+	Kind    messages.ErrorKind
+	Message string
+}
+
+// Cancel is the job's owner canceling it (the runtime checked the sender owns the job).
+type Cancel struct{}
+
+// LeaseRenewed is the job's client renewing its lease (checked as for Cancel).
+type LeaseRenewed struct{}
+
+// Tick is the clock: the control checks the client's lease and the node's cap on job time.
+type Tick struct{}
+
+// TimerFired is a timer the control asked for (Ready.Timers) coming due.
+type TimerFired struct{ Timer Timer }
+
+// Pongs are the answers to a PingRequest: one per node, nil where none came.
+type Pongs struct {
+	Epoch uint64
+	Nodes []string
+	Pongs []*messages.Pong
+}
+
+// OutputCommitted tells how the commit of the output files (Ready.Commit) went.
+type OutputCommitted struct{ Err error }
+
+// MemberEvent is a change of the cluster's membership.
+type MemberEvent struct {
+	// Join or leave (Join false); Dead for a member declared dead rather than leaving.
+	Join, Dead bool
+	// Worker is set for a member that runs shards (not a client).
+	Worker     bool
+	Name, Addr string
+	// Workers are the cluster's live workers after the change.
+	Workers []string
+}
+
+// Step feeds the control one event at time now. Messages of another job, or of an epoch that
+// ended, are dropped here (counted as stale where they count): the handlers see only current
+// ones.
+func (j *Job) Step(now time.Time, ev any) {
+	epoch := j.epoch
+	defer j.watch(now, epoch)
+	switch e := ev.(type) {
+	case Begin:
+		j.begin(now, e)
+	case TakeOver:
+		j.takeOver(now, e)
+	case Abort:
+		j.fail(e.Kind, e.Message)
+	case Cancel:
+		j.fail(messages.ErrorKind_ERROR_KIND_CANCELED, "job canceled by the client")
+	case LeaseRenewed:
+		j.leaseAt = now
+	case Tick:
+		j.onTick(now)
+	case TimerFired:
+		j.onTimer(now, e.Timer)
+	case Pongs:
+		j.onPongs(now, e)
+	case OutputCommitted:
+		j.onCommitted(now, e.Err)
+	case MemberEvent:
+		j.onMember(now, e)
+	case *messages.Placed:
+		if e.JobId == j.id && !j.over && e.Superseded > j.epoch {
+			j.superseded(e.Superseded)
+			return
+		}
+		if j.current(e.JobId, e.Epoch) && !j.running {
+			j.progressAt = now
+			j.onPlaced(now, e)
+		}
+	case *messages.IterationDone:
+		if j.current(e.JobId, e.Epoch) && j.running {
+			j.progressAt = now
+			j.onIteration(now, e)
+		}
+	case *messages.ShardDone:
+		if j.current(e.JobId, e.Epoch) {
+			j.progressAt = now
+			j.onShardDone(e)
+		}
+	case *messages.ReducerDone:
+		if e.JobId == j.id && !j.over {
+			j.progressAt = now
+			j.onReducerDone(now, e)
+		}
+	case *messages.CheckpointDone:
+		if j.current(e.JobId, e.Epoch) {
+			j.progressAt = now
+			j.onCheckpointDone(now, e)
+		}
+	case *messages.ActorFailed:
+		if e.JobId == j.id && !j.over {
+			j.recover(now, e.Actor+" panicked on node "+e.Node+" ("+e.Reason+")", nil)
+		}
+	case *messages.JobError:
+		if e.JobId == j.id {
+			j.fail(e.Kind, e.Message)
+		}
+	}
+}
+
+// current tells whether a message of job and epoch is for this job's current epoch, while it
+// runs.
+func (j *Job) current(job string, epoch uint64) bool {
+	return job == j.id && epoch == j.epoch && !j.over
+}
+
+// superseded ends the job without a word to the client: another coordinator took it over
+// (this one was cut off, or thought to be dead).
+func (j *Job) superseded(theirs uint64) {
+	j.log(warn, "superseded by a coordinator that took the job over", uint64Attr("epoch", j.epoch), uint64Attr("theirs", theirs))
+	j.end()
+}
+
+// watch arms the stall timer while the job's actors are placed or run (not while it waits
+// for a quorum, for pings or for its output), and marks a new epoch as progress.
+func (j *Job) watch(now time.Time, before uint64) {
+	if j.epoch != before {
+		j.progressAt, j.reportAt = now, time.Time{}
+	}
+	if j.cfg.StallTimeout <= 0 || j.stallArmed || !j.watched() {
+		return
+	}
+	j.stallArmed = true
+	j.ready.Timers = append(j.ready.Timers, Timer{Kind: TimerStall, Epoch: j.epoch, After: j.stallAfter()})
+}
+
+// watched tells whether the job should be progressing now.
+func (j *Job) watched() bool {
+	return j.begun && !j.over && !j.ft.paused && j.ft.pending == nil && j.committing == nil && j.shards != nil
+}
+
+// stallAfter is how long the job may go without progress: StallTimeout, or StallFactor of
+// its slowest iteration or initialisation (recoveries left out).
+func (j *Job) stallAfter() time.Duration {
+	return max(j.cfg.StallTimeout, StallFactor*j.slowest)
+}
+
+// onStall rolls the job back when it did not progress for stallAfter, and checks again
+// later otherwise.
+func (j *Job) onStall(now time.Time) {
+	j.stallArmed = false
+	if !j.watched() {
+		return
+	}
+	if quiet := now.Sub(j.progressAt); quiet >= j.stallAfter() {
+		j.recover(now, fmt.Sprintf("the job made no progress for %v (a message lost?)", quiet.Round(time.Millisecond)), nil)
+	}
+}

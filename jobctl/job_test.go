@@ -1,0 +1,202 @@
+package jobctl
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/didnmf/didnmf/messages"
+)
+
+// harness drives one Job on a clock the test moves, and keeps what it asked for.
+type harness struct {
+	t      *testing.T
+	j      *Job
+	now    time.Time
+	sends  []Send
+	timers []Timer
+	rd     Ready
+}
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// newHarness begins a job of 4 shards on the nodes a, b and c (a cluster; the coordinator on
+// a), checkpointing every 5 iterations, and acknowledges every placement: the job runs.
+func newHarness(t *testing.T, cfg Config) *harness {
+	cfg.Self = &messages.Pid{Address: "a", Id: "host/j-coord"}
+	cfg.Cluster = true
+	if cfg.FanIn == 0 {
+		cfg.FanIn = 8
+	}
+	sub := &messages.SubmitJob{JobId: "j", Client: &messages.Pid{Address: "client", Id: "c"},
+		Spec: &messages.JobSpec{Algorithm: "did", Rank: 2, Shards: 4, CheckpointEvery: 5}}
+	h := &harness{t: t, j: New(cfg, sub), now: t0}
+	nodes := []Node{{"a", "a"}, {"b", "b"}, {"c", "c"}}
+	pongs := []*messages.Pong{{Address: "a", Capacity: 1}, {Address: "b", Capacity: 1}, {Address: "c", Capacity: 1}}
+	h.step(Begin{Samples: 40, Features: 10, Reserve: make([]int64, 4), Nodes: nodes, Pongs: pongs, Workers: []string{"a", "b", "c"}})
+	h.placeAll()
+	return h
+}
+
+// step feeds an event and keeps the Ready.
+func (h *harness) step(ev any) Ready {
+	h.j.Step(h.now, ev)
+	h.rd = h.j.Ready()
+	h.sends = append(h.sends, h.rd.Sends...)
+	h.timers = append(h.timers, h.rd.Timers...)
+	return h.rd
+}
+
+// placeAll acknowledges every assignment of the current epoch.
+func (h *harness) placeAll() {
+	for _, p := range append(append([]*messages.Pid{}, h.j.shards...), h.j.reducers...) {
+		h.step(&messages.Placed{JobId: "j", Epoch: h.j.epoch, Pid: p, Features: 10, Samples: 10, SqNormX: 1})
+	}
+	if !h.j.running {
+		h.t.Fatalf("the job does not run after every placement was acknowledged")
+	}
+}
+
+// sent counts the messages of a type sent since the harness started.
+func sent[T any](h *harness) int {
+	n := 0
+	for _, s := range h.sends {
+		if _, ok := s.Msg.(T); ok {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *harness) iteration(it int64, epoch uint64) {
+	h.now = h.now.Add(10 * time.Millisecond)
+	h.step(&messages.IterationDone{JobId: "j", Epoch: epoch, Iteration: it, Objective: 1 / float64(it+1), Initial: 1, Seconds: float64(it) / 100})
+}
+
+func TestStaleAndForeignMessagesChangeNothing(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.iteration(1, 1)
+	for _, tc := range []struct {
+		name string
+		msg  any
+	}{
+		{"another job's iteration", &messages.IterationDone{JobId: "x", Epoch: 1, Iteration: 2}},
+		{"an old epoch's iteration", &messages.IterationDone{JobId: "j", Epoch: 0, Iteration: 2}},
+		{"a repeated iteration", &messages.IterationDone{JobId: "j", Epoch: 1, Iteration: 1}},
+		{"an old epoch's shard done", &messages.ShardDone{JobId: "j", Epoch: 0, Shard: 0, Error: "boom"}},
+		{"a checkpoint of a shard out of range", &messages.CheckpointDone{JobId: "j", Epoch: 1, Shard: 9, Iteration: 5}},
+		{"another job's error", &messages.JobError{JobId: "x", Message: "boom"}},
+	} {
+		h.step(tc.msg)
+		if h.j.over || h.j.ft.lastIter != 1 || len(h.j.history) != 2 || len(h.j.ft.reported) != 0 {
+			t.Fatalf("%s changed the job: over %v, iteration %d, %d history points", tc.name, h.j.over, h.j.ft.lastIter, len(h.j.history))
+		}
+	}
+}
+
+func TestCheckpointCommitsWhenEveryShardReported(t *testing.T) {
+	h := newHarness(t, Config{})
+	for s := int64(0); s < 4; s++ {
+		if got := sent[*messages.CheckpointCommitted](h); got != 0 {
+			t.Fatalf("committed after %d of 4 shards", s)
+		}
+		h.step(&messages.CheckpointDone{JobId: "j", Epoch: 1, Shard: s, Iteration: 5})
+		h.step(&messages.CheckpointDone{JobId: "j", Epoch: 1, Shard: s, Iteration: 5}) // a duplicate counts once
+	}
+	if h.j.lastCommitted() != 5 || sent[*messages.CheckpointCommitted](h) == 0 {
+		t.Fatalf("checkpoint 5 not committed (committed %v)", h.j.ft.committed)
+	}
+}
+
+func TestReportGapsAreCountedOnce(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.iteration(1, 1)
+	h.iteration(4, 1) // 2 and 3 lost on the way
+	h.iteration(3, 1) // late: stale
+	if h.j.ft.lastIter != 4 || len(h.j.iterSec) != 4 || len(h.j.history) != 3 {
+		t.Fatalf("after a gap: iteration %d, %d iteration times, %d history points", h.j.ft.lastIter, len(h.j.iterSec), len(h.j.history))
+	}
+}
+
+func TestLostNodeRollsBackInANewEpoch(t *testing.T) {
+	h := newHarness(t, Config{QuorumWait: time.Minute})
+	for s := int64(0); s < 4; s++ {
+		h.step(&messages.CheckpointDone{JobId: "j", Epoch: 1, Shard: s, Iteration: 5})
+	}
+	h.iteration(6, 1)
+	rd := h.step(MemberEvent{Addr: "b", Name: "b", Dead: true, Workers: []string{"a", "c"}})
+	if h.j.epoch != 2 || rd.Pings == nil || len(rd.Pings.Nodes) != 2 {
+		t.Fatalf("after losing b: epoch %d, pings %+v", h.j.epoch, rd.Pings)
+	}
+	rd = h.step(Pongs{Epoch: 2, Nodes: rd.Pings.Nodes, Pongs: []*messages.Pong{{Address: "a", Capacity: 1}, {Address: "c", Capacity: 1}}})
+	for _, s := range rd.Sends {
+		if a, ok := s.Msg.(*messages.ShardAssignment); ok {
+			if s.To.Address == "b" || a.ResumeFrom != 5 || a.Epoch != 2 {
+				t.Fatalf("assignment %v to %s after losing b", a, s.To.Address)
+			}
+		}
+	}
+	h.placeAll()
+	h.iteration(6, 2)
+	if len(h.j.ft.recoveries) != 1 || h.j.ft.recoveries[0].FromIteration != 5 || h.j.ft.recoveries[0].Redone != 1 {
+		t.Fatalf("recoveries %v", h.j.ft.recoveries)
+	}
+}
+
+func TestNoQuorumPausesThenFails(t *testing.T) {
+	h := newHarness(t, Config{QuorumWait: time.Minute})
+	h.step(MemberEvent{Addr: "b", Name: "b", Dead: true, Workers: []string{"a", "c"}})
+	h.step(Pongs{Epoch: h.j.epoch, Nodes: []string{"a", "c"}, Pongs: []*messages.Pong{{Capacity: 1}, {Capacity: 1}}})
+	rd := h.step(MemberEvent{Addr: "c", Name: "c", Dead: true, Workers: []string{"a"}})
+	if !h.j.ft.paused || len(rd.Timers) != 1 || rd.Timers[0].Kind != TimerQuorum {
+		t.Fatalf("with 1 of 3 nodes: paused %v, timers %v", h.j.ft.paused, rd.Timers)
+	}
+	h.now = h.now.Add(time.Minute)
+	rd = h.step(TimerFired{Timer: rd.Timers[0]})
+	if !rd.Over || sent[*messages.JobError](h) != 1 {
+		t.Fatalf("the quorum wait ended without failing the job")
+	}
+	if e := h.sends[len(h.sends)-1]; !strings.Contains(e.Msg.(*messages.StopJob).String(), "j") {
+		t.Fatalf("last message %v", e.Msg)
+	}
+}
+
+func TestStallRollsBack(t *testing.T) {
+	h := newHarness(t, Config{StallTimeout: time.Second})
+	h.iteration(1, 1)
+	var stall *Timer
+	for _, s := range h.timers {
+		if s.Kind == TimerStall {
+			stall = &s
+		}
+	}
+	if stall == nil {
+		t.Fatalf("no stall timer armed while the job runs (timers %v)", h.timers)
+	}
+	h.now = h.now.Add(2 * time.Second)
+	h.step(TimerFired{Timer: *stall})
+	if h.j.epoch != 2 || h.j.ft.recovering == nil || !strings.Contains(h.j.ft.recovering.Cause, "no progress") {
+		t.Fatalf("a stalled job did not roll back: epoch %d, recovering %v", h.j.epoch, h.j.ft.recovering)
+	}
+}
+
+func TestTakeOverStartsANewGeneration(t *testing.T) {
+	h := newHarness(t, Config{})
+	st := h.sends[len(h.sends)-1].Msg.(*messages.JobState) // sent to the standby when the job started
+	cfg := Config{Self: &messages.Pid{Address: "b", Id: "host/j-coord"}, Cluster: true, FanIn: 8}
+	j := New(cfg, st.Submit)
+	j.Step(t0, TakeOver{State: st, Cause: "a died", Workers: []string{"b", "c"}})
+	rd := j.Ready()
+	if j.epoch>>EpochGenShift != 1 || EpochString(j.epoch) != "1.1" {
+		t.Fatalf("takeover epoch %d (%s)", j.epoch, EpochString(j.epoch))
+	}
+	accepted := false
+	for _, s := range rd.Sends {
+		if a, ok := s.Msg.(*messages.JobAccepted); ok && a.Takeover && s.To.Address == "client" {
+			accepted = true
+		}
+	}
+	if !accepted || rd.Pings == nil {
+		t.Fatalf("takeover told the client %v, pinged %v", accepted, rd.Pings)
+	}
+}

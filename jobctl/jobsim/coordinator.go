@@ -1,0 +1,95 @@
+package jobsim
+
+import (
+	"time"
+
+	"github.com/didnmf/didnmf/jobctl"
+	"github.com/didnmf/didnmf/messages"
+)
+
+// coordinator runs a jobctl.Job on a simulated node, as the coordinator actor does: it
+// feeds it events and carries out its Ready.
+type coordinator struct {
+	w   *World
+	n   *node
+	id  string
+	pid *messages.Pid
+	ctl *jobctl.Job
+}
+
+// newCoordinator makes a job's coordinator on node n under the actor id.
+func (w *World) newCoordinator(n *node, sub *messages.SubmitJob, id string) *coordinator {
+	pid := &messages.Pid{Address: n.addr, Id: id}
+	cfg := jobctl.Config{Self: pid, Cluster: true, QuorumWait: w.opt.QuorumWait, ReportInterval: 10 * time.Millisecond,
+		FanIn: w.opt.FanIn, StallTimeout: w.opt.StallTimeout}
+	c := &coordinator{w: w, n: n, id: id, pid: pid, ctl: jobctl.New(cfg, sub)}
+	n.coords[id] = c
+	w.coordinators++
+	return c
+}
+
+// step feeds the control one event at the simulated time, unless the coordinator is gone.
+func (c *coordinator) step(ev any) {
+	if !c.n.alive || c.n.coords[c.id] != c {
+		return
+	}
+	c.w.stats.Steps++
+	start := time.Now()
+	c.ctl.Step(c.w.now(), ev)
+	rd := c.ctl.Ready()
+	took := time.Since(start)
+	kind := "other"
+	switch e := ev.(type) {
+	case jobctl.Begin:
+		kind = "placement"
+	case jobctl.MemberEvent:
+		kind = "membership"
+		if !e.Join {
+			kind = "node lost"
+		}
+	case jobctl.Pongs:
+		kind = "re-placement"
+	}
+	st := &c.w.stats
+	if st.Decisions == nil {
+		st.Decisions = map[string]Decision{}
+	}
+	d := st.Decisions[kind]
+	d.Steps++
+	d.Total += took
+	d.Longest = max(d.Longest, took)
+	d.Messages += len(rd.Sends)
+	st.Decisions[kind] = d
+	st.ControlMessages += len(rd.Sends)
+	c.apply(rd)
+}
+
+// apply carries out what the control asks.
+func (c *coordinator) apply(rd jobctl.Ready) {
+	w := c.w
+	for _, l := range rd.Logs {
+		w.logf("%s: %s %v", c.id, l.Msg, l.Attrs)
+	}
+	for _, s := range rd.Sends {
+		w.send(c.n.addr, s.To, s.Msg)
+	}
+	if p := rd.Pings; p != nil {
+		pongs := make([]*messages.Pong, len(p.Nodes))
+		for i, a := range p.Nodes {
+			if w.reachable(c.n.addr, a) {
+				pongs[i] = &messages.Pong{Address: a, Nonce: uint64(i), Capacity: 1}
+			}
+		}
+		w.after(2*w.opt.Latency, func() { c.step(jobctl.Pongs{Epoch: p.Epoch, Nodes: p.Nodes, Pongs: pongs}) })
+	}
+	for _, t := range rd.Timers {
+		w.after(t.After, func() { c.step(jobctl.TimerFired{Timer: t}) })
+	}
+	if rd.Commit != nil {
+		w.after(time.Millisecond, func() { c.step(jobctl.OutputCommitted{}) })
+	}
+	if rd.Over {
+		w.logf("%s on %s: over", c.id, c.n.addr)
+		delete(c.n.coords, c.id)
+	}
+}

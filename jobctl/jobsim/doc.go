@@ -1,0 +1,44 @@
+// Package jobsim simulates whole distributed NMF jobs in one goroutine, on a simulated clock
+// and network, with seeded faults, as FoundationDB and TigerBeetle test their systems.
+//
+// What runs is real where it decides: the control of every coordinator is a jobctl.Job (the
+// one package actors' coordinator actor runs), every shard runs a real kernels.Machine, and
+// the reduce tree is jobctl's tree combining partials with kernels.TreeSum, so a job that
+// ends with a result must give the bits of kernels.Run. What is simulated is the glue the
+// actors provide: hosts that make shards and reducers, fence old epochs, keep checkpoint
+// copies and standby state and take jobs over; the gossip, which sees a node dead, cut off
+// or back after a detection delay; the network, one ordered link per pair of nodes with
+// latency; and the client, which gives a job up when its coordinator's node dies and nobody
+// takes it over (as server.Client does).
+//
+// A schedule (Options.Faults) loses, duplicates and delays messages (delays reorder
+// messages of different links); kills nodes, the coordinator's and its standby's included,
+// or a rack of them; partitions the cluster and heals it; makes nodes slow, checkpoint copies
+// corrupt and disks full; and has nodes join mid-job. Run checks, after every schedule:
+//
+//   - the job ends within the simulated deadline;
+//   - with a result whose factors are bitwise the fault-free ones (the caller compares them
+//     with Problem.Reference), every shard's replica of B the same, the history counting
+//     each iteration once; or, only under faults beyond one lost node, with an error that
+//     names why (no majority, coordinator and standby both lost, ...);
+//   - no job actor is left on a node that could hear of the end.
+//
+// The tests run 10,000 schedules of DID (go test; 1,000 with -short) and 600 of each other
+// distributed algorithm; -sim.schedules N runs more, and a failing schedule prints its seed,
+// which -sim.seed replays with a trace:
+//
+//	go test ./jobctl/jobsim -run TestSimulatedJobs -sim.schedules 1000000
+//	go test ./jobctl/jobsim -run TestSimulatedJobs -sim.seed 4105 -v
+//
+// TestPlanAtScale runs 1,000 nodes and 10,000 shards and reports the control's decision
+// times and messages per iteration, with and without a rack of 50 nodes dying.
+//
+// Known gaps, which the simulation shows and counts rather than hides: replication to the
+// standby is asynchronous, so a coordinator that dies within a message's latency of its
+// placement loses the job (Stats.Unreplicated; the client is told); a client whose job's
+// final answer is lost keeps waiting (the simulation does not lose messages to the client);
+// a StopJob lost to a partition leaves the job's actors on the cut-off node (Stats.Orphans)
+// unless its coordinator's node is gone, which hosts notice (Timeouts.Orphan); and a
+// coordinator cut off in a partition that heals can run the job to its end next to its
+// successor, the client keeping the first answer (Stats.LateAnswers; both are the same bits).
+package jobsim

@@ -1,0 +1,248 @@
+package jobsim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/didnmf/didnmf/jobctl"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
+)
+
+// The shard and reducer messages of the simulation. On the wire they are Partial, Reduced,
+// CheckpointCopy and CheckpointStored, chunked and checksummed; here they travel whole.
+type (
+	partialMsg struct {
+		epoch    uint64
+		seq      uint64
+		lo, hi   int64
+		op       kernels.Op
+		segments []int
+		data     []float64
+	}
+	reducedMsg struct {
+		epoch uint64
+		seq   uint64
+		data  []float64
+	}
+	checkpointCopy struct {
+		key     ckptKey
+		snap    snapshot
+		replyTo *messages.Pid
+	}
+	checkpointStored struct {
+		iter int64
+		err  string
+	}
+)
+
+// snapshot is a checkpoint's content: the machine's snapshot and the stop rule's history.
+type snapshot struct {
+	machine kernels.Snapshot
+	stopper []float64
+}
+
+// shard is a simulated shard actor around a real kernels.Machine: the same steps, the same
+// collectives, the same bits as the actor in package actors.
+type shard struct {
+	n       *node
+	a       *messages.ShardAssignment
+	pid     *messages.Pid
+	x       kernels.Block
+	machine *kernels.Machine
+	stopper *kernels.Stopper
+	pending kernels.Step // the collective awaiting its result
+	seq     uint64
+	waiting bool
+	started time.Duration
+	running bool
+	paused  bool
+	done    bool
+	ckptAt  int64
+	// writing are the checkpoints sent to the buddy and not acknowledged, by iteration.
+	writing map[int64]bool
+}
+
+func newShard(n *node, a *messages.ShardAssignment) *shard {
+	return &shard{n: n, a: a, pid: jobctl.ChildPid(n.addr, jobctl.ShardName(a.JobId, a.Shard)), writing: map[int64]bool{}}
+}
+
+// load builds the shard's machine, from the start or from a checkpoint copy (its node's, or
+// one of the nodes the assignment names), and tells the coordinator.
+func (s *shard) load() {
+	w, a := s.n.w, s.a
+	s.x = w.data.x.ColSlice(int(a.ColLo), int(a.ColHi))
+	placed := &messages.Placed{JobId: a.JobId, Actor: fmt.Sprintf("shard %d", a.Shard), Pid: s.pid, Epoch: a.Epoch}
+	var resume *snapshot
+	if a.ResumeFrom > 0 {
+		key := ckptKey{a.JobId, a.Shard, a.ResumeFrom}
+		for _, at := range append([]string{s.n.addr}, a.CheckpointAt...) {
+			if at != s.n.addr && !w.reachable(s.n.addr, at) {
+				continue
+			}
+			if r := w.nodes[at].store[key]; r != nil && !r.corrupt {
+				resume = &r.snap
+				break
+			}
+		}
+		if resume == nil {
+			placed.CheckpointError = fmt.Sprintf("no valid copy of shard %d's checkpoint at iteration %d", a.Shard, a.ResumeFrom)
+			w.send(s.n.addr, a.Coordinator, placed)
+			return
+		}
+	}
+	spec := w.data.spec
+	ss := kernels.ShardSpec{Algo: spec.Algo, Shard: int(a.Shard), Shards: int(a.Shards), ColOffset: int(a.ColLo), TotalCols: int(a.TotalCols),
+		X: s.x, K: spec.K, Seed: spec.Seed, Init: spec.Init, Options: spec.Options, Pool: w.data.pool}
+	if resume != nil {
+		snap := resume.machine
+		ss.Resume = &snap
+	}
+	m, err := kernels.NewMachine(ss)
+	if err != nil {
+		placed.Error = err.Error()
+		w.send(s.n.addr, a.Coordinator, placed)
+		return
+	}
+	s.machine = m
+	s.stopper = kernels.NewStopper(spec.Stop)
+	if resume != nil {
+		s.stopper.Restore(resume.stopper)
+	}
+	rows, cols := s.x.Dims()
+	placed.Samples, placed.Features, placed.SqNormX = int64(cols), int64(rows), s.x.SqNorm()
+	w.send(s.n.addr, a.Coordinator, placed)
+}
+
+// close ends the shard's machine.
+func (s *shard) close() {
+	if s.machine != nil {
+		s.machine.Close()
+		s.machine = nil
+	}
+}
+
+// mine tells whether a control message is for this shard's job and epoch.
+func (s *shard) mine(job string, epoch uint64) bool { return job == s.a.JobId && epoch == s.a.Epoch }
+
+func (s *shard) receive(msg any) {
+	switch m := msg.(type) {
+	case *messages.StartJob:
+		if s.mine(m.JobId, m.Epoch) && s.machine != nil && !s.running {
+			s.running, s.started = true, s.n.w.clock
+			s.run()
+		}
+	case *reducedMsg:
+		if m.epoch != s.a.Epoch || !s.waiting || m.seq != s.seq || s.machine == nil {
+			s.n.w.stats.StaleAtShards++
+			return
+		}
+		data := m.data
+		if s.pending.Op == kernels.OpReduceScatter {
+			off := 0
+			for _, n := range s.pending.Segments[:s.a.Shard] {
+				off += n
+			}
+			data = data[off : off+s.pending.Segments[s.a.Shard]]
+		}
+		s.waiting = false
+		s.machine.Deliver(data)
+		s.run()
+	case *messages.Finish:
+		if s.mine(m.JobId, m.Epoch) && m.At < 0 {
+			s.paused = true
+		}
+	case *messages.CheckpointAt:
+		if s.mine(m.JobId, m.Epoch) {
+			s.ckptAt = m.Iteration
+		}
+	case *checkpointStored:
+		if s.writing[m.iter] {
+			delete(s.writing, m.iter)
+			s.n.w.send(s.n.addr, s.a.Coordinator, &messages.CheckpointDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard,
+				Iteration: m.iter, Error: m.err, Seconds: 0.001})
+		}
+	}
+}
+
+// run steps the machine to its next collective (sent up the tree) or iteration boundary
+// (reported, checkpointed, and the next iteration scheduled after the iteration's cost).
+func (s *shard) run() {
+	w := s.n.w
+	if s.machine == nil || s.done || s.waiting {
+		return
+	}
+	st, err := s.machine.Next()
+	if err != nil {
+		s.done = true
+		w.send(s.n.addr, s.a.Coordinator, &messages.ShardDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Error: err.Error()})
+		return
+	}
+	if st.Kind == kernels.StepCollective {
+		s.seq++
+		s.waiting = true
+		s.pending = kernels.Step{Op: st.Op, Segments: slices.Clone(st.Segments)}
+		w.stats.Partials++
+		w.send(s.n.addr, s.a.Reducer, &partialMsg{epoch: s.a.Epoch, seq: s.seq, lo: s.a.Shard, hi: s.a.Shard + 1, op: st.Op,
+			segments: slices.Clone(st.Segments), data: slices.Clone(st.Data)})
+		return
+	}
+	it := int64(st.Iteration)
+	stop, why := s.stopper.Observe(st.Iteration, st.Objective, st.Initial, 0)
+	if s.a.Shard == 0 {
+		rep := &messages.IterationDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: 0, Iteration: it, Objective: st.Objective,
+			Initial: st.Initial, Seconds: (w.clock - s.started).Seconds()}
+		if stop {
+			rep.Stop = string(why)
+		}
+		w.send(s.n.addr, s.a.Coordinator, rep)
+	}
+	every := s.a.Spec.GetCheckpointEvery()
+	if !stop && (every > 0 && it%every == 0 || it == s.ckptAt) {
+		s.checkpoint(it)
+	}
+	if stop {
+		s.done = true
+		w.deposit(s.a, s.machine)
+		w.send(s.n.addr, s.a.Coordinator, &messages.ShardDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: it,
+			Stop: string(why), Residual: s.machine.LocalResidual(), SqNormX: s.x.SqNorm()})
+		return
+	}
+	if s.paused {
+		return // the control lost its quorum: wait for a recovery
+	}
+	cost := w.opt.IterCost
+	if s.n.slow {
+		cost *= 5
+	}
+	w.after(cost, func() {
+		if s.n.alive && s.n.shards[s.pid.Id] == s {
+			s.run()
+		}
+	})
+}
+
+// checkpoint writes the shard's state at iteration it on its node and has its buddy keep a
+// copy; the coordinator hears of it once the buddy acknowledged.
+func (s *shard) checkpoint(it int64) {
+	w := s.n.w
+	snap, err := s.machine.Snapshot()
+	if err != nil {
+		panic(err) // at a boundary, Snapshot cannot fail
+	}
+	rec := snapshot{machine: snap, stopper: s.stopper.History()}
+	key := ckptKey{s.a.JobId, s.a.Shard, it}
+	if s.n.full {
+		w.send(s.n.addr, s.a.Coordinator, &messages.CheckpointDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: it, Error: "disk full"})
+		return
+	}
+	s.n.store[key] = &record{snap: rec, corrupt: w.corrupts()}
+	w.stats.Checkpoints++
+	s.writing[it] = true
+	if s.a.Buddy == "" {
+		s.receive(&checkpointStored{iter: it})
+		return
+	}
+	w.send(s.n.addr, jobctl.HostPid(s.a.Buddy), &checkpointCopy{key: key, snap: rec, replyTo: s.pid})
+}

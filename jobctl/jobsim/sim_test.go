@@ -1,0 +1,236 @@
+package jobsim
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/didnmf/didnmf/kernels"
+)
+
+var (
+	schedules = flag.Int("sim.schedules", 10000, "schedules TestSimulatedJobs runs (fewer under -short)")
+	seed      = flag.Uint64("sim.seed", 0, "replay this one schedule (with its trace) instead")
+)
+
+// testProblem is DID on a 24 x 40 planted rank-3 matrix, 4 shards, 24 iterations,
+// checkpoints every 4.
+func testProblem(t testing.TB) *Problem {
+	p := NewProblem(kernels.DID, 24, 40, 3, 4, 24, 4)
+	t.Cleanup(p.Close)
+	return p
+}
+
+// TestFaultFreeEqualsDriver: a simulated job without faults gives the bits of kernels.Run.
+func TestFaultFreeEqualsDriver(t *testing.T) {
+	p := testProblem(t)
+	ref, err := p.Reference()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fanIn := range []int{2, 8} {
+		out := Run(p, Options{Seed: 1, FanIn: fanIn})
+		if len(out.Violations) > 0 || out.Result == nil {
+			t.Fatalf("fan-in %d: %v (error %v)", fanIn, out.Violations, out.Err)
+		}
+		if !slices.Equal(out.B, ref.B) || !slices.Equal(out.C, ref.C) {
+			t.Fatalf("fan-in %d: the simulated job's factors differ from kernels.Run's", fanIn)
+		}
+		if out.Result.Iterations != int64(ref.Iterations) || out.Stats.Recoveries != 0 {
+			t.Fatalf("fan-in %d: %d iterations, %d recoveries; want %d, 0", fanIn, out.Result.Iterations, out.Stats.Recoveries, ref.Iterations)
+		}
+	}
+}
+
+// scheduleFor draws the faults of schedule seed: a mix of message faults, node deaths
+// (coordinator and standby included), partitions, slow nodes, corrupt checkpoints, full
+// disks and joins.
+func scheduleFor(seed uint64) Options {
+	r := rand.New(rand.NewPCG(seed, 99))
+	pick := func(p float64) bool { return r.Float64() < p }
+	var f Faults
+	if pick(0.3) {
+		f.Drop = 0.002 * r.Float64()
+	}
+	if pick(0.3) {
+		f.Duplicate = 0.05 * r.Float64()
+	}
+	if pick(0.3) {
+		f.Delay = 0.1 * r.Float64()
+	}
+	if pick(0.2) {
+		f.Corrupt = 0.3 * r.Float64()
+	}
+	if pick(0.4) {
+		f.Kills = 1 + r.IntN(2)
+	}
+	f.KillCoordinator = pick(0.2)
+	f.KillStandby = pick(0.15)
+	if pick(0.15) {
+		f.Partitions = 1
+	}
+	if pick(0.2) {
+		f.Slow = 1
+	}
+	if pick(0.1) {
+		f.FullDisks = 1
+	}
+	if pick(0.2) {
+		f.Joins = 1
+	}
+	o := Options{Seed: seed, Faults: f, FanIn: []int{2, 8}[r.IntN(2)], Nodes: 3 + r.IntN(3)}
+	return o
+}
+
+// TestSimulatedJobs runs thousands of seeded schedules of faults against the control, the
+// shards' machines and the reduce tree: every job ends, with the fault-free bits or (under
+// faults beyond one lost node) with an error that names why; no collective is combined twice,
+// no iteration counted twice; every actor stops. A failing schedule prints its seed: replay
+// it with -sim.seed.
+func TestSimulatedJobs(t *testing.T) {
+	p := testProblem(t)
+	ref, err := p.Reference()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *seed != 0 {
+		o := scheduleFor(*seed)
+		o.Trace = true
+		out := Run(p, o)
+		for _, l := range out.Trace {
+			t.Log(l)
+		}
+		check(t, *seed, o, out, ref)
+		return
+	}
+	n := *schedules
+	if testing.Short() {
+		n = min(n, 1000)
+	}
+	start := time.Now()
+	total, results, causes, ok := runSchedules(t, p, ref, n)
+	if !ok {
+		return
+	}
+	t.Logf("%d schedules in %v: %d results (bitwise the fault-free factors), %d clear errors, by cause: %v", n, time.Since(start).Round(time.Millisecond),
+		results, n-results, causes)
+	t.Logf("faults: %d kills, %d joins, %d partitions, %d takeovers, %d recoveries; messages %d (dropped %d, duplicated %d, delayed %d, lost in cuts %d); corrupt checkpoints %d; orphans %d; late answers %d; coordinators lost before their state reached the standby %d",
+		total.Killed, total.Joined, total.Partitioned, total.Takeovers, total.Recoveries, total.Messages, total.Dropped, total.Duplicated, total.Delayed, total.Lost, total.Corrupted, total.Orphans, total.LateAnswers, total.Unreplicated)
+}
+
+// runSchedules runs schedules 1..n on p and checks each against ref: it returns the summed
+// stats, how many ended with a result, the errors' causes, and false at the first schedule
+// that broke an invariant (reported).
+func runSchedules(t *testing.T, p *Problem, ref *kernels.Result, n int) (total Stats, results int, causes map[string]int, ok bool) {
+	t.Helper()
+	causes = map[string]int{}
+	for s := 1; s <= n; s++ {
+		o := scheduleFor(uint64(s))
+		out := Run(p, o)
+		if !check(t, uint64(s), o, out, ref) {
+			return total, results, causes, false
+		}
+		if out.Result != nil {
+			results++
+		} else {
+			causes[cause(out.Err.GetMessage())]++
+		}
+		add(&total, out.Stats)
+	}
+	return total, results, causes, true
+}
+
+// check reports a schedule's broken invariants and whether it passed.
+func check(t *testing.T, s uint64, o Options, out Outcome, ref *kernels.Result) bool {
+	t.Helper()
+	bad := slices.Clone(out.Violations)
+	if out.Result != nil {
+		if !slices.Equal(out.B, ref.B) || !slices.Equal(out.C, ref.C) {
+			bad = append(bad, "the factors differ from the fault-free run's")
+		}
+		if out.Result.Iterations != int64(ref.Iterations) {
+			bad = append(bad, fmt.Sprintf("%d iterations, the fault-free run did %d", out.Result.Iterations, ref.Iterations))
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("schedule %d (%+v) broke: %v\nreplay: go test ./jobctl/jobsim -run TestSimulatedJobs -sim.seed %d -v", s, o.Faults, bad, s)
+		return false
+	}
+	return true
+}
+
+func add(a *Stats, b Stats) {
+	a.Messages += b.Messages
+	a.Dropped += b.Dropped
+	a.Duplicated += b.Duplicated
+	a.Delayed += b.Delayed
+	a.Lost += b.Lost
+	a.Killed += b.Killed
+	a.Joined += b.Joined
+	a.Partitioned += b.Partitioned
+	a.Takeovers += b.Takeovers
+	a.Recoveries += b.Recoveries
+	a.Corrupted += b.Corrupted
+	a.Orphans += b.Orphans
+	a.LateAnswers += b.LateAnswers
+	a.Unreplicated += b.Unreplicated
+}
+
+// TestReplay: a schedule run twice gives the same run, event for event.
+func TestReplay(t *testing.T) {
+	p := testProblem(t)
+	for _, s := range []uint64{3, 17, 12345} {
+		o := scheduleFor(s)
+		o.Trace = true
+		a, b := Run(p, o), Run(p, o)
+		a.Stats.Decisions, b.Stats.Decisions = nil, nil // wall-clock times
+		if !slices.Equal(a.Trace, b.Trace) || a.End != b.End || !reflect.DeepEqual(a.Stats, b.Stats) {
+			t.Fatalf("schedule %d: two runs differ", s)
+		}
+	}
+}
+
+// TestSimulatedAlgorithms runs schedules of faults on the other distributed algorithms, whose
+// shards carry state across iterations (DBCD's residual, DADMM's duals, HPC-ANLS's norm) and
+// use other collectives (reduce-scatter, all-gather): the fault-free bits, or a clear error.
+func TestSimulatedAlgorithms(t *testing.T) {
+	n := 600
+	if testing.Short() {
+		n = 100
+	}
+	for _, algo := range []kernels.Algorithm{kernels.DBCD, kernels.DADMM, kernels.HPCANLS} {
+		t.Run(string(algo), func(t *testing.T) {
+			p := NewProblem(algo, 24, 40, 3, 4, 16, 4)
+			t.Cleanup(p.Close)
+			ref, err := p.Reference()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, results, causes, ok := runSchedules(t, p, ref, n)
+			if ok {
+				t.Logf("%s: %d schedules, %d results bitwise the fault-free factors, %d clear errors (%v)", algo, n, results, n-results, causes)
+			}
+		})
+	}
+}
+
+// cause names the reason an error gives, for the counts TestSimulatedJobs reports.
+func cause(msg string) string {
+	for _, c := range []struct{ has, name string }{
+		{"without a majority", "no majority within the quorum wait"},
+		{"no node took the job over", "coordinator and standby lost"},
+		{"no node is left", "no node left"},
+		{"recovered", "too many recoveries"},
+		{"fit on no live node", "no room on the live nodes"},
+	} {
+		if strings.Contains(msg, c.has) {
+			return c.name
+		}
+	}
+	return msg
+}

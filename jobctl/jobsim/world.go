@@ -1,0 +1,205 @@
+package jobsim
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/didnmf/didnmf/messages"
+)
+
+// epoch0 is the simulated clock's origin.
+var epoch0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// event is something that happens at a simulated time: a message arriving, a timer, a fault.
+type event struct {
+	at  time.Duration
+	seq uint64 // ties broken by scheduling order: the run is a function of the seed
+	do  func()
+}
+
+type queue []*event
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q queue) Swap(i, j int)   { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)     { *q = append(*q, x.(*event)) }
+func (q *queue) Pop() (x any)   { old := *q; x = old[len(old)-1]; *q = old[:len(old)-1]; return }
+func (q queue) peek() *event    { return q[0] }
+func (w *World) now() time.Time { return epoch0.Add(w.clock) }
+
+// World is one simulated cluster running one job: nodes, a network, a clock and a seeded
+// source of faults. Everything runs in the goroutine that calls Run.
+type World struct {
+	opt   Options
+	rng   *rand.Rand
+	clock time.Duration
+	seq   uint64
+	q     queue
+
+	nodes  map[string]*node
+	order  []string // node addresses in the order they were made
+	group  map[string]int
+	client *client
+	data   *Problem
+	// views are what each node's gossip believes: views[a][b] is set while a sees b alive.
+	views map[string]map[string]bool
+	// links is when the last message sent on each (from, to) link arrives.
+	links map[[2]string]time.Duration
+
+	// deposits are the factors each shard handed over when it finished, by shard: the
+	// latest epoch's count.
+	deposits     map[int64]deposit
+	stats        Stats
+	trace        []string
+	violations   []string
+	coordinators int
+	// unreplicated is set when the coordinator died before its standby had the job's state.
+	unreplicated bool
+}
+
+// deposit is what a shard that finished hands its client: its replica of B and its C.
+type deposit struct {
+	epoch uint64
+	b, c  []float64
+}
+
+// after schedules do at d from now.
+func (w *World) after(d time.Duration, do func()) {
+	w.seq++
+	heap.Push(&w.q, &event{at: w.clock + d, seq: w.seq, do: do})
+}
+
+// logf records a line of the schedule's trace (printed when it breaks an invariant).
+func (w *World) logf(format string, args ...any) {
+	if w.opt.Trace {
+		w.trace = append(w.trace, fmt.Sprintf("%9.3fs ", w.clock.Seconds())+fmt.Sprintf(format, args...))
+	}
+}
+
+// reachable tells whether a message from one address can reach another now: both alive and
+// on the same side of any partition. The client reaches every node and is reached by all.
+func (w *World) reachable(from, to string) bool {
+	if from == clientAddr || to == clientAddr {
+		n := w.nodes[from]
+		if to != clientAddr {
+			n = w.nodes[to]
+		}
+		return n == nil || n.alive
+	}
+	a, b := w.nodes[from], w.nodes[to]
+	return a != nil && b != nil && a.alive && b.alive && w.group[from] == w.group[to]
+}
+
+// arrives tells whether a message sent from one address reaches another now: the receiver
+// is alive and on the sender's side of any partition. The sender may have died since it
+// sent: a process killed with -9 leaves what it wrote to its sockets to the kernel, which
+// still sends it.
+func (w *World) arrives(from, to string) bool {
+	if to == clientAddr {
+		return true
+	}
+	b := w.nodes[to]
+	return b != nil && b.alive && (from == clientAddr || w.group[from] == w.group[to])
+}
+
+// latency is one message's delay: a base latency with jitter; slower from and to slow nodes.
+func (w *World) latency(from, to string) time.Duration {
+	d := w.opt.Latency + time.Duration(w.rng.Int64N(int64(w.opt.Latency)+1))
+	if n := w.nodes[from]; n != nil && n.slow {
+		d *= 5
+	}
+	if n := w.nodes[to]; n != nil && n.slow {
+		d *= 5
+	}
+	return d
+}
+
+// send carries msg from an address to a PID over the simulated network, with the schedule's
+// message faults: lost, duplicated or delayed (which reorders messages of different links). A message between two nodes
+// that cannot reach each other when it arrives is lost. Between live nodes the real transport
+// (gRPC over TCP) loses a message only when a connection breaks; random loss stands for that
+// and for a peer's guard dropping it.
+func (w *World) send(from string, to *messages.Pid, msg any) {
+	if to == nil {
+		return
+	}
+	w.stats.Messages++
+	f := w.opt.Faults
+	// Loss between nodes only: the client's answer lost would leave it waiting (it does not
+	// ask a coordinator that stopped; a known gap, see the package doc).
+	if from != to.Address && to.Address != clientAddr && f.Drop > 0 && w.rng.Float64() < f.Drop {
+		w.stats.Dropped++
+		w.logf("drop %T %s -> %s", msg, from, to.Id)
+		return
+	}
+	copies := 1
+	if from != to.Address && f.Duplicate > 0 && w.rng.Float64() < f.Duplicate {
+		copies = 2
+		w.stats.Duplicated++
+	}
+	for range copies {
+		d := w.latency(from, to.Address)
+		if f.Delay > 0 && w.rng.Float64() < f.Delay {
+			d += time.Duration(w.rng.Int64N(int64(50 * time.Millisecond)))
+			w.stats.Delayed++
+		}
+		if from == to.Address {
+			d = time.Microsecond // within a node: in order, at once
+		}
+		// One connection per pair of nodes keeps their messages in order (as gRPC's stream
+		// does); messages of different pairs overtake each other.
+		link := [2]string{from, to.Address}
+		d = max(d, w.links[link]-w.clock)
+		w.links[link] = w.clock + d
+		w.after(d, func() {
+			if !w.arrives(from, to.Address) {
+				w.stats.Lost++
+				return
+			}
+			w.deliver(to, msg)
+		})
+	}
+}
+
+// deliver hands msg to the actor at pid, if it exists.
+func (w *World) deliver(to *messages.Pid, msg any) {
+	if to.Address == clientAddr {
+		w.client.receive(msg)
+		return
+	}
+	n := w.nodes[to.Address]
+	if n == nil || !n.alive {
+		return
+	}
+	n.receive(to.Id, msg)
+}
+
+// liveWorkers are the nodes the node at addr believes alive (its gossip's view, itself
+// included), in the order they were made.
+func (w *World) liveWorkers(addr string) []string {
+	var out []string
+	for _, a := range w.order {
+		if a == addr || w.views[addr][a] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// sortedKeys returns a map's keys in order (map order is random; the run must not be).
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,190 @@
+package jobctl
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
+)
+
+// GrantWindow is how many iterations shards may run ahead of the control in a job with a time
+// limit (without one, shards run freely and stop by their own deterministic rule).
+const GrantWindow = 4
+
+// NoGrant means "no limit": shards of a job without a time limit run without grants.
+const NoGrant = math.MaxInt64
+
+// publishEvery is how often the job board gets news (unless forced).
+const publishEvery = 200 * time.Millisecond
+
+// onPlaced counts the shards and reducers that took their assignments; once all did, the job
+// (re)starts.
+func (j *Job) onPlaced(now time.Time, m *messages.Placed) {
+	if m.CheckpointError != "" {
+		// No valid copy of that checkpoint is left: fall back to the one before (or the start).
+		bad := j.lastCommitted()
+		j.ft.committed = j.ft.committed[:max(len(j.ft.committed)-1, 0)]
+		j.log(warn, "checkpoint unusable, falling back to an older one", slog.Int64("iteration", bad), slog.String("error", m.CheckpointError))
+		j.recover(now, fmt.Sprintf("checkpoint at iteration %d unusable (%s)", bad, m.CheckpointError), nil)
+		return
+	}
+	if m.Error != "" {
+		j.fail(kindInput, m.Error)
+		return
+	}
+	// A shard that read a different number of features than the coordinator saw (the file
+	// changed in between, or nodes see different files under one path) would compute garbage.
+	if m.Samples > 0 && m.Features != int64(j.m) {
+		j.fail(kindInput, fmt.Sprintf("%s read %d features, the coordinator saw %d: do all nodes see the same input?", m.Actor, m.Features, j.m))
+		return
+	}
+	j.placed++
+	if len(j.sqNorms) != len(j.shards) {
+		j.sqNorms = make([]float64, len(j.shards))
+	}
+	if i, ok := j.shardOf[m.Pid.GetId()]; ok && j.shards[i].Address == m.Pid.GetAddress() {
+		j.sqNorms[i] = m.SqNormX
+	}
+	if j.placed < len(j.shards)+len(j.reducers) {
+		return
+	}
+	j.sqNormX = 0
+	for _, v := range j.sqNorms { // in shard order, as the driver sums: the same bits
+		j.sqNormX += v
+	}
+	if j.sqNormX == 0 {
+		j.fail(kindInput, kernels.ErrZeroMatrix.Error())
+		return
+	}
+	j.running = true
+	resume := j.lastCommitted()
+	if j.ft.recovering == nil {
+		resume = 0
+	}
+	if j.ft.recovering == nil || j.started.IsZero() {
+		j.started = now // the job starts (a takeover before the first start included)
+	}
+	j.ft.epochAt = now.Sub(j.started).Seconds()
+	j.ft.lastIter = resume
+	j.granted = NoGrant
+	if j.cfg.TimeLimit > 0 {
+		j.granted = resume + GrantWindow
+	}
+	for _, s := range j.shards {
+		j.metered(s, &messages.StartJob{JobId: j.id, Epoch: j.epoch, Granted: j.granted})
+	}
+	j.initPhase = false
+	j.sendState()
+}
+
+// warn sends the client news it should see although the job goes on.
+func (j *Job) warn(msg string) {
+	j.send(j.client, &messages.Progress{JobId: j.id, Iteration: j.ft.lastIter, Warning: msg})
+}
+
+// onIteration records an iteration shard 0 finished, passes it on to the client, asks for a
+// checkpoint when one is due, and grants iterations or applies the time limit.
+func (j *Job) onIteration(now time.Time, m *messages.IterationDone) {
+	defer j.publish(now, "running", false)
+	if m.Iteration <= j.ft.lastIter {
+		j.counters.Stale++ // an iteration of this epoch seen already: never counted twice
+		return
+	}
+	// Reports lost on the way (a connection that broke) leave a gap: the iterations in it
+	// share the seconds, and the history has no point for them.
+	gap := m.Iteration - j.ft.lastIter - 1
+	if !j.reportAt.IsZero() {
+		j.slowest = max(j.slowest, now.Sub(j.reportAt)/time.Duration(gap+1))
+	}
+	j.slowest = max(j.slowest, time.Duration(m.InitSeconds*float64(time.Second)))
+	j.reportAt = now
+	j.ft.lastIter = m.Iteration
+	seconds := j.ft.epochAt + m.Seconds
+	if j.ft.recovering != nil {
+		j.ft.recovering.Resumed = now.Sub(j.started).Seconds()
+		j.ft.recoveries = append(j.ft.recoveries, j.ft.recovering)
+		j.log(slog.LevelInfo, "job resumed", uint64Attr("epoch", j.epoch),
+			slog.Float64("recovery seconds", j.ft.recovering.Resumed-j.ft.recovering.Noticed))
+		j.ft.recovering = nil
+	}
+	if len(j.history) == 0 {
+		re, rmse := kernels.Errors(m.Initial, j.sqNormX, j.m, j.n)
+		j.history = append(j.history, &messages.HistoryPoint{Iteration: 0, Seconds: m.InitSeconds, Ratio: 1, RelErr2: re, Rmse: rmse})
+		j.lastSec = m.InitSeconds
+	}
+	ratio := kernels.Ratio(m.Objective, m.Initial)
+	re, rmse := kernels.Errors(m.Objective, j.sqNormX, j.m, j.n)
+	j.history = append(j.history, &messages.HistoryPoint{Iteration: m.Iteration, Seconds: seconds, Ratio: ratio, RelErr2: re, Rmse: rmse})
+	for range gap + 1 {
+		j.iterSec = append(j.iterSec, (seconds-j.lastSec)/float64(gap+1))
+	}
+	j.lastSec = seconds
+	j.initial, j.objective = m.Initial, m.Objective
+	j.metered(j.client, &messages.Progress{JobId: j.id, Iteration: m.Iteration, Seconds: seconds, Ratio: ratio, Objective: m.Objective,
+		RelErr2: re, Rmse: rmse, InitSeconds: j.history[0].Seconds})
+	if m.Stop == "" {
+		j.autoCheckpoint(m.Iteration, seconds)
+	}
+	if m.Stop != "" || j.timeUp || j.cfg.TimeLimit == 0 {
+		return
+	}
+	if now.Sub(j.started) >= j.cfg.TimeLimit {
+		j.timeUp = true
+		for _, s := range j.shards {
+			j.metered(s, &messages.Finish{JobId: j.id, Epoch: j.epoch, At: j.granted})
+		}
+		return
+	}
+	if m.Iteration >= j.granted-GrantWindow/2 {
+		j.granted = m.Iteration + GrantWindow
+		for _, s := range j.shards {
+			j.metered(s, &messages.Grant{JobId: j.id, Epoch: j.epoch, Granted: j.granted})
+		}
+	}
+}
+
+// onTick cancels the job when its client stopped renewing its lease, or when it ran past the
+// node's cap on job time.
+func (j *Job) onTick(now time.Time) {
+	if j.over || !j.begun {
+		return
+	}
+	if lease := j.cfg.Lease; lease > 0 && !j.sub.GetSpec().GetDetached() && now.Sub(j.leaseAt) > lease {
+		j.log(warn, "canceling a job whose client is gone", slog.Duration("lease", lease))
+		j.fail(kindCanceled, fmt.Sprintf("job %s canceled: its client sent no word for %v (killed, or cut off from the cluster); submit with --detach for a job that runs on without its client", j.id, lease))
+		return
+	}
+	if j.cfg.MaxJobTime > 0 && !j.started.IsZero() && now.Sub(j.started) > j.cfg.MaxJobTime {
+		j.fail(kindCanceled, fmt.Sprintf("job %s canceled: it ran past the node's --max-job-time of %v", j.id, j.cfg.MaxJobTime))
+	}
+}
+
+// publish tells the node's job board how the job stands (at most every publishEvery unless
+// forced).
+func (j *Job) publish(now time.Time, state string, force bool) {
+	if j.over || (!force && now.Sub(j.published) < publishEvery) {
+		return
+	}
+	j.published = now
+	spec := j.sub.GetSpec()
+	info := &messages.JobInfo{JobId: j.id, Owner: j.sub.GetOwner(), Coordinator: j.cfg.Self.GetAddress(), Algorithm: spec.GetAlgorithm(),
+		Rank: spec.GetRank(), Shards: spec.GetShards(), Iteration: j.ft.lastIter, MaxIter: spec.GetStop().GetMaxIter(),
+		Objective: j.objective, Detached: spec.GetDetached(), State: state}
+	if !j.started.IsZero() {
+		info.Seconds = now.Sub(j.started).Seconds()
+	}
+	if j.initial > 0 {
+		info.Ratio = j.objective / j.initial
+	}
+	if h := j.history; len(h) > 1 {
+		info.RelErr2 = h[len(h)-1].RelErr2
+		from := h[max(len(h)-11, 0)]
+		if last := h[len(h)-1]; last.Seconds > from.Seconds {
+			info.Rate = float64(last.Iteration-from.Iteration) / (last.Seconds - from.Seconds)
+		}
+	}
+	j.ready.Info = info
+}
