@@ -60,6 +60,14 @@ func (n *Node) jobEnded(job string) {
 	delete(n.committed, job)
 }
 
+// hasEnded tells whether a job ended on this node (within endedKeep).
+func (n *Node) hasEnded(job string) bool {
+	n.committedMu.Lock()
+	defer n.committedMu.Unlock()
+	_, ended := n.ended[job]
+	return ended
+}
+
 // removeIfEnded removes a job's checkpoints if the job ended: called after a checkpoint
 // write, which may finish after the job's end removed the rest.
 func (n *Node) removeIfEnded(job string) {

@@ -137,6 +137,10 @@ func (h *host) Receive(ctx actor.Context) {
 		if !h.fromJobsCoordinator(ctx, "assignment", m.JobId, m.Coordinator, m.Epoch) {
 			return
 		}
+		if h.node.hasEnded(m.JobId) {
+			ctx.Send(pidOf(m.Coordinator), &messages.Placed{JobId: m.JobId, Actor: fmt.Sprintf("shard %d", m.Shard), Epoch: m.Epoch, Ended: true})
+			return
+		}
 		if m.Epoch < h.epochs[m.JobId] {
 			// From a superseded coordinator: the shard tells it so, if it lives here.
 			ctx.Send(actor.NewPID(ctx.Self().Address, HostName+"/"+jobctl.ShardName(m.JobId, m.Shard)), m)
@@ -169,6 +173,10 @@ func (h *host) Receive(ctx actor.Context) {
 		}
 	case *messages.ReducerAssignment:
 		if !h.fromJobsCoordinator(ctx, "assignment", m.JobId, m.Coordinator, m.Epoch) {
+			return
+		}
+		if h.node.hasEnded(m.JobId) {
+			ctx.Send(pidOf(m.Coordinator), &messages.Placed{JobId: m.JobId, Actor: fmt.Sprintf("reducer [%d, %d)", m.Lo, m.Hi), Epoch: m.Epoch, Ended: true})
 			return
 		}
 		if m.Epoch < h.epochs[m.JobId] {

@@ -48,7 +48,7 @@ func (r *reducer) Receive(ctx actor.Context) {
 		r.reduced(ctx, m)
 	case *messages.StopJob:
 		if m.JobId == r.a.JobId {
-			ctx.Send(r.coordinator, &messages.ReducerDone{JobId: r.a.JobId, Lo: r.a.Lo, Hi: r.a.Hi, Level: r.a.Level, Counters: proto.Clone(&r.meter.c).(*messages.Counters)})
+			ctx.Send(r.coordinator, &messages.ReducerDone{JobId: r.a.JobId, Epoch: r.a.Epoch, Lo: r.a.Lo, Hi: r.a.Hi, Level: r.a.Level, Counters: proto.Clone(&r.meter.c).(*messages.Counters)})
 			ctx.Stop(ctx.Self())
 		}
 	}

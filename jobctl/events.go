@@ -2,6 +2,7 @@ package jobctl
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/didnmf/didnmf/messages"
@@ -119,6 +120,12 @@ func (j *Job) Step(now time.Time, ev any) {
 			j.superseded(e.Superseded)
 			return
 		}
+		if e.JobId == j.id && !j.over && e.Ended {
+			j.log(warn, "the job ended already on a node it was placed on: another coordinator ran it (a partition that healed)",
+				slog.String("node", e.GetPid().GetAddress()), slog.String("actor", e.Actor))
+			j.end() // ended is final: the actors this one placed stop too
+			return
+		}
 		if j.current(e.JobId, e.Epoch) && !j.running {
 			j.progressAt = now
 			j.onPlaced(now, e)
@@ -134,7 +141,7 @@ func (j *Job) Step(now time.Time, ev any) {
 			j.onShardDone(e)
 		}
 	case *messages.ReducerDone:
-		if e.JobId == j.id && !j.over {
+		if j.current(e.JobId, e.Epoch) {
 			j.progressAt = now
 			j.onReducerDone(now, e)
 		}
@@ -160,11 +167,19 @@ func (j *Job) current(job string, epoch uint64) bool {
 	return job == j.id && epoch == j.epoch && !j.over
 }
 
-// superseded ends the job without a word to the client: another coordinator took it over
-// (this one was cut off, or thought to be dead).
+// superseded ends this control without a word to the client: another coordinator took the
+// job over (this one was cut off, or thought to be dead).
 func (j *Job) superseded(theirs uint64) {
 	j.log(warn, "superseded by a coordinator that took the job over", uint64Attr("epoch", j.epoch), uint64Attr("theirs", theirs))
-	j.end()
+	j.quit()
+}
+
+// quit ends this control and nothing else: the job is another coordinator's (or ended). It
+// stops none of the job's actors: a host that has not heard of the successor yet would take
+// a stop from this one, and the successor would find the job ended.
+func (j *Job) quit() {
+	j.over = true
+	j.ready.Over = true
 }
 
 // watch arms the stall timer while the job's actors are placed or run (not while it waits

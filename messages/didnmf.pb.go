@@ -1720,7 +1720,11 @@ type Placed struct {
 	Superseded uint64 `protobuf:"varint,9,opt,name=superseded,proto3" json:"superseded,omitempty"`
 	// For shards: ||X_i||^2 of the block read (the coordinator sums them into ||X||^2 for the
 	// relative error it reports, and refuses a matrix without a nonzero value).
-	SqNormX       float64 `protobuf:"fixed64,10,opt,name=sq_norm_x,json=sqNormX,proto3" json:"sq_norm_x,omitempty"`
+	SqNormX float64 `protobuf:"fixed64,10,opt,name=sq_norm_x,json=sqNormX,proto3" json:"sq_norm_x,omitempty"`
+	// Set when the job already ended on the node (a coordinator ended it, this one or another
+	// that ran it in a partition): the sender ends without a word to the client, which had
+	// its answer.
+	Ended         bool `protobuf:"varint,11,opt,name=ended,proto3" json:"ended,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1823,6 +1827,13 @@ func (x *Placed) GetSqNormX() float64 {
 		return x.SqNormX
 	}
 	return 0
+}
+
+func (x *Placed) GetEnded() bool {
+	if x != nil {
+		return x.Ended
+	}
+	return false
 }
 
 // StartJob tells shards that the whole job is placed and they may run.
@@ -2731,12 +2742,14 @@ func (x *ShardDone) GetError() string {
 
 // ReducerDone is a reducer's counters, sent to the coordinator when the job ends.
 type ReducerDone struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Lo            int64                  `protobuf:"varint,2,opt,name=lo,proto3" json:"lo,omitempty"`
-	Hi            int64                  `protobuf:"varint,3,opt,name=hi,proto3" json:"hi,omitempty"`
-	Level         int64                  `protobuf:"varint,4,opt,name=level,proto3" json:"level,omitempty"`
-	Counters      *Counters              `protobuf:"bytes,5,opt,name=counters,proto3" json:"counters,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	JobId    string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Lo       int64                  `protobuf:"varint,2,opt,name=lo,proto3" json:"lo,omitempty"`
+	Hi       int64                  `protobuf:"varint,3,opt,name=hi,proto3" json:"hi,omitempty"`
+	Level    int64                  `protobuf:"varint,4,opt,name=level,proto3" json:"level,omitempty"`
+	Counters *Counters              `protobuf:"bytes,5,opt,name=counters,proto3" json:"counters,omitempty"`
+	// The epoch of the reducer's tree: a reducer of an epoch that ended is not counted.
+	Epoch         uint64 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2804,6 +2817,13 @@ func (x *ReducerDone) GetCounters() *Counters {
 		return x.Counters
 	}
 	return nil
+}
+
+func (x *ReducerDone) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
 }
 
 // ResultChunk carries part of a final factor to the client: name "B" (M x K, column-major,
@@ -4569,7 +4589,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x06parent\x18\b \x01(\v2\v.didnmf.PidR\x06parent\x12-\n" +
 	"\vcoordinator\x18\t \x01(\v2\v.didnmf.PidR\vcoordinator\x12\x16\n" +
 	"\x06shards\x18\n" +
-	" \x01(\x03R\x06shards\"\x9d\x02\n" +
+	" \x01(\x03R\x06shards\"\xb3\x02\n" +
 	"\x06Placed\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05actor\x18\x02 \x01(\tR\x05actor\x12\x1d\n" +
@@ -4583,7 +4603,8 @@ const file_didnmf_proto_rawDesc = "" +
 	"superseded\x18\t \x01(\x04R\n" +
 	"superseded\x12\x1a\n" +
 	"\tsq_norm_x\x18\n" +
-	" \x01(\x01R\asqNormX\"Q\n" +
+	" \x01(\x01R\asqNormX\x12\x14\n" +
+	"\x05ended\x18\v \x01(\bR\x05ended\"Q\n" +
 	"\bStartJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x18\n" +
@@ -4663,13 +4684,14 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bresidual\x18\x06 \x01(\x01R\bresidual\x12\x1a\n" +
 	"\tsq_norm_x\x18\a \x01(\x01R\asqNormX\x12,\n" +
 	"\bcounters\x18\b \x01(\v2\x10.didnmf.CountersR\bcounters\x12\x14\n" +
-	"\x05error\x18\t \x01(\tR\x05error\"\x88\x01\n" +
+	"\x05error\x18\t \x01(\tR\x05error\"\x9e\x01\n" +
 	"\vReducerDone\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x0e\n" +
 	"\x02lo\x18\x02 \x01(\x03R\x02lo\x12\x0e\n" +
 	"\x02hi\x18\x03 \x01(\x03R\x02hi\x12\x14\n" +
 	"\x05level\x18\x04 \x01(\x03R\x05level\x12,\n" +
-	"\bcounters\x18\x05 \x01(\v2\x10.didnmf.CountersR\bcounters\"\xcc\x01\n" +
+	"\bcounters\x18\x05 \x01(\v2\x10.didnmf.CountersR\bcounters\x12\x14\n" +
+	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\"\xcc\x01\n" +
 	"\vResultChunk\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +

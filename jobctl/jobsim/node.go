@@ -20,6 +20,7 @@ type node struct {
 
 	epochs   map[string]uint64             // the latest epoch of each job seen in an assignment
 	coordOf  map[string]string             // the node of each job's coordinator, as its assignments say
+	ended    map[string]bool               // jobs that ended here (a StopJob, or forgotten as orphans)
 	shards   map[string]*shard             // by actor id ("host/<job>-s<i>")
 	reducers map[string]*reducer           // by actor id
 	coords   map[string]*coordinator       // by actor id ("host/<job>-coord")
@@ -41,7 +42,7 @@ type record struct {
 }
 
 func newNode(w *World, addr string) *node {
-	return &node{w: w, addr: addr, alive: true, epochs: map[string]uint64{}, coordOf: map[string]string{}, shards: map[string]*shard{}, reducers: map[string]*reducer{},
+	return &node{w: w, addr: addr, alive: true, epochs: map[string]uint64{}, coordOf: map[string]string{}, ended: map[string]bool{}, shards: map[string]*shard{}, reducers: map[string]*reducer{},
 		coords: map[string]*coordinator{}, standby: map[string]*messages.JobState{}, store: map[ckptKey]*record{}}
 }
 
@@ -68,6 +69,10 @@ func (n *node) receive(id string, msg any) {
 func (n *node) host(msg any) {
 	switch m := msg.(type) {
 	case *messages.ShardAssignment:
+		if n.ended[m.JobId] {
+			n.w.send(n.addr, m.Coordinator, &messages.Placed{JobId: m.JobId, Epoch: m.Epoch, Ended: true})
+			return
+		}
 		if m.Epoch < n.epochs[m.JobId] {
 			// From a superseded coordinator: tell it so.
 			n.w.send(n.addr, m.Coordinator, &messages.Placed{JobId: m.JobId, Superseded: n.epochs[m.JobId]})
@@ -83,6 +88,10 @@ func (n *node) host(msg any) {
 		n.shards[id] = s
 		s.load()
 	case *messages.ReducerAssignment:
+		if n.ended[m.JobId] {
+			n.w.send(n.addr, m.Coordinator, &messages.Placed{JobId: m.JobId, Epoch: m.Epoch, Ended: true})
+			return
+		}
 		if m.Epoch < n.epochs[m.JobId] {
 			return
 		}
@@ -149,6 +158,7 @@ func (n *node) forget(job string) {
 	}
 	delete(n.standby, job)
 	delete(n.coordOf, job)
+	n.ended[job] = true
 }
 
 // kill ends the node: its actors are gone, its memory lost (its disk too: a node that comes

@@ -70,7 +70,7 @@ func (r *reducer) receive(msg any) {
 		r.down(m.seq, m.data)
 	case *messages.StopJob:
 		if m.JobId == r.a.JobId {
-			w.send(r.n.addr, r.a.Coordinator, &messages.ReducerDone{JobId: r.a.JobId, Lo: r.a.Lo, Hi: r.a.Hi, Level: r.a.Level})
+			w.send(r.n.addr, r.a.Coordinator, &messages.ReducerDone{JobId: r.a.JobId, Epoch: r.a.Epoch, Lo: r.a.Lo, Hi: r.a.Hi, Level: r.a.Level})
 			delete(r.n.reducers, r.pid.Id)
 		}
 	}
