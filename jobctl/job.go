@@ -70,6 +70,8 @@ type Job struct {
 	over     bool
 	// committing is set while the output files are committed (Ready.Commit).
 	committing *messages.JobResult
+	// answer is what ended the job for the client (see Answer).
+	answer proto.Message
 
 	granted   int64
 	timeUp    bool

@@ -91,9 +91,16 @@ func (j *Job) onCommitted(now time.Time, err error) {
 // deliver sends the client the result and ends the job.
 func (j *Job) deliver(res *messages.JobResult) {
 	j.ownsPartial = false
+	j.answer = res
 	j.send(j.client, res)
 	j.end()
 }
+
+// Answer is what ended the job for its client (a *messages.JobResult or *messages.JobError;
+// nil while the job runs, or when it ended without a word to the client). A runtime keeps it
+// for a while after the end and sends it again to a client that asks (a lease renewal), in
+// case the first was lost.
+func (j *Job) Answer() proto.Message { return j.answer }
 
 // fail ends the job with an error that reaches the client, and stops all its actors.
 func (j *Job) fail(kind messages.ErrorKind, msg string) {
@@ -104,7 +111,10 @@ func (j *Job) fail(kind messages.ErrorKind, msg string) {
 	if j.ownsPartial {
 		j.ready.RemovePartials = true
 	}
-	j.send(j.client, &messages.JobError{JobId: j.id, Kind: kind, Message: msg})
+	if j.client != nil {
+		j.answer = &messages.JobError{JobId: j.id, Kind: kind, Message: msg}
+		j.send(j.client, j.answer)
+	}
 	j.end()
 }
 

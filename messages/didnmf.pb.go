@@ -914,6 +914,53 @@ func (x *LeaseRenew) GetOwnerToken() string {
 	return ""
 }
 
+// LeaseAck answers a LeaseRenew sent as a request: the coordinator is alive. A client whose
+// renewal is answered by protoactor's DeadLetterResponse instead knows its coordinator is
+// gone.
+type LeaseAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseAck) Reset() {
+	*x = LeaseAck{}
+	mi := &file_didnmf_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseAck) ProtoMessage() {}
+
+func (x *LeaseAck) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseAck.ProtoReflect.Descriptor instead.
+func (*LeaseAck) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *LeaseAck) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
 // ListJobs asks a host for the jobs it coordinates; it answers with JobList. A client sees
 // only its own jobs, a peer all.
 type ListJobs struct {
@@ -924,7 +971,7 @@ type ListJobs struct {
 
 func (x *ListJobs) Reset() {
 	*x = ListJobs{}
-	mi := &file_didnmf_proto_msgTypes[9]
+	mi := &file_didnmf_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -936,7 +983,7 @@ func (x *ListJobs) String() string {
 func (*ListJobs) ProtoMessage() {}
 
 func (x *ListJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[9]
+	mi := &file_didnmf_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -949,7 +996,7 @@ func (x *ListJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobs.ProtoReflect.Descriptor instead.
 func (*ListJobs) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{9}
+	return file_didnmf_proto_rawDescGZIP(), []int{10}
 }
 
 // JobInfo is one job as ListJobs reports it.
@@ -979,7 +1026,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_didnmf_proto_msgTypes[10]
+	mi := &file_didnmf_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1038,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[10]
+	mi := &file_didnmf_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1051,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{10}
+	return file_didnmf_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *JobInfo) GetJobId() string {
@@ -1123,7 +1170,7 @@ type JobList struct {
 
 func (x *JobList) Reset() {
 	*x = JobList{}
-	mi := &file_didnmf_proto_msgTypes[11]
+	mi := &file_didnmf_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1182,7 @@ func (x *JobList) String() string {
 func (*JobList) ProtoMessage() {}
 
 func (x *JobList) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[11]
+	mi := &file_didnmf_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1195,7 @@ func (x *JobList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobList.ProtoReflect.Descriptor instead.
 func (*JobList) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{11}
+	return file_didnmf_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *JobList) GetAddress() string {
@@ -1175,7 +1222,7 @@ type Ping struct {
 
 func (x *Ping) Reset() {
 	*x = Ping{}
-	mi := &file_didnmf_proto_msgTypes[12]
+	mi := &file_didnmf_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1187,7 +1234,7 @@ func (x *Ping) String() string {
 func (*Ping) ProtoMessage() {}
 
 func (x *Ping) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[12]
+	mi := &file_didnmf_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1200,7 +1247,7 @@ func (x *Ping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ping.ProtoReflect.Descriptor instead.
 func (*Ping) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{12}
+	return file_didnmf_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Ping) GetNonce() uint64 {
@@ -1241,7 +1288,7 @@ type Pong struct {
 
 func (x *Pong) Reset() {
 	*x = Pong{}
-	mi := &file_didnmf_proto_msgTypes[13]
+	mi := &file_didnmf_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1300,7 @@ func (x *Pong) String() string {
 func (*Pong) ProtoMessage() {}
 
 func (x *Pong) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[13]
+	mi := &file_didnmf_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1313,7 @@ func (x *Pong) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pong.ProtoReflect.Descriptor instead.
 func (*Pong) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{13}
+	return file_didnmf_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Pong) GetNonce() uint64 {
@@ -1369,7 +1416,7 @@ type HostStatus struct {
 
 func (x *HostStatus) Reset() {
 	*x = HostStatus{}
-	mi := &file_didnmf_proto_msgTypes[14]
+	mi := &file_didnmf_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1428,7 @@ func (x *HostStatus) String() string {
 func (*HostStatus) ProtoMessage() {}
 
 func (x *HostStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[14]
+	mi := &file_didnmf_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1441,7 @@ func (x *HostStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostStatus.ProtoReflect.Descriptor instead.
 func (*HostStatus) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{14}
+	return file_didnmf_proto_rawDescGZIP(), []int{15}
 }
 
 // ShardAssignment tells a host to start one shard of a job.
@@ -1433,7 +1480,7 @@ type ShardAssignment struct {
 
 func (x *ShardAssignment) Reset() {
 	*x = ShardAssignment{}
-	mi := &file_didnmf_proto_msgTypes[15]
+	mi := &file_didnmf_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1492,7 @@ func (x *ShardAssignment) String() string {
 func (*ShardAssignment) ProtoMessage() {}
 
 func (x *ShardAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[15]
+	mi := &file_didnmf_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1505,7 @@ func (x *ShardAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardAssignment.ProtoReflect.Descriptor instead.
 func (*ShardAssignment) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{15}
+	return file_didnmf_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ShardAssignment) GetJobId() string {
@@ -1602,7 +1649,7 @@ type ReducerAssignment struct {
 
 func (x *ReducerAssignment) Reset() {
 	*x = ReducerAssignment{}
-	mi := &file_didnmf_proto_msgTypes[16]
+	mi := &file_didnmf_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1614,7 +1661,7 @@ func (x *ReducerAssignment) String() string {
 func (*ReducerAssignment) ProtoMessage() {}
 
 func (x *ReducerAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[16]
+	mi := &file_didnmf_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1627,7 +1674,7 @@ func (x *ReducerAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReducerAssignment.ProtoReflect.Descriptor instead.
 func (*ReducerAssignment) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{16}
+	return file_didnmf_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReducerAssignment) GetJobId() string {
@@ -1731,7 +1778,7 @@ type Placed struct {
 
 func (x *Placed) Reset() {
 	*x = Placed{}
-	mi := &file_didnmf_proto_msgTypes[17]
+	mi := &file_didnmf_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1743,7 +1790,7 @@ func (x *Placed) String() string {
 func (*Placed) ProtoMessage() {}
 
 func (x *Placed) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[17]
+	mi := &file_didnmf_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1756,7 +1803,7 @@ func (x *Placed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placed.ProtoReflect.Descriptor instead.
 func (*Placed) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{17}
+	return file_didnmf_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Placed) GetJobId() string {
@@ -1849,7 +1896,7 @@ type StartJob struct {
 
 func (x *StartJob) Reset() {
 	*x = StartJob{}
-	mi := &file_didnmf_proto_msgTypes[18]
+	mi := &file_didnmf_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1861,7 +1908,7 @@ func (x *StartJob) String() string {
 func (*StartJob) ProtoMessage() {}
 
 func (x *StartJob) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[18]
+	mi := &file_didnmf_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1874,7 +1921,7 @@ func (x *StartJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartJob.ProtoReflect.Descriptor instead.
 func (*StartJob) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{18}
+	return file_didnmf_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StartJob) GetJobId() string {
@@ -1910,7 +1957,7 @@ type Grant struct {
 
 func (x *Grant) Reset() {
 	*x = Grant{}
-	mi := &file_didnmf_proto_msgTypes[19]
+	mi := &file_didnmf_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1922,7 +1969,7 @@ func (x *Grant) String() string {
 func (*Grant) ProtoMessage() {}
 
 func (x *Grant) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[19]
+	mi := &file_didnmf_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1935,7 +1982,7 @@ func (x *Grant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grant.ProtoReflect.Descriptor instead.
 func (*Grant) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{19}
+	return file_didnmf_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Grant) GetJobId() string {
@@ -1971,7 +2018,7 @@ type Finish struct {
 
 func (x *Finish) Reset() {
 	*x = Finish{}
-	mi := &file_didnmf_proto_msgTypes[20]
+	mi := &file_didnmf_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1983,7 +2030,7 @@ func (x *Finish) String() string {
 func (*Finish) ProtoMessage() {}
 
 func (x *Finish) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[20]
+	mi := &file_didnmf_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1996,7 +2043,7 @@ func (x *Finish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finish.ProtoReflect.Descriptor instead.
 func (*Finish) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{20}
+	return file_didnmf_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Finish) GetJobId() string {
@@ -2037,7 +2084,7 @@ type StopJob struct {
 
 func (x *StopJob) Reset() {
 	*x = StopJob{}
-	mi := &file_didnmf_proto_msgTypes[21]
+	mi := &file_didnmf_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2049,7 +2096,7 @@ func (x *StopJob) String() string {
 func (*StopJob) ProtoMessage() {}
 
 func (x *StopJob) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[21]
+	mi := &file_didnmf_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2062,7 +2109,7 @@ func (x *StopJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopJob.ProtoReflect.Descriptor instead.
 func (*StopJob) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{21}
+	return file_didnmf_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StopJob) GetJobId() string {
@@ -2111,7 +2158,7 @@ type Partial struct {
 
 func (x *Partial) Reset() {
 	*x = Partial{}
-	mi := &file_didnmf_proto_msgTypes[22]
+	mi := &file_didnmf_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2123,7 +2170,7 @@ func (x *Partial) String() string {
 func (*Partial) ProtoMessage() {}
 
 func (x *Partial) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[22]
+	mi := &file_didnmf_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2136,7 +2183,7 @@ func (x *Partial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partial.ProtoReflect.Descriptor instead.
 func (*Partial) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{22}
+	return file_didnmf_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Partial) GetJobId() string {
@@ -2232,7 +2279,7 @@ type Reduced struct {
 
 func (x *Reduced) Reset() {
 	*x = Reduced{}
-	mi := &file_didnmf_proto_msgTypes[23]
+	mi := &file_didnmf_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2244,7 +2291,7 @@ func (x *Reduced) String() string {
 func (*Reduced) ProtoMessage() {}
 
 func (x *Reduced) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[23]
+	mi := &file_didnmf_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2257,7 +2304,7 @@ func (x *Reduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reduced.ProtoReflect.Descriptor instead.
 func (*Reduced) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{23}
+	return file_didnmf_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Reduced) GetJobId() string {
@@ -2322,7 +2369,7 @@ type IterationDone struct {
 
 func (x *IterationDone) Reset() {
 	*x = IterationDone{}
-	mi := &file_didnmf_proto_msgTypes[24]
+	mi := &file_didnmf_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2334,7 +2381,7 @@ func (x *IterationDone) String() string {
 func (*IterationDone) ProtoMessage() {}
 
 func (x *IterationDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[24]
+	mi := &file_didnmf_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2347,7 +2394,7 @@ func (x *IterationDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IterationDone.ProtoReflect.Descriptor instead.
 func (*IterationDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{24}
+	return file_didnmf_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *IterationDone) GetJobId() string {
@@ -2435,7 +2482,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_didnmf_proto_msgTypes[25]
+	mi := &file_didnmf_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2447,7 +2494,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[25]
+	mi := &file_didnmf_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2460,7 +2507,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{25}
+	return file_didnmf_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Progress) GetJobId() string {
@@ -2546,7 +2593,7 @@ type Counters struct {
 
 func (x *Counters) Reset() {
 	*x = Counters{}
-	mi := &file_didnmf_proto_msgTypes[26]
+	mi := &file_didnmf_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2558,7 +2605,7 @@ func (x *Counters) String() string {
 func (*Counters) ProtoMessage() {}
 
 func (x *Counters) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[26]
+	mi := &file_didnmf_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2571,7 +2618,7 @@ func (x *Counters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Counters.ProtoReflect.Descriptor instead.
 func (*Counters) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{26}
+	return file_didnmf_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Counters) GetMessages() int64 {
@@ -2649,7 +2696,7 @@ type ShardDone struct {
 
 func (x *ShardDone) Reset() {
 	*x = ShardDone{}
-	mi := &file_didnmf_proto_msgTypes[27]
+	mi := &file_didnmf_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2661,7 +2708,7 @@ func (x *ShardDone) String() string {
 func (*ShardDone) ProtoMessage() {}
 
 func (x *ShardDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[27]
+	mi := &file_didnmf_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2674,7 +2721,7 @@ func (x *ShardDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardDone.ProtoReflect.Descriptor instead.
 func (*ShardDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{27}
+	return file_didnmf_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ShardDone) GetJobId() string {
@@ -2756,7 +2803,7 @@ type ReducerDone struct {
 
 func (x *ReducerDone) Reset() {
 	*x = ReducerDone{}
-	mi := &file_didnmf_proto_msgTypes[28]
+	mi := &file_didnmf_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2768,7 +2815,7 @@ func (x *ReducerDone) String() string {
 func (*ReducerDone) ProtoMessage() {}
 
 func (x *ReducerDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[28]
+	mi := &file_didnmf_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2781,7 +2828,7 @@ func (x *ReducerDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReducerDone.ProtoReflect.Descriptor instead.
 func (*ReducerDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{28}
+	return file_didnmf_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReducerDone) GetJobId() string {
@@ -2844,7 +2891,7 @@ type ResultChunk struct {
 
 func (x *ResultChunk) Reset() {
 	*x = ResultChunk{}
-	mi := &file_didnmf_proto_msgTypes[29]
+	mi := &file_didnmf_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2856,7 +2903,7 @@ func (x *ResultChunk) String() string {
 func (*ResultChunk) ProtoMessage() {}
 
 func (x *ResultChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[29]
+	mi := &file_didnmf_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2869,7 +2916,7 @@ func (x *ResultChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultChunk.ProtoReflect.Descriptor instead.
 func (*ResultChunk) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{29}
+	return file_didnmf_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ResultChunk) GetJobId() string {
@@ -2936,7 +2983,7 @@ type ResultAck struct {
 
 func (x *ResultAck) Reset() {
 	*x = ResultAck{}
-	mi := &file_didnmf_proto_msgTypes[30]
+	mi := &file_didnmf_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2948,7 +2995,7 @@ func (x *ResultAck) String() string {
 func (*ResultAck) ProtoMessage() {}
 
 func (x *ResultAck) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[30]
+	mi := &file_didnmf_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2961,7 +3008,7 @@ func (x *ResultAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultAck.ProtoReflect.Descriptor instead.
 func (*ResultAck) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{30}
+	return file_didnmf_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ResultAck) GetJobId() string {
@@ -3014,7 +3061,7 @@ type HistoryPoint struct {
 
 func (x *HistoryPoint) Reset() {
 	*x = HistoryPoint{}
-	mi := &file_didnmf_proto_msgTypes[31]
+	mi := &file_didnmf_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3026,7 +3073,7 @@ func (x *HistoryPoint) String() string {
 func (*HistoryPoint) ProtoMessage() {}
 
 func (x *HistoryPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[31]
+	mi := &file_didnmf_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3039,7 +3086,7 @@ func (x *HistoryPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryPoint.ProtoReflect.Descriptor instead.
 func (*HistoryPoint) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{31}
+	return file_didnmf_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *HistoryPoint) GetIteration() int64 {
@@ -3111,7 +3158,7 @@ type JobResult struct {
 
 func (x *JobResult) Reset() {
 	*x = JobResult{}
-	mi := &file_didnmf_proto_msgTypes[32]
+	mi := &file_didnmf_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3123,7 +3170,7 @@ func (x *JobResult) String() string {
 func (*JobResult) ProtoMessage() {}
 
 func (x *JobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[32]
+	mi := &file_didnmf_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3136,7 +3183,7 @@ func (x *JobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
 func (*JobResult) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{32}
+	return file_didnmf_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *JobResult) GetJobId() string {
@@ -3306,7 +3353,7 @@ type Recovery struct {
 
 func (x *Recovery) Reset() {
 	*x = Recovery{}
-	mi := &file_didnmf_proto_msgTypes[33]
+	mi := &file_didnmf_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3318,7 +3365,7 @@ func (x *Recovery) String() string {
 func (*Recovery) ProtoMessage() {}
 
 func (x *Recovery) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[33]
+	mi := &file_didnmf_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3331,7 +3378,7 @@ func (x *Recovery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recovery.ProtoReflect.Descriptor instead.
 func (*Recovery) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{33}
+	return file_didnmf_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Recovery) GetEpoch() uint64 {
@@ -3392,7 +3439,7 @@ type BlockRequest struct {
 
 func (x *BlockRequest) Reset() {
 	*x = BlockRequest{}
-	mi := &file_didnmf_proto_msgTypes[34]
+	mi := &file_didnmf_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3404,7 +3451,7 @@ func (x *BlockRequest) String() string {
 func (*BlockRequest) ProtoMessage() {}
 
 func (x *BlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[34]
+	mi := &file_didnmf_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3417,7 +3464,7 @@ func (x *BlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockRequest.ProtoReflect.Descriptor instead.
 func (*BlockRequest) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{34}
+	return file_didnmf_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BlockRequest) GetJobId() string {
@@ -3486,7 +3533,7 @@ type BlockChunk struct {
 
 func (x *BlockChunk) Reset() {
 	*x = BlockChunk{}
-	mi := &file_didnmf_proto_msgTypes[35]
+	mi := &file_didnmf_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3498,7 +3545,7 @@ func (x *BlockChunk) String() string {
 func (*BlockChunk) ProtoMessage() {}
 
 func (x *BlockChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[35]
+	mi := &file_didnmf_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3511,7 +3558,7 @@ func (x *BlockChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockChunk.ProtoReflect.Descriptor instead.
 func (*BlockChunk) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{35}
+	return file_didnmf_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *BlockChunk) GetJobId() string {
@@ -3597,7 +3644,7 @@ type BlockAck struct {
 
 func (x *BlockAck) Reset() {
 	*x = BlockAck{}
-	mi := &file_didnmf_proto_msgTypes[36]
+	mi := &file_didnmf_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3609,7 +3656,7 @@ func (x *BlockAck) String() string {
 func (*BlockAck) ProtoMessage() {}
 
 func (x *BlockAck) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[36]
+	mi := &file_didnmf_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3622,7 +3669,7 @@ func (x *BlockAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockAck.ProtoReflect.Descriptor instead.
 func (*BlockAck) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{36}
+	return file_didnmf_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BlockAck) GetJobId() string {
@@ -3663,7 +3710,7 @@ type CheckpointDone struct {
 
 func (x *CheckpointDone) Reset() {
 	*x = CheckpointDone{}
-	mi := &file_didnmf_proto_msgTypes[37]
+	mi := &file_didnmf_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3675,7 +3722,7 @@ func (x *CheckpointDone) String() string {
 func (*CheckpointDone) ProtoMessage() {}
 
 func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[37]
+	mi := &file_didnmf_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3688,7 +3735,7 @@ func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDone.ProtoReflect.Descriptor instead.
 func (*CheckpointDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{37}
+	return file_didnmf_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CheckpointDone) GetJobId() string {
@@ -3752,7 +3799,7 @@ type CheckpointCopy struct {
 
 func (x *CheckpointCopy) Reset() {
 	*x = CheckpointCopy{}
-	mi := &file_didnmf_proto_msgTypes[38]
+	mi := &file_didnmf_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3764,7 +3811,7 @@ func (x *CheckpointCopy) String() string {
 func (*CheckpointCopy) ProtoMessage() {}
 
 func (x *CheckpointCopy) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[38]
+	mi := &file_didnmf_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3777,7 +3824,7 @@ func (x *CheckpointCopy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCopy.ProtoReflect.Descriptor instead.
 func (*CheckpointCopy) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{38}
+	return file_didnmf_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CheckpointCopy) GetJobId() string {
@@ -3840,7 +3887,7 @@ type Buddies struct {
 
 func (x *Buddies) Reset() {
 	*x = Buddies{}
-	mi := &file_didnmf_proto_msgTypes[39]
+	mi := &file_didnmf_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3852,7 +3899,7 @@ func (x *Buddies) String() string {
 func (*Buddies) ProtoMessage() {}
 
 func (x *Buddies) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[39]
+	mi := &file_didnmf_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3865,7 +3912,7 @@ func (x *Buddies) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Buddies.ProtoReflect.Descriptor instead.
 func (*Buddies) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{39}
+	return file_didnmf_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Buddies) GetJobId() string {
@@ -3916,7 +3963,7 @@ type CheckpointStored struct {
 
 func (x *CheckpointStored) Reset() {
 	*x = CheckpointStored{}
-	mi := &file_didnmf_proto_msgTypes[40]
+	mi := &file_didnmf_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3928,7 +3975,7 @@ func (x *CheckpointStored) String() string {
 func (*CheckpointStored) ProtoMessage() {}
 
 func (x *CheckpointStored) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[40]
+	mi := &file_didnmf_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3941,7 +3988,7 @@ func (x *CheckpointStored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStored.ProtoReflect.Descriptor instead.
 func (*CheckpointStored) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{40}
+	return file_didnmf_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CheckpointStored) GetJobId() string {
@@ -3986,7 +4033,7 @@ type CheckpointFetch struct {
 
 func (x *CheckpointFetch) Reset() {
 	*x = CheckpointFetch{}
-	mi := &file_didnmf_proto_msgTypes[41]
+	mi := &file_didnmf_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3998,7 +4045,7 @@ func (x *CheckpointFetch) String() string {
 func (*CheckpointFetch) ProtoMessage() {}
 
 func (x *CheckpointFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[41]
+	mi := &file_didnmf_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4011,7 +4058,7 @@ func (x *CheckpointFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFetch.ProtoReflect.Descriptor instead.
 func (*CheckpointFetch) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{41}
+	return file_didnmf_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CheckpointFetch) GetJobId() string {
@@ -4058,7 +4105,7 @@ type ActorFailed struct {
 
 func (x *ActorFailed) Reset() {
 	*x = ActorFailed{}
-	mi := &file_didnmf_proto_msgTypes[42]
+	mi := &file_didnmf_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4070,7 +4117,7 @@ func (x *ActorFailed) String() string {
 func (*ActorFailed) ProtoMessage() {}
 
 func (x *ActorFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[42]
+	mi := &file_didnmf_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4083,7 +4130,7 @@ func (x *ActorFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorFailed.ProtoReflect.Descriptor instead.
 func (*ActorFailed) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{42}
+	return file_didnmf_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ActorFailed) GetJobId() string {
@@ -4157,7 +4204,7 @@ type JobState struct {
 
 func (x *JobState) Reset() {
 	*x = JobState{}
-	mi := &file_didnmf_proto_msgTypes[43]
+	mi := &file_didnmf_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4169,7 +4216,7 @@ func (x *JobState) String() string {
 func (*JobState) ProtoMessage() {}
 
 func (x *JobState) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[43]
+	mi := &file_didnmf_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4182,7 +4229,7 @@ func (x *JobState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobState.ProtoReflect.Descriptor instead.
 func (*JobState) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{43}
+	return file_didnmf_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *JobState) GetSubmit() *SubmitJob {
@@ -4319,7 +4366,7 @@ type CheckpointCommitted struct {
 
 func (x *CheckpointCommitted) Reset() {
 	*x = CheckpointCommitted{}
-	mi := &file_didnmf_proto_msgTypes[44]
+	mi := &file_didnmf_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4331,7 +4378,7 @@ func (x *CheckpointCommitted) String() string {
 func (*CheckpointCommitted) ProtoMessage() {}
 
 func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[44]
+	mi := &file_didnmf_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4344,7 +4391,7 @@ func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCommitted.ProtoReflect.Descriptor instead.
 func (*CheckpointCommitted) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{44}
+	return file_didnmf_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CheckpointCommitted) GetJobId() string {
@@ -4389,7 +4436,7 @@ type CheckpointAt struct {
 
 func (x *CheckpointAt) Reset() {
 	*x = CheckpointAt{}
-	mi := &file_didnmf_proto_msgTypes[45]
+	mi := &file_didnmf_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4401,7 +4448,7 @@ func (x *CheckpointAt) String() string {
 func (*CheckpointAt) ProtoMessage() {}
 
 func (x *CheckpointAt) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[45]
+	mi := &file_didnmf_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4414,7 +4461,7 @@ func (x *CheckpointAt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAt.ProtoReflect.Descriptor instead.
 func (*CheckpointAt) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{45}
+	return file_didnmf_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CheckpointAt) GetJobId() string {
@@ -4513,7 +4560,9 @@ const file_didnmf_proto_rawDesc = "" +
 	"LeaseRenew\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1f\n" +
 	"\vowner_token\x18\x02 \x01(\tR\n" +
-	"ownerToken\"\n" +
+	"ownerToken\"!\n" +
+	"\bLeaseAck\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"\n" +
 	"\n" +
 	"\bListJobs\"\x8a\x03\n" +
 	"\aJobInfo\x12\x15\n" +
@@ -4858,7 +4907,7 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 }
 
 var file_didnmf_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_didnmf_proto_goTypes = []any{
 	(ErrorKind)(0),              // 0: didnmf.ErrorKind
 	(*Pid)(nil),                 // 1: didnmf.Pid
@@ -4870,43 +4919,44 @@ var file_didnmf_proto_goTypes = []any{
 	(*JobError)(nil),            // 7: didnmf.JobError
 	(*CancelJob)(nil),           // 8: didnmf.CancelJob
 	(*LeaseRenew)(nil),          // 9: didnmf.LeaseRenew
-	(*ListJobs)(nil),            // 10: didnmf.ListJobs
-	(*JobInfo)(nil),             // 11: didnmf.JobInfo
-	(*JobList)(nil),             // 12: didnmf.JobList
-	(*Ping)(nil),                // 13: didnmf.Ping
-	(*Pong)(nil),                // 14: didnmf.Pong
-	(*HostStatus)(nil),          // 15: didnmf.HostStatus
-	(*ShardAssignment)(nil),     // 16: didnmf.ShardAssignment
-	(*ReducerAssignment)(nil),   // 17: didnmf.ReducerAssignment
-	(*Placed)(nil),              // 18: didnmf.Placed
-	(*StartJob)(nil),            // 19: didnmf.StartJob
-	(*Grant)(nil),               // 20: didnmf.Grant
-	(*Finish)(nil),              // 21: didnmf.Finish
-	(*StopJob)(nil),             // 22: didnmf.StopJob
-	(*Partial)(nil),             // 23: didnmf.Partial
-	(*Reduced)(nil),             // 24: didnmf.Reduced
-	(*IterationDone)(nil),       // 25: didnmf.IterationDone
-	(*Progress)(nil),            // 26: didnmf.Progress
-	(*Counters)(nil),            // 27: didnmf.Counters
-	(*ShardDone)(nil),           // 28: didnmf.ShardDone
-	(*ReducerDone)(nil),         // 29: didnmf.ReducerDone
-	(*ResultChunk)(nil),         // 30: didnmf.ResultChunk
-	(*ResultAck)(nil),           // 31: didnmf.ResultAck
-	(*HistoryPoint)(nil),        // 32: didnmf.HistoryPoint
-	(*JobResult)(nil),           // 33: didnmf.JobResult
-	(*Recovery)(nil),            // 34: didnmf.Recovery
-	(*BlockRequest)(nil),        // 35: didnmf.BlockRequest
-	(*BlockChunk)(nil),          // 36: didnmf.BlockChunk
-	(*BlockAck)(nil),            // 37: didnmf.BlockAck
-	(*CheckpointDone)(nil),      // 38: didnmf.CheckpointDone
-	(*CheckpointCopy)(nil),      // 39: didnmf.CheckpointCopy
-	(*Buddies)(nil),             // 40: didnmf.Buddies
-	(*CheckpointStored)(nil),    // 41: didnmf.CheckpointStored
-	(*CheckpointFetch)(nil),     // 42: didnmf.CheckpointFetch
-	(*ActorFailed)(nil),         // 43: didnmf.ActorFailed
-	(*JobState)(nil),            // 44: didnmf.JobState
-	(*CheckpointCommitted)(nil), // 45: didnmf.CheckpointCommitted
-	(*CheckpointAt)(nil),        // 46: didnmf.CheckpointAt
+	(*LeaseAck)(nil),            // 10: didnmf.LeaseAck
+	(*ListJobs)(nil),            // 11: didnmf.ListJobs
+	(*JobInfo)(nil),             // 12: didnmf.JobInfo
+	(*JobList)(nil),             // 13: didnmf.JobList
+	(*Ping)(nil),                // 14: didnmf.Ping
+	(*Pong)(nil),                // 15: didnmf.Pong
+	(*HostStatus)(nil),          // 16: didnmf.HostStatus
+	(*ShardAssignment)(nil),     // 17: didnmf.ShardAssignment
+	(*ReducerAssignment)(nil),   // 18: didnmf.ReducerAssignment
+	(*Placed)(nil),              // 19: didnmf.Placed
+	(*StartJob)(nil),            // 20: didnmf.StartJob
+	(*Grant)(nil),               // 21: didnmf.Grant
+	(*Finish)(nil),              // 22: didnmf.Finish
+	(*StopJob)(nil),             // 23: didnmf.StopJob
+	(*Partial)(nil),             // 24: didnmf.Partial
+	(*Reduced)(nil),             // 25: didnmf.Reduced
+	(*IterationDone)(nil),       // 26: didnmf.IterationDone
+	(*Progress)(nil),            // 27: didnmf.Progress
+	(*Counters)(nil),            // 28: didnmf.Counters
+	(*ShardDone)(nil),           // 29: didnmf.ShardDone
+	(*ReducerDone)(nil),         // 30: didnmf.ReducerDone
+	(*ResultChunk)(nil),         // 31: didnmf.ResultChunk
+	(*ResultAck)(nil),           // 32: didnmf.ResultAck
+	(*HistoryPoint)(nil),        // 33: didnmf.HistoryPoint
+	(*JobResult)(nil),           // 34: didnmf.JobResult
+	(*Recovery)(nil),            // 35: didnmf.Recovery
+	(*BlockRequest)(nil),        // 36: didnmf.BlockRequest
+	(*BlockChunk)(nil),          // 37: didnmf.BlockChunk
+	(*BlockAck)(nil),            // 38: didnmf.BlockAck
+	(*CheckpointDone)(nil),      // 39: didnmf.CheckpointDone
+	(*CheckpointCopy)(nil),      // 40: didnmf.CheckpointCopy
+	(*Buddies)(nil),             // 41: didnmf.Buddies
+	(*CheckpointStored)(nil),    // 42: didnmf.CheckpointStored
+	(*CheckpointFetch)(nil),     // 43: didnmf.CheckpointFetch
+	(*ActorFailed)(nil),         // 44: didnmf.ActorFailed
+	(*JobState)(nil),            // 45: didnmf.JobState
+	(*CheckpointCommitted)(nil), // 46: didnmf.CheckpointCommitted
+	(*CheckpointAt)(nil),        // 47: didnmf.CheckpointAt
 }
 var file_didnmf_proto_depIdxs = []int32{
 	3,  // 0: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
@@ -4914,7 +4964,7 @@ var file_didnmf_proto_depIdxs = []int32{
 	1,  // 2: didnmf.SubmitJob.client:type_name -> didnmf.Pid
 	1,  // 3: didnmf.JobAccepted.coordinator:type_name -> didnmf.Pid
 	0,  // 4: didnmf.JobError.kind:type_name -> didnmf.ErrorKind
-	11, // 5: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
+	12, // 5: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
 	4,  // 6: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
 	1,  // 7: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
 	1,  // 8: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
@@ -4926,13 +4976,13 @@ var file_didnmf_proto_depIdxs = []int32{
 	1,  // 14: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
 	2,  // 15: didnmf.Partial.chunk:type_name -> didnmf.Chunk
 	2,  // 16: didnmf.Reduced.chunk:type_name -> didnmf.Chunk
-	27, // 17: didnmf.ShardDone.counters:type_name -> didnmf.Counters
-	27, // 18: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
+	28, // 17: didnmf.ShardDone.counters:type_name -> didnmf.Counters
+	28, // 18: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
 	1,  // 19: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
 	2,  // 20: didnmf.ResultChunk.chunk:type_name -> didnmf.Chunk
-	32, // 21: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
-	27, // 22: didnmf.JobResult.counters:type_name -> didnmf.Counters
-	34, // 23: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
+	33, // 21: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
+	28, // 22: didnmf.JobResult.counters:type_name -> didnmf.Counters
+	35, // 23: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
 	1,  // 24: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
 	2,  // 25: didnmf.BlockChunk.chunk:type_name -> didnmf.Chunk
 	1,  // 26: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
@@ -4941,9 +4991,9 @@ var file_didnmf_proto_depIdxs = []int32{
 	1,  // 29: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
 	1,  // 30: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
 	5,  // 31: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
-	32, // 32: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
+	33, // 32: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
 	1,  // 33: didnmf.JobState.coordinator:type_name -> didnmf.Pid
-	34, // 34: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
+	35, // 34: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
 	35, // [35:35] is the sub-list for method output_type
 	35, // [35:35] is the sub-list for method input_type
 	35, // [35:35] is the sub-list for extension type_name
@@ -4962,7 +5012,7 @@ func file_didnmf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

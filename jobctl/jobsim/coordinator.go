@@ -91,5 +91,8 @@ func (c *coordinator) apply(rd jobctl.Ready) {
 	if rd.Over {
 		w.logf("%s on %s: over", c.id, c.n.addr)
 		delete(c.n.coords, c.id)
+		if a := c.ctl.Answer(); a != nil {
+			c.n.answers[c.ctl.ID()] = a // the host keeps it for a client that asks again
+		}
 	}
 }

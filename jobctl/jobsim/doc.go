@@ -9,7 +9,8 @@
 // copies and standby state and take jobs over; the gossip, which sees a node dead, cut off
 // or back after a detection delay; the network, one ordered link per pair of nodes with
 // latency; and the client, which gives a job up when its coordinator's node dies and nobody
-// takes it over (as server.Client does).
+// takes it over (as server.Client does), or when its coordinator is gone without an answer
+// (as actors.Client's lease renewal finds).
 //
 // A schedule (Options.Faults) loses, duplicates and delays messages (delays reorder
 // messages of different links); kills nodes, the coordinator's and its standby's included,
@@ -35,9 +36,9 @@
 //
 // Known gaps, which the simulation shows and counts rather than hides: replication to the
 // standby is asynchronous, so a coordinator that dies within a message's latency of its
-// placement loses the job (Stats.Unreplicated; the client is told); a client whose job's
-// final answer is lost keeps waiting (the simulation does not lose messages to the client);
-// a StopJob lost to a partition leaves the job's actors on the cut-off node (Stats.Orphans)
+// placement loses the job (Stats.Unreplicated; the client is told); a job whose final answer
+// is lost ends at the client with an error (its lease renewal finds the coordinator gone),
+// though the job was done; a StopJob lost to a partition leaves the job's actors on the cut-off node (Stats.Orphans)
 // unless its coordinator's node is gone, which hosts notice (Timeouts.Orphan); and a
 // coordinator cut off in a partition that heals can run the job to its end next to its
 // successor, the client keeping the first answer (Stats.LateAnswers; both are the same bits).

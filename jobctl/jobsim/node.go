@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/didnmf/didnmf/jobctl"
 	"github.com/didnmf/didnmf/messages"
 )
@@ -21,6 +23,7 @@ type node struct {
 	epochs   map[string]uint64             // the latest epoch of each job seen in an assignment
 	coordOf  map[string]string             // the node of each job's coordinator, as its assignments say
 	ended    map[string]bool               // jobs that ended here (a StopJob, or forgotten as orphans)
+	answers  map[string]proto.Message      // the answers of jobs whose coordinator ended here
 	shards   map[string]*shard             // by actor id ("host/<job>-s<i>")
 	reducers map[string]*reducer           // by actor id
 	coords   map[string]*coordinator       // by actor id ("host/<job>-coord")
@@ -42,7 +45,7 @@ type record struct {
 }
 
 func newNode(w *World, addr string) *node {
-	return &node{w: w, addr: addr, alive: true, epochs: map[string]uint64{}, coordOf: map[string]string{}, ended: map[string]bool{}, shards: map[string]*shard{}, reducers: map[string]*reducer{},
+	return &node{w: w, addr: addr, alive: true, epochs: map[string]uint64{}, coordOf: map[string]string{}, ended: map[string]bool{}, answers: map[string]proto.Message{}, shards: map[string]*shard{}, reducers: map[string]*reducer{},
 		coords: map[string]*coordinator{}, standby: map[string]*messages.JobState{}, store: map[ckptKey]*record{}}
 }
 
@@ -170,6 +173,7 @@ func (n *node) kill() {
 	}
 	n.shards, n.reducers, n.coords, n.standby = map[string]*shard{}, map[string]*reducer{}, map[string]*coordinator{}, map[string]*messages.JobState{}
 	n.store = map[ckptKey]*record{}
+	n.answers = map[string]proto.Message{}
 }
 
 // memberEvent tells the node's coordinators, and its host (for takeovers), of a change of

@@ -189,17 +189,52 @@ type client struct {
 	at       time.Duration
 	coord    *messages.Pid
 	progress []int64
+	// heard is when a coordinator last sent anything; goneAt when the client's lease
+	// renewal first found its coordinator gone (0: not gone).
+	heard, goneAt time.Duration
+}
+
+// leaseRenew is how often the client renews its lease (actors.Timeouts.LeaseRenew).
+const leaseRenew = 2 * time.Second
+
+// renew is the client's lease renewal, as actors.Client does it: a coordinator whose node is
+// alive and reachable but that is gone itself answers with a dead letter; the client then
+// asks its host, which sends the job's answer again if it keeps one; if none is kept and no
+// coordinator speaks of the job for the quorum wait, the client ends the job with an error.
+func (c *client) renew() {
+	w := c.w
+	if c.answers > 0 {
+		return
+	}
+	w.after(leaseRenew, c.renew)
+	n := w.nodes[c.coord.Address]
+	if n == nil || !n.alive || n.coords[c.coord.Id] != nil {
+		return // alive, or its node is gone: the gossip path (coordinatorGone) judges that
+	}
+	if a := n.answers["jsim"]; a != nil {
+		w.send(n.addr, &messages.Pid{Address: clientAddr, Id: clientAddr}, a) // the host's kept answer
+		return
+	}
+	switch {
+	case c.goneAt == 0 || c.heard > c.goneAt:
+		c.goneAt = w.clock
+	case w.clock-c.goneAt >= w.opt.QuorumWait:
+		c.receive(&messages.JobError{JobId: "jsim", Kind: messages.ErrorKind_ERROR_KIND_FAILURE,
+			Message: "its coordinator is gone and no answer reached this client"})
+	}
 }
 
 const clientAddr = "client"
 
 func (c *client) receive(msg any) {
+	c.heard = c.w.clock
 	switch m := msg.(type) {
 	case *messages.JobAccepted:
 		if c.coord == nil {
 			// The faults hit an accepted job (a submission whose node dies before it answers
 			// is the client's own case).
 			c.w.scheduleFaults()
+			c.w.after(leaseRenew, c.renew)
 		}
 		c.coord = m.Coordinator
 	case *messages.Progress:
@@ -402,7 +437,7 @@ func (w *World) outcome() Outcome {
 // fail: no majority, every copy of a checkpoint and the start lost, no node left, a fault
 // that kept coming back.
 func excused(msg string) bool {
-	for _, s := range []string{"not a majority", "without a majority", "no node is left", "recovered", "fit on no live node", "no node took the job over", "no member of the cluster answers"} {
+	for _, s := range []string{"not a majority", "without a majority", "no node is left", "recovered", "fit on no live node", "no node took the job over", "no answer reached this client", "no member of the cluster answers"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

@@ -133,9 +133,7 @@ func (w *World) send(from string, to *messages.Pid, msg any) {
 	}
 	w.stats.Messages++
 	f := w.opt.Faults
-	// Loss between nodes only: the client's answer lost would leave it waiting (it does not
-	// ask a coordinator that stopped; a known gap, see the package doc).
-	if from != to.Address && to.Address != clientAddr && f.Drop > 0 && w.rng.Float64() < f.Drop {
+	if from != to.Address && f.Drop > 0 && w.rng.Float64() < f.Drop {
 		w.stats.Dropped++
 		w.logf("drop %T %s -> %s", msg, from, to.Id)
 		return
