@@ -644,8 +644,14 @@ type stampedLine struct {
 // startJob submits the suite's job to the cluster through the coordinator's gossip address.
 func (cl *chaosCluster) startJob(t *testing.T, s *chaosSuite, out string) *jobRun {
 	t.Helper()
-	r := &jobRun{out: out, skip: cl.jobDirs(), done: make(chan struct{})}
-	r.cmd = nodeCmd(t, append([]string{"factorize", "--cluster", cl.coordinator().Gossip, "--out", out}, s.job...)...)
+	return cl.runJob(t, nodeCmd(t, append([]string{"factorize", "--cluster", cl.coordinator().Gossip, "--out", out}, s.job...)...), out)
+}
+
+// runJob starts cmd, a factorize --cluster process that writes its result to out, and keeps
+// its stderr lines; it is killed at the end of the test if it still runs.
+func (cl *chaosCluster) runJob(t *testing.T, cmd *exec.Cmd, out string) *jobRun {
+	t.Helper()
+	r := &jobRun{out: out, cmd: cmd, skip: cl.jobDirs(), done: make(chan struct{})}
 	stderr, err := r.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -56,6 +56,13 @@ func startServe(t *testing.T, name string, args ...string) *serveProc {
 // theirs, unless the arguments name data roots.
 func startServeArgs(t *testing.T, name string, args []string) *serveProc {
 	t.Helper()
+	return startServeUnder(t, nil, name, args)
+}
+
+// startServeUnder is startServeArgs with the node run under the command line wrap (see
+// proccluster.Options.Wrap; nil: none).
+func startServeUnder(t *testing.T, wrap []string, name string, args []string) *serveProc {
+	t.Helper()
 	if !slices.Contains(args, "--data-root") {
 		args = append(slices.Clone(args), "--data-root", os.TempDir())
 	}
@@ -63,7 +70,7 @@ func startServeArgs(t *testing.T, name string, args []string) *serveProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := proccluster.Start(proccluster.Options{Exe: exe, Env: nodeEnv()}, args...)
+	n, err := proccluster.Start(proccluster.Options{Exe: exe, Env: nodeEnv(), Wrap: wrap}, args...)
 	if err != nil {
 		t.Fatalf("serve %s: %v", name, err)
 	}
@@ -111,6 +118,12 @@ func clusterStatus(t *testing.T, addr string, extra ...string) map[string]status
 	if code != 0 {
 		t.Fatalf("status: exit %d: %s", code, stderr)
 	}
+	return parseStatus(t, stdout)
+}
+
+// parseStatus reads the members of `status --json`'s output by name.
+func parseStatus(t *testing.T, stdout string) map[string]statusRow {
+	t.Helper()
 	var st struct{ Members []statusRow }
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
 		t.Fatalf("status json: %v\n%s", err, stdout)

@@ -1,6 +1,7 @@
-// Package proccluster starts `node serve` processes on loopback and follows what they log, as
-// structured records: the one launcher of `node bench --procs`, the cluster tests and the
-// chaos suite.
+// Package proccluster starts `node serve` processes and follows what they log, as structured
+// records: the one launcher of `node bench --procs`, the cluster tests and the chaos suite
+// (nodes on loopback), and of the partition tests whose nodes run in network namespaces of
+// their own (Options.Wrap).
 //
 // A node is started with --log-format json; every line of its stderr is a JSON object (slog's
 // JSON handler: "time", "level", "msg" and the record's attributes), kept in order with the
@@ -34,6 +35,11 @@ type Options struct {
 	Env []string
 	// StartTimeout bounds the wait for the node's "serving" record (0: 30 s).
 	StartTimeout time.Duration
+	// Wrap, when set, is a command line the node is run under: the process started is
+	// Wrap[0], with Wrap[1:], Exe and the node's arguments after it (ip netns exec NAME, say,
+	// to run the node in a network namespace; see internal/netns). The wrapper must exec the
+	// node in place, so that Kill and Cmd.Process reach the node itself.
+	Wrap []string
 }
 
 // Record is one line of a node's log.
@@ -95,7 +101,8 @@ type Node struct {
 // added) and returns once the node logged that it serves. The caller stops it (Kill, or
 // Cmd.Process.Signal then Wait).
 func Start(opts Options, args ...string) (*Node, error) {
-	cmd := exec.Command(opts.Exe, append(slices.Clone(args), "--log-format", "json")...)
+	line := append(append(slices.Clone(opts.Wrap), opts.Exe), args...)
+	cmd := exec.Command(line[0], append(line[1:], "--log-format", "json")...)
 	cmd.Env = opts.Env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -4,20 +4,25 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
 // TestMain makes the test binary a stand-in for `node serve` when asked: it logs JSON
-// records on stderr as the real node does (a "serving" record, then member events), a line
-// that is not JSON, and then waits to be killed, or exits at once with "exit".
+// records on stderr as the real node does (a "serving" record, with its pid and
+// $PROCCLUSTER_WRAPPED, then member events), a line that is not JSON, and then waits to be
+// killed, or exits at once with "exit".
 func TestMain(m *testing.M) {
 	switch os.Getenv("PROCCLUSTER_FAKE") {
 	case "":
 		os.Exit(m.Run())
 	case "serve":
-		fmt.Fprintln(os.Stderr, `{"time":"2026-01-01T00:00:00Z","level":"INFO","msg":"serving","name":"a","gossip":"127.0.0.1:1","actor":"127.0.0.1:2","members":1}`)
+		fmt.Fprintf(os.Stderr, `{"time":"2026-01-01T00:00:00Z","level":"INFO","msg":"serving","name":"a","gossip":"127.0.0.1:1","actor":"127.0.0.1:2","members":1,"pid":%d,"wrapped":%q}`+"\n",
+			os.Getpid(), os.Getenv("PROCCLUSTER_WRAPPED"))
 		fmt.Fprintln(os.Stderr, "not json: a stack line")
 		time.Sleep(50 * time.Millisecond)
 		fmt.Fprintln(os.Stderr, `{"time":"2026-01-01T00:00:01Z","level":"INFO","msg":"member joined","member":"b","role":"member"}`)
@@ -88,4 +93,30 @@ func TestStartFailsWhenTheNodeExits(t *testing.T) {
 	if !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), `"msg":"starting"`) {
 		t.Fatalf("Start of a node that exits: %v", err)
 	}
+}
+
+// TestStartWrapped: with Options.Wrap the node runs under the wrapper's command line (here
+// env, which sets a variable and execs the node in place): the process started is the
+// wrapper, it ran the node with its arguments, and the process Kill reaches is the node's.
+func TestStartWrapped(t *testing.T) {
+	env, err := exec.LookPath("env")
+	if err != nil {
+		t.Skipf("no env command to wrap with: %v", err)
+	}
+	opts := fake(t, "serve")
+	opts.Wrap = []string{env, "PROCCLUSTER_WRAPPED=yes"}
+	n, err := Start(opts, "serve", "--name", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Kill()
+	want := append([]string{env, "PROCCLUSTER_WRAPPED=yes", opts.Exe}, "serve", "--name", "a", "--log-format", "json")
+	if !slices.Equal(n.Cmd.Args, want) {
+		t.Errorf("command line %q, want %q", n.Cmd.Args, want)
+	}
+	r := n.Records()[0]
+	if r.Attr("wrapped") != "yes" || r.Attr("pid") != strconv.Itoa(n.Cmd.Process.Pid) {
+		t.Errorf("serving record %s: want wrapped \"yes\" and the pid of the process started, %d", r.Line, n.Cmd.Process.Pid)
+	}
+	n.Kill()
 }
