@@ -139,21 +139,32 @@ func (s *shard) checkpoint(ctx actor.Context, st kernels.Step) {
 		s.ckpt.started = map[int64]time.Time{}
 	}
 	s.ckpt.started[t] = time.Now()
-	store, system, self, epoch, every, faults, node := s.node.store, ctx.ActorSystem(), ctx.Self(), s.a.Epoch, s.a.Spec.CheckpointEvery, s.node.cfg.Faults, s.node
+	system, self, epoch, keep, node := ctx.ActorSystem(), ctx.Self(), s.a.Epoch, uncommittedKept(s.a.Spec.CheckpointEvery), s.node
 	go func() {
 		data, err := rec.MarshalBinary()
 		if err == nil {
-			err = store.WriteBytes(checkpoint.Own, rec.Job, rec.Shard, t, data)
-		}
-		if err == nil {
-			// Copies are dropped as checkpoints are committed (see host.pruneCommitted); this
-			// bounds the disk of a job whose commits stalled.
-			_ = store.KeepNewest(checkpoint.Own, rec.Job, rec.Shard, node.committedUpTo(rec.Job), uncommittedKept(every))
-			faults.corruptCheckpoint(store, checkpoint.Own, rec.Job, rec.Shard, t)
-			node.removeIfEnded(rec.Job)
+			err = node.keepCheckpoint(checkpoint.Own, rec.Job, rec.Shard, t, data, keep)
 		}
 		system.Root.Send(self, &checkpointWritten{epoch: epoch, iteration: t, data: data, err: err})
 	}()
+}
+
+// keepCheckpoint writes a marshaled checkpoint into the node's store: a shard's own (kind
+// Own) or another node's shard's (Buddy). It then drops the shard's uncommitted checkpoints
+// of that kind beyond the newest keep, tells the hooks and, if the job ended meanwhile,
+// removes what it wrote. It runs off the mailboxes: fsync takes milliseconds.
+func (n *Node) keepCheckpoint(kind checkpoint.Kind, job string, shard int, t int64, data []byte, keep int) error {
+	if err := n.store.WriteBytes(kind, job, shard, t, data); err != nil {
+		return err
+	}
+	// Copies are dropped as checkpoints are committed (see host.pruneCommitted); this bounds
+	// the disk of a job whose commits stalled.
+	_ = n.store.KeepNewest(kind, job, shard, n.committedUpTo(job), keep)
+	if path, err := n.store.Path(kind, job, shard, t); err == nil {
+		n.hooks.checkpointWritten(kind, shard, t, path)
+	}
+	n.removeIfEnded(job)
+	return nil
 }
 
 // checkpointWritten sends the written checkpoint to the buddy, or reports it when the shard
@@ -321,16 +332,11 @@ func (h *host) storeCopy(ctx actor.Context, m *messages.CheckpointCopy) {
 	}
 	data := c.Data()
 	delete(h.copies, key)
-	store, system, replyTo, faults, node := h.node.store, ctx.ActorSystem(), m.ReplyTo, h.node.cfg.Faults, h.node
+	system, replyTo, node := ctx.ActorSystem(), m.ReplyTo, h.node
 	keep := uncommittedKept(h.every[m.JobId])
 	// Write off the host's mailbox: fsync takes milliseconds and the host answers pings.
 	go func() {
-		err := store.WriteBytes(checkpoint.Buddy, m.JobId, int(m.Shard), m.Iteration, data)
-		if err == nil {
-			_ = store.KeepNewest(checkpoint.Buddy, m.JobId, int(m.Shard), node.committedUpTo(m.JobId), keep)
-			faults.corruptCheckpoint(store, checkpoint.Buddy, m.JobId, int(m.Shard), m.Iteration)
-			node.removeIfEnded(m.JobId)
-		}
+		err := node.keepCheckpoint(checkpoint.Buddy, m.JobId, int(m.Shard), m.Iteration, data, keep)
 		st := &messages.CheckpointStored{JobId: m.JobId, Shard: m.Shard, Iteration: m.Iteration}
 		if err != nil {
 			st.Error = err.Error()

@@ -82,7 +82,7 @@ type NodeConfig struct {
 	Threads int
 	// Logger receives the node's warnings and errors (nil: discarded).
 	Logger *slog.Logger
-	// Faults injects faults for tests (nil: none).
+	// Faults injects faults for tests and chaos runs (nil: none; see Faults).
 	Faults *Faults
 	// TLS makes the remote speak mutual TLS: it accepts only parties with a certificate
 	// signed by the cluster's authority (see pki: certificate files, or credentials derived
@@ -171,62 +171,19 @@ func (n *Node) props(producer actor.Producer, opts ...actor.PropsOption) *actor.
 	return actor.PropsFromProducer(producer, opts...)
 }
 
+// shardProps builds a shard actor's props: the node's (see props), with the middleware of
+// the faults' message faults, if any, outermost (see Faults.partialMiddleware).
+func (n *Node) shardProps(producer actor.Producer) *actor.Props {
+	if mw := n.cfg.Faults.partialMiddleware(); mw != nil {
+		return n.props(producer, actor.WithSenderMiddleware(mw))
+	}
+	return n.props(producer)
+}
+
 // Members is the part of a cluster membership a node needs to place jobs.
 type Members interface {
 	// Workers returns the live members that take work, sorted by name.
 	Workers() []cluster.Member
-}
-
-// Faults injects transport faults into a node's job actors, for tests and chaos runs.
-type Faults struct {
-	// DuplicatePartials sends every partial twice.
-	DuplicatePartials bool
-	// ReplayPartials sends, with every partial, the previous collective's partial again.
-	ReplayPartials bool
-	// CorruptChunks flips a bit in the first value of every chunked partial's first chunk,
-	// after its checksum was computed.
-	CorruptChunks bool
-	// PanicAtIteration, when > 0, makes shard 1 (or shard 0 of a one-shard job) panic in its
-	// actor at the end of that iteration, as a bug in the actor code would.
-	PanicAtIteration int64
-	// Panics, when set, decides for each (shard, iteration boundary) whether the shard actor
-	// panics there; each pair panics at most once per node (a replay after the recovery goes
-	// through).
-	Panics func(shard, iteration int64) bool
-	// CorruptCheckpoints, when set, decides for each checkpoint file written on the node
-	// (kind "own" or "buddy", shard, iteration) whether to flip a byte in it after it was
-	// written, as a bad disk would.
-	CorruptCheckpoints func(kind string, shard, iteration int64) bool
-	// IterationDelay makes every shard on the node sleep this long at each iteration
-	// boundary: a slow node, or a job slowed down so that faults can hit it mid-run.
-	IterationDelay time.Duration
-	// ReducerPanics, like Panics, for the reducer covering shards [lo, hi) when it completes
-	// a collective of an iteration.
-	ReducerPanics func(lo, iteration int64) bool
-	// SetupDelay holds a new job's coordinator this long before it checks the job against
-	// its data and accepts it: a node can then fail between a submission and its acceptance.
-	SetupDelay time.Duration
-
-	mu    sync.Mutex
-	fired map[[3]int64]bool
-}
-
-// fire tells whether an injected panic at (kind, a, b) is due: once per node.
-func (f *Faults) fire(kind, a, b int64, due func(a, b int64) bool) bool {
-	if f == nil || due == nil || !due(a, b) {
-		return false
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	key := [3]int64{kind, a, b}
-	if f.fired[key] {
-		return false
-	}
-	if f.fired == nil {
-		f.fired = map[[3]int64]bool{}
-	}
-	f.fired[key] = true
-	return true
 }
 
 // Node is one actor system with its remote and host actor.
@@ -238,6 +195,7 @@ type Node struct {
 	pool    *kernels.Pool
 	ownPool bool
 	logger  *slog.Logger
+	hooks   hooks // the faults' hooks, or noHooks
 	once    sync.Once
 	store   *checkpoint.Store
 	tempDir string // a data dir the node made and removes
@@ -372,7 +330,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if err := startRemote(r); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, blocks: map[string]kernels.Block{}, guard: g,
+	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, hooks: cfg.Faults.hooks(), blocks: map[string]kernels.Block{}, guard: g,
 		committed: map[string]int64{}, ended: map[string]time.Time{}, machines: map[string]map[*kernels.Machine]bool{}}
 	n.mem.limit = cfg.Memory
 	dir := cfg.DataDir
@@ -519,23 +477,6 @@ func (c *LocalCluster) Close() {
 	if c.ownPool {
 		c.pool.Close()
 	}
-}
-
-// corruptCheckpoint flips a byte in the middle of a checkpoint file when the faults say so.
-func (f *Faults) corruptCheckpoint(store *checkpoint.Store, kind checkpoint.Kind, job string, shard int, t int64) {
-	if f == nil || f.CorruptCheckpoints == nil || !f.CorruptCheckpoints(string(kind), int64(shard), t) {
-		return
-	}
-	path, err := store.Path(kind, job, shard, t)
-	if err != nil {
-		return
-	}
-	data, err := os.ReadFile(path)
-	if err != nil || len(data) == 0 {
-		return
-	}
-	data[len(data)/2] ^= 0x40
-	_ = os.WriteFile(path, data, 0o600)
 }
 
 // RemoveStaleCheckpoints removes the checkpoints the node keeps of jobs that neither it nor

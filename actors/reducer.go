@@ -109,9 +109,7 @@ func (r *reducer) partial(ctx actor.Context, m *messages.Partial) {
 		r.fail(ctx, err)
 		return
 	}
-	if f := r.node.cfg.Faults; f != nil && !head.Init && f.fire(1, r.a.Lo, head.Iteration, f.ReducerPanics) {
-		panic(fmt.Sprintf("injected fault: reducer [%d, %d) panics at iteration %d", r.a.Lo, r.a.Hi, head.Iteration))
-	}
+	r.node.hooks.reducerCombined(r.a.Lo, r.a.Hi, head.Iteration, head.Init)
 	r.meter.init = head.Init
 	if r.parent != nil {
 		r.head = head

@@ -58,8 +58,7 @@ type shard struct {
 	seq      uint64 // last collective sent up
 	pending  *kernels.Step
 	incoming chunked.Assembly[float64]
-	prevSent []*messages.Partial // for Faults.ReplayPartials
-	boundary int64               // iteration the machine sits at the end of (-1: none)
+	boundary int64 // iteration the machine sits at the end of (-1: none)
 	granted  int64
 	finishAt int64
 	started  time.Time
@@ -525,13 +524,7 @@ func (s *shard) run(ctx actor.Context) {
 		s.boundary = int64(st.Iteration)
 		s.lastIter = s.boundary
 		s.meter.init = false
-		if f := s.node.cfg.Faults; f != nil && (f.PanicAtIteration == s.boundary && s.a.Shard == min(1, s.a.Shards-1) ||
-			f.fire(0, s.a.Shard, s.boundary, f.Panics)) {
-			panic(fmt.Sprintf("injected fault: shard %d panics at iteration %d", s.a.Shard, s.boundary))
-		}
-		if f := s.node.cfg.Faults; f != nil && f.IterationDelay > 0 {
-			time.Sleep(f.IterationDelay)
-		}
+		s.node.hooks.shardBoundary(s.a.Shard, s.a.Shards, s.boundary)
 		stop, why := s.stopper.Observe(st.Iteration, st.Objective, st.Initial, 0)
 		if every := s.a.Spec.CheckpointEvery; !stop && (every > 0 && s.boundary%every == 0 || every < 0 && s.boundary == s.ckptAt) {
 			s.checkpoint(ctx, st)
@@ -574,31 +567,9 @@ func (s *shard) sendPartial(ctx actor.Context, st *kernels.Step) {
 	for i, v := range st.Segments {
 		segs[i] = int64(v)
 	}
-	faults := s.node.cfg.Faults
-	var sent []*messages.Partial
 	for _, c := range chunked.Split(st.Data, chunked.Floats) {
-		if faults != nil && faults.CorruptChunks && c.Count > 1 && c.Seq == 0 && len(c.Values) > 0 {
-			c = proto.Clone(c).(*messages.Chunk)
-			c.Values[0] = math.Float64frombits(math.Float64bits(c.Values[0]) ^ 1)
-		}
-		p := &messages.Partial{JobId: s.a.JobId, Epoch: s.a.Epoch, Seq: s.seq, Iteration: int64(st.Iteration), Init: st.Init,
-			Op: int32(st.Op), Label: st.Label, Lo: s.a.Shard, Hi: s.a.Shard + 1, Segments: segs, Chunk: c}
-		s.meter.send(ctx, s.reducer, p)
-		if faults != nil && faults.DuplicatePartials {
-			s.meter.send(ctx, s.reducer, p)
-		}
-		sent = append(sent, p)
-	}
-	if faults != nil && faults.ReplayPartials {
-		for _, p := range s.prevSent {
-			s.meter.send(ctx, s.reducer, p)
-		}
-		// The data of a partial belongs to the machine until its next step: keep copies.
-		s.prevSent = s.prevSent[:0]
-		for _, p := range sent {
-			c := proto.Clone(p).(*messages.Partial)
-			s.prevSent = append(s.prevSent, c)
-		}
+		s.meter.send(ctx, s.reducer, &messages.Partial{JobId: s.a.JobId, Epoch: s.a.Epoch, Seq: s.seq, Iteration: int64(st.Iteration), Init: st.Init,
+			Op: int32(st.Op), Label: st.Label, Lo: s.a.Shard, Hi: s.a.Shard + 1, Segments: segs, Chunk: c})
 	}
 }
 
