@@ -107,6 +107,8 @@ type Job struct {
 	// token proves ownership of the job to its actors (made at submission, never gossiped).
 	token    string
 	detached bool
+	// heard is when a coordinator last sent the client anything of the job (Unix ns).
+	heard atomic.Int64
 }
 
 // Token returns the job's owner token: with it, any client process may cancel the job.
@@ -252,15 +254,51 @@ func (j *Job) Cancel() {
 }
 
 // renewLease tells the job's coordinator, until the job ends, that its client is alive.
+// The renewals are requests: a coordinator answers LeaseAck. One that is gone (it ended the
+// job, and its answer was lost on a connection that broke; or it was superseded) is answered
+// by protoactor's DeadLetterResponse; if no coordinator then speaks of the job for
+// Timeouts.Quorum (as long as a successor may wait for a majority), the job ends with an
+// error that says so, instead of being waited for forever.
 func (j *Job) renewLease() {
-	t := time.NewTicker(j.client.timeouts.LeaseRenew)
-	defer t.Stop()
+	t := j.client.timeouts
+	tick := time.NewTicker(t.LeaseRenew)
+	defer tick.Stop()
+	var goneAt time.Time
 	for {
 		select {
 		case <-j.done:
 			return
-		case <-t.C:
-			j.client.system.Root.Send(j.coord(), &messages.LeaseRenew{JobId: j.ID, OwnerToken: j.token})
+		case <-tick.C:
+		}
+		coord := j.coord()
+		res, err := j.client.system.Root.RequestFuture(coord, &messages.LeaseRenew{JobId: j.ID, OwnerToken: j.token}, t.Ping).Result()
+		if _, dead := res.(*actor.DeadLetterResponse); !dead && !errors.Is(err, actor.ErrDeadLetter) {
+			continue // alive, or unreachable: the gossip judges a node that is gone
+		}
+		// The coordinator is gone: its host keeps the job's answer if the job ended there.
+		again, err := j.client.system.Root.RequestFuture(HostPID(coord.Address), &messages.LeaseRenew{JobId: j.ID, OwnerToken: j.token}, t.Ping).Result()
+		switch a := again.(type) {
+		case *messages.JobResult:
+			if err == nil && a.JobId == j.ID {
+				j.client.system.Root.Send(j.client.pid, a)
+				continue
+			}
+		case *messages.JobError:
+			if err == nil && a.JobId == j.ID {
+				j.client.system.Root.Send(j.client.pid, a)
+				continue
+			}
+		}
+		now := time.Now()
+		switch heard := time.Unix(0, j.heard.Load()); {
+		case goneAt.IsZero() || heard.After(goneAt):
+			goneAt = now // a coordinator spoke since: wait again
+		case now.Sub(goneAt) >= t.Quorum:
+			j.client.forget(j.ID)
+			j.finish(nil, &JobError{JobID: j.ID, Kind: KindFailure, Message: fmt.Sprintf(
+				"job %s: its coordinator on node %s is gone and no answer reached this client (lost on a connection that broke?); no coordinator spoke of the job for %v",
+				j.ID, coord.Address, t.Quorum)})
+			return
 		}
 	}
 }
@@ -298,6 +336,11 @@ type clientActor struct{ c *Client }
 
 // Receive implements actor.Actor.
 func (a clientActor) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(interface{ GetJobId() string }); ok {
+		if j := a.c.job(m.GetJobId()); j != nil {
+			j.heard.Store(time.Now().UnixNano())
+		}
+	}
 	switch m := ctx.Message().(type) {
 	case *messages.JobAccepted:
 		j := a.c.job(m.JobId)

@@ -84,6 +84,9 @@ func (c *coordinator) Receive(ctx actor.Context) {
 			c.node.guard.drop(dropOwnerPrefix+"LeaseRenew", 1)
 			return
 		}
+		if ctx.Sender() != nil {
+			ctx.Respond(&messages.LeaseAck{JobId: c.job})
+		}
 		c.step(ctx, jobctl.LeaseRenewed{})
 	case *messages.CancelJob:
 		if m.JobId != c.job {
@@ -122,13 +125,9 @@ func (c *coordinator) started(ctx actor.Context) {
 	case c.takeover != nil:
 		c.step(ctx, jobctl.TakeOver{State: c.takeover, Cause: c.takeoverCause, Workers: c.workers()})
 	default:
-		system, self, addr := ctx.ActorSystem(), ctx.Self(), ctx.Self().Address
-		delay := time.Duration(0)
-		if f := c.node.cfg.Faults; f != nil {
-			delay = f.SetupDelay
-		}
+		system, self, addr, hooks := ctx.ActorSystem(), ctx.Self(), ctx.Self().Address, c.node.hooks
 		go func() {
-			time.Sleep(delay)
+			hooks.setupBegins(c.job)
 			system.Root.Send(self, &setupDone{event: c.setup(system, addr)})
 		}()
 	}
@@ -184,6 +183,9 @@ func (c *coordinator) apply(ctx actor.Context, rd jobctl.Ready) {
 	}
 	if rd.Over {
 		c.node.board.remove(c.job)
+		if a := c.ctl.Answer(); a != nil {
+			ctx.Send(c.node.host, &answerKept{job: c.job, token: c.sub.GetOwnerToken(), answer: a})
+		}
 		ctx.Stop(ctx.Self())
 	}
 }

@@ -50,6 +50,8 @@ type host struct {
 	buddyOf    map[string]map[int64]bool
 	buddyEpoch map[string]uint64
 	every      map[string]int64 // each job's checkpoint interval (negative: automatic)
+	// answers are the answers of jobs that ended here, for clients that did not get them.
+	answers map[string]keptAnswer
 }
 
 // maxRestarts is how many panics of a job's actors a host restarts; past it the job fails.
@@ -74,7 +76,7 @@ func newHost(n *Node) *host {
 	return &host{node: n, children: map[string]hostChild{}, jobs: map[string]int{}, copies: buddyCopies{},
 		coordinators: map[string]*actor.PID{}, failures: map[string]int{}, standby: map[string]*messages.JobState{},
 		epochs: map[string]uint64{}, submits: map[string]*messages.SubmitJob{}, owners: map[string]string{},
-		buddyOf: map[string]map[int64]bool{}, buddyEpoch: map[string]uint64{}, every: map[string]int64{}}
+		buddyOf: map[string]map[int64]bool{}, buddyEpoch: map[string]uint64{}, every: map[string]int64{}, answers: map[string]keptAnswer{}}
 }
 
 // hostStrategy is the host's supervision: a shard or reducer that panics is restarted (a
@@ -163,7 +165,7 @@ func (h *host) Receive(ctx actor.Context) {
 			return
 		}
 		var starts atomic.Int32
-		props := h.node.props(func() actor.Actor { return newShard(h.node, m, starts.Add(1) > 1) })
+		props := h.node.shardProps(func() actor.Actor { return newShard(h.node, m, starts.Add(1) > 1) })
 		if h.spawn(ctx, props, m.JobId, name, "shard", pidOf(m.Coordinator), pidOf(m.Client), reserve, m.Epoch) {
 			h.node.mem.reserve(reserve)
 			h.shards++
@@ -202,6 +204,12 @@ func (h *host) Receive(ctx actor.Context) {
 		h.stopJob(ctx, m.JobId)
 	case *orphanCheck:
 		h.checkOrphan(ctx, m)
+	case *answerKept:
+		if ctx.Sender() == nil || ctx.Sender().Address == ctx.Self().Address {
+			h.keepAnswer(m)
+		}
+	case *messages.LeaseRenew:
+		h.answerAgain(ctx, m)
 	case *messages.Ping:
 		pong := h.status(ctx)
 		pong.Nonce = m.Nonce

@@ -34,12 +34,18 @@
 // TestPlanAtScale runs 1,000 nodes and 10,000 shards and reports the control's decision
 // times and messages per iteration, with and without a rack of 50 nodes dying.
 //
-// Known gaps, which the simulation shows and counts rather than hides: replication to the
-// standby is asynchronous, so a coordinator that dies within a message's latency of its
-// placement loses the job (Stats.Unreplicated; the client is told); a job whose final answer
-// is lost ends at the client with an error (its lease renewal finds the coordinator gone),
-// though the job was done; a StopJob lost to a partition leaves the job's actors on the cut-off node (Stats.Orphans)
-// unless its coordinator's node is gone, which hosts notice (Timeouts.Orphan); and a
-// coordinator cut off in a partition that heals can run the job to its end next to its
-// successor, the client keeping the first answer (Stats.LateAnswers; both are the same bits).
+// Known gaps, which the simulation shows and counts rather than hides:
+//
+//   - replication to the standby is asynchronous, so a coordinator that dies within a
+//     message's latency of its placement loses the job (Stats.Unreplicated; the client is
+//     told);
+//   - a job's final answer lost on the way is sent again by the host that keeps it when the
+//     client's lease renewal finds the coordinator gone, unless that node dies first
+//     (Stats.AnswersLost);
+//   - a StopJob lost to a partition leaves the job's actors on the cut-off node
+//     (Stats.Orphans) unless its coordinator's node is gone, which hosts notice
+//     (Timeouts.Orphan);
+//   - a coordinator cut off in a partition that heals can run the job to its end next to its
+//     successor, the client keeping the first answer (Stats.LateAnswers; both are the same
+//     bits).
 package jobsim

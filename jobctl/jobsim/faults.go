@@ -148,6 +148,12 @@ func (w *World) isStandby(addr string) bool { return len(w.nodes[addr].standby) 
 func (w *World) kill(addr string) {
 	w.logf("kill %s", addr)
 	w.stats.Killed++
+	if w.nodes[addr].answers["jsim"] != nil && w.client.answers == 0 {
+		// The job's answer was lost on the way and the node keeping it dies: the job is
+		// done, but its client cannot learn it (a double fault the runtime does not cover).
+		w.stats.AnswersLost++
+		w.answerLost = true
+	}
 	w.nodes[addr].kill()
 	w.reconcileLater()
 	w.after(w.opt.DetectDelay, func() { w.client.coordinatorGone(addr) })

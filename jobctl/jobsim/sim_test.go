@@ -119,8 +119,8 @@ func TestSimulatedJobs(t *testing.T) {
 	}
 	t.Logf("%d schedules in %v: %d results (bitwise the fault-free factors), %d clear errors, by cause: %v", n, time.Since(start).Round(time.Millisecond),
 		results, n-results, causes)
-	t.Logf("faults: %d kills, %d joins, %d partitions, %d takeovers, %d recoveries; messages %d (dropped %d, duplicated %d, delayed %d, lost in cuts %d); corrupt checkpoints %d; orphans %d; late answers %d; coordinators lost before their state reached the standby %d",
-		total.Killed, total.Joined, total.Partitioned, total.Takeovers, total.Recoveries, total.Messages, total.Dropped, total.Duplicated, total.Delayed, total.Lost, total.Corrupted, total.Orphans, total.LateAnswers, total.Unreplicated)
+	t.Logf("faults: %d kills, %d joins, %d partitions, %d takeovers, %d recoveries; messages %d (dropped %d, duplicated %d, delayed %d, lost in cuts %d); corrupt checkpoints %d; orphans %d; late answers %d; coordinators lost before their state reached the standby %d; answers lost with the node keeping them %d",
+		total.Killed, total.Joined, total.Partitioned, total.Takeovers, total.Recoveries, total.Messages, total.Dropped, total.Duplicated, total.Delayed, total.Lost, total.Corrupted, total.Orphans, total.LateAnswers, total.Unreplicated, total.AnswersLost)
 }
 
 // runSchedules runs schedules 1..n on p and checks each against ref: it returns the summed
@@ -179,6 +179,7 @@ func add(a *Stats, b Stats) {
 	a.Orphans += b.Orphans
 	a.LateAnswers += b.LateAnswers
 	a.Unreplicated += b.Unreplicated
+	a.AnswersLost += b.AnswersLost
 }
 
 // TestReplay: a schedule run twice gives the same run, event for event.

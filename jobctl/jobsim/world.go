@@ -61,8 +61,9 @@ type World struct {
 	trace        []string
 	violations   []string
 	coordinators int
-	// unreplicated is set when the coordinator died before its standby had the job's state.
-	unreplicated bool
+	// unreplicated is set when the coordinator died before its standby had the job's state;
+	// answerLost when the node keeping the job's lost answer died.
+	unreplicated, answerLost bool
 }
 
 // deposit is what a shard that finished hands its client: its replica of B and its C.

@@ -1,0 +1,59 @@
+package actors
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/didnmf/didnmf/messages"
+)
+
+// TestClientNoticesItsCoordinatorIsGone: a coordinator that stops without its answer reaching
+// the client (here: stopped from outside, as if its JobResult were lost on a connection that
+// broke) leaves the client's lease renewals unanswered but for protoactor's dead letter: the
+// client ends the job with an error that says so after Timeouts.Quorum, instead of waiting for
+// good.
+func TestClientNoticesItsCoordinatorIsGone(t *testing.T) {
+	timeouts := Timeouts{LeaseRenew: 50 * time.Millisecond, Quorum: time.Second}
+	lc, cl := testClusterWith(t, 2, NodeConfig{Threads: 2, Timeouts: timeouts, Faults: &Faults{IterationDelay: time.Millisecond}})
+	job, err := cl.Submit(context.Background(), "", spec("synthetic:m=6,n=400,k=3,seed=1", "did", 3, 2, lc.Addresses(), 1_000_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-job.Progress()
+	coord := actor.NewPID(job.Coordinator(), HostName+"/"+job.ID+coordSuffix)
+	lc.Nodes[0].System().Root.Stop(coord)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = job.Wait(ctx)
+	if err == nil || !strings.Contains(err.Error(), "no answer reached this client") {
+		t.Fatalf("the job ended with %v, want the client to notice its coordinator is gone", err)
+	}
+	t.Log(err)
+}
+
+// TestClientGetsAKeptAnswerAgain: when the coordinator is gone, the client asks its host,
+// which keeps the answers of the jobs that ended there; the answer the host kept ends the
+// job at the client (here a JobError handed to the host as the coordinator would hand it).
+func TestClientGetsAKeptAnswerAgain(t *testing.T) {
+	timeouts := Timeouts{LeaseRenew: 50 * time.Millisecond, Quorum: time.Minute}
+	lc, cl := testClusterWith(t, 2, NodeConfig{Threads: 2, Timeouts: timeouts, Faults: &Faults{IterationDelay: time.Millisecond}})
+	job, err := cl.Submit(context.Background(), "", spec("synthetic:m=6,n=400,k=3,seed=1", "did", 3, 2, lc.Addresses(), 1_000_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-job.Progress()
+	node := lc.Nodes[0]
+	node.System().Root.Send(node.Host(), &answerKept{job: job.ID, token: "not the owner's", answer: &messages.JobError{JobId: job.ID, Message: "a stranger's"}})
+	node.System().Root.Send(node.Host(), &answerKept{job: job.ID, token: job.Token(),
+		answer: &messages.JobError{JobId: job.ID, Kind: KindFailure, Message: "the answer the host kept"}})
+	node.System().Root.Stop(actor.NewPID(job.Coordinator(), HostName+"/"+job.ID+coordSuffix))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err = job.Wait(ctx); err == nil || !strings.Contains(err.Error(), "the answer the host kept") {
+		t.Fatalf("the job ended with %v, want the answer its coordinator's host kept", err)
+	}
+}
