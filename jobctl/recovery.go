@@ -262,6 +262,17 @@ func (j *Job) resume(pongs []*messages.Pong) {
 		j.lastSec = j.history[keep-1].Seconds
 	}
 	j.iterSec = j.iterSec[:min(int(r.resume), len(j.iterSec))]
+	if pad := int(r.resume) - len(j.iterSec); pad > 0 {
+		// The last reports before the checkpoint were lost (and, after a takeover, are not in
+		// the replicated history): those iterations take the mean of the others' times.
+		mean := 0.0
+		for _, s := range j.iterSec {
+			mean += s / float64(len(j.iterSec))
+		}
+		for range pad {
+			j.iterSec = append(j.iterSec, mean)
+		}
+	}
 	j.ft.reported = map[int64]map[int64]bool{}
 	j.ft.askedAt, j.ft.ckptCost = 0, 0
 	j.running, j.placed, j.sqNormX, j.sqNorms, j.done, j.reducerDone = false, 0, 0, nil, map[int64]*messages.ShardDone{}, 0
