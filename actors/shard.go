@@ -23,8 +23,6 @@ import (
 // resultWindow is how many result chunks a shard keeps in flight to the client (flow control).
 const resultWindow = 4
 
-// noGrant means "no limit": shards of a job without a time limit run without grants.
-const noGrant = math.MaxInt64
 
 // Shard 0 reports its iterations (IterationDone) to the coordinator, which passes each on to
 // the client as progress. In a job without a time limit it sends them in bursts, at the first
@@ -536,7 +534,7 @@ func (s *shard) run(ctx actor.Context) {
 				done.Stop = string(why)
 			}
 			s.reports = append(s.reports, done)
-			if stop || s.granted != noGrant || s.finishAt >= 0 || len(s.reports) >= maxReports || time.Since(s.reportedAt) >= reportInterval {
+			if stop || s.granted != jobctl.NoGrant || s.finishAt >= 0 || len(s.reports) >= maxReports || time.Since(s.reportedAt) >= reportInterval {
 				s.sendReports(ctx)
 			}
 		}
