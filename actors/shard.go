@@ -23,7 +23,6 @@ import (
 // resultWindow is how many result chunks a shard keeps in flight to the client (flow control).
 const resultWindow = 4
 
-
 // Shard 0 reports its iterations (IterationDone) to the coordinator, which passes each on to
 // the client as progress. In a job without a time limit it sends them in bursts, at the first
 // iteration end reportInterval after the last burst or when maxReports wait, instead of one
