@@ -20,8 +20,9 @@ type Timeouts struct {
 	// before it asks the next node that has one.
 	CheckpointFetch time.Duration
 	// Stall rolls a job back to its last checkpoint when nothing of it progressed for that
-	// long, or for jobctl.StallFactor times its slowest iteration if that is longer: a
-	// message lost without a node dying (a connection that broke) would stall it for good.
+	// long, or for jobctl.StallFactor times its slowest iteration if that is longer (before
+	// an epoch's first iteration, while shards may be initialising, StallFactor times Stall):
+	// a message lost without a node dying (a connection that broke) would stall it for good.
 	Stall time.Duration
 	// Orphan is how long a node keeps the actors of a job whose coordinator's node left,
 	// waiting for another coordinator to take the job over (its assignments), before it stops

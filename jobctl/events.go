@@ -201,9 +201,15 @@ func (j *Job) watched() bool {
 }
 
 // stallAfter is how long the job may go without progress: StallTimeout, or StallFactor of
-// its slowest iteration or initialisation (recoveries left out).
+// its slowest iteration or initialisation (recoveries left out). Before the epoch's first
+// report the shards may be initialising, which can take minutes at a high rank and shows no
+// progress: StallFactor times StallTimeout then.
 func (j *Job) stallAfter() time.Duration {
-	return max(j.cfg.StallTimeout, StallFactor*j.slowest)
+	floor := j.cfg.StallTimeout
+	if j.reportAt.IsZero() {
+		floor *= StallFactor
+	}
+	return max(floor, StallFactor*j.slowest)
 }
 
 // onStall rolls the job back when it did not progress for stallAfter, and checks again

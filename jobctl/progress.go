@@ -98,8 +98,11 @@ func (j *Job) onIteration(now time.Time, m *messages.IterationDone) {
 	gap := m.Iteration - j.ft.lastIter - 1
 	if !j.reportAt.IsZero() {
 		j.slowest = max(j.slowest, now.Sub(j.reportAt)/time.Duration(gap+1))
+	} else {
+		// The epoch's first report: its seconds run from the shard's start, so they hold
+		// the initialisation (or the restore) and the first iteration.
+		j.slowest = max(j.slowest, time.Duration(m.Seconds*float64(time.Second)))
 	}
-	j.slowest = max(j.slowest, time.Duration(m.InitSeconds*float64(time.Second)))
 	j.reportAt = now
 	j.ft.lastIter = m.Iteration
 	seconds := j.ft.epochAt + m.Seconds
