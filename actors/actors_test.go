@@ -14,6 +14,7 @@ import (
 
 	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/jobctl"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -23,7 +24,7 @@ import (
 // the shards do.
 func driverRun(t *testing.T, spec *messages.JobSpec) *kernels.Result {
 	t.Helper()
-	p, err := parseSpec(spec)
+	p, err := jobspec.FromWire(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,12 +36,12 @@ func driverRun(t *testing.T, spec *messages.JobSpec) *kernels.Result {
 	r := kernels.ColumnRanges(src.Samples(), int(spec.Shards))
 	blocks := make([]kernels.Block, spec.Shards)
 	for s := range blocks {
-		if blocks[s], err = src.Read(r[s], r[s+1], p.layout); err != nil {
+		if blocks[s], err = src.Read(r[s], r[s+1], p.Layout); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res, err := kernels.Run(context.Background(), blocks, kernels.Config{Algo: p.algo.Name, K: int(spec.Rank), Seed: spec.Seed,
-		Init: kernels.InitSpec{Method: p.init}, Options: kernels.Options{Form: p.form, Rho: spec.Rho}, Stop: p.stop})
+	res, err := kernels.Run(context.Background(), blocks, kernels.Config{Algo: p.Algo, K: int(spec.Rank), Seed: spec.Seed,
+		Init: kernels.InitSpec{Method: p.Init}, Options: kernels.Options{Form: p.Form, Rho: spec.Rho}, Stop: p.Stop})
 	if err != nil {
 		t.Fatal(err)
 	}

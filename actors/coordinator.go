@@ -9,6 +9,7 @@ import (
 
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/jobctl"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -20,7 +21,7 @@ type coordinator struct {
 	node *Node
 	sub  *messages.SubmitJob
 	job  string
-	spec *parsedSpec
+	spec *jobspec.Spec
 	ctl  *jobctl.Job
 
 	watch *eventstream.Subscription // membership events, on a cluster
@@ -108,13 +109,13 @@ func (c *coordinator) Receive(ctx actor.Context) {
 func (c *coordinator) started(ctx actor.Context) {
 	c.watchMembers(ctx)
 	c.startClock(ctx)
-	spec, err := parseSpec(c.sub.Spec)
+	spec, err := jobspec.FromWire(c.sub.Spec)
 	cfg := jobctl.Config{Self: wirePid(ctx.Self()), Cluster: c.node.cfg.Members != nil, Lease: c.node.cfg.Lease,
 		MaxJobTime: c.node.cfg.MaxJobTime, QuorumWait: c.node.cfg.Timeouts.Quorum, ReportInterval: reportInterval, FanIn: DefaultFanIn,
 		StallTimeout: c.node.cfg.Timeouts.Stall}
 	if err == nil {
 		c.spec = spec
-		cfg.FanIn, cfg.TimeLimit = spec.fanIn, spec.stop.TimeLimit
+		cfg.FanIn, cfg.TimeLimit = spec.FanIn, spec.Stop.TimeLimit
 	}
 	c.ctl = jobctl.New(cfg, c.sub)
 	switch {

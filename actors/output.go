@@ -104,8 +104,8 @@ func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error 
 	}
 	r := resultOf(c.job, res)
 	spec := c.sub.Spec
-	rep := report.New(&r.Result, c.spec.stop)
-	rep.Algo, rep.Input, rep.Init, rep.Seed = spec.Algorithm, spec.Inputs, string(c.spec.init), spec.Seed
+	rep := report.New(&r.Result, c.spec.Stop)
+	rep.Algo, rep.Input, rep.Init, rep.Seed = spec.Algorithm, spec.Inputs, string(c.spec.Init), spec.Seed
 	rep.Kernel, rep.Storage, rep.Ingest = kernels.ActiveKernelPath().String(), cmp.Or(spec.Storage, "auto"), cmp.Or(spec.Ingest, IngestShared)
 	rep.CoefShared, rep.ShardNodes = filepath.Join(dir, "coef.npy"), r.ShardNodes
 	rep.CheckpointEvery, rep.Checkpoints, rep.Recoveries = checkpointEveryText(spec.CheckpointEvery), r.Checkpoints, r.Recoveries

@@ -40,12 +40,12 @@ func (c *coordinator) setup(system *actor.ActorSystem, self string) any {
 	if spec.Shards > int64(n) {
 		return jobctl.Abort{Kind: KindInput, Message: fmt.Sprintf("shards %d is more than the %d samples of %s", spec.Shards, n, shape.name)}
 	}
-	if c.spec.init == kernels.InitCustom {
+	if c.spec.Init == kernels.InitCustom {
 		if err := checkCustomInit(roots, spec, m, n); err != nil {
 			return jobctl.Abort{Kind: KindInput, Message: err.Error()}
 		}
 	}
-	b := jobctl.Begin{Samples: n, Features: m, Density: shape.density, Reserve: shardNeeds(spec, m, n, shape.density, c.spec.layout)}
+	b := jobctl.Begin{Samples: n, Features: m, Density: shape.density, Reserve: shardNeeds(spec, m, n, shape.density, c.spec.Layout)}
 	members := c.node.cfg.Members
 	if members != nil {
 		for _, w := range members.Workers() {

@@ -15,6 +15,7 @@ import (
 	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/jobctl"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -43,7 +44,7 @@ const (
 type shard struct {
 	node        *Node
 	a           *messages.ShardAssignment
-	spec        *parsedSpec
+	spec        *jobspec.Spec
 	coordinator *actor.PID
 	reducer     *actor.PID
 	client      *actor.PID
@@ -309,13 +310,13 @@ func (s *shard) startIngest() error {
 	if s.a.Spec.Features <= 0 || s.a.Spec.Features > math.MaxInt32 {
 		return fmt.Errorf("streamed block with %d features", s.a.Spec.Features)
 	}
-	if natural == matio.LayoutDense || s.spec.layout == matio.LayoutDense {
+	if natural == matio.LayoutDense || s.spec.Layout == matio.LayoutDense {
 		if dense := 8 * s.a.Spec.Features * (s.a.ColHi - s.a.ColLo); s.a.Reserve > 0 && dense > s.a.Reserve {
 			return fmt.Errorf("the streamed block is %s dense, more than the %s reserved for the shard", cluster.FormatBytes(dense), cluster.FormatBytes(s.a.Reserve))
 		}
 	}
 	var err error
-	s.ingest, err = matio.NewBlockBuilder(int(s.a.Spec.Features), int(s.a.ColHi-s.a.ColLo), natural, s.spec.layout)
+	s.ingest, err = matio.NewBlockBuilder(int(s.a.Spec.Features), int(s.a.ColHi-s.a.ColLo), natural, s.spec.Layout)
 	return err
 }
 
@@ -399,7 +400,7 @@ func (s *shard) machineRows() int {
 
 // check checks the assignment.
 func (s *shard) check() error {
-	spec, err := parseSpec(s.a.Spec)
+	spec, err := jobspec.FromWire(s.a.Spec)
 	if err != nil {
 		return err
 	}
@@ -422,14 +423,14 @@ func (s *shard) read() (kernels.Block, error) {
 	if int64(src.Samples()) != a.TotalCols {
 		return nil, fmt.Errorf("%s has %d samples here, the coordinator saw %d", src.Name(), src.Samples(), a.TotalCols)
 	}
-	return src.Read(int(a.ColLo), int(a.ColHi), s.spec.layout)
+	return src.Read(int(a.ColLo), int(a.ColHi), s.spec.Layout)
 }
 
 // build builds the shard's machine on its block x: from the initialisation, or resuming from
 // the checkpoint rec.
 func (s *shard) build(x kernels.Block, rec *checkpoint.Record) error {
 	a, spec := s.a, s.spec
-	x, err := kernels.ApplyStorage(x, spec.storage)
+	x, err := kernels.ApplyStorage(x, spec.Storage)
 	if err != nil {
 		var ie *kernels.InexactError
 		if errors.As(err, &ie) {
@@ -441,23 +442,23 @@ func (s *shard) build(x kernels.Block, rec *checkpoint.Record) error {
 	s.x = x
 	m, _ := x.Dims()
 	k := int(a.Spec.Rank)
-	init := kernels.InitSpec{Method: spec.init}
+	init := kernels.InitSpec{Method: spec.Init}
 	var resume *kernels.Snapshot
 	if rec != nil {
 		resume = &kernels.Snapshot{Iteration: int(rec.Iteration), Initial: rec.Initial, Objective: rec.Objective, B: rec.B, C: rec.C, State: rec.State}
-	} else if spec.init == kernels.InitCustom {
+	} else if spec.Init == kernels.InitCustom {
 		if init.B0, init.C0, err = readCustomInit(s.node.cfg.Roots, a.Spec, m, int(a.TotalCols), k, int(a.ColLo), int(a.ColHi)); err != nil {
 			return err
 		}
 	}
-	s.machine, err = kernels.NewMachine(kernels.ShardSpec{Algo: spec.algo.Name, Shard: int(a.Shard), Shards: int(a.Shards),
+	s.machine, err = kernels.NewMachine(kernels.ShardSpec{Algo: spec.Algo, Shard: int(a.Shard), Shards: int(a.Shards),
 		ColOffset: int(a.ColLo), TotalCols: int(a.TotalCols), X: x, K: k, Seed: a.Spec.Seed, Init: init,
-		Options: kernels.Options{Form: spec.form, Rho: a.Spec.Rho, Storage: spec.storage}, Pool: s.node.pool, Resume: resume})
+		Options: kernels.Options{Form: spec.Form, Rho: spec.Rho, Storage: spec.Storage}, Pool: s.node.pool, Resume: resume})
 	if err != nil {
 		return err
 	}
 	s.node.addMachine(a.JobId, s.machine)
-	s.stopper = kernels.NewStopper(spec.deterministicRule())
+	s.stopper = kernels.NewStopper(spec.DeterministicRule())
 	if rec != nil {
 		s.stopper.Restore(rec.Stopper)
 		s.lastIter = rec.Iteration

@@ -361,7 +361,7 @@ func checkLocalMemory(jf *jobFlags, j *job) error {
 	if stored, ok := matio.StoredEntries(j.src); ok {
 		density = float64(stored) / (float64(j.m) * float64(j.n))
 	}
-	need := actors.JobFootprint(int64(j.m), int64(j.n), int64(j.cfg.K), j.shards, density, j.layout)
+	need := actors.JobFootprint(int64(j.m), int64(j.n), int64(j.cfg.K), j.shards, density, j.spec.Layout)
 	if avail := server.AvailableMemory(); need > avail {
 		return badInput("%s (%d samples x %d features, rank %d) needs about %s of memory for its data and factors; this machine has %s available: use a cluster (--cluster), fewer samples, or --layout sparse for sparse data",
 			j.src.Name(), j.n, j.m, j.cfg.K, cluster.FormatBytes(need), cluster.FormatBytes(avail))

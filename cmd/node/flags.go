@@ -1,16 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/report"
@@ -226,13 +227,15 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string, max int, stderr io.Writer) 
 // job is a validated jobFlags: the source is open, the config built.
 type job struct {
 	src    matio.Source
-	layout matio.Layout
+	spec   *jobspec.Spec
 	cfg    kernels.Config
 	shards int
 	m, n   int
 }
 
-// open validates the flags, opens the input and builds the job. The caller closes j.src.
+// open validates the flags, opens the input and builds the job. The rules of the job itself
+// are jobspec.Spec.Validate's; open keeps the rules of the flags (what is required, what
+// needs --nodes or --cluster) and those that need the data. The caller closes j.src.
 func (f *jobFlags) open() (*job, error) {
 	if len(f.inputs) == 0 {
 		return nil, badInput("--input is required")
@@ -251,12 +254,6 @@ func (f *jobFlags) open() (*job, error) {
 	if err != nil {
 		return nil, badInput("--init: %v", err)
 	}
-	if (f.initBasis != "" || f.initCoef != "") && initMethod != kernels.InitCustom {
-		return nil, badInput("--init-basis and --init-coef need --init custom")
-	}
-	if initMethod == kernels.InitCustom && (f.initBasis == "" || f.initCoef == "") {
-		return nil, badInput("--init custom needs both --init-basis and --init-coef")
-	}
 	layout, err := matio.ParseLayout(f.layout)
 	if err != nil {
 		return nil, badInput("--layout: %v", err)
@@ -270,9 +267,6 @@ func (f *jobFlags) open() (*job, error) {
 	if err != nil {
 		return nil, badInput("--storage: %v", err)
 	}
-	if !(f.rho > 0) || math.IsInf(f.rho, 0) {
-		return nil, badInput("--rho must be a positive number, got %v", f.rho)
-	}
 	if f.threads < 0 {
 		return nil, badInput("--threads must be >= 0, got %d", f.threads)
 	}
@@ -284,18 +278,8 @@ func (f *jobFlags) open() (*job, error) {
 	if f.tol == 0 && !f.stallSet {
 		f.stallTol = 0 // --tol 0 runs exactly --max-iter iterations
 	}
-	stop := kernels.StopRule{Tol: f.tol, MaxIter: f.maxIter, TimeLimit: f.timeLimit, StallTol: f.stallTol}
-	if err := stop.Validate(); err != nil {
-		return nil, badInput("%v", err)
-	}
-	if f.shards < 1 {
-		return nil, badInput("--shards must be >= 1, got %d", f.shards)
-	}
 	if f.nodes < 0 || f.nodes > 64 {
 		return nil, badInput("--nodes must be between 0 and 64, got %d", f.nodes)
-	}
-	if f.fanIn != 0 && (f.fanIn < 2 || f.fanIn&(f.fanIn-1) != 0) {
-		return nil, badInput("--fan-in must be a power of two >= 2, got %d", f.fanIn)
 	}
 	switch f.checkpointFlag {
 	case "auto", "":
@@ -307,23 +291,32 @@ func (f *jobFlags) open() (*job, error) {
 		}
 		f.checkpointEvery = n
 	}
+	if f.ingest == "" {
+		f.ingest = jobspec.IngestShared // bench has no --ingest
+	}
+	spec := &jobspec.Spec{Inputs: f.inputs, Algo: algo.Name, Rank: f.rank, Shards: f.shards, Seed: f.seed,
+		Init: initMethod, InitBasis: f.initBasis, InitCoef: f.initCoef, Form: form, Storage: storage, Layout: layout,
+		Stop: kernels.StopRule{Tol: f.tol, MaxIter: f.maxIter, TimeLimit: f.timeLimit, StallTol: f.stallTol},
+		Rho:  f.rho, FanIn: cmp.Or(f.fanIn, jobspec.DefaultFanIn), CheckpointEvery: int64(f.checkpointEvery),
+		Ingest: f.ingest, OutShared: f.outShared, Overwrite: f.overwrite, Detached: f.detach}
+	if err := spec.Validate(); err != nil {
+		var fe *jobspec.FieldError
+		if !errors.As(err, &fe) {
+			return nil, badInput("%v", err)
+		}
+		// A local job's rank is checked against the data below, whose message gives the range.
+		if fe.Field != "rank" || f.cluster != "" {
+			return nil, badInput("%s", fe.FlagMsg)
+		}
+	}
 	if f.fanIn != 0 && f.nodes == 0 && f.cluster == "" {
 		return nil, badInput("--fan-in shapes the reduce tree of actors: it needs --nodes N or --cluster")
 	}
 	if f.cluster != "" && f.nodes != 0 {
 		return nil, badInput("--cluster and --nodes exclude each other: --nodes starts a cluster in this process")
 	}
-	if f.ingest == "" {
-		f.ingest = "shared" // bench has no --ingest
-	}
-	if f.ingest != "shared" && f.ingest != "stream" {
-		return nil, badInput("--ingest %q: want shared or stream", f.ingest)
-	}
-	if f.cluster == "" && (f.ingest != "shared" || f.outShared != "") {
+	if f.cluster == "" && (f.ingest != jobspec.IngestShared || f.outShared != "") {
 		return nil, badInput("--ingest and --out-shared are for jobs on a cluster: they need --cluster")
-	}
-	if f.ingest == "stream" && initMethod == kernels.InitCustom {
-		return nil, badInput("--init custom reads its files on the nodes: it needs --ingest shared")
 	}
 	if f.detach && (f.cluster == "" || f.outShared == "") {
 		return nil, badInput("--detach needs --cluster and --out-shared: a detached job writes its factors on the nodes")
@@ -334,10 +327,7 @@ func (f *jobFlags) open() (*job, error) {
 	if f.outShared != "" && !filepath.IsAbs(f.outShared) {
 		return nil, badInput("--out-shared %s: give an absolute path (the nodes' working directories differ)", f.outShared)
 	}
-	if !algo.Distributed && f.shards != 1 {
-		return nil, badInput("--algo %s runs on one shard; --shards %d needs a distributed algorithm (did, dbcd, dadmm, hpc-anls)", f.algo, f.shards)
-	}
-	cfg := kernels.Config{Algo: algo.Name, K: f.rank, Seed: f.seed, Stop: stop, Threads: f.threads,
+	cfg := kernels.Config{Algo: algo.Name, K: f.rank, Seed: f.seed, Stop: spec.Stop, Threads: f.threads,
 		Init: kernels.InitSpec{Method: initMethod}, Options: kernels.Options{Form: form, Rho: f.rho, Storage: storage}}
 	if f.cluster != "" {
 		// The job is checked against the data where the data is read: on the nodes (shared
@@ -349,13 +339,13 @@ func (f *jobFlags) open() (*job, error) {
 				}
 			}
 		}
-		return &job{layout: layout, shards: f.shards, cfg: cfg}, nil
+		return &job{spec: spec, shards: f.shards, cfg: cfg}, nil
 	}
 	src, err := matio.OpenAll(f.inputs)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	j := &job{src: src, layout: layout, shards: f.shards, m: src.Features(), n: src.Samples(), cfg: cfg}
+	j := &job{src: src, spec: spec, shards: f.shards, m: src.Features(), n: src.Samples(), cfg: cfg}
 	fail := func(err error) (*job, error) {
 		src.Close()
 		return nil, err
@@ -400,7 +390,7 @@ func (j *job) readBlocks() ([]kernels.Block, error) {
 	r := kernels.ColumnRanges(j.n, j.shards)
 	blocks := make([]kernels.Block, j.shards)
 	for s := range blocks {
-		b, err := j.src.Read(r[s], r[s+1], j.layout)
+		b, err := j.src.Read(r[s], r[s+1], j.spec.Layout)
 		if err != nil {
 			return nil, usageError{err}
 		}

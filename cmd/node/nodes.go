@@ -10,12 +10,12 @@ import (
 	"github.com/didnmf/didnmf/messages"
 )
 
-// wireSpec turns validated job flags into the job spec the actors take.
+// wireSpec returns the job's spec in wire form, its shards placed on nodes (none: the
+// coordinator's node).
 func (f *jobFlags) wireSpec(j *job, nodes []string) *messages.JobSpec {
-	return &messages.JobSpec{Inputs: f.inputs, Layout: f.layout, Rank: int64(j.cfg.K), Algorithm: string(j.cfg.Algo),
-		Shards: int64(j.shards), Stop: actors.StopRuleOf(j.cfg.Stop), Seed: j.cfg.Seed, Init: string(j.cfg.Init.Method),
-		InitBasis: f.initBasis, InitCoef: f.initCoef, Form: f.form, Rho: f.rho, Storage: f.storage, Nodes: nodes, FanIn: int64(f.fanIn),
-		Ingest: f.ingest, OutShared: f.outShared, CheckpointEvery: int64(f.checkpointEvery), Overwrite: f.overwrite, Detached: f.detach}
+	spec := *j.spec
+	spec.Nodes = nodes
+	return spec.Wire()
 }
 
 // runOnNodes runs the job on an in-process cluster of f.nodes actor systems on loopback: the
