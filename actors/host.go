@@ -201,7 +201,7 @@ func (h *host) Receive(ctx actor.Context) {
 		if !h.fromJobsCoordinator(ctx, "StopJob", m.JobId, m.Coordinator, m.Epoch) {
 			return
 		}
-		h.stopJob(ctx, m.JobId)
+		h.stopJob(ctx, m.JobId, true)
 	case *orphanCheck:
 		h.checkOrphan(ctx, m)
 	case *answerKept:
@@ -435,9 +435,11 @@ func (h *host) idle() {
 // coordSuffix ends the name of a job's coordinator.
 const coordSuffix = "-coord"
 
-// forget drops what the node keeps of a job that ended: checkpoints, kept blocks, standby
-// state.
-func (h *host) forget(job string) {
+// forget drops what the node keeps of a job: checkpoints, kept blocks, standby state. A job
+// that ended (a coordinator said so) is remembered as such: a later assignment of it is
+// refused (Placed.ended), and a checkpoint write still under way removes what it wrote. A
+// job forgotten as an orphan is not: a successor may still come for it.
+func (h *host) forget(job string, ended bool) {
 	delete(h.coordinators, job)
 	delete(h.failures, job)
 	delete(h.standby, job)
@@ -451,21 +453,23 @@ func (h *host) forget(job string) {
 		}
 	}
 	h.node.dropBlocks(job)
-	h.node.jobEnded(job)
+	if ended {
+		h.node.jobEnded(job)
+	}
 	if err := h.node.store.RemoveJob(job); err != nil {
 		h.node.logger.Warn("cannot remove a job's checkpoints", slog.String("job", job), slog.Any("error", err))
 	}
 }
 
-// stopJob stops every actor of a job on this node and forgets the job.
-func (h *host) stopJob(ctx actor.Context, job string) {
+// stopJob stops every actor of a job on this node and forgets the job (see forget).
+func (h *host) stopJob(ctx actor.Context, job string, ended bool) {
 	h.node.interruptJob(job)
 	for id, c := range h.children {
 		if c.job == job {
 			ctx.Stop(actor.NewPID(ctx.Self().Address, id))
 		}
 	}
-	h.forget(job)
+	h.forget(job, ended)
 }
 
 // orphanCheck looks, Timeouts.Orphan after the node of a job's coordinator left, whether
@@ -483,7 +487,7 @@ func (h *host) checkOrphan(ctx actor.Context, m *orphanCheck) {
 	}
 	h.node.logger.Warn("forgetting a job whose coordinator is gone and that no node took over", slog.String("job", m.job),
 		slog.String("coordinator", m.coordinator), slog.Duration("after", h.node.cfg.Timeouts.Orphan))
-	h.stopJob(ctx, m.job)
+	h.stopJob(ctx, m.job, false)
 }
 
 // isMember tells whether the node at an actor address is a live member of the cluster.

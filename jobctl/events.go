@@ -192,7 +192,12 @@ func (j *Job) watch(now time.Time, before uint64) {
 		return
 	}
 	j.stallArmed = true
-	j.ready.Timers = append(j.ready.Timers, Timer{Kind: TimerStall, Epoch: j.epoch, After: j.stallAfter()})
+	after := j.stallAfter()
+	if j.stallNext > 0 {
+		after = min(after, j.stallNext)
+		j.stallNext = 0
+	}
+	j.ready.Timers = append(j.ready.Timers, Timer{Kind: TimerStall, Epoch: j.epoch, After: after})
 }
 
 // watched tells whether the job should be progressing now.
@@ -219,7 +224,10 @@ func (j *Job) onStall(now time.Time) {
 	if !j.watched() {
 		return
 	}
-	if quiet := now.Sub(j.progressAt); quiet >= j.stallAfter() {
+	quiet := now.Sub(j.progressAt)
+	if quiet >= j.stallAfter() {
 		j.recover(now, fmt.Sprintf("the job made no progress for %v (a message lost?)", quiet.Round(time.Millisecond)), nil)
+		return
 	}
+	j.stallNext = j.stallAfter() - quiet // check again when it would be due
 }

@@ -99,6 +99,7 @@ type Job struct {
 	// checkpoint, a shard or reducer done); stallArmed is set while a stall timer runs.
 	progressAt time.Time
 	stallArmed bool
+	stallNext  time.Duration // the next stall timer's wait, when shorter than stallAfter
 	// slowest is the longest an iteration (or the initialisation) took, as the reports'
 	// arrival shows; reportAt when the last report of this epoch came (zero: none yet).
 	slowest  time.Duration

@@ -199,6 +199,7 @@ func (n *node) memberEvent(e jobctl.MemberEvent) {
 				if n.alive && n.coordOf[job] == e.Addr && !n.w.reachable(n.addr, e.Addr) {
 					n.w.logf("%s forgets job %s: its coordinator is gone", n.addr, job)
 					n.forget(job)
+					delete(n.ended, job) // an orphan, not an end: a successor may still come
 				}
 			})
 		}
