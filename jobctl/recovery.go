@@ -163,6 +163,13 @@ func (j *Job) recover(now time.Time, cause string, lost []string) {
 		return
 	}
 	j.ft.paused = false
+	if r := j.ft.pending; r != nil {
+		// A recovery waits for its pings: it places without the nodes lost since, in the
+		// same epoch (a rack's nodes are seen dead one by one, within a detection window).
+		r.cause += "; " + cause
+		j.ft.recovering.Cause += "; " + cause
+		return
+	}
 	if len(j.ft.recoveries)+1 > MaxRecoveries {
 		j.fail(kindFailure, fmt.Sprintf("%s; the job recovered %d times already, giving up", cause, MaxRecoveries))
 		return
@@ -244,8 +251,26 @@ func (j *Job) onPongs(now time.Time, e Pongs) {
 func (j *Job) resume(pongs []*messages.Pong) {
 	r := j.ft.pending
 	j.ft.pending = nil
+	// Nodes lost while the pings were out are left out.
+	alive, answers := r.alive[:0:0], pongs[:0:0]
+	for i, a := range r.alive {
+		if !j.ft.lost[a] {
+			alive = append(alive, a)
+			if pongs != nil {
+				answers = append(answers, pongs[i])
+			}
+		}
+	}
+	for s := range r.at {
+		r.at[s] = slices.DeleteFunc(r.at[s], func(a string) bool { return j.ft.lost[a] })
+	}
+	r.alive = alive
+	if len(alive) == 0 {
+		j.fail(kindFailure, r.cause+"; no node is left to run the job")
+		return
+	}
 	if pongs != nil {
-		if err := j.replaceLost(r.alive, pongs, r.at); err != nil {
+		if err := j.replaceLost(r.alive, answers, r.at); err != nil {
 			j.fail(kindFailure, fmt.Sprintf("%s; the shards of the lost nodes fit on no live node: %v", r.cause, err))
 			return
 		}
