@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/internal/chunked"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 )
@@ -156,7 +157,7 @@ func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobS
 	j := &Job{ID: JobIDFor(token), client: c, progress: make(chan kernels.Progress, 256), warnings: make(chan string, 64),
 		accepted: make(chan struct{}), done: make(chan struct{}), k: int(spec.GetRank()), streams: map[[2]int64]*chunked.Assembly[float64]{},
 		outShared: spec.GetOutShared() != "", token: token, detached: spec.GetDetached()}
-	if spec.GetIngest() == IngestStream {
+	if spec.GetIngest() == jobspec.IngestStream {
 		spec = proto.Clone(spec).(*messages.JobSpec)
 		var err error
 		if j.blocks, err = openStreams(spec); err != nil {
@@ -277,15 +278,10 @@ func (j *Job) renewLease() {
 		}
 		// The coordinator is gone: its host keeps the job's answer if the job ended there.
 		again, err := j.client.system.Root.RequestFuture(HostPID(coord.Address), &messages.LeaseRenew{JobId: j.ID, OwnerToken: j.token}, t.Ping).Result()
-		switch a := again.(type) {
-		case *messages.JobResult:
-			if err == nil && a.JobId == j.ID {
-				j.client.system.Root.Send(j.client.pid, a)
-				continue
-			}
-		case *messages.JobError:
-			if err == nil && a.JobId == j.ID {
-				j.client.system.Root.Send(j.client.pid, a)
+		switch again.(type) {
+		case *messages.JobResult, *messages.JobError:
+			if a := again.(interface{ GetJobId() string }); err == nil && a.GetJobId() == j.ID {
+				j.client.system.Root.Send(j.client.pid, again) // as if it had come the first time
 				continue
 			}
 		}

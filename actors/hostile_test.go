@@ -26,6 +26,7 @@ import (
 	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/jobctl"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -597,7 +598,7 @@ func TestStreamedBlockBeyondItsReserve(t *testing.T) {
 		}
 	}))
 	sp := &messages.JobSpec{Inputs: []string{"x.mtx"}, Algorithm: "mu", Rank: 1, Shards: 1, Seed: 1,
-		Stop: &messages.StopRule{MaxIter: 5}, Ingest: IngestStream, Samples: n, Features: m, NaturalLayout: "sparse", StoredEntries: 1,
+		Stop: &messages.StopRule{MaxIter: 5}, Ingest: jobspec.IngestStream, Samples: n, Features: m, NaturalLayout: "sparse", StoredEntries: 1,
 		Nodes: []string{addr}}
 	mallory.Root.Send(HostPID(addr), &messages.SubmitJob{JobId: JobIDFor(token), Client: wirePid(me), OwnerToken: token, Spec: sp})
 	select {

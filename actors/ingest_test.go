@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/didnmf/didnmf/internal/chunked"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -86,7 +87,7 @@ func TestStreamedIngestIsBitwise(t *testing.T) {
 			s := spec(c.input, "did", 3, 4, lc.Addresses(), 6)
 			s.Layout = c.layout
 			want := driverRun(t, s)
-			s.Ingest = IngestStream
+			s.Ingest = jobspec.IngestStream
 			got, err := runJob(t, cl, s)
 			if err != nil {
 				t.Fatal(err)
@@ -123,7 +124,7 @@ func TestStreamedIngestBadData(t *testing.T) {
 		{npy, "bad.npy: sample 250, feature 3"},
 	} {
 		s := spec(c.input, "did", 2, 3, lc.Addresses(), 5)
-		s.Ingest = IngestStream
+		s.Ingest = jobspec.IngestStream
 		_, err := runJob(t, cl, s)
 		var je *JobError
 		if !errors.As(err, &je) || je.Kind != KindInput || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "negative") {
@@ -166,7 +167,7 @@ func TestStreamFlowControl(t *testing.T) {
 			npy := filepath.Join(t.TempDir(), "x.npy")
 			writeNPYFile(t, npy, c.input)
 			s := spec(npy, "did", 2, 1, nil, 1)
-			s.Ingest = IngestStream
+			s.Ingest = jobspec.IngestStream
 			streams, err := openStreams(s)
 			if err != nil {
 				t.Fatal(err)

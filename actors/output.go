@@ -9,6 +9,7 @@ import (
 
 	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/jobctl"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -106,7 +107,7 @@ func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error 
 	spec := c.sub.Spec
 	rep := report.New(&r.Result, c.spec.Stop)
 	rep.Algo, rep.Input, rep.Init, rep.Seed = spec.Algorithm, spec.Inputs, string(c.spec.Init), spec.Seed
-	rep.Kernel, rep.Storage, rep.Ingest = kernels.ActiveKernelPath().String(), cmp.Or(spec.Storage, "auto"), cmp.Or(spec.Ingest, IngestShared)
+	rep.Kernel, rep.Storage, rep.Ingest = kernels.ActiveKernelPath().String(), cmp.Or(spec.Storage, "auto"), cmp.Or(spec.Ingest, jobspec.IngestShared)
 	rep.CoefShared, rep.ShardNodes = filepath.Join(dir, "coef.npy"), r.ShardNodes
 	rep.CheckpointEvery, rep.Checkpoints, rep.Recoveries = checkpointEveryText(spec.CheckpointEvery), r.Checkpoints, r.Recoveries
 	rep.MessagesPerIt, rep.BytesPerIt, rep.ReductionsPerIt = &r.MessagesPerIteration, &r.BytesPerIteration, &r.ReductionsPerIteration

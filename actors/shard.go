@@ -179,7 +179,7 @@ func (s *shard) load(ctx actor.Context) {
 		s.prepare(ctx)
 		return
 	}
-	if s.a.Spec.Ingest == IngestStream {
+	if s.a.Spec.Ingest == jobspec.IngestStream {
 		err := s.startIngest()
 		if err == nil {
 			ctx.Send(s.client, &messages.BlockRequest{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard,

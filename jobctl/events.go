@@ -126,28 +126,23 @@ func (j *Job) Step(now time.Time, ev any) {
 			j.end() // ended is final: the actors this one placed stop too
 			return
 		}
-		if j.current(e.JobId, e.Epoch) && !j.running {
-			j.progressAt = now
+		if j.accept(now, e.JobId, e.Epoch) && !j.running {
 			j.onPlaced(now, e)
 		}
 	case *messages.IterationDone:
-		if j.current(e.JobId, e.Epoch) && j.running {
-			j.progressAt = now
+		if j.accept(now, e.JobId, e.Epoch) && j.running {
 			j.onIteration(now, e)
 		}
 	case *messages.ShardDone:
-		if j.current(e.JobId, e.Epoch) {
-			j.progressAt = now
+		if j.accept(now, e.JobId, e.Epoch) {
 			j.onShardDone(e)
 		}
 	case *messages.ReducerDone:
-		if j.current(e.JobId, e.Epoch) {
-			j.progressAt = now
+		if j.accept(now, e.JobId, e.Epoch) {
 			j.onReducerDone(now, e)
 		}
 	case *messages.CheckpointDone:
-		if j.current(e.JobId, e.Epoch) {
-			j.progressAt = now
+		if j.accept(now, e.JobId, e.Epoch) {
 			j.onCheckpointDone(now, e)
 		}
 	case *messages.ActorFailed:
@@ -161,10 +156,14 @@ func (j *Job) Step(now time.Time, ev any) {
 	}
 }
 
-// current tells whether a message of job and epoch is for this job's current epoch, while it
-// runs.
-func (j *Job) current(job string, epoch uint64) bool {
-	return job == j.id && epoch == j.epoch && !j.over
+// accept tells whether a message of job and epoch is for this job's current epoch, while it
+// runs; such a message is progress (see the stall watchdog).
+func (j *Job) accept(now time.Time, job string, epoch uint64) bool {
+	if job != j.id || epoch != j.epoch || j.over {
+		return false
+	}
+	j.progressAt = now
+	return true
 }
 
 // superseded ends this control without a word to the client: another coordinator took the

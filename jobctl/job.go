@@ -197,12 +197,6 @@ func (j *Job) Ready() Ready {
 	return r
 }
 
-// HasReady tells whether Ready has anything.
-func (j *Job) HasReady() bool {
-	r := &j.ready
-	return len(r.Sends) > 0 || r.Pings != nil || len(r.Timers) > 0 || len(r.Logs) > 0 || r.Info != nil || r.Commit != nil || r.RemovePartials || r.Over
-}
-
 // send queues a message (none to a nil PID: a client gone after a takeover gave up).
 func (j *Job) send(to *messages.Pid, msg proto.Message) {
 	if to == nil {

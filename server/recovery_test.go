@@ -15,6 +15,7 @@ import (
 
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -169,7 +170,7 @@ func TestNodeLossRecovers(t *testing.T) {
 				Stop: &messages.StopRule{MaxIter: 1500}, CheckpointEvery: 20}
 			want := golden(t, spec)
 			if tc.stream {
-				spec.Inputs, spec.Ingest = []string{npy}, actors.IngestStream
+				spec.Inputs, spec.Ingest = []string{npy}, jobspec.IngestStream
 			}
 			job, err := client.Submit(context.Background(), spec)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/server"
@@ -313,7 +314,7 @@ func benchCheckpoints(jf *jobFlags, j *job, pairs int) (*checkpointBench, error)
 func timePairs(jf *jobFlags, j *job, blocks []kernels.Block, pairs int, runActors func() (*actors.Result, error)) (*actorBench, error) {
 	out := &actorBench{fanIn: jf.fanIn}
 	if out.fanIn == 0 {
-		out.fanIn = actors.DefaultFanIn
+		out.fanIn = jobspec.DefaultFanIn
 	}
 	var drv, act, ratios, over []float64
 	for r := 0; r < pairs; r++ {

@@ -15,6 +15,7 @@ import (
 	"strconv"
 
 	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 )
@@ -61,7 +62,7 @@ func factorize(ctx context.Context, input string, rank int64, nodes int, progres
 	defer client.Close()
 	spec := &messages.JobSpec{
 		Inputs: []string{input}, Algorithm: "did", Rank: rank, Shards: 6, Seed: 1, Init: "nndsvda",
-		Stop:  actors.StopRuleOf(kernels.StopRule{Tol: 1e-6, MaxIter: 500}),
+		Stop:  jobspec.StopRuleOf(kernels.StopRule{Tol: 1e-6, MaxIter: 500}),
 		Nodes: cluster.Addresses(),
 	}
 	job, err := client.Submit(ctx, "", spec)

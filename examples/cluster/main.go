@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
@@ -79,7 +80,7 @@ func factorize(ctx context.Context, input string, rank int64, n int) (*actors.Re
 		time.Sleep(10 * time.Millisecond)
 	}
 	job, err := client.Submit(ctx, &messages.JobSpec{Inputs: []string{input}, Rank: rank, Algorithm: string(kernels.DID), Shards: 6,
-		Seed: 1, Stop: &messages.StopRule{Tol: 1e-6, MaxIter: 500}, Ingest: actors.IngestStream})
+		Seed: 1, Stop: &messages.StopRule{Tol: 1e-6, MaxIter: 500}, Ingest: jobspec.IngestStream})
 	if err != nil {
 		return nil, err
 	}

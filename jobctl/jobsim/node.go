@@ -121,7 +121,7 @@ func (n *node) host(msg any) {
 		if m.Epoch < n.epochs[m.JobId] {
 			return // from a superseded coordinator
 		}
-		n.forget(m.JobId)
+		n.forget(m.JobId, true)
 	case *messages.Ping:
 		// Pings are answered by the world (pingAll); nothing comes here.
 	}
@@ -140,8 +140,9 @@ func (n *node) newEpoch(job string, epoch uint64) {
 	}
 }
 
-// forget stops every actor of a job on the node and drops its checkpoints and standby state.
-func (n *node) forget(job string) {
+// forget stops every actor of a job on the node and drops its checkpoints and standby state;
+// a job that ended (not an orphan) is remembered as such (see actors' host.forget).
+func (n *node) forget(job string, ended bool) {
 	prefix := jobctl.HostName + "/" + job + "-"
 	for _, id := range sortedKeys(n.shards) {
 		if strings.HasPrefix(id, prefix) {
@@ -161,7 +162,9 @@ func (n *node) forget(job string) {
 	}
 	delete(n.standby, job)
 	delete(n.coordOf, job)
-	n.ended[job] = true
+	if ended {
+		n.ended[job] = true
+	}
 }
 
 // kill ends the node: its actors are gone, its memory lost (its disk too: a node that comes
@@ -198,8 +201,7 @@ func (n *node) memberEvent(e jobctl.MemberEvent) {
 			n.w.after(n.w.opt.QuorumWait+takeoverWait, func() {
 				if n.alive && n.coordOf[job] == e.Addr && !n.w.reachable(n.addr, e.Addr) {
 					n.w.logf("%s forgets job %s: its coordinator is gone", n.addr, job)
-					n.forget(job)
-					delete(n.ended, job) // an orphan, not an end: a successor may still come
+					n.forget(job, false) // an orphan, not an end: a successor may still come
 				}
 			})
 		}
