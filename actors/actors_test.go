@@ -111,7 +111,7 @@ func testClusterWith(t *testing.T, n int, cfg NodeConfig) (*LocalCluster, *Clien
 }
 
 func spec(input, algo string, rank, shards int64, nodes []string, maxIter int64) *messages.JobSpec {
-	return &messages.JobSpec{Inputs: []string{input}, Algorithm: algo, Rank: rank, Shards: shards, Seed: 7,
+	return &messages.JobSpec{Inputs: []string{input}, Algorithm: jobspec.WireAlgorithm(kernels.Algorithm(algo)), Rank: rank, Shards: shards, Seed: 7,
 		Stop: &messages.StopRule{Tol: 0, MaxIter: maxIter}, Nodes: nodes}
 }
 
@@ -120,18 +120,18 @@ func TestActorRunIsBitwiseTheDriver(t *testing.T) {
 	three, cl3 := testCluster(t, 3, nil)
 	cases := []struct {
 		algo   string
-		init   string
+		init   messages.Init
 		shards int64
 		fanIn  int64
 	}{
-		{"did", "random", 4, 0},
-		{"did", "nndsvd", 5, 2},
-		{"dbcd", "random", 4, 2},
-		{"dbcd", "kmeans", 3, 0},
-		{"dadmm", "random", 4, 0},
-		{"dadmm", "nndsvda", 6, 4},
-		{"hpc-anls", "random", 4, 2},
-		{"hpc-anls", "kmeans", 5, 0},
+		{"did", messages.Init_INIT_RANDOM, 4, 0},
+		{"did", messages.Init_INIT_NNDSVD, 5, 2},
+		{"dbcd", messages.Init_INIT_RANDOM, 4, 2},
+		{"dbcd", messages.Init_INIT_KMEANS, 3, 0},
+		{"dadmm", messages.Init_INIT_RANDOM, 4, 0},
+		{"dadmm", messages.Init_INIT_NNDSVDA, 6, 4},
+		{"hpc-anls", messages.Init_INIT_RANDOM, 4, 2},
+		{"hpc-anls", messages.Init_INIT_KMEANS, 5, 0},
 	}
 	for _, tc := range cases {
 		for _, cluster := range []struct {
@@ -139,7 +139,7 @@ func TestActorRunIsBitwiseTheDriver(t *testing.T) {
 			lc   *LocalCluster
 			cl   *Client
 		}{{"1 system", one, cl1}, {"3 systems", three, cl3}} {
-			name := fmt.Sprintf("%s/%s/P%d/fanin%d/%s", tc.algo, tc.init, tc.shards, tc.fanIn, cluster.name)
+			name := fmt.Sprintf("%s/%s/P%d/fanin%d/%s", tc.algo, tc.init.Name(), tc.shards, tc.fanIn, cluster.name)
 			t.Run(name, func(t *testing.T) {
 				s := spec("synthetic:m=7,n=240,k=3,seed=5,noise=0.05", tc.algo, 3, tc.shards, cluster.lc.Addresses(), 12)
 				s.Init, s.FanIn = tc.init, tc.fanIn
@@ -326,7 +326,7 @@ func TestConcurrentJobsStayIsolated(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatal(errs[i])
 		}
-		checkSame(t, specs[i].Algorithm, gots[i], wants[i])
+		checkSame(t, specs[i].Algorithm.Name(), gots[i], wants[i])
 	}
 	waitIdle(t, lc)
 }
@@ -346,7 +346,8 @@ func TestBadJobsAreRefused(t *testing.T) {
 		{"shards > N", "shards 41 is more than the 40 samples", func(s *messages.JobSpec) { s.Shards = 41 }},
 		{"shards 0", "shards must be >= 1", func(s *messages.JobSpec) { s.Shards = 0 }},
 		{"shards -1", "shards must be >= 1", func(s *messages.JobSpec) { s.Shards = -1 }},
-		{"unknown algorithm", "unknown algorithm", func(s *messages.JobSpec) { s.Algorithm = "svd" }},
+		{"unknown algorithm", "algorithm: unknown value 99", func(s *messages.JobSpec) { s.Algorithm = 99 }},
+		{"no algorithm", "algorithm: no algorithm given", func(s *messages.JobSpec) { s.Algorithm = messages.Algorithm_ALGORITHM_UNSPECIFIED }},
 		{"tol < 0", "--tol must be a finite number >= 0", func(s *messages.JobSpec) { s.Stop.Tol = -1 }},
 		{"tol NaN", "--tol must be a finite number >= 0, got NaN", func(s *messages.JobSpec) { s.Stop.Tol = math.NaN() }},
 		{"fan-in 3", "fan-in must be a power of two", func(s *messages.JobSpec) { s.FanIn = 3 }},
@@ -402,7 +403,7 @@ func TestCustomInitFromFiles(t *testing.T) {
 	writeNPY(t, dir+"/b0.npy", m, k, b0)
 	writeNPY(t, dir+"/c0.npy", n, k, c0)
 	s := spec(fmt.Sprintf("synthetic:m=%d,n=%d,k=%d,seed=3", m, n, k), "did", k, 3, lc.Addresses(), 8)
-	s.Init, s.InitBasis, s.InitCoef = "custom", dir+"/b0.npy", dir+"/c0.npy"
+	s.Init, s.InitBasis, s.InitCoef = messages.Init_INIT_CUSTOM, dir+"/b0.npy", dir+"/c0.npy"
 	got, err := runJob(t, cl, s)
 	if err != nil {
 		t.Fatal(err)

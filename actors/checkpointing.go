@@ -139,7 +139,7 @@ func (s *shard) checkpoint(ctx actor.Context, st kernels.Step) {
 		s.ckpt.started = map[int64]time.Time{}
 	}
 	s.ckpt.started[t] = time.Now()
-	system, self, epoch, keep, node := ctx.ActorSystem(), ctx.Self(), s.a.Epoch, uncommittedKept(s.a.Spec.CheckpointEvery), s.node
+	system, self, epoch, keep, node := ctx.ActorSystem(), ctx.Self(), s.a.Epoch, uncommittedKept(s.spec.CheckpointEvery), s.node
 	go func() {
 		data, err := rec.MarshalBinary()
 		if err == nil {

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/internal/chunked"
-	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 )
@@ -157,7 +156,7 @@ func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobS
 	j := &Job{ID: JobIDFor(token), client: c, progress: make(chan kernels.Progress, 256), warnings: make(chan string, 64),
 		accepted: make(chan struct{}), done: make(chan struct{}), k: int(spec.GetRank()), streams: map[[2]int64]*chunked.Assembly[float64]{},
 		outShared: spec.GetOutShared() != "", token: token, detached: spec.GetDetached()}
-	if spec.GetIngest() == jobspec.IngestStream {
+	if spec.GetIngest() == messages.Ingest_INGEST_STREAM {
 		spec = proto.Clone(spec).(*messages.JobSpec)
 		var err error
 		if j.blocks, err = openStreams(spec); err != nil {

@@ -176,8 +176,8 @@ func (c *coordinator) apply(ctx actor.Context, rd jobctl.Ready) {
 	if cm := rd.Commit; cm != nil {
 		go func() { back(jobctl.OutputCommitted{Err: c.commitOutput(cm)}) }()
 	}
-	if rd.RemovePartials {
-		if dir := c.sub.Spec.GetOutShared(); dir != "" {
+	if rd.RemovePartials && c.spec != nil {
+		if dir := c.spec.OutShared; dir != "" {
 			roots, job := c.node.cfg.Roots, c.job
 			go removePartials(roots, dir, job)
 		}

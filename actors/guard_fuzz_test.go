@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/messages"
@@ -33,6 +34,14 @@ func FuzzGuardFilter(f *testing.F) {
 		Envelopes: []*remote.MessageEnvelope{{TypeId: 1, Target: 1, Sender: 1, MessageData: ping}, {TypeId: 9, Target: -1, Sender: 7}}})
 	add(&remote.MessageBatch{TypeNames: []string{"actor.PoisonPill"}, Targets: []string{"host"},
 		Envelopes: []*remote.MessageEnvelope{{SerializerId: 1, MessageData: []byte("{}")}}})
+	// A job spec with enum values no enum defines, and a string where an older peer put the
+	// algorithm (field 4, reserved since the enums).
+	spec, _ := proto.Marshal(&messages.JobSpec{Inputs: []string{"x.npy"}, Algorithm: 99, Layout: -1, Ingest: 7, Rank: 2, Shards: 1})
+	spec = protowire.AppendString(protowire.AppendTag(spec, 4, protowire.BytesType), "did")
+	submit := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), spec)
+	failed, _ := proto.Marshal(&messages.ActorFailed{JobId: "j", Actor: "j-s1", Role: 42, Shard: -1})
+	add(&remote.MessageBatch{TypeNames: []string{"didnmf.SubmitJob", "didnmf.ActorFailed"}, Targets: []string{"host"},
+		Envelopes: []*remote.MessageEnvelope{{MessageData: submit}, {TypeId: 1, MessageData: failed}}})
 	g := newGuard(false, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, who := range []party{newParty(pki.RoleClient, "c"), newParty(pki.RolePeer, "p")} {

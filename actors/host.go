@@ -59,7 +59,8 @@ const maxRestarts = 20
 
 // hostChild is what the host knows of one of its children.
 type hostChild struct {
-	job, role   string
+	job         string
+	role        messages.ActorRole
 	coordinator *actor.PID
 	client      *actor.PID
 	reserve     int64
@@ -166,7 +167,7 @@ func (h *host) Receive(ctx actor.Context) {
 		}
 		var starts atomic.Int32
 		props := h.node.shardProps(func() actor.Actor { return newShard(h.node, m, starts.Add(1) > 1) })
-		if h.spawn(ctx, props, m.JobId, name, "shard", pidOf(m.Coordinator), pidOf(m.Client), reserve, m.Epoch) {
+		if h.spawn(ctx, props, m.JobId, name, messages.ActorRole_ACTOR_ROLE_SHARD, pidOf(m.Coordinator), pidOf(m.Client), reserve, m.Epoch) {
 			h.node.mem.reserve(reserve)
 			h.shards++
 			if m.Owner != "" {
@@ -188,12 +189,12 @@ func (h *host) Receive(ctx actor.Context) {
 		h.coordinators[m.JobId] = pidOf(m.Coordinator)
 		// A reducer of an earlier epoch belongs to a tree a recovery replaced.
 		for id, c := range h.children {
-			if c.job == m.JobId && c.role == "reducer" && c.epoch < m.Epoch {
+			if c.job == m.JobId && c.role == messages.ActorRole_ACTOR_ROLE_REDUCER && c.epoch < m.Epoch {
 				ctx.Stop(actor.NewPID(ctx.Self().Address, id))
 			}
 		}
 		props := h.node.props(func() actor.Actor { return newReducer(h.node, m) })
-		h.spawn(ctx, props, m.JobId, jobctl.ReducerName(m.JobId, m.Epoch, m.Level, m.Lo), "reducer", pidOf(m.Coordinator), nil, 0, m.Epoch)
+		h.spawn(ctx, props, m.JobId, jobctl.ReducerName(m.JobId, m.Epoch, m.Level, m.Lo), messages.ActorRole_ACTOR_ROLE_REDUCER, pidOf(m.Coordinator), nil, 0, m.Epoch)
 	case *messages.StopJob:
 		if m.Epoch != 0 && m.Epoch < h.epochs[m.JobId] {
 			return // a superseded coordinator ending: the job goes on under its successor
@@ -240,8 +241,8 @@ func (h *host) Receive(ctx actor.Context) {
 		}
 		h.node.logger.Error("job actor failed", slog.String("job", c.job), slog.String("actor", m.child.Id), slog.Any("reason", m.reason))
 		msg := &messages.JobError{JobId: c.job, Kind: KindFailure,
-			Message: fmt.Sprintf("%s %s on node %s failed: %v", c.role, m.child.Id, ctx.Self().Address, m.reason)}
-		if c.role != "coordinator" {
+			Message: fmt.Sprintf("%s %s on node %s failed: %v", c.role.Name(), m.child.Id, ctx.Self().Address, m.reason)}
+		if c.role != messages.ActorRole_ACTOR_ROLE_COORDINATOR {
 			coord := h.coordinators[c.job]
 			if h.failures[c.job]++; h.failures[c.job] > maxRestarts {
 				msg.Message += fmt.Sprintf(" (%d failures of this job's actors on this node: not restarting any more)", h.failures[c.job])
@@ -249,15 +250,15 @@ func (h *host) Receive(ctx actor.Context) {
 				ctx.Send(coord, msg)
 				return
 			}
-			shard := int64(-1)
-			if c.role == "shard" {
-				shard = shardOf(m.child.Id)
+			failed := &messages.ActorFailed{JobId: c.job, Actor: m.child.Id, Node: ctx.Self().Address,
+				Reason: fmt.Sprint(m.reason), Role: c.role}
+			if c.role == messages.ActorRole_ACTOR_ROLE_SHARD {
+				failed.Shard = shardOf(m.child.Id)
 			}
-			ctx.Send(coord, &messages.ActorFailed{JobId: c.job, Actor: m.child.Id, Node: ctx.Self().Address,
-				Reason: fmt.Sprint(m.reason), Shard: shard})
+			ctx.Send(coord, failed)
 			return
 		}
-		if c.role == "coordinator" {
+		if c.role == messages.ActorRole_ACTOR_ROLE_COORDINATOR {
 			if c.client != nil {
 				ctx.Send(c.client, msg)
 			}
@@ -270,7 +271,7 @@ func (h *host) Receive(ctx actor.Context) {
 		if c, ok := h.children[m.Who.Id]; ok {
 			delete(h.children, m.Who.Id)
 			h.node.mem.release(c.reserve)
-			if c.role == "shard" {
+			if c.role == messages.ActorRole_ACTOR_ROLE_SHARD {
 				h.shards--
 			}
 			if h.jobs[c.job]--; h.jobs[c.job] <= 0 {
@@ -329,7 +330,7 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 		m.Owner = "local"
 	}
 	props := h.node.props(func() actor.Actor { return newCoordinator(h.node, m) })
-	if h.spawn(ctx, props, m.JobId, m.JobId+coordSuffix, "coordinator", nil, client, 0, 0) {
+	if h.spawn(ctx, props, m.JobId, m.JobId+coordSuffix, messages.ActorRole_ACTOR_ROLE_COORDINATOR, nil, client, 0, 0) {
 		h.submits[m.JobId] = m
 		h.owners[m.JobId] = m.Owner
 	}
@@ -524,7 +525,7 @@ func (h *host) onMemberLeft(ctx actor.Context, e cluster.Event) {
 		}
 		h.node.logger.Warn("taking over a job whose coordinator's node is gone", slog.String("job", id), slog.String("node", e.Member.Name))
 		props := h.node.props(func() actor.Actor { return newTakeover(h.node, st, e) })
-		h.spawn(ctx, props, id, id+coordSuffix, "coordinator", nil, pidOf(st.Submit.Client), 0, st.Epoch)
+		h.spawn(ctx, props, id, id+coordSuffix, messages.ActorRole_ACTOR_ROLE_COORDINATOR, nil, pidOf(st.Submit.Client), 0, st.Epoch)
 	}
 }
 
@@ -561,7 +562,7 @@ func (h *host) status(ctx actor.Context) *messages.Pong {
 }
 
 // spawn starts a child of the host for a job and records it; it tells whether it did.
-func (h *host) spawn(ctx actor.Context, props *actor.Props, job, name, role string, coordinator, client *actor.PID, reserve int64, epoch uint64) bool {
+func (h *host) spawn(ctx actor.Context, props *actor.Props, job, name string, role messages.ActorRole, coordinator, client *actor.PID, reserve int64, epoch uint64) bool {
 	if !validJobID.MatchString(job) {
 		h.node.logger.Error("dropped an assignment with a malformed job id", slog.String("job", job))
 		return false

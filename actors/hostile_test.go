@@ -26,7 +26,6 @@ import (
 	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/jobctl"
-	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -538,7 +537,7 @@ func TestClientCannotPassForAnotherJob(t *testing.T) {
 	job, mallory := v.job, v.mallory
 	coord := &messages.Pid{Address: lc.Nodes[0].Address(), Id: HostName + "/" + job.ID + coordSuffix}
 	const token = "0123456789abcdef0123"
-	bogus := &messages.JobSpec{Inputs: []string{"synthetic:m=2,n=2,k=1,seed=1"}, Rank: 99, Algorithm: "did", Shards: 1}
+	bogus := &messages.JobSpec{Inputs: []string{"synthetic:m=2,n=2,k=1,seed=1"}, Rank: 99, Algorithm: messages.Algorithm_ALGORITHM_DID, Shards: 1}
 	for _, n := range lc.Nodes {
 		for _, client := range []*messages.Pid{coord, wirePid(h.alice.pid), jobctl.ChildPid(n.Address(), jobctl.ShardName(job.ID, 0))} {
 			// Under alice's id (mallory lacks its token), and under an id of her own.
@@ -597,8 +596,8 @@ func TestStreamedBlockBeyondItsReserve(t *testing.T) {
 			}()
 		}
 	}))
-	sp := &messages.JobSpec{Inputs: []string{"x.mtx"}, Algorithm: "mu", Rank: 1, Shards: 1, Seed: 1,
-		Stop: &messages.StopRule{MaxIter: 5}, Ingest: jobspec.IngestStream, Samples: n, Features: m, NaturalLayout: "sparse", StoredEntries: 1,
+	sp := &messages.JobSpec{Inputs: []string{"x.mtx"}, Algorithm: messages.Algorithm_ALGORITHM_MU, Rank: 1, Shards: 1, Seed: 1,
+		Stop: &messages.StopRule{MaxIter: 5}, Ingest: messages.Ingest_INGEST_STREAM, Samples: n, Features: m, NaturalLayout: messages.Layout_LAYOUT_SPARSE, StoredEntries: 1,
 		Nodes: []string{addr}}
 	mallory.Root.Send(HostPID(addr), &messages.SubmitJob{JobId: JobIDFor(token), Client: wirePid(me), OwnerToken: token, Spec: sp})
 	select {

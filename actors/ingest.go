@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/didnmf/didnmf/internal/chunked"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -43,7 +44,7 @@ func openStreams(spec *messages.JobSpec) (*blockStreams, error) {
 		return nil, err
 	}
 	natural := matio.NaturalLayout(src)
-	spec.Samples, spec.Features, spec.NaturalLayout = int64(src.Samples()), int64(src.Features()), natural.String()
+	spec.Samples, spec.Features, spec.NaturalLayout = int64(src.Samples()), int64(src.Features()), jobspec.WireLayout(natural)
 	if n, ok := matio.StoredEntries(src); ok {
 		spec.StoredEntries = n
 	}

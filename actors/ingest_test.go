@@ -13,7 +13,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/didnmf/didnmf/internal/chunked"
-	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -78,16 +77,17 @@ func TestStreamedIngestIsBitwise(t *testing.T) {
 	// than the window.
 	writeNPYFile(t, npy, "synthetic:m=3000,n=1200,k=3,seed=2")
 	for _, c := range []struct {
-		name, input, layout string
+		name, input string
+		layout      messages.Layout
 	}{
-		{"mtx auto", mtx, "auto"}, {"mtx dense", mtx, "dense"}, {"mtx sparse", mtx, "sparse"},
-		{"npy auto", npy, "auto"}, {"npy sparse", npy, "sparse"},
+		{"mtx auto", mtx, messages.Layout_LAYOUT_AUTO}, {"mtx dense", mtx, messages.Layout_LAYOUT_DENSE}, {"mtx sparse", mtx, messages.Layout_LAYOUT_SPARSE},
+		{"npy auto", npy, messages.Layout_LAYOUT_AUTO}, {"npy sparse", npy, messages.Layout_LAYOUT_SPARSE},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := spec(c.input, "did", 3, 4, lc.Addresses(), 6)
 			s.Layout = c.layout
 			want := driverRun(t, s)
-			s.Ingest = jobspec.IngestStream
+			s.Ingest = messages.Ingest_INGEST_STREAM
 			got, err := runJob(t, cl, s)
 			if err != nil {
 				t.Fatal(err)
@@ -124,7 +124,7 @@ func TestStreamedIngestBadData(t *testing.T) {
 		{npy, "bad.npy: sample 250, feature 3"},
 	} {
 		s := spec(c.input, "did", 2, 3, lc.Addresses(), 5)
-		s.Ingest = jobspec.IngestStream
+		s.Ingest = messages.Ingest_INGEST_STREAM
 		_, err := runJob(t, cl, s)
 		var je *JobError
 		if !errors.As(err, &je) || je.Kind != KindInput || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "negative") {
@@ -167,7 +167,7 @@ func TestStreamFlowControl(t *testing.T) {
 			npy := filepath.Join(t.TempDir(), "x.npy")
 			writeNPYFile(t, npy, c.input)
 			s := spec(npy, "did", 2, 1, nil, 1)
-			s.Ingest = jobspec.IngestStream
+			s.Ingest = messages.Ingest_INGEST_STREAM
 			streams, err := openStreams(s)
 			if err != nil {
 				t.Fatal(err)

@@ -2,14 +2,12 @@ package actors
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"path/filepath"
 	"strconv"
 
 	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/jobctl"
-	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -106,8 +104,8 @@ func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error 
 	r := resultOf(c.job, res)
 	spec := c.sub.Spec
 	rep := report.New(&r.Result, c.spec.Stop)
-	rep.Algo, rep.Input, rep.Init, rep.Seed = spec.Algorithm, spec.Inputs, string(c.spec.Init), spec.Seed
-	rep.Kernel, rep.Storage, rep.Ingest = kernels.ActiveKernelPath().String(), cmp.Or(spec.Storage, "auto"), cmp.Or(spec.Ingest, jobspec.IngestShared)
+	rep.Algo, rep.Input, rep.Init, rep.Seed = string(c.spec.Algo), spec.Inputs, string(c.spec.Init), spec.Seed
+	rep.Kernel, rep.Storage, rep.Ingest = kernels.ActiveKernelPath().String(), c.spec.Storage.String(), c.spec.Ingest
 	rep.CoefShared, rep.ShardNodes = filepath.Join(dir, "coef.npy"), r.ShardNodes
 	rep.CheckpointEvery, rep.Checkpoints, rep.Recoveries = checkpointEveryText(spec.CheckpointEvery), r.Checkpoints, r.Recoveries
 	rep.MessagesPerIt, rep.BytesPerIt, rep.ReductionsPerIt = &r.MessagesPerIteration, &r.BytesPerIteration, &r.ReductionsPerIteration
@@ -141,12 +139,12 @@ func (c *coordinator) commitNPY(part, final string, rows int) error {
 	if err != nil {
 		return err
 	}
-	err = matio.CheckNPYRows(f, rows, int(c.sub.Spec.Rank))
+	err = matio.CheckNPYRows(f, rows, c.spec.Rank)
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("--out-shared: %s: %v: do all nodes see the same directory?", filepath.Base(final), err)
 	}
-	return roots.Commit("--out-shared", part, final, c.sub.Spec.Overwrite)
+	return roots.Commit("--out-shared", part, final, c.spec.Overwrite)
 }
 
 // checkpointEveryText is a spec's checkpoint interval as factorize's --checkpoint-every says it.

@@ -12,7 +12,6 @@ import (
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/jobctl"
-	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -100,7 +99,7 @@ type inputShape struct {
 // readShape reads the job's shape: from the inputs when the nodes read them, from the spec
 // when the client streams them.
 func readShape(roots *fsroot.Roots, spec *messages.JobSpec) (inputShape, error) {
-	if spec.Ingest == jobspec.IngestStream {
+	if spec.Ingest == messages.Ingest_INGEST_STREAM {
 		if spec.Samples <= 0 || spec.Features <= 0 {
 			return inputShape{}, fmt.Errorf("streamed job without a shape (samples %d, features %d)", spec.Samples, spec.Features)
 		}

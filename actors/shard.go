@@ -179,7 +179,7 @@ func (s *shard) load(ctx actor.Context) {
 		s.prepare(ctx)
 		return
 	}
-	if s.a.Spec.Ingest == jobspec.IngestStream {
+	if s.spec.Ingest == jobspec.IngestStream {
 		err := s.startIngest()
 		if err == nil {
 			ctx.Send(s.client, &messages.BlockRequest{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard,
@@ -303,20 +303,17 @@ func (s *shard) placed(ctx actor.Context, err error) {
 
 // startIngest prepares to receive a streamed block.
 func (s *shard) startIngest() error {
-	natural := matio.LayoutDense
-	if s.a.Spec.NaturalLayout == "sparse" {
-		natural = matio.LayoutSparse
-	}
-	if s.a.Spec.Features <= 0 || s.a.Spec.Features > math.MaxInt32 {
-		return fmt.Errorf("streamed block with %d features", s.a.Spec.Features)
+	natural := s.spec.NaturalLayout // dense or sparse: FromWire checked
+	if s.spec.Features <= 0 || s.spec.Features > math.MaxInt32 {
+		return fmt.Errorf("streamed block with %d features", s.spec.Features)
 	}
 	if natural == matio.LayoutDense || s.spec.Layout == matio.LayoutDense {
-		if dense := 8 * s.a.Spec.Features * (s.a.ColHi - s.a.ColLo); s.a.Reserve > 0 && dense > s.a.Reserve {
+		if dense := 8 * s.spec.Features * (s.a.ColHi - s.a.ColLo); s.a.Reserve > 0 && dense > s.a.Reserve {
 			return fmt.Errorf("the streamed block is %s dense, more than the %s reserved for the shard", cluster.FormatBytes(dense), cluster.FormatBytes(s.a.Reserve))
 		}
 	}
 	var err error
-	s.ingest, err = matio.NewBlockBuilder(int(s.a.Spec.Features), int(s.a.ColHi-s.a.ColLo), natural, s.spec.Layout)
+	s.ingest, err = matio.NewBlockBuilder(int(s.spec.Features), int(s.a.ColHi-s.a.ColLo), natural, s.spec.Layout)
 	return err
 }
 
@@ -328,7 +325,7 @@ func (s *shard) ingestFits() error {
 	now, final := s.ingest.Bytes()
 	// The reserve covers the block and what the shard holds besides (factors, overhead).
 	a := s.a
-	cols, m, k := a.ColHi-a.ColLo, a.Spec.Features, a.Spec.Rank
+	cols, m, k := a.ColHi-a.ColLo, s.spec.Features, int64(s.spec.Rank)
 	budget := a.Reserve - (shardFootprint(m, cols, k, 0, matio.LayoutDense) - 8*m*cols)
 	over := max(now, final) - budget - s.overdraft
 	if over <= 0 {
@@ -341,7 +338,7 @@ func (s *shard) ingestFits() error {
 		return nil
 	}
 	return fmt.Errorf("the streamed block needs %s; the shard reserved %s from the entries the client announced (%d) and node %s has not the rest free",
-		cluster.FormatBytes(max(now, final)), cluster.FormatBytes(s.a.Reserve), s.a.Spec.StoredEntries, s.node.Address())
+		cluster.FormatBytes(max(now, final)), cluster.FormatBytes(s.a.Reserve), s.spec.StoredEntries, s.node.Address())
 }
 
 // blockChunk takes a piece of a streamed block, acknowledges it and, when the block is
@@ -415,7 +412,7 @@ func (s *shard) check() error {
 // read reads the shard's own samples of the input.
 func (s *shard) read() (kernels.Block, error) {
 	a := s.a
-	src, err := matio.OpenAllWith(s.node.cfg.Roots.Opener("--input"), a.Spec.Inputs)
+	src, err := matio.OpenAllWith(s.node.cfg.Roots.Opener("--input"), s.spec.Inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -441,19 +438,19 @@ func (s *shard) build(x kernels.Block, rec *checkpoint.Record) error {
 	}
 	s.x = x
 	m, _ := x.Dims()
-	k := int(a.Spec.Rank)
+	k := spec.Rank
 	init := kernels.InitSpec{Method: spec.Init}
 	var resume *kernels.Snapshot
 	if rec != nil {
 		resume = &kernels.Snapshot{Iteration: int(rec.Iteration), Initial: rec.Initial, Objective: rec.Objective, B: rec.B, C: rec.C, State: rec.State}
 	} else if spec.Init == kernels.InitCustom {
-		if init.B0, init.C0, err = readCustomInit(s.node.cfg.Roots, a.Spec, m, int(a.TotalCols), k, int(a.ColLo), int(a.ColHi)); err != nil {
+		if init.B0, init.C0, err = readCustomInit(s.node.cfg.Roots, spec, m, int(a.TotalCols), k, int(a.ColLo), int(a.ColHi)); err != nil {
 			return err
 		}
 	}
 	s.machine, err = kernels.NewMachine(kernels.ShardSpec{Algo: spec.Algo, Shard: int(a.Shard), Shards: int(a.Shards),
-		ColOffset: int(a.ColLo), TotalCols: int(a.TotalCols), X: x, K: k, Seed: a.Spec.Seed, Init: init,
-		Options: kernels.Options{Form: spec.Form, Rho: spec.Rho, Storage: spec.Storage}, Pool: s.node.pool, Resume: resume})
+		ColOffset: int(a.ColLo), TotalCols: int(a.TotalCols), X: x, K: k, Seed: spec.Seed, Init: init,
+		Options: spec.Options(), Pool: s.node.pool, Resume: resume})
 	if err != nil {
 		return err
 	}
@@ -477,7 +474,7 @@ func (s *shard) closeMachine() {
 
 // readCustomInit reads the whole initial basis and this shard's rows of the initial
 // coefficients.
-func readCustomInit(roots *fsroot.Roots, spec *messages.JobSpec, m, n, k, lo, hi int) (b0, c0 []float64, err error) {
+func readCustomInit(roots *fsroot.Roots, spec *jobspec.Spec, m, n, k, lo, hi int) (b0, c0 []float64, err error) {
 	rows, cols, b, err := matio.ReadNPYMatrixWith(roots.Opener("--init-basis"), spec.InitBasis)
 	if err != nil {
 		return nil, nil, fmt.Errorf("init basis: %w", err)
@@ -524,7 +521,7 @@ func (s *shard) run(ctx actor.Context) {
 		s.meter.init = false
 		s.node.hooks.shardBoundary(s.a.Shard, s.a.Shards, s.boundary)
 		stop, why := s.stopper.Observe(st.Iteration, st.Objective, st.Initial, 0)
-		if every := s.a.Spec.CheckpointEvery; !stop && (every > 0 && s.boundary%every == 0 || every < 0 && s.boundary == s.ckptAt) {
+		if every := s.spec.CheckpointEvery; !stop && (every > 0 && s.boundary%every == 0 || every < 0 && s.boundary == s.ckptAt) {
 			s.checkpoint(ctx, st)
 		}
 		if s.a.Shard == 0 {
@@ -628,8 +625,8 @@ func (s *shard) finish(ctx actor.Context, why kernels.StopReason) {
 	s.finished = true
 	s.stopWhy = why
 	_, n := s.x.Dims()
-	if dir := s.a.Spec.OutShared; dir != "" {
-		k := int(s.a.Spec.Rank)
+	if dir := s.spec.OutShared; dir != "" {
+		k := s.spec.Rank
 		// C is K x n_i column-major: the shard's rows of the N x K row-major coef.npy.
 		if err := matio.WriteNPYRowsWith(s.node.cfg.Roots.WriteOpener("--out-shared"), sharedCoefPartial(dir, s.a.JobId), int(s.a.TotalCols), k, int(s.a.ColLo), s.machine.Coef()); err != nil {
 			s.fail(ctx, fmt.Errorf("--out-shared: writing rows %d to %d: %w", s.a.ColLo, s.a.ColHi, err))
@@ -638,10 +635,10 @@ func (s *shard) finish(ctx actor.Context, why kernels.StopReason) {
 	} else {
 		s.streams = append(s.streams, newResultStream("C", s.a.Shard, s.a.ColLo, s.a.ColLo+int64(n), s.machine.Coef()))
 	}
-	if s.a.Shard == 0 && s.a.Spec.Detached {
+	if s.a.Shard == 0 && s.spec.Detached {
 		// No client waits for B: it goes next to C, as basis.npy (features x K, row-major).
-		m, k := s.machineRows(), int(s.a.Spec.Rank)
-		if err := matio.WriteNPYRowsWith(s.node.cfg.Roots.WriteOpener("--out-shared"), sharedBasisPartial(s.a.Spec.OutShared, s.a.JobId), m, k, 0,
+		m, k := s.machineRows(), s.spec.Rank
+		if err := matio.WriteNPYRowsWith(s.node.cfg.Roots.WriteOpener("--out-shared"), sharedBasisPartial(s.spec.OutShared, s.a.JobId), m, k, 0,
 			kernels.Transpose(s.machine.Basis(), m, k)); err != nil {
 			s.fail(ctx, fmt.Errorf("--out-shared: writing the basis: %w", err))
 			return

@@ -147,7 +147,14 @@ func (j *Job) Step(now time.Time, ev any) {
 		}
 	case *messages.ActorFailed:
 		if e.JobId == j.id && !j.over {
-			j.recover(now, e.Actor+" panicked on node "+e.Node+" ("+e.Reason+")", nil)
+			what := e.Actor
+			switch e.Role {
+			case messages.ActorRole_ACTOR_ROLE_SHARD:
+				what = fmt.Sprintf("shard %d (%s)", e.Shard, e.Actor)
+			case messages.ActorRole_ACTOR_ROLE_REDUCER:
+				what = "reducer " + e.Actor
+			}
+			j.recover(now, what+" panicked on node "+e.Node+" ("+e.Reason+")", nil)
 		}
 	case *messages.JobError:
 		if e.JobId == j.id {

@@ -29,7 +29,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		cfg.FanIn = 8
 	}
 	sub := &messages.SubmitJob{JobId: "j", Client: &messages.Pid{Address: "client", Id: "c"},
-		Spec: &messages.JobSpec{Algorithm: "did", Rank: 2, Shards: 4, CheckpointEvery: 5}}
+		Spec: &messages.JobSpec{Algorithm: messages.Algorithm_ALGORITHM_DID, Rank: 2, Shards: 4, CheckpointEvery: 5}}
 	h := &harness{t: t, j: New(cfg, sub), now: t0}
 	nodes := []Node{{"a", "a"}, {"b", "b"}, {"c", "c"}}
 	pongs := []*messages.Pong{{Address: "a", Capacity: 1}, {Address: "b", Capacity: 1}, {Address: "c", Capacity: 1}}

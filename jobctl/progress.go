@@ -88,7 +88,7 @@ func (j *Job) warn(msg string) {
 // onIteration records an iteration shard 0 finished, passes it on to the client, asks for a
 // checkpoint when one is due, and grants iterations or applies the time limit.
 func (j *Job) onIteration(now time.Time, m *messages.IterationDone) {
-	defer j.publish(now, "running", false)
+	defer j.publish(now, messages.JobPhase_JOB_PHASE_RUNNING, false)
 	if m.Iteration <= j.ft.lastIter {
 		j.counters.Stale++ // an iteration of this epoch seen already: never counted twice
 		return
@@ -167,7 +167,7 @@ func (j *Job) onTick(now time.Time) {
 
 // publish tells the node's job board how the job stands (at most every publishEvery unless
 // forced).
-func (j *Job) publish(now time.Time, state string, force bool) {
+func (j *Job) publish(now time.Time, state messages.JobPhase, force bool) {
 	if j.over || (!force && now.Sub(j.published) < publishEvery) {
 		return
 	}

@@ -150,7 +150,7 @@ func (j *Job) recover(now time.Time, cause string, lost []string) {
 	for _, a := range lost {
 		j.ft.lost[a] = true
 	}
-	j.publish(now, "recovering", true)
+	j.publish(now, messages.JobPhase_JOB_PHASE_RECOVERING, true)
 	alive := j.aliveRing()
 	up := 0
 	for _, a := range j.ft.startSet {
@@ -215,7 +215,7 @@ func (j *Job) recover(now time.Time, cause string, lost []string) {
 
 // pause stops the job until a majority of its nodes is back, or the quorum wait ends.
 func (j *Job) pause(now time.Time, cause string, up int) {
-	j.publish(now, "paused", true)
+	j.publish(now, messages.JobPhase_JOB_PHASE_PAUSED, true)
 	if !j.ft.paused {
 		pause := fmt.Sprintf("%s; paused: only %d of the job's %d nodes reachable, not a majority", cause, up, j.ft.quorumOf)
 		if j.ft.recovering == nil {
@@ -371,7 +371,7 @@ func (j *Job) takeOver(now time.Time, t TakeOver) {
 	j.ft.recoveries = slices.Clone(st.RecoveriesDone)
 	j.ft.checkpoints = st.Checkpoints
 	j.ownsPartial = j.sub.GetSpec().GetOutShared() != "" // the job's partial coef.npy, made by the first coordinator
-	j.publish(now, "recovering", true)
+	j.publish(now, messages.JobPhase_JOB_PHASE_RECOVERING, true)
 	j.send(j.client, &messages.JobAccepted{JobId: j.id, Coordinator: j.cfg.Self, Samples: int64(j.n), Features: int64(j.m), Takeover: true})
 	j.ft.ring = uniqueStrings(append(slices.Clone(j.ft.startSet), j.ft.shardNode...))
 	old := st.GetCoordinator().GetAddress()

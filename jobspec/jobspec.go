@@ -3,7 +3,6 @@
 package jobspec
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -76,11 +75,12 @@ type Spec struct {
 	// Nodes are the actor-system addresses to place shards on (empty: the coordinator's node).
 	Nodes []string
 	// Samples, Features, StoredEntries and NaturalLayout describe a streamed input; the
-	// client fills them in once it has read the input.
+	// client fills them in once it has read the input. NaturalLayout is matio.LayoutDense or
+	// matio.LayoutSparse for a streamed job, matio.LayoutAuto (not known) otherwise.
 	Samples       int64
 	Features      int64
 	StoredEntries int64
-	NaturalLayout string
+	NaturalLayout matio.Layout
 }
 
 // FieldError is a rule of Validate that a field breaks. Error reads in the wire's names
@@ -113,6 +113,7 @@ var fieldNames = []struct{ key, wire, flag string }{
 	{"rho", "rho", "--rho"},
 	{"fan_in", "fan-in", "--fan-in"},
 	{"ingest", "ingest", "--ingest"},
+	{"natural_layout", "natural_layout", "--input"},
 	{"stop", "stop", "--tol, --max-iter, --time-limit or --stall-tol"},
 }
 
@@ -179,6 +180,9 @@ func (s *Spec) Validate() error {
 	default:
 		return fieldErr("ingest", "{ingest} %q: want shared or stream", s.Ingest)
 	}
+	if _, ok := forms.toWire(s.Form); !ok {
+		return fieldErr("form", "{form}: unknown kernel form %d (known: auto, residual, gram)", s.Form)
+	}
 	if _, err := kernels.ParseStorage(s.Storage.String()); err != nil {
 		return fieldErr("storage", "{storage}: %v", err)
 	}
@@ -221,48 +225,164 @@ func StopRuleOf(r kernels.StopRule) *messages.StopRule {
 		StallTol: r.StallTol, StallWindow: int64(r.StallWindow)}
 }
 
-// Wire returns the spec in wire form.
-func (s *Spec) Wire() *messages.JobSpec {
-	return &messages.JobSpec{Inputs: slices.Clone(s.Inputs), Layout: s.Layout.String(), Rank: int64(s.Rank),
-		Algorithm: string(s.Algo), Shards: int64(s.Shards), Stop: StopRuleOf(s.Stop), Seed: s.Seed,
-		Init: string(s.Init), InitBasis: s.InitBasis, InitCoef: s.InitCoef, Form: s.Form.String(), Rho: s.Rho,
-		CheckpointEvery: s.CheckpointEvery, Nodes: slices.Clone(s.Nodes), FanIn: int64(s.FanIn), Ingest: s.Ingest,
-		Samples: s.Samples, Features: s.Features, NaturalLayout: s.NaturalLayout, OutShared: s.OutShared,
-		StoredEntries: s.StoredEntries, Detached: s.Detached, Overwrite: s.Overwrite, Storage: s.Storage.String()}
+// enumTable maps the values of a typed field to its wire enum and back, one row a value. A
+// value may have several rows: the first row of a wire value gives its typed value, and the
+// rows after it are other typed values that go on the wire as the same enum value (aliases, as
+// matio.LayoutAutoPath, which is LayoutAuto for a layout-invariant algorithm).
+type enumTable[T comparable, E ~int32] []struct {
+	typed T
+	wire  E
 }
 
-// FromWire parses a wire spec, fills in the defaults of the fields it leaves empty (init
-// random; form, storage and layout auto; the default stop rule; rho 1; fan-in DefaultFanIn;
-// ingest shared) and validates it. Every error names the field that is wrong.
+// The tables of the enum fields.
+var (
+	algorithms = enumTable[kernels.Algorithm, messages.Algorithm]{
+		{kernels.DID, messages.Algorithm_ALGORITHM_DID},
+		{kernels.DBCD, messages.Algorithm_ALGORITHM_DBCD},
+		{kernels.BCD, messages.Algorithm_ALGORITHM_BCD},
+		{kernels.HALS, messages.Algorithm_ALGORITHM_HALS},
+		{kernels.MU, messages.Algorithm_ALGORITHM_MU},
+		{kernels.ANLS, messages.Algorithm_ALGORITHM_ANLS},
+		{kernels.ADMM, messages.Algorithm_ALGORITHM_ADMM},
+		{kernels.DADMM, messages.Algorithm_ALGORITHM_DADMM},
+		{kernels.HPCANLS, messages.Algorithm_ALGORITHM_HPC_ANLS},
+	}
+	inits = enumTable[kernels.InitMethod, messages.Init]{
+		{kernels.InitRandom, messages.Init_INIT_RANDOM},
+		{kernels.InitNNDSVD, messages.Init_INIT_NNDSVD},
+		{kernels.InitNNDSVDA, messages.Init_INIT_NNDSVDA},
+		{kernels.InitKMeans, messages.Init_INIT_KMEANS},
+		{kernels.InitCustom, messages.Init_INIT_CUSTOM},
+		{"", messages.Init_INIT_RANDOM}, // kernels.ParseInitMethod reads "" as random
+	}
+	forms = enumTable[kernels.Form, messages.Form]{
+		{kernels.FormAuto, messages.Form_FORM_AUTO},
+		{kernels.FormResidual, messages.Form_FORM_RESIDUAL},
+		{kernels.FormGram, messages.Form_FORM_GRAM},
+	}
+	layouts = enumTable[matio.Layout, messages.Layout]{
+		{matio.LayoutAuto, messages.Layout_LAYOUT_AUTO},
+		{matio.LayoutDense, messages.Layout_LAYOUT_DENSE},
+		{matio.LayoutSparse, messages.Layout_LAYOUT_SPARSE},
+		{matio.LayoutAutoPath, messages.Layout_LAYOUT_AUTO}, // FromWire gives it back through matio.AutoFor
+	}
+	storages = enumTable[kernels.Storage, messages.Storage]{
+		{kernels.StorageAuto, messages.Storage_STORAGE_AUTO},
+		{kernels.StorageFloat64, messages.Storage_STORAGE_FLOAT64},
+		{kernels.StorageFloat32, messages.Storage_STORAGE_FLOAT32},
+	}
+	ingests = enumTable[string, messages.Ingest]{
+		{IngestShared, messages.Ingest_INGEST_SHARED},
+		{IngestStream, messages.Ingest_INGEST_STREAM},
+	}
+)
+
+// noWire is the wire value Wire gives a typed value its table lacks (one Validate refuses,
+// as kernels.StorageAsIs): no enum defines it, so FromWire refuses it, naming the field,
+// rather than read a default that would change the job.
+const noWire = -1
+
+// toWire returns v's wire value (noWire and false when the table lacks v).
+func (t enumTable[T, E]) toWire(v T) (E, bool) {
+	for _, r := range t {
+		if r.typed == v {
+			return r.wire, true
+		}
+	}
+	return noWire, false
+}
+
+// fromWire returns the typed value of e, or the *FieldError of field (a key of fieldNames)
+// naming the value when no enum value of the table is e (a hostile or newer peer).
+func (t enumTable[T, E]) fromWire(field string, e E) (T, error) {
+	for _, r := range t {
+		if r.wire == e {
+			return r.typed, nil
+		}
+	}
+	var known []string
+	for _, r := range t {
+		if w := fmt.Sprint(r.typed); w != "" && !slices.Contains(known, w) {
+			known = append(known, w)
+		}
+	}
+	var zero T
+	return zero, fieldErr(field, "{"+field+"}: unknown value %d on the wire (known: %s)", int32(e), strings.Join(known, ", "))
+}
+
+// wire returns v's wire value, noWire when the table lacks it.
+func (t enumTable[T, E]) wire(v T) E {
+	e, _ := t.toWire(v)
+	return e
+}
+
+// WireAlgorithm returns the wire enum of algo, for a client that builds a messages.JobSpec by
+// hand; an algorithm the kernels do not know gives a value FromWire refuses.
+func WireAlgorithm(algo kernels.Algorithm) messages.Algorithm { return algorithms.wire(algo) }
+
+// AlgorithmOf returns the kernels' algorithm of a wire enum, or a *FieldError naming the
+// algorithm field (ALGORITHM_UNSPECIFIED included).
+func AlgorithmOf(a messages.Algorithm) (kernels.Algorithm, error) {
+	if a == messages.Algorithm_ALGORITHM_UNSPECIFIED {
+		return "", fieldErr("algorithm", "{algorithm}: no algorithm given")
+	}
+	return algorithms.fromWire("algorithm", a)
+}
+
+// WireLayout returns the wire enum of a layout (matio.LayoutAutoPath is LAYOUT_AUTO), e.g.
+// for JobSpec.natural_layout.
+func WireLayout(l matio.Layout) messages.Layout { return layouts.wire(l) }
+
+// Wire returns the spec in wire form. A field whose value has no wire enum (one Validate
+// refuses) is sent as -1, which FromWire refuses.
+func (s *Spec) Wire() *messages.JobSpec {
+	return &messages.JobSpec{Inputs: slices.Clone(s.Inputs), Layout: layouts.wire(s.Layout), Rank: int64(s.Rank),
+		Algorithm: algorithms.wire(s.Algo), Shards: int64(s.Shards), Stop: StopRuleOf(s.Stop), Seed: s.Seed,
+		Init: inits.wire(s.Init), InitBasis: s.InitBasis, InitCoef: s.InitCoef, Form: forms.wire(s.Form), Rho: s.Rho,
+		CheckpointEvery: s.CheckpointEvery, Nodes: slices.Clone(s.Nodes), FanIn: int64(s.FanIn), Ingest: ingests.wire(s.Ingest),
+		Samples: s.Samples, Features: s.Features, NaturalLayout: layouts.wire(s.NaturalLayout), OutShared: s.OutShared,
+		StoredEntries: s.StoredEntries, Detached: s.Detached, Overwrite: s.Overwrite, Storage: storages.wire(s.Storage)}
+}
+
+// FromWire parses a wire spec, fills in the defaults of the fields it leaves out (init random;
+// form, storage and layout auto, the enums' zero values; the default stop rule; rho 1; fan-in
+// DefaultFanIn; ingest shared) and validates it. Every error names the field that is wrong;
+// an enum value no enum defines is a *FieldError naming the field and the value.
 func FromWire(w *messages.JobSpec) (*Spec, error) {
 	if w == nil {
 		return nil, fmt.Errorf("no job spec")
 	}
-	s := &Spec{Inputs: slices.Clone(w.Inputs), Algo: kernels.Algorithm(w.Algorithm), Rank: int(w.Rank), Shards: int(w.Shards), Seed: w.Seed,
+	s := &Spec{Inputs: slices.Clone(w.Inputs), Rank: int(w.Rank), Shards: int(w.Shards), Seed: w.Seed,
 		InitBasis: w.InitBasis, InitCoef: w.InitCoef, Rho: w.Rho, FanIn: int(w.FanIn), CheckpointEvery: w.CheckpointEvery,
-		Ingest: w.Ingest, OutShared: w.OutShared, Overwrite: w.Overwrite, Detached: w.Detached, Nodes: slices.Clone(w.Nodes),
-		Samples: w.Samples, Features: w.Features, StoredEntries: w.StoredEntries, NaturalLayout: w.NaturalLayout}
+		OutShared: w.OutShared, Overwrite: w.Overwrite, Detached: w.Detached, Nodes: slices.Clone(w.Nodes),
+		Samples: w.Samples, Features: w.Features, StoredEntries: w.StoredEntries}
 	if len(s.Inputs) == 0 {
 		return nil, fieldErr("input", "{input}: no input given")
 	}
-	if _, err := kernels.LookupAlgorithm(s.Algo); err != nil {
-		return nil, fieldErr("algorithm", "{algorithm}: %v", err)
-	}
 	var err error
+	if s.Algo, err = AlgorithmOf(w.Algorithm); err != nil {
+		return nil, err
+	}
 	if w.Rank > math.MaxInt32 || w.Shards > math.MaxInt32 || w.FanIn > math.MaxInt32 {
 		return nil, fmt.Errorf("rank %d, shards %d or fan-in %d out of range", w.Rank, w.Shards, w.FanIn)
 	}
-	if s.Init, err = kernels.ParseInitMethod(w.Init); err != nil { // "" is random
-		return nil, fieldErr("init", "{init}: %v", err)
+	if s.Init, err = inits.fromWire("init", w.Init); err != nil {
+		return nil, err
 	}
-	if s.Form, err = kernels.ParseForm(w.Form); err != nil { // "" is auto
-		return nil, fieldErr("form", "{form}: %v", err)
+	if s.Form, err = forms.fromWire("form", w.Form); err != nil {
+		return nil, err
 	}
-	if s.Storage, err = kernels.ParseStorage(cmp.Or(w.Storage, "auto")); err != nil {
-		return nil, fieldErr("storage", "{storage}: %v", err)
+	if s.Storage, err = storages.fromWire("storage", w.Storage); err != nil {
+		return nil, err
 	}
-	if s.Layout, err = matio.ParseLayout(cmp.Or(w.Layout, "auto")); err != nil {
-		return nil, fieldErr("layout", "{layout}: %v", err)
+	if s.Layout, err = layouts.fromWire("layout", w.Layout); err != nil {
+		return nil, err
+	}
+	if s.Ingest, err = ingests.fromWire("ingest", w.Ingest); err != nil {
+		return nil, err
+	}
+	if s.NaturalLayout, err = layouts.fromWire("natural_layout", w.NaturalLayout); err != nil {
+		return nil, err
 	}
 	// Each node reads its shards in the form fastest on its kernel path when the bits allow.
 	s.Layout = matio.AutoFor(s.Algo, s.Layout)
@@ -271,9 +391,6 @@ func FromWire(w *messages.JobSpec) (*Spec, error) {
 	}
 	if s.FanIn == 0 {
 		s.FanIn = DefaultFanIn
-	}
-	if s.Ingest == "" {
-		s.Ingest = IngestShared
 	}
 	st := w.Stop
 	if st == nil {
@@ -290,8 +407,8 @@ func FromWire(w *messages.JobSpec) (*Spec, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	if s.Ingest == IngestStream && s.NaturalLayout != "dense" && s.NaturalLayout != "sparse" {
-		return nil, fmt.Errorf("streamed job: natural layout %q (want dense or sparse)", s.NaturalLayout)
+	if s.Ingest == IngestStream && s.NaturalLayout != matio.LayoutDense && s.NaturalLayout != matio.LayoutSparse {
+		return nil, fieldErr("natural_layout", "streamed job: {natural_layout} %v (want dense or sparse)", s.NaturalLayout)
 	}
 	return s, nil
 }

@@ -49,6 +49,7 @@ func TestValidate(t *testing.T) {
 		{"empty ingest", func(s *Spec) { s.Ingest = "" }, "ingest", `ingest "": want shared or stream`, `--ingest "": want shared or stream`},
 		{"bad ingest", func(s *Spec) { s.Ingest = "{rank}" }, "ingest", `ingest "{rank}": want`, `--ingest "{rank}": want`},
 		{"storage as-is", func(s *Spec) { s.Storage = kernels.StorageAsIs }, "storage", "storage: unknown storage", "--storage: unknown storage"},
+		{"form 9", func(s *Spec) { s.Form = 9 }, "form", "form: unknown kernel form 9", "--form: unknown kernel form 9"},
 		{"layout before AutoFor", func(s *Spec) { s.Layout = matio.LayoutAuto }, "layout", "layout auto: want", "--layout auto: want"},
 		{"rho 0", func(s *Spec) { s.Rho = 0 }, "rho", "rho must be a positive number, got 0", "--rho must be a positive number, got 0"},
 		{"rho NaN", func(s *Spec) { s.Rho = math.NaN() }, "rho", "rho must be a positive number, got NaN", "--rho must be"},
@@ -92,7 +93,7 @@ func TestValidate(t *testing.T) {
 
 func TestWireRoundTrip(t *testing.T) {
 	streamed := good(t)
-	streamed.Ingest, streamed.Samples, streamed.Features, streamed.StoredEntries, streamed.NaturalLayout = IngestStream, 9, 5, 12, "sparse"
+	streamed.Ingest, streamed.Samples, streamed.Features, streamed.StoredEntries, streamed.NaturalLayout = IngestStream, 9, 5, 12, matio.LayoutSparse
 	custom := good(t)
 	custom.Init, custom.InitBasis, custom.InitCoef, custom.Nodes, custom.Layout = kernels.InitCustom, "/b.npy", "/c.npy", nil, matio.LayoutDense
 	for name, s := range map[string]*Spec{"shared": good(t), "streamed": streamed, "custom": custom} {
@@ -113,7 +114,7 @@ func TestWireRoundTrip(t *testing.T) {
 
 // TestFromWireDefaults checks the defaults a minimal wire spec gets.
 func TestFromWireDefaults(t *testing.T) {
-	s, err := FromWire(&messages.JobSpec{Inputs: []string{"/x.npy"}, Algorithm: "dadmm", Rank: 2, Shards: 3})
+	s, err := FromWire(&messages.JobSpec{Inputs: []string{"/x.npy"}, Algorithm: messages.Algorithm_ALGORITHM_DADMM, Rank: 2, Shards: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestFromWireDefaults(t *testing.T) {
 // TestFromWireHostile feeds FromWire specs no honest client sends.
 func TestFromWireHostile(t *testing.T) {
 	base := func() *messages.JobSpec {
-		return &messages.JobSpec{Inputs: []string{"/x.npy"}, Algorithm: "did", Rank: 2, Shards: 2}
+		return &messages.JobSpec{Inputs: []string{"/x.npy"}, Algorithm: messages.Algorithm_ALGORITHM_DID, Rank: 2, Shards: 2}
 	}
 	cases := []struct {
 		name string
@@ -137,7 +138,8 @@ func TestFromWireHostile(t *testing.T) {
 	}{
 		{"nil", func(*messages.JobSpec) *messages.JobSpec { return nil }, "no job spec"},
 		{"no inputs", func(s *messages.JobSpec) *messages.JobSpec { s.Inputs = nil; return s }, "input: no input given"},
-		{"unknown algorithm", func(s *messages.JobSpec) *messages.JobSpec { s.Algorithm = "svd"; return s }, `algorithm: unknown algorithm "svd"`},
+		{"no algorithm", func(s *messages.JobSpec) *messages.JobSpec { s.Algorithm = 0; return s }, "algorithm: no algorithm given"},
+		{"unknown algorithm", func(s *messages.JobSpec) *messages.JobSpec { s.Algorithm = 99; return s }, "algorithm: unknown value 99 on the wire (known: did, dbcd, bcd, hals, mu, anls, admm, dadmm, hpc-anls)"},
 		{"rank 0", func(s *messages.JobSpec) *messages.JobSpec { s.Rank = 0; return s }, "rank must be >= 1, got 0"},
 		{"rank 2^40", func(s *messages.JobSpec) *messages.JobSpec { s.Rank = 1 << 40; return s }, "out of range"},
 		{"shards -1", func(s *messages.JobSpec) *messages.JobSpec { s.Shards = -1; return s }, "shards must be >= 1, got -1"},
@@ -168,14 +170,16 @@ func TestFromWireHostile(t *testing.T) {
 			return s
 		}, "--tol must be"},
 		{"max-iter 0", func(s *messages.JobSpec) *messages.JobSpec { s.Stop = &messages.StopRule{}; return s }, "--max-iter must be >= 1"},
-		{"unknown init", func(s *messages.JobSpec) *messages.JobSpec { s.Init = "svd"; return s }, `init: unknown init "svd"`},
-		{"custom without files", func(s *messages.JobSpec) *messages.JobSpec { s.Init = "custom"; return s }, "init custom needs both"},
+		{"unknown init", func(s *messages.JobSpec) *messages.JobSpec { s.Init = 99; return s }, "init: unknown value 99 on the wire (known: random, nndsvd, nndsvda, kmeans, custom)"},
+		{"custom without files", func(s *messages.JobSpec) *messages.JobSpec { s.Init = messages.Init_INIT_CUSTOM; return s }, "init custom needs both"},
 		{"files without custom", func(s *messages.JobSpec) *messages.JobSpec { s.InitCoef = "/c.npy"; return s }, "need init custom"},
-		{"unknown ingest", func(s *messages.JobSpec) *messages.JobSpec { s.Ingest = "carrier pigeon"; return s }, `ingest "carrier pigeon": want shared or stream`},
-		{"stream without natural layout", func(s *messages.JobSpec) *messages.JobSpec { s.Ingest = IngestStream; return s }, `streamed job: natural layout ""`},
-		{"unknown form", func(s *messages.JobSpec) *messages.JobSpec { s.Form = "fast"; return s }, "form: "},
-		{"unknown storage", func(s *messages.JobSpec) *messages.JobSpec { s.Storage = "as-is"; return s }, `storage: unknown storage "as-is"`},
-		{"unknown layout", func(s *messages.JobSpec) *messages.JobSpec { s.Layout = "csr"; return s }, "layout: "},
+		{"unknown ingest", func(s *messages.JobSpec) *messages.JobSpec { s.Ingest = 7; return s }, "ingest: unknown value 7 on the wire (known: shared, stream)"},
+		{"stream without natural layout", func(s *messages.JobSpec) *messages.JobSpec { s.Ingest = messages.Ingest_INGEST_STREAM; return s },
+			"streamed job: natural_layout auto (want dense or sparse)"},
+		{"unknown natural layout", func(s *messages.JobSpec) *messages.JobSpec { s.NaturalLayout = -1; return s }, "natural_layout: unknown value -1 on the wire"},
+		{"unknown form", func(s *messages.JobSpec) *messages.JobSpec { s.Form = 3; return s }, "form: unknown value 3 on the wire (known: auto, residual, gram)"},
+		{"unknown storage", func(s *messages.JobSpec) *messages.JobSpec { s.Storage = 3; return s }, "storage: unknown value 3 on the wire (known: auto, float64, float32)"},
+		{"unknown layout", func(s *messages.JobSpec) *messages.JobSpec { s.Layout = 3; return s }, "layout: unknown value 3 on the wire (known: auto, dense, sparse)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -38,6 +38,360 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Algorithm is an NMF algorithm (kernels.Algorithm).
+type Algorithm int32
+
+const (
+	// Unspecified: no algorithm given (refused).
+	Algorithm_ALGORITHM_UNSPECIFIED Algorithm = 0
+	// did: distributed incremental block coordinate descent, one allreduce per iteration (the
+	// paper's algorithm).
+	Algorithm_ALGORITHM_DID Algorithm = 1
+	// dbcd: distributed block coordinate descent, K allreduces per iteration.
+	Algorithm_ALGORITHM_DBCD Algorithm = 2
+	// bcd: sequential block coordinate descent (one shard).
+	Algorithm_ALGORITHM_BCD Algorithm = 3
+	// hals: hierarchical ALS, rank-one pairs (b_k, c_k) (one shard).
+	Algorithm_ALGORITHM_HALS Algorithm = 4
+	// mu: Lee-Seung multiplicative updates (one shard).
+	Algorithm_ALGORITHM_MU Algorithm = 5
+	// anls: alternating NNLS with block principal pivoting (one shard).
+	Algorithm_ALGORITHM_ANLS Algorithm = 6
+	// admm: Zhang's ADMM with auxiliary variables and penalty rho (one shard).
+	Algorithm_ALGORITHM_ADMM Algorithm = 7
+	// dadmm: the paper's distributed ADMM (section 3), BPP for B.
+	Algorithm_ALGORITHM_DADMM Algorithm = 8
+	// hpc-anls: Kannan et al.'s HPC-ANLS with a 1-D column partition.
+	Algorithm_ALGORITHM_HPC_ANLS Algorithm = 9
+)
+
+// Enum value maps for Algorithm.
+var (
+	Algorithm_name = map[int32]string{
+		0: "ALGORITHM_UNSPECIFIED",
+		1: "ALGORITHM_DID",
+		2: "ALGORITHM_DBCD",
+		3: "ALGORITHM_BCD",
+		4: "ALGORITHM_HALS",
+		5: "ALGORITHM_MU",
+		6: "ALGORITHM_ANLS",
+		7: "ALGORITHM_ADMM",
+		8: "ALGORITHM_DADMM",
+		9: "ALGORITHM_HPC_ANLS",
+	}
+	Algorithm_value = map[string]int32{
+		"ALGORITHM_UNSPECIFIED": 0,
+		"ALGORITHM_DID":         1,
+		"ALGORITHM_DBCD":        2,
+		"ALGORITHM_BCD":         3,
+		"ALGORITHM_HALS":        4,
+		"ALGORITHM_MU":          5,
+		"ALGORITHM_ANLS":        6,
+		"ALGORITHM_ADMM":        7,
+		"ALGORITHM_DADMM":       8,
+		"ALGORITHM_HPC_ANLS":    9,
+	}
+)
+
+func (x Algorithm) Enum() *Algorithm {
+	p := new(Algorithm)
+	*p = x
+	return p
+}
+
+func (x Algorithm) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Algorithm) Descriptor() protoreflect.EnumDescriptor {
+	return file_didnmf_proto_enumTypes[0].Descriptor()
+}
+
+func (Algorithm) Type() protoreflect.EnumType {
+	return &file_didnmf_proto_enumTypes[0]
+}
+
+func (x Algorithm) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Algorithm.Descriptor instead.
+func (Algorithm) EnumDescriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{0}
+}
+
+// Init is the initialisation of the factors (kernels.InitMethod).
+type Init int32
+
+const (
+	// random: entries |N(0,1)| * sqrt(mean(X)/K). The default.
+	Init_INIT_RANDOM Init = 0
+	// nndsvd: nonnegative double SVD, zeros kept.
+	Init_INIT_NNDSVD Init = 1
+	// nndsvda: NNDSVD with its zeros filled by mean(X).
+	Init_INIT_NNDSVDA Init = 2
+	// kmeans: B0 the k-means centroids of the samples.
+	Init_INIT_KMEANS Init = 3
+	// custom: B0 and C0 read from JobSpec.init_basis and init_coef.
+	Init_INIT_CUSTOM Init = 4
+)
+
+// Enum value maps for Init.
+var (
+	Init_name = map[int32]string{
+		0: "INIT_RANDOM",
+		1: "INIT_NNDSVD",
+		2: "INIT_NNDSVDA",
+		3: "INIT_KMEANS",
+		4: "INIT_CUSTOM",
+	}
+	Init_value = map[string]int32{
+		"INIT_RANDOM":  0,
+		"INIT_NNDSVD":  1,
+		"INIT_NNDSVDA": 2,
+		"INIT_KMEANS":  3,
+		"INIT_CUSTOM":  4,
+	}
+)
+
+func (x Init) Enum() *Init {
+	p := new(Init)
+	*p = x
+	return p
+}
+
+func (x Init) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Init) Descriptor() protoreflect.EnumDescriptor {
+	return file_didnmf_proto_enumTypes[1].Descriptor()
+}
+
+func (Init) Type() protoreflect.EnumType {
+	return &file_didnmf_proto_enumTypes[1]
+}
+
+func (x Init) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Init.Descriptor instead.
+func (Init) EnumDescriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{1}
+}
+
+// Form is the form of DID's C step (kernels.Form).
+type Form int32
+
+const (
+	// auto: picked by shape and storage. The default.
+	Form_FORM_AUTO Form = 0
+	// residual: the paper's form, the residual kept and updated per coordinate.
+	Form_FORM_RESIDUAL Form = 1
+	// gram: from B^T x_j and the Gram matrix B^T B.
+	Form_FORM_GRAM Form = 2
+)
+
+// Enum value maps for Form.
+var (
+	Form_name = map[int32]string{
+		0: "FORM_AUTO",
+		1: "FORM_RESIDUAL",
+		2: "FORM_GRAM",
+	}
+	Form_value = map[string]int32{
+		"FORM_AUTO":     0,
+		"FORM_RESIDUAL": 1,
+		"FORM_GRAM":     2,
+	}
+)
+
+func (x Form) Enum() *Form {
+	p := new(Form)
+	*p = x
+	return p
+}
+
+func (x Form) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Form) Descriptor() protoreflect.EnumDescriptor {
+	return file_didnmf_proto_enumTypes[2].Descriptor()
+}
+
+func (Form) Type() protoreflect.EnumType {
+	return &file_didnmf_proto_enumTypes[2]
+}
+
+func (x Form) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Form.Descriptor instead.
+func (Form) EnumDescriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{2}
+}
+
+// Layout is the in-memory form of a block of X (matio.Layout).
+type Layout int32
+
+const (
+	// auto: CSC below a crossing density, dense above. The default; as a natural layout, not
+	// known (refused for a streamed job).
+	Layout_LAYOUT_AUTO Layout = 0
+	// dense: column-major values.
+	Layout_LAYOUT_DENSE Layout = 1
+	// sparse: compressed sparse columns.
+	Layout_LAYOUT_SPARSE Layout = 2
+)
+
+// Enum value maps for Layout.
+var (
+	Layout_name = map[int32]string{
+		0: "LAYOUT_AUTO",
+		1: "LAYOUT_DENSE",
+		2: "LAYOUT_SPARSE",
+	}
+	Layout_value = map[string]int32{
+		"LAYOUT_AUTO":   0,
+		"LAYOUT_DENSE":  1,
+		"LAYOUT_SPARSE": 2,
+	}
+)
+
+func (x Layout) Enum() *Layout {
+	p := new(Layout)
+	*p = x
+	return p
+}
+
+func (x Layout) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Layout) Descriptor() protoreflect.EnumDescriptor {
+	return file_didnmf_proto_enumTypes[3].Descriptor()
+}
+
+func (Layout) Type() protoreflect.EnumType {
+	return &file_didnmf_proto_enumTypes[3]
+}
+
+func (x Layout) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Layout.Descriptor instead.
+func (Layout) EnumDescriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{3}
+}
+
+// Storage is how a shard stores its block of X (kernels.Storage).
+type Storage int32
+
+const (
+	// auto: float32 when every value of the block is exactly a float32, else float64. The
+	// default.
+	Storage_STORAGE_AUTO Storage = 0
+	// float64: every value as float64.
+	Storage_STORAGE_FLOAT64 Storage = 1
+	// float32: every value as float32; a value that is not exactly a float32 is refused.
+	Storage_STORAGE_FLOAT32 Storage = 2
+)
+
+// Enum value maps for Storage.
+var (
+	Storage_name = map[int32]string{
+		0: "STORAGE_AUTO",
+		1: "STORAGE_FLOAT64",
+		2: "STORAGE_FLOAT32",
+	}
+	Storage_value = map[string]int32{
+		"STORAGE_AUTO":    0,
+		"STORAGE_FLOAT64": 1,
+		"STORAGE_FLOAT32": 2,
+	}
+)
+
+func (x Storage) Enum() *Storage {
+	p := new(Storage)
+	*p = x
+	return p
+}
+
+func (x Storage) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Storage) Descriptor() protoreflect.EnumDescriptor {
+	return file_didnmf_proto_enumTypes[4].Descriptor()
+}
+
+func (Storage) Type() protoreflect.EnumType {
+	return &file_didnmf_proto_enumTypes[4]
+}
+
+func (x Storage) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Storage.Descriptor instead.
+func (Storage) EnumDescriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{4}
+}
+
+// Ingest is how the shards get their blocks of X.
+type Ingest int32
+
+const (
+	// shared: each shard reads its own rows of the input files (a path every node can read;
+	// synthetic: specs are generated by each shard from the seed). The default.
+	Ingest_INGEST_SHARED Ingest = 0
+	// stream: the client reads the files and streams each shard its block in chunks.
+	Ingest_INGEST_STREAM Ingest = 1
+)
+
+// Enum value maps for Ingest.
+var (
+	Ingest_name = map[int32]string{
+		0: "INGEST_SHARED",
+		1: "INGEST_STREAM",
+	}
+	Ingest_value = map[string]int32{
+		"INGEST_SHARED": 0,
+		"INGEST_STREAM": 1,
+	}
+)
+
+func (x Ingest) Enum() *Ingest {
+	p := new(Ingest)
+	*p = x
+	return p
+}
+
+func (x Ingest) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Ingest) Descriptor() protoreflect.EnumDescriptor {
+	return file_didnmf_proto_enumTypes[5].Descriptor()
+}
+
+func (Ingest) Type() protoreflect.EnumType {
+	return &file_didnmf_proto_enumTypes[5]
+}
+
+func (x Ingest) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Ingest.Descriptor instead.
+func (Ingest) EnumDescriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{5}
+}
+
 // ErrorKind classifies a job's error.
 type ErrorKind int32
 
@@ -79,11 +433,11 @@ func (x ErrorKind) String() string {
 }
 
 func (ErrorKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_didnmf_proto_enumTypes[0].Descriptor()
+	return file_didnmf_proto_enumTypes[6].Descriptor()
 }
 
 func (ErrorKind) Type() protoreflect.EnumType {
-	return &file_didnmf_proto_enumTypes[0]
+	return &file_didnmf_proto_enumTypes[6]
 }
 
 func (x ErrorKind) Number() protoreflect.EnumNumber {
@@ -92,7 +446,125 @@ func (x ErrorKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ErrorKind.Descriptor instead.
 func (ErrorKind) EnumDescriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{0}
+	return file_didnmf_proto_rawDescGZIP(), []int{6}
+}
+
+// JobPhase is where a job stands, as ListJobs reports it.
+type JobPhase int32
+
+const (
+	// Unspecified: not said (a peer that does not know).
+	JobPhase_JOB_PHASE_UNSPECIFIED JobPhase = 0
+	// placing: the coordinator places the job's shards and reducers.
+	JobPhase_JOB_PHASE_PLACING JobPhase = 1
+	// running: the job iterates.
+	JobPhase_JOB_PHASE_RUNNING JobPhase = 2
+	// recovering: the job rolls back to a checkpoint after a failure and is placed again.
+	JobPhase_JOB_PHASE_RECOVERING JobPhase = 3
+	// paused: the job waits for a majority of the nodes it started with to recover.
+	JobPhase_JOB_PHASE_PAUSED JobPhase = 4
+)
+
+// Enum value maps for JobPhase.
+var (
+	JobPhase_name = map[int32]string{
+		0: "JOB_PHASE_UNSPECIFIED",
+		1: "JOB_PHASE_PLACING",
+		2: "JOB_PHASE_RUNNING",
+		3: "JOB_PHASE_RECOVERING",
+		4: "JOB_PHASE_PAUSED",
+	}
+	JobPhase_value = map[string]int32{
+		"JOB_PHASE_UNSPECIFIED": 0,
+		"JOB_PHASE_PLACING":     1,
+		"JOB_PHASE_RUNNING":     2,
+		"JOB_PHASE_RECOVERING":  3,
+		"JOB_PHASE_PAUSED":      4,
+	}
+)
+
+func (x JobPhase) Enum() *JobPhase {
+	p := new(JobPhase)
+	*p = x
+	return p
+}
+
+func (x JobPhase) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (JobPhase) Descriptor() protoreflect.EnumDescriptor {
+	return file_didnmf_proto_enumTypes[7].Descriptor()
+}
+
+func (JobPhase) Type() protoreflect.EnumType {
+	return &file_didnmf_proto_enumTypes[7]
+}
+
+func (x JobPhase) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use JobPhase.Descriptor instead.
+func (JobPhase) EnumDescriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{7}
+}
+
+// ActorRole is the kind of one of a job's actors.
+type ActorRole int32
+
+const (
+	// Unspecified: not said.
+	ActorRole_ACTOR_ROLE_UNSPECIFIED ActorRole = 0
+	// shard: holds a block of X and its columns of C, and iterates.
+	ActorRole_ACTOR_ROLE_SHARD ActorRole = 1
+	// reducer: a node of the job's reduce tree.
+	ActorRole_ACTOR_ROLE_REDUCER ActorRole = 2
+	// coordinator: places the job, follows it and reports to the client.
+	ActorRole_ACTOR_ROLE_COORDINATOR ActorRole = 3
+)
+
+// Enum value maps for ActorRole.
+var (
+	ActorRole_name = map[int32]string{
+		0: "ACTOR_ROLE_UNSPECIFIED",
+		1: "ACTOR_ROLE_SHARD",
+		2: "ACTOR_ROLE_REDUCER",
+		3: "ACTOR_ROLE_COORDINATOR",
+	}
+	ActorRole_value = map[string]int32{
+		"ACTOR_ROLE_UNSPECIFIED": 0,
+		"ACTOR_ROLE_SHARD":       1,
+		"ACTOR_ROLE_REDUCER":     2,
+		"ACTOR_ROLE_COORDINATOR": 3,
+	}
+)
+
+func (x ActorRole) Enum() *ActorRole {
+	p := new(ActorRole)
+	*p = x
+	return p
+}
+
+func (x ActorRole) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ActorRole) Descriptor() protoreflect.EnumDescriptor {
+	return file_didnmf_proto_enumTypes[8].Descriptor()
+}
+
+func (ActorRole) Type() protoreflect.EnumType {
+	return &file_didnmf_proto_enumTypes[8]
+}
+
+func (x ActorRole) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ActorRole.Descriptor instead.
+func (ActorRole) EnumDescriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{8}
 }
 
 // Pid names an actor: the actor system's address (host:port) and the actor's id.
@@ -333,20 +805,20 @@ type JobSpec struct {
 	// Inputs: file paths every node can read, or synthetic: specs. Several inputs are
 	// concatenated by samples (rows).
 	Inputs []string `protobuf:"bytes,1,rep,name=inputs,proto3" json:"inputs,omitempty"`
-	// Layout of the blocks in memory: auto, dense or sparse.
-	Layout    string    `protobuf:"bytes,2,opt,name=layout,proto3" json:"layout,omitempty"`
+	// Layout of the blocks in memory.
+	Layout    Layout    `protobuf:"varint,25,opt,name=layout,proto3,enum=didnmf.Layout" json:"layout,omitempty"`
 	Rank      int64     `protobuf:"varint,3,opt,name=rank,proto3" json:"rank,omitempty"`
-	Algorithm string    `protobuf:"bytes,4,opt,name=algorithm,proto3" json:"algorithm,omitempty"`
+	Algorithm Algorithm `protobuf:"varint,26,opt,name=algorithm,proto3,enum=didnmf.Algorithm" json:"algorithm,omitempty"`
 	Shards    int64     `protobuf:"varint,5,opt,name=shards,proto3" json:"shards,omitempty"`
 	Stop      *StopRule `protobuf:"bytes,6,opt,name=stop,proto3" json:"stop,omitempty"`
 	Seed      uint64    `protobuf:"varint,7,opt,name=seed,proto3" json:"seed,omitempty"`
-	// Init: random, nndsvd, nndsvda, kmeans or custom; custom reads init_basis (features x K)
-	// and init_coef (samples x K) .npy files, each shard reading only its own rows of init_coef.
-	Init      string `protobuf:"bytes,8,opt,name=init,proto3" json:"init,omitempty"`
+	// Init: custom reads init_basis (features x K) and init_coef (samples x K) .npy files, each
+	// shard reading only its own rows of init_coef.
+	Init      Init   `protobuf:"varint,27,opt,name=init,proto3,enum=didnmf.Init" json:"init,omitempty"`
 	InitBasis string `protobuf:"bytes,9,opt,name=init_basis,json=initBasis,proto3" json:"init_basis,omitempty"`
 	InitCoef  string `protobuf:"bytes,10,opt,name=init_coef,json=initCoef,proto3" json:"init_coef,omitempty"`
-	// Form of the C step: auto, residual or gram. Rho is ADMM's penalty.
-	Form string  `protobuf:"bytes,11,opt,name=form,proto3" json:"form,omitempty"`
+	// Form of the C step. Rho is ADMM's penalty.
+	Form Form    `protobuf:"varint,28,opt,name=form,proto3,enum=didnmf.Form" json:"form,omitempty"`
 	Rho  float64 `protobuf:"fixed64,12,opt,name=rho,proto3" json:"rho,omitempty"`
 	// Checkpoint every this many iterations (0: none; negative: the coordinator picks the
 	// iterations so that checkpoints cost about 4% of the job's time, see CheckpointAt).
@@ -356,16 +828,14 @@ type JobSpec struct {
 	Nodes []string `protobuf:"bytes,14,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	// Fan-in of the reduce tree (a power of two; 0: the default).
 	FanIn int64 `protobuf:"varint,15,opt,name=fan_in,json=fanIn,proto3" json:"fan_in,omitempty"`
-	// Ingest: how shards get their block of X. "" or "shared": each shard reads its own rows
-	// of the input files (a path every node can read; synthetic: specs are generated by each
-	// shard from the seed). "stream": the client reads the files and streams each shard its
-	// block in chunks (BlockRequest, BlockChunk, BlockAck); the client then fills in samples,
-	// features and natural_layout, since the nodes cannot read the files.
-	Ingest   string `protobuf:"bytes,16,opt,name=ingest,proto3" json:"ingest,omitempty"`
+	// Ingest: how shards get their block of X. With INGEST_STREAM the client streams each shard
+	// its block in chunks (BlockRequest, BlockChunk, BlockAck) and fills in samples, features
+	// and natural_layout, since the nodes cannot read the files.
+	Ingest   Ingest `protobuf:"varint,29,opt,name=ingest,proto3,enum=didnmf.Ingest" json:"ingest,omitempty"`
 	Samples  int64  `protobuf:"varint,17,opt,name=samples,proto3" json:"samples,omitempty"`
 	Features int64  `protobuf:"varint,18,opt,name=features,proto3" json:"features,omitempty"`
-	// The layout the streamed chunks come in: "dense" or "sparse" (matio.NaturalLayout).
-	NaturalLayout string `protobuf:"bytes,19,opt,name=natural_layout,json=naturalLayout,proto3" json:"natural_layout,omitempty"`
+	// The layout the streamed chunks come in: dense or sparse (matio.NaturalLayout).
+	NaturalLayout Layout `protobuf:"varint,30,opt,name=natural_layout,json=naturalLayout,proto3,enum=didnmf.Layout" json:"natural_layout,omitempty"`
 	// Out shared: a directory every node can write; each shard writes its rows of the
 	// coefficients into DIR/coef.npy, and C is not sent to the client.
 	OutShared string `protobuf:"bytes,20,opt,name=out_shared,json=outShared,proto3" json:"out_shared,omitempty"`
@@ -377,10 +847,9 @@ type JobSpec struct {
 	Detached bool `protobuf:"varint,22,opt,name=detached,proto3" json:"detached,omitempty"`
 	// Overwrite: out_shared's files may replace files that exist (otherwise the job refuses).
 	Overwrite bool `protobuf:"varint,23,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
-	// Storage of each shard's block of X: "" or auto (float32 when every value of the block is
-	// exactly a float32), float64, or float32 (refused, naming the value, when one is not).
-	// The arithmetic is float64 either way, so the factors are the same bits.
-	Storage       string `protobuf:"bytes,24,opt,name=storage,proto3" json:"storage,omitempty"`
+	// Storage of each shard's block of X. The arithmetic is float64 either way, so the factors
+	// are the same bits.
+	Storage       Storage `protobuf:"varint,31,opt,name=storage,proto3,enum=didnmf.Storage" json:"storage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -422,11 +891,11 @@ func (x *JobSpec) GetInputs() []string {
 	return nil
 }
 
-func (x *JobSpec) GetLayout() string {
+func (x *JobSpec) GetLayout() Layout {
 	if x != nil {
 		return x.Layout
 	}
-	return ""
+	return Layout_LAYOUT_AUTO
 }
 
 func (x *JobSpec) GetRank() int64 {
@@ -436,11 +905,11 @@ func (x *JobSpec) GetRank() int64 {
 	return 0
 }
 
-func (x *JobSpec) GetAlgorithm() string {
+func (x *JobSpec) GetAlgorithm() Algorithm {
 	if x != nil {
 		return x.Algorithm
 	}
-	return ""
+	return Algorithm_ALGORITHM_UNSPECIFIED
 }
 
 func (x *JobSpec) GetShards() int64 {
@@ -464,11 +933,11 @@ func (x *JobSpec) GetSeed() uint64 {
 	return 0
 }
 
-func (x *JobSpec) GetInit() string {
+func (x *JobSpec) GetInit() Init {
 	if x != nil {
 		return x.Init
 	}
-	return ""
+	return Init_INIT_RANDOM
 }
 
 func (x *JobSpec) GetInitBasis() string {
@@ -485,11 +954,11 @@ func (x *JobSpec) GetInitCoef() string {
 	return ""
 }
 
-func (x *JobSpec) GetForm() string {
+func (x *JobSpec) GetForm() Form {
 	if x != nil {
 		return x.Form
 	}
-	return ""
+	return Form_FORM_AUTO
 }
 
 func (x *JobSpec) GetRho() float64 {
@@ -520,11 +989,11 @@ func (x *JobSpec) GetFanIn() int64 {
 	return 0
 }
 
-func (x *JobSpec) GetIngest() string {
+func (x *JobSpec) GetIngest() Ingest {
 	if x != nil {
 		return x.Ingest
 	}
-	return ""
+	return Ingest_INGEST_SHARED
 }
 
 func (x *JobSpec) GetSamples() int64 {
@@ -541,11 +1010,11 @@ func (x *JobSpec) GetFeatures() int64 {
 	return 0
 }
 
-func (x *JobSpec) GetNaturalLayout() string {
+func (x *JobSpec) GetNaturalLayout() Layout {
 	if x != nil {
 		return x.NaturalLayout
 	}
-	return ""
+	return Layout_LAYOUT_AUTO
 }
 
 func (x *JobSpec) GetOutShared() string {
@@ -576,11 +1045,11 @@ func (x *JobSpec) GetOverwrite() bool {
 	return false
 }
 
-func (x *JobSpec) GetStorage() string {
+func (x *JobSpec) GetStorage() Storage {
 	if x != nil {
 		return x.Storage
 	}
-	return ""
+	return Storage_STORAGE_AUTO
 }
 
 // SubmitJob asks a node's host to start a coordinator for a job.
@@ -1005,7 +1474,7 @@ type JobInfo struct {
 	JobId       string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	Owner       string                 `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
 	Coordinator string                 `protobuf:"bytes,3,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
-	Algorithm   string                 `protobuf:"bytes,4,opt,name=algorithm,proto3" json:"algorithm,omitempty"`
+	Algorithm   Algorithm              `protobuf:"varint,16,opt,name=algorithm,proto3,enum=didnmf.Algorithm" json:"algorithm,omitempty"`
 	Rank        int64                  `protobuf:"varint,5,opt,name=rank,proto3" json:"rank,omitempty"`
 	Shards      int64                  `protobuf:"varint,6,opt,name=shards,proto3" json:"shards,omitempty"`
 	Iteration   int64                  `protobuf:"varint,7,opt,name=iteration,proto3" json:"iteration,omitempty"`
@@ -1014,8 +1483,8 @@ type JobInfo struct {
 	Objective   float64                `protobuf:"fixed64,10,opt,name=objective,proto3" json:"objective,omitempty"`
 	Ratio       float64                `protobuf:"fixed64,11,opt,name=ratio,proto3" json:"ratio,omitempty"`
 	Detached    bool                   `protobuf:"varint,12,opt,name=detached,proto3" json:"detached,omitempty"`
-	// State: "placing", "running", "recovering", "paused".
-	State string `protobuf:"bytes,13,opt,name=state,proto3" json:"state,omitempty"`
+	// State: placing, running, recovering or paused.
+	State JobPhase `protobuf:"varint,17,opt,name=state,proto3,enum=didnmf.JobPhase" json:"state,omitempty"`
 	// rel_err2 = objective / ||X||^2 at the last iteration; rate is iterations a second over
 	// the last ten (initialisation and recoveries left out when the history allows).
 	RelErr2       float64 `protobuf:"fixed64,14,opt,name=rel_err2,json=relErr2,proto3" json:"rel_err2,omitempty"`
@@ -1075,11 +1544,11 @@ func (x *JobInfo) GetCoordinator() string {
 	return ""
 }
 
-func (x *JobInfo) GetAlgorithm() string {
+func (x *JobInfo) GetAlgorithm() Algorithm {
 	if x != nil {
 		return x.Algorithm
 	}
-	return ""
+	return Algorithm_ALGORITHM_UNSPECIFIED
 }
 
 func (x *JobInfo) GetRank() int64 {
@@ -1138,11 +1607,11 @@ func (x *JobInfo) GetDetached() bool {
 	return false
 }
 
-func (x *JobInfo) GetState() string {
+func (x *JobInfo) GetState() JobPhase {
 	if x != nil {
 		return x.State
 	}
-	return ""
+	return JobPhase_JOB_PHASE_UNSPECIFIED
 }
 
 func (x *JobInfo) GetRelErr2() float64 {
@@ -4097,8 +4566,10 @@ type ActorFailed struct {
 	Actor  string                 `protobuf:"bytes,2,opt,name=actor,proto3" json:"actor,omitempty"`
 	Node   string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
 	Reason string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	// The shard id, or -1 for a reducer.
-	Shard         int64 `protobuf:"varint,5,opt,name=shard,proto3" json:"shard,omitempty"`
+	// The shard id, for a shard (role ACTOR_ROLE_SHARD); 0 otherwise.
+	Shard int64 `protobuf:"varint,5,opt,name=shard,proto3" json:"shard,omitempty"`
+	// What the actor is: a shard or a reducer (a failed coordinator's host tells the client).
+	Role          ActorRole `protobuf:"varint,6,opt,name=role,proto3,enum=didnmf.ActorRole" json:"role,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4166,6 +4637,13 @@ func (x *ActorFailed) GetShard() int64 {
 		return x.Shard
 	}
 	return 0
+}
+
+func (x *ActorFailed) GetRole() ActorRole {
+	if x != nil {
+		return x.Role
+	}
+	return ActorRole_ACTOR_ROLE_UNSPECIFIED
 }
 
 // JobState is what a standby node needs to take a job over when its coordinator's node dies:
@@ -4506,35 +4984,35 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bmax_iter\x18\x02 \x01(\x03R\amaxIter\x12,\n" +
 	"\x12time_limit_seconds\x18\x03 \x01(\x01R\x10timeLimitSeconds\x12\x1b\n" +
 	"\tstall_tol\x18\x04 \x01(\x01R\bstallTol\x12!\n" +
-	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\x9a\x05\n" +
+	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\xb4\x06\n" +
 	"\aJobSpec\x12\x16\n" +
-	"\x06inputs\x18\x01 \x03(\tR\x06inputs\x12\x16\n" +
-	"\x06layout\x18\x02 \x01(\tR\x06layout\x12\x12\n" +
-	"\x04rank\x18\x03 \x01(\x03R\x04rank\x12\x1c\n" +
-	"\talgorithm\x18\x04 \x01(\tR\talgorithm\x12\x16\n" +
+	"\x06inputs\x18\x01 \x03(\tR\x06inputs\x12&\n" +
+	"\x06layout\x18\x19 \x01(\x0e2\x0e.didnmf.LayoutR\x06layout\x12\x12\n" +
+	"\x04rank\x18\x03 \x01(\x03R\x04rank\x12/\n" +
+	"\talgorithm\x18\x1a \x01(\x0e2\x11.didnmf.AlgorithmR\talgorithm\x12\x16\n" +
 	"\x06shards\x18\x05 \x01(\x03R\x06shards\x12$\n" +
 	"\x04stop\x18\x06 \x01(\v2\x10.didnmf.StopRuleR\x04stop\x12\x12\n" +
-	"\x04seed\x18\a \x01(\x04R\x04seed\x12\x12\n" +
-	"\x04init\x18\b \x01(\tR\x04init\x12\x1d\n" +
+	"\x04seed\x18\a \x01(\x04R\x04seed\x12 \n" +
+	"\x04init\x18\x1b \x01(\x0e2\f.didnmf.InitR\x04init\x12\x1d\n" +
 	"\n" +
 	"init_basis\x18\t \x01(\tR\tinitBasis\x12\x1b\n" +
 	"\tinit_coef\x18\n" +
-	" \x01(\tR\binitCoef\x12\x12\n" +
-	"\x04form\x18\v \x01(\tR\x04form\x12\x10\n" +
+	" \x01(\tR\binitCoef\x12 \n" +
+	"\x04form\x18\x1c \x01(\x0e2\f.didnmf.FormR\x04form\x12\x10\n" +
 	"\x03rho\x18\f \x01(\x01R\x03rho\x12)\n" +
 	"\x10checkpoint_every\x18\r \x01(\x03R\x0fcheckpointEvery\x12\x14\n" +
 	"\x05nodes\x18\x0e \x03(\tR\x05nodes\x12\x15\n" +
-	"\x06fan_in\x18\x0f \x01(\x03R\x05fanIn\x12\x16\n" +
-	"\x06ingest\x18\x10 \x01(\tR\x06ingest\x12\x18\n" +
+	"\x06fan_in\x18\x0f \x01(\x03R\x05fanIn\x12&\n" +
+	"\x06ingest\x18\x1d \x01(\x0e2\x0e.didnmf.IngestR\x06ingest\x12\x18\n" +
 	"\asamples\x18\x11 \x01(\x03R\asamples\x12\x1a\n" +
-	"\bfeatures\x18\x12 \x01(\x03R\bfeatures\x12%\n" +
-	"\x0enatural_layout\x18\x13 \x01(\tR\rnaturalLayout\x12\x1d\n" +
+	"\bfeatures\x18\x12 \x01(\x03R\bfeatures\x125\n" +
+	"\x0enatural_layout\x18\x1e \x01(\x0e2\x0e.didnmf.LayoutR\rnaturalLayout\x12\x1d\n" +
 	"\n" +
 	"out_shared\x18\x14 \x01(\tR\toutShared\x12%\n" +
 	"\x0estored_entries\x18\x15 \x01(\x03R\rstoredEntries\x12\x1a\n" +
 	"\bdetached\x18\x16 \x01(\bR\bdetached\x12\x1c\n" +
-	"\toverwrite\x18\x17 \x01(\bR\toverwrite\x12\x18\n" +
-	"\astorage\x18\x18 \x01(\tR\astorage\"\xa3\x01\n" +
+	"\toverwrite\x18\x17 \x01(\bR\toverwrite\x12)\n" +
+	"\astorage\x18\x1f \x01(\x0e2\x0f.didnmf.StorageR\astorageJ\x04\b\x02\x10\x03J\x04\b\x04\x10\x05J\x04\b\b\x10\tJ\x04\b\v\x10\fJ\x04\b\x10\x10\x11J\x04\b\x13\x10\x14J\x04\b\x18\x10\x19\"\xa3\x01\n" +
 	"\tSubmitJob\x12#\n" +
 	"\x04spec\x18\x01 \x01(\v2\x0f.didnmf.JobSpecR\x04spec\x12#\n" +
 	"\x06client\x18\x02 \x01(\v2\v.didnmf.PidR\x06client\x12\x15\n" +
@@ -4564,12 +5042,12 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bLeaseAck\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"\n" +
 	"\n" +
-	"\bListJobs\"\x8a\x03\n" +
+	"\bListJobs\"\xbb\x03\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12 \n" +
-	"\vcoordinator\x18\x03 \x01(\tR\vcoordinator\x12\x1c\n" +
-	"\talgorithm\x18\x04 \x01(\tR\talgorithm\x12\x12\n" +
+	"\vcoordinator\x18\x03 \x01(\tR\vcoordinator\x12/\n" +
+	"\talgorithm\x18\x10 \x01(\x0e2\x11.didnmf.AlgorithmR\talgorithm\x12\x12\n" +
 	"\x04rank\x18\x05 \x01(\x03R\x04rank\x12\x16\n" +
 	"\x06shards\x18\x06 \x01(\x03R\x06shards\x12\x1c\n" +
 	"\titeration\x18\a \x01(\x03R\titeration\x12\x19\n" +
@@ -4578,10 +5056,10 @@ const file_didnmf_proto_rawDesc = "" +
 	"\tobjective\x18\n" +
 	" \x01(\x01R\tobjective\x12\x14\n" +
 	"\x05ratio\x18\v \x01(\x01R\x05ratio\x12\x1a\n" +
-	"\bdetached\x18\f \x01(\bR\bdetached\x12\x14\n" +
-	"\x05state\x18\r \x01(\tR\x05state\x12\x19\n" +
+	"\bdetached\x18\f \x01(\bR\bdetached\x12&\n" +
+	"\x05state\x18\x11 \x01(\x0e2\x10.didnmf.JobPhaseR\x05state\x12\x19\n" +
 	"\brel_err2\x18\x0e \x01(\x01R\arelErr2\x12\x12\n" +
-	"\x04rate\x18\x0f \x01(\x01R\x04rate\"H\n" +
+	"\x04rate\x18\x0f \x01(\x01R\x04rateJ\x04\b\x04\x10\x05J\x04\b\r\x10\x0e\"H\n" +
 	"\aJobList\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12#\n" +
 	"\x04jobs\x18\x02 \x03(\v2\x0f.didnmf.JobInfoR\x04jobs\"\x1c\n" +
@@ -4851,13 +5329,14 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05shard\x18\x02 \x01(\x03R\x05shard\x12\x1c\n" +
 	"\titeration\x18\x03 \x01(\x03R\titeration\x12&\n" +
-	"\breply_to\x18\x04 \x01(\v2\v.didnmf.PidR\areplyTo\"|\n" +
+	"\breply_to\x18\x04 \x01(\v2\v.didnmf.PidR\areplyTo\"\xa3\x01\n" +
 	"\vActorFailed\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05actor\x18\x02 \x01(\tR\x05actor\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
-	"\x05shard\x18\x05 \x01(\x03R\x05shard\"\xe1\x04\n" +
+	"\x05shard\x18\x05 \x01(\x03R\x05shard\x12%\n" +
+	"\x04role\x18\x06 \x01(\x0e2\x11.didnmf.ActorRoleR\x04role\"\xe1\x04\n" +
 	"\bJobState\x12)\n" +
 	"\x06submit\x18\x01 \x01(\v2\x11.didnmf.SubmitJobR\x06submit\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1f\n" +
@@ -4887,12 +5366,55 @@ const file_didnmf_proto_rawDesc = "" +
 	"\fCheckpointAt\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1c\n" +
-	"\titeration\x18\x03 \x01(\x03R\titeration*n\n" +
+	"\titeration\x18\x03 \x01(\x03R\titeration*\xdb\x01\n" +
+	"\tAlgorithm\x12\x19\n" +
+	"\x15ALGORITHM_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rALGORITHM_DID\x10\x01\x12\x12\n" +
+	"\x0eALGORITHM_DBCD\x10\x02\x12\x11\n" +
+	"\rALGORITHM_BCD\x10\x03\x12\x12\n" +
+	"\x0eALGORITHM_HALS\x10\x04\x12\x10\n" +
+	"\fALGORITHM_MU\x10\x05\x12\x12\n" +
+	"\x0eALGORITHM_ANLS\x10\x06\x12\x12\n" +
+	"\x0eALGORITHM_ADMM\x10\a\x12\x13\n" +
+	"\x0fALGORITHM_DADMM\x10\b\x12\x16\n" +
+	"\x12ALGORITHM_HPC_ANLS\x10\t*\\\n" +
+	"\x04Init\x12\x0f\n" +
+	"\vINIT_RANDOM\x10\x00\x12\x0f\n" +
+	"\vINIT_NNDSVD\x10\x01\x12\x10\n" +
+	"\fINIT_NNDSVDA\x10\x02\x12\x0f\n" +
+	"\vINIT_KMEANS\x10\x03\x12\x0f\n" +
+	"\vINIT_CUSTOM\x10\x04*7\n" +
+	"\x04Form\x12\r\n" +
+	"\tFORM_AUTO\x10\x00\x12\x11\n" +
+	"\rFORM_RESIDUAL\x10\x01\x12\r\n" +
+	"\tFORM_GRAM\x10\x02*>\n" +
+	"\x06Layout\x12\x0f\n" +
+	"\vLAYOUT_AUTO\x10\x00\x12\x10\n" +
+	"\fLAYOUT_DENSE\x10\x01\x12\x11\n" +
+	"\rLAYOUT_SPARSE\x10\x02*E\n" +
+	"\aStorage\x12\x10\n" +
+	"\fSTORAGE_AUTO\x10\x00\x12\x13\n" +
+	"\x0fSTORAGE_FLOAT64\x10\x01\x12\x13\n" +
+	"\x0fSTORAGE_FLOAT32\x10\x02*.\n" +
+	"\x06Ingest\x12\x11\n" +
+	"\rINGEST_SHARED\x10\x00\x12\x11\n" +
+	"\rINGEST_STREAM\x10\x01*n\n" +
 	"\tErrorKind\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10ERROR_KIND_INPUT\x10\x01\x12\x17\n" +
 	"\x13ERROR_KIND_CANCELED\x10\x02\x12\x16\n" +
-	"\x12ERROR_KIND_FAILURE\x10\x03B#Z!github.com/didnmf/didnmf/messagesb\x06proto3"
+	"\x12ERROR_KIND_FAILURE\x10\x03*\x83\x01\n" +
+	"\bJobPhase\x12\x19\n" +
+	"\x15JOB_PHASE_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11JOB_PHASE_PLACING\x10\x01\x12\x15\n" +
+	"\x11JOB_PHASE_RUNNING\x10\x02\x12\x18\n" +
+	"\x14JOB_PHASE_RECOVERING\x10\x03\x12\x14\n" +
+	"\x10JOB_PHASE_PAUSED\x10\x04*q\n" +
+	"\tActorRole\x12\x1a\n" +
+	"\x16ACTOR_ROLE_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10ACTOR_ROLE_SHARD\x10\x01\x12\x16\n" +
+	"\x12ACTOR_ROLE_REDUCER\x10\x02\x12\x1a\n" +
+	"\x16ACTOR_ROLE_COORDINATOR\x10\x03B#Z!github.com/didnmf/didnmf/messagesb\x06proto3"
 
 var (
 	file_didnmf_proto_rawDescOnce sync.Once
@@ -4906,99 +5428,117 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 	return file_didnmf_proto_rawDescData
 }
 
-var file_didnmf_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_didnmf_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
 var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_didnmf_proto_goTypes = []any{
-	(ErrorKind)(0),              // 0: didnmf.ErrorKind
-	(*Pid)(nil),                 // 1: didnmf.Pid
-	(*Chunk)(nil),               // 2: didnmf.Chunk
-	(*StopRule)(nil),            // 3: didnmf.StopRule
-	(*JobSpec)(nil),             // 4: didnmf.JobSpec
-	(*SubmitJob)(nil),           // 5: didnmf.SubmitJob
-	(*JobAccepted)(nil),         // 6: didnmf.JobAccepted
-	(*JobError)(nil),            // 7: didnmf.JobError
-	(*CancelJob)(nil),           // 8: didnmf.CancelJob
-	(*LeaseRenew)(nil),          // 9: didnmf.LeaseRenew
-	(*LeaseAck)(nil),            // 10: didnmf.LeaseAck
-	(*ListJobs)(nil),            // 11: didnmf.ListJobs
-	(*JobInfo)(nil),             // 12: didnmf.JobInfo
-	(*JobList)(nil),             // 13: didnmf.JobList
-	(*Ping)(nil),                // 14: didnmf.Ping
-	(*Pong)(nil),                // 15: didnmf.Pong
-	(*HostStatus)(nil),          // 16: didnmf.HostStatus
-	(*ShardAssignment)(nil),     // 17: didnmf.ShardAssignment
-	(*ReducerAssignment)(nil),   // 18: didnmf.ReducerAssignment
-	(*Placed)(nil),              // 19: didnmf.Placed
-	(*StartJob)(nil),            // 20: didnmf.StartJob
-	(*Grant)(nil),               // 21: didnmf.Grant
-	(*Finish)(nil),              // 22: didnmf.Finish
-	(*StopJob)(nil),             // 23: didnmf.StopJob
-	(*Partial)(nil),             // 24: didnmf.Partial
-	(*Reduced)(nil),             // 25: didnmf.Reduced
-	(*IterationDone)(nil),       // 26: didnmf.IterationDone
-	(*Progress)(nil),            // 27: didnmf.Progress
-	(*Counters)(nil),            // 28: didnmf.Counters
-	(*ShardDone)(nil),           // 29: didnmf.ShardDone
-	(*ReducerDone)(nil),         // 30: didnmf.ReducerDone
-	(*ResultChunk)(nil),         // 31: didnmf.ResultChunk
-	(*ResultAck)(nil),           // 32: didnmf.ResultAck
-	(*HistoryPoint)(nil),        // 33: didnmf.HistoryPoint
-	(*JobResult)(nil),           // 34: didnmf.JobResult
-	(*Recovery)(nil),            // 35: didnmf.Recovery
-	(*BlockRequest)(nil),        // 36: didnmf.BlockRequest
-	(*BlockChunk)(nil),          // 37: didnmf.BlockChunk
-	(*BlockAck)(nil),            // 38: didnmf.BlockAck
-	(*CheckpointDone)(nil),      // 39: didnmf.CheckpointDone
-	(*CheckpointCopy)(nil),      // 40: didnmf.CheckpointCopy
-	(*Buddies)(nil),             // 41: didnmf.Buddies
-	(*CheckpointStored)(nil),    // 42: didnmf.CheckpointStored
-	(*CheckpointFetch)(nil),     // 43: didnmf.CheckpointFetch
-	(*ActorFailed)(nil),         // 44: didnmf.ActorFailed
-	(*JobState)(nil),            // 45: didnmf.JobState
-	(*CheckpointCommitted)(nil), // 46: didnmf.CheckpointCommitted
-	(*CheckpointAt)(nil),        // 47: didnmf.CheckpointAt
+	(Algorithm)(0),              // 0: didnmf.Algorithm
+	(Init)(0),                   // 1: didnmf.Init
+	(Form)(0),                   // 2: didnmf.Form
+	(Layout)(0),                 // 3: didnmf.Layout
+	(Storage)(0),                // 4: didnmf.Storage
+	(Ingest)(0),                 // 5: didnmf.Ingest
+	(ErrorKind)(0),              // 6: didnmf.ErrorKind
+	(JobPhase)(0),               // 7: didnmf.JobPhase
+	(ActorRole)(0),              // 8: didnmf.ActorRole
+	(*Pid)(nil),                 // 9: didnmf.Pid
+	(*Chunk)(nil),               // 10: didnmf.Chunk
+	(*StopRule)(nil),            // 11: didnmf.StopRule
+	(*JobSpec)(nil),             // 12: didnmf.JobSpec
+	(*SubmitJob)(nil),           // 13: didnmf.SubmitJob
+	(*JobAccepted)(nil),         // 14: didnmf.JobAccepted
+	(*JobError)(nil),            // 15: didnmf.JobError
+	(*CancelJob)(nil),           // 16: didnmf.CancelJob
+	(*LeaseRenew)(nil),          // 17: didnmf.LeaseRenew
+	(*LeaseAck)(nil),            // 18: didnmf.LeaseAck
+	(*ListJobs)(nil),            // 19: didnmf.ListJobs
+	(*JobInfo)(nil),             // 20: didnmf.JobInfo
+	(*JobList)(nil),             // 21: didnmf.JobList
+	(*Ping)(nil),                // 22: didnmf.Ping
+	(*Pong)(nil),                // 23: didnmf.Pong
+	(*HostStatus)(nil),          // 24: didnmf.HostStatus
+	(*ShardAssignment)(nil),     // 25: didnmf.ShardAssignment
+	(*ReducerAssignment)(nil),   // 26: didnmf.ReducerAssignment
+	(*Placed)(nil),              // 27: didnmf.Placed
+	(*StartJob)(nil),            // 28: didnmf.StartJob
+	(*Grant)(nil),               // 29: didnmf.Grant
+	(*Finish)(nil),              // 30: didnmf.Finish
+	(*StopJob)(nil),             // 31: didnmf.StopJob
+	(*Partial)(nil),             // 32: didnmf.Partial
+	(*Reduced)(nil),             // 33: didnmf.Reduced
+	(*IterationDone)(nil),       // 34: didnmf.IterationDone
+	(*Progress)(nil),            // 35: didnmf.Progress
+	(*Counters)(nil),            // 36: didnmf.Counters
+	(*ShardDone)(nil),           // 37: didnmf.ShardDone
+	(*ReducerDone)(nil),         // 38: didnmf.ReducerDone
+	(*ResultChunk)(nil),         // 39: didnmf.ResultChunk
+	(*ResultAck)(nil),           // 40: didnmf.ResultAck
+	(*HistoryPoint)(nil),        // 41: didnmf.HistoryPoint
+	(*JobResult)(nil),           // 42: didnmf.JobResult
+	(*Recovery)(nil),            // 43: didnmf.Recovery
+	(*BlockRequest)(nil),        // 44: didnmf.BlockRequest
+	(*BlockChunk)(nil),          // 45: didnmf.BlockChunk
+	(*BlockAck)(nil),            // 46: didnmf.BlockAck
+	(*CheckpointDone)(nil),      // 47: didnmf.CheckpointDone
+	(*CheckpointCopy)(nil),      // 48: didnmf.CheckpointCopy
+	(*Buddies)(nil),             // 49: didnmf.Buddies
+	(*CheckpointStored)(nil),    // 50: didnmf.CheckpointStored
+	(*CheckpointFetch)(nil),     // 51: didnmf.CheckpointFetch
+	(*ActorFailed)(nil),         // 52: didnmf.ActorFailed
+	(*JobState)(nil),            // 53: didnmf.JobState
+	(*CheckpointCommitted)(nil), // 54: didnmf.CheckpointCommitted
+	(*CheckpointAt)(nil),        // 55: didnmf.CheckpointAt
 }
 var file_didnmf_proto_depIdxs = []int32{
-	3,  // 0: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
-	4,  // 1: didnmf.SubmitJob.spec:type_name -> didnmf.JobSpec
-	1,  // 2: didnmf.SubmitJob.client:type_name -> didnmf.Pid
-	1,  // 3: didnmf.JobAccepted.coordinator:type_name -> didnmf.Pid
-	0,  // 4: didnmf.JobError.kind:type_name -> didnmf.ErrorKind
-	12, // 5: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
-	4,  // 6: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
-	1,  // 7: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
-	1,  // 8: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
-	1,  // 9: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
-	1,  // 10: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
-	1,  // 11: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
-	1,  // 12: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
-	1,  // 13: didnmf.Placed.pid:type_name -> didnmf.Pid
-	1,  // 14: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
-	2,  // 15: didnmf.Partial.chunk:type_name -> didnmf.Chunk
-	2,  // 16: didnmf.Reduced.chunk:type_name -> didnmf.Chunk
-	28, // 17: didnmf.ShardDone.counters:type_name -> didnmf.Counters
-	28, // 18: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
-	1,  // 19: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
-	2,  // 20: didnmf.ResultChunk.chunk:type_name -> didnmf.Chunk
-	33, // 21: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
-	28, // 22: didnmf.JobResult.counters:type_name -> didnmf.Counters
-	35, // 23: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
-	1,  // 24: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
-	2,  // 25: didnmf.BlockChunk.chunk:type_name -> didnmf.Chunk
-	1,  // 26: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
-	2,  // 27: didnmf.CheckpointCopy.chunk:type_name -> didnmf.Chunk
-	1,  // 28: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
-	1,  // 29: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
-	1,  // 30: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
-	5,  // 31: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
-	33, // 32: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
-	1,  // 33: didnmf.JobState.coordinator:type_name -> didnmf.Pid
-	35, // 34: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	3,  // 0: didnmf.JobSpec.layout:type_name -> didnmf.Layout
+	0,  // 1: didnmf.JobSpec.algorithm:type_name -> didnmf.Algorithm
+	11, // 2: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
+	1,  // 3: didnmf.JobSpec.init:type_name -> didnmf.Init
+	2,  // 4: didnmf.JobSpec.form:type_name -> didnmf.Form
+	5,  // 5: didnmf.JobSpec.ingest:type_name -> didnmf.Ingest
+	3,  // 6: didnmf.JobSpec.natural_layout:type_name -> didnmf.Layout
+	4,  // 7: didnmf.JobSpec.storage:type_name -> didnmf.Storage
+	12, // 8: didnmf.SubmitJob.spec:type_name -> didnmf.JobSpec
+	9,  // 9: didnmf.SubmitJob.client:type_name -> didnmf.Pid
+	9,  // 10: didnmf.JobAccepted.coordinator:type_name -> didnmf.Pid
+	6,  // 11: didnmf.JobError.kind:type_name -> didnmf.ErrorKind
+	0,  // 12: didnmf.JobInfo.algorithm:type_name -> didnmf.Algorithm
+	7,  // 13: didnmf.JobInfo.state:type_name -> didnmf.JobPhase
+	20, // 14: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
+	12, // 15: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
+	9,  // 16: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
+	9,  // 17: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
+	9,  // 18: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
+	9,  // 19: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
+	9,  // 20: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
+	9,  // 21: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
+	9,  // 22: didnmf.Placed.pid:type_name -> didnmf.Pid
+	9,  // 23: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
+	10, // 24: didnmf.Partial.chunk:type_name -> didnmf.Chunk
+	10, // 25: didnmf.Reduced.chunk:type_name -> didnmf.Chunk
+	36, // 26: didnmf.ShardDone.counters:type_name -> didnmf.Counters
+	36, // 27: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
+	9,  // 28: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
+	10, // 29: didnmf.ResultChunk.chunk:type_name -> didnmf.Chunk
+	41, // 30: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
+	36, // 31: didnmf.JobResult.counters:type_name -> didnmf.Counters
+	43, // 32: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
+	9,  // 33: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
+	10, // 34: didnmf.BlockChunk.chunk:type_name -> didnmf.Chunk
+	9,  // 35: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
+	10, // 36: didnmf.CheckpointCopy.chunk:type_name -> didnmf.Chunk
+	9,  // 37: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
+	9,  // 38: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
+	9,  // 39: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
+	8,  // 40: didnmf.ActorFailed.role:type_name -> didnmf.ActorRole
+	13, // 41: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
+	41, // 42: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
+	9,  // 43: didnmf.JobState.coordinator:type_name -> didnmf.Pid
+	43, // 44: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
+	45, // [45:45] is the sub-list for method output_type
+	45, // [45:45] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_didnmf_proto_init() }
@@ -5011,7 +5551,7 @@ func file_didnmf_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      9,
 			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,

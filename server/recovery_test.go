@@ -74,6 +74,10 @@ func golden(t *testing.T, spec *messages.JobSpec) *kernels.Result {
 		t.Fatal(err)
 	}
 	defer src.Close()
+	algo, err := jobspec.AlgorithmOf(spec.Algorithm)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p := int(spec.Shards)
 	r := kernels.ColumnRanges(src.Samples(), p)
 	blocks := make([]kernels.Block, p)
@@ -82,7 +86,7 @@ func golden(t *testing.T, spec *messages.JobSpec) *kernels.Result {
 			t.Fatal(err)
 		}
 	}
-	want, err := kernels.Run(context.Background(), blocks, kernels.Config{Algo: kernels.Algorithm(spec.Algorithm), K: int(spec.Rank),
+	want, err := kernels.Run(context.Background(), blocks, kernels.Config{Algo: algo, K: int(spec.Rank),
 		Seed: spec.Seed, Stop: kernels.StopRule{MaxIter: int(spec.Stop.MaxIter)}})
 	if err != nil {
 		t.Fatal(err)
@@ -166,11 +170,11 @@ func TestNodeLossRecovers(t *testing.T) {
 					t.Fatalf("the client does not see 4 workers: %v; b sees %v", client.Members.Members(), members[1].Members.Members())
 				}
 			}
-			spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=4000,k=3,seed=3"}, Rank: 3, Algorithm: "did", Shards: 8, Seed: 2,
+			spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=4000,k=3,seed=3"}, Rank: 3, Algorithm: messages.Algorithm_ALGORITHM_DID, Shards: 8, Seed: 2,
 				Stop: &messages.StopRule{MaxIter: 1500}, CheckpointEvery: 20}
 			want := golden(t, spec)
 			if tc.stream {
-				spec.Inputs, spec.Ingest = []string{npy}, jobspec.IngestStream
+				spec.Inputs, spec.Ingest = []string{npy}, messages.Ingest_INGEST_STREAM
 			}
 			job, err := client.Submit(context.Background(), spec)
 			if err != nil {
@@ -280,7 +284,7 @@ func TestPartition(t *testing.T) {
 			}
 			defer client.Close()
 			waitMembers(t, 5, append(members, &Server{Members: client.Members}))
-			spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=4000,k=3,seed=3"}, Rank: 3, Algorithm: "did", Shards: 10, Seed: 2,
+			spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=4000,k=3,seed=3"}, Rank: 3, Algorithm: messages.Algorithm_ALGORITHM_DID, Shards: 10, Seed: 2,
 				Stop: &messages.StopRule{MaxIter: 1500}, CheckpointEvery: 20}
 			want := golden(t, spec)
 			job, err := client.Submit(context.Background(), spec)
@@ -386,10 +390,10 @@ func waitPaused(t *testing.T, from, coordinator *Server, id string) {
 			last = err.Error()
 		case info == nil:
 			t.Fatalf("job %s is no longer listed by its coordinator's node %s, cut off from the majority: it ended instead of pausing", id, coordinator.Name())
-		case info.State == "paused":
+		case info.State == messages.JobPhase_JOB_PHASE_PAUSED:
 			paused = info
 		default:
-			last = fmt.Sprintf("%s at iteration %d", info.State, info.Iteration)
+			last = fmt.Sprintf("%s at iteration %d", info.State.Name(), info.Iteration)
 		}
 		if paused == nil && time.Now().After(deadline) {
 			t.Fatalf("the coordinator on the minority side did not pause within 60 s of the split: last seen %s", last)
@@ -403,7 +407,7 @@ func waitPaused(t *testing.T, from, coordinator *Server, id string) {
 		if err != nil {
 			continue
 		}
-		if info == nil || (info.State != "paused" && info.State != "recovering") || info.Iteration != paused.Iteration {
+		if info == nil || (info.State != messages.JobPhase_JOB_PHASE_PAUSED && info.State != messages.JobPhase_JOB_PHASE_RECOVERING) || info.Iteration != paused.Iteration {
 			t.Fatalf("the job went on without a quorum: paused at iteration %d, then %v", paused.Iteration, info)
 		}
 	}
@@ -479,7 +483,7 @@ func TestOrphanedJobIsForgotten(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=4000,k=3,seed=3"}, Rank: 3, Algorithm: "did", Shards: 8, Seed: 2,
+	spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=4000,k=3,seed=3"}, Rank: 3, Algorithm: messages.Algorithm_ALGORITHM_DID, Shards: 8, Seed: 2,
 		Stop: &messages.StopRule{MaxIter: 100000}, CheckpointEvery: 20}
 	job, err := client.Submit(context.Background(), spec)
 	if err != nil {
@@ -550,7 +554,7 @@ func TestSubmitToDyingNode(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		_, err := client.Submit(context.Background(), &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=400,k=3,seed=3"}, Rank: 3,
-			Algorithm: "did", Shards: 2, Seed: 2, Stop: &messages.StopRule{MaxIter: 10}})
+			Algorithm: messages.Algorithm_ALGORITHM_DID, Shards: 2, Seed: 2, Stop: &messages.StopRule{MaxIter: 10}})
 		done <- err
 	}()
 	// The node coordinating the job holds it (its coordinator) before it accepts it.

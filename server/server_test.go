@@ -117,7 +117,7 @@ func TestClusterInProcess(t *testing.T) {
 	if co, _ := client.Coordinator(); co.Name != "b" {
 		t.Errorf("jobs go to %s, want the seed b", co.Name)
 	}
-	spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=3000,k=3,seed=3"}, Rank: 3, Algorithm: "did", Shards: 6, Seed: 2,
+	spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=3000,k=3,seed=3"}, Rank: 3, Algorithm: messages.Algorithm_ALGORITHM_DID, Shards: 6, Seed: 2,
 		Stop: &messages.StopRule{MaxIter: 15}}
 	job, err := client.Submit(context.Background(), spec)
 	if err != nil {

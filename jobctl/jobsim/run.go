@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/didnmf/didnmf/jobctl"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 )
@@ -327,7 +328,7 @@ func Run(p *Problem, opt Options) Outcome {
 	}
 	// The client submits the job to the first node.
 	sub := &messages.SubmitJob{JobId: "jsim", Client: &messages.Pid{Address: clientAddr, Id: clientAddr},
-		Spec: &messages.JobSpec{Algorithm: string(p.spec.Algo), Rank: int64(p.spec.K), Shards: int64(p.shards), CheckpointEvery: p.every,
+		Spec: &messages.JobSpec{Algorithm: jobspec.WireAlgorithm(p.spec.Algo), Rank: int64(p.spec.K), Shards: int64(p.shards), CheckpointEvery: p.every,
 			Seed: p.spec.Seed, Inputs: []string{"sim"}}}
 	first := w.nodes[w.order[0]]
 	c := w.newCoordinator(first, sub, jobctl.HostName+"/jsim-coord")
