@@ -10,12 +10,10 @@ import (
 	"slices"
 	"time"
 
-	"google.golang.org/protobuf/proto"
+	"github.com/didnmf/didnmf"
 
-	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
-	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/server"
 )
 
@@ -191,7 +189,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	out := benchResult{Algo: string(j.cfg.Algo), Input: j.src.Name(), M: res.M, N: res.N, K: res.K, Shards: res.Shards,
 		Threads: threads, Layout: layout, Iterations: res.Iterations, SecPerIter: spi, RelErr2: res.RelErr2(),
 		Collectives: res.Comm.PerIteration, GoVersion: runtime.Version(), Kernel: kernels.ActiveKernelPath().String()}
-	out.Storage, out.XBytes = storedAs(blocks)
+	out.Storage, out.XBytes = didnmf.StoredAs(blocks)
 	roof.fill(&out)
 	if pb != nil {
 		out.Procs, out.JoinSec, out.DetectSec = *procs, pb.joinSec, pb.detectSec
@@ -264,13 +262,13 @@ type actorBench struct {
 // benchActors runs the job pairs times with the driver and on an in-process cluster of
 // jf.nodes actor systems, alternately, and returns the medians.
 func benchActors(jf *jobFlags, j *job, blocks []kernels.Block, pairs int) (*actorBench, error) {
-	client, spec, stop, err := jf.startLocal(j)
+	runner, err := didnmf.NewRunner(j.Target)
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
-	return timePairs(jf, j, blocks, pairs, func() (*actors.Result, error) {
-		return runJob(context.Background(), client, spec, nil, nil)
+	defer runner.Close()
+	return timePairs(jf, j, blocks, pairs, func() (*didnmf.Result, error) {
+		return runner.Run(context.Background(), j.Job, didnmf.Options{})
 	})
 }
 
@@ -284,21 +282,26 @@ type checkpointBench struct {
 // alternately, and compares the whole jobs' times (a median per iteration would not see
 // checkpoints that cost only on their own iterations).
 func benchCheckpoints(jf *jobFlags, j *job, pairs int) (*checkpointBench, error) {
-	client, spec, stop, err := jf.startLocal(j)
+	runner, err := didnmf.NewRunner(j.Target)
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
-	none := proto.Clone(spec).(*messages.JobSpec)
-	none.CheckpointEvery = 0
+	defer runner.Close()
+	noneSpec := *j.spec
+	noneSpec.CheckpointEvery = 0
+	none, err := didnmf.Open(&noneSpec, j.Target)
+	if err != nil {
+		return nil, cliErr(err)
+	}
+	defer none.Close()
 	out := &checkpointBench{}
 	var ratios []float64
 	for r := 0; r < pairs; r++ {
-		with, err := runJob(context.Background(), client, spec, nil, nil)
+		with, err := runner.Run(context.Background(), j.Job, didnmf.Options{})
 		if err != nil {
 			return nil, err
 		}
-		without, err := runJob(context.Background(), client, none, nil, nil)
+		without, err := runner.Run(context.Background(), none, didnmf.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -311,7 +314,7 @@ func benchCheckpoints(jf *jobFlags, j *job, pairs int) (*checkpointBench, error)
 
 // timePairs runs the job pairs times with the driver and with runActors, alternately, and
 // returns the medians.
-func timePairs(jf *jobFlags, j *job, blocks []kernels.Block, pairs int, runActors func() (*actors.Result, error)) (*actorBench, error) {
+func timePairs(jf *jobFlags, j *job, blocks []kernels.Block, pairs int, runActors func() (*didnmf.Result, error)) (*actorBench, error) {
 	out := &actorBench{fanIn: jf.fanIn}
 	if out.fanIn == 0 {
 		out.fanIn = jobspec.DefaultFanIn

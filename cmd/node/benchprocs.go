@@ -7,13 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
-	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/internal/proccluster"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
-	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/server"
 )
@@ -99,7 +100,7 @@ func probeSamples(shards, rank int) int { return max(64, 8*shards, rank) }
 
 // probeAllreduce times the allreduce probe on the processes c submits to, against the driver,
 // alternately, pairs times.
-func probeAllreduce(jf *jobFlags, j *job, pairs int, submit func(*messages.JobSpec) (*actors.Result, error)) (allreduceProbe, error) {
+func probeAllreduce(jf *jobFlags, j *job, pairs int, submit func(*jobspec.Spec) (*didnmf.Result, error)) (allreduceProbe, error) {
 	pf := *jf
 	pf.inputs = stringList{fmt.Sprintf("synthetic:m=%d,n=%d,k=%d,seed=1", j.m, probeSamples(j.shards, j.cfg.K), j.cfg.K)}
 	pf.init, pf.initBasis, pf.initCoef = string(kernels.InitRandom), "", ""
@@ -113,7 +114,7 @@ func probeAllreduce(jf *jobFlags, j *job, pairs int, submit func(*messages.JobSp
 	if err != nil {
 		return allreduceProbe{}, err
 	}
-	spec := pf.wireSpec(pj, nil)
+	spec := pj.spec
 	var over []float64
 	out := allreduceProbe{input: pf.inputs[0], iterations: probeIterations, pairs: pairs}
 	var drv, act []float64
@@ -186,20 +187,23 @@ func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads, pairs 
 			joins = append(joins, last.Sub(k.Started).Seconds())
 		}
 	}
-	c, err := server.Connect(server.ClientConfig{Cluster: []string{kids[0].Gossip}, Secret: secret})
+	target := didnmf.OnCluster(server.ClientConfig{Cluster: []string{kids[0].Gossip}, Secret: secret})
+	runner, err := didnmf.NewRunner(target)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	submit := func(spec *messages.JobSpec) (*actors.Result, error) {
-		job, err := c.Submit(context.Background(), spec)
+	defer runner.Close()
+	submit := func(spec *jobspec.Spec) (*didnmf.Result, error) {
+		s := *spec
+		s.Inputs = absInputs(s.Inputs) // the nodes resolve only absolute paths
+		cj, err := didnmf.Open(&s, target)
 		if err != nil {
 			return nil, err
 		}
-		return follow(context.Background(), job, nil, nil)
+		return runner.Run(context.Background(), cj, didnmf.Options{})
 	}
-	spec := jf.wireSpec(j, nil)
-	ab, err := timePairs(jf, j, blocks, pairs, func() (*actors.Result, error) { return submit(spec) })
+	spec := j.spec
+	ab, err := timePairs(jf, j, blocks, pairs, func() (*didnmf.Result, error) { return submit(spec) })
 	if err != nil {
 		return nil, err
 	}
@@ -230,4 +234,17 @@ func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads, pairs 
 		os.RemoveAll(victim.dir)
 	}
 	return out, nil
+}
+
+// absInputs returns the inputs with relative file paths made absolute.
+func absInputs(inputs []string) []string {
+	out := slices.Clone(inputs)
+	for i, in := range out {
+		if !strings.HasPrefix(in, "synthetic:") && !filepath.IsAbs(in) {
+			if abs, err := filepath.Abs(in); err == nil {
+				out[i] = abs
+			}
+		}
+	}
+	return out
 }

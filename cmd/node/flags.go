@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/didnmf/didnmf"
+
 	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
@@ -224,8 +226,10 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string, max int, stderr io.Writer) 
 	return rest, nil
 }
 
-// job is a validated jobFlags: the source is open, the config built.
+// job is a validated jobFlags: the job opened for its target (the input open when this
+// process reads it), with the kernels' configuration and the input's shape at hand.
 type job struct {
+	*didnmf.Job
 	src    matio.Source
 	spec   *jobspec.Spec
 	cfg    kernels.Config
@@ -233,9 +237,10 @@ type job struct {
 	m, n   int
 }
 
-// open validates the flags, opens the input and builds the job. The rules of the job itself
-// are jobspec.Spec.Validate's; open keeps the rules of the flags (what is required, what
-// needs --nodes or --cluster) and those that need the data. The caller closes j.src.
+// open validates the flags and opens the job for its target (didnmf.Open: the rules of the
+// job are jobspec.Spec.Validate's, and those that need the data didnmf's). open keeps the
+// rules of the flags (what is required, what needs --nodes or --cluster). The caller closes
+// the job.
 func (f *jobFlags) open() (*job, error) {
 	if len(f.inputs) == 0 {
 		return nil, badInput("--input is required")
@@ -258,7 +263,6 @@ func (f *jobFlags) open() (*job, error) {
 	if err != nil {
 		return nil, badInput("--layout: %v", err)
 	}
-	layout = matio.AutoFor(algo.Name, layout) // the form fastest on this kernel path, when the bits allow
 	form, err := kernels.ParseForm(f.form)
 	if err != nil {
 		return nil, badInput("--form: %v", err)
@@ -278,8 +282,8 @@ func (f *jobFlags) open() (*job, error) {
 	if f.tol == 0 && !f.stallSet {
 		f.stallTol = 0 // --tol 0 runs exactly --max-iter iterations
 	}
-	if f.nodes < 0 || f.nodes > 64 {
-		return nil, badInput("--nodes must be between 0 and 64, got %d", f.nodes)
+	if f.nodes < 0 || f.nodes > didnmf.MaxNodes {
+		return nil, badInput("--nodes must be between 0 and %d, got %d", didnmf.MaxNodes, f.nodes)
 	}
 	switch f.checkpointFlag {
 	case "auto", "":
@@ -293,21 +297,6 @@ func (f *jobFlags) open() (*job, error) {
 	}
 	if f.ingest == "" {
 		f.ingest = jobspec.IngestShared // bench has no --ingest
-	}
-	spec := &jobspec.Spec{Inputs: f.inputs, Algo: algo.Name, Rank: f.rank, Shards: f.shards, Seed: f.seed,
-		Init: initMethod, InitBasis: f.initBasis, InitCoef: f.initCoef, Form: form, Storage: storage, Layout: layout,
-		Stop: kernels.StopRule{Tol: f.tol, MaxIter: f.maxIter, TimeLimit: f.timeLimit, StallTol: f.stallTol},
-		Rho:  f.rho, FanIn: cmp.Or(f.fanIn, jobspec.DefaultFanIn), CheckpointEvery: int64(f.checkpointEvery),
-		Ingest: f.ingest, OutShared: f.outShared, Overwrite: f.overwrite, Detached: f.detach}
-	if err := spec.Validate(); err != nil {
-		var fe *jobspec.FieldError
-		if !errors.As(err, &fe) {
-			return nil, badInput("%v", err)
-		}
-		// A local job's rank is checked against the data below, whose message gives the range.
-		if fe.Field != "rank" || f.cluster != "" {
-			return nil, badInput("%s", fe.FlagMsg)
-		}
 	}
 	if f.fanIn != 0 && f.nodes == 0 && f.cluster == "" {
 		return nil, badInput("--fan-in shapes the reduce tree of actors: it needs --nodes N or --cluster")
@@ -327,83 +316,41 @@ func (f *jobFlags) open() (*job, error) {
 	if f.outShared != "" && !filepath.IsAbs(f.outShared) {
 		return nil, badInput("--out-shared %s: give an absolute path (the nodes' working directories differ)", f.outShared)
 	}
-	cfg := kernels.Config{Algo: algo.Name, K: f.rank, Seed: f.seed, Stop: spec.Stop, Threads: f.threads,
-		Init: kernels.InitSpec{Method: initMethod}, Options: kernels.Options{Form: form, Rho: f.rho, Storage: storage}}
+	spec := &jobspec.Spec{Inputs: f.inputs, Algo: algo.Name, Rank: f.rank, Shards: f.shards, Seed: f.seed,
+		Init: initMethod, InitBasis: f.initBasis, InitCoef: f.initCoef, Form: form, Storage: storage, Layout: layout,
+		Stop: kernels.StopRule{Tol: f.tol, MaxIter: f.maxIter, TimeLimit: f.timeLimit, StallTol: f.stallTol},
+		Rho:  f.rho, FanIn: cmp.Or(f.fanIn, jobspec.DefaultFanIn), CheckpointEvery: int64(f.checkpointEvery),
+		Ingest: f.ingest, OutShared: f.outShared, Overwrite: f.overwrite, Detached: f.detach}
+	target := didnmf.InProcess(f.nodes, f.threads)
 	if f.cluster != "" {
-		// The job is checked against the data where the data is read: on the nodes (shared
-		// ingest) or in the client that streams it, not twice here.
-		if f.ingest == "shared" {
-			for _, in := range f.inputs {
-				if !strings.HasPrefix(in, "synthetic:") && !filepath.IsAbs(in) {
-					return nil, badInput("--input %s: give an absolute path with --ingest shared (the nodes' working directories differ), or --ingest stream", in)
-				}
-			}
+		cfg, err := clientConfig(f.cluster, &f.sec, f.clientBind, cmp.Or[io.Writer](f.errOut, io.Discard))
+		if err != nil {
+			return nil, err
 		}
-		return &job{spec: spec, shards: f.shards, cfg: cfg}, nil
+		target = didnmf.OnCluster(cfg)
 	}
-	src, err := matio.OpenAll(f.inputs)
+	dj, err := didnmf.Open(spec, target)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cliErr(err)
 	}
-	j := &job{src: src, spec: spec, shards: f.shards, m: src.Features(), n: src.Samples(), cfg: cfg}
-	fail := func(err error) (*job, error) {
-		src.Close()
-		return nil, err
-	}
-	if err := kernels.CheckRank(f.rank, j.m, j.n); err != nil {
-		return fail(badInput("--rank: %v for %s (%d samples x %d features)", err, src.Name(), j.n, j.m))
-	}
-	if f.shards > j.n {
-		return fail(badInput("--shards %d is more than the %d samples of %s", f.shards, j.n, src.Name()))
-	}
-	if initMethod == kernels.InitCustom {
-		b0, err := readFactor(f.initBasis, "--init-basis", j.m, f.rank, "features x K")
-		if err != nil {
-			return fail(err)
-		}
-		c0, err := readFactor(f.initCoef, "--init-coef", j.n, f.rank, "samples x K")
-		if err != nil {
-			return fail(err)
-		}
-		// basis.npy is M x K row-major; kernels want B column-major. coef.npy (N x K
-		// row-major) is C column-major already.
-		j.cfg.Init.B0 = kernels.Transpose(b0, f.rank, j.m)
-		j.cfg.Init.C0 = c0
-	}
-	return j, nil
+	return &job{Job: dj, src: dj.Source, spec: dj.Spec, cfg: dj.Config(), shards: f.shards, m: dj.Features, n: dj.Samples}, nil
 }
 
-// readFactor reads an initial factor file and checks its shape.
-func readFactor(path, flagName string, rows, k int, what string) ([]float64, error) {
-	r, c, data, err := matio.ReadNPYMatrix(path)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("%s: %w", flagName, err)}
+// cliErr maps an error of the didnmf package to the CLI's: a field error in flag names, and
+// exit status 2 for what is the user's to fix.
+func cliErr(err error) error {
+	var fe *jobspec.FieldError
+	switch {
+	case errors.As(err, &fe):
+		return badInput("%s", fe.FlagMsg)
+	case didnmf.IsInput(err):
+		return usageError{err}
 	}
-	if r != rows || c != k {
-		return nil, badInput("%s %s: shape (%d, %d), want %s = (%d, %d)", flagName, path, r, c, what, rows, k)
-	}
-	return data, nil
+	return err
 }
 
 // readBlocks reads the shard blocks of the job.
 func (j *job) readBlocks() ([]kernels.Block, error) {
-	r := kernels.ColumnRanges(j.n, j.shards)
-	blocks := make([]kernels.Block, j.shards)
-	for s := range blocks {
-		b, err := j.src.Read(r[s], r[s+1], j.spec.Layout)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		// Each block is narrowed as it is read, so the float64 copy of X is never all held.
-		if b, err = kernels.ApplyStorage(b, j.cfg.Options.Storage); err != nil {
-			var ie *kernels.InexactError
-			if errors.As(err, &ie) {
-				return nil, badInput("--storage float32: %s: sample %d, feature %d: value %v is not exactly a float32 (use --storage auto or float64)",
-					j.src.Name(), r[s]+ie.Col, ie.Row, ie.Value)
-			}
-			return nil, err
-		}
-		blocks[s] = b
-	}
-	return blocks, nil
+	blocks, err := j.ReadBlocks()
+	return blocks, cliErr(err)
 }

@@ -9,25 +9,27 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/didnmf/didnmf"
+
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/server"
 )
 
 // submitDetached submits a job that runs on without this client and prints its id.
 func submitDetached(f *jobFlags, j *job, stdout io.Writer) error {
-	c, err := connect(f.cluster, &f.sec, f.clientBind, f.errOut)
+	defer j.Close()
+	runner, err := didnmf.NewRunner(j.Target)
 	if err != nil {
-		return err
+		return clusterErr(f.cluster, err)
 	}
-	defer c.Close()
-	job, err := c.Submit(context.Background(), f.wireSpec(j, nil))
+	defer runner.Close()
+	id, err := runner.Submit(context.Background(), j.Job)
 	if err != nil {
-		return jobErr(err)
+		return cliErr(err)
 	}
-	job.Release()
-	fmt.Fprintf(stdout, "%s\n", job.ID)
+	fmt.Fprintf(stdout, "%s\n", id)
 	fmt.Fprintf(f.errOut, "node: job %s runs detached; it writes coef.npy, basis.npy and report.json into %s\n"+
-		"  follow it:  node jobs --cluster %s\n  cancel it:  node cancel --cluster %s %s\n", job.ID, f.outShared, f.cluster, f.cluster, job.ID)
+		"  follow it:  node jobs --cluster %s\n  cancel it:  node cancel --cluster %s %s\n", id, f.outShared, f.cluster, f.cluster, id)
 	return nil
 }
 
@@ -90,7 +92,7 @@ func printJobs(w io.Writer, jobs []*messages.JobInfo) error {
 		if j.RelErr2 > 0 {
 			relErr = fmt.Sprintf("%.4g", j.RelErr2)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d/%d\t%s\t%s\t%.1f\t%v\t%s\n", j.JobId, j.Owner, j.State, j.Algorithm, j.Rank, j.Shards,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d/%d\t%s\t%s\t%.1f\t%v\t%s\n", j.JobId, j.Owner, j.State.Name(), j.Algorithm.Name(), j.Rank, j.Shards,
 			j.Iteration, j.MaxIter, relErr, rateText(j.Rate), j.Seconds, j.Detached, j.Coordinator)
 	}
 	return tw.Flush()

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"cmp"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -12,42 +10,34 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/cluster"
-	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/server"
 )
 
+// clientConfig returns the settings of a client that joins the cluster at addrs.
+func clientConfig(addrs string, sec *securityFlags, bind string, stderr io.Writer) (server.ClientConfig, error) {
+	cr, err := sec.credentials(stderr, false)
+	if err != nil {
+		return server.ClientConfig{}, err
+	}
+	return server.ClientConfig{Cluster: splitList(addrs), Bind: bind, GossipKey: cr.gossipKey, TLS: cr.tls,
+		Secret: cr.secret, Insecure: cr.insecure}, nil
+}
+
 // connect joins the cluster at addrs as a client. A host that does not resolve, or addresses
 // at which nothing answered for server.DefaultReach, are usage errors (see clusterErr).
 func connect(addrs string, sec *securityFlags, bind string, stderr io.Writer) (*server.Client, error) {
-	cr, err := sec.credentials(stderr, false)
+	cfg, err := clientConfig(addrs, sec, bind, stderr)
 	if err != nil {
 		return nil, err
 	}
-	c, err := server.Connect(server.ClientConfig{Cluster: splitList(addrs), Bind: bind, GossipKey: cr.gossipKey, TLS: cr.tls,
-		Secret: cr.secret, Insecure: cr.insecure})
+	c, err := server.Connect(cfg)
 	if err != nil {
 		return nil, clusterErr(addrs, err)
 	}
 	return c, nil
-}
-
-// runOnCluster submits the job to a running cluster through a client that joins it by gossip.
-func runOnCluster(ctx context.Context, f *jobFlags, j *job, progress func(kernels.Progress)) (*actors.Result, error) {
-	c, err := connect(f.cluster, &f.sec, f.clientBind, cmp.Or[io.Writer](f.errOut, io.Discard))
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	spec := f.wireSpec(j, nil)
-	job, err := c.Submit(ctx, spec)
-	if err != nil {
-		return nil, jobErr(err)
-	}
-	return follow(ctx, job, progress, f.warn)
 }
 
 // cmdStatus lists a cluster's members, their load and their running jobs.

@@ -1,6 +1,6 @@
 // Command actors factorizes a matrix on three actor systems talking over gRPC on loopback,
-// through the didnmf actors API: start the nodes, submit a job through a client, follow its
-// progress, and read B and C from the result. Cancel it with Ctrl-C.
+// through the didnmf Go API: the same job as examples/local on another target, followed as it
+// runs, with the messages it took. Cancel it with Ctrl-C.
 //
 //	go run ./examples/actors [input-spec-or-path] [rank]
 package main
@@ -14,19 +14,18 @@ import (
 	"os/signal"
 	"strconv"
 
-	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
-	"github.com/didnmf/didnmf/messages"
 )
 
 func main() {
-	input, rank := "synthetic:m=20,n=200000,k=4,seed=1,noise=0.01", int64(4)
+	input, rank := "synthetic:m=20,n=200000,k=4,seed=1,noise=0.01", 4
 	if len(os.Args) > 1 {
 		input = os.Args[1]
 	}
 	if len(os.Args) > 2 {
-		r, err := strconv.ParseInt(os.Args[2], 10, 64)
+		r, err := strconv.Atoi(os.Args[2])
 		if err != nil {
 			log.Fatalf("rank: %v", err)
 		}
@@ -39,7 +38,7 @@ func main() {
 			fmt.Printf("iteration %4d  objective ratio %.3e\n", p.Iteration, p.Ratio)
 		}
 	})
-	if errors.Is(err, actors.ErrCanceled) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) {
 		log.Fatal("cancelled")
 	}
 	if err != nil {
@@ -52,35 +51,10 @@ func main() {
 }
 
 // factorize runs DID with 6 shards on an in-process cluster of the given number of nodes.
-func factorize(ctx context.Context, input string, rank int64, nodes int, progress func(kernels.Progress)) (*actors.Result, error) {
-	cluster, err := actors.StartLocalCluster(nodes, actors.NodeConfig{})
-	if err != nil {
-		return nil, err
-	}
-	defer cluster.Close()
-	client := actors.NewClient(cluster.Nodes[0].System(), actors.DefaultTimeouts())
-	defer client.Close()
-	spec := &messages.JobSpec{
-		Inputs: []string{input}, Algorithm: "did", Rank: rank, Shards: 6, Seed: 1, Init: "nndsvda",
-		Stop:  jobspec.StopRuleOf(kernels.StopRule{Tol: 1e-6, MaxIter: 500}),
-		Nodes: cluster.Addresses(),
-	}
-	job, err := client.Submit(ctx, "", spec)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		select {
-		case p, ok := <-job.Progress():
-			if !ok {
-				return job.Wait(ctx)
-			}
-			if progress != nil {
-				progress(p)
-			}
-		case <-ctx.Done():
-			job.Cancel()
-			return job.Wait(context.Background())
-		}
-	}
+// When ctx is canceled, the job is canceled on its actors.
+func factorize(ctx context.Context, input string, rank, nodes int, progress func(kernels.Progress)) (*didnmf.Result, error) {
+	spec := jobspec.New([]string{input}, kernels.DID, rank, 6)
+	spec.Init = kernels.InitNNDSVDA
+	spec.Stop = kernels.StopRule{Tol: 1e-6, MaxIter: 500}
+	return didnmf.Run(ctx, spec, didnmf.InProcess(nodes, 0), didnmf.Options{Progress: progress})
 }

@@ -16,21 +16,20 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
-	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/server"
 )
 
 func main() {
-	input, rank := "synthetic:m=20,n=200000,k=4,seed=1,noise=0.01", int64(4)
+	input, rank := "synthetic:m=20,n=200000,k=4,seed=1,noise=0.01", 4
 	if len(os.Args) > 1 {
 		input = os.Args[1]
 	}
 	if len(os.Args) > 2 {
-		r, err := strconv.ParseInt(os.Args[2], 10, 64)
+		r, err := strconv.Atoi(os.Args[2])
 		if err != nil {
 			log.Fatalf("rank: %v", err)
 		}
@@ -50,7 +49,7 @@ func main() {
 
 // factorize starts n member nodes on loopback, joins them as a client and runs DID with 6
 // shards on them, streaming the input from the client.
-func factorize(ctx context.Context, input string, rank int64, n int) (*actors.Result, error) {
+func factorize(ctx context.Context, input string, rank, n int) (*didnmf.Result, error) {
 	var members []*server.Server
 	defer func() {
 		for _, m := range members {
@@ -71,23 +70,18 @@ func factorize(ctx context.Context, input string, rank int64, n int) (*actors.Re
 		}
 		members = append(members, m)
 	}
-	client, err := server.Connect(server.ClientConfig{Cluster: []string{members[0].Gossip()}, Secret: secret})
-	if err != nil {
-		return nil, err
-	}
-	defer client.Close()
-	for len(client.Members.Workers()) < n { // gossip converges in milliseconds on loopback
+	// Gossip converges in milliseconds on loopback: wait until the first member sees them all.
+	for len(members[0].Members.Workers()) < n {
 		time.Sleep(10 * time.Millisecond)
 	}
-	job, err := client.Submit(ctx, &messages.JobSpec{Inputs: []string{input}, Rank: rank, Algorithm: string(kernels.DID), Shards: 6,
-		Seed: 1, Stop: &messages.StopRule{Tol: 1e-6, MaxIter: 500}, Ingest: jobspec.IngestStream})
-	if err != nil {
-		return nil, err
-	}
-	for p := range job.Progress() {
+	// The client joins the gossip through any member; it streams the input to the shards.
+	spec := jobspec.New([]string{input}, kernels.DID, rank, 6)
+	spec.Stop = kernels.StopRule{Tol: 1e-6, MaxIter: 500}
+	spec.Ingest = jobspec.IngestStream
+	target := didnmf.OnCluster(server.ClientConfig{Cluster: []string{members[0].Gossip()}, Secret: secret})
+	return didnmf.Run(ctx, spec, target, didnmf.Options{Progress: func(p kernels.Progress) {
 		if p.Iteration%100 == 0 {
 			fmt.Printf("iteration %4d  objective ratio %.3e\n", p.Iteration, p.Ratio)
 		}
-	}
-	return job.Wait(ctx)
+	}})
 }

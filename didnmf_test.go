@@ -1,0 +1,226 @@
+package didnmf
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/didnmf/didnmf/jobspec"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/pki"
+	"github.com/didnmf/didnmf/report"
+	"github.com/didnmf/didnmf/server"
+)
+
+// testSpec is a small job every target runs in well under a second.
+func testSpec(algo kernels.Algorithm) *jobspec.Spec {
+	s := jobspec.New([]string{"synthetic:m=6,n=1500,k=3,seed=2,noise=0.01"}, algo, 3, 5)
+	s.Stop = kernels.StopRule{MaxIter: 25}
+	return s
+}
+
+// startCluster starts n members in this process and returns the target of a client of
+// theirs.
+func startCluster(t *testing.T, n int) Target {
+	t.Helper()
+	secret := pki.NewSecret()
+	var members []*server.Server
+	t.Cleanup(func() {
+		for _, m := range members {
+			m.Close()
+		}
+	})
+	for i := 0; i < n; i++ {
+		cfg := server.Config{Name: "m" + string(rune('1'+i)), Bind: "127.0.0.1:0", Secret: secret}
+		if i > 0 {
+			cfg.Join = []string{members[0].Gossip()}
+		}
+		m, err := server.Start(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, m)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(members[0].Members.Workers()) < n && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return OnCluster(server.ClientConfig{Cluster: []string{members[0].Gossip()}, Secret: secret})
+}
+
+// TestTargetsGiveTheSameBits: one spec, run through Run on the driver, on 1 and 3 in-process
+// actor systems and on a cluster of 3 members (its nodes reading the input, and the client
+// streaming it), gives bitwise the same factors for every distributed algorithm.
+func TestTargetsGiveTheSameBits(t *testing.T) {
+	cluster := startCluster(t, 3)
+	for _, algo := range []kernels.Algorithm{kernels.DID, kernels.DBCD, kernels.DADMM, kernels.HPCANLS} {
+		want, err := Run(context.Background(), testSpec(algo), Local(0), Options{})
+		if err != nil {
+			t.Fatalf("%s on the driver: %v", algo, err)
+		}
+		stream := testSpec(algo)
+		stream.Ingest = jobspec.IngestStream
+		for _, c := range []struct {
+			name   string
+			spec   *jobspec.Spec
+			target Target
+		}{
+			{"1 in-process node", testSpec(algo), InProcess(1, 0)},
+			{"3 in-process nodes", testSpec(algo), InProcess(3, 0)},
+			{"a cluster, shared ingest", testSpec(algo), cluster},
+			{"a cluster, streamed", stream, cluster},
+		} {
+			var its []int
+			got, err := Run(context.Background(), c.spec, c.target, Options{Progress: func(p kernels.Progress) { its = append(its, p.Iteration) }})
+			if err != nil {
+				t.Fatalf("%s on %s: %v", algo, c.name, err)
+			}
+			if !slices.Equal(got.B, want.B) || !slices.Equal(got.C, want.C) || got.Iterations != want.Iterations {
+				t.Errorf("%s on %s: factors differ from the driver's", algo, c.name)
+			}
+			if len(its) != want.Iterations || got.JobID == "" || len(got.ShardNodes) != 5 || got.MessagesPerIteration <= 0 {
+				t.Errorf("%s on %s: %d progress calls for %d iterations, job %q, shard nodes %v, %v messages per iteration",
+					algo, c.name, len(its), want.Iterations, got.JobID, got.ShardNodes, got.MessagesPerIteration)
+			}
+		}
+	}
+}
+
+// TestOpenRefuses: what is wrong with a job is an error that names the field, in wire and in
+// flag names, before anything runs.
+func TestOpenRefuses(t *testing.T) {
+	dir := t.TempDir()
+	wrongBasis := filepath.Join(dir, "b.npy")
+	f, err := os.Create(wrongBasis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := matio.WriteNPY(f, 5, 3, make([]float64, 15)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	cluster := OnCluster(server.ClientConfig{Cluster: []string{"127.0.0.1:1"}})
+	for _, c := range []struct {
+		name   string
+		change func(*jobspec.Spec)
+		target Target
+		field  string // "" for an *InputError
+		want   string
+	}{
+		{"rank above the shape", func(s *jobspec.Spec) { s.Rank = 7 }, Local(0), "rank", "--rank: rank 7 out of range"},
+		{"rank 0", func(s *jobspec.Spec) { s.Rank = 0 }, Local(0), "rank", "--rank: rank 0 out of range"},
+		{"rank 0 on a cluster", func(s *jobspec.Spec) { s.Rank = 0 }, cluster, "rank", "--rank must be >= 1, got 0"},
+		{"shards above the samples", func(s *jobspec.Spec) { s.Shards = 1501 }, Local(0), "shards", "--shards 1501 is more than the 1500 samples"},
+		{"custom basis shape", func(s *jobspec.Spec) {
+			s.Init, s.InitBasis, s.InitCoef = kernels.InitCustom, wrongBasis, wrongBasis
+		}, Local(0), "init_basis", "shape (5, 3), want features x K = (6, 3)"},
+		{"missing file", func(s *jobspec.Spec) { s.Inputs = []string{filepath.Join(dir, "none.npy")} }, Local(0), "", "none.npy"},
+		{"relative path on a cluster", func(s *jobspec.Spec) { s.Inputs = []string{"x.npy"} }, cluster, "input",
+			"--input x.npy: give an absolute path with --ingest shared"},
+		{"stream ingest here", func(s *jobspec.Spec) { s.Ingest = jobspec.IngestStream }, InProcess(2, 0), "", "for jobs on a cluster"},
+		{"detached without out_shared", func(s *jobspec.Spec) { s.Detached = true }, cluster, "", "needs out_shared"},
+		{"too many nodes", func(*jobspec.Spec) {}, InProcess(MaxNodes+1, 0), "", "nodes must be between 0 and 64"},
+		{"unknown algorithm", func(s *jobspec.Spec) { s.Algo = "svd" }, Local(0), "algorithm", "svd"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := testSpec(kernels.DID)
+			c.change(s)
+			j, err := Open(s, c.target)
+			if err == nil {
+				j.Close()
+				t.Fatal("accepted")
+			}
+			if !IsInput(err) {
+				t.Errorf("%v: not an input error", err)
+			}
+			var fe *jobspec.FieldError
+			msg := err.Error()
+			if errors.As(err, &fe) {
+				msg = fe.FlagMsg
+			}
+			if c.field != "" && (fe == nil || fe.Field != c.field) {
+				t.Errorf("%v: want a field error of %s", err, c.field)
+			}
+			if !strings.Contains(msg, c.want) {
+				t.Errorf("%q lacks %q", msg, c.want)
+			}
+		})
+	}
+}
+
+// TestOpenKeepsTheCallersSpec: Open works on a copy; the caller's spec, layout auto
+// included, is unchanged and can be opened again for another target.
+func TestOpenKeepsTheCallersSpec(t *testing.T) {
+	s := testSpec(kernels.DID)
+	before := *s
+	j, err := Open(s, Local(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if s.Layout != before.Layout || j.Spec == s {
+		t.Errorf("the caller's spec changed: layout %v, was %v", s.Layout, before.Layout)
+	}
+	if j.Samples != 1500 || j.Features != 6 || j.Name() == "" {
+		t.Errorf("shape %d x %d, name %q", j.Samples, j.Features, j.Name())
+	}
+}
+
+// TestCanceledRunOnActors: canceling the context cancels the job on its actors and returns
+// the context's error and no result.
+func TestCanceledRunOnActors(t *testing.T) {
+	s := jobspec.New([]string{"synthetic:m=20,n=200000,k=4,seed=1"}, kernels.DID, 4, 4)
+	s.Stop = kernels.StopRule{MaxIter: 100000}
+	ctx, cancel := context.WithCancel(context.Background())
+	res, err := Run(ctx, s, InProcess(2, 0), Options{Progress: func(p kernels.Progress) {
+		if p.Iteration == 3 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) || res != nil {
+		t.Fatalf("got %v, %v; want context.Canceled and no result", res, err)
+	}
+}
+
+// TestSaveWritesTheReport: Save writes the factors and a report that says where the job ran.
+func TestSaveWritesTheReport(t *testing.T) {
+	s := testSpec(kernels.DID)
+	s.Storage = kernels.StorageFloat64
+	for _, target := range []Target{Local(1), InProcess(2, 1)} {
+		res, err := Run(context.Background(), s, target, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := res.Save(dir, nil); err != nil {
+			t.Fatal(err)
+		}
+		r, c, basis, err := matio.ReadNPYMatrix(filepath.Join(dir, "basis.npy"))
+		if err != nil || r != 6 || c != 3 {
+			t.Fatalf("basis.npy: %d x %d, %v", r, c, err)
+		}
+		if !slices.Equal(basis, kernels.Transpose(res.B, res.M, res.K)) {
+			t.Error("basis.npy is not the result's basis")
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep report.Report
+		if err := json.Unmarshal(data, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Nodes != target.Nodes || rep.Threads != 1 || rep.Storage != "float64" || rep.Iterations != 25 ||
+			math.Abs(rep.RelErr2-res.RelErr2()) > 0 || (target.Nodes > 0) != (rep.MessagesPerIt != nil) {
+			t.Errorf("%v: report %+v", target, rep)
+		}
+	}
+}

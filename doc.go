@@ -1,0 +1,45 @@
+// Package didnmf runs nonnegative matrix factorizations: X (samples x features, nonnegative)
+// is approximated by coef x basis^T with coef (samples x K) and basis (features x K) both
+// nonnegative, by DID (Gao & Chu, AAAI 2018) or one of the algorithms it is compared with.
+// It is the one entry point that the node command, the examples and any other front end
+// call; the packages below it (kernels, actors, server, jobctl, jobspec, matio) each do one
+// part.
+//
+// # A job in three steps
+//
+// A job is a jobspec.Spec: the inputs, the algorithm, the rank, the shards and the rest,
+// every field with the CLI's default when built by jobspec.New. Open checks it for a
+// Target; a Runner runs it there; the Result holds the factors, the history and what the run
+// took:
+//
+//	spec := jobspec.New([]string{"/data/X.mtx"}, kernels.DID, 10, 4)
+//	res, err := didnmf.Run(ctx, spec, didnmf.Local(0), didnmf.Options{Progress: show})
+//	if didnmf.IsInput(err) { ... the user's to fix: the message names the field and value }
+//	_ = res.Save(dir, nil) // basis.npy, coef.npy, report.json
+//
+// # Targets
+//
+// The same spec runs on three targets, to the same bits:
+//
+//   - Local: the in-process driver (kernels.Run), no actors;
+//   - InProcess: N actor systems in this process that speak the whole protocol to each
+//     other over gRPC with TLS on loopback (the shards placed round-robin): a cluster
+//     without machines, for tests and for measuring the protocol;
+//   - OnCluster: a running cluster (node serve on each machine), joined as a client by
+//     gossip. Its nodes read the input themselves (Spec.Ingest shared: a path every node
+//     sees, under its data roots) or this process streams it to them (IngestStream).
+//
+// Local and InProcess read the input in this process, so Open checks the job against the
+// data before anything runs (the rank against the shape, the shards against the samples, a
+// custom initialisation's files, the memory needed). On a cluster the nodes check it where
+// they read it, and a refused job comes back as an error that satisfies IsInput.
+//
+// A Runner keeps its target between jobs (the in-process nodes, the cluster client): open it
+// once with NewRunner to run many jobs, or call Run for one.
+//
+// # Errors
+//
+// Errors that are the user's to fix satisfy IsInput: a *jobspec.FieldError names the spec's
+// field (Error in the wire's names, FlagMsg in the CLI's flags), an *InputError wraps an
+// unreadable input or a refused job. Anything else is a failure of the run.
+package didnmf

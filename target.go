@@ -1,0 +1,71 @@
+package didnmf
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/didnmf/didnmf/server"
+)
+
+// Target says where a job runs. The zero value is the in-process driver on all cores.
+//
+// The three targets run the same job to the same bits: the driver (kernels.Run) in this
+// process, Nodes actor systems in this process that talk the whole protocol to each other over
+// gRPC on loopback, or a running cluster that this process joins as a client.
+type Target struct {
+	// Nodes > 0 runs jobs on that many actor systems in this process (at most MaxNodes), with
+	// shards placed round-robin; 0 runs them on the driver, without actors.
+	Nodes int
+	// Cluster, when set, runs jobs on a running cluster (see node serve), joined through
+	// these client settings; Nodes and Threads must then be 0 (the nodes have their own).
+	Cluster *server.ClientConfig
+	// Threads is the number of worker threads of the driver or of the in-process nodes
+	// (0: all cores).
+	Threads int
+}
+
+// MaxNodes bounds Target.Nodes: each in-process node holds a gRPC server and its pools.
+const MaxNodes = 64
+
+// Local returns the target of the in-process driver with threads worker threads (0: all
+// cores).
+func Local(threads int) Target { return Target{Threads: threads} }
+
+// InProcess returns the target of nodes actor systems in this process.
+func InProcess(nodes, threads int) Target { return Target{Nodes: nodes, Threads: threads} }
+
+// OnCluster returns the target of a running cluster, joined with cfg.
+func OnCluster(cfg server.ClientConfig) Target { return Target{Cluster: &cfg} }
+
+// OnActors reports whether jobs on t run on actors (in-process nodes or a cluster).
+func (t Target) OnActors() bool { return t.Nodes > 0 || t.Cluster != nil }
+
+// readsInput reports whether this process reads the input of jobs on t (the driver and the
+// in-process nodes share its files; a cluster's nodes read their own, or the client streams).
+func (t Target) readsInput() bool { return t.Cluster == nil }
+
+// String says where t runs jobs, as a progress line would.
+func (t Target) String() string {
+	switch {
+	case t.Cluster != nil:
+		return "the cluster at " + strings.Join(t.Cluster.Cluster, ",")
+	case t.Nodes > 0:
+		return fmt.Sprintf("%d actor systems in this process", t.Nodes)
+	}
+	return "this process"
+}
+
+// validate checks t's own rules.
+func (t Target) validate() error {
+	switch {
+	case t.Nodes < 0 || t.Nodes > MaxNodes:
+		return &InputError{fmt.Errorf("nodes must be between 0 and %d, got %d", MaxNodes, t.Nodes)}
+	case t.Threads < 0:
+		return &InputError{fmt.Errorf("threads must be >= 0, got %d", t.Threads)}
+	case t.Cluster != nil && t.Nodes != 0:
+		return &InputError{fmt.Errorf("a cluster target and in-process nodes exclude each other")}
+	case t.Cluster != nil && len(t.Cluster.Cluster) == 0:
+		return &InputError{fmt.Errorf("a cluster target needs the gossip address of a member")}
+	}
+	return nil
+}
