@@ -24,6 +24,10 @@ type cStep struct {
 	laneFn  func(int)
 	flag    *interruptFlag
 	vStride int // row length of laneV: K (residual form) or Kp (Gram form)
+	// l1 and l2 are the penalty on C (l1C, l2C; 0 without one): each column solves
+	// min ||x - B c||^2 + 2 l1 sum c + l2 ||c||^2, by coordinate descent on G + l2 I and
+	// B^T x - l1 (see "Penalties" in doc.go). The objective values stay ||X - BC||^2.
+	l1, l2 float64
 	// Gram form only.
 	kern     *gramKernels
 	widening []widening // per lane, for a block stored as float32
@@ -164,6 +168,18 @@ func (s *cStep) runGram(b, c, w, v []float64) (prev, post float64) {
 	for i, g := range s.g {
 		s.gneg[i] = -g
 	}
+	if s.l2 != 0 {
+		// The penalized Hessian G + l2 I: its diagonal in -G and 1/diag (G itself stays for
+		// the objective).
+		for p := 0; p < k; p++ {
+			d := s.g[p*k+p] + s.l2
+			s.gneg[p*k+p] = -d
+			s.ginv[p] = 0
+			if d > 0 {
+				s.ginv[p] = 1 / d
+			}
+		}
+	}
 	packRows(s.bp, b, m, k)
 	if !s.havePrev {
 		// First call: X C0^T and C0 C0^T for the objective of the starting point.
@@ -227,9 +243,9 @@ func (s *cStep) lane(l int) {
 	clear64(v)
 	var prev, post float64
 	if s.form == FormResidual {
-		prev, post = residualCols(s.x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k, s.flag)
+		prev, post = residualCols(s.x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k, s.l1, s.l2, s.flag)
 	} else {
-		gramLane(s.kern, s.x, s.k, lo, hi, s.bp, s.gneg, s.ginv, s.c, w, v, s.scratch[l], &s.widening[l], s.flag)
+		gramLaneShift(s.kern, s.x, s.k, lo, hi, s.bp, s.gneg, s.ginv, s.l1, s.c, w, v, s.scratch[l], &s.widening[l], s.flag)
 	}
 	s.laneObj[l] = [2]float64{prev, post}
 }
@@ -249,8 +265,13 @@ func addOuterLower(v, c []float64, k int) {
 }
 
 // residualCoef runs the paper's coordinate descent on one column's coefficients: e holds
-// x_j - B c_j on entry and on return, with c_j updated in place. G = B^T B.
-func residualCoef(e, b, g, cj []float64, m, k int) {
+// x_j - B c_j on entry and on return, with c_j updated in place. G = B^T B. With a penalty
+// (l1, l2 not both 0) it minimizes ||x_j - B c_j||^2 + 2 l1 sum c_j + l2 ||c_j||^2 instead.
+func residualCoef(e, b, g, cj []float64, m, k int, l1, l2 float64) {
+	if l1 != 0 || l2 != 0 {
+		residualCoefPenalized(e, b, g, cj, m, k, l1, l2)
+		return
+	}
 	for p := 0; p < k; p++ {
 		gpp := g[p*k+p]
 		if !(gpp > 0) {
@@ -270,11 +291,35 @@ func residualCoef(e, b, g, cj []float64, m, k int) {
 	}
 }
 
+// residualCoefPenalized is residualCoef's penalized update: with hessian h = G_pp + l2,
+// c_p <- max(0, c_p - (l2 c_p + l1 - b_p·e) / h) = max(0, (b_p·e + G_pp c_p - l1) / h),
+// scikit-learn's coordinate step on G + l2 I and B^T x - l1. A component with h = 0 (dead,
+// no l2) keeps its value.
+func residualCoefPenalized(e, b, g, cj []float64, m, k int, l1, l2 float64) {
+	for p := 0; p < k; p++ {
+		gpp := g[p*k+p]
+		h := gpp + l2
+		if !(h > 0) {
+			continue
+		}
+		bp := b[p*m : (p+1)*m]
+		old := cj[p]
+		nc := (dot(bp, e) + float64(gpp*old) - l1) / h
+		if nc < 0 {
+			nc = 0
+		}
+		if d := nc - old; d != 0 {
+			axpy(e, -d, bp)
+		}
+		cj[p] = nc
+	}
+}
+
 // residualCol runs the residual-form update on one column: e holds x_j - B c_j on entry; on
 // return c_j is updated, e = x_j - B c_j_new, W += e c^T and V += c c^T.
-func residualCol(e, b, g, cj, w, v []float64, m, k int) (prev, post float64) {
+func residualCol(e, b, g, cj, w, v []float64, m, k int, l1, l2 float64) (prev, post float64) {
 	prev = dot(e, e)
-	residualCoef(e, b, g, cj, m, k)
+	residualCoef(e, b, g, cj, m, k, l1, l2)
 	post = dot(e, e)
 	for p, cp := range cj {
 		if cp != 0 {
@@ -288,12 +333,12 @@ func residualCol(e, b, g, cj, w, v []float64, m, k int) (prev, post float64) {
 // residualCols is the residual-form lane kernel: e_j = x_j - B c_j, then residualCol. The
 // dense case has its own loop: a call on either branch of a shared loop costs the short
 // columns of the paper's shapes about 70% more time (measured at M=5). It returns early
-// (with partial sums) when the machine is interrupted.
-func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, flag *interruptFlag) (prev, post float64) {
+// (with partial sums) when the machine is interrupted. l1 and l2 are the penalty on C.
+func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, l1, l2 float64, flag *interruptFlag) (prev, post float64) {
 	m, _ := x.Dims()
 	e = e[:m]
 	if flag.big(4*m*k + k*k) {
-		return residualColsBig(x, lo, hi, b, g, c, w, v, e, k, flag)
+		return residualColsBig(x, lo, hi, b, g, c, w, v, e, k, l1, l2, flag)
 	}
 	span := flag.span(4*m*k+k*k, 1)
 	if dense, ok := x.(*Dense); ok && dense.Data != nil {
@@ -303,7 +348,7 @@ func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, flag *
 			}
 			for j, j1 := j0, min(j0+span, hi); j < j1; j++ {
 				copy(e, dense.Data[j*m:(j+1)*m])
-				p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k)
+				p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k, l1, l2)
 				prev, post = prev+p0, post+p1
 			}
 		}
@@ -315,7 +360,7 @@ func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, flag *
 		}
 		for j, j1 := j0, min(j0+span, hi); j < j1; j++ {
 			columnInto(x, j, e)
-			p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k)
+			p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k, l1, l2)
 			prev, post = prev+p0, post+p1
 		}
 	}
@@ -325,7 +370,7 @@ func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, flag *
 // residualColsBig is residualCols for columns of several blocks of work each (rank in the
 // thousands): the same operations in the same order, looking at the flag before each column
 // and between its passes over B.
-func residualColsBig(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, flag *interruptFlag) (prev, post float64) {
+func residualColsBig(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, l1, l2 float64, flag *interruptFlag) (prev, post float64) {
 	m := len(e)
 	for j := lo; j < hi; j++ {
 		if flag.stopped() {
@@ -342,7 +387,7 @@ func residualColsBig(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, fla
 			return prev, post
 		}
 		p0 := dot(e, e)
-		residualCoef(e, b, g, cj, m, k)
+		residualCoef(e, b, g, cj, m, k, l1, l2)
 		p1 := dot(e, e)
 		if flag.stopped() {
 			return prev, post
@@ -359,11 +404,11 @@ func residualColsBig(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, fla
 }
 
 // residualFromColumn turns e = x_j into x_j - B c_j and runs residualCol.
-func residualFromColumn(e, b, g, cj, w, v []float64, m, k int) (prev, post float64) {
+func residualFromColumn(e, b, g, cj, w, v []float64, m, k int, l1, l2 float64) (prev, post float64) {
 	for p, cp := range cj {
 		if cp != 0 {
 			axpy(e, -cp, b[p*m:(p+1)*m])
 		}
 	}
-	return residualCol(e, b, g, cj, w, v, m, k)
+	return residualCol(e, b, g, cj, w, v, m, k, l1, l2)
 }

@@ -9,6 +9,14 @@ package kernels
 // The objective is tracked exactly without extra passes: phase 0 also carries ||E_i||^2 before
 // and after the C update, and each B column step changes it by
 // -2 db_k·(y_k - b_k z_k) + ||db_k||^2 z_k, all from reduced values.
+//
+// Penalties (see "Penalties" in doc.go): the C update takes the penalty on C in its coordinate
+// steps, and b_k <- max(0, (y_k - l1B) / (z_k + l2B)), scikit-learn's coordinate step on
+// C C^T + l2B I and X C^T - l1B (the exact minimizer over b_k >= 0). The tracked data term is
+// unchanged; the penalties are added to it at the end of the iteration: B's from the local
+// replica, C's from ||C_i||_1 and ||C_i||^2, which phase 0's allreduce carries as four extra
+// scalars (before and after the C update; only when C is penalized, so the unpenalized payload
+// keeps its length). No extra collective.
 
 import "slices"
 
@@ -33,6 +41,8 @@ type residualShard struct {
 	flag   *interruptFlag
 	// cSpan and ySpan are the columns between two looks at the flag in cLane and yLane.
 	cSpan, ySpan int
+	// pen is the job's penalty (zero without one).
+	pen penalty
 }
 
 // newResidualShard starts from the residual e (M x n, taken over) or, when e is nil, from
@@ -118,7 +128,7 @@ func (s *residualShard) cLane(l int) {
 			ej := s.e[j*m : (j+1)*m]
 			s.applyPending(ej, j)
 			prev += dot(ej, ej)
-			residualCoef(ej, s.b, s.g, s.c[j*k:(j+1)*k], m, k)
+			residualCoef(ej, s.b, s.g, s.c[j*k:(j+1)*k], m, k, s.pen.l1C, s.pen.l2C)
 			post += dot(ej, ej)
 		}
 	}
@@ -166,8 +176,12 @@ func (s *residualShard) yLane(l int) {
 }
 
 // stepB sets b_k = max(0, y/z) (unchanged when z = 0), records the step as pending for e and
-// returns the change of ||E||^2 it causes.
+// returns the change of ||E||^2 it causes. With a penalty on B it sets
+// b_k = max(0, (y - l1B)/(z + l2B)) (unchanged when z + l2B = 0).
 func (s *residualShard) stepB(k int, y []float64, z float64) float64 {
+	if s.pen.basis() {
+		return s.stepBPenalized(k, y, z)
+	}
 	if !(z > 0) {
 		return 0
 	}
@@ -180,6 +194,30 @@ func (s *residualShard) stepB(k int, y []float64, z float64) float64 {
 		}
 		d := nb - bk[i]
 		// E^(k-1) c_k^T = y - b_k_old z
+		cross += float64(d * (yi - float64(bk[i]*z)))
+		sq += float64(d * d)
+		s.pendDB[i] = d
+		bk[i] = nb
+	}
+	s.pendK = k
+	return float64(-2*cross) + float64(sq*z)
+}
+
+// stepBPenalized is stepB with the penalty on B.
+func (s *residualShard) stepBPenalized(k int, y []float64, z float64) float64 {
+	l1, l2 := s.pen.l1B, s.pen.l2B
+	h := z + l2
+	if !(h > 0) {
+		return 0
+	}
+	bk := s.b[k*s.m : (k+1)*s.m]
+	var cross, sq float64
+	for i, yi := range y {
+		nb := (yi - l1) / h
+		if nb < 0 {
+			nb = 0
+		}
+		d := nb - bk[i]
 		cross += float64(d * (yi - float64(bk[i]*z)))
 		sq += float64(d * d)
 		s.pendDB[i] = d
@@ -208,12 +246,34 @@ func runResidualBCD(e *shardEnv, distributed bool) {
 		res = state[0]
 	}
 	sh := newResidualShard(e.spec.X, k, e.spec.Pool, e.B, e.C, res, e.flag)
+	pen := e.penalty()
+	sh.pen = pen
 	e.state = func() [][]float64 { return [][]float64{sh.residual()} }
-	partial := make([]float64, m+3)
+	nNorms := 0
+	if pen.coef() {
+		nNorms = 4
+	}
+	partial := make([]float64, m+3+nNorms)
 	y := make([]float64, m)
+	var c1, c2 float64 // ||C_i||_1 and ||C_i||^2 of the C the next C update starts from
+	if pen.coef() {
+		c1, c2 = factorNorms(e.C, e.flag)
+	}
 	for it := first; ; it++ {
 		prev, post := sh.updateC()
+		// ||C_i||_1 and ||C_i||^2 before and after the C update (with a penalty), summed over
+		// the shards by phase 0's allreduce.
+		var norms [4]float64
+		if pen.coef() {
+			norms[0], norms[1] = c1, c2
+			c1, c2 = factorNorms(e.C, e.flag)
+			norms[2], norms[3] = c1, c2
+		}
 		var obj float64
+		var penB0 float64 // the penalty of B before the B update (iteration 1 only)
+		if pen.on() && it == 1 {
+			penB0 = pen.basisPenalty(e.B, e.flag)
+		}
 		for p := 0; p < k; p++ {
 			z := sh.columnSums(p, y)
 			if distributed {
@@ -222,22 +282,30 @@ func runResidualBCD(e *shardEnv, distributed bool) {
 				partial[m] = z
 				if p == 0 {
 					partial[m+1], partial[m+2] = prev, post
-					n = m + 3
+					copy(partial[m+3:], norms[:nNorms])
+					n = m + 3 + nNorms
 				}
 				sum := e.allReduce("dbcd.partial", it, partial[:n])
 				copy(y, sum[:m])
 				z = sum[m]
 				if p == 0 {
 					prev, post = sum[m+1], sum[m+2]
+					copy(norms[:nNorms], sum[m+3:n])
 				}
 			}
 			if p == 0 {
 				obj = post
 				if it == 1 {
 					initial = prev
+					if pen.on() {
+						initial = prev + pen.coefValue(norms[0], norms[1]) + penB0
+					}
 				}
 			}
 			obj += sh.stepB(p, y, z)
+		}
+		if pen.on() {
+			obj = obj + pen.coefValue(norms[2], norms[3]) + pen.basisPenalty(e.B, e.flag)
 		}
 		e.iterationDone(it, obj, initial)
 	}

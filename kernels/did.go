@@ -11,9 +11,34 @@ package kernels
 // shard gets the exact objective after the B update without another pass:
 //
 //	||E_new||^2 = ||E'||^2 - 2 <dB, W> + <dB^T dB, V>,  E' = X - B_old C_new.
+//
+// Penalties (see "Penalties" in doc.go). The C update takes the penalty on C in its coordinate
+// steps (cStep). The penalty on B is a constant shift of the reduced W and V, applied by every
+// shard after the allreduce,
+//
+//	W' = W - l2B B_old - l1B,   V' = V + l2B I,
+//
+// after which the same B update is scikit-learn's coordinate step on C C^T + l2B I and
+// X C^T - l1B, and the same identity with W' and V' gives the change of the penalized
+// objective ||X - BC||^2 + 2 l1B ||B||_1 + l2B ||B||^2. B is replicated, so ||B_old||_1 and
+// ||B_old||^2 are local; the C penalty needs ||C||_1 and ||C||^2 summed over shards, which
+// travel as four extra scalars of the same allreduce, only when C is penalized (so the
+// unpenalized payload keeps its length): ||C_i_old||_1, ||C_i_old||^2 (for the objective
+// before the iteration, which iteration 1 reports as the initial one), ||C_i_new||_1,
+// ||C_i_new||^2. Still one allreduce per iteration.
 
-// didPartialLen is the length of DID's allreduce payload.
-func didPartialLen(m, k int) int { return m*k + lowerLen(k) + 2 }
+// didPartialLen is the length of DID's allreduce payload: W, V's lower triangle, with a
+// penalty on C the four norms of C_i, and the two objective scalars.
+func didPartialLen(m, k int, coefPenalized bool) int {
+	n := m*k + lowerLen(k) + 2
+	if coefPenalized {
+		n += didNormsLen
+	}
+	return n
+}
+
+// didNormsLen is the number of norms of C_i a penalized DID payload carries.
+const didNormsLen = 4
 
 func runDID(e *shardEnv) {
 	first, initial, state := e.begin()
@@ -23,25 +48,63 @@ func runDID(e *shardEnv) {
 	}
 	e.state = st.state
 	m, k := e.rows, e.k
-	partial := make([]float64, didPartialLen(m, k))
+	pen := e.penalty()
+	st.l1, st.l2 = pen.l1C, pen.l2C
+	partial := make([]float64, didPartialLen(m, k, pen.coef()))
+	normsAt := m*k + lowerLen(k) // the norms of C_i in the payload (with a penalty on C)
 	w := make([]float64, m*k)
 	v := make([]float64, k*k)
 	db := make([]float64, m*k)
+	var c1, c2 float64 // ||C_i||_1 and ||C_i||^2 of the C the next C update starts from
+	if pen.coef() {
+		c1, c2 = factorNorms(e.C, e.flag)
+	}
 	for it := first; ; it++ {
 		prev, post := st.run(e.B, e.C, w, v)
 		copy(partial, w)
 		packLower(partial[m*k:], v, k)
+		if pen.coef() {
+			norms := partial[normsAt : normsAt+didNormsLen]
+			norms[0], norms[1] = c1, c2
+			c1, c2 = factorNorms(e.C, e.flag)
+			norms[2], norms[3] = c1, c2
+		}
 		partial[len(partial)-2] = prev
 		partial[len(partial)-1] = post
 		sum := e.allReduce("did.partial", it, partial)
 		copy(w, sum[:m*k])
 		unpackLower(v, sum[m*k:], k)
-		if it == 1 {
-			initial = sum[len(sum)-2]
+		prev, post = sum[len(sum)-2], sum[len(sum)-1]
+		if pen.on() {
+			// The penalized objective before the B update (the B penalty of B_old); the
+			// identity adds the change the B update makes.
+			var penC0, penC1 float64
+			if pen.coef() {
+				norms := sum[normsAt : normsAt+didNormsLen]
+				penC0, penC1 = pen.coefValue(norms[0], norms[1]), pen.coefValue(norms[2], norms[3])
+			}
+			penB := pen.basisPenalty(e.B, e.flag)
+			prev = prev + penC0 + penB
+			post = post + penC1 + penB
+			if pen.basis() {
+				shiftBasisStep(w, v, e.B, m, k, pen.l1B, pen.l2B)
+			}
 		}
-		obj := incrementalBUpdate(e.B, w, v, db, m, k, sum[len(sum)-1], e.flag)
+		if it == 1 {
+			initial = prev
+		}
+		obj := incrementalBUpdate(e.B, w, v, db, m, k, post, e.flag)
 		e.iterationDone(it, obj, initial)
 	}
+}
+
+// shiftBasisStep turns the reduced W = X C^T - B_old C C^T and V = C C^T into those of the
+// penalized B update: w_ik <- (w_ik - l2 b_ik) - l1 and v_kk <- v_kk + l2.
+func shiftBasisStep(w, v, b []float64, m, k int, l1, l2 float64) {
+	for i, bi := range b[:m*k] {
+		w[i] = w[i] - float64(l2*bi) - l1
+	}
+	shiftGram(v, k, l2)
 }
 
 // didState is DID's Snapshot.State layout: the Gram form's cache (see cStep.state).

@@ -3,8 +3,9 @@
 // in-process driver. It is pure and deterministic: no actors, no network, no files.
 //
 // Notation follows Gao & Chu (AAAI 2018): X is M x N with samples as columns, B is M x K (the
-// basis), C is K x N (the coefficients), and the objective is 1/2 ||X - BC||_F^2. A shard owns a
-// contiguous range of columns of X and C and a replica of B.
+// basis), C is K x N (the coefficients), and the objective is 1/2 ||X - BC||_F^2 (the kernels
+// report ||X - BC||_F^2, see Penalties). A shard owns a contiguous range of columns of X and C
+// and a replica of B.
 //
 // Storage:
 //   - X blocks are [Dense] (column-major, each sample contiguous) or [CSC] (compressed sparse
@@ -51,6 +52,45 @@
 // operations gramlane.go specifies, in the same order, with math.FMA in the Go code where the
 // assembly fuses, so every path gives the same bits (TestGramLanePathsBitwise,
 // TestKernelPathsSameFactors); a purego build has only the generic path and the same bits.
+//
+// # Penalties
+//
+// [Options] AlphaCoef, AlphaBasis and L1Ratio are scikit-learn 1.2's alpha_W, alpha_H and
+// l1_ratio, so that its NMF settings carry over. scikit-learn's X is ours transposed (samples
+// as rows), its W (samples x K) is our C^T and its H is our B^T; with M features and N samples
+// (all of X, never a shard's share) its _compute_regularization scales the alphas to
+//
+//	l1C = M AlphaCoef L1Ratio,   l2C = M AlphaCoef (1 - L1Ratio)     (l1_reg_W, l2_reg_W)
+//	l1B = N AlphaBasis L1Ratio,  l2B = N AlphaBasis (1 - L1Ratio)    (l1_reg_H, l2_reg_H)
+//
+// and the objective the kernels report (Step.Objective, Result.Objective, and so the stop
+// rule's ratio) is
+//
+//	||X - BC||_F^2 + 2 l1C ||C||_1 + l2C ||C||_F^2 + 2 l1B ||B||_1 + l2B ||B||_F^2,
+//
+// exactly twice scikit-learn's 0.5 ||X - WH||_F^2 + l1_reg_W ||W||_1 + 0.5 l2_reg_W ||W||_F^2
+// + l1_reg_H ||H||_1 + 0.5 l2_reg_H ||H||_F^2, so that it is today's ||X - BC||_F^2 when the
+// alphas are 0 (the kernels track ||X - BC||^2, not the paper's 1/2 form). Result.Residual
+// stays the unpenalized ||X - BC||^2; History's rel_err2 and RMSE, computed from the tracked
+// objective, include the penalty. A penalized objective has a positive floor, so a ratio
+// tolerance such as the default 1e-6 is out of reach: stop such runs by StallTol or MaxIter.
+//
+// Every subproblem stays a least-squares one with a shifted Gram matrix and cross product:
+// coordinate descent (did, dbcd, bcd, hals) and NNLS (anls, hpc-anls, by BPP) use G + l2 I and
+// F - l1 (G = B^T B, F = B^T X for C; G = C C^T, F = C X^T for B), as scikit-learn's cd solver
+// does; mu adds l1 and then l2 times the entry to its denominators, as its mu solver does.
+// DID keeps one allreduce per iteration: the B penalty is a constant shift of the reduced W and
+// V (see did.go), B's norms are local (it is replicated), and with a penalty on C the partial
+// sums ||C_i||_1, ||C_i||^2 travel as extra scalars of the same payload; dbcd and hpc-anls carry
+// them in an existing collective too. Whenever both alphas are 0 the kernels take the
+// unpenalized code (they branch, never add zeros) and the payloads keep their lengths, so the
+// bits are today's. admm and dadmm refuse a penalty ([Options.ValidatePenalties]).
+//
+// scikit-learn's default alpha_H = "same" is AlphaBasis = AlphaCoef; a penalty on one factor
+// alone is met by scaling the other up, so it sparsifies little and the objective keeps
+// falling slowly. TestPenaltiesMatchScikitLearnCD and TestPenaltiesMatchScikitLearnMU
+// (regularization_test.go, run when /usr/bin/python3 has scikit-learn) check the iterates of
+// did, dbcd, bcd and mu against scikit-learn 1.2's cd and mu solvers from the same start.
 //
 // # Narrow storage
 //

@@ -86,7 +86,8 @@ type Result struct {
 	Iterations int
 	Converged  bool
 	StopReason StopReason
-	// Initial and Objective are ||X - B0 C0||^2 and the tracked ||X - B C||^2 at the end.
+	// Initial and Objective are ||X - B0 C0||^2 and the tracked ||X - B C||^2 at the end,
+	// both plus the penalties when Options sets them ("Penalties" in the package doc).
 	Initial, Objective float64
 	// Residual is ||X - B C||^2 computed directly at the end; SqNormX is ||X||^2.
 	Residual, SqNormX float64

@@ -15,7 +15,10 @@ import "math"
 //     not yet updated), then for q = 0..p-1 (updated ones); n = fma(s, 1/G[p, p], c_j[p]) (the
 //     reciprocal is 0 for a dead component); c_j[p] = 0 if n < 0, else n (so -0 and NaN are
 //     kept). Taking the old coefficients first keeps them off the chain of dependent
-//     operations from one component to the next, which bounds the update's speed.
+//     operations from one component to the next, which bounds the update's speed. With a
+//     penalty on C (see "Penalties" in doc.go) G is G + l2 I in -G and 1/G[p, p], and
+//     h_j[p] = h_j[p] - l1 (one rounded subtraction, in Go on every path) between steps 1
+//     and 2 (gramLaneShift).
 //  3. A[r_t, p] = fma(x_t, c_j[p], A[r_t, p]) over the stored entries in storage order, columns
 //     in order, for p < Kp (c_j's pads are 0).
 //  4. V[p, q] = fma(c_j[p], c_j[q], V[p, q]) for p < K and q <= p (computed in lanes of 4 up
@@ -140,6 +143,15 @@ type widening struct {
 // values of a float32 block's batch. It looks at the interrupt flag before each batch, and
 // between the steps of a column when a column is several blocks of work.
 func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v, scratch []float64, ws *widening, flag *interruptFlag) {
+	gramLaneShift(kern, x, k, lo, hi, bp, gneg, ginv, 0, c, a, v, scratch, ws, flag)
+}
+
+// gramLaneShift is gramLane for the penalized C update: l1 (the L1 penalty on C; 0 without
+// one) is subtracted from every h_j[p], p < K, between steps 1 and 2, h_j[p] = h_j[p] - l1, on
+// every path in Go. The L2 penalty needs nothing here: it is in gneg and ginv (G + l2 I). With
+// l1 != 0 the fused small-shape kernel, which runs steps 1 and 2 in one pass, is not used (the
+// separate steps give its bits).
+func gramLaneShift(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, c, a, v, scratch []float64, ws *widening, flag *interruptFlag) {
 	m, _ := x.Dims()
 	kp := paddedK(k)
 	h := scratch[:gramBatchCols*kp]
@@ -149,7 +161,7 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 		ws = &widening{}
 	}
 	dn, _ := x.(*Dense)
-	if kern.fused != nil && dn != nil && dn.Data != nil && kp == 4 && m <= maxFusedM {
+	if kern.fused != nil && dn != nil && dn.Data != nil && kp == 4 && m <= maxFusedM && l1 == 0 {
 		extra := scratch[2*gramBatchCols*kp:]
 		g4, i4 := extra[:4*k*k], extra[4*k*k:4*k*k+4*k]
 		repeat4(g4, gneg[:k*k])
@@ -160,7 +172,7 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 	if cols := kern.cols; cols != nil && dn != nil && m >= colsMinRows && len(bp) >= colsRows(m)*kp {
 		at := scratch[2*gramBatchCols*kp : 2*gramBatchCols*kp+m*k]
 		unpackRows(at, a, m, k) // at is A column-major: at[p*m+i] = A[i, p]
-		gramLaneCols(kern, cols, dn, k, lo, hi, bp, gneg, ginv, c, at, v, h, cs, ws, flag)
+		gramLaneCols(kern, cols, dn, k, lo, hi, bp, gneg, ginv, l1, c, at, v, h, cs, ws, flag)
 		for p := 0; p < k; p++ { // not packRows: a's pads keep their values
 			for i := range m {
 				a[i*kp+p] = at[p*m+i]
@@ -188,6 +200,7 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 			xd = denseBatch(dn, j0, j1, &ws.vals)
 			kern.dotsDense(bp, xd, m, kp, nb, h[:nb*kp])
 		}
+		subtractL1(h, l1, k, kp, nb)
 		if big && flag.stopped() {
 			return
 		}
@@ -233,7 +246,7 @@ func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv, g
 
 // gramLaneCols is gramLane for a dense block on the column-lane kernels, with A transposed
 // in at.
-func gramLaneCols(kern *gramKernels, cols *denseCols, x *Dense, k, lo, hi int, bp, gneg, ginv, c, at, v, h, cs []float64, ws *widening, flag *interruptFlag) {
+func gramLaneCols(kern *gramKernels, cols *denseCols, x *Dense, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, c, at, v, h, cs []float64, ws *widening, flag *interruptFlag) {
 	m := x.Rows
 	kp := paddedK(k)
 	tail := colsTailMask(m)
@@ -266,6 +279,7 @@ func gramLaneCols(kern *gramKernels, cols *denseCols, x *Dense, k, lo, hi int, b
 				kern.dotsDense(bp, xd, m, kp, nb-ng*8, h[ng*8*kp:nb*kp])
 			}
 		}
+		subtractL1(h, l1, k, kp, nb)
 		if big && flag.stopped() {
 			return
 		}
@@ -280,6 +294,20 @@ func gramLaneCols(kern *gramKernels, cols *denseCols, x *Dense, k, lo, hi int, b
 		}
 		kern.accV(cs[:nb*kp], k, kp, nb, v)
 		j0 = j1
+	}
+}
+
+// subtractL1 sets h_j[p] = h_j[p] - l1 for p < k of ncols columns (kp per column): the L1
+// penalty's shift of B^T x_j. Nothing for l1 = 0.
+func subtractL1(h []float64, l1 float64, k, kp, ncols int) {
+	if l1 == 0 {
+		return
+	}
+	for j := 0; j < ncols; j++ {
+		hj := h[j*kp : j*kp+k]
+		for p := range hj {
+			hj[p] -= l1
+		}
 	}
 }
 

@@ -14,6 +14,12 @@ package kernels
 // carries each shard's part of the objective, -2<B_r, (X C^T)_r> + sum_{i in r} b_i^T (C C^T) b_i,
 // so ||X - BC||^2 = ||X||^2 + sum is exact at every iteration; ||X||^2 and ||E_0||^2 come from
 // one allreduce during initialisation.
+//
+// Penalties (see "Penalties" in doc.go): C_i <- BPP(B^T B + l2C I, B^T X_i - l1C) and
+// B_r <- BPP(C C^T + l2B I, (X C^T)_r^T - l1B), shifted locally after the collectives. B is
+// replicated after the allgather, so its penalty is local; ||C_i||_1 and ||C_i||^2 travel as
+// two extra scalars of the C C^T allreduce (and of the initialisation's, for C0), only when C
+// is penalized. No extra collective.
 func runHPCANLS(e *shardEnv) {
 	first, initial, state := e.begin()
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
@@ -26,12 +32,25 @@ func runHPCANLS(e *shardEnv) {
 		segments[s] = (rowRanges[s+1] - rowRanges[s]) * k
 	}
 	ops := newBlockOps(x, k, e.spec.Pool, e.flag)
+	pen := e.penalty()
 	var sqX float64
 	if first > 1 {
 		sqX = state[0][0]
 	} else {
-		start := e.allReduce("hpcanls.init", 0, []float64{residualSq(x, b, c, k, e.spec.Pool, e.flag), x.SqNorm()})
+		init := []float64{residualSq(x, b, c, k, e.spec.Pool, e.flag), x.SqNorm()}
+		if pen.coef() {
+			c1, c2 := factorNorms(c, e.flag)
+			init = append(init, c1, c2)
+		}
+		start := e.allReduce("hpcanls.init", 0, init)
 		initial, sqX = start[0], start[1]
+		if pen.on() {
+			var penC float64
+			if pen.coef() {
+				penC = pen.coefValue(start[2], start[3])
+			}
+			initial = initial + penC + pen.basisPenalty(b, e.flag)
+		}
 	}
 	e.state = func() [][]float64 { return [][]float64{{sqX}} }
 	h := make([]float64, k*n)
@@ -39,16 +58,32 @@ func runHPCANLS(e *shardEnv) {
 	a := make([]float64, m*k)
 	arow := make([]float64, m*k)
 	v := make([]float64, k*k)
-	packed := make([]float64, lowerLen(k))
+	nNorms := 0
+	if pen.coef() {
+		nNorms = 2 // ||C_i||_1, ||C_i||^2 after V's lower triangle
+	}
+	packed := make([]float64, lowerLen(k)+nNorms)
+	var vb, fb []float64 // with a penalty on B: C C^T + l2B I and (X C^T)_r^T - l1B
+	if pen.basis() {
+		vb, fb = make([]float64, k*k), make([]float64, (r1-r0)*k)
+	}
 	wsC := laneWorkspaces(len(ops.lanes)-1, k, e.flag)
 	wsB := newWorkspace(k, e.flag)
 	span := e.flag.span(k*k+2*k, 1) // rows of the objective's part between two looks at the flag
 	own := make([]float64, (r1-r0)*k+1)
 	for it := first; ; it++ {
-		nnlsCoef(ops, wsC, b, c, g, h)
+		nnlsCoef(ops, wsC, b, c, g, h, pen.l1C, pen.l2C)
 		ops.cct(c, v)
 		packLower(packed, v, k)
-		unpackLower(v, e.allReduce("hpcanls.cct", it, packed), k)
+		if pen.coef() {
+			packed[lowerLen(k)], packed[lowerLen(k)+1] = factorNorms(c, e.flag)
+		}
+		vsum := e.allReduce("hpcanls.cct", it, packed)
+		unpackLower(v, vsum, k)
+		var penC float64
+		if pen.coef() {
+			penC = pen.coefValue(vsum[lowerLen(k)], vsum[lowerLen(k)+1])
+		}
 		ops.xct(c, a)
 		transpose(arow, a, m, k) // row-major, so each owner's rows are contiguous
 		f := e.reduceScatter("hpcanls.xct", it, arow, segments)
@@ -60,7 +95,16 @@ func runHPCANLS(e *shardEnv) {
 			}
 		}
 		if r1 > r0 {
-			wsB.Solve(v, f, bt, r1-r0, true)
+			if pen.basis() {
+				// Shifted copies: f is the collective's result, v is needed unshifted below.
+				copy(vb, v)
+				shiftGram(vb, k, pen.l2B)
+				copy(fb, f)
+				shiftCross(fb, pen.l1B)
+				wsB.Solve(vb, fb, bt, r1-r0, true)
+			} else {
+				wsB.Solve(v, f, bt, r1-r0, true)
+			}
 			e.flag.poll()
 		}
 		var part float64
@@ -85,6 +129,9 @@ func runHPCANLS(e *shardEnv) {
 			at += rows * k
 			obj += all[at]
 			at++
+		}
+		if pen.on() {
+			obj = obj + penC + pen.basisPenalty(b, e.flag)
 		}
 		e.iterationDone(it, obj, initial)
 	}

@@ -33,7 +33,9 @@ type Step struct {
 	Init bool
 	// Iteration is the iteration in progress (collectives) or just finished.
 	Iteration int
-	// Objective is ||X - BC||_F^2 after the iteration; Initial is ||X - B0 C0||_F^2.
+	// Objective is ||X - BC||_F^2 after the iteration; Initial is ||X - B0 C0||_F^2. With
+	// penalties (Options.AlphaCoef, AlphaBasis) both include them ("Penalties" in the package
+	// doc).
 	Objective, Initial float64
 }
 

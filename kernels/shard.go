@@ -37,21 +37,24 @@ type AlgorithmInfo struct {
 	// (TestLayoutSameBits), so the layout may follow the machine; the others round
 	// differently on the two.
 	LayoutInvariant bool
-	run             func(*shardEnv)
+	// Penalties: the algorithm implements the L1/L2 penalties of Options (AlphaCoef,
+	// AlphaBasis, L1Ratio); the others refuse them.
+	Penalties bool
+	run       func(*shardEnv)
 	// state gives the layout of Snapshot.State for a spec (nil: no extra state).
 	state func(*ShardSpec) []stateSlot
 }
 
 var algorithms = []AlgorithmInfo{
-	{DID, true, true, "distributed incremental BCD, one allreduce per iteration (the paper's algorithm)", true, runDID, didState},
-	{DBCD, true, true, "distributed BCD, K allreduces per iteration", true, runDBCD, residualBCDState},
-	{BCD, false, true, "sequential block coordinate descent", true, runBCD, residualBCDState},
-	{HALS, false, true, "hierarchical ALS, rank-one pairs (b_k, c_k)", false, runHALS, nil},
-	{MU, false, true, "Lee-Seung multiplicative updates", false, runMU, nil},
-	{ANLS, false, true, "alternating NNLS, block principal pivoting", false, runANLS, nil},
-	{ADMM, false, false, "ADMM (Zhang 2010) with auxiliary variables, penalty rho", false, runADMM, admmState},
-	{DADMM, true, false, "distributed ADMM of the paper's section 3, BPP for B", true, runDADMM, dadmmState},
-	{HPCANLS, true, true, "HPC-ANLS (Kannan et al.), 1-D column partition", true, runHPCANLS, hpcanlsState},
+	{DID, true, true, "distributed incremental BCD, one allreduce per iteration (the paper's algorithm)", true, true, runDID, didState},
+	{DBCD, true, true, "distributed BCD, K allreduces per iteration", true, true, runDBCD, residualBCDState},
+	{BCD, false, true, "sequential block coordinate descent", true, true, runBCD, residualBCDState},
+	{HALS, false, true, "hierarchical ALS, rank-one pairs (b_k, c_k)", false, true, runHALS, nil},
+	{MU, false, true, "Lee-Seung multiplicative updates", false, true, runMU, nil},
+	{ANLS, false, true, "alternating NNLS, block principal pivoting", false, true, runANLS, nil},
+	{ADMM, false, false, "ADMM (Zhang 2010) with auxiliary variables, penalty rho", false, false, runADMM, admmState},
+	{DADMM, true, false, "distributed ADMM of the paper's section 3, BPP for B", true, false, runDADMM, dadmmState},
+	{HPCANLS, true, true, "HPC-ANLS (Kannan et al.), 1-D column partition", true, true, runHPCANLS, hpcanlsState},
 }
 
 // Algorithms lists every algorithm.
@@ -116,6 +119,20 @@ type Options struct {
 	// Storage is how the shard stores its block (NewMachine applies it; see Storage). The
 	// factors do not depend on it.
 	Storage Storage
+	// AlphaCoef, AlphaBasis and L1Ratio are scikit-learn 1.2's NMF penalties, so that its
+	// settings carry over (see "Penalties" in the package doc). AlphaCoef is alpha_W, the
+	// penalty on C (scikit-learn's W, samples x K); AlphaBasis is alpha_H, on B (its H^T);
+	// L1Ratio is l1_ratio in [0, 1], the L1 share. The alphas must be finite and >= 0. With M
+	// features and N samples (all of X) the objective becomes
+	//
+	//	||X - BC||^2 + 2 l1C ||C||_1 + l2C ||C||^2 + 2 l1B ||B||_1 + l2B ||B||^2,
+	//	l1C = M AlphaCoef L1Ratio,   l2C = M AlphaCoef (1 - L1Ratio),
+	//	l1B = N AlphaBasis L1Ratio,  l2B = N AlphaBasis (1 - L1Ratio),
+	//
+	// twice scikit-learn's, as the unpenalized objective is twice its 0.5 ||X - WH||^2. Both
+	// alphas 0 (the default) is the unpenalized problem, bit for bit. scikit-learn's default
+	// alpha_H = "same" is AlphaBasis = AlphaCoef here. admm and dadmm refuse a penalty.
+	AlphaCoef, AlphaBasis, L1Ratio float64
 }
 
 // ShardSpec is everything one shard needs to run its part of a job.
@@ -170,6 +187,12 @@ func (s *ShardSpec) validate() error {
 	if s.Rho < 0 || math.IsNaN(s.Rho) || math.IsInf(s.Rho, 0) {
 		return fmt.Errorf("rho must be a positive number, got %v", s.Rho)
 	}
+	if err := s.Options.ValidatePenalties(s.Algo); err != nil {
+		return err
+	}
+	if err := s.Options.validatePenaltyScale(m, s.TotalCols); err != nil {
+		return err
+	}
 	if s.Pool == nil {
 		return fmt.Errorf("shard %d has no worker pool", s.Shard)
 	}
@@ -213,6 +236,9 @@ func newShardEnv(m *Machine, spec ShardSpec) *shardEnv {
 
 func (e *shardEnv) basis() []float64 { return e.B }
 func (e *shardEnv) coef() []float64  { return e.C }
+
+// penalty returns the job's scaled penalties: M features, N = TotalCols samples.
+func (e *shardEnv) penalty() penalty { return newPenalty(e.spec.Options, e.rows, e.spec.TotalCols) }
 
 func (e *shardEnv) rho() float64 {
 	if e.spec.Rho == 0 {

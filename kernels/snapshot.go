@@ -12,7 +12,8 @@ import (
 type Snapshot struct {
 	// Iteration is the iteration just finished (>= 1); a resumed machine runs Iteration+1 next.
 	Iteration int
-	// Initial is ||X - B0 C0||_F^2 and Objective the objective after Iteration, as in Step.
+	// Initial is ||X - B0 C0||_F^2 and Objective the objective after Iteration, as in Step
+	// (with the penalties, if any).
 	Initial, Objective float64
 	// B is the shard's replica of the basis (M x K, column-major) and C its coefficients
 	// (K x n_i, column-major), as Machine.Basis and Machine.Coef.
