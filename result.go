@@ -59,6 +59,9 @@ func (r *Result) Report() *report.Report {
 	rep := report.New(&r.Result, s.Stop)
 	rep.Algo, rep.Input, rep.Init, rep.Seed = string(s.Algo), s.Inputs, string(s.Init), s.Seed
 	rep.Threads, rep.ReadSeconds = r.Threads, r.ReadSeconds
+	if s.AlphaCoef != 0 || s.AlphaBasis != 0 {
+		rep.AlphaCoef, rep.AlphaBasis, rep.L1Ratio, rep.Objective = s.AlphaCoef, s.AlphaBasis, s.L1Ratio, r.Objective
+	}
 	rep.Kernel, rep.Storage, rep.XBytes = kernels.ActiveKernelPath().String(), r.Storage, r.XBytes
 	if !j.Target.OnActors() {
 		return rep

@@ -1,6 +1,10 @@
 package jobspec
 
 import (
+	"math"
+	"slices"
+	"strings"
+
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/report"
@@ -17,7 +21,7 @@ func (s *Spec) Config(threads int) kernels.Config {
 // Options returns the algorithms' options of the job: the one place a spec's knobs become
 // the kernels', for the driver and for every shard alike.
 func (s *Spec) Options() kernels.Options {
-	return kernels.Options{Form: s.Form, Rho: s.Rho, Storage: s.Storage}
+	return kernels.Options{Form: s.Form, Rho: s.Rho, Storage: s.Storage, AlphaCoef: s.AlphaCoef, AlphaBasis: s.AlphaBasis, L1Ratio: s.L1Ratio}
 }
 
 // Errorf returns the FieldError of a rule that needs the data (the rank against the input's
@@ -38,4 +42,34 @@ func New(inputs []string, algo kernels.Algorithm, rank, shards int) *Spec {
 		Stop: kernels.StopRule{Tol: kernels.DefaultStopRule.Tol, MaxIter: kernels.DefaultStopRule.MaxIter, StallTol: report.DefaultStallTol},
 		Form: kernels.FormAuto, Storage: kernels.StorageAuto, Layout: matio.LayoutAuto, Rho: 1, FanIn: DefaultFanIn,
 		CheckpointEvery: -1, Ingest: IngestShared}
+}
+
+// validatePenalties checks the penalties: finite alphas >= 0, an L1 ratio in [0, 1], and an
+// algorithm that has them when an alpha is not 0.
+func (s *Spec) validatePenalties() error {
+	for _, f := range []struct {
+		field string
+		v     float64
+	}{{"alpha_coef", s.AlphaCoef}, {"alpha_basis", s.AlphaBasis}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 1) {
+			return fieldErr(f.field, "{"+f.field+"} must be a finite number >= 0, got %v", f.v)
+		}
+	}
+	if !(s.L1Ratio >= 0 && s.L1Ratio <= 1) {
+		return fieldErr("l1_ratio", "{l1_ratio} must be a number between 0 and 1, got %v", s.L1Ratio)
+	}
+	if s.AlphaCoef == 0 && s.AlphaBasis == 0 {
+		return nil
+	}
+	var with []string
+	for _, a := range kernels.Algorithms() {
+		if a.Penalties {
+			with = append(with, string(a.Name))
+		}
+	}
+	if !slices.Contains(with, string(s.Algo)) {
+		return fieldErr("algorithm", "{algorithm} %s has no L1/L2 penalties ({alpha_coef} %v, {alpha_basis} %v): the algorithms that have them are %s",
+			s.Algo, s.AlphaCoef, s.AlphaBasis, strings.Join(with, ", "))
+	}
+	return nil
 }

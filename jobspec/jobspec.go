@@ -60,6 +60,9 @@ type Spec struct {
 	Stop kernels.StopRule
 	// Rho is the ADMM penalty (> 0).
 	Rho float64
+	// AlphaCoef, AlphaBasis and L1Ratio are the L1/L2 penalties, as scikit-learn 1.2's
+	// alpha_W, alpha_H and l1_ratio (see kernels.Options): both alphas 0 is no penalty.
+	AlphaCoef, AlphaBasis, L1Ratio float64
 	// FanIn is the reduce tree's fan-in: a power of two in [2, 65536].
 	FanIn int
 	// CheckpointEvery is the checkpoint interval in iterations (0: none; negative: automatic).
@@ -111,6 +114,9 @@ var fieldNames = []struct{ key, wire, flag string }{
 	{"storage", "storage", "--storage"},
 	{"layout", "layout", "--layout"},
 	{"rho", "rho", "--rho"},
+	{"alpha_coef", "alpha_coef", "--alpha-coef"},
+	{"alpha_basis", "alpha_basis", "--alpha-basis"},
+	{"l1_ratio", "l1_ratio", "--l1-ratio"},
 	{"fan_in", "fan-in", "--fan-in"},
 	{"ingest", "ingest", "--ingest"},
 	{"natural_layout", "natural_layout", "--input"},
@@ -191,6 +197,9 @@ func (s *Spec) Validate() error {
 	}
 	if !(s.Rho > 0) || math.IsInf(s.Rho, 0) {
 		return fieldErr("rho", "{rho} must be a positive number, got %v", s.Rho)
+	}
+	if err := s.validatePenalties(); err != nil {
+		return err
 	}
 	if err := s.Stop.Validate(); err != nil {
 		return &FieldError{Field: "stop", Flag: fieldNames[len(fieldNames)-1].flag, Msg: err.Error(), FlagMsg: err.Error()}
@@ -339,6 +348,7 @@ func (s *Spec) Wire() *messages.JobSpec {
 	return &messages.JobSpec{Inputs: slices.Clone(s.Inputs), Layout: layouts.wire(s.Layout), Rank: int64(s.Rank),
 		Algorithm: algorithms.wire(s.Algo), Shards: int64(s.Shards), Stop: StopRuleOf(s.Stop), Seed: s.Seed,
 		Init: inits.wire(s.Init), InitBasis: s.InitBasis, InitCoef: s.InitCoef, Form: forms.wire(s.Form), Rho: s.Rho,
+		AlphaCoef: s.AlphaCoef, AlphaBasis: s.AlphaBasis, L1Ratio: s.L1Ratio,
 		CheckpointEvery: s.CheckpointEvery, Nodes: slices.Clone(s.Nodes), FanIn: int64(s.FanIn), Ingest: ingests.wire(s.Ingest),
 		Samples: s.Samples, Features: s.Features, NaturalLayout: layouts.wire(s.NaturalLayout), OutShared: s.OutShared,
 		StoredEntries: s.StoredEntries, Detached: s.Detached, Overwrite: s.Overwrite, Storage: storages.wire(s.Storage)}
@@ -353,7 +363,8 @@ func FromWire(w *messages.JobSpec) (*Spec, error) {
 		return nil, fmt.Errorf("no job spec")
 	}
 	s := &Spec{Inputs: slices.Clone(w.Inputs), Rank: int(w.Rank), Shards: int(w.Shards), Seed: w.Seed,
-		InitBasis: w.InitBasis, InitCoef: w.InitCoef, Rho: w.Rho, FanIn: int(w.FanIn), CheckpointEvery: w.CheckpointEvery,
+		InitBasis: w.InitBasis, InitCoef: w.InitCoef, Rho: w.Rho,
+		AlphaCoef: w.AlphaCoef, AlphaBasis: w.AlphaBasis, L1Ratio: w.L1Ratio, FanIn: int(w.FanIn), CheckpointEvery: w.CheckpointEvery,
 		OutShared: w.OutShared, Overwrite: w.Overwrite, Detached: w.Detached, Nodes: slices.Clone(w.Nodes),
 		Samples: w.Samples, Features: w.Features, StoredEntries: w.StoredEntries}
 	if len(s.Inputs) == 0 {

@@ -64,6 +64,18 @@ func TestValidate(t *testing.T) {
 		{"fan-in 2^17", func(s *Spec) { s.FanIn = 1 << 17 }, "fan-in", "got 131072", "--fan-in must be"},
 		{"fan-in 2", func(s *Spec) { s.FanIn = 2 }, "", "", ""},
 		{"checkpoint 0", func(s *Spec) { s.CheckpointEvery = 0 }, "", "", ""},
+		{"penalties", func(s *Spec) { s.AlphaCoef, s.AlphaBasis, s.L1Ratio = 0.1, 0.2, 0.5 }, "", "", ""},
+		{"alpha coef negative", func(s *Spec) { s.AlphaCoef = -1 }, "alpha_coef", "alpha_coef must be a finite number >= 0, got -1",
+			"--alpha-coef must be a finite number >= 0, got -1"},
+		{"alpha basis Inf", func(s *Spec) { s.AlphaBasis = math.Inf(1) }, "alpha_basis", "alpha_basis must be a finite number >= 0, got +Inf",
+			"--alpha-basis must be"},
+		{"alpha coef NaN", func(s *Spec) { s.AlphaCoef = math.NaN() }, "alpha_coef", "got NaN", "--alpha-coef must be"},
+		{"l1 ratio 2", func(s *Spec) { s.L1Ratio = 2 }, "l1_ratio", "l1_ratio must be a number between 0 and 1, got 2",
+			"--l1-ratio must be a number between 0 and 1, got 2"},
+		{"l1 ratio without alpha", func(s *Spec) { s.L1Ratio = 1 }, "", "", ""},
+		{"penalties on dadmm", func(s *Spec) { s.Algo, s.AlphaCoef = kernels.DADMM, 0.1 }, "algorithm",
+			"algorithm dadmm has no L1/L2 penalties (alpha_coef 0.1, alpha_basis 0): the algorithms that have them are did, dbcd, bcd, hals, mu, anls, hpc-anls",
+			"--algo dadmm has no L1/L2 penalties (--alpha-coef 0.1, --alpha-basis 0)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -96,7 +108,9 @@ func TestWireRoundTrip(t *testing.T) {
 	streamed.Ingest, streamed.Samples, streamed.Features, streamed.StoredEntries, streamed.NaturalLayout = IngestStream, 9, 5, 12, matio.LayoutSparse
 	custom := good(t)
 	custom.Init, custom.InitBasis, custom.InitCoef, custom.Nodes, custom.Layout = kernels.InitCustom, "/b.npy", "/c.npy", nil, matio.LayoutDense
-	for name, s := range map[string]*Spec{"shared": good(t), "streamed": streamed, "custom": custom} {
+	penalized := good(t)
+	penalized.AlphaCoef, penalized.AlphaBasis, penalized.L1Ratio = 0.25, 1.5, 0.3
+	for name, s := range map[string]*Spec{"shared": good(t), "streamed": streamed, "custom": custom, "penalized": penalized} {
 		t.Run(name, func(t *testing.T) {
 			if err := s.Validate(); err != nil {
 				t.Fatal(err)

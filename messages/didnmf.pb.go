@@ -849,7 +849,13 @@ type JobSpec struct {
 	Overwrite bool `protobuf:"varint,23,opt,name=overwrite,proto3" json:"overwrite,omitempty"`
 	// Storage of each shard's block of X. The arithmetic is float64 either way, so the factors
 	// are the same bits.
-	Storage       Storage `protobuf:"varint,31,opt,name=storage,proto3,enum=didnmf.Storage" json:"storage,omitempty"`
+	Storage Storage `protobuf:"varint,31,opt,name=storage,proto3,enum=didnmf.Storage" json:"storage,omitempty"`
+	// L1/L2 penalties with scikit-learn 1.2's parameterization (kernels.Options): alpha_coef
+	// is its alpha_W (on coef), alpha_basis its alpha_H (on basis), l1_ratio its l1_ratio in
+	// [0, 1]. Both alphas 0: no penalty.
+	AlphaCoef     float64 `protobuf:"fixed64,32,opt,name=alpha_coef,json=alphaCoef,proto3" json:"alpha_coef,omitempty"`
+	AlphaBasis    float64 `protobuf:"fixed64,33,opt,name=alpha_basis,json=alphaBasis,proto3" json:"alpha_basis,omitempty"`
+	L1Ratio       float64 `protobuf:"fixed64,34,opt,name=l1_ratio,json=l1Ratio,proto3" json:"l1_ratio,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1050,6 +1056,27 @@ func (x *JobSpec) GetStorage() Storage {
 		return x.Storage
 	}
 	return Storage_STORAGE_AUTO
+}
+
+func (x *JobSpec) GetAlphaCoef() float64 {
+	if x != nil {
+		return x.AlphaCoef
+	}
+	return 0
+}
+
+func (x *JobSpec) GetAlphaBasis() float64 {
+	if x != nil {
+		return x.AlphaBasis
+	}
+	return 0
+}
+
+func (x *JobSpec) GetL1Ratio() float64 {
+	if x != nil {
+		return x.L1Ratio
+	}
+	return 0
 }
 
 // SubmitJob asks a node's host to start a coordinator for a job.
@@ -4984,7 +5011,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bmax_iter\x18\x02 \x01(\x03R\amaxIter\x12,\n" +
 	"\x12time_limit_seconds\x18\x03 \x01(\x01R\x10timeLimitSeconds\x12\x1b\n" +
 	"\tstall_tol\x18\x04 \x01(\x01R\bstallTol\x12!\n" +
-	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\xb4\x06\n" +
+	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\x8f\a\n" +
 	"\aJobSpec\x12\x16\n" +
 	"\x06inputs\x18\x01 \x03(\tR\x06inputs\x12&\n" +
 	"\x06layout\x18\x19 \x01(\x0e2\x0e.didnmf.LayoutR\x06layout\x12\x12\n" +
@@ -5012,7 +5039,12 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x0estored_entries\x18\x15 \x01(\x03R\rstoredEntries\x12\x1a\n" +
 	"\bdetached\x18\x16 \x01(\bR\bdetached\x12\x1c\n" +
 	"\toverwrite\x18\x17 \x01(\bR\toverwrite\x12)\n" +
-	"\astorage\x18\x1f \x01(\x0e2\x0f.didnmf.StorageR\astorageJ\x04\b\x02\x10\x03J\x04\b\x04\x10\x05J\x04\b\b\x10\tJ\x04\b\v\x10\fJ\x04\b\x10\x10\x11J\x04\b\x13\x10\x14J\x04\b\x18\x10\x19\"\xa3\x01\n" +
+	"\astorage\x18\x1f \x01(\x0e2\x0f.didnmf.StorageR\astorage\x12\x1d\n" +
+	"\n" +
+	"alpha_coef\x18  \x01(\x01R\talphaCoef\x12\x1f\n" +
+	"\valpha_basis\x18! \x01(\x01R\n" +
+	"alphaBasis\x12\x19\n" +
+	"\bl1_ratio\x18\" \x01(\x01R\al1RatioJ\x04\b\x02\x10\x03J\x04\b\x04\x10\x05J\x04\b\b\x10\tJ\x04\b\v\x10\fJ\x04\b\x10\x10\x11J\x04\b\x13\x10\x14J\x04\b\x18\x10\x19\"\xa3\x01\n" +
 	"\tSubmitJob\x12#\n" +
 	"\x04spec\x18\x01 \x01(\v2\x0f.didnmf.JobSpecR\x04spec\x12#\n" +
 	"\x06client\x18\x02 \x01(\v2\v.didnmf.PidR\x06client\x12\x15\n" +

@@ -21,19 +21,27 @@ const DefaultStallTol = 1e-4
 
 // Report is report.json.
 type Report struct {
-	Algo       string   `json:"algo"`
-	Input      []string `json:"input"`
-	M          int      `json:"m"`
-	N          int      `json:"n"`
-	K          int      `json:"k"`
-	Shards     int      `json:"shards"`
-	Threads    int      `json:"threads"`
-	Init       string   `json:"init"`
-	Seed       uint64   `json:"seed"`
-	Tol        float64  `json:"tol"`
-	MaxIter    int      `json:"max_iter"`
-	StallTol   float64  `json:"stall_tol"`
-	Iterations int      `json:"iterations"`
+	Algo     string   `json:"algo"`
+	Input    []string `json:"input"`
+	M        int      `json:"m"`
+	N        int      `json:"n"`
+	K        int      `json:"k"`
+	Shards   int      `json:"shards"`
+	Threads  int      `json:"threads"`
+	Init     string   `json:"init"`
+	Seed     uint64   `json:"seed"`
+	Tol      float64  `json:"tol"`
+	MaxIter  int      `json:"max_iter"`
+	StallTol float64  `json:"stall_tol"`
+	// AlphaCoef, AlphaBasis and L1Ratio are the penalties (scikit-learn's alpha_W, alpha_H,
+	// l1_ratio), when there are any; Objective is then the penalized objective at the end
+	// (||X - BC||^2 plus twice scikit-learn's penalty terms, see kernels.Options), which
+	// objective_ratio and the stop rule use, while rel_err2 and rmse stay the plain error.
+	AlphaCoef  float64 `json:"alpha_coef,omitempty"`
+	AlphaBasis float64 `json:"alpha_basis,omitempty"`
+	L1Ratio    float64 `json:"l1_ratio,omitempty"`
+	Objective  float64 `json:"objective,omitempty"`
+	Iterations int     `json:"iterations"`
 	// Seconds is the run's wall time from the start of the initialisation (InitSeconds) to
 	// the end of the last iteration (IterateSeconds); ReadSeconds is the time this process
 	// took to read the input before (0 on a cluster, whose nodes read it).

@@ -290,6 +290,20 @@ func TestClusterOfProcesses(t *testing.T) {
 	sameFiles(t, filepath.Join(synGolden, "basis.npy"), filepath.Join(synOut, "basis.npy"))
 	sameFiles(t, filepath.Join(synGolden, "coef.npy"), filepath.Join(synOut, "coef.npy"))
 
+	// Every job feature (penalties, ...) gives the driver's bits on the processes too.
+	for _, f := range jobFeatures {
+		job := append(featureJob(x), f.flags...)
+		fGolden, fOut := filepath.Join(dir, f.name+"-golden"), filepath.Join(dir, f.name)
+		if code, _, stderr := runNode(t, append([]string{"factorize", "--out", fGolden}, job...)...); code != 0 {
+			t.Fatalf("%s: %s", f.name, stderr)
+		}
+		if code, text := runProc(t, append([]string{"factorize", "--cluster", a.Gossip, "--out", fOut}, job...)...); code != 0 {
+			t.Fatalf("%s on the cluster: %s", f.name, text)
+		}
+		sameResult(t, fGolden, fOut)
+		f.check(t, fOut)
+	}
+
 	// A node joins while a longer job runs: the job is undisturbed (same bits). It must run
 	// long enough for status (a process that joins the gossip) to see it on a loaded
 	// machine: 150 iterations (a fraction of a second) were missed once in CI; 3000 take a few.

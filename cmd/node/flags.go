@@ -126,8 +126,13 @@ type jobFlags struct {
 	form      string
 	storage   string
 	rho       float64
-	nodes     int
-	fanIn     int
+	// Penalties (scikit-learn's alpha_W, alpha_H, l1_ratio); alphaBasis is "same" (as
+	// alpha_W) or a number.
+	alphaCoef  float64
+	alphaBasis string
+	l1Ratio    float64
+	nodes      int
+	fanIn      int
 	// checkpointEvery is the checkpoint interval of runs on actors (0: none, -1: automatic),
 	// parsed from checkpointFlag.
 	checkpointEvery int
@@ -166,6 +171,9 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.form, "form", "auto", "DID kernel form: auto, gram, residual")
 	fs.StringVar(&f.storage, "storage", "auto", "how X's values are stored: float32 (half the memory and bandwidth; refused when a value is not exactly a float32), float64, or auto (float32 when every value allows: counts, pixels); the factors are the same bits")
 	fs.Float64Var(&f.rho, "rho", 1, "ADMM/DADMM penalty")
+	fs.Float64Var(&f.alphaCoef, "alpha-coef", 0, "L1/L2 penalty on coef, scikit-learn's alpha_W (scaled as it does, by the number of features): 0 is none; for did, dbcd, bcd, hals, mu, anls, hpc-anls")
+	fs.StringVar(&f.alphaBasis, "alpha-basis", "same", "L1/L2 penalty on basis, scikit-learn's alpha_H (scaled by the number of samples): a number, or same as --alpha-coef, as scikit-learn's default")
+	fs.Float64Var(&f.l1Ratio, "l1-ratio", 0, "share of L1 in the penalties, scikit-learn's l1_ratio: 0 is L2 only, 1 is L1 only (sparser factors)")
 	fs.IntVar(&f.nodes, "nodes", 0, "run on an in-process cluster of `N` actor systems on loopback, talking over gRPC (0: the in-process driver, no actors)")
 	fs.IntVar(&f.fanIn, "fan-in", 0, "fan-in of the reduce tree with --nodes or --cluster (a power of two; 0: the default)")
 	fs.StringVar(&f.checkpointFlag, "checkpoint-every", "auto", "with --nodes or --cluster, checkpoint the shards every `N` iterations (on each node and on a buddy node), so that a failure rolls the job back only to the last checkpoint; auto: as often as costs about 4% of the job's time (see BENCHMARKS.md); 0: no checkpoints (a failure restarts the job from its initialisation)")
@@ -298,6 +306,12 @@ func (f *jobFlags) open() (*job, error) {
 	if f.ingest == "" {
 		f.ingest = jobspec.IngestShared // bench has no --ingest
 	}
+	alphaBasis := f.alphaCoef
+	if f.alphaBasis != "same" && f.alphaBasis != "" {
+		if alphaBasis, err = strconv.ParseFloat(f.alphaBasis, 64); err != nil {
+			return nil, badInput("--alpha-basis must be a number or same (as --alpha-coef), got %q", f.alphaBasis)
+		}
+	}
 	if f.fanIn != 0 && f.nodes == 0 && f.cluster == "" {
 		return nil, badInput("--fan-in shapes the reduce tree of actors: it needs --nodes N or --cluster")
 	}
@@ -319,7 +333,7 @@ func (f *jobFlags) open() (*job, error) {
 	spec := &jobspec.Spec{Inputs: f.inputs, Algo: algo.Name, Rank: f.rank, Shards: f.shards, Seed: f.seed,
 		Init: initMethod, InitBasis: f.initBasis, InitCoef: f.initCoef, Form: form, Storage: storage, Layout: layout,
 		Stop: kernels.StopRule{Tol: f.tol, MaxIter: f.maxIter, TimeLimit: f.timeLimit, StallTol: f.stallTol},
-		Rho:  f.rho, FanIn: cmp.Or(f.fanIn, jobspec.DefaultFanIn), CheckpointEvery: int64(f.checkpointEvery),
+		Rho:  f.rho, AlphaCoef: f.alphaCoef, AlphaBasis: alphaBasis, L1Ratio: f.l1Ratio, FanIn: cmp.Or(f.fanIn, jobspec.DefaultFanIn), CheckpointEvery: int64(f.checkpointEvery),
 		Ingest: f.ingest, OutShared: f.outShared, Overwrite: f.overwrite, Detached: f.detach}
 	target := didnmf.InProcess(f.nodes, f.threads)
 	if f.cluster != "" {

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// jobFeatures are the job options beyond the plain fit, each of which must give the driver's
+// bits on actors: on 3 in-process actor systems (TestFeaturesOnNodes) and on the cluster of
+// processes (TestClusterOfProcesses). Each entry's flags are added to featureJob.
+var jobFeatures = []struct {
+	name  string
+	flags []string
+	check func(t *testing.T, out string)
+}{
+	{"penalties", []string{"--alpha-coef", "0.002", "--alpha-basis", "0.001", "--l1-ratio", "0.5"}, func(t *testing.T, out string) {
+		r := readReport(t, out)
+		if r.AlphaCoef != 0.002 || r.AlphaBasis != 0.001 || r.L1Ratio != 0.5 || !(r.Objective > 0) {
+			t.Errorf("report: alpha_coef %v, alpha_basis %v, l1_ratio %v, objective %v", r.AlphaCoef, r.AlphaBasis, r.L1Ratio, r.Objective)
+		}
+	}},
+	{"l1 penalty, alpha-basis same", []string{"--alpha-coef", "0.01", "--l1-ratio", "1", "--algo", "dbcd"}, func(t *testing.T, out string) {
+		if r := readReport(t, out); r.AlphaBasis != 0.01 {
+			t.Errorf("--alpha-basis same: report alpha_basis %v, want 0.01", r.AlphaBasis)
+		}
+	}},
+}
+
+// featureJob is the job jobFeatures run: small, exactly 20 iterations.
+func featureJob(input string) []string {
+	return []string{"--input", input, "--rank", "3", "--shards", "5", "--max-iter", "20", "--tol", "0", "--quiet"}
+}
+
+// TestFeaturesOnNodes: every job feature gives the driver's files on 3 actor systems.
+func TestFeaturesOnNodes(t *testing.T) {
+	dir := t.TempDir()
+	input := "synthetic:m=8,n=3000,k=3,seed=6,noise=0.05"
+	plain := filepath.Join(dir, "plain")
+	if code, _, stderr := runNode(t, append([]string{"factorize", "--out", plain}, featureJob(input)...)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, f := range jobFeatures {
+		t.Run(f.name, func(t *testing.T) {
+			job := append(featureJob(input), f.flags...)
+			golden, out := filepath.Join(dir, f.name+"-golden"), filepath.Join(dir, f.name+"-nodes")
+			if code, _, stderr := runNode(t, append([]string{"factorize", "--out", golden}, job...)...); code != 0 {
+				t.Fatal(stderr)
+			}
+			if code, _, stderr := runNode(t, append([]string{"factorize", "--nodes", "3", "--out", out}, job...)...); code != 0 {
+				t.Fatal(stderr)
+			}
+			sameResult(t, golden, out)
+			if a, _ := os.ReadFile(filepath.Join(golden, "coef.npy")); bytes.Equal(a, mustRead(t, filepath.Join(plain, "coef.npy"))) {
+				t.Errorf("%v changed nothing: the plain job's coef", f.flags)
+			}
+			f.check(t, golden)
+			f.check(t, out)
+		})
+	}
+}
+
+// sameResult fails unless the result directories hold the same basis.npy and coef.npy.
+func sameResult(t *testing.T, a, b string) {
+	t.Helper()
+	for _, name := range []string{"basis.npy", "coef.npy"} {
+		if _, err := os.Stat(filepath.Join(a, name)); err != nil {
+			continue // a job that writes no such file (transform writes no basis)
+		}
+		sameFiles(t, filepath.Join(a, name), filepath.Join(b, name))
+	}
+}
+
+// mustRead returns the file's bytes.
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
