@@ -112,14 +112,22 @@ func (j *Job) checkData() error {
 	if s.Shards > j.Samples {
 		return jobspec.Errorf("shards", "{shards} %d is more than the %d samples of %s", s.Shards, j.Samples, name)
 	}
+	if s.Algo == kernels.Transform {
+		if rows, k, _, err := matio.ReadNPYMatrix(s.InitBasis); err == nil && (rows != j.Features || k != s.Rank) {
+			return jobspec.Errorf("init_basis", "the basis %s is %d x %d, but %s has %d features (want features x K = %d x %d)",
+				s.InitBasis, rows, k, name, j.Features, j.Features, s.Rank)
+		}
+	}
 	if s.Init == kernels.InitCustom {
 		b0, err := readFactor(s.InitBasis, "init_basis", j.Features, s.Rank, "features x K")
 		if err != nil {
 			return err
 		}
-		c0, err := readFactor(s.InitCoef, "init_coef", j.Samples, s.Rank, "samples x K")
-		if err != nil {
-			return err
+		var c0 []float64 // a transform's warm start is optional
+		if s.InitCoef != "" {
+			if c0, err = readFactor(s.InitCoef, "init_coef", j.Samples, s.Rank, "samples x K"); err != nil {
+				return err
+			}
 		}
 		// basis.npy is M x K row-major; kernels want B column-major. coef.npy (N x K
 		// row-major) is C column-major already.

@@ -59,6 +59,11 @@ func (r *Result) Report() *report.Report {
 	rep := report.New(&r.Result, s.Stop)
 	rep.Algo, rep.Input, rep.Init, rep.Seed = string(s.Algo), s.Inputs, string(s.Init), s.Seed
 	rep.Threads, rep.ReadSeconds = r.Threads, r.ReadSeconds
+	if s.Algo == kernels.Transform && r.StopReason == kernels.StopMaxIter {
+		// One pass is the exact solution: nothing was cut short.
+		rep.Converged, rep.StopReason = true, "solved"
+		rep.Stop = "solved: the exact nonnegative least squares of every sample for the basis given, in one pass"
+	}
 	if s.AlphaCoef != 0 || s.AlphaBasis != 0 {
 		rep.AlphaCoef, rep.AlphaBasis, rep.L1Ratio, rep.Objective = s.AlphaCoef, s.AlphaBasis, s.L1Ratio, r.Objective
 	}

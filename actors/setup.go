@@ -164,6 +164,9 @@ func checkCustomInit(roots *fsroot.Roots, spec *messages.JobSpec, m, n int) erro
 		path, what string
 		rows       int
 	}{{spec.InitBasis, "init basis", m}, {spec.InitCoef, "init coef", n}} {
+		if f.path == "" {
+			continue // a transform's optional warm start
+		}
 		src, err := matio.OpenWith(roots.Opener("--"+strings.ReplaceAll(f.what, " ", "-")), f.path)
 		if err != nil {
 			return fmt.Errorf("%s: %v", f.what, err)

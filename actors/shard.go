@@ -483,6 +483,9 @@ func readCustomInit(roots *fsroot.Roots, spec *jobspec.Spec, m, n, k, lo, hi int
 		return nil, nil, fmt.Errorf("init basis %s: shape (%d, %d), want features x K = (%d, %d)", spec.InitBasis, rows, cols, m, k)
 	}
 	b0 = kernels.Transpose(b, k, m) // basis.npy is row-major M x K; B is column-major
+	if spec.InitCoef == "" {
+		return b0, nil, nil // a transform without a warm start: C starts at 0
+	}
 	src, err := matio.OpenWith(roots.Opener("--init-coef"), spec.InitCoef)
 	if err != nil {
 		return nil, nil, fmt.Errorf("init coef: %w", err)

@@ -2,7 +2,6 @@ package jobspec
 
 import (
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/didnmf/didnmf/kernels"
@@ -67,7 +66,7 @@ func (s *Spec) validatePenalties() error {
 			with = append(with, string(a.Name))
 		}
 	}
-	if !slices.Contains(with, string(s.Algo)) {
+	if info, err := kernels.LookupAlgorithm(s.Algo); err == nil && !info.Penalties {
 		return fieldErr("algorithm", "{algorithm} %s has no L1/L2 penalties ({alpha_coef} %v, {alpha_basis} %v): the algorithms that have them are %s",
 			s.Algo, s.AlphaCoef, s.AlphaBasis, strings.Join(with, ", "))
 	}

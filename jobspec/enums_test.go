@@ -143,6 +143,9 @@ func TestEveryWireValueIsRead(t *testing.T) {
 				if w.Init == messages.Init_INIT_CUSTOM {
 					w.InitBasis, w.InitCoef = "/b.npy", "/c.npy"
 				}
+				if w.Algorithm == messages.Algorithm_ALGORITHM_TRANSFORM { // needs its basis and one pass
+					w.Init, w.InitBasis, w.Stop = messages.Init_INIT_CUSTOM, "/b.npy", &messages.StopRule{MaxIter: 1}
+				}
 				s, err := FromWire(w)
 				if v.Name() == "ALGORITHM_UNSPECIFIED" {
 					var fe *FieldError

@@ -174,7 +174,15 @@ func (s *Spec) Validate() error {
 	if !custom && (s.InitBasis != "" || s.InitCoef != "") {
 		return fieldErr("init", "{init_basis} and {init_coef} need {init} custom")
 	}
-	if custom && (s.InitBasis == "" || s.InitCoef == "") {
+	if s.Algo == kernels.Transform {
+		// The basis is fixed: it is init_basis; init_coef, optional, is a warm start.
+		if !custom || s.InitBasis == "" {
+			return fieldErr("init_basis", "a transform needs the basis: {init} custom with {init_basis}")
+		}
+		if s.Stop.MaxIter != 1 {
+			return fieldErr("stop", "a transform solves every sample exactly in one pass: max-iter must be 1, got %d", s.Stop.MaxIter)
+		}
+	} else if custom && (s.InitBasis == "" || s.InitCoef == "") {
 		return fieldErr("init", "{init} custom needs both {init_basis} and {init_coef}")
 	}
 	switch s.Ingest {
@@ -255,6 +263,7 @@ var (
 		{kernels.ADMM, messages.Algorithm_ALGORITHM_ADMM},
 		{kernels.DADMM, messages.Algorithm_ALGORITHM_DADMM},
 		{kernels.HPCANLS, messages.Algorithm_ALGORITHM_HPC_ANLS},
+		{kernels.Transform, messages.Algorithm_ALGORITHM_TRANSFORM},
 	}
 	inits = enumTable[kernels.InitMethod, messages.Init]{
 		{kernels.InitRandom, messages.Init_INIT_RANDOM},

@@ -64,6 +64,16 @@ func TestValidate(t *testing.T) {
 		{"fan-in 2^17", func(s *Spec) { s.FanIn = 1 << 17 }, "fan-in", "got 131072", "--fan-in must be"},
 		{"fan-in 2", func(s *Spec) { s.FanIn = 2 }, "", "", ""},
 		{"checkpoint 0", func(s *Spec) { s.CheckpointEvery = 0 }, "", "", ""},
+		{"transform", func(s *Spec) {
+			s.Algo, s.Init, s.InitBasis, s.Stop, s.Layout = kernels.Transform, kernels.InitCustom, "/b.npy", kernels.StopRule{MaxIter: 1}, matio.LayoutAuto
+		}, "", "", ""},
+		{"transform without basis", func(s *Spec) {
+			s.Algo, s.Stop, s.Layout = kernels.Transform, kernels.StopRule{MaxIter: 1}, matio.LayoutAuto
+		},
+			"init_basis", "a transform needs the basis: init custom with init_basis", "a transform needs the basis: --init custom with --init-basis"},
+		{"transform of many passes", func(s *Spec) {
+			s.Algo, s.Init, s.InitBasis, s.Layout = kernels.Transform, kernels.InitCustom, "/b.npy", matio.LayoutAuto
+		}, "stop", "max-iter must be 1, got 50", "max-iter must be 1, got 50"},
 		{"penalties", func(s *Spec) { s.AlphaCoef, s.AlphaBasis, s.L1Ratio = 0.1, 0.2, 0.5 }, "", "", ""},
 		{"alpha coef negative", func(s *Spec) { s.AlphaCoef = -1 }, "alpha_coef", "alpha_coef must be a finite number >= 0, got -1",
 			"--alpha-coef must be a finite number >= 0, got -1"},
@@ -153,7 +163,7 @@ func TestFromWireHostile(t *testing.T) {
 		{"nil", func(*messages.JobSpec) *messages.JobSpec { return nil }, "no job spec"},
 		{"no inputs", func(s *messages.JobSpec) *messages.JobSpec { s.Inputs = nil; return s }, "input: no input given"},
 		{"no algorithm", func(s *messages.JobSpec) *messages.JobSpec { s.Algorithm = 0; return s }, "algorithm: no algorithm given"},
-		{"unknown algorithm", func(s *messages.JobSpec) *messages.JobSpec { s.Algorithm = 99; return s }, "algorithm: unknown value 99 on the wire (known: did, dbcd, bcd, hals, mu, anls, admm, dadmm, hpc-anls)"},
+		{"unknown algorithm", func(s *messages.JobSpec) *messages.JobSpec { s.Algorithm = 99; return s }, "algorithm: unknown value 99 on the wire (known: did, dbcd, bcd, hals, mu, anls, admm, dadmm, hpc-anls, transform)"},
 		{"rank 0", func(s *messages.JobSpec) *messages.JobSpec { s.Rank = 0; return s }, "rank must be >= 1, got 0"},
 		{"rank 2^40", func(s *messages.JobSpec) *messages.JobSpec { s.Rank = 1 << 40; return s }, "out of range"},
 		{"shards -1", func(s *messages.JobSpec) *messages.JobSpec { s.Shards = -1; return s }, "shards must be >= 1, got -1"},

@@ -155,7 +155,7 @@ func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progr
 	if err := CheckRank(cfg.K, m, n); err != nil {
 		return nil, err
 	}
-	if cfg.Init.Method == InitCustom && len(cfg.Init.C0) != cfg.K*n {
+	if cfg.Init.Method == InitCustom && len(cfg.Init.C0) != cfg.K*n && !(cfg.Algo == Transform && cfg.Init.C0 == nil) {
 		return nil, fmt.Errorf("initial coefficients have %d values, want N x K = %d x %d", len(cfg.Init.C0), n, cfg.K)
 	}
 	pool := NewPool(cfg.Threads)
@@ -174,7 +174,7 @@ func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progr
 	for s, b := range blocks {
 		_, bn := b.Dims()
 		init := cfg.Init
-		if init.Method == InitCustom {
+		if init.Method == InitCustom && cfg.Init.C0 != nil {
 			init.C0 = cfg.Init.C0[off*cfg.K : (off+bn)*cfg.K]
 		}
 		mc, err := NewMachine(ShardSpec{Algo: cfg.Algo, Shard: s, Shards: p, ColOffset: off, TotalCols: n,

@@ -22,6 +22,9 @@ const (
 	ADMM    Algorithm = "admm"     // Zhang's ADMM with auxiliary W, H and penalty rho
 	DADMM   Algorithm = "dadmm"    // the paper's distributed ADMM (section 3), BPP for B
 	HPCANLS Algorithm = "hpc-anls" // Kannan et al.'s HPC-ANLS with a 1-D column partition
+	// Transform is not a factorization: the coefficients for a fixed basis (Init.B0), by
+	// exact NNLS per sample (see transform.go).
+	Transform Algorithm = "transform"
 )
 
 // AlgorithmInfo describes an algorithm.
@@ -57,7 +60,11 @@ var algorithms = []AlgorithmInfo{
 	{HPCANLS, true, true, "HPC-ANLS (Kannan et al.), 1-D column partition", true, true, runHPCANLS, hpcanlsState},
 }
 
-// Algorithms lists every algorithm.
+// transformInfo describes Transform, which is not a factorization: LookupAlgorithm finds it,
+// Algorithms does not list it.
+var transformInfo = AlgorithmInfo{Transform, true, true, "coef for a fixed basis: exact NNLS per sample (BPP), one pass", false, true, runTransform, nil}
+
+// Algorithms lists every factorization algorithm (Transform, which fits no basis, is left out).
 func Algorithms() []AlgorithmInfo { return slices.Clone(algorithms) }
 
 // LookupAlgorithm returns the algorithm of that name.
@@ -66,6 +73,9 @@ func LookupAlgorithm(name Algorithm) (AlgorithmInfo, error) {
 		if a.Name == name {
 			return a, nil
 		}
+	}
+	if name == Transform {
+		return transformInfo, nil
 	}
 	names := make([]string, len(algorithms))
 	for i, a := range algorithms {
@@ -195,6 +205,14 @@ func (s *ShardSpec) validate() error {
 	}
 	if s.Pool == nil {
 		return fmt.Errorf("shard %d has no worker pool", s.Shard)
+	}
+	if s.Algo == Transform {
+		if s.Init.Method != InitCustom || len(s.Init.B0) == 0 {
+			return fmt.Errorf("transform needs the basis: init custom with B0 (M x K)")
+		}
+		if s.Init.C0 == nil {
+			s.Init.C0 = make([]float64, s.K*n) // the solve starts from C = 0
+		}
 	}
 	if err := s.Init.validate(m, n, s.K); err != nil {
 		return err

@@ -63,21 +63,25 @@ const (
 	Algorithm_ALGORITHM_DADMM Algorithm = 8
 	// hpc-anls: Kannan et al.'s HPC-ANLS with a 1-D column partition.
 	Algorithm_ALGORITHM_HPC_ANLS Algorithm = 9
+	// transform: no factorization; the coef of the samples for a fixed basis (init_basis), by
+	// exact NNLS per sample, in one pass.
+	Algorithm_ALGORITHM_TRANSFORM Algorithm = 10
 )
 
 // Enum value maps for Algorithm.
 var (
 	Algorithm_name = map[int32]string{
-		0: "ALGORITHM_UNSPECIFIED",
-		1: "ALGORITHM_DID",
-		2: "ALGORITHM_DBCD",
-		3: "ALGORITHM_BCD",
-		4: "ALGORITHM_HALS",
-		5: "ALGORITHM_MU",
-		6: "ALGORITHM_ANLS",
-		7: "ALGORITHM_ADMM",
-		8: "ALGORITHM_DADMM",
-		9: "ALGORITHM_HPC_ANLS",
+		0:  "ALGORITHM_UNSPECIFIED",
+		1:  "ALGORITHM_DID",
+		2:  "ALGORITHM_DBCD",
+		3:  "ALGORITHM_BCD",
+		4:  "ALGORITHM_HALS",
+		5:  "ALGORITHM_MU",
+		6:  "ALGORITHM_ANLS",
+		7:  "ALGORITHM_ADMM",
+		8:  "ALGORITHM_DADMM",
+		9:  "ALGORITHM_HPC_ANLS",
+		10: "ALGORITHM_TRANSFORM",
 	}
 	Algorithm_value = map[string]int32{
 		"ALGORITHM_UNSPECIFIED": 0,
@@ -90,6 +94,7 @@ var (
 		"ALGORITHM_ADMM":        7,
 		"ALGORITHM_DADMM":       8,
 		"ALGORITHM_HPC_ANLS":    9,
+		"ALGORITHM_TRANSFORM":   10,
 	}
 )
 
@@ -5398,7 +5403,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\fCheckpointAt\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1c\n" +
-	"\titeration\x18\x03 \x01(\x03R\titeration*\xdb\x01\n" +
+	"\titeration\x18\x03 \x01(\x03R\titeration*\xf4\x01\n" +
 	"\tAlgorithm\x12\x19\n" +
 	"\x15ALGORITHM_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rALGORITHM_DID\x10\x01\x12\x12\n" +
@@ -5409,7 +5414,9 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x0eALGORITHM_ANLS\x10\x06\x12\x12\n" +
 	"\x0eALGORITHM_ADMM\x10\a\x12\x13\n" +
 	"\x0fALGORITHM_DADMM\x10\b\x12\x16\n" +
-	"\x12ALGORITHM_HPC_ANLS\x10\t*\\\n" +
+	"\x12ALGORITHM_HPC_ANLS\x10\t\x12\x17\n" +
+	"\x13ALGORITHM_TRANSFORM\x10\n" +
+	"*\\\n" +
 	"\x04Init\x12\x0f\n" +
 	"\vINIT_RANDOM\x10\x00\x12\x0f\n" +
 	"\vINIT_NNDSVD\x10\x01\x12\x10\n" +

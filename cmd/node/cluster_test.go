@@ -303,6 +303,16 @@ func TestClusterOfProcesses(t *testing.T) {
 		sameResult(t, fGolden, fOut)
 		f.check(t, fOut)
 	}
+	// A transform onto the first job's basis: the nodes read the basis and solve their samples.
+	tr := []string{"transform", "--basis", filepath.Join(golden, "basis.npy"), "--input", x, "--shards", "5", "--quiet"}
+	tGolden, tOut := filepath.Join(dir, "transform-golden"), filepath.Join(dir, "transform")
+	if code, _, stderr := runNode(t, append(tr, "--out", tGolden)...); code != 0 {
+		t.Fatalf("transform: %s", stderr)
+	}
+	if code, text := runProc(t, append(tr, "--cluster", a.Gossip, "--out", tOut)...); code != 0 {
+		t.Fatalf("transform on the cluster: %s", text)
+	}
+	sameResult(t, tGolden, tOut)
 
 	// A node joins while a longer job runs: the job is undisturbed (same bits). It must run
 	// long enough for status (a process that joins the gossip) to see it on a loaded

@@ -43,7 +43,7 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("factorize", flag.ContinueOnError)
 	var jf jobFlags
 	of := registerFactorize(fs, &jf)
-	out, quiet := of.out, of.quiet
+	fs.StringVar(&jf.fixBasis, "fix-basis", "", "fit only the coef for this basis `FILE` (.npy, features x K, e.g. an earlier result's basis.npy), exactly: the same as node transform")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: node factorize --input PATH --rank K --out DIR [flags]\n\n"+
 			"factorizes a nonnegative matrix (samples as rows) into coef (samples x K) and basis (features x K),\n"+
@@ -54,6 +54,25 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	if jf.fixBasis != "" {
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for _, name := range []string{"algo", "init", "init-basis", "tol", "max-iter", "stall-tol", "form", "rho", "alpha-basis"} {
+			if given[name] {
+				return badInput("--fix-basis solves the coef exactly for the basis given (NNLS per sample, one pass): --%s does not apply", name)
+			}
+		}
+		if err := jf.setTransform(jf.fixBasis, "--fix-basis"); err != nil {
+			return err
+		}
+	}
+	return runFactorize(&jf, of, stdout, stderr)
+}
+
+// runFactorize runs the job of parsed flags (factorize's, or transform's) and writes its
+// result.
+func runFactorize(jf *jobFlags, of outputFlags, stdout, stderr io.Writer) error {
+	out, quiet := of.out, of.quiet
 	jf.errOut = stderr
 	if jf.detach {
 		if *out != "" {
@@ -63,7 +82,7 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return submitDetached(&jf, j, stdout)
+		return submitDetached(jf, j, stdout)
 	}
 	if *out == "" {
 		return badInput("--out is required")

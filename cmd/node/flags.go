@@ -142,11 +142,13 @@ type jobFlags struct {
 	// errOut receives the client's notes about its credentials (nil: dropped).
 	errOut io.Writer
 	// Running on a cluster (factorize --cluster).
-	cluster    string
-	ingest     string
-	outShared  string
-	overwrite  bool
-	detach     bool
+	cluster   string
+	ingest    string
+	outShared string
+	overwrite bool
+	detach    bool
+	// fixBasis is factorize --fix-basis: the job becomes a transform for that basis.
+	fixBasis   string
 	clientBind string
 	sec        securityFlags
 }
