@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,35 @@ type Job struct {
 	// openSeconds is the time opening the input took (MatrixMarket and IDX files are parsed
 	// there).
 	openSeconds float64
+	// borrowed is set on a job made by Derive: its Source is its parent's, which closes it.
+	borrowed bool
+}
+
+// Derive returns a job of the same input and target with the spec changed by edit (the rank
+// and seed of a sweep, say), validated and checked against the data as Open does, without
+// opening or reading the input again: the new job borrows this one's Source, which stays
+// this job's to close (the derived job's Close leaves it open). The inputs must not change.
+func (j *Job) Derive(edit func(*jobspec.Spec)) (*Job, error) {
+	s := *j.Spec
+	edit(&s)
+	if !slices.Equal(s.Inputs, j.Spec.Inputs) {
+		return nil, errors.New("a derived job reads the same inputs")
+	}
+	s.Layout = matio.AutoFor(s.Algo, s.Layout)
+	if err := s.Validate(); err != nil {
+		var fe *jobspec.FieldError
+		if !errors.As(err, &fe) || fe.Field != "rank" || j.Source == nil {
+			return nil, err
+		}
+	}
+	d := &Job{Spec: &s, Target: j.Target, Source: j.Source, Samples: j.Samples, Features: j.Features,
+		init: kernels.InitSpec{Method: s.Init}, borrowed: true}
+	if d.Source != nil {
+		if err := d.checkData(); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
 }
 
 // Open validates spec, and, when this process reads the input (every target but a cluster),
@@ -202,7 +232,7 @@ func (j *Job) ReadBlocks() ([]kernels.Block, error) {
 
 // Close closes the job's input.
 func (j *Job) Close() error {
-	if j == nil || j.Source == nil {
+	if j == nil || j.Source == nil || j.borrowed {
 		return nil
 	}
 	return j.Source.Close()

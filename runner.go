@@ -56,6 +56,18 @@ func NewRunner(t Target) (*Runner, error) {
 	return r, nil
 }
 
+// Parallelism is how many jobs the runner's target runs well at once: 1 on the driver (a job
+// takes every core), the number of in-process nodes, or the cluster members this client sees.
+func (r *Runner) Parallelism() int {
+	switch {
+	case r.remote != nil:
+		return max(1, len(r.remote.Members.Workers()))
+	case r.local != nil:
+		return len(r.local.Nodes)
+	}
+	return 1
+}
+
 // Target returns where the runner runs jobs.
 func (r *Runner) Target() Target { return r.target }
 
@@ -78,7 +90,7 @@ func (r *Runner) Close() {
 // driver returns the factors of the last finished iteration with ctx's error, when one
 // finished. Errors that are the user's to fix satisfy IsInput.
 func (r *Runner) Run(ctx context.Context, j *Job, opts Options) (*Result, error) {
-	if j.Target != r.target {
+	if j.Target.Nodes != r.target.Nodes || (j.Target.Cluster == nil) != (r.target.Cluster == nil) {
 		return nil, errors.New("the job was opened for another target than the runner's")
 	}
 	if !r.target.OnActors() {
