@@ -43,6 +43,7 @@ commands:
   factorize   factorize a nonnegative matrix (samples as rows) and write basis.npy, coef.npy, report.json;
               in this process, or on a running cluster with --cluster IP:PORT
   transform   project new samples onto a fixed basis: their coef by exact NNLS (as factorize --fix-basis)
+  sweep       choose the rank: factorize at many ranks and seeds, report error, stability and a suggestion
   serve       run a cluster member: join by gossip (--join), take shards, leave on SIGINT/SIGTERM
   status      list a cluster's members, their load and running jobs
   jobs        list your jobs on a cluster, with their progress
@@ -66,6 +67,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdFactorize(args[1:], stdout, stderr)
 	case "transform":
 		err = cmdTransform(args[1:], stdout, stderr)
+	case "sweep":
+		err = cmdSweep(args[1:], stdout, stderr)
 	case "bench":
 		err = cmdBench(args[1:], stdout, stderr)
 	case "demo":

@@ -1,0 +1,372 @@
+package figures
+
+import (
+	"cmp"
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/didnmf/didnmf/sweep"
+)
+
+// Size of the sweep figure, in points (PNG pixels).
+const (
+	sweepWidth  = 1000
+	sweepHeight = 900
+)
+
+// Colors of the sweep figure: the test error in the curve's blue, the train error lighter.
+var (
+	sweepTrainColor     = color.RGBA{R: 0x9e, G: 0xc5, B: 0xe5, A: 0xff} // light blue
+	sweepStabilityColor = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff} // green
+	sweepAgreementColor = color.Gray{Y: 0x80}
+	sweepSuggestColor   = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff} // orange
+)
+
+// Sweep draws a rank sweep (sweep.Summarize's summaries, one per rank): two panels that
+// share the K axis. The upper one has the mean test error (blue) and train error (light
+// blue; blue without a test set) over the seeds of each rank against K, with bars of ± one
+// standard error (none with one seed), on a logarithmic scale when every value is above 0;
+// a rank without a test error has no test point. The lower one has the stability, the silhouette of the seeds'
+// components (green; sweep.Consensus), and the agreement (gray, dashed: the fraction of
+// consensus components found exactly once by every seed), from 0 to 1; with one seed a
+// note says that they are not defined. A dashed orange line marks suggested in both panels,
+// labelled "suggested K=7", when it is one of the ranks. title heads the figure. Errors (no
+// summaries) wrap ErrInput.
+func Sweep(title string, s []sweep.RankSummary, suggested int) (*Figure, error) {
+	if len(s) == 0 {
+		return nil, inputErrorf("the sweep has no ranks: nothing to plot")
+	}
+	s = slices.Clone(s)
+	slices.SortStableFunc(s, func(a, b sweep.RankSummary) int { return cmp.Compare(a.K, b.K) })
+
+	// The error panel's values, and whether they all fit a log scale.
+	var test, train sweepSeries
+	hasTest, oneSeed := false, true
+	for _, r := range s {
+		k := float64(r.K)
+		train.add(k, r.Train)
+		if r.Test.N > 0 {
+			test.add(k, r.Test)
+			hasTest = true
+		}
+		oneSeed = oneSeed && r.Runs <= 1
+	}
+	logScale := true
+	var all plotter.XYs
+	for _, ser := range []*sweepSeries{&train, &test} {
+		for i, p := range ser.xy {
+			all = append(all, p)
+			if !(p.Y > 0) {
+				logScale = false
+			}
+			if hi := p.Y + ser.se[i]; finite(hi) {
+				all = append(all, plotter.XY{X: p.X, Y: hi})
+			}
+			if lo := p.Y - ser.se[i]; finite(lo) {
+				all = append(all, plotter.XY{X: p.X, Y: lo})
+			}
+		}
+	}
+	if logScale { // bars that reach 0 or below do not set the range
+		all = slices.DeleteFunc(all, func(p plotter.XY) bool { return !(p.Y > 0) })
+	}
+	trainColor := color.Color(sweepTrainColor) // lighter than the test error's
+	if !hasTest {
+		trainColor = curveColor
+	}
+	errPanel := newPlot("error against the rank", "rank K", "relative error ||X-BC||² / ||X||²")
+	errLegend := &sweepLegend{l: errPanel.Legend}
+	errPanel.Add(plotter.NewGrid())
+	for _, ser := range []struct {
+		s     *sweepSeries
+		color color.Color
+		name  string
+	}{{&train, trainColor, "train error"}, {&test, curveColor, "test error (held-out entries)"}} {
+		if len(ser.s.xy) == 0 {
+			continue
+		}
+		thumbs, err := ser.s.plotters(errPanel, ser.color, nil)
+		if err != nil {
+			return nil, err
+		}
+		errLegend.add(ser.name, thumbs...)
+	}
+	if len(all) > 0 {
+		setYRange(errPanel, all, logScale)
+	}
+	errLegend.l.Top = true             // errors fall with K: the upper right is free
+	errLegend.l.YOffs = -vg.Points(24) // below the suggestion's label
+
+	// The stability panel.
+	var sil, agree sweepSeries
+	for _, r := range s {
+		k := float64(r.K)
+		if v := r.Stability.Silhouette; finite(v) {
+			sil.xy, sil.se = append(sil.xy, plotter.XY{X: k, Y: v}), append(sil.se, math.NaN())
+		}
+		if v := r.Stability.Agreement; finite(v) {
+			agree.xy, agree.se = append(agree.xy, plotter.XY{X: k, Y: v}), append(agree.se, math.NaN())
+		}
+	}
+	stPanel := newPlot("stability across seeds", "rank K", "silhouette, agreement")
+	stLegend := &sweepLegend{l: stPanel.Legend}
+	stPanel.Add(plotter.NewGrid())
+	lo := 0.0
+	for _, ser := range []struct {
+		s      *sweepSeries
+		color  color.Color
+		dashes []vg.Length
+		name   string
+	}{{&sil, sweepStabilityColor, nil, "silhouette of the seeds' components (cNMF)"},
+		{&agree, sweepAgreementColor, []vg.Length{vg.Points(6), vg.Points(4)}, "agreement: components found once by every seed"}} {
+		if len(ser.s.xy) == 0 {
+			continue
+		}
+		thumbs, err := ser.s.plotters(stPanel, ser.color, ser.dashes)
+		if err != nil {
+			return nil, err
+		}
+		stLegend.add(ser.name, thumbs...)
+		for _, p := range ser.s.xy {
+			lo = min(lo, p.Y)
+		}
+	}
+	stPanel.Y.Min, stPanel.Y.Max = lo-0.05, 1.05
+	stLegend.l.Left = true // stability is highest at small K: the lower left is free
+	if len(sil.xy) == 0 && len(agree.xy) == 0 {
+		note := "not defined: it needs two seeds or more per rank"
+		if !oneSeed {
+			note = "not defined at these ranks (K = 1 has no silhouette)"
+		}
+		stPanel.Add(sweepNote{note})
+	}
+
+	// The shared K axis, in whole ranks, and the suggestion.
+	kmin, kmax := float64(s[0].K), float64(s[len(s)-1].K)
+	pad := max(0.5, 0.03*(kmax-kmin))
+	if kmin == kmax {
+		pad = 1
+	}
+	marked := slices.ContainsFunc(s, func(r sweep.RankSummary) bool { return r.K == suggested })
+	for i, p := range []*plot.Plot{errPanel, stPanel} {
+		p.X.Min, p.X.Max = kmin-pad, kmax+pad
+		p.X.Tick.Marker = rankTicks{}
+		if marked {
+			label := ""
+			if i == 0 {
+				label = fmt.Sprintf("suggested K=%d", suggested)
+			}
+			p.Add(sweepMark{k: float64(suggested), label: label})
+		}
+	}
+	errPanel.Add(errLegend) // last: over the curves and the mark
+	stPanel.Add(stLegend)
+
+	subtitle := "the mean over the seeds of each rank, bars ± one standard error"
+	if oneSeed {
+		subtitle = "one seed per rank: no error bars, no stability"
+	}
+	if !hasTest {
+		subtitle += "; no test set: train error only"
+	}
+	if logScale {
+		subtitle += "; log scale"
+	}
+	if marked {
+		subtitle += fmt.Sprintf("; dashed orange: the suggested rank K=%d", suggested)
+	}
+	w, h := vg.Length(sweepWidth), vg.Length(sweepHeight)
+	return &Figure{Width: w, Height: h, draw: func(c draw.Canvas) {
+		fill(c, color.White)
+		drawHeader(c, title, subtitle)
+		area := rect(c, 10, headerHeight, w-20, h-headerHeight-10)
+		tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(16)}
+		canvases := plot.Align([][]*plot.Plot{{errPanel}, {stPanel}}, tiles, area)
+		errPanel.Draw(canvases[0][0])
+		stPanel.Draw(canvases[1][0])
+	}}, nil
+}
+
+// sweepSeries is one curve of the sweep figure: its points and, for each, the half height of
+// its bar (NaN: none).
+type sweepSeries struct {
+	xy plotter.XYs
+	se []float64
+}
+
+// add adds the mean of st at k, if it is a number, with its standard error.
+func (s *sweepSeries) add(k float64, st sweep.ErrorStats) {
+	if !finite(st.Mean) {
+		return
+	}
+	s.xy, s.se = append(s.xy, plotter.XY{X: k, Y: st.Mean}), append(s.se, st.SE)
+}
+
+// plotters adds the series to p as a line with dots and its bars, and returns the line and
+// dots for the legend.
+func (s *sweepSeries) plotters(p *plot.Plot, col color.Color, dashes []vg.Length) ([]plot.Thumbnailer, error) {
+	line, err := plotter.NewLine(s.xy)
+	if err != nil {
+		return nil, fmt.Errorf("figures: sweep curve: %w", err)
+	}
+	line.Color, line.Width, line.Dashes = col, vg.Points(2), dashes
+	dots, err := plotter.NewScatter(s.xy)
+	if err != nil {
+		return nil, fmt.Errorf("figures: sweep curve: %w", err)
+	}
+	dots.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3), Shape: draw.CircleGlyph{}}
+	p.Add(sweepBars{xy: s.xy, se: s.se, color: col}, line, dots)
+	return []plot.Thumbnailer{line, dots}, nil
+}
+
+// sweepBars draws a vertical bar with caps from y-se to y+se at each point with a finite se
+// above 0, cut to the panel (on a log scale, a bar down to 0 or below runs to the bottom).
+type sweepBars struct {
+	xy    plotter.XYs
+	se    []float64
+	color color.Color
+}
+
+// Plot draws the bars.
+func (b sweepBars) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	sty := draw.LineStyle{Color: b.color, Width: vg.Points(1.5)}
+	_, logScale := p.Y.Scale.(plot.LogScale)
+	for i, pt := range b.xy {
+		if !finite(b.se[i]) || !(b.se[i] > 0) {
+			continue
+		}
+		x := trX(pt.X)
+		if !c.ContainsX(x) {
+			continue
+		}
+		yl, yh := c.Min.Y, min(c.Max.Y, trY(pt.Y+b.se[i]))
+		if lo := pt.Y - b.se[i]; !logScale || lo > 0 {
+			yl = max(c.Min.Y, trY(lo))
+		}
+		c.StrokeLine2(sty, x, yl, x, yh)
+		for _, y := range []vg.Length{yl, yh} {
+			if y > c.Min.Y && y < c.Max.Y {
+				c.StrokeLine2(sty, x-vg.Points(4), y, x+vg.Points(4), y)
+			}
+		}
+	}
+}
+
+// sweepMark marks the suggested rank: a dashed vertical line, labelled at its top when label
+// is not empty.
+type sweepMark struct {
+	k     float64
+	label string
+}
+
+// Plot draws the mark.
+func (m sweepMark) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	x := trX(m.k)
+	if !c.ContainsX(x) {
+		return
+	}
+	sty := draw.LineStyle{Color: sweepSuggestColor, Width: vg.Points(2), Dashes: []vg.Length{vg.Points(7), vg.Points(4)}}
+	c.StrokeLine2(sty, x, c.Min.Y, x, c.Max.Y)
+	if m.label == "" {
+		return
+	}
+	ts := textStyle(smallSize+1, sweepSuggestColor, text.XLeft, text.YTop)
+	lx := x + vg.Points(4)
+	if lx+ts.Width(m.label) > c.Max.X {
+		ts.XAlign, lx = text.XRight, x-vg.Points(4)
+	}
+	c.FillText(ts, vg.Point{X: lx, Y: c.Max.Y - vg.Points(4)}, m.label)
+}
+
+// sweepLegend draws a legend on a translucent white box, over the curves and the mark (a
+// plot's own legend has no box, and is drawn under nothing).
+type sweepLegend struct {
+	l     plot.Legend
+	names []string
+}
+
+// add adds an entry.
+func (g *sweepLegend) add(name string, thumbs ...plot.Thumbnailer) {
+	g.l.Add(name, thumbs...)
+	g.names = append(g.names, name)
+}
+
+// Plot draws the legend, if it has entries.
+func (g *sweepLegend) Plot(c draw.Canvas, _ *plot.Plot) {
+	n := len(g.names)
+	if n == 0 {
+		return
+	}
+	var width, enth vg.Length
+	sty := g.l.TextStyle
+	for _, name := range g.names {
+		width = max(width, g.l.ThumbnailWidth+sty.Width(" "+name)+sty.Width(" "))
+		enth = max(enth, sty.Rectangle(name).Max.Y)
+	}
+	height := vg.Length(n)*enth + vg.Length(n-1)*g.l.Padding + sty.FontExtents().Descent
+	box := vg.Rectangle{Min: vg.Point{X: c.Max.X - width, Y: c.Min.Y}}
+	if g.l.Left {
+		box.Min.X = c.Min.X
+	}
+	if g.l.Top {
+		box.Min.Y = c.Max.Y - height
+	}
+	box.Min.X, box.Min.Y = box.Min.X+g.l.XOffs, box.Min.Y+g.l.YOffs
+	box.Max = vg.Point{X: box.Min.X + width, Y: box.Min.Y + height}
+	const pad = 4
+	box.Min.X, box.Min.Y, box.Max.X, box.Max.Y = box.Min.X-pad, box.Min.Y-pad, box.Max.X+pad, box.Max.Y+pad
+	c.FillPolygon(color.NRGBA{R: 0xff, G: 0xff, B: 0xff, A: 0xe0}, []vg.Point{box.Min, {X: box.Max.X, Y: box.Min.Y}, box.Max, {X: box.Min.X, Y: box.Max.Y}})
+	g.l.Draw(c)
+}
+
+// sweepNote writes a note in the middle of a panel that has no data.
+type sweepNote struct{ text string }
+
+// Plot writes the note.
+func (n sweepNote) Plot(c draw.Canvas, _ *plot.Plot) {
+	ts := textStyle(labelSize, noteColor, text.XCenter, text.YCenter)
+	c.FillText(ts, vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: (c.Min.Y + c.Max.Y) / 2}, n.text)
+}
+
+// rankTicks marks an axis of ranks at whole numbers: a label every 1, 2, 5, 10, 20, ...
+// ranks, so that there are at most 15, and an unlabelled tick at every rank between them
+// when there are not too many.
+type rankTicks struct{}
+
+// Ticks returns the ticks of [lo, hi].
+func (rankTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi >= lo) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return nil
+	}
+	step := 1.0
+	for i := 0; (hi-lo)/step > 15; i++ {
+		step *= []float64{2, 2.5, 2}[i%3] // 1, 2, 5, 10, 20, 50, ...
+	}
+	var ticks []plot.Tick
+	first, last := math.Ceil(lo), math.Floor(hi)
+	if last-first > 200 { // labels only
+		for k := math.Ceil(lo/step) * step; k <= hi; k += step {
+			ticks = append(ticks, plot.Tick{Value: k, Label: strconv.Itoa(int(k))})
+		}
+		return ticks
+	}
+	for k := first; k <= last; k++ {
+		if math.Mod(k, step) == 0 {
+			ticks = append(ticks, plot.Tick{Value: k, Label: strconv.Itoa(int(k))})
+		} else if step > 1 {
+			ticks = append(ticks, plot.Tick{Value: k})
+		}
+	}
+	return ticks
+}

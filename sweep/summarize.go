@@ -1,0 +1,172 @@
+package sweep
+
+import (
+	"cmp"
+	"errors"
+	"math"
+	"slices"
+)
+
+// ConsensusSeed is the seed Summarize gives Consensus, the same for every rank, so that a
+// summary depends on the runs only.
+const ConsensusSeed uint64 = 1
+
+// Run is one factorization of a sweep: its rank, its seed, its basis and its errors.
+type Run struct {
+	// K is the rank, Seed the seed of the run's initialization.
+	K, Seed int
+	// M is the number of features (the rows of Basis), the same for every run of a sweep.
+	M int
+	// Basis is the run's basis, M x K column-major: column p (component p) is
+	// Basis[p*M:(p+1)*M]. Its scale does not matter: Consensus scales each column to unit
+	// norm.
+	Basis []float64
+	// TrainRelErr2 is the relative error ||X-BC||²/||X||² on the entries the run was fitted
+	// to; TestRelErr2 is the same on the held-out entries, NaN when there is no test set.
+	TrainRelErr2, TestRelErr2 float64
+	// Iterations and Seconds are what the run took.
+	Iterations int
+	Seconds    float64
+}
+
+// ErrorStats sums up one error over the seeds of a rank.
+type ErrorStats struct {
+	// N is the number of runs with a value (for the test error, those with a test set);
+	// the rest are NaN when it is 0.
+	N int
+	// Mean, Min and Max are over those runs.
+	Mean, Min, Max float64
+	// SE is the standard error of Mean: the sample standard deviation (with N-1) over √N.
+	// It is NaN when N < 2.
+	SE float64
+}
+
+// RankSummary is what the runs of one rank say: their errors, what they took, and how much
+// their bases agree.
+type RankSummary struct {
+	// K is the rank; Runs the number of runs, and Seeds their seeds, in increasing order.
+	K     int
+	Runs  int
+	Seeds []int
+	// Train and Test are the train and test errors (TrainRelErr2, TestRelErr2) over the
+	// runs; Test.N is 0 without a test set.
+	Train, Test ErrorStats
+	// MeanIterations and MeanSeconds are the means over the runs.
+	MeanIterations, MeanSeconds float64
+	// Stability is the consensus of the runs' bases (Consensus, with the bases in the order
+	// of Seeds and ConsensusSeed). With one run it is not defined: Silhouette and Agreement
+	// are NaN, and Basis is the run's basis with unit-norm columns.
+	Stability Stability
+}
+
+// Summarize groups the runs by rank and sums up each rank: one RankSummary per rank, in
+// increasing order of K. The order of runs does not matter: each rank's runs are taken in
+// the order of their seeds. Errors wrap ErrInput: no runs; a K or M below 1; runs of
+// different M; two runs of the same K and Seed; a basis that is not M x K or holds a NaN
+// or an infinity; a train error that is not a finite number >= 0, a test error that is
+// negative or infinite (NaN is "no test set"); negative Iterations; Seconds not a finite
+// number >= 0.
+func Summarize(runs []Run) ([]RankSummary, error) {
+	if len(runs) == 0 {
+		return nil, inputErrorf("summarize: no runs")
+	}
+	m := runs[0].M
+	for i, r := range runs {
+		switch {
+		case r.K < 1:
+			return nil, inputErrorf("summarize: run %d (seed %d): K must be >= 1, got %d", i, r.Seed, r.K)
+		case r.M < 1:
+			return nil, inputErrorf("summarize: run %d (K=%d, seed %d): M must be >= 1, got %d", i, r.K, r.Seed, r.M)
+		case r.M != m:
+			return nil, inputErrorf("summarize: run %d (K=%d, seed %d) has M=%d, run 0 M=%d: runs of one sweep share their features", i, r.K, r.Seed, r.M, m)
+		case r.M > math.MaxInt/r.K || len(r.Basis) != r.M*r.K:
+			return nil, inputErrorf("summarize: run %d (K=%d, seed %d): the basis has %d values, want M*K = %d*%d", i, r.K, r.Seed, len(r.Basis), r.M, r.K)
+		case !(r.TrainRelErr2 >= 0) || math.IsInf(r.TrainRelErr2, 0):
+			return nil, inputErrorf("summarize: run %d (K=%d, seed %d): train error %v, want a finite number >= 0", i, r.K, r.Seed, r.TrainRelErr2)
+		case r.TestRelErr2 < 0 || math.IsInf(r.TestRelErr2, 0):
+			return nil, inputErrorf("summarize: run %d (K=%d, seed %d): test error %v, want a finite number >= 0 or NaN (no test set)", i, r.K, r.Seed, r.TestRelErr2)
+		case r.Iterations < 0:
+			return nil, inputErrorf("summarize: run %d (K=%d, seed %d): %d iterations", i, r.K, r.Seed, r.Iterations)
+		case !(r.Seconds >= 0) || math.IsInf(r.Seconds, 0):
+			return nil, inputErrorf("summarize: run %d (K=%d, seed %d): seconds %v, want a finite number >= 0", i, r.K, r.Seed, r.Seconds)
+		}
+		for j, v := range r.Basis {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, inputErrorf("summarize: run %d (K=%d, seed %d): basis value %v at feature %d of column %d", i, r.K, r.Seed, v, j%r.M, j/r.M)
+			}
+		}
+	}
+	sorted := make([]*Run, len(runs))
+	for i := range runs {
+		sorted[i] = &runs[i]
+	}
+	slices.SortStableFunc(sorted, func(a, b *Run) int {
+		return cmp.Or(cmp.Compare(a.K, b.K), cmp.Compare(a.Seed, b.Seed))
+	})
+	for i := 1; i < len(sorted); i++ {
+		if a, b := sorted[i-1], sorted[i]; a.K == b.K && a.Seed == b.Seed {
+			return nil, inputErrorf("summarize: two runs of K=%d and seed %d", a.K, a.Seed)
+		}
+	}
+	var out []RankSummary
+	for lo := 0; lo < len(sorted); {
+		hi := lo
+		for hi < len(sorted) && sorted[hi].K == sorted[lo].K {
+			hi++
+		}
+		group := sorted[lo:hi]
+		lo = hi
+		k := group[0].K
+		rs := RankSummary{K: k, Runs: len(group)}
+		train, test := make([]float64, 0, len(group)), make([]float64, 0, len(group))
+		bases := make([][]float64, len(group))
+		var iters, secs float64
+		for i, r := range group {
+			rs.Seeds = append(rs.Seeds, r.Seed)
+			train = append(train, r.TrainRelErr2)
+			if !math.IsNaN(r.TestRelErr2) {
+				test = append(test, r.TestRelErr2)
+			}
+			bases[i] = r.Basis
+			iters += float64(r.Iterations)
+			secs += r.Seconds
+		}
+		rs.Train, rs.Test = errorStats(train), errorStats(test)
+		rs.MeanIterations, rs.MeanSeconds = iters/float64(len(group)), secs/float64(len(group))
+		st, err := Consensus(bases, m, k, ConsensusSeed)
+		if err != nil {
+			var ie *inputError
+			if !errors.As(err, &ie) {
+				return nil, err
+			}
+			return nil, inputErrorf("summarize: K=%d: %s", k, ie.msg)
+		}
+		rs.Stability = st
+		out = append(out, rs)
+	}
+	return out, nil
+}
+
+// errorStats sums up the values v.
+func errorStats(v []float64) ErrorStats {
+	nan := math.NaN()
+	st := ErrorStats{N: len(v), Mean: nan, Min: nan, Max: nan, SE: nan}
+	if len(v) == 0 {
+		return st
+	}
+	st.Min, st.Max = v[0], v[0]
+	var s float64
+	for _, e := range v {
+		s += e
+		st.Min, st.Max = min(st.Min, e), max(st.Max, e)
+	}
+	st.Mean = s / float64(len(v))
+	if len(v) >= 2 {
+		var ss float64
+		for _, e := range v {
+			ss += (e - st.Mean) * (e - st.Mean)
+		}
+		st.SE = math.Sqrt(ss/float64(len(v)-1)) / math.Sqrt(float64(len(v)))
+	}
+	return st
+}
