@@ -408,7 +408,6 @@ func writeNPYFile(path string, rows, cols int, data []float64) error {
 	return errors.Join(matio.WriteNPY(bw, rows, cols, data), bw.Flush(), f.Close())
 }
 
-
 // rankRow is one rank's summary for sweep.json.
 func rankRow(s sweep.RankSummary) sweepRank {
 	r := sweepRank{K: s.K, Runs: s.Runs, TrainMean: s.Train.Mean, MeanIterations: s.MeanIterations, MeanSeconds: s.MeanSeconds,
