@@ -240,6 +240,10 @@ func residualBCDState(s *ShardSpec) []stateSlot {
 
 func runResidualBCD(e *shardEnv, distributed bool) {
 	first, initial, state := e.begin()
+	if e.masked() {
+		runResidualBCDMasked(e, distributed, first, initial, state)
+		return
+	}
 	m, k := e.rows, e.k
 	var res []float64
 	if first > 1 {

@@ -42,6 +42,10 @@ const didNormsLen = 4
 
 func runDID(e *shardEnv) {
 	first, initial, state := e.begin()
+	if e.masked() {
+		runDIDMasked(e, first, initial)
+		return
+	}
 	st := newCStep(e.spec.X, e.k, e.spec.Pool, e.spec.Form, e.flag)
 	if first > 1 {
 		st.restore(state)

@@ -92,6 +92,108 @@
 // (regularization_test.go, run when /usr/bin/python3 has scikit-learn) check the iterates of
 // did, dbcd, bcd and mu against scikit-learn 1.2's cd and mu solvers from the same start.
 //
+// # Losses
+//
+// [Options] Loss chooses the divergence D(X | BC): scikit-learn 1.2's beta_loss, the
+// beta-divergence for a real beta ([Loss], [ParseLoss]: "frobenius" is beta 2 and the zero
+// value, "kl" beta 1, "is" beta 0, or a number). Only mu minimises another loss than the
+// Frobenius one ([Options.ValidateLoss]); it makes scikit-learn's solver="mu" updates with
+// its conventions (EPSILON = float32 eps replacing zeros of BC and of the denominators, the
+// exponent gamma outside beta in [1, 2], entries below float64 eps set to 0 for beta <= 1),
+// the penalties added to the denominators as for the Frobenius loss. The objective the kernels
+// report is 2 D + the penalties, D exactly scikit-learn's _beta_divergence (for beta = 2,
+// 0.5 ||X - BC||^2, so the Frobenius objective is unchanged); Result.Residual stays
+// ||X - BC||^2, and History's rel_err2 divides the objective by ||X||^2 whatever the loss.
+// KL reads only the stored entries of a CSC block (X/(BC) is 0 elsewhere), IS and the other
+// betas need BC at every entry and form it a column at a time; IS needs X > 0 everywhere
+// ([Loss.CheckData]: scikit-learn refuses zeros for beta <= 0). Powers other than numpy's
+// fast ones (-1, 0.5, 2, ...) go through this package's pinned pow and exp: math.Exp uses FMA
+// on amd64 CPUs that have it.
+//
+// mu runs on any number of shards with one allreduce per iteration, for every loss. For the
+// Frobenius loss it sums X_i C_i^T, C_i C_i^T and ||X_i||^2 (mu.go), and on one shard gives
+// bitwise the factors and objectives of the single-shard mu it replaced; for the others it
+// sums the B update's numerator and denominator (M x K each, KL: the K row sums of C) and the
+// loss terms, and runs half an iteration ahead so that iteration t reports (B_t, C_t) with
+// their exact objective (beta.go). TestLossesMatchScikitLearn (beta_test.go, run when
+// /usr/bin/python3 has scikit-learn) checks KL, IS and betas 1.5, 0.5 and 3, dense and
+// sparse, with and without penalties, against scikit-learn's iterates and divergence.
+//
+// # Missing values
+//
+// With [Options] Missing set, a NaN entry of X is missing: not observed. The objective becomes
+// the sum over the observed entries O of (x_ij - (BC)_ij)^2 (plus the penalties, unchanged),
+// and Step.Objective, Result.Objective, Result.Residual and History's rel_err2 and RMSE are
+// over O: rel_err2 divides by ||X_o||^2 and RMSE by the observed count (Result.Observed,
+// Step.Mask). The mask is X itself, so a reader marks an entry missing by storing NaN:
+//
+//   - Dense: the entry's value is NaN (float64 or float32 storage alike).
+//   - CSC: the stored entry's value is NaN. An unstored entry is an observed 0, and so is a
+//     stored 0; a sparse matrix cannot mark its unstored entries missing.
+//
+// Without Missing (and without a test fraction) X must hold no NaN. A masked shard scans its
+// block once, before its first collective: it lists its unobserved entries by column and by row
+// (int32 row and column indices, an int and the held-out value each) and keeps X_o, a copy of
+// its block with them zeroed (dense) or dropped (CSC), which its kernels read instead of X (a
+// block without unobserved entries is not copied). The one collective of the initialisation,
+// "init.mask", sums the counts (MaskStats: observed, missing, held-out, and the observed
+// entries' sum and squared norm); a resumed machine takes them from its snapshot's first State
+// slice instead. When no entry of X is unobserved the machine runs the unmasked code, bit for
+// bit (TestMaskAllObservedSameBits); otherwise the algorithms' masked code, which only did,
+// dbcd, bcd and hals have ([Options.ValidateMask], [MaskAlgorithms]; the others refuse
+// Missing and a test fraction):
+//
+//   - did (didmask.go): the C step of column j solves its coordinate descent with the Gram
+//     matrix of B's observed rows, G_j = sum_{i in O_j} b_i b_i^T, and h_j = B^T x_o,j; the B
+//     step of row i with V_i = sum_{j in O_i} c_j c_j^T and A_i = sum_{j in O_i} x_ij c_j.
+//     One allreduce per iteration still: A (M K), the V_i (M K(K+1)/2) and two scalars.
+//   - dbcd, bcd (bcdmask.go): coordinate descent on the masked residual E (0 at unobserved
+//     entries); the B step of component k needs per-row sums y_i and z_i =
+//     sum_{j in O_i} c_kj^2, so each of dbcd's K allreduces carries 2M values (M + 1 today).
+//   - hals (bcdmask.go): the rank-one pairs on the same masked residual.
+//
+// The masked did, dbcd and bcd make the same updates in the same order, so their iterates agree
+// to round-off (TestMaskedDIDMatchesBCD), and all of them agree with a plain masked solver
+// (TestMaskedMatchesPlainSolver). A Gram matrix restricted to the observed entries, G_j or V_i,
+// is the full one (B^T B, C_i C_i^T) minus the outer products of the unobserved rows or
+// columns when those are at most half, and is summed directly otherwise or when a diagonal
+// entry would lose more than 6 bits: a column or row with few missing entries costs little
+// beyond the unmasked work (O(K^2) per unobserved entry), one with many costs O(K^2) per
+// observed entry. Masked results are bitwise the same on every kernel path, thread count and
+// storage, and change with the shard count only by round-off, as unmasked ones; the values of
+// unobserved entries never reach the fit (TestMissingEntriesDoNotMatter).
+//
+// Initialisation: random init scales by the mean of the observed entries; custom takes B0
+// and C0 as given; nndsvd, nndsvda and kmeans need every entry of X and are refused with a
+// mask. A run in which every entry is unobserved fails.
+//
+// # Held-out entries
+//
+// [Options] TestFraction F in [0, 1) and TestSeed S hold out entry (sample j, feature i) of X,
+// j and i its global indices, when the i-th uniform draw of the random stream (S,
+// DomainHeldOut, j) is below F ([HeldOut]): a function of (S, j, i) alone, so the held-out set
+// is the same on any shard count and layout. A held-out entry that is not missing (NaN) is a
+// test entry: missing for the fit, exactly as if it were NaN (TestTestFractionIsAMask: same
+// bits), and its squared error is reported at every iteration: Step.TestSSE and
+// InitialTestSSE, Progress and HistoryPoint's test_sse, test_rel_err2 (over the held-out
+// entries' squared norm), test_rmse and test_count (absent without a test set), Result.TestSSE
+// and TestCount. This is RcppML's cross-validation of the rank.
+//
+// For a CSC block the held-out entries are all those the hash selects, stored or not: an
+// unstored 0 is a real observation, held out like any other. Enumerating them draws one hash
+// per entry of the block, M n_i draws once when the shard starts (also for a dense block),
+// and keeps about F M n_i entries in the lists; the per-iteration cost is O(K^2) per held-out
+// entry, about F times a dense iteration's work: cheap for small F.
+//
+// The held-out error's partial sums ride in the existing collectives, so that it is the error
+// of the iteration's final factors without another collective: did adds, per row, the
+// held-out sums Rt_i = sum_{j in T_i} r_ij c_j (r the held-out residual of B_old and the new C)
+// and Vt_i = sum_{j in T_i} c_j c_j^T and two scalars to its allreduce (every shard then gets
+// the change made by the B update, -2 db_i.Rt_i + db_i^T Vt_i db_i), doubling its matrices;
+// dbcd adds the per-row yt_i and zt_i of the held-out residual to each of its K allreduces
+// (4M values) and two scalars to the first; bcd and hals, on one shard, sum it directly. It
+// matches a direct computation to about 1e-14 relative (TestHeldOutErrorIsDirect).
+//
 // # Narrow storage
 //
 // A block may store its values as float32 ([Dense.Data32], [CSC.Val32]) when every one of

@@ -37,8 +37,13 @@ type Progress struct {
 	Ratio       float64 // ||E_t||^2 / ||E_0||^2
 	Objective   float64 // ||E_t||^2
 	// RelErr2 is ||E_t||^2 / ||X||^2 and RMSE sqrt(||E_t||^2 / (M N)): the figures users
-	// compare across tools and initialisations (0 when ||X|| is not known).
+	// compare across tools and initialisations (0 when ||X|| is not known). In a masked run
+	// both are over the observed entries: ||X_o||^2 and their count.
 	RelErr2, RMSE float64
+	// TestSSE is the squared error over the TestCount held-out entries, TestRelErr2 it over
+	// their squared norm and TestRMSE sqrt(TestSSE / TestCount) (all 0 without a test set).
+	TestSSE, TestRelErr2, TestRMSE float64
+	TestCount                      int64
 }
 
 // HistoryPoint is one entry of a run's history (iteration 0 is the initial point).
@@ -50,6 +55,12 @@ type HistoryPoint struct {
 	// objective.
 	RelErr2 float64 `json:"rel_err2"`
 	RMSE    float64 `json:"rmse"`
+	// With a test set (Options.TestFraction): the held-out entries' squared error, its ratio to
+	// their squared norm, their RMSE and their count (absent without one).
+	TestSSE     float64 `json:"test_sse,omitempty"`
+	TestRelErr2 float64 `json:"test_rel_err2,omitempty"`
+	TestRMSE    float64 `json:"test_rmse,omitempty"`
+	TestCount   int64   `json:"test_count,omitempty"`
 }
 
 // Errors returns rel_err2 = objective / ||X||^2 and RMSE = sqrt(objective / (m n)) (0 where
@@ -89,8 +100,15 @@ type Result struct {
 	// Initial and Objective are ||X - B0 C0||^2 and the tracked ||X - B C||^2 at the end,
 	// both plus the penalties when Options sets them ("Penalties" in the package doc).
 	Initial, Objective float64
-	// Residual is ||X - B C||^2 computed directly at the end; SqNormX is ||X||^2.
+	// Residual is ||X - B C||^2 computed directly at the end; SqNormX is ||X||^2. In a masked
+	// run (Options.Missing, TestFraction) both are over the observed entries.
 	Residual, SqNormX float64
+	// Observed is the number of entries the fit sees (M N in an unmasked run); Missing the
+	// NaN entries and TestCount the held-out ones of a masked run.
+	Observed, Missing, TestCount int64
+	// TestSSE is the tracked squared error over the held-out entries at the end and
+	// TestSqNorm their squared norm (both 0 without a test set).
+	TestSSE, TestSqNorm float64
 	// Seconds is the wall time of the run; IterSeconds the time of each iteration.
 	Seconds     float64
 	IterSeconds []float64
@@ -104,6 +122,18 @@ func (r *Result) RelErr2() float64 {
 		return 0
 	}
 	return r.Residual / r.SqNormX
+}
+
+// TestRelErr2 returns the held-out error relative to the held-out entries' squared norm.
+func (r *Result) TestRelErr2() float64 {
+	re, _ := ObservedErrors(r.TestSSE, r.TestSqNorm, r.TestCount)
+	return re
+}
+
+// TestRMSE returns sqrt(TestSSE / TestCount).
+func (r *Result) TestRMSE() float64 {
+	_, rmse := ObservedErrors(r.TestSSE, r.TestSqNorm, r.TestCount)
+	return rmse
 }
 
 // Split cuts X into p column blocks of near-equal size (sharing storage).
@@ -195,11 +225,43 @@ func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progr
 	defer stopInterrupt()
 
 	res := &Result{M: m, N: n, K: cfg.K, Shards: p}
-	for _, b := range blocks {
-		res.SqNormX += b.SqNorm()
+	masked := cfg.Options.Masked()
+	if masked {
+		var st MaskStats
+		off := 0
+		for _, b := range blocks {
+			st.Add(ObservedStats(b, off, cfg.Options))
+			_, bn := b.Dims()
+			off += bn
+		}
+		res.SqNormX, res.Observed, res.Missing, res.TestCount, res.TestSqNorm = st.ObservedSqNorm, st.Observed, st.Missing, st.Test, st.TestSqNorm
+		if err := st.checkMissing(cfg.Options); err != nil {
+			return nil, err
+		}
+		if res.SqNormX == 0 {
+			return nil, fmt.Errorf("%w (among its observed entries)", ErrZeroMatrix)
+		}
+	} else {
+		for _, b := range blocks {
+			res.SqNormX += b.SqNorm()
+		}
+		res.Observed = int64(m) * int64(n)
 	}
 	if res.SqNormX == 0 {
 		return nil, ErrZeroMatrix
+	}
+	errs2 := func(objective float64) (float64, float64) {
+		if masked {
+			return ObservedErrors(objective, res.SqNormX, res.Observed)
+		}
+		return Errors(objective, res.SqNormX, m, n)
+	}
+	testSet := masked && cfg.Options.TestFraction > 0
+	testPoint := func(pt *HistoryPoint, sse float64) {
+		if testSet && res.TestCount > 0 {
+			pt.TestSSE, pt.TestCount = sse, res.TestCount
+			pt.TestRelErr2, pt.TestRMSE = ObservedErrors(sse, res.TestSqNorm, res.TestCount)
+		}
 	}
 	stopper := NewStopper(cfg.Stop)
 	start := time.Now()
@@ -235,21 +297,27 @@ func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progr
 			elapsed := now.Sub(start)
 			if first.Iteration == 1 {
 				initSec = iterStart.Sub(start).Seconds()
-				re, rmse := Errors(first.Initial, res.SqNormX, m, n)
-				res.History = append(res.History, HistoryPoint{Iteration: 0, Seconds: initSec, Ratio: 1, RelErr2: re, RMSE: rmse})
+				re, rmse := errs2(first.Initial)
+				pt := HistoryPoint{Iteration: 0, Seconds: initSec, Ratio: 1, RelErr2: re, RMSE: rmse}
+				testPoint(&pt, first.InitialTestSSE)
+				res.History = append(res.History, pt)
 			}
 			res.Iterations = first.Iteration
 			res.Initial, res.Objective = first.Initial, first.Objective
 			ratio := Ratio(first.Objective, first.Initial)
-			re, rmse := Errors(first.Objective, res.SqNormX, m, n)
-			res.History = append(res.History, HistoryPoint{Iteration: first.Iteration, Seconds: elapsed.Seconds(), Ratio: ratio, RelErr2: re, RMSE: rmse})
+			res.TestSSE = first.TestSSE
+			re, rmse := errs2(first.Objective)
+			pt := HistoryPoint{Iteration: first.Iteration, Seconds: elapsed.Seconds(), Ratio: ratio, RelErr2: re, RMSE: rmse}
+			testPoint(&pt, first.TestSSE)
+			res.History = append(res.History, pt)
 			res.IterSeconds = append(res.IterSeconds, now.Sub(iterStart).Seconds())
 			iterStart = now
 			for _, fn := range progress {
 				if fn == nil {
 					continue
 				}
-				fn(Progress{Iteration: first.Iteration, Seconds: elapsed.Seconds(), InitSeconds: initSec, Ratio: ratio, Objective: first.Objective, RelErr2: re, RMSE: rmse})
+				fn(Progress{Iteration: first.Iteration, Seconds: elapsed.Seconds(), InitSeconds: initSec, Ratio: ratio, Objective: first.Objective, RelErr2: re, RMSE: rmse,
+					TestSSE: pt.TestSSE, TestRelErr2: pt.TestRelErr2, TestRMSE: pt.TestRMSE, TestCount: pt.TestCount})
 			}
 			if stop, why := stopper.Observe(first.Iteration, first.Objective, first.Initial, elapsed); stop {
 				res.StopReason = why

@@ -18,7 +18,11 @@ package kernels
 //
 // and the penalties of the final B and C are added to the objective.
 func runHALS(e *shardEnv) {
-	first, initial, _ := e.begin()
+	first, initial, state := e.begin()
+	if e.masked() {
+		runHALSMasked(e, first, initial, state)
+		return
+	}
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
 	ops := newBlockOps(x, k, e.spec.Pool, e.flag)

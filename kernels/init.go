@@ -86,7 +86,13 @@ func (e *shardEnv) initialize() (b, c []float64) {
 }
 
 // globalMean returns mean(X) over all shards (one allreduce).
+// A masked shard with unobserved entries uses the mean of the observed entries, from the
+// counts of its mask (no collective).
 func (e *shardEnv) globalMean() float64 {
+	if e.masked() {
+		t := e.m.mask.totals
+		return t.ObservedSum / float64(t.Observed)
+	}
 	s := e.allReduce("init.mean", 0, []float64{e.spec.X.Sum(), float64(e.rows) * float64(e.cols)})
 	return s[0] / s[1]
 }

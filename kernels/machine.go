@@ -35,8 +35,16 @@ type Step struct {
 	Iteration int
 	// Objective is ||X - BC||_F^2 after the iteration; Initial is ||X - B0 C0||_F^2. With
 	// penalties (Options.AlphaCoef, AlphaBasis) both include them ("Penalties" in the package
-	// doc).
+	// doc). In a masked run (Options.Missing, TestFraction) they are sums over the observed
+	// entries only.
 	Objective, Initial float64
+	// Mask holds, at an iteration boundary of a masked run, the global counts and sums of X's
+	// entries (zero in an unmasked run): the observed count is what the objective sums over.
+	Mask MaskStats
+	// TestSSE is the squared error sum (x_ij - (BC)_ij)^2 over the held-out entries
+	// (Mask.Test of them) after the iteration, InitialTestSSE that of B0 C0 (both 0 without a
+	// test set; see "Held-out entries" in the package doc).
+	TestSSE, InitialTestSSE float64
 }
 
 // Machine is one shard of a job as a deterministic state machine: Next runs local work up to
@@ -57,6 +65,8 @@ type Machine struct {
 	last     Step
 	// intr is set by Interrupt; the kernels look at it between blocks of columns.
 	intr interruptFlag
+	// mask is the machine's mask in a masked run (Options.Masked), nil otherwise.
+	mask *maskState
 }
 
 // errStopped unwinds a shard body when its machine is closed while it waits on a collective.
@@ -66,6 +76,9 @@ var errStopped = errors.New("kernels: machine stopped")
 // A spec.Resume snapshot is copied: the caller may reuse or change it afterwards.
 func NewMachine(spec ShardSpec) (*Machine, error) {
 	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	if err := spec.Options.ValidateMask(spec.Algo, spec.Init.Method); err != nil {
 		return nil, err
 	}
 	if spec.Resume != nil {
@@ -84,6 +97,9 @@ func NewMachine(spec ShardSpec) (*Machine, error) {
 	spec.X = x
 	info, _ := LookupAlgorithm(spec.Algo)
 	m := &Machine{spec: spec}
+	if spec.Options.Masked() {
+		m.mask = &maskState{}
+	}
 	m.env = newShardEnv(m, spec)
 	body := func(yield func(Step) bool) {
 		m.env.yield = yield
@@ -132,6 +148,9 @@ func (m *Machine) Next() (st Step, err error) {
 	}
 	m.pending = st.Kind == StepCollective
 	if m.boundary = st.Kind == StepIterationDone; m.boundary {
+		if ms := m.mask; ms != nil {
+			st.Mask, st.TestSSE, st.InitialTestSSE = ms.totals, ms.test, ms.initialTest
+		}
 		m.last = st
 	}
 	return st, nil
@@ -175,6 +194,20 @@ func (m *Machine) Coef() []float64 { return m.env.coef() }
 
 // LocalResidual returns ||X_i - B C_i||_F^2 for this shard, computed directly from the
 // residuals (no Gram shortcut). Valid at iteration boundaries.
+//
+// In a masked run it sums over the shard's observed entries only.
 func (m *Machine) LocalResidual() float64 {
+	if m.env.masked() {
+		return maskedResidualSq(m.mask.sm, m.env.basis(), m.env.coef(), m.spec.K, m.spec.Pool)
+	}
 	return ResidualSq(m.spec.X, m.env.basis(), m.env.coef(), m.spec.K, m.spec.Pool)
+}
+
+// LocalTestSSE returns the squared error over the shard's held-out entries, computed
+// directly from B and C_i (0 without a test set). Valid at iteration boundaries.
+func (m *Machine) LocalTestSSE() float64 {
+	if !m.env.masked() || !m.mask.sm.test {
+		return 0
+	}
+	return heldOutSq(m.mask.sm, m.env.basis(), m.env.coef(), m.spec.K, 0, m.mask.sm.n)
 }

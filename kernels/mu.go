@@ -11,12 +11,56 @@ package kernels
 //	C <- C .* (B^T X) ./ ((B^T B C + l1C) + l2C C),   B <- B .* (X C^T) ./ ((B C C^T + l1B) + l2B B),
 //
 // and the penalties of the new factors to the objective.
+//
+// Distribution. The C update is local to a shard: B^T X_i and B^T B need only the replicated
+// B. The B update needs X C^T = sum_i X_i C_i^T and C C^T = sum_i C_i C_i^T, so a shard sends
+// one allreduce per iteration ("mu.partial"):
+//
+//	A_i = X_i C_i^T (M x K),  the lower triangle of V_i = C_i C_i^T,  ||X_i||^2,
+//	and with a penalty on C, ||C_i||_1 and ||C_i||^2,
+//
+// after which every shard makes the same B update (its denominator B V from the reduced V) and
+// computes the objective by the Gram identity ||X||^2 - 2 <B, A> + <B^T B, V> plus the
+// penalties. The initial objective takes one allreduce during initialisation ("mu.initial":
+// ||X_i - B0 C0_i||^2, and the norms of C0_i with a penalty on C). On one shard the reduce
+// tree returns the shard's own values, so the factors and objectives are bitwise those of the
+// single-shard MU this replaced (testdata/mu_p1.golden); on P shards they agree with one shard
+// to round-off, and are bitwise fixed for each P.
+//
+// The other losses (Options.Loss: KL, IS, any beta) take runMUBeta (beta.go).
+
+// muPartialLen is the length of the Frobenius MU allreduce payload.
+func muPartialLen(m, k int, coefPenalized bool) int {
+	n := m*k + lowerLen(k) + 1
+	if coefPenalized {
+		n += 2
+	}
+	return n
+}
+
+// muState is MU's Snapshot.State layout: none for the Frobenius loss; for the others the basis
+// the next iteration starts from (see beta.go).
+func muState(s *ShardSpec) []stateSlot {
+	if s.Loss == LossFrobenius {
+		return nil
+	}
+	m, _ := s.X.Dims()
+	return []stateSlot{{"B_next, the basis of the next iteration (M x K)", m * s.K}}
+}
+
 func runMU(e *shardEnv) {
+	if err := e.spec.Loss.check(); err != nil {
+		panic(err)
+	}
+	if e.spec.Loss != LossFrobenius {
+		runMUBeta(e)
+		return
+	}
 	first, initial, _ := e.begin()
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
 	ops := newBlockOps(x, k, e.spec.Pool, e.flag)
-	sqX := x.SqNorm()
+	sqXi := x.SqNorm()
 	h := make([]float64, k*n)
 	g := make([]float64, k*k)
 	a := make([]float64, m*k)
@@ -24,11 +68,24 @@ func runMU(e *shardEnv) {
 	bv := make([]float64, m*k)
 	pen := e.penalty()
 	if first == 1 {
-		initial = residualSq(x, b, c, k, e.spec.Pool, e.flag)
+		start := make([]float64, 1, 3)
+		start[0] = residualSq(x, b, c, k, e.spec.Pool, e.flag)
+		if pen.coef() {
+			c1, c2 := factorNorms(c, e.flag)
+			start = append(start, c1, c2)
+		}
+		sum := e.allReduce("mu.initial", 0, start)
+		initial = sum[0]
 		if pen.on() {
-			initial = initial + pen.coefPenalty(c, e.flag) + pen.basisPenalty(b, e.flag)
+			var penC float64
+			if pen.coef() {
+				penC = pen.coefValue(sum[1], sum[2])
+			}
+			initial = initial + penC + pen.basisPenalty(b, e.flag)
 		}
 	}
+	partial := make([]float64, muPartialLen(m, k, pen.coef()))
+	at := m*k + lowerLen(k)       // ||X_i||^2, then the norms of C_i
 	span := e.flag.span(k*k+k, 1) // columns of the C update between two looks at the flag
 	for it := first; ; it++ {
 		ops.btx(b, h)
@@ -57,6 +114,16 @@ func runMU(e *shardEnv) {
 		})
 		ops.xct(c, a)
 		ops.cct(c, v)
+		copy(partial, a)
+		packLower(partial[m*k:], v, k)
+		partial[at] = sqXi
+		if pen.coef() {
+			partial[at+1], partial[at+2] = factorNorms(c, e.flag)
+		}
+		sum := e.allReduce("mu.partial", it, partial)
+		copy(a, sum[:m*k])
+		unpackLower(v, sum[m*k:], k)
+		sqX := sum[at]
 		// B <- B .* A ./ (B V), all entries from the same B.
 		clear64(bv)
 		for p := 0; p < k; p++ {
@@ -78,7 +145,11 @@ func runMU(e *shardEnv) {
 		gramCols(b, m, k, g, e.flag)
 		obj := gramObjective(sqX, b, a, g, v)
 		if pen.on() {
-			obj = obj + pen.coefPenalty(c, e.flag) + pen.basisPenalty(b, e.flag)
+			var penC float64
+			if pen.coef() {
+				penC = pen.coefValue(sum[at+1], sum[at+2])
+			}
+			obj = obj + penC + pen.basisPenalty(b, e.flag)
 		}
 		e.iterationDone(it, obj, initial)
 	}

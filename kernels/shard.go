@@ -53,7 +53,7 @@ var algorithms = []AlgorithmInfo{
 	{DBCD, true, true, "distributed BCD, K allreduces per iteration", true, true, runDBCD, residualBCDState},
 	{BCD, false, true, "sequential block coordinate descent", true, true, runBCD, residualBCDState},
 	{HALS, false, true, "hierarchical ALS, rank-one pairs (b_k, c_k)", false, true, runHALS, nil},
-	{MU, false, true, "Lee-Seung multiplicative updates", false, true, runMU, nil},
+	{MU, true, true, "Lee-Seung multiplicative updates, any beta-divergence loss, one allreduce per iteration", false, true, runMU, muState},
 	{ANLS, false, true, "alternating NNLS, block principal pivoting", false, true, runANLS, nil},
 	{ADMM, false, false, "ADMM (Zhang 2010) with auxiliary variables, penalty rho", false, false, runADMM, admmState},
 	{DADMM, true, false, "distributed ADMM of the paper's section 3, BPP for B", true, false, runDADMM, dadmmState},
@@ -143,6 +143,23 @@ type Options struct {
 	// alphas 0 (the default) is the unpenalized problem, bit for bit. scikit-learn's default
 	// alpha_H = "same" is AlphaBasis = AlphaCoef here. admm and dadmm refuse a penalty.
 	AlphaCoef, AlphaBasis, L1Ratio float64
+	// Loss is the divergence D(X | BC) to minimise, scikit-learn's beta_loss (see "Losses" in
+	// the package doc): LossFrobenius (the zero value: ||X - BC||^2, bit for bit as without
+	// the field), LossKL, LossIS or any finite beta (BetaLoss, ParseLoss). Only mu takes
+	// another loss than the Frobenius one (ValidateLoss), with scikit-learn's solver="mu"
+	// updates; the objective is then 2 D plus the penalties above, twice scikit-learn's
+	// _beta_divergence as ||X - BC||^2 is twice its 0.5 ||X - WH||^2. IS (beta <= 0) needs
+	// X > 0 everywhere (Loss.CheckData).
+	Loss Loss
+	// Missing makes X's NaN entries missing values: the fit minimizes the residual over the
+	// observed entries only (see "Missing values" in the package doc and mask.go). Without
+	// it X must hold no NaN.
+	Missing bool
+	// TestFraction in [0, 1) holds out the entries (sample j, feature i) whose hash of
+	// (TestSeed, j, i) falls below it (HeldOut): they are missing for the fit and their error
+	// is reported every iteration ("Held-out entries" in the package doc). 0: no test set.
+	TestFraction float64
+	TestSeed     uint64
 }
 
 // ShardSpec is everything one shard needs to run its part of a job.
@@ -198,6 +215,9 @@ func (s *ShardSpec) validate() error {
 		return fmt.Errorf("rho must be a positive number, got %v", s.Rho)
 	}
 	if err := s.Options.ValidatePenalties(s.Algo); err != nil {
+		return err
+	}
+	if err := s.Options.ValidateLoss(s.Algo); err != nil {
 		return err
 	}
 	if err := s.Options.validatePenaltyScale(m, s.TotalCols); err != nil {

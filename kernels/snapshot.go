@@ -29,6 +29,12 @@ type Snapshot struct {
 	//	dadmm:            U_i (M x n), Y_i (M x n)
 	//	hpc-anls:         [||X||^2] (1 value: the global norm from the init allreduce)
 	//	hals, mu, anls:   none
+	//
+	// A masked run (Options.Missing or TestFraction) puts first the mask's global counts
+	// (MaskStats: observed, missing, held-out, observed sum, observed squared norm, held-out
+	// squared norm) and the held-out error of B0 C0, 7 values; then, when X has unobserved
+	// entries, the masked code's state (did: none; dbcd, bcd, hals: the masked residual
+	// E_i, M x n), and otherwise the state above.
 	State [][]float64
 }
 
@@ -52,6 +58,9 @@ func (m *Machine) Snapshot() (Snapshot, error) {
 	if m.env.state != nil {
 		s.State = m.env.state()
 	}
+	if m.mask != nil {
+		s.State = append([][]float64{m.mask.slot()}, s.State...)
+	}
 	return s, nil
 }
 
@@ -69,7 +78,21 @@ func (s *ShardSpec) validateResume(info AlgorithmInfo) error {
 		return fmt.Errorf("resume: snapshot coefficients C of shard %d have %d values, want K x n = %d x %d = %d", s.Shard, len(r.C), s.K, n, s.K*n)
 	}
 	var slots []stateSlot
-	if info.state != nil {
+	switch {
+	case s.Options.Masked():
+		// A masked machine's first slice holds the mask's global counts (see maskState.slot);
+		// the rest is the masked code's state when X has unobserved entries, the unmasked
+		// code's otherwise.
+		if len(r.State) < 1 || len(r.State[0]) != maskSlotLen {
+			return fmt.Errorf("resume: a snapshot of a run with %s starts its state with the %d mask totals", s.Options.maskWhat(), maskSlotLen)
+		}
+		slots = append(slots, stateSlot{"mask totals", maskSlotLen})
+		if maskSlotOn(r.State[0]) {
+			slots = append(slots, maskedState(s)...)
+		} else if info.state != nil {
+			slots = append(slots, info.state(s)...)
+		}
+	case info.state != nil:
 		slots = info.state(s)
 	}
 	if len(r.State) != len(slots) {
@@ -103,15 +126,29 @@ func (s *Snapshot) clone() *Snapshot {
 // iteration 1, initial 0 (the body computes it) and nil; for a resumed one the snapshot's B, C
 // and State (the machine's own copy, see NewMachine), its Iteration+1 and its Initial, with no
 // collective.
+//
+// A masked shard (Options.Masked) first builds its mask and gets the global counts, from the
+// allreduce "init.mask" when fresh or from the snapshot's first State slice when resumed
+// (stripped from the returned state); see beginMask.
 func (e *shardEnv) begin() (first int, initial float64, state [][]float64) {
 	r := e.spec.Resume
+	if r != nil {
+		state = r.State
+	}
+	if e.m != nil && e.m.mask != nil {
+		state = e.beginMask(r != nil, state)
+	}
 	if r == nil {
 		e.B, e.C = e.initialize()
 		return 1, 0, nil
 	}
 	e.B, e.C = r.B, r.C
-	return r.Iteration + 1, r.Initial, r.State
+	return r.Iteration + 1, r.Initial, state
 }
+
+// masked reports whether the shard runs an algorithm's masked code: it is masked and some
+// entry of X is unobserved.
+func (e *shardEnv) masked() bool { return e.m != nil && e.m.mask != nil && e.m.mask.on }
 
 // cloneAll returns deep copies of the slices.
 func cloneAll(xs ...[]float64) [][]float64 {
