@@ -64,6 +64,9 @@ func (r *Result) Report() *report.Report {
 		rep.Converged, rep.StopReason = true, "solved"
 		rep.Stop = "solved: the exact nonnegative least squares of every sample for the basis given, in one pass"
 	}
+	if s.Loss != kernels.LossFrobenius {
+		rep.Loss, rep.Objective = s.Loss.String(), r.Objective
+	}
 	if s.AlphaCoef != 0 || s.AlphaBasis != 0 {
 		rep.AlphaCoef, rep.AlphaBasis, rep.L1Ratio, rep.Objective = s.AlphaCoef, s.AlphaBasis, s.L1Ratio, r.Objective
 	}

@@ -3,6 +3,7 @@ package didnmf
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/didnmf/didnmf/actors"
@@ -143,6 +144,14 @@ func (r *Runner) runDriver(ctx context.Context, j *Job, opts Options) (*Result, 
 		return nil, err
 	}
 	read := j.openSeconds + time.Since(start).Seconds()
+	offset := 0
+	for _, b := range blocks {
+		if err := j.Spec.Loss.CheckData(b, offset); err != nil {
+			return nil, &InputError{fmt.Errorf("%s: %w", j.Name(), err)}
+		}
+		_, n := b.Dims()
+		offset += n
+	}
 	var progress []func(kernels.Progress)
 	if opts.Progress != nil {
 		progress = append(progress, opts.Progress)

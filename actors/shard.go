@@ -436,6 +436,9 @@ func (s *shard) build(x kernels.Block, rec *checkpoint.Record) error {
 		}
 		return err
 	}
+	if err := spec.Loss.CheckData(x, int(a.ColLo)); err != nil {
+		return err
+	}
 	s.x = x
 	m, _ := x.Dims()
 	k := spec.Rank

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/didnmf/didnmf/messages"
+
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/report"
@@ -20,7 +22,7 @@ func (s *Spec) Config(threads int) kernels.Config {
 // Options returns the algorithms' options of the job: the one place a spec's knobs become
 // the kernels', for the driver and for every shard alike.
 func (s *Spec) Options() kernels.Options {
-	return kernels.Options{Form: s.Form, Rho: s.Rho, Storage: s.Storage, AlphaCoef: s.AlphaCoef, AlphaBasis: s.AlphaBasis, L1Ratio: s.L1Ratio}
+	return kernels.Options{Form: s.Form, Rho: s.Rho, Storage: s.Storage, AlphaCoef: s.AlphaCoef, AlphaBasis: s.AlphaBasis, L1Ratio: s.L1Ratio, Loss: s.Loss}
 }
 
 // Errorf returns the FieldError of a rule that needs the data (the rank against the input's
@@ -71,4 +73,60 @@ func (s *Spec) validatePenalties() error {
 			s.Algo, s.AlphaCoef, s.AlphaBasis, strings.Join(with, ", "))
 	}
 	return nil
+}
+
+// validateLoss checks the loss: a finite beta, and algorithm mu for any loss but Frobenius.
+func (s *Spec) validateLoss() error {
+	if b := s.Loss.Beta(); math.IsNaN(b) || math.IsInf(b, 0) {
+		return fieldErr("loss", "{loss}: beta must be a finite number, got %v", b)
+	}
+	if s.Loss == kernels.LossFrobenius || s.Algo == kernels.MU {
+		return nil
+	}
+	var others []string
+	for _, a := range kernels.Algorithms() {
+		if a.Name != kernels.MU {
+			others = append(others, string(a.Name))
+		}
+	}
+	return fieldErr("loss", "{loss} %s needs {algorithm} mu (multiplicative updates); %s minimise the Frobenius loss", s.Loss, strings.Join(others, ", "))
+}
+
+// wireLoss and wireBeta give a loss's wire form: an enum, and beta for the losses without
+// a name.
+func wireLoss(l kernels.Loss) messages.Loss {
+	switch l {
+	case kernels.LossFrobenius:
+		return messages.Loss_LOSS_FROBENIUS
+	case kernels.LossKL:
+		return messages.Loss_LOSS_KL
+	case kernels.LossIS:
+		return messages.Loss_LOSS_IS
+	}
+	return messages.Loss_LOSS_BETA
+}
+
+func wireBeta(l kernels.Loss) float64 {
+	if wireLoss(l) == messages.Loss_LOSS_BETA {
+		return l.Beta()
+	}
+	return 0
+}
+
+// lossOf reads a wire loss; a value no enum defines is a FieldError.
+func lossOf(l messages.Loss, beta float64) (kernels.Loss, error) {
+	switch l {
+	case messages.Loss_LOSS_FROBENIUS:
+		return kernels.LossFrobenius, nil
+	case messages.Loss_LOSS_KL:
+		return kernels.LossKL, nil
+	case messages.Loss_LOSS_IS:
+		return kernels.LossIS, nil
+	case messages.Loss_LOSS_BETA:
+		if math.IsNaN(beta) || math.IsInf(beta, 0) {
+			return 0, fieldErr("loss", "{loss}: beta must be a finite number, got %v", beta)
+		}
+		return kernels.BetaLoss(beta), nil
+	}
+	return 0, fieldErr("loss", "{loss}: unknown value %d on the wire (known: frobenius, kl, is, beta)", int32(l))
 }

@@ -63,6 +63,9 @@ type Spec struct {
 	// AlphaCoef, AlphaBasis and L1Ratio are the L1/L2 penalties, as scikit-learn 1.2's
 	// alpha_W, alpha_H and l1_ratio (see kernels.Options): both alphas 0 is no penalty.
 	AlphaCoef, AlphaBasis, L1Ratio float64
+	// Loss is the divergence minimised (kernels.LossFrobenius, the zero value, or another
+	// beta loss, which needs algorithm mu).
+	Loss kernels.Loss
 	// FanIn is the reduce tree's fan-in: a power of two in [2, 65536].
 	FanIn int
 	// CheckpointEvery is the checkpoint interval in iterations (0: none; negative: automatic).
@@ -117,6 +120,7 @@ var fieldNames = []struct{ key, wire, flag string }{
 	{"alpha_coef", "alpha_coef", "--alpha-coef"},
 	{"alpha_basis", "alpha_basis", "--alpha-basis"},
 	{"l1_ratio", "l1_ratio", "--l1-ratio"},
+	{"loss", "loss", "--loss"},
 	{"fan_in", "fan-in", "--fan-in"},
 	{"ingest", "ingest", "--ingest"},
 	{"natural_layout", "natural_layout", "--input"},
@@ -207,6 +211,9 @@ func (s *Spec) Validate() error {
 		return fieldErr("rho", "{rho} must be a positive number, got %v", s.Rho)
 	}
 	if err := s.validatePenalties(); err != nil {
+		return err
+	}
+	if err := s.validateLoss(); err != nil {
 		return err
 	}
 	if err := s.Stop.Validate(); err != nil {
@@ -357,7 +364,7 @@ func (s *Spec) Wire() *messages.JobSpec {
 	return &messages.JobSpec{Inputs: slices.Clone(s.Inputs), Layout: layouts.wire(s.Layout), Rank: int64(s.Rank),
 		Algorithm: algorithms.wire(s.Algo), Shards: int64(s.Shards), Stop: StopRuleOf(s.Stop), Seed: s.Seed,
 		Init: inits.wire(s.Init), InitBasis: s.InitBasis, InitCoef: s.InitCoef, Form: forms.wire(s.Form), Rho: s.Rho,
-		AlphaCoef: s.AlphaCoef, AlphaBasis: s.AlphaBasis, L1Ratio: s.L1Ratio,
+		AlphaCoef: s.AlphaCoef, AlphaBasis: s.AlphaBasis, L1Ratio: s.L1Ratio, Loss: wireLoss(s.Loss), Beta: wireBeta(s.Loss),
 		CheckpointEvery: s.CheckpointEvery, Nodes: slices.Clone(s.Nodes), FanIn: int64(s.FanIn), Ingest: ingests.wire(s.Ingest),
 		Samples: s.Samples, Features: s.Features, NaturalLayout: layouts.wire(s.NaturalLayout), OutShared: s.OutShared,
 		StoredEntries: s.StoredEntries, Detached: s.Detached, Overwrite: s.Overwrite, Storage: storages.wire(s.Storage)}
@@ -385,6 +392,9 @@ func FromWire(w *messages.JobSpec) (*Spec, error) {
 	}
 	if w.Rank > math.MaxInt32 || w.Shards > math.MaxInt32 || w.FanIn > math.MaxInt32 {
 		return nil, fmt.Errorf("rank %d, shards %d or fan-in %d out of range", w.Rank, w.Shards, w.FanIn)
+	}
+	if s.Loss, err = lossOf(w.Loss, w.Beta); err != nil {
+		return nil, err
 	}
 	if s.Init, err = inits.fromWire("init", w.Init); err != nil {
 		return nil, err

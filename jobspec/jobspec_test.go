@@ -74,6 +74,10 @@ func TestValidate(t *testing.T) {
 		{"transform of many passes", func(s *Spec) {
 			s.Algo, s.Init, s.InitBasis, s.Layout = kernels.Transform, kernels.InitCustom, "/b.npy", matio.LayoutAuto
 		}, "stop", "max-iter must be 1, got 50", "max-iter must be 1, got 50"},
+		{"kl on did", func(s *Spec) { s.Loss = kernels.LossKL }, "loss", "loss kl needs algorithm mu (multiplicative updates); did, dbcd",
+			"--loss kl needs --algo mu (multiplicative updates); did, dbcd"},
+		{"beta NaN", func(s *Spec) { s.Algo, s.Loss, s.Layout = kernels.MU, kernels.BetaLoss(math.NaN()), matio.LayoutAuto }, "loss",
+			"loss: beta must be a finite number, got NaN", "--loss: beta must be a finite number"},
 		{"penalties", func(s *Spec) { s.AlphaCoef, s.AlphaBasis, s.L1Ratio = 0.1, 0.2, 0.5 }, "", "", ""},
 		{"alpha coef negative", func(s *Spec) { s.AlphaCoef = -1 }, "alpha_coef", "alpha_coef must be a finite number >= 0, got -1",
 			"--alpha-coef must be a finite number >= 0, got -1"},
@@ -120,7 +124,10 @@ func TestWireRoundTrip(t *testing.T) {
 	custom.Init, custom.InitBasis, custom.InitCoef, custom.Nodes, custom.Layout = kernels.InitCustom, "/b.npy", "/c.npy", nil, matio.LayoutDense
 	penalized := good(t)
 	penalized.AlphaCoef, penalized.AlphaBasis, penalized.L1Ratio = 0.25, 1.5, 0.3
-	for name, s := range map[string]*Spec{"shared": good(t), "streamed": streamed, "custom": custom, "penalized": penalized} {
+	kl, beta := good(t), good(t)
+	kl.Algo, kl.Loss, kl.Layout = kernels.MU, kernels.LossKL, matio.AutoFor(kernels.MU, matio.LayoutAuto)
+	beta.Algo, beta.Loss, beta.Layout = kernels.MU, kernels.BetaLoss(1.5), matio.AutoFor(kernels.MU, matio.LayoutAuto)
+	for name, s := range map[string]*Spec{"shared": good(t), "streamed": streamed, "custom": custom, "penalized": penalized, "kl": kl, "beta 1.5": beta} {
 		t.Run(name, func(t *testing.T) {
 			if err := s.Validate(); err != nil {
 				t.Fatal(err)

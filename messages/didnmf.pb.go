@@ -53,7 +53,7 @@ const (
 	Algorithm_ALGORITHM_BCD Algorithm = 3
 	// hals: hierarchical ALS, rank-one pairs (b_k, c_k) (one shard).
 	Algorithm_ALGORITHM_HALS Algorithm = 4
-	// mu: Lee-Seung multiplicative updates (one shard).
+	// mu: Lee-Seung multiplicative updates, for every loss (distributed).
 	Algorithm_ALGORITHM_MU Algorithm = 5
 	// anls: alternating NNLS with block principal pivoting (one shard).
 	Algorithm_ALGORITHM_ANLS Algorithm = 6
@@ -397,6 +397,63 @@ func (Ingest) EnumDescriptor() ([]byte, []int) {
 	return file_didnmf_proto_rawDescGZIP(), []int{5}
 }
 
+// Loss is the divergence a job minimises (kernels.Loss, scikit-learn's beta_loss).
+type Loss int32
+
+const (
+	// frobenius: ||X - BC||^2 (beta 2).
+	Loss_LOSS_FROBENIUS Loss = 0
+	// kl: the generalized Kullback-Leibler divergence (beta 1).
+	Loss_LOSS_KL Loss = 1
+	// is: the Itakura-Saito divergence (beta 0).
+	Loss_LOSS_IS Loss = 2
+	// beta: the beta divergence of JobSpec.beta.
+	Loss_LOSS_BETA Loss = 3
+)
+
+// Enum value maps for Loss.
+var (
+	Loss_name = map[int32]string{
+		0: "LOSS_FROBENIUS",
+		1: "LOSS_KL",
+		2: "LOSS_IS",
+		3: "LOSS_BETA",
+	}
+	Loss_value = map[string]int32{
+		"LOSS_FROBENIUS": 0,
+		"LOSS_KL":        1,
+		"LOSS_IS":        2,
+		"LOSS_BETA":      3,
+	}
+)
+
+func (x Loss) Enum() *Loss {
+	p := new(Loss)
+	*p = x
+	return p
+}
+
+func (x Loss) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Loss) Descriptor() protoreflect.EnumDescriptor {
+	return file_didnmf_proto_enumTypes[6].Descriptor()
+}
+
+func (Loss) Type() protoreflect.EnumType {
+	return &file_didnmf_proto_enumTypes[6]
+}
+
+func (x Loss) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Loss.Descriptor instead.
+func (Loss) EnumDescriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{6}
+}
+
 // ErrorKind classifies a job's error.
 type ErrorKind int32
 
@@ -438,11 +495,11 @@ func (x ErrorKind) String() string {
 }
 
 func (ErrorKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_didnmf_proto_enumTypes[6].Descriptor()
+	return file_didnmf_proto_enumTypes[7].Descriptor()
 }
 
 func (ErrorKind) Type() protoreflect.EnumType {
-	return &file_didnmf_proto_enumTypes[6]
+	return &file_didnmf_proto_enumTypes[7]
 }
 
 func (x ErrorKind) Number() protoreflect.EnumNumber {
@@ -451,7 +508,7 @@ func (x ErrorKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ErrorKind.Descriptor instead.
 func (ErrorKind) EnumDescriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{6}
+	return file_didnmf_proto_rawDescGZIP(), []int{7}
 }
 
 // JobPhase is where a job stands, as ListJobs reports it.
@@ -499,11 +556,11 @@ func (x JobPhase) String() string {
 }
 
 func (JobPhase) Descriptor() protoreflect.EnumDescriptor {
-	return file_didnmf_proto_enumTypes[7].Descriptor()
+	return file_didnmf_proto_enumTypes[8].Descriptor()
 }
 
 func (JobPhase) Type() protoreflect.EnumType {
-	return &file_didnmf_proto_enumTypes[7]
+	return &file_didnmf_proto_enumTypes[8]
 }
 
 func (x JobPhase) Number() protoreflect.EnumNumber {
@@ -512,7 +569,7 @@ func (x JobPhase) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobPhase.Descriptor instead.
 func (JobPhase) EnumDescriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{7}
+	return file_didnmf_proto_rawDescGZIP(), []int{8}
 }
 
 // ActorRole is the kind of one of a job's actors.
@@ -556,11 +613,11 @@ func (x ActorRole) String() string {
 }
 
 func (ActorRole) Descriptor() protoreflect.EnumDescriptor {
-	return file_didnmf_proto_enumTypes[8].Descriptor()
+	return file_didnmf_proto_enumTypes[9].Descriptor()
 }
 
 func (ActorRole) Type() protoreflect.EnumType {
-	return &file_didnmf_proto_enumTypes[8]
+	return &file_didnmf_proto_enumTypes[9]
 }
 
 func (x ActorRole) Number() protoreflect.EnumNumber {
@@ -569,7 +626,7 @@ func (x ActorRole) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ActorRole.Descriptor instead.
 func (ActorRole) EnumDescriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{8}
+	return file_didnmf_proto_rawDescGZIP(), []int{9}
 }
 
 // Pid names an actor: the actor system's address (host:port) and the actor's id.
@@ -858,9 +915,13 @@ type JobSpec struct {
 	// L1/L2 penalties with scikit-learn 1.2's parameterization (kernels.Options): alpha_coef
 	// is its alpha_W (on coef), alpha_basis its alpha_H (on basis), l1_ratio its l1_ratio in
 	// [0, 1]. Both alphas 0: no penalty.
-	AlphaCoef     float64 `protobuf:"fixed64,32,opt,name=alpha_coef,json=alphaCoef,proto3" json:"alpha_coef,omitempty"`
-	AlphaBasis    float64 `protobuf:"fixed64,33,opt,name=alpha_basis,json=alphaBasis,proto3" json:"alpha_basis,omitempty"`
-	L1Ratio       float64 `protobuf:"fixed64,34,opt,name=l1_ratio,json=l1Ratio,proto3" json:"l1_ratio,omitempty"`
+	AlphaCoef  float64 `protobuf:"fixed64,32,opt,name=alpha_coef,json=alphaCoef,proto3" json:"alpha_coef,omitempty"`
+	AlphaBasis float64 `protobuf:"fixed64,33,opt,name=alpha_basis,json=alphaBasis,proto3" json:"alpha_basis,omitempty"`
+	L1Ratio    float64 `protobuf:"fixed64,34,opt,name=l1_ratio,json=l1Ratio,proto3" json:"l1_ratio,omitempty"`
+	// The loss: Frobenius (the default), Kullback-Leibler, Itakura-Saito, or the beta
+	// divergence of beta (LOSS_BETA); every loss but Frobenius needs algorithm mu.
+	Loss          Loss    `protobuf:"varint,35,opt,name=loss,proto3,enum=didnmf.Loss" json:"loss,omitempty"`
+	Beta          float64 `protobuf:"fixed64,36,opt,name=beta,proto3" json:"beta,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1080,6 +1141,20 @@ func (x *JobSpec) GetAlphaBasis() float64 {
 func (x *JobSpec) GetL1Ratio() float64 {
 	if x != nil {
 		return x.L1Ratio
+	}
+	return 0
+}
+
+func (x *JobSpec) GetLoss() Loss {
+	if x != nil {
+		return x.Loss
+	}
+	return Loss_LOSS_FROBENIUS
+}
+
+func (x *JobSpec) GetBeta() float64 {
+	if x != nil {
+		return x.Beta
 	}
 	return 0
 }
@@ -5016,7 +5091,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bmax_iter\x18\x02 \x01(\x03R\amaxIter\x12,\n" +
 	"\x12time_limit_seconds\x18\x03 \x01(\x01R\x10timeLimitSeconds\x12\x1b\n" +
 	"\tstall_tol\x18\x04 \x01(\x01R\bstallTol\x12!\n" +
-	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\x8f\a\n" +
+	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\xc5\a\n" +
 	"\aJobSpec\x12\x16\n" +
 	"\x06inputs\x18\x01 \x03(\tR\x06inputs\x12&\n" +
 	"\x06layout\x18\x19 \x01(\x0e2\x0e.didnmf.LayoutR\x06layout\x12\x12\n" +
@@ -5049,7 +5124,9 @@ const file_didnmf_proto_rawDesc = "" +
 	"alpha_coef\x18  \x01(\x01R\talphaCoef\x12\x1f\n" +
 	"\valpha_basis\x18! \x01(\x01R\n" +
 	"alphaBasis\x12\x19\n" +
-	"\bl1_ratio\x18\" \x01(\x01R\al1RatioJ\x04\b\x02\x10\x03J\x04\b\x04\x10\x05J\x04\b\b\x10\tJ\x04\b\v\x10\fJ\x04\b\x10\x10\x11J\x04\b\x13\x10\x14J\x04\b\x18\x10\x19\"\xa3\x01\n" +
+	"\bl1_ratio\x18\" \x01(\x01R\al1Ratio\x12 \n" +
+	"\x04loss\x18# \x01(\x0e2\f.didnmf.LossR\x04loss\x12\x12\n" +
+	"\x04beta\x18$ \x01(\x01R\x04betaJ\x04\b\x02\x10\x03J\x04\b\x04\x10\x05J\x04\b\b\x10\tJ\x04\b\v\x10\fJ\x04\b\x10\x10\x11J\x04\b\x13\x10\x14J\x04\b\x18\x10\x19\"\xa3\x01\n" +
 	"\tSubmitJob\x12#\n" +
 	"\x04spec\x18\x01 \x01(\v2\x0f.didnmf.JobSpecR\x04spec\x12#\n" +
 	"\x06client\x18\x02 \x01(\v2\v.didnmf.PidR\x06client\x12\x15\n" +
@@ -5437,7 +5514,12 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x0fSTORAGE_FLOAT32\x10\x02*.\n" +
 	"\x06Ingest\x12\x11\n" +
 	"\rINGEST_SHARED\x10\x00\x12\x11\n" +
-	"\rINGEST_STREAM\x10\x01*n\n" +
+	"\rINGEST_STREAM\x10\x01*C\n" +
+	"\x04Loss\x12\x12\n" +
+	"\x0eLOSS_FROBENIUS\x10\x00\x12\v\n" +
+	"\aLOSS_KL\x10\x01\x12\v\n" +
+	"\aLOSS_IS\x10\x02\x12\r\n" +
+	"\tLOSS_BETA\x10\x03*n\n" +
 	"\tErrorKind\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10ERROR_KIND_INPUT\x10\x01\x12\x17\n" +
@@ -5467,7 +5549,7 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 	return file_didnmf_proto_rawDescData
 }
 
-var file_didnmf_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_didnmf_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
 var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_didnmf_proto_goTypes = []any{
 	(Algorithm)(0),              // 0: didnmf.Algorithm
@@ -5476,108 +5558,110 @@ var file_didnmf_proto_goTypes = []any{
 	(Layout)(0),                 // 3: didnmf.Layout
 	(Storage)(0),                // 4: didnmf.Storage
 	(Ingest)(0),                 // 5: didnmf.Ingest
-	(ErrorKind)(0),              // 6: didnmf.ErrorKind
-	(JobPhase)(0),               // 7: didnmf.JobPhase
-	(ActorRole)(0),              // 8: didnmf.ActorRole
-	(*Pid)(nil),                 // 9: didnmf.Pid
-	(*Chunk)(nil),               // 10: didnmf.Chunk
-	(*StopRule)(nil),            // 11: didnmf.StopRule
-	(*JobSpec)(nil),             // 12: didnmf.JobSpec
-	(*SubmitJob)(nil),           // 13: didnmf.SubmitJob
-	(*JobAccepted)(nil),         // 14: didnmf.JobAccepted
-	(*JobError)(nil),            // 15: didnmf.JobError
-	(*CancelJob)(nil),           // 16: didnmf.CancelJob
-	(*LeaseRenew)(nil),          // 17: didnmf.LeaseRenew
-	(*LeaseAck)(nil),            // 18: didnmf.LeaseAck
-	(*ListJobs)(nil),            // 19: didnmf.ListJobs
-	(*JobInfo)(nil),             // 20: didnmf.JobInfo
-	(*JobList)(nil),             // 21: didnmf.JobList
-	(*Ping)(nil),                // 22: didnmf.Ping
-	(*Pong)(nil),                // 23: didnmf.Pong
-	(*HostStatus)(nil),          // 24: didnmf.HostStatus
-	(*ShardAssignment)(nil),     // 25: didnmf.ShardAssignment
-	(*ReducerAssignment)(nil),   // 26: didnmf.ReducerAssignment
-	(*Placed)(nil),              // 27: didnmf.Placed
-	(*StartJob)(nil),            // 28: didnmf.StartJob
-	(*Grant)(nil),               // 29: didnmf.Grant
-	(*Finish)(nil),              // 30: didnmf.Finish
-	(*StopJob)(nil),             // 31: didnmf.StopJob
-	(*Partial)(nil),             // 32: didnmf.Partial
-	(*Reduced)(nil),             // 33: didnmf.Reduced
-	(*IterationDone)(nil),       // 34: didnmf.IterationDone
-	(*Progress)(nil),            // 35: didnmf.Progress
-	(*Counters)(nil),            // 36: didnmf.Counters
-	(*ShardDone)(nil),           // 37: didnmf.ShardDone
-	(*ReducerDone)(nil),         // 38: didnmf.ReducerDone
-	(*ResultChunk)(nil),         // 39: didnmf.ResultChunk
-	(*ResultAck)(nil),           // 40: didnmf.ResultAck
-	(*HistoryPoint)(nil),        // 41: didnmf.HistoryPoint
-	(*JobResult)(nil),           // 42: didnmf.JobResult
-	(*Recovery)(nil),            // 43: didnmf.Recovery
-	(*BlockRequest)(nil),        // 44: didnmf.BlockRequest
-	(*BlockChunk)(nil),          // 45: didnmf.BlockChunk
-	(*BlockAck)(nil),            // 46: didnmf.BlockAck
-	(*CheckpointDone)(nil),      // 47: didnmf.CheckpointDone
-	(*CheckpointCopy)(nil),      // 48: didnmf.CheckpointCopy
-	(*Buddies)(nil),             // 49: didnmf.Buddies
-	(*CheckpointStored)(nil),    // 50: didnmf.CheckpointStored
-	(*CheckpointFetch)(nil),     // 51: didnmf.CheckpointFetch
-	(*ActorFailed)(nil),         // 52: didnmf.ActorFailed
-	(*JobState)(nil),            // 53: didnmf.JobState
-	(*CheckpointCommitted)(nil), // 54: didnmf.CheckpointCommitted
-	(*CheckpointAt)(nil),        // 55: didnmf.CheckpointAt
+	(Loss)(0),                   // 6: didnmf.Loss
+	(ErrorKind)(0),              // 7: didnmf.ErrorKind
+	(JobPhase)(0),               // 8: didnmf.JobPhase
+	(ActorRole)(0),              // 9: didnmf.ActorRole
+	(*Pid)(nil),                 // 10: didnmf.Pid
+	(*Chunk)(nil),               // 11: didnmf.Chunk
+	(*StopRule)(nil),            // 12: didnmf.StopRule
+	(*JobSpec)(nil),             // 13: didnmf.JobSpec
+	(*SubmitJob)(nil),           // 14: didnmf.SubmitJob
+	(*JobAccepted)(nil),         // 15: didnmf.JobAccepted
+	(*JobError)(nil),            // 16: didnmf.JobError
+	(*CancelJob)(nil),           // 17: didnmf.CancelJob
+	(*LeaseRenew)(nil),          // 18: didnmf.LeaseRenew
+	(*LeaseAck)(nil),            // 19: didnmf.LeaseAck
+	(*ListJobs)(nil),            // 20: didnmf.ListJobs
+	(*JobInfo)(nil),             // 21: didnmf.JobInfo
+	(*JobList)(nil),             // 22: didnmf.JobList
+	(*Ping)(nil),                // 23: didnmf.Ping
+	(*Pong)(nil),                // 24: didnmf.Pong
+	(*HostStatus)(nil),          // 25: didnmf.HostStatus
+	(*ShardAssignment)(nil),     // 26: didnmf.ShardAssignment
+	(*ReducerAssignment)(nil),   // 27: didnmf.ReducerAssignment
+	(*Placed)(nil),              // 28: didnmf.Placed
+	(*StartJob)(nil),            // 29: didnmf.StartJob
+	(*Grant)(nil),               // 30: didnmf.Grant
+	(*Finish)(nil),              // 31: didnmf.Finish
+	(*StopJob)(nil),             // 32: didnmf.StopJob
+	(*Partial)(nil),             // 33: didnmf.Partial
+	(*Reduced)(nil),             // 34: didnmf.Reduced
+	(*IterationDone)(nil),       // 35: didnmf.IterationDone
+	(*Progress)(nil),            // 36: didnmf.Progress
+	(*Counters)(nil),            // 37: didnmf.Counters
+	(*ShardDone)(nil),           // 38: didnmf.ShardDone
+	(*ReducerDone)(nil),         // 39: didnmf.ReducerDone
+	(*ResultChunk)(nil),         // 40: didnmf.ResultChunk
+	(*ResultAck)(nil),           // 41: didnmf.ResultAck
+	(*HistoryPoint)(nil),        // 42: didnmf.HistoryPoint
+	(*JobResult)(nil),           // 43: didnmf.JobResult
+	(*Recovery)(nil),            // 44: didnmf.Recovery
+	(*BlockRequest)(nil),        // 45: didnmf.BlockRequest
+	(*BlockChunk)(nil),          // 46: didnmf.BlockChunk
+	(*BlockAck)(nil),            // 47: didnmf.BlockAck
+	(*CheckpointDone)(nil),      // 48: didnmf.CheckpointDone
+	(*CheckpointCopy)(nil),      // 49: didnmf.CheckpointCopy
+	(*Buddies)(nil),             // 50: didnmf.Buddies
+	(*CheckpointStored)(nil),    // 51: didnmf.CheckpointStored
+	(*CheckpointFetch)(nil),     // 52: didnmf.CheckpointFetch
+	(*ActorFailed)(nil),         // 53: didnmf.ActorFailed
+	(*JobState)(nil),            // 54: didnmf.JobState
+	(*CheckpointCommitted)(nil), // 55: didnmf.CheckpointCommitted
+	(*CheckpointAt)(nil),        // 56: didnmf.CheckpointAt
 }
 var file_didnmf_proto_depIdxs = []int32{
 	3,  // 0: didnmf.JobSpec.layout:type_name -> didnmf.Layout
 	0,  // 1: didnmf.JobSpec.algorithm:type_name -> didnmf.Algorithm
-	11, // 2: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
+	12, // 2: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
 	1,  // 3: didnmf.JobSpec.init:type_name -> didnmf.Init
 	2,  // 4: didnmf.JobSpec.form:type_name -> didnmf.Form
 	5,  // 5: didnmf.JobSpec.ingest:type_name -> didnmf.Ingest
 	3,  // 6: didnmf.JobSpec.natural_layout:type_name -> didnmf.Layout
 	4,  // 7: didnmf.JobSpec.storage:type_name -> didnmf.Storage
-	12, // 8: didnmf.SubmitJob.spec:type_name -> didnmf.JobSpec
-	9,  // 9: didnmf.SubmitJob.client:type_name -> didnmf.Pid
-	9,  // 10: didnmf.JobAccepted.coordinator:type_name -> didnmf.Pid
-	6,  // 11: didnmf.JobError.kind:type_name -> didnmf.ErrorKind
-	0,  // 12: didnmf.JobInfo.algorithm:type_name -> didnmf.Algorithm
-	7,  // 13: didnmf.JobInfo.state:type_name -> didnmf.JobPhase
-	20, // 14: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
-	12, // 15: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
-	9,  // 16: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
-	9,  // 17: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
-	9,  // 18: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
-	9,  // 19: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
-	9,  // 20: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
-	9,  // 21: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
-	9,  // 22: didnmf.Placed.pid:type_name -> didnmf.Pid
-	9,  // 23: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
-	10, // 24: didnmf.Partial.chunk:type_name -> didnmf.Chunk
-	10, // 25: didnmf.Reduced.chunk:type_name -> didnmf.Chunk
-	36, // 26: didnmf.ShardDone.counters:type_name -> didnmf.Counters
-	36, // 27: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
-	9,  // 28: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
-	10, // 29: didnmf.ResultChunk.chunk:type_name -> didnmf.Chunk
-	41, // 30: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
-	36, // 31: didnmf.JobResult.counters:type_name -> didnmf.Counters
-	43, // 32: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
-	9,  // 33: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
-	10, // 34: didnmf.BlockChunk.chunk:type_name -> didnmf.Chunk
-	9,  // 35: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
-	10, // 36: didnmf.CheckpointCopy.chunk:type_name -> didnmf.Chunk
-	9,  // 37: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
-	9,  // 38: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
-	9,  // 39: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
-	8,  // 40: didnmf.ActorFailed.role:type_name -> didnmf.ActorRole
-	13, // 41: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
-	41, // 42: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
-	9,  // 43: didnmf.JobState.coordinator:type_name -> didnmf.Pid
-	43, // 44: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
-	45, // [45:45] is the sub-list for method output_type
-	45, // [45:45] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	6,  // 8: didnmf.JobSpec.loss:type_name -> didnmf.Loss
+	13, // 9: didnmf.SubmitJob.spec:type_name -> didnmf.JobSpec
+	10, // 10: didnmf.SubmitJob.client:type_name -> didnmf.Pid
+	10, // 11: didnmf.JobAccepted.coordinator:type_name -> didnmf.Pid
+	7,  // 12: didnmf.JobError.kind:type_name -> didnmf.ErrorKind
+	0,  // 13: didnmf.JobInfo.algorithm:type_name -> didnmf.Algorithm
+	8,  // 14: didnmf.JobInfo.state:type_name -> didnmf.JobPhase
+	21, // 15: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
+	13, // 16: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
+	10, // 17: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
+	10, // 18: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
+	10, // 19: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
+	10, // 20: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
+	10, // 21: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
+	10, // 22: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
+	10, // 23: didnmf.Placed.pid:type_name -> didnmf.Pid
+	10, // 24: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
+	11, // 25: didnmf.Partial.chunk:type_name -> didnmf.Chunk
+	11, // 26: didnmf.Reduced.chunk:type_name -> didnmf.Chunk
+	37, // 27: didnmf.ShardDone.counters:type_name -> didnmf.Counters
+	37, // 28: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
+	10, // 29: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
+	11, // 30: didnmf.ResultChunk.chunk:type_name -> didnmf.Chunk
+	42, // 31: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
+	37, // 32: didnmf.JobResult.counters:type_name -> didnmf.Counters
+	44, // 33: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
+	10, // 34: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
+	11, // 35: didnmf.BlockChunk.chunk:type_name -> didnmf.Chunk
+	10, // 36: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
+	11, // 37: didnmf.CheckpointCopy.chunk:type_name -> didnmf.Chunk
+	10, // 38: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
+	10, // 39: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
+	10, // 40: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
+	9,  // 41: didnmf.ActorFailed.role:type_name -> didnmf.ActorRole
+	14, // 42: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
+	42, // 43: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
+	10, // 44: didnmf.JobState.coordinator:type_name -> didnmf.Pid
+	44, // 45: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_didnmf_proto_init() }
@@ -5590,7 +5674,7 @@ func file_didnmf_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
-			NumEnums:      9,
+			NumEnums:      10,
 			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,

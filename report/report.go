@@ -41,7 +41,11 @@ type Report struct {
 	AlphaBasis float64 `json:"alpha_basis,omitempty"`
 	L1Ratio    float64 `json:"l1_ratio,omitempty"`
 	Objective  float64 `json:"objective,omitempty"`
-	Iterations int     `json:"iterations"`
+	// Loss is the divergence minimised, when not Frobenius ("kl", "is" or a beta); Objective
+	// is then twice scikit-learn's beta divergence (plus any penalty), and rel_err2 and rmse
+	// stay the plain squared error.
+	Loss       string `json:"loss,omitempty"`
+	Iterations int    `json:"iterations"`
 	// Seconds is the run's wall time from the start of the initialisation (InitSeconds) to
 	// the end of the last iteration (IterateSeconds); ReadSeconds is the time this process
 	// took to read the input before (0 on a cluster, whose nodes read it).

@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"strings"
+
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/didnmf/didnmf/matio"
 )
 
 // jobFeatures are the job options beyond the plain fit, each of which must give the driver's
@@ -19,6 +23,16 @@ var jobFeatures = []struct {
 		r := readReport(t, out)
 		if r.AlphaCoef != 0.002 || r.AlphaBasis != 0.001 || r.L1Ratio != 0.5 || !(r.Objective > 0) {
 			t.Errorf("report: alpha_coef %v, alpha_basis %v, l1_ratio %v, objective %v", r.AlphaCoef, r.AlphaBasis, r.L1Ratio, r.Objective)
+		}
+	}},
+	{"kl loss", []string{"--algo", "mu", "--loss", "kl"}, func(t *testing.T, out string) {
+		if r := readReport(t, out); r.Loss != "kl" || r.Algo != "mu" || !(r.Objective > 0) {
+			t.Errorf("report: loss %q, algo %s, objective %v", r.Loss, r.Algo, r.Objective)
+		}
+	}},
+	{"beta 1.5 loss, penalized", []string{"--algo", "mu", "--loss", "1.5", "--alpha-coef", "0.001"}, func(t *testing.T, out string) {
+		if r := readReport(t, out); r.Loss != "1.5" || r.AlphaCoef != 0.001 {
+			t.Errorf("report: loss %q, alpha_coef %v", r.Loss, r.AlphaCoef)
 		}
 	}},
 	{"l1 penalty, alpha-basis same", []string{"--alpha-coef", "0.01", "--l1-ratio", "1", "--algo", "dbcd"}, func(t *testing.T, out string) {
@@ -80,4 +94,31 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestISLossRefusesZeros: Itakura-Saito needs X > 0 everywhere, as scikit-learn does; a zero
+// is refused with its sample and feature, in this process and on actors alike (exit 2).
+func TestISLossRefusesZeros(t *testing.T) {
+	dir := t.TempDir()
+	x := filepath.Join(dir, "x.npy")
+	data := make([]float64, 30*4) // 30 samples x 4 features, row-major
+	for i := range data {
+		data[i] = 1 + float64(i%7)
+	}
+	data[12*4+2] = 0 // sample 12, feature 2
+	f, err := os.Create(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := matio.WriteNPY(f, 30, 4, data); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, nodes := range []string{"0", "2"} {
+		code, _, stderr := runNode(t, "factorize", "--input", x, "--rank", "2", "--algo", "mu", "--loss", "is", "--shards", "3",
+			"--nodes", nodes, "--out", filepath.Join(dir, "out"+nodes))
+		if code != 2 || !strings.Contains(stderr, "sample 12, feature 2") {
+			t.Errorf("--nodes %s: exit %d, %q; want exit 2 naming sample 12, feature 2", nodes, code, stderr)
+		}
+	}
 }

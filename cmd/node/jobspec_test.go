@@ -24,6 +24,8 @@ func TestJobSpecFlagErrors(t *testing.T) {
 		{"alpha coef negative", []string{"--alpha-coef", "-0.5"}, "--alpha-coef must be a finite number >= 0, got -0.5"},
 		{"alpha basis word", []string{"--alpha-basis", "half"}, `--alpha-basis must be a number or same (as --alpha-coef), got "half"`},
 		{"l1 ratio 1.5", []string{"--alpha-coef", "0.1", "--l1-ratio", "1.5"}, "--l1-ratio must be a number between 0 and 1, got 1.5"},
+		{"kl on did", []string{"--loss", "kl"}, "--loss kl needs --algo mu (multiplicative updates)"},
+		{"loss word", []string{"--loss", "cosine"}, `invalid value "cosine" for flag -loss: unknown loss "cosine"`},
 		{"penalty on admm", []string{"--algo", "admm", "--alpha-coef", "0.1"}, "--algo admm has no L1/L2 penalties"},
 		{"fan-in 2^17", []string{"--nodes", "2", "--fan-in", "131072"}, "--fan-in must be a power of two >= 2, got 131072"},
 		{"cluster rank 0", append([]string{"--rank", "0"}, cluster...), "--rank must be >= 1, got 0"},
