@@ -67,6 +67,13 @@ func (r *Result) Report() *report.Report {
 	if s.Loss != kernels.LossFrobenius {
 		rep.Loss, rep.Objective = s.Loss.String(), r.Objective
 	}
+	if s.Missing || s.TestFraction > 0 {
+		rep.Observed, rep.Missing = r.Observed, r.Missing
+	}
+	if s.TestFraction > 0 {
+		rep.TestFraction, rep.TestSeed, rep.TestCount = s.TestFraction, s.TestSeed, r.TestCount
+		rep.TestRelErr2, rep.TestRMSE = r.TestRelErr2(), r.TestRMSE()
+	}
 	if s.AlphaCoef != 0 || s.AlphaBasis != 0 {
 		rep.AlphaCoef, rep.AlphaBasis, rep.L1Ratio, rep.Objective = s.AlphaCoef, s.AlphaBasis, s.L1Ratio, r.Objective
 	}

@@ -375,7 +375,8 @@ func (a clientActor) Receive(ctx actor.Context) {
 			j.seen = m.Iteration
 			select {
 			case j.progress <- kernels.Progress{Iteration: int(m.Iteration), Seconds: m.Seconds, Ratio: m.Ratio, Objective: m.Objective,
-				RelErr2: m.RelErr2, RMSE: m.Rmse, InitSeconds: m.InitSeconds}:
+				RelErr2: m.RelErr2, RMSE: m.Rmse, InitSeconds: m.InitSeconds, TestSSE: m.TestSse, TestRelErr2: m.TestRelErr2,
+				TestRMSE: m.TestRmse, TestCount: m.TestCount}:
 			default:
 			}
 		}
@@ -499,7 +500,12 @@ func resultOf(id string, m *messages.JobResult) *Result {
 	r.Initial, r.Objective, r.Residual, r.SqNormX, r.Seconds = m.Initial, m.Objective, m.Residual, m.SqNormX, m.Seconds
 	r.IterSeconds = m.IterSeconds
 	for _, h := range m.History {
-		r.History = append(r.History, kernels.HistoryPoint{Iteration: int(h.Iteration), Seconds: h.Seconds, Ratio: h.Ratio, RelErr2: h.RelErr2, RMSE: h.Rmse})
+		r.History = append(r.History, kernels.HistoryPoint{Iteration: int(h.Iteration), Seconds: h.Seconds, Ratio: h.Ratio, RelErr2: h.RelErr2, RMSE: h.Rmse,
+			TestSSE: h.TestSse, TestRelErr2: h.TestRelErr2, TestRMSE: h.TestRmse, TestCount: h.TestCount})
+	}
+	r.Observed = int64(r.M) * int64(r.N)
+	if mk := m.Mask; mk != nil {
+		r.Observed, r.Missing, r.TestCount, r.TestSqNorm, r.TestSSE = mk.Observed, mk.Missing, mk.Test, mk.TestSqNorm, m.TestSse
 	}
 	r.Comm.InitCollectives, r.Comm.Collectives = int(m.InitCollectives), int(m.Collectives)
 	ran := r.Iterations

@@ -45,6 +45,7 @@ type shard struct {
 	node        *Node
 	a           *messages.ShardAssignment
 	spec        *jobspec.Spec
+	sqNorm      *float64 // sqNormX, once computed
 	coordinator *actor.PID
 	reducer     *actor.PID
 	client      *actor.PID
@@ -295,7 +296,7 @@ func (s *shard) placed(ctx actor.Context, err error) {
 	} else {
 		placed.Features, placed.Samples = int64(s.machineRows()), s.a.ColHi-s.a.ColLo
 		if s.x != nil {
-			placed.SqNormX = s.x.SqNorm()
+			placed.SqNormX = s.sqNormX()
 		}
 	}
 	ctx.Send(s.coordinator, placed)
@@ -533,6 +534,9 @@ func (s *shard) run(ctx actor.Context) {
 		if s.a.Shard == 0 {
 			done := &messages.IterationDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: s.boundary,
 				Objective: st.Objective, Initial: st.Initial, Seconds: time.Since(s.started).Seconds(), InitSeconds: s.initDone.Seconds()}
+			if s.spec.Options().Masked() {
+				done.Mask, done.TestSse, done.InitialTestSse = maskStatsOf(st.Mask), st.TestSSE, st.InitialTestSSE
+			}
 			if stop {
 				done.Stop = string(why)
 			}
@@ -684,7 +688,7 @@ func (s *shard) reportDone(ctx actor.Context) {
 	}
 	s.doneSent = true
 	ctx.Send(s.coordinator, &messages.ShardDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: s.lastIter,
-		Stop: string(s.stopWhy), Residual: s.machine.LocalResidual(), SqNormX: s.x.SqNorm(), Counters: proto.Clone(&s.meter.c).(*messages.Counters)})
+		Stop: string(s.stopWhy), Residual: s.machine.LocalResidual(), SqNormX: s.sqNormX(), Counters: proto.Clone(&s.meter.c).(*messages.Counters)})
 }
 
 // resultStream sends one factor to the client in chunks, resultWindow at a time.
@@ -718,4 +722,23 @@ type meter struct {
 func (m *meter) send(ctx actor.SenderContext, pid *actor.PID, msg proto.Message) {
 	jobctl.Count(&m.c, m.init, msg)
 	ctx.Send(pid, msg)
+}
+
+// sqNormX is ||X_i||^2 of the shard's block, over its observed entries in a masked job
+// (missing values and held-out entries left out), computed once.
+func (s *shard) sqNormX() float64 {
+	if s.sqNorm == nil {
+		v := s.x.SqNorm()
+		if o := s.spec.Options(); o.Masked() {
+			v = kernels.ObservedStats(s.x, int(s.a.ColLo), o).ObservedSqNorm
+		}
+		s.sqNorm = &v
+	}
+	return *s.sqNorm
+}
+
+// maskStatsOf is a masked job's counts in wire form.
+func maskStatsOf(m kernels.MaskStats) *messages.MaskStats {
+	return &messages.MaskStats{Observed: m.Observed, Missing: m.Missing, Test: m.Test, ObservedSum: m.ObservedSum,
+		ObservedSqNorm: m.ObservedSqNorm, TestSqNorm: m.TestSqNorm}
 }

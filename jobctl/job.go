@@ -64,6 +64,10 @@ type Job struct {
 	reducers []*messages.Pid // this epoch's reducers, root last
 	placed   int
 	sqNormX  float64 // ||X||^2, summed in shard order once every shard is placed
+	// mask and testSSE are a masked job's global counts and its held-out error at the last
+	// reported iteration (nil and 0 for a job without a mask).
+	mask    *messages.MaskStats
+	testSSE float64
 	sqNorms  []float64
 	shardOf  map[string]int // a shard actor's id -> its shard, for this epoch
 	running  bool

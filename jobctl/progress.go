@@ -113,21 +113,26 @@ func (j *Job) onIteration(now time.Time, m *messages.IterationDone) {
 			slog.Float64("recovery seconds", j.ft.recovering.Resumed-j.ft.recovering.Noticed))
 		j.ft.recovering = nil
 	}
+	if m.Mask != nil {
+		j.mask = m.Mask
+	}
 	if len(j.history) == 0 {
-		re, rmse := kernels.Errors(m.Initial, j.sqNormX, j.m, j.n)
-		j.history = append(j.history, &messages.HistoryPoint{Iteration: 0, Seconds: m.InitSeconds, Ratio: 1, RelErr2: re, Rmse: rmse})
+		j.history = append(j.history, j.point(0, m.InitSeconds, 1, m.Initial, m.InitialTestSse))
 		j.lastSec = m.InitSeconds
 	}
 	ratio := kernels.Ratio(m.Objective, m.Initial)
-	re, rmse := kernels.Errors(m.Objective, j.sqNormX, j.m, j.n)
-	j.history = append(j.history, &messages.HistoryPoint{Iteration: m.Iteration, Seconds: seconds, Ratio: ratio, RelErr2: re, Rmse: rmse})
+	j.testSSE = m.TestSse
+	point := j.point(m.Iteration, seconds, ratio, m.Objective, m.TestSse)
+	re, rmse := point.RelErr2, point.Rmse
+	j.history = append(j.history, point)
 	for range gap + 1 {
 		j.iterSec = append(j.iterSec, (seconds-j.lastSec)/float64(gap+1))
 	}
 	j.lastSec = seconds
 	j.initial, j.objective = m.Initial, m.Objective
 	j.metered(j.client, &messages.Progress{JobId: j.id, Iteration: m.Iteration, Seconds: seconds, Ratio: ratio, Objective: m.Objective,
-		RelErr2: re, Rmse: rmse, InitSeconds: j.history[0].Seconds})
+		RelErr2: re, Rmse: rmse, InitSeconds: j.history[0].Seconds, TestSse: point.TestSse, TestRelErr2: point.TestRelErr2,
+		TestRmse: point.TestRmse, TestCount: point.TestCount})
 	if m.Stop == "" {
 		j.autoCheckpoint(m.Iteration, seconds)
 	}
@@ -190,4 +195,21 @@ func (j *Job) publish(now time.Time, state messages.JobPhase, force bool) {
 		}
 	}
 	j.ready.Info = info
+}
+
+// point is the history point of an iteration with this objective and held-out error: the
+// errors over ||X||^2 and M N, or over the observed entries of a masked job, with its test
+// set's figures.
+func (j *Job) point(iteration int64, seconds, ratio, objective, testSSE float64) *messages.HistoryPoint {
+	p := &messages.HistoryPoint{Iteration: iteration, Seconds: seconds, Ratio: ratio}
+	if j.mask == nil {
+		p.RelErr2, p.Rmse = kernels.Errors(objective, j.sqNormX, j.m, j.n)
+		return p
+	}
+	p.RelErr2, p.Rmse = kernels.ObservedErrors(objective, j.mask.ObservedSqNorm, j.mask.Observed)
+	if j.mask.Test > 0 {
+		p.TestSse, p.TestCount = testSSE, j.mask.Test
+		p.TestRelErr2, p.TestRmse = kernels.ObservedErrors(testSSE, j.mask.TestSqNorm, j.mask.Test)
+	}
+	return p
 }

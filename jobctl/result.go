@@ -55,7 +55,8 @@ func (j *Job) onReducerDone(now time.Time, m *messages.ReducerDone) {
 		Initial: j.initial, Objective: j.objective, Seconds: now.Sub(j.started).Seconds(), IterSeconds: j.iterSec,
 		History: j.history, Counters: proto.Clone(&j.counters).(*messages.Counters),
 		InitCollectives: j.counters.InitReductions, Collectives: j.counters.Reductions,
-		Recoveries: j.ft.recoveries, Checkpoints: j.ft.checkpoints, CheckpointSeconds: j.ft.ckptSeconds}
+		Recoveries: j.ft.recoveries, Checkpoints: j.ft.checkpoints, CheckpointSeconds: j.ft.ckptSeconds,
+		Mask: j.mask, TestSse: j.testSSE}
 	for _, s := range j.shards {
 		res.ShardNodes = append(res.ShardNodes, s.Address)
 	}
@@ -178,7 +179,6 @@ func (j *Job) closeHistory(now time.Time) {
 	for range gap {
 		j.iterSec = append(j.iterSec, (seconds-j.lastSec)/float64(gap))
 	}
-	re, rmse := kernels.Errors(residual, j.sqNormX, j.m, j.n)
-	j.history = append(j.history, &messages.HistoryPoint{Iteration: d.Iteration, Seconds: seconds, Ratio: kernels.Ratio(residual, j.initial), RelErr2: re, Rmse: rmse})
+	j.history = append(j.history, j.point(d.Iteration, seconds, kernels.Ratio(residual, j.initial), residual, j.testSSE))
 	j.ft.lastIter, j.lastSec, j.objective = d.Iteration, seconds, residual
 }

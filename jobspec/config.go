@@ -2,6 +2,7 @@ package jobspec
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/didnmf/didnmf/messages"
@@ -22,7 +23,8 @@ func (s *Spec) Config(threads int) kernels.Config {
 // Options returns the algorithms' options of the job: the one place a spec's knobs become
 // the kernels', for the driver and for every shard alike.
 func (s *Spec) Options() kernels.Options {
-	return kernels.Options{Form: s.Form, Rho: s.Rho, Storage: s.Storage, AlphaCoef: s.AlphaCoef, AlphaBasis: s.AlphaBasis, L1Ratio: s.L1Ratio, Loss: s.Loss}
+	return kernels.Options{Form: s.Form, Rho: s.Rho, Storage: s.Storage, AlphaCoef: s.AlphaCoef, AlphaBasis: s.AlphaBasis, L1Ratio: s.L1Ratio, Loss: s.Loss,
+		Missing: s.Missing, TestFraction: s.TestFraction, TestSeed: s.TestSeed}
 }
 
 // Errorf returns the FieldError of a rule that needs the data (the rank against the input's
@@ -129,4 +131,32 @@ func lossOf(l messages.Loss, beta float64) (kernels.Loss, error) {
 		return kernels.BetaLoss(beta), nil
 	}
 	return 0, fieldErr("loss", "{loss}: unknown value %d on the wire (known: frobenius, kl, is, beta)", int32(l))
+}
+
+// validateMask checks the missing-value and held-out options: a test fraction in [0, 1),
+// and with either an algorithm and an initialisation that can fit a mask.
+func (s *Spec) validateMask() error {
+	if !(s.TestFraction >= 0 && s.TestFraction < 1) {
+		return fieldErr("test_fraction", "{test_fraction} must be a number in [0, 1), got %v", s.TestFraction)
+	}
+	o := s.Options()
+	if !o.Masked() {
+		return nil
+	}
+	what := "{missing}"
+	if !s.Missing {
+		what = "{test_fraction}"
+	}
+	var names []string
+	for _, a := range kernels.MaskAlgorithms() {
+		names = append(names, string(a))
+	}
+	if !slices.Contains(kernels.MaskAlgorithms(), s.Algo) {
+		return fieldErr("algorithm", "{algorithm} %s cannot fit with "+what+": the algorithms that can are %s", s.Algo, strings.Join(names, ", "))
+	}
+	switch s.Init {
+	case kernels.InitNNDSVD, kernels.InitNNDSVDA, kernels.InitKMeans:
+		return fieldErr("init", "{init} %s needs every entry of X: with "+what+" use {init} random (scaled by the mean of the observed entries) or custom", s.Init)
+	}
+	return nil
 }

@@ -66,6 +66,12 @@ type Spec struct {
 	// Loss is the divergence minimised (kernels.LossFrobenius, the zero value, or another
 	// beta loss, which needs algorithm mu).
 	Loss kernels.Loss
+	// Missing makes NaN entries of X missing values (a mask) instead of an error;
+	// TestFraction holds that share of the entries out of the fit, chosen by a hash of
+	// (TestSeed, sample, feature), and reports their error (see kernels.Options).
+	Missing      bool
+	TestFraction float64
+	TestSeed     uint64
 	// FanIn is the reduce tree's fan-in: a power of two in [2, 65536].
 	FanIn int
 	// CheckpointEvery is the checkpoint interval in iterations (0: none; negative: automatic).
@@ -121,6 +127,8 @@ var fieldNames = []struct{ key, wire, flag string }{
 	{"alpha_basis", "alpha_basis", "--alpha-basis"},
 	{"l1_ratio", "l1_ratio", "--l1-ratio"},
 	{"loss", "loss", "--loss"},
+	{"missing", "missing", "--missing nan"},
+	{"test_fraction", "test_fraction", "--test-fraction"},
 	{"fan_in", "fan-in", "--fan-in"},
 	{"ingest", "ingest", "--ingest"},
 	{"natural_layout", "natural_layout", "--input"},
@@ -214,6 +222,9 @@ func (s *Spec) Validate() error {
 		return err
 	}
 	if err := s.validateLoss(); err != nil {
+		return err
+	}
+	if err := s.validateMask(); err != nil {
 		return err
 	}
 	if err := s.Stop.Validate(); err != nil {
@@ -365,6 +376,7 @@ func (s *Spec) Wire() *messages.JobSpec {
 		Algorithm: algorithms.wire(s.Algo), Shards: int64(s.Shards), Stop: StopRuleOf(s.Stop), Seed: s.Seed,
 		Init: inits.wire(s.Init), InitBasis: s.InitBasis, InitCoef: s.InitCoef, Form: forms.wire(s.Form), Rho: s.Rho,
 		AlphaCoef: s.AlphaCoef, AlphaBasis: s.AlphaBasis, L1Ratio: s.L1Ratio, Loss: wireLoss(s.Loss), Beta: wireBeta(s.Loss),
+		Missing: s.Missing, TestFraction: s.TestFraction, TestSeed: s.TestSeed,
 		CheckpointEvery: s.CheckpointEvery, Nodes: slices.Clone(s.Nodes), FanIn: int64(s.FanIn), Ingest: ingests.wire(s.Ingest),
 		Samples: s.Samples, Features: s.Features, NaturalLayout: layouts.wire(s.NaturalLayout), OutShared: s.OutShared,
 		StoredEntries: s.StoredEntries, Detached: s.Detached, Overwrite: s.Overwrite, Storage: storages.wire(s.Storage)}
@@ -380,7 +392,8 @@ func FromWire(w *messages.JobSpec) (*Spec, error) {
 	}
 	s := &Spec{Inputs: slices.Clone(w.Inputs), Rank: int(w.Rank), Shards: int(w.Shards), Seed: w.Seed,
 		InitBasis: w.InitBasis, InitCoef: w.InitCoef, Rho: w.Rho,
-		AlphaCoef: w.AlphaCoef, AlphaBasis: w.AlphaBasis, L1Ratio: w.L1Ratio, FanIn: int(w.FanIn), CheckpointEvery: w.CheckpointEvery,
+		AlphaCoef: w.AlphaCoef, AlphaBasis: w.AlphaBasis, L1Ratio: w.L1Ratio,
+		Missing: w.Missing, TestFraction: w.TestFraction, TestSeed: w.TestSeed, FanIn: int(w.FanIn), CheckpointEvery: w.CheckpointEvery,
 		OutShared: w.OutShared, Overwrite: w.Overwrite, Detached: w.Detached, Nodes: slices.Clone(w.Nodes),
 		Samples: w.Samples, Features: w.Features, StoredEntries: w.StoredEntries}
 	if len(s.Inputs) == 0 {

@@ -920,8 +920,14 @@ type JobSpec struct {
 	L1Ratio    float64 `protobuf:"fixed64,34,opt,name=l1_ratio,json=l1Ratio,proto3" json:"l1_ratio,omitempty"`
 	// The loss: Frobenius (the default), Kullback-Leibler, Itakura-Saito, or the beta
 	// divergence of beta (LOSS_BETA); every loss but Frobenius needs algorithm mu.
-	Loss          Loss    `protobuf:"varint,35,opt,name=loss,proto3,enum=didnmf.Loss" json:"loss,omitempty"`
-	Beta          float64 `protobuf:"fixed64,36,opt,name=beta,proto3" json:"beta,omitempty"`
+	Loss Loss    `protobuf:"varint,35,opt,name=loss,proto3,enum=didnmf.Loss" json:"loss,omitempty"`
+	Beta float64 `protobuf:"fixed64,36,opt,name=beta,proto3" json:"beta,omitempty"`
+	// Missing: NaN entries of X are not observed (a mask) instead of an error. Test fraction:
+	// the share of entries held out of the fit, chosen by a hash of (test_seed, sample,
+	// feature), whose error is reported each iteration. Both need did, dbcd, bcd or hals.
+	Missing       bool    `protobuf:"varint,37,opt,name=missing,proto3" json:"missing,omitempty"`
+	TestFraction  float64 `protobuf:"fixed64,38,opt,name=test_fraction,json=testFraction,proto3" json:"test_fraction,omitempty"`
+	TestSeed      uint64  `protobuf:"varint,39,opt,name=test_seed,json=testSeed,proto3" json:"test_seed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1159,6 +1165,113 @@ func (x *JobSpec) GetBeta() float64 {
 	return 0
 }
 
+func (x *JobSpec) GetMissing() bool {
+	if x != nil {
+		return x.Missing
+	}
+	return false
+}
+
+func (x *JobSpec) GetTestFraction() float64 {
+	if x != nil {
+		return x.TestFraction
+	}
+	return 0
+}
+
+func (x *JobSpec) GetTestSeed() uint64 {
+	if x != nil {
+		return x.TestSeed
+	}
+	return 0
+}
+
+// MaskStats are X's entries as a masked job sees them (kernels.MaskStats): observed,
+// missing (NaN) and held out, with the squared norms of the observed and held-out ones.
+type MaskStats struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Observed       int64                  `protobuf:"varint,1,opt,name=observed,proto3" json:"observed,omitempty"`
+	Missing        int64                  `protobuf:"varint,2,opt,name=missing,proto3" json:"missing,omitempty"`
+	Test           int64                  `protobuf:"varint,3,opt,name=test,proto3" json:"test,omitempty"`
+	ObservedSum    float64                `protobuf:"fixed64,4,opt,name=observed_sum,json=observedSum,proto3" json:"observed_sum,omitempty"`
+	ObservedSqNorm float64                `protobuf:"fixed64,5,opt,name=observed_sq_norm,json=observedSqNorm,proto3" json:"observed_sq_norm,omitempty"`
+	TestSqNorm     float64                `protobuf:"fixed64,6,opt,name=test_sq_norm,json=testSqNorm,proto3" json:"test_sq_norm,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *MaskStats) Reset() {
+	*x = MaskStats{}
+	mi := &file_didnmf_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MaskStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MaskStats) ProtoMessage() {}
+
+func (x *MaskStats) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MaskStats.ProtoReflect.Descriptor instead.
+func (*MaskStats) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *MaskStats) GetObserved() int64 {
+	if x != nil {
+		return x.Observed
+	}
+	return 0
+}
+
+func (x *MaskStats) GetMissing() int64 {
+	if x != nil {
+		return x.Missing
+	}
+	return 0
+}
+
+func (x *MaskStats) GetTest() int64 {
+	if x != nil {
+		return x.Test
+	}
+	return 0
+}
+
+func (x *MaskStats) GetObservedSum() float64 {
+	if x != nil {
+		return x.ObservedSum
+	}
+	return 0
+}
+
+func (x *MaskStats) GetObservedSqNorm() float64 {
+	if x != nil {
+		return x.ObservedSqNorm
+	}
+	return 0
+}
+
+func (x *MaskStats) GetTestSqNorm() float64 {
+	if x != nil {
+		return x.TestSqNorm
+	}
+	return 0
+}
+
 // SubmitJob asks a node's host to start a coordinator for a job.
 type SubmitJob struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1178,7 +1291,7 @@ type SubmitJob struct {
 
 func (x *SubmitJob) Reset() {
 	*x = SubmitJob{}
-	mi := &file_didnmf_proto_msgTypes[4]
+	mi := &file_didnmf_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1303,7 @@ func (x *SubmitJob) String() string {
 func (*SubmitJob) ProtoMessage() {}
 
 func (x *SubmitJob) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[4]
+	mi := &file_didnmf_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1316,7 @@ func (x *SubmitJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJob.ProtoReflect.Descriptor instead.
 func (*SubmitJob) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{4}
+	return file_didnmf_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SubmitJob) GetSpec() *JobSpec {
@@ -1257,7 +1370,7 @@ type JobAccepted struct {
 
 func (x *JobAccepted) Reset() {
 	*x = JobAccepted{}
-	mi := &file_didnmf_proto_msgTypes[5]
+	mi := &file_didnmf_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1269,7 +1382,7 @@ func (x *JobAccepted) String() string {
 func (*JobAccepted) ProtoMessage() {}
 
 func (x *JobAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[5]
+	mi := &file_didnmf_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1282,7 +1395,7 @@ func (x *JobAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobAccepted.ProtoReflect.Descriptor instead.
 func (*JobAccepted) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{5}
+	return file_didnmf_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JobAccepted) GetJobId() string {
@@ -1332,7 +1445,7 @@ type JobError struct {
 
 func (x *JobError) Reset() {
 	*x = JobError{}
-	mi := &file_didnmf_proto_msgTypes[6]
+	mi := &file_didnmf_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1344,7 +1457,7 @@ func (x *JobError) String() string {
 func (*JobError) ProtoMessage() {}
 
 func (x *JobError) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[6]
+	mi := &file_didnmf_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1357,7 +1470,7 @@ func (x *JobError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobError.ProtoReflect.Descriptor instead.
 func (*JobError) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{6}
+	return file_didnmf_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JobError) GetJobId() string {
@@ -1394,7 +1507,7 @@ type CancelJob struct {
 
 func (x *CancelJob) Reset() {
 	*x = CancelJob{}
-	mi := &file_didnmf_proto_msgTypes[7]
+	mi := &file_didnmf_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1519,7 @@ func (x *CancelJob) String() string {
 func (*CancelJob) ProtoMessage() {}
 
 func (x *CancelJob) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[7]
+	mi := &file_didnmf_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1532,7 @@ func (x *CancelJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJob.ProtoReflect.Descriptor instead.
 func (*CancelJob) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{7}
+	return file_didnmf_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CancelJob) GetJobId() string {
@@ -1448,7 +1561,7 @@ type LeaseRenew struct {
 
 func (x *LeaseRenew) Reset() {
 	*x = LeaseRenew{}
-	mi := &file_didnmf_proto_msgTypes[8]
+	mi := &file_didnmf_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1573,7 @@ func (x *LeaseRenew) String() string {
 func (*LeaseRenew) ProtoMessage() {}
 
 func (x *LeaseRenew) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[8]
+	mi := &file_didnmf_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1586,7 @@ func (x *LeaseRenew) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRenew.ProtoReflect.Descriptor instead.
 func (*LeaseRenew) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{8}
+	return file_didnmf_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LeaseRenew) GetJobId() string {
@@ -1502,7 +1615,7 @@ type LeaseAck struct {
 
 func (x *LeaseAck) Reset() {
 	*x = LeaseAck{}
-	mi := &file_didnmf_proto_msgTypes[9]
+	mi := &file_didnmf_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1514,7 +1627,7 @@ func (x *LeaseAck) String() string {
 func (*LeaseAck) ProtoMessage() {}
 
 func (x *LeaseAck) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[9]
+	mi := &file_didnmf_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1527,7 +1640,7 @@ func (x *LeaseAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseAck.ProtoReflect.Descriptor instead.
 func (*LeaseAck) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{9}
+	return file_didnmf_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LeaseAck) GetJobId() string {
@@ -1547,7 +1660,7 @@ type ListJobs struct {
 
 func (x *ListJobs) Reset() {
 	*x = ListJobs{}
-	mi := &file_didnmf_proto_msgTypes[10]
+	mi := &file_didnmf_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1559,7 +1672,7 @@ func (x *ListJobs) String() string {
 func (*ListJobs) ProtoMessage() {}
 
 func (x *ListJobs) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[10]
+	mi := &file_didnmf_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1572,7 +1685,7 @@ func (x *ListJobs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobs.ProtoReflect.Descriptor instead.
 func (*ListJobs) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{10}
+	return file_didnmf_proto_rawDescGZIP(), []int{11}
 }
 
 // JobInfo is one job as ListJobs reports it.
@@ -1602,7 +1715,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_didnmf_proto_msgTypes[11]
+	mi := &file_didnmf_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1614,7 +1727,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[11]
+	mi := &file_didnmf_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1627,7 +1740,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{11}
+	return file_didnmf_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *JobInfo) GetJobId() string {
@@ -1746,7 +1859,7 @@ type JobList struct {
 
 func (x *JobList) Reset() {
 	*x = JobList{}
-	mi := &file_didnmf_proto_msgTypes[12]
+	mi := &file_didnmf_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +1871,7 @@ func (x *JobList) String() string {
 func (*JobList) ProtoMessage() {}
 
 func (x *JobList) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[12]
+	mi := &file_didnmf_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +1884,7 @@ func (x *JobList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobList.ProtoReflect.Descriptor instead.
 func (*JobList) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{12}
+	return file_didnmf_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *JobList) GetAddress() string {
@@ -1798,7 +1911,7 @@ type Ping struct {
 
 func (x *Ping) Reset() {
 	*x = Ping{}
-	mi := &file_didnmf_proto_msgTypes[13]
+	mi := &file_didnmf_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1810,7 +1923,7 @@ func (x *Ping) String() string {
 func (*Ping) ProtoMessage() {}
 
 func (x *Ping) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[13]
+	mi := &file_didnmf_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1823,7 +1936,7 @@ func (x *Ping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ping.ProtoReflect.Descriptor instead.
 func (*Ping) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{13}
+	return file_didnmf_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Ping) GetNonce() uint64 {
@@ -1864,7 +1977,7 @@ type Pong struct {
 
 func (x *Pong) Reset() {
 	*x = Pong{}
-	mi := &file_didnmf_proto_msgTypes[14]
+	mi := &file_didnmf_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1876,7 +1989,7 @@ func (x *Pong) String() string {
 func (*Pong) ProtoMessage() {}
 
 func (x *Pong) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[14]
+	mi := &file_didnmf_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1889,7 +2002,7 @@ func (x *Pong) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pong.ProtoReflect.Descriptor instead.
 func (*Pong) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{14}
+	return file_didnmf_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Pong) GetNonce() uint64 {
@@ -1992,7 +2105,7 @@ type HostStatus struct {
 
 func (x *HostStatus) Reset() {
 	*x = HostStatus{}
-	mi := &file_didnmf_proto_msgTypes[15]
+	mi := &file_didnmf_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2117,7 @@ func (x *HostStatus) String() string {
 func (*HostStatus) ProtoMessage() {}
 
 func (x *HostStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[15]
+	mi := &file_didnmf_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2130,7 @@ func (x *HostStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostStatus.ProtoReflect.Descriptor instead.
 func (*HostStatus) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{15}
+	return file_didnmf_proto_rawDescGZIP(), []int{16}
 }
 
 // ShardAssignment tells a host to start one shard of a job.
@@ -2056,7 +2169,7 @@ type ShardAssignment struct {
 
 func (x *ShardAssignment) Reset() {
 	*x = ShardAssignment{}
-	mi := &file_didnmf_proto_msgTypes[16]
+	mi := &file_didnmf_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2068,7 +2181,7 @@ func (x *ShardAssignment) String() string {
 func (*ShardAssignment) ProtoMessage() {}
 
 func (x *ShardAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[16]
+	mi := &file_didnmf_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2081,7 +2194,7 @@ func (x *ShardAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardAssignment.ProtoReflect.Descriptor instead.
 func (*ShardAssignment) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{16}
+	return file_didnmf_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ShardAssignment) GetJobId() string {
@@ -2225,7 +2338,7 @@ type ReducerAssignment struct {
 
 func (x *ReducerAssignment) Reset() {
 	*x = ReducerAssignment{}
-	mi := &file_didnmf_proto_msgTypes[17]
+	mi := &file_didnmf_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2237,7 +2350,7 @@ func (x *ReducerAssignment) String() string {
 func (*ReducerAssignment) ProtoMessage() {}
 
 func (x *ReducerAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[17]
+	mi := &file_didnmf_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2250,7 +2363,7 @@ func (x *ReducerAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReducerAssignment.ProtoReflect.Descriptor instead.
 func (*ReducerAssignment) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{17}
+	return file_didnmf_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReducerAssignment) GetJobId() string {
@@ -2354,7 +2467,7 @@ type Placed struct {
 
 func (x *Placed) Reset() {
 	*x = Placed{}
-	mi := &file_didnmf_proto_msgTypes[18]
+	mi := &file_didnmf_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2366,7 +2479,7 @@ func (x *Placed) String() string {
 func (*Placed) ProtoMessage() {}
 
 func (x *Placed) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[18]
+	mi := &file_didnmf_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2379,7 +2492,7 @@ func (x *Placed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placed.ProtoReflect.Descriptor instead.
 func (*Placed) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{18}
+	return file_didnmf_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Placed) GetJobId() string {
@@ -2472,7 +2585,7 @@ type StartJob struct {
 
 func (x *StartJob) Reset() {
 	*x = StartJob{}
-	mi := &file_didnmf_proto_msgTypes[19]
+	mi := &file_didnmf_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2484,7 +2597,7 @@ func (x *StartJob) String() string {
 func (*StartJob) ProtoMessage() {}
 
 func (x *StartJob) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[19]
+	mi := &file_didnmf_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2497,7 +2610,7 @@ func (x *StartJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartJob.ProtoReflect.Descriptor instead.
 func (*StartJob) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{19}
+	return file_didnmf_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StartJob) GetJobId() string {
@@ -2533,7 +2646,7 @@ type Grant struct {
 
 func (x *Grant) Reset() {
 	*x = Grant{}
-	mi := &file_didnmf_proto_msgTypes[20]
+	mi := &file_didnmf_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2545,7 +2658,7 @@ func (x *Grant) String() string {
 func (*Grant) ProtoMessage() {}
 
 func (x *Grant) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[20]
+	mi := &file_didnmf_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2558,7 +2671,7 @@ func (x *Grant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grant.ProtoReflect.Descriptor instead.
 func (*Grant) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{20}
+	return file_didnmf_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Grant) GetJobId() string {
@@ -2594,7 +2707,7 @@ type Finish struct {
 
 func (x *Finish) Reset() {
 	*x = Finish{}
-	mi := &file_didnmf_proto_msgTypes[21]
+	mi := &file_didnmf_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2606,7 +2719,7 @@ func (x *Finish) String() string {
 func (*Finish) ProtoMessage() {}
 
 func (x *Finish) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[21]
+	mi := &file_didnmf_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2619,7 +2732,7 @@ func (x *Finish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finish.ProtoReflect.Descriptor instead.
 func (*Finish) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{21}
+	return file_didnmf_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Finish) GetJobId() string {
@@ -2660,7 +2773,7 @@ type StopJob struct {
 
 func (x *StopJob) Reset() {
 	*x = StopJob{}
-	mi := &file_didnmf_proto_msgTypes[22]
+	mi := &file_didnmf_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2672,7 +2785,7 @@ func (x *StopJob) String() string {
 func (*StopJob) ProtoMessage() {}
 
 func (x *StopJob) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[22]
+	mi := &file_didnmf_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2685,7 +2798,7 @@ func (x *StopJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopJob.ProtoReflect.Descriptor instead.
 func (*StopJob) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{22}
+	return file_didnmf_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StopJob) GetJobId() string {
@@ -2734,7 +2847,7 @@ type Partial struct {
 
 func (x *Partial) Reset() {
 	*x = Partial{}
-	mi := &file_didnmf_proto_msgTypes[23]
+	mi := &file_didnmf_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2746,7 +2859,7 @@ func (x *Partial) String() string {
 func (*Partial) ProtoMessage() {}
 
 func (x *Partial) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[23]
+	mi := &file_didnmf_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2759,7 +2872,7 @@ func (x *Partial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partial.ProtoReflect.Descriptor instead.
 func (*Partial) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{23}
+	return file_didnmf_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Partial) GetJobId() string {
@@ -2855,7 +2968,7 @@ type Reduced struct {
 
 func (x *Reduced) Reset() {
 	*x = Reduced{}
-	mi := &file_didnmf_proto_msgTypes[24]
+	mi := &file_didnmf_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2867,7 +2980,7 @@ func (x *Reduced) String() string {
 func (*Reduced) ProtoMessage() {}
 
 func (x *Reduced) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[24]
+	mi := &file_didnmf_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2880,7 +2993,7 @@ func (x *Reduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reduced.ProtoReflect.Descriptor instead.
 func (*Reduced) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{24}
+	return file_didnmf_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Reduced) GetJobId() string {
@@ -2937,15 +3050,20 @@ type IterationDone struct {
 	// Stop is the stop reason when the shard's deterministic stop rule ended the job here.
 	Stop string `protobuf:"bytes,7,opt,name=stop,proto3" json:"stop,omitempty"`
 	// Seconds since the shard started the job, and how long its initialisation took.
-	Seconds       float64 `protobuf:"fixed64,8,opt,name=seconds,proto3" json:"seconds,omitempty"`
-	InitSeconds   float64 `protobuf:"fixed64,9,opt,name=init_seconds,json=initSeconds,proto3" json:"init_seconds,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Seconds     float64 `protobuf:"fixed64,8,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	InitSeconds float64 `protobuf:"fixed64,9,opt,name=init_seconds,json=initSeconds,proto3" json:"init_seconds,omitempty"`
+	// A masked job's global counts, and the held-out entries' squared error after this
+	// iteration and at the start (kernels.Step.Mask, TestSSE, InitialTestSSE).
+	Mask           *MaskStats `protobuf:"bytes,10,opt,name=mask,proto3" json:"mask,omitempty"`
+	TestSse        float64    `protobuf:"fixed64,11,opt,name=test_sse,json=testSse,proto3" json:"test_sse,omitempty"`
+	InitialTestSse float64    `protobuf:"fixed64,12,opt,name=initial_test_sse,json=initialTestSse,proto3" json:"initial_test_sse,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *IterationDone) Reset() {
 	*x = IterationDone{}
-	mi := &file_didnmf_proto_msgTypes[25]
+	mi := &file_didnmf_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2957,7 +3075,7 @@ func (x *IterationDone) String() string {
 func (*IterationDone) ProtoMessage() {}
 
 func (x *IterationDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[25]
+	mi := &file_didnmf_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2970,7 +3088,7 @@ func (x *IterationDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IterationDone.ProtoReflect.Descriptor instead.
 func (*IterationDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{25}
+	return file_didnmf_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *IterationDone) GetJobId() string {
@@ -3036,6 +3154,27 @@ func (x *IterationDone) GetInitSeconds() float64 {
 	return 0
 }
 
+func (x *IterationDone) GetMask() *MaskStats {
+	if x != nil {
+		return x.Mask
+	}
+	return nil
+}
+
+func (x *IterationDone) GetTestSse() float64 {
+	if x != nil {
+		return x.TestSse
+	}
+	return 0
+}
+
+func (x *IterationDone) GetInitialTestSse() float64 {
+	if x != nil {
+		return x.InitialTestSse
+	}
+	return 0
+}
+
 // Progress is sent to the client after every iteration.
 type Progress struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -3049,16 +3188,22 @@ type Progress struct {
 	Warning string `protobuf:"bytes,6,opt,name=warning,proto3" json:"warning,omitempty"`
 	// rel_err2 = objective / ||X||^2, rmse = sqrt(objective / (M N)), and how long the
 	// initialisation took (rates over iterations leave it out).
-	RelErr2       float64 `protobuf:"fixed64,7,opt,name=rel_err2,json=relErr2,proto3" json:"rel_err2,omitempty"`
-	Rmse          float64 `protobuf:"fixed64,8,opt,name=rmse,proto3" json:"rmse,omitempty"`
-	InitSeconds   float64 `protobuf:"fixed64,9,opt,name=init_seconds,json=initSeconds,proto3" json:"init_seconds,omitempty"`
+	RelErr2     float64 `protobuf:"fixed64,7,opt,name=rel_err2,json=relErr2,proto3" json:"rel_err2,omitempty"`
+	Rmse        float64 `protobuf:"fixed64,8,opt,name=rmse,proto3" json:"rmse,omitempty"`
+	InitSeconds float64 `protobuf:"fixed64,9,opt,name=init_seconds,json=initSeconds,proto3" json:"init_seconds,omitempty"`
+	// With a test set: the held-out entries' squared error, over their squared norm, their
+	// RMSE and their count.
+	TestSse       float64 `protobuf:"fixed64,10,opt,name=test_sse,json=testSse,proto3" json:"test_sse,omitempty"`
+	TestRelErr2   float64 `protobuf:"fixed64,11,opt,name=test_rel_err2,json=testRelErr2,proto3" json:"test_rel_err2,omitempty"`
+	TestRmse      float64 `protobuf:"fixed64,12,opt,name=test_rmse,json=testRmse,proto3" json:"test_rmse,omitempty"`
+	TestCount     int64   `protobuf:"varint,13,opt,name=test_count,json=testCount,proto3" json:"test_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_didnmf_proto_msgTypes[26]
+	mi := &file_didnmf_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3070,7 +3215,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[26]
+	mi := &file_didnmf_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3083,7 +3228,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{26}
+	return file_didnmf_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Progress) GetJobId() string {
@@ -3149,6 +3294,34 @@ func (x *Progress) GetInitSeconds() float64 {
 	return 0
 }
 
+func (x *Progress) GetTestSse() float64 {
+	if x != nil {
+		return x.TestSse
+	}
+	return 0
+}
+
+func (x *Progress) GetTestRelErr2() float64 {
+	if x != nil {
+		return x.TestRelErr2
+	}
+	return 0
+}
+
+func (x *Progress) GetTestRmse() float64 {
+	if x != nil {
+		return x.TestRmse
+	}
+	return 0
+}
+
+func (x *Progress) GetTestCount() int64 {
+	if x != nil {
+		return x.TestCount
+	}
+	return 0
+}
+
 // Counters are one job actor's message accounting.
 type Counters struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3169,7 +3342,7 @@ type Counters struct {
 
 func (x *Counters) Reset() {
 	*x = Counters{}
-	mi := &file_didnmf_proto_msgTypes[27]
+	mi := &file_didnmf_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3181,7 +3354,7 @@ func (x *Counters) String() string {
 func (*Counters) ProtoMessage() {}
 
 func (x *Counters) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[27]
+	mi := &file_didnmf_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3194,7 +3367,7 @@ func (x *Counters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Counters.ProtoReflect.Descriptor instead.
 func (*Counters) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{27}
+	return file_didnmf_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Counters) GetMessages() int64 {
@@ -3272,7 +3445,7 @@ type ShardDone struct {
 
 func (x *ShardDone) Reset() {
 	*x = ShardDone{}
-	mi := &file_didnmf_proto_msgTypes[28]
+	mi := &file_didnmf_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3284,7 +3457,7 @@ func (x *ShardDone) String() string {
 func (*ShardDone) ProtoMessage() {}
 
 func (x *ShardDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[28]
+	mi := &file_didnmf_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3297,7 +3470,7 @@ func (x *ShardDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardDone.ProtoReflect.Descriptor instead.
 func (*ShardDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{28}
+	return file_didnmf_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ShardDone) GetJobId() string {
@@ -3379,7 +3552,7 @@ type ReducerDone struct {
 
 func (x *ReducerDone) Reset() {
 	*x = ReducerDone{}
-	mi := &file_didnmf_proto_msgTypes[29]
+	mi := &file_didnmf_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3391,7 +3564,7 @@ func (x *ReducerDone) String() string {
 func (*ReducerDone) ProtoMessage() {}
 
 func (x *ReducerDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[29]
+	mi := &file_didnmf_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3404,7 +3577,7 @@ func (x *ReducerDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReducerDone.ProtoReflect.Descriptor instead.
 func (*ReducerDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{29}
+	return file_didnmf_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReducerDone) GetJobId() string {
@@ -3467,7 +3640,7 @@ type ResultChunk struct {
 
 func (x *ResultChunk) Reset() {
 	*x = ResultChunk{}
-	mi := &file_didnmf_proto_msgTypes[30]
+	mi := &file_didnmf_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3479,7 +3652,7 @@ func (x *ResultChunk) String() string {
 func (*ResultChunk) ProtoMessage() {}
 
 func (x *ResultChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[30]
+	mi := &file_didnmf_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3492,7 +3665,7 @@ func (x *ResultChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultChunk.ProtoReflect.Descriptor instead.
 func (*ResultChunk) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{30}
+	return file_didnmf_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ResultChunk) GetJobId() string {
@@ -3559,7 +3732,7 @@ type ResultAck struct {
 
 func (x *ResultAck) Reset() {
 	*x = ResultAck{}
-	mi := &file_didnmf_proto_msgTypes[31]
+	mi := &file_didnmf_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3571,7 +3744,7 @@ func (x *ResultAck) String() string {
 func (*ResultAck) ProtoMessage() {}
 
 func (x *ResultAck) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[31]
+	mi := &file_didnmf_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3584,7 +3757,7 @@ func (x *ResultAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultAck.ProtoReflect.Descriptor instead.
 func (*ResultAck) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{31}
+	return file_didnmf_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ResultAck) GetJobId() string {
@@ -3629,15 +3802,20 @@ type HistoryPoint struct {
 	Seconds   float64                `protobuf:"fixed64,2,opt,name=seconds,proto3" json:"seconds,omitempty"`
 	Ratio     float64                `protobuf:"fixed64,3,opt,name=ratio,proto3" json:"ratio,omitempty"`
 	// rel_err2 = ||X - BC||^2 / ||X||^2 and rmse = sqrt(||X - BC||^2 / (M N)).
-	RelErr2       float64 `protobuf:"fixed64,4,opt,name=rel_err2,json=relErr2,proto3" json:"rel_err2,omitempty"`
-	Rmse          float64 `protobuf:"fixed64,5,opt,name=rmse,proto3" json:"rmse,omitempty"`
+	RelErr2 float64 `protobuf:"fixed64,4,opt,name=rel_err2,json=relErr2,proto3" json:"rel_err2,omitempty"`
+	Rmse    float64 `protobuf:"fixed64,5,opt,name=rmse,proto3" json:"rmse,omitempty"`
+	// With a test set: as in Progress.
+	TestSse       float64 `protobuf:"fixed64,6,opt,name=test_sse,json=testSse,proto3" json:"test_sse,omitempty"`
+	TestRelErr2   float64 `protobuf:"fixed64,7,opt,name=test_rel_err2,json=testRelErr2,proto3" json:"test_rel_err2,omitempty"`
+	TestRmse      float64 `protobuf:"fixed64,8,opt,name=test_rmse,json=testRmse,proto3" json:"test_rmse,omitempty"`
+	TestCount     int64   `protobuf:"varint,9,opt,name=test_count,json=testCount,proto3" json:"test_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HistoryPoint) Reset() {
 	*x = HistoryPoint{}
-	mi := &file_didnmf_proto_msgTypes[32]
+	mi := &file_didnmf_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3649,7 +3827,7 @@ func (x *HistoryPoint) String() string {
 func (*HistoryPoint) ProtoMessage() {}
 
 func (x *HistoryPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[32]
+	mi := &file_didnmf_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3662,7 +3840,7 @@ func (x *HistoryPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryPoint.ProtoReflect.Descriptor instead.
 func (*HistoryPoint) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{32}
+	return file_didnmf_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *HistoryPoint) GetIteration() int64 {
@@ -3700,6 +3878,34 @@ func (x *HistoryPoint) GetRmse() float64 {
 	return 0
 }
 
+func (x *HistoryPoint) GetTestSse() float64 {
+	if x != nil {
+		return x.TestSse
+	}
+	return 0
+}
+
+func (x *HistoryPoint) GetTestRelErr2() float64 {
+	if x != nil {
+		return x.TestRelErr2
+	}
+	return 0
+}
+
+func (x *HistoryPoint) GetTestRmse() float64 {
+	if x != nil {
+		return x.TestRmse
+	}
+	return 0
+}
+
+func (x *HistoryPoint) GetTestCount() int64 {
+	if x != nil {
+		return x.TestCount
+	}
+	return 0
+}
+
 // JobResult ends a successful job: everything but the factors, which come as ResultChunk.
 type JobResult struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -3728,13 +3934,17 @@ type JobResult struct {
 	Checkpoints int64       `protobuf:"varint,20,opt,name=checkpoints,proto3" json:"checkpoints,omitempty"`
 	// Seconds spent writing and replicating checkpoints, summed over shards.
 	CheckpointSeconds float64 `protobuf:"fixed64,21,opt,name=checkpoint_seconds,json=checkpointSeconds,proto3" json:"checkpoint_seconds,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// A masked job's counts (then residual and sq_norm_x are over the observed entries), and
+	// the held-out entries' squared error at the end.
+	Mask          *MaskStats `protobuf:"bytes,22,opt,name=mask,proto3" json:"mask,omitempty"`
+	TestSse       float64    `protobuf:"fixed64,23,opt,name=test_sse,json=testSse,proto3" json:"test_sse,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobResult) Reset() {
 	*x = JobResult{}
-	mi := &file_didnmf_proto_msgTypes[33]
+	mi := &file_didnmf_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3746,7 +3956,7 @@ func (x *JobResult) String() string {
 func (*JobResult) ProtoMessage() {}
 
 func (x *JobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[33]
+	mi := &file_didnmf_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3759,7 +3969,7 @@ func (x *JobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
 func (*JobResult) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{33}
+	return file_didnmf_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *JobResult) GetJobId() string {
@@ -3909,6 +4119,20 @@ func (x *JobResult) GetCheckpointSeconds() float64 {
 	return 0
 }
 
+func (x *JobResult) GetMask() *MaskStats {
+	if x != nil {
+		return x.Mask
+	}
+	return nil
+}
+
+func (x *JobResult) GetTestSse() float64 {
+	if x != nil {
+		return x.TestSse
+	}
+	return 0
+}
+
 // Recovery is one rollback of a job to a checkpoint after a failure.
 type Recovery struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3929,7 +4153,7 @@ type Recovery struct {
 
 func (x *Recovery) Reset() {
 	*x = Recovery{}
-	mi := &file_didnmf_proto_msgTypes[34]
+	mi := &file_didnmf_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3941,7 +4165,7 @@ func (x *Recovery) String() string {
 func (*Recovery) ProtoMessage() {}
 
 func (x *Recovery) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[34]
+	mi := &file_didnmf_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3954,7 +4178,7 @@ func (x *Recovery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recovery.ProtoReflect.Descriptor instead.
 func (*Recovery) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{34}
+	return file_didnmf_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Recovery) GetEpoch() uint64 {
@@ -4015,7 +4239,7 @@ type BlockRequest struct {
 
 func (x *BlockRequest) Reset() {
 	*x = BlockRequest{}
-	mi := &file_didnmf_proto_msgTypes[35]
+	mi := &file_didnmf_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4027,7 +4251,7 @@ func (x *BlockRequest) String() string {
 func (*BlockRequest) ProtoMessage() {}
 
 func (x *BlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[35]
+	mi := &file_didnmf_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4040,7 +4264,7 @@ func (x *BlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockRequest.ProtoReflect.Descriptor instead.
 func (*BlockRequest) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{35}
+	return file_didnmf_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *BlockRequest) GetJobId() string {
@@ -4109,7 +4333,7 @@ type BlockChunk struct {
 
 func (x *BlockChunk) Reset() {
 	*x = BlockChunk{}
-	mi := &file_didnmf_proto_msgTypes[36]
+	mi := &file_didnmf_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4121,7 +4345,7 @@ func (x *BlockChunk) String() string {
 func (*BlockChunk) ProtoMessage() {}
 
 func (x *BlockChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[36]
+	mi := &file_didnmf_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4134,7 +4358,7 @@ func (x *BlockChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockChunk.ProtoReflect.Descriptor instead.
 func (*BlockChunk) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{36}
+	return file_didnmf_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BlockChunk) GetJobId() string {
@@ -4220,7 +4444,7 @@ type BlockAck struct {
 
 func (x *BlockAck) Reset() {
 	*x = BlockAck{}
-	mi := &file_didnmf_proto_msgTypes[37]
+	mi := &file_didnmf_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4232,7 +4456,7 @@ func (x *BlockAck) String() string {
 func (*BlockAck) ProtoMessage() {}
 
 func (x *BlockAck) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[37]
+	mi := &file_didnmf_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4245,7 +4469,7 @@ func (x *BlockAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockAck.ProtoReflect.Descriptor instead.
 func (*BlockAck) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{37}
+	return file_didnmf_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *BlockAck) GetJobId() string {
@@ -4286,7 +4510,7 @@ type CheckpointDone struct {
 
 func (x *CheckpointDone) Reset() {
 	*x = CheckpointDone{}
-	mi := &file_didnmf_proto_msgTypes[38]
+	mi := &file_didnmf_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4298,7 +4522,7 @@ func (x *CheckpointDone) String() string {
 func (*CheckpointDone) ProtoMessage() {}
 
 func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[38]
+	mi := &file_didnmf_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4311,7 +4535,7 @@ func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDone.ProtoReflect.Descriptor instead.
 func (*CheckpointDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{38}
+	return file_didnmf_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CheckpointDone) GetJobId() string {
@@ -4375,7 +4599,7 @@ type CheckpointCopy struct {
 
 func (x *CheckpointCopy) Reset() {
 	*x = CheckpointCopy{}
-	mi := &file_didnmf_proto_msgTypes[39]
+	mi := &file_didnmf_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4387,7 +4611,7 @@ func (x *CheckpointCopy) String() string {
 func (*CheckpointCopy) ProtoMessage() {}
 
 func (x *CheckpointCopy) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[39]
+	mi := &file_didnmf_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4400,7 +4624,7 @@ func (x *CheckpointCopy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCopy.ProtoReflect.Descriptor instead.
 func (*CheckpointCopy) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{39}
+	return file_didnmf_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CheckpointCopy) GetJobId() string {
@@ -4463,7 +4687,7 @@ type Buddies struct {
 
 func (x *Buddies) Reset() {
 	*x = Buddies{}
-	mi := &file_didnmf_proto_msgTypes[40]
+	mi := &file_didnmf_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4475,7 +4699,7 @@ func (x *Buddies) String() string {
 func (*Buddies) ProtoMessage() {}
 
 func (x *Buddies) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[40]
+	mi := &file_didnmf_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4488,7 +4712,7 @@ func (x *Buddies) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Buddies.ProtoReflect.Descriptor instead.
 func (*Buddies) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{40}
+	return file_didnmf_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Buddies) GetJobId() string {
@@ -4539,7 +4763,7 @@ type CheckpointStored struct {
 
 func (x *CheckpointStored) Reset() {
 	*x = CheckpointStored{}
-	mi := &file_didnmf_proto_msgTypes[41]
+	mi := &file_didnmf_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4551,7 +4775,7 @@ func (x *CheckpointStored) String() string {
 func (*CheckpointStored) ProtoMessage() {}
 
 func (x *CheckpointStored) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[41]
+	mi := &file_didnmf_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4564,7 +4788,7 @@ func (x *CheckpointStored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStored.ProtoReflect.Descriptor instead.
 func (*CheckpointStored) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{41}
+	return file_didnmf_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CheckpointStored) GetJobId() string {
@@ -4609,7 +4833,7 @@ type CheckpointFetch struct {
 
 func (x *CheckpointFetch) Reset() {
 	*x = CheckpointFetch{}
-	mi := &file_didnmf_proto_msgTypes[42]
+	mi := &file_didnmf_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4621,7 +4845,7 @@ func (x *CheckpointFetch) String() string {
 func (*CheckpointFetch) ProtoMessage() {}
 
 func (x *CheckpointFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[42]
+	mi := &file_didnmf_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4634,7 +4858,7 @@ func (x *CheckpointFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFetch.ProtoReflect.Descriptor instead.
 func (*CheckpointFetch) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{42}
+	return file_didnmf_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CheckpointFetch) GetJobId() string {
@@ -4683,7 +4907,7 @@ type ActorFailed struct {
 
 func (x *ActorFailed) Reset() {
 	*x = ActorFailed{}
-	mi := &file_didnmf_proto_msgTypes[43]
+	mi := &file_didnmf_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4695,7 +4919,7 @@ func (x *ActorFailed) String() string {
 func (*ActorFailed) ProtoMessage() {}
 
 func (x *ActorFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[43]
+	mi := &file_didnmf_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4708,7 +4932,7 @@ func (x *ActorFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorFailed.ProtoReflect.Descriptor instead.
 func (*ActorFailed) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{43}
+	return file_didnmf_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ActorFailed) GetJobId() string {
@@ -4789,7 +5013,7 @@ type JobState struct {
 
 func (x *JobState) Reset() {
 	*x = JobState{}
-	mi := &file_didnmf_proto_msgTypes[44]
+	mi := &file_didnmf_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4801,7 +5025,7 @@ func (x *JobState) String() string {
 func (*JobState) ProtoMessage() {}
 
 func (x *JobState) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[44]
+	mi := &file_didnmf_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4814,7 +5038,7 @@ func (x *JobState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobState.ProtoReflect.Descriptor instead.
 func (*JobState) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{44}
+	return file_didnmf_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *JobState) GetSubmit() *SubmitJob {
@@ -4951,7 +5175,7 @@ type CheckpointCommitted struct {
 
 func (x *CheckpointCommitted) Reset() {
 	*x = CheckpointCommitted{}
-	mi := &file_didnmf_proto_msgTypes[45]
+	mi := &file_didnmf_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4963,7 +5187,7 @@ func (x *CheckpointCommitted) String() string {
 func (*CheckpointCommitted) ProtoMessage() {}
 
 func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[45]
+	mi := &file_didnmf_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4976,7 +5200,7 @@ func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCommitted.ProtoReflect.Descriptor instead.
 func (*CheckpointCommitted) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{45}
+	return file_didnmf_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CheckpointCommitted) GetJobId() string {
@@ -5021,7 +5245,7 @@ type CheckpointAt struct {
 
 func (x *CheckpointAt) Reset() {
 	*x = CheckpointAt{}
-	mi := &file_didnmf_proto_msgTypes[46]
+	mi := &file_didnmf_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5033,7 +5257,7 @@ func (x *CheckpointAt) String() string {
 func (*CheckpointAt) ProtoMessage() {}
 
 func (x *CheckpointAt) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[46]
+	mi := &file_didnmf_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5046,7 +5270,7 @@ func (x *CheckpointAt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAt.ProtoReflect.Descriptor instead.
 func (*CheckpointAt) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{46}
+	return file_didnmf_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CheckpointAt) GetJobId() string {
@@ -5091,7 +5315,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bmax_iter\x18\x02 \x01(\x03R\amaxIter\x12,\n" +
 	"\x12time_limit_seconds\x18\x03 \x01(\x01R\x10timeLimitSeconds\x12\x1b\n" +
 	"\tstall_tol\x18\x04 \x01(\x01R\bstallTol\x12!\n" +
-	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\xc5\a\n" +
+	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\xa1\b\n" +
 	"\aJobSpec\x12\x16\n" +
 	"\x06inputs\x18\x01 \x03(\tR\x06inputs\x12&\n" +
 	"\x06layout\x18\x19 \x01(\x0e2\x0e.didnmf.LayoutR\x06layout\x12\x12\n" +
@@ -5126,7 +5350,18 @@ const file_didnmf_proto_rawDesc = "" +
 	"alphaBasis\x12\x19\n" +
 	"\bl1_ratio\x18\" \x01(\x01R\al1Ratio\x12 \n" +
 	"\x04loss\x18# \x01(\x0e2\f.didnmf.LossR\x04loss\x12\x12\n" +
-	"\x04beta\x18$ \x01(\x01R\x04betaJ\x04\b\x02\x10\x03J\x04\b\x04\x10\x05J\x04\b\b\x10\tJ\x04\b\v\x10\fJ\x04\b\x10\x10\x11J\x04\b\x13\x10\x14J\x04\b\x18\x10\x19\"\xa3\x01\n" +
+	"\x04beta\x18$ \x01(\x01R\x04beta\x12\x18\n" +
+	"\amissing\x18% \x01(\bR\amissing\x12#\n" +
+	"\rtest_fraction\x18& \x01(\x01R\ftestFraction\x12\x1b\n" +
+	"\ttest_seed\x18' \x01(\x04R\btestSeedJ\x04\b\x02\x10\x03J\x04\b\x04\x10\x05J\x04\b\b\x10\tJ\x04\b\v\x10\fJ\x04\b\x10\x10\x11J\x04\b\x13\x10\x14J\x04\b\x18\x10\x19\"\xc4\x01\n" +
+	"\tMaskStats\x12\x1a\n" +
+	"\bobserved\x18\x01 \x01(\x03R\bobserved\x12\x18\n" +
+	"\amissing\x18\x02 \x01(\x03R\amissing\x12\x12\n" +
+	"\x04test\x18\x03 \x01(\x03R\x04test\x12!\n" +
+	"\fobserved_sum\x18\x04 \x01(\x01R\vobservedSum\x12(\n" +
+	"\x10observed_sq_norm\x18\x05 \x01(\x01R\x0eobservedSqNorm\x12 \n" +
+	"\ftest_sq_norm\x18\x06 \x01(\x01R\n" +
+	"testSqNorm\"\xa3\x01\n" +
 	"\tSubmitJob\x12#\n" +
 	"\x04spec\x18\x01 \x01(\v2\x0f.didnmf.JobSpecR\x04spec\x12#\n" +
 	"\x06client\x18\x02 \x01(\v2\v.didnmf.PidR\x06client\x12\x15\n" +
@@ -5281,7 +5516,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x0e\n" +
 	"\x02lo\x18\x04 \x01(\x03R\x02lo\x12\x0e\n" +
 	"\x02hi\x18\x05 \x01(\x03R\x02hi\x12#\n" +
-	"\x05chunk\x18\f \x01(\v2\r.didnmf.ChunkR\x05chunkJ\x04\b\x06\x10\f\"\xf9\x01\n" +
+	"\x05chunk\x18\f \x01(\v2\r.didnmf.ChunkR\x05chunkJ\x04\b\x06\x10\f\"\xe5\x02\n" +
 	"\rIterationDone\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x14\n" +
@@ -5291,7 +5526,11 @@ const file_didnmf_proto_rawDesc = "" +
 	"\ainitial\x18\x06 \x01(\x01R\ainitial\x12\x12\n" +
 	"\x04stop\x18\a \x01(\tR\x04stop\x12\x18\n" +
 	"\aseconds\x18\b \x01(\x01R\aseconds\x12!\n" +
-	"\finit_seconds\x18\t \x01(\x01R\vinitSeconds\"\xf9\x01\n" +
+	"\finit_seconds\x18\t \x01(\x01R\vinitSeconds\x12%\n" +
+	"\x04mask\x18\n" +
+	" \x01(\v2\x11.didnmf.MaskStatsR\x04mask\x12\x19\n" +
+	"\btest_sse\x18\v \x01(\x01R\atestSse\x12(\n" +
+	"\x10initial_test_sse\x18\f \x01(\x01R\x0einitialTestSse\"\xf4\x02\n" +
 	"\bProgress\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\titeration\x18\x02 \x01(\x03R\titeration\x12\x18\n" +
@@ -5301,7 +5540,13 @@ const file_didnmf_proto_rawDesc = "" +
 	"\awarning\x18\x06 \x01(\tR\awarning\x12\x19\n" +
 	"\brel_err2\x18\a \x01(\x01R\arelErr2\x12\x12\n" +
 	"\x04rmse\x18\b \x01(\x01R\x04rmse\x12!\n" +
-	"\finit_seconds\x18\t \x01(\x01R\vinitSeconds\"\xff\x01\n" +
+	"\finit_seconds\x18\t \x01(\x01R\vinitSeconds\x12\x19\n" +
+	"\btest_sse\x18\n" +
+	" \x01(\x01R\atestSse\x12\"\n" +
+	"\rtest_rel_err2\x18\v \x01(\x01R\vtestRelErr2\x12\x1b\n" +
+	"\ttest_rmse\x18\f \x01(\x01R\btestRmse\x12\x1d\n" +
+	"\n" +
+	"test_count\x18\r \x01(\x03R\ttestCount\"\xff\x01\n" +
 	"\bCounters\x12\x1a\n" +
 	"\bmessages\x18\x01 \x01(\x03R\bmessages\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12#\n" +
@@ -5347,13 +5592,18 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x05shard\x18\x03 \x01(\x03R\x05shard\x12\x10\n" +
 	"\x03seq\x18\x04 \x01(\x03R\x03seq\x12\x1f\n" +
 	"\vowner_token\x18\x05 \x01(\tR\n" +
-	"ownerToken\"\x8b\x01\n" +
+	"ownerToken\"\x86\x02\n" +
 	"\fHistoryPoint\x12\x1c\n" +
 	"\titeration\x18\x01 \x01(\x03R\titeration\x12\x18\n" +
 	"\aseconds\x18\x02 \x01(\x01R\aseconds\x12\x14\n" +
 	"\x05ratio\x18\x03 \x01(\x01R\x05ratio\x12\x19\n" +
 	"\brel_err2\x18\x04 \x01(\x01R\arelErr2\x12\x12\n" +
-	"\x04rmse\x18\x05 \x01(\x01R\x04rmse\"\x94\x05\n" +
+	"\x04rmse\x18\x05 \x01(\x01R\x04rmse\x12\x19\n" +
+	"\btest_sse\x18\x06 \x01(\x01R\atestSse\x12\"\n" +
+	"\rtest_rel_err2\x18\a \x01(\x01R\vtestRelErr2\x12\x1b\n" +
+	"\ttest_rmse\x18\b \x01(\x01R\btestRmse\x12\x1d\n" +
+	"\n" +
+	"test_count\x18\t \x01(\x03R\ttestCount\"\xd6\x05\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\f\n" +
 	"\x01m\x18\x02 \x01(\x03R\x01m\x12\f\n" +
@@ -5381,7 +5631,9 @@ const file_didnmf_proto_rawDesc = "" +
 	"recoveries\x18\x13 \x03(\v2\x10.didnmf.RecoveryR\n" +
 	"recoveries\x12 \n" +
 	"\vcheckpoints\x18\x14 \x01(\x03R\vcheckpoints\x12-\n" +
-	"\x12checkpoint_seconds\x18\x15 \x01(\x01R\x11checkpointSeconds\"\xa9\x01\n" +
+	"\x12checkpoint_seconds\x18\x15 \x01(\x01R\x11checkpointSeconds\x12%\n" +
+	"\x04mask\x18\x16 \x01(\v2\x11.didnmf.MaskStatsR\x04mask\x12\x19\n" +
+	"\btest_sse\x18\x17 \x01(\x01R\atestSse\"\xa9\x01\n" +
 	"\bRecovery\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x14\n" +
 	"\x05cause\x18\x02 \x01(\tR\x05cause\x12\x18\n" +
@@ -5550,7 +5802,7 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 }
 
 var file_didnmf_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_didnmf_proto_goTypes = []any{
 	(Algorithm)(0),              // 0: didnmf.Algorithm
 	(Init)(0),                   // 1: didnmf.Init
@@ -5566,49 +5818,50 @@ var file_didnmf_proto_goTypes = []any{
 	(*Chunk)(nil),               // 11: didnmf.Chunk
 	(*StopRule)(nil),            // 12: didnmf.StopRule
 	(*JobSpec)(nil),             // 13: didnmf.JobSpec
-	(*SubmitJob)(nil),           // 14: didnmf.SubmitJob
-	(*JobAccepted)(nil),         // 15: didnmf.JobAccepted
-	(*JobError)(nil),            // 16: didnmf.JobError
-	(*CancelJob)(nil),           // 17: didnmf.CancelJob
-	(*LeaseRenew)(nil),          // 18: didnmf.LeaseRenew
-	(*LeaseAck)(nil),            // 19: didnmf.LeaseAck
-	(*ListJobs)(nil),            // 20: didnmf.ListJobs
-	(*JobInfo)(nil),             // 21: didnmf.JobInfo
-	(*JobList)(nil),             // 22: didnmf.JobList
-	(*Ping)(nil),                // 23: didnmf.Ping
-	(*Pong)(nil),                // 24: didnmf.Pong
-	(*HostStatus)(nil),          // 25: didnmf.HostStatus
-	(*ShardAssignment)(nil),     // 26: didnmf.ShardAssignment
-	(*ReducerAssignment)(nil),   // 27: didnmf.ReducerAssignment
-	(*Placed)(nil),              // 28: didnmf.Placed
-	(*StartJob)(nil),            // 29: didnmf.StartJob
-	(*Grant)(nil),               // 30: didnmf.Grant
-	(*Finish)(nil),              // 31: didnmf.Finish
-	(*StopJob)(nil),             // 32: didnmf.StopJob
-	(*Partial)(nil),             // 33: didnmf.Partial
-	(*Reduced)(nil),             // 34: didnmf.Reduced
-	(*IterationDone)(nil),       // 35: didnmf.IterationDone
-	(*Progress)(nil),            // 36: didnmf.Progress
-	(*Counters)(nil),            // 37: didnmf.Counters
-	(*ShardDone)(nil),           // 38: didnmf.ShardDone
-	(*ReducerDone)(nil),         // 39: didnmf.ReducerDone
-	(*ResultChunk)(nil),         // 40: didnmf.ResultChunk
-	(*ResultAck)(nil),           // 41: didnmf.ResultAck
-	(*HistoryPoint)(nil),        // 42: didnmf.HistoryPoint
-	(*JobResult)(nil),           // 43: didnmf.JobResult
-	(*Recovery)(nil),            // 44: didnmf.Recovery
-	(*BlockRequest)(nil),        // 45: didnmf.BlockRequest
-	(*BlockChunk)(nil),          // 46: didnmf.BlockChunk
-	(*BlockAck)(nil),            // 47: didnmf.BlockAck
-	(*CheckpointDone)(nil),      // 48: didnmf.CheckpointDone
-	(*CheckpointCopy)(nil),      // 49: didnmf.CheckpointCopy
-	(*Buddies)(nil),             // 50: didnmf.Buddies
-	(*CheckpointStored)(nil),    // 51: didnmf.CheckpointStored
-	(*CheckpointFetch)(nil),     // 52: didnmf.CheckpointFetch
-	(*ActorFailed)(nil),         // 53: didnmf.ActorFailed
-	(*JobState)(nil),            // 54: didnmf.JobState
-	(*CheckpointCommitted)(nil), // 55: didnmf.CheckpointCommitted
-	(*CheckpointAt)(nil),        // 56: didnmf.CheckpointAt
+	(*MaskStats)(nil),           // 14: didnmf.MaskStats
+	(*SubmitJob)(nil),           // 15: didnmf.SubmitJob
+	(*JobAccepted)(nil),         // 16: didnmf.JobAccepted
+	(*JobError)(nil),            // 17: didnmf.JobError
+	(*CancelJob)(nil),           // 18: didnmf.CancelJob
+	(*LeaseRenew)(nil),          // 19: didnmf.LeaseRenew
+	(*LeaseAck)(nil),            // 20: didnmf.LeaseAck
+	(*ListJobs)(nil),            // 21: didnmf.ListJobs
+	(*JobInfo)(nil),             // 22: didnmf.JobInfo
+	(*JobList)(nil),             // 23: didnmf.JobList
+	(*Ping)(nil),                // 24: didnmf.Ping
+	(*Pong)(nil),                // 25: didnmf.Pong
+	(*HostStatus)(nil),          // 26: didnmf.HostStatus
+	(*ShardAssignment)(nil),     // 27: didnmf.ShardAssignment
+	(*ReducerAssignment)(nil),   // 28: didnmf.ReducerAssignment
+	(*Placed)(nil),              // 29: didnmf.Placed
+	(*StartJob)(nil),            // 30: didnmf.StartJob
+	(*Grant)(nil),               // 31: didnmf.Grant
+	(*Finish)(nil),              // 32: didnmf.Finish
+	(*StopJob)(nil),             // 33: didnmf.StopJob
+	(*Partial)(nil),             // 34: didnmf.Partial
+	(*Reduced)(nil),             // 35: didnmf.Reduced
+	(*IterationDone)(nil),       // 36: didnmf.IterationDone
+	(*Progress)(nil),            // 37: didnmf.Progress
+	(*Counters)(nil),            // 38: didnmf.Counters
+	(*ShardDone)(nil),           // 39: didnmf.ShardDone
+	(*ReducerDone)(nil),         // 40: didnmf.ReducerDone
+	(*ResultChunk)(nil),         // 41: didnmf.ResultChunk
+	(*ResultAck)(nil),           // 42: didnmf.ResultAck
+	(*HistoryPoint)(nil),        // 43: didnmf.HistoryPoint
+	(*JobResult)(nil),           // 44: didnmf.JobResult
+	(*Recovery)(nil),            // 45: didnmf.Recovery
+	(*BlockRequest)(nil),        // 46: didnmf.BlockRequest
+	(*BlockChunk)(nil),          // 47: didnmf.BlockChunk
+	(*BlockAck)(nil),            // 48: didnmf.BlockAck
+	(*CheckpointDone)(nil),      // 49: didnmf.CheckpointDone
+	(*CheckpointCopy)(nil),      // 50: didnmf.CheckpointCopy
+	(*Buddies)(nil),             // 51: didnmf.Buddies
+	(*CheckpointStored)(nil),    // 52: didnmf.CheckpointStored
+	(*CheckpointFetch)(nil),     // 53: didnmf.CheckpointFetch
+	(*ActorFailed)(nil),         // 54: didnmf.ActorFailed
+	(*JobState)(nil),            // 55: didnmf.JobState
+	(*CheckpointCommitted)(nil), // 56: didnmf.CheckpointCommitted
+	(*CheckpointAt)(nil),        // 57: didnmf.CheckpointAt
 }
 var file_didnmf_proto_depIdxs = []int32{
 	3,  // 0: didnmf.JobSpec.layout:type_name -> didnmf.Layout
@@ -5626,7 +5879,7 @@ var file_didnmf_proto_depIdxs = []int32{
 	7,  // 12: didnmf.JobError.kind:type_name -> didnmf.ErrorKind
 	0,  // 13: didnmf.JobInfo.algorithm:type_name -> didnmf.Algorithm
 	8,  // 14: didnmf.JobInfo.state:type_name -> didnmf.JobPhase
-	21, // 15: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
+	22, // 15: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
 	13, // 16: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
 	10, // 17: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
 	10, // 18: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
@@ -5638,30 +5891,32 @@ var file_didnmf_proto_depIdxs = []int32{
 	10, // 24: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
 	11, // 25: didnmf.Partial.chunk:type_name -> didnmf.Chunk
 	11, // 26: didnmf.Reduced.chunk:type_name -> didnmf.Chunk
-	37, // 27: didnmf.ShardDone.counters:type_name -> didnmf.Counters
-	37, // 28: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
-	10, // 29: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
-	11, // 30: didnmf.ResultChunk.chunk:type_name -> didnmf.Chunk
-	42, // 31: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
-	37, // 32: didnmf.JobResult.counters:type_name -> didnmf.Counters
-	44, // 33: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
-	10, // 34: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
-	11, // 35: didnmf.BlockChunk.chunk:type_name -> didnmf.Chunk
-	10, // 36: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
-	11, // 37: didnmf.CheckpointCopy.chunk:type_name -> didnmf.Chunk
-	10, // 38: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
-	10, // 39: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
-	10, // 40: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
-	9,  // 41: didnmf.ActorFailed.role:type_name -> didnmf.ActorRole
-	14, // 42: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
-	42, // 43: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
-	10, // 44: didnmf.JobState.coordinator:type_name -> didnmf.Pid
-	44, // 45: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	14, // 27: didnmf.IterationDone.mask:type_name -> didnmf.MaskStats
+	38, // 28: didnmf.ShardDone.counters:type_name -> didnmf.Counters
+	38, // 29: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
+	10, // 30: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
+	11, // 31: didnmf.ResultChunk.chunk:type_name -> didnmf.Chunk
+	43, // 32: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
+	38, // 33: didnmf.JobResult.counters:type_name -> didnmf.Counters
+	45, // 34: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
+	14, // 35: didnmf.JobResult.mask:type_name -> didnmf.MaskStats
+	10, // 36: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
+	11, // 37: didnmf.BlockChunk.chunk:type_name -> didnmf.Chunk
+	10, // 38: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
+	11, // 39: didnmf.CheckpointCopy.chunk:type_name -> didnmf.Chunk
+	10, // 40: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
+	10, // 41: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
+	10, // 42: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
+	9,  // 43: didnmf.ActorFailed.role:type_name -> didnmf.ActorRole
+	15, // 44: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
+	43, // 45: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
+	10, // 46: didnmf.JobState.coordinator:type_name -> didnmf.Pid
+	45, // 47: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
+	48, // [48:48] is the sub-list for method output_type
+	48, // [48:48] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_didnmf_proto_init() }
@@ -5675,7 +5930,7 @@ func file_didnmf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   47,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -44,8 +44,18 @@ type Report struct {
 	// Loss is the divergence minimised, when not Frobenius ("kl", "is" or a beta); Objective
 	// is then twice scikit-learn's beta divergence (plus any penalty), and rel_err2 and rmse
 	// stay the plain squared error.
-	Loss       string `json:"loss,omitempty"`
-	Iterations int    `json:"iterations"`
+	Loss string `json:"loss,omitempty"`
+	// Missing and held-out entries (--missing nan, --test-fraction): the entries the fit saw
+	// (rel_err2 and rmse are over them), the missing ones, and the held-out test set with its
+	// error at the end (the history has it at every iteration).
+	Observed     int64   `json:"observed,omitempty"`
+	Missing      int64   `json:"missing,omitempty"`
+	TestFraction float64 `json:"test_fraction,omitempty"`
+	TestSeed     uint64  `json:"test_seed,omitempty"`
+	TestCount    int64   `json:"test_count,omitempty"`
+	TestRelErr2  float64 `json:"test_rel_err2,omitempty"`
+	TestRMSE     float64 `json:"test_rmse,omitempty"`
+	Iterations   int     `json:"iterations"`
 	// Seconds is the run's wall time from the start of the initialisation (InitSeconds) to
 	// the end of the last iteration (IterateSeconds); ReadSeconds is the time this process
 	// took to read the input before (0 on a cluster, whose nodes read it).

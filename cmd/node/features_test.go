@@ -35,6 +35,15 @@ var jobFeatures = []struct {
 			t.Errorf("report: loss %q, alpha_coef %v", r.Loss, r.AlphaCoef)
 		}
 	}},
+	{"held-out test set", []string{"--test-fraction", "0.1", "--test-seed", "7"}, func(t *testing.T, out string) {
+		r := readReport(t, out)
+		last := r.History[len(r.History)-1]
+		if r.TestFraction != 0.1 || r.TestSeed != 7 || r.TestCount < 1200 || r.TestCount > 3600 || !(r.TestRelErr2 > 0) ||
+			r.Observed+r.TestCount != 8*3000 || last.TestRelErr2 != r.TestRelErr2 || r.History[0].TestCount != r.TestCount {
+			t.Errorf("report: test fraction %v seed %v, %d held out, %d observed, test rel_err2 %v (history's last %v)",
+				r.TestFraction, r.TestSeed, r.TestCount, r.Observed, r.TestRelErr2, last.TestRelErr2)
+		}
+	}},
 	{"l1 penalty, alpha-basis same", []string{"--alpha-coef", "0.01", "--l1-ratio", "1", "--algo", "dbcd"}, func(t *testing.T, out string) {
 		if r := readReport(t, out); r.AlphaBasis != 0.01 {
 			t.Errorf("--alpha-basis same: report alpha_basis %v, want 0.01", r.AlphaBasis)

@@ -132,8 +132,12 @@ type jobFlags struct {
 	alphaBasis string
 	l1Ratio    float64
 	loss       kernels.Loss
-	nodes      int
-	fanIn      int
+	// Missing values and the held-out test set.
+	missing      string
+	testFraction float64
+	testSeed     uint64
+	nodes        int
+	fanIn        int
 	// checkpointEvery is the checkpoint interval of runs on actors (0: none, -1: automatic),
 	// parsed from checkpointFlag.
 	checkpointEvery int
@@ -177,6 +181,9 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.alphaCoef, "alpha-coef", 0, "L1/L2 penalty on coef, scikit-learn's alpha_W (scaled as it does, by the number of features): 0 is none; for did, dbcd, bcd, hals, mu, anls, hpc-anls")
 	fs.StringVar(&f.alphaBasis, "alpha-basis", "same", "L1/L2 penalty on basis, scikit-learn's alpha_H (scaled by the number of samples): a number, or same as --alpha-coef, as scikit-learn's default")
 	fs.Var(&f.loss, "loss", "the divergence to minimise, scikit-learn's beta_loss: frobenius, kl (Kullback-Leibler: counts), is (Itakura-Saito: spectra, X > 0), or a number beta; all but frobenius need --algo mu (default frobenius)")
+	fs.StringVar(&f.missing, "missing", "", "nan: read NaN entries as not observed (missing values, fitted around: did, dbcd, bcd, hals) instead of refusing them")
+	fs.Float64Var(&f.testFraction, "test-fraction", 0, "hold this `FRACTION` of the entries out of the fit (chosen by a hash of --test-seed, sample and feature, so the same whatever the sharding) and report their error every iteration: RcppML's cross-validation of the rank (did, dbcd, bcd, hals)")
+	fs.Uint64Var(&f.testSeed, "test-seed", 1, "seed of the held-out entries (the same test set for every --seed and --rank)")
 	fs.Float64Var(&f.l1Ratio, "l1-ratio", 0, "share of L1 in the penalties, scikit-learn's l1_ratio: 0 is L2 only, 1 is L1 only (sparser factors)")
 	fs.IntVar(&f.nodes, "nodes", 0, "run on an in-process cluster of `N` actor systems on loopback, talking over gRPC (0: the in-process driver, no actors)")
 	fs.IntVar(&f.fanIn, "fan-in", 0, "fan-in of the reduce tree with --nodes or --cluster (a power of two; 0: the default)")
@@ -310,6 +317,9 @@ func (f *jobFlags) open() (*job, error) {
 	if f.ingest == "" {
 		f.ingest = jobspec.IngestShared // bench has no --ingest
 	}
+	if f.missing != "" && f.missing != "nan" {
+		return nil, badInput("--missing %q: the only marker of a missing value is nan", f.missing)
+	}
 	alphaBasis := f.alphaCoef
 	if f.alphaBasis != "same" && f.alphaBasis != "" {
 		if alphaBasis, err = strconv.ParseFloat(f.alphaBasis, 64); err != nil {
@@ -337,7 +347,8 @@ func (f *jobFlags) open() (*job, error) {
 	spec := &jobspec.Spec{Inputs: f.inputs, Algo: algo.Name, Rank: f.rank, Shards: f.shards, Seed: f.seed,
 		Init: initMethod, InitBasis: f.initBasis, InitCoef: f.initCoef, Form: form, Storage: storage, Layout: layout,
 		Stop: kernels.StopRule{Tol: f.tol, MaxIter: f.maxIter, TimeLimit: f.timeLimit, StallTol: f.stallTol},
-		Rho:  f.rho, AlphaCoef: f.alphaCoef, AlphaBasis: alphaBasis, L1Ratio: f.l1Ratio, Loss: f.loss, FanIn: cmp.Or(f.fanIn, jobspec.DefaultFanIn), CheckpointEvery: int64(f.checkpointEvery),
+		Rho:  f.rho, AlphaCoef: f.alphaCoef, AlphaBasis: alphaBasis, L1Ratio: f.l1Ratio, Loss: f.loss,
+		Missing: f.missing == "nan", TestFraction: f.testFraction, TestSeed: f.testSeed, FanIn: cmp.Or(f.fanIn, jobspec.DefaultFanIn), CheckpointEvery: int64(f.checkpointEvery),
 		Ingest: f.ingest, OutShared: f.outShared, Overwrite: f.overwrite, Detached: f.detach}
 	target := didnmf.InProcess(f.nodes, f.threads)
 	if f.cluster != "" {

@@ -145,6 +145,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 				if err == nil {
 					o.run = sweep.Run{K: t.k, Seed: t.seed, M: res.M, Basis: res.B, TrainRelErr2: res.RelErr2(), TestRelErr2: math.NaN(),
 						Iterations: res.Iterations, Seconds: res.Seconds}
+					if res.TestCount > 0 {
+						o.run.TestRelErr2 = res.TestRelErr2()
+					}
 				}
 				mu.Lock()
 				results[i] = o
@@ -153,8 +156,12 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 					if err != nil {
 						fmt.Fprintf(stderr, "  [%d/%d] K=%d seed %d: failed: %v\n", done, len(tasks), t.k, t.seed, err)
 					} else {
-						fmt.Fprintf(stderr, "  [%d/%d] K=%d seed %d: %d iterations in %s, rel_err2 %.4g (%s elapsed)\n", done, len(tasks), t.k, t.seed,
-							res.Iterations, secondsText(res.Seconds), res.RelErr2(), secondsText(time.Since(start).Seconds()))
+						test := ""
+						if res.TestCount > 0 {
+							test = fmt.Sprintf(", test %.4g", res.TestRelErr2())
+						}
+						fmt.Fprintf(stderr, "  [%d/%d] K=%d seed %d: %d iterations in %s, rel_err2 %.4g%s (%s elapsed)\n", done, len(tasks), t.k, t.seed,
+							res.Iterations, secondsText(res.Seconds), res.RelErr2(), test, secondsText(time.Since(start).Seconds()))
 					}
 				}
 				mu.Unlock()

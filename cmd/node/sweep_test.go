@@ -32,7 +32,8 @@ func sameSweep(t *testing.T, a, b string) {
 	}
 	for i := range ra.Runs {
 		x, y := ra.Runs[i], rb.Runs[i]
-		if x.K != y.K || x.Seed != y.Seed || x.TrainRelErr2 != y.TrainRelErr2 || x.Iterations != y.Iterations {
+		if x.K != y.K || x.Seed != y.Seed || x.TrainRelErr2 != y.TrainRelErr2 || x.Iterations != y.Iterations ||
+			(x.TestRelErr2 == nil) != (y.TestRelErr2 == nil) || (x.TestRelErr2 != nil && *x.TestRelErr2 != *y.TestRelErr2) {
 			t.Errorf("run %d: %+v against %+v", i, x, y)
 		}
 	}
@@ -66,7 +67,8 @@ func TestSweepCommand(t *testing.T) {
 		t.Errorf("sweep.tsv: %d lines, header %q", len(tsv), tsv[0])
 	}
 	// The same sweep (shorter) in this process and on 3 actor systems, 3 jobs at once.
-	short := []string{"sweep", "--input", sweepInput, "--ranks", "2:4", "--seeds", "2", "--max-iter", "100", "--shards", "2", "--quiet"}
+	short := []string{"sweep", "--input", sweepInput, "--ranks", "2:4", "--seeds", "2", "--max-iter", "100", "--shards", "2", "--quiet",
+		"--test-fraction", "0.1"}
 	a, b := filepath.Join(dir, "short"), filepath.Join(dir, "nodes")
 	if code, _, stderr := runNode(t, append(short, "--out", a)...); code != 0 {
 		t.Fatal(stderr)
@@ -75,6 +77,10 @@ func TestSweepCommand(t *testing.T) {
 		t.Fatal(stderr)
 	}
 	sameSweep(t, a, b)
+	s := readSweep(t, b)
+	if !strings.Contains(s.Rule, "test error") || s.Runs[0].TestRelErr2 == nil || s.PerRank[0].TestMean == nil {
+		t.Errorf("a sweep with a test set: rule %q, first run's test error %v", s.Rule, s.Runs[0].TestRelErr2)
+	}
 }
 
 // TestSweepRefuses: what a sweep cannot do is said before any job runs.
