@@ -68,10 +68,10 @@ type Job struct {
 	// reported iteration (nil and 0 for a job without a mask).
 	mask    *messages.MaskStats
 	testSSE float64
-	sqNorms  []float64
-	shardOf  map[string]int // a shard actor's id -> its shard, for this epoch
-	running  bool
-	over     bool
+	sqNorms []float64
+	shardOf map[string]int // a shard actor's id -> its shard, for this epoch
+	running bool
+	over    bool
 	// committing is set while the output files are committed (Ready.Commit).
 	committing *messages.JobResult
 	// answer is what ended the job for the client (see Answer).
