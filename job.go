@@ -3,6 +3,7 @@ package didnmf
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -96,7 +97,7 @@ func Open(spec *jobspec.Spec, t Target) (*Job, error) {
 		return j, nil
 	}
 	start := time.Now()
-	src, err := matio.OpenAll(spec.Inputs)
+	src, err := matio.OpenAllWithOptions(os.Open, spec.Inputs, matio.ReadOptions{Missing: spec.Missing})
 	if err != nil {
 		return nil, inputErr(err)
 	}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -39,7 +40,7 @@ type blockStream struct {
 // openStreams opens a streamed job's inputs on the client and fills in the shape and natural
 // layout the nodes need, since they cannot read the files.
 func openStreams(spec *messages.JobSpec) (*blockStreams, error) {
-	src, err := matio.OpenAll(spec.Inputs)
+	src, err := matio.OpenAllWithOptions(os.Open, spec.Inputs, matio.ReadOptions{Missing: spec.Missing})
 	if err != nil {
 		return nil, err
 	}

@@ -107,7 +107,7 @@ func readShape(roots *fsroot.Roots, spec *messages.JobSpec) (inputShape, error) 
 		return inputShape{name: strings.Join(spec.Inputs, " + ") + " (streamed by the client)", m: m, n: n,
 			density: float64(spec.StoredEntries) / (float64(m) * float64(n))}, nil
 	}
-	src, err := matio.OpenAllWith(roots.Opener("--input"), spec.Inputs)
+	src, err := matio.OpenAllWithOptions(roots.Opener("--input"), spec.Inputs, matio.ReadOptions{Missing: spec.Missing})
 	if err != nil {
 		return inputShape{}, err
 	}

@@ -314,7 +314,8 @@ func (s *shard) startIngest() error {
 		}
 	}
 	var err error
-	s.ingest, err = matio.NewBlockBuilder(int(s.spec.Features), int(s.a.ColHi-s.a.ColLo), natural, s.spec.Layout)
+	s.ingest, err = matio.NewBlockBuilderWithOptions(int(s.spec.Features), int(s.a.ColHi-s.a.ColLo), natural, s.spec.Layout,
+		matio.ReadOptions{Missing: s.spec.Missing})
 	return err
 }
 
@@ -413,7 +414,7 @@ func (s *shard) check() error {
 // read reads the shard's own samples of the input.
 func (s *shard) read() (kernels.Block, error) {
 	a := s.a
-	src, err := matio.OpenAllWith(s.node.cfg.Roots.Opener("--input"), s.spec.Inputs)
+	src, err := matio.OpenAllWithOptions(s.node.cfg.Roots.Opener("--input"), s.spec.Inputs, matio.ReadOptions{Missing: s.spec.Missing})
 	if err != nil {
 		return nil, err
 	}

@@ -60,6 +60,7 @@ type span struct{ lo, hi int }
 type BlockBuilder struct {
 	rows, cols      int
 	natural, layout Layout
+	missing         bool // a NaN value is a missing value (ReadOptions.Missing)
 	received        int  // values (dense) or columns (sparse) received
 	taken           bool // Block has handed the data over
 
@@ -77,8 +78,19 @@ type BlockBuilder struct {
 // arrives in the natural layout (LayoutDense or LayoutSparse) and is wanted in layout. It fails
 // on negative sizes, rows above 2^31-1, an unknown layout, and a dense block (natural or
 // wanted) too large to address. A natural dense builder allocates its rows*cols values here.
+// Its chunks must hold no NaN: it is [NewBlockBuilderWithOptions] with ReadOptions{}.
 func NewBlockBuilder(rows, cols int, natural, layout Layout) (*BlockBuilder, error) {
-	const name = "matio: NewBlockBuilder"
+	return newBlockBuilder("matio: NewBlockBuilder", rows, cols, natural, layout, ReadOptions{})
+}
+
+// NewBlockBuilderWithOptions is [NewBlockBuilder] for chunks read with opts: with
+// opts.Missing, a NaN value is a missing value, stored as a NaN (an entry of a sparse block),
+// as the Source opened with the same options reads it, instead of an error.
+func NewBlockBuilderWithOptions(rows, cols int, natural, layout Layout, opts ReadOptions) (*BlockBuilder, error) {
+	return newBlockBuilder("matio: NewBlockBuilderWithOptions", rows, cols, natural, layout, opts)
+}
+
+func newBlockBuilder(name string, rows, cols int, natural, layout Layout, opts ReadOptions) (*BlockBuilder, error) {
 	if rows < 0 || cols < 0 {
 		return nil, fmt.Errorf("%s: negative size %d x %d", name, rows, cols)
 	}
@@ -96,7 +108,7 @@ func NewBlockBuilder(rows, cols int, natural, layout Layout) (*BlockBuilder, err
 			return nil, err
 		}
 	}
-	b := &BlockBuilder{rows: rows, cols: cols, natural: natural, layout: layout}
+	b := &BlockBuilder{rows: rows, cols: cols, natural: natural, layout: layout, missing: opts.Missing}
 	if natural == LayoutDense {
 		b.data = make([]float64, rows*cols)
 	} else {
@@ -126,8 +138,9 @@ func (b *BlockBuilder) usable(natural Layout) error {
 // part of a column, or end in the middle of one) and may come in any order, but must not
 // overlap: a piece that overlaps data already received, a duplicate included, is an error and
 // changes nothing. Negative zeros are stored as zeros, as Read stores them. It fails when the
-// builder is sparse, the piece is outside the block, or a value is NaN, infinite or negative
-// (the error names the value's sample, counted from the block's first, and its feature).
+// builder is sparse, the piece is outside the block, or a value is NaN (unless the builder
+// reads NaN as missing: see [NewBlockBuilderWithOptions]), infinite or negative (the error
+// names the value's sample, counted from the block's first, and its feature).
 func (b *BlockBuilder) AddDense(offset int, values []float64) error {
 	if err := b.usable(LayoutDense); err != nil {
 		return err
@@ -147,6 +160,10 @@ func (b *BlockBuilder) AddDense(offset int, values []float64) error {
 	}
 	dst := b.data[offset:end]
 	for k, v := range values {
+		if isMissing(v, b.missing) {
+			dst[k] = missingNaN
+			continue
+		}
 		if what := badValue(v); what != "" {
 			p := offset + k
 			return chunkError("sample %d of the block, feature %d (0-based): %s %s", p/b.rows, p%b.rows, what, entryRule)
@@ -180,10 +197,10 @@ func (b *BlockBuilder) AddDense(offset int, values []float64) error {
 // colLo+j are values[colPtr[j]:colPtr[j+1]] in rows rowIdx[colPtr[j]:colPtr[j+1]], with
 // colPtr[0] == 0 and colPtr[len(colPtr)-1] == len(rowIdx) == len(values). Columns come in
 // order, each exactly once: colLo must be the number of columns received so far. Rows must be
-// in range and strictly increasing within a column, and values finite and nonnegative (errors
-// name the sample, counted from the block's first, and the feature); explicit zeros are
-// dropped, as Read drops them. It fails when the builder is dense. A colPtr of length 1 adds
-// nothing.
+// in range and strictly increasing within a column, and values finite and nonnegative or, when
+// the builder reads NaN as missing, NaN (errors name the sample, counted from the block's
+// first, and the feature); explicit zeros are dropped, as Read drops them, and NaN entries
+// kept. It fails when the builder is dense. A colPtr of length 1 adds nothing.
 func (b *BlockBuilder) AddSparse(colLo int, colPtr []int64, rowIdx []int32, values []float64) error {
 	if err := b.usable(LayoutSparse); err != nil {
 		return err
@@ -227,7 +244,9 @@ func (b *BlockBuilder) AddSparse(colLo int, colPtr []int64, rowIdx []int32, valu
 				return undo(chunkError("column %d of the block: row index %d after %d (rows must increase)", col, r, prev))
 			}
 			prev = r
-			if what := badValue(v); what != "" {
+			if isMissing(v, b.missing) {
+				v = missingNaN
+			} else if what := badValue(v); what != "" {
 				return undo(chunkError("sample %d of the block, feature %d (0-based): %s %s", col, r, what, entryRule))
 			}
 			if v == 0 {

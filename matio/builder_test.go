@@ -224,8 +224,20 @@ type piece struct {
 // and feeds everything to a BlockBuilder.
 func streamBlock(t *testing.T, src Source, lo, hi int, layout Layout, maxValues, pieceLen int, seed uint64) kernels.Block {
 	t.Helper()
+	return streamBlockWith(t, src, lo, hi, layout, maxValues, pieceLen, seed, nil)
+}
+
+// streamBlockWith is streamBlock with a builder built with opts (NewBlockBuilder when nil).
+func streamBlockWith(t *testing.T, src Source, lo, hi int, layout Layout, maxValues, pieceLen int, seed uint64, opts *ReadOptions) kernels.Block {
+	t.Helper()
 	natural, m := NaturalLayout(src), src.Features()
-	bb, err := NewBlockBuilder(m, hi-lo, natural, layout)
+	var bb *BlockBuilder
+	var err error
+	if opts == nil {
+		bb, err = NewBlockBuilder(m, hi-lo, natural, layout)
+	} else {
+		bb, err = NewBlockBuilderWithOptions(m, hi-lo, natural, layout, *opts)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,5 +7,9 @@
 // [kernels.Block] values (a column-major *kernels.Dense or a *kernels.CSC), one contiguous range
 // of samples at a time, so that each shard can read only its own part.
 //
+// Every entry must be finite and nonnegative. With [ReadOptions] Missing (see
+// [OpenAllWithOptions], [NewBlockBuilderWithOptions]) a NaN entry is a missing value instead:
+// the blocks hold NaN there, as kernels.Options.Missing expects.
+//
 // Every error about the input wraps [ErrInput] and starts with the file path or the spec.
 package matio

@@ -79,8 +79,9 @@ const entryRule = "(NMF needs finite nonnegative entries)"
 // checkDense validates the entries of d, a block of X whose column 0 is sample lo of the file,
 // and turns negative zeros into zeros (so that a block has the same bits whether it went
 // through CSC form or not). matrix switches the wording from sample/feature to row/column (for
-// factor files).
-func checkDense(name string, d *kernels.Dense, lo int, matrix bool) error {
+// factor files). With missing (ReadOptions.Missing), a NaN entry is a missing value, stored
+// as missingNaN, and sawNaN reports that there was one.
+func checkDense(name string, d *kernels.Dense, lo int, matrix, missing bool) (sawNaN bool, err error) {
 	for p, v := range d.Data {
 		if v >= 0 && v <= math.MaxFloat64 {
 			if v == 0 {
@@ -88,11 +89,16 @@ func checkDense(name string, d *kernels.Dense, lo int, matrix bool) error {
 			}
 			continue
 		}
+		if isMissing(v, missing) {
+			d.Data[p] = missingNaN
+			sawNaN = true
+			continue
+		}
 		i, j := p%d.Rows, lo+p/d.Rows
 		if matrix {
-			return inputErrorf(name, "row %d, column %d (0-based): %s %s", j, i, badValue(v), entryRule)
+			return false, inputErrorf(name, "row %d, column %d (0-based): %s %s", j, i, badValue(v), entryRule)
 		}
-		return inputErrorf(name, "sample %d, feature %d (0-based): %s %s", j, i, badValue(v), entryRule)
+		return false, inputErrorf(name, "sample %d, feature %d (0-based): %s %s", j, i, badValue(v), entryRule)
 	}
-	return nil
+	return sawNaN, nil
 }

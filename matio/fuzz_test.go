@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +22,10 @@ import (
 // claimed dims, be valid CSC when sparse, hold only finite nonnegative values, and agree
 // across layouts and ranges; a file and its gzip-compressed copy must read the same; and
 // opening must allocate in proportion to the bytes that are there, never to what a header
-// claims. Their committed corpora, in testdata/fuzz, run as regression inputs in plain go test.
+// claims. Every file is also opened with ReadOptions Missing, which must accept whatever the
+// default accepts, read it the same, and differ only by taking NaN entries (held as NaN, seen
+// by MissingSeen) where the default fails. Their committed corpora, in testdata/fuzz, run as
+// regression inputs in plain go test.
 
 // maxFuzzEntries bounds how much a fuzz target reads, since a header may legally claim a huge
 // matrix.
@@ -38,9 +42,14 @@ func openAllocBound(n int) uint64 { return 256*uint64(n) + 512<<10 }
 
 // openMeasured opens spec and returns the bytes Open allocated.
 func openMeasured(spec string) (Source, error, uint64) {
+	return openMeasuredWith(spec, ReadOptions{})
+}
+
+// openMeasuredWith is openMeasured opening with opts.
+func openMeasuredWith(spec string, opts ReadOptions) (Source, error, uint64) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	src, err := Open(spec)
+	src, err := OpenWithOptions(os.Open, spec, opts)
 	runtime.ReadMemStats(&after)
 	return src, err, after.TotalAlloc - before.TotalAlloc
 }
@@ -79,6 +88,10 @@ func FuzzNPY(f *testing.F) {
 	f.Add(npyBytes("{'descr': '>f4', 'fortran_order': True, 'shape': (2, 1), }", []byte{0x3f, 0x80, 0, 0, 0, 0, 0, 0}))
 	f.Add(npyBytes("{'descr': '|u1', 'fortran_order': False, 'shape': (3, 2), }", []byte{0, 1, 0, 0, 2, 0}))
 	// A header announcing 4 GiB - 1 of header text, and one of a megabyte, with none of it there.
+	// NaN (missing values with Missing): quiet, negative and signalling, then an infinity.
+	f.Add(npyBytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }",
+		[]byte{0, 0, 0, 0, 0, 0, 0xf8, 0x7f, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0, 0, 0, 0, 0, 0, 0xf8, 0xff, 1, 0, 0, 0, 0, 0, 0xf0, 0x7f}))
+	f.Add(npyBytes("{'descr': '>f4', 'fortran_order': True, 'shape': (2, 2), }", []byte{0x7f, 0xc0, 0, 0, 0, 0, 0, 0, 0xff, 0xc0, 0, 0, 0x7f, 0x80, 0, 0}))
 	f.Add([]byte("\x93NUMPY\x02\x00\xff\xff\xff\xff{}"))
 	f.Add([]byte("\x93NUMPY\x03\x00\x00\x00\x10\x00{"))
 	// A shape with thousands of dimensions: its message must cost time linear in nothing.
@@ -118,6 +131,11 @@ func FuzzMTX(f *testing.F) {
 	addSeeds(f, "coo.mtx", "array.mtx", "sym.mtx", "sym_array.mtx", "pattern.mtx", "int.mtx")
 	f.Add([]byte("%%MatrixMarket matrix coordinate real symmetric\n3 3 2\n1 2 5\n2 1 1\n"))
 	f.Add([]byte("%%MatrixMarket matrix array real general\n2 2\n1 2\n3\n-4\n"))
+	// NaN values (missing with Missing), in the spellings a file may use, and where they cannot be.
+	f.Add([]byte("%%MatrixMarket matrix coordinate real general\n3 2 4\n1 1 nan\n2 2 NaN\n3 1 -nan\n3 2 0\n"))
+	f.Add([]byte("%%MatrixMarket matrix array real general\n2 2\nNAN\n+nan\n1\ninf\n"))
+	f.Add([]byte("%%MatrixMarket matrix coordinate real symmetric\n3 3 2\n2 1 nan\n3 3 1\n"))
+	f.Add([]byte("%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 1 nan\n"))
 	// Size lines claiming billions of entries or values, with one there.
 	f.Add([]byte("%%MatrixMarket matrix coordinate real general\n2000000000 2000000000 2000000000\n1 2 5\n"))
 	f.Add([]byte("%%MatrixMarket matrix array real general\n2000000000 2000000000\n1\n"))
@@ -132,6 +150,8 @@ func FuzzIDX(f *testing.F) {
 	f.Add(idxBytes(0x08, []uint32{3, 2, 2}, make([]byte, 12)))
 	f.Add(idxBytes(0x0D, []uint32{2, 1}, idxEncode(0x0D, []float64{1, -1})))
 	f.Add(idxBytes(0x0E, []uint32{2}, idxEncode(0x0E, []float64{0.5, 2})))
+	f.Add(idxBytes(0x0E, []uint32{3, 1}, idxEncode(0x0E, []float64{math.NaN(), 2, math.Copysign(math.NaN(), -1)})))
+	f.Add(idxBytes(0x0D, []uint32{2, 2}, idxEncode(0x0D, []float64{1, math.NaN(), 0, math.Inf(1)})))
 	f.Add(idxBytes(0x0B, []uint32{1, 3}, idxEncode(0x0B, []float64{1, 0, 300})))
 	f.Add(idxBytes(0x0C, []uint32{1 << 31, 1 << 31}, nil))
 	f.Add(idxBytes(0x0E, []uint32{1 << 20, 1 << 10}, make([]byte, 16)))
@@ -167,6 +187,8 @@ func FuzzGzip(f *testing.F) {
 	f.Add(npyBytes("{'descr': '<f8', 'fortran_order': False, 'shape': (100000, 1000), }", nil), uint8(3), uint8(3), uint16(4000))
 	f.Add(idxBytes(0x0E, []uint32{1 << 20, 1 << 10}, nil), uint8(2), uint8(3), uint16(0xffff))
 	f.Add([]byte("%%MatrixMarket matrix coordinate real general\n9 9 81\n1 1 1\n"), uint8(3), uint8(2), uint16(50))
+	f.Add([]byte("%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 nan\n2 1 3\n"), uint8(1), uint8(0), uint16(0))
+	f.Add(npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }", []byte{0, 0, 0xc0, 0x7f, 0, 0, 0x80, 0x3f}), uint8(3), uint8(2), uint16(20))
 	dir := f.TempDir()
 	names := []string{"x.npy", "x.mtx", "x.idx", "x", "train-images-idx3-ubyte"}
 	f.Fuzz(func(t *testing.T, data []byte, kind, op uint8, at uint16) {
@@ -229,7 +251,7 @@ func FuzzSyntheticSpec(f *testing.F) {
 		if s.m*s.k > maxFuzzEntries {
 			return // B* alone would be too big to make on every run
 		}
-		if _, err := checkSource(t, src); err != nil {
+		if _, err := checkSource(t, src, false); err != nil {
 			t.Fatalf("synthetic data fails to read: %v", err)
 		}
 		m, n, k, b, c, err := SyntheticFactors(spec)
@@ -290,7 +312,8 @@ func (r fuzzResult) same(t *testing.T, what, other string, o fuzzResult) {
 }
 
 // fuzzFile writes data to dir as a file called name, and gzip-compressed as name.gz, opens
-// and reads both, and checks that they read alike. It returns both results.
+// and reads both, with the default options and with Missing, and checks that they read
+// alike. It returns both results of the default options.
 func fuzzFile(t *testing.T, dir, name string, data []byte) (raw, gz fuzzResult) {
 	rawPath, gzPath := filepath.Join(dir, name), filepath.Join(dir, name+".gz")
 	z := fastGzip(t, data)
@@ -299,20 +322,62 @@ func fuzzFile(t *testing.T, dir, name string, data []byte) (raw, gz fuzzResult) 
 	}
 	raw = openAndCheck(t, rawPath, len(data))
 	gz = openAndCheck(t, gzPath, len(data)+len(z))
+	missing := ReadOptions{Missing: true}
+	rawM := openAndCheckWith(t, rawPath, len(data), missing)
+	gzM := openAndCheckWith(t, gzPath, len(data)+len(z), missing)
+	raw.sameOrMissing(t, rawM)
+	gz.sameOrMissing(t, gzM)
 	// A file that is itself gzip data is decompressed once from the first and twice from the
 	// second, so only the others must agree.
 	if !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
 		raw.same(t, rawPath, gzPath, gz)
+		rawM.same(t, rawPath+" (missing)", gzPath+" (missing)", gzM)
 	}
 	return raw, gz
+}
+
+// sameOrMissing fails unless m, the same file opened with Missing, accepts all that r (opened
+// without) accepts and reads it alike, and fails only where r fails.
+func (r fuzzResult) sameOrMissing(t *testing.T, m fuzzResult) {
+	t.Helper()
+	if m.openErr != nil {
+		if r.openErr == nil {
+			t.Fatalf("%s opens without Missing but not with it: %v", r.path, m.openErr)
+		}
+		return
+	}
+	if r.openErr != nil {
+		// Only a NaN, in a MatrixMarket file (read whole by Open), fails the default alone.
+		if !strings.Contains(r.openErr.Error(), "NaN value") {
+			t.Fatalf("%s opens with Missing but not without it, not for a NaN: %v", r.path, r.openErr)
+		}
+		return
+	}
+	if r.n != m.n || r.m != m.m {
+		t.Fatalf("%s is %d x %d without Missing, %d x %d with it", r.path, r.n, r.m, m.n, m.m)
+	}
+	switch {
+	case r.readErr == nil && m.readErr != nil:
+		t.Fatalf("%s reads without Missing but not with it: %v", r.path, m.readErr)
+	case r.readErr == nil && !sameData(r.data, m.data):
+		t.Fatalf("%s reads different values with Missing", r.path)
+	case r.readErr != nil && m.readErr == nil && !strings.Contains(r.readErr.Error(), "NaN value"):
+		t.Fatalf("%s reads with Missing but not without it, not for a NaN: %v", r.path, r.readErr)
+	}
 }
 
 // openAndCheck opens path, whose content is n bytes (decompressed and compressed), checks
 // what Open allocated, its error, and what checkSource reads.
 func openAndCheck(t *testing.T, path string, n int) fuzzResult {
 	t.Helper()
+	return openAndCheckWith(t, path, n, ReadOptions{})
+}
+
+// openAndCheckWith is openAndCheck opening with opts.
+func openAndCheckWith(t *testing.T, path string, n int, opts ReadOptions) fuzzResult {
+	t.Helper()
 	res := fuzzResult{path: path}
-	src, err, alloc := openMeasured(path)
+	src, err, alloc := openMeasuredWith(path, opts)
 	if bound := openAllocBound(n); alloc > bound {
 		t.Fatalf("Open of %d bytes allocated %d bytes, more than %d (err = %v)", n, alloc, bound, err)
 	}
@@ -327,7 +392,7 @@ func openAndCheck(t *testing.T, path string, n int) fuzzResult {
 		}
 	}()
 	res.n, res.m = src.Samples(), src.Features()
-	res.data, res.readErr = checkSource(t, src)
+	res.data, res.readErr = checkSource(t, src, opts.Missing)
 	res.all = res.readErr == nil && res.m <= maxFuzzEntries && len(res.data) == res.n*res.m
 	return res
 }
@@ -344,8 +409,9 @@ func checkError(t *testing.T, name string, err error) {
 
 // checkSource reads a bounded prefix of src in every layout, and its two halves. It returns
 // what it read of samples [0, hi) as X's columns, or the error of the first read, which must
-// be about the input.
-func checkSource(t *testing.T, src Source) ([]float64, error) {
+// be about the input. missing says src was opened with Missing: its blocks may hold NaN (the
+// one NaN of missingNaN, stored in CSC form), and MissingSeen must say whether they did.
+func checkSource(t *testing.T, src Source, missing bool) ([]float64, error) {
 	t.Helper()
 	n, m := src.Samples(), src.Features()
 	if n < 1 || m < 1 {
@@ -368,8 +434,11 @@ func checkSource(t *testing.T, src Source) ([]float64, error) {
 		checkBlock(t, b, m, hi, layout)
 		d := kernels.ToDense(b).Data
 		for _, v := range d {
+			if isMissing(v, missing) && math.Float64bits(v) == math.Float64bits(missingNaN) {
+				continue
+			}
 			if !(v >= 0) || math.IsInf(v, 0) {
-				t.Fatalf("Read returned %v", v)
+				t.Fatalf("Read returned %v (missing %v)", v, missing)
 			}
 		}
 		if full == nil {
@@ -388,6 +457,10 @@ func checkSource(t *testing.T, src Source) ([]float64, error) {
 		if !sameData(kernels.ToDense(b).Data, full[r[0]*m:r[1]*m]) {
 			t.Fatalf("Read(%d, %d) differs from the slice of Read(0, %d)", r[0], r[1], hi)
 		}
+	}
+	if seen := MissingSeen(src); seen != (missing && slices.ContainsFunc(full, math.IsNaN)) && !(seen && hi < n) {
+		// A source knows of NaN it has not returned only when it read more than hi samples.
+		t.Fatalf("MissingSeen = %v with missing %v", seen, missing)
 	}
 	return full, nil
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/didnmf/didnmf/kernels"
 )
@@ -33,6 +34,10 @@ type idxSource struct {
 	n, m  int
 	// h, w are the image height and width of a 3-D file (samples x rows x columns), else 0.
 	h, w int
+	// missing reads NaN (of a float type) as a missing value; sawNaN records that a Read
+	// returned one.
+	missing bool
+	sawNaN  atomic.Bool
 }
 
 // ImageShape returns the height and width of src's images: the last two dimensions of a 3-D
@@ -64,7 +69,7 @@ func labelsHint(name string) string {
 
 // openIDXStream reads an IDX file from r. rawSize is the file size of an uncompressed file
 // (else -1); compressed is the size of a compressed one (else -1).
-func openIDXStream(name string, r io.Reader, rawSize, compressed int64) (Source, error) {
+func openIDXStream(name string, r io.Reader, rawSize, compressed int64, opts ReadOptions) (Source, error) {
 	truncated := func(err error) error {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return inputErrorf(name, "truncated IDX header")
@@ -139,7 +144,7 @@ func openIDXStream(name string, r io.Reader, rawSize, compressed int64) (Source,
 			return nil, err
 		}
 	}
-	src := &idxSource{name: name, data: data, dtype: dtype, n: int(dims[0]), m: int(m)}
+	src := &idxSource{name: name, data: data, dtype: dtype, n: int(dims[0]), m: int(m), missing: opts.Missing}
 	if ndims == 3 {
 		src.h, src.w = int(dims[1]), int(dims[2])
 	}
@@ -165,8 +170,12 @@ func (s *idxSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 	}
 	row := s.m * s.dtype.size
 	s.dtype.decode(d.Data, 1, data[lo*row:hi*row])
-	if err := checkDense(s.name, d, lo, false); err != nil {
+	sawNaN, err := checkDense(s.name, d, lo, false, s.missing)
+	if err != nil {
 		return nil, err
+	}
+	if sawNaN {
+		s.sawNaN.Store(true)
 	}
 	return shapeDense(d, layout), nil
 }

@@ -3,6 +3,7 @@ package matio
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 )
@@ -19,7 +20,9 @@ type mtxEntry struct {
 func (e mtxEntry) line() int    { return e.lm >> 1 }
 func (e mtxEntry) mirror() bool { return e.lm&1 != 0 }
 
-// value parses a value of the file's field.
+// value parses a value of the file's field. A real value is what strconv.ParseFloat takes
+// ("nan", in any case, is NaN), or "+nan" or "-nan" in any case (NaN too: C's printf writes
+// "-nan" for a NaN with its sign bit set).
 func (p *mtxParser) value(b []byte) (float64, error) {
 	if p.field == "integer" {
 		n, err := strconv.ParseInt(string(b), 10, 64)
@@ -27,22 +30,39 @@ func (p *mtxParser) value(b []byte) (float64, error) {
 			return float64(n), nil
 		}
 		if !errors.Is(err, strconv.ErrRange) {
+			if p.missing && isNaNToken(b) {
+				return 0, inputErrorf(p.at(), "bad integer value %q (an integer field cannot hold NaN: declare the field real to mark missing values with nan)", short(b))
+			}
 			return 0, inputErrorf(p.at(), "bad integer value %q", short(b))
 		}
 	}
 	v, err := strconv.ParseFloat(string(b), 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		if isSignedNaN(b) {
+			return math.NaN(), nil
+		}
 		return 0, inputErrorf(p.at(), "bad value %q", short(b))
 	}
 	return v, nil
 }
 
-// checkValue validates value v of the entry in 1-based row r, column c of the file.
-func (p *mtxParser) checkValue(r, c int64, v float64) error {
-	if what := badValue(v); what != "" {
-		return inputErrorf(p.at(), "row %d, column %d: %s %s", r, c, what, entryRule)
+// isNaNToken reports whether a value token is NaN to a real field.
+func isNaNToken(b []byte) bool {
+	v, err := strconv.ParseFloat(string(b), 64)
+	return err == nil && math.IsNaN(v) || isSignedNaN(b)
+}
+
+// checkValue validates value v of the entry in 1-based row r, column c of the file, and
+// returns it as stored: a NaN read as a missing value is stored as missingNaN.
+func (p *mtxParser) checkValue(r, c int64, v float64) (float64, error) {
+	if isMissing(v, p.missing) {
+		p.sawNaN = true
+		return missingNaN, nil
 	}
-	return nil
+	if what := badValue(v); what != "" {
+		return 0, inputErrorf(p.at(), "row %d, column %d: %s %s", r, c, what, entryRule)
+	}
+	return v, nil
 }
 
 // coordinate reads the entries of a coordinate file.
@@ -84,7 +104,7 @@ func (p *mtxParser) coordinate() (Source, error) {
 			if v, err = p.value(f[2]); err != nil {
 				return nil, err
 			}
-			if err := p.checkValue(r, c, v); err != nil {
+			if v, err = p.checkValue(r, c, v); err != nil {
 				return nil, err
 			}
 		}
@@ -111,7 +131,9 @@ func (p *mtxParser) coordinate() (Source, error) {
 	if err := p.duplicates(entries); err != nil {
 		return nil, err
 	}
-	return newMTXSparse(p.name, p.rows, p.cols, entries), nil
+	src := newMTXSparse(p.name, p.rows, p.cols, entries)
+	src.sawNaN = p.sawNaN
+	return src, nil
 }
 
 // duplicates reports the duplicate entry given last in the file among sorted entries, at the
@@ -179,7 +201,7 @@ func (p *mtxParser) arrayData() (Source, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := p.checkValue(int64(r)+1, int64(c)+1, v); err != nil {
+			if v, err = p.checkValue(int64(r)+1, int64(c)+1, v); err != nil {
 				return nil, err
 			}
 			if v == 0 {
@@ -216,5 +238,5 @@ func (p *mtxParser) arrayData() (Source, error) {
 			}
 		}
 	}
-	return &mtxSource{name: p.name, n: n, m: m, dense: x}, nil
+	return &mtxSource{name: p.name, n: n, m: m, dense: x, sawNaN: p.sawNaN}, nil
 }

@@ -25,11 +25,13 @@ type mtxParser struct {
 	cols      int // features
 	sizeLine  int
 	nnz       int64 // entries promised by a coordinate file's size line
+	missing   bool  // a NaN value is a missing value (ReadOptions.Missing)
+	sawNaN    bool  // a missing value was read
 }
 
 // parseMTX parses a whole MatrixMarket file.
-func parseMTX(name string, r io.Reader) (Source, error) {
-	p := &mtxParser{name: name, sc: bufio.NewScanner(r)}
+func parseMTX(name string, r io.Reader, opts ReadOptions) (Source, error) {
+	p := &mtxParser{name: name, sc: bufio.NewScanner(r), missing: opts.Missing}
 	p.sc.Buffer(make([]byte, 0, 64<<10), maxMTXLine)
 	if err := p.banner(); err != nil {
 		return nil, err

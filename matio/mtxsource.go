@@ -21,10 +21,12 @@ type mtxSource struct {
 	ptr  []int
 	row  []int32
 	val  []float64
+	// sawNaN records that the file holds a missing value (read with ReadOptions.Missing).
+	sawNaN bool
 }
 
 // newMTXSparse builds the source from entries sorted by (sample, feature) without duplicates;
-// explicit zeros are dropped.
+// explicit zeros are dropped, and NaN entries (missing values) kept.
 func newMTXSparse(name string, n, m int, entries []mtxEntry) *mtxSource {
 	nz := 0
 	for _, e := range entries {

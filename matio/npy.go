@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"sync/atomic"
 
 	"github.com/didnmf/didnmf/kernels"
 )
@@ -18,11 +19,15 @@ type npySource struct {
 	r    io.ReaderAt // nil once closed
 	file *os.File    // the open file, or nil when the data is in memory
 	h    *npyHeader
+	// missing reads NaN as a missing value (ReadOptions.Missing); sawNaN records that a Read
+	// returned one.
+	missing bool
+	sawNaN  atomic.Bool
 }
 
 // openNPYFile opens an uncompressed .npy file: it reads only the header and checks the file
 // size against it.
-func openNPYFile(name string, f *os.File, size int64) (Source, error) {
+func openNPYFile(name string, f *os.File, size int64, opts ReadOptions) (Source, error) {
 	h, err := readNPYHeader(name, bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 4096), size)
 	if err != nil {
 		return nil, err
@@ -33,12 +38,12 @@ func openNPYFile(name string, f *os.File, size int64) (Source, error) {
 		}
 		return nil, inputErrorf(name, "%d unexpected bytes after the data: %s but the file has %d", have-h.dataBytes, h.what(), have)
 	}
-	return &npySource{name: name, r: f, file: f, h: h}, nil
+	return &npySource{name: name, r: f, file: f, h: h, missing: opts.Missing}, nil
 }
 
 // openNPYStream reads a whole (decompressed) .npy stream into memory. compressed is the size
 // of the compressed file, which bounds how much data it can hold.
-func openNPYStream(name string, r io.Reader, compressed int64) (Source, error) {
+func openNPYStream(name string, r io.Reader, compressed int64, opts ReadOptions) (Source, error) {
 	h, err := readNPYHeader(name, r, -1)
 	if err != nil {
 		return nil, err
@@ -48,7 +53,7 @@ func openNPYStream(name string, r io.Reader, compressed int64) (Source, error) {
 		return nil, err
 	}
 	h.dataOff = 0
-	return &npySource{name: name, r: bytes.NewReader(data), h: h}, nil
+	return &npySource{name: name, r: bytes.NewReader(data), h: h, missing: opts.Missing}, nil
 }
 
 func (s *npySource) Name() string  { return s.name }
@@ -108,8 +113,12 @@ func (s *npySource) readDense(lo, hi int, layout Layout, matrix bool) (*kernels.
 			}
 		}
 	}
-	if err := checkDense(s.name, d, lo, matrix); err != nil {
+	sawNaN, err := checkDense(s.name, d, lo, matrix, s.missing)
+	if err != nil {
 		return nil, err
+	}
+	if sawNaN {
+		s.sawNaN.Store(true)
 	}
 	return d, nil
 }

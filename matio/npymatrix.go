@@ -18,7 +18,7 @@ func ReadNPYMatrixWith(open Opener, path string) (rows, cols int, data []float64
 	if open == nil {
 		return 0, 0, nil, errors.New("matio: ReadNPYMatrixWith: nil Opener")
 	}
-	src, err := openFileWith(open, path)
+	src, err := openFileWith(open, path, ReadOptions{}) // factors hold no missing values
 	if err != nil {
 		return 0, 0, nil, err
 	}

@@ -24,6 +24,9 @@ import (
 // errors come from Open rather than Read). Features are limited to 2^31-1, as are the rows of
 // a .mtx file.
 //
+// Every entry must be finite and nonnegative; [OpenWithOptions] with [ReadOptions] Missing
+// reads NaN entries as missing values instead.
+//
 // Open opens files with os.Open: it is [OpenWith] with [os.Open].
 func Open(spec string) (Source, error) {
 	return OpenWith(os.Open, spec)
@@ -44,10 +47,15 @@ func OpenWith(open Opener, spec string) (Source, error) {
 	if open == nil {
 		return nil, errors.New("matio: OpenWith: nil Opener")
 	}
+	return openSpec(open, spec, ReadOptions{})
+}
+
+// openSpec opens a spec with a non-nil opener.
+func openSpec(open Opener, spec string, opts ReadOptions) (Source, error) {
 	if strings.HasPrefix(spec, syntheticPrefix) {
 		return openSynthetic(spec)
 	}
-	return openFileWith(open, spec)
+	return openFileWith(open, spec, opts)
 }
 
 type fileFormat int
@@ -90,10 +98,10 @@ func sniffFormat(head []byte) fileFormat {
 }
 
 func openFile(path string) (Source, error) {
-	return openFileWith(os.Open, path)
+	return openFileWith(os.Open, path, ReadOptions{})
 }
 
-func openFileWith(open Opener, path string) (Source, error) {
+func openFileWith(open Opener, path string, opts ReadOptions) (Source, error) {
 	f, err := open(path)
 	if err != nil {
 		return nil, openError(path, err)
@@ -101,14 +109,14 @@ func openFileWith(open Opener, path string) (Source, error) {
 	if f == nil {
 		return nil, inputErrorf(path, "cannot open: the opener returned no file")
 	}
-	src, err := openOpenedFile(path, f)
+	src, err := openOpenedFile(path, f, opts)
 	if npy, ok := src.(*npySource); err != nil || !ok || npy.file != f {
 		f.Close() // only an uncompressed .npy keeps its file open
 	}
 	return src, err
 }
 
-func openOpenedFile(path string, f *os.File) (Source, error) {
+func openOpenedFile(path string, f *os.File, opts ReadOptions) (Source, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, ioError(path, "cannot open", err)
@@ -142,11 +150,11 @@ func openOpenedFile(path string, f *os.File) (Source, error) {
 		}
 		switch format {
 		case formatNPY:
-			return openNPYStream(path, br, size)
+			return openNPYStream(path, br, size, opts)
 		case formatMTX:
-			return parseMTX(path, br)
+			return parseMTX(path, br, opts)
 		case formatIDX:
-			return openIDXStream(path, br, -1, size)
+			return openIDXStream(path, br, -1, size, opts)
 		}
 		return nil, unknownFormat(path)
 	}
@@ -155,11 +163,11 @@ func openOpenedFile(path string, f *os.File) (Source, error) {
 	}
 	switch format {
 	case formatNPY:
-		return openNPYFile(path, f, size)
+		return openNPYFile(path, f, size, opts)
 	case formatMTX:
-		return parseMTX(path, bufio.NewReaderSize(f, 1<<16))
+		return parseMTX(path, bufio.NewReaderSize(f, 1<<16), opts)
 	case formatIDX:
-		return openIDXStream(path, bufio.NewReaderSize(f, 1<<16), size, -1)
+		return openIDXStream(path, bufio.NewReaderSize(f, 1<<16), size, -1, opts)
 	}
 	return nil, unknownFormat(path)
 }

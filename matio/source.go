@@ -20,8 +20,9 @@ type Source interface {
 	Features() int
 	// Read returns samples [lo, hi) as a new M x (hi-lo) block of X in the requested layout;
 	// the caller owns it. Entries are validated: a NaN, infinite or negative entry gives an
-	// error naming the file, the sample, the feature and the value. Read is safe for
-	// concurrent calls, but not concurrently with Close.
+	// error naming the file, the sample, the feature and the value, except that a source
+	// opened with ReadOptions.Missing returns a NaN entry as a missing value (see
+	// [ReadOptions]). Read is safe for concurrent calls, but not concurrently with Close.
 	Read(lo, hi int, layout Layout) (kernels.Block, error)
 	// Close releases the file or memory the source holds.
 	Close() error

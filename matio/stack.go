@@ -11,7 +11,8 @@ import (
 
 // OpenAll opens several specs and stacks their matrices as rows (samples), in order. All must
 // have the same number of features. One spec gives that source itself. It opens files with
-// os.Open: it is [OpenAllWith] with [os.Open].
+// os.Open: it is [OpenAllWith] with [os.Open]. [OpenAllWithOptions] opens every spec with
+// [ReadOptions] (to read NaN entries as missing values).
 func OpenAll(specs []string) (Source, error) {
 	return OpenAllWith(os.Open, specs)
 }
@@ -21,6 +22,11 @@ func OpenAllWith(open Opener, specs []string) (Source, error) {
 	if open == nil {
 		return nil, errors.New("matio: OpenAllWith: nil Opener")
 	}
+	return openAll(open, specs, ReadOptions{})
+}
+
+// openAll opens and stacks specs with a non-nil opener, every one with opts.
+func openAll(open Opener, specs []string, opts ReadOptions) (Source, error) {
 	if len(specs) == 0 {
 		return nil, &inputError{msg: "matio: no input given"}
 	}
@@ -33,7 +39,7 @@ func OpenAllWith(open Opener, specs []string) (Source, error) {
 	}
 	offs := []int{0}
 	for _, spec := range specs {
-		s, err := OpenWith(open, spec)
+		s, err := openSpec(open, spec, opts)
 		if err != nil {
 			return fail(err)
 		}

@@ -194,7 +194,7 @@ func (s *syntheticSource) Read(lo, hi int, layout Layout) (kernels.Block, error)
 	for j := lo; j < hi; j++ {
 		s.column(s.b, j, c, d.Col(j-lo))
 	}
-	if err := checkDense(s.spec, d, lo, false); err != nil {
+	if _, err := checkDense(s.spec, d, lo, false, false); err != nil {
 		return nil, fmt.Errorf("%w (synthetic data should never be invalid)", err)
 	}
 	return shapeDense(d, layout), nil

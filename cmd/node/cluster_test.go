@@ -313,6 +313,20 @@ func TestClusterOfProcesses(t *testing.T) {
 		t.Fatalf("transform on the cluster: %s", text)
 	}
 	sameResult(t, tGolden, tOut)
+	// Missing values: the nodes read the NaNs (shared) or the client streams them.
+	nanX, _ := nanInput(t, dir)
+	miss := []string{"factorize", "--input", nanX, "--rank", "3", "--shards", "3", "--max-iter", "20", "--tol", "0", "--quiet", "--missing", "nan"}
+	mGolden := filepath.Join(dir, "missing-golden")
+	if code, _, stderr := runNode(t, append(miss, "--out", mGolden)...); code != 0 {
+		t.Fatalf("missing: %s", stderr)
+	}
+	for _, ingest := range []string{"shared", "stream"} {
+		mOut := filepath.Join(dir, "missing-"+ingest)
+		if code, text := runProc(t, append(miss, "--cluster", a.Gossip, "--ingest", ingest, "--out", mOut)...); code != 0 {
+			t.Fatalf("missing on the cluster, %s ingest: %s", ingest, text)
+		}
+		sameResult(t, mGolden, mOut)
+	}
 
 	// A node joins while a longer job runs: the job is undisturbed (same bits). It must run
 	// long enough for status (a process that joins the gossip) to see it on a loaded

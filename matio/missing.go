@@ -1,0 +1,94 @@
+package matio
+
+import (
+	"bytes"
+	"errors"
+	"math"
+)
+
+// ReadOptions are the options of reading an input's entries. The zero value is the default of
+// [Open], [OpenAll] and [NewBlockBuilder]: every entry must be finite and nonnegative.
+type ReadOptions struct {
+	// Missing reads a NaN entry as a missing value (not observed) instead of an error: the
+	// block holds NaN there, as kernels.Options.Missing expects (a dense block stores NaN,
+	// a CSC block stores an entry whose value is NaN; unstored entries and stored zeros are
+	// observed zeros). Infinite and negative entries are errors all the same.
+	//
+	// Every reader where a NaN can occur takes it: .npy and IDX files of floats (NaN, of any
+	// sign and payload, is stored as the one NaN math.NaN returns, as a negative zero is
+	// stored as zero), MatrixMarket real fields (a value "nan", in any case, optionally
+	// signed: "NaN", "-nan"; a coordinate entry whose value is NaN is a stored NaN; integer
+	// and pattern fields cannot hold NaN), and the chunks of a [BlockBuilder]. Integer, bool
+	// and synthetic data never hold NaN.
+	Missing bool
+}
+
+// missingNaN is the value a missing entry is stored as.
+var missingNaN = math.NaN()
+
+// isMissing reports whether v is read as a missing value under missing.
+func isMissing(v float64, missing bool) bool { return missing && v != v }
+
+// OpenWithOptions is [OpenWith] reading entries as opts says: with opts.Missing, a NaN entry
+// is a missing value rather than an error. OpenWith(open, spec) is OpenWithOptions(open, spec,
+// ReadOptions{}).
+func OpenWithOptions(open Opener, spec string, opts ReadOptions) (Source, error) {
+	if open == nil {
+		return nil, errors.New("matio: OpenWithOptions: nil Opener")
+	}
+	return openSpec(open, spec, opts)
+}
+
+// OpenAllWithOptions is [OpenAllWith] reading the entries of every input as opts says (see
+// [OpenWithOptions]). OpenAllWith(open, specs) is OpenAllWithOptions(open, specs,
+// ReadOptions{}).
+func OpenAllWithOptions(open Opener, specs []string, opts ReadOptions) (Source, error) {
+	if open == nil {
+		return nil, errors.New("matio: OpenAllWithOptions: nil Opener")
+	}
+	return openAll(open, specs, opts)
+}
+
+// missingSeer is implemented by the sources of this package that can hold NaN.
+type missingSeer interface {
+	missingSeen() bool
+}
+
+var (
+	_ missingSeer = (*npySource)(nil)
+	_ missingSeer = (*idxSource)(nil)
+	_ missingSeer = (*mtxSource)(nil)
+	_ missingSeer = (*stackSource)(nil)
+)
+
+// MissingSeen reports whether src, opened with [ReadOptions] Missing, has met a missing (NaN)
+// entry so far: a MatrixMarket file is read whole by Open, so it knows at once; a .npy or IDX
+// file knows once a Read (of any range, in any layout) has returned a block with a NaN; a
+// stack, when any of its parts does. It is false for a source opened without Missing (a NaN
+// there is an error), for synthetic data, and for a Source from outside this package.
+// MissingSeen is safe for concurrent use with Read.
+func MissingSeen(src Source) bool {
+	if s, ok := src.(missingSeer); ok {
+		return s.missingSeen()
+	}
+	return false
+}
+
+func (s *npySource) missingSeen() bool { return s.sawNaN.Load() }
+func (s *idxSource) missingSeen() bool { return s.sawNaN.Load() }
+func (s *mtxSource) missingSeen() bool { return s.sawNaN }
+
+func (s *stackSource) missingSeen() bool {
+	for _, src := range s.srcs {
+		if MissingSeen(src) {
+			return true
+		}
+	}
+	return false
+}
+
+// isSignedNaN reports whether a value token is "+nan" or "-nan" in any case, which C's printf
+// writes for NaN with the sign bit set (glibc) and strconv.ParseFloat does not take.
+func isSignedNaN(b []byte) bool {
+	return len(b) == 4 && (b[0] == '+' || b[0] == '-') && bytes.EqualFold(b[1:], []byte("nan"))
+}
