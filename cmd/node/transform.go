@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
@@ -57,6 +58,9 @@ func (f *jobFlags) setTransform(path, flagName string) error {
 	}
 	if f.rankSet && f.rank != k {
 		return badInput("--rank %d: the basis %s has %d columns (features x K = %d x %d)", f.rank, path, k, rows, k)
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // the nodes of a cluster resolve only absolute paths
 	}
 	f.algo, f.init, f.initBasis, f.initCoef = string(kernels.Transform), string(kernels.InitCustom), path, ""
 	f.rank, f.rankSet = k, true
