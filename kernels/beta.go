@@ -32,10 +32,24 @@ import (
 // (sum x/Ys - M N) - sum log(x/Ys); otherwise
 // ((sum x^beta - beta sum x Ys^(beta-1)) + (beta - 1) sum_all Y^beta) / (beta (beta - 1)).
 //
-// Sparse-aware: KL touches only the stored entries of a CSC block (Y there is the dot product
-// of a row of B and a column of C), dense blocks only their nonzero entries; IS and the other
-// betas need Y at every entry for their denominators (and the loss), so they form Y one
-// column at a time, never the whole of it. Dense and CSC blocks give the same bits.
+// Arithmetic (beta_lane.go): the products with the factors, Y = B C, B^T R, B^T Dn, R C^T and
+// Dn C^T, run on the Gram lane's steps 1 and 3 (gramlane.go) of the process's kernel path,
+// fma in a fixed order, a batch of columns at a time; the quotients, powers and loss terms
+// entry by entry, and the C update, in plain Go. KL's and IS's logarithms are sumLogs's
+// table-driven log (beta_log.go), within about an ulp of math.Log; IS's x/Ys is x (1/Ys), its
+// weight times x; y^beta is y y^(beta-1), the weight times y; sum x^beta, a constant of X, is
+// summed once. (Before, every product was a plain-Go dot or axpy, unfused, and the loss took
+// math.Log and powNumpy: the factors now differ from those by rounding, and stay as close to
+// scikit-learn's, TestLossesMatchScikitLearn; the objective at given factors is within 1e-13
+// relative of the former's, TestLossObjectiveMatchesReference.)
+//
+// Sparse-aware: KL touches only the stored entries of a CSC block: with fewer than a quarter
+// stored (perEntryY) Y there is the same fma chain over a row of B and a column of C, entry by
+// entry, and the products run on the stored entries; otherwise, as for IS and the other betas,
+// which need Y at every entry for their denominators (and the loss), a batch of columns is made
+// dense. Y is formed a batch of columns at a time, never the whole of it. An entry x = 0 has
+// R = +0, which leaves the products' sums as they are, so dense and CSC blocks give the same
+// bits (when their lanes, cut by columns and by stored entries, are the same).
 //
 // Distribution: one allreduce per iteration. A shard's pass over its columns does everything
 // that needs its data: with B (replicated) and its C_i it computes the loss terms of (B, C_i),
@@ -63,8 +77,8 @@ import (
 //
 // Every sum runs in a fixed order: entries of a column in row order, columns in order within
 // a lane (laneBounds, a function of the block), lanes in lane order, shards by the reduce
-// tree: so the bits depend on the shard count but not on the thread count or kernel path
-// (plain Go, no Gram lane assembly).
+// tree: so the bits depend on the shard count but not on the thread count, the kernel path
+// (every path's Gram lane steps give the same bits) or GOAMD64.
 
 // EPSILON and np.finfo(np.float64).eps of scikit-learn's _nmf.py.
 const (
@@ -164,34 +178,46 @@ func (l *betaLoss) divergence(t, bsum []float64, m, n int) float64 {
 	return ((t[0] - float64(b*t[1])) + float64(t[2]*(b-1))) / float64(b*(b-1))
 }
 
-// betaLane is one lane's scratch and partial sums.
-type betaLane struct {
-	y, w       []float64 // M: Y's column and Dn's (IS, general beta)
-	num, den   []float64 // K: the C update's numerator and denominator of a column
-	numB, denB []float64 // M x K row-major (denB: K for KL): the B update's partial sums
-	terms      []float64 // the loss terms
-	xs         []float64 // a column's values widened from float32
-}
-
 // muBeta runs MU for a beta-divergence on one shard.
 type muBeta struct {
 	e       *shardEnv
 	x       Block
 	m, n, k int
+	mp, kp  int // M and K rounded up to multiples of 4 (the Gram lane's widths)
 	loss    betaLoss
 	pen     penalty
+	kern    *gramKernels
 	lanes   []int
 	lane    []betaLane
-	span    int
-	br      []float64 // B row-major (row i is B[i, :])
+	span    int       // columns between two looks at the interrupt flag
+	bt      []float64 // B^T in K rows of Mp (pads 0): Y = B C on the Gram lane's step 1
+	bp      []float64 // B in M rows of Kp (pads 0): B^T R and R C^T on steps 1 and 3
 	bsum    []float64 // the column sums of B (KL)
 	denLen  int       // M*K, or K for KL
+	// sparseY: a CSC block's KL quotients take Y at its stored entries, one dot each, instead
+	// of whole columns of Y (the same values: see perEntryY).
+	sparseY bool
+	// cols: B^T R, B^T Dn and the B update's sums run on the path's column-lane kernels
+	// (gramlane.go's denseCols, the same bits), and the lanes hold those sums column-major
+	// (M x K, as B) rather than in M rows of Kp.
+	cols *denseCols
 }
 
 func newMUBeta(e *shardEnv) *muBeta {
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
-	s := &muBeta{e: e, x: x, m: m, n: n, k: k, loss: newBetaLoss(e.spec.Loss), pen: e.penalty(),
-		lanes: laneBounds(x, 2*k), br: make([]float64, m*k), bsum: make([]float64, k), denLen: m * k}
+	s := &muBeta{e: e, x: x, m: m, n: n, k: k, mp: paddedK(m), kp: paddedK(k), loss: newBetaLoss(e.spec.Loss),
+		pen: e.penalty(), kern: activeGramKernels(), lanes: laneBounds(x, 2*k), bsum: make([]float64, k), denLen: m * k}
+	s.bt = make([]float64, k*s.mp)
+	s.bp = make([]float64, colsRows(m)*s.kp) // rows from M on stay 0 (denseCols reads them)
+	if sp, ok := x.(*CSC); ok {
+		if s.kern != &genericGram && sp.Validate() != nil {
+			s.kern = &genericGram // the assembly trusts row indices
+		}
+		s.sparseY = s.loss.kl && perEntryY(sp, m)
+	}
+	if s.kern.cols != nil && m >= colsMinRows && !s.sparseY {
+		s.cols = s.kern.cols
+	}
 	if s.loss.kl {
 		s.denLen = k
 	}
@@ -200,11 +226,12 @@ func newMUBeta(e *shardEnv) *muBeta {
 		work = 6 * m * k
 	}
 	s.span = e.flag.span(work, 1)
+	if s.loss.kl || s.loss.is {
+		initLogTable()
+	}
 	s.lane = make([]betaLane, len(s.lanes)-1)
 	for l := range s.lane {
-		s.lane[l] = betaLane{y: make([]float64, m), w: make([]float64, m), num: make([]float64, k),
-			den: make([]float64, k), numB: make([]float64, m*k), denB: make([]float64, s.denLen),
-			terms: make([]float64, s.loss.lossLen(k))}
+		s.lane[l] = s.newLane()
 	}
 	return s
 }
@@ -218,40 +245,16 @@ func (s *muBeta) payloadLen() int {
 	return n
 }
 
-// column returns column j of X: its values, and the rows they are in (nil for a dense block:
-// every row, in order).
-func (s *muBeta) column(ln *betaLane, j int) (rows []int32, vals []float64) {
-	switch x := s.x.(type) {
-	case *Dense:
-		if x.Data != nil {
-			return nil, x.Data[j*s.m : (j+1)*s.m]
-		}
-		if ln.xs == nil {
-			ln.xs = make([]float64, s.m)
-		}
-		widen(ln.xs, x.Data32[j*s.m:(j+1)*s.m])
-		return nil, ln.xs
-	case *CSC:
-		lo, hi := x.ColPtr[j], x.ColPtr[j+1]
-		if x.Val != nil {
-			return x.RowIdx[lo:hi], x.Val[lo:hi]
-		}
-		if len(ln.xs) < hi-lo {
-			ln.xs = make([]float64, max(hi-lo, s.m))
-		}
-		widen(ln.xs[:hi-lo], x.Val32[lo:hi])
-		return x.RowIdx[lo:hi], ln.xs[:hi-lo]
-	}
-	panic("kernels: unknown block type")
-}
-
-// prepare sets the row-major copy and the column sums of B.
+// prepare sets the packed copies and the column sums of B.
 func (s *muBeta) prepare(b []float64) {
-	transpose(s.br, b, s.m, s.k)
-	for p := 0; p < s.k; p++ {
+	m, k, mp := s.m, s.k, s.mp
+	packRows(s.bp, b, m, k)
+	for p := 0; p < k; p++ {
 		s.e.flag.poll()
+		col := b[p*m : (p+1)*m]
+		copy(s.bt[p*mp:p*mp+m], col) // pads stay 0
 		var t float64
-		for _, v := range b[p*s.m : (p+1)*s.m] {
+		for _, v := range col {
 			t += v
 		}
 		s.bsum[p] = t
@@ -261,23 +264,9 @@ func (s *muBeta) prepare(b []float64) {
 // pass sweeps the shard's columns with B (prepared) and C, writing the C update into cn;
 // with full it also sums, per lane, the loss terms of (B, C) and the B update's numerator and
 // denominator at (B, cn), and returns the payload (nil without full).
-func (s *muBeta) pass(b, c, cn, payload []float64, full bool) []float64 {
+func (s *muBeta) pass(c, cn, payload []float64, full bool) []float64 {
 	s.e.spec.Pool.Run(len(s.lane), func(l int) {
-		ln := &s.lane[l]
-		if full {
-			clear64(ln.numB)
-			clear64(ln.denB)
-			clear64(ln.terms)
-		}
-		lo, hi := s.lanes[l], s.lanes[l+1]
-		for j0 := lo; j0 < hi; j0 += s.span {
-			if s.e.flag.stopped() {
-				return
-			}
-			for j, j1 := j0, min(j0+s.span, hi); j < j1; j++ {
-				s.columnStep(ln, j, b, c[j*s.k:(j+1)*s.k], cn[j*s.k:(j+1)*s.k], full)
-			}
-		}
+		s.runLane(&s.lane[l], s.lanes[l], s.lanes[l+1], c, cn, full)
 	})
 	s.e.flag.poll()
 	if !full {
@@ -300,20 +289,17 @@ func (s *muBeta) pass(b, c, cn, payload []float64, full bool) []float64 {
 		}
 	}
 	// The payload: numerator and denominator column-major, as B.
-	for i := 0; i < m; i++ {
-		for p := 0; p < k; p++ {
-			payload[p*m+i] = first.numB[i*k+p]
-		}
-	}
 	den := payload[m*k : m*k+s.denLen]
-	if s.loss.kl {
+	switch {
+	case s.cols != nil:
+		copy(payload[:m*k], first.numB)
 		copy(den, first.denB)
-	} else {
-		for i := 0; i < m; i++ {
-			for p := 0; p < k; p++ {
-				den[p*m+i] = first.denB[i*k+p]
-			}
-		}
+	case s.loss.kl:
+		unpackRows(payload[:m*k], first.numB, m, k)
+		copy(den, first.denB)
+	default:
+		unpackRows(payload[:m*k], first.numB, m, k)
+		unpackRows(den, first.denB, m, k)
 	}
 	at := m*k + s.denLen
 	copy(payload[at:], first.terms)
@@ -322,111 +308,6 @@ func (s *muBeta) pass(b, c, cn, payload []float64, full bool) []float64 {
 		payload[at], payload[at+1] = factorNorms(c, s.e.flag)
 	}
 	return payload
-}
-
-// columnStep updates one column: cn = the C update of c with B; with full, the loss terms of
-// (B, c) and the B update's partial sums at (B, cn).
-func (s *muBeta) columnStep(ln *betaLane, j int, b, c, cn []float64, full bool) {
-	m, k, l := s.m, s.k, &s.loss
-	rows, vals := s.column(ln, j)
-	row := func(t int) int {
-		if rows == nil {
-			return t
-		}
-		return int(rows[t])
-	}
-	num, den := ln.num, ln.den
-	clear64(num)
-	if l.kl {
-		for t, x := range vals {
-			if x == 0 {
-				continue
-			}
-			bi := s.br[row(t)*k : (row(t)+1)*k]
-			y := dot(bi, c)
-			if full && x > sklearnEps {
-				ys := y
-				if ys == 0 {
-					ys = sklearnEps
-				}
-				ln.terms[0] += float64(x * math.Log(x/ys))
-				ln.terms[1] += x
-			}
-			axpy(num, l.ratio(x, y), bi)
-		}
-		copy(den, s.bsum)
-		if full {
-			axpy(ln.terms[2:], 1, c) // the row sums of C (times 1: exact)
-		}
-	} else {
-		y, w := ln.y, ln.w
-		for i := range y {
-			y[i] = dot(s.br[i*k:(i+1)*k], c)
-			w[i] = l.weight(y[i])
-		}
-		for p := range den {
-			den[p] = dot(b[p*m:(p+1)*m], w)
-		}
-		if full && !l.is {
-			var t float64
-			for _, v := range y {
-				t += powNumpy(v, l.beta)
-			}
-			ln.terms[2] += t
-		}
-		for t, x := range vals {
-			if x == 0 {
-				continue
-			}
-			i := row(t)
-			if full && x > sklearnEps {
-				ys := y[i]
-				if ys == 0 {
-					ys = sklearnEps
-				}
-				if l.is {
-					div := x / ys
-					ln.terms[0] += div
-					ln.terms[1] += math.Log(div)
-				} else {
-					ln.terms[0] += powNumpy(x, l.beta)
-					ln.terms[1] += float64(x * powNumpy(ys, l.beta-1))
-				}
-			}
-			axpy(num, l.ratio(x, y[i]), s.br[i*k:(i+1)*k])
-		}
-	}
-	for p := range cn {
-		cn[p] = l.step(c[p], num[p], den[p], s.pen.l1C, s.pen.l2C, l.beta < 1)
-	}
-	if !full {
-		return
-	}
-	// The B update's partial sums at (B, cn).
-	if l.kl {
-		for t, x := range vals {
-			if x == 0 {
-				continue
-			}
-			i := row(t)
-			y := dot(s.br[i*k:(i+1)*k], cn)
-			axpy(ln.numB[i*k:(i+1)*k], l.ratio(x, y), cn)
-		}
-		axpy(ln.denB, 1, cn)
-		return
-	}
-	y := ln.y
-	for i := range y {
-		y[i] = dot(s.br[i*k:(i+1)*k], cn)
-		axpy(ln.denB[i*k:(i+1)*k], l.weight(y[i]), cn)
-	}
-	for t, x := range vals {
-		if x == 0 {
-			continue
-		}
-		i := row(t)
-		axpy(ln.numB[i*k:(i+1)*k], l.ratio(x, y[i]), cn)
-	}
 }
 
 // updateB writes into bn the B update of b from the reduced payload.
@@ -479,20 +360,20 @@ func runMUBeta(e *shardEnv) {
 	payload := make([]float64, s.payloadLen())
 	if first == 1 {
 		s.prepare(e.B)
-		sum := e.allReduce("mu.beta", 0, s.pass(e.B, e.C, cn, payload, true))
+		sum := e.allReduce("mu.beta", 0, s.pass(e.C, cn, payload, true))
 		initial = s.objective(e.B, sum)
 		s.updateB(e.B, bn, sum)
 	} else {
 		copy(bn, state[0])
 		s.prepare(e.B)
-		s.pass(e.B, e.C, cn, nil, false)
+		s.pass(e.C, cn, nil, false)
 	}
 	e.state = func() [][]float64 { return [][]float64{slices.Clone(bn)} }
 	for it := first; ; it++ {
 		e.B, bn = bn, e.B
 		e.C, cn = cn, e.C
 		s.prepare(e.B)
-		sum := e.allReduce("mu.beta", it, s.pass(e.B, e.C, cn, payload, true))
+		sum := e.allReduce("mu.beta", it, s.pass(e.C, cn, payload, true))
 		obj := s.objective(e.B, sum)
 		s.updateB(e.B, bn, sum)
 		e.iterationDone(it, obj, initial)
