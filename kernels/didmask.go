@@ -1,38 +1,71 @@
 package kernels
 
+import (
+	"math"
+	"slices"
+)
+
 // Masked DID (see "Missing values" in doc.go). With O the observed entries the objective is
 // sum over (i, j) in O of (x_ij - b_i c_j)^2, b_i row i of B and c_j column j of C. An
-// iteration of shard s:
+// iteration of shard s makes one pass over X_o (X with zeros where it is unobserved) on the
+// Gram lane's kernels (gramlane.go), a lane of columns at a time and a batch of the lane's
+// columns at a time:
 //
-//  1. C step, column by column: coordinate descent on min_{c >= 0} c^T G_j c - 2 h_j^T c with
-//     G_j = sum_{i in O_j} b_i b_i^T, the Gram matrix of B's observed rows (maskedGram: G
-//     minus the unobserved rows' outer products, or the direct sum), and h_j = B^T x_o,j
-//     (X_o has zeros where X is unobserved). The objective of the column before and after is
-//     ||x_o,j||^2 - 2 h_j.c_j + c_j^T G_j c_j.
-//  2. The per-row sums of the B step, which are row i's normal equations:
-//     A_i = sum_{j in O_i} x_ij c_j (A = X_o C^T) and V_i = sum_{j in O_i} c_j c_j^T
-//     (maskedRowGram: C C^T minus the unobserved columns' outer products, or the direct sum).
-//  3. One allreduce of A (M x K), the M lower triangles V_i, with a test set the held-out
-//     sums Rt_i = sum_{j in T_i} r_ij c_j, r_ij = x_ij - b_i c_j the held-out residual of
-//     B_old and the new C, and Vt_i = sum_{j in T_i} c_j c_j^T (another M x K and M
-//     triangles), with a penalty on C the four norms of C_i (as DID's), with a test set the
-//     held-out errors sum r_ij^2 and that of the factors before the iteration (iteration 1;
-//     0 later), and the two objective scalars: M K + M K(K+1)/2 + 2 values, twice the
-//     matrices (and 2 more values) with a test set.
-//  4. Every shard updates B row by row: w_i = A_i - V_i b_i, then for p = 1..K
+//  1. Step 1 of the Gram lane: h_j = B^T x_o,j (h_j - l1 with a penalty on C).
+//  2. The C step: coordinate descent on min_{c >= 0} c^T G_j c - 2 h_j^T c with
+//     G_j = sum_{i in O_j} b_i b_i^T, the Gram matrix of B's observed rows, by step 2 of the
+//     Gram lane: fma with -G_j and 1/G_j,pp (G_j + l2 I with a penalty on C). A column
+//     without unobserved entries has G_j = G = B^T B and is updated with the others of its
+//     batch on G. A column with some gets its own G_j (columnGram): -G_j is -G plus b_i b_i^T
+//     for each of its unobserved rows in row order, by fma (the Gram lane's step 4 from -G),
+//     when those are at most half and no diagonal entry of G_j falls below maskCancel times
+//     G's; else G_j is the sum of its observed rows' b_i b_i^T, by fma in row order, from 0.
+//     1/G_j,pp is correctly rounded. Columns are independent, so the order and the grouping
+//     in which they are updated change no bit.
+//  3. For each unobserved entry (i, j), columns in order and rows in order: with a test set
+//     and a held-out entry, e = b_i.c_j (fma over the components in order, from 0),
+//     r_ij = x_ij - e and postT, the held-out error, gets r^2 (by fma, in four partial sums
+//     by the entry's index mod 4, added as (s0 + s1) + (s2 + s3) at the end of the lane);
+//     then the entry's column joins row i's sums, which a rowStage forms on the Gram lane's
+//     steps: S_i = sum c_j c_j^T (step 4: fma, columns in order), Rt_i = sum r_ij c_j (step
+//     3 on a one-row block) over the held-out entries and, for a row that also has missing
+//     entries, Vt_i = sum c_j c_j^T over its held-out ones (without missing entries Vt_i is
+//     S_i).
+//  4. Steps 3 and 4 of the Gram lane: A = X_o C^T and V = C C^T.
+//
+// A lane's sums run over its columns in order and the lanes' sums are added in lane order.
+// When the lanes' row sums would take more than didMaskLaneBudget floats, the row pass forms
+// the same lane partials from the row lists instead, with the same operations. Then:
+//
+//  5. The per-row sums of the B step, row i's normal equations: A_i (row i of A) and
+//     V_i = sum_{j in O_i} c_j c_j^T: V - S_i when row i's unobserved entries are at most
+//     half of the shard's columns and no diagonal entry falls below maskCancel times V's,
+//     else the direct sum over its observed columns (fma, columns in order).
+//  6. The objective of B_old and the new C from the shard's identity
+//     ||X_o||^2 - 2<B, A> + sum_i b_i^T V_i b_i (||X_o||^2 the columns' squared norms added
+//     in order; clamped at 0; its cancellation costs about eps ||X_o||^2 / objective
+//     relative, as the unmasked Gram form's), or with Form residual summed directly from each
+//     column's residual on its observed rows (2 M K more operations per column). The
+//     objective of the factors before the iteration is needed at iteration 1 only (later it
+//     is the last iteration's): it is summed directly then, and so is their held-out error.
+//  7. One allreduce of A (M x K), the M lower triangles V_i, with a test set the held-out
+//     sums Rt_i and Vt_i (another M x K and M triangles), with a penalty on C the four norms
+//     of C_i (as DID's), with a test set the held-out errors postT and that of the factors
+//     before the iteration (iteration 1; 0 later), and the two objective scalars: M K +
+//     M K(K+1)/2 + 2 values, twice the matrices (and 2 more values) with a test set.
+//  8. Every shard updates B row by row: w_i = A_i - V_i b_i, then for p = 1..K
 //     b_ip <- max(0, b_ip + (w_ip - sum_{q<p} V_i,pq db_iq) / V_i,pp) (unchanged when
 //     V_i,pp = 0), the row form of DID's update, and the objective changes by
 //     -2 db_i.w_i + db_i^T V_i db_i. The penalty on B shifts w_i and V_i as in DID. The
 //     held-out error changes likewise, by -2 db_i.Rt_i + db_i^T Vt_i db_i, from the directly
-//     summed sum r_ij^2: no cancellation but that of the change.
+//     summed postT: no cancellation but that of the change.
 //
 // The updates are BCD's on the masked objective (bcdmask.go) in the same order, so the
-// iterates agree to round-off. Still one allreduce per iteration. The C step is always the
-// Gram form's, B^T X_o and X_o C^T on the kernel paths of blockOps; Options.Form only
-// chooses how a column's objective is summed: from the Gram identity above (gram, auto; its
-// cancellation costs about eps ||x_o||^2 / objective relative, as the unmasked Gram form's),
-// or directly from the column's residual on the observed rows (residual: 2 M K more
-// operations per column).
+// iterates agree to round-off. Still one allreduce per iteration. Every sum is in an order
+// fixed by the data and the lanes (a function of the block's shape), and every kernel path
+// makes the Gram lane's operations, so the bits are the same on every kernel path, thread
+// count, batch and chunk size; a held-out entry is exactly a missing one for the fit; and
+// a block stored as float32 gives the bits of its float64 values.
 
 // didMaskLayout places the parts of masked DID's payload.
 type didMaskLayout struct {
@@ -67,80 +100,243 @@ func newDIDMaskLayout(m, k int, test, norms bool) didMaskLayout {
 	return y
 }
 
+// didMaskLaneBudget bounds the floats of the lanes' row sums (S_i, and with a test set Rt_i
+// and Vt_i, for every row, in every lane). Beyond it the lanes keep none and the row pass sums
+// the same lane partials from the row lists (tests lower it to check that both give the same
+// bits).
+var didMaskLaneBudget = lanePartialBudget
+
+// didMaskRowSumScalar: rowSum sums n rows in Go when n K(K+1)/2 is at most this, else on the
+// kernel path (the same operations; tests move it to check that).
+var didMaskRowSumScalar = 64
+
+// didMaskTableRows bounds u K^2 for a column's u unobserved rows summed from the tables of
+// B's rows (more go to rowSum: the same values).
+var didMaskTableRows = 1024
+
+// didMaskTableBudget bounds M K^2, the size of masked DID's tables of B's rows; beyond it
+// columnGram forms every G_j (the same values).
+var didMaskTableBudget = 1 << 20
+
+// didMaskLane is a column lane's work space and partial sums.
+type didMaskLane struct {
+	h, cs []float64 // a batch's h (Kp per column) and updated coefficients (Kp per column)
+	cold  []float64 // a batch's coefficients before the update
+	ws    widening
+	a     []float64 // A = X_o C^T, column-major M x K (the column-lane kernels' layout)
+	arow  []float64 // A in rows of Kp (the other kernels' layout)
+	v     []float64 // C C^T, K rows of Kp (lower triangle)
+	// The row sums (with fused lanes): st0 gathers every unobserved entry (S_i, and Rt_i
+	// for a row without missing entries), st1 the held-out entries of the rows with missing
+	// ones (Vt_i and Rt_i).
+	st0, st1 *rowStage
+	gneg     []float64  // -G_j (K x K), two of them
+	ginv     []float64  // 1 / G_j,pp, two of them
+	flip     bool       // which of the two is in use
+	bucket   [5][]int32 // a batch's columns by number of unobserved entries
+	s        []float64  // columnGram's sum (K rows of Kp)
+	rows     []float64  // rowSum's gathered rows of B (M rows of Kp)
+	e        []float64  // residual-form scratch (M)
+	// pt are the held-out error's partial sums (entry index mod 4), post the residual
+	// form's objective.
+	pt   [4]float64
+	post float64
+}
+
 // didMasked is a masked DID shard's work space.
 type didMasked struct {
-	e       *shardEnv
-	sm      *shardMask
-	m, n, k int
-	pool    *Pool
-	ops     *blockOps
-	lanes   []int // column lanes
-	rows    []int // row lanes
-	g       []float64
-	brow    []float64       // B row-major (M x K)
-	h       []float64       // B^T X_o (K x n)
-	vs      []float64       // C C^T (K x K)
-	laneG   []*outerScratch // per column lane
-	laneRS  []*outerScratch // per row lane
-	laneGj  [][]float64     // per column lane: G_j
-	laneObj [][4]float64
-	laneRow [][]float64
-	rowObj  []float64
-	rowTest []float64
-	rt      []float64 // the held-out residuals of B_old and the new C, by entry of the column lists
-	l1, l2  float64   // the penalty on C
-	// direct: sum each column's objective from its residual (FormResidual), laneE its
-	// scratch.
-	direct bool
-	laneE  [][]float64
-	pen    penalty
-	lay    didMaskLayout
-	test   bool
-	// wantPrevT: the C step also sums the held-out error of the factors it starts from.
-	wantPrevT bool
-	partial   []float64
-	sum       []float64 // the reduced payload during the B update
-	colFn     func(int)
-	rowFn     func(int)
-	bFn       func(int)
+	e           *shardEnv
+	sm          *shardMask
+	m, n, k, kp int
+	ll          int // lowerLen(k)
+	pool        *Pool
+	kern        *gramKernels
+	lanes       []int   // column lanes
+	ucol        []int32 // the column of each entry of the column lists
+	mcols       []int32 // the columns with unobserved entries
+	useCols     bool    // dense block on the column-lane kernels
+	colsStep    int     // their batch
+	span        int     // columns between two looks at the flag
+	big         bool    // a column is several blocks of work
+	g           []float64
+	gneg, ginv  []float64
+	bp          []float64 // B in rows of Kp (colsRows(M) rows, zero beyond M)
+	brow        []float64 // B row-major (M x K)
+	// The row tables (when M K^2 <= didMaskTableBudget), for a column whose one unobserved
+	// entry is in row i: one its -G_j, oneOK whether columnGram takes it, oneUpd and oneInv
+	// its update form (oneUpd is one without an L2 penalty on C).
+	one, oneUpd, oneInv []float64
+	// lt and rt2: b_ip and b_iq at position p K + q of row i's K x K.
+	lt, rt2 []float64
+	oneOK   []bool
+	vl      []float64 // C C^T, packed lower triangle
+	vfull   []float64 // scratch (K x K)
+	sqXo    float64   // ||X_o||^2: the columns' squared norms added in column order
+	lane    []*didMaskLane
+	// fused: the lanes keep the row sums; otherwise the row pass sums them from the row
+	// lists, with rt the held-out residuals by entry of the column lists.
+	fused      bool
+	rt         []float64
+	rowMissing []bool // with a test set: row i has missing entries (Vt_i is not S_i)
+	// rowWeighted: with a test set, row i has no missing entries (st0 sums its Rt_i).
+	rowWeighted []bool
+	vtLanes     bool  // the lanes keep Vt_i
+	rowLanes    []int // row lanes of the row pass
+	rowScratch  [][]float64
+	// rowSt0 and rowSt1: the row lanes' one-row stages (without fused lanes).
+	rowSt0, rowSt1 []*rowStage
+	needDirect     []bool
+	directList     []int
+	rows           []int // row lanes of the B update
+	laneRow        [][]float64
+	rowObj         []float64
+	rowTest        []float64
+	l1, l2         float64 // the penalty on C
+	// direct: sum each column's objective from its residual (FormResidual).
+	direct  bool
+	pen     penalty
+	lay     didMaskLayout
+	test    bool
+	partial []float64
+	sum     []float64 // the reduced payload during the B update
+	laneFn  func(int)
+	rowFn   func(int)
+	dirFn   func(int)
+	bFn     func(int)
+}
+
+func newDIDMasked(e *shardEnv) *didMasked {
+	sm := e.m.mask.sm
+	m, n, k := e.rows, e.cols, e.k
+	kp, ll := paddedK(k), lowerLen(k)
+	pen := e.penalty()
+	d := &didMasked{e: e, sm: sm, m: m, n: n, k: k, kp: kp, ll: ll, pool: e.spec.Pool,
+		lanes: laneBounds(sm.x, k), g: make([]float64, k*k),
+		gneg: make([]float64, k*k), ginv: make([]float64, k), bp: make([]float64, colsRows(m)*kp),
+		brow: make([]float64, m*k), vl: make([]float64, ll),
+		vfull: make([]float64, k*k), rows: rowLaneBounds(m), rowObj: make([]float64, m),
+		rowTest: make([]float64, m), l1: pen.l1C, l2: pen.l2C, pen: pen, test: sm.test,
+		direct: e.spec.Form == FormResidual, needDirect: make([]bool, m)}
+	d.lay = newDIDMaskLayout(m, k, d.test, pen.coef())
+	d.ucol = make([]int32, len(sm.urow))
+	for j := 0; j < n; j++ {
+		if sm.uptr[j+1] > sm.uptr[j] {
+			d.mcols = append(d.mcols, int32(j))
+		}
+		for t := sm.uptr[j]; t < sm.uptr[j+1]; t++ {
+			d.ucol[t] = int32(j)
+		}
+	}
+	if m*k*k <= didMaskTableBudget {
+		d.one, d.oneInv, d.oneOK = make([]float64, m*k*k), make([]float64, m*k), make([]bool, m)
+		d.lt, d.rt2 = make([]float64, m*k*k), make([]float64, m*k*k)
+		d.oneUpd = d.one
+		if d.l2 != 0 {
+			d.oneUpd = make([]float64, m*k*k)
+		}
+	}
+	for _, v := range sm.colSq {
+		d.sqXo += v
+	}
+	d.partial = make([]float64, d.lay.total)
+	d.kern = activeGramKernels()
+	if sp, ok := sm.x.(*CSC); ok && d.kern != &genericGram && sp.Validate() != nil {
+		d.kern = &genericGram // the assembly trusts row indices
+	}
+	dn, _ := sm.x.(*Dense)
+	d.useCols = d.kern.cols != nil && dn != nil && m >= colsMinRows
+	if d.useCols {
+		d.colsStep = min(max(8, colsBatchEntries/m/8*8), gramBatchCols)
+		perCol := 2*m*kp + k*k + k*kp
+		d.span, d.big = e.flag.span(perCol, 8), e.flag.big(perCol)
+	} else {
+		perCol := 2*colWork(sm.x, kp) + k*k + k*kp
+		d.span, d.big = e.flag.span(perCol, 1), e.flag.big(perCol)
+	}
+	if d.test {
+		d.rowMissing = make([]bool, m)
+		for i := range m {
+			for _, v := range sm.rval[sm.rptr[i]:sm.rptr[i+1]] {
+				if v != v {
+					d.rowMissing[i] = true
+					d.vtLanes = true
+					break
+				}
+			}
+		}
+	}
+	if d.test {
+		d.rowWeighted = make([]bool, m)
+		for i, miss := range d.rowMissing {
+			d.rowWeighted[i] = !miss
+		}
+	}
+	nl := len(d.lanes) - 1
+	// The lanes' stages, with chunks of 32 columns or fewer (down to 4) to fit the budget.
+	chunk := 32
+	stageLen := func(chunk int) int {
+		n := rowStageLen(m, k, chunk, d.test)
+		if d.vtLanes {
+			n += rowStageLen(m, k, chunk, true)
+		}
+		return nl * n
+	}
+	for chunk > 4 && stageLen(chunk) > didMaskLaneBudget {
+		chunk /= 2
+	}
+	d.fused = stageLen(chunk) <= didMaskLaneBudget
+	if !d.fused && d.test {
+		d.rt = make([]float64, len(sm.urow))
+	}
+	d.lane = make([]*didMaskLane, nl)
+	for l := range d.lane {
+		ls := &didMaskLane{h: make([]float64, gramBatchCols*kp), cs: make([]float64, gramBatchCols*kp),
+			cold: make([]float64, gramBatchCols*k),
+			a:    make([]float64, m*k), v: make([]float64, k*kp),
+			gneg: make([]float64, 2*k*k), ginv: make([]float64, 2*k), s: make([]float64, k*kp),
+			rows: make([]float64, m*kp)}
+		for b := range ls.bucket {
+			ls.bucket[b] = make([]int32, gramBatchCols)
+		}
+		if !d.useCols {
+			ls.arow = make([]float64, m*kp)
+		}
+		if d.fused {
+			ls.st0 = newRowStage(m, k, chunk, d.test, d.rowWeighted)
+			if d.vtLanes {
+				ls.st1 = newRowStage(m, k, chunk, true, nil)
+			}
+		}
+		if d.direct {
+			ls.e = make([]float64, m)
+		}
+		d.lane[l] = ls
+	}
+	d.rowLanes = ColumnRanges(m, max(1, min(m, maxLanes)))
+	d.rowScratch = make([][]float64, len(d.rowLanes)-1)
+	for l := range d.rowScratch {
+		d.rowScratch[l] = make([]float64, 2*ll+k)
+	}
+	if !d.fused {
+		d.rowSt0 = make([]*rowStage, len(d.rowLanes)-1)
+		d.rowSt1 = make([]*rowStage, len(d.rowLanes)-1)
+		for l := range d.rowSt0 {
+			d.rowSt0[l] = newRowStage(1, k, 32, d.test, make([]bool, 1))
+			d.rowSt1[l] = newRowStage(1, k, 32, true, nil)
+		}
+	}
+	d.laneRow = make([][]float64, len(d.rows)-1)
+	for l := range d.laneRow {
+		d.laneRow[l] = make([]float64, 2*k*k+4*k)
+	}
+	d.laneFn, d.rowFn, d.dirFn, d.bFn = d.colLane, d.rowLane, d.directRow, d.bLane
+	return d
 }
 
 func runDIDMasked(e *shardEnv, first int, initial float64) {
 	ms := e.m.mask
-	sm := ms.sm
-	m, n, k := e.rows, e.cols, e.k
-	pen := e.penalty()
-	d := &didMasked{e: e, sm: sm, m: m, n: n, k: k, pool: e.spec.Pool, ops: newBlockOps(sm.x, k, e.spec.Pool, e.flag),
-		lanes: laneBounds(sm.x, k), rows: rowLaneBounds(m), g: make([]float64, k*k), brow: make([]float64, m*k),
-		h: make([]float64, k*n), vs: make([]float64, k*k), rowObj: make([]float64, m), rowTest: make([]float64, m),
-		l1: pen.l1C, l2: pen.l2C, pen: pen, test: sm.test}
-	d.lay = newDIDMaskLayout(m, k, d.test, pen.coef())
-	d.partial = make([]float64, d.lay.total)
-	nl := len(d.lanes) - 1
-	d.laneG = make([]*outerScratch, nl)
-	d.laneGj = make([][]float64, nl)
-	d.laneObj = make([][4]float64, nl)
-	if e.spec.Form == FormResidual {
-		d.direct = true
-		d.laneE = make([][]float64, nl)
-		for l := range d.laneE {
-			d.laneE[l] = make([]float64, m)
-		}
-	}
-	if d.test {
-		d.rt = make([]float64, len(sm.urow))
-	}
-	for l := range d.laneG {
-		d.laneG[l] = newOuterScratch(k)
-		d.laneGj[l] = make([]float64, k*k)
-	}
-	d.laneRow = make([][]float64, len(d.rows)-1)
-	d.laneRS = make([]*outerScratch, len(d.rows)-1)
-	for l := range d.laneRow {
-		d.laneRow[l] = make([]float64, 2*k*k+4*k)
-		d.laneRS[l] = newOuterScratch(k)
-	}
-	d.colFn, d.rowFn, d.bFn = d.colLane, d.rowLane, d.bLane
+	d := newDIDMasked(e)
+	pen := d.pen
 	e.state = nil
 	var c1, c2 float64 // ||C_i||_1 and ||C_i||^2 of the C the next C update starts from
 	if pen.coef() {
@@ -148,7 +344,16 @@ func runDIDMasked(e *shardEnv, first int, initial float64) {
 	}
 	lay := d.lay
 	for it := first; ; it++ {
-		prev, post, prevT, postT := d.cStep(d.test && it == 1)
+		var prev, prevT float64
+		if it == 1 {
+			// The objective and held-out error of the initial factors, summed directly.
+			prev = maskedResidualSq(d.sm, e.B, e.C, d.k, d.pool)
+			if d.test {
+				prevT = heldOutSq(d.sm, e.B, e.C, d.k, 0, d.n)
+			}
+			e.flag.poll()
+		}
+		post, postT := d.cStep()
 		partial := d.partial
 		if pen.coef() {
 			norms := partial[lay.norms : lay.norms+didNormsLen]
@@ -157,6 +362,9 @@ func runDIDMasked(e *shardEnv, first int, initial float64) {
 			norms[2], norms[3] = c1, c2
 		}
 		d.rowSums()
+		if !d.direct {
+			post = d.gramObjective()
+		}
 		if d.test {
 			partial[lay.prevT], partial[lay.prevT+1] = prevT, postT
 		}
@@ -189,97 +397,648 @@ func runDIDMasked(e *shardEnv, first int, initial float64) {
 	}
 }
 
-// cStep updates every column of C and returns the shard's objective before and after, with
-// wantPrevT the held-out error before and with a test set that after (of B_old and the new
-// C).
-func (d *didMasked) cStep(wantPrevT bool) (prev, post, prevT, postT float64) {
+// cStep updates every column of C, writes A into the payload and returns the shard's
+// objective of B_old and the new C and its held-out error.
+func (d *didMasked) cStep() (post, postT float64) {
 	b, flag := d.e.B, d.e.flag
-	gramCols(b, d.m, d.k, d.g, flag)
-	transpose(d.brow, b, d.m, d.k)
-	d.ops.btx(b, d.h)
-	d.wantPrevT = wantPrevT
-	d.pool.Run(len(d.lanes)-1, d.colFn)
-	flag.poll()
-	for _, o := range d.laneObj {
-		prev += o[0]
-		post += o[1]
-		prevT += o[2]
-		postT += o[3]
+	m, k, kp := d.m, d.k, d.kp
+	gramCols(b, m, k, d.g, flag)
+	for i, g := range d.g {
+		d.gneg[i] = -g
 	}
-	return prev, post, prevT, postT
+	for p := 0; p < k; p++ {
+		gpp := d.g[p*k+p]
+		if d.l2 != 0 {
+			gpp += d.l2
+			d.gneg[p*k+p] = -gpp
+		}
+		d.ginv[p] = 0
+		if gpp > 0 {
+			d.ginv[p] = 1 / gpp
+		}
+	}
+	packRows(d.bp, b, m, k)
+	transpose(d.brow, b, m, k)
+	if d.one != nil {
+		d.rowTables()
+	}
+	d.pool.Run(len(d.lane), d.laneFn)
+	flag.poll()
+	a := d.partial[d.lay.a : d.lay.a+m*k]
+	copy(a, d.lane[0].a)
+	clear64(d.vl)
+	for l, ls := range d.lane {
+		if l > 0 {
+			for i, v := range ls.a {
+				a[i] += v
+			}
+		}
+		n := 0
+		for p := 0; p < k; p++ {
+			for q := 0; q <= p; q++ {
+				d.vl[n] += ls.v[p*kp+q]
+				n++
+			}
+		}
+		postT += (ls.pt[0] + ls.pt[1]) + (ls.pt[2] + ls.pt[3])
+		post += ls.post
+	}
+	return post, postT
 }
 
+// rowTables fills the tables of B's rows: -G_j of a column whose one unobserved entry is in
+// row i (columnGram's fma(b_ip, b_iq, -G_pq)), whether columnGram takes it, its update form,
+// and b_ip, b_iq at position p K + q.
+func (d *didMasked) rowTables() {
+	m, k := d.m, d.k
+	kk := k * k
+	for i := 0; i < m; i++ {
+		bi, one := d.brow[i*k:(i+1)*k], d.one[i*kk:(i+1)*kk]
+		lt, rt := d.lt[i*kk:(i+1)*kk], d.rt2[i*kk:(i+1)*kk]
+		ok := 2 <= m
+		for p, bp := range bi {
+			for q, bq := range bi {
+				lt[p*k+q], rt[p*k+q] = bp, bq
+			}
+			for q, bq := range bi[:p+1] {
+				v := math.FMA(bp, bq, -d.g[p*k+q])
+				one[p*k+q], one[q*k+p] = v, v
+			}
+			if !(-one[p*k+p] >= d.g[p*k+p]*maskCancel) {
+				ok = false
+			}
+		}
+		d.oneOK[i] = ok
+		if ok {
+			upd := d.oneUpd[i*kk : (i+1)*kk]
+			copy(upd, one)
+			updateForm(upd, d.oneInv[i*k:(i+1)*k], d.l2)
+		}
+	}
+}
+
+// gramObjective returns the objective of B_old and the new C from the payload's A and V_i:
+// ||X_o - B C||^2 = ||X_o||^2 - 2<B, A> + sum_i b_i^T V_i b_i (clamped at 0), ||X_o||^2 the
+// columns' squared norms added in column order, products rounded before they are added.
+func (d *didMasked) gramObjective() float64 {
+	m, k, ll, b := d.m, d.k, d.ll, d.e.B
+	a := d.partial[d.lay.a : d.lay.a+m*k]
+	var cross float64
+	for p := 0; p < k; p++ {
+		var t float64
+		ap := a[p*m : (p+1)*m]
+		for i, bv := range b[p*m : (p+1)*m] {
+			t += float64(bv * ap[i])
+		}
+		cross += t
+	}
+	var quad float64
+	for i := 0; i < m; i++ {
+		unpackLower(d.vfull, d.partial[d.lay.v+i*ll:d.lay.v+(i+1)*ll], k)
+		quad += quadForm(d.vfull, d.brow[i*k:(i+1)*k], k)
+	}
+	obj := d.sqXo - float64(2*cross) + quad
+	return max(obj, 0)
+}
+
+// colLane runs steps 1-4 and the masked columns' updates on column lane l.
 func (d *didMasked) colLane(l int) {
-	k, flag := d.k, d.e.flag
-	gj := d.laneGj[l]
-	var prev, post, prevT, postT float64
-	span := flag.span(4*k*k+k, 1)
-	for j0, hi := d.lanes[l], d.lanes[l+1]; j0 < hi; j0 += span {
+	ls := d.lane[l]
+	m, k, kp := d.m, d.k, d.kp
+	flag := d.e.flag
+	clear64(ls.a)
+	clear64(ls.arow)
+	clear64(ls.v)
+	clear64(ls.cs)
+	if ls.st0 != nil {
+		ls.st0.reset()
+	}
+	if ls.st1 != nil {
+		ls.st1.reset()
+	}
+	ls.pt, ls.post = [4]float64{}, 0
+	x := d.sm.x
+	dn, _ := x.(*Dense)
+	sp, sparse := x.(*CSC)
+	c, uptr, kern := d.e.C, d.sm.uptr, d.kern
+	tail := colsTailMask(m)
+	mpos, _ := slices.BinarySearch(d.mcols, int32(d.lanes[l])) // the lane's first column with unobserved entries
+	for j0, hi := d.lanes[l], d.lanes[l+1]; j0 < hi; {
 		if flag.stopped() {
 			return
 		}
-		for j, j1 := j0, min(j0+span, hi); j < j1; j++ {
-			p0, p1, pt0, pt1 := d.column(l, j, gj)
-			prev, post, prevT, postT = prev+p0, post+p1, prevT+pt0, postT+pt1
+		var j1 int
+		if d.useCols {
+			j1 = min(j0+d.colsStep, hi, j0+d.span)
+		} else {
+			j1 = batchEnd(x, j0, min(j0+gramBatchCols, hi, j0+d.span))
 		}
+		nb := j1 - j0
+		h, cs := ls.h[:nb*kp], ls.cs[:nb*kp]
+		var xd, vals []float64
+		var colptr []int
+		var rows []int32
+		switch {
+		case d.useCols:
+			ng := nb / 8
+			if dn.Data != nil {
+				xb := dn.Data[j0*m : j1*m]
+				if ng > 0 {
+					kern.cols.dots64(d.bp, xb, m, k, kp, ng, tail, h[:ng*8*kp])
+				}
+				if ng*8 < nb {
+					kern.dotsDense(d.bp, xb[ng*8*m:], m, kp, nb-ng*8, h[ng*8*kp:])
+				}
+			} else {
+				if ng > 0 {
+					kern.cols.dots32(d.bp, dn.Data32[j0*m:(j0+ng*8)*m], m, k, kp, ng, tail, h[:ng*8*kp])
+				}
+				if ng*8 < nb {
+					xt := denseBatch(dn, j0+ng*8, j1, &ls.ws.vals)
+					kern.dotsDense(d.bp, xt, m, kp, nb-ng*8, h[ng*8*kp:])
+				}
+			}
+		case sparse:
+			colptr, rows, vals = sparseBatch(sp, j0, j1, &ls.ws.cp, &ls.ws.vals)
+			kern.dotsSparse(d.bp, kp, colptr, rows, vals, h)
+		default:
+			xd = denseBatch(dn, j0, j1, &ls.ws.vals)
+			kern.dotsDense(d.bp, xd, m, kp, nb, h)
+		}
+		subtractL1(h, d.l1, k, kp, nb)
+		if d.big && flag.stopped() {
+			return
+		}
+		// The columns without unobserved entries on G, those with some on their own G_j.
+		cb := c[j0*k : j1*k]
+		mlo := mpos
+		for mpos < len(d.mcols) && int(d.mcols[mpos]) < j1 {
+			mpos++
+		}
+		masked := d.mcols[mlo:mpos]
+		switch {
+		case len(masked) == 0:
+			kern.update(h, cs, cb, d.gneg, d.ginv, k, kp, nb)
+		case 2*len(masked) <= nb:
+			// Mostly observed: the whole batch on G, then the others again from their old
+			// coefficients.
+			copy(ls.cold, cb)
+			kern.update(h, cs, cb, d.gneg, d.ginv, k, kp, nb)
+			d.maskedUpdates(ls, j0, masked, h, cs, true)
+		default:
+			// Mostly unobserved: the runs of observed columns on G.
+			run := j0
+			for _, j32 := range masked {
+				if j := int(j32); run < j {
+					u0, u1 := run-j0, j-j0
+					kern.update(h[u0*kp:u1*kp], cs[u0*kp:u1*kp], c[run*k:j*k], d.gneg, d.ginv, k, kp, j-run)
+				}
+				run = int(j32) + 1
+			}
+			if run < j1 {
+				u0 := run - j0
+				kern.update(h[u0*kp:nb*kp], cs[u0*kp:nb*kp], c[run*k:j1*k], d.gneg, d.ginv, k, kp, j1-run)
+			}
+			d.maskedUpdates(ls, j0, masked, h, cs, false)
+		}
+		if len(masked) > 0 {
+			d.batchSums(ls, uptr[j0], uptr[j1])
+		}
+		if d.direct {
+			for j := j0; j < j1; j++ {
+				ls.post += d.columnResidual(j, c[j*k:(j+1)*k], ls.e)
+			}
+		}
+		if d.big && flag.stopped() {
+			return
+		}
+		switch {
+		case d.useCols:
+			if dn.Data != nil {
+				kern.cols.acc64(dn.Data[j0*m:j1*m], m, k, kp, nb, tail, cs, ls.a)
+			} else {
+				kern.cols.acc32(dn.Data32[j0*m:j1*m], m, k, kp, nb, tail, cs, ls.a)
+			}
+			kern.accV(cs, k, kp, nb, ls.v)
+		case sparse:
+			kern.accSparse(k, kp, colptr, rows, vals, cs, ls.arow, ls.v)
+		default:
+			kern.accDense(xd, m, k, kp, nb, cs, ls.arow, ls.v)
+		}
+		j0 = j1
 	}
-	d.laneObj[l] = [4]float64{prev, post, prevT, postT}
+	if !d.useCols {
+		unpackRows(ls.a, ls.arow, m, k)
+	}
+	if ls.st0 != nil {
+		ls.st0.flushAll(d)
+	}
+	if ls.st1 != nil {
+		ls.st1.flushAll(d)
+	}
 }
 
-// column runs the C step on column j of lane l (gj is scratch for G_j).
-func (d *didMasked) column(l, j int, gj []float64) (prev, post, prevT, postT float64) {
-	m, k, sm := d.m, d.k, d.sm
-	cj, hj := d.e.C[j*k:(j+1)*k], d.h[j*k:(j+1)*k]
-	g := d.g
-	if lo, hi := sm.unobserved(j); hi > lo {
-		maskedGram(gj, d.g, d.brow, sm.urow[lo:hi], m, k, d.laneG[l])
-		g = gj
-		if d.wantPrevT {
-			prevT = heldOutSq(sm, d.e.B, d.e.C, k, j, j+1)
+// maskedUpdates runs the C update of the batch's columns js (increasing) that have unobserved
+// entries, each on its own G_j, from their coefficients before the batch's update on G
+// (ls.cold, with restore), grouped by their number of unobserved entries (1, 2, 3, more), so that each
+// group runs the same code. The columns are independent, so the grouping changes no bit.
+func (d *didMasked) maskedUpdates(ls *didMaskLane, j0 int, js []int32, h, cs []float64, restore bool) {
+	k, kp, uptr := d.k, d.kp, d.sm.uptr
+	var nb [5]int
+	for _, j := range js {
+		b := min(uptr[j+1]-uptr[j], 4)
+		ls.bucket[b][nb[b]] = j
+		nb[b]++
+	}
+	c := d.e.C
+	for b := 1; b <= 4; b++ {
+		for _, j32 := range ls.bucket[b][:nb[b]] {
+			j := int(j32)
+			u := j - j0
+			cj := c[j*k : j*k+k]
+			if restore {
+				move(cj, ls.cold[u*k:(u+1)*k])
+			}
+			gneg, ginv := d.columnForm(ls, j, b)
+			d.kern.update(h[u*kp:(u+1)*kp], cs[u*kp:(u+1)*kp], cj, gneg, ginv, k, kp, 1)
 		}
 	}
-	sq := sm.colSq[j]
-	if d.direct {
-		prev = d.columnResidual(j, cj, d.laneE[l])
-	} else {
-		prev = sq - float64(2*dot(hj, cj)) + quadForm(g, cj, k)
+}
+
+// columnForm returns -G_j and 1/G_j,pp of column j, which has b unobserved entries (4: four
+// or more), in the update's form: a row table's for one entry, else written in one of the
+// lane's two buffers (in turn, so that a column's does not wait for the last update).
+func (d *didMasked) columnForm(ls *didMaskLane, j, b int) (gneg, ginv []float64) {
+	k, kk := d.k, d.k*d.k
+	skip := d.sm.urow[d.sm.uptr[j]:d.sm.uptr[j+1]]
+	if i := int(skip[0]); b == 1 && d.oneOK != nil && d.oneOK[i] {
+		return d.oneUpd[i*kk : i*kk+kk], d.oneInv[i*k : i*k+k]
 	}
-	l1, l2 := d.l1, d.l2
-	for p := 0; p < k; p++ {
-		gpp := g[p*k+p]
-		hh := gpp + l2
-		if !(hh > 0) {
-			continue
-		}
-		r := hj[p]
-		for q, gq := range g[p*k : (p+1)*k] {
-			r -= float64(gq * cj[q])
-		}
-		nc := (r + float64(gpp*cj[p]) - l1) / hh
-		if nc < 0 {
-			nc = 0
-		}
-		cj[p] = nc
+	ls.flip = !ls.flip
+	gneg, ginv = ls.gneg[:kk], ls.ginv[:k]
+	if ls.flip {
+		gneg, ginv = ls.gneg[kk:2*kk], ls.ginv[k:2*k]
 	}
-	if d.direct {
-		post = d.columnResidual(j, cj, d.laneE[l])
-	} else {
-		post = sq - float64(2*dot(hj, cj)) + quadForm(g, cj, k)
-	}
-	if d.test {
-		lo, hi := sm.unobserved(j)
-		for t := lo; t < hi; t++ {
-			v := sm.uval[t]
-			if v != v {
+	d.columnGram(ls, gneg, skip)
+	updateForm(gneg, ginv, d.l2)
+	return gneg, ginv
+}
+
+// batchSums adds the unobserved entries t0 <= t < t1 of the column lists (a batch's columns,
+// just updated) to the lane's sums, entries in column order: for a held-out entry
+// e_ij = b_i.c_j (fma over the components in order, from 0), r_ij = x_ij - e_ij and r^2 into
+// partial sum t mod 4 (fma), and every entry gathered into its row's sums.
+func (d *didMasked) batchSums(ls *didMaskLane, t0, t1 int) {
+	k, kp, sm, c := d.k, d.kp, d.sm, d.e.C
+	urow, uval, ucol := sm.urow[t0:t1], sm.uval[t0:t1], d.ucol[t0:t1]
+	uval, ucol = uval[:len(urow)], ucol[:len(urow)]
+	fused, test, brow := d.fused, d.test, d.brow
+	st0, st1 := ls.st0, ls.st1
+	pt := ls.pt
+	for t, i32 := range urow {
+		i, j := int(i32), int(ucol[t])
+		cj := c[j*k : j*k+k]
+		v := uval[t]
+		var r float64
+		if v == v { // held out
+			bi := brow[i*k : i*k+k]
+			bi = bi[:len(cj)]
+			var e float64
+			for p, cp := range cj {
+				e = math.FMA(bi[p], cp, e)
+			}
+			r = v - e
+			q := (t0 + t) & 3
+			pt[q] = math.FMA(r, r, pt[q])
+			if !fused {
+				d.rt[t0+t] = r
 				continue
 			}
-			i := int(sm.urow[t])
-			r := v - dot(d.brow[i*k:(i+1)*k], cj)
-			d.rt[t] = r
-			postT += float64(r * r)
+			if test && d.rowMissing[i] {
+				st1.add(d, i, cj, r)
+			}
+		} else if !fused {
+			continue
+		}
+		// st0.add(d, i, cj, r), inline.
+		chunk := st0.chunk
+		n := st0.cnt[i]
+		dst := st0.cbuf[(i*chunk+n)*kp:]
+		dst = dst[:len(cj)]
+		for p, cp := range cj {
+			dst[p] = cp
+		}
+		if st0.wbuf != nil {
+			st0.wbuf[i*chunk+n] = r
+		}
+		if n++; n == chunk {
+			st0.flush(d, i, n)
+			n = 0
+		}
+		st0.cnt[i] = n
+	}
+	ls.pt = pt
+}
+
+// rowStage gathers, row by row, the coefficients c_j (Kp per column, pads 0) and weights w_j
+// of the columns that a row's sums take, and adds them a chunk at a time on the Gram lane's
+// step 4 (V_i += c_j c_j^T) and, for the rows that take weights, step 3 on a one-row block
+// (a_i += w_j c_j): fma in column order, so the sums do not depend on the chunk.
+type rowStage struct {
+	chunk int
+	cbuf  []float64 // per row: chunk columns of Kp
+	wbuf  []float64 // per row: chunk weights
+	cnt   []int     // per row: the columns gathered
+	v     []float64 // per row: V_i, K rows of Kp (lower triangle)
+	a     []float64 // per row: a_i, Kp values (nil without weights)
+	// weighted[i]: row i takes weights (nil: every row does when a is set).
+	weighted []bool
+}
+
+func newRowStage(rows, k, chunk int, weights bool, weighted []bool) *rowStage {
+	kp := paddedK(k)
+	st := &rowStage{chunk: chunk, cbuf: make([]float64, rows*chunk*kp), cnt: make([]int, rows),
+		v: make([]float64, rows*k*kp)}
+	if weights {
+		st.wbuf, st.a, st.weighted = make([]float64, rows*chunk), make([]float64, rows*kp), weighted
+	}
+	return st
+}
+
+// rowStageLen is the number of floats of a rowStage.
+func rowStageLen(rows, k, chunk int, weights bool) int {
+	kp := paddedK(k)
+	n := rows * (chunk*kp + k*kp)
+	if weights {
+		n += rows * (chunk + kp)
+	}
+	return n
+}
+
+// reset empties the stage and zeroes its sums.
+func (st *rowStage) reset() {
+	clear(st.cnt)
+	clear64(st.v)
+	clear64(st.a)
+}
+
+// add gathers column c (K values) with weight w into row i.
+func (st *rowStage) add(d *didMasked, i int, c []float64, w float64) {
+	kp, chunk := d.kp, st.chunk
+	n := st.cnt[i]
+	dst := st.cbuf[(i*chunk+n)*kp : (i*chunk+n)*kp+kp]
+	dst = dst[:len(c)] // the pads stay 0
+	for p, v := range c {
+		dst[p] = v
+	}
+	if st.wbuf != nil {
+		st.wbuf[i*chunk+n] = w
+	}
+	if n++; n == chunk {
+		st.flush(d, i, n)
+		n = 0
+	}
+	st.cnt[i] = n
+}
+
+// flush adds row i's n gathered columns to its sums.
+func (st *rowStage) flush(d *didMasked, i, n int) {
+	if n == 0 {
+		return
+	}
+	k, kp, chunk := d.k, d.kp, st.chunk
+	cs := st.cbuf[i*chunk*kp : (i*chunk+n)*kp]
+	d.kern.accV(cs, k, kp, n, st.v[i*k*kp:(i+1)*k*kp])
+	if st.a != nil && (st.weighted == nil || st.weighted[i]) {
+		d.kern.accDenseA(st.wbuf[i*chunk:i*chunk+n], 1, kp, n, cs, st.a[i*kp:(i+1)*kp])
+	}
+}
+
+// flushAll flushes every row.
+func (st *rowStage) flushAll(d *didMasked) {
+	for i, n := range st.cnt {
+		st.flush(d, i, n)
+		st.cnt[i] = 0
+	}
+}
+
+// lowerOf writes the lower triangle of V_i (K rows of Kp) packed into dst, or adds it.
+func lowerOf(dst, v []float64, k, kp int, add bool) {
+	n := 0
+	for p := 0; p < k; p++ {
+		row := v[p*kp : p*kp+p+1]
+		if add {
+			for _, x := range row {
+				dst[n] += x
+				n++
+			}
+		} else {
+			for _, x := range row {
+				dst[n] = x
+				n++
+			}
 		}
 	}
-	return prev, post, prevT, postT
+}
+
+// updateForm turns -G_j (K x K) into the update's form: with l2 its diagonal is
+// -(G_j,pp + l2), and ginv[p] = 1 / (G_j,pp + l2), 0 unless that is positive.
+func updateForm(gneg, ginv []float64, l2 float64) {
+	k := len(ginv)
+	for p := range ginv {
+		gpp := -gneg[p*k+p]
+		if l2 != 0 {
+			gpp += l2
+			gneg[p*k+p] = -gpp
+		}
+		ginv[p] = 0
+		if gpp > 0 {
+			ginv[p] = 1 / gpp
+		}
+	}
+}
+
+// move copies src into dst (src's length) by a loop: a few values, for which copy's call to
+// memmove costs more than the copy.
+func move(dst, src []float64) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = v
+	}
+}
+
+// columnGram sets gneg (K x K) to -G_j, G_j the Gram matrix of the rows of B outside skip
+// (increasing): when those rows are at most half, -G_j = -G + sum of b_i b_i^T over them,
+// by fma, rows in order (the Gram lane's step 4 from -G), unless a diagonal entry of G_j
+// falls below maskCancel times G's; then, or when they are more than half, -G_j = -S with S
+// the sum of b_i b_i^T over the other rows, by fma, rows in order, from 0. Up to three rows
+// are taken from the tables of B's rows, more are summed by rowSum.
+func (d *didMasked) columnGram(ls *didMaskLane, gneg []float64, skip []int32) {
+	m, k, kp := d.m, d.k, d.kp
+	kk := k * k
+	gneg = gneg[:kk]
+	s := ls.s[:k*kp]
+	if 2*len(skip) <= m {
+		switch u := len(skip); {
+		case d.one != nil && u*kk <= didMaskTableRows:
+			i0 := int(skip[0]) * kk
+			one := d.one[i0 : i0+kk]
+			switch u {
+			case 1:
+				move(gneg, one)
+			case 2:
+				i1 := int(skip[1]) * kk
+				l1, r1 := d.lt[i1:i1+kk], d.rt2[i1:i1+kk]
+				for x, v := range one {
+					gneg[x] = math.FMA(l1[x], r1[x], v)
+				}
+			case 3:
+				i1, i2 := int(skip[1])*kk, int(skip[2])*kk
+				l1, r1, l2, r2 := d.lt[i1:i1+kk], d.rt2[i1:i1+kk], d.lt[i2:i2+kk], d.rt2[i2:i2+kk]
+				for x, v := range one {
+					gneg[x] = math.FMA(l2[x], r2[x], math.FMA(l1[x], r1[x], v))
+				}
+			default:
+				// Three rows at a time, over every entry.
+				i1, i2 := int(skip[1])*kk, int(skip[2])*kk
+				l1, r1, l2, r2 := d.lt[i1:i1+kk], d.rt2[i1:i1+kk], d.lt[i2:i2+kk], d.rt2[i2:i2+kk]
+				for x, v := range one {
+					gneg[x] = math.FMA(l2[x], r2[x], math.FMA(l1[x], r1[x], v))
+				}
+				rest := skip[3:]
+				for ; len(rest) >= 3; rest = rest[3:] {
+					i0, i1, i2 := int(rest[0])*kk, int(rest[1])*kk, int(rest[2])*kk
+					l0, r0 := d.lt[i0:i0+kk], d.rt2[i0:i0+kk]
+					l1, r1, l2, r2 := d.lt[i1:i1+kk], d.rt2[i1:i1+kk], d.lt[i2:i2+kk], d.rt2[i2:i2+kk]
+					for x, v := range gneg {
+						gneg[x] = math.FMA(l2[x], r2[x], math.FMA(l1[x], r1[x], math.FMA(l0[x], r0[x], v)))
+					}
+				}
+				for _, i := range rest {
+					l0, r0 := d.lt[int(i)*kk:int(i)*kk+kk], d.rt2[int(i)*kk:int(i)*kk+kk]
+					for x, v := range gneg {
+						gneg[x] = math.FMA(l0[x], r0[x], v)
+					}
+				}
+			}
+		default:
+			for p := 0; p < k; p++ {
+				for q := 0; q <= p; q++ {
+					s[p*kp+q] = -d.g[p*k+q]
+				}
+			}
+			d.rowSum(ls, s, skip, false)
+			mirrorLower(gneg, s, k, kp, false)
+		}
+		ok := true
+		for p := 0; p < k; p++ {
+			if !(-gneg[p*k+p] >= d.g[p*k+p]*maskCancel) {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+	}
+	clear64(s)
+	d.rowSum(ls, s, skip, true)
+	mirrorLower(gneg, s, k, kp, true)
+}
+
+// mirrorLower sets the K x K g to the symmetric matrix of the lower triangle of s (K rows of
+// Kp), negated with neg.
+func mirrorLower(g, s []float64, k, kp int, neg bool) {
+	for p := 0; p < k; p++ {
+		for q := 0; q <= p; q++ {
+			v := s[p*kp+q]
+			if neg {
+				v = -v
+			}
+			g[p*k+q], g[q*k+p] = v, v
+		}
+	}
+}
+
+// rowSum adds to s (K rows of Kp, lower triangle) b_i b_i^T for the rows i of B in list
+// (increasing), or with complement for the others: s_pq = fma(b_ip, b_iq, s_pq), rows in
+// order. A few rows are summed here, more are gathered from B's rows of Kp (pads 0) for the
+// kernel path's step 4: the same operations.
+func (d *didMasked) rowSum(ls *didMaskLane, s []float64, list []int32, complement bool) {
+	m, k, kp := d.m, d.k, d.kp
+	n := len(list)
+	if complement {
+		n = m - n
+	}
+	if n*lowerLen(k) <= didMaskRowSumScalar {
+		add := func(i int) {
+			bi := d.brow[i*k : i*k+k]
+			for p, bp := range bi {
+				row := s[p*kp : p*kp+p+1]
+				for q, bq := range bi[:p+1] {
+					row[q] = math.FMA(bp, bq, row[q])
+				}
+			}
+		}
+		if !complement {
+			for _, i := range list {
+				add(int(i))
+			}
+			return
+		}
+		t := 0
+		for i := 0; i < m; i++ {
+			if t < len(list) && int(list[t]) == i {
+				t++
+				continue
+			}
+			add(i)
+		}
+		return
+	}
+	buf := ls.rows[:n*kp]
+	if !complement {
+		for r, i := range list {
+			move(buf[r*kp:(r+1)*kp], d.bp[int(i)*kp:int(i+1)*kp])
+		}
+	} else {
+		r, t := 0, 0
+		for i := 0; i < m; i++ {
+			if t < len(list) && int(list[t]) == i {
+				t++
+				continue
+			}
+			move(buf[r*kp:(r+1)*kp], d.bp[i*kp:(i+1)*kp])
+			r++
+		}
+	}
+	d.kern.accV(buf, k, kp, n, s)
+}
+
+// lowerDiagAbove reports whether every diagonal entry of the packed lower triangle g is at
+// least maskCancel times that of full.
+func lowerDiagAbove(g, full []float64, k int) bool {
+	n := 0
+	for p := 0; p < k; p++ {
+		n += p
+		if !(g[n] >= full[n]*maskCancel) {
+			return false
+		}
+		n++
+	}
+	return true
+}
+
+// addOuterFMA adds c c^T to the packed lower triangle s: s_pq = fma(c_p, c_q, s_pq), the
+// operations of the Gram lane's step 4.
+func addOuterFMA(s, c []float64) {
+	n := 0
+	for p, cp := range c {
+		row := s[n : n+p+1]
+		for q, cq := range c[:p+1] {
+			row[q] = math.FMA(cp, cq, row[q])
+		}
+		n += p + 1
+	}
 }
 
 // columnResidual returns ||x_o,j - B c_j||^2 over the observed rows of column j (e is
@@ -296,48 +1055,157 @@ func (d *didMasked) columnResidual(j int, cj, e []float64) float64 {
 	return dot(e, e)
 }
 
-// rowSums writes A, the V_i and the held-out sums of the C just updated into the payload.
+// rowSums writes the V_i and the held-out sums of the C just updated into the payload (A is
+// there already).
 func (d *didMasked) rowSums() {
-	d.ops.xct(d.e.C, d.partial[d.lay.a:d.lay.a+d.m*d.k])
-	d.ops.cct(d.e.C, d.vs)
-	d.pool.Run(len(d.rows)-1, d.rowFn)
+	d.pool.Run(len(d.rowLanes)-1, d.rowFn)
 	d.e.flag.poll()
+	d.directList = d.directList[:0]
+	for i, need := range d.needDirect {
+		if need {
+			d.directList = append(d.directList, i)
+		}
+	}
+	if len(d.directList) > 0 {
+		d.pool.Run(len(d.directList), d.dirFn)
+		d.e.flag.poll()
+	}
 }
 
+// rowLane runs the row pass on row lane l: the lanes' row sums added in lane order, then
+// V_i = V - S_i, or a direct sum left to directRow.
 func (d *didMasked) rowLane(l int) {
-	m, n, k, sm, flag := d.m, d.n, d.k, d.sm, d.e.flag
-	c := d.e.C
-	lay := d.lay
-	ll := lowerLen(k)
-	at := d.laneRow[l][:k]
-	sc := d.laneRS[l]
-	span := flag.span(k*k, 1)
-	for i0, hi := d.rows[l], d.rows[l+1]; i0 < hi; i0 += span {
+	m, n, k, ll, sm, lay, flag := d.m, d.n, d.k, d.ll, d.sm, d.lay, d.e.flag
+	sc := d.rowScratch[l]
+	s, vt, at := sc[:ll], sc[ll:2*ll], sc[2*ll:2*ll+k]
+	span := flag.span(len(d.lane)*(2*ll+k)+ll, 1)
+	for i0, hi := d.rowLanes[l], d.rowLanes[l+1]; i0 < hi; i0 += span {
 		if flag.stopped() {
 			return
 		}
 		for i, i1 := i0, min(i0+span, hi); i < i1; i++ {
-			lo, up := sm.rptr[i], sm.rptr[i+1]
-			maskedRowGram(d.partial[lay.v+i*ll:lay.v+(i+1)*ll], d.vs, c, sm.rcol[lo:up], n, k, sc)
+			if d.fused {
+				d.fusedRow(i, s, vt, at)
+			} else {
+				d.rowPartials(i, s, vt, at, d.rowSt0[l], d.rowSt1[l])
+			}
+			vi := d.partial[lay.v+i*ll : lay.v+(i+1)*ll]
+			u := sm.rptr[i+1] - sm.rptr[i]
+			d.needDirect[i] = false
+			switch {
+			case u == 0:
+				copy(vi, d.vl)
+			case 2*u <= n:
+				for q, v := range d.vl {
+					vi[q] = v - s[q]
+				}
+				d.needDirect[i] = !lowerDiagAbove(vi, d.vl, k)
+			default:
+				d.needDirect[i] = true
+			}
 			if !d.test {
 				continue
 			}
-			// Rt_i and Vt_i over the row's held-out entries (not the missing ones).
-			t := lo
-			next := func() (int, float64, bool) {
-				for ; t < up; t++ {
-					if v := sm.rval[t]; v == v {
-						j, r := int(sm.rcol[t]), d.rt[sm.rent[t]]
-						t++
-						return j, r, true
-					}
-				}
-				return 0, 0, false
+			if d.rowMissing[i] {
+				copy(d.partial[lay.vt+i*ll:lay.vt+(i+1)*ll], vt)
+			} else {
+				copy(d.partial[lay.vt+i*ll:lay.vt+(i+1)*ll], s)
 			}
-			weightedOuterSum(d.partial[lay.vt+i*ll:lay.vt+(i+1)*ll], at, c, k, next, sc)
 			for p, a := range at {
 				d.partial[lay.at+p*m+i] = a
 			}
+		}
+	}
+}
+
+// fusedRow adds row i's sums of the lanes in lane order into s, vt and at.
+func (d *didMasked) fusedRow(i int, s, vt, at []float64) {
+	vtOn := d.test && d.rowMissing[i]
+	for l, ls := range d.lane {
+		d.addPartials(i, l > 0, ls.st0, ls.st1, vtOn, s, vt, at)
+	}
+}
+
+// addPartials writes (add false) or adds one lane's row i sums from its stages.
+func (d *didMasked) addPartials(i int, add bool, st0, st1 *rowStage, vtOn bool, s, vt, at []float64) {
+	k, kp := d.k, d.kp
+	lowerOf(s, st0.v[i*k*kp:(i+1)*k*kp], k, kp, add)
+	if !d.test {
+		return
+	}
+	a := st0.a
+	if vtOn {
+		lowerOf(vt, st1.v[i*k*kp:(i+1)*k*kp], k, kp, add)
+		a = st1.a
+	}
+	addInto(at, a[i*kp:i*kp+k], add)
+}
+
+// rowPartials is fusedRow without the lanes' stages: it gathers each lane's columns of row i
+// from the row lists into the one-row stages st0 and st1, so that the same operations give
+// the same sums.
+func (d *didMasked) rowPartials(i int, s, vt, at []float64, st0, st1 *rowStage) {
+	k, sm, c := d.k, d.sm, d.e.C
+	vtOn := d.test && d.rowMissing[i]
+	if st0.weighted != nil {
+		st0.weighted[0] = !vtOn
+	}
+	t, up := sm.rptr[i], sm.rptr[i+1]
+	for l := range d.lane {
+		st0.reset()
+		st1.reset()
+		for hi := d.lanes[l+1]; t < up && int(sm.rcol[t]) < hi; t++ {
+			j := int(sm.rcol[t])
+			cj := c[j*k : (j+1)*k]
+			v := sm.rval[t]
+			if v != v {
+				st0.add(d, 0, cj, 0)
+				continue
+			}
+			r := d.rt[sm.rent[t]]
+			st0.add(d, 0, cj, r)
+			if vtOn {
+				st1.add(d, 0, cj, r)
+			}
+		}
+		st0.flushAll(d)
+		st1.flushAll(d)
+		d.addPartials(0, l > 0, st0, st1, vtOn, s, vt, at)
+	}
+}
+
+// addInto sets dst = src (add false) or dst += src.
+func addInto(dst, src []float64, add bool) {
+	if !add {
+		copy(dst, src)
+		return
+	}
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] += v
+	}
+}
+
+// directRow sets V_i of the t-th row of directList to the sum of c_j c_j^T over its observed
+// columns (fma, in column order).
+func (d *didMasked) directRow(t int) {
+	i := d.directList[t]
+	n, k, ll, sm, c, flag := d.n, d.k, d.ll, d.sm, d.e.C, d.e.flag
+	vi := d.partial[d.lay.v+i*ll : d.lay.v+(i+1)*ll]
+	clear64(vi)
+	skip := sm.rcol[sm.rptr[i]:sm.rptr[i+1]]
+	span := flag.span(ll, 1)
+	u := 0
+	for j0 := 0; j0 < n; j0 += span {
+		if flag.stopped() {
+			return
+		}
+		for j, j1 := j0, min(j0+span, n); j < j1; j++ {
+			if u < len(skip) && int(skip[u]) == j {
+				u++
+				continue
+			}
+			addOuterFMA(vi, c[j*k:(j+1)*k])
 		}
 	}
 }

@@ -1018,3 +1018,44 @@ func TestMaskedInterrupt(t *testing.T) {
 		}
 	}
 }
+
+// TestMaskedDIDVariantsSameBits: masked DID's internal choices, which depend on the shape
+// only, give the same bits: the row sums gathered by the lanes or by the row pass
+// (didMaskLaneBudget), the tables of B's rows or every G_j formed (didMaskTableBudget), and
+// the restricted Gram matrices summed in Go or on the kernel path (didMaskRowSumScalar).
+func TestMaskedDIDVariantsSameBits(t *testing.T) {
+	defer func(lane, table, scalar int) {
+		didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar = lane, table, scalar
+	}(didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar)
+	base := [3]int{didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar}
+	variants := []struct {
+		name string
+		v    [3]int
+	}{
+		{"row pass", [3]int{0, base[1], base[2]}},
+		{"no tables", [3]int{base[0], 0, base[2]}},
+		{"kernel sums", [3]int{base[0], base[1], 0}},
+		{"Go sums", [3]int{base[0], base[1], 1 << 30}},
+		{"all", [3]int{0, 0, 0}},
+	}
+	for _, in := range maskInputs() {
+		for _, mo := range maskOptions {
+			for _, p := range []int{1, 3} {
+				cfg := baseConfig(DID, 3, StopRule{MaxIter: 12})
+				cfg.Options = mo.o
+				didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar = base[0], base[1], base[2]
+				ref := mustRun(t, in.x, p, cfg)
+				for _, v := range variants {
+					didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar = v.v[0], v.v[1], v.v[2]
+					got := mustRun(t, in.x, p, cfg)
+					if !bitwiseEqual(got.B, ref.B) || !bitwiseEqual(got.C, ref.C) ||
+						math.Float64bits(got.TestSSE) != math.Float64bits(ref.TestSSE) ||
+						math.Float64bits(got.Objective) != math.Float64bits(ref.Objective) {
+						t.Errorf("%s/%s/P=%d: %s: bits differ (B %.3g, C %.3g)", in.name, mo.name, p, v.name,
+							maxRelDiff(got.B, ref.B), maxRelDiff(got.C, ref.C))
+					}
+				}
+			}
+		}
+	}
+}
