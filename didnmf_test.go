@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -222,5 +223,65 @@ func TestSaveWritesTheReport(t *testing.T) {
 			math.Abs(rep.RelErr2-res.RelErr2()) > 0 || (target.Nodes > 0) != (rep.MessagesPerIt != nil) {
 			t.Errorf("%v: report %+v", target, rep)
 		}
+	}
+}
+
+func TestUsageSince(t *testing.T) {
+	before := Usage{Processes: []ProcessUsage{
+		{Name: "a", Machine: "m1", CPUSeconds: 10, Cores: 2},
+		{Name: "b", Machine: "m1", CPUSeconds: 5, Cores: 2},
+		{Name: "c", Machine: "m2", CPUSeconds: 7, Cores: 4},
+		{Name: "gone", Machine: "m3", CPUSeconds: 100, Cores: 8},
+	}}
+	after := Usage{Processes: []ProcessUsage{
+		{Name: "a", Machine: "m1", CPUSeconds: 13, Cores: 2},  // 3 in between
+		{Name: "b", Machine: "m1", CPUSeconds: 6, Cores: 2},   // 1
+		{Name: "c", Machine: "m2", CPUSeconds: 2, Cores: 4},   // restarted: 2
+		{Name: "new", Machine: "m2", CPUSeconds: 2, Cores: 4}, // joined: 2
+	}}
+	got := after.Since(before, 2)
+	want := Busy{CPUSeconds: 8, Cores: 6, Wall: 2, Share: 8.0 / 12}
+	if got != want {
+		t.Fatalf("Since = %+v, want %+v", got, want)
+	}
+}
+
+// TestUsageOnTargets reads the usage of the driver, of in-process nodes and of a cluster
+// around a job: the job's CPU time shows, and each counts this machine's cores once (the
+// test's members name no machine, so each counts its own).
+func TestUsageOnTargets(t *testing.T) {
+	for i, target := range []Target{Local(2), InProcess(2, 1), startCluster(t, 2)} {
+		cores := runtime.NumCPU()
+		if i == 2 {
+			cores *= 2 // members that name no machine each have one of their own
+		}
+		r, err := NewRunner(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := r.Usage(5 * time.Second)
+		if err != nil {
+			r.Close()
+			t.Skip(err)
+		}
+		j, err := Open(testSpec(kernels.DID), target)
+		if err != nil {
+			r.Close()
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := r.Run(context.Background(), j, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		after, err := r.Usage(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := after.Since(before, time.Since(start).Seconds())
+		if b.CPUSeconds <= 0 || b.Cores != cores || b.Share <= 0 {
+			t.Errorf("%v: busy %+v after a job", target, b)
+		}
+		j.Close()
+		r.Close()
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/didnmf/didnmf/internal/cpuusage"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
 
@@ -555,6 +557,8 @@ func (h *host) status(ctx actor.Context) *messages.Pong {
 	pong := &messages.Pong{Address: ctx.Self().Address, Jobs: int64(len(h.jobs)), Actors: int64(len(h.children)), JobIds: ids,
 		Memory: h.node.cfg.Memory, Reserved: h.node.mem.used(), Capacity: int64(max(h.node.cfg.Capacity, 1)), Threads: int64(h.node.pool.Workers()),
 		MaxShards: int64(h.node.cfg.MaxShards), Shards: int64(h.shards), Machine: h.node.cfg.Machine}
+	usage := cpuusage.Now()
+	pong.CpuSeconds, pong.Cores = usage.Seconds, int64(usage.Cores)
 	if caller.Peer() {
 		pong.Drops = dropsSorted(h.node.Drops())
 	}

@@ -1970,7 +1970,12 @@ type Pong struct {
 	Shards    int64 `protobuf:"varint,12,opt,name=shards,proto3" json:"shards,omitempty"`
 	// The machine the node runs on (empty: a machine of its own); nodes on one machine share
 	// its memory in placement.
-	Machine       string `protobuf:"bytes,13,opt,name=machine,proto3" json:"machine,omitempty"`
+	Machine string `protobuf:"bytes,13,opt,name=machine,proto3" json:"machine,omitempty"`
+	// CPU seconds (user + system) the node's process has used since it started, and the
+	// logical cores of its machine: two answers give how busy the cores were in between
+	// (nodes of one process report the same process).
+	CpuSeconds    float64 `protobuf:"fixed64,14,opt,name=cpu_seconds,json=cpuSeconds,proto3" json:"cpu_seconds,omitempty"`
+	Cores         int64   `protobuf:"varint,15,opt,name=cores,proto3" json:"cores,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2094,6 +2099,20 @@ func (x *Pong) GetMachine() string {
 		return x.Machine
 	}
 	return ""
+}
+
+func (x *Pong) GetCpuSeconds() float64 {
+	if x != nil {
+		return x.CpuSeconds
+	}
+	return 0
+}
+
+func (x *Pong) GetCores() int64 {
+	if x != nil {
+		return x.Cores
+	}
+	return 0
 }
 
 // HostStatus asks a host for its job actors; it answers with Pong.
@@ -5413,7 +5432,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12#\n" +
 	"\x04jobs\x18\x02 \x03(\v2\x0f.didnmf.JobInfoR\x04jobs\"\x1c\n" +
 	"\x04Ping\x12\x14\n" +
-	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\"\xcc\x02\n" +
+	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\"\x83\x03\n" +
 	"\x04Pong\x12\x14\n" +
 	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x12\n" +
@@ -5429,7 +5448,10 @@ const file_didnmf_proto_rawDesc = "" +
 	"\n" +
 	"max_shards\x18\v \x01(\x03R\tmaxShards\x12\x16\n" +
 	"\x06shards\x18\f \x01(\x03R\x06shards\x12\x18\n" +
-	"\amachine\x18\r \x01(\tR\amachine\"\f\n" +
+	"\amachine\x18\r \x01(\tR\amachine\x12\x1f\n" +
+	"\vcpu_seconds\x18\x0e \x01(\x01R\n" +
+	"cpuSeconds\x12\x14\n" +
+	"\x05cores\x18\x0f \x01(\x03R\x05cores\"\f\n" +
 	"\n" +
 	"HostStatus\"\x86\x04\n" +
 	"\x0fShardAssignment\x12\x15\n" +

@@ -125,6 +125,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	}
 	results := make([]outcome, len(tasks))
 	var mu sync.Mutex
+	usageBefore, usageErr := runner.Usage(5 * time.Second)
 	done, start := 0, time.Now()
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -183,6 +184,14 @@ feed:
 		fmt.Fprintln(stderr, "node: interrupted; the sweep's running jobs were cancelled and nothing was written")
 		return errInterrupted
 	}
+	wall := time.Since(start).Seconds()
+	var busy *sweepBusy
+	if usageErr == nil {
+		if after, err := runner.Usage(5 * time.Second); err == nil {
+			b := after.Since(usageBefore, wall)
+			busy = &sweepBusy{CPUSeconds: b.CPUSeconds, Cores: b.Cores, Share: b.Share, Missing: append(usageBefore.Missing, after.Missing...)}
+		}
+	}
 	var runs []sweep.Run
 	var failed []string
 	for i, o := range results {
@@ -203,7 +212,7 @@ feed:
 	}
 	k, rule := sweep.Suggest(summary)
 	rep := sweepReport{Input: jf.inputs, Algo: jf.algo, Ranks: ks, Seeds: *seeds, FirstSeed: *firstSeed, Shards: jf.shards,
-		Where: j0.Target.String(), Suggested: k, Rule: rule, Failed: failed, Seconds: time.Since(start).Seconds()}
+		Where: j0.Target.String(), Suggested: k, Rule: rule, Failed: failed, Seconds: wall, Busy: busy}
 	for i, o := range results {
 		if o.err == nil {
 			rep.Runs = append(rep.Runs, sweepRunRow{K: tasks[i].k, Seed: tasks[i].seed, TrainRelErr2: o.run.TrainRelErr2,
@@ -219,7 +228,11 @@ feed:
 		return err
 	}
 	if !*of.quiet {
-		fmt.Fprintf(stderr, "suggested rank: %d (%s)\nwrote sweep.json, sweep.tsv, sweep.png, sweep.svg and consensus_basis_K.npy for each rank into %s\n", k, rule, dir)
+		fmt.Fprintf(stderr, "%d jobs in %s", len(runs), secondsText(wall))
+		if busy != nil {
+			fmt.Fprintf(stderr, "; the cores were %.0f%% busy (%s of CPU on %d cores)", 100*busy.Share, secondsText(busy.CPUSeconds), busy.Cores)
+		}
+		fmt.Fprintf(stderr, "\nsuggested rank: %d (%s)\nwrote sweep.json, sweep.tsv, sweep.png, sweep.svg and consensus_basis_K.npy for each rank into %s\n", k, rule, dir)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("sweep: %d of %d jobs failed (listed in sweep.json); the first: %s", len(failed), len(tasks), failed[0])
@@ -320,11 +333,22 @@ type sweepReport struct {
 	Shards    int           `json:"shards"`
 	Where     string        `json:"where"`
 	Seconds   float64       `json:"seconds"`
+	Busy      *sweepBusy    `json:"cores_busy,omitempty"`
 	Suggested int           `json:"suggested_k"`
 	Rule      string        `json:"rule"`
 	PerRank   []sweepRank   `json:"ranks_summary"`
 	Runs      []sweepRunRow `json:"runs"`
 	Failed    []string      `json:"failed,omitempty"`
+}
+
+// sweepBusy is how busy the target's cores were during the sweep (didnmf.Busy): this
+// process's CPU time on the driver and in-process nodes, the members' processes' on a
+// cluster (members that did not answer are listed and not counted).
+type sweepBusy struct {
+	CPUSeconds float64  `json:"cpu_seconds"`
+	Cores      int      `json:"cores"`
+	Share      float64  `json:"share"`
+	Missing    []string `json:"members_not_counted,omitempty"`
 }
 
 // sweepRunRow is one run of sweep.json and sweep.tsv.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -56,6 +57,9 @@ func TestSweepCommand(t *testing.T) {
 	r := readSweep(t, local)
 	if r.Suggested != 4 || !strings.Contains(r.Rule, "silhouette") || len(r.Runs) != 15 || len(r.PerRank) != 5 {
 		t.Errorf("suggested K=%d by %q; %d runs, %d ranks", r.Suggested, r.Rule, len(r.Runs), len(r.PerRank))
+	}
+	if b := r.Busy; b == nil || b.CPUSeconds <= 0 || b.Cores < 1 || b.Share <= 0 {
+		t.Errorf("sweep.json says nothing of how busy the cores were: %+v", b)
 	}
 	for _, name := range []string{"sweep.tsv", "sweep.png", "sweep.svg", "consensus_basis_2.npy", "consensus_basis_6.npy"} {
 		if _, err := os.Stat(filepath.Join(local, name)); err != nil {
@@ -175,4 +179,8 @@ func TestSweepSurvivesKill(t *testing.T) {
 	}
 	t.Logf("the sweep's output:\n%s", log)
 	sameSweep(t, local, filepath.Join(dir, "cluster"))
+	// The members share this machine: its cores count once, their CPU time is theirs.
+	if b := readSweep(t, filepath.Join(dir, "cluster")).Busy; b == nil || b.CPUSeconds <= 0 || b.Cores != runtime.NumCPU() {
+		t.Errorf("cores_busy of a sweep on 3 processes of this machine: %+v", b)
+	}
 }

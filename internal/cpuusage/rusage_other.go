@@ -1,0 +1,6 @@
+//go:build !unix
+
+package cpuusage
+
+// processSeconds is not known here.
+func processSeconds() (float64, bool) { return 0, false }
