@@ -1,23 +1,15 @@
 package kernels
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"flag"
 	"fmt"
-	"maps"
 	"math"
-	"os"
-	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/bits.golden from this build's results")
 
 const bitsGolden = "testdata/bits.golden"
 
@@ -94,73 +86,13 @@ func bitsConfig(algo Algorithm, stop StopRule) Config {
 // be recorded with -update, or a bug. CI runs it under the default build and under
 // GOAMD64=v3.
 func TestBitsDoNotDependOnBuildFlags(t *testing.T) {
-	got := bitsCases(t)
-	names := slices.Sorted(maps.Keys(got))
-	if *update {
-		var sb strings.Builder
-		sb.WriteString("# sha256 of the float64 bits of B and C; rewrite with: go test ./kernels -run TestBitsDoNotDependOnBuildFlags -update\n")
-		for _, n := range names {
-			fmt.Fprintf(&sb, "%s %s\n", n, got[n])
-		}
-		if err := os.MkdirAll(filepath.Dir(bitsGolden), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(bitsGolden, []byte(sb.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %d hashes to %s", len(names), bitsGolden)
-		return
-	}
-	want, err := readGolden(bitsGolden)
-	if err != nil {
-		t.Fatalf("%v (create it with -update)", err)
-	}
 	fusing := fusingBuild()
-	var bad []string
-	for _, n := range names {
-		switch w, ok := want[n]; {
-		case !ok:
-			bad = append(bad, n+": not in the golden file")
-		case w != got[n] && fusing && strings.Contains(n, "/init-nndsvd"):
+	golden{path: bitsGolden, what: "B and C", test: "TestBitsDoNotDependOnBuildFlags",
+		known: func(name string) (string, bool) {
 			// Known: NNDSVD's eigendecomposition is gonum's (mat.EigenSym), whose LAPACK code
 			// the compiler fuses under GOAMD64=v3, outside this module's pinned arithmetic.
-			t.Logf("%s: bits differ in this FMA-fusing build (known: gonum's EigenSym is not pinned)", n)
-		case w != got[n]:
-			bad = append(bad, n+": bits differ")
-		}
-	}
-	for n := range want {
-		if _, ok := got[n]; !ok {
-			bad = append(bad, n+": in the golden file but no longer computed")
-		}
-	}
-	if len(bad) > 0 {
-		slices.Sort(bad)
-		t.Errorf("%d of %d hashes differ from %s (a deliberate change of arithmetic: rerun with -update):\n\t%s",
-			len(bad), len(names), bitsGolden, strings.Join(bad, "\n\t"))
-	}
-}
-
-func readGolden(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	want := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		s := strings.TrimSpace(sc.Text())
-		if s == "" || strings.HasPrefix(s, "#") {
-			continue
-		}
-		name, hash, ok := strings.Cut(s, " ")
-		if !ok {
-			return nil, fmt.Errorf("%s:%d: want \"name hash\", got %q", path, line, s)
-		}
-		want[name] = strings.TrimSpace(hash)
-	}
-	return want, sc.Err()
+			return "known in this FMA-fusing build: gonum's EigenSym is not pinned", fusing && strings.Contains(name, "/init-nndsvd")
+		}}.check(t, bitsCases(t))
 }
 
 // fusingBuild reports whether this test binary was built for a target whose compiler fuses

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -778,39 +777,5 @@ func TestPenaltyBitsDoNotDependOnBuildFlags(t *testing.T) {
 			}
 		}
 	}
-	names := slices.Sorted(maps.Keys(got))
-	if *update {
-		var sb strings.Builder
-		sb.WriteString("# sha256 of the float64 bits of penalized B and C; rewrite with: go test ./kernels -run TestPenaltyBitsDoNotDependOnBuildFlags -update\n")
-		for _, n := range names {
-			fmt.Fprintf(&sb, "%s %s\n", n, got[n])
-		}
-		if err := os.WriteFile(penaltyBitsGolden, []byte(sb.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %d hashes to %s", len(names), penaltyBitsGolden)
-		return
-	}
-	want, err := readGolden(penaltyBitsGolden)
-	if err != nil {
-		t.Fatalf("%v (create it with -update)", err)
-	}
-	var bad []string
-	for _, n := range names {
-		if w, ok := want[n]; !ok {
-			bad = append(bad, n+": not in the golden file")
-		} else if w != got[n] {
-			bad = append(bad, n+": bits differ")
-		}
-	}
-	for n := range want {
-		if _, ok := got[n]; !ok {
-			bad = append(bad, n+": in the golden file but no longer computed")
-		}
-	}
-	if len(bad) > 0 {
-		slices.Sort(bad)
-		t.Errorf("%d of %d hashes differ from %s (a deliberate change of arithmetic: rerun with -update):\n\t%s",
-			len(bad), len(names), penaltyBitsGolden, strings.Join(bad, "\n\t"))
-	}
+	golden{path: penaltyBitsGolden, what: "penalized B and C", test: "TestPenaltyBitsDoNotDependOnBuildFlags"}.check(t, got)
 }
