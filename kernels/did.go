@@ -53,7 +53,7 @@ func runDID(e *shardEnv) {
 	e.state = st.state
 	m, k := e.rows, e.k
 	pen := e.penalty()
-	st.l1, st.l2 = pen.l1C, pen.l2C
+	st.l1, st.l2, st.norms = pen.l1C, pen.l2C, pen.coef()
 	partial := make([]float64, didPartialLen(m, k, pen.coef()))
 	normsAt := m*k + lowerLen(k) // the norms of C_i in the payload (with a penalty on C)
 	w := make([]float64, m*k)
@@ -61,7 +61,7 @@ func runDID(e *shardEnv) {
 	db := make([]float64, m*k)
 	var c1, c2 float64 // ||C_i||_1 and ||C_i||^2 of the C the next C update starts from
 	if pen.coef() {
-		c1, c2 = factorNorms(e.C, e.flag)
+		c1, c2 = st.normsByLane(e.C)
 	}
 	for it := first; ; it++ {
 		prev, post := st.run(e.B, e.C, w, v)
@@ -70,7 +70,7 @@ func runDID(e *shardEnv) {
 		if pen.coef() {
 			norms := partial[normsAt : normsAt+didNormsLen]
 			norms[0], norms[1] = c1, c2
-			c1, c2 = factorNorms(e.C, e.flag)
+			c1, c2 = st.coefNorms()
 			norms[2], norms[3] = c1, c2
 		}
 		partial[len(partial)-2] = prev

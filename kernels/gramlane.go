@@ -54,7 +54,7 @@ type gramKernels struct {
 	accV       func(cs []float64, k, kp, ncols int, v []float64)
 	// fused, when set, runs steps 1-4 in one pass on 4·ngroups dense float64 columns of
 	// m <= maxFusedM rows for k <= 4 (kp = 4); g4 and i4 hold each value of -G and 1/diag(G)
-	// four times.
+	// four times, and i4 then l1 (the L1 penalty subtracted from h after step 1) four times.
 	fused func(x, bp, g4, i4, c []float64, m, k, ngroups int, a, v []float64)
 	// cols, when set, runs steps 1 and 3 of dense blocks of at least colsMinRows rows with
 	// the vector lanes over columns and rows (see denseCols).
@@ -117,7 +117,7 @@ const (
 const colsBatchEntries = 1 << 16
 
 // gramLaneScratch returns the scratch length gramLane needs for m rows and rank k.
-func gramLaneScratch(m, k int) int { return 2*gramBatchCols*paddedK(k) + max(m*k, 4*k*k+4*k) }
+func gramLaneScratch(m, k int) int { return 2*gramBatchCols*paddedK(k) + max(m*k, 4*k*k+4*k+4) }
 
 // maxFusedM is the most rows of the fused small-shape kernels.
 const maxFusedM = 8
@@ -149,8 +149,8 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 // gramLaneShift is gramLane for the penalized C update: l1 (the L1 penalty on C; 0 without
 // one) is subtracted from every h_j[p], p < K, between steps 1 and 2, h_j[p] = h_j[p] - l1, on
 // every path in Go. The L2 penalty needs nothing here: it is in gneg and ginv (G + l2 I). With
-// l1 != 0 the fused small-shape kernel, which runs steps 1 and 2 in one pass, is not used (the
-// separate steps give its bits).
+// the fused small-shape kernel, which runs steps 1 and 2 in one pass, subtracts l1 between
+// them as well (the last four values of its ginv4), so penalties cost it nothing.
 func gramLaneShift(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, c, a, v, scratch []float64, ws *widening, flag *interruptFlag) {
 	m, _ := x.Dims()
 	kp := paddedK(k)
@@ -161,12 +161,15 @@ func gramLaneShift(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []f
 		ws = &widening{}
 	}
 	dn, _ := x.(*Dense)
-	if kern.fused != nil && dn != nil && dn.Data != nil && kp == 4 && m <= maxFusedM && l1 == 0 {
+	if kern.fused != nil && dn != nil && dn.Data != nil && kp == 4 && m <= maxFusedM {
 		extra := scratch[2*gramBatchCols*kp:]
-		g4, i4 := extra[:4*k*k], extra[4*k*k:4*k*k+4*k]
+		g4, i4 := extra[:4*k*k], extra[4*k*k:4*k*k+4*k+4]
 		repeat4(g4, gneg[:k*k])
-		repeat4(i4, ginv[:k])
-		gramLaneFused(kern, dn, k, lo, hi, bp, gneg, ginv, g4, i4, c, a, v, h, cs, flag)
+		repeat4(i4[:4*k], ginv[:k])
+		for u := 4 * k; u < len(i4); u++ {
+			i4[u] = l1
+		}
+		gramLaneFused(kern, dn, k, lo, hi, bp, gneg, ginv, l1, g4, i4, c, a, v, h, cs, flag)
 		return
 	}
 	if cols := kern.cols; cols != nil && dn != nil && m >= colsMinRows && len(bp) >= colsRows(m)*kp {
@@ -220,7 +223,7 @@ func gramLaneShift(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []f
 // gramLaneFused is gramLane for a small dense float64 block on the fused kernel: groups of
 // four columns in one pass, the last columns of a batch (fewer than four) by the separate
 // steps after them, so that A and V still accumulate in column order.
-func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv, g4, i4, c, a, v, h, cs []float64, flag *interruptFlag) {
+func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, g4, i4, c, a, v, h, cs []float64, flag *interruptFlag) {
 	m := x.Rows
 	kp := paddedK(k)
 	span := flag.span(m*kp+k*k+k*kp+m*kp, 4)
@@ -237,6 +240,7 @@ func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv, g
 			nb := j1 - j0
 			xd := x.Data[j0*m : j1*m]
 			kern.dotsDense(bp, xd, m, kp, nb, h[:nb*kp])
+			subtractL1(h, l1, k, kp, nb)
 			kern.update(h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb)
 			kern.accDense(xd, m, k, kp, nb, cs[:nb*kp], a, v)
 			j0 = j1

@@ -308,7 +308,7 @@ func accDenseColsF32Checked(x []float32, m, k, kp, ncols, tailmask int, cs, at [
 
 func fusedAVX512Checked(x, bp, g4, i4, c []float64, m, k, ngroups int, a, v []float64) {
 	mustGram(m >= 1 && m <= maxFusedM && k >= 1 && k <= 4 && ngroups >= 1 && len(x) >= 4*ngroups*m && len(bp) >= 4*m &&
-		len(g4) >= 4*k*k && len(i4) >= 4*k && len(c) >= 4*ngroups*k && len(a) >= 4*m && len(v) >= 4*k)
+		len(g4) >= 4*k*k && len(i4) >= 4*k+4 && len(c) >= 4*ngroups*k && len(a) >= 4*m && len(v) >= 4*k)
 	fusedKernels[m-1][k-1](x, bp, g4, i4, c, ngroups, a, v)
 }
 

@@ -485,192 +485,256 @@ func accDenseColsF32AVX512(x []float32, m int, k int, kp int, ncols int, tailmas
 
 // fusedM1K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 1, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM1K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM1K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 1, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM1K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM1K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 1, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM1K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM1K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 1, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM1K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM2K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 2, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM2K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM2K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 2, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM2K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM2K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 2, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM2K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM2K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 2, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM2K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM3K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 3, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM3K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM3K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 3, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM3K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM3K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 3, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM3K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM3K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 3, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM3K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM4K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 4, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM4K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM4K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 4, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM4K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM4K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 4, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM4K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM4K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 4, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM4K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM5K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 5, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM5K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM5K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 5, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM5K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM5K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 5, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM5K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM5K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 5, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM5K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM6K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 6, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM6K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM6K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 6, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM6K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM6K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 6, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM6K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM6K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 6, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM6K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM7K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 7, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM7K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM7K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 7, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM7K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM7K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 7, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM7K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM7K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 7, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM7K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM8K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 8, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM8K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM8K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 8, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM8K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM8K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 8, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM8K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
 // fusedM8K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 8, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
 //
 //go:noescape
 func fusedM8K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)

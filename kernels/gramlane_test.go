@@ -49,6 +49,11 @@ func gramLaneCase(m, n, k int, sparse bool, seed uint64) (x Block, bp, gneg, gin
 // runGramLane runs one lane over every column with a path's kernels; a and v start from
 // non-zero values so that accumulation onto existing sums is covered.
 func runGramLane(kern *gramKernels, x Block, k int, bp, gneg, ginv, c0 []float64) (c, a, v []float64) {
+	return runGramLaneL1(kern, x, k, bp, gneg, ginv, 0, c0)
+}
+
+// runGramLaneL1 is runGramLane with an L1 penalty l1 subtracted from h (gramLaneShift).
+func runGramLaneL1(kern *gramKernels, x Block, k int, bp, gneg, ginv []float64, l1 float64, c0 []float64) (c, a, v []float64) {
 	m, n := x.Dims()
 	kp := paddedK(k)
 	c = append([]float64(nil), c0...)
@@ -59,12 +64,12 @@ func runGramLane(kern *gramKernels, x Block, k int, bp, gneg, ginv, c0 []float64
 	for i := range v {
 		v[i] = float64(i%3) / 4
 	}
-	gramLane(kern, x, k, 0, n, bp, gneg, ginv, c, a, v, make([]float64, gramLaneScratch(m, k)), nil, nil)
+	gramLaneShift(kern, x, k, 0, n, bp, gneg, ginv, l1, c, a, v, make([]float64, gramLaneScratch(m, k)), nil, nil)
 	return c, a, v
 }
 
 // TestGramLanePathsBitwise: every assembly path gives the generic kernel's bits for C, A and V,
-// over shapes that reach every variant (register-resident and in-memory accumulators, one to
+// without and with an L1 penalty, over shapes that reach every variant (register-resident and in-memory accumulators, one to
 // several groups of chunks, block and tail columns, pairs and single sparse columns).
 func TestGramLanePathsBitwise(t *testing.T) {
 	paths := AvailableKernelPaths()
@@ -78,15 +83,17 @@ func TestGramLanePathsBitwise(t *testing.T) {
 			for _, k := range ks {
 				n := 37 + m%3
 				x, bp, gneg, ginv, c0 := gramLaneCase(m, n, k, sparse, uint64(m*100+k))
-				wc, wa, wv := runGramLane(&genericGram, x, k, bp, gneg, ginv, c0)
-				if bitwiseEqual(wc, c0) {
-					t.Fatalf("m=%d k=%d: the generic kernel changed no coefficient", m, k)
-				}
-				for _, p := range paths[1:] {
-					gc, ga, gv := runGramLane(gramKernelsFor(p), x, k, bp, gneg, ginv, c0)
-					if !bitwiseEqual(gc, wc) || !bitwiseEqual(ga, wa) || !bitwiseEqual(gv[:k*paddedK(k)], wv) {
-						t.Errorf("%s sparse=%v m=%d k=%d: differs from generic (C %.3g, A %.3g, V %.3g)", p, sparse, m, k,
-							maxRelDiff(gc, wc), maxRelDiff(ga, wa), maxRelDiff(gv, wv))
+				for _, l1 := range []float64{0, 0.03} { // without and with an L1 penalty on C
+					wc, wa, wv := runGramLaneL1(&genericGram, x, k, bp, gneg, ginv, l1, c0)
+					if bitwiseEqual(wc, c0) {
+						t.Fatalf("m=%d k=%d l1=%v: the generic kernel changed no coefficient", m, k, l1)
+					}
+					for _, p := range paths[1:] {
+						gc, ga, gv := runGramLaneL1(gramKernelsFor(p), x, k, bp, gneg, ginv, l1, c0)
+						if !bitwiseEqual(gc, wc) || !bitwiseEqual(ga, wa) || !bitwiseEqual(gv[:k*paddedK(k)], wv) {
+							t.Errorf("%s sparse=%v m=%d k=%d l1=%v: differs from generic (C %.3g, A %.3g, V %.3g)", p, sparse, m, k, l1,
+								maxRelDiff(gc, wc), maxRelDiff(ga, wa), maxRelDiff(gv, wv))
+						}
 					}
 				}
 			}

@@ -55,29 +55,45 @@ func penaltyValue(l1, l2, s1, sq float64) float64 {
 // dot combines them), looking at the interrupt flag between blocks; the blocks do not change
 // the bits. Only on the machine's goroutine.
 func factorNorms(x []float64, flag *interruptFlag) (s1, sq float64) {
-	var a0, a1, a2, a3, q0, q1, q2, q3 float64
+	var acc normSums
 	span := flag.span(2, 4)
 	for i0 := 0; i0 < len(x); i0 += span {
 		flag.poll()
-		i1 := min(i0+span, len(x))
-		i := i0
-		for ; i+4 <= i1; i += 4 {
-			v := x[i : i+4 : i+4]
-			a0 += math.Abs(v[0])
-			a1 += math.Abs(v[1])
-			a2 += math.Abs(v[2])
-			a3 += math.Abs(v[3])
-			q0 += float64(v[0] * v[0])
-			q1 += float64(v[1] * v[1])
-			q2 += float64(v[2] * v[2])
-			q3 += float64(v[3] * v[3])
-		}
-		for ; i < i1; i++ { // only at the end of x: span is a multiple of 4
-			a0 += math.Abs(x[i])
-			q0 += float64(x[i] * x[i])
-		}
+		acc.add(x[i0:min(i0+span, len(x))])
 	}
-	return (a0 + a1) + (a2 + a3), (q0 + q1) + (q2 + q3)
+	return acc.result()
+}
+
+// normSums are factorNorms' partial sums: |x| and x^2 by index mod 4.
+type normSums struct{ a, q [4]float64 }
+
+// add adds x's entries to the partial sums; x's length must be a multiple of 4 but at the
+// end of the vector, whose last entries (fewer than 4) go to the first sums.
+func (n *normSums) add(x []float64) {
+	a0, a1, a2, a3 := n.a[0], n.a[1], n.a[2], n.a[3]
+	q0, q1, q2, q3 := n.q[0], n.q[1], n.q[2], n.q[3]
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := x[i : i+4 : i+4]
+		a0 += math.Abs(v[0])
+		a1 += math.Abs(v[1])
+		a2 += math.Abs(v[2])
+		a3 += math.Abs(v[3])
+		q0 += float64(v[0] * v[0])
+		q1 += float64(v[1] * v[1])
+		q2 += float64(v[2] * v[2])
+		q3 += float64(v[3] * v[3])
+	}
+	for ; i < len(x); i++ {
+		a0 += math.Abs(x[i])
+		q0 += float64(x[i] * x[i])
+	}
+	n.a, n.q = [4]float64{a0, a1, a2, a3}, [4]float64{q0, q1, q2, q3}
+}
+
+// result combines the partial sums: (s0 + s1) + (s2 + s3).
+func (n *normSums) result() (s1, sq float64) {
+	return (n.a[0] + n.a[1]) + (n.a[2] + n.a[3]), (n.q[0] + n.q[1]) + (n.q[2] + n.q[3])
 }
 
 // basisPenalty returns the penalty of B (0 without one), computed directly.

@@ -321,8 +321,7 @@ func TestPenalizedBCDFamilySameIterates(t *testing.T) {
 // TestPenalizedKernelPathsSameFactors: every penalized algorithm gives bitwise the same
 // factors and objectives on every kernel path and thread count, dense and sparse, on 1 and 3
 // shards (TestKernelPathsSameFactors with penalties), on shapes that reach DID's fused
-// small-shape kernel (which an L1 penalty leaves: l1_ratio 0 keeps it) and its column-lane
-// kernels.
+// small-shape kernel (which subtracts the L1 term itself) and its column-lane kernels.
 func TestPenalizedKernelPathsSameFactors(t *testing.T) {
 	defer SetKernelPath(KernelAuto)
 	paths := AvailableKernelPaths()

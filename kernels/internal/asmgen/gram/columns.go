@@ -427,7 +427,9 @@ func fusedSmall(m, k int) {
 	TEXT(name, NOSPLIT, "func(x, bp, gneg4, ginv4, c []float64, ngroups int, a, v []float64)")
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = %d, k = %d (kp = 4)", name, m, k),
-		"on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.")
+		"on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.",
+		"ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h",
+		"between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).")
 	ap := ldBase("a")
 	vp := ldBase("v")
 	acc := loadYMMs(ap, m)
@@ -467,6 +469,9 @@ func fusedSmall(m, k int) {
 		}
 		for g := 0; g < ng; g++ {
 			hv[g] = transpose4E(hr[g])
+			for p := 0; p < k; p++ {
+				VSUBPD(Mem{Base: gi, Disp: 32 * k}, hv[g][p], hv[g][p]) // h_j[p] - l1, as subtractL1
+			}
 		}
 		// Step 2, as updateT4.
 		for g := 0; g < ng; g++ {
