@@ -285,3 +285,54 @@ func TestUsageOnTargets(t *testing.T) {
 		r.Close()
 	}
 }
+
+// TestStreamedCustomInit: with ingest stream, this process reads a custom initialisation (by
+// paths relative to its own directory, which the nodes could not resolve) and streams it with
+// each shard's block: a warm-started DID and a transform on a cluster give the driver's bits.
+func TestStreamedCustomInit(t *testing.T) {
+	cluster := startCluster(t, 3)
+	t.Chdir(t.TempDir())
+	fit, err := Run(context.Background(), testSpec(kernels.DID), Local(0), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir("fit", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := fit.Save("fit", nil); err != nil {
+		t.Fatal(err)
+	}
+	warm := testSpec(kernels.DID)
+	warm.Init, warm.InitBasis, warm.InitCoef = kernels.InitCustom, "fit/basis.npy", "fit/coef.npy"
+	warm.Stop = kernels.StopRule{MaxIter: 7}
+	transform := testSpec(kernels.Transform)
+	transform.Shards = 1
+	transform.Init, transform.InitBasis = kernels.InitCustom, "fit/basis.npy"
+	transform.Stop = kernels.StopRule{MaxIter: 1}
+	for _, spec := range []*jobspec.Spec{warm, transform} {
+		want, err := Run(context.Background(), spec, Local(0), Options{})
+		if err != nil {
+			t.Fatalf("%s on the driver: %v", spec.Algo, err)
+		}
+		streamed := *spec
+		streamed.Ingest = jobspec.IngestStream
+		got, err := Run(context.Background(), &streamed, cluster, Options{})
+		if err != nil {
+			t.Fatalf("%s streamed to a cluster: %v", spec.Algo, err)
+		}
+		if !slices.Equal(got.B, want.B) || !slices.Equal(got.C, want.C) || got.Iterations != want.Iterations {
+			t.Errorf("%s streamed to a cluster: factors differ from the driver's", spec.Algo)
+		}
+		// The same files by relative paths with shared ingest: the nodes could not find them.
+		if _, err := Open(spec, cluster); err == nil || !strings.Contains(err.Error(), "give an absolute path") {
+			t.Errorf("%s with relative init paths and shared ingest on a cluster: %v", spec.Algo, err)
+		}
+	}
+	// A basis of the wrong width, streamed: refused as the user's to fix, naming the file.
+	bad := testSpec(kernels.Transform)
+	bad.Shards, bad.Rank, bad.Ingest = 1, 2, jobspec.IngestStream
+	bad.Init, bad.InitBasis, bad.Stop = kernels.InitCustom, "fit/basis.npy", kernels.StopRule{MaxIter: 1}
+	if _, err := Run(context.Background(), bad, cluster, Options{}); !IsInput(err) || !strings.Contains(err.Error(), "init basis fit/basis.npy: shape (6, 3)") {
+		t.Errorf("a basis of the wrong width, streamed: %v (input: %v)", err, IsInput(err))
+	}
+}

@@ -130,6 +130,11 @@ func checkPlacement(spec *jobspec.Spec, t Target) error {
 				return jobspec.Errorf("input", "{input} %s: give an absolute path with {ingest} shared (the nodes' working directories differ), or {ingest} stream", in)
 			}
 		}
+		for _, f := range []struct{ field, path string }{{"init_basis", spec.InitBasis}, {"init_coef", spec.InitCoef}} {
+			if f.path != "" && !filepath.IsAbs(f.path) {
+				return jobspec.Errorf(f.field, "{"+f.field+"} %s: give an absolute path with {ingest} shared (the nodes read it), or {ingest} stream (this process reads it and streams it to them)", f.path)
+			}
+		}
 	}
 	return nil
 }

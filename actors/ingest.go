@@ -28,6 +28,16 @@ type blockStreams struct {
 	stopped bool
 	wg      sync.WaitGroup // the streams' goroutines, which read src
 	token   string         // the job's owner token, which shards check on every chunk
+	// init is a custom initialisation the client read for the nodes (nil without one).
+	init *streamedInit
+}
+
+// streamedInit is a custom initialisation a streamed job sends with every shard's block: the
+// whole basis, and each shard's samples of the initial coefficients when given.
+type streamedInit struct {
+	basis []float64    // features x K column-major
+	coef  matio.Source // samples x K; nil for a transform without a warm start
+	k     int          // K
 }
 
 // blockStream sends one shard its block in chunks, blockWindow at a time.
@@ -49,7 +59,39 @@ func openStreams(spec *messages.JobSpec) (*blockStreams, error) {
 	if n, ok := matio.StoredEntries(src); ok {
 		spec.StoredEntries = n
 	}
-	return &blockStreams{src: src, natural: natural, by: map[int64]*blockStream{}}, nil
+	b := &blockStreams{src: src, natural: natural, by: map[int64]*blockStream{}}
+	if spec.Init == messages.Init_INIT_CUSTOM {
+		if b.init, err = openStreamedInit(spec, src.Samples(), src.Features()); err != nil {
+			src.Close()
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// openStreamedInit reads a custom initialisation's basis on the client and opens its
+// coefficients, checking their shapes against the input's n samples and m features.
+func openStreamedInit(spec *messages.JobSpec, n, m int) (*streamedInit, error) {
+	k := int(spec.Rank)
+	rows, cols, b, err := matio.ReadNPYMatrix(spec.InitBasis)
+	if err != nil {
+		return nil, fmt.Errorf("init basis: %w", err)
+	}
+	if rows != m || cols != k {
+		return nil, fmt.Errorf("init basis %s: shape (%d, %d), want features x K = (%d, %d)", spec.InitBasis, rows, cols, m, k)
+	}
+	in := &streamedInit{basis: kernels.Transpose(b, k, m), k: k} // basis.npy is row-major M x K
+	if spec.InitCoef == "" {
+		return in, nil
+	}
+	if in.coef, err = matio.Open(spec.InitCoef); err != nil {
+		return nil, fmt.Errorf("init coef: %w", err)
+	}
+	if in.coef.Samples() != n || in.coef.Features() != k {
+		in.coef.Close()
+		return nil, fmt.Errorf("init coef %s: shape (%d, %d), want samples x K = (%d, %d)", spec.InitCoef, in.coef.Samples(), in.coef.Features(), n, k)
+	}
+	return in, nil
 }
 
 // close stops every stream, and closes the input once no stream reads it any more.
@@ -67,6 +109,9 @@ func (b *blockStreams) close() {
 	go func() {
 		b.wg.Wait() // Source.Read must not run concurrently with Close
 		b.src.Close()
+		if b.init != nil && b.init.coef != nil {
+			b.init.coef.Close()
+		}
 	}()
 }
 
@@ -133,6 +178,16 @@ func (b *blockStreams) send(system *actor.ActorSystem, self *actor.PID, req *mes
 	if b.natural == matio.LayoutDense {
 		count *= (per*m + chunked.Floats - 1) / chunked.Floats
 	}
+	// A custom initialisation: the basis before the block, the coefficients after it, a
+	// read of perCoef samples a chunk.
+	var perCoef int64
+	if in := b.init; in != nil {
+		count += int64(len(chunked.Split(in.basis, chunked.Floats)))
+		if in.coef != nil {
+			perCoef = max(1, int64(chunked.Floats/in.k))
+			count += (req.ColHi - req.ColLo + perCoef - 1) / perCoef
+		}
+	}
 	w := chunked.NewWindow(blockWindow)
 	emit := func(c *messages.BlockChunk) bool {
 		for !w.Open() {
@@ -150,6 +205,14 @@ func (b *blockStreams) send(system *actor.ActorSystem, self *actor.PID, req *mes
 		c.JobId, c.Epoch, c.Shard, c.Sender, c.OwnerToken = req.JobId, req.Epoch, req.Shard, sender, token
 		system.Root.Send(to, c)
 		return true
+	}
+	if in := b.init; in != nil {
+		for _, c := range chunked.Split(in.basis, chunked.Floats) {
+			c.Total = 0
+			if !emit(&messages.BlockChunk{Part: messages.BlockPart_BLOCK_PART_INIT_BASIS, Chunk: c}) {
+				return
+			}
+		}
 	}
 	for lo := req.ColLo; lo < req.ColHi; lo += per {
 		hi := min(lo+per, req.ColHi)
@@ -180,6 +243,23 @@ func (b *blockStreams) send(system *actor.ActorSystem, self *actor.PID, req *mes
 			}
 		default:
 			emit(&messages.BlockChunk{Error: fmt.Sprintf("unexpected block type %T", blk)})
+			return
+		}
+	}
+	if perCoef == 0 {
+		return
+	}
+	k := int64(b.init.k)
+	for lo := req.ColLo; lo < req.ColHi; lo += perCoef {
+		hi := min(lo+perCoef, req.ColHi)
+		blk, err := b.init.coef.Read(int(lo), int(hi), matio.LayoutDense)
+		if err != nil {
+			emit(&messages.BlockChunk{Error: "init coef: " + err.Error()})
+			return
+		}
+		c := chunked.Split(kernels.ToDense(blk).Data, chunked.Floats)[0] // one chunk: (hi-lo) k <= Floats
+		c.Offset, c.Total = (lo-req.ColLo)*k, 0
+		if !emit(&messages.BlockChunk{Part: messages.BlockPart_BLOCK_PART_INIT_COEF, Chunk: c}) {
 			return
 		}
 	}

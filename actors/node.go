@@ -201,7 +201,7 @@ type Node struct {
 	tempDir string // a data dir the node made and removes
 
 	blocksMu sync.Mutex
-	blocks   map[string]kernels.Block // shards' blocks of X by actor name, kept across restarts
+	blocks   map[string]keptBlock // shards' blocks of X by actor name, kept across restarts
 
 	guard *guard
 	board jobBoard
@@ -250,19 +250,27 @@ func (n *Node) interruptJob(job string) {
 // unauthenticated, sent by a role that may not send them, about a job the sender does not own.
 func (n *Node) Drops() map[string]int64 { return n.guard.Drops() }
 
-// keepBlock keeps a shard's block of X on the node, so that a restarted or rolled-back shard
-// does not read (or have streamed) it again.
-func (n *Node) keepBlock(name string, x kernels.Block) {
+// keepBlock keeps a shard's block of X on the node, with the custom initialisation streamed
+// with it (nil: none), so that a restarted or rolled-back shard does not read (or have
+// streamed) them again.
+func (n *Node) keepBlock(name string, x kernels.Block, init *initParts) {
 	n.blocksMu.Lock()
-	n.blocks[name] = x
+	n.blocks[name] = keptBlock{x, init}
 	n.blocksMu.Unlock()
 }
 
-// keptBlock returns the block kept under name, or nil.
-func (n *Node) keptBlock(name string) kernels.Block {
+// keptBlock returns the block kept under name and its streamed initialisation, or nil.
+func (n *Node) keptBlock(name string) (kernels.Block, *initParts) {
 	n.blocksMu.Lock()
 	defer n.blocksMu.Unlock()
-	return n.blocks[name]
+	k := n.blocks[name]
+	return k.x, k.init
+}
+
+// keptBlock is a shard's block of X and its streamed initialisation, kept by its node.
+type keptBlock struct {
+	x    kernels.Block
+	init *initParts
 }
 
 // dropBlocks forgets the blocks kept for a job.
@@ -330,7 +338,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if err := startRemote(r); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, hooks: cfg.Faults.hooks(), blocks: map[string]kernels.Block{}, guard: g,
+	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, hooks: cfg.Faults.hooks(), blocks: map[string]keptBlock{}, guard: g,
 		committed: map[string]int64{}, ended: map[string]time.Time{}, machines: map[string]map[*kernels.Machine]bool{}}
 	n.mem.limit = cfg.Memory
 	dir := cfg.DataDir

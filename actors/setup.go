@@ -12,6 +12,7 @@ import (
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/jobctl"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -40,7 +41,8 @@ func (c *coordinator) setup(system *actor.ActorSystem, self string) any {
 	if spec.Shards > int64(n) {
 		return jobctl.Abort{Kind: KindInput, Message: fmt.Sprintf("shards %d is more than the %d samples of %s", spec.Shards, n, shape.name)}
 	}
-	if c.spec.Init == kernels.InitCustom {
+	if c.spec.Init == kernels.InitCustom && c.spec.Ingest == jobspec.IngestShared {
+		// (Streamed, the client read the files and checked them; the shards check what comes.)
 		if err := checkCustomInit(roots, spec, m, n); err != nil {
 			return jobctl.Abort{Kind: KindInput, Message: err.Error()}
 		}

@@ -69,6 +69,8 @@ type shard struct {
 	lastIter int64
 	ingest   *matio.BlockBuilder // while a streamed block arrives
 	inflow   chunked.Ordered     // the streamed block's chunks
+	// init is a custom initialisation streamed with the block (nil: none, or read from files).
+	init *initParts
 	// overdraft is the memory the shard took from its node beyond its reserve (a streamed
 	// block larger than announced), given back when it stops.
 	overdraft int64
@@ -175,8 +177,8 @@ func (s *shard) load(ctx actor.Context) {
 		s.placed(ctx, err)
 		return
 	}
-	if x := s.node.keptBlock(ctx.Self().Id); x != nil && s.fits(x) {
-		s.x = x
+	if x, init := s.node.keptBlock(ctx.Self().Id); x != nil && s.fits(x) {
+		s.x, s.init = x, init
 		s.prepare(ctx)
 		return
 	}
@@ -202,7 +204,7 @@ func (s *shard) loaded(ctx actor.Context, x kernels.Block, err error) {
 		return
 	}
 	s.x = x
-	s.node.keepBlock(ctx.Self().Id, x)
+	s.node.keepBlock(ctx.Self().Id, x, s.init)
 	s.prepare(ctx)
 }
 
@@ -271,8 +273,12 @@ func (s *shard) reassign(ctx actor.Context, m *messages.ShardAssignment) {
 		s.node.mem.release(overdraft)
 		overdraft = 0
 	}
+	init := s.init
+	if x == nil {
+		init = nil
+	}
 	*s = shard{node: s.node, a: m, coordinator: pidOf(m.Coordinator), reducer: pidOf(m.Reducer), client: pidOf(m.Client),
-		boundary: -1, finishAt: -1, x: x, overdraft: overdraft}
+		boundary: -1, finishAt: -1, x: x, init: init, overdraft: overdraft}
 	proto.Merge(&s.meter.c, counters)
 	if x == nil {
 		s.load(ctx)
@@ -312,6 +318,15 @@ func (s *shard) startIngest() error {
 		if dense := 8 * s.spec.Features * (s.a.ColHi - s.a.ColLo); s.a.Reserve > 0 && dense > s.a.Reserve {
 			return fmt.Errorf("the streamed block is %s dense, more than the %s reserved for the shard", cluster.FormatBytes(dense), cluster.FormatBytes(s.a.Reserve))
 		}
+	}
+	s.init = nil
+	if s.spec.Init == kernels.InitCustom {
+		// The client streams the initial factors too (the nodes cannot read its files).
+		cols, k, coef := s.a.ColHi-s.a.ColLo, int64(s.spec.Rank), s.spec.InitCoef != ""
+		if need := initPartsBytes(s.spec.Features, cols, k, coef); s.a.Reserve > 0 && need > s.a.Reserve {
+			return fmt.Errorf("the streamed initial factors are %s, more than the %s reserved for the shard", cluster.FormatBytes(need), cluster.FormatBytes(s.a.Reserve))
+		}
+		s.init = newInitParts(int(s.spec.Features), int(cols), int(k), coef)
 	}
 	var err error
 	s.ingest, err = matio.NewBlockBuilderWithOptions(int(s.spec.Features), int(s.a.ColHi-s.a.ColLo), natural, s.spec.Layout,
@@ -363,6 +378,12 @@ func (s *shard) blockChunk(ctx actor.Context, m *messages.BlockChunk) {
 		err = fmt.Errorf("streamed block: %w", err)
 	case m.Error != "":
 		err = fmt.Errorf("the client could not stream the input: %s", m.Error)
+	case m.Part != messages.BlockPart_BLOCK_PART_DATA:
+		if s.init == nil {
+			err = fmt.Errorf("streamed block: a chunk of initial factors, in a job without a custom initialisation")
+		} else {
+			err = s.init.add(m.Part, m.Chunk.Offset, m.Chunk.Values)
+		}
 	case len(m.ColPtr) > 0:
 		err = s.ingest.AddSparse(int(m.Col), m.ColPtr, m.RowIdx, m.Chunk.Values)
 	default:
@@ -387,6 +408,12 @@ func (s *shard) blockChunk(ctx actor.Context, m *messages.BlockChunk) {
 	if !b.Complete() {
 		s.placed(ctx, fmt.Errorf("the streamed block ended after %d chunks, incomplete", s.inflow.Received()))
 		return
+	}
+	if s.init != nil {
+		if err := s.init.complete(); err != nil {
+			s.placed(ctx, fmt.Errorf("the streamed block ended incomplete: %w", err))
+			return
+		}
 	}
 	x, err := b.Block()
 	s.loaded(ctx, x, err)
@@ -448,6 +475,8 @@ func (s *shard) build(x kernels.Block, rec *checkpoint.Record) error {
 	var resume *kernels.Snapshot
 	if rec != nil {
 		resume = &kernels.Snapshot{Iteration: int(rec.Iteration), Initial: rec.Initial, Objective: rec.Objective, B: rec.B, C: rec.C, State: rec.State}
+	} else if spec.Init == kernels.InitCustom && s.init != nil {
+		init.B0, init.C0 = s.init.basis, s.init.coef // streamed by the client
 	} else if spec.Init == kernels.InitCustom {
 		if init.B0, init.C0, err = readCustomInit(s.node.cfg.Roots, spec, m, int(a.TotalCols), k, int(a.ColLo), int(a.ColHi)); err != nil {
 			return err

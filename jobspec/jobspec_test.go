@@ -43,9 +43,6 @@ func TestValidate(t *testing.T) {
 			"init_basis and init_coef need init custom", "--init-basis and --init-coef need --init custom"},
 		{"custom without coef", func(s *Spec) { s.Init, s.InitBasis = kernels.InitCustom, "/b.npy" }, "init",
 			"init custom needs both init_basis and init_coef", "--init custom needs both --init-basis and --init-coef"},
-		{"custom streamed", func(s *Spec) {
-			s.Init, s.InitBasis, s.InitCoef, s.Ingest = kernels.InitCustom, "/b.npy", "/c.npy", IngestStream
-		}, "init", "init custom reads its files on the nodes: it needs ingest shared", "--init custom reads its files on the nodes: it needs --ingest shared"},
 		{"empty ingest", func(s *Spec) { s.Ingest = "" }, "ingest", `ingest "": want shared or stream`, `--ingest "": want shared or stream`},
 		{"bad ingest", func(s *Spec) { s.Ingest = "{rank}" }, "ingest", `ingest "{rank}": want`, `--ingest "{rank}": want`},
 		{"storage as-is", func(s *Spec) { s.Storage = kernels.StorageAsIs }, "storage", "storage: unknown storage", "--storage: unknown storage"},

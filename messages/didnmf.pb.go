@@ -572,6 +572,60 @@ func (JobPhase) EnumDescriptor() ([]byte, []int) {
 	return file_didnmf_proto_rawDescGZIP(), []int{8}
 }
 
+// BlockPart says what a BlockChunk carries: the shard's block of X, or (init custom) the
+// initial factors the client read for it.
+type BlockPart int32
+
+const (
+	// The block of X.
+	BlockPart_BLOCK_PART_DATA BlockPart = 0
+	// The whole initial basis, K x features column-major (the kernels' B).
+	BlockPart_BLOCK_PART_INIT_BASIS BlockPart = 1
+	// The shard's columns of the initial coefficients, K x samples column-major.
+	BlockPart_BLOCK_PART_INIT_COEF BlockPart = 2
+)
+
+// Enum value maps for BlockPart.
+var (
+	BlockPart_name = map[int32]string{
+		0: "BLOCK_PART_DATA",
+		1: "BLOCK_PART_INIT_BASIS",
+		2: "BLOCK_PART_INIT_COEF",
+	}
+	BlockPart_value = map[string]int32{
+		"BLOCK_PART_DATA":       0,
+		"BLOCK_PART_INIT_BASIS": 1,
+		"BLOCK_PART_INIT_COEF":  2,
+	}
+)
+
+func (x BlockPart) Enum() *BlockPart {
+	p := new(BlockPart)
+	*p = x
+	return p
+}
+
+func (x BlockPart) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BlockPart) Descriptor() protoreflect.EnumDescriptor {
+	return file_didnmf_proto_enumTypes[9].Descriptor()
+}
+
+func (BlockPart) Type() protoreflect.EnumType {
+	return &file_didnmf_proto_enumTypes[9]
+}
+
+func (x BlockPart) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BlockPart.Descriptor instead.
+func (BlockPart) EnumDescriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{9}
+}
+
 // ActorRole is the kind of one of a job's actors.
 type ActorRole int32
 
@@ -613,11 +667,11 @@ func (x ActorRole) String() string {
 }
 
 func (ActorRole) Descriptor() protoreflect.EnumDescriptor {
-	return file_didnmf_proto_enumTypes[9].Descriptor()
+	return file_didnmf_proto_enumTypes[10].Descriptor()
 }
 
 func (ActorRole) Type() protoreflect.EnumType {
-	return &file_didnmf_proto_enumTypes[9]
+	return &file_didnmf_proto_enumTypes[10]
 }
 
 func (x ActorRole) Number() protoreflect.EnumNumber {
@@ -626,7 +680,7 @@ func (x ActorRole) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ActorRole.Descriptor instead.
 func (ActorRole) EnumDescriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{9}
+	return file_didnmf_proto_rawDescGZIP(), []int{10}
 }
 
 // Pid names an actor: the actor system's address (host:port) and the actor's id.
@@ -4331,11 +4385,13 @@ func (x *BlockRequest) GetShardPid() *Pid {
 // BlockChunk is one piece of a streamed block, in the block's natural layout. Dense: the
 // chunk's values are elements [offset, offset+len(values)) of the column-major features x
 // samples block. Sparse: whole columns [col, col+len(col_ptr)-1) of the block in CSC form, the
-// values in the chunk, col_ptr relative to the chunk. The chunks of a block go in seq order,
-// the client knowing their count in advance. An error ends the stream (the client could not
-// read the input) and names the problem.
+// values in the chunk, col_ptr relative to the chunk. With a custom initialisation the stream
+// also carries the initial factors (part), dense, each part's chunks in offset order. The
+// chunks of a block go in seq order, the client knowing their count in advance. An error ends
+// the stream (the client could not read the input) and names the problem.
 type BlockChunk struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	Part          BlockPart              `protobuf:"varint,15,opt,name=part,proto3,enum=didnmf.BlockPart" json:"part,omitempty"`
 	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	Shard         int64                  `protobuf:"varint,3,opt,name=shard,proto3" json:"shard,omitempty"`
@@ -4378,6 +4434,13 @@ func (x *BlockChunk) ProtoReflect() protoreflect.Message {
 // Deprecated: Use BlockChunk.ProtoReflect.Descriptor instead.
 func (*BlockChunk) Descriptor() ([]byte, []int) {
 	return file_didnmf_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *BlockChunk) GetPart() BlockPart {
+	if x != nil {
+		return x.Part
+	}
+	return BlockPart_BLOCK_PART_DATA
 }
 
 func (x *BlockChunk) GetJobId() string {
@@ -5669,9 +5732,10 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x05shard\x18\x03 \x01(\x03R\x05shard\x12\x15\n" +
 	"\x06col_lo\x18\x04 \x01(\x03R\x05colLo\x12\x15\n" +
 	"\x06col_hi\x18\x05 \x01(\x03R\x05colHi\x12(\n" +
-	"\tshard_pid\x18\x06 \x01(\v2\v.didnmf.PidR\bshardPid\"\x9a\x02\n" +
+	"\tshard_pid\x18\x06 \x01(\v2\v.didnmf.PidR\bshardPid\"\xc1\x02\n" +
 	"\n" +
-	"BlockChunk\x12\x15\n" +
+	"BlockChunk\x12%\n" +
+	"\x04part\x18\x0f \x01(\x0e2\x11.didnmf.BlockPartR\x04part\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x14\n" +
 	"\x05shard\x18\x03 \x01(\x03R\x05shard\x12#\n" +
@@ -5804,7 +5868,11 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x11JOB_PHASE_PLACING\x10\x01\x12\x15\n" +
 	"\x11JOB_PHASE_RUNNING\x10\x02\x12\x18\n" +
 	"\x14JOB_PHASE_RECOVERING\x10\x03\x12\x14\n" +
-	"\x10JOB_PHASE_PAUSED\x10\x04*q\n" +
+	"\x10JOB_PHASE_PAUSED\x10\x04*U\n" +
+	"\tBlockPart\x12\x13\n" +
+	"\x0fBLOCK_PART_DATA\x10\x00\x12\x19\n" +
+	"\x15BLOCK_PART_INIT_BASIS\x10\x01\x12\x18\n" +
+	"\x14BLOCK_PART_INIT_COEF\x10\x02*q\n" +
 	"\tActorRole\x12\x1a\n" +
 	"\x16ACTOR_ROLE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10ACTOR_ROLE_SHARD\x10\x01\x12\x16\n" +
@@ -5823,7 +5891,7 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 	return file_didnmf_proto_rawDescData
 }
 
-var file_didnmf_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
+var file_didnmf_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
 var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_didnmf_proto_goTypes = []any{
 	(Algorithm)(0),              // 0: didnmf.Algorithm
@@ -5835,110 +5903,112 @@ var file_didnmf_proto_goTypes = []any{
 	(Loss)(0),                   // 6: didnmf.Loss
 	(ErrorKind)(0),              // 7: didnmf.ErrorKind
 	(JobPhase)(0),               // 8: didnmf.JobPhase
-	(ActorRole)(0),              // 9: didnmf.ActorRole
-	(*Pid)(nil),                 // 10: didnmf.Pid
-	(*Chunk)(nil),               // 11: didnmf.Chunk
-	(*StopRule)(nil),            // 12: didnmf.StopRule
-	(*JobSpec)(nil),             // 13: didnmf.JobSpec
-	(*MaskStats)(nil),           // 14: didnmf.MaskStats
-	(*SubmitJob)(nil),           // 15: didnmf.SubmitJob
-	(*JobAccepted)(nil),         // 16: didnmf.JobAccepted
-	(*JobError)(nil),            // 17: didnmf.JobError
-	(*CancelJob)(nil),           // 18: didnmf.CancelJob
-	(*LeaseRenew)(nil),          // 19: didnmf.LeaseRenew
-	(*LeaseAck)(nil),            // 20: didnmf.LeaseAck
-	(*ListJobs)(nil),            // 21: didnmf.ListJobs
-	(*JobInfo)(nil),             // 22: didnmf.JobInfo
-	(*JobList)(nil),             // 23: didnmf.JobList
-	(*Ping)(nil),                // 24: didnmf.Ping
-	(*Pong)(nil),                // 25: didnmf.Pong
-	(*HostStatus)(nil),          // 26: didnmf.HostStatus
-	(*ShardAssignment)(nil),     // 27: didnmf.ShardAssignment
-	(*ReducerAssignment)(nil),   // 28: didnmf.ReducerAssignment
-	(*Placed)(nil),              // 29: didnmf.Placed
-	(*StartJob)(nil),            // 30: didnmf.StartJob
-	(*Grant)(nil),               // 31: didnmf.Grant
-	(*Finish)(nil),              // 32: didnmf.Finish
-	(*StopJob)(nil),             // 33: didnmf.StopJob
-	(*Partial)(nil),             // 34: didnmf.Partial
-	(*Reduced)(nil),             // 35: didnmf.Reduced
-	(*IterationDone)(nil),       // 36: didnmf.IterationDone
-	(*Progress)(nil),            // 37: didnmf.Progress
-	(*Counters)(nil),            // 38: didnmf.Counters
-	(*ShardDone)(nil),           // 39: didnmf.ShardDone
-	(*ReducerDone)(nil),         // 40: didnmf.ReducerDone
-	(*ResultChunk)(nil),         // 41: didnmf.ResultChunk
-	(*ResultAck)(nil),           // 42: didnmf.ResultAck
-	(*HistoryPoint)(nil),        // 43: didnmf.HistoryPoint
-	(*JobResult)(nil),           // 44: didnmf.JobResult
-	(*Recovery)(nil),            // 45: didnmf.Recovery
-	(*BlockRequest)(nil),        // 46: didnmf.BlockRequest
-	(*BlockChunk)(nil),          // 47: didnmf.BlockChunk
-	(*BlockAck)(nil),            // 48: didnmf.BlockAck
-	(*CheckpointDone)(nil),      // 49: didnmf.CheckpointDone
-	(*CheckpointCopy)(nil),      // 50: didnmf.CheckpointCopy
-	(*Buddies)(nil),             // 51: didnmf.Buddies
-	(*CheckpointStored)(nil),    // 52: didnmf.CheckpointStored
-	(*CheckpointFetch)(nil),     // 53: didnmf.CheckpointFetch
-	(*ActorFailed)(nil),         // 54: didnmf.ActorFailed
-	(*JobState)(nil),            // 55: didnmf.JobState
-	(*CheckpointCommitted)(nil), // 56: didnmf.CheckpointCommitted
-	(*CheckpointAt)(nil),        // 57: didnmf.CheckpointAt
+	(BlockPart)(0),              // 9: didnmf.BlockPart
+	(ActorRole)(0),              // 10: didnmf.ActorRole
+	(*Pid)(nil),                 // 11: didnmf.Pid
+	(*Chunk)(nil),               // 12: didnmf.Chunk
+	(*StopRule)(nil),            // 13: didnmf.StopRule
+	(*JobSpec)(nil),             // 14: didnmf.JobSpec
+	(*MaskStats)(nil),           // 15: didnmf.MaskStats
+	(*SubmitJob)(nil),           // 16: didnmf.SubmitJob
+	(*JobAccepted)(nil),         // 17: didnmf.JobAccepted
+	(*JobError)(nil),            // 18: didnmf.JobError
+	(*CancelJob)(nil),           // 19: didnmf.CancelJob
+	(*LeaseRenew)(nil),          // 20: didnmf.LeaseRenew
+	(*LeaseAck)(nil),            // 21: didnmf.LeaseAck
+	(*ListJobs)(nil),            // 22: didnmf.ListJobs
+	(*JobInfo)(nil),             // 23: didnmf.JobInfo
+	(*JobList)(nil),             // 24: didnmf.JobList
+	(*Ping)(nil),                // 25: didnmf.Ping
+	(*Pong)(nil),                // 26: didnmf.Pong
+	(*HostStatus)(nil),          // 27: didnmf.HostStatus
+	(*ShardAssignment)(nil),     // 28: didnmf.ShardAssignment
+	(*ReducerAssignment)(nil),   // 29: didnmf.ReducerAssignment
+	(*Placed)(nil),              // 30: didnmf.Placed
+	(*StartJob)(nil),            // 31: didnmf.StartJob
+	(*Grant)(nil),               // 32: didnmf.Grant
+	(*Finish)(nil),              // 33: didnmf.Finish
+	(*StopJob)(nil),             // 34: didnmf.StopJob
+	(*Partial)(nil),             // 35: didnmf.Partial
+	(*Reduced)(nil),             // 36: didnmf.Reduced
+	(*IterationDone)(nil),       // 37: didnmf.IterationDone
+	(*Progress)(nil),            // 38: didnmf.Progress
+	(*Counters)(nil),            // 39: didnmf.Counters
+	(*ShardDone)(nil),           // 40: didnmf.ShardDone
+	(*ReducerDone)(nil),         // 41: didnmf.ReducerDone
+	(*ResultChunk)(nil),         // 42: didnmf.ResultChunk
+	(*ResultAck)(nil),           // 43: didnmf.ResultAck
+	(*HistoryPoint)(nil),        // 44: didnmf.HistoryPoint
+	(*JobResult)(nil),           // 45: didnmf.JobResult
+	(*Recovery)(nil),            // 46: didnmf.Recovery
+	(*BlockRequest)(nil),        // 47: didnmf.BlockRequest
+	(*BlockChunk)(nil),          // 48: didnmf.BlockChunk
+	(*BlockAck)(nil),            // 49: didnmf.BlockAck
+	(*CheckpointDone)(nil),      // 50: didnmf.CheckpointDone
+	(*CheckpointCopy)(nil),      // 51: didnmf.CheckpointCopy
+	(*Buddies)(nil),             // 52: didnmf.Buddies
+	(*CheckpointStored)(nil),    // 53: didnmf.CheckpointStored
+	(*CheckpointFetch)(nil),     // 54: didnmf.CheckpointFetch
+	(*ActorFailed)(nil),         // 55: didnmf.ActorFailed
+	(*JobState)(nil),            // 56: didnmf.JobState
+	(*CheckpointCommitted)(nil), // 57: didnmf.CheckpointCommitted
+	(*CheckpointAt)(nil),        // 58: didnmf.CheckpointAt
 }
 var file_didnmf_proto_depIdxs = []int32{
 	3,  // 0: didnmf.JobSpec.layout:type_name -> didnmf.Layout
 	0,  // 1: didnmf.JobSpec.algorithm:type_name -> didnmf.Algorithm
-	12, // 2: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
+	13, // 2: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
 	1,  // 3: didnmf.JobSpec.init:type_name -> didnmf.Init
 	2,  // 4: didnmf.JobSpec.form:type_name -> didnmf.Form
 	5,  // 5: didnmf.JobSpec.ingest:type_name -> didnmf.Ingest
 	3,  // 6: didnmf.JobSpec.natural_layout:type_name -> didnmf.Layout
 	4,  // 7: didnmf.JobSpec.storage:type_name -> didnmf.Storage
 	6,  // 8: didnmf.JobSpec.loss:type_name -> didnmf.Loss
-	13, // 9: didnmf.SubmitJob.spec:type_name -> didnmf.JobSpec
-	10, // 10: didnmf.SubmitJob.client:type_name -> didnmf.Pid
-	10, // 11: didnmf.JobAccepted.coordinator:type_name -> didnmf.Pid
+	14, // 9: didnmf.SubmitJob.spec:type_name -> didnmf.JobSpec
+	11, // 10: didnmf.SubmitJob.client:type_name -> didnmf.Pid
+	11, // 11: didnmf.JobAccepted.coordinator:type_name -> didnmf.Pid
 	7,  // 12: didnmf.JobError.kind:type_name -> didnmf.ErrorKind
 	0,  // 13: didnmf.JobInfo.algorithm:type_name -> didnmf.Algorithm
 	8,  // 14: didnmf.JobInfo.state:type_name -> didnmf.JobPhase
-	22, // 15: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
-	13, // 16: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
-	10, // 17: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
-	10, // 18: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
-	10, // 19: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
-	10, // 20: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
-	10, // 21: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
-	10, // 22: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
-	10, // 23: didnmf.Placed.pid:type_name -> didnmf.Pid
-	10, // 24: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
-	11, // 25: didnmf.Partial.chunk:type_name -> didnmf.Chunk
-	11, // 26: didnmf.Reduced.chunk:type_name -> didnmf.Chunk
-	14, // 27: didnmf.IterationDone.mask:type_name -> didnmf.MaskStats
-	38, // 28: didnmf.ShardDone.counters:type_name -> didnmf.Counters
-	38, // 29: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
-	10, // 30: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
-	11, // 31: didnmf.ResultChunk.chunk:type_name -> didnmf.Chunk
-	43, // 32: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
-	38, // 33: didnmf.JobResult.counters:type_name -> didnmf.Counters
-	45, // 34: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
-	14, // 35: didnmf.JobResult.mask:type_name -> didnmf.MaskStats
-	10, // 36: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
-	11, // 37: didnmf.BlockChunk.chunk:type_name -> didnmf.Chunk
-	10, // 38: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
-	11, // 39: didnmf.CheckpointCopy.chunk:type_name -> didnmf.Chunk
-	10, // 40: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
-	10, // 41: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
-	10, // 42: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
-	9,  // 43: didnmf.ActorFailed.role:type_name -> didnmf.ActorRole
-	15, // 44: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
-	43, // 45: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
-	10, // 46: didnmf.JobState.coordinator:type_name -> didnmf.Pid
-	45, // 47: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
-	48, // [48:48] is the sub-list for method output_type
-	48, // [48:48] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	23, // 15: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
+	14, // 16: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
+	11, // 17: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
+	11, // 18: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
+	11, // 19: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
+	11, // 20: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
+	11, // 21: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
+	11, // 22: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
+	11, // 23: didnmf.Placed.pid:type_name -> didnmf.Pid
+	11, // 24: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
+	12, // 25: didnmf.Partial.chunk:type_name -> didnmf.Chunk
+	12, // 26: didnmf.Reduced.chunk:type_name -> didnmf.Chunk
+	15, // 27: didnmf.IterationDone.mask:type_name -> didnmf.MaskStats
+	39, // 28: didnmf.ShardDone.counters:type_name -> didnmf.Counters
+	39, // 29: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
+	11, // 30: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
+	12, // 31: didnmf.ResultChunk.chunk:type_name -> didnmf.Chunk
+	44, // 32: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
+	39, // 33: didnmf.JobResult.counters:type_name -> didnmf.Counters
+	46, // 34: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
+	15, // 35: didnmf.JobResult.mask:type_name -> didnmf.MaskStats
+	11, // 36: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
+	9,  // 37: didnmf.BlockChunk.part:type_name -> didnmf.BlockPart
+	12, // 38: didnmf.BlockChunk.chunk:type_name -> didnmf.Chunk
+	11, // 39: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
+	12, // 40: didnmf.CheckpointCopy.chunk:type_name -> didnmf.Chunk
+	11, // 41: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
+	11, // 42: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
+	11, // 43: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
+	10, // 44: didnmf.ActorFailed.role:type_name -> didnmf.ActorRole
+	16, // 45: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
+	44, // 46: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
+	11, // 47: didnmf.JobState.coordinator:type_name -> didnmf.Pid
+	46, // 48: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
+	49, // [49:49] is the sub-list for method output_type
+	49, // [49:49] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_didnmf_proto_init() }
@@ -5951,7 +6021,7 @@ func file_didnmf_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
-			NumEnums:      10,
+			NumEnums:      11,
 			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -303,16 +303,20 @@ func TestClusterOfProcesses(t *testing.T) {
 		sameResult(t, fGolden, fOut)
 		f.check(t, fOut)
 	}
-	// A transform onto the first job's basis: the nodes read the basis and solve their samples.
+	// A transform onto the first job's basis: the nodes read the basis and solve their samples
+	// (shared), or the client streams them the basis with their samples (stream).
 	tr := []string{"transform", "--basis", filepath.Join(golden, "basis.npy"), "--input", x, "--shards", "5", "--quiet"}
-	tGolden, tOut := filepath.Join(dir, "transform-golden"), filepath.Join(dir, "transform")
+	tGolden := filepath.Join(dir, "transform-golden")
 	if code, _, stderr := runNode(t, append(tr, "--out", tGolden)...); code != 0 {
 		t.Fatalf("transform: %s", stderr)
 	}
-	if code, text := runProc(t, append(tr, "--cluster", a.Gossip, "--out", tOut)...); code != 0 {
-		t.Fatalf("transform on the cluster: %s", text)
+	for _, ingest := range []string{"shared", "stream"} {
+		tOut := filepath.Join(dir, "transform-"+ingest)
+		if code, text := runProc(t, append(tr, "--cluster", a.Gossip, "--ingest", ingest, "--out", tOut)...); code != 0 {
+			t.Fatalf("transform on the cluster, %s ingest: %s", ingest, text)
+		}
+		sameResult(t, tGolden, tOut)
 	}
-	sameResult(t, tGolden, tOut)
 	// Missing values: the nodes read the NaNs (shared) or the client streams them.
 	nanX, _ := nanInput(t, dir)
 	miss := []string{"factorize", "--input", nanX, "--rank", "3", "--shards", "3", "--max-iter", "20", "--tol", "0", "--quiet", "--missing", "nan"}

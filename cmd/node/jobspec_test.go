@@ -30,8 +30,8 @@ func TestJobSpecFlagErrors(t *testing.T) {
 		{"fan-in 2^17", []string{"--nodes", "2", "--fan-in", "131072"}, "--fan-in must be a power of two >= 2, got 131072"},
 		{"cluster rank 0", append([]string{"--rank", "0"}, cluster...), "--rank must be >= 1, got 0"},
 		{"cluster bad ingest", append([]string{"--ingest", "pigeon"}, cluster...), `--ingest "pigeon": want shared or stream`},
-		{"cluster custom streamed", append([]string{"--init", "custom", "--init-basis", "/b.npy", "--init-coef", "/c.npy", "--ingest", "stream"}, cluster...),
-			"--init custom reads its files on the nodes: it needs --ingest shared"},
+		{"cluster custom shared relative", append([]string{"--init", "custom", "--init-basis", "b.npy", "--init-coef", "/c.npy"}, cluster...),
+			"--init-basis b.npy: give an absolute path with --ingest shared"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
