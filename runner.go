@@ -146,7 +146,7 @@ func (r *Runner) runDriver(ctx context.Context, j *Job, opts Options) (*Result, 
 	read := j.openSeconds + time.Since(start).Seconds()
 	offset := 0
 	for _, b := range blocks {
-		if err := j.Spec.Loss.CheckData(b, offset); err != nil {
+		if err := j.Spec.Loss.CheckObserved(b, offset, j.Spec.Options()); err != nil {
 			return nil, &InputError{fmt.Errorf("%s: %w", j.Name(), err)}
 		}
 		_, n := b.Dims()

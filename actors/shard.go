@@ -465,7 +465,7 @@ func (s *shard) build(x kernels.Block, rec *checkpoint.Record) error {
 		}
 		return err
 	}
-	if err := spec.Loss.CheckData(x, int(a.ColLo)); err != nil {
+	if err := spec.Loss.CheckObserved(x, int(a.ColLo), spec.Options()); err != nil {
 		return err
 	}
 	s.x = x

@@ -201,6 +201,9 @@ type muBeta struct {
 	// (gramlane.go's denseCols, the same bits), and the lanes hold those sums column-major
 	// (M x K, as B) rather than in M rows of Kp.
 	cols *denseCols
+	// mk is the mask of a masked run with unobserved entries (mumask.go), nil otherwise: the
+	// pass, the payload, the B update and the objective are then its.
+	mk *muMask
 }
 
 func newMUBeta(e *shardEnv) *muBeta {
@@ -238,6 +241,9 @@ func newMUBeta(e *shardEnv) *muBeta {
 
 // payloadLen is the length of the allreduce payload.
 func (s *muBeta) payloadLen() int {
+	if s.mk != nil {
+		return s.mk.payloadLen()
+	}
 	n := s.m*s.k + s.denLen + s.loss.lossLen(s.k)
 	if s.pen.coef() {
 		n += 2
@@ -265,6 +271,9 @@ func (s *muBeta) prepare(b []float64) {
 // with full it also sums, per lane, the loss terms of (B, C) and the B update's numerator and
 // denominator at (B, cn), and returns the payload (nil without full).
 func (s *muBeta) pass(c, cn, payload []float64, full bool) []float64 {
+	if s.mk != nil {
+		return s.mk.pass(c, cn, payload, full)
+	}
 	s.e.spec.Pool.Run(len(s.lane), func(l int) {
 		s.runLane(&s.lane[l], s.lanes[l], s.lanes[l+1], c, cn, full)
 	})
@@ -312,6 +321,10 @@ func (s *muBeta) pass(c, cn, payload []float64, full bool) []float64 {
 
 // updateB writes into bn the B update of b from the reduced payload.
 func (s *muBeta) updateB(b, bn, sum []float64) {
+	if s.mk != nil {
+		s.mk.updateB(b, bn, sum)
+		return
+	}
 	m, k, l := s.m, s.k, &s.loss
 	num, den := sum[:m*k], sum[m*k:m*k+s.denLen]
 	for p := 0; p < k; p++ {
@@ -334,6 +347,9 @@ func (s *muBeta) updateB(b, bn, sum []float64) {
 
 // objective returns 2 D_beta + the penalties of (B, C) from the reduced payload (B prepared).
 func (s *muBeta) objective(b, sum []float64) float64 {
+	if s.mk != nil {
+		return s.mk.objective(b, sum)
+	}
 	at := s.m*s.k + s.denLen
 	terms := sum[at : at+s.loss.lossLen(s.k)]
 	obj := 2 * s.loss.divergence(terms, s.bsum, s.m, s.e.spec.TotalCols)
@@ -354,6 +370,13 @@ func runMUBeta(e *shardEnv) {
 	}
 	s := newMUBeta(e)
 	first, initial, state := e.begin()
+	s.run(first, initial, state)
+}
+
+// run runs the iterations from the first iteration, initial objective and state e.begin
+// returned. A masked muBeta (mk, mumask.go) also reports the held-out error of (B_t, C_t).
+func (s *muBeta) run(first int, initial float64, state [][]float64) {
+	e := s.e
 	m, k := s.m, s.k
 	bn := make([]float64, m*k)      // B_{t+1}
 	cn := make([]float64, len(e.C)) // C_{t+1}
@@ -362,6 +385,9 @@ func runMUBeta(e *shardEnv) {
 		s.prepare(e.B)
 		sum := e.allReduce("mu.beta", 0, s.pass(e.C, cn, payload, true))
 		initial = s.objective(e.B, sum)
+		if s.mk != nil {
+			s.mk.ms.initialTest = s.mk.heldOut(sum)
+		}
 		s.updateB(e.B, bn, sum)
 	} else {
 		copy(bn, state[0])
@@ -375,6 +401,9 @@ func runMUBeta(e *shardEnv) {
 		s.prepare(e.B)
 		sum := e.allReduce("mu.beta", it, s.pass(e.C, cn, payload, true))
 		obj := s.objective(e.B, sum)
+		if s.mk != nil {
+			s.mk.ms.test = s.mk.heldOut(sum)
+		}
 		s.updateB(e.B, bn, sum)
 		e.iterationDone(it, obj, initial)
 	}

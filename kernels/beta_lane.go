@@ -135,11 +135,24 @@ type lossTerms struct {
 
 // batch runs the pass over the columns [j0, j1).
 func (s *muBeta) batch(ln *betaLane, lt *lossTerms, j0, j1 int, c, cn []float64, full bool) {
-	m, k, nb := s.m, s.k, j1-j0
+	k, nb := s.k, j1-j0
 	cb, cnb := c[j0*k:j1*k], cn[j0*k:j1*k]
+	xd, colptr, rows, vals := s.batchInput(ln, j0, j1)
+	if xd == nil {
+		s.sparseKLBatch(ln, lt, colptr, rows, vals, nb, cb, cnb, full)
+		return
+	}
+	s.denseBatch(ln, lt, xd, nb, cb, cnb, full)
+}
+
+// batchInput returns the data of the columns [j0, j1): dense, xd (M values per column, a CSC
+// batch made dense in the lane's scratch), or for sparseY (xd nil) the CSC batch's column
+// pointers from 0, its rows and its values.
+func (s *muBeta) batchInput(ln *betaLane, j0, j1 int) (xd []float64, colptr []int, rows []int32, vals []float64) {
+	m, nb := s.m, j1-j0
 	switch x := s.x.(type) {
 	case *Dense:
-		s.denseBatch(ln, lt, denseBatch(x, j0, j1, &ln.ws.vals), nb, cb, cnb, full)
+		return denseBatch(x, j0, j1, &ln.ws.vals), nil, nil, nil
 	case *CSC:
 		colptr, rows, vals := sparseBatch(x, j0, j1, &ln.ws.cp, &ln.ws.vals)
 		base, end := colptr[0], colptr[nb]
@@ -155,8 +168,7 @@ func (s *muBeta) batch(ln *betaLane, lt *lossTerms, j0, j1 int, c, cn []float64,
 		}
 		rows, vals = rows[base:end], vals[base:end]
 		if s.sparseY {
-			s.sparseKLBatch(ln, lt, colptr, rows, vals, nb, cb, cnb, full)
-			return
+			return nil, colptr, rows, vals
 		}
 		xd := ln.xd[:nb*m]
 		clear64(xd)
@@ -166,10 +178,9 @@ func (s *muBeta) batch(ln *betaLane, lt *lossTerms, j0, j1 int, c, cn []float64,
 				xj[rows[t]] = vals[t]
 			}
 		}
-		s.denseBatch(ln, lt, xd, nb, cb, cnb, full)
-	default:
-		panic("kernels: unknown block type")
+		return xd, nil, nil, nil
 	}
+	panic("kernels: unknown block type")
 }
 
 // denseBatch runs the pass over a batch of nb dense columns xd (M values each) with

@@ -106,7 +106,8 @@
 // ||X - BC||^2, and History's rel_err2 divides the objective by ||X||^2 whatever the loss.
 // KL reads only the stored entries of a CSC block (X/(BC) is 0 elsewhere), IS and the other
 // betas need BC at every entry and form it a column at a time; IS needs X > 0 everywhere
-// ([Loss.CheckData]: scikit-learn refuses zeros for beta <= 0). Powers other than numpy's
+// ([Loss.CheckData]: scikit-learn refuses zeros for beta <= 0; a masked run checks only the
+// observed entries, [Loss.CheckObserved]). Powers other than numpy's
 // fast ones (-1, 0.5, 2, ...) go through this package's pinned pow and exp: math.Exp uses FMA
 // on amd64 CPUs that have it.
 //
@@ -122,7 +123,8 @@
 // # Missing values
 //
 // With [Options] Missing set, a NaN entry of X is missing: not observed. The objective becomes
-// the sum over the observed entries O of (x_ij - (BC)_ij)^2 (plus the penalties, unchanged),
+// the sum over the observed entries O of (x_ij - (BC)_ij)^2 (for mu with another loss, 2 D_beta
+// summed over O; plus the penalties, unchanged),
 // and Step.Objective, Result.Objective, Result.Residual and History's rel_err2 and RMSE are
 // over O: rel_err2 divides by ||X_o||^2 and RMSE by the observed count (Result.Observed,
 // Step.Mask). The mask is X itself, so a reader marks an entry missing by storing NaN:
@@ -139,9 +141,9 @@
 // "init.mask", sums the counts (MaskStats: observed, missing, held-out, and the observed
 // entries' sum and squared norm); a resumed machine takes them from its snapshot's first State
 // slice instead. When no entry of X is unobserved the machine runs the unmasked code, bit for
-// bit (TestMaskAllObservedSameBits); otherwise the algorithms' masked code, which only did,
-// dbcd, bcd and hals have ([Options.ValidateMask], [MaskAlgorithms]; the others refuse
-// Missing and a test fraction):
+// bit (TestMaskAllObservedSameBits, TestMaskedMUAllObservedSameBits for every loss);
+// otherwise the algorithms' masked code, which only did, dbcd, bcd, hals and mu have
+// ([Options.ValidateMask], [MaskAlgorithms]; the others refuse Missing and a test fraction):
 //
 //   - did (didmask.go): the C step of column j solves its coordinate descent with the Gram
 //     matrix of B's observed rows, G_j = sum_{i in O_j} b_i b_i^T, and h_j = B^T x_o,j; the B
@@ -151,10 +153,21 @@
 //     entries); the B step of component k needs per-row sums y_i and z_i =
 //     sum_{j in O_i} c_kj^2, so each of dbcd's K allreduces carries 2M values (M + 1 today).
 //   - hals (bcdmask.go): the rank-one pairs on the same masked residual.
+//   - mu (mumask.go), every loss: the weighted multiplicative updates, W the 0/1 mask of O,
+//     C <- C .* (B^T (W.*X.*Y^(beta-2)) ./ B^T (W.*Y^(beta-1)))^gamma and likewise for B, with
+//     the unmasked conventions (epsilons, gamma, penalties; the Frobenius loss keeps an entry
+//     whose denominator is 0). They run on the beta-divergence lane (beta.go), the Frobenius
+//     loss too (B^T B C no longer gives its denominator): an unobserved entry has weight 0 in
+//     both sums; KL's denominators are B's column sums over O_j and C's row sums over O_i (the
+//     full sums minus the unobserved terms, by the rule below), so a sparse KL block still
+//     reads only its stored and its unobserved entries. One allreduce per iteration, as
+//     unmasked: the B update's numerator and denominator (M K each, KL too), the loss terms
+//     (the Frobenius one summed directly over O) and the norms of C_i.
 //
 // The masked did, dbcd and bcd make the same updates in the same order, so their iterates agree
 // to round-off (TestMaskedDIDMatchesBCD), and all of them agree with a plain masked solver
-// (TestMaskedMatchesPlainSolver). A Gram matrix restricted to the observed entries, G_j or V_i,
+// (TestMaskedMatchesPlainSolver); masked mu agrees with a plain masked MU for every loss to
+// about 1e-13 (TestMaskedMUMatchesPlain). A Gram matrix restricted to the observed entries, G_j or V_i,
 // is the full one (B^T B, C_i C_i^T) minus the outer products of the unobserved rows or
 // columns when those are at most half, and is summed directly otherwise or when a diagonal
 // entry would lose more than 6 bits: a column or row with few missing entries costs little
@@ -191,8 +204,10 @@
 // and Vt_i = sum_{j in T_i} c_j c_j^T and two scalars to its allreduce (every shard then gets
 // the change made by the B update, -2 db_i.Rt_i + db_i^T Vt_i db_i), doubling its matrices;
 // dbcd adds the per-row yt_i and zt_i of the held-out residual to each of its K allreduces
-// (4M values) and two scalars to the first; bcd and hals, on one shard, sum it directly. It
-// matches a direct computation to about 1e-14 relative (TestHeldOutErrorIsDirect).
+// (4M values) and two scalars to the first; mu adds one scalar, the held-out error of the
+// (B_t, C_t) an iteration reports, summed by the pass that computes their loss; bcd and hals,
+// on one shard, sum it directly. It matches a direct computation to about 1e-14 relative
+// (TestHeldOutErrorIsDirect, TestMaskedMUObjectiveAndHeldOutEachIteration).
 //
 // # Narrow storage
 //

@@ -138,10 +138,29 @@ func (l Loss) check() error {
 // as 0 and for an entry a CSC block does not store. colOffset is the block's first column in
 // X, so that the error names the sample (column) and the feature (row) of all of X, counted
 // from 0.
-func (l Loss) CheckData(x Block, colOffset int) error {
+func (l Loss) CheckData(x Block, colOffset int) error { return l.checkData(x, colOffset, nil) }
+
+// CheckObserved is CheckData for a run with options o: with a mask (o.Masked) it checks only
+// the entries the fit sees, so that a missing entry (NaN, with o.Missing) or a held-out one
+// (HeldOut, with o.TestFraction), stored or not, may hold anything; without a mask it is
+// CheckData. colOffset is the block's first column in X. It draws one hash per entry of the
+// block when o holds entries out.
+func (l Loss) CheckObserved(x Block, colOffset int, o Options) error {
+	if !o.Masked() {
+		return l.CheckData(x, colOffset)
+	}
+	return l.checkData(x, colOffset, func(j, i int, v float64) bool {
+		return o.Missing && v != v || HeldOut(o.TestSeed, colOffset+j, i, o.TestFraction)
+	})
+}
+
+// checkData is CheckData, skipping the entries (column j of the block, row i, value v: 0 for
+// an unstored entry) for which unobserved, when not nil, returns true.
+func (l Loss) checkData(x Block, colOffset int, unobserved func(j, i int, v float64) bool) error {
 	if l == LossFrobenius {
 		return nil
 	}
+	skip := func(j, i int, v float64) bool { return unobserved != nil && unobserved(j, i, v) }
 	positive := l.Beta() <= 0
 	bad := func(j, i int, v float64) error {
 		if v < 0 || math.IsNaN(v) {
@@ -155,26 +174,39 @@ func (l Loss) CheckData(x Block, colOffset int) error {
 	case *Dense:
 		for j := 0; j < n; j++ {
 			for i := 0; i < m; i++ {
-				if v := xb.At(i, j); !(v >= 0) || positive && v == 0 {
+				if v := xb.At(i, j); (!(v >= 0) || positive && v == 0) && !skip(j, i, v) {
 					return bad(j, i, v)
 				}
 			}
 		}
 	case *CSC:
+		// gap returns the first row of [lo, hi), all unstored, that the check does not skip.
+		gap := func(j, lo, hi int) int {
+			for i := lo; i < hi; i++ {
+				if !skip(j, i, 0) {
+					return i
+				}
+			}
+			return -1
+		}
 		for j := 0; j < n; j++ {
 			next := 0 // the first row not yet seen stored in column j
 			for t := xb.ColPtr[j]; t < xb.ColPtr[j+1]; t++ {
 				i := int(xb.RowIdx[t])
 				if positive && i > next {
-					return bad(j, next, 0)
+					if g := gap(j, next, i); g >= 0 {
+						return bad(j, g, 0)
+					}
 				}
-				if v := xb.value(t); !(v >= 0) || positive && v == 0 {
+				if v := xb.value(t); (!(v >= 0) || positive && v == 0) && !skip(j, i, v) {
 					return bad(j, i, v)
 				}
 				next = i + 1
 			}
 			if positive && next < m {
-				return bad(j, next, 0)
+				if g := gap(j, next, m); g >= 0 {
+					return bad(j, g, 0)
+				}
 			}
 		}
 	default:

@@ -18,7 +18,7 @@ import (
 // zeroed (dense) or dropped (sparse), which the kernels read instead of X.
 
 // maskAlgorithms are the algorithms that fit with missing values and held-out entries.
-var maskAlgorithms = []Algorithm{DID, DBCD, BCD, HALS}
+var maskAlgorithms = []Algorithm{DID, DBCD, BCD, HALS, MU}
 
 // MaskAlgorithms lists the algorithms that take missing values and a test set.
 func MaskAlgorithms() []Algorithm { return slices.Clone(maskAlgorithms) }
@@ -40,7 +40,7 @@ func (o Options) maskWhat() string {
 
 // ValidateMask checks the missing-value and held-out options for an algorithm and an
 // initialisation: TestFraction in [0, 1), and with Missing or a test fraction an algorithm of
-// MaskAlgorithms (did, dbcd, bcd, hals) and an init that does not need every entry of X
+// MaskAlgorithms (did, dbcd, bcd, hals, mu) and an init that does not need every entry of X
 // (random, whose scale is the mean of the observed entries, or custom; nndsvd, nndsvda and
 // kmeans are refused). NewMachine (and so Run) calls it.
 func (o Options) ValidateMask(algo Algorithm, init InitMethod) error {
@@ -477,6 +477,8 @@ func maskedState(s *ShardSpec) []stateSlot {
 	case DBCD, BCD, HALS:
 		m, n := s.X.Dims()
 		return []stateSlot{{"E = X_i - B C_i on the observed entries, 0 elsewhere (M x n_i)", m * n}}
+	case MU:
+		return muMaskedState(s) // mumask.go
 	}
 	return nil
 }

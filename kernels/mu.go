@@ -27,7 +27,8 @@ package kernels
 // single-shard MU this replaced (testdata/mu_p1.golden); on P shards they agree with one shard
 // to round-off, and are bitwise fixed for each P.
 //
-// The other losses (Options.Loss: KL, IS, any beta) take runMUBeta (beta.go).
+// The other losses (Options.Loss: KL, IS, any beta) take runMUBeta (beta.go). A masked run
+// with unobserved entries takes mumask.go's code, for every loss, the Frobenius one too.
 
 // muPartialLen is the length of the Frobenius MU allreduce payload.
 func muPartialLen(m, k int, coefPenalized bool) int {
@@ -52,11 +53,21 @@ func runMU(e *shardEnv) {
 	if err := e.spec.Loss.check(); err != nil {
 		panic(err)
 	}
+	if e.maskable() {
+		runMUMaskable(e) // mumask.go: the masked code, or this one when nothing is unobserved
+		return
+	}
 	if e.spec.Loss != LossFrobenius {
 		runMUBeta(e)
 		return
 	}
 	first, initial, _ := e.begin()
+	runMUFrobenius(e, first, initial)
+}
+
+// runMUFrobenius runs MU for the Frobenius loss from the first iteration and initial
+// objective e.begin returned.
+func runMUFrobenius(e *shardEnv, first int, initial float64) {
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
 	ops := newBlockOps(x, k, e.spec.Pool, e.flag)

@@ -34,7 +34,7 @@ type Snapshot struct {
 	// (MaskStats: observed, missing, held-out, observed sum, observed squared norm, held-out
 	// squared norm) and the held-out error of B0 C0, 7 values; then, when X has unobserved
 	// entries, the masked code's state (did: none; dbcd, bcd, hals: the masked residual
-	// E_i, M x n), and otherwise the state above.
+	// E_i, M x n; mu, every loss: B_next, M x K), and otherwise the state above.
 	State [][]float64
 }
 
