@@ -730,41 +730,7 @@ func TestLossBitsDoNotDependOnBuildFlags(t *testing.T) {
 			}
 		}
 	}
-	names := slices.Sorted(maps.Keys(got))
-	if *update {
-		var sb strings.Builder
-		sb.WriteString("# sha256 of the float64 bits of MU's B, C and [initial, final objective] with each loss; rewrite with: go test ./kernels -run TestLossBitsDoNotDependOnBuildFlags -update\n")
-		for _, n := range names {
-			fmt.Fprintf(&sb, "%s %s\n", n, got[n])
-		}
-		if err := os.WriteFile(lossBitsGolden, []byte(sb.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %d hashes to %s", len(names), lossBitsGolden)
-		return
-	}
-	want, err := readGolden(lossBitsGolden)
-	if err != nil {
-		t.Fatalf("%v (create it with -update)", err)
-	}
-	var bad []string
-	for _, n := range names {
-		if w, ok := want[n]; !ok {
-			bad = append(bad, n+": not in the golden file")
-		} else if w != got[n] {
-			bad = append(bad, n+": bits differ")
-		}
-	}
-	for n := range want {
-		if _, ok := got[n]; !ok {
-			bad = append(bad, n+": in the golden file but no longer computed")
-		}
-	}
-	if len(bad) > 0 {
-		slices.Sort(bad)
-		t.Errorf("%d of %d hashes differ from %s (a deliberate change of arithmetic: rerun with -update):\n\t%s",
-			len(bad), len(names), lossBitsGolden, strings.Join(bad, "\n\t"))
-	}
+	golden{path: lossBitsGolden, what: "MU's B, C and [initial, final objective] with each loss", test: "TestLossBitsDoNotDependOnBuildFlags"}.check(t, got)
 }
 
 // BenchmarkBetaMU times MU iterations with the beta-divergences through the driver on the
