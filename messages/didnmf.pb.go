@@ -579,9 +579,11 @@ type BlockPart int32
 const (
 	// The block of X.
 	BlockPart_BLOCK_PART_DATA BlockPart = 0
-	// The whole initial basis, K x features column-major (the kernels' B).
+	// The whole initial basis, features x K column-major (the kernels' B: component p at
+	// [p*features, (p+1)*features)).
 	BlockPart_BLOCK_PART_INIT_BASIS BlockPart = 1
-	// The shard's columns of the initial coefficients, K x samples column-major.
+	// The shard's samples of the initial coefficients, K x samples column-major (the K values
+	// of each sample in turn).
 	BlockPart_BLOCK_PART_INIT_COEF BlockPart = 2
 )
 
