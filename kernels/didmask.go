@@ -20,6 +20,10 @@ import (
 //     for each of its unobserved rows in row order, by fma (the Gram lane's step 4 from -G),
 //     when those are at most half and no diagonal entry of G_j falls below maskCancel times
 //     G's; else G_j is the sum of its observed rows' b_i b_i^T, by fma in row order, from 0.
+//     One to three rows come from tables of B's rows made once per iteration (one row's -G_j
+//     whole, in the update's form); more go to the kernel path's indexed step 4 (accVIdx,
+//     gramidx.go), which reads them from B's rows of Kp in place, V in registers: about
+//     3 ns per unobserved entry at K = 10 (AVX-512), the bulk of the masking's cost.
 //     1/G_j,pp is correctly rounded. Columns are independent, so the order and the grouping
 //     in which they are updated change no bit.
 //  3. For each unobserved entry (i, j), columns in order and rows in order: with a test set
@@ -30,12 +34,18 @@ import (
 //     steps: S_i = sum c_j c_j^T (step 4: fma, columns in order), Rt_i = sum r_ij c_j (step
 //     3 on a one-row block) over the held-out entries and, for a row that also has missing
 //     entries, Vt_i = sum c_j c_j^T over its held-out ones (without missing entries Vt_i is
-//     S_i).
+//     S_i). A rowStage keeps only the column indices j (and weights r_ij) of a row's chunk and
+//     flushes it on the indexed kernels (accVIdx, accAIdx), which read the c_j from C in
+//     place.
 //  4. Steps 3 and 4 of the Gram lane: A = X_o C^T and V = C C^T.
 //
 // A lane's sums run over its columns in order and the lanes' sums are added in lane order.
-// When the lanes' row sums would take more than didMaskLaneBudget floats, the row pass forms
-// the same lane partials from the row lists instead, with the same operations. Then:
+// Without a test set and with C of at most didMaskRowPassBytes (it stays in the cache), or
+// when the lanes' row sums would take more than didMaskLaneBudget floats, the lanes keep no
+// row sums and the row pass forms the same lane partials from the row lists instead, with
+// the same operations: a lane's part of a row's list is already the column list the indexed
+// kernel takes, so it costs no gathering (held-out residuals are computed again, by the same
+// operations). Then:
 //
 //  5. The per-row sums of the B step, row i's normal equations: A_i (row i of A) and
 //     V_i = sum_{j in O_i} c_j c_j^T: V - S_i when row i's unobserved entries are at most
@@ -106,13 +116,21 @@ func newDIDMaskLayout(m, k int, test, norms bool) didMaskLayout {
 // bits).
 var didMaskLaneBudget = lanePartialBudget
 
+// didMaskRowPassBytes: without a test set, when C (N K floats) takes at most this many bytes,
+// the row pass sums the S_i from the row lists, reading the c_j from C at random (C stays in
+// the cache), instead of the lanes gathering them by row as they go, which costs a scattered
+// store per unobserved entry; a larger C, or a test set (whose residuals the lanes compute
+// where c_j is at hand), is read where the lanes just wrote it. Tests move it to check that
+// both give the same bits.
+var didMaskRowPassBytes = 8 << 20
+
+// didMaskRowBlock is the most rows the row pass sums together, column lane by column lane
+// (without a test set).
+const didMaskRowBlock = 64
+
 // didMaskRowSumScalar: rowSum sums n rows in Go when n K(K+1)/2 is at most this, else on the
 // kernel path (the same operations; tests move it to check that).
 var didMaskRowSumScalar = 64
-
-// didMaskTableRows bounds u K^2 for a column's u unobserved rows summed from the tables of
-// B's rows (more go to rowSum: the same values).
-var didMaskTableRows = 1024
 
 // didMaskTableBudget bounds M K^2, the size of masked DID's tables of B's rows; beyond it
 // columnGram forms every G_j (the same values).
@@ -160,6 +178,7 @@ type didMasked struct {
 	big         bool    // a column is several blocks of work
 	g           []float64
 	gneg, ginv  []float64
+	gRows       []float64 // -G in K rows of Kp (lower triangle; 0 above it)
 	bp          []float64 // B in rows of Kp (colsRows(M) rows, zero beyond M)
 	brow        []float64 // B row-major (M x K)
 	// The row tables (when M K^2 <= didMaskTableBudget), for a column whose one unobserved
@@ -174,9 +193,8 @@ type didMasked struct {
 	sqXo    float64   // ||X_o||^2: the columns' squared norms added in column order
 	lane    []*didMaskLane
 	// fused: the lanes keep the row sums; otherwise the row pass sums them from the row
-	// lists, with rt the held-out residuals by entry of the column lists.
+	// lists (and computes the held-out residuals again, with the same operations).
 	fused      bool
-	rt         []float64
 	rowMissing []bool // with a test set: row i has missing entries (Vt_i is not S_i)
 	// rowWeighted: with a test set, row i has no missing entries (st0 sums its Rt_i).
 	rowWeighted []bool
@@ -185,13 +203,17 @@ type didMasked struct {
 	rowScratch  [][]float64
 	// rowSt0 and rowSt1: the row lanes' one-row stages (without fused lanes).
 	rowSt0, rowSt1 []*rowStage
-	needDirect     []bool
-	directList     []int
-	rows           []int // row lanes of the B update
-	laneRow        [][]float64
-	rowObj         []float64
-	rowTest        []float64
-	l1, l2         float64 // the penalty on C
+	// rowBlock and rowPos: without fused lanes and without a test set, each row lane's
+	// S_i of didMaskRowBlock rows (packed), a V scratch, and those rows' places in their lists.
+	rowBlock   [][]float64
+	rowPos     [][]int
+	needDirect []bool
+	directList []int
+	rows       []int // row lanes of the B update
+	laneRow    [][]float64
+	rowObj     []float64
+	rowTest    []float64
+	l1, l2     float64 // the penalty on C
 	// direct: sum each column's objective from its residual (FormResidual).
 	direct  bool
 	pen     penalty
@@ -211,7 +233,7 @@ func newDIDMasked(e *shardEnv) *didMasked {
 	kp, ll := paddedK(k), lowerLen(k)
 	pen := e.penalty()
 	d := &didMasked{e: e, sm: sm, m: m, n: n, k: k, kp: kp, ll: ll, pool: e.spec.Pool,
-		lanes: laneBounds(sm.x, k), g: make([]float64, k*k),
+		lanes: laneBounds(sm.x, k), g: make([]float64, k*k), gRows: make([]float64, k*kp),
 		gneg: make([]float64, k*k), ginv: make([]float64, k), bp: make([]float64, colsRows(m)*kp),
 		brow: make([]float64, m*k), vl: make([]float64, ll),
 		vfull: make([]float64, k*k), rows: rowLaneBounds(m), rowObj: make([]float64, m),
@@ -284,10 +306,7 @@ func newDIDMasked(e *shardEnv) *didMasked {
 	for chunk > 4 && stageLen(chunk) > didMaskLaneBudget {
 		chunk /= 2
 	}
-	d.fused = stageLen(chunk) <= didMaskLaneBudget
-	if !d.fused && d.test {
-		d.rt = make([]float64, len(sm.urow))
-	}
+	d.fused = stageLen(chunk) <= didMaskLaneBudget && (d.test || n*k*8 > didMaskRowPassBytes)
 	d.lane = make([]*didMaskLane, nl)
 	for l := range d.lane {
 		ls := &didMaskLane{h: make([]float64, gramBatchCols*kp), cs: make([]float64, gramBatchCols*kp),
@@ -317,12 +336,18 @@ func newDIDMasked(e *shardEnv) *didMasked {
 	for l := range d.rowScratch {
 		d.rowScratch[l] = make([]float64, 2*ll+k)
 	}
+	if !d.fused && !d.test {
+		d.rowBlock, d.rowPos = make([][]float64, len(d.rowLanes)-1), make([][]int, len(d.rowLanes)-1)
+		for l := range d.rowBlock {
+			d.rowBlock[l], d.rowPos[l] = make([]float64, didMaskRowBlock*ll+k*kp), make([]int, didMaskRowBlock)
+		}
+	}
 	if !d.fused {
 		d.rowSt0 = make([]*rowStage, len(d.rowLanes)-1)
 		d.rowSt1 = make([]*rowStage, len(d.rowLanes)-1)
 		for l := range d.rowSt0 {
-			d.rowSt0[l] = newRowStage(1, k, 32, d.test, make([]bool, 1))
-			d.rowSt1[l] = newRowStage(1, k, 32, true, nil)
+			d.rowSt0[l] = newRowStage(1, k, 256, d.test, make([]bool, 1))
+			d.rowSt1[l] = newRowStage(1, k, 256, true, nil)
 		}
 	}
 	d.laneRow = make([][]float64, len(d.rows)-1)
@@ -405,6 +430,11 @@ func (d *didMasked) cStep() (post, postT float64) {
 	gramCols(b, m, k, d.g, flag)
 	for i, g := range d.g {
 		d.gneg[i] = -g
+	}
+	for p := 0; p < k; p++ {
+		for q := 0; q <= p; q++ {
+			d.gRows[p*kp+q] = -d.g[p*k+q]
+		}
 	}
 	for p := 0; p < k; p++ {
 		gpp := d.g[p*k+p]
@@ -601,7 +631,7 @@ func (d *didMasked) colLane(l int) {
 			}
 			d.maskedUpdates(ls, j0, masked, h, cs, false)
 		}
-		if len(masked) > 0 {
+		if len(masked) > 0 && (d.fused || d.test) {
 			d.batchSums(ls, uptr[j0], uptr[j1])
 		}
 		if d.direct {
@@ -686,67 +716,97 @@ func (d *didMasked) columnForm(ls *didMaskLane, j, b int) (gneg, ginv []float64)
 
 // batchSums adds the unobserved entries t0 <= t < t1 of the column lists (a batch's columns,
 // just updated) to the lane's sums, entries in column order: for a held-out entry
-// e_ij = b_i.c_j (fma over the components in order, from 0), r_ij = x_ij - e_ij and r^2 into
-// partial sum t mod 4 (fma), and every entry gathered into its row's sums.
+// r_ij = heldOutResidual and r^2 into partial sum t mod 4 (fma), and with fused lanes every
+// entry gathered into its row's sums.
 func (d *didMasked) batchSums(ls *didMaskLane, t0, t1 int) {
-	k, kp, sm, c := d.k, d.kp, d.sm, d.e.C
-	urow, uval, ucol := sm.urow[t0:t1], sm.uval[t0:t1], d.ucol[t0:t1]
-	uval, ucol = uval[:len(urow)], ucol[:len(urow)]
-	fused, test, brow := d.fused, d.test, d.brow
+	k, sm, c := d.k, d.sm, d.e.C
+	fused, brow := d.fused, d.brow
 	st0, st1 := ls.st0, ls.st1
 	pt := ls.pt
-	for t, i32 := range urow {
-		i, j := int(i32), int(ucol[t])
-		cj := c[j*k : j*k+k]
-		v := uval[t]
-		var r float64
-		if v == v { // held out
-			bi := brow[i*k : i*k+k]
-			bi = bi[:len(cj)]
-			var e float64
-			for p, cp := range cj {
-				e = math.FMA(bi[p], cp, e)
+	var rs [256]float64 // a block's residuals
+	var hs [256]int32   // its held-out entries
+	for b0 := t0; b0 < t1; b0 += len(rs) {
+		b1 := min(b0+len(rs), t1)
+		urow, uval, ucol := sm.urow[b0:b1], sm.uval[b0:b1], d.ucol[b0:b1]
+		uval, ucol = uval[:len(urow)], ucol[:len(urow)]
+		nh := 0
+		if d.test {
+			for t, v := range uval {
+				if v == v { // held out
+					hs[nh] = int32(t)
+					nh++
+				}
 			}
-			r = v - e
-			q := (t0 + t) & 3
-			pt[q] = math.FMA(r, r, pt[q])
-			if !fused {
-				d.rt[t0+t] = r
-				continue
+			// The residuals four at a time (four independent chains of fma), then their
+			// squares in entry order.
+			h := hs[:nh]
+			for ; len(h) >= 4; h = h[4:] {
+				u0, u1, u2, u3 := int(h[0]), int(h[1]), int(h[2]), int(h[3])
+				i0, i1, i2, i3 := int(urow[u0])*k, int(urow[u1])*k, int(urow[u2])*k, int(urow[u3])*k
+				j0, j1, j2, j3 := int(ucol[u0])*k, int(ucol[u1])*k, int(ucol[u2])*k, int(ucol[u3])*k
+				x0, x1, x2, x3 := brow[i0:i0+k], brow[i1:i1+k], brow[i2:i2+k], brow[i3:i3+k]
+				y0, y1, y2, y3 := c[j0:j0+k], c[j1:j1+k], c[j2:j2+k], c[j3:j3+k]
+				x1, x2, x3 = x1[:len(x0)], x2[:len(x0)], x3[:len(x0)]
+				y0, y1, y2, y3 = y0[:len(x0)], y1[:len(x0)], y2[:len(x0)], y3[:len(x0)]
+				var e0, e1, e2, e3 float64
+				for p, xp := range x0 {
+					e0 = math.FMA(xp, y0[p], e0)
+					e1 = math.FMA(x1[p], y1[p], e1)
+					e2 = math.FMA(x2[p], y2[p], e2)
+					e3 = math.FMA(x3[p], y3[p], e3)
+				}
+				rs[u0], rs[u1], rs[u2], rs[u3] = uval[u0]-e0, uval[u1]-e1, uval[u2]-e2, uval[u3]-e3
 			}
-			if test && d.rowMissing[i] {
-				st1.add(d, i, cj, r)
+			for _, t32 := range h {
+				t := int(t32)
+				i, j := int(urow[t]), int(ucol[t])
+				rs[t] = heldOutResidual(uval[t], brow[i*k:i*k+k], c[j*k:j*k+k])
 			}
-		} else if !fused {
+			for _, t32 := range hs[:nh] {
+				t := int(t32)
+				r := rs[t]
+				q := (b0 + t) & 3
+				pt[q] = math.FMA(r, r, pt[q])
+			}
+		}
+		if !fused {
 			continue
 		}
-		// st0.add(d, i, cj, r), inline.
-		chunk := st0.chunk
-		n := st0.cnt[i]
-		dst := st0.cbuf[(i*chunk+n)*kp:]
-		dst = dst[:len(cj)]
-		for p, cp := range cj {
-			dst[p] = cp
+		for t, i32 := range urow {
+			i, j := int(i32), int(ucol[t])
+			var r float64
+			if v := uval[t]; v == v {
+				r = rs[t]
+				if d.rowMissing[i] {
+					st1.add(d, i, j, r)
+				}
+			}
+			// st0.add(d, i, j, r), inline.
+			chunk := st0.chunk
+			n := st0.cnt[i]
+			st0.ibuf[i*chunk+n] = int32(j)
+			if st0.wbuf != nil {
+				st0.wbuf[i*chunk+n] = r
+			}
+			if n++; n == chunk {
+				st0.flush(d, i, n)
+				n = 0
+			}
+			st0.cnt[i] = n
 		}
-		if st0.wbuf != nil {
-			st0.wbuf[i*chunk+n] = r
-		}
-		if n++; n == chunk {
-			st0.flush(d, i, n)
-			n = 0
-		}
-		st0.cnt[i] = n
 	}
 	ls.pt = pt
 }
 
-// rowStage gathers, row by row, the coefficients c_j (Kp per column, pads 0) and weights w_j
-// of the columns that a row's sums take, and adds them a chunk at a time on the Gram lane's
-// step 4 (V_i += c_j c_j^T) and, for the rows that take weights, step 3 on a one-row block
-// (a_i += w_j c_j): fma in column order, so the sums do not depend on the chunk.
+// rowStage gathers, row by row, the indices j (into C) and weights w_j of the columns that a
+// row's sums take, and adds them a chunk at a time on the Gram lane's step 4 over the gathered
+// columns (V_i += c_j c_j^T, accVIdx, reading the c_j from C in place) and, for the rows that
+// take weights, a_i += w_j c_j (accAIdx: step 3 on a one-row block, in place as well):
+// fma in column order, so the sums do not depend on the chunk. A chunk is flushed once its
+// columns are updated, so it reads their final coefficients.
 type rowStage struct {
 	chunk int
-	cbuf  []float64 // per row: chunk columns of Kp
+	ibuf  []int32   // per row: chunk column indices
 	wbuf  []float64 // per row: chunk weights
 	cnt   []int     // per row: the columns gathered
 	v     []float64 // per row: V_i, K rows of Kp (lower triangle)
@@ -757,7 +817,7 @@ type rowStage struct {
 
 func newRowStage(rows, k, chunk int, weights bool, weighted []bool) *rowStage {
 	kp := paddedK(k)
-	st := &rowStage{chunk: chunk, cbuf: make([]float64, rows*chunk*kp), cnt: make([]int, rows),
+	st := &rowStage{chunk: chunk, ibuf: make([]int32, rows*chunk), cnt: make([]int, rows),
 		v: make([]float64, rows*k*kp)}
 	if weights {
 		st.wbuf, st.a, st.weighted = make([]float64, rows*chunk), make([]float64, rows*kp), weighted
@@ -765,10 +825,10 @@ func newRowStage(rows, k, chunk int, weights bool, weighted []bool) *rowStage {
 	return st
 }
 
-// rowStageLen is the number of floats of a rowStage.
+// rowStageLen is the number of floats of a rowStage (an index counted as half of one).
 func rowStageLen(rows, k, chunk int, weights bool) int {
 	kp := paddedK(k)
-	n := rows * (chunk*kp + k*kp)
+	n := rows * ((chunk+1)/2 + k*kp)
 	if weights {
 		n += rows * (chunk + kp)
 	}
@@ -782,15 +842,11 @@ func (st *rowStage) reset() {
 	clear64(st.a)
 }
 
-// add gathers column c (K values) with weight w into row i.
-func (st *rowStage) add(d *didMasked, i int, c []float64, w float64) {
-	kp, chunk := d.kp, st.chunk
+// add gathers column j with weight w into row i.
+func (st *rowStage) add(d *didMasked, i, j int, w float64) {
+	chunk := st.chunk
 	n := st.cnt[i]
-	dst := st.cbuf[(i*chunk+n)*kp : (i*chunk+n)*kp+kp]
-	dst = dst[:len(c)] // the pads stay 0
-	for p, v := range c {
-		dst[p] = v
-	}
+	st.ibuf[i*chunk+n] = int32(j)
 	if st.wbuf != nil {
 		st.wbuf[i*chunk+n] = w
 	}
@@ -807,10 +863,10 @@ func (st *rowStage) flush(d *didMasked, i, n int) {
 		return
 	}
 	k, kp, chunk := d.k, d.kp, st.chunk
-	cs := st.cbuf[i*chunk*kp : (i*chunk+n)*kp]
-	d.kern.accV(cs, k, kp, n, st.v[i*k*kp:(i+1)*k*kp])
+	idx := st.ibuf[i*chunk : i*chunk+n]
+	d.kern.accVIdx(d.e.C, k, idx, k, kp, st.v[i*k*kp:(i+1)*k*kp])
 	if st.a != nil && (st.weighted == nil || st.weighted[i]) {
-		d.kern.accDenseA(st.wbuf[i*chunk:i*chunk+n], 1, kp, n, cs, st.a[i*kp:(i+1)*kp])
+		d.kern.accAIdx(d.e.C, k, idx, st.wbuf[i*chunk:i*chunk+n], k, kp, st.a[i*kp:(i+1)*kp])
 	}
 }
 
@@ -872,7 +928,8 @@ func move(dst, src []float64) {
 // by fma, rows in order (the Gram lane's step 4 from -G), unless a diagonal entry of G_j
 // falls below maskCancel times G's; then, or when they are more than half, -G_j = -S with S
 // the sum of b_i b_i^T over the other rows, by fma, rows in order, from 0. Up to three rows
-// are taken from the tables of B's rows, more are summed by rowSum.
+// are taken from the tables of B's rows, more are summed by rowSum (on the kernel path's
+// indexed step 4, which reads them from B in place).
 func (d *didMasked) columnGram(ls *didMaskLane, gneg []float64, skip []int32) {
 	m, k, kp := d.m, d.k, d.kp
 	kk := k * k
@@ -880,7 +937,7 @@ func (d *didMasked) columnGram(ls *didMaskLane, gneg []float64, skip []int32) {
 	s := ls.s[:k*kp]
 	if 2*len(skip) <= m {
 		switch u := len(skip); {
-		case d.one != nil && u*kk <= didMaskTableRows:
+		case d.one != nil && u <= 3:
 			i0 := int(skip[0]) * kk
 			one := d.one[i0 : i0+kk]
 			switch u {
@@ -898,35 +955,9 @@ func (d *didMasked) columnGram(ls *didMaskLane, gneg []float64, skip []int32) {
 				for x, v := range one {
 					gneg[x] = math.FMA(l2[x], r2[x], math.FMA(l1[x], r1[x], v))
 				}
-			default:
-				// Three rows at a time, over every entry.
-				i1, i2 := int(skip[1])*kk, int(skip[2])*kk
-				l1, r1, l2, r2 := d.lt[i1:i1+kk], d.rt2[i1:i1+kk], d.lt[i2:i2+kk], d.rt2[i2:i2+kk]
-				for x, v := range one {
-					gneg[x] = math.FMA(l2[x], r2[x], math.FMA(l1[x], r1[x], v))
-				}
-				rest := skip[3:]
-				for ; len(rest) >= 3; rest = rest[3:] {
-					i0, i1, i2 := int(rest[0])*kk, int(rest[1])*kk, int(rest[2])*kk
-					l0, r0 := d.lt[i0:i0+kk], d.rt2[i0:i0+kk]
-					l1, r1, l2, r2 := d.lt[i1:i1+kk], d.rt2[i1:i1+kk], d.lt[i2:i2+kk], d.rt2[i2:i2+kk]
-					for x, v := range gneg {
-						gneg[x] = math.FMA(l2[x], r2[x], math.FMA(l1[x], r1[x], math.FMA(l0[x], r0[x], v)))
-					}
-				}
-				for _, i := range rest {
-					l0, r0 := d.lt[int(i)*kk:int(i)*kk+kk], d.rt2[int(i)*kk:int(i)*kk+kk]
-					for x, v := range gneg {
-						gneg[x] = math.FMA(l0[x], r0[x], v)
-					}
-				}
 			}
 		default:
-			for p := 0; p < k; p++ {
-				for q := 0; q <= p; q++ {
-					s[p*kp+q] = -d.g[p*k+q]
-				}
-			}
+			copy(s, d.gRows)
 			d.rowSum(ls, s, skip, false)
 			mirrorLower(gneg, s, k, kp, false)
 		}
@@ -948,13 +979,15 @@ func (d *didMasked) columnGram(ls *didMaskLane, gneg []float64, skip []int32) {
 // mirrorLower sets the K x K g to the symmetric matrix of the lower triangle of s (K rows of
 // Kp), negated with neg.
 func mirrorLower(g, s []float64, k, kp int, neg bool) {
+	g = g[:k*k]
 	for p := 0; p < k; p++ {
-		for q := 0; q <= p; q++ {
-			v := s[p*kp+q]
+		row := s[p*kp : p*kp+p+1]
+		gp := g[p*k : p*k+p+1]
+		for q, v := range row {
 			if neg {
 				v = -v
 			}
-			g[p*k+q], g[q*k+p] = v, v
+			gp[q], g[q*k+p] = v, v
 		}
 	}
 }
@@ -995,21 +1028,19 @@ func (d *didMasked) rowSum(ls *didMaskLane, s []float64, list []int32, complemen
 		}
 		return
 	}
-	buf := ls.rows[:n*kp]
 	if !complement {
-		for r, i := range list {
-			move(buf[r*kp:(r+1)*kp], d.bp[int(i)*kp:int(i+1)*kp])
+		d.kern.accVIdx(d.bp, kp, list, k, kp, s)
+		return
+	}
+	buf := ls.rows[:n*kp]
+	r, t := 0, 0
+	for i := 0; i < m; i++ {
+		if t < len(list) && int(list[t]) == i {
+			t++
+			continue
 		}
-	} else {
-		r, t := 0, 0
-		for i := 0; i < m; i++ {
-			if t < len(list) && int(list[t]) == i {
-				t++
-				continue
-			}
-			move(buf[r*kp:(r+1)*kp], d.bp[i*kp:(i+1)*kp])
-			r++
-		}
+		move(buf[r*kp:(r+1)*kp], d.bp[i*kp:(i+1)*kp])
+		r++
 	}
 	d.kern.accV(buf, k, kp, n, s)
 }
@@ -1079,14 +1110,24 @@ func (d *didMasked) rowLane(l int) {
 	sc := d.rowScratch[l]
 	s, vt, at := sc[:ll], sc[ll:2*ll], sc[2*ll:2*ll+k]
 	span := flag.span(len(d.lane)*(2*ll+k)+ll, 1)
+	if d.rowBlock != nil {
+		span = min(span, didMaskRowBlock)
+	}
 	for i0, hi := d.rowLanes[l], d.rowLanes[l+1]; i0 < hi; i0 += span {
 		if flag.stopped() {
 			return
 		}
-		for i, i1 := i0, min(i0+span, hi); i < i1; i++ {
-			if d.fused {
+		i1 := min(i0+span, hi)
+		if d.rowBlock != nil {
+			d.blockPartials(l, i0, i1)
+		}
+		for i := i0; i < i1; i++ {
+			switch {
+			case d.rowBlock != nil:
+				s = d.rowBlock[l][(i-i0)*ll : (i-i0+1)*ll]
+			case d.fused:
 				d.fusedRow(i, s, vt, at)
-			} else {
+			default:
 				d.rowPartials(i, s, vt, at, d.rowSt0[l], d.rowSt1[l])
 			}
 			vi := d.partial[lay.v+i*ll : lay.v+(i+1)*ll]
@@ -1118,6 +1159,31 @@ func (d *didMasked) rowLane(l int) {
 	}
 }
 
+// blockPartials is rowPartials without a test set for rows i0 <= i < i1 of row lane l at
+// once, column lane by column lane, so that the rows share the lane's part of C while it is
+// in the cache: row i's S_i goes to the lane's block scratch, the same operations in the same
+// order.
+func (d *didMasked) blockPartials(l, i0, i1 int) {
+	k, kp, ll, sm, c := d.k, d.kp, d.ll, d.sm, d.e.C
+	sb := d.rowBlock[l]
+	v := sb[didMaskRowBlock*ll : didMaskRowBlock*ll+k*kp]
+	pos := d.rowPos[l][:i1-i0]
+	for i := i0; i < i1; i++ {
+		pos[i-i0] = sm.rptr[i]
+	}
+	for cl := range d.lane {
+		hi := int32(d.lanes[cl+1])
+		for i := i0; i < i1; i++ {
+			t0 := pos[i-i0]
+			n, _ := slices.BinarySearch(sm.rcol[t0:sm.rptr[i+1]], hi)
+			clear64(v)
+			d.kern.accVIdx(c, k, sm.rcol[t0:t0+n], k, kp, v)
+			lowerOf(sb[(i-i0)*ll:(i-i0+1)*ll], v, k, kp, cl > 0)
+			pos[i-i0] = t0 + n
+		}
+	}
+}
+
 // fusedRow adds row i's sums of the lanes in lane order into s, vt and at.
 func (d *didMasked) fusedRow(i int, s, vt, at []float64) {
 	vtOn := d.test && d.rowMissing[i]
@@ -1141,11 +1207,12 @@ func (d *didMasked) addPartials(i int, add bool, st0, st1 *rowStage, vtOn bool, 
 	addInto(at, a[i*kp:i*kp+k], add)
 }
 
-// rowPartials is fusedRow without the lanes' stages: it gathers each lane's columns of row i
-// from the row lists into the one-row stages st0 and st1, so that the same operations give
-// the same sums.
+// rowPartials is fusedRow without the lanes' stages, with a test set (blockPartials sums the
+// rows without one): for each lane, the lane's part of row i's list (columns in order) goes
+// through the one-row stages st0 and st1 with the held-out residuals computed again, so that
+// the same operations give the same sums.
 func (d *didMasked) rowPartials(i int, s, vt, at []float64, st0, st1 *rowStage) {
-	k, sm, c := d.k, d.sm, d.e.C
+	k, sm := d.k, d.sm
 	vtOn := d.test && d.rowMissing[i]
 	if st0.weighted != nil {
 		st0.weighted[0] = !vtOn
@@ -1154,24 +1221,36 @@ func (d *didMasked) rowPartials(i int, s, vt, at []float64, st0, st1 *rowStage) 
 	for l := range d.lane {
 		st0.reset()
 		st1.reset()
-		for hi := d.lanes[l+1]; t < up && int(sm.rcol[t]) < hi; t++ {
+		hi := d.lanes[l+1]
+		for ; t < up && int(sm.rcol[t]) < hi; t++ {
 			j := int(sm.rcol[t])
-			cj := c[j*k : (j+1)*k]
 			v := sm.rval[t]
 			if v != v {
-				st0.add(d, 0, cj, 0)
+				st0.add(d, 0, j, 0)
 				continue
 			}
-			r := d.rt[sm.rent[t]]
-			st0.add(d, 0, cj, r)
+			r := heldOutResidual(v, d.brow[i*k:i*k+k], d.e.C[j*k:j*k+k])
+			st0.add(d, 0, j, r)
 			if vtOn {
-				st1.add(d, 0, cj, r)
+				st1.add(d, 0, j, r)
 			}
 		}
 		st0.flushAll(d)
 		st1.flushAll(d)
 		d.addPartials(0, l > 0, st0, st1, vtOn, s, vt, at)
 	}
+}
+
+// heldOutResidual returns r_ij = x_ij - e_ij, e_ij = b_i.c_j by fma over the components in
+// order, from 0: the one definition of a held-out entry's residual (batchSums, four entries at
+// a time, and the row pass compute it alike).
+func heldOutResidual(x float64, bi, cj []float64) float64 {
+	bi = bi[:len(cj)]
+	var e float64
+	for p, cp := range cj {
+		e = math.FMA(bi[p], cp, e)
+	}
+	return x - e
 }
 
 // addInto sets dst = src (add false) or dst += src.

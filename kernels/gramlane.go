@@ -52,6 +52,12 @@ type gramKernels struct {
 	accDenseA  func(x []float64, m, kp, ncols int, cs, a []float64)
 	accSparseA func(kp int, colptr []int, rows []int32, vals []float64, cs, a []float64)
 	accV       func(cs []float64, k, kp, ncols int, v []float64)
+	// accVIdx is accV on vectors gathered by index (accVIdxGo): x = src[idx[t]·stride:][:k]
+	// for t in order, components k..kp-1 taken as 0.
+	accVIdx func(src []float64, stride int, idx []int32, k, kp int, v []float64)
+	// accAIdx is accDenseA on a one-row block over vectors gathered by index (accAIdxGo): the
+	// row's values w, the coefficients c_j = src[idx[t]·stride:][:k].
+	accAIdx func(src []float64, stride int, idx []int32, w []float64, k, kp int, a []float64)
 	// fused, when set, runs steps 1-4 in one pass on 4·ngroups dense float64 columns of
 	// m <= maxFusedM rows for k <= 4 (kp = 4); g4 and i4 hold each value of -G and 1/diag(G)
 	// four times, and i4 then l1 (the L1 penalty subtracted from h after step 1) four times.
@@ -102,6 +108,8 @@ var genericGram = gramKernels{
 	accDenseA:  accDenseGo,
 	accSparseA: accSparseGo,
 	accV:       accVGo,
+	accVIdx:    accVIdxGo,
+	accAIdx:    accAIdxGo,
 }
 
 // gramBatchCols is the most columns a lane carries through the steps at a time, and

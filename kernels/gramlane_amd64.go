@@ -25,6 +25,8 @@ var avx2Gram = gramKernels{
 	accDenseA:  accDenseAAVX2Checked,
 	accSparseA: accSparseAAVX2Checked,
 	accV:       accVAVX2Checked,
+	accVIdx:    accVIdxAVX2Checked,
+	accAIdx:    accAIdxAVX2Checked,
 }
 
 // avx512Gram uses 8-lane ZMM vectors where a step streams long rows of components (the dots
@@ -39,6 +41,8 @@ var avx512Gram = gramKernels{
 	accDenseA:  accDenseAAVX2Checked,
 	accSparseA: accSparseAAVX512Checked,
 	accV:       accVAVX2Checked,
+	accVIdx:    accVIdxAVX512Checked,
+	accAIdx:    accAIdxAVX2Checked,
 	fused:      fusedAVX512Checked,
 	cols: &denseCols{
 		dots64: dotsDenseColsF64Checked,

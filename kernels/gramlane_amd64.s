@@ -5847,6 +5847,3734 @@ col:
 	VZEROUPPER
 	RET
 
+// func accVIdxK1AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK1AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x01, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 (R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVSD       (R8), X1
+	VBROADCASTSD (R8), Y2
+	VFMADD231PD  Y1, Y2, Y0
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK2AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK2AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x02, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 8(R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), X2
+	VBROADCASTSD (R8), Y3
+	VFMADD231PD  Y2, Y3, Y0
+	VBROADCASTSD 8(R8), Y3
+	VFMADD231PD  Y2, Y3, Y1
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 32(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK3AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK3AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	VMOVUPD 64(AX), Y2
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x03, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 16(R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVSD       16(R8), X4
+	VMOVUPD      (R8), X3
+	VINSERTF128  $0x01, X4, Y3, Y3
+	VBROADCASTSD (R8), Y4
+	VFMADD231PD  Y3, Y4, Y0
+	VBROADCASTSD 8(R8), Y4
+	VFMADD231PD  Y3, Y4, Y1
+	VBROADCASTSD 16(R8), Y4
+	VFMADD231PD  Y3, Y4, Y2
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 32(AX)
+	VMOVUPD      Y2, 64(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK4AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK4AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	VMOVUPD 64(AX), Y2
+	VMOVUPD 96(AX), Y3
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x04, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 24(R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y4
+	VBROADCASTSD (R8), Y5
+	VFMADD231PD  Y4, Y5, Y0
+	VBROADCASTSD 8(R8), Y5
+	VFMADD231PD  Y4, Y5, Y1
+	VBROADCASTSD 16(R8), Y5
+	VFMADD231PD  Y4, Y5, Y2
+	VBROADCASTSD 24(R8), Y5
+	VFMADD231PD  Y4, Y5, Y3
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 32(AX)
+	VMOVUPD      Y2, 64(AX)
+	VMOVUPD      Y3, 96(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK5AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK5AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 64(AX), Y1
+	VMOVUPD 128(AX), Y2
+	VMOVUPD 192(AX), Y3
+	VMOVUPD 256(AX), Y4
+	VMOVUPD 288(AX), Y5
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x05, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 32(R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y6
+	VMOVSD       32(R8), X7
+	VBROADCASTSD (R8), Y8
+	VFMADD231PD  Y6, Y8, Y0
+	VBROADCASTSD 8(R8), Y8
+	VFMADD231PD  Y6, Y8, Y1
+	VBROADCASTSD 16(R8), Y8
+	VFMADD231PD  Y6, Y8, Y2
+	VBROADCASTSD 24(R8), Y8
+	VFMADD231PD  Y6, Y8, Y3
+	VBROADCASTSD 32(R8), Y8
+	VFMADD231PD  Y6, Y8, Y4
+	VFMADD231PD  Y7, Y8, Y5
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 64(AX)
+	VMOVUPD      Y2, 128(AX)
+	VMOVUPD      Y3, 192(AX)
+	VMOVUPD      Y4, 256(AX)
+	VMOVUPD      Y5, 288(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK6AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK6AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 64(AX), Y1
+	VMOVUPD 128(AX), Y2
+	VMOVUPD 192(AX), Y3
+	VMOVUPD 256(AX), Y4
+	VMOVUPD 288(AX), Y5
+	VMOVUPD 320(AX), Y6
+	VMOVUPD 352(AX), Y7
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x06, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 40(R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y8
+	VMOVUPD      32(R8), X9
+	VBROADCASTSD (R8), Y10
+	VFMADD231PD  Y8, Y10, Y0
+	VBROADCASTSD 8(R8), Y10
+	VFMADD231PD  Y8, Y10, Y1
+	VBROADCASTSD 16(R8), Y10
+	VFMADD231PD  Y8, Y10, Y2
+	VBROADCASTSD 24(R8), Y10
+	VFMADD231PD  Y8, Y10, Y3
+	VBROADCASTSD 32(R8), Y10
+	VFMADD231PD  Y8, Y10, Y4
+	VFMADD231PD  Y9, Y10, Y5
+	VBROADCASTSD 40(R8), Y10
+	VFMADD231PD  Y8, Y10, Y6
+	VFMADD231PD  Y9, Y10, Y7
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 64(AX)
+	VMOVUPD      Y2, 128(AX)
+	VMOVUPD      Y3, 192(AX)
+	VMOVUPD      Y4, 256(AX)
+	VMOVUPD      Y5, 288(AX)
+	VMOVUPD      Y6, 320(AX)
+	VMOVUPD      Y7, 352(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK7AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK7AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 64(AX), Y1
+	VMOVUPD 128(AX), Y2
+	VMOVUPD 192(AX), Y3
+	VMOVUPD 256(AX), Y4
+	VMOVUPD 288(AX), Y5
+	VMOVUPD 320(AX), Y6
+	VMOVUPD 352(AX), Y7
+	VMOVUPD 384(AX), Y8
+	VMOVUPD 416(AX), Y9
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x07, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 48(R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y10
+	VMOVSD       48(R8), X12
+	VMOVUPD      32(R8), X11
+	VINSERTF128  $0x01, X12, Y11, Y11
+	VBROADCASTSD (R8), Y12
+	VFMADD231PD  Y10, Y12, Y0
+	VBROADCASTSD 8(R8), Y12
+	VFMADD231PD  Y10, Y12, Y1
+	VBROADCASTSD 16(R8), Y12
+	VFMADD231PD  Y10, Y12, Y2
+	VBROADCASTSD 24(R8), Y12
+	VFMADD231PD  Y10, Y12, Y3
+	VBROADCASTSD 32(R8), Y12
+	VFMADD231PD  Y10, Y12, Y4
+	VFMADD231PD  Y11, Y12, Y5
+	VBROADCASTSD 40(R8), Y12
+	VFMADD231PD  Y10, Y12, Y6
+	VFMADD231PD  Y11, Y12, Y7
+	VBROADCASTSD 48(R8), Y12
+	VFMADD231PD  Y10, Y12, Y8
+	VFMADD231PD  Y11, Y12, Y9
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 64(AX)
+	VMOVUPD      Y2, 128(AX)
+	VMOVUPD      Y3, 192(AX)
+	VMOVUPD      Y4, 256(AX)
+	VMOVUPD      Y5, 288(AX)
+	VMOVUPD      Y6, 320(AX)
+	VMOVUPD      Y7, 352(AX)
+	VMOVUPD      Y8, 384(AX)
+	VMOVUPD      Y9, 416(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK8AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK8AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 64(AX), Y1
+	VMOVUPD 128(AX), Y2
+	VMOVUPD 192(AX), Y3
+	VMOVUPD 256(AX), Y4
+	VMOVUPD 288(AX), Y5
+	VMOVUPD 320(AX), Y6
+	VMOVUPD 352(AX), Y7
+	VMOVUPD 384(AX), Y8
+	VMOVUPD 416(AX), Y9
+	VMOVUPD 448(AX), Y10
+	VMOVUPD 480(AX), Y11
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x08, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 56(R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y12
+	VMOVUPD      32(R8), Y13
+	VBROADCASTSD (R8), Y14
+	VFMADD231PD  Y12, Y14, Y0
+	VBROADCASTSD 8(R8), Y14
+	VFMADD231PD  Y12, Y14, Y1
+	VBROADCASTSD 16(R8), Y14
+	VFMADD231PD  Y12, Y14, Y2
+	VBROADCASTSD 24(R8), Y14
+	VFMADD231PD  Y12, Y14, Y3
+	VBROADCASTSD 32(R8), Y14
+	VFMADD231PD  Y12, Y14, Y4
+	VFMADD231PD  Y13, Y14, Y5
+	VBROADCASTSD 40(R8), Y14
+	VFMADD231PD  Y12, Y14, Y6
+	VFMADD231PD  Y13, Y14, Y7
+	VBROADCASTSD 48(R8), Y14
+	VFMADD231PD  Y12, Y14, Y8
+	VFMADD231PD  Y13, Y14, Y9
+	VBROADCASTSD 56(R8), Y14
+	VFMADD231PD  Y12, Y14, Y10
+	VFMADD231PD  Y13, Y14, Y11
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 64(AX)
+	VMOVUPD      Y2, 128(AX)
+	VMOVUPD      Y3, 192(AX)
+	VMOVUPD      Y4, 256(AX)
+	VMOVUPD      Y5, 288(AX)
+	VMOVUPD      Y6, 320(AX)
+	VMOVUPD      Y7, 352(AX)
+	VMOVUPD      Y8, 384(AX)
+	VMOVUPD      Y9, 416(AX)
+	VMOVUPD      Y10, 448(AX)
+	VMOVUPD      Y11, 480(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK9AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK9AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 96(AX), Y1
+	VMOVUPD 192(AX), Y2
+	VMOVUPD 288(AX), Y3
+	VMOVUPD 384(AX), Y4
+	VMOVUPD 416(AX), Y5
+	VMOVUPD 480(AX), Y6
+	VMOVUPD 512(AX), Y7
+	VMOVUPD 576(AX), Y8
+	VMOVUPD 608(AX), Y9
+	VMOVUPD 672(AX), Y10
+	VMOVUPD 704(AX), Y11
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x09, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y12
+	VMOVUPD      32(R8), Y13
+	VBROADCASTSD (R8), Y14
+	VFMADD231PD  Y12, Y14, Y0
+	VBROADCASTSD 8(R8), Y14
+	VFMADD231PD  Y12, Y14, Y1
+	VBROADCASTSD 16(R8), Y14
+	VFMADD231PD  Y12, Y14, Y2
+	VBROADCASTSD 24(R8), Y14
+	VFMADD231PD  Y12, Y14, Y3
+	VBROADCASTSD 32(R8), Y14
+	VFMADD231PD  Y12, Y14, Y4
+	VFMADD231PD  Y13, Y14, Y5
+	VBROADCASTSD 40(R8), Y14
+	VFMADD231PD  Y12, Y14, Y6
+	VFMADD231PD  Y13, Y14, Y7
+	VBROADCASTSD 48(R8), Y14
+	VFMADD231PD  Y12, Y14, Y8
+	VFMADD231PD  Y13, Y14, Y9
+	VBROADCASTSD 56(R8), Y14
+	VFMADD231PD  Y12, Y14, Y10
+	VFMADD231PD  Y13, Y14, Y11
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPD      Y2, 192(AX)
+	VMOVUPD      Y3, 288(AX)
+	VMOVUPD      Y4, 384(AX)
+	VMOVUPD      Y5, 416(AX)
+	VMOVUPD      Y6, 480(AX)
+	VMOVUPD      Y7, 512(AX)
+	VMOVUPD      Y8, 576(AX)
+	VMOVUPD      Y9, 608(AX)
+	VMOVUPD      Y10, 672(AX)
+	VMOVUPD      Y11, 704(AX)
+	MOVQ         v_base+56(FP), AX
+	VMOVUPD      768(AX), Y0
+	VMOVUPD      800(AX), Y1
+	VMOVUPD      832(AX), Y2
+	MOVQ         src_base+0(FP), CX
+	MOVQ         stride+24(FP), DX
+	SHLQ         $0x03, DX
+	MOVQ         src_len+8(FP), BX
+	SUBQ         $0x09, BX
+	SHLQ         $0x03, BX
+	MOVQ         idx_base+32(FP), SI
+	MOVQ         idx_len+40(FP), DI
+
+p1_entry:
+	CMPQ       DI, $0x08
+	JLE        p1_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+
+p1_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y3
+	VMOVUPD      32(R8), Y4
+	VMOVSD       64(R8), X5
+	VBROADCASTSD 64(R8), Y6
+	VFMADD231PD  Y3, Y6, Y0
+	VFMADD231PD  Y4, Y6, Y1
+	VFMADD231PD  Y5, Y6, Y2
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p1_entry
+	VMOVUPD      Y0, 768(AX)
+	VMOVUPD      Y1, 800(AX)
+	VMOVUPD      Y2, 832(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK10AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK10AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 96(AX), Y1
+	VMOVUPD 192(AX), Y2
+	VMOVUPD 288(AX), Y3
+	VMOVUPD 384(AX), Y4
+	VMOVUPD 416(AX), Y5
+	VMOVUPD 480(AX), Y6
+	VMOVUPD 512(AX), Y7
+	VMOVUPD 576(AX), Y8
+	VMOVUPD 608(AX), Y9
+	VMOVUPD 672(AX), Y10
+	VMOVUPD 704(AX), Y11
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0a, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 72(R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y12
+	VMOVUPD      32(R8), Y13
+	VBROADCASTSD (R8), Y14
+	VFMADD231PD  Y12, Y14, Y0
+	VBROADCASTSD 8(R8), Y14
+	VFMADD231PD  Y12, Y14, Y1
+	VBROADCASTSD 16(R8), Y14
+	VFMADD231PD  Y12, Y14, Y2
+	VBROADCASTSD 24(R8), Y14
+	VFMADD231PD  Y12, Y14, Y3
+	VBROADCASTSD 32(R8), Y14
+	VFMADD231PD  Y12, Y14, Y4
+	VFMADD231PD  Y13, Y14, Y5
+	VBROADCASTSD 40(R8), Y14
+	VFMADD231PD  Y12, Y14, Y6
+	VFMADD231PD  Y13, Y14, Y7
+	VBROADCASTSD 48(R8), Y14
+	VFMADD231PD  Y12, Y14, Y8
+	VFMADD231PD  Y13, Y14, Y9
+	VBROADCASTSD 56(R8), Y14
+	VFMADD231PD  Y12, Y14, Y10
+	VFMADD231PD  Y13, Y14, Y11
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPD      Y2, 192(AX)
+	VMOVUPD      Y3, 288(AX)
+	VMOVUPD      Y4, 384(AX)
+	VMOVUPD      Y5, 416(AX)
+	VMOVUPD      Y6, 480(AX)
+	VMOVUPD      Y7, 512(AX)
+	VMOVUPD      Y8, 576(AX)
+	VMOVUPD      Y9, 608(AX)
+	VMOVUPD      Y10, 672(AX)
+	VMOVUPD      Y11, 704(AX)
+	MOVQ         v_base+56(FP), AX
+	VMOVUPD      768(AX), Y0
+	VMOVUPD      800(AX), Y1
+	VMOVUPD      832(AX), Y2
+	VMOVUPD      864(AX), Y3
+	VMOVUPD      896(AX), Y4
+	VMOVUPD      928(AX), Y5
+	MOVQ         src_base+0(FP), CX
+	MOVQ         stride+24(FP), DX
+	SHLQ         $0x03, DX
+	MOVQ         src_len+8(FP), BX
+	SUBQ         $0x0a, BX
+	SHLQ         $0x03, BX
+	MOVQ         idx_base+32(FP), SI
+	MOVQ         idx_len+40(FP), DI
+
+p1_entry:
+	CMPQ       DI, $0x08
+	JLE        p1_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 72(R8)
+
+p1_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y6
+	VMOVUPD      32(R8), Y7
+	VMOVUPD      64(R8), X8
+	VBROADCASTSD 64(R8), Y9
+	VFMADD231PD  Y6, Y9, Y0
+	VFMADD231PD  Y7, Y9, Y1
+	VFMADD231PD  Y8, Y9, Y2
+	VBROADCASTSD 72(R8), Y9
+	VFMADD231PD  Y6, Y9, Y3
+	VFMADD231PD  Y7, Y9, Y4
+	VFMADD231PD  Y8, Y9, Y5
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p1_entry
+	VMOVUPD      Y0, 768(AX)
+	VMOVUPD      Y1, 800(AX)
+	VMOVUPD      Y2, 832(AX)
+	VMOVUPD      Y3, 864(AX)
+	VMOVUPD      Y4, 896(AX)
+	VMOVUPD      Y5, 928(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK11AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK11AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 96(AX), Y1
+	VMOVUPD 192(AX), Y2
+	VMOVUPD 288(AX), Y3
+	VMOVUPD 384(AX), Y4
+	VMOVUPD 416(AX), Y5
+	VMOVUPD 480(AX), Y6
+	VMOVUPD 512(AX), Y7
+	VMOVUPD 576(AX), Y8
+	VMOVUPD 608(AX), Y9
+	VMOVUPD 672(AX), Y10
+	VMOVUPD 704(AX), Y11
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0b, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 80(R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y12
+	VMOVUPD      32(R8), Y13
+	VBROADCASTSD (R8), Y14
+	VFMADD231PD  Y12, Y14, Y0
+	VBROADCASTSD 8(R8), Y14
+	VFMADD231PD  Y12, Y14, Y1
+	VBROADCASTSD 16(R8), Y14
+	VFMADD231PD  Y12, Y14, Y2
+	VBROADCASTSD 24(R8), Y14
+	VFMADD231PD  Y12, Y14, Y3
+	VBROADCASTSD 32(R8), Y14
+	VFMADD231PD  Y12, Y14, Y4
+	VFMADD231PD  Y13, Y14, Y5
+	VBROADCASTSD 40(R8), Y14
+	VFMADD231PD  Y12, Y14, Y6
+	VFMADD231PD  Y13, Y14, Y7
+	VBROADCASTSD 48(R8), Y14
+	VFMADD231PD  Y12, Y14, Y8
+	VFMADD231PD  Y13, Y14, Y9
+	VBROADCASTSD 56(R8), Y14
+	VFMADD231PD  Y12, Y14, Y10
+	VFMADD231PD  Y13, Y14, Y11
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPD      Y2, 192(AX)
+	VMOVUPD      Y3, 288(AX)
+	VMOVUPD      Y4, 384(AX)
+	VMOVUPD      Y5, 416(AX)
+	VMOVUPD      Y6, 480(AX)
+	VMOVUPD      Y7, 512(AX)
+	VMOVUPD      Y8, 576(AX)
+	VMOVUPD      Y9, 608(AX)
+	VMOVUPD      Y10, 672(AX)
+	VMOVUPD      Y11, 704(AX)
+	MOVQ         v_base+56(FP), AX
+	VMOVUPD      768(AX), Y0
+	VMOVUPD      800(AX), Y1
+	VMOVUPD      832(AX), Y2
+	VMOVUPD      864(AX), Y3
+	VMOVUPD      896(AX), Y4
+	VMOVUPD      928(AX), Y5
+	VMOVUPD      960(AX), Y6
+	VMOVUPD      992(AX), Y7
+	VMOVUPD      1024(AX), Y8
+	MOVQ         src_base+0(FP), CX
+	MOVQ         stride+24(FP), DX
+	SHLQ         $0x03, DX
+	MOVQ         src_len+8(FP), BX
+	SUBQ         $0x0b, BX
+	SHLQ         $0x03, BX
+	MOVQ         idx_base+32(FP), SI
+	MOVQ         idx_len+40(FP), DI
+
+p1_entry:
+	CMPQ       DI, $0x08
+	JLE        p1_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 80(R8)
+
+p1_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y9
+	VMOVUPD      32(R8), Y10
+	VMOVSD       80(R8), X12
+	VMOVUPD      64(R8), X11
+	VINSERTF128  $0x01, X12, Y11, Y11
+	VBROADCASTSD 64(R8), Y12
+	VFMADD231PD  Y9, Y12, Y0
+	VFMADD231PD  Y10, Y12, Y1
+	VFMADD231PD  Y11, Y12, Y2
+	VBROADCASTSD 72(R8), Y12
+	VFMADD231PD  Y9, Y12, Y3
+	VFMADD231PD  Y10, Y12, Y4
+	VFMADD231PD  Y11, Y12, Y5
+	VBROADCASTSD 80(R8), Y12
+	VFMADD231PD  Y9, Y12, Y6
+	VFMADD231PD  Y10, Y12, Y7
+	VFMADD231PD  Y11, Y12, Y8
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p1_entry
+	VMOVUPD      Y0, 768(AX)
+	VMOVUPD      Y1, 800(AX)
+	VMOVUPD      Y2, 832(AX)
+	VMOVUPD      Y3, 864(AX)
+	VMOVUPD      Y4, 896(AX)
+	VMOVUPD      Y5, 928(AX)
+	VMOVUPD      Y6, 960(AX)
+	VMOVUPD      Y7, 992(AX)
+	VMOVUPD      Y8, 1024(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK12AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK12AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 96(AX), Y1
+	VMOVUPD 192(AX), Y2
+	VMOVUPD 288(AX), Y3
+	VMOVUPD 384(AX), Y4
+	VMOVUPD 416(AX), Y5
+	VMOVUPD 480(AX), Y6
+	VMOVUPD 512(AX), Y7
+	VMOVUPD 576(AX), Y8
+	VMOVUPD 608(AX), Y9
+	VMOVUPD 672(AX), Y10
+	VMOVUPD 704(AX), Y11
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0c, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 88(R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y12
+	VMOVUPD      32(R8), Y13
+	VBROADCASTSD (R8), Y14
+	VFMADD231PD  Y12, Y14, Y0
+	VBROADCASTSD 8(R8), Y14
+	VFMADD231PD  Y12, Y14, Y1
+	VBROADCASTSD 16(R8), Y14
+	VFMADD231PD  Y12, Y14, Y2
+	VBROADCASTSD 24(R8), Y14
+	VFMADD231PD  Y12, Y14, Y3
+	VBROADCASTSD 32(R8), Y14
+	VFMADD231PD  Y12, Y14, Y4
+	VFMADD231PD  Y13, Y14, Y5
+	VBROADCASTSD 40(R8), Y14
+	VFMADD231PD  Y12, Y14, Y6
+	VFMADD231PD  Y13, Y14, Y7
+	VBROADCASTSD 48(R8), Y14
+	VFMADD231PD  Y12, Y14, Y8
+	VFMADD231PD  Y13, Y14, Y9
+	VBROADCASTSD 56(R8), Y14
+	VFMADD231PD  Y12, Y14, Y10
+	VFMADD231PD  Y13, Y14, Y11
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 96(AX)
+	VMOVUPD      Y2, 192(AX)
+	VMOVUPD      Y3, 288(AX)
+	VMOVUPD      Y4, 384(AX)
+	VMOVUPD      Y5, 416(AX)
+	VMOVUPD      Y6, 480(AX)
+	VMOVUPD      Y7, 512(AX)
+	VMOVUPD      Y8, 576(AX)
+	VMOVUPD      Y9, 608(AX)
+	VMOVUPD      Y10, 672(AX)
+	VMOVUPD      Y11, 704(AX)
+	MOVQ         v_base+56(FP), AX
+	VMOVUPD      768(AX), Y0
+	VMOVUPD      800(AX), Y1
+	VMOVUPD      832(AX), Y2
+	VMOVUPD      864(AX), Y3
+	VMOVUPD      896(AX), Y4
+	VMOVUPD      928(AX), Y5
+	VMOVUPD      960(AX), Y6
+	VMOVUPD      992(AX), Y7
+	VMOVUPD      1024(AX), Y8
+	VMOVUPD      1056(AX), Y9
+	VMOVUPD      1088(AX), Y10
+	VMOVUPD      1120(AX), Y11
+	MOVQ         src_base+0(FP), CX
+	MOVQ         stride+24(FP), DX
+	SHLQ         $0x03, DX
+	MOVQ         src_len+8(FP), BX
+	SUBQ         $0x0c, BX
+	SHLQ         $0x03, BX
+	MOVQ         idx_base+32(FP), SI
+	MOVQ         idx_len+40(FP), DI
+
+p1_entry:
+	CMPQ       DI, $0x08
+	JLE        p1_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 88(R8)
+
+p1_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y12
+	VMOVUPD      32(R8), Y13
+	VMOVUPD      64(R8), Y14
+	VBROADCASTSD 64(R8), Y15
+	VFMADD231PD  Y12, Y15, Y0
+	VFMADD231PD  Y13, Y15, Y1
+	VFMADD231PD  Y14, Y15, Y2
+	VBROADCASTSD 72(R8), Y15
+	VFMADD231PD  Y12, Y15, Y3
+	VFMADD231PD  Y13, Y15, Y4
+	VFMADD231PD  Y14, Y15, Y5
+	VBROADCASTSD 80(R8), Y15
+	VFMADD231PD  Y12, Y15, Y6
+	VFMADD231PD  Y13, Y15, Y7
+	VFMADD231PD  Y14, Y15, Y8
+	VBROADCASTSD 88(R8), Y15
+	VFMADD231PD  Y12, Y15, Y9
+	VFMADD231PD  Y13, Y15, Y10
+	VFMADD231PD  Y14, Y15, Y11
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p1_entry
+	VMOVUPD      Y0, 768(AX)
+	VMOVUPD      Y1, 800(AX)
+	VMOVUPD      Y2, 832(AX)
+	VMOVUPD      Y3, 864(AX)
+	VMOVUPD      Y4, 896(AX)
+	VMOVUPD      Y5, 928(AX)
+	VMOVUPD      Y6, 960(AX)
+	VMOVUPD      Y7, 992(AX)
+	VMOVUPD      Y8, 1024(AX)
+	VMOVUPD      Y9, 1056(AX)
+	VMOVUPD      Y10, 1088(AX)
+	VMOVUPD      Y11, 1120(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK13AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK13AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 128(AX), Y1
+	VMOVUPD 256(AX), Y2
+	VMOVUPD 384(AX), Y3
+	VMOVUPD 512(AX), Y4
+	VMOVUPD 544(AX), Y5
+	VMOVUPD 640(AX), Y6
+	VMOVUPD 672(AX), Y7
+	VMOVUPD 768(AX), Y8
+	VMOVUPD 800(AX), Y9
+	VMOVUPD 896(AX), Y10
+	VMOVUPD 928(AX), Y11
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0d, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 96(R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y12
+	VMOVUPD      32(R8), Y13
+	VBROADCASTSD (R8), Y14
+	VFMADD231PD  Y12, Y14, Y0
+	VBROADCASTSD 8(R8), Y14
+	VFMADD231PD  Y12, Y14, Y1
+	VBROADCASTSD 16(R8), Y14
+	VFMADD231PD  Y12, Y14, Y2
+	VBROADCASTSD 24(R8), Y14
+	VFMADD231PD  Y12, Y14, Y3
+	VBROADCASTSD 32(R8), Y14
+	VFMADD231PD  Y12, Y14, Y4
+	VFMADD231PD  Y13, Y14, Y5
+	VBROADCASTSD 40(R8), Y14
+	VFMADD231PD  Y12, Y14, Y6
+	VFMADD231PD  Y13, Y14, Y7
+	VBROADCASTSD 48(R8), Y14
+	VFMADD231PD  Y12, Y14, Y8
+	VFMADD231PD  Y13, Y14, Y9
+	VBROADCASTSD 56(R8), Y14
+	VFMADD231PD  Y12, Y14, Y10
+	VFMADD231PD  Y13, Y14, Y11
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 128(AX)
+	VMOVUPD      Y2, 256(AX)
+	VMOVUPD      Y3, 384(AX)
+	VMOVUPD      Y4, 512(AX)
+	VMOVUPD      Y5, 544(AX)
+	VMOVUPD      Y6, 640(AX)
+	VMOVUPD      Y7, 672(AX)
+	VMOVUPD      Y8, 768(AX)
+	VMOVUPD      Y9, 800(AX)
+	VMOVUPD      Y10, 896(AX)
+	VMOVUPD      Y11, 928(AX)
+	MOVQ         v_base+56(FP), AX
+	VMOVUPD      1024(AX), Y0
+	VMOVUPD      1056(AX), Y1
+	VMOVUPD      1088(AX), Y2
+	VMOVUPD      1152(AX), Y3
+	VMOVUPD      1184(AX), Y4
+	VMOVUPD      1216(AX), Y5
+	VMOVUPD      1280(AX), Y6
+	VMOVUPD      1312(AX), Y7
+	VMOVUPD      1344(AX), Y8
+	VMOVUPD      1408(AX), Y9
+	VMOVUPD      1440(AX), Y10
+	VMOVUPD      1472(AX), Y11
+	MOVQ         src_base+0(FP), CX
+	MOVQ         stride+24(FP), DX
+	SHLQ         $0x03, DX
+	MOVQ         src_len+8(FP), BX
+	SUBQ         $0x0d, BX
+	SHLQ         $0x03, BX
+	MOVQ         idx_base+32(FP), SI
+	MOVQ         idx_len+40(FP), DI
+
+p1_entry:
+	CMPQ       DI, $0x08
+	JLE        p1_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 96(R8)
+
+p1_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y12
+	VMOVUPD      32(R8), Y13
+	VMOVUPD      64(R8), Y14
+	VBROADCASTSD 64(R8), Y15
+	VFMADD231PD  Y12, Y15, Y0
+	VFMADD231PD  Y13, Y15, Y1
+	VFMADD231PD  Y14, Y15, Y2
+	VBROADCASTSD 72(R8), Y15
+	VFMADD231PD  Y12, Y15, Y3
+	VFMADD231PD  Y13, Y15, Y4
+	VFMADD231PD  Y14, Y15, Y5
+	VBROADCASTSD 80(R8), Y15
+	VFMADD231PD  Y12, Y15, Y6
+	VFMADD231PD  Y13, Y15, Y7
+	VFMADD231PD  Y14, Y15, Y8
+	VBROADCASTSD 88(R8), Y15
+	VFMADD231PD  Y12, Y15, Y9
+	VFMADD231PD  Y13, Y15, Y10
+	VFMADD231PD  Y14, Y15, Y11
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p1_entry
+	VMOVUPD      Y0, 1024(AX)
+	VMOVUPD      Y1, 1056(AX)
+	VMOVUPD      Y2, 1088(AX)
+	VMOVUPD      Y3, 1152(AX)
+	VMOVUPD      Y4, 1184(AX)
+	VMOVUPD      Y5, 1216(AX)
+	VMOVUPD      Y6, 1280(AX)
+	VMOVUPD      Y7, 1312(AX)
+	VMOVUPD      Y8, 1344(AX)
+	VMOVUPD      Y9, 1408(AX)
+	VMOVUPD      Y10, 1440(AX)
+	VMOVUPD      Y11, 1472(AX)
+	MOVQ         v_base+56(FP), AX
+	VMOVUPD      1536(AX), Y0
+	VMOVUPD      1568(AX), Y1
+	VMOVUPD      1600(AX), Y2
+	VMOVUPD      1632(AX), Y3
+	MOVQ         src_base+0(FP), CX
+	MOVQ         stride+24(FP), DX
+	SHLQ         $0x03, DX
+	MOVQ         src_len+8(FP), BX
+	SUBQ         $0x0d, BX
+	SHLQ         $0x03, BX
+	MOVQ         idx_base+32(FP), SI
+	MOVQ         idx_len+40(FP), DI
+
+p2_entry:
+	CMPQ       DI, $0x08
+	JLE        p2_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 96(R8)
+
+p2_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y4
+	VMOVUPD      32(R8), Y5
+	VMOVUPD      64(R8), Y6
+	VMOVSD       96(R8), X7
+	VBROADCASTSD 96(R8), Y8
+	VFMADD231PD  Y4, Y8, Y0
+	VFMADD231PD  Y5, Y8, Y1
+	VFMADD231PD  Y6, Y8, Y2
+	VFMADD231PD  Y7, Y8, Y3
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p2_entry
+	VMOVUPD      Y0, 1536(AX)
+	VMOVUPD      Y1, 1568(AX)
+	VMOVUPD      Y2, 1600(AX)
+	VMOVUPD      Y3, 1632(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK14AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK14AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 128(AX), Y1
+	VMOVUPD 256(AX), Y2
+	VMOVUPD 384(AX), Y3
+	VMOVUPD 512(AX), Y4
+	VMOVUPD 544(AX), Y5
+	VMOVUPD 640(AX), Y6
+	VMOVUPD 672(AX), Y7
+	VMOVUPD 768(AX), Y8
+	VMOVUPD 800(AX), Y9
+	VMOVUPD 896(AX), Y10
+	VMOVUPD 928(AX), Y11
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0e, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 104(R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y12
+	VMOVUPD      32(R8), Y13
+	VBROADCASTSD (R8), Y14
+	VFMADD231PD  Y12, Y14, Y0
+	VBROADCASTSD 8(R8), Y14
+	VFMADD231PD  Y12, Y14, Y1
+	VBROADCASTSD 16(R8), Y14
+	VFMADD231PD  Y12, Y14, Y2
+	VBROADCASTSD 24(R8), Y14
+	VFMADD231PD  Y12, Y14, Y3
+	VBROADCASTSD 32(R8), Y14
+	VFMADD231PD  Y12, Y14, Y4
+	VFMADD231PD  Y13, Y14, Y5
+	VBROADCASTSD 40(R8), Y14
+	VFMADD231PD  Y12, Y14, Y6
+	VFMADD231PD  Y13, Y14, Y7
+	VBROADCASTSD 48(R8), Y14
+	VFMADD231PD  Y12, Y14, Y8
+	VFMADD231PD  Y13, Y14, Y9
+	VBROADCASTSD 56(R8), Y14
+	VFMADD231PD  Y12, Y14, Y10
+	VFMADD231PD  Y13, Y14, Y11
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 128(AX)
+	VMOVUPD      Y2, 256(AX)
+	VMOVUPD      Y3, 384(AX)
+	VMOVUPD      Y4, 512(AX)
+	VMOVUPD      Y5, 544(AX)
+	VMOVUPD      Y6, 640(AX)
+	VMOVUPD      Y7, 672(AX)
+	VMOVUPD      Y8, 768(AX)
+	VMOVUPD      Y9, 800(AX)
+	VMOVUPD      Y10, 896(AX)
+	VMOVUPD      Y11, 928(AX)
+	MOVQ         v_base+56(FP), AX
+	VMOVUPD      1024(AX), Y0
+	VMOVUPD      1056(AX), Y1
+	VMOVUPD      1088(AX), Y2
+	VMOVUPD      1152(AX), Y3
+	VMOVUPD      1184(AX), Y4
+	VMOVUPD      1216(AX), Y5
+	VMOVUPD      1280(AX), Y6
+	VMOVUPD      1312(AX), Y7
+	VMOVUPD      1344(AX), Y8
+	VMOVUPD      1408(AX), Y9
+	VMOVUPD      1440(AX), Y10
+	VMOVUPD      1472(AX), Y11
+	MOVQ         src_base+0(FP), CX
+	MOVQ         stride+24(FP), DX
+	SHLQ         $0x03, DX
+	MOVQ         src_len+8(FP), BX
+	SUBQ         $0x0e, BX
+	SHLQ         $0x03, BX
+	MOVQ         idx_base+32(FP), SI
+	MOVQ         idx_len+40(FP), DI
+
+p1_entry:
+	CMPQ       DI, $0x08
+	JLE        p1_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 104(R8)
+
+p1_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y12
+	VMOVUPD      32(R8), Y13
+	VMOVUPD      64(R8), Y14
+	VBROADCASTSD 64(R8), Y15
+	VFMADD231PD  Y12, Y15, Y0
+	VFMADD231PD  Y13, Y15, Y1
+	VFMADD231PD  Y14, Y15, Y2
+	VBROADCASTSD 72(R8), Y15
+	VFMADD231PD  Y12, Y15, Y3
+	VFMADD231PD  Y13, Y15, Y4
+	VFMADD231PD  Y14, Y15, Y5
+	VBROADCASTSD 80(R8), Y15
+	VFMADD231PD  Y12, Y15, Y6
+	VFMADD231PD  Y13, Y15, Y7
+	VFMADD231PD  Y14, Y15, Y8
+	VBROADCASTSD 88(R8), Y15
+	VFMADD231PD  Y12, Y15, Y9
+	VFMADD231PD  Y13, Y15, Y10
+	VFMADD231PD  Y14, Y15, Y11
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p1_entry
+	VMOVUPD      Y0, 1024(AX)
+	VMOVUPD      Y1, 1056(AX)
+	VMOVUPD      Y2, 1088(AX)
+	VMOVUPD      Y3, 1152(AX)
+	VMOVUPD      Y4, 1184(AX)
+	VMOVUPD      Y5, 1216(AX)
+	VMOVUPD      Y6, 1280(AX)
+	VMOVUPD      Y7, 1312(AX)
+	VMOVUPD      Y8, 1344(AX)
+	VMOVUPD      Y9, 1408(AX)
+	VMOVUPD      Y10, 1440(AX)
+	VMOVUPD      Y11, 1472(AX)
+	MOVQ         v_base+56(FP), AX
+	VMOVUPD      1536(AX), Y0
+	VMOVUPD      1568(AX), Y1
+	VMOVUPD      1600(AX), Y2
+	VMOVUPD      1632(AX), Y3
+	VMOVUPD      1664(AX), Y4
+	VMOVUPD      1696(AX), Y5
+	VMOVUPD      1728(AX), Y6
+	VMOVUPD      1760(AX), Y7
+	MOVQ         src_base+0(FP), CX
+	MOVQ         stride+24(FP), DX
+	SHLQ         $0x03, DX
+	MOVQ         src_len+8(FP), BX
+	SUBQ         $0x0e, BX
+	SHLQ         $0x03, BX
+	MOVQ         idx_base+32(FP), SI
+	MOVQ         idx_len+40(FP), DI
+
+p2_entry:
+	CMPQ       DI, $0x08
+	JLE        p2_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 104(R8)
+
+p2_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y8
+	VMOVUPD      32(R8), Y9
+	VMOVUPD      64(R8), Y10
+	VMOVUPD      96(R8), X11
+	VBROADCASTSD 96(R8), Y12
+	VFMADD231PD  Y8, Y12, Y0
+	VFMADD231PD  Y9, Y12, Y1
+	VFMADD231PD  Y10, Y12, Y2
+	VFMADD231PD  Y11, Y12, Y3
+	VBROADCASTSD 104(R8), Y12
+	VFMADD231PD  Y8, Y12, Y4
+	VFMADD231PD  Y9, Y12, Y5
+	VFMADD231PD  Y10, Y12, Y6
+	VFMADD231PD  Y11, Y12, Y7
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p2_entry
+	VMOVUPD      Y0, 1536(AX)
+	VMOVUPD      Y1, 1568(AX)
+	VMOVUPD      Y2, 1600(AX)
+	VMOVUPD      Y3, 1632(AX)
+	VMOVUPD      Y4, 1664(AX)
+	VMOVUPD      Y5, 1696(AX)
+	VMOVUPD      Y6, 1728(AX)
+	VMOVUPD      Y7, 1760(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK15AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK15AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 128(AX), Y1
+	VMOVUPD 256(AX), Y2
+	VMOVUPD 384(AX), Y3
+	VMOVUPD 512(AX), Y4
+	VMOVUPD 544(AX), Y5
+	VMOVUPD 640(AX), Y6
+	VMOVUPD 672(AX), Y7
+	VMOVUPD 768(AX), Y8
+	VMOVUPD 800(AX), Y9
+	VMOVUPD 896(AX), Y10
+	VMOVUPD 928(AX), Y11
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0f, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 112(R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y12
+	VMOVUPD      32(R8), Y13
+	VBROADCASTSD (R8), Y14
+	VFMADD231PD  Y12, Y14, Y0
+	VBROADCASTSD 8(R8), Y14
+	VFMADD231PD  Y12, Y14, Y1
+	VBROADCASTSD 16(R8), Y14
+	VFMADD231PD  Y12, Y14, Y2
+	VBROADCASTSD 24(R8), Y14
+	VFMADD231PD  Y12, Y14, Y3
+	VBROADCASTSD 32(R8), Y14
+	VFMADD231PD  Y12, Y14, Y4
+	VFMADD231PD  Y13, Y14, Y5
+	VBROADCASTSD 40(R8), Y14
+	VFMADD231PD  Y12, Y14, Y6
+	VFMADD231PD  Y13, Y14, Y7
+	VBROADCASTSD 48(R8), Y14
+	VFMADD231PD  Y12, Y14, Y8
+	VFMADD231PD  Y13, Y14, Y9
+	VBROADCASTSD 56(R8), Y14
+	VFMADD231PD  Y12, Y14, Y10
+	VFMADD231PD  Y13, Y14, Y11
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 128(AX)
+	VMOVUPD      Y2, 256(AX)
+	VMOVUPD      Y3, 384(AX)
+	VMOVUPD      Y4, 512(AX)
+	VMOVUPD      Y5, 544(AX)
+	VMOVUPD      Y6, 640(AX)
+	VMOVUPD      Y7, 672(AX)
+	VMOVUPD      Y8, 768(AX)
+	VMOVUPD      Y9, 800(AX)
+	VMOVUPD      Y10, 896(AX)
+	VMOVUPD      Y11, 928(AX)
+	MOVQ         v_base+56(FP), AX
+	VMOVUPD      1024(AX), Y0
+	VMOVUPD      1056(AX), Y1
+	VMOVUPD      1088(AX), Y2
+	VMOVUPD      1152(AX), Y3
+	VMOVUPD      1184(AX), Y4
+	VMOVUPD      1216(AX), Y5
+	VMOVUPD      1280(AX), Y6
+	VMOVUPD      1312(AX), Y7
+	VMOVUPD      1344(AX), Y8
+	VMOVUPD      1408(AX), Y9
+	VMOVUPD      1440(AX), Y10
+	VMOVUPD      1472(AX), Y11
+	MOVQ         src_base+0(FP), CX
+	MOVQ         stride+24(FP), DX
+	SHLQ         $0x03, DX
+	MOVQ         src_len+8(FP), BX
+	SUBQ         $0x0f, BX
+	SHLQ         $0x03, BX
+	MOVQ         idx_base+32(FP), SI
+	MOVQ         idx_len+40(FP), DI
+
+p1_entry:
+	CMPQ       DI, $0x08
+	JLE        p1_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 112(R8)
+
+p1_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y12
+	VMOVUPD      32(R8), Y13
+	VMOVUPD      64(R8), Y14
+	VBROADCASTSD 64(R8), Y15
+	VFMADD231PD  Y12, Y15, Y0
+	VFMADD231PD  Y13, Y15, Y1
+	VFMADD231PD  Y14, Y15, Y2
+	VBROADCASTSD 72(R8), Y15
+	VFMADD231PD  Y12, Y15, Y3
+	VFMADD231PD  Y13, Y15, Y4
+	VFMADD231PD  Y14, Y15, Y5
+	VBROADCASTSD 80(R8), Y15
+	VFMADD231PD  Y12, Y15, Y6
+	VFMADD231PD  Y13, Y15, Y7
+	VFMADD231PD  Y14, Y15, Y8
+	VBROADCASTSD 88(R8), Y15
+	VFMADD231PD  Y12, Y15, Y9
+	VFMADD231PD  Y13, Y15, Y10
+	VFMADD231PD  Y14, Y15, Y11
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p1_entry
+	VMOVUPD      Y0, 1024(AX)
+	VMOVUPD      Y1, 1056(AX)
+	VMOVUPD      Y2, 1088(AX)
+	VMOVUPD      Y3, 1152(AX)
+	VMOVUPD      Y4, 1184(AX)
+	VMOVUPD      Y5, 1216(AX)
+	VMOVUPD      Y6, 1280(AX)
+	VMOVUPD      Y7, 1312(AX)
+	VMOVUPD      Y8, 1344(AX)
+	VMOVUPD      Y9, 1408(AX)
+	VMOVUPD      Y10, 1440(AX)
+	VMOVUPD      Y11, 1472(AX)
+	MOVQ         v_base+56(FP), AX
+	VMOVUPD      1536(AX), Y0
+	VMOVUPD      1568(AX), Y1
+	VMOVUPD      1600(AX), Y2
+	VMOVUPD      1632(AX), Y3
+	VMOVUPD      1664(AX), Y4
+	VMOVUPD      1696(AX), Y5
+	VMOVUPD      1728(AX), Y6
+	VMOVUPD      1760(AX), Y7
+	MOVQ         src_base+0(FP), CX
+	MOVQ         stride+24(FP), DX
+	SHLQ         $0x03, DX
+	MOVQ         src_len+8(FP), BX
+	SUBQ         $0x0f, BX
+	SHLQ         $0x03, BX
+	MOVQ         idx_base+32(FP), SI
+	MOVQ         idx_len+40(FP), DI
+
+p2_entry:
+	CMPQ       DI, $0x08
+	JLE        p2_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 112(R8)
+
+p2_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y8
+	VMOVUPD      32(R8), Y9
+	VMOVUPD      64(R8), Y10
+	VMOVSD       112(R8), X12
+	VMOVUPD      96(R8), X11
+	VINSERTF128  $0x01, X12, Y11, Y11
+	VBROADCASTSD 96(R8), Y12
+	VFMADD231PD  Y8, Y12, Y0
+	VFMADD231PD  Y9, Y12, Y1
+	VFMADD231PD  Y10, Y12, Y2
+	VFMADD231PD  Y11, Y12, Y3
+	VBROADCASTSD 104(R8), Y12
+	VFMADD231PD  Y8, Y12, Y4
+	VFMADD231PD  Y9, Y12, Y5
+	VFMADD231PD  Y10, Y12, Y6
+	VFMADD231PD  Y11, Y12, Y7
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p2_entry
+	VMOVUPD      Y0, 1536(AX)
+	VMOVUPD      Y1, 1568(AX)
+	VMOVUPD      Y2, 1600(AX)
+	VMOVUPD      Y3, 1632(AX)
+	VMOVUPD      Y4, 1664(AX)
+	VMOVUPD      Y5, 1696(AX)
+	VMOVUPD      Y6, 1728(AX)
+	VMOVUPD      Y7, 1760(AX)
+	MOVQ         v_base+56(FP), AX
+	VMOVUPD      1792(AX), Y0
+	VMOVUPD      1824(AX), Y1
+	VMOVUPD      1856(AX), Y2
+	VMOVUPD      1888(AX), Y3
+	MOVQ         src_base+0(FP), CX
+	MOVQ         stride+24(FP), DX
+	SHLQ         $0x03, DX
+	MOVQ         src_len+8(FP), BX
+	SUBQ         $0x0f, BX
+	SHLQ         $0x03, BX
+	MOVQ         idx_base+32(FP), SI
+	MOVQ         idx_len+40(FP), DI
+
+p3_entry:
+	CMPQ       DI, $0x08
+	JLE        p3_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 112(R8)
+
+p3_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y4
+	VMOVUPD      32(R8), Y5
+	VMOVUPD      64(R8), Y6
+	VMOVSD       112(R8), X8
+	VMOVUPD      96(R8), X7
+	VINSERTF128  $0x01, X8, Y7, Y7
+	VBROADCASTSD 112(R8), Y8
+	VFMADD231PD  Y4, Y8, Y0
+	VFMADD231PD  Y5, Y8, Y1
+	VFMADD231PD  Y6, Y8, Y2
+	VFMADD231PD  Y7, Y8, Y3
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p3_entry
+	VMOVUPD      Y0, 1792(AX)
+	VMOVUPD      Y1, 1824(AX)
+	VMOVUPD      Y2, 1856(AX)
+	VMOVUPD      Y3, 1888(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK16AVX2(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accVIdxK16AVX2(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 128(AX), Y1
+	VMOVUPD 256(AX), Y2
+	VMOVUPD 384(AX), Y3
+	VMOVUPD 512(AX), Y4
+	VMOVUPD 544(AX), Y5
+	VMOVUPD 640(AX), Y6
+	VMOVUPD 672(AX), Y7
+	VMOVUPD 768(AX), Y8
+	VMOVUPD 800(AX), Y9
+	VMOVUPD 896(AX), Y10
+	VMOVUPD 928(AX), Y11
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x10, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+p0_entry:
+	CMPQ       DI, $0x08
+	JLE        p0_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 120(R8)
+
+p0_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y12
+	VMOVUPD      32(R8), Y13
+	VBROADCASTSD (R8), Y14
+	VFMADD231PD  Y12, Y14, Y0
+	VBROADCASTSD 8(R8), Y14
+	VFMADD231PD  Y12, Y14, Y1
+	VBROADCASTSD 16(R8), Y14
+	VFMADD231PD  Y12, Y14, Y2
+	VBROADCASTSD 24(R8), Y14
+	VFMADD231PD  Y12, Y14, Y3
+	VBROADCASTSD 32(R8), Y14
+	VFMADD231PD  Y12, Y14, Y4
+	VFMADD231PD  Y13, Y14, Y5
+	VBROADCASTSD 40(R8), Y14
+	VFMADD231PD  Y12, Y14, Y6
+	VFMADD231PD  Y13, Y14, Y7
+	VBROADCASTSD 48(R8), Y14
+	VFMADD231PD  Y12, Y14, Y8
+	VFMADD231PD  Y13, Y14, Y9
+	VBROADCASTSD 56(R8), Y14
+	VFMADD231PD  Y12, Y14, Y10
+	VFMADD231PD  Y13, Y14, Y11
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p0_entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 128(AX)
+	VMOVUPD      Y2, 256(AX)
+	VMOVUPD      Y3, 384(AX)
+	VMOVUPD      Y4, 512(AX)
+	VMOVUPD      Y5, 544(AX)
+	VMOVUPD      Y6, 640(AX)
+	VMOVUPD      Y7, 672(AX)
+	VMOVUPD      Y8, 768(AX)
+	VMOVUPD      Y9, 800(AX)
+	VMOVUPD      Y10, 896(AX)
+	VMOVUPD      Y11, 928(AX)
+	MOVQ         v_base+56(FP), AX
+	VMOVUPD      1024(AX), Y0
+	VMOVUPD      1056(AX), Y1
+	VMOVUPD      1088(AX), Y2
+	VMOVUPD      1152(AX), Y3
+	VMOVUPD      1184(AX), Y4
+	VMOVUPD      1216(AX), Y5
+	VMOVUPD      1280(AX), Y6
+	VMOVUPD      1312(AX), Y7
+	VMOVUPD      1344(AX), Y8
+	VMOVUPD      1408(AX), Y9
+	VMOVUPD      1440(AX), Y10
+	VMOVUPD      1472(AX), Y11
+	MOVQ         src_base+0(FP), CX
+	MOVQ         stride+24(FP), DX
+	SHLQ         $0x03, DX
+	MOVQ         src_len+8(FP), BX
+	SUBQ         $0x10, BX
+	SHLQ         $0x03, BX
+	MOVQ         idx_base+32(FP), SI
+	MOVQ         idx_len+40(FP), DI
+
+p1_entry:
+	CMPQ       DI, $0x08
+	JLE        p1_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 120(R8)
+
+p1_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y12
+	VMOVUPD      32(R8), Y13
+	VMOVUPD      64(R8), Y14
+	VBROADCASTSD 64(R8), Y15
+	VFMADD231PD  Y12, Y15, Y0
+	VFMADD231PD  Y13, Y15, Y1
+	VFMADD231PD  Y14, Y15, Y2
+	VBROADCASTSD 72(R8), Y15
+	VFMADD231PD  Y12, Y15, Y3
+	VFMADD231PD  Y13, Y15, Y4
+	VFMADD231PD  Y14, Y15, Y5
+	VBROADCASTSD 80(R8), Y15
+	VFMADD231PD  Y12, Y15, Y6
+	VFMADD231PD  Y13, Y15, Y7
+	VFMADD231PD  Y14, Y15, Y8
+	VBROADCASTSD 88(R8), Y15
+	VFMADD231PD  Y12, Y15, Y9
+	VFMADD231PD  Y13, Y15, Y10
+	VFMADD231PD  Y14, Y15, Y11
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p1_entry
+	VMOVUPD      Y0, 1024(AX)
+	VMOVUPD      Y1, 1056(AX)
+	VMOVUPD      Y2, 1088(AX)
+	VMOVUPD      Y3, 1152(AX)
+	VMOVUPD      Y4, 1184(AX)
+	VMOVUPD      Y5, 1216(AX)
+	VMOVUPD      Y6, 1280(AX)
+	VMOVUPD      Y7, 1312(AX)
+	VMOVUPD      Y8, 1344(AX)
+	VMOVUPD      Y9, 1408(AX)
+	VMOVUPD      Y10, 1440(AX)
+	VMOVUPD      Y11, 1472(AX)
+	MOVQ         v_base+56(FP), AX
+	VMOVUPD      1536(AX), Y0
+	VMOVUPD      1568(AX), Y1
+	VMOVUPD      1600(AX), Y2
+	VMOVUPD      1632(AX), Y3
+	VMOVUPD      1664(AX), Y4
+	VMOVUPD      1696(AX), Y5
+	VMOVUPD      1728(AX), Y6
+	VMOVUPD      1760(AX), Y7
+	MOVQ         src_base+0(FP), CX
+	MOVQ         stride+24(FP), DX
+	SHLQ         $0x03, DX
+	MOVQ         src_len+8(FP), BX
+	SUBQ         $0x10, BX
+	SHLQ         $0x03, BX
+	MOVQ         idx_base+32(FP), SI
+	MOVQ         idx_len+40(FP), DI
+
+p2_entry:
+	CMPQ       DI, $0x08
+	JLE        p2_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 120(R8)
+
+p2_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y8
+	VMOVUPD      32(R8), Y9
+	VMOVUPD      64(R8), Y10
+	VMOVUPD      96(R8), Y11
+	VBROADCASTSD 96(R8), Y12
+	VFMADD231PD  Y8, Y12, Y0
+	VFMADD231PD  Y9, Y12, Y1
+	VFMADD231PD  Y10, Y12, Y2
+	VFMADD231PD  Y11, Y12, Y3
+	VBROADCASTSD 104(R8), Y12
+	VFMADD231PD  Y8, Y12, Y4
+	VFMADD231PD  Y9, Y12, Y5
+	VFMADD231PD  Y10, Y12, Y6
+	VFMADD231PD  Y11, Y12, Y7
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p2_entry
+	VMOVUPD      Y0, 1536(AX)
+	VMOVUPD      Y1, 1568(AX)
+	VMOVUPD      Y2, 1600(AX)
+	VMOVUPD      Y3, 1632(AX)
+	VMOVUPD      Y4, 1664(AX)
+	VMOVUPD      Y5, 1696(AX)
+	VMOVUPD      Y6, 1728(AX)
+	VMOVUPD      Y7, 1760(AX)
+	MOVQ         v_base+56(FP), AX
+	VMOVUPD      1792(AX), Y0
+	VMOVUPD      1824(AX), Y1
+	VMOVUPD      1856(AX), Y2
+	VMOVUPD      1888(AX), Y3
+	VMOVUPD      1920(AX), Y4
+	VMOVUPD      1952(AX), Y5
+	VMOVUPD      1984(AX), Y6
+	VMOVUPD      2016(AX), Y7
+	MOVQ         src_base+0(FP), CX
+	MOVQ         stride+24(FP), DX
+	SHLQ         $0x03, DX
+	MOVQ         src_len+8(FP), BX
+	SUBQ         $0x10, BX
+	SHLQ         $0x03, BX
+	MOVQ         idx_base+32(FP), SI
+	MOVQ         idx_len+40(FP), DI
+
+p3_entry:
+	CMPQ       DI, $0x08
+	JLE        p3_nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 120(R8)
+
+p3_nopf:
+	MOVLQSX      (SI), R8
+	IMULQ        DX, R8
+	CMPQ         R8, BX
+	JA           bad
+	ADDQ         CX, R8
+	VMOVUPD      (R8), Y8
+	VMOVUPD      32(R8), Y9
+	VMOVUPD      64(R8), Y10
+	VMOVUPD      96(R8), Y11
+	VBROADCASTSD 112(R8), Y12
+	VFMADD231PD  Y8, Y12, Y0
+	VFMADD231PD  Y9, Y12, Y1
+	VFMADD231PD  Y10, Y12, Y2
+	VFMADD231PD  Y11, Y12, Y3
+	VBROADCASTSD 120(R8), Y12
+	VFMADD231PD  Y8, Y12, Y4
+	VFMADD231PD  Y9, Y12, Y5
+	VFMADD231PD  Y10, Y12, Y6
+	VFMADD231PD  Y11, Y12, Y7
+	ADDQ         $0x04, SI
+	DECQ         DI
+	JNZ          p3_entry
+	VMOVUPD      Y0, 1792(AX)
+	VMOVUPD      Y1, 1824(AX)
+	VMOVUPD      Y2, 1856(AX)
+	VMOVUPD      Y3, 1888(AX)
+	VMOVUPD      Y4, 1920(AX)
+	VMOVUPD      Y5, 1952(AX)
+	VMOVUPD      Y6, 1984(AX)
+	VMOVUPD      Y7, 2016(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK9AVX512(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·accVIdxK9AVX512(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 96(AX), Y1
+	VMOVUPD 192(AX), Y2
+	VMOVUPD 288(AX), Y3
+	VMOVUPD 384(AX), Z4
+	VMOVUPD 480(AX), Z5
+	VMOVUPD 576(AX), Z6
+	VMOVUPD 672(AX), Z7
+	VMOVUPD 768(AX), Z8
+	VMOVUPD 832(AX), Y9
+	MOVL    $0x00000001, CX
+	KMOVB   CX, K1
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x09, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+entry:
+	CMPQ       DI, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+
+nopf:
+	MOVLQSX          (SI), R8
+	IMULQ            DX, R8
+	CMPQ             R8, BX
+	JA               bad
+	ADDQ             CX, R8
+	VMOVUPD          (R8), Z10
+	VMOVUPD.Z        64(R8), K1, Z11
+	VFMADD231PD.BCST (R8), Y10, Y0
+	VFMADD231PD.BCST 8(R8), Y10, Y1
+	VFMADD231PD.BCST 16(R8), Y10, Y2
+	VFMADD231PD.BCST 24(R8), Y10, Y3
+	VFMADD231PD.BCST 32(R8), Z10, Z4
+	VFMADD231PD.BCST 40(R8), Z10, Z5
+	VFMADD231PD.BCST 48(R8), Z10, Z6
+	VFMADD231PD.BCST 56(R8), Z10, Z7
+	VFMADD231PD.BCST 64(R8), Z10, Z8
+	VFMADD231PD.BCST 64(R8), Y11, Y9
+	ADDQ             $0x04, SI
+	DECQ             DI
+	JNZ              entry
+	VMOVUPD          Y0, (AX)
+	VMOVUPD          Y1, 96(AX)
+	VMOVUPD          Y2, 192(AX)
+	VMOVUPD          Y3, 288(AX)
+	VMOVUPD          Z4, 384(AX)
+	VMOVUPD          Z5, 480(AX)
+	VMOVUPD          Z6, 576(AX)
+	VMOVUPD          Z7, 672(AX)
+	VMOVUPD          Z8, 768(AX)
+	VMOVUPD          Y9, 832(AX)
+	MOVB             $0x01, AL
+	MOVB             AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK10AVX512(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·accVIdxK10AVX512(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 96(AX), Y1
+	VMOVUPD 192(AX), Y2
+	VMOVUPD 288(AX), Y3
+	VMOVUPD 384(AX), Z4
+	VMOVUPD 480(AX), Z5
+	VMOVUPD 576(AX), Z6
+	VMOVUPD 672(AX), Z7
+	VMOVUPD 768(AX), Z8
+	VMOVUPD 832(AX), Y9
+	VMOVUPD 864(AX), Z10
+	VMOVUPD 928(AX), Y11
+	MOVL    $0x00000003, CX
+	KMOVB   CX, K1
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0a, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+entry:
+	CMPQ       DI, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 72(R8)
+
+nopf:
+	MOVLQSX          (SI), R8
+	IMULQ            DX, R8
+	CMPQ             R8, BX
+	JA               bad
+	ADDQ             CX, R8
+	VMOVUPD          (R8), Z12
+	VMOVUPD.Z        64(R8), K1, Z13
+	VFMADD231PD.BCST (R8), Y12, Y0
+	VFMADD231PD.BCST 8(R8), Y12, Y1
+	VFMADD231PD.BCST 16(R8), Y12, Y2
+	VFMADD231PD.BCST 24(R8), Y12, Y3
+	VFMADD231PD.BCST 32(R8), Z12, Z4
+	VFMADD231PD.BCST 40(R8), Z12, Z5
+	VFMADD231PD.BCST 48(R8), Z12, Z6
+	VFMADD231PD.BCST 56(R8), Z12, Z7
+	VFMADD231PD.BCST 64(R8), Z12, Z8
+	VFMADD231PD.BCST 64(R8), Y13, Y9
+	VFMADD231PD.BCST 72(R8), Z12, Z10
+	VFMADD231PD.BCST 72(R8), Y13, Y11
+	ADDQ             $0x04, SI
+	DECQ             DI
+	JNZ              entry
+	VMOVUPD          Y0, (AX)
+	VMOVUPD          Y1, 96(AX)
+	VMOVUPD          Y2, 192(AX)
+	VMOVUPD          Y3, 288(AX)
+	VMOVUPD          Z4, 384(AX)
+	VMOVUPD          Z5, 480(AX)
+	VMOVUPD          Z6, 576(AX)
+	VMOVUPD          Z7, 672(AX)
+	VMOVUPD          Z8, 768(AX)
+	VMOVUPD          Y9, 832(AX)
+	VMOVUPD          Z10, 864(AX)
+	VMOVUPD          Y11, 928(AX)
+	MOVB             $0x01, AL
+	MOVB             AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK11AVX512(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·accVIdxK11AVX512(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 96(AX), Y1
+	VMOVUPD 192(AX), Y2
+	VMOVUPD 288(AX), Y3
+	VMOVUPD 384(AX), Z4
+	VMOVUPD 480(AX), Z5
+	VMOVUPD 576(AX), Z6
+	VMOVUPD 672(AX), Z7
+	VMOVUPD 768(AX), Z8
+	VMOVUPD 832(AX), Y9
+	VMOVUPD 864(AX), Z10
+	VMOVUPD 928(AX), Y11
+	VMOVUPD 960(AX), Z12
+	VMOVUPD 1024(AX), Y13
+	MOVL    $0x00000007, CX
+	KMOVB   CX, K1
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0b, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+entry:
+	CMPQ       DI, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 80(R8)
+
+nopf:
+	MOVLQSX          (SI), R8
+	IMULQ            DX, R8
+	CMPQ             R8, BX
+	JA               bad
+	ADDQ             CX, R8
+	VMOVUPD          (R8), Z14
+	VMOVUPD.Z        64(R8), K1, Z15
+	VFMADD231PD.BCST (R8), Y14, Y0
+	VFMADD231PD.BCST 8(R8), Y14, Y1
+	VFMADD231PD.BCST 16(R8), Y14, Y2
+	VFMADD231PD.BCST 24(R8), Y14, Y3
+	VFMADD231PD.BCST 32(R8), Z14, Z4
+	VFMADD231PD.BCST 40(R8), Z14, Z5
+	VFMADD231PD.BCST 48(R8), Z14, Z6
+	VFMADD231PD.BCST 56(R8), Z14, Z7
+	VFMADD231PD.BCST 64(R8), Z14, Z8
+	VFMADD231PD.BCST 64(R8), Y15, Y9
+	VFMADD231PD.BCST 72(R8), Z14, Z10
+	VFMADD231PD.BCST 72(R8), Y15, Y11
+	VFMADD231PD.BCST 80(R8), Z14, Z12
+	VFMADD231PD.BCST 80(R8), Y15, Y13
+	ADDQ             $0x04, SI
+	DECQ             DI
+	JNZ              entry
+	VMOVUPD          Y0, (AX)
+	VMOVUPD          Y1, 96(AX)
+	VMOVUPD          Y2, 192(AX)
+	VMOVUPD          Y3, 288(AX)
+	VMOVUPD          Z4, 384(AX)
+	VMOVUPD          Z5, 480(AX)
+	VMOVUPD          Z6, 576(AX)
+	VMOVUPD          Z7, 672(AX)
+	VMOVUPD          Z8, 768(AX)
+	VMOVUPD          Y9, 832(AX)
+	VMOVUPD          Z10, 864(AX)
+	VMOVUPD          Y11, 928(AX)
+	VMOVUPD          Z12, 960(AX)
+	VMOVUPD          Y13, 1024(AX)
+	MOVB             $0x01, AL
+	MOVB             AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK12AVX512(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·accVIdxK12AVX512(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 96(AX), Y1
+	VMOVUPD 192(AX), Y2
+	VMOVUPD 288(AX), Y3
+	VMOVUPD 384(AX), Z4
+	VMOVUPD 480(AX), Z5
+	VMOVUPD 576(AX), Z6
+	VMOVUPD 672(AX), Z7
+	VMOVUPD 768(AX), Z8
+	VMOVUPD 832(AX), Y9
+	VMOVUPD 864(AX), Z10
+	VMOVUPD 928(AX), Y11
+	VMOVUPD 960(AX), Z12
+	VMOVUPD 1024(AX), Y13
+	VMOVUPD 1056(AX), Z14
+	VMOVUPD 1120(AX), Y15
+	MOVL    $0x0000000f, CX
+	KMOVB   CX, K1
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0c, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+entry:
+	CMPQ       DI, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 88(R8)
+
+nopf:
+	MOVLQSX          (SI), R8
+	IMULQ            DX, R8
+	CMPQ             R8, BX
+	JA               bad
+	ADDQ             CX, R8
+	VMOVUPD          (R8), Z16
+	VMOVUPD.Z        64(R8), K1, Z17
+	VFMADD231PD.BCST (R8), Y16, Y0
+	VFMADD231PD.BCST 8(R8), Y16, Y1
+	VFMADD231PD.BCST 16(R8), Y16, Y2
+	VFMADD231PD.BCST 24(R8), Y16, Y3
+	VFMADD231PD.BCST 32(R8), Z16, Z4
+	VFMADD231PD.BCST 40(R8), Z16, Z5
+	VFMADD231PD.BCST 48(R8), Z16, Z6
+	VFMADD231PD.BCST 56(R8), Z16, Z7
+	VFMADD231PD.BCST 64(R8), Z16, Z8
+	VFMADD231PD.BCST 64(R8), Y17, Y9
+	VFMADD231PD.BCST 72(R8), Z16, Z10
+	VFMADD231PD.BCST 72(R8), Y17, Y11
+	VFMADD231PD.BCST 80(R8), Z16, Z12
+	VFMADD231PD.BCST 80(R8), Y17, Y13
+	VFMADD231PD.BCST 88(R8), Z16, Z14
+	VFMADD231PD.BCST 88(R8), Y17, Y15
+	ADDQ             $0x04, SI
+	DECQ             DI
+	JNZ              entry
+	VMOVUPD          Y0, (AX)
+	VMOVUPD          Y1, 96(AX)
+	VMOVUPD          Y2, 192(AX)
+	VMOVUPD          Y3, 288(AX)
+	VMOVUPD          Z4, 384(AX)
+	VMOVUPD          Z5, 480(AX)
+	VMOVUPD          Z6, 576(AX)
+	VMOVUPD          Z7, 672(AX)
+	VMOVUPD          Z8, 768(AX)
+	VMOVUPD          Y9, 832(AX)
+	VMOVUPD          Z10, 864(AX)
+	VMOVUPD          Y11, 928(AX)
+	VMOVUPD          Z12, 960(AX)
+	VMOVUPD          Y13, 1024(AX)
+	VMOVUPD          Z14, 1056(AX)
+	VMOVUPD          Y15, 1120(AX)
+	MOVB             $0x01, AL
+	MOVB             AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK13AVX512(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·accVIdxK13AVX512(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 128(AX), Y1
+	VMOVUPD 256(AX), Y2
+	VMOVUPD 384(AX), Y3
+	VMOVUPD 512(AX), Z4
+	VMOVUPD 640(AX), Z5
+	VMOVUPD 768(AX), Z6
+	VMOVUPD 896(AX), Z7
+	VMOVUPD 1024(AX), Z8
+	VMOVUPD 1088(AX), Y9
+	VMOVUPD 1152(AX), Z10
+	VMOVUPD 1216(AX), Y11
+	VMOVUPD 1280(AX), Z12
+	VMOVUPD 1344(AX), Y13
+	VMOVUPD 1408(AX), Z14
+	VMOVUPD 1472(AX), Y15
+	VMOVUPD 1536(AX), Z16
+	VMOVUPD 1600(AX), Z17
+	MOVL    $0x0000001f, CX
+	KMOVB   CX, K1
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0d, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+entry:
+	CMPQ       DI, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 96(R8)
+
+nopf:
+	MOVLQSX          (SI), R8
+	IMULQ            DX, R8
+	CMPQ             R8, BX
+	JA               bad
+	ADDQ             CX, R8
+	VMOVUPD          (R8), Z18
+	VMOVUPD.Z        64(R8), K1, Z19
+	VFMADD231PD.BCST (R8), Y18, Y0
+	VFMADD231PD.BCST 8(R8), Y18, Y1
+	VFMADD231PD.BCST 16(R8), Y18, Y2
+	VFMADD231PD.BCST 24(R8), Y18, Y3
+	VFMADD231PD.BCST 32(R8), Z18, Z4
+	VFMADD231PD.BCST 40(R8), Z18, Z5
+	VFMADD231PD.BCST 48(R8), Z18, Z6
+	VFMADD231PD.BCST 56(R8), Z18, Z7
+	VFMADD231PD.BCST 64(R8), Z18, Z8
+	VFMADD231PD.BCST 64(R8), Y19, Y9
+	VFMADD231PD.BCST 72(R8), Z18, Z10
+	VFMADD231PD.BCST 72(R8), Y19, Y11
+	VFMADD231PD.BCST 80(R8), Z18, Z12
+	VFMADD231PD.BCST 80(R8), Y19, Y13
+	VFMADD231PD.BCST 88(R8), Z18, Z14
+	VFMADD231PD.BCST 88(R8), Y19, Y15
+	VFMADD231PD.BCST 96(R8), Z18, Z16
+	VFMADD231PD.BCST 96(R8), Z19, Z17
+	ADDQ             $0x04, SI
+	DECQ             DI
+	JNZ              entry
+	VMOVUPD          Y0, (AX)
+	VMOVUPD          Y1, 128(AX)
+	VMOVUPD          Y2, 256(AX)
+	VMOVUPD          Y3, 384(AX)
+	VMOVUPD          Z4, 512(AX)
+	VMOVUPD          Z5, 640(AX)
+	VMOVUPD          Z6, 768(AX)
+	VMOVUPD          Z7, 896(AX)
+	VMOVUPD          Z8, 1024(AX)
+	VMOVUPD          Y9, 1088(AX)
+	VMOVUPD          Z10, 1152(AX)
+	VMOVUPD          Y11, 1216(AX)
+	VMOVUPD          Z12, 1280(AX)
+	VMOVUPD          Y13, 1344(AX)
+	VMOVUPD          Z14, 1408(AX)
+	VMOVUPD          Y15, 1472(AX)
+	VMOVUPD          Z16, 1536(AX)
+	VMOVUPD          Z17, 1600(AX)
+	MOVB             $0x01, AL
+	MOVB             AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK14AVX512(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·accVIdxK14AVX512(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 128(AX), Y1
+	VMOVUPD 256(AX), Y2
+	VMOVUPD 384(AX), Y3
+	VMOVUPD 512(AX), Z4
+	VMOVUPD 640(AX), Z5
+	VMOVUPD 768(AX), Z6
+	VMOVUPD 896(AX), Z7
+	VMOVUPD 1024(AX), Z8
+	VMOVUPD 1088(AX), Y9
+	VMOVUPD 1152(AX), Z10
+	VMOVUPD 1216(AX), Y11
+	VMOVUPD 1280(AX), Z12
+	VMOVUPD 1344(AX), Y13
+	VMOVUPD 1408(AX), Z14
+	VMOVUPD 1472(AX), Y15
+	VMOVUPD 1536(AX), Z16
+	VMOVUPD 1600(AX), Z17
+	VMOVUPD 1664(AX), Z18
+	VMOVUPD 1728(AX), Z19
+	MOVL    $0x0000003f, CX
+	KMOVB   CX, K1
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0e, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+entry:
+	CMPQ       DI, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 104(R8)
+
+nopf:
+	MOVLQSX          (SI), R8
+	IMULQ            DX, R8
+	CMPQ             R8, BX
+	JA               bad
+	ADDQ             CX, R8
+	VMOVUPD          (R8), Z20
+	VMOVUPD.Z        64(R8), K1, Z21
+	VFMADD231PD.BCST (R8), Y20, Y0
+	VFMADD231PD.BCST 8(R8), Y20, Y1
+	VFMADD231PD.BCST 16(R8), Y20, Y2
+	VFMADD231PD.BCST 24(R8), Y20, Y3
+	VFMADD231PD.BCST 32(R8), Z20, Z4
+	VFMADD231PD.BCST 40(R8), Z20, Z5
+	VFMADD231PD.BCST 48(R8), Z20, Z6
+	VFMADD231PD.BCST 56(R8), Z20, Z7
+	VFMADD231PD.BCST 64(R8), Z20, Z8
+	VFMADD231PD.BCST 64(R8), Y21, Y9
+	VFMADD231PD.BCST 72(R8), Z20, Z10
+	VFMADD231PD.BCST 72(R8), Y21, Y11
+	VFMADD231PD.BCST 80(R8), Z20, Z12
+	VFMADD231PD.BCST 80(R8), Y21, Y13
+	VFMADD231PD.BCST 88(R8), Z20, Z14
+	VFMADD231PD.BCST 88(R8), Y21, Y15
+	VFMADD231PD.BCST 96(R8), Z20, Z16
+	VFMADD231PD.BCST 96(R8), Z21, Z17
+	VFMADD231PD.BCST 104(R8), Z20, Z18
+	VFMADD231PD.BCST 104(R8), Z21, Z19
+	ADDQ             $0x04, SI
+	DECQ             DI
+	JNZ              entry
+	VMOVUPD          Y0, (AX)
+	VMOVUPD          Y1, 128(AX)
+	VMOVUPD          Y2, 256(AX)
+	VMOVUPD          Y3, 384(AX)
+	VMOVUPD          Z4, 512(AX)
+	VMOVUPD          Z5, 640(AX)
+	VMOVUPD          Z6, 768(AX)
+	VMOVUPD          Z7, 896(AX)
+	VMOVUPD          Z8, 1024(AX)
+	VMOVUPD          Y9, 1088(AX)
+	VMOVUPD          Z10, 1152(AX)
+	VMOVUPD          Y11, 1216(AX)
+	VMOVUPD          Z12, 1280(AX)
+	VMOVUPD          Y13, 1344(AX)
+	VMOVUPD          Z14, 1408(AX)
+	VMOVUPD          Y15, 1472(AX)
+	VMOVUPD          Z16, 1536(AX)
+	VMOVUPD          Z17, 1600(AX)
+	VMOVUPD          Z18, 1664(AX)
+	VMOVUPD          Z19, 1728(AX)
+	MOVB             $0x01, AL
+	MOVB             AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK15AVX512(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, AVX512DQ, AVX512F, AVX512VL, MMX+
+TEXT ·accVIdxK15AVX512(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 128(AX), Y1
+	VMOVUPD 256(AX), Y2
+	VMOVUPD 384(AX), Y3
+	VMOVUPD 512(AX), Z4
+	VMOVUPD 640(AX), Z5
+	VMOVUPD 768(AX), Z6
+	VMOVUPD 896(AX), Z7
+	VMOVUPD 1024(AX), Z8
+	VMOVUPD 1088(AX), Y9
+	VMOVUPD 1152(AX), Z10
+	VMOVUPD 1216(AX), Y11
+	VMOVUPD 1280(AX), Z12
+	VMOVUPD 1344(AX), Y13
+	VMOVUPD 1408(AX), Z14
+	VMOVUPD 1472(AX), Y15
+	VMOVUPD 1536(AX), Z16
+	VMOVUPD 1600(AX), Z17
+	VMOVUPD 1664(AX), Z18
+	VMOVUPD 1728(AX), Z19
+	VMOVUPD 1792(AX), Z20
+	VMOVUPD 1856(AX), Z21
+	MOVL    $0x0000007f, CX
+	KMOVB   CX, K1
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0f, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+entry:
+	CMPQ       DI, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 112(R8)
+
+nopf:
+	MOVLQSX          (SI), R8
+	IMULQ            DX, R8
+	CMPQ             R8, BX
+	JA               bad
+	ADDQ             CX, R8
+	VMOVUPD          (R8), Z22
+	VMOVUPD.Z        64(R8), K1, Z23
+	VFMADD231PD.BCST (R8), Y22, Y0
+	VFMADD231PD.BCST 8(R8), Y22, Y1
+	VFMADD231PD.BCST 16(R8), Y22, Y2
+	VFMADD231PD.BCST 24(R8), Y22, Y3
+	VFMADD231PD.BCST 32(R8), Z22, Z4
+	VFMADD231PD.BCST 40(R8), Z22, Z5
+	VFMADD231PD.BCST 48(R8), Z22, Z6
+	VFMADD231PD.BCST 56(R8), Z22, Z7
+	VFMADD231PD.BCST 64(R8), Z22, Z8
+	VFMADD231PD.BCST 64(R8), Y23, Y9
+	VFMADD231PD.BCST 72(R8), Z22, Z10
+	VFMADD231PD.BCST 72(R8), Y23, Y11
+	VFMADD231PD.BCST 80(R8), Z22, Z12
+	VFMADD231PD.BCST 80(R8), Y23, Y13
+	VFMADD231PD.BCST 88(R8), Z22, Z14
+	VFMADD231PD.BCST 88(R8), Y23, Y15
+	VFMADD231PD.BCST 96(R8), Z22, Z16
+	VFMADD231PD.BCST 96(R8), Z23, Z17
+	VFMADD231PD.BCST 104(R8), Z22, Z18
+	VFMADD231PD.BCST 104(R8), Z23, Z19
+	VFMADD231PD.BCST 112(R8), Z22, Z20
+	VFMADD231PD.BCST 112(R8), Z23, Z21
+	ADDQ             $0x04, SI
+	DECQ             DI
+	JNZ              entry
+	VMOVUPD          Y0, (AX)
+	VMOVUPD          Y1, 128(AX)
+	VMOVUPD          Y2, 256(AX)
+	VMOVUPD          Y3, 384(AX)
+	VMOVUPD          Z4, 512(AX)
+	VMOVUPD          Z5, 640(AX)
+	VMOVUPD          Z6, 768(AX)
+	VMOVUPD          Z7, 896(AX)
+	VMOVUPD          Z8, 1024(AX)
+	VMOVUPD          Y9, 1088(AX)
+	VMOVUPD          Z10, 1152(AX)
+	VMOVUPD          Y11, 1216(AX)
+	VMOVUPD          Z12, 1280(AX)
+	VMOVUPD          Y13, 1344(AX)
+	VMOVUPD          Z14, 1408(AX)
+	VMOVUPD          Y15, 1472(AX)
+	VMOVUPD          Z16, 1536(AX)
+	VMOVUPD          Z17, 1600(AX)
+	VMOVUPD          Z18, 1664(AX)
+	VMOVUPD          Z19, 1728(AX)
+	VMOVUPD          Z20, 1792(AX)
+	VMOVUPD          Z21, 1856(AX)
+	MOVB             $0x01, AL
+	MOVB             AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accVIdxK16AVX512(src []float64, stride int, idx []int32, v []float64) bool
+// Requires: AVX, AVX512F, AVX512VL, MMX+
+TEXT ·accVIdxK16AVX512(SB), NOSPLIT, $0-81
+	MOVQ    v_base+56(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 128(AX), Y1
+	VMOVUPD 256(AX), Y2
+	VMOVUPD 384(AX), Y3
+	VMOVUPD 512(AX), Z4
+	VMOVUPD 640(AX), Z5
+	VMOVUPD 768(AX), Z6
+	VMOVUPD 896(AX), Z7
+	VMOVUPD 1024(AX), Z8
+	VMOVUPD 1088(AX), Y9
+	VMOVUPD 1152(AX), Z10
+	VMOVUPD 1216(AX), Y11
+	VMOVUPD 1280(AX), Z12
+	VMOVUPD 1344(AX), Y13
+	VMOVUPD 1408(AX), Z14
+	VMOVUPD 1472(AX), Y15
+	VMOVUPD 1536(AX), Z16
+	VMOVUPD 1600(AX), Z17
+	VMOVUPD 1664(AX), Z18
+	VMOVUPD 1728(AX), Z19
+	VMOVUPD 1792(AX), Z20
+	VMOVUPD 1856(AX), Z21
+	VMOVUPD 1920(AX), Z22
+	VMOVUPD 1984(AX), Z23
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x10, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    idx_len+40(FP), DI
+
+entry:
+	CMPQ       DI, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R8
+	IMULQ      DX, R8
+	ADDQ       CX, R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 120(R8)
+
+nopf:
+	MOVLQSX          (SI), R8
+	IMULQ            DX, R8
+	CMPQ             R8, BX
+	JA               bad
+	ADDQ             CX, R8
+	VMOVUPD          (R8), Z24
+	VMOVUPD          64(R8), Z25
+	VFMADD231PD.BCST (R8), Y24, Y0
+	VFMADD231PD.BCST 8(R8), Y24, Y1
+	VFMADD231PD.BCST 16(R8), Y24, Y2
+	VFMADD231PD.BCST 24(R8), Y24, Y3
+	VFMADD231PD.BCST 32(R8), Z24, Z4
+	VFMADD231PD.BCST 40(R8), Z24, Z5
+	VFMADD231PD.BCST 48(R8), Z24, Z6
+	VFMADD231PD.BCST 56(R8), Z24, Z7
+	VFMADD231PD.BCST 64(R8), Z24, Z8
+	VFMADD231PD.BCST 64(R8), Y25, Y9
+	VFMADD231PD.BCST 72(R8), Z24, Z10
+	VFMADD231PD.BCST 72(R8), Y25, Y11
+	VFMADD231PD.BCST 80(R8), Z24, Z12
+	VFMADD231PD.BCST 80(R8), Y25, Y13
+	VFMADD231PD.BCST 88(R8), Z24, Z14
+	VFMADD231PD.BCST 88(R8), Y25, Y15
+	VFMADD231PD.BCST 96(R8), Z24, Z16
+	VFMADD231PD.BCST 96(R8), Z25, Z17
+	VFMADD231PD.BCST 104(R8), Z24, Z18
+	VFMADD231PD.BCST 104(R8), Z25, Z19
+	VFMADD231PD.BCST 112(R8), Z24, Z20
+	VFMADD231PD.BCST 112(R8), Z25, Z21
+	VFMADD231PD.BCST 120(R8), Z24, Z22
+	VFMADD231PD.BCST 120(R8), Z25, Z23
+	ADDQ             $0x04, SI
+	DECQ             DI
+	JNZ              entry
+	VMOVUPD          Y0, (AX)
+	VMOVUPD          Y1, 128(AX)
+	VMOVUPD          Y2, 256(AX)
+	VMOVUPD          Y3, 384(AX)
+	VMOVUPD          Z4, 512(AX)
+	VMOVUPD          Z5, 640(AX)
+	VMOVUPD          Z6, 768(AX)
+	VMOVUPD          Z7, 896(AX)
+	VMOVUPD          Z8, 1024(AX)
+	VMOVUPD          Y9, 1088(AX)
+	VMOVUPD          Z10, 1152(AX)
+	VMOVUPD          Y11, 1216(AX)
+	VMOVUPD          Z12, 1280(AX)
+	VMOVUPD          Y13, 1344(AX)
+	VMOVUPD          Z14, 1408(AX)
+	VMOVUPD          Y15, 1472(AX)
+	VMOVUPD          Z16, 1536(AX)
+	VMOVUPD          Z17, 1600(AX)
+	VMOVUPD          Z18, 1664(AX)
+	VMOVUPD          Z19, 1728(AX)
+	VMOVUPD          Z20, 1792(AX)
+	VMOVUPD          Z21, 1856(AX)
+	VMOVUPD          Z22, 1920(AX)
+	VMOVUPD          Z23, 1984(AX)
+	MOVB             $0x01, AL
+	MOVB             AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK1AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK1AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x01, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 (R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVSD       (R9), X1
+	VBROADCASTSD (DI), Y2
+	VFMADD231PD  Y1, Y2, Y0
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK2AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK2AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x02, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 8(R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVUPD      (R9), X1
+	VBROADCASTSD (DI), Y2
+	VFMADD231PD  Y1, Y2, Y0
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK3AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK3AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x03, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 16(R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVSD       16(R9), X2
+	VMOVUPD      (R9), X1
+	VINSERTF128  $0x01, X2, Y1, Y1
+	VBROADCASTSD (DI), Y2
+	VFMADD231PD  Y1, Y2, Y0
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK4AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK4AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x04, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 24(R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVUPD      (R9), Y1
+	VBROADCASTSD (DI), Y2
+	VFMADD231PD  Y1, Y2, Y0
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK5AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK5AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x05, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 32(R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVUPD      (R9), Y2
+	VMOVSD       32(R9), X3
+	VBROADCASTSD (DI), Y4
+	VFMADD231PD  Y2, Y4, Y0
+	VFMADD231PD  Y3, Y4, Y1
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 32(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK6AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK6AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x06, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 40(R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVUPD      (R9), Y2
+	VMOVUPD      32(R9), X3
+	VBROADCASTSD (DI), Y4
+	VFMADD231PD  Y2, Y4, Y0
+	VFMADD231PD  Y3, Y4, Y1
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 32(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK7AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK7AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x07, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 48(R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVUPD      (R9), Y2
+	VMOVSD       48(R9), X4
+	VMOVUPD      32(R9), X3
+	VINSERTF128  $0x01, X4, Y3, Y3
+	VBROADCASTSD (DI), Y4
+	VFMADD231PD  Y2, Y4, Y0
+	VFMADD231PD  Y3, Y4, Y1
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 32(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK8AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK8AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x08, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 56(R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVUPD      (R9), Y2
+	VMOVUPD      32(R9), Y3
+	VBROADCASTSD (DI), Y4
+	VFMADD231PD  Y2, Y4, Y0
+	VFMADD231PD  Y3, Y4, Y1
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 32(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK9AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK9AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	VMOVUPD 64(AX), Y2
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x09, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 64(R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVUPD      (R9), Y3
+	VMOVUPD      32(R9), Y4
+	VMOVSD       64(R9), X5
+	VBROADCASTSD (DI), Y6
+	VFMADD231PD  Y3, Y6, Y0
+	VFMADD231PD  Y4, Y6, Y1
+	VFMADD231PD  Y5, Y6, Y2
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 32(AX)
+	VMOVUPD      Y2, 64(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK10AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK10AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	VMOVUPD 64(AX), Y2
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0a, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 72(R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVUPD      (R9), Y3
+	VMOVUPD      32(R9), Y4
+	VMOVUPD      64(R9), X5
+	VBROADCASTSD (DI), Y6
+	VFMADD231PD  Y3, Y6, Y0
+	VFMADD231PD  Y4, Y6, Y1
+	VFMADD231PD  Y5, Y6, Y2
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 32(AX)
+	VMOVUPD      Y2, 64(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK11AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK11AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	VMOVUPD 64(AX), Y2
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0b, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 80(R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVUPD      (R9), Y3
+	VMOVUPD      32(R9), Y4
+	VMOVSD       80(R9), X6
+	VMOVUPD      64(R9), X5
+	VINSERTF128  $0x01, X6, Y5, Y5
+	VBROADCASTSD (DI), Y6
+	VFMADD231PD  Y3, Y6, Y0
+	VFMADD231PD  Y4, Y6, Y1
+	VFMADD231PD  Y5, Y6, Y2
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 32(AX)
+	VMOVUPD      Y2, 64(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK12AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK12AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	VMOVUPD 64(AX), Y2
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0c, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 88(R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVUPD      (R9), Y3
+	VMOVUPD      32(R9), Y4
+	VMOVUPD      64(R9), Y5
+	VBROADCASTSD (DI), Y6
+	VFMADD231PD  Y3, Y6, Y0
+	VFMADD231PD  Y4, Y6, Y1
+	VFMADD231PD  Y5, Y6, Y2
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 32(AX)
+	VMOVUPD      Y2, 64(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK13AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK13AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	VMOVUPD 64(AX), Y2
+	VMOVUPD 96(AX), Y3
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0d, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 96(R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVUPD      (R9), Y4
+	VMOVUPD      32(R9), Y5
+	VMOVUPD      64(R9), Y6
+	VMOVSD       96(R9), X7
+	VBROADCASTSD (DI), Y8
+	VFMADD231PD  Y4, Y8, Y0
+	VFMADD231PD  Y5, Y8, Y1
+	VFMADD231PD  Y6, Y8, Y2
+	VFMADD231PD  Y7, Y8, Y3
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 32(AX)
+	VMOVUPD      Y2, 64(AX)
+	VMOVUPD      Y3, 96(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK14AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK14AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	VMOVUPD 64(AX), Y2
+	VMOVUPD 96(AX), Y3
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0e, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 104(R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVUPD      (R9), Y4
+	VMOVUPD      32(R9), Y5
+	VMOVUPD      64(R9), Y6
+	VMOVUPD      96(R9), X7
+	VBROADCASTSD (DI), Y8
+	VFMADD231PD  Y4, Y8, Y0
+	VFMADD231PD  Y5, Y8, Y1
+	VFMADD231PD  Y6, Y8, Y2
+	VFMADD231PD  Y7, Y8, Y3
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 32(AX)
+	VMOVUPD      Y2, 64(AX)
+	VMOVUPD      Y3, 96(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK15AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK15AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	VMOVUPD 64(AX), Y2
+	VMOVUPD 96(AX), Y3
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x0f, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 112(R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVUPD      (R9), Y4
+	VMOVUPD      32(R9), Y5
+	VMOVUPD      64(R9), Y6
+	VMOVSD       112(R9), X8
+	VMOVUPD      96(R9), X7
+	VINSERTF128  $0x01, X8, Y7, Y7
+	VBROADCASTSD (DI), Y8
+	VFMADD231PD  Y4, Y8, Y0
+	VFMADD231PD  Y5, Y8, Y1
+	VFMADD231PD  Y6, Y8, Y2
+	VFMADD231PD  Y7, Y8, Y3
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 32(AX)
+	VMOVUPD      Y2, 64(AX)
+	VMOVUPD      Y3, 96(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+// func accAIdxK16AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+// Requires: AVX, FMA3, MMX+
+TEXT ·accAIdxK16AVX2(SB), NOSPLIT, $0-105
+	MOVQ    a_base+80(FP), AX
+	VMOVUPD (AX), Y0
+	VMOVUPD 32(AX), Y1
+	VMOVUPD 64(AX), Y2
+	VMOVUPD 96(AX), Y3
+	MOVQ    src_base+0(FP), CX
+	MOVQ    stride+24(FP), DX
+	SHLQ    $0x03, DX
+	MOVQ    src_len+8(FP), BX
+	SUBQ    $0x10, BX
+	SHLQ    $0x03, BX
+	MOVQ    idx_base+32(FP), SI
+	MOVQ    w_base+56(FP), DI
+	MOVQ    idx_len+40(FP), R8
+
+entry:
+	CMPQ       R8, $0x08
+	JLE        nopf
+	MOVLQSX    32(SI), R9
+	IMULQ      DX, R9
+	ADDQ       CX, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 120(R9)
+
+nopf:
+	MOVLQSX      (SI), R9
+	IMULQ        DX, R9
+	CMPQ         R9, BX
+	JA           bad
+	ADDQ         CX, R9
+	VMOVUPD      (R9), Y4
+	VMOVUPD      32(R9), Y5
+	VMOVUPD      64(R9), Y6
+	VMOVUPD      96(R9), Y7
+	VBROADCASTSD (DI), Y8
+	VFMADD231PD  Y4, Y8, Y0
+	VFMADD231PD  Y5, Y8, Y1
+	VFMADD231PD  Y6, Y8, Y2
+	VFMADD231PD  Y7, Y8, Y3
+	ADDQ         $0x04, SI
+	ADDQ         $0x08, DI
+	DECQ         R8
+	JNZ          entry
+	VMOVUPD      Y0, (AX)
+	VMOVUPD      Y1, 32(AX)
+	VMOVUPD      Y2, 64(AX)
+	VMOVUPD      Y3, 96(AX)
+	MOVB         $0x01, AL
+	MOVB         AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
+bad:
+	XORB AL, AL
+	MOVB AL, ret+104(FP)
+	VZEROUPPER
+	RET
+
 // func updateAVX2(h []float64, cs []float64, c []float64, gneg []float64, ginv []float64, k int, kp int, ncols int)
 // Requires: AVX, FMA3
 TEXT ·updateAVX2(SB), NOSPLIT, $0-144

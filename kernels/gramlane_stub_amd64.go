@@ -389,6 +389,246 @@ func accVK7AVX2(cs []float64, ncols int, v []float64)
 //go:noescape
 func accVK8AVX2(cs []float64, ncols int, v []float64)
 
+// accVIdxK1AVX2 is accVIdxGo for k = 1 (kp = 4) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK1AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK2AVX2 is accVIdxGo for k = 2 (kp = 4) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK2AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK3AVX2 is accVIdxGo for k = 3 (kp = 4) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK3AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK4AVX2 is accVIdxGo for k = 4 (kp = 4) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK4AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK5AVX2 is accVIdxGo for k = 5 (kp = 8) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK5AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK6AVX2 is accVIdxGo for k = 6 (kp = 8) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK6AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK7AVX2 is accVIdxGo for k = 7 (kp = 8) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK7AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK8AVX2 is accVIdxGo for k = 8 (kp = 8) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK8AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK9AVX2 is accVIdxGo for k = 9 (kp = 12) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK9AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK10AVX2 is accVIdxGo for k = 10 (kp = 12) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK10AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK11AVX2 is accVIdxGo for k = 11 (kp = 12) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK11AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK12AVX2 is accVIdxGo for k = 12 (kp = 12) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK12AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK13AVX2 is accVIdxGo for k = 13 (kp = 16) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK13AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK14AVX2 is accVIdxGo for k = 14 (kp = 16) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK14AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK15AVX2 is accVIdxGo for k = 15 (kp = 16) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK15AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK16AVX2 is accVIdxGo for k = 16 (kp = 16) on AVX2+FMA, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK16AVX2(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK9AVX512 is accVIdxGo for k = 9 (kp = 12) on AVX-512, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK9AVX512(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK10AVX512 is accVIdxGo for k = 10 (kp = 12) on AVX-512, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK10AVX512(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK11AVX512 is accVIdxGo for k = 11 (kp = 12) on AVX-512, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK11AVX512(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK12AVX512 is accVIdxGo for k = 12 (kp = 12) on AVX-512, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK12AVX512(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK13AVX512 is accVIdxGo for k = 13 (kp = 16) on AVX-512, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK13AVX512(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK14AVX512 is accVIdxGo for k = 14 (kp = 16) on AVX-512, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK14AVX512(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK15AVX512 is accVIdxGo for k = 15 (kp = 16) on AVX-512, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK15AVX512(src []float64, stride int, idx []int32, v []float64) bool
+
+// accVIdxK16AVX512 is accVIdxGo for k = 16 (kp = 16) on AVX-512, V in registers; false on an
+// index out of range. len(idx) >= 1, len(src) >= k.
+//
+//go:noescape
+func accVIdxK16AVX512(src []float64, stride int, idx []int32, v []float64) bool
+
+// accAIdxK1AVX2 is accAIdxGo for k = 1 (kp = 4) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK1AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
+// accAIdxK2AVX2 is accAIdxGo for k = 2 (kp = 4) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK2AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
+// accAIdxK3AVX2 is accAIdxGo for k = 3 (kp = 4) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK3AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
+// accAIdxK4AVX2 is accAIdxGo for k = 4 (kp = 4) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK4AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
+// accAIdxK5AVX2 is accAIdxGo for k = 5 (kp = 8) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK5AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
+// accAIdxK6AVX2 is accAIdxGo for k = 6 (kp = 8) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK6AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
+// accAIdxK7AVX2 is accAIdxGo for k = 7 (kp = 8) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK7AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
+// accAIdxK8AVX2 is accAIdxGo for k = 8 (kp = 8) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK8AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
+// accAIdxK9AVX2 is accAIdxGo for k = 9 (kp = 12) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK9AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
+// accAIdxK10AVX2 is accAIdxGo for k = 10 (kp = 12) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK10AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
+// accAIdxK11AVX2 is accAIdxGo for k = 11 (kp = 12) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK11AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
+// accAIdxK12AVX2 is accAIdxGo for k = 12 (kp = 12) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK12AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
+// accAIdxK13AVX2 is accAIdxGo for k = 13 (kp = 16) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK13AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
+// accAIdxK14AVX2 is accAIdxGo for k = 14 (kp = 16) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK14AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
+// accAIdxK15AVX2 is accAIdxGo for k = 15 (kp = 16) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK15AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
+// accAIdxK16AVX2 is accAIdxGo for k = 16 (kp = 16) on AVX2+FMA, a in registers; false on an
+// index out of range. len(idx) >= 1, len(w) >= len(idx), len(src) >= k.
+//
+//go:noescape
+func accAIdxK16AVX2(src []float64, stride int, idx []int32, w []float64, a []float64) bool
+
 // updateAVX2 is updateCoefsGo on FMA, coefficients in memory. k, ncols >= 1.
 //
 //go:noescape

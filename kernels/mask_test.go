@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -891,30 +889,7 @@ func TestMaskedBitsDoNotDependOnBuildFlags(t *testing.T) {
 			}
 		}
 	}
-	names := slices.Sorted(maps.Keys(got))
-	if *update {
-		var sb strings.Builder
-		sb.WriteString("# sha256 of the float64 bits of masked factors; rewrite with: go test ./kernels -run TestMaskedBitsDoNotDependOnBuildFlags -update\n")
-		for _, n := range names {
-			fmt.Fprintf(&sb, "%s %s\n", n, got[n])
-		}
-		if err := os.WriteFile(maskBitsGolden, []byte(sb.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := readGolden(maskBitsGolden)
-	if err != nil {
-		t.Fatalf("%v (create it with -update)", err)
-	}
-	for _, n := range names {
-		if want[n] != got[n] {
-			t.Errorf("%s: bits differ from %s", n, maskBitsGolden)
-		}
-	}
-	if len(want) != len(got) {
-		t.Errorf("%d hashes in %s, %d computed", len(want), maskBitsGolden, len(got))
-	}
+	golden{path: maskBitsGolden, what: "masked factors", test: "TestMaskedBitsDoNotDependOnBuildFlags"}.check(t, got)
 }
 
 // TestMaskedCollectives: masked DID keeps one allreduce per iteration, of M K + M K(K+1)/2 + 2
@@ -1021,41 +996,125 @@ func TestMaskedInterrupt(t *testing.T) {
 
 // TestMaskedDIDVariantsSameBits: masked DID's internal choices, which depend on the shape
 // only, give the same bits: the row sums gathered by the lanes or by the row pass
-// (didMaskLaneBudget), the tables of B's rows or every G_j formed (didMaskTableBudget), and
-// the restricted Gram matrices summed in Go or on the kernel path (didMaskRowSumScalar).
+// (didMaskLaneBudget, didMaskRowPassBytes), the tables of B's rows or every G_j formed
+// (didMaskTableBudget), and the restricted Gram matrices summed in Go or on the kernel path
+// (didMaskRowSumScalar); at rank 3 and at rank 10 (the AVX-512 indexed kernels).
 func TestMaskedDIDVariantsSameBits(t *testing.T) {
-	defer func(lane, table, scalar int) {
-		didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar = lane, table, scalar
-	}(didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar)
-	base := [3]int{didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar}
+	defer func(lane, table, scalar, rowPass int) {
+		didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar, didMaskRowPassBytes = lane, table, scalar, rowPass
+	}(didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar, didMaskRowPassBytes)
+	base := [4]int{didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar, didMaskRowPassBytes}
+	set := func(v [4]int) {
+		didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar, didMaskRowPassBytes = v[0], v[1], v[2], v[3]
+	}
 	variants := []struct {
 		name string
-		v    [3]int
+		v    [4]int
 	}{
-		{"row pass", [3]int{0, base[1], base[2]}},
-		{"no tables", [3]int{base[0], 0, base[2]}},
-		{"kernel sums", [3]int{base[0], base[1], 0}},
-		{"Go sums", [3]int{base[0], base[1], 1 << 30}},
-		{"all", [3]int{0, 0, 0}},
+		{"lanes gather", [4]int{base[0], base[1], base[2], 0}},
+		{"row pass", [4]int{0, base[1], base[2], 0}},
+		{"no tables", [4]int{base[0], 0, base[2], base[3]}},
+		{"kernel sums", [4]int{base[0], base[1], 0, base[3]}},
+		{"Go sums", [4]int{base[0], base[1], 1 << 30, 0}},
+		{"all", [4]int{0, 0, 0, 0}},
 	}
-	for _, in := range maskInputs() {
-		for _, mo := range maskOptions {
-			for _, p := range []int{1, 3} {
-				cfg := baseConfig(DID, 3, StopRule{MaxIter: 12})
-				cfg.Options = mo.o
-				didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar = base[0], base[1], base[2]
-				ref := mustRun(t, in.x, p, cfg)
-				for _, v := range variants {
-					didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar = v.v[0], v.v[1], v.v[2]
-					got := mustRun(t, in.x, p, cfg)
-					if !bitwiseEqual(got.B, ref.B) || !bitwiseEqual(got.C, ref.C) ||
-						math.Float64bits(got.TestSSE) != math.Float64bits(ref.TestSSE) ||
-						math.Float64bits(got.Objective) != math.Float64bits(ref.Objective) {
-						t.Errorf("%s/%s/P=%d: %s: bits differ (B %.3g, C %.3g)", in.name, mo.name, p, v.name,
-							maxRelDiff(got.B, ref.B), maxRelDiff(got.C, ref.C))
+	for _, k := range []int{3, 10} {
+		for _, in := range maskInputs() {
+			for _, mo := range maskOptions {
+				for _, p := range []int{1, 3} {
+					cfg := baseConfig(DID, k, StopRule{MaxIter: 12})
+					cfg.Options = mo.o
+					set(base)
+					ref := mustRun(t, in.x, p, cfg)
+					for _, v := range variants {
+						set(v.v)
+						got := mustRun(t, in.x, p, cfg)
+						if !bitwiseEqual(got.B, ref.B) || !bitwiseEqual(got.C, ref.C) ||
+							math.Float64bits(got.TestSSE) != math.Float64bits(ref.TestSSE) ||
+							math.Float64bits(got.Objective) != math.Float64bits(ref.Objective) {
+							t.Errorf("K=%d %s/%s/P=%d: %s: bits differ (B %.3g, C %.3g)", k, in.name, mo.name, p, v.name,
+								maxRelDiff(got.B, ref.B), maxRelDiff(got.C, ref.C))
+						}
 					}
 				}
 			}
 		}
 	}
+}
+
+// TestMaskedDIDRank10Paths: at rank 10 (the AVX-512 indexed kernels, two passes on AVX2),
+// masked DID gives the same bits on every kernel path and thread count.
+func TestMaskedDIDRank10Paths(t *testing.T) {
+	defer SetKernelPath(KernelAuto)
+	for _, in := range maskInputs()[:2] {
+		for _, mo := range maskOptions {
+			var ref *Result
+			for _, path := range AvailableKernelPaths() {
+				for _, threads := range []int{1, 2} {
+					if err := SetKernelPath(path); err != nil {
+						t.Fatal(err)
+					}
+					cfg := baseConfig(DID, 10, StopRule{MaxIter: 8})
+					cfg.Options = mo.o
+					cfg.Threads = threads
+					res := mustRun(t, in.x, 2, cfg)
+					if ref == nil {
+						ref = res
+						continue
+					}
+					if !bitwiseEqual(res.B, ref.B) || !bitwiseEqual(res.C, ref.C) ||
+						math.Float64bits(res.TestSSE) != math.Float64bits(ref.TestSSE) {
+						t.Errorf("%s/%s: path %s, %d threads: bits differ", in.name, mo.name, path, threads)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMaskedDIDNoAllocations: a masked DID iteration allocates nothing (one shard, the
+// allreduce delivered as is), dense and sparse, with missing entries and with a test set, at
+// ranks 3 and 10, with the row sums gathered by the lanes and by the row pass, on one worker
+// and on two.
+func TestMaskedDIDNoAllocations(t *testing.T) {
+	defer func(v int) { didMaskRowPassBytes = v }(didMaskRowPassBytes)
+	for _, workers := range []int{1, 2} {
+		pool := NewPool(workers)
+		for _, k := range []int{3, 10} {
+			for _, rowPass := range []int{0, 1 << 30} {
+				didMaskRowPassBytes = rowPass
+				for _, in := range maskInputs()[:2] {
+					for _, mo := range maskOptions[:2] {
+						ms := newMachines(t, maskedSpecs(t, in.x, 1, DID, k, mo.o, nil, nil, pool), nil)
+						driveMachines(t, ms, 2, nil)
+						m := ms[0]
+						if a := allocsPerIteration(t, m); a != 0 {
+							t.Errorf("K=%d %s/%s, row pass bytes %d, %d workers: %.1f allocations per iteration",
+								k, in.name, mo.name, rowPass, workers, a)
+						}
+						m.Close()
+					}
+				}
+			}
+		}
+		pool.Close()
+	}
+}
+
+// allocsPerIteration is testing.AllocsPerRun over whole iterations of a single-shard machine
+// (its allreduce delivered as is), after whatever the machine ran already.
+func allocsPerIteration(t *testing.T, m *Machine) float64 {
+	t.Helper()
+	return testing.AllocsPerRun(5, func() {
+		for {
+			st, err := m.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Kind == StepIterationDone {
+				return
+			}
+			m.Deliver(st.Data) // an allreduce over one shard is its own data
+		}
+	})
 }

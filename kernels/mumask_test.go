@@ -688,19 +688,7 @@ func TestMaskedMUNoAllocations(t *testing.T) {
 				ms := newMachines(t, maskedSpecs(t, in.x, 1, MU, 3, o, nil, nil, pool), nil)
 				driveMachines(t, ms, 2, nil)
 				m := ms[0]
-				iteration := func() {
-					for {
-						st, err := m.Next()
-						if err != nil {
-							t.Fatal(err)
-						}
-						if st.Kind == StepIterationDone {
-							return
-						}
-						m.Deliver(st.Data) // an allreduce over one shard is its own data
-					}
-				}
-				if a := testing.AllocsPerRun(5, iteration); a != 0 {
+				if a := allocsPerIteration(t, m); a != 0 {
 					t.Errorf("%s/%s, %d workers: %.1f allocations per iteration", loss, in.name, workers, a)
 				}
 				m.Close()

@@ -56,6 +56,15 @@ func main() {
 	for k := 1; k <= maxVRegK; k++ {
 		accVRegs(k)
 	}
+	for k := 1; k <= maxVIdxK; k++ {
+		accVIdx(k)
+	}
+	for k := minVIdxWideK; k <= maxVIdxK; k++ {
+		accVIdxWide(k)
+	}
+	for k := 1; k <= maxVIdxK; k++ {
+		accAIdx(k)
+	}
 	updateMem()
 	for k := 1; k <= maxUpdateRegK; k++ {
 		updateRegs(k)
