@@ -29,10 +29,11 @@ type cStep struct {
 	// B^T x - l1 (see "Penalties" in doc.go). The objective values stay ||X - BC||^2.
 	l1, l2 float64
 	// norms asks each lane for the norms of its columns of C after the update (DID with a
-	// penalty on C needs ||C_i||_1 and ||C_i||^2 every iteration): laneNorms, added in lane
-	// order by coefNorms, so that they cost no pass of their own over C.
+	// penalty on C needs ||C_i||_1 and ||C_i||^2 every iteration): laneNorms, taken batch by
+	// batch while the new coefficients are in cache (normSums.push) and added in lane order
+	// by coefNorms, so that they cost no pass of their own over C.
 	norms     bool
-	laneNorms [][2]float64
+	laneNorms []normSums
 	// Gram form only.
 	kern     *gramKernels
 	widening []widening // per lane, for a block stored as float32
@@ -90,7 +91,7 @@ func newCStep(x Block, k int, pool *Pool, form Form, flag *interruptFlag) *cStep
 	s.laneW = make([][]float64, nl)
 	s.laneV = make([][]float64, nl)
 	s.laneObj = make([][2]float64, nl)
-	s.laneNorms = make([][2]float64, nl)
+	s.laneNorms = make([]normSums, nl)
 	s.scratch = make([][]float64, nl)
 	aLen, vLen, scratch := m*k, k*k, m
 	s.vStride = k
@@ -248,26 +249,27 @@ func (s *cStep) lane(l int) {
 	clear64(w)
 	clear64(v)
 	var prev, post float64
+	var norms *normSums
+	if s.norms {
+		norms = &s.laneNorms[l]
+		*norms = normSums{}
+	}
 	if s.form == FormResidual {
 		prev, post = residualCols(s.x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k, s.l1, s.l2, s.flag)
+		norms.push(s.c[lo*s.k : hi*s.k])
 	} else {
-		gramLaneShift(s.kern, s.x, s.k, lo, hi, s.bp, s.gneg, s.ginv, s.l1, s.c, w, v, s.scratch[l], &s.widening[l], s.flag)
+		gramLaneShift(s.kern, s.x, s.k, lo, hi, s.bp, s.gneg, s.ginv, s.l1, s.c, w, v, s.scratch[l], &s.widening[l], norms, s.flag)
 	}
 	s.laneObj[l] = [2]float64{prev, post}
-	if s.norms && !s.flag.stopped() {
-		// Right after the lane's update, while the lane's end of C is still in cache.
-		var n normSums
-		n.add(s.c[lo*s.k : hi*s.k])
-		s.laneNorms[l][0], s.laneNorms[l][1] = n.result()
-	}
 }
 
 // coefNorms returns ||C||_1 and ||C||^2 of the C the last run left (s.norms set), the lanes'
 // norms added in lane order: the bits of normsByLane(c).
 func (s *cStep) coefNorms() (s1, sq float64) {
-	for _, n := range s.laneNorms {
-		s1 += n[0]
-		sq += n[1]
+	for l := range s.laneNorms {
+		a, q := s.laneNorms[l].result()
+		s1 += a
+		sq += q
 	}
 	return s1, sq
 }
@@ -278,7 +280,7 @@ func (s *cStep) normsByLane(c []float64) (s1, sq float64) {
 	for l := 0; l+1 < len(s.lanes); l++ {
 		s.flag.poll()
 		var n normSums
-		n.add(c[s.lanes[l]*s.k : s.lanes[l+1]*s.k])
+		n.push(c[s.lanes[l]*s.k : s.lanes[l+1]*s.k])
 		a, q := n.result()
 		s1 += a
 		sq += q

@@ -151,7 +151,7 @@ type widening struct {
 // values of a float32 block's batch. It looks at the interrupt flag before each batch, and
 // between the steps of a column when a column is several blocks of work.
 func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v, scratch []float64, ws *widening, flag *interruptFlag) {
-	gramLaneShift(kern, x, k, lo, hi, bp, gneg, ginv, 0, c, a, v, scratch, ws, flag)
+	gramLaneShift(kern, x, k, lo, hi, bp, gneg, ginv, 0, c, a, v, scratch, ws, nil, flag)
 }
 
 // gramLaneShift is gramLane for the penalized C update: l1 (the L1 penalty on C; 0 without
@@ -159,7 +159,10 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 // every path in Go. The L2 penalty needs nothing here: it is in gneg and ginv (G + l2 I). With
 // the fused small-shape kernel, which runs steps 1 and 2 in one pass, subtracts l1 between
 // them as well (the last four values of its ginv4), so penalties cost it nothing.
-func gramLaneShift(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, c, a, v, scratch []float64, ws *widening, flag *interruptFlag) {
+//
+// norms, when not nil, takes the new coefficients of each batch of columns, in column order,
+// while they are still in cache (normSums.push): the norms of the lane's C after the update.
+func gramLaneShift(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, c, a, v, scratch []float64, ws *widening, norms *normSums, flag *interruptFlag) {
 	m, _ := x.Dims()
 	kp := paddedK(k)
 	h := scratch[:gramBatchCols*kp]
@@ -177,13 +180,13 @@ func gramLaneShift(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []f
 		for u := 4 * k; u < len(i4); u++ {
 			i4[u] = l1
 		}
-		gramLaneFused(kern, dn, k, lo, hi, bp, gneg, ginv, l1, g4, i4, c, a, v, h, cs, flag)
+		gramLaneFused(kern, dn, k, lo, hi, bp, gneg, ginv, l1, g4, i4, c, a, v, h, cs, norms, flag)
 		return
 	}
 	if cols := kern.cols; cols != nil && dn != nil && m >= colsMinRows && len(bp) >= colsRows(m)*kp {
 		at := scratch[2*gramBatchCols*kp : 2*gramBatchCols*kp+m*k]
 		unpackRows(at, a, m, k) // at is A column-major: at[p*m+i] = A[i, p]
-		gramLaneCols(kern, cols, dn, k, lo, hi, bp, gneg, ginv, l1, c, at, v, h, cs, ws, flag)
+		gramLaneCols(kern, cols, dn, k, lo, hi, bp, gneg, ginv, l1, c, at, v, h, cs, ws, norms, flag)
 		for p := 0; p < k; p++ { // not packRows: a's pads keep their values
 			for i := range m {
 				a[i*kp+p] = at[p*m+i]
@@ -216,6 +219,7 @@ func gramLaneShift(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []f
 			return
 		}
 		kern.update(h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb)
+		norms.push(c[j0*k : j1*k])
 		if big && flag.stopped() {
 			return
 		}
@@ -231,7 +235,7 @@ func gramLaneShift(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []f
 // gramLaneFused is gramLane for a small dense float64 block on the fused kernel: groups of
 // four columns in one pass, the last columns of a batch (fewer than four) by the separate
 // steps after them, so that A and V still accumulate in column order.
-func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, g4, i4, c, a, v, h, cs []float64, flag *interruptFlag) {
+func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, g4, i4, c, a, v, h, cs []float64, norms *normSums, flag *interruptFlag) {
 	m := x.Rows
 	kp := paddedK(k)
 	span := flag.span(m*kp+k*k+k*kp+m*kp, 4)
@@ -242,6 +246,7 @@ func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv []
 		j1 := min(hi, j0+span)
 		if n4 := (j1 - j0) / 4; n4 > 0 {
 			kern.fused(x.Data[j0*m:(j0+4*n4)*m], bp, g4, i4, c[j0*k:(j0+4*n4)*k], m, k, n4, a, v)
+			norms.push(c[j0*k : (j0+4*n4)*k])
 			j0 += 4 * n4
 		}
 		if j0 < j1 {
@@ -250,6 +255,7 @@ func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv []
 			kern.dotsDense(bp, xd, m, kp, nb, h[:nb*kp])
 			subtractL1(h, l1, k, kp, nb)
 			kern.update(h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb)
+			norms.push(c[j0*k : j1*k])
 			kern.accDense(xd, m, k, kp, nb, cs[:nb*kp], a, v)
 			j0 = j1
 		}
@@ -258,7 +264,7 @@ func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv []
 
 // gramLaneCols is gramLane for a dense block on the column-lane kernels, with A transposed
 // in at.
-func gramLaneCols(kern *gramKernels, cols *denseCols, x *Dense, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, c, at, v, h, cs []float64, ws *widening, flag *interruptFlag) {
+func gramLaneCols(kern *gramKernels, cols *denseCols, x *Dense, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, c, at, v, h, cs []float64, ws *widening, norms *normSums, flag *interruptFlag) {
 	m := x.Rows
 	kp := paddedK(k)
 	tail := colsTailMask(m)
@@ -296,6 +302,7 @@ func gramLaneCols(kern *gramKernels, cols *denseCols, x *Dense, k, lo, hi int, b
 			return
 		}
 		kern.update(h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb)
+		norms.push(c[j0*k : j1*k])
 		if big && flag.stopped() {
 			return
 		}

@@ -64,7 +64,7 @@ func runGramLaneL1(kern *gramKernels, x Block, k int, bp, gneg, ginv []float64, 
 	for i := range v {
 		v[i] = float64(i%3) / 4
 	}
-	gramLaneShift(kern, x, k, 0, n, bp, gneg, ginv, l1, c, a, v, make([]float64, gramLaneScratch(m, k)), nil, nil)
+	gramLaneShift(kern, x, k, 0, n, bp, gneg, ginv, l1, c, a, v, make([]float64, gramLaneScratch(m, k)), nil, nil, nil)
 	return c, a, v
 }
 

@@ -64,8 +64,12 @@ func factorNorms(x []float64, flag *interruptFlag) (s1, sq float64) {
 	return acc.result()
 }
 
-// normSums are factorNorms' partial sums: |x| and x^2 by index mod 4.
-type normSums struct{ a, q [4]float64 }
+// normSums are factorNorms' partial sums: |x| and x^2 by index mod 4, and n the entries
+// pushed so far (push).
+type normSums struct {
+	a, q [4]float64
+	n    int
+}
 
 // add adds x's entries to the partial sums; x's length must be a multiple of 4 but at the
 // end of the vector, whose last entries (fewer than 4) go to the first sums.
@@ -75,20 +79,62 @@ func (n *normSums) add(x []float64) {
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
 		v := x[i : i+4 : i+4]
-		a0 += math.Abs(v[0])
-		a1 += math.Abs(v[1])
-		a2 += math.Abs(v[2])
-		a3 += math.Abs(v[3])
-		q0 += float64(v[0] * v[0])
-		q1 += float64(v[1] * v[1])
-		q2 += float64(v[2] * v[2])
-		q3 += float64(v[3] * v[3])
+		v0, v1, v2, v3 := v[0], v[1], v[2], v[3]
+		q0 += float64(v0 * v0)
+		q1 += float64(v1 * v1)
+		q2 += float64(v2 * v2)
+		q3 += float64(v3 * v3)
+		// |v| by a sign test, not math.Abs: factors are nonnegative, so the branches are
+		// never taken and the values stay in vector registers (math.Abs moves each through a
+		// general register here). A -0 stays -0, which adds as +0 does to any sum but -0,
+		// and the sums start at +0: the same bits as math.Abs.
+		if v0 < 0 {
+			v0 = -v0
+		}
+		if v1 < 0 {
+			v1 = -v1
+		}
+		if v2 < 0 {
+			v2 = -v2
+		}
+		if v3 < 0 {
+			v3 = -v3
+		}
+		a0 += v0
+		a1 += v1
+		a2 += v2
+		a3 += v3
 	}
 	for ; i < len(x); i++ {
 		a0 += math.Abs(x[i])
 		q0 += float64(x[i] * x[i])
 	}
 	n.a, n.q = [4]float64{a0, a1, a2, a3}, [4]float64{q0, q1, q2, q3}
+}
+
+// push adds x's entries to the partial sums by their index mod 4 counted over everything
+// pushed before (n), so that pushing a vector in pieces of any lengths gives the bits of
+// pushing it whole. A nil n takes nothing. (add instead starts every call at index 0 and puts
+// a short tail in the first sums; the two agree on vectors whose pieces are multiples of 4
+// long.)
+func (n *normSums) push(x []float64) {
+	if n == nil {
+		return
+	}
+	i := 0
+	for ; i < len(x) && (n.n+i)%4 != 0; i++ {
+		u := (n.n + i) % 4
+		n.a[u] += math.Abs(x[i])
+		n.q[u] += float64(x[i] * x[i])
+	}
+	body := (len(x) - i) / 4 * 4
+	n.add(x[i : i+body])
+	for i += body; i < len(x); i++ {
+		u := (n.n + i) % 4
+		n.a[u] += math.Abs(x[i])
+		n.q[u] += float64(x[i] * x[i])
+	}
+	n.n += len(x)
 }
 
 // result combines the partial sums: (s0 + s1) + (s2 + s3).

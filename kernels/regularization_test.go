@@ -778,3 +778,37 @@ func TestPenaltyBitsDoNotDependOnBuildFlags(t *testing.T) {
 	}
 	golden{path: penaltyBitsGolden, what: "penalized B and C", test: "TestPenaltyBitsDoNotDependOnBuildFlags"}.check(t, got)
 }
+
+// TestNormSumsPushInPieces: pushing a vector in pieces of any lengths gives the bits of
+// pushing it whole (a lane pushes its new coefficients batch by batch; a resumed run pushes
+// the lane's whole C), and on pieces that are multiples of 4 long push agrees with add.
+func TestNormSumsPushInPieces(t *testing.T) {
+	x := make([]float64, 103)
+	r := NewRNG(3, DomainInitB, 0)
+	for i := range x {
+		x[i] = r.Norm()
+	}
+	var whole normSums
+	whole.push(x)
+	w1, w2 := whole.result()
+	for _, pieces := range [][]int{{103}, {1, 102}, {3, 5, 7, 88}, {4, 4, 95}, {50, 0, 53}, {2, 2, 2, 97}} {
+		var n normSums
+		at := 0
+		for _, p := range pieces {
+			n.push(x[at : at+p])
+			at += p
+		}
+		if a, q := n.result(); math.Float64bits(a) != math.Float64bits(w1) || math.Float64bits(q) != math.Float64bits(w2) {
+			t.Errorf("pieces %v: %v, %v; whole: %v, %v", pieces, a, q, w1, w2)
+		}
+	}
+	var byAdd, byPush normSums
+	byAdd.add(x[:100])
+	byPush.push(x[:40])
+	byPush.push(x[40:100])
+	a1, q1 := byAdd.result()
+	a2, q2 := byPush.result()
+	if a1 != a2 || q1 != q2 {
+		t.Errorf("add %v, %v; push %v, %v", a1, q1, a2, q2)
+	}
+}
