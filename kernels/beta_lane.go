@@ -457,18 +457,26 @@ func (s *muBeta) denseLoss(lt *lossTerms, xd, y, w, qs []float64, nb int) {
 			}
 		}
 		t2 += ty
-		for i, x := range xj {
-			if x > sklearnEps {
-				if lt.sumXBeta {
-					t0 += powNumpy(x, l.beta)
-				}
-				if v := yj[i]; v != 0 {
-					t1 += float64(x * wj[i])
-				} else {
-					t1 += float64(x * powNumpy(sklearnEps, l.beta-1))
-				}
+		t0, t1 = addBetaXTerms(t0, t1, l.beta, lt.sumXBeta, xj, yj, wj)
+	}
+	lt.t0, lt.t1, lt.t2 = t0, t1, t2
+}
+
+// addBetaXTerms adds a column's general-beta loss terms of its entries x > eps to t0 (sum
+// x^beta, when sumXBeta) and t1 (sum x y^(beta-1), w holding y^(beta-1); eps^(beta-1) where y
+// is 0), entries in order.
+func addBetaXTerms(t0, t1, beta float64, sumXBeta bool, xj, yj, wj []float64) (float64, float64) {
+	for i, x := range xj {
+		if x > sklearnEps {
+			if sumXBeta {
+				t0 += powNumpy(x, beta)
+			}
+			if v := yj[i]; v != 0 {
+				t1 += float64(x * wj[i])
+			} else {
+				t1 += float64(x * powNumpy(sklearnEps, beta-1))
 			}
 		}
 	}
-	lt.t0, lt.t1, lt.t2 = t0, t1, t2
+	return t0, t1
 }

@@ -521,8 +521,13 @@ func maskedResidualSq(sm *shardMask, b, c []float64, k int, pool *Pool) float64 
 // sum (x_ij - b_i . c_j)^2 over them, columns and rows in order, b_i.c_j summed over the
 // components in order. B is column-major (M x K).
 func heldOutSq(sm *shardMask, b, c []float64, k, lo, hi int) float64 {
+	return addHeldOutSq(0, sm, b, c, k, lo, hi)
+}
+
+// addHeldOutSq returns s plus heldOutSq's squared errors of the columns [lo, hi), added one by
+// one in its order (so that a lane's sum does not depend on how its columns are batched).
+func addHeldOutSq(s float64, sm *shardMask, b, c []float64, k, lo, hi int) float64 {
 	m := sm.m
-	var s float64
 	for j := lo; j < hi; j++ {
 		cj := c[j*k : (j+1)*k]
 		for t := sm.uptr[j]; t < sm.uptr[j+1]; t++ {

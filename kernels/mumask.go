@@ -447,18 +447,7 @@ func (mk *muMask) loss(lt *lossTerms, xd, y, w, qs []float64, j0, nb int) {
 			lo = hi + 1
 		}
 		t2 += ty
-		for i, x := range xj {
-			if x > sklearnEps {
-				if lt.sumXBeta {
-					t0 += powNumpy(x, l.beta)
-				}
-				if v := yj[i]; v != 0 {
-					t1 += float64(x * wj[i])
-				} else {
-					t1 += float64(x * powNumpy(sklearnEps, l.beta-1))
-				}
-			}
-		}
+		t0, t1 = addBetaXTerms(t0, t1, l.beta, lt.sumXBeta, xj, yj, wj)
 	}
 	lt.t0, lt.t1, lt.t2 = t0, t1, t2
 }
@@ -653,24 +642,6 @@ func directRowSum(c []float64, p, k, n int, skip []int32) float64 {
 			continue
 		}
 		s += c[j*k+p]
-	}
-	return s
-}
-
-// addHeldOutSq returns s plus heldOutSq's squared errors of the columns [lo, hi), added one by
-// one in its order (so that the lane's sum does not depend on how its columns are batched).
-func addHeldOutSq(s float64, sm *shardMask, b, c []float64, k, lo, hi int) float64 {
-	m := sm.m
-	for j := lo; j < hi; j++ {
-		cj := c[j*k : (j+1)*k]
-		for t := sm.uptr[j]; t < sm.uptr[j+1]; t++ {
-			v := sm.uval[t]
-			if v != v {
-				continue
-			}
-			r := v - rowDot(b, int(sm.urow[t]), m, cj)
-			s += float64(r * r)
-		}
 	}
 	return s
 }
