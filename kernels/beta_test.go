@@ -499,20 +499,7 @@ func TestLossLayoutStorageResume(t *testing.T) {
 					t.Fatalf("%s: snapshot state %d slices, want B_next", name, len(snaps[at][0].State))
 				}
 				got := driveMachines(t, newMachines(t, specs, snaps[at]), last, nil)
-				for s := range got {
-					i := slices.IndexFunc(refSteps[s], func(st Step) bool {
-						return st.Kind == StepIterationDone && st.Iteration == at
-					})
-					want := refSteps[s][i+1:]
-					if len(got[s]) != len(want) {
-						t.Fatalf("%s: resumed at %d: shard %d made %d steps, want %d", name, at, s, len(got[s]), len(want))
-					}
-					for j := range want {
-						if d := sameStep(got[s][j], want[j]); d != "" {
-							t.Fatalf("%s: resumed at %d: shard %d step %d: %s", name, at, s, j, d)
-						}
-					}
-				}
+				sameStepsAfter(t, name, refSteps, got, at, nil)
 			}
 		}
 	}

@@ -521,22 +521,7 @@ func TestMaskedMUResumeBitwise(t *testing.T) {
 			}
 			resumed := newMachines(t, specs, snaps[2])
 			got := driveMachines(t, resumed, last, nil)
-			for s := range got {
-				i := slices.IndexFunc(refSteps[s], func(st Step) bool { return st.Kind == StepIterationDone && st.Iteration == 2 })
-				want := refSteps[s][i+1:]
-				if len(got[s]) != len(want) {
-					t.Fatalf("%s: shard %d made %d steps, want %d", name, s, len(got[s]), len(want))
-				}
-				for j := range want {
-					if d := sameStep(got[s][j], want[j]); d != "" {
-						t.Fatalf("%s: shard %d step %d: %s", name, s, j, d)
-					}
-					if math.Float64bits(got[s][j].TestSSE) != math.Float64bits(want[j].TestSSE) || got[s][j].InitialTestSSE != want[j].InitialTestSSE ||
-						got[s][j].Mask != want[j].Mask {
-						t.Fatalf("%s: shard %d step %d: held-out %v/%v, want %v/%v", name, s, j, got[s][j].TestSSE, got[s][j].InitialTestSSE, want[j].TestSSE, want[j].InitialTestSSE)
-					}
-				}
-			}
+			sameStepsAfter(t, name, refSteps, got, 2, sameMaskedStep)
 			for s, snap := range snapshotAll(t, resumed) {
 				if d := sameSnapshot(snap, snaps[last][s]); d != "" {
 					t.Fatalf("%s: shard %d at iteration %d: %s", name, s, last, d)

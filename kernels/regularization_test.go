@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -496,20 +495,7 @@ func TestPenalizedInterruptChecksAndResume(t *testing.T) {
 				}
 				for _, at := range []int{1, 3} {
 					got := driveMachines(t, newMachines(t, specs, snaps[at]), last, nil)
-					for s := range got {
-						i := slices.IndexFunc(refSteps[s], func(st Step) bool {
-							return st.Kind == StepIterationDone && st.Iteration == at
-						})
-						want := refSteps[s][i+1:]
-						if len(got[s]) != len(want) {
-							t.Fatalf("%s: resumed at %d: shard %d made %d steps, want %d", name, at, s, len(got[s]), len(want))
-						}
-						for j := range want {
-							if d := sameStep(got[s][j], want[j]); d != "" {
-								t.Fatalf("%s: resumed at %d: shard %d step %d: %s", name, at, s, j, d)
-							}
-						}
-					}
+					sameStepsAfter(t, name, refSteps, got, at, nil)
 				}
 			}
 		}

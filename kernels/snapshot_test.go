@@ -94,6 +94,29 @@ func snapshotAll(t *testing.T, ms []*Machine) []Snapshot {
 }
 
 // sameStep reports how two steps differ ("" when bitwise equal).
+// sameStepsAfter fails unless every shard's steps got, from a run resumed at the end of
+// iteration at, are the reference run's steps after that iteration's boundary (sameStep, and
+// extra when not nil: "" when a pair agrees). what names the case in the failure.
+func sameStepsAfter(t *testing.T, what string, ref, got [][]Step, at int, extra func(got, want Step) string) {
+	t.Helper()
+	for s := range got {
+		i := slices.IndexFunc(ref[s], func(st Step) bool { return st.Kind == StepIterationDone && st.Iteration == at })
+		want := ref[s][i+1:]
+		if len(got[s]) != len(want) {
+			t.Fatalf("%s: resumed at %d: shard %d made %d steps, want %d", what, at, s, len(got[s]), len(want))
+		}
+		for j := range want {
+			d := sameStep(got[s][j], want[j])
+			if d == "" && extra != nil {
+				d = extra(got[s][j], want[j])
+			}
+			if d != "" {
+				t.Fatalf("%s: resumed at %d: shard %d step %d: %s", what, at, s, j, d)
+			}
+		}
+	}
+}
+
 func sameStep(a, b Step) string {
 	switch {
 	case a.Kind != b.Kind || a.Op != b.Op || a.Label != b.Label || a.Init != b.Init || a.Iteration != b.Iteration:
@@ -174,21 +197,7 @@ func TestResumeBitwise(t *testing.T) {
 									t.Fatalf("resuming changed the snapshot of shard %d: %s", s, d)
 								}
 							}
-							for s := range got {
-								// The reference's steps after the boundary of iteration at.
-								i := slices.IndexFunc(refSteps[s], func(st Step) bool {
-									return st.Kind == StepIterationDone && st.Iteration == at
-								})
-								want := refSteps[s][i+1:]
-								if len(got[s]) != len(want) {
-									t.Fatalf("resumed at %d: shard %d made %d steps, want %d", at, s, len(got[s]), len(want))
-								}
-								for j := range want {
-									if d := sameStep(got[s][j], want[j]); d != "" {
-										t.Fatalf("resumed at %d: shard %d step %d: %s", at, s, j, d)
-									}
-								}
-							}
+							sameStepsAfter(t, "snapshot", refSteps, got, at, nil)
 							for s, snap := range snapshotAll(t, resumed) {
 								if d := sameSnapshot(snap, snaps[last][s]); d != "" {
 									t.Fatalf("resumed at %d: shard %d at iteration %d: %s", at, s, last, d)
