@@ -126,8 +126,12 @@ func TestCorruptCheckpointsAreNeverUsed(t *testing.T) {
 		{"own copy of chunks", large, 8, func(kind string, shard, it int64) bool { return kind == "own" && shard == 1 && it >= 20 }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			faults := &Faults{CorruptCheckpoints: tc.corrupt, IterationDelay: 2 * time.Millisecond,
-				Panics: func(shard, it int64) bool { return shard == 2 && it == 45 }}
+			// Checkpoints commit in the background while the job runs on: the panic comes 35
+			// iterations (over 100 ms) after the first corrupt checkpoint, so that one at 20 or
+			// later is committed when it does even on a loaded machine (at 25 iterations and 2
+			// ms each, CI once saw only 15 committed).
+			faults := &Faults{CorruptCheckpoints: tc.corrupt, IterationDelay: 3 * time.Millisecond,
+				Panics: func(shard, it int64) bool { return shard == 2 && it == 55 }}
 			lc, cl := testCluster(t, 3, faults)
 			sp := spec(tc.input, "did", tc.rank, 4, lc.Addresses(), 60)
 			sp.CheckpointEvery = 5
