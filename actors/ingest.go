@@ -181,8 +181,10 @@ func (b *blockStreams) send(system *actor.ActorSystem, self *actor.PID, req *mes
 	// A custom initialisation: the basis before the block, the coefficients after it, a
 	// read of perCoef samples a chunk.
 	var perCoef int64
+	var basis []*messages.Chunk
 	if in := b.init; in != nil {
-		count += int64(len(chunked.Split(in.basis, chunked.Floats)))
+		basis = chunked.Split(in.basis, chunked.Floats)
+		count += int64(len(basis))
 		if in.coef != nil {
 			perCoef = max(1, int64(chunked.Floats/in.k))
 			count += (req.ColHi - req.ColLo + perCoef - 1) / perCoef
@@ -206,12 +208,10 @@ func (b *blockStreams) send(system *actor.ActorSystem, self *actor.PID, req *mes
 		system.Root.Send(to, c)
 		return true
 	}
-	if in := b.init; in != nil {
-		for _, c := range chunked.Split(in.basis, chunked.Floats) {
-			c.Total = 0
-			if !emit(&messages.BlockChunk{Part: messages.BlockPart_BLOCK_PART_INIT_BASIS, Chunk: c}) {
-				return
-			}
+	for _, c := range basis {
+		c.Total = 0
+		if !emit(&messages.BlockChunk{Part: messages.BlockPart_BLOCK_PART_INIT_BASIS, Chunk: c}) {
+			return
 		}
 	}
 	for lo := req.ColLo; lo < req.ColHi; lo += per {

@@ -166,6 +166,22 @@ func runMUFrobenius(e *shardEnv, first int, initial float64) {
 	}
 }
 
+// frobStep is one entry f of a Frobenius MU update with numerator num and denominator den,
+// penalized as penalizeDenominators does (den + l1, then + l2 f) and kept as it is when the
+// denominator is not positive.
+func frobStep(f, num, den, l1, l2 float64) float64 {
+	if l1 > 0 {
+		den += l1
+	}
+	if l2 > 0 {
+		den += float64(l2 * f)
+	}
+	if den > 0 {
+		f = float64(f * (num / den))
+	}
+	return f
+}
+
 // penalizeDenominators adds the penalty to MU's denominators as scikit-learn does:
 // den = den + l1 (when l1 > 0), then den = den + l2 * f (when l2 > 0), f the factor's entries.
 func penalizeDenominators(den, f []float64, l1, l2 float64) {

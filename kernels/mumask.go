@@ -273,16 +273,7 @@ func (mk *muMask) updateB(b, bn, sum []float64) {
 			d, f := den[i], b[i]
 			switch {
 			case mk.frob:
-				if l1 > 0 {
-					d += l1
-				}
-				if l2 > 0 {
-					d += float64(l2 * f)
-				}
-				if d > 0 {
-					f = float64(f * (num[i] / d))
-				}
-				bn[i] = f
+				bn[i] = frobStep(f, num[i], d, l1, l2)
 			case l.kl && d == 0:
 				bn[i] = l.step(f, num[i], 1, l1, l2, true) // scikit-learn's W_sum[W_sum == 0] = 1
 			default:
@@ -463,17 +454,7 @@ func (mk *muMask) frobCoefs(h, den, cb, cnb []float64, nb int) {
 		cj, cnj := cb[j*k:(j+1)*k], cnb[j*k:(j+1)*k]
 		hj, dj, cnj = hj[:len(cj)], dj[:len(cj)], cnj[:len(cj)]
 		for p, f := range cj {
-			d := dj[p]
-			if l1 > 0 {
-				d += l1
-			}
-			if l2 > 0 {
-				d += float64(l2 * f)
-			}
-			if d > 0 {
-				f = float64(f * (hj[p] / d))
-			}
-			cnj[p] = f
+			cnj[p] = frobStep(f, hj[p], dj[p], l1, l2)
 		}
 	}
 }

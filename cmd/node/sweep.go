@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,7 +190,7 @@ feed:
 	if usageErr == nil {
 		if after, err := runner.Usage(5 * time.Second); err == nil {
 			b := after.Since(usageBefore, wall)
-			busy = &sweepBusy{CPUSeconds: b.CPUSeconds, Cores: b.Cores, Share: b.Share, Missing: append(usageBefore.Missing, after.Missing...)}
+			busy = &sweepBusy{CPUSeconds: b.CPUSeconds, Cores: b.Cores, Share: b.Share, Missing: slices.Compact(slices.Sorted(slices.Values(slices.Concat(usageBefore.Missing, after.Missing))))}
 		}
 	}
 	var runs []sweep.Run
