@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -227,7 +226,6 @@ func Start(cfg Config) (*Server, error) {
 		if threads <= 0 {
 			threads = defaultWorkers
 		}
-		reserveTransportProc(threads)
 	}
 	ncfg.Threads = threads
 	ncfg.Host, ncfg.Logger, ncfg.TLS, ncfg.Insecure, ncfg.Members, ncfg.Roots = host, cfg.Logger, cfg.TLS, cfg.TLS == nil, members, s.roots
@@ -295,26 +293,10 @@ func serverOwned(n actors.NodeConfig) []string {
 	return set
 }
 
-// defaultWorkers is the kernel workers of a node without --threads: the processors Go
-// runs on when the process starts (before reserveTransportProc adds one).
+// defaultWorkers is the kernel workers of a node without --threads: the processors Go runs
+// on when the process starts. The transport needs no processor of its own: the kernels'
+// workers yield theirs between lanes (see kernels.Pool).
 var defaultWorkers = runtime.GOMAXPROCS(0)
-
-var procsMu sync.Mutex
-
-// reserveTransportProc makes the process run Go code on one processor more than the node's
-// kernel workers, so that the transport's goroutines (gRPC readers and writers, protoactor's
-// endpoint writers, the actors that pass partials and results on) always find one free. Go
-// does not preempt a running goroutine for a newly runnable one before 10 ms: with as many
-// processors as workers, a result that a reducer sent to other nodes while this node's shard
-// started its step waited behind the kernels, milliseconds on a 1e6-sample step. The extra
-// processor is idle while no message moves; the kernels still use workers threads.
-func reserveTransportProc(workers int) {
-	procsMu.Lock()
-	defer procsMu.Unlock()
-	if runtime.GOMAXPROCS(0) < workers+1 {
-		runtime.GOMAXPROCS(workers + 1)
-	}
-}
 
 // logEvent logs a member's join or leave. A client's comings and goings (every status, jobs
 // or factorize --cluster joins the gossip and leaves it) are logged at debug level, so that the
