@@ -75,6 +75,10 @@ type shard struct {
 	// block larger than announced), given back when it stops.
 	overdraft int64
 
+	// waitingSince is when the shard sent its partial of an iteration's collective (zero when
+	// it waits for none): the wait for the result goes into its counters.
+	waitingSince time.Time
+
 	// reports are shard 0's reports not sent yet, reportedAt when it last sent some.
 	reports    []*messages.IterationDone
 	reportedAt time.Time
@@ -538,7 +542,11 @@ func readCustomInit(roots *fsroot.Roots, spec *jobspec.Spec, m, n, k, lo, hi int
 // run advances the machine until it needs a collective's result, waits for a grant, or ends.
 func (s *shard) run(ctx actor.Context) {
 	for !s.finished {
+		began := time.Now()
 		st, err := s.machine.Next()
+		if !st.Init {
+			s.meter.c.ComputeSeconds += time.Since(began).Seconds()
+		}
 		if errors.Is(err, kernels.ErrInterrupted) {
 			return // the job is being stopped: the host stops this actor next
 		}
@@ -551,6 +559,9 @@ func (s *shard) run(ctx actor.Context) {
 			s.boundary = -1
 			s.pending = &st
 			s.sendPartial(ctx, &st)
+			if !st.Init {
+				s.waitingSince = time.Now()
+			}
 			return
 		}
 		s.boundary = int64(st.Iteration)
@@ -631,6 +642,9 @@ func (s *shard) reduced(ctx actor.Context, m *messages.Reduced) {
 	}
 	if s.pending.Init {
 		s.initDone = time.Since(s.started)
+	} else if !s.waitingSince.IsZero() {
+		s.meter.c.WaitSeconds += time.Since(s.waitingSince).Seconds()
+		s.waitingSince = time.Time{}
 	}
 	s.pending = nil
 	s.machine.Deliver(data)

@@ -160,6 +160,8 @@ func addCounters(a, b *messages.Counters) {
 	a.InitReductions += b.InitReductions
 	a.Duplicates += b.Duplicates
 	a.Stale += b.Stale
+	a.ComputeSeconds += b.ComputeSeconds
+	a.WaitSeconds += b.WaitSeconds
 }
 
 // closeHistory completes a history whose last reports were lost on the way (shard 0 reports

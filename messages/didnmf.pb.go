@@ -3409,10 +3409,14 @@ type Counters struct {
 	Reductions     int64 `protobuf:"varint,5,opt,name=reductions,proto3" json:"reductions,omitempty"`
 	InitReductions int64 `protobuf:"varint,6,opt,name=init_reductions,json=initReductions,proto3" json:"init_reductions,omitempty"`
 	// Duplicate and stale messages dropped.
-	Duplicates    int64 `protobuf:"varint,7,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
-	Stale         int64 `protobuf:"varint,8,opt,name=stale,proto3" json:"stale,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Duplicates int64 `protobuf:"varint,7,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
+	Stale      int64 `protobuf:"varint,8,opt,name=stale,proto3" json:"stale,omitempty"`
+	// Seconds the shards spent in their steps (kernels) and waiting for the results of their
+	// collectives, summed over shards, iterations only: how well a cluster keeps its shards busy.
+	ComputeSeconds float64 `protobuf:"fixed64,9,opt,name=compute_seconds,json=computeSeconds,proto3" json:"compute_seconds,omitempty"`
+	WaitSeconds    float64 `protobuf:"fixed64,10,opt,name=wait_seconds,json=waitSeconds,proto3" json:"wait_seconds,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Counters) Reset() {
@@ -3497,6 +3501,20 @@ func (x *Counters) GetDuplicates() int64 {
 func (x *Counters) GetStale() int64 {
 	if x != nil {
 		return x.Stale
+	}
+	return 0
+}
+
+func (x *Counters) GetComputeSeconds() float64 {
+	if x != nil {
+		return x.ComputeSeconds
+	}
+	return 0
+}
+
+func (x *Counters) GetWaitSeconds() float64 {
+	if x != nil {
+		return x.WaitSeconds
 	}
 	return 0
 }
@@ -5633,7 +5651,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\rtest_rel_err2\x18\v \x01(\x01R\vtestRelErr2\x12\x1b\n" +
 	"\ttest_rmse\x18\f \x01(\x01R\btestRmse\x12\x1d\n" +
 	"\n" +
-	"test_count\x18\r \x01(\x03R\ttestCount\"\xff\x01\n" +
+	"test_count\x18\r \x01(\x03R\ttestCount\"\xcb\x02\n" +
 	"\bCounters\x12\x1a\n" +
 	"\bmessages\x18\x01 \x01(\x03R\bmessages\x12\x14\n" +
 	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12#\n" +
@@ -5647,7 +5665,10 @@ const file_didnmf_proto_rawDesc = "" +
 	"\n" +
 	"duplicates\x18\a \x01(\x03R\n" +
 	"duplicates\x12\x14\n" +
-	"\x05stale\x18\b \x01(\x03R\x05stale\"\xfc\x01\n" +
+	"\x05stale\x18\b \x01(\x03R\x05stale\x12'\n" +
+	"\x0fcompute_seconds\x18\t \x01(\x01R\x0ecomputeSeconds\x12!\n" +
+	"\fwait_seconds\x18\n" +
+	" \x01(\x01R\vwaitSeconds\"\xfc\x01\n" +
 	"\tShardDone\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x14\n" +

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/server"
 )
 
@@ -68,6 +70,10 @@ type benchResult struct {
 	OverheadSec     float64 `json:"actor_overhead_sec_per_iter,omitempty"`
 	MessagesPerIter float64 `json:"messages_per_iteration,omitempty"`
 	BytesPerIter    float64 `json:"bytes_per_iteration,omitempty"`
+	// ShardsBusy is the share of the shards' iteration time spent in their steps rather than
+	// waiting for the results of collectives (median over --reps): 1 when the messages cost
+	// nothing and the shards are balanced.
+	ShardsBusy float64 `json:"shards_busy,omitempty"`
 	// With --procs: node processes on loopback joined by gossip instead of in-process actor
 	// systems (the actor_* figures are then theirs); JoinSec is the median time from a
 	// joining node's process start until every node lists it, DetectSec the time from kill -9
@@ -198,7 +204,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if act != nil {
 		out.Nodes, out.FanIn, out.Reps = jf.nodes, act.fanIn, *pairs
 		out.ActorSecPerIter, out.ActorRatio, out.OverheadSec = act.actorSec, act.ratio, act.overhead
-		out.MessagesPerIter, out.BytesPerIter = act.messages, act.bytes
+		out.MessagesPerIter, out.BytesPerIter, out.ShardsBusy = act.messages, act.bytes, act.busy
 	}
 	if ckpt != nil {
 		out.CheckpointEvery, out.CheckpointOverhead, out.CheckpointsPerJob = jf.checkpointFlag, ckpt.overhead, ckpt.checkpoints
@@ -229,6 +235,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  on %s over gRPC (fan-in %d): %.4g s per iteration, %.3fx the driver (median of %d pairs), +%.3g s per iteration\n",
 			where, out.FanIn, out.ActorSecPerIter, out.ActorRatio, out.Reps, out.OverheadSec)
 		fmt.Fprintf(stdout, "  messages per iteration %.3g, bytes per iteration %.4g\n", out.MessagesPerIter, out.BytesPerIter)
+		fmt.Fprintf(stdout, "  shards busy %.0f%% of their iteration time, waiting for collectives' results the rest (median of %d)\n", 100*out.ShardsBusy, out.Reps)
 	}
 	if ckpt != nil {
 		fmt.Fprintf(stdout, "  checkpoints every %s iterations (%d a job): job time %+.2f%% against none (median of %d pairs)\n",
@@ -257,6 +264,7 @@ type actorBench struct {
 	fanIn                                int
 	driverSec, actorSec, ratio, overhead float64
 	messages, bytes                      float64
+	busy                                 float64 // median share of the shards' time in their steps
 }
 
 // benchActors runs the job pairs times with the driver and on an in-process cluster of
@@ -319,7 +327,7 @@ func timePairs(jf *jobFlags, j *job, blocks []kernels.Block, pairs int, runActor
 	if out.fanIn == 0 {
 		out.fanIn = jobspec.DefaultFanIn
 	}
-	var drv, act, ratios, over []float64
+	var drv, act, ratios, over, busy []float64
 	for r := 0; r < pairs; r++ {
 		res, err := kernels.Run(context.Background(), blocks, j.cfg)
 		if err != nil {
@@ -333,9 +341,20 @@ func timePairs(jf *jobFlags, j *job, blocks []kernels.Block, pairs int, runActor
 		drv, act = append(drv, d), append(act, a)
 		ratios, over = append(ratios, a/d), append(over, a-d)
 		out.messages, out.bytes = ares.MessagesPerIteration, ares.BytesPerIteration
+		busy = append(busy, shardsBusy(ares.Counters))
 	}
-	out.driverSec, out.actorSec, out.ratio, out.overhead = median(drv), median(act), median(ratios), median(over)
+	out.driverSec, out.actorSec, out.ratio, out.overhead, out.busy = median(drv), median(act), median(ratios), median(over), median(busy)
 	return out, nil
+}
+
+// shardsBusy is the share of the shards' iteration time in their steps: compute / (compute +
+// wait) from a job's counters, 0 when they hold no such time (or a node reported nonsense).
+func shardsBusy(c *messages.Counters) float64 {
+	compute, wait := c.GetComputeSeconds(), c.GetWaitSeconds()
+	if !(compute > 0) || !(wait >= 0) || math.IsInf(compute+wait, 0) {
+		return 0
+	}
+	return compute / (compute + wait)
 }
 
 // rooflines are the two floors of one iteration over all blocks.
