@@ -215,23 +215,28 @@ func penaltyOf(b, c []float64, m, n int, pc penaltyCase) float64 {
 
 // directDivergence is scikit-learn's _beta_divergence(X, W, H, beta) for X (M x N), W = C^T,
 // H = B^T, from its definition in plain loops: over the entries with x > float32 eps (BC
-// there 0 -> eps) for the terms in x, over all entries for the terms in BC alone.
-func directDivergence(x Block, b, c []float64, k int, beta float64) float64 {
+// there 0 -> eps) for the terms in x, over all entries for the terms in BC alone (beta = 2:
+// half the squared residual). With observed non-nil every sum runs over the entries it
+// accepts only (a masked run's objective).
+func directDivergence(x Block, observed func(i, j int) bool, b, c []float64, k int, beta float64) float64 {
 	m, n := x.Dims()
 	xd := ToDense(x)
 	const eps = 0x1p-23
-	var sx, sxlog, sdiv, slog, sxb, sxy, sy, syb float64
+	var sx, sxlog, sdiv, slog, sxb, sxy, sy, syb, sq, count float64
 	for j := 0; j < n; j++ {
 		for i := 0; i < m; i++ {
+			if observed != nil && !observed(i, j) {
+				continue
+			}
+			count++
 			var y float64
 			for p := 0; p < k; p++ {
 				y += b[p*m+i] * c[j*k+p]
 			}
-			sy += y
-			if beta != 1 && beta != 0 {
-				syb += math.Pow(y, beta)
-			}
 			v := xd.At(i, j)
+			sq += (v - y) * (v - y)
+			sy += y
+			syb += math.Pow(y, beta)
 			if !(v > eps) {
 				continue
 			}
@@ -243,17 +248,17 @@ func directDivergence(x Block, b, c []float64, k int, beta float64) float64 {
 			sxlog += v * math.Log(v/ys)
 			sdiv += v / ys
 			slog += math.Log(v / ys)
-			if beta != 1 && beta != 0 {
-				sxb += math.Pow(v, beta)
-				sxy += v * math.Pow(ys, beta-1)
-			}
+			sxb += math.Pow(v, beta)
+			sxy += v * math.Pow(ys, beta-1)
 		}
 	}
 	switch beta {
+	case 2:
+		return sq / 2
 	case 1:
 		return sxlog + sy - sx
 	case 0:
-		return sdiv - float64(m*n) - slog
+		return sdiv - count - slog
 	}
 	return (sxb - beta*sxy + (beta-1)*syb) / (beta * (beta - 1))
 }
@@ -276,8 +281,8 @@ func TestLossObjectiveIsDirect(t *testing.T) {
 			cfg.Options.Loss = c.loss
 			res := mustRun(t, x, p, cfg)
 			beta := c.loss.Beta()
-			w0 := 2*directDivergence(x, b0, c0, k, beta) + penaltyOf(b0, c0, m, n, c.pen)
-			w1 := 2*directDivergence(x, res.B, res.C, k, beta) + penaltyOf(res.B, res.C, m, n, c.pen)
+			w0 := 2*directDivergence(x, nil, b0, c0, k, beta) + penaltyOf(b0, c0, m, n, c.pen)
+			w1 := 2*directDivergence(x, nil, res.B, res.C, k, beta) + penaltyOf(res.B, res.C, m, n, c.pen)
 			d0, d1 := math.Abs(res.Initial-w0)/w0, math.Abs(res.Objective-w1)/w1
 			worst = max(worst, d0, d1)
 			if d0 > 1e-12 || d1 > 1e-12 {
