@@ -299,17 +299,12 @@ func TestMaskAllObservedSameBits(t *testing.T) {
 	}
 }
 
-// TestMissingEntriesDoNotMatter: the values of unobserved entries never reach the fit: NaN of
-// other bit patterns, held-out entries with other values (stored or not, for CSC) give the
-// same bits, and so does the storage (float32) of the same values.
-func TestMissingEntriesDoNotMatter(t *testing.T) {
-	base := exact32Dense(synthDense(15, 330, 3, 79, 0.1))
-	o := Options{Missing: true, TestFraction: 0.2, TestSeed: 11}
-	nan := withNaN(base, 0.1, 12)
-	// other: other NaN payloads and other values at the held-out entries.
-	other := &Dense{Rows: nan.Rows, Cols: nan.Cols, Data: slices.Clone(nan.Data)}
+// otherUnobserved returns a copy of x (dense, with NaN for missing entries) whose NaN have
+// other bit patterns and whose held-out entries under o are held(v): the entries a masked run
+// must never read. It counts the NaN and held-out entries it changed.
+func otherUnobserved(x *Dense, o Options, held func(v float64) float64) (other *Dense, nNaN, nHeld int) {
 	payloads := []uint64{0x7ff0000000000001, 0xfff8000000000000, 0x7ff8dead0000beef}
-	nNaN, nHeld := 0, 0
+	other = &Dense{Rows: x.Rows, Cols: x.Cols, Data: slices.Clone(x.Data)}
 	for j := 0; j < other.Cols; j++ {
 		for i := 0; i < other.Rows; i++ {
 			v := &other.Data[j*other.Rows+i]
@@ -318,11 +313,23 @@ func TestMissingEntriesDoNotMatter(t *testing.T) {
 				*v = math.Float64frombits(payloads[nNaN%len(payloads)])
 				nNaN++
 			case HeldOut(o.TestSeed, j, i, o.TestFraction):
-				*v = float64(float32(3.5 + 100**v))
+				*v = held(*v)
 				nHeld++
 			}
 		}
 	}
+	return other, nNaN, nHeld
+}
+
+// TestMissingEntriesDoNotMatter: the values of unobserved entries never reach the fit: NaN of
+// other bit patterns, held-out entries with other values (stored or not, for CSC) give the
+// same bits, and so does the storage (float32) of the same values.
+func TestMissingEntriesDoNotMatter(t *testing.T) {
+	base := exact32Dense(synthDense(15, 330, 3, 79, 0.1))
+	o := Options{Missing: true, TestFraction: 0.2, TestSeed: 11}
+	nan := withNaN(base, 0.1, 12)
+	// other: other NaN payloads and other values at the held-out entries.
+	other, nNaN, nHeld := otherUnobserved(nan, o, func(v float64) float64 { return float64(float32(3.5 + 100*v)) })
 	if nNaN == 0 || nHeld == 0 {
 		t.Fatalf("no missing (%d) or held-out (%d) entry to change", nNaN, nHeld)
 	}

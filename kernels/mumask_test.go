@@ -327,7 +327,6 @@ func TestMaskedMUAllObservedSameBits(t *testing.T) {
 // changes.
 func TestMaskedMUMissingEntriesDoNotMatter(t *testing.T) {
 	o := Options{Missing: true, TestFraction: 0.2, TestSeed: 11}
-	payloads := []uint64{0x7ff0000000000001, 0xfff8000000000000, 0x7ff8dead0000beef}
 	for _, loss := range muMaskLosses {
 		base := exact32Dense(synthDense(15, 330, 3, 79, 0.1))
 		if loss.Beta() > 0 {
@@ -335,20 +334,7 @@ func TestMaskedMUMissingEntriesDoNotMatter(t *testing.T) {
 		}
 		nan := withNaN(base, 0.1, 12)
 		// other: other NaN payloads and other values at the held-out entries, stored or not.
-		other := &Dense{Rows: nan.Rows, Cols: nan.Cols, Data: slices.Clone(nan.Data)}
-		nNaN := 0
-		for j := 0; j < other.Cols; j++ {
-			for i := 0; i < other.Rows; i++ {
-				v := &other.Data[j*other.Rows+i]
-				switch {
-				case math.IsNaN(*v):
-					*v = math.Float64frombits(payloads[nNaN%len(payloads)])
-					nNaN++
-				case HeldOut(o.TestSeed, j, i, o.TestFraction):
-					*v = float64(float32(2.25 - 3**v))
-				}
-			}
-		}
+		other, _, _ := otherUnobserved(nan, o, func(v float64) float64 { return float64(float32(2.25 - 3*v)) })
 		pairs := []struct {
 			name    string
 			x, y    Block
