@@ -561,6 +561,9 @@ func (h *host) status(ctx actor.Context) *messages.Pong {
 	pong.CpuSeconds, pong.Cores = usage.Seconds, int64(usage.Cores)
 	if caller.Peer() {
 		pong.Drops = dropsSorted(h.node.Drops())
+		if h.node.plane != nil {
+			pong.DataPlane = h.node.plane.Address()
+		}
 	}
 	return pong
 }

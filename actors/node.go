@@ -93,6 +93,10 @@ type NodeConfig struct {
 	Insecure bool
 	// Advertise is the host other nodes reach this one at, when it binds a wildcard address.
 	Advertise string
+	// DataPort is the port of the node's data plane, which carries the collectives'
+	// messages between nodes (see dataplane.go), on Host: 0 picks a free port, negative
+	// runs no data plane (the collectives take the remote like every other message).
+	DataPort int
 	// Members, when set, is the cluster's membership: a job submitted without a node list is
 	// placed on its workers by capacity-weighted rendezvous hashing (see cluster.Place).
 	Members Members
@@ -155,7 +159,8 @@ type Partition interface {
 }
 
 // props builds the props of one of the node's actors: with a partition, its sends to the
-// other side are dropped.
+// other side are dropped; with a data plane, the collectives' messages to other nodes take it
+// (its middleware is the innermost, so partitions and faults apply to what it sends).
 func (n *Node) props(producer actor.Producer, opts ...actor.PropsOption) *actor.Props {
 	if p := n.cfg.Partition; p != nil {
 		self := n.system.Address()
@@ -167,6 +172,9 @@ func (n *Node) props(producer actor.Producer, opts ...actor.PropsOption) *actor.
 				next(ctx, target, env)
 			}
 		}))
+	}
+	if n.plane != nil {
+		opts = append(opts, actor.WithSenderMiddleware(n.plane.middleware))
 	}
 	return actor.PropsFromProducer(producer, opts...)
 }
@@ -204,6 +212,7 @@ type Node struct {
 	blocks   map[string]keptBlock // shards' blocks of X by actor name, kept across restarts
 
 	guard *guard
+	plane *dataPlane // nil: none (NodeConfig.DataPort < 0)
 	board jobBoard
 	mem   memory
 
@@ -359,6 +368,12 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		n.pool = kernels.NewPool(cfg.Threads)
 		n.ownPool = true
 	}
+	if cfg.DataPort >= 0 {
+		if n.plane, err = startDataPlane(n, cfg.Host, cfg.DataPort, cfg.Advertise, cfg.TLS); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
 	props := n.props(func() actor.Actor { return newHost(n) },
 		actor.WithSupervisor(hostStrategy{}))
 	host, err := system.Root.SpawnNamed(props, HostName)
@@ -398,6 +413,9 @@ func (n *Node) Close() {
 	n.once.Do(func() {
 		if n.host != nil {
 			_ = n.system.Root.StopFuture(n.host).Wait()
+		}
+		if n.plane != nil {
+			n.plane.close()
 		}
 		n.remote.Shutdown(false)
 		n.system.Shutdown()

@@ -2030,8 +2030,12 @@ type Pong struct {
 	// CPU seconds (user + system) the node's process has used since it started, and the
 	// logical cores of its machine: two answers give how busy the cores were in between
 	// (nodes of one process report the same process).
-	CpuSeconds    float64 `protobuf:"fixed64,14,opt,name=cpu_seconds,json=cpuSeconds,proto3" json:"cpu_seconds,omitempty"`
-	Cores         int64   `protobuf:"varint,15,opt,name=cores,proto3" json:"cores,omitempty"`
+	CpuSeconds float64 `protobuf:"fixed64,14,opt,name=cpu_seconds,json=cpuSeconds,proto3" json:"cpu_seconds,omitempty"`
+	Cores      int64   `protobuf:"varint,15,opt,name=cores,proto3" json:"cores,omitempty"`
+	// The host:port of the node's data plane, where peers send the collectives' messages
+	// (partials and results) over mutual TLS without gRPC; empty when it has none. Only peers
+	// are told.
+	DataPlane     string `protobuf:"bytes,16,opt,name=data_plane,json=dataPlane,proto3" json:"data_plane,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2169,6 +2173,13 @@ func (x *Pong) GetCores() int64 {
 		return x.Cores
 	}
 	return 0
+}
+
+func (x *Pong) GetDataPlane() string {
+	if x != nil {
+		return x.DataPlane
+	}
+	return ""
 }
 
 // HostStatus asks a host for its job actors; it answers with Pong.
@@ -5515,7 +5526,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12#\n" +
 	"\x04jobs\x18\x02 \x03(\v2\x0f.didnmf.JobInfoR\x04jobs\"\x1c\n" +
 	"\x04Ping\x12\x14\n" +
-	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\"\x83\x03\n" +
+	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\"\xa2\x03\n" +
 	"\x04Pong\x12\x14\n" +
 	"\x05nonce\x18\x01 \x01(\x04R\x05nonce\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x12\n" +
@@ -5534,7 +5545,9 @@ const file_didnmf_proto_rawDesc = "" +
 	"\amachine\x18\r \x01(\tR\amachine\x12\x1f\n" +
 	"\vcpu_seconds\x18\x0e \x01(\x01R\n" +
 	"cpuSeconds\x12\x14\n" +
-	"\x05cores\x18\x0f \x01(\x03R\x05cores\"\f\n" +
+	"\x05cores\x18\x0f \x01(\x03R\x05cores\x12\x1d\n" +
+	"\n" +
+	"data_plane\x18\x10 \x01(\tR\tdataPlane\"\f\n" +
 	"\n" +
 	"HostStatus\"\x86\x04\n" +
 	"\x0fShardAssignment\x12\x15\n" +

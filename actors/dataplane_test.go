@@ -1,0 +1,298 @@
+package actors
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/didnmf/didnmf/internal/chunked"
+	"github.com/didnmf/didnmf/internal/frame"
+	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/pki"
+)
+
+// planeFrames sums the frames the nodes' data planes wrote and delivered.
+func planeFrames(lc *LocalCluster) (sent, delivered int64) {
+	for _, n := range lc.Nodes {
+		if n.plane != nil {
+			sent += n.plane.sent.Load()
+			delivered += n.plane.delivered.Load()
+		}
+	}
+	return sent, delivered
+}
+
+// breakLinks closes connections of every node's data plane, as a network fault would: the
+// links' (the sending ends) or, with both, the accepted ones too. Closing a sending end loses
+// nothing written; closing a receiving end loses what it had not read yet.
+func breakLinks(lc *LocalCluster, both bool) int {
+	closed := 0
+	for _, n := range lc.Nodes {
+		p := n.plane
+		p.mu.Lock()
+		for _, l := range p.links {
+			if l.state == linkUp {
+				l.conn.Close()
+				closed++
+			}
+		}
+		if both {
+			for c := range p.conns {
+				c.Close()
+				closed++
+			}
+		}
+		p.mu.Unlock()
+	}
+	return closed
+}
+
+// TestCollectivesTakeTheDataPlane: between nodes, the collectives' messages go over the data
+// plane (with TLS, as in a real cluster), the job gives the driver's bits, and a cluster
+// without a data plane gives the same bits.
+func TestCollectivesTakeTheDataPlane(t *testing.T) {
+	ca, err := pki.CAFromSecret(pki.NewSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const iters = 60
+	for _, tc := range []struct {
+		name     string
+		dataPort int
+	}{{"data plane", 0}, {"remote only", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			lc, cl := testClusterWith(t, 3, NodeConfig{Threads: 2, DataPort: tc.dataPort, TLS: creds(t, ca, "node", pki.RolePeer)})
+			s := spec("synthetic:m=7,n=600,k=3,seed=5,noise=0.05", "did", 3, 4, lc.Addresses(), iters)
+			want := driverRun(t, s)
+			got, err := runJob(t, cl, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSame(t, tc.name, got, want)
+			sent, delivered := planeFrames(lc)
+			if tc.dataPort < 0 {
+				if sent != 0 || delivered != 0 || lc.Nodes[0].plane != nil {
+					t.Fatalf("a cluster without a data plane sent %d frames", sent)
+				}
+				return
+			}
+			// 4 shards on 3 nodes: at least 2 shards are on another node than the reducer,
+			// each with a partial and a result an iteration; the links take a round trip to
+			// come up.
+			if min := int64(2 * 2 * (iters - 10)); delivered < min || sent < delivered {
+				t.Fatalf("data planes sent %d frames and delivered %d, want at least %d delivered", sent, delivered, min)
+			}
+			if d := drops(lc); len(d) != 0 {
+				t.Fatalf("a legitimate job had messages dropped: %v", d)
+			}
+		})
+	}
+}
+
+// TestDataPlaneLinksBreakMidJob cuts every data plane link twice while a job runs. Cutting
+// the sending ends loses nothing: the collectives go through the remote until the links are
+// made again. Cutting both ends loses the frames not read yet: the job stalls, rolls back to
+// its last checkpoint and goes on. Either way it ends with the driver's bits.
+func TestDataPlaneLinksBreakMidJob(t *testing.T) {
+	old := dataRetry
+	dataRetry = 50 * time.Millisecond
+	t.Cleanup(func() { dataRetry = old })
+	for _, tc := range []struct {
+		name string
+		both bool
+	}{{"sending ends", false}, {"both ends", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			lc, cl := testClusterWith(t, 3, NodeConfig{Threads: 2, Faults: &Faults{IterationDelay: 2 * time.Millisecond},
+				Timeouts: Timeouts{Stall: 300 * time.Millisecond}})
+			s := spec("synthetic:m=6,n=900,k=3,seed=2", "did", 3, 5, lc.Addresses(), 400)
+			s.CheckpointEvery = 20
+			want := driverRun(t, s)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			job, err := cl.Submit(ctx, lc.Nodes[0].Address(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cuts []int
+			var before int64
+			for p := range job.Progress() {
+				if p.Iteration >= 100 && len(cuts) == 0 || p.Iteration >= 200 && len(cuts) == 1 {
+					_, before = planeFrames(lc)
+					cuts = append(cuts, breakLinks(lc, tc.both))
+				}
+			}
+			got, err := job.Wait(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSame(t, tc.name, got, want)
+			if len(cuts) != 2 || cuts[0] == 0 || cuts[1] == 0 {
+				t.Fatalf("connections cut: %v, want two cuts of some", cuts)
+			}
+			if _, after := planeFrames(lc); after <= before {
+				t.Fatalf("no frame delivered after the second cut (%d before, %d after): the links were not made again", before, after)
+			}
+		})
+	}
+}
+
+// dialPlane connects to a node's data plane with the given TLS client configuration (nil:
+// plain TCP) and returns the connection, or the handshake's error.
+func dialPlane(t *testing.T, n *Node, cfg *tls.Config) (net.Conn, error) {
+	t.Helper()
+	raw, err := net.DialTimeout("tcp", n.plane.Address(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	if cfg == nil {
+		return raw, nil
+	}
+	cfg = cfg.Clone()
+	cfg.ServerName = "127.0.0.1"
+	c := tls.Client(raw, cfg)
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := c.Handshake(); err != nil {
+		return nil, err
+	}
+	_ = c.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// frameOf returns the bytes of a frame.
+func frameOf(t *testing.T, kind byte, target string, body []byte) []byte {
+	t.Helper()
+	b, err := frame.Begin(nil, kind, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, body...)
+	if err := frame.End(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// waitDrop waits until node counts a drop under cause beyond before.
+func waitDrop(t *testing.T, n *Node, cause string, before int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); n.Drops()[cause] <= before; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not counted as %q: %v", cause, n.Drops())
+		}
+	}
+}
+
+// isClosed tells whether the other end closed c (a read gets EOF or a reset).
+func isClosed(c net.Conn) bool {
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := c.Read(make([]byte, 1))
+	return err != nil && !strings.Contains(err.Error(), "timeout")
+}
+
+// TestDataPlaneRefusesStrangers attacks a running job's nodes through their data plane port:
+// parties without a certificate of the cluster, or with a client's, get no frame read; a
+// peer's malformed frames are dropped and counted, and an oversized one closes its
+// connection. The job ends with its fault-free bits and every node answers.
+func TestDataPlaneRefusesStrangers(t *testing.T) {
+	h := newHostileSetup(t, &Faults{IterationDelay: 2 * time.Millisecond})
+	v := h.startVictim(t, 300)
+	node := h.lc.Nodes[1]
+	partial, err := proto.Marshal(&messages.Partial{JobId: v.job.ID, Seq: 1, Chunk: chunked.Split([]float64{1e300}, chunked.Floats)[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reducer := "host/" + v.job.ID + "-e0-r1-0"
+	strangerCA, err := pki.CAFromSecret(pki.NewSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("no TLS", func(t *testing.T) {
+		before := node.Drops()[dropDataHandshake]
+		c, _ := dialPlane(t, node, nil)
+		_, _ = c.Write(frameOf(t, kindPartial, reducer, partial))
+		waitDrop(t, node, dropDataHandshake, before)
+		if !isClosed(c) {
+			t.Fatal("the connection stayed open")
+		}
+	})
+	t.Run("another authority's peer", func(t *testing.T) {
+		before := node.Drops()[dropDataHandshake]
+		if c, err := dialPlane(t, node, creds(t, strangerCA, "node", pki.RolePeer).Client); err == nil {
+			// TLS 1.3: the client may finish before the server refuses its certificate.
+			_, _ = c.Write(frameOf(t, kindPartial, reducer, partial))
+			if !isClosed(c) {
+				t.Fatal("the connection stayed open")
+			}
+		}
+		waitDrop(t, node, dropDataHandshake, before)
+	})
+	t.Run("a client's certificate", func(t *testing.T) {
+		before := node.Drops()[dropDataRole]
+		c, err := dialPlane(t, node, creds(t, h.ca, "mallory", pki.RoleClient).Client)
+		if err == nil {
+			_, _ = c.Write(frameOf(t, kindPartial, reducer, partial))
+			if !isClosed(c) {
+				t.Fatal("the connection stayed open")
+			}
+		}
+		waitDrop(t, node, dropDataRole, before)
+	})
+
+	peer := creds(t, h.ca, "rogue", pki.RolePeer).Client
+	for _, tc := range []struct {
+		name   string
+		frame  []byte
+		cause  string
+		closes bool
+	}{
+		{"unknown kind", frameOf(t, 9, reducer, partial), dropDataKind, false},
+		{"target not a shard or reducer", frameOf(t, kindPartial, "host", partial), dropDataTarget, false},
+		{"target a future", frameOf(t, kindReduced, "future$1", partial), dropDataTarget, false},
+		{"not protobuf", frameOf(t, kindReduced, "host/"+v.job.ID+"-s0", []byte{0xff, 0xff, 0xff}), dropDataMessage, false},
+		{"oversized", []byte{0xff, 0xff, 0xff, 0x7f, kindPartial, 0}, dropDataStream, true},
+		{"target past its end", []byte{3, 0, 0, 0, kindPartial, 200, 'h'}, dropDataStream, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := dialPlane(t, node, peer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := node.Drops()[tc.cause]
+			if _, err := c.Write(tc.frame); err != nil {
+				t.Fatal(err)
+			}
+			waitDrop(t, node, tc.cause, before)
+			if tc.closes && !isClosed(c) {
+				t.Fatal("the connection stayed open after a frame that puts the stream out of step")
+			}
+		})
+	}
+	v.endsBitwise(t, h.lc, "data plane attacked")
+}
+
+// TestDataPlaneAddressIsToldToPeersOnly: a node tells its data plane's address to peers, not
+// to clients.
+func TestDataPlaneAddressIsToldToPeersOnly(t *testing.T) {
+	h := newHostileSetup(t, nil)
+	ask := func(from *Node) string {
+		t.Helper()
+		res, err := from.System().Root.RequestFuture(HostPID(h.lc.Nodes[0].Address()), &messages.Ping{}, 5*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(*messages.Pong).DataPlane
+	}
+	if got, want := ask(h.lc.Nodes[1]), h.lc.Nodes[0].plane.Address(); got != want {
+		t.Fatalf("a peer was told %q, want %q", got, want)
+	}
+	if got := ask(startParty(t, creds(t, h.ca, "mallory", pki.RoleClient))); got != "" {
+		t.Fatalf("a client was told the data plane's address %q", got)
+	}
+}
