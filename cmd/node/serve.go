@@ -128,6 +128,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	bind := fs.String("bind", "127.0.0.1:7946", "gossip address `IP:PORT` (port 0 picks a free one); the actor remote listens on the same IP")
 	actorPort := fs.Int("actor-port", 0, "actor (gRPC) `PORT` (0 picks a free one; it is advertised in the gossip)")
+	dataPort := fs.Int("data-port", 0, "`PORT` of the data plane, mutual TLS like the actor port, that carries the collectives' partials and results between nodes (0 picks a free one, told to peers; -1: none, they take the actor port)")
 	join := fs.String("join", "", "comma-separated gossip addresses `IP:PORT,...` of members to join (empty: start a new cluster)")
 	name := fs.String("name", "", "unique node `NAME` (default: derived from the address)")
 	dataDir := fs.String("data-dir", "", "the node's own `DIR` (created and locked; default: didnmf-data/NAME under the working directory)")
@@ -157,10 +158,6 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	cr, err := sec.credentials(stderr, true)
-	if err != nil {
-		return err
-	}
 	mem, err := parseBytes(*memory)
 	if err != nil {
 		return badInput("--memory: %v", err)
@@ -184,6 +181,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	if *threads < 0 {
 		return badInput("--threads must be >= 0, got %d", *threads)
 	}
+	if *dataPort < -1 || *dataPort > 65535 {
+		return badInput("--data-port must be a port (0 picks one) or -1 (no data plane), got %d", *dataPort)
+	}
 	if *maxJobTime < 0 || *lease <= 0 || *maxShards < 1 || *maxJobs < 1 {
 		return badInput("--max-job-time must be >= 0, --lease > 0, --max-shards and --max-jobs >= 1")
 	}
@@ -204,10 +204,15 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	default:
 		return badInput("--log-format %q: want text or json", *logFormat)
 	}
+	// Credentials last: without a secret file they make one, which a refused command must not.
+	cr, err := sec.credentials(stderr, true)
+	if err != nil {
+		return err
+	}
 	logger := slog.New(handler)
 	srv, err := server.Start(server.Config{Name: *name, Bind: *bind, Join: splitList(*join), DataRoots: roots,
 		GossipKey: cr.gossipKey, TLS: cr.tls, Secret: cr.secret, Insecure: cr.insecure, Logger: logger,
-		Node: actors.NodeConfig{Port: *actorPort, DataDir: dir, Capacity: *capacity, Memory: mem, Machine: machineName(*machine),
+		Node: actors.NodeConfig{Port: *actorPort, DataPort: *dataPort, DataDir: dir, Capacity: *capacity, Memory: mem, Machine: machineName(*machine),
 			Threads: *threads, CheckpointQuota: quotaBytes, Faults: faults, MaxJobTime: *maxJobTime, Lease: *lease,
 			MaxShards: *maxShards, MaxJobs: *maxJobs}})
 	if err != nil {

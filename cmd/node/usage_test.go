@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/didnmf/didnmf/pki"
 )
 
 // helpFlags are flags each command's help must list (demo's are its own, not factorize's).
@@ -225,5 +227,32 @@ func TestUsageClusterAddress(t *testing.T) {
 	wg.Wait()
 	if _, err := os.Stat(out); err == nil {
 		t.Errorf("factorize left --out %s behind", out)
+	}
+}
+
+// TestServeRefusesBadValues: a serve flag with a value out of its range is one line naming
+// the flag, exit 2, and nothing is made, not even the cluster secret a first serve writes.
+func TestServeRefusesBadValues(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "cluster.secret")
+	t.Setenv(pki.SecretFileEnv, secret)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--data-port", "70000"}, "--data-port must be a port"},
+		{[]string{"--data-port", "-2"}, "--data-port must be a port"},
+		{[]string{"--threads", "-1"}, "--threads must be >= 0"},
+		{[]string{"--log-format", "xml"}, "--log-format"},
+	} {
+		args := append([]string{"serve", "--bind", "127.0.0.1:0"}, c.args...)
+		var code int
+		var stdout, stderr string
+		noSideEffects(t, strings.Join(args, " "), func() { code, stdout, stderr = runNode(t, args...) })
+		if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", args, code, stdout, stderr, c.want)
+		}
+		if _, err := os.Stat(secret); err == nil {
+			t.Fatalf("%v made the cluster secret %s", args, secret)
+		}
 	}
 }
