@@ -399,6 +399,14 @@ func startRemote(r *remote.Remote) (err error) {
 // Address returns the node's actor address (host:port).
 func (n *Node) Address() string { return n.system.Address() }
 
+// DataPlaneAddress returns the host:port of the node's data plane ("" when it has none).
+func (n *Node) DataPlaneAddress() string {
+	if n.plane == nil {
+		return ""
+	}
+	return n.plane.Address()
+}
+
 // System returns the node's actor system.
 func (n *Node) System() *actor.ActorSystem { return n.system }
 

@@ -214,7 +214,8 @@ func Connect(cfg ClientConfig) (*Client, error) {
 	}
 	c := &Client{seeds: cfg.Cluster, watches: map[string][]*actors.Job{}, submits: map[string][]*submitting{}}
 	var err error
-	ncfg := actors.NodeConfig{Host: host, Threads: 1, Logger: cfg.Logger, TLS: cfg.TLS, Insecure: cfg.TLS == nil}
+	// A client takes part in no collective: it opens no data plane.
+	ncfg := actors.NodeConfig{Host: host, Threads: 1, DataPort: -1, Logger: cfg.Logger, TLS: cfg.TLS, Insecure: cfg.TLS == nil}
 	if cfg.Partition != nil {
 		ncfg.Partition = cfg.Partition
 	}

@@ -114,6 +114,14 @@ func TestClusterInProcess(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	for _, m := range members {
+		if m.Node.DataPlaneAddress() == "" {
+			t.Errorf("member %s has no data plane", m.name)
+		}
+	}
+	if a := client.Node.DataPlaneAddress(); a != "" {
+		t.Errorf("the client opened a data plane at %s", a)
+	}
 	if co, _ := client.Coordinator(); co.Name != "b" {
 		t.Errorf("jobs go to %s, want the seed b", co.Name)
 	}
