@@ -176,6 +176,7 @@ func (n *Node) props(producer actor.Producer, opts ...actor.PropsOption) *actor.
 	if n.plane != nil {
 		opts = append(opts, actor.WithSenderMiddleware(n.plane.middleware))
 	}
+	opts = append(opts, actor.WithDispatcher(n.runner))
 	return actor.PropsFromProducer(producer, opts...)
 }
 
@@ -213,8 +214,10 @@ type Node struct {
 
 	guard *guard
 	plane *dataPlane // nil: none (NodeConfig.DataPort < 0)
-	board jobBoard
-	mem   memory
+	// runner runs the mailboxes of the node's actors (see mailboxRunner).
+	runner *mailboxRunner
+	board  jobBoard
+	mem    memory
 
 	committedMu sync.Mutex
 	committed   map[string]int64     // each job's newest committed checkpoint, as its host heard
@@ -347,7 +350,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if err := startRemote(r); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, hooks: cfg.Faults.hooks(), blocks: map[string]keptBlock{}, guard: g,
+	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, hooks: cfg.Faults.hooks(), blocks: map[string]keptBlock{}, guard: g, runner: newMailboxRunner(),
 		committed: map[string]int64{}, ended: map[string]time.Time{}, machines: map[string]map[*kernels.Machine]bool{}}
 	n.mem.limit = cfg.Memory
 	dir := cfg.DataDir
