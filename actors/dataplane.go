@@ -43,7 +43,10 @@ import (
 // remote instead: the data plane only ever makes a message faster. A node learns where a
 // peer's data plane listens from the peer's Pong (DataPlane, told to peers only), asked once
 // when it first sends it a collective's message; until the link is up, and for dataRetry
-// after a link fails, those messages take the remote.
+// after a link fails, those messages take the remote. Frames are not acknowledged: like a
+// message on a gRPC connection, one written just before its connection breaks may be lost,
+// and the job's stall timeout then rolls it back to its last checkpoint (see
+// TestDataPlaneLinksBreakMidJob).
 //
 // What a node accepts on its data plane port is checked as on the remote: the TLS handshake
 // refuses parties without a certificate of the cluster, and a certificate whose role is not
