@@ -268,6 +268,7 @@ func TestCancelStopsEveryActorAndGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitIdle(t, lc)
+	time.Sleep(runnerIdle + runnerIdle/2) // the mailbox runners of the first job exit
 	before := runtime.NumGoroutine()
 	ctx := context.Background()
 	job, err := cl.Submit(ctx, "", spec("synthetic:m=5,n=20000,k=3,seed=1", "did", 3, 4, lc.Addresses(), 1<<30))

@@ -41,9 +41,9 @@ import (
 // partitions and injected faults apply to its messages as to the others. Whatever it cannot
 // send (no link yet, a link that broke, a message too large for a frame) goes through the
 // remote instead: the data plane only ever makes a message faster. A node learns where a
-// peer's data plane listens from the peer's Pong (DataPlane, told to peers only), asked once
-// when it first sends it a collective's message; until the link is up, and for dataRetry
-// after a link fails, those messages take the remote. Frames are not acknowledged: like a
+// peer's data plane listens from the peer's Pong (DataPlane, told to peers only), asked each
+// time it makes a link to it: when it first sends it a collective's message, and again
+// dataRetry after a link failed. Until the link is up, those messages take the remote. Frames are not acknowledged: like a
 // message on a gRPC connection, one written just before its connection breaks may be lost,
 // and the job's stall timeout then rolls it back to its last checkpoint (see
 // TestDataPlaneLinksBreakMidJob).
@@ -67,9 +67,11 @@ const (
 	// maxDataFrame bounds a frame's length: a chunk of at most chunked.MaxPiece bytes of
 	// values, with the other fields of its message.
 	maxDataFrame = chunked.MaxPiece + 1<<20
-	// maxDataConns bounds the connections a node's data plane holds open at once, accepted
-	// ones (whose handshake may not be done yet) and its own.
-	maxDataConns = 1024
+	// maxDataConns bounds the connections a node's data plane accepted and holds open, and
+	// maxHandshakes those of them whose TLS handshake is not done yet (anyone who reaches the
+	// port can open those, so they get a small share).
+	maxDataConns  = 1024
+	maxHandshakes = 64
 	// dataDialTimeout bounds asking a peer for its data plane address and connecting to it.
 	dataDialTimeout = 5 * time.Second
 	// dataHandshakeTimeout bounds the TLS handshake of an accepted connection.
@@ -82,7 +84,8 @@ const (
 )
 
 // dataRetry is how long a node sends to a peer through the remote after its link failed (or
-// could not be made) before it tries again (a variable for tests).
+// could not be made) before it tries again. A variable for tests; a data plane reads it once,
+// when it starts.
 var dataRetry = 5 * time.Second
 
 // Drop causes of the data plane.
@@ -132,12 +135,17 @@ type dataPlane struct {
 	self   string      // the node's actor address, which targets are local to
 	server *tls.Config // nil: no TLS (an Insecure node)
 	client *tls.Config
+	retry  time.Duration // dataRetry
 
-	mu     sync.Mutex
-	closed bool
-	links  map[string]*dataLink // by the actor address of the node they go to
-	conns  map[net.Conn]bool    // every open connection, accepted or dialled
-	wg     sync.WaitGroup       // the acceptor and the readers
+	mu         sync.Mutex
+	closed     bool
+	links      map[string]*dataLink // by the actor address of the node they go to
+	conns      map[net.Conn]bool    // every open connection, accepted or dialled
+	accepted   int                  // of conns, those accepted
+	handshakes int                  // of those, the ones not authenticated yet
+	// wg counts the acceptor and one goroutine per tracked connection (its reader, or the
+	// watcher of a link), which ends once close closed the connection.
+	wg sync.WaitGroup
 
 	sent, delivered atomic.Int64 // frames written, and frames read and posted to their target
 }
@@ -172,7 +180,7 @@ func startDataPlane(n *Node, host string, port int, advertise string, creds *pki
 		advertise = host
 	}
 	p := &dataPlane{n: n, lis: lis, addr: net.JoinHostPort(advertise, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)),
-		self: n.system.Address(), links: map[string]*dataLink{}, conns: map[net.Conn]bool{}}
+		self: n.system.Address(), retry: dataRetry, links: map[string]*dataLink{}, conns: map[net.Conn]bool{}}
 	if creds != nil {
 		p.server, p.client = creds.Server, creds.Client
 	}
@@ -184,36 +192,65 @@ func startDataPlane(n *Node, host string, port int, advertise string, creds *pki
 // Address returns the host:port peers reach the data plane at.
 func (p *dataPlane) Address() string { return p.addr }
 
-// close stops accepting, closes every connection and waits for the readers to end.
+// close stops accepting, closes every connection and waits for the goroutines that read
+// them to end. A link being made when it closes (dial) may go on asking and connecting for
+// up to its timeouts, but then finds the plane closed and closes what it made.
 func (p *dataPlane) close() {
 	p.mu.Lock()
 	p.closed = true
+	conns := make([]net.Conn, 0, len(p.conns))
 	for c := range p.conns {
-		c.Close()
+		conns = append(conns, c)
 	}
 	p.mu.Unlock()
 	p.lis.Close()
+	for _, c := range conns { // outside the lock: a TLS close may wait on its peer
+		c.Close()
+	}
 	p.wg.Wait()
 }
 
-// track records an open connection; false (and the connection closed) when the plane is
-// closed or holds maxDataConns already.
-func (p *dataPlane) track(c net.Conn) bool {
+// track records an open connection and counts the goroutine that will read it (which calls
+// untrack, then wg.Done, when it ends). It refuses (and closes) the connection when the plane
+// is closed or, for an accepted one, when maxDataConns are open or maxHandshakes under way;
+// cause says why, "" when the plane is closed.
+func (p *dataPlane) track(c net.Conn, accepted bool) (ok bool, cause string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || len(p.conns) >= maxDataConns {
-		c.Close()
-		return false
+	switch {
+	case p.closed:
+	case accepted && (p.accepted >= maxDataConns || p.handshakes >= maxHandshakes):
+		cause = dropDataConns
+	default:
+		p.conns[c] = true
+		if accepted {
+			p.accepted++
+			p.handshakes++
+		}
+		p.wg.Add(1)
+		return true, ""
 	}
-	p.conns[c] = true
-	return true
+	c.Close()
+	return false, cause
+}
+
+// authenticated counts an accepted connection's handshake as done.
+func (p *dataPlane) authenticated() {
+	p.mu.Lock()
+	p.handshakes--
+	p.mu.Unlock()
 }
 
 // untrack closes a connection and forgets it.
-func (p *dataPlane) untrack(c net.Conn) {
+func (p *dataPlane) untrack(c net.Conn, accepted bool) {
 	c.Close()
 	p.mu.Lock()
-	delete(p.conns, c)
+	if p.conns[c] {
+		delete(p.conns, c)
+		if accepted {
+			p.accepted--
+		}
+	}
 	p.mu.Unlock()
 }
 
@@ -284,11 +321,11 @@ func (p *dataPlane) write(address string, l *dataLink, kind byte, target string,
 func (p *dataPlane) fail(address string, l *dataLink, err error) {
 	p.mu.Lock()
 	if p.links[address] == l {
-		l.state, l.retryAt = linkDown, time.Now().Add(dataRetry)
+		l.state, l.retryAt = linkDown, time.Now().Add(p.retry)
 	}
 	p.mu.Unlock()
 	if l.conn != nil {
-		p.untrack(l.conn)
+		p.untrack(l.conn, false)
 	}
 	p.n.logger.Debug("data plane link down", slog.String("to", address), slog.Any("error", err))
 }
@@ -297,8 +334,10 @@ func (p *dataPlane) fail(address string, l *dataLink, err error) {
 // link up; on failure the link goes down.
 func (p *dataPlane) dial(address string, l *dataLink) {
 	conn, err := p.connect(address)
-	if err == nil && !p.track(conn) {
-		err = errors.New("data plane closed or full")
+	if err == nil {
+		if ok, _ := p.track(conn, false); !ok {
+			err = errors.New("data plane closed")
+		}
 	}
 	if err != nil {
 		p.fail(address, l, err)
@@ -307,9 +346,10 @@ func (p *dataPlane) dial(address string, l *dataLink) {
 	p.mu.Lock()
 	l.conn, l.state = conn, linkUp
 	p.mu.Unlock()
-	// The link is only ever written; a read ends when the peer closes it (or it breaks),
-	// and takes the link down at once rather than at the next write.
+	// The link is only ever written; a read ends when the peer closes it (or it breaks, or
+	// close closes it), and takes the link down at once rather than at the next write.
 	go func() {
+		defer p.wg.Done()
 		_, err := conn.Read(make([]byte, 1))
 		if err == nil {
 			err = errors.New("the peer wrote on a send-only link")
@@ -375,11 +415,12 @@ func (p *dataPlane) accept() {
 			time.Sleep(10 * time.Millisecond) // out of descriptors, say: try again shortly
 			continue
 		}
-		if !p.track(c) {
-			p.n.guard.drop(dropDataConns, 1)
+		if ok, cause := p.track(c, true); !ok {
+			if cause != "" {
+				p.n.guard.drop(cause, 1)
+			}
 			continue
 		}
-		p.wg.Add(1)
 		go p.read(c)
 	}
 }
@@ -387,14 +428,22 @@ func (p *dataPlane) accept() {
 // read authenticates an accepted connection and delivers its frames until it ends.
 func (p *dataPlane) read(raw net.Conn) {
 	defer p.wg.Done()
-	defer p.untrack(raw)
+	defer p.untrack(raw, true)
 	defer func() {
 		if r := recover(); r != nil {
 			p.n.guard.drop(dropPanic, 1)
 			p.n.logger.Error("recovered a panic in the data plane", slog.Any("panic", r))
 		}
 	}()
+	counted := false
+	defer func() {
+		if !counted { // a panic in the handshake
+			p.authenticated()
+		}
+	}()
 	who, conn, ok := p.authenticate(raw)
+	counted = true
+	p.authenticated()
 	if !ok {
 		return
 	}

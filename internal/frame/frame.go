@@ -30,8 +30,12 @@ const HeaderLen = 6
 // MaxTarget is the longest target a frame can name.
 const MaxTarget = 255
 
-// minStep is the least a Reader's buffer grows by while a frame arrives.
-const minStep = 64 << 10
+// minStep is the least a Reader's buffer grows by while a frame arrives; maxKept is the
+// largest buffer a Reader keeps from one frame to the next.
+const (
+	minStep = 64 << 10
+	maxKept = 1 << 20
+)
 
 // Errors of a frame stream. Both are fatal to the stream.
 var (
@@ -98,11 +102,16 @@ func (r *Reader) Next() (Frame, error) {
 		return Frame{}, fmt.Errorf("%w: %d bytes, shorter than its header", ErrMalformed, n)
 	}
 	// The buffer grows with the bytes that arrive, never more than doubling, so a frame that
-	// announces much and sends little costs little.
+	// announces much and sends little costs little. A buffer a large frame needed is not
+	// kept for the next one.
+	if cap(r.buf) > maxKept {
+		r.buf = nil
+	}
 	b := r.buf[:0]
 	for len(b) < int(n) {
 		step := min(int(n)-len(b), max(len(b), minStep))
 		b = slices.Grow(b, step)
+		r.buf = b
 		if _, err := io.ReadFull(r.r, b[len(b):len(b)+step]); err != nil {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF

@@ -90,15 +90,27 @@ func TestReaderRefuses(t *testing.T) {
 }
 
 // A frame that announces much and sends little makes the reader allocate in proportion to
-// what arrived, not to what was announced.
+// what arrived, not to what was announced; a large frame's buffer is not kept for the next.
 func TestReaderGrowsWithWhatArrives(t *testing.T) {
-	stream := []byte{0, 0, 0, 4, 1, 0} // announces 64 MiB, sends 2 bytes
-	r := NewReader(bytes.NewReader(stream), 1<<30)
-	if _, err := r.Next(); err != io.ErrUnexpectedEOF {
-		t.Fatalf("got %v, want io.ErrUnexpectedEOF", err)
+	for _, sent := range []int{2, 3 * minStep} {
+		stream := append([]byte{0, 0, 0, 4, 1, 0}, make([]byte, sent)...) // announces 64 MiB
+		r := NewReader(bytes.NewReader(stream), 1<<30)
+		if _, err := r.Next(); err != io.ErrUnexpectedEOF {
+			t.Fatalf("got %v, want io.ErrUnexpectedEOF", err)
+		}
+		if cap(r.buf) < sent || cap(r.buf) > 4*max(sent, minStep) {
+			t.Fatalf("the reader holds a buffer of %d bytes for a frame of which %d bytes arrived", cap(r.buf), sent+2)
+		}
 	}
-	if cap(r.buf) > 2*minStep {
-		t.Fatalf("the reader holds a buffer of %d bytes for a frame of which 2 arrived", cap(r.buf))
+	large := build(t, 1, "t", make([]byte, 2*maxKept))
+	r := NewReader(bytes.NewReader(append(large, build(t, 1, "t", []byte("small"))...)), 4*maxKept)
+	for range 2 {
+		if _, err := r.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cap(r.buf) > maxKept {
+		t.Fatalf("the reader kept a buffer of %d bytes after a large frame", cap(r.buf))
 	}
 }
 
