@@ -235,29 +235,26 @@ func TestDataPlaneRefusesStrangers(t *testing.T) {
 			t.Fatal("the connection stayed open")
 		}
 	})
-	t.Run("another authority's peer", func(t *testing.T) {
-		before := node.Drops()[dropDataHandshake]
-		if c, err := dialPlane(t, node, creds(t, strangerCA, "node", pki.RolePeer).Client); err == nil {
-			// TLS 1.3: the client may finish before the server refuses its certificate.
-			_, _ = c.Write(frameOf(t, kindPartial, reducer, partial))
-			if !isClosed(c) {
-				t.Fatal("the connection stayed open")
+	for _, tc := range []struct {
+		name  string
+		creds *pki.Config
+		cause string
+	}{
+		{"another authority's peer", creds(t, strangerCA, "node", pki.RolePeer), dropDataHandshake},
+		{"a client's certificate", creds(t, h.ca, "mallory", pki.RoleClient), dropDataRole},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := node.Drops()[tc.cause]
+			// TLS 1.3: the client may finish its handshake before the server refuses it.
+			if c, err := dialPlane(t, node, tc.creds.Client); err == nil {
+				_, _ = c.Write(frameOf(t, kindPartial, reducer, partial))
+				if !isClosed(c) {
+					t.Fatal("the connection stayed open")
+				}
 			}
-		}
-		waitDrop(t, node, dropDataHandshake, before)
-	})
-	t.Run("a client's certificate", func(t *testing.T) {
-		before := node.Drops()[dropDataRole]
-		c, err := dialPlane(t, node, creds(t, h.ca, "mallory", pki.RoleClient).Client)
-		if err == nil {
-			_, _ = c.Write(frameOf(t, kindPartial, reducer, partial))
-			if !isClosed(c) {
-				t.Fatal("the connection stayed open")
-			}
-		}
-		waitDrop(t, node, dropDataRole, before)
-	})
-
+			waitDrop(t, node, tc.cause, before)
+		})
+	}
 	t.Run("handshake flood", func(t *testing.T) {
 		before := node.Drops()[dropDataConns]
 		var idle []net.Conn
