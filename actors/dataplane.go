@@ -447,6 +447,11 @@ func (p *dataPlane) read(raw net.Conn) {
 	if !ok {
 		return
 	}
+	p.frames(conn, who)
+}
+
+// frames delivers the frames of an authenticated stream until it ends or is out of step.
+func (p *dataPlane) frames(conn io.Reader, who party) {
 	r := frame.NewReader(conn, maxDataFrame)
 	for {
 		f, err := r.Next()
