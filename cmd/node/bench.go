@@ -102,7 +102,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	reps := fs.Int("roofline-reps", 15, "repetitions of the memory roofline pass (the median is reported)")
 	pairs := fs.Int("reps", 3, "with --nodes or --procs: driver/actor run pairs (the median ratio is reported)")
 	procs := fs.Int("procs", 0, "time the job on `N` node serve processes on loopback, joined by gossip, against the driver")
-	procThreads := fs.Int("proc-threads", 0, "worker threads of each --procs process (0: all cores)")
+	procThreads := fs.Int("proc-threads", 0, "worker threads of each --procs process (0: all cores, or all its --pin CPUs)")
+	pin := fs.Bool("pin", false, "with --procs N: run each process on CPUs of its own (serve --cpus), the process's CPUs shared out in order, at least one each, as separate machines would")
 	detect := fs.Bool("detect", false, "with --procs: at the end, kill -9 one node and time until the others declare it dead")
 	ckptOverhead := fs.Bool("checkpoint-overhead", false, "with --nodes: time whole jobs with checkpoints every --checkpoint-every iterations against jobs without, alternately")
 	var t2 table2Options
@@ -165,6 +166,15 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if *procs < 0 || *procs > 16 || *procThreads < 0 {
 		return badInput("--procs must be between 0 and 16 and --proc-threads >= 0")
 	}
+	var pinned [][]int
+	if *pin {
+		if *procs == 0 {
+			return badInput("--pin needs --procs")
+		}
+		if pinned, err = shareCPUs(*procs); err != nil {
+			return badInput("--pin: %v", err)
+		}
+	}
 	var pb *procsBench
 	if jf.nodes > 0 {
 		if act, err = benchActors(&jf, j, blocks, *pairs); err != nil {
@@ -172,7 +182,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		}
 		spi = act.driverSec
 	} else if *procs > 0 {
-		if pb, err = benchProcs(&jf, j, blocks, *procs, *procThreads, *pairs, *detect); err != nil {
+		if pb, err = benchProcs(&jf, j, blocks, *procs, *procThreads, pinned, *pairs, *detect); err != nil {
 			return err
 		}
 		act = &pb.actorBench

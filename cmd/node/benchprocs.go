@@ -28,7 +28,7 @@ type child struct {
 }
 
 // startChild starts `node serve` from this executable and waits until it serves.
-func startChild(name, join, secretFile string, threads int) (*child, error) {
+func startChild(name, join, secretFile string, threads int, cpus []int) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -40,6 +40,9 @@ func startChild(name, join, secretFile string, threads int) (*child, error) {
 	args := []string{"serve", "--bind", "127.0.0.1:0", "--name", name, "--data-dir", dir, "--threads", fmt.Sprint(threads), "--secret-file", secretFile}
 	if join != "" {
 		args = append(args, "--join", join)
+	}
+	if len(cpus) > 0 {
+		args = append(args, "--cpus", cpuListString(cpus))
 	}
 	n, err := proccluster.Start(proccluster.Options{Exe: exe}, args...)
 	if err != nil {
@@ -141,7 +144,7 @@ func probeAllreduce(jf *jobFlags, j *job, pairs int, submit func(*jobspec.Spec) 
 // takes to be seen by all, times the job on them against the driver (alternately, pairs
 // times), and with detect kills one with SIGKILL and measures how long the others take to
 // declare it dead.
-func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads, pairs int, detect bool) (*procsBench, error) {
+func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads int, cpus [][]int, pairs int, detect bool) (*procsBench, error) {
 	var kids []*child
 	defer func() {
 		for _, k := range kids {
@@ -167,7 +170,11 @@ func benchProcs(jf *jobFlags, j *job, blocks []kernels.Block, n, threads, pairs 
 		if i > 0 {
 			join = kids[0].Gossip
 		}
-		k, err := startChild(fmt.Sprintf("bench-%d", i+1), join, secretFile, threads)
+		var own []int
+		if cpus != nil {
+			own = cpus[i]
+		}
+		k, err := startChild(fmt.Sprintf("bench-%d", i+1), join, secretFile, threads, own)
 		if err != nil {
 			return nil, err
 		}

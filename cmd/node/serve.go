@@ -5,17 +5,19 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/didnmf/didnmf/kernels"
 	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/didnmf/didnmf/kernels"
 
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/cluster"
@@ -136,7 +138,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	memory := fs.String("memory", "", "bytes of job data this node accepts, e.g. 8GiB (default: 80% of the available memory)")
 	logFormat := fs.String("log-format", "text", "format of the log on stderr: text (key=value) or json (one object a line, for log collectors and scripts)")
 	machine := fs.String("machine", "", "`NAME` of the machine this node runs on: nodes with one name share its memory when shards are placed (default: this machine's id, /etc/machine-id)")
-	threads := fs.Int("threads", 0, "worker threads (0: all cores)")
+	threads := fs.Int("threads", 0, "worker threads (0: all cores, or all of --cpus)")
+	cpus := fs.String("cpus", "", "run only on these CPUs (Linux), a `LIST` as taskset takes it, e.g. 0-3 or 0,2: for nodes that share a machine and should not share cores (default: all the process may use)")
 	kernel := addKernelFlag(fs)
 	quota := fs.String("checkpoint-quota", "", "cap (a `SIZE`) on the bytes of checkpoints this node keeps on disk, e.g. 2GiB (default: none); a checkpoint past it fails as on a full disk and is not committed")
 	var roots stringList
@@ -186,6 +189,19 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if *maxJobTime < 0 || *lease <= 0 || *maxShards < 1 || *maxJobs < 1 {
 		return badInput("--max-job-time must be >= 0, --lease > 0, --max-shards and --max-jobs >= 1")
+	}
+	if *cpus != "" {
+		list, err := parseCPUList(*cpus)
+		if err == nil {
+			err = pinToCPUs(list)
+		}
+		if err != nil {
+			return badInput("--cpus %q: %v", *cpus, err)
+		}
+		runtime.GOMAXPROCS(len(list))
+		if *threads == 0 {
+			*threads = len(list)
+		}
 	}
 	dir := *dataDir
 	if dir == "" {

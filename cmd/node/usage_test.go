@@ -243,6 +243,8 @@ func TestServeRefusesBadValues(t *testing.T) {
 		{[]string{"--data-port", "-2"}, "--data-port must be a port"},
 		{[]string{"--threads", "-1"}, "--threads must be >= 0"},
 		{[]string{"--log-format", "xml"}, "--log-format"},
+		{[]string{"--cpus", "0-x"}, "--cpus"},
+		{[]string{"--cpus", "1023"}, "--cpus"},
 	} {
 		args := append([]string{"serve", "--bind", "127.0.0.1:0"}, c.args...)
 		var code int
