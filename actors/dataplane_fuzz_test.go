@@ -24,15 +24,7 @@ func FuzzDataPlaneFrames(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		b, err := frame.Begin(nil, kind, target)
-		if err != nil {
-			f.Fatal(err)
-		}
-		b = append(b, body...)
-		if err := frame.End(b); err != nil {
-			f.Fatal(err)
-		}
-		return b
+		return frameOf(f, kind, target, body)
 	}
 	chunk := chunked.Split([]float64{1, 2, 3}, chunked.Floats)[0]
 	add(enc(kindPartial, "host/j0123456789abcdef-e0-r1-0", &messages.Partial{JobId: "j0123456789abcdef", Seq: 1, Chunk: chunk}),

@@ -178,7 +178,7 @@ func dialPlane(t *testing.T, n *Node, cfg *tls.Config) (net.Conn, error) {
 }
 
 // frameOf returns the bytes of a frame.
-func frameOf(t *testing.T, kind byte, target string, body []byte) []byte {
+func frameOf(t testing.TB, kind byte, target string, body []byte) []byte {
 	t.Helper()
 	b, err := frame.Begin(nil, kind, target)
 	if err != nil {
@@ -271,6 +271,13 @@ func TestDataPlaneRefusesStrangers(t *testing.T) {
 		for _, c := range idle {
 			c.Close()
 		}
+		// The node counts their handshakes as done once it read their end: then it accepts
+		// again.
+		waitFor(t, "the pending handshakes to end", func() bool {
+			node.plane.mu.Lock()
+			defer node.plane.mu.Unlock()
+			return node.plane.handshakes == 0
+		})
 	})
 
 	peer := creds(t, h.ca, "rogue", pki.RolePeer).Client
