@@ -102,7 +102,7 @@ const (
 
 // dataTarget is what a data plane frame may be addressed to: a shard or a reducer of a job
 // (see jobctl.ShardName and jobctl.ReducerName), under the host.
-var dataTarget = regexp.MustCompile(`^host/[A-Za-z0-9_-]{1,64}-(s[0-9]{1,9}|e[0-9]{1,20}-r[0-9]{1,9}-[0-9]{1,9})$`)
+var dataTarget = regexp.MustCompile(`^host/` + jobIDForm + `-(s[0-9]{1,9}|e[0-9]{1,20}-r[0-9]{1,9}-[0-9]{1,9})$`)
 
 // kindOf returns the frame kind of a message the data plane carries, or 0.
 func kindOf(msg any) byte {
@@ -391,16 +391,6 @@ func (p *dataPlane) connect(address string) (net.Conn, error) {
 		return nil, fmt.Errorf("data plane of %s: the certificate is not a peer's", address)
 	}
 	return c, nil
-}
-
-// roleOf returns the role and name of the verified certificate of a TLS connection's other
-// end (0 when it has none).
-func roleOf(st tls.ConnectionState) (pki.Role, string) {
-	if len(st.VerifiedChains) == 0 || len(st.VerifiedChains[0]) == 0 {
-		return 0, ""
-	}
-	cert := st.VerifiedChains[0][0]
-	return pki.RoleOf(cert), cert.Subject.CommonName
 }
 
 // accept accepts connections until the listener closes.

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -215,11 +216,24 @@ func (g *guard) partyOf(ctx context.Context) (party, bool) {
 		return party{}, false
 	}
 	info, ok := p.AuthInfo.(credentials.TLSInfo)
-	if !ok || len(info.State.VerifiedChains) == 0 || len(info.State.VerifiedChains[0]) == 0 {
+	if !ok {
 		return party{}, false
 	}
-	cert := info.State.VerifiedChains[0][0]
-	return newParty(pki.RoleOf(cert), cert.Subject.CommonName), true
+	role, name := roleOf(info.State)
+	if role == 0 {
+		return party{}, false
+	}
+	return newParty(role, name), true
+}
+
+// roleOf returns the role and name of the verified certificate of a TLS connection's other
+// end (0 when it has none): the remote's streams and the data plane's connections alike.
+func roleOf(st tls.ConnectionState) (pki.Role, string) {
+	if len(st.VerifiedChains) == 0 || len(st.VerifiedChains[0]) == 0 {
+		return 0, ""
+	}
+	cert := st.VerifiedChains[0][0]
+	return pki.RoleOf(cert), cert.Subject.CommonName
 }
 
 // stream runs a remote stream with its party authenticated, every batch checked and any

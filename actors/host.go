@@ -22,8 +22,11 @@ import (
 	"github.com/didnmf/didnmf/messages"
 )
 
-// validJobID is the form of a job id: it becomes part of actor names.
-var validJobID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// jobIDForm is the form of a job id (a regular expression): it becomes part of actor names.
+const jobIDForm = `[A-Za-z0-9_-]{1,64}`
+
+// validJobID matches a job id.
+var validJobID = regexp.MustCompile(`^` + jobIDForm + `$`)
 
 // host is a node's host actor: it spawns and supervises the job actors placed on its node and
 // stops them when their job ends.
