@@ -135,6 +135,23 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if *iters < 1 || *reps < 1 || *pairs < 1 {
 		return badInput("--iters, --reps and --roofline-reps must be >= 1")
 	}
+	if jf.nodes > 0 && *procs > 0 {
+		return badInput("--nodes and --procs exclude each other")
+	}
+	if *procs < 0 || *procs > 16 || *procThreads < 0 {
+		return badInput("--procs must be between 0 and 16 and --proc-threads >= 0")
+	}
+	// Every flag is checked before the driver runs, which may take long on large data.
+	var pinned [][]int
+	if *pin {
+		if *procs == 0 {
+			return badInput("--pin needs --procs")
+		}
+		var err error
+		if pinned, err = shareCPUs(*procs); err != nil {
+			return badInput("--pin: %v", err)
+		}
+	}
 	jf.tol, jf.maxIter, jf.stallTol = 0, *iters, 0 // exactly --iters iterations
 	j, err := jf.open()
 	if err != nil {
@@ -160,21 +177,6 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	spi := median(res.IterSeconds)
 	var act *actorBench
-	if jf.nodes > 0 && *procs > 0 {
-		return badInput("--nodes and --procs exclude each other")
-	}
-	if *procs < 0 || *procs > 16 || *procThreads < 0 {
-		return badInput("--procs must be between 0 and 16 and --proc-threads >= 0")
-	}
-	var pinned [][]int
-	if *pin {
-		if *procs == 0 {
-			return badInput("--pin needs --procs")
-		}
-		if pinned, err = shareCPUs(*procs); err != nil {
-			return badInput("--pin: %v", err)
-		}
-	}
 	var pb *procsBench
 	if jf.nodes > 0 {
 		if act, err = benchActors(&jf, j, blocks, *pairs); err != nil {

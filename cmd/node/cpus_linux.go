@@ -37,7 +37,7 @@ func pinToCPUs(cpus []int) error {
 	var set unix.CPUSet
 	for _, c := range cpus {
 		if !ok[c] {
-			return fmt.Errorf("CPU %d is not one this process may run on (%s)", c, cpuListString(allowed))
+			return fmt.Errorf("CPU %d is not one this process may run on (it may use CPUs %s)", c, cpuListString(allowed))
 		}
 		set.Set(c)
 	}
