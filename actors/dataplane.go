@@ -2,6 +2,7 @@ package actors
 
 import (
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -43,10 +44,17 @@ import (
 // remote instead: the data plane only ever makes a message faster. A node learns where a
 // peer's data plane listens from the peer's Pong (DataPlane, told to peers only), asked each
 // time it makes a link to it: when it first sends it a collective's message, and again
-// dataRetry after a link failed. Until the link is up, those messages take the remote. Frames are not acknowledged: like a
-// message on a gRPC connection, one written just before its connection breaks may be lost,
-// and the job's stall timeout then rolls it back to its last checkpoint (see
-// TestDataPlaneLinksBreakMidJob).
+// dataRetry after a link failed. Until the link is up, those messages take the remote.
+//
+// A link loses nothing when it breaks. The receiving end acknowledges the frames it has read
+// (a count, sent back on the same connection at most every dataAckEvery, or sooner after
+// dataAckBytes), and the sending end keeps each frame until it is acknowledged. When the
+// link breaks (a write fails, or the connection ends), the frames not acknowledged yet are
+// sent again through the remote, in order, before any later message: a frame the receiver
+// had read but not acknowledged arrives twice, and the second is dropped as a duplicate, as
+// every receiver of the collectives does (see TestDataPlaneLinksBreakMidJob). A link keeps at
+// most maxKeptBytes of frames; past that (a receiver that reads but does not acknowledge)
+// messages take the remote until acknowledgements catch up.
 //
 // What a node accepts on its data plane port is checked as on the remote: the TLS handshake
 // refuses parties without a certificate of the cluster, and a certificate whose role is not
@@ -79,8 +87,20 @@ const (
 	// dataWriteTimeout bounds a frame's write; a link that takes longer is closed and its
 	// messages take the remote.
 	dataWriteTimeout = 5 * time.Second
-	// keptFrameBuffer is the largest write buffer a link keeps between frames.
+	// keptFrameBuffer is the largest frame buffer a link recycles once its frame is
+	// acknowledged.
 	keptFrameBuffer = 1 << 20
+	// maxKeptBytes bounds the frames a link keeps until they are acknowledged.
+	maxKeptBytes = 64 << 20
+	// dataAckEvery is how long the receiving end of a link waits before it acknowledges the
+	// frames it read, and dataAckBytes how many bytes of frames make it acknowledge at once.
+	dataAckEvery = 20 * time.Millisecond
+	dataAckBytes = 4 << 20
+	// linkForgetAfter is how long after its retry time a link that went down is forgotten.
+	linkForgetAfter = time.Minute
+	// ackLen is the length of an acknowledgement: the number of frames read on the
+	// connection so far, a little-endian uint64.
+	ackLen = 8
 )
 
 // dataRetry is how long a node sends to a peer through the remote after its link failed (or
@@ -136,6 +156,10 @@ type dataPlane struct {
 	server *tls.Config // nil: no TLS (an Insecure node)
 	client *tls.Config
 	retry  time.Duration // dataRetry
+	// remote sends a message through the actor remote: the sender after the data plane in
+	// the middleware chain, set by the first middleware call. Frames a broken link leaves
+	// unacknowledged go through it.
+	remote atomic.Pointer[actor.SenderFunc]
 
 	mu         sync.Mutex
 	closed     bool
@@ -148,6 +172,7 @@ type dataPlane struct {
 	wg sync.WaitGroup
 
 	sent, delivered atomic.Int64 // frames written, and frames read and posted to their target
+	resent          atomic.Int64 // frames a broken link had not had acknowledged, sent through the remote
 }
 
 // linkState is where a link stands.
@@ -164,9 +189,24 @@ type dataLink struct {
 	state   linkState // under dataPlane.mu
 	retryAt time.Time // under dataPlane.mu
 
-	wmu  sync.Mutex // serializes frames
-	conn net.Conn
-	buf  []byte
+	wmu    sync.Mutex // serializes frames, and guards what follows
+	conn   net.Conn
+	broken bool        // the link went down: nothing more is written on it
+	seq    uint64      // frames written
+	acked  uint64      // frames the receiver acknowledged
+	kept   []keptFrame // the frames written and not acknowledged, in order
+	bytes  int         // their bytes
+	free   [][]byte    // buffers of acknowledged frames, for the next ones
+}
+
+// keptFrame is a frame written on a link and not acknowledged yet: what it takes to send its
+// message again through the remote.
+type keptFrame struct {
+	seq    uint64
+	kind   byte
+	target *actor.PID
+	env    *actor.MessageEnvelope // as sent: its header and sender go with the message again
+	frame  []byte                 // the frame's bytes, its body after frame.HeaderLen and the target
 }
 
 // startDataPlane listens on host:port (port 0: any free port) and starts accepting; advertise,
@@ -258,8 +298,9 @@ func (p *dataPlane) untrack(c net.Conn, accepted bool) {
 // other nodes over the data plane, and everything else (and whatever the data plane cannot
 // send) on to the remote.
 func (p *dataPlane) middleware(next actor.SenderFunc) actor.SenderFunc {
+	p.remote.CompareAndSwap(nil, &next)
 	return func(ctx actor.SenderContext, target *actor.PID, env *actor.MessageEnvelope) {
-		if target != nil && target.Address != p.self && p.send(target, env.Message) {
+		if target != nil && target.Address != p.self && p.send(target, env) {
 			return
 		}
 		next(ctx, target, env)
@@ -268,8 +309,8 @@ func (p *dataPlane) middleware(next actor.SenderFunc) actor.SenderFunc {
 
 // send writes msg to target over the data plane and tells whether it did. It starts making a
 // link to target's node when there is none (or the last one failed dataRetry ago).
-func (p *dataPlane) send(target *actor.PID, msg any) bool {
-	kind := kindOf(msg)
+func (p *dataPlane) send(target *actor.PID, env *actor.MessageEnvelope) bool {
+	kind := kindOf(env.Message)
 	if kind == 0 {
 		return false
 	}
@@ -279,55 +320,123 @@ func (p *dataPlane) send(target *actor.PID, msg any) bool {
 		return false
 	}
 	l := p.links[target.Address]
-	if l == nil || l.state == linkDown && !time.Now().Before(l.retryAt) {
+	if now := time.Now(); l == nil || l.state == linkDown && !now.Before(l.retryAt) {
+		p.forgetLocked(now)
 		l = &dataLink{state: linkDialling}
 		p.links[target.Address] = l
 		go p.dial(target.Address, l)
 	}
 	up := l.state == linkUp
 	p.mu.Unlock()
-	return up && p.write(target.Address, l, kind, target.Id, msg.(proto.Message))
+	return up && p.write(target, l, kind, env)
 }
 
-// write sends one frame on l; on failure the link goes down and false is returned (the
-// message has not been delivered: a frame cut short is refused by the reader).
-func (p *dataPlane) write(address string, l *dataLink, kind byte, target string, msg proto.Message) bool {
+// forgetLocked forgets the links that have been down for linkForgetAfter (under mu): nodes
+// that left, or that this one has not sent to since. The map holds the nodes sent to lately.
+func (p *dataPlane) forgetLocked(now time.Time) {
+	for address, l := range p.links {
+		if l.state == linkDown && now.Sub(l.retryAt) > linkForgetAfter {
+			delete(p.links, address)
+		}
+	}
+}
+
+// write sends one frame on l and keeps it until it is acknowledged; on failure the link goes
+// down and false is returned (the message has not been delivered: a frame cut short is
+// refused by the reader).
+func (p *dataPlane) write(target *actor.PID, l *dataLink, kind byte, env *actor.MessageEnvelope) bool {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	buf, err := frame.Begin(l.buf[:0], kind, target)
+	if l.broken || l.bytes > maxKeptBytes {
+		return false
+	}
+	var buf []byte
+	if n := len(l.free); n > 0 {
+		buf, l.free = l.free[n-1][:0], l.free[:n-1]
+	}
+	buf, err := frame.Begin(buf, kind, target.Id)
 	if err != nil {
 		return false
 	}
-	if buf, err = (proto.MarshalOptions{}).MarshalAppend(buf, msg); err != nil || len(buf)-4 > maxDataFrame {
+	if buf, err = (proto.MarshalOptions{}).MarshalAppend(buf, env.Message.(proto.Message)); err != nil || len(buf)-4 > maxDataFrame {
 		return false // not for a frame: the remote refuses or splits it
 	}
 	if err := frame.End(buf); err != nil {
 		return false
 	}
-	if cap(buf) <= keptFrameBuffer {
-		l.buf = buf[:0]
-	}
 	_ = l.conn.SetWriteDeadline(time.Now().Add(dataWriteTimeout))
 	if _, err := l.conn.Write(buf); err != nil {
-		p.fail(address, l, err)
+		p.down(target.Address, l, err)
 		return false
 	}
+	l.seq++
+	l.kept = append(l.kept, keptFrame{seq: l.seq, kind: kind, target: target, env: env, frame: buf})
+	l.bytes += len(buf)
 	p.sent.Add(1)
 	return true
 }
 
-// fail takes a link down: its connection is closed, and messages take the remote until it is
-// made again, dataRetry later.
+// ack takes the receiver's acknowledgement of its first n frames: they are kept no longer.
+func (p *dataPlane) ack(l *dataLink, n uint64) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if n < l.acked || n > l.seq {
+		return fmt.Errorf("acknowledged %d frames of %d written, after %d", n, l.seq, l.acked)
+	}
+	l.acked = n
+	done := 0
+	for done < len(l.kept) && l.kept[done].seq <= n {
+		f := l.kept[done].frame
+		l.bytes -= len(f)
+		if cap(f) <= keptFrameBuffer && len(l.free) < 64 {
+			l.free = append(l.free, f)
+		}
+		l.kept[done] = keptFrame{}
+		done++
+	}
+	if done > 0 {
+		l.kept = append(l.kept[:0], l.kept[done:]...)
+	}
+	return nil
+}
+
+// fail takes a link down; see down.
 func (p *dataPlane) fail(address string, l *dataLink, err error) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	p.down(address, l, err)
+}
+
+// down takes a link down, under its wmu: its connection is closed, the frames it had not had
+// acknowledged are sent again through the remote (unless the plane is closing), and messages
+// take the remote until it is made again, dataRetry later.
+func (p *dataPlane) down(address string, l *dataLink, err error) {
+	if l.broken {
+		return
+	}
+	l.broken = true
 	p.mu.Lock()
 	if p.links[address] == l {
 		l.state, l.retryAt = linkDown, time.Now().Add(p.retry)
 	}
+	closed := p.closed
 	p.mu.Unlock()
 	if l.conn != nil {
 		p.untrack(l.conn, false)
 	}
-	p.n.logger.Debug("data plane link down", slog.String("to", address), slog.Any("error", err))
+	p.n.logger.Debug("data plane link down", slog.String("to", address), slog.Any("error", err), slog.Int("unacknowledged", len(l.kept)))
+	if remote := p.remote.Load(); !closed && remote != nil {
+		for _, k := range l.kept {
+			msg := messageOf(k.kind)
+			if proto.Unmarshal(k.frame[frame.HeaderLen+len(k.target.Id):], msg) == nil {
+				env := *k.env
+				env.Message = msg
+				(*remote)(p.n.system.Root, k.target, &env)
+				p.resent.Add(1)
+			}
+		}
+	}
+	l.kept, l.free, l.bytes = nil, nil, 0
 }
 
 // dial asks the node at address where its data plane listens, connects to it and puts the
@@ -346,15 +455,22 @@ func (p *dataPlane) dial(address string, l *dataLink) {
 	p.mu.Lock()
 	l.conn, l.state = conn, linkUp
 	p.mu.Unlock()
-	// The link is only ever written; a read ends when the peer closes it (or it breaks, or
-	// close closes it), and takes the link down at once rather than at the next write.
+	// The other way, the link carries only the receiver's acknowledgements. Reading them
+	// also sees at once when the peer closes the link (or it breaks, or close closes it),
+	// which takes it down rather than at the next write.
 	go func() {
 		defer p.wg.Done()
-		_, err := conn.Read(make([]byte, 1))
-		if err == nil {
-			err = errors.New("the peer wrote on a send-only link")
+		var b [ackLen]byte
+		for {
+			_, err := io.ReadFull(conn, b[:])
+			if err == nil {
+				err = p.ack(l, binary.LittleEndian.Uint64(b[:]))
+			}
+			if err != nil {
+				p.fail(address, l, err)
+				return
+			}
 		}
-		p.fail(address, l, err)
 	}()
 }
 
@@ -437,11 +553,14 @@ func (p *dataPlane) read(raw net.Conn) {
 	if !ok {
 		return
 	}
-	p.frames(conn, who)
+	a := newAcker(conn)
+	defer a.stop()
+	p.frames(conn, who, a)
 }
 
-// frames delivers the frames of an authenticated stream until it ends or is out of step.
-func (p *dataPlane) frames(conn io.Reader, who party) {
+// frames delivers the frames of an authenticated stream until it ends or is out of step,
+// counting each frame read (delivered or dropped) with a, when a is not nil.
+func (p *dataPlane) frames(conn io.Reader, who party, a *acker) {
 	r := frame.NewReader(conn, maxDataFrame)
 	for {
 		f, err := r.Next()
@@ -452,12 +571,83 @@ func (p *dataPlane) frames(conn io.Reader, who party) {
 			return
 		}
 		p.deliver(f, who)
+		if a != nil {
+			a.read(len(f.Body))
+		}
 	}
+}
+
+// acker acknowledges the frames read on an accepted connection: their count, written back on
+// the connection dataAckEvery after the first frame not acknowledged, or at once when
+// dataAckBytes of them are waiting. Its methods may be called from any goroutine.
+type acker struct {
+	conn  net.Conn
+	timer *time.Timer
+	every time.Duration // dataAckEvery
+
+	mu      sync.Mutex
+	frames  uint64 // frames read
+	acked   uint64 // frames acknowledged
+	waiting int    // bytes of frames read and not acknowledged
+	armed   bool   // timer runs
+	stopped bool
+	buf     [ackLen]byte
+}
+
+func newAcker(conn net.Conn) *acker {
+	a := &acker{conn: conn, every: dataAckEvery}
+	a.timer = time.AfterFunc(time.Hour, a.flush)
+	a.timer.Stop()
+	return a
+}
+
+// read counts a frame of n bytes read and delivered (or dropped).
+func (a *acker) read(n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.frames++
+	a.waiting += n
+	switch {
+	case a.waiting >= dataAckBytes:
+		a.writeLocked()
+	case !a.armed:
+		a.armed = true
+		a.timer.Reset(a.every)
+	}
+}
+
+// flush acknowledges every frame read so far.
+func (a *acker) flush() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.armed = false
+	a.writeLocked()
+}
+
+func (a *acker) writeLocked() {
+	if a.stopped || a.frames == a.acked {
+		return
+	}
+	binary.LittleEndian.PutUint64(a.buf[:], a.frames)
+	_ = a.conn.SetWriteDeadline(time.Now().Add(dataWriteTimeout))
+	if _, err := a.conn.Write(a.buf[:]); err != nil {
+		a.stopped = true // the connection is broken: its reader ends too
+		return
+	}
+	a.acked, a.waiting = a.frames, 0
+}
+
+// stop ends acknowledgements: the connection is done.
+func (a *acker) stop() {
+	a.mu.Lock()
+	a.stopped = true
+	a.mu.Unlock()
+	a.timer.Stop()
 }
 
 // authenticate runs the TLS handshake of an accepted connection and checks that the other end
 // is a peer; without TLS (an Insecure node) everyone is.
-func (p *dataPlane) authenticate(raw net.Conn) (party, io.Reader, bool) {
+func (p *dataPlane) authenticate(raw net.Conn) (party, net.Conn, bool) {
 	if p.server == nil {
 		return newParty(pki.RolePeer, "insecure"), raw, true
 	}

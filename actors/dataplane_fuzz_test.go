@@ -51,7 +51,7 @@ func FuzzDataPlaneFrames(f *testing.F) {
 			}
 		}
 		before := p.delivered.Load()
-		p.frames(bytes.NewReader(stream), who)
+		p.frames(bytes.NewReader(stream), who, nil)
 		if got := p.delivered.Load() - before; got != int64(valid) {
 			t.Fatalf("delivered %d frames of a stream with %d valid ones", got, valid)
 		}

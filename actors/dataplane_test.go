@@ -3,8 +3,11 @@ package actors
 import (
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +29,16 @@ func planeFrames(lc *LocalCluster) (sent, delivered int64) {
 		}
 	}
 	return sent, delivered
+}
+
+// planeResent sums the frames the nodes' data planes sent again through the remote.
+func planeResent(lc *LocalCluster) (n int64) {
+	for _, n2 := range lc.Nodes {
+		if n2.plane != nil {
+			n += n2.plane.resent.Load()
+		}
+	}
+	return n
 }
 
 // breakLinks closes connections of every node's data plane, as a network fault would: the
@@ -104,10 +117,11 @@ func TestCollectivesTakeTheDataPlane(t *testing.T) {
 	}
 }
 
-// TestDataPlaneLinksBreakMidJob cuts every data plane link twice while a job runs. Cutting
-// the sending ends loses nothing: the collectives go through the remote until the links are
-// made again. Cutting both ends loses the frames not read yet: the job stalls, rolls back to
-// its last checkpoint and goes on. Either way it ends with the driver's bits.
+// TestDataPlaneLinksBreakMidJob cuts every data plane link twice while a job runs: the sending
+// ends only, or both ends (which loses the frames the receivers had not read yet). Neither
+// loses a message: the frames not acknowledged go again through the remote, and so do the
+// collectives until the links are made again. The job needs no recovery (its stall timeout
+// is short) and ends with the driver's bits.
 func TestDataPlaneLinksBreakMidJob(t *testing.T) {
 	old := dataRetry
 	dataRetry = 50 * time.Millisecond
@@ -141,8 +155,11 @@ func TestDataPlaneLinksBreakMidJob(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkSame(t, tc.name, got, want)
-			if !tc.both && len(got.Recoveries) != 0 {
-				t.Fatalf("cutting only the sending ends lost a message: the job recovered %d times", len(got.Recoveries))
+			if len(got.Recoveries) != 0 {
+				t.Fatalf("cutting the links lost a message: the job recovered %d times (%v)", len(got.Recoveries), got.Recoveries)
+			}
+			if resent := planeResent(lc); tc.both && resent == 0 {
+				t.Fatal("cutting both ends left no frame to send again: the cut came between acknowledgements, or frames are not kept")
 			}
 			if len(cuts) != 2 || cuts[0] == 0 || cuts[1] == 0 {
 				t.Fatalf("connections cut: %v, want two cuts of some", cuts)
@@ -329,5 +346,108 @@ func TestDataPlaneAddressIsToldToPeersOnly(t *testing.T) {
 	}
 	if got := ask(startParty(t, creds(t, h.ca, "mallory", pki.RoleClient))); got != "" {
 		t.Fatalf("a client was told the data plane's address %q", got)
+	}
+}
+
+// TestDataPlaneAcks: a link keeps each frame until the receiver acknowledges it, and an
+// acknowledgement that goes back, or past the frames written, is refused (the link then goes
+// down).
+func TestDataPlaneAcks(t *testing.T) {
+	kept := func(seqs ...uint64) *dataLink {
+		l := &dataLink{}
+		for _, s := range seqs {
+			l.kept = append(l.kept, keptFrame{seq: s, frame: make([]byte, 10)})
+			l.bytes += 10
+			l.seq = s
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name     string
+		link     *dataLink
+		acked    uint64 // before
+		ack      uint64
+		wantErr  bool
+		wantKept int
+	}{
+		{"none yet", kept(1, 2, 3), 0, 0, false, 3},
+		{"some", kept(1, 2, 3), 0, 2, false, 1},
+		{"all", kept(1, 2, 3), 0, 3, false, 0},
+		{"again", kept(3), 2, 2, false, 1},
+		{"past the frames written", kept(1, 2, 3), 0, 4, true, 3},
+		{"going back", kept(3), 2, 1, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &dataPlane{}
+			tc.link.acked = tc.acked
+			err := p.ack(tc.link, tc.ack)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("ack(%d) = %v, want error %v", tc.ack, err, tc.wantErr)
+			}
+			if len(tc.link.kept) != tc.wantKept || tc.link.bytes != 10*tc.wantKept {
+				t.Fatalf("after ack(%d): %d frames (%d bytes) kept, want %d", tc.ack, len(tc.link.kept), tc.link.bytes, tc.wantKept)
+			}
+			for _, k := range tc.link.kept {
+				if !tc.wantErr && k.seq <= tc.ack {
+					t.Fatalf("frame %d kept after ack(%d)", k.seq, tc.ack)
+				}
+			}
+		})
+	}
+}
+
+// TestAckerAcknowledges: the receiving end acknowledges the frames it read dataAckEvery after
+// the first one not acknowledged, and at once when dataAckBytes of frames wait.
+func TestAckerAcknowledges(t *testing.T) {
+	recv, send := net.Pipe()
+	defer recv.Close()
+	defer send.Close()
+	a := newAcker(recv)
+	defer a.stop()
+	next := func() uint64 {
+		t.Helper()
+		var b [ackLen]byte
+		_ = send.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.ReadFull(send, b[:]); err != nil {
+			t.Fatal(err)
+		}
+		return binary.LittleEndian.Uint64(b[:])
+	}
+	start := time.Now()
+	a.read(100)
+	a.read(100)
+	if got := next(); got != 2 {
+		t.Fatalf("acknowledged %d frames, want 2", got)
+	}
+	if waited := time.Since(start); waited < dataAckEvery/2 {
+		t.Fatalf("acknowledged after %v, before dataAckEvery (%v)", waited, dataAckEvery)
+	}
+	a.mu.Lock()
+	a.every = time.Hour // from here on, only dataAckBytes can make it acknowledge
+	a.mu.Unlock()
+	go a.read(dataAckBytes) // net.Pipe's write waits for next's read
+	if got := next(); got != 3 {
+		t.Fatalf("acknowledged %d frames, want 3", got)
+	}
+}
+
+// TestDataPlaneForgetsOldLinks: a link down for linkForgetAfter past its retry time is
+// forgotten when a link is made, so that the links held are those of nodes sent to lately.
+func TestDataPlaneForgetsOldLinks(t *testing.T) {
+	now := time.Now()
+	p := &dataPlane{links: map[string]*dataLink{
+		"gone":     {state: linkDown, retryAt: now.Add(-linkForgetAfter - time.Second)},
+		"down":     {state: linkDown, retryAt: now.Add(-time.Second)},
+		"up":       {state: linkUp},
+		"dialling": {state: linkDialling},
+	}}
+	p.forgetLocked(now)
+	var kept []string
+	for a := range p.links {
+		kept = append(kept, a)
+	}
+	slices.Sort(kept)
+	if want := []string{"dialling", "down", "up"}; !slices.Equal(kept, want) {
+		t.Fatalf("links kept: %v, want %v", kept, want)
 	}
 }
