@@ -268,6 +268,7 @@ func TestCancelStopsEveryActorAndGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitIdle(t, lc)
+	linkAll(t, lc)                        // the data plane links the next job may make, which stay
 	time.Sleep(runnerIdle + runnerIdle/2) // the mailbox runners of the first job exit
 	before := runtime.NumGoroutine()
 	ctx := context.Background()

@@ -314,21 +314,27 @@ func (p *dataPlane) send(target *actor.PID, env *actor.MessageEnvelope) bool {
 	if kind == 0 {
 		return false
 	}
+	l, up := p.link(target.Address)
+	return up && p.write(target, l, kind, env)
+}
+
+// link returns the link to the node at address, and whether it is up. It starts making one
+// when there is none (or the last one failed dataRetry ago), and returns nil once the plane is
+// closed.
+func (p *dataPlane) link(address string) (*dataLink, bool) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.closed {
-		p.mu.Unlock()
-		return false
+		return nil, false
 	}
-	l := p.links[target.Address]
+	l := p.links[address]
 	if now := time.Now(); l == nil || l.state == linkDown && !now.Before(l.retryAt) {
 		p.forgetLocked(now)
 		l = &dataLink{state: linkDialling}
-		p.links[target.Address] = l
-		go p.dial(target.Address, l)
+		p.links[address] = l
+		go p.dial(address, l)
 	}
-	up := l.state == linkUp
-	p.mu.Unlock()
-	return up && p.write(target, l, kind, env)
+	return l, l.state == linkUp
 }
 
 // forgetLocked forgets the links that have been down for linkForgetAfter (under mu): nodes

@@ -31,6 +31,33 @@ func planeFrames(lc *LocalCluster) (sent, delivered int64) {
 	return sent, delivered
 }
 
+// linkAll makes the data plane links between every two nodes of lc, and waits until they are
+// up: links are made as jobs need them and stay, so tests that count goroutines across a job
+// make them all first.
+func linkAll(t *testing.T, lc *LocalCluster) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		down := 0
+		for _, from := range lc.Nodes {
+			for _, to := range lc.Nodes {
+				if from != to && from.plane != nil {
+					if _, up := from.plane.link(to.Address()); !up {
+						down++
+					}
+				}
+			}
+		}
+		if down == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d data plane links not up", down)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // planeResent sums the frames the nodes' data planes sent again through the remote.
 func planeResent(lc *LocalCluster) (n int64) {
 	for _, n2 := range lc.Nodes {
