@@ -50,11 +50,12 @@ import (
 // (a count, sent back on the same connection at most every dataAckEvery, or sooner after
 // dataAckBytes), and the sending end keeps each frame until it is acknowledged. When the
 // link breaks (a write fails, or the connection ends), the frames not acknowledged yet are
-// sent again through the remote, in order, before any later message: a frame the receiver
-// had read but not acknowledged arrives twice, and the second is dropped as a duplicate, as
-// every receiver of the collectives does (see TestDataPlaneLinksBreakMidJob). A link keeps at
-// most maxKeptBytes of frames; past that (a receiver that reads but does not acknowledge)
-// messages take the remote until acknowledgements catch up.
+// sent again through the remote, in order, before any later message to that node: a frame
+// the receiver had read but not acknowledged arrives twice, and the second is dropped as a
+// duplicate, as every receiver of the collectives does (see TestDataPlaneLinksBreakMidJob).
+// A link whose receiver stops acknowledging (maxKeptBytes of frames waiting, or the oldest
+// waiting for dataAckTimeout) is taken down the same way; so is one whose receiver could not
+// write an acknowledgement, which closes the connection.
 //
 // What a node accepts on its data plane port is checked as on the remote: the TLS handshake
 // refuses parties without a certificate of the cluster, and a certificate whose role is not
@@ -88,13 +89,15 @@ const (
 	// messages take the remote.
 	dataWriteTimeout = 5 * time.Second
 	// keptFrameBuffer is the largest frame buffer a link recycles once its frame is
-	// acknowledged.
-	keptFrameBuffer = 1 << 20
-	// maxKeptBytes bounds the frames a link keeps until they are acknowledged.
+	// acknowledged (a full chunk's frame fits), and maxFreeBytes the most such buffers a
+	// link holds for its next frames.
+	keptFrameBuffer = chunked.Bytes + 64<<10
+	maxFreeBytes    = 4 << 20
+	// maxKeptBytes bounds the frames a link keeps until they are acknowledged: past it,
+	// the receiver is not acknowledging, and the link goes down.
 	maxKeptBytes = 64 << 20
-	// dataAckEvery is how long the receiving end of a link waits before it acknowledges the
-	// frames it read, and dataAckBytes how many bytes of frames make it acknowledge at once.
-	dataAckEvery = 20 * time.Millisecond
+	// dataAckBytes is how many bytes of frames make the receiving end of a link
+	// acknowledge at once.
 	dataAckBytes = 4 << 20
 	// linkForgetAfter is how long after its retry time a link that went down is forgotten.
 	linkForgetAfter = time.Minute
@@ -107,6 +110,15 @@ const (
 // could not be made) before it tries again. A variable for tests; a data plane reads it once,
 // when it starts.
 var dataRetry = 5 * time.Second
+
+// dataAckEvery is how long the receiving end of a link waits before it acknowledges the
+// frames it read, and dataAckTimeout how long the oldest frame a link keeps may wait for its
+// acknowledgement before the link goes down. Variables for tests; a data plane reads them
+// once, when it starts.
+var (
+	dataAckEvery   = 20 * time.Millisecond
+	dataAckTimeout = 5 * time.Second
+)
 
 // Drop causes of the data plane.
 const (
@@ -156,6 +168,8 @@ type dataPlane struct {
 	server *tls.Config // nil: no TLS (an Insecure node)
 	client *tls.Config
 	retry  time.Duration // dataRetry
+	// ackEvery and ackTimeout are dataAckEvery and dataAckTimeout.
+	ackEvery, ackTimeout time.Duration
 	// remote sends a message through the actor remote: the sender after the data plane in
 	// the middleware chain, set by the first middleware call. Frames a broken link leaves
 	// unacknowledged go through it.
@@ -189,24 +203,26 @@ type dataLink struct {
 	state   linkState // under dataPlane.mu
 	retryAt time.Time // under dataPlane.mu
 
-	wmu    sync.Mutex // serializes frames, and guards what follows
-	conn   net.Conn
-	broken bool        // the link went down: nothing more is written on it
-	seq    uint64      // frames written
-	acked  uint64      // frames the receiver acknowledged
-	kept   []keptFrame // the frames written and not acknowledged, in order
-	bytes  int         // their bytes
-	free   [][]byte    // buffers of acknowledged frames, for the next ones
+	wmu       sync.Mutex // serializes frames, and guards what follows
+	conn      net.Conn
+	broken    bool        // the link went down: nothing more is written on it
+	seq       uint64      // frames written
+	acked     uint64      // frames the receiver acknowledged
+	kept      []keptFrame // the frames written and not acknowledged, in order
+	bytes     int         // their bytes
+	free      [][]byte    // buffers of acknowledged frames, for the next ones
+	freeBytes int         // their capacity
 }
 
 // keptFrame is a frame written on a link and not acknowledged yet: what it takes to send its
 // message again through the remote.
 type keptFrame struct {
 	seq    uint64
+	at     time.Time // when it was written
 	kind   byte
 	target *actor.PID
-	env    *actor.MessageEnvelope // as sent: its header and sender go with the message again
-	frame  []byte                 // the frame's bytes, its body after frame.HeaderLen and the target
+	env    actor.MessageEnvelope // its header and sender (not the message, whose values may be the sender's buffers)
+	frame  []byte                // the frame's bytes, its body after frame.HeaderLen and the target
 }
 
 // startDataPlane listens on host:port (port 0: any free port) and starts accepting; advertise,
@@ -220,7 +236,7 @@ func startDataPlane(n *Node, host string, port int, advertise string, creds *pki
 		advertise = host
 	}
 	p := &dataPlane{n: n, lis: lis, addr: net.JoinHostPort(advertise, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)),
-		self: n.system.Address(), retry: dataRetry, links: map[string]*dataLink{}, conns: map[net.Conn]bool{}}
+		self: n.system.Address(), retry: dataRetry, ackEvery: dataAckEvery, ackTimeout: dataAckTimeout, links: map[string]*dataLink{}, conns: map[net.Conn]bool{}}
 	if creds != nil {
 		p.server, p.client = creds.Server, creds.Client
 	}
@@ -353,12 +369,18 @@ func (p *dataPlane) forgetLocked(now time.Time) {
 func (p *dataPlane) write(target *actor.PID, l *dataLink, kind byte, env *actor.MessageEnvelope) bool {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	if l.broken || l.bytes > maxKeptBytes {
+	if l.broken {
+		return false
+	}
+	now := time.Now()
+	if len(l.kept) > 0 && (l.bytes > maxKeptBytes || now.Sub(l.kept[0].at) > p.ackTimeout) {
+		p.down(target.Address, l, fmt.Errorf("the receiver acknowledged none of the last %d frames (%d bytes, the oldest written %v ago)", len(l.kept), l.bytes, now.Sub(l.kept[0].at).Round(time.Millisecond)))
 		return false
 	}
 	var buf []byte
 	if n := len(l.free); n > 0 {
 		buf, l.free = l.free[n-1][:0], l.free[:n-1]
+		l.freeBytes -= cap(buf)
 	}
 	buf, err := frame.Begin(buf, kind, target.Id)
 	if err != nil {
@@ -370,13 +392,15 @@ func (p *dataPlane) write(target *actor.PID, l *dataLink, kind byte, env *actor.
 	if err := frame.End(buf); err != nil {
 		return false
 	}
-	_ = l.conn.SetWriteDeadline(time.Now().Add(dataWriteTimeout))
+	_ = l.conn.SetWriteDeadline(now.Add(dataWriteTimeout))
 	if _, err := l.conn.Write(buf); err != nil {
 		p.down(target.Address, l, err)
 		return false
 	}
 	l.seq++
-	l.kept = append(l.kept, keptFrame{seq: l.seq, kind: kind, target: target, env: env, frame: buf})
+	k := keptFrame{seq: l.seq, at: now, kind: kind, target: target, env: *env, frame: buf}
+	k.env.Message = nil
+	l.kept = append(l.kept, k)
 	l.bytes += len(buf)
 	p.sent.Add(1)
 	return true
@@ -386,7 +410,7 @@ func (p *dataPlane) write(target *actor.PID, l *dataLink, kind byte, env *actor.
 func (p *dataPlane) ack(l *dataLink, n uint64) error {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	if n < l.acked || n > l.seq {
+	if n <= l.acked || n > l.seq { // a receiver acknowledges only when it read more
 		return fmt.Errorf("acknowledged %d frames of %d written, after %d", n, l.seq, l.acked)
 	}
 	l.acked = n
@@ -394,15 +418,15 @@ func (p *dataPlane) ack(l *dataLink, n uint64) error {
 	for done < len(l.kept) && l.kept[done].seq <= n {
 		f := l.kept[done].frame
 		l.bytes -= len(f)
-		if cap(f) <= keptFrameBuffer && len(l.free) < 64 {
+		if cap(f) <= keptFrameBuffer && l.freeBytes+cap(f) <= maxFreeBytes {
 			l.free = append(l.free, f)
+			l.freeBytes += cap(f)
 		}
-		l.kept[done] = keptFrame{}
 		done++
 	}
-	if done > 0 {
-		l.kept = append(l.kept[:0], l.kept[done:]...)
-	}
+	left := copy(l.kept, l.kept[done:])
+	clear(l.kept[left:]) // nothing of the acknowledged frames stays reachable
+	l.kept = l.kept[:left]
 	return nil
 }
 
@@ -413,36 +437,43 @@ func (p *dataPlane) fail(address string, l *dataLink, err error) {
 	p.down(address, l, err)
 }
 
-// down takes a link down, under its wmu: its connection is closed, the frames it had not had
-// acknowledged are sent again through the remote (unless the plane is closing), and messages
-// take the remote until it is made again, dataRetry later.
+// down takes a link down, under its wmu. The frames it had not had acknowledged go again
+// through the remote (unless the plane is closing) before the link is marked down: until
+// then, senders to its node wait for wmu, so none of their messages overtakes them. Then
+// messages take the remote until the link is made again, dataRetry later, and its
+// connection is closed.
 func (p *dataPlane) down(address string, l *dataLink, err error) {
 	if l.broken {
 		return
 	}
 	l.broken = true
 	p.mu.Lock()
-	if p.links[address] == l {
-		l.state, l.retryAt = linkDown, time.Now().Add(p.retry)
-	}
 	closed := p.closed
 	p.mu.Unlock()
-	if l.conn != nil {
-		p.untrack(l.conn, false)
-	}
 	p.n.logger.Debug("data plane link down", slog.String("to", address), slog.Any("error", err), slog.Int("unacknowledged", len(l.kept)))
 	if remote := p.remote.Load(); !closed && remote != nil {
 		for _, k := range l.kept {
 			msg := messageOf(k.kind)
 			if proto.Unmarshal(k.frame[frame.HeaderLen+len(k.target.Id):], msg) == nil {
-				env := *k.env
+				env := k.env
 				env.Message = msg
 				(*remote)(p.n.system.Root, k.target, &env)
 				p.resent.Add(1)
 			}
 		}
 	}
-	l.kept, l.free, l.bytes = nil, nil, 0
+	l.kept, l.free, l.bytes, l.freeBytes = nil, nil, 0, 0
+	p.mu.Lock()
+	if p.links[address] == l {
+		l.state, l.retryAt = linkDown, time.Now().Add(p.retry)
+	}
+	p.mu.Unlock()
+	if l.conn != nil {
+		// A TLS close writes a close_notify first: with the link's writes stuck, it would
+		// wait (holding wmu) for its deadline.
+		_ = l.conn.SetWriteDeadline(time.Now())
+		p.untrack(l.conn, false)
+	}
 }
 
 // dial asks the node at address where its data plane listens, connects to it and puts the
@@ -559,7 +590,7 @@ func (p *dataPlane) read(raw net.Conn) {
 	if !ok {
 		return
 	}
-	a := newAcker(conn)
+	a := newAcker(conn, p.ackEvery)
 	defer a.stop()
 	p.frames(conn, who, a)
 }
@@ -589,7 +620,7 @@ func (p *dataPlane) frames(conn io.Reader, who party, a *acker) {
 type acker struct {
 	conn  net.Conn
 	timer *time.Timer
-	every time.Duration // dataAckEvery
+	every time.Duration // how long a frame waits for its acknowledgement
 
 	mu      sync.Mutex
 	frames  uint64 // frames read
@@ -600,8 +631,8 @@ type acker struct {
 	buf     [ackLen]byte
 }
 
-func newAcker(conn net.Conn) *acker {
-	a := &acker{conn: conn, every: dataAckEvery}
+func newAcker(conn net.Conn, every time.Duration) *acker {
+	a := &acker{conn: conn, every: every}
 	a.timer = time.AfterFunc(time.Hour, a.flush)
 	a.timer.Stop()
 	return a
@@ -637,7 +668,10 @@ func (a *acker) writeLocked() {
 	binary.LittleEndian.PutUint64(a.buf[:], a.frames)
 	_ = a.conn.SetWriteDeadline(time.Now().Add(dataWriteTimeout))
 	if _, err := a.conn.Write(a.buf[:]); err != nil {
-		a.stopped = true // the connection is broken: its reader ends too
+		// The sender would keep its frames until it gave up waiting: close the
+		// connection, which ends the reader here and takes the link down there.
+		a.stopped = true
+		a.conn.Close()
 		return
 	}
 	a.acked, a.waiting = a.frames, 0

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -140,7 +142,60 @@ func TestCollectivesTakeTheDataPlane(t *testing.T) {
 			if d := drops(lc); len(d) != 0 {
 				t.Fatalf("a legitimate job had messages dropped: %v", d)
 			}
+			waitAcknowledged(t, lc)
+			if r := planeResent(lc); r != 0 {
+				t.Fatalf("%d frames sent again on links that did not break", r)
+			}
 		})
+	}
+}
+
+// waitAcknowledged waits until every link of lc's data planes has had every frame it wrote
+// acknowledged, and keeps none.
+func waitAcknowledged(t *testing.T, lc *LocalCluster) {
+	t.Helper()
+	waitFor(t, "every frame acknowledged", func() bool {
+		for _, n := range lc.Nodes {
+			n.plane.mu.Lock()
+			links := maps.Clone(n.plane.links)
+			n.plane.mu.Unlock()
+			for _, l := range links {
+				l.wmu.Lock()
+				pending := l.acked != l.seq || len(l.kept) != 0 || l.bytes != 0
+				l.wmu.Unlock()
+				if pending {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// TestDataPlaneReceiversThatDoNotAcknowledge: receivers that read frames but never
+// acknowledge them (a stuck acknowledger, or a build without acknowledgements) make their
+// senders take the links down after dataAckTimeout and send what was kept through the
+// remote; the job needs no recovery and ends with the driver's bits.
+func TestDataPlaneReceiversThatDoNotAcknowledge(t *testing.T) {
+	oldEvery, oldTimeout, oldRetry := dataAckEvery, dataAckTimeout, dataRetry
+	dataAckEvery, dataAckTimeout, dataRetry = time.Hour, 100*time.Millisecond, 50*time.Millisecond
+	t.Cleanup(func() { dataAckEvery, dataAckTimeout, dataRetry = oldEvery, oldTimeout, oldRetry })
+	lc, cl := testClusterWith(t, 3, NodeConfig{Threads: 2, Faults: &Faults{IterationDelay: 2 * time.Millisecond},
+		Timeouts: Timeouts{Stall: 300 * time.Millisecond}})
+	s := spec("synthetic:m=6,n=900,k=3,seed=2", "did", 3, 5, lc.Addresses(), 300)
+	s.CheckpointEvery = 20
+	want := driverRun(t, s)
+	got, err := runJob(t, cl, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, "no acknowledgements", got, want)
+	if len(got.Recoveries) != 0 {
+		t.Fatalf("the job recovered %d times (%v)", len(got.Recoveries), got.Recoveries)
+	}
+	_, delivered := planeFrames(lc)
+	if resent := planeResent(lc); delivered == 0 || resent == 0 {
+		t.Fatalf("%d frames delivered, %d sent again: want links that carried frames and were taken down", delivered, resent)
 	}
 }
 
@@ -377,8 +432,8 @@ func TestDataPlaneAddressIsToldToPeersOnly(t *testing.T) {
 }
 
 // TestDataPlaneAcks: a link keeps each frame until the receiver acknowledges it, and an
-// acknowledgement that goes back, or past the frames written, is refused (the link then goes
-// down).
+// acknowledgement that does not go forward, or goes past the frames written, is refused (the
+// link then goes down).
 func TestDataPlaneAcks(t *testing.T) {
 	kept := func(seqs ...uint64) *dataLink {
 		l := &dataLink{}
@@ -397,10 +452,10 @@ func TestDataPlaneAcks(t *testing.T) {
 		wantErr  bool
 		wantKept int
 	}{
-		{"none yet", kept(1, 2, 3), 0, 0, false, 3},
+		{"none (not sent by a receiver)", kept(1, 2, 3), 0, 0, true, 3},
 		{"some", kept(1, 2, 3), 0, 2, false, 1},
 		{"all", kept(1, 2, 3), 0, 3, false, 0},
-		{"again", kept(3), 2, 2, false, 1},
+		{"again", kept(3), 2, 2, true, 1},
 		{"past the frames written", kept(1, 2, 3), 0, 4, true, 3},
 		{"going back", kept(3), 2, 1, true, 1},
 	} {
@@ -429,7 +484,7 @@ func TestAckerAcknowledges(t *testing.T) {
 	recv, send := net.Pipe()
 	defer recv.Close()
 	defer send.Close()
-	a := newAcker(recv)
+	a := newAcker(recv, dataAckEvery)
 	defer a.stop()
 	next := func() uint64 {
 		t.Helper()
@@ -476,5 +531,18 @@ func TestDataPlaneForgetsOldLinks(t *testing.T) {
 	slices.Sort(kept)
 	if want := []string{"dialling", "down", "up"}; !slices.Equal(kept, want) {
 		t.Fatalf("links kept: %v, want %v", kept, want)
+	}
+}
+
+// TestAckerClosesWhenItCannotAcknowledge: an acknowledgement that cannot be written closes
+// the connection, so that the sender takes the link down rather than keep its frames.
+func TestAckerClosesWhenItCannotAcknowledge(t *testing.T) {
+	recv, send := net.Pipe()
+	send.Close()
+	a := newAcker(recv, time.Hour)
+	defer a.stop()
+	a.read(dataAckBytes) // acknowledges at once, and fails
+	if _, err := recv.Read(make([]byte, 1)); !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("after a failed acknowledgement the connection reads %v, want it closed (%v)", err, io.ErrClosedPipe)
 	}
 }
