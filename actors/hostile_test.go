@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -645,4 +646,61 @@ func TestClientCannotReachNodeInternals(t *testing.T) {
 		t.Fatalf("not dropped: %v", dropsSorted(d))
 	}
 	waitIdle(t, lc)
+}
+
+// openFiles counts this process's open file descriptors.
+func openFiles(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot count descriptors: %v", err)
+	}
+	return len(fds)
+}
+
+// TestHandshakeFloodOnTheActorPort opens many connections to a node's actor port from one
+// address without ever starting a handshake, as anyone who reaches the port can. The node
+// holds at most maxRemoteHandshakesPerIP of them (it closes the others at once, counted), so
+// such a party cannot take its descriptors; and a client from another address, connecting
+// during the flood, runs a job with the driver's bits.
+func TestHandshakeFloodOnTheActorPort(t *testing.T) {
+	h := newHostileSetup(t, nil)
+	node := h.lc.Nodes[0]
+	before := openFiles(t)
+	const flood = 3 * maxRemoteHandshakesPerIP
+	attacker := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Timeout: 5 * time.Second}
+	for range flood {
+		c, err := attacker.Dial("tcp", node.Address())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	refused := node.Drops()[dropRemoteHandshakes]
+	waitFor(t, "the flood's connections past the limit refused", func() bool {
+		refused = node.Drops()[dropRemoteHandshakes]
+		return refused >= flood-maxRemoteHandshakesPerIP
+	})
+	// The test's own ends of the flood are descriptors of this process too.
+	if held := openFiles(t) - before - flood; held > maxRemoteHandshakesPerIP+16 {
+		t.Fatalf("the node holds %d descriptors for %d connections that never started a handshake (at most %d)", held, flood, maxRemoteHandshakesPerIP)
+	}
+	bob := NewClient(startParty(t, creds(t, h.ca, "bob", pki.RoleClient)).System(), Timeouts{})
+	t.Cleanup(bob.Close)
+	s := spec("synthetic:m=6,n=600,k=3,seed=3", "did", 3, 4, h.lc.Addresses(), 30)
+	want := driverRun(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	job, err := bob.Submit(ctx, node.Address(), s)
+	if err != nil {
+		t.Fatalf("a client could not submit during the flood: %v", err)
+	}
+	got, err := job.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, "a job submitted during the flood", got, want)
+	if refused > flood {
+		t.Fatalf("%d connections refused of %d opened", refused, flood)
+	}
 }

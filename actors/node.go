@@ -329,7 +329,8 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	serverOpts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxGRPCMessage), grpc.MaxSendMsgSize(maxGRPCMessage)}, g.serverOptions()...)
 	creds := insecure.NewCredentials()
 	if cfg.TLS != nil {
-		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(cfg.TLS.Server)))
+		serverOpts = append(serverOpts, grpc.ConnectionTimeout(remoteHandshakeTimeout),
+			grpc.Creds(limitHandshakes(credentials.NewTLS(cfg.TLS.Server), maxRemoteHandshakes, maxRemoteHandshakesPerIP, func(cause string) { g.drop(cause, 1) })))
 		creds = credentials.NewTLS(cfg.TLS.Client)
 	}
 	tServer, tDial := transportOptions()
