@@ -81,6 +81,9 @@ const (
 	// port can open those, so they get a small share).
 	maxDataConns  = 1024
 	maxHandshakes = 64
+	// maxHandshakesPerIP bounds those from one remote address, so that one party cannot
+	// take them all.
+	maxHandshakesPerIP = 16
 	// dataDialTimeout bounds asking a peer for its data plane address and connecting to it.
 	dataDialTimeout = 5 * time.Second
 	// dataHandshakeTimeout bounds the TLS handshake of an accepted connection.
@@ -180,7 +183,7 @@ type dataPlane struct {
 	links      map[string]*dataLink // by the actor address of the node they go to
 	conns      map[net.Conn]bool    // every open connection, accepted or dialled
 	accepted   int                  // of conns, those accepted
-	handshakes int                  // of those, the ones not authenticated yet
+	handshakes *handshakeSlots      // of those, the ones not authenticated yet
 	// wg counts the acceptor and one goroutine per tracked connection (its reader, or the
 	// watcher of a link), which ends once close closed the connection.
 	wg sync.WaitGroup
@@ -236,7 +239,8 @@ func startDataPlane(n *Node, host string, port int, advertise string, creds *pki
 		advertise = host
 	}
 	p := &dataPlane{n: n, lis: lis, addr: net.JoinHostPort(advertise, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)),
-		self: n.system.Address(), retry: dataRetry, ackEvery: dataAckEvery, ackTimeout: dataAckTimeout, links: map[string]*dataLink{}, conns: map[net.Conn]bool{}}
+		self: n.system.Address(), retry: dataRetry, ackEvery: dataAckEvery, ackTimeout: dataAckTimeout, links: map[string]*dataLink{}, conns: map[net.Conn]bool{},
+		handshakes: &handshakeSlots{max: maxHandshakes, perIP: maxHandshakesPerIP, byIP: map[string]int{}}}
 	if creds != nil {
 		p.server, p.client = creds.Server, creds.Client
 	}
@@ -268,20 +272,19 @@ func (p *dataPlane) close() {
 
 // track records an open connection and counts the goroutine that will read it (which calls
 // untrack, then wg.Done, when it ends). It refuses (and closes) the connection when the plane
-// is closed or, for an accepted one, when maxDataConns are open or maxHandshakes under way;
-// cause says why, "" when the plane is closed.
+// is closed or, for an accepted one, when maxDataConns are open or maxHandshakes under way
+// (maxHandshakesPerIP from its address); cause says why, "" when the plane is closed.
 func (p *dataPlane) track(c net.Conn, accepted bool) (ok bool, cause string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
 	case p.closed:
-	case accepted && (p.accepted >= maxDataConns || p.handshakes >= maxHandshakes):
+	case accepted && (p.accepted >= maxDataConns || !p.handshakes.take(remoteIP(c))):
 		cause = dropDataConns
 	default:
 		p.conns[c] = true
 		if accepted {
 			p.accepted++
-			p.handshakes++
 		}
 		p.wg.Add(1)
 		return true, ""
@@ -291,11 +294,7 @@ func (p *dataPlane) track(c net.Conn, accepted bool) (ok bool, cause string) {
 }
 
 // authenticated counts an accepted connection's handshake as done.
-func (p *dataPlane) authenticated() {
-	p.mu.Lock()
-	p.handshakes--
-	p.mu.Unlock()
-}
+func (p *dataPlane) authenticated(c net.Conn) { p.handshakes.give(remoteIP(c)) }
 
 // untrack closes a connection and forgets it.
 func (p *dataPlane) untrack(c net.Conn, accepted bool) {
@@ -581,12 +580,12 @@ func (p *dataPlane) read(raw net.Conn) {
 	counted := false
 	defer func() {
 		if !counted { // a panic in the handshake
-			p.authenticated()
+			p.authenticated(raw)
 		}
 	}()
 	who, conn, ok := p.authenticate(raw)
 	counted = true
-	p.authenticated()
+	p.authenticated(raw)
 	if !ok {
 		return
 	}

@@ -364,8 +364,19 @@ func TestDataPlaneRefusesStrangers(t *testing.T) {
 			c, _ := dialPlane(t, node, nil)
 			idle = append(idle, c)
 		}
-		if len(idle) <= maxHandshakes {
-			t.Fatalf("refused after %d pending handshakes, want more than %d", len(idle), maxHandshakes)
+		if len(idle) <= maxHandshakesPerIP {
+			t.Fatalf("refused after %d pending handshakes from one address, want more than %d", len(idle), maxHandshakesPerIP)
+		}
+		// Another address still gets a handshake.
+		other, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.3")}}).Dial("tcp", node.plane.Address())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		ours := creds(t, h.ca, "node", pki.RolePeer).Client.Clone()
+		ours.ServerName = "127.0.0.1"
+		if err := tls.Client(other, ours).Handshake(); err != nil {
+			t.Fatalf("a peer from another address could not handshake while one address flooded: %v", err)
 		}
 		for _, c := range idle {
 			c.Close()
@@ -373,9 +384,9 @@ func TestDataPlaneRefusesStrangers(t *testing.T) {
 		// The node counts their handshakes as done once it read their end: then it accepts
 		// again.
 		waitFor(t, "the pending handshakes to end", func() bool {
-			node.plane.mu.Lock()
-			defer node.plane.mu.Unlock()
-			return node.plane.handshakes == 0
+			node.plane.handshakes.mu.Lock()
+			defer node.plane.handshakes.mu.Unlock()
+			return node.plane.handshakes.total == 0
 		})
 	})
 

@@ -23,7 +23,7 @@ import (
 // each connection remoteHandshakeTimeout
 // (grpc.ConnectionTimeout) to finish its handshake and HTTP/2 preface. Connections whose
 // handshake is done belong to parties with the cluster's certificates and are not limited
-// here. The data plane limits its own (maxHandshakes).
+// here. The data plane limits its own the same way (maxHandshakes, maxHandshakesPerIP).
 const (
 	maxRemoteHandshakes      = 128
 	maxRemoteHandshakesPerIP = 32
