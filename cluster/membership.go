@@ -132,6 +132,7 @@ const (
 // Membership is this node's view of the cluster. Its methods are safe for concurrent use.
 type Membership struct {
 	ml      *memberlist.Memberlist
+	streams *limitedStreams // the transport's incoming streams, bounded
 	log     *slog.Logger
 	name    string
 	timing  Timing // Config.Timing with its defaults
@@ -291,11 +292,13 @@ func Start(cfg Config) (*Membership, error) {
 	if advPort != 0 {
 		mc.AdvertisePort = advPort
 	}
-	mc.Transport = transport
+	streams := limitStreams(transport)
+	m.streams = streams
+	mc.Transport = streams
 	var selfAddr atomic.Value // the advertised gossip address, known once memberlist runs
 	selfAddr.Store("")
 	if cfg.Partition != nil {
-		mc.Transport = &partitionedTransport{Transport: transport, self: func() string { return selfAddr.Load().(string) }, p: cfg.Partition}
+		mc.Transport = &partitionedTransport{Transport: streams, self: func() string { return selfAddr.Load().(string) }, p: cfg.Partition}
 	}
 	mc.Label = gossipLabel
 	mc.SecretKey = cfg.SecretKey
@@ -308,7 +311,7 @@ func Start(cfg Config) (*Membership, error) {
 
 	ml, err := memberlist.Create(mc)
 	if err != nil {
-		_ = transport.Shutdown()
+		_ = streams.Shutdown()
 		return nil, fmt.Errorf("cluster: start memberlist %q on %s: %v", name, net.JoinHostPort(bindIP, strconv.Itoa(port)), err)
 	}
 	m.ml = ml
@@ -431,6 +434,10 @@ func (m *Membership) Local() Member {
 	defer m.mu.Unlock()
 	return m.local
 }
+
+// RefusedStreams is the number of connections to the gossip port closed at once because
+// maxStreams were being served, or maxStreamsPerIP from their address.
+func (m *Membership) RefusedStreams() int64 { return m.streams.refused.Load() }
 
 // Members returns the live nodes, this one included and both roles, sorted by name. It reads
 // this package's own table, kept up to date from memberlist's events.

@@ -1,0 +1,118 @@
+package cluster
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Anyone who reaches a node's gossip port can open TCP connections to it. memberlist serves
+// each in a goroutine of its own until Timing.TCPTimeout, whatever the connection carries
+// (the gossip is encrypted, so a party without the key gets nothing else from it), and sets
+// no bound on how many it serves at once: a party opening connections faster than they time
+// out would take every descriptor of the node's process.
+//
+// limitedStreams therefore hands memberlist at most maxStreams connections at a time, and
+// maxStreamsPerIP from one address, and closes the others at once (Membership.RefusedStreams
+// counts them). A node's own gossip uses a few: a push/pull with a peer every interval, a
+// join, the TCP fallback of a probe.
+const (
+	maxStreams      = 128
+	maxStreamsPerIP = 32
+)
+
+// limitedStreams wraps a memberlist transport so that its incoming streams are bounded. Its
+// methods may be called from any goroutine.
+type limitedStreams struct {
+	memberlist.Transport
+	out     chan net.Conn
+	stop    chan struct{}
+	once    sync.Once
+	refused atomic.Int64
+
+	mu    sync.Mutex
+	total int
+	byIP  map[string]int
+}
+
+// limitStreams wraps t and starts passing its streams on.
+func limitStreams(t memberlist.Transport) *limitedStreams {
+	l := &limitedStreams{Transport: t, out: make(chan net.Conn), stop: make(chan struct{}), byIP: map[string]int{}}
+	go l.pass(t.StreamCh())
+	return l
+}
+
+// pass hands memberlist the streams within the limits until Shutdown.
+func (l *limitedStreams) pass(in <-chan net.Conn) {
+	for {
+		select {
+		case c := <-in:
+			ip := streamIP(c)
+			if !l.take(ip) {
+				l.refused.Add(1)
+				c.Close()
+				continue
+			}
+			select {
+			case l.out <- &limitedConn{Conn: c, done: func() { l.give(ip) }}:
+			case <-l.stop:
+				c.Close()
+				return
+			}
+		case <-l.stop:
+			return
+		}
+	}
+}
+
+// StreamCh implements memberlist.Transport: the streams within the limits.
+func (l *limitedStreams) StreamCh() <-chan net.Conn { return l.out }
+
+// Shutdown implements memberlist.Transport.
+func (l *limitedStreams) Shutdown() error {
+	l.once.Do(func() { close(l.stop) })
+	return l.Transport.Shutdown()
+}
+
+func (l *limitedStreams) take(ip string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.total >= maxStreams || l.byIP[ip] >= maxStreamsPerIP {
+		return false
+	}
+	l.total++
+	l.byIP[ip]++
+	return true
+}
+
+func (l *limitedStreams) give(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total--
+	if l.byIP[ip]--; l.byIP[ip] == 0 {
+		delete(l.byIP, ip)
+	}
+}
+
+// streamIP is the address part of a stream's remote address.
+func streamIP(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return c.RemoteAddr().String()
+}
+
+// limitedConn gives its stream's slot back when memberlist closes it (once).
+type limitedConn struct {
+	net.Conn
+	once sync.Once
+	done func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.done)
+	return err
+}
