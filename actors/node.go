@@ -259,8 +259,28 @@ func (n *Node) interruptJob(job string) {
 }
 
 // Drops returns how many messages from the network the node dropped, by cause: malformed,
-// unauthenticated, sent by a role that may not send them, about a job the sender does not own.
-func (n *Node) Drops() map[string]int64 { return n.guard.Drops() }
+// unauthenticated, sent by a role that may not send them, about a job the sender does not
+// own; and the connections to its ports closed at once for being too many (the gossip
+// port's too, when its Members count them: see RefusedStreamer).
+func (n *Node) Drops() map[string]int64 {
+	d := n.guard.Drops()
+	if r, ok := n.cfg.Members.(RefusedStreamer); ok {
+		if refused := r.RefusedStreams(); refused > 0 {
+			d[dropGossipStreams] = refused
+		}
+	}
+	return d
+}
+
+// RefusedStreamer is implemented by Members that count the connections to the gossip port
+// they closed at once for being too many (cluster.Membership.RefusedStreams). Its method may
+// be called from any goroutine.
+type RefusedStreamer interface {
+	RefusedStreams() int64
+}
+
+// dropGossipStreams is the drop cause of RefusedStreamer's count.
+const dropGossipStreams = "gossip: too many connections"
 
 // keepBlock keeps a shard's block of X on the node, with the custom initialisation streamed
 // with it (nil: none), so that a restarted or rolled-back shard does not read (or have

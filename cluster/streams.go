@@ -28,7 +28,8 @@ const (
 type limitedStreams struct {
 	memberlist.Transport
 	out     chan net.Conn
-	stop    chan struct{}
+	stop    chan struct{} // closed by Shutdown
+	gone    chan struct{} // closed once the wrapped transport has shut down
 	once    sync.Once
 	refused atomic.Int64
 
@@ -39,13 +40,25 @@ type limitedStreams struct {
 
 // limitStreams wraps t and starts passing its streams on.
 func limitStreams(t memberlist.Transport) *limitedStreams {
-	l := &limitedStreams{Transport: t, out: make(chan net.Conn), stop: make(chan struct{}), byIP: map[string]int{}}
+	l := &limitedStreams{Transport: t, out: make(chan net.Conn), stop: make(chan struct{}), gone: make(chan struct{}), byIP: map[string]int{}}
 	go l.pass(t.StreamCh())
 	return l
 }
 
-// pass hands memberlist the streams within the limits until Shutdown.
+// pass hands memberlist the streams within the limits until Shutdown, then closes those the
+// wrapped transport still accepts until it has shut down (its listener waits for each to be
+// taken).
 func (l *limitedStreams) pass(in <-chan net.Conn) {
+	defer func() {
+		for {
+			select {
+			case c := <-in:
+				c.Close()
+			case <-l.gone:
+				return
+			}
+		}
+	}()
 	for {
 		select {
 		case c := <-in:
@@ -70,10 +83,15 @@ func (l *limitedStreams) pass(in <-chan net.Conn) {
 // StreamCh implements memberlist.Transport: the streams within the limits.
 func (l *limitedStreams) StreamCh() <-chan net.Conn { return l.out }
 
-// Shutdown implements memberlist.Transport.
+// Shutdown implements memberlist.Transport. It may be called more than once.
 func (l *limitedStreams) Shutdown() error {
-	l.once.Do(func() { close(l.stop) })
-	return l.Transport.Shutdown()
+	first := false
+	l.once.Do(func() { close(l.stop); first = true })
+	err := l.Transport.Shutdown()
+	if first {
+		close(l.gone)
+	}
+	return err
 }
 
 func (l *limitedStreams) take(ip string) bool {

@@ -89,6 +89,14 @@ func (l *lateMembers) Workers() []cluster.Member {
 	return nil
 }
 
+// RefusedStreams implements actors.RefusedStreamer.
+func (l *lateMembers) RefusedStreams() int64 {
+	if m := l.m.Load(); m != nil {
+		return m.RefusedStreams()
+	}
+	return 0
+}
+
 // credentials fills in a party's TLS configuration and gossip key from the cluster secret
 // when no certificates are given, and refuses a party without any credentials unless
 // insecure.

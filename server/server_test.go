@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"math"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -201,5 +202,24 @@ func TestStaleCheckpointsRemovedAtStart(t *testing.T) {
 	defer b.Close()
 	if jobs, err := b.Node.Checkpoints().Jobs(); err != nil || len(jobs) != 0 {
 		t.Fatalf("checkpoints of an ended job kept: %v %v", jobs, err)
+	}
+}
+
+// TestGossipFloodIsCounted: the gossip port's refused connections are among the node's
+// drops, which its peers see in status.
+func TestGossipFloodIsCounted(t *testing.T) {
+	s := startMembers(t, nil, nil, testKey(), "a")[0]
+	attacker := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Timeout: 5 * time.Second}
+	for range 40 {
+		c, err := attacker.Dial("tcp", s.Gossip())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	for deadline := time.Now().Add(10 * time.Second); s.Node.Drops()["gossip: too many connections"] == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("40 idle connections from one address to the gossip port, and no drop counted: %v", s.Node.Drops())
+		}
 	}
 }
