@@ -19,6 +19,7 @@ import (
 
 	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/internal/frame"
+	"github.com/didnmf/didnmf/internal/slots"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 )
@@ -183,7 +184,7 @@ type dataPlane struct {
 	links      map[string]*dataLink // by the actor address of the node they go to
 	conns      map[net.Conn]bool    // every open connection, accepted or dialled
 	accepted   int                  // of conns, those accepted
-	handshakes *handshakeSlots      // of those, the ones not authenticated yet
+	handshakes *slots.Limiter       // of those, the ones not authenticated yet, by remote address
 	// wg counts the acceptor and one goroutine per tracked connection (its reader, or the
 	// watcher of a link), which ends once close closed the connection.
 	wg sync.WaitGroup
@@ -240,7 +241,7 @@ func startDataPlane(n *Node, host string, port int, advertise string, creds *pki
 	}
 	p := &dataPlane{n: n, lis: lis, addr: net.JoinHostPort(advertise, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)),
 		self: n.system.Address(), retry: dataRetry, ackEvery: dataAckEvery, ackTimeout: dataAckTimeout, links: map[string]*dataLink{}, conns: map[net.Conn]bool{},
-		handshakes: &handshakeSlots{max: maxHandshakes, perIP: maxHandshakesPerIP, byIP: map[string]int{}}}
+		handshakes: slots.New(maxHandshakes, maxHandshakesPerIP)}
 	if creds != nil {
 		p.server, p.client = creds.Server, creds.Client
 	}
@@ -279,7 +280,7 @@ func (p *dataPlane) track(c net.Conn, accepted bool) (ok bool, cause string) {
 	defer p.mu.Unlock()
 	switch {
 	case p.closed:
-	case accepted && (p.accepted >= maxDataConns || !p.handshakes.take(remoteIP(c))):
+	case accepted && (p.accepted >= maxDataConns || !p.handshakes.Take(remoteIP(c))):
 		cause = dropDataConns
 	default:
 		p.conns[c] = true
@@ -294,7 +295,7 @@ func (p *dataPlane) track(c net.Conn, accepted bool) (ok bool, cause string) {
 }
 
 // authenticated counts an accepted connection's handshake as done.
-func (p *dataPlane) authenticated(c net.Conn) { p.handshakes.give(remoteIP(c)) }
+func (p *dataPlane) authenticated(c net.Conn) { p.handshakes.Give(remoteIP(c)) }
 
 // untrack closes a connection and forgets it.
 func (p *dataPlane) untrack(c net.Conn, accepted bool) {

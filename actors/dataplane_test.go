@@ -383,11 +383,7 @@ func TestDataPlaneRefusesStrangers(t *testing.T) {
 		}
 		// The node counts their handshakes as done once it read their end: then it accepts
 		// again.
-		waitFor(t, "the pending handshakes to end", func() bool {
-			node.plane.handshakes.mu.Lock()
-			defer node.plane.handshakes.mu.Unlock()
-			return node.plane.handshakes.total == 0
-		})
+		waitFor(t, "the pending handshakes to end", func() bool { return node.plane.handshakes.InUse() == 0 })
 	})
 
 	peer := creds(t, h.ca, "rogue", pki.RolePeer).Client

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"net"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc/credentials"
+
+	"github.com/didnmf/didnmf/internal/slots"
 )
 
 // Anyone who reaches a node's actor port can open connections to it without credentials:
@@ -44,44 +45,14 @@ var errTooManyHandshakes = errors.New("too many TLS handshakes under way")
 // goroutine.
 type limitedHandshakes struct {
 	credentials.TransportCredentials
-	slots *handshakeSlots    // shared by clones
+	slots *slots.Limiter     // the handshakes under way, by remote address; shared by clones
 	drop  func(cause string) // counts a refused or failed handshake
-}
-
-// handshakeSlots counts the handshakes under way, in all and by remote address.
-type handshakeSlots struct {
-	max, perIP int
-	mu         sync.Mutex
-	total      int
-	byIP       map[string]int
-}
-
-// take takes a slot for a handshake from ip, if one is free.
-func (s *handshakeSlots) take(ip string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.total >= s.max || s.byIP[ip] >= s.perIP {
-		return false
-	}
-	s.total++
-	s.byIP[ip]++
-	return true
-}
-
-// give gives back a slot taken for ip.
-func (s *handshakeSlots) give(ip string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.total--
-	if s.byIP[ip]--; s.byIP[ip] == 0 {
-		delete(s.byIP, ip)
-	}
 }
 
 // limitHandshakes wraps server credentials with a limit of max handshakes at a time, and
 // perIP from one remote address.
 func limitHandshakes(c credentials.TransportCredentials, max, perIP int, drop func(string)) credentials.TransportCredentials {
-	return &limitedHandshakes{TransportCredentials: c, slots: &handshakeSlots{max: max, perIP: perIP, byIP: map[string]int{}}, drop: drop}
+	return &limitedHandshakes{TransportCredentials: c, slots: slots.New(max, perIP), drop: drop}
 }
 
 // remoteIP is the address part of a connection's remote address.
@@ -96,12 +67,12 @@ func remoteIP(conn net.Conn) string {
 // otherwise.
 func (l *limitedHandshakes) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	ip := remoteIP(conn)
-	if !l.slots.take(ip) {
+	if !l.slots.Take(ip) {
 		l.drop(dropRemoteHandshakes)
 		conn.Close()
 		return nil, nil, errTooManyHandshakes
 	}
-	defer l.slots.give(ip)
+	defer l.slots.Give(ip)
 	c, info, err := l.TransportCredentials.ServerHandshake(conn) // under grpc.ConnectionTimeout
 	if err != nil {
 		l.drop(dropRemoteHandshakeFail)

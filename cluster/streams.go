@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/didnmf/didnmf/internal/slots"
 )
 
 // Anyone who reaches a node's gossip port can open TCP connections to it. memberlist serves
@@ -32,15 +34,12 @@ type limitedStreams struct {
 	gone    chan struct{} // closed once the wrapped transport has shut down
 	once    sync.Once
 	refused atomic.Int64
-
-	mu    sync.Mutex
-	total int
-	byIP  map[string]int
+	served  *slots.Limiter // the streams memberlist has, by remote address
 }
 
 // limitStreams wraps t and starts passing its streams on.
 func limitStreams(t memberlist.Transport) *limitedStreams {
-	l := &limitedStreams{Transport: t, out: make(chan net.Conn), stop: make(chan struct{}), gone: make(chan struct{}), byIP: map[string]int{}}
+	l := &limitedStreams{Transport: t, out: make(chan net.Conn), stop: make(chan struct{}), gone: make(chan struct{}), served: slots.New(maxStreams, maxStreamsPerIP)}
 	go l.pass(t.StreamCh())
 	return l
 }
@@ -63,13 +62,13 @@ func (l *limitedStreams) pass(in <-chan net.Conn) {
 		select {
 		case c := <-in:
 			ip := streamIP(c)
-			if !l.take(ip) {
+			if !l.served.Take(ip) {
 				l.refused.Add(1)
 				c.Close()
 				continue
 			}
 			select {
-			case l.out <- &limitedConn{Conn: c, done: func() { l.give(ip) }}:
+			case l.out <- &limitedConn{Conn: c, done: func() { l.served.Give(ip) }}:
 			case <-l.stop:
 				c.Close()
 				return
@@ -92,26 +91,6 @@ func (l *limitedStreams) Shutdown() error {
 		close(l.gone)
 	}
 	return err
-}
-
-func (l *limitedStreams) take(ip string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.total >= maxStreams || l.byIP[ip] >= maxStreamsPerIP {
-		return false
-	}
-	l.total++
-	l.byIP[ip]++
-	return true
-}
-
-func (l *limitedStreams) give(ip string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.total--
-	if l.byIP[ip]--; l.byIP[ip] == 0 {
-		delete(l.byIP, ip)
-	}
 }
 
 // streamIP is the address part of a stream's remote address.
