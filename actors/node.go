@@ -346,11 +346,11 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	g := newGuard(cfg.TLS == nil, logger)
-	serverOpts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxGRPCMessage), grpc.MaxSendMsgSize(maxGRPCMessage)}, g.serverOptions()...)
+	serverOpts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxGRPCMessage), grpc.MaxSendMsgSize(maxGRPCMessage),
+		grpc.ConnectionTimeout(remoteHandshakeTimeout)}, g.serverOptions()...)
 	creds := insecure.NewCredentials()
 	if cfg.TLS != nil {
-		serverOpts = append(serverOpts, grpc.ConnectionTimeout(remoteHandshakeTimeout),
-			grpc.Creds(limitHandshakes(credentials.NewTLS(cfg.TLS.Server), maxRemoteHandshakes, maxRemoteHandshakesPerIP, func(cause string) { g.drop(cause, 1) })))
+		serverOpts = append(serverOpts, grpc.Creds(limitHandshakes(credentials.NewTLS(cfg.TLS.Server), maxRemoteHandshakes, maxRemoteHandshakesPerIP, func(cause string) { g.drop(cause, 1) })))
 		creds = credentials.NewTLS(cfg.TLS.Client)
 	}
 	tServer, tDial := transportOptions()
