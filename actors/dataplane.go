@@ -280,7 +280,7 @@ func (p *dataPlane) track(c net.Conn, accepted bool) (ok bool, cause string) {
 	defer p.mu.Unlock()
 	switch {
 	case p.closed:
-	case accepted && (p.accepted >= maxDataConns || !p.handshakes.Take(remoteIP(c))):
+	case accepted && (p.accepted >= maxDataConns || !p.handshakes.Take(slots.RemoteIP(c))):
 		cause = dropDataConns
 	default:
 		p.conns[c] = true
@@ -295,7 +295,7 @@ func (p *dataPlane) track(c net.Conn, accepted bool) (ok bool, cause string) {
 }
 
 // authenticated counts an accepted connection's handshake as done.
-func (p *dataPlane) authenticated(c net.Conn) { p.handshakes.Give(remoteIP(c)) }
+func (p *dataPlane) authenticated(c net.Conn) { p.handshakes.Give(slots.RemoteIP(c)) }
 
 // untrack closes a connection and forgets it.
 func (p *dataPlane) untrack(c net.Conn, accepted bool) {

@@ -55,18 +55,10 @@ func limitHandshakes(c credentials.TransportCredentials, max, perIP int, drop fu
 	return &limitedHandshakes{TransportCredentials: c, slots: slots.New(max, perIP), drop: drop}
 }
 
-// remoteIP is the address part of a connection's remote address.
-func remoteIP(conn net.Conn) string {
-	if a, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
-		return a.IP.String()
-	}
-	return conn.RemoteAddr().String()
-}
-
 // ServerHandshake runs the wrapped handshake if a slot is free, and closes the connection
 // otherwise.
 func (l *limitedHandshakes) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	ip := remoteIP(conn)
+	ip := slots.RemoteIP(conn)
 	if !l.slots.Take(ip) {
 		l.drop(dropRemoteHandshakes)
 		conn.Close()

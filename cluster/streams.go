@@ -61,7 +61,7 @@ func (l *limitedStreams) pass(in <-chan net.Conn) {
 	for {
 		select {
 		case c := <-in:
-			ip := streamIP(c)
+			ip := slots.RemoteIP(c)
 			if !l.served.Take(ip) {
 				l.refused.Add(1)
 				c.Close()
@@ -91,14 +91,6 @@ func (l *limitedStreams) Shutdown() error {
 		close(l.gone)
 	}
 	return err
-}
-
-// streamIP is the address part of a stream's remote address.
-func streamIP(c net.Conn) string {
-	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-		return a.IP.String()
-	}
-	return c.RemoteAddr().String()
 }
 
 // limitedConn gives its stream's slot back when memberlist closes it (once).

@@ -2,7 +2,10 @@
 // for any one key (a remote address, say), so that one party cannot take them all.
 package slots
 
-import "sync"
+import (
+	"net"
+	"sync"
+)
 
 // Limiter hands out slots. Its methods may be called from any goroutine.
 type Limiter struct {
@@ -49,4 +52,13 @@ func (l *Limiter) InUse() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.total
+}
+
+// RemoteIP is the key of a connection: the address part of its remote address, so that the
+// connections of one host share their slots whatever their ports.
+func RemoteIP(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return c.RemoteAddr().String()
 }

@@ -1,6 +1,9 @@
 package slots
 
-import "testing"
+import (
+	"net"
+	"testing"
+)
 
 func TestLimiter(t *testing.T) {
 	l := New(3, 2)
@@ -35,5 +38,27 @@ func TestLimiter(t *testing.T) {
 		if got := l.InUse(); got != s.used {
 			t.Fatalf("step %d (%s %q): %d in use, want %d", i, s.op, s.key, got, s.used)
 		}
+	}
+}
+
+func TestRemoteIP(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if got := RemoteIP(a); got != "pipe" {
+		t.Errorf("RemoteIP(net.Pipe) = %q, want the address's string %q", got, "pipe")
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	c, err := net.Dial("tcp", lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := RemoteIP(c); got != "127.0.0.1" {
+		t.Errorf("RemoteIP of a TCP connection = %q, want 127.0.0.1 (no port)", got)
 	}
 }
