@@ -223,10 +223,9 @@ type dataLink struct {
 type keptFrame struct {
 	seq    uint64
 	at     time.Time // when it was written
-	kind   byte
 	target *actor.PID
 	env    actor.MessageEnvelope // its header and sender (not the message, whose values may be the sender's buffers)
-	frame  []byte                // the frame's bytes, its body after frame.HeaderLen and the target
+	frame  []byte                // the frame as written
 }
 
 // startDataPlane listens on host:port (port 0: any free port) and starts accepting; advertise,
@@ -398,7 +397,7 @@ func (p *dataPlane) write(target *actor.PID, l *dataLink, kind byte, env *actor.
 		return false
 	}
 	l.seq++
-	k := keptFrame{seq: l.seq, at: now, kind: kind, target: target, env: *env, frame: buf}
+	k := keptFrame{seq: l.seq, at: now, target: target, env: *env, frame: buf}
 	k.env.Message = nil
 	l.kept = append(l.kept, k)
 	l.bytes += len(buf)
@@ -453,8 +452,8 @@ func (p *dataPlane) down(address string, l *dataLink, err error) {
 	p.n.logger.Debug("data plane link down", slog.String("to", address), slog.Any("error", err), slog.Int("unacknowledged", len(l.kept)))
 	if remote := p.remote.Load(); !closed && remote != nil {
 		for _, k := range l.kept {
-			msg := messageOf(k.kind)
-			if proto.Unmarshal(k.frame[frame.HeaderLen+len(k.target.Id):], msg) == nil {
+			f, err := frame.Parse(k.frame) // the link wrote it: it parses
+			if msg := messageOf(f.Kind); err == nil && msg != nil && proto.Unmarshal(f.Body, msg) == nil {
 				env := k.env
 				env.Message = msg
 				(*remote)(p.n.system.Root, k.target, &env)

@@ -121,9 +121,23 @@ func (r *Reader) Next() (Frame, error) {
 		b = b[:len(b)+step]
 	}
 	r.buf = b
+	return fields(b)
+}
+
+// Parse reads the frame that is all of b (as Begin and End made it). The frame's Body is
+// part of b.
+func Parse(b []byte) (Frame, error) {
+	if len(b) < HeaderLen || uint64(binary.LittleEndian.Uint32(b)) != uint64(len(b)-4) {
+		return Frame{}, fmt.Errorf("%w: %d bytes, not one whole frame", ErrMalformed, len(b))
+	}
+	return fields(b[4:])
+}
+
+// fields splits a frame after its length field into kind, target and body.
+func fields(b []byte) (Frame, error) {
 	tlen := int(b[1])
 	if 2+tlen > len(b) {
-		return Frame{}, fmt.Errorf("%w: a target of %d bytes in a frame of %d", ErrMalformed, tlen, n)
+		return Frame{}, fmt.Errorf("%w: a target of %d bytes in a frame of %d", ErrMalformed, tlen, len(b))
 	}
 	return Frame{Kind: b[0], Target: string(b[2 : 2+tlen]), Body: b[2+tlen:]}, nil
 }

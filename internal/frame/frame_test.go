@@ -49,6 +49,30 @@ func TestRoundTrip(t *testing.T) {
 	if _, err := r.Next(); err != io.EOF {
 		t.Fatalf("after the last frame: %v, want io.EOF", err)
 	}
+	for i, want := range frames { // and each frame alone, in memory
+		got, err := Parse(build(t, want.Kind, want.Target, want.Body))
+		if err != nil || got.Kind != want.Kind || got.Target != want.Target || !bytes.Equal(got.Body, want.Body) {
+			t.Fatalf("Parse of frame %d: %v, got kind %d target %q body of %d bytes", i, err, got.Kind, got.Target, len(got.Body))
+		}
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	one := build(t, 1, "host", []byte("body"))
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"empty", nil},
+		{"shorter than a header", one[:HeaderLen-1]},
+		{"cut short", one[:len(one)-1]},
+		{"more than one frame", append(append([]byte{}, one...), one...)},
+		{"target past its end", []byte{3, 0, 0, 0, 1, 200, 'h'}},
+	} {
+		if _, err := Parse(tc.b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: Parse = %v, want ErrMalformed", tc.name, err)
+		}
+	}
 }
 
 func TestBeginRefusesLongTarget(t *testing.T) {
