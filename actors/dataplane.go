@@ -19,6 +19,7 @@ import (
 
 	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/internal/frame"
+	"github.com/didnmf/didnmf/internal/rawio"
 	"github.com/didnmf/didnmf/internal/slots"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
@@ -526,6 +527,9 @@ func (p *dataPlane) connect(address string) (net.Conn, error) {
 		return nil, fmt.Errorf("%s: data plane address %q: %w", address, pong.DataPlane, err)
 	}
 	raw, err := (&net.Dialer{Timeout: dataDialTimeout}).Dial("tcp", pong.DataPlane)
+	if err == nil {
+		raw = rawio.Wrap(raw)
+	}
 	if err != nil || p.client == nil {
 		return raw, err
 	}
@@ -557,6 +561,7 @@ func (p *dataPlane) accept() {
 			time.Sleep(10 * time.Millisecond) // out of descriptors, say: try again shortly
 			continue
 		}
+		c = rawio.Wrap(c)
 		if ok, cause := p.track(c, true); !ok {
 			if cause != "" {
 				p.n.guard.drop(cause, 1)

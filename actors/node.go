@@ -348,10 +348,14 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	g := newGuard(cfg.TLS == nil, logger)
 	serverOpts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxGRPCMessage), grpc.MaxSendMsgSize(maxGRPCMessage),
 		grpc.ConnectionTimeout(remoteHandshakeTimeout)}, g.serverOptions()...)
-	creds := insecure.NewCredentials()
+	// Connections read and write with raw system calls (rawIOCredentials), as the data
+	// plane's do.
+	creds := credentials.TransportCredentials(rawIOCredentials{insecure.NewCredentials()})
 	if cfg.TLS != nil {
-		serverOpts = append(serverOpts, grpc.Creds(limitHandshakes(credentials.NewTLS(cfg.TLS.Server), maxRemoteHandshakes, maxRemoteHandshakesPerIP, func(cause string) { g.drop(cause, 1) })))
-		creds = credentials.NewTLS(cfg.TLS.Client)
+		serverOpts = append(serverOpts, grpc.Creds(limitHandshakes(rawIOCredentials{credentials.NewTLS(cfg.TLS.Server)}, maxRemoteHandshakes, maxRemoteHandshakesPerIP, func(cause string) { g.drop(cause, 1) })))
+		creds = rawIOCredentials{credentials.NewTLS(cfg.TLS.Client)}
+	} else {
+		serverOpts = append(serverOpts, grpc.Creds(creds))
 	}
 	tServer, tDial := transportOptions()
 	serverOpts = append(serverOpts, tServer...)
