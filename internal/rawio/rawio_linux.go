@@ -16,19 +16,18 @@ import (
 // and so do writes.
 type Conn struct {
 	*net.TCPConn
-	raw syscall.RawConn
+	read, write op
+}
 
-	rmu    sync.Mutex
-	rbuf   []byte // the buffer of the Read under way
-	rn     int
-	rerrno syscall.Errno
-	readFn func(fd uintptr) bool // made once: a closure per call would be allocated
-
-	wmu     sync.Mutex
-	wbuf    []byte // what the Write under way has left to write
-	wn      int
-	werrno  syscall.Errno
-	writeFn func(fd uintptr) bool
+// op is one direction of a Conn: the buffer of the call under way and what it gave, filled
+// by fn, which the RawConn's Read or Write (wait) calls until it returns true.
+type op struct {
+	mu    sync.Mutex
+	buf   []byte
+	n     int
+	errno syscall.Errno
+	fn    func(fd uintptr) bool // made once, as wait is: a closure per call would be allocated
+	wait  func(func(fd uintptr) bool) error
 }
 
 // Wrap returns c with raw reads and writes when it is a *net.TCPConn, and c otherwise.
@@ -41,8 +40,9 @@ func Wrap(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	rc := &Conn{TCPConn: tc, raw: raw}
-	rc.readFn, rc.writeFn = rc.readOnce, rc.writeAll
+	rc := &Conn{TCPConn: tc}
+	rc.read.fn, rc.read.wait = rc.read.readOnce, raw.Read
+	rc.write.fn, rc.write.wait = rc.write.writeAll, raw.Write
 	return rc
 }
 
@@ -52,37 +52,14 @@ func (c *Conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	c.rbuf, c.rn, c.rerrno = b, 0, 0
-	err := c.raw.Read(c.readFn)
-	n, errno := c.rn, c.rerrno
-	c.rbuf = nil
+	n, err := c.read.do(b)
 	switch {
 	case err != nil:
-		return 0, err
-	case errno != 0:
-		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("read", errno)}
+		return 0, c.opError("read", err)
 	case n == 0:
 		return 0, io.EOF
 	}
 	return n, nil
-}
-
-// readOnce reads into c.rbuf from fd, and tells whether it is done: false when nothing has
-// arrived yet, so that the poller waits for the socket.
-func (c *Conn) readOnce(fd uintptr) bool {
-	for {
-		r, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rbuf[0])), uintptr(len(c.rbuf)))
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		}
-		c.rn, c.rerrno = int(r), e
-		return true
-	}
 }
 
 // Write writes all of b, waiting (under the write deadline) while the socket's buffer is
@@ -91,32 +68,65 @@ func (c *Conn) Write(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.wbuf, c.wn, c.werrno = b, 0, 0
-	err := c.raw.Write(c.writeFn)
-	n, errno := c.wn, c.werrno
-	c.wbuf = nil
+	n, err := c.write.do(b)
+	return n, c.opError("write", err)
+}
+
+// do runs o's system call on b, one call at a time, and returns what it transferred and its
+// error: the poller's (a deadline, a closed connection) or the system call's.
+func (o *op) do(b []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf, o.n, o.errno = b, 0, 0
+	err := o.wait(o.fn)
+	n, errno := o.n, o.errno
+	o.buf = nil
 	if err == nil && errno != 0 {
-		err = &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("write", errno)}
+		err = errno
 	}
 	return n, err
 }
 
-// writeAll writes what is left of c.wbuf to fd, and tells whether it is done: false when
-// the socket's buffer is full, so that the poller waits for room.
-func (c *Conn) writeAll(fd uintptr) bool {
-	for c.wn < len(c.wbuf) {
-		left := c.wbuf[c.wn:]
+// opError returns err as the net package gives a TCP connection's errors: the poller's
+// already are (an *net.OpError), a system call's errno gets wrapped.
+func (c *Conn) opError(name string, err error) error {
+	errno, ok := err.(syscall.Errno)
+	if !ok {
+		return err
+	}
+	return &net.OpError{Op: name, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError(name, errno)}
+}
+
+// readOnce reads into o.buf from fd, and tells whether it is done: false when nothing has
+// arrived yet, so that the poller waits for the socket.
+func (o *op) readOnce(fd uintptr) bool {
+	for {
+		r, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&o.buf[0])), uintptr(len(o.buf)))
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		o.n, o.errno = int(r), e
+		return true
+	}
+}
+
+// writeAll writes what is left of o.buf to fd, and tells whether it is done: false when the
+// socket's buffer is full, so that the poller waits for room.
+func (o *op) writeAll(fd uintptr) bool {
+	for o.n < len(o.buf) {
+		left := o.buf[o.n:]
 		r, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&left[0])), uintptr(len(left)))
 		switch e {
 		case 0:
-			c.wn += int(r)
+			o.n += int(r)
 		case unix.EINTR:
 		case unix.EAGAIN:
 			return false
 		default:
-			c.werrno = e
+			o.errno = e
 			return true
 		}
 	}
