@@ -19,5 +19,13 @@
 // unix.RawSyscall on the descriptor inside syscall.RawConn's Read and Write, which keep the
 // connection's deadlines, its locking and its poller.
 //
-// Everything else (Close, deadlines, addresses) is the wrapped *net.TCPConn's.
+// The calls are recv and send with MSG_DONTWAIT, so that they never wait even on a
+// descriptor someone made blocking (File does): a raw call that waited would hold its P, and
+// the next stop of the world (a GC) would never come. Sends raise no SIGPIPE
+// (MSG_NOSIGNAL). Everything else (Close, deadlines, addresses) is the wrapped
+// *net.TCPConn's; a Conn has no other methods, so nothing goes around its Read and Write.
+//
+// Under the race detector (and msan, asan) the calls are package syscall's Read and Write,
+// whose annotations tell the detector that what a goroutine did before writing to a
+// connection happens before what its reader does after reading.
 package rawio

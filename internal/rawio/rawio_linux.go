@@ -6,16 +6,14 @@ import (
 	"os"
 	"sync"
 	"syscall"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // Conn is a TCP connection whose Read and Write are raw non-blocking system calls. Its
 // methods may be called from any goroutine, as a *net.TCPConn's; reads wait for each other,
-// and so do writes.
+// and so do writes. It has only net.Conn's methods, so that nothing (io.Copy's ReadFrom and
+// WriteTo, say) goes around its Read and Write.
 type Conn struct {
-	*net.TCPConn
+	net.Conn    // the *net.TCPConn: Close, deadlines, addresses
 	read, write op
 }
 
@@ -40,7 +38,7 @@ func Wrap(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	rc := &Conn{TCPConn: tc}
+	rc := &Conn{Conn: tc}
 	rc.read.fn, rc.read.wait = rc.read.readOnce, raw.Read
 	rc.write.fn, rc.write.wait = rc.write.writeAll, raw.Write
 	return rc
@@ -69,6 +67,9 @@ func (c *Conn) Write(b []byte) (int, error) {
 		return 0, nil
 	}
 	n, err := c.write.do(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite // the system call wrote nothing and said nothing
+	}
 	return n, c.opError("write", err)
 }
 
@@ -87,28 +88,33 @@ func (o *op) do(b []byte) (int, error) {
 	return n, err
 }
 
-// opError returns err as the net package gives a TCP connection's errors: the poller's
-// already are (an *net.OpError), a system call's errno gets wrapped.
+// opError returns err as the net package gives a TCP connection's errors: a system call's
+// errno wrapped in a *net.OpError, and the poller's (a deadline, a closed connection), which
+// the RawConn names "raw-read" or "raw-write", under the name of the call.
 func (c *Conn) opError(name string, err error) error {
-	errno, ok := err.(syscall.Errno)
-	if !ok {
-		return err
+	switch e := err.(type) {
+	case syscall.Errno:
+		return &net.OpError{Op: name, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError(name, e)}
+	case *net.OpError:
+		named := *e
+		named.Op = name
+		return &named
 	}
-	return &net.OpError{Op: name, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError(name, errno)}
+	return err
 }
 
 // readOnce reads into o.buf from fd, and tells whether it is done: false when nothing has
 // arrived yet, so that the poller waits for the socket.
 func (o *op) readOnce(fd uintptr) bool {
 	for {
-		r, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&o.buf[0])), uintptr(len(o.buf)))
+		n, e := sysRead(fd, o.buf)
 		switch e {
-		case unix.EINTR:
+		case syscall.EINTR:
 			continue
-		case unix.EAGAIN:
+		case syscall.EAGAIN:
 			return false
 		}
-		o.n, o.errno = int(r), e
+		o.n, o.errno = n, e
 		return true
 	}
 }
@@ -117,13 +123,14 @@ func (o *op) readOnce(fd uintptr) bool {
 // socket's buffer is full, so that the poller waits for room.
 func (o *op) writeAll(fd uintptr) bool {
 	for o.n < len(o.buf) {
-		left := o.buf[o.n:]
-		r, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&left[0])), uintptr(len(left)))
-		switch e {
-		case 0:
-			o.n += int(r)
-		case unix.EINTR:
-		case unix.EAGAIN:
+		n, e := sysWrite(fd, o.buf[o.n:])
+		switch {
+		case e == 0 && n > 0:
+			o.n += n
+		case e == 0:
+			return true // nothing written and no error: Write reports a short write
+		case e == syscall.EINTR:
+		case e == syscall.EAGAIN:
 			return false
 		default:
 			o.errno = e

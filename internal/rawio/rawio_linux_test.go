@@ -2,11 +2,16 @@ package rawio
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,7 +138,7 @@ func TestEnds(t *testing.T) {
 			return err
 		}, func(err error) bool { return errors.Is(err, net.ErrClosed) }},
 		{"other end reset", func(t *testing.T, a, b net.Conn) error {
-			b.(*Conn).SetLinger(0) // close with a reset
+			b.(*Conn).Conn.(*net.TCPConn).SetLinger(0) // close with a reset
 			b.Close()
 			var err error
 			for i := 0; i < 100 && err == nil; i++ { // the reset arrives after a write or two
@@ -150,6 +155,69 @@ func TestEnds(t *testing.T) {
 				t.Fatalf("got %v (%T)", err, err)
 			}
 		})
+	}
+}
+
+// TestNothingGoesAround: a Conn has no method that would move bytes without its Read and
+// Write (io.Copy uses ReadFrom and WriteTo when they are there).
+func TestNothingGoesAround(t *testing.T) {
+	a, _ := pair(t)
+	if _, ok := a.(io.ReaderFrom); ok {
+		t.Error("a Conn is an io.ReaderFrom")
+	}
+	if _, ok := a.(io.WriterTo); ok {
+		t.Error("a Conn is an io.WriterTo")
+	}
+}
+
+// TestBlockingDescriptor: a descriptor made blocking (File does that) must not make a read
+// wait inside a raw call, where it would hold its P and no GC could stop the world. The
+// read and the GC run in a child process, so that a hang fails this test instead of
+// freezing it.
+func TestBlockingDescriptor(t *testing.T) {
+	if os.Getenv("RAWIO_BLOCKING_CHILD") == "1" {
+		a, _ := pair(t)
+		f, err := a.(*Conn).Conn.(*net.TCPConn).File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		f.Fd() // the descriptor is blocking from here on
+		go a.Read(make([]byte, 8))
+		time.Sleep(50 * time.Millisecond)
+		runtime.GC()
+		fmt.Println("GC done")
+		// Exit at once: under -race the reads are package syscall's, which on a blocking
+		// descriptor wait in the kernel (without holding a P), as the net package's do, and
+		// closing the connection would wait for them.
+		os.Exit(0)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestBlockingDescriptor$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "RAWIO_BLOCKING_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "GC done") {
+		t.Fatalf("the child (a read on a blocking descriptor, then a GC): %v\n%s", err, out)
+	}
+}
+
+// TestHappensBefore: what a goroutine did before writing to a connection happens before what
+// the reader does after reading it, as with the net package (this fails under -race
+// without the syscall package's annotations).
+func TestHappensBefore(t *testing.T) {
+	a, b := pair(t)
+	shared := 0
+	go func() {
+		shared++
+		a.Write([]byte{1})
+	}()
+	if _, err := b.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	shared++
+	if shared != 2 {
+		t.Fatalf("shared = %d", shared)
 	}
 }
 
