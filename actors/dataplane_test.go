@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/internal/frame"
+	"github.com/didnmf/didnmf/internal/rawio"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 )
@@ -146,7 +148,34 @@ func TestCollectivesTakeTheDataPlane(t *testing.T) {
 			if r := planeResent(lc); r != 0 {
 				t.Fatalf("%d frames sent again on links that did not break", r)
 			}
+			checkRawIO(t, lc)
 		})
+	}
+}
+
+// checkRawIO checks that every data plane connection of lc, accepted or dialled, reads and
+// writes with raw system calls (package rawio) on Linux.
+func checkRawIO(t *testing.T, lc *LocalCluster) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		return
+	}
+	seen := 0
+	for _, n := range lc.Nodes {
+		n.plane.mu.Lock()
+		for c := range n.plane.conns {
+			if tc, ok := c.(*tls.Conn); ok {
+				c = tc.NetConn()
+			}
+			if _, ok := c.(*rawio.Conn); !ok {
+				t.Errorf("node %s: a data plane connection is a %T, not a *rawio.Conn", n.Address(), c)
+			}
+			seen++
+		}
+		n.plane.mu.Unlock()
+	}
+	if seen == 0 {
+		t.Error("no data plane connections to check")
 	}
 }
 
