@@ -167,7 +167,7 @@ func checkRawIO(t *testing.T, lc *LocalCluster) {
 			if tc, ok := c.(*tls.Conn); ok {
 				c = tc.NetConn()
 			}
-			if _, ok := c.(*rawio.Conn); !ok {
+			if !rawio.Raw(c) {
 				t.Errorf("node %s: a data plane connection is a %T, not a *rawio.Conn", n.Address(), c)
 			}
 			seen++

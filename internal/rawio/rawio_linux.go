@@ -44,6 +44,12 @@ func Wrap(c net.Conn) net.Conn {
 	return rc
 }
 
+// Raw reports whether c reads and writes with raw system calls (is a Conn).
+func Raw(c net.Conn) bool {
+	_, ok := c.(*Conn)
+	return ok
+}
+
 // Read reads up to len(b) bytes, waiting (under the read deadline) until some arrive. It
 // returns io.EOF once the other end has closed its side.
 func (c *Conn) Read(b []byte) (int, error) {

@@ -45,7 +45,7 @@ func pair(t *testing.T) (client, server net.Conn) {
 	}
 	client, server = Wrap(c), Wrap(s)
 	t.Cleanup(func() { client.Close(); server.Close() })
-	if _, ok := client.(*Conn); !ok {
+	if !Raw(client) || !Raw(server) {
 		t.Fatalf("Wrap(%T) = %T, want *Conn", c, client)
 	}
 	return client, server
