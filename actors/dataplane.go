@@ -527,11 +527,12 @@ func (p *dataPlane) connect(address string) (net.Conn, error) {
 		return nil, fmt.Errorf("%s: data plane address %q: %w", address, pong.DataPlane, err)
 	}
 	raw, err := (&net.Dialer{Timeout: dataDialTimeout}).Dial("tcp", pong.DataPlane)
-	if err == nil {
-		raw = rawio.Wrap(raw)
+	if err != nil {
+		return nil, err
 	}
-	if err != nil || p.client == nil {
-		return raw, err
+	raw = rawio.Wrap(raw)
+	if p.client == nil {
+		return raw, nil
 	}
 	cfg := p.client.Clone()
 	cfg.ServerName = host

@@ -350,13 +350,12 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		grpc.ConnectionTimeout(remoteHandshakeTimeout)}, g.serverOptions()...)
 	// Connections read and write with raw system calls (rawIOCredentials), as the data
 	// plane's do.
-	creds := credentials.TransportCredentials(rawIOCredentials{insecure.NewCredentials()})
+	var server, creds credentials.TransportCredentials = rawIOCredentials{insecure.NewCredentials()}, rawIOCredentials{insecure.NewCredentials()}
 	if cfg.TLS != nil {
-		serverOpts = append(serverOpts, grpc.Creds(limitHandshakes(rawIOCredentials{credentials.NewTLS(cfg.TLS.Server)}, maxRemoteHandshakes, maxRemoteHandshakesPerIP, func(cause string) { g.drop(cause, 1) })))
+		server = limitHandshakes(rawIOCredentials{credentials.NewTLS(cfg.TLS.Server)}, maxRemoteHandshakes, maxRemoteHandshakesPerIP, func(cause string) { g.drop(cause, 1) })
 		creds = rawIOCredentials{credentials.NewTLS(cfg.TLS.Client)}
-	} else {
-		serverOpts = append(serverOpts, grpc.Creds(creds))
 	}
+	serverOpts = append(serverOpts, grpc.Creds(server))
 	tServer, tDial := transportOptions()
 	serverOpts = append(serverOpts, tServer...)
 	dialOpts := append([]grpc.DialOption{grpc.WithTransportCredentials(creds),

@@ -16,7 +16,7 @@
 // network poller reports the socket ready. Such a call needs none of what the syscall
 // package's bookkeeping (entersyscall, exitsyscall) is for, which is to hand the P to
 // another thread while a call blocks. Wrap makes the connection's Read and Write that:
-// unix.RawSyscall on the descriptor inside syscall.RawConn's Read and Write, which keep the
+// raw system calls on the descriptor inside syscall.RawConn's Read and Write, which keep the
 // connection's deadlines, its locking and its poller.
 //
 // The calls are recv and send with MSG_DONTWAIT, so that they never wait even on a
