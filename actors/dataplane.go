@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -136,10 +135,6 @@ const (
 	dropDataMessage   = dropDataPrefix + "not a protobuf message of its kind"
 	dropDataHandshake = dropDataPrefix + "TLS handshake failed"
 )
-
-// dataTarget is what a data plane frame may be addressed to: a shard or a reducer of a job
-// (see jobctl.ShardName and jobctl.ReducerName), under the host.
-var dataTarget = regexp.MustCompile(`^host/` + jobIDForm + `-(s[0-9]{1,9}|e[0-9]{1,20}-r[0-9]{1,9}-[0-9]{1,9})$`)
 
 // kindOf returns the frame kind of a message the data plane carries, or 0.
 func kindOf(msg any) byte {
@@ -718,7 +713,7 @@ func (p *dataPlane) deliver(f frame.Frame, who party) {
 	case msg == nil:
 		p.n.guard.drop(dropDataKind, 1)
 		return
-	case !dataTarget.MatchString(f.Target):
+	case !isDataTarget(f.Target):
 		p.n.guard.drop(dropDataTarget, 1)
 		return
 	}

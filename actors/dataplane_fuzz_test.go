@@ -46,7 +46,7 @@ func FuzzDataPlaneFrames(f *testing.F) {
 			if err != nil {
 				break
 			}
-			if m := messageOf(fr.Kind); m != nil && dataTarget.MatchString(fr.Target) && proto.Unmarshal(fr.Body, m) == nil {
+			if m := messageOf(fr.Kind); m != nil && dataTargetSpec.MatchString(fr.Target) && proto.Unmarshal(fr.Body, m) == nil {
 				valid++
 			}
 		}
