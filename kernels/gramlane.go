@@ -162,12 +162,18 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 //
 // norms, when not nil, takes the new coefficients of each batch of columns, in column order,
 // while they are still in cache (normSums.push): the norms of the lane's C after the update.
+//
+// scratch (gramLaneScratch long) must be all 0 on its first use, and then be used by
+// gramLaneShift alone: it keeps what needs to stay 0 at 0.
 func gramLaneShift(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, c, a, v, scratch []float64, ws *widening, norms *normSums, flag *interruptFlag) {
 	m, _ := x.Dims()
 	kp := paddedK(k)
 	h := scratch[:gramBatchCols*kp]
+	// cs's pads must be 0 (step 3 reads kp values a column). They are in a fresh scratch, and
+	// every update kernel leaves them as they are, so a lane's scratch is cleared once, when
+	// it is made, not at each call: clearing 8 KB that the lanes' streaming of X has pushed
+	// out of the caches cost about 1 µs a lane (0.8% of a 1e6 x 5 iteration).
 	cs := scratch[gramBatchCols*kp : 2*gramBatchCols*kp]
-	clear64(cs)
 	if ws == nil {
 		ws = &widening{}
 	}

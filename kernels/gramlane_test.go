@@ -275,3 +275,73 @@ func TestDenseColsBitwise(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateLeavesPads holds every path's update kernel to its contract: it writes the first
+// k values of each column of cs and leaves the pads at 0 (some write them, with 0).
+// gramLaneShift relies on it to clear a lane's scratch only when the scratch is made.
+func TestUpdateLeavesPads(t *testing.T) {
+	const sentinel = -12345.5
+	for _, p := range AvailableKernelPaths() {
+		kern := gramKernelsFor(p)
+		for _, k := range []int{1, 2, 3, 4, 5, 7, 8, 9, 13, 17, 33} {
+			kp := paddedK(k)
+			if kp == k {
+				continue // no pads
+			}
+			for _, ncols := range []int{1, 3, 4, 5, 8, 9, 17} {
+				_, _, gneg, ginv, c := gramLaneCase(4, ncols, k, false, uint64(k*100+ncols))
+				h := make([]float64, ncols*kp)
+				for i := range h {
+					h[i] = float64(i%7) / 5
+				}
+				cs := make([]float64, ncols*kp)
+				for j := 0; j < ncols; j++ {
+					for q := 0; q < k; q++ {
+						cs[j*kp+q] = sentinel
+					}
+				}
+				kern.update(h, cs, c, gneg, ginv, k, kp, ncols)
+				for j := 0; j < ncols; j++ {
+					for q := 0; q < kp; q++ {
+						got := cs[j*kp+q]
+						if q < k && got == sentinel || q >= k && math.Float64bits(got) != 0 {
+							t.Fatalf("%s k=%d ncols=%d: cs[%d*%d+%d] = %v after the update (pads must stay 0, the rest be written)", p, k, ncols, j, kp, q, got)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGramLaneScratchReused: a lane's scratch, used again (as every iteration does), gives the
+// bits of a fresh one, on every path, dense and sparse.
+func TestGramLaneScratchReused(t *testing.T) {
+	run := func(kern *gramKernels, x Block, k int, bp, gneg, ginv, c0, scratch []float64) (c, a, v []float64) {
+		m, n := x.Dims()
+		kp := paddedK(k)
+		c = append([]float64(nil), c0...)
+		a, v = make([]float64, m*kp), make([]float64, k*kp)
+		gramLaneShift(kern, x, k, 0, n, bp, gneg, ginv, 0, c, a, v, scratch, nil, nil, nil)
+		return c, a, v
+	}
+	for _, p := range AvailableKernelPaths() {
+		kern := gramKernelsFor(p)
+		for _, sparse := range []bool{false, true} {
+			for _, m := range []int{3, 5, 17, 40} {
+				for _, k := range []int{1, 3, 5, 9} {
+					n := 2*gramBatchCols + 7 // several batches, and a tail
+					x, bp, gneg, ginv, c0 := gramLaneCase(m, n, k, sparse, uint64(m*10+k))
+					scratch := make([]float64, gramLaneScratch(m, k))
+					for round := 0; round < 3; round++ {
+						c, a, v := run(kern, x, k, bp, gneg, ginv, c0, scratch)
+						fc, fa, fv := run(kern, x, k, bp, gneg, ginv, c0, make([]float64, len(scratch)))
+						if !bitwiseEqual(c, fc) || !bitwiseEqual(a, fa) || !bitwiseEqual(v, fv) {
+							t.Fatalf("%s sparse=%v m=%d k=%d round %d: a used scratch gives other bits than a fresh one", p, sparse, m, k, round)
+						}
+					}
+				}
+			}
+		}
+	}
+}
