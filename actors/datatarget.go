@@ -7,7 +7,7 @@ package actors
 //
 // with JOB of 1 to 64 letters, digits, '_' or '-', SHARD, LEVEL and LO of 1 to 9 digits and
 // EPOCH of 1 to 20. It runs on every frame a node reads, so it parses from the right, without
-// backtracking or allocation; dataplane_test.go holds it to the regular expression this
+// backtracking or allocation; datatarget_test.go holds it to the regular expression this
 // grammar is.
 func isDataTarget(name string) bool {
 	const prefix = "host/"

@@ -19,7 +19,8 @@ import (
 // fill, that extra processor moved the shards' goroutines between threads, about 25 000
 // context switches a second, and made the driver's 1e6 x 5 iteration 1.25-1.4x slower.)
 //
-// Workers running pieces at the same time are kept on different CPUs (see spreader).
+// Workers running pieces at the same time are moved apart when they meet on one CPU (see
+// spreader).
 type Pool struct {
 	workers int
 	tasks   chan poolTask

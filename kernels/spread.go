@@ -11,17 +11,24 @@ import "sync/atomic"
 // the node with the most work ran its two workers on one vCPU, 11-12% of the machine idle.
 //
 // Before each piece a worker asks the kernel which CPU it is on (getcpu). If another worker of
-// the pool started its current piece on that CPU, the worker moves itself to a CPU of its
-// allowed set where no worker of the pool is running, by setting its thread's affinity to that
-// CPU alone and then back to the set it had. Nothing stays pinned: the kernel's balancing and
-// the user's affinity settings (taskset, serve --cpus, cgroups) keep their say, and a pool
-// with more workers than CPUs never finds a free CPU and never moves. Where the kernel spreads
-// threads itself, no two workers meet and the cost is one getcpu a piece (about 0.2 µs).
-// Results do not depend on it: it only moves threads.
+// its pool started its current piece on that CPU, the worker moves itself to a CPU of its
+// allowed set where no worker of the pool runs a piece, by setting its thread's affinity to
+// that CPU alone and then back to the set it had. Nothing stays pinned, and a worker never
+// leaves its allowed set. A worker only looks at its own pool: it may move next to another
+// pool's or another process's threads, which the kernel then shares out as usual. Where the
+// kernel spreads threads itself, no two workers meet and the cost is one getcpu a piece
+// (about 0.2 µs). Results do not depend on it: it only moves threads.
+//
+// Two limits. The set restored is the effective one, which Linux (6.2 on) keeps as the
+// thread's own request: a moved thread does not gain CPUs that a cpuset adds later, and an
+// affinity change made by someone else between the read and the restore is undone for that
+// thread. And a piece's recorded CPU may be stale (a worker moved by the kernel, or preempted
+// while Go runs more workers than processors), which costs at most a needless move.
 type spreader struct {
-	placer cpuPlacer
-	where  []atomic.Int32 // per worker: the CPU of its current piece, -1 between pieces
-	moves  atomic.Int64   // moves made (for tests)
+	placer   cpuPlacer
+	where    []atomic.Int32 // per worker: the CPU of its current piece, -1 between pieces
+	moves    atomic.Int64   // moves made (for tests)
+	disabled atomic.Bool    // set when a thread could not be given its allowed set back
 }
 
 // cpuPlacer is what the spreader needs of the operating system; its methods act on the
@@ -51,7 +58,7 @@ func newSpreader(workers int, placer cpuPlacer) *spreader {
 // enter is called by worker w before it runs a piece.
 func (s *spreader) enter(w int) {
 	cpu := s.placer.currentCPU()
-	if cpu >= 0 && s.busy(w, cpu) {
+	if cpu >= 0 && s.busy(w, cpu) && !s.disabled.Load() {
 		if to := s.placer.moveTo(s, w); to >= 0 {
 			cpu = to
 			s.moves.Add(1)

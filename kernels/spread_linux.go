@@ -1,14 +1,20 @@
 package kernels
 
 import (
+	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// linuxPlacer places threads with getcpu and sched_setaffinity. Its calls are raw system
-// calls: none of them blocks, and package syscall's bookkeeping would wake Go's monitor
-// thread (see internal/rawio).
+// linuxPlacer places threads with getcpu and sched_setaffinity, as raw system calls: package
+// syscall's bookkeeping (handing the P to another thread) would wake Go's monitor thread (see
+// internal/rawio), and none of the calls waits for long. A sched_setaffinity that moves the
+// thread returns once it runs on its new CPU; the P stays held meanwhile, so a stop-the-world
+// may wait that long.
+//
+// unix.CPUSet holds CPUs 0-1023: on a kernel built for more, sched_getaffinity refuses it and
+// the placer never moves a thread.
 type linuxPlacer struct{}
 
 func systemPlacer() cpuPlacer { return linuxPlacer{} }
@@ -22,8 +28,13 @@ func (linuxPlacer) currentCPU() int {
 }
 
 func (linuxPlacer) moveTo(s *spreader, w int) int {
+	// The mask is the thread's, and Go may move a goroutine between threads at any call or
+	// preemption: from reading the mask to restoring it, the goroutine must stay on its thread,
+	// or another thread would get the restore and this one keep a single CPU for good.
+	runtime.LockOSThread()
 	var allowed unix.CPUSet
 	if unix.SchedGetaffinity(0, &allowed) != nil {
+		runtime.UnlockOSThread()
 		return -1
 	}
 	for cpu, left := 0, allowed.Count(); left > 0; cpu++ {
@@ -39,11 +50,18 @@ func (linuxPlacer) moveTo(s *spreader, w int) int {
 		// Setting the calling thread's affinity to one CPU moves it there before the call
 		// returns; restoring the set leaves it there, free to move again.
 		if unix.SchedSetaffinity(0, &one) != nil {
+			runtime.UnlockOSThread()
 			return -1
 		}
-		// Should this fail, the thread stays on that one CPU: still within its allowed set.
-		_ = unix.SchedSetaffinity(0, &allowed)
+		if unix.SchedSetaffinity(0, &allowed) != nil {
+			// The thread stays on one CPU (of its allowed set). Keep this goroutine on it, so
+			// that no other goroutine inherits the mask, and move no worker again.
+			s.disabled.Store(true)
+			return cpu
+		}
+		runtime.UnlockOSThread()
 		return cpu
 	}
+	runtime.UnlockOSThread()
 	return -1
 }
