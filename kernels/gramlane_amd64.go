@@ -250,26 +250,46 @@ func updateAVX2Checked(h, cs, c, gneg, ginv []float64, k, kp, ncols int) {
 }
 
 // maxUpdateT4Any bounds the rank updateT4Any takes (its broadcast -G and scratch live on the
-// stack: 4·k·k + 4·k + 8·kp values).
+// stack: 4·k·k + 4·k + 32·kp values).
 const maxUpdateT4Any = 32
 
-// updateT4Any runs updateT4AnyAVX2 on 4·n4 columns: the coefficients go from c into cs rows
-// first and back after.
+// smallUpdateT4Any bounds the ranks that take updateT4Any's smaller stack arrays: Go zeroes a
+// stack array on each call, and the arrays for maxUpdateT4Any are 42 KB, about 12 cycles a
+// column at K=10 on 83-column batches (the column-lane kernels').
+const smallUpdateT4Any = 12
+
+// updateT4Any runs the four-columns-a-lane update on 4·n4 columns, sixteen at a time
+// (updateT16AnyAVX2, four groups interleaved) and the rest four at a time (updateT4AnyAVX2):
+// the coefficients go from c into cs rows first and back after.
 func updateT4Any(h, cs, c, gneg, ginv []float64, k, kp, n4 int) {
+	if k <= smallUpdateT4Any {
+		var g4 [4 * smallUpdateT4Any * smallUpdateT4Any]float64
+		var i4 [4 * smallUpdateT4Any]float64
+		var t [32 * smallUpdateT4Any]float64
+		updateT4AnyWith(h, cs, c, gneg, ginv, k, kp, n4, g4[:4*k*k], i4[:4*k], t[:32*kp])
+		return
+	}
 	var g4 [4 * maxUpdateT4Any * maxUpdateT4Any]float64
 	var i4 [4 * maxUpdateT4Any]float64
-	var t [8 * maxUpdateT4Any]float64
-	for i, g := range gneg[:k*k] {
-		g4[4*i], g4[4*i+1], g4[4*i+2], g4[4*i+3] = g, g, g, g
-	}
-	for i, g := range ginv[:k] {
-		i4[4*i], i4[4*i+1], i4[4*i+2], i4[4*i+3] = g, g, g, g
-	}
+	var t [32 * maxUpdateT4Any]float64
+	updateT4AnyWith(h, cs, c, gneg, ginv, k, kp, n4, g4[:4*k*k], i4[:4*k], t[:32*kp])
+}
+
+// updateT4AnyWith is updateT4Any with its scratch: g4 (4·k·k), i4 (4·k) and t (32·kp).
+func updateT4AnyWith(h, cs, c, gneg, ginv []float64, k, kp, n4 int, g4, i4, t []float64) {
+	repeat4(g4, gneg[:k*k])
+	repeat4(i4, ginv[:k])
 	ncols := 4 * n4
 	for j := 0; j < ncols; j++ {
 		copy(cs[j*kp:j*kp+k], c[j*k:(j+1)*k])
 	}
-	updateT4AnyAVX2(h, cs, g4[:4*k*k], i4[:4*k], t[:8*kp], k, kp, n4)
+	nq := n4 / 4
+	if nq > 0 {
+		updateT16AnyAVX2(h, cs, g4, i4, t, k, kp, nq)
+	}
+	if rest := n4 - 4*nq; rest > 0 {
+		updateT4AnyAVX2(h[16*nq*kp:], cs[16*nq*kp:], g4, i4, t[:8*kp], k, kp, rest)
+	}
 	for j := 0; j < ncols; j++ {
 		copy(c[j*k:(j+1)*k], cs[j*kp:j*kp+k])
 	}

@@ -10534,6 +10534,481 @@ tout:
 	VZEROUPPER
 	RET
 
+// func updateT16AnyAVX2(h []float64, cs []float64, gneg4 []float64, ginv4 []float64, t []float64, k int, kp int, nquads int)
+// Requires: AVX, FMA3
+TEXT ·updateT16AnyAVX2(SB), NOSPLIT, $0-144
+	MOVQ   h_base+0(FP), AX
+	MOVQ   cs_base+24(FP), CX
+	MOVQ   t_base+96(FP), DX
+	MOVQ   kp+128(FP), BX
+	SHLQ   $0x03, BX
+	MOVQ   BX, SI
+	SHLQ   $0x04, SI
+	ADDQ   DX, SI
+	VXORPD Y0, Y0, Y0
+	MOVQ   nquads+136(FP), DI
+
+quad:
+	XORQ R8, R8
+
+tin0:
+	MOVQ       R8, R9
+	SHLQ       $0x04, R9
+	MOVQ       AX, R10
+	VMOVUPD    (R10)(R8*1), Y1
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y2
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y3
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y4
+	ADDQ       BX, R10
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, (DX)(R9*1)
+	VMOVUPD    Y6, 128(DX)(R9*1)
+	VMOVUPD    Y2, 256(DX)(R9*1)
+	VMOVUPD    Y1, 384(DX)(R9*1)
+	MOVQ       CX, R10
+	VMOVUPD    (R10)(R8*1), Y1
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y2
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y3
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y4
+	ADDQ       BX, R10
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, (SI)(R9*1)
+	VMOVUPD    Y6, 128(SI)(R9*1)
+	VMOVUPD    Y2, 256(SI)(R9*1)
+	VMOVUPD    Y1, 384(SI)(R9*1)
+	ADDQ       $0x20, R8
+	CMPQ       R8, BX
+	JL         tin0
+	XORQ       R8, R8
+
+tin1:
+	MOVQ       R8, R9
+	SHLQ       $0x04, R9
+	MOVQ       AX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y1
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y2
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y3
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y4
+	ADDQ       BX, R10
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, 32(DX)(R9*1)
+	VMOVUPD    Y6, 160(DX)(R9*1)
+	VMOVUPD    Y2, 288(DX)(R9*1)
+	VMOVUPD    Y1, 416(DX)(R9*1)
+	MOVQ       CX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y1
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y2
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y3
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y4
+	ADDQ       BX, R10
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, 32(SI)(R9*1)
+	VMOVUPD    Y6, 160(SI)(R9*1)
+	VMOVUPD    Y2, 288(SI)(R9*1)
+	VMOVUPD    Y1, 416(SI)(R9*1)
+	ADDQ       $0x20, R8
+	CMPQ       R8, BX
+	JL         tin1
+	XORQ       R8, R8
+
+tin2:
+	MOVQ       R8, R9
+	SHLQ       $0x04, R9
+	MOVQ       AX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y1
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y2
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y3
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y4
+	ADDQ       BX, R10
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, 64(DX)(R9*1)
+	VMOVUPD    Y6, 192(DX)(R9*1)
+	VMOVUPD    Y2, 320(DX)(R9*1)
+	VMOVUPD    Y1, 448(DX)(R9*1)
+	MOVQ       CX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y1
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y2
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y3
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y4
+	ADDQ       BX, R10
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, 64(SI)(R9*1)
+	VMOVUPD    Y6, 192(SI)(R9*1)
+	VMOVUPD    Y2, 320(SI)(R9*1)
+	VMOVUPD    Y1, 448(SI)(R9*1)
+	ADDQ       $0x20, R8
+	CMPQ       R8, BX
+	JL         tin2
+	XORQ       R8, R8
+
+tin3:
+	MOVQ       R8, R9
+	SHLQ       $0x04, R9
+	MOVQ       AX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y1
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y2
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y3
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y4
+	ADDQ       BX, R10
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, 96(DX)(R9*1)
+	VMOVUPD    Y6, 224(DX)(R9*1)
+	VMOVUPD    Y2, 352(DX)(R9*1)
+	VMOVUPD    Y1, 480(DX)(R9*1)
+	MOVQ       CX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y1
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y2
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y3
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y4
+	ADDQ       BX, R10
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, 96(SI)(R9*1)
+	VMOVUPD    Y6, 224(SI)(R9*1)
+	VMOVUPD    Y2, 352(SI)(R9*1)
+	VMOVUPD    Y1, 480(SI)(R9*1)
+	ADDQ       $0x20, R8
+	CMPQ       R8, BX
+	JL         tin3
+	MOVQ       k+120(FP), R8
+	MOVQ       gneg4_base+48(FP), R9
+	MOVQ       ginv4_base+72(FP), R10
+	XORQ       R11, R11
+
+comp4:
+	MOVQ    R11, R12
+	SHLQ    $0x05, R12
+	VMOVUPD (DX)(R12*4), Y1
+	VMOVUPD 32(DX)(R12*4), Y2
+	VMOVUPD 64(DX)(R12*4), Y3
+	VMOVUPD 96(DX)(R12*4), Y4
+	MOVQ    R11, R13
+
+old4:
+	MOVQ        R13, R14
+	SHLQ        $0x05, R14
+	VMOVUPD     (R9)(R14*1), Y5
+	VFMADD231PD (SI)(R14*4), Y5, Y1
+	VFMADD231PD 32(SI)(R14*4), Y5, Y2
+	VFMADD231PD 64(SI)(R14*4), Y5, Y3
+	VFMADD231PD 96(SI)(R14*4), Y5, Y4
+	INCQ        R13
+	CMPQ        R13, R8
+	JL          old4
+	XORQ        R13, R13
+
+new4:
+	CMPQ        R13, R11
+	JGE         apply4
+	MOVQ        R13, R14
+	SHLQ        $0x05, R14
+	VMOVUPD     (R9)(R14*1), Y5
+	VFMADD231PD (SI)(R14*4), Y5, Y1
+	VFMADD231PD 32(SI)(R14*4), Y5, Y2
+	VFMADD231PD 64(SI)(R14*4), Y5, Y3
+	VFMADD231PD 96(SI)(R14*4), Y5, Y4
+	INCQ        R13
+	JMP         new4
+
+apply4:
+	VMOVUPD     (SI)(R12*4), Y5
+	VFMADD231PD (R10)(R12*1), Y1, Y5
+	VMAXPD      Y5, Y0, Y5
+	VMOVUPD     Y5, (SI)(R12*4)
+	VMOVUPD     32(SI)(R12*4), Y1
+	VFMADD231PD (R10)(R12*1), Y2, Y1
+	VMAXPD      Y1, Y0, Y1
+	VMOVUPD     Y1, 32(SI)(R12*4)
+	VMOVUPD     64(SI)(R12*4), Y1
+	VFMADD231PD (R10)(R12*1), Y3, Y1
+	VMAXPD      Y1, Y0, Y1
+	VMOVUPD     Y1, 64(SI)(R12*4)
+	VMOVUPD     96(SI)(R12*4), Y1
+	VFMADD231PD (R10)(R12*1), Y4, Y1
+	VMAXPD      Y1, Y0, Y1
+	VMOVUPD     Y1, 96(SI)(R12*4)
+	MOVQ        R8, R12
+	SHLQ        $0x05, R12
+	ADDQ        R12, R9
+	INCQ        R11
+	CMPQ        R11, R8
+	JL          comp4
+	XORQ        R8, R8
+
+tout0:
+	MOVQ       R8, R9
+	SHLQ       $0x04, R9
+	VMOVUPD    (SI)(R9*1), Y1
+	VMOVUPD    128(SI)(R9*1), Y2
+	VMOVUPD    256(SI)(R9*1), Y3
+	VMOVUPD    384(SI)(R9*1), Y4
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	MOVQ       CX, R9
+	VMOVUPD    Y4, (R9)(R8*1)
+	ADDQ       BX, R9
+	VMOVUPD    Y6, (R9)(R8*1)
+	ADDQ       BX, R9
+	VMOVUPD    Y2, (R9)(R8*1)
+	ADDQ       BX, R9
+	VMOVUPD    Y1, (R9)(R8*1)
+	ADDQ       BX, R9
+	ADDQ       $0x20, R8
+	CMPQ       R8, BX
+	JL         tout0
+	XORQ       R8, R8
+
+tout1:
+	MOVQ       R8, R9
+	SHLQ       $0x04, R9
+	VMOVUPD    32(SI)(R9*1), Y1
+	VMOVUPD    160(SI)(R9*1), Y2
+	VMOVUPD    288(SI)(R9*1), Y3
+	VMOVUPD    416(SI)(R9*1), Y4
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	MOVQ       CX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	VMOVUPD    Y4, (R9)(R8*1)
+	ADDQ       BX, R9
+	VMOVUPD    Y6, (R9)(R8*1)
+	ADDQ       BX, R9
+	VMOVUPD    Y2, (R9)(R8*1)
+	ADDQ       BX, R9
+	VMOVUPD    Y1, (R9)(R8*1)
+	ADDQ       BX, R9
+	ADDQ       $0x20, R8
+	CMPQ       R8, BX
+	JL         tout1
+	XORQ       R8, R8
+
+tout2:
+	MOVQ       R8, R9
+	SHLQ       $0x04, R9
+	VMOVUPD    64(SI)(R9*1), Y1
+	VMOVUPD    192(SI)(R9*1), Y2
+	VMOVUPD    320(SI)(R9*1), Y3
+	VMOVUPD    448(SI)(R9*1), Y4
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	MOVQ       CX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	VMOVUPD    Y4, (R9)(R8*1)
+	ADDQ       BX, R9
+	VMOVUPD    Y6, (R9)(R8*1)
+	ADDQ       BX, R9
+	VMOVUPD    Y2, (R9)(R8*1)
+	ADDQ       BX, R9
+	VMOVUPD    Y1, (R9)(R8*1)
+	ADDQ       BX, R9
+	ADDQ       $0x20, R8
+	CMPQ       R8, BX
+	JL         tout2
+	XORQ       R8, R8
+
+tout3:
+	MOVQ       R8, R9
+	SHLQ       $0x04, R9
+	VMOVUPD    96(SI)(R9*1), Y1
+	VMOVUPD    224(SI)(R9*1), Y2
+	VMOVUPD    352(SI)(R9*1), Y3
+	VMOVUPD    480(SI)(R9*1), Y4
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	MOVQ       CX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	ADDQ       BX, R9
+	VMOVUPD    Y4, (R9)(R8*1)
+	ADDQ       BX, R9
+	VMOVUPD    Y6, (R9)(R8*1)
+	ADDQ       BX, R9
+	VMOVUPD    Y2, (R9)(R8*1)
+	ADDQ       BX, R9
+	VMOVUPD    Y1, (R9)(R8*1)
+	ADDQ       BX, R9
+	ADDQ       $0x20, R8
+	CMPQ       R8, BX
+	JL         tout3
+	LEAQ       (AX)(BX*8), AX
+	LEAQ       (AX)(BX*8), AX
+	LEAQ       (CX)(BX*8), CX
+	LEAQ       (CX)(BX*8), CX
+	DECQ       DI
+	JNZ        quad
+	VZEROUPPER
+	RET
+
 // func dotsDenseColsF64AVX512(bp []float64, x []float64, m int, k int, kp int, ngroups int, tailmask int, h []float64)
 // Requires: AVX, AVX512DQ, AVX512F, MMX+
 TEXT ·dotsDenseColsF64AVX512(SB), NOSPLIT, $16-112

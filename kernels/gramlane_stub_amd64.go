@@ -695,6 +695,12 @@ func updateT4K4AVX2(h []float64, cs []float64, c []float64, gneg4 []float64, gin
 //go:noescape
 func updateT4AnyAVX2(h []float64, cs []float64, gneg4 []float64, ginv4 []float64, t []float64, k int, kp int, ngroups int)
 
+// updateT16AnyAVX2 is updateCoefsGo on 16·nquads columns held in cs, a column per lane, four
+// groups of four columns interleaved (AVX2+FMA). t has room for 32·kp values. k, kp, nquads >= 1.
+//
+//go:noescape
+func updateT16AnyAVX2(h []float64, cs []float64, gneg4 []float64, ginv4 []float64, t []float64, k int, kp int, nquads int)
+
 // dotsDenseColsF64AVX512 is dotsDenseGo (step 1) for 8·ngroups dense columns, a column per ZMM lane, with X stored as
 // float64.
 // bp has (m rounded up to 8) rows of kp, zero beyond row m; tailmask = 2^(m mod 8) - 1. h's pads

@@ -73,6 +73,7 @@ func main() {
 		updateT4(k)
 	}
 	updateT4Any()
+	updateT16Any()
 	for _, e := range []elemKind{elemF64, elemF32} {
 		dotsDenseCols(e)
 		accDenseCols(e)
@@ -1265,6 +1266,157 @@ func updateT4Any() {
 	LEAQ(Mem{Base: csp, Index: kb, Scale: 4}, csp)
 	DECQ(rem)
 	JNZ(LabelRef("group"))
+	VZEROUPPER()
+	RET()
+}
+
+// updateT16Any is updateT4Any on four groups of four columns at once: each component's sum is
+// one chain of dependent FMAs per column (its order is the specification's), so one group
+// waits on the FMA latency, about 4 cycles a term; four groups interleaved keep four chains in
+// flight. Each lane still does exactly updateT4Any's operations, in the same order. t holds,
+// for component p, the four groups' vectors side by side (128 bytes a component): h's for all
+// components, then c's.
+func updateT16Any() {
+	TEXT("updateT16AnyAVX2", NOSPLIT, "func(h, cs, gneg4, ginv4, t []float64, k, kp, nquads int)")
+	Pragma("noescape")
+	Doc("updateT16AnyAVX2 is updateCoefsGo on 16·nquads columns held in cs, a column per lane, four",
+		"groups of four columns interleaved (AVX2+FMA). t has room for 32·kp values. k, kp, nquads >= 1.")
+	hp := Load(Param("h").Base(), GP64())
+	csp := Load(Param("cs").Base(), GP64())
+	tp := Load(Param("t").Base(), GP64())
+	kb := Load(Param("kp"), GP64())
+	SHLQ(Imm(3), kb) // row stride of h and cs, bytes
+	ct := GP64()     // the transposed coefficients: t + 16·kp values
+	MOVQ(kb, ct)
+	SHLQ(Imm(4), ct)
+	ADDQ(tp, ct)
+	zr := YMM()
+	VXORPD(zr, zr, zr)
+	rem := Load(Param("nquads"), GP64())
+	Label("quad")
+	// Transpose each group's h and cs rows into t: component p of group g at 128·p + 32·g.
+	for g := 0; g < 4; g++ {
+		ch := GP64() // byte offset of the chunk in a row
+		XORQ(ch, ch)
+		Label(fmt.Sprintf("tin%d", g))
+		cht := GP64() // the chunk's offset in t: 16·ch
+		MOVQ(ch, cht)
+		SHLQ(Imm(4), cht)
+		for _, src := range []struct {
+			base, dst Register
+		}{{hp, tp}, {csp, ct}} {
+			r := ymms(4)
+			row := GP64()
+			MOVQ(src.base, row)
+			for u := 0; u < 4*g; u++ {
+				ADDQ(kb, row)
+			}
+			for u := range r {
+				VMOVUPD(Mem{Base: row, Index: ch, Scale: 1}, r[u])
+				ADDQ(kb, row)
+			}
+			cols := transpose4(r)
+			for c := range cols {
+				VMOVUPD(cols[c], Mem{Base: src.dst, Index: cht, Scale: 1, Disp: 128*c + 32*g})
+			}
+		}
+		ADDQ(Imm(32), ch)
+		CMPQ(ch, kb)
+		JL(LabelRef(fmt.Sprintf("tin%d", g)))
+	}
+
+	// The update, component by component, as updateT4Any's, on four groups at once.
+	k := Load(Param("k"), GP64())
+	gn := Load(Param("gneg4").Base(), GP64())
+	gi := Load(Param("ginv4").Base(), GP64())
+	p := GP64()
+	XORQ(p, p)
+	Label("comp4")
+	pb := GP64() // p·32: the offset of component p in ginv4; in t, 4·pb
+	MOVQ(p, pb)
+	SHLQ(Imm(5), pb)
+	sv := ymms(4)
+	for g := range sv {
+		VMOVUPD(Mem{Base: tp, Index: pb, Scale: 4, Disp: 32 * g}, sv[g])
+	}
+	q := GP64()
+	MOVQ(p, q)
+	Label("old4")
+	qb := GP64()
+	MOVQ(q, qb)
+	SHLQ(Imm(5), qb)
+	gq := YMM() // -G[p][q], shared by the four groups; the products are commutative, so the
+	// bits are updateT4Any's
+	VMOVUPD(Mem{Base: gn, Index: qb, Scale: 1}, gq)
+	for g := range sv {
+		VFMADD231PD(Mem{Base: ct, Index: qb, Scale: 4, Disp: 32 * g}, gq, sv[g])
+	}
+	INCQ(q)
+	CMPQ(q, k)
+	JL(LabelRef("old4"))
+	XORQ(q, q)
+	Label("new4")
+	CMPQ(q, p)
+	JGE(LabelRef("apply4"))
+	qb2 := GP64()
+	MOVQ(q, qb2)
+	SHLQ(Imm(5), qb2)
+	gq2 := YMM()
+	VMOVUPD(Mem{Base: gn, Index: qb2, Scale: 1}, gq2)
+	for g := range sv {
+		VFMADD231PD(Mem{Base: ct, Index: qb2, Scale: 4, Disp: 32 * g}, gq2, sv[g])
+	}
+	INCQ(q)
+	JMP(LabelRef("new4"))
+	Label("apply4")
+	for g := range sv {
+		cp := YMM()
+		VMOVUPD(Mem{Base: ct, Index: pb, Scale: 4, Disp: 32 * g}, cp)
+		VFMADD231PD(Mem{Base: gi, Index: pb, Scale: 1}, sv[g], cp)
+		VMAXPD(cp, zr, cp)
+		VMOVUPD(cp, Mem{Base: ct, Index: pb, Scale: 4, Disp: 32 * g})
+	}
+	kv := GP64()
+	MOVQ(k, kv)
+	SHLQ(Imm(5), kv)
+	ADDQ(kv, gn)
+	INCQ(p)
+	CMPQ(p, k)
+	JL(LabelRef("comp4"))
+
+	// Transpose the coefficients back into cs, group by group (pads stay 0).
+	for g := 0; g < 4; g++ {
+		ch := GP64()
+		XORQ(ch, ch)
+		Label(fmt.Sprintf("tout%d", g))
+		cht := GP64()
+		MOVQ(ch, cht)
+		SHLQ(Imm(4), cht)
+		r := ymms(4)
+		for c := range r {
+			VMOVUPD(Mem{Base: ct, Index: cht, Scale: 1, Disp: 128*c + 32*g}, r[c])
+		}
+		rowsOut := transpose4(r)
+		row := GP64()
+		MOVQ(csp, row)
+		for u := 0; u < 4*g; u++ {
+			ADDQ(kb, row)
+		}
+		for u := range rowsOut {
+			VMOVUPD(rowsOut[u], Mem{Base: row, Index: ch, Scale: 1})
+			ADDQ(kb, row)
+		}
+		ADDQ(Imm(32), ch)
+		CMPQ(ch, kb)
+		JL(LabelRef(fmt.Sprintf("tout%d", g)))
+	}
+
+	LEAQ(Mem{Base: hp, Index: kb, Scale: 8}, hp) // 16 rows
+	LEAQ(Mem{Base: hp, Index: kb, Scale: 8}, hp)
+	LEAQ(Mem{Base: csp, Index: kb, Scale: 8}, csp)
+	LEAQ(Mem{Base: csp, Index: kb, Scale: 8}, csp)
+	DECQ(rem)
+	JNZ(LabelRef("quad"))
 	VZEROUPPER()
 	RET()
 }
