@@ -10397,7 +10397,7 @@ group:
 	VZEROUPPER
 	RET
 
-// func updateT4AnyAVX2(h []float64, cs []float64, gneg4 []float64, ginv4 []float64, t []float64, k int, kp int, ngroups int)
+// func updateT4AnyAVX2(h []float64, cs []float64, gneg4 []float64, ginv4 []float64, t []float64, k int, kp int, n int)
 // Requires: AVX, FMA3
 TEXT ·updateT4AnyAVX2(SB), NOSPLIT, $0-144
 	MOVQ   h_base+0(FP), AX
@@ -10405,23 +10405,27 @@ TEXT ·updateT4AnyAVX2(SB), NOSPLIT, $0-144
 	MOVQ   t_base+96(FP), DX
 	MOVQ   kp+128(FP), BX
 	SHLQ   $0x03, BX
-	LEAQ   (DX)(BX*4), SI
+	MOVQ   BX, SI
+	SHLQ   $0x02, SI
+	ADDQ   DX, SI
 	VXORPD Y0, Y0, Y0
-	MOVQ   ngroups+136(FP), DI
+	MOVQ   n+136(FP), DI
 
-group:
+block:
 	XORQ R8, R8
 
-tin:
-	MOVQ       AX, R9
-	VMOVUPD    (R9)(R8*1), Y1
-	ADDQ       BX, R9
-	VMOVUPD    (R9)(R8*1), Y2
-	ADDQ       BX, R9
-	VMOVUPD    (R9)(R8*1), Y3
-	ADDQ       BX, R9
-	VMOVUPD    (R9)(R8*1), Y4
-	ADDQ       BX, R9
+tin0:
+	MOVQ       R8, R9
+	SHLQ       $0x02, R9
+	MOVQ       AX, R10
+	VMOVUPD    (R10)(R8*1), Y1
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y2
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y3
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y4
+	ADDQ       BX, R10
 	VUNPCKLPD  Y2, Y1, Y5
 	VUNPCKHPD  Y2, Y1, Y1
 	VUNPCKLPD  Y4, Y3, Y2
@@ -10430,19 +10434,19 @@ tin:
 	VPERM2F128 $0x20, Y3, Y1, Y6
 	VPERM2F128 $0x31, Y2, Y5, Y2
 	VPERM2F128 $0x31, Y3, Y1, Y1
-	VMOVUPD    Y4, (DX)(R8*4)
-	VMOVUPD    Y6, 32(DX)(R8*4)
-	VMOVUPD    Y2, 64(DX)(R8*4)
-	VMOVUPD    Y1, 96(DX)(R8*4)
-	MOVQ       CX, R9
-	VMOVUPD    (R9)(R8*1), Y1
-	ADDQ       BX, R9
-	VMOVUPD    (R9)(R8*1), Y2
-	ADDQ       BX, R9
-	VMOVUPD    (R9)(R8*1), Y3
-	ADDQ       BX, R9
-	VMOVUPD    (R9)(R8*1), Y4
-	ADDQ       BX, R9
+	VMOVUPD    Y4, (DX)(R9*1)
+	VMOVUPD    Y6, 32(DX)(R9*1)
+	VMOVUPD    Y2, 64(DX)(R9*1)
+	VMOVUPD    Y1, 96(DX)(R9*1)
+	MOVQ       CX, R10
+	VMOVUPD    (R10)(R8*1), Y1
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y2
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y3
+	ADDQ       BX, R10
+	VMOVUPD    (R10)(R8*1), Y4
+	ADDQ       BX, R10
 	VUNPCKLPD  Y2, Y1, Y5
 	VUNPCKHPD  Y2, Y1, Y1
 	VUNPCKLPD  Y4, Y3, Y2
@@ -10451,13 +10455,13 @@ tin:
 	VPERM2F128 $0x20, Y3, Y1, Y6
 	VPERM2F128 $0x31, Y2, Y5, Y2
 	VPERM2F128 $0x31, Y3, Y1, Y1
-	VMOVUPD    Y4, (SI)(R8*4)
-	VMOVUPD    Y6, 32(SI)(R8*4)
-	VMOVUPD    Y2, 64(SI)(R8*4)
-	VMOVUPD    Y1, 96(SI)(R8*4)
+	VMOVUPD    Y4, (SI)(R9*1)
+	VMOVUPD    Y6, 32(SI)(R9*1)
+	VMOVUPD    Y2, 64(SI)(R9*1)
+	VMOVUPD    Y1, 96(SI)(R9*1)
 	ADDQ       $0x20, R8
 	CMPQ       R8, BX
-	JL         tin
+	JL         tin0
 	MOVQ       k+120(FP), R8
 	MOVQ       gneg4_base+48(FP), R9
 	MOVQ       ginv4_base+72(FP), R10
@@ -10472,8 +10476,8 @@ comp:
 old:
 	MOVQ        R13, R14
 	SHLQ        $0x05, R14
-	VMOVUPD     (SI)(R14*1), Y2
-	VFMADD231PD (R9)(R14*1), Y2, Y1
+	VMOVUPD     (R9)(R14*1), Y2
+	VFMADD231PD (SI)(R14*1), Y2, Y1
 	INCQ        R13
 	CMPQ        R13, R8
 	JL          old
@@ -10484,8 +10488,8 @@ new:
 	JGE         apply
 	MOVQ        R13, R14
 	SHLQ        $0x05, R14
-	VMOVUPD     (SI)(R14*1), Y2
-	VFMADD231PD (R9)(R14*1), Y2, Y1
+	VMOVUPD     (R9)(R14*1), Y2
+	VFMADD231PD (SI)(R14*1), Y2, Y1
 	INCQ        R13
 	JMP         new
 
@@ -10502,11 +10506,13 @@ apply:
 	JL          comp
 	XORQ        R8, R8
 
-tout:
-	VMOVUPD    (SI)(R8*4), Y1
-	VMOVUPD    32(SI)(R8*4), Y2
-	VMOVUPD    64(SI)(R8*4), Y3
-	VMOVUPD    96(SI)(R8*4), Y4
+tout0:
+	MOVQ       R8, R9
+	SHLQ       $0x02, R9
+	VMOVUPD    (SI)(R9*1), Y1
+	VMOVUPD    32(SI)(R9*1), Y2
+	VMOVUPD    64(SI)(R9*1), Y3
+	VMOVUPD    96(SI)(R9*1), Y4
 	VUNPCKLPD  Y2, Y1, Y5
 	VUNPCKHPD  Y2, Y1, Y1
 	VUNPCKLPD  Y4, Y3, Y2
@@ -10526,15 +10532,15 @@ tout:
 	ADDQ       BX, R9
 	ADDQ       $0x20, R8
 	CMPQ       R8, BX
-	JL         tout
+	JL         tout0
 	LEAQ       (AX)(BX*4), AX
 	LEAQ       (CX)(BX*4), CX
 	DECQ       DI
-	JNZ        group
+	JNZ        block
 	VZEROUPPER
 	RET
 
-// func updateT16AnyAVX2(h []float64, cs []float64, gneg4 []float64, ginv4 []float64, t []float64, k int, kp int, nquads int)
+// func updateT16AnyAVX2(h []float64, cs []float64, gneg4 []float64, ginv4 []float64, t []float64, k int, kp int, n int)
 // Requires: AVX, FMA3
 TEXT ·updateT16AnyAVX2(SB), NOSPLIT, $0-144
 	MOVQ   h_base+0(FP), AX
@@ -10546,9 +10552,9 @@ TEXT ·updateT16AnyAVX2(SB), NOSPLIT, $0-144
 	SHLQ   $0x04, SI
 	ADDQ   DX, SI
 	VXORPD Y0, Y0, Y0
-	MOVQ   nquads+136(FP), DI
+	MOVQ   n+136(FP), DI
 
-quad:
+block:
 	XORQ R8, R8
 
 tin0:
@@ -10802,7 +10808,7 @@ tin3:
 	MOVQ       ginv4_base+72(FP), R10
 	XORQ       R11, R11
 
-comp4:
+comp:
 	MOVQ    R11, R12
 	SHLQ    $0x05, R12
 	VMOVUPD (DX)(R12*4), Y1
@@ -10811,7 +10817,7 @@ comp4:
 	VMOVUPD 96(DX)(R12*4), Y4
 	MOVQ    R11, R13
 
-old4:
+old:
 	MOVQ        R13, R14
 	SHLQ        $0x05, R14
 	VMOVUPD     (R9)(R14*1), Y5
@@ -10821,12 +10827,12 @@ old4:
 	VFMADD231PD 96(SI)(R14*4), Y5, Y4
 	INCQ        R13
 	CMPQ        R13, R8
-	JL          old4
+	JL          old
 	XORQ        R13, R13
 
-new4:
+new:
 	CMPQ        R13, R11
-	JGE         apply4
+	JGE         apply
 	MOVQ        R13, R14
 	SHLQ        $0x05, R14
 	VMOVUPD     (R9)(R14*1), Y5
@@ -10835,9 +10841,9 @@ new4:
 	VFMADD231PD 64(SI)(R14*4), Y5, Y3
 	VFMADD231PD 96(SI)(R14*4), Y5, Y4
 	INCQ        R13
-	JMP         new4
+	JMP         new
 
-apply4:
+apply:
 	VMOVUPD     (SI)(R12*4), Y5
 	VFMADD231PD (R10)(R12*1), Y1, Y5
 	VMAXPD      Y5, Y0, Y5
@@ -10859,7 +10865,7 @@ apply4:
 	ADDQ        R12, R9
 	INCQ        R11
 	CMPQ        R11, R8
-	JL          comp4
+	JL          comp
 	XORQ        R8, R8
 
 tout0:
@@ -11000,12 +11006,16 @@ tout3:
 	ADDQ       $0x20, R8
 	CMPQ       R8, BX
 	JL         tout3
-	LEAQ       (AX)(BX*8), AX
-	LEAQ       (AX)(BX*8), AX
-	LEAQ       (CX)(BX*8), CX
-	LEAQ       (CX)(BX*8), CX
+	LEAQ       (AX)(BX*4), AX
+	LEAQ       (CX)(BX*4), CX
+	LEAQ       (AX)(BX*4), AX
+	LEAQ       (CX)(BX*4), CX
+	LEAQ       (AX)(BX*4), AX
+	LEAQ       (CX)(BX*4), CX
+	LEAQ       (AX)(BX*4), AX
+	LEAQ       (CX)(BX*4), CX
 	DECQ       DI
-	JNZ        quad
+	JNZ        block
 	VZEROUPPER
 	RET
 

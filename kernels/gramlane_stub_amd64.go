@@ -689,17 +689,17 @@ func updateT4K3AVX2(h []float64, cs []float64, c []float64, gneg4 []float64, gin
 //go:noescape
 func updateT4K4AVX2(h []float64, cs []float64, c []float64, gneg4 []float64, ginv4 []float64, ngroups int)
 
-// updateT4AnyAVX2 is updateCoefsGo on 4·ngroups columns held in cs, a column per lane (AVX2+FMA).
-// t has room for 8·kp values. k, kp, ngroups >= 1.
+// updateT4AnyAVX2 is updateCoefsGo on 4·n columns held in cs, a column per lane, one group of four columns at a time
+// (AVX2+FMA). t has room for 8·kp values. k, kp, n >= 1.
 //
 //go:noescape
-func updateT4AnyAVX2(h []float64, cs []float64, gneg4 []float64, ginv4 []float64, t []float64, k int, kp int, ngroups int)
+func updateT4AnyAVX2(h []float64, cs []float64, gneg4 []float64, ginv4 []float64, t []float64, k int, kp int, n int)
 
-// updateT16AnyAVX2 is updateCoefsGo on 16·nquads columns held in cs, a column per lane, four
-// groups of four columns interleaved (AVX2+FMA). t has room for 32·kp values. k, kp, nquads >= 1.
+// updateT16AnyAVX2 is updateCoefsGo on 16·n columns held in cs, a column per lane, four groups of four columns at once
+// (AVX2+FMA). t has room for 32·kp values. k, kp, n >= 1.
 //
 //go:noescape
-func updateT16AnyAVX2(h []float64, cs []float64, gneg4 []float64, ginv4 []float64, t []float64, k int, kp int, nquads int)
+func updateT16AnyAVX2(h []float64, cs []float64, gneg4 []float64, ginv4 []float64, t []float64, k int, kp int, n int)
 
 // dotsDenseColsF64AVX512 is dotsDenseGo (step 1) for 8·ngroups dense columns, a column per ZMM lane, with X stored as
 // float64.

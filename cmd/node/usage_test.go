@@ -202,7 +202,11 @@ func TestUsageClusterAddress(t *testing.T) {
 			}
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// A port nothing listens on, on a loopback address no node or client here binds: the six
+	// commands below start at once, and each binds its own gossip on 127.0.0.1 at a port the
+	// kernel picks, which could be one just freed on 127.0.0.1; one of them would then answer
+	// the others' probe and leave. One CI run failed so, most likely: "could not join", exit 1.
+	l, err := net.Listen("tcp", "127.0.0.3:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,8 +72,8 @@ func main() {
 	for k := 1; k <= 4; k++ {
 		updateT4(k)
 	}
-	updateT4Any()
-	updateT16Any()
+	updateGroupsAny("updateT4AnyAVX2", 1)
+	updateGroupsAny("updateT16AnyAVX2", 4)
 	for _, e := range []elemKind{elemF64, elemF32} {
 		dotsDenseCols(e)
 		accDenseCols(e)
@@ -1143,53 +1143,63 @@ func widen() {
 	RET()
 }
 
-// updateT4Any: step 2 for any k on four columns at a time, a column per lane, like updateT4
-// but with the coefficients in a transposed scratch (t: 2·kp vectors of 4, h's then c's) and
-// loops over p and q: for ranks above 4, where one column's update is hundreds of dependent
-// scalar FMAs. cs holds the columns' old coefficients on entry (padded rows of kp, pads 0) and
-// the new ones on return; the caller copies them between c and cs.
-func updateT4Any() {
-	TEXT("updateT4AnyAVX2", NOSPLIT, "func(h, cs, gneg4, ginv4, t []float64, k, kp, ngroups int)")
+// updateGroupsAny: step 2 for any k on groups of four columns, a column per lane, like
+// updateT4 but with the coefficients in a transposed scratch t and loops over p and q: for
+// ranks above 4, where one column's update is hundreds of dependent scalar FMAs. Each
+// component's sum is one chain of dependent FMAs per column, in the specification's order, so
+// a single group waits on the FMA latency (about 4 cycles a term); groups interleaved keep
+// that many chains in flight. t holds, for component p, the groups' vectors side by side
+// (32·groups bytes a component): h's for all components, then c's. -G[p][q] is loaded once for
+// all groups, and each group's coefficient is the FMA's memory operand: the product commutes,
+// so each lane's bits are those of one group alone. cs holds the columns' old coefficients on
+// entry (padded rows of kp, pads 0) and the new ones on return; the caller copies them
+// between c and cs.
+func updateGroupsAny(name string, groups int) {
+	shift := map[int]uint64{1: 0, 2: 1, 4: 2, 8: 3}[groups] // log2(groups)
+	TEXT(name, NOSPLIT, "func(h, cs, gneg4, ginv4, t []float64, k, kp, n int)")
 	Pragma("noescape")
-	Doc("updateT4AnyAVX2 is updateCoefsGo on 4·ngroups columns held in cs, a column per lane (AVX2+FMA).",
-		"t has room for 8·kp values. k, kp, ngroups >= 1.")
+	at := map[int]string{1: "one group of four columns at a time", 4: "four groups of four columns at once"}[groups]
+	Doc(fmt.Sprintf("%s is updateCoefsGo on %d·n columns held in cs, a column per lane, %s", name, 4*groups, at),
+		fmt.Sprintf("(AVX2+FMA). t has room for %d·kp values. k, kp, n >= 1.", 8*groups))
 	hp := Load(Param("h").Base(), GP64())
 	csp := Load(Param("cs").Base(), GP64())
 	tp := Load(Param("t").Base(), GP64())
 	kb := Load(Param("kp"), GP64())
 	SHLQ(Imm(3), kb) // row stride of h and cs, bytes
-	ct := GP64()     // the transposed coefficients: t + 4·kp values
-	LEAQ(Mem{Base: tp, Index: kb, Scale: 4}, ct)
+	ct := GP64()     // the transposed coefficients: t + 4·groups·kp values
+	MOVQ(kb, ct)
+	SHLQ(Imm(2+shift), ct)
+	ADDQ(tp, ct)
 	zr := YMM()
 	VXORPD(zr, zr, zr)
-	rem := Load(Param("ngroups"), GP64())
-	Label("group")
-	// Transpose h and cs, chunk by chunk, into t: t[p] (4 lanes) = component p of the 4 columns.
-	ch := GP64()
-	XORQ(ch, ch)
-	Label("tin")
-	for _, src := range []struct {
-		base Register
-		dst  func(c int) Mem
-	}{
-		{hp, func(c int) Mem { return Mem{Base: tp, Index: ch, Scale: 4, Disp: 32 * c} }},
-		{csp, func(c int) Mem { return Mem{Base: ct, Index: ch, Scale: 4, Disp: 32 * c} }},
-	} {
-		r := ymms(4)
-		row := GP64()
-		MOVQ(src.base, row)
-		for u := range r {
-			VMOVUPD(Mem{Base: row, Index: ch, Scale: 1}, r[u])
-			ADDQ(kb, row)
+	rem := Load(Param("n"), GP64())
+	Label("block")
+	// Transpose each group's h and cs rows into t: component p of group g at 32·(groups·p + g).
+	for g := 0; g < groups; g++ {
+		ch := GP64() // byte offset of the chunk in a row
+		XORQ(ch, ch)
+		Label(fmt.Sprintf("tin%d", g))
+		cht := GP64() // the chunk's offset in t: 4·groups·ch
+		MOVQ(ch, cht)
+		SHLQ(Imm(2+shift), cht)
+		for _, src := range []struct {
+			base, dst Register
+		}{{hp, tp}, {csp, ct}} {
+			r := ymms(4)
+			row := groupRow(src.base, kb, g)
+			for u := range r {
+				VMOVUPD(Mem{Base: row, Index: ch, Scale: 1}, r[u])
+				ADDQ(kb, row)
+			}
+			cols := transpose4(r)
+			for c := range cols {
+				VMOVUPD(cols[c], Mem{Base: src.dst, Index: cht, Scale: 1, Disp: 32 * (groups*c + g)})
+			}
 		}
-		cols := transpose4(r)
-		for c := range cols {
-			VMOVUPD(cols[c], src.dst(c))
-		}
+		ADDQ(Imm(32), ch)
+		CMPQ(ch, kb)
+		JL(LabelRef(fmt.Sprintf("tin%d", g)))
 	}
-	ADDQ(Imm(32), ch)
-	CMPQ(ch, kb)
-	JL(LabelRef("tin"))
 
 	// The update, component by component: s = h_p, the terms on old coefficients (q >= p), then
 	// on the new ones (q < p); c_p = max(0, fma(s, 1/G_pp, c_p)) (0 first in VMAXPD keeps -0
@@ -1197,23 +1207,31 @@ func updateT4Any() {
 	k := Load(Param("k"), GP64())
 	gn := Load(Param("gneg4").Base(), GP64())
 	gi := Load(Param("ginv4").Base(), GP64())
+	tScale := uint8(groups) // component stride in t over 32 bytes
 	p := GP64()
 	XORQ(p, p)
 	Label("comp")
-	pb := GP64() // p·32: the offset of vector p in t
+	pb := GP64() // p·32: the offset of component p in ginv4; in t, groups·pb
 	MOVQ(p, pb)
 	SHLQ(Imm(5), pb)
-	sv := YMM()
-	VMOVUPD(Mem{Base: tp, Index: pb, Scale: 1}, sv)
+	sv := ymms(groups)
+	for g := range sv {
+		VMOVUPD(Mem{Base: tp, Index: pb, Scale: tScale, Disp: 32 * g}, sv[g])
+	}
+	term := func(qb Register) {
+		gq := YMM()
+		VMOVUPD(Mem{Base: gn, Index: qb, Scale: 1}, gq)
+		for g := range sv {
+			VFMADD231PD(Mem{Base: ct, Index: qb, Scale: tScale, Disp: 32 * g}, gq, sv[g])
+		}
+	}
 	q := GP64()
 	MOVQ(p, q)
 	Label("old")
-	cq := YMM()
 	qb := GP64()
 	MOVQ(q, qb)
 	SHLQ(Imm(5), qb)
-	VMOVUPD(Mem{Base: ct, Index: qb, Scale: 1}, cq)
-	VFMADD231PD(Mem{Base: gn, Index: qb, Scale: 1}, cq, sv)
+	term(qb)
 	INCQ(q)
 	CMPQ(q, k)
 	JL(LabelRef("old"))
@@ -1221,20 +1239,20 @@ func updateT4Any() {
 	Label("new")
 	CMPQ(q, p)
 	JGE(LabelRef("apply"))
-	cq2 := YMM()
 	qb2 := GP64()
 	MOVQ(q, qb2)
 	SHLQ(Imm(5), qb2)
-	VMOVUPD(Mem{Base: ct, Index: qb2, Scale: 1}, cq2)
-	VFMADD231PD(Mem{Base: gn, Index: qb2, Scale: 1}, cq2, sv)
+	term(qb2)
 	INCQ(q)
 	JMP(LabelRef("new"))
 	Label("apply")
-	cp := YMM()
-	VMOVUPD(Mem{Base: ct, Index: pb, Scale: 1}, cp)
-	VFMADD231PD(Mem{Base: gi, Index: pb, Scale: 1}, sv, cp)
-	VMAXPD(cp, zr, cp)
-	VMOVUPD(cp, Mem{Base: ct, Index: pb, Scale: 1})
+	for g := range sv {
+		cp := YMM()
+		VMOVUPD(Mem{Base: ct, Index: pb, Scale: tScale, Disp: 32 * g}, cp)
+		VFMADD231PD(Mem{Base: gi, Index: pb, Scale: 1}, sv[g], cp)
+		VMAXPD(cp, zr, cp)
+		VMOVUPD(cp, Mem{Base: ct, Index: pb, Scale: tScale, Disp: 32 * g})
+	}
 	// gneg4 advances a row of k vectors per component
 	kv := GP64()
 	MOVQ(k, kv)
@@ -1244,164 +1262,21 @@ func updateT4Any() {
 	CMPQ(p, k)
 	JL(LabelRef("comp"))
 
-	// Transpose the coefficients back into cs (pads stay 0: their vectors were never written).
-	XORQ(ch, ch)
-	Label("tout")
-	r := ymms(4)
-	for c := range r {
-		VMOVUPD(Mem{Base: ct, Index: ch, Scale: 4, Disp: 32 * c}, r[c])
-	}
-	rowsOut := transpose4(r)
-	row := GP64()
-	MOVQ(csp, row)
-	for u := range rowsOut {
-		VMOVUPD(rowsOut[u], Mem{Base: row, Index: ch, Scale: 1})
-		ADDQ(kb, row)
-	}
-	ADDQ(Imm(32), ch)
-	CMPQ(ch, kb)
-	JL(LabelRef("tout"))
-
-	LEAQ(Mem{Base: hp, Index: kb, Scale: 4}, hp)
-	LEAQ(Mem{Base: csp, Index: kb, Scale: 4}, csp)
-	DECQ(rem)
-	JNZ(LabelRef("group"))
-	VZEROUPPER()
-	RET()
-}
-
-// updateT16Any is updateT4Any on four groups of four columns at once: each component's sum is
-// one chain of dependent FMAs per column (its order is the specification's), so one group
-// waits on the FMA latency, about 4 cycles a term; four groups interleaved keep four chains in
-// flight. Each lane still does exactly updateT4Any's operations, in the same order. t holds,
-// for component p, the four groups' vectors side by side (128 bytes a component): h's for all
-// components, then c's.
-func updateT16Any() {
-	TEXT("updateT16AnyAVX2", NOSPLIT, "func(h, cs, gneg4, ginv4, t []float64, k, kp, nquads int)")
-	Pragma("noescape")
-	Doc("updateT16AnyAVX2 is updateCoefsGo on 16·nquads columns held in cs, a column per lane, four",
-		"groups of four columns interleaved (AVX2+FMA). t has room for 32·kp values. k, kp, nquads >= 1.")
-	hp := Load(Param("h").Base(), GP64())
-	csp := Load(Param("cs").Base(), GP64())
-	tp := Load(Param("t").Base(), GP64())
-	kb := Load(Param("kp"), GP64())
-	SHLQ(Imm(3), kb) // row stride of h and cs, bytes
-	ct := GP64()     // the transposed coefficients: t + 16·kp values
-	MOVQ(kb, ct)
-	SHLQ(Imm(4), ct)
-	ADDQ(tp, ct)
-	zr := YMM()
-	VXORPD(zr, zr, zr)
-	rem := Load(Param("nquads"), GP64())
-	Label("quad")
-	// Transpose each group's h and cs rows into t: component p of group g at 128·p + 32·g.
-	for g := 0; g < 4; g++ {
-		ch := GP64() // byte offset of the chunk in a row
-		XORQ(ch, ch)
-		Label(fmt.Sprintf("tin%d", g))
-		cht := GP64() // the chunk's offset in t: 16·ch
-		MOVQ(ch, cht)
-		SHLQ(Imm(4), cht)
-		for _, src := range []struct {
-			base, dst Register
-		}{{hp, tp}, {csp, ct}} {
-			r := ymms(4)
-			row := GP64()
-			MOVQ(src.base, row)
-			for u := 0; u < 4*g; u++ {
-				ADDQ(kb, row)
-			}
-			for u := range r {
-				VMOVUPD(Mem{Base: row, Index: ch, Scale: 1}, r[u])
-				ADDQ(kb, row)
-			}
-			cols := transpose4(r)
-			for c := range cols {
-				VMOVUPD(cols[c], Mem{Base: src.dst, Index: cht, Scale: 1, Disp: 128*c + 32*g})
-			}
-		}
-		ADDQ(Imm(32), ch)
-		CMPQ(ch, kb)
-		JL(LabelRef(fmt.Sprintf("tin%d", g)))
-	}
-
-	// The update, component by component, as updateT4Any's, on four groups at once.
-	k := Load(Param("k"), GP64())
-	gn := Load(Param("gneg4").Base(), GP64())
-	gi := Load(Param("ginv4").Base(), GP64())
-	p := GP64()
-	XORQ(p, p)
-	Label("comp4")
-	pb := GP64() // p·32: the offset of component p in ginv4; in t, 4·pb
-	MOVQ(p, pb)
-	SHLQ(Imm(5), pb)
-	sv := ymms(4)
-	for g := range sv {
-		VMOVUPD(Mem{Base: tp, Index: pb, Scale: 4, Disp: 32 * g}, sv[g])
-	}
-	q := GP64()
-	MOVQ(p, q)
-	Label("old4")
-	qb := GP64()
-	MOVQ(q, qb)
-	SHLQ(Imm(5), qb)
-	gq := YMM() // -G[p][q], shared by the four groups; the products are commutative, so the
-	// bits are updateT4Any's
-	VMOVUPD(Mem{Base: gn, Index: qb, Scale: 1}, gq)
-	for g := range sv {
-		VFMADD231PD(Mem{Base: ct, Index: qb, Scale: 4, Disp: 32 * g}, gq, sv[g])
-	}
-	INCQ(q)
-	CMPQ(q, k)
-	JL(LabelRef("old4"))
-	XORQ(q, q)
-	Label("new4")
-	CMPQ(q, p)
-	JGE(LabelRef("apply4"))
-	qb2 := GP64()
-	MOVQ(q, qb2)
-	SHLQ(Imm(5), qb2)
-	gq2 := YMM()
-	VMOVUPD(Mem{Base: gn, Index: qb2, Scale: 1}, gq2)
-	for g := range sv {
-		VFMADD231PD(Mem{Base: ct, Index: qb2, Scale: 4, Disp: 32 * g}, gq2, sv[g])
-	}
-	INCQ(q)
-	JMP(LabelRef("new4"))
-	Label("apply4")
-	for g := range sv {
-		cp := YMM()
-		VMOVUPD(Mem{Base: ct, Index: pb, Scale: 4, Disp: 32 * g}, cp)
-		VFMADD231PD(Mem{Base: gi, Index: pb, Scale: 1}, sv[g], cp)
-		VMAXPD(cp, zr, cp)
-		VMOVUPD(cp, Mem{Base: ct, Index: pb, Scale: 4, Disp: 32 * g})
-	}
-	kv := GP64()
-	MOVQ(k, kv)
-	SHLQ(Imm(5), kv)
-	ADDQ(kv, gn)
-	INCQ(p)
-	CMPQ(p, k)
-	JL(LabelRef("comp4"))
-
-	// Transpose the coefficients back into cs, group by group (pads stay 0).
-	for g := 0; g < 4; g++ {
+	// Transpose the coefficients back into cs, group by group (pads stay 0: their vectors
+	// were never written).
+	for g := 0; g < groups; g++ {
 		ch := GP64()
 		XORQ(ch, ch)
 		Label(fmt.Sprintf("tout%d", g))
 		cht := GP64()
 		MOVQ(ch, cht)
-		SHLQ(Imm(4), cht)
+		SHLQ(Imm(2+shift), cht)
 		r := ymms(4)
 		for c := range r {
-			VMOVUPD(Mem{Base: ct, Index: cht, Scale: 1, Disp: 128*c + 32*g}, r[c])
+			VMOVUPD(Mem{Base: ct, Index: cht, Scale: 1, Disp: 32 * (groups*c + g)}, r[c])
 		}
 		rowsOut := transpose4(r)
-		row := GP64()
-		MOVQ(csp, row)
-		for u := 0; u < 4*g; u++ {
-			ADDQ(kb, row)
-		}
+		row := groupRow(csp, kb, g)
 		for u := range rowsOut {
 			VMOVUPD(rowsOut[u], Mem{Base: row, Index: ch, Scale: 1})
 			ADDQ(kb, row)
@@ -1411,14 +1286,25 @@ func updateT16Any() {
 		JL(LabelRef(fmt.Sprintf("tout%d", g)))
 	}
 
-	LEAQ(Mem{Base: hp, Index: kb, Scale: 8}, hp) // 16 rows
-	LEAQ(Mem{Base: hp, Index: kb, Scale: 8}, hp)
-	LEAQ(Mem{Base: csp, Index: kb, Scale: 8}, csp)
-	LEAQ(Mem{Base: csp, Index: kb, Scale: 8}, csp)
+	for range groups { // 4·groups rows further
+		LEAQ(Mem{Base: hp, Index: kb, Scale: 4}, hp)
+		LEAQ(Mem{Base: csp, Index: kb, Scale: 4}, csp)
+	}
 	DECQ(rem)
-	JNZ(LabelRef("quad"))
+	JNZ(LabelRef("block"))
 	VZEROUPPER()
 	RET()
+}
+
+// groupRow returns a register holding the address of group g's first row: base + 4·g rows of
+// stride kb.
+func groupRow(base, kb Register, g int) Register {
+	row := GP64()
+	MOVQ(base, row)
+	for range 4 * g {
+		ADDQ(kb, row)
+	}
+	return row
 }
 
 // loadCoefs4 loads the k coefficients of each of the four columns of a group at base+disp (k
