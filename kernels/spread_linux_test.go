@@ -14,13 +14,7 @@ import (
 // TestLinuxPlacerMoves moves a real thread: started on CPU a, with another worker recorded
 // there, enter must move it to another allowed CPU and give it back its allowed set.
 func TestLinuxPlacerMoves(t *testing.T) {
-	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		t.Fatal(err)
-	}
-	if allowed.Count() < 2 {
-		t.Skip("one CPU allowed")
-	}
+	allowed := twoCPUsOrSkip(t)
 	var cpus []int
 	for c := 0; len(cpus) < 2; c++ {
 		if allowed.IsSet(c) {
@@ -90,13 +84,7 @@ func moveFrom(start int, allowed *unix.CPUSet) error {
 // then checks every thread of the process still has the process's allowed set: a move that
 // lost its thread midway (restoring another thread's mask) would leave one pinned.
 func TestSpreaderLeavesNoThreadPinned(t *testing.T) {
-	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		t.Fatal(err)
-	}
-	if allowed.Count() < 2 {
-		t.Skip("one CPU allowed")
-	}
+	allowed := twoCPUsOrSkip(t)
 	pl := systemPlacer()
 	done := make(chan struct{})
 	stop := make(chan struct{})
@@ -167,4 +155,18 @@ func threadIDs() ([]int, error) {
 		}
 	}
 	return tids, nil
+}
+
+// twoCPUsOrSkip returns the calling thread's allowed CPUs, and skips the test unless there are
+// at least two.
+func twoCPUsOrSkip(t *testing.T) unix.CPUSet {
+	t.Helper()
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Fatal(err)
+	}
+	if allowed.Count() < 2 {
+		t.Skip("one CPU allowed")
+	}
+	return allowed
 }
