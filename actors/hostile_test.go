@@ -379,8 +379,9 @@ func TestIdleNodeKeepsNothingOfEndedJobs(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	t.Logf("heap %d MB before the job, %d MB after (X is %d MB)", before>>20, ms.HeapAlloc>>20, 5*8*n>>20)
-	// Connections keep buffers of their own; what must not stay is the job's data.
-	if ms.HeapAlloc > before+5*8*n/2 {
+	// Connections keep buffers of their own; what must not stay is the job's data, nor the
+	// remote's endpoint queues at protoactor's default size (16 MB each, two of them here).
+	if ms.HeapAlloc > before+5*8*n/4 {
 		t.Errorf("heap grew from %d MB to %d MB", before>>20, ms.HeapAlloc>>20)
 	}
 }
