@@ -8,7 +8,7 @@ import "sync/atomic"
 // pack their vCPUs, for one) may leave two busy threads of a process taking turns on one CPU
 // while another CPU is idle. A pool's workers never sleep while pieces are queued, so nothing
 // moves them. That is what made three nodes on two cores wait: at the end of each iteration
-// the node with the most work ran its two workers on one vCPU, 11-12% of the machine idle.
+// the node with the most work ran its two workers on one vCPU, 10-15% of the machine idle.
 //
 // Before each piece a worker asks the kernel which CPU it is on (getcpu). If another worker of
 // its pool started its current piece on that CPU, the worker moves itself to a CPU of its
