@@ -48,17 +48,3 @@ func trailingDigits(s string, max int) (rest string, ok bool) {
 	n := len(s) - i
 	return s[:i], n >= 1 && n <= max
 }
-
-// isJobID reports whether s has jobIDForm: 1 to 64 letters, digits, '_' or '-'.
-func isJobID(s string) bool {
-	if len(s) < 1 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}

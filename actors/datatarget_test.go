@@ -59,6 +59,19 @@ func TestIsDataTarget(t *testing.T) {
 	}
 }
 
+// FuzzIsJobID holds isJobID to jobIDForm on arbitrary strings.
+func FuzzIsJobID(f *testing.F) {
+	spec := regexp.MustCompile(`^` + jobIDForm + `$`)
+	for _, s := range []string{"j0123456789abcdef", "", "a-b_C9", strings.Repeat("a", 64), strings.Repeat("a", 65), "a.b", "a\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := isJobID(s), spec.MatchString(s); got != want {
+			t.Fatalf("isJobID(%q) = %v, jobIDForm says %v", s, got, want)
+		}
+	})
+}
+
 // FuzzIsDataTarget holds the parser to its grammar on arbitrary names.
 func FuzzIsDataTarget(f *testing.F) {
 	for _, s := range []string{"host/j-s1", "host/j-e1-r2-3", "host/a-e1-r2-3-s4", "host/j--s1", "host/j-e-s1"} {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"regexp"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -23,10 +22,23 @@ import (
 )
 
 // jobIDForm is the form of a job id (a regular expression): it becomes part of actor names.
+// isJobID checks it; the tests hold the two to each other.
 const jobIDForm = `[A-Za-z0-9_-]{1,64}`
 
-// validJobID matches a job id.
-var validJobID = regexp.MustCompile(`^` + jobIDForm + `$`)
+// isJobID reports whether s is a job id (jobIDForm): 1 to 64 letters, digits, '_' or '-'.
+// It runs on every frame of the data plane (isDataTarget), so it is no regular expression.
+func isJobID(s string) bool {
+	if len(s) < 1 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // host is a node's host actor: it spawns and supervises the job actors placed on its node and
 // stops them when their job ends.
@@ -122,7 +134,7 @@ func (h *host) Receive(ctx actor.Context) {
 	case *messages.CheckpointCopy:
 		h.storeCopy(ctx, m)
 	case *messages.Buddies:
-		if validJobID.MatchString(m.JobId) && m.Epoch >= h.buddyEpoch[m.JobId] && len(m.Shards) <= maxJobShards &&
+		if isJobID(m.JobId) && m.Epoch >= h.buddyEpoch[m.JobId] && len(m.Shards) <= maxJobShards &&
 			h.fromJobsCoordinator(ctx, "Buddies", m.JobId, m.Coordinator, m.Epoch) {
 			h.coordinators[m.JobId] = pidOf(m.Coordinator)
 			set := make(map[int64]bool, len(m.Shards))
@@ -136,7 +148,7 @@ func (h *host) Receive(ctx actor.Context) {
 	case *messages.CheckpointCommitted:
 		h.pruneCommitted(m)
 	case *messages.JobState:
-		if m.Submit != nil && validJobID.MatchString(m.Submit.JobId) {
+		if m.Submit != nil && isJobID(m.Submit.JobId) {
 			if old := h.standby[m.Submit.JobId]; old == nil || old.Epoch <= m.Epoch {
 				h.standby[m.Submit.JobId] = m
 			}
@@ -310,7 +322,7 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 			ctx.Send(client, &messages.JobError{JobId: m.JobId, Kind: KindInput, Message: fmt.Sprintf(format, args...)})
 		}
 	}
-	if !validJobID.MatchString(m.JobId) {
+	if !isJobID(m.JobId) {
 		refuse("job id %q: want 1 to 64 letters, digits, '-' or '_'", m.JobId)
 		return
 	}
@@ -573,7 +585,7 @@ func (h *host) status(ctx actor.Context) *messages.Pong {
 
 // spawn starts a child of the host for a job and records it; it tells whether it did.
 func (h *host) spawn(ctx actor.Context, props *actor.Props, job, name string, role messages.ActorRole, coordinator, client *actor.PID, reserve int64, epoch uint64) bool {
-	if !validJobID.MatchString(job) {
+	if !isJobID(job) {
 		h.node.logger.Error("dropped an assignment with a malformed job id", slog.String("job", job))
 		return false
 	}
