@@ -13,8 +13,8 @@ import "sync/atomic"
 // Before each piece a worker asks the kernel which CPU it is on (getcpu). If another worker of
 // its pool started its current piece on that CPU, the worker moves itself to a CPU of its
 // allowed set where no worker of the pool runs a piece, by setting its thread's affinity to
-// that CPU alone and then back to the set it had. Nothing stays pinned, and a worker never
-// leaves its allowed set. A worker only looks at its own pool: it may move next to another
+// that CPU alone and then back to the set it had. Nothing stays pinned, a worker never leaves
+// its allowed set, and a pool with more workers than allowed CPUs does not spread. A worker only looks at its own pool: it may move next to another
 // pool's or another process's threads, which the kernel then shares out as usual. Where the
 // kernel spreads threads itself, no two workers meet and the cost is one getcpu a piece
 // (about 0.2 µs). Results do not depend on it: it only moves threads.
@@ -36,6 +36,8 @@ type spreader struct {
 type cpuPlacer interface {
 	// currentCPU returns the CPU the calling thread runs on, or -1.
 	currentCPU() int
+	// allowedCPUs returns how many CPUs the calling thread may run on (0 if unknown).
+	allowedCPUs() int
 	// moveTo moves the calling thread, worker w of s, to the first CPU of its allowed set
 	// that s.busy(w, cpu) says is free, and restores the allowed set; it returns that CPU,
 	// or -1 and moves nothing when there is none or the system refuses.
@@ -43,9 +45,11 @@ type cpuPlacer interface {
 }
 
 // newSpreader returns a spreader for a pool of the given number of workers, or nil where the
-// system offers no placement (then the pool runs as before).
+// system offers no placement, or where the workers outnumber the CPUs they may use: they
+// would meet at most pieces, and a free CPU would rarely be found for the system calls it
+// takes to look (then the pool runs as before).
 func newSpreader(workers int, placer cpuPlacer) *spreader {
-	if placer == nil || workers < 2 {
+	if placer == nil || workers < 2 || workers > placer.allowedCPUs() {
 		return nil
 	}
 	s := &spreader{placer: placer, where: make([]atomic.Int32, workers)}

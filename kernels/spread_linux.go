@@ -27,6 +27,14 @@ func (linuxPlacer) currentCPU() int {
 	return int(cpu)
 }
 
+func (linuxPlacer) allowedCPUs() int {
+	var allowed unix.CPUSet
+	if unix.SchedGetaffinity(0, &allowed) != nil {
+		return 0
+	}
+	return allowed.Count()
+}
+
 func (linuxPlacer) moveTo(s *spreader, w int) int {
 	// The mask is the thread's, and Go may move a goroutine between threads at any call or
 	// preemption: from reading the mask to restoring it, the goroutine must stay on its thread,

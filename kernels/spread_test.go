@@ -16,6 +16,8 @@ type fakePlacer struct {
 
 func (f *fakePlacer) currentCPU() int { return f.cpu }
 
+func (f *fakePlacer) allowedCPUs() int { return len(f.allowed) }
+
 func (f *fakePlacer) moveTo(s *spreader, w int) int {
 	if f.refuse {
 		return -1
@@ -45,8 +47,6 @@ func TestSpreader(t *testing.T) {
 		{"meets the other: moves to the free CPU", []int32{0}, 0, []int{0, 1}, false, 1, true},
 		{"first free CPU of the allowed set", []int32{0, 1}, 0, []int{0, 1, 2, 3}, false, 2, true},
 		{"only allowed CPUs", []int32{2}, 2, []int{2, 5}, false, 5, true},
-		{"more workers than CPUs: stays", []int32{0, 1}, 0, []int{0, 1}, false, 0, false},
-		{"one CPU: stays", []int32{0}, 0, []int{0}, false, 0, false},
 		{"system refuses: stays", []int32{0}, 0, []int{0, 1}, true, 0, false},
 		{"CPU unknown: stays", []int32{-1}, -1, []int{0, 1}, false, -1, false},
 	}
@@ -70,8 +70,13 @@ func TestSpreader(t *testing.T) {
 			}
 		})
 	}
-	if newSpreader(1, &fakePlacer{}) != nil || newSpreader(4, nil) != nil {
-		t.Error("a spreader for one worker, or without a placer")
+	for _, tc := range []struct {
+		workers int
+		placer  cpuPlacer
+	}{{1, &fakePlacer{allowed: []int{0, 1}}}, {4, nil}, {3, &fakePlacer{allowed: []int{0, 1}}}, {2, &fakePlacer{allowed: []int{0}}}} {
+		if newSpreader(tc.workers, tc.placer) != nil {
+			t.Errorf("a spreader for %d workers on %v", tc.workers, tc.placer)
+		}
 	}
 }
 
