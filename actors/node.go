@@ -139,6 +139,10 @@ type NodeConfig struct {
 	// no cap), MaxJobs the jobs with actors on it (0: DefaultMaxJobs; negative: no cap).
 	MaxShards int
 	MaxJobs   int
+	// ClientOnly makes the node a client's: it runs no host actor, takes no job, and its
+	// guard accepts only what peers (member nodes) send to its own client actors (replies,
+	// progress, results); every other message, and everything a client sends, is dropped.
+	ClientOnly bool
 }
 
 // Defaults of NodeConfig's limits.

@@ -113,6 +113,20 @@ type Config struct {
 	Partition *Partition
 	// Timing is how the gossip detects failures (zero fields: DefaultTiming).
 	Timing Timing
+	// Prove, when set, is asked to prove every other node's claim (its name, gossip address
+	// and Meta) before the node counts: until Prove has returned nil for it, a node is not
+	// in memberlist's table (never probed, gossiped or rejoined), not among Members or
+	// Workers, and its comings and goings raise no Event. Nil admits every node that has
+	// the gossip key (clusters without credentials, tests). Concurrency: Prove is called
+	// from the membership's own proof goroutines (a bounded number at once), never while
+	// memberlist holds its locks; it must return by ctx's deadline.
+	Prove func(ctx context.Context, m Member) error
+	// FrontDoor, when set, is handed every connection to the gossip port (TCP) whose first
+	// byte is not gossip: a TLS ClientHello (0x16), or frontDoorPlain for clusters without
+	// credentials. The byte is still to be read. It runs in the connection's own goroutine,
+	// holds one of the gossip port's connection slots until it closes the connection, and
+	// must close it. Nil closes such connections at once.
+	FrontDoor func(conn net.Conn)
 
 	// afterProbe, if not nil, is called between the name's lookup and the join (tests of a
 	// holder that joins in between).
