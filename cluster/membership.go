@@ -128,6 +128,12 @@ type Config struct {
 	// must close it. Nil closes such connections at once.
 	FrontDoor func(conn net.Conn)
 
+	// Listener, when set, is the gossip port already bound by Listen (to know the port, and
+	// so the default name, before Start): Start uses it instead of binding Bind, whose IP
+	// and port must then be the listener's (empty Bind: the listener's). Start owns it from
+	// then on, and closes it if it fails.
+	Listener *Listener
+
 	// afterProbe, if not nil, is called between the name's lookup and the join (tests of a
 	// holder that joins in between).
 	afterProbe func()
@@ -175,8 +181,17 @@ type Membership struct {
 	shut    atomic.Bool // set under stateMu
 
 	lostMu sync.Mutex
-	lost   map[string]lostPeer // members declared dead, by name, that this node tries to rejoin
-	stop   chan struct{}       // closed at shutdown: ends the rejoin loop
+	lost   map[string]lostPeer // members declared dead, by name, that this node tries to rejoin (at most maxLost)
+	stop   chan struct{}       // closed at shutdown: ends the rejoin loop and the proof goroutines
+
+	// Proofs (Config.Prove; nil: every node with the gossip key is admitted). adm is
+	// guarded by admMu, taken after mu when both are.
+	prove       func(ctx context.Context, m Member) error
+	admMu       sync.Mutex
+	adm         *admission
+	proofWake   chan struct{} // a claim was queued
+	refusedMeta atomic.Int64  // nodes refused for unreadable meta (name probes aside), with or without Prove
+	logLim      *limiter      // this package's repeated warnings
 }
 
 // lostPeer is a member declared dead: its gossip address and when.
@@ -244,20 +259,41 @@ func Start(cfg Config) (*Membership, error) {
 	}
 	metaEnc, err := cfg.Meta.Encode()
 	if err != nil {
+		if cfg.Listener != nil {
+			_ = cfg.Listener.t.Shutdown()
+		}
 		return nil, err
 	}
 	if cfg.SecretKey != nil {
 		if err := checkKeyLen(len(cfg.SecretKey)); err != nil {
+			if cfg.Listener != nil {
+				_ = cfg.Listener.t.Shutdown()
+			}
 			return nil, err
 		}
 	}
-	bindIP, bindPort, err := parseBind(cfg.Bind)
-	if err != nil {
+	fail := func(err error) (*Membership, error) {
+		if cfg.Listener != nil {
+			_ = cfg.Listener.t.Shutdown()
+		}
 		return nil, err
+	}
+	bind := cfg.Bind
+	if cfg.Listener != nil {
+		if bind == "" {
+			bind = cfg.Listener.Addr()
+		}
+		if bind != cfg.Listener.Addr() && bind != cfg.Listener.ip+":0" {
+			return fail(fmt.Errorf("cluster: bind address %q is not the listener's %s", bind, cfg.Listener.Addr()))
+		}
+	}
+	bindIP, bindPort, err := parseBind(bind)
+	if err != nil {
+		return fail(err)
 	}
 	advIP, advPort, err := parseAdvertise(cfg.Advertise)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -273,28 +309,37 @@ func Start(cfg Config) (*Membership, error) {
 		lost:    map[string]lostPeer{},
 		stop:    make(chan struct{}),
 		timing:  cfg.Timing.orDefault(),
+		prove:   cfg.Prove,
+	}
+	if m.prove != nil {
+		m.adm = newAdmission()
+		m.proofWake = make(chan struct{}, 1)
 	}
 
 	// Bind the transport ourselves, to know the port before choosing a default name.
-	mlLog := log.New(io.Discard, "", 0)
-	transport, err := bindTransport(bindIP, bindPort, mlLog)
-	if err != nil {
-		return nil, err
+	var transport *memberlist.NetTransport
+	var mlLog *log.Logger
+	if cfg.Listener != nil {
+		transport, mlLog = cfg.Listener.t, cfg.Listener.log
+	} else {
+		mlLog = log.New(io.Discard, "", 0)
+		if transport, err = bindTransport(bindIP, bindPort, mlLog); err != nil {
+			return nil, err
+		}
 	}
 	port := transport.GetAutoBindPort()
 	name := cfg.Name
 	if name == "" {
-		host, _ := os.Hostname()
-		if host == "" {
-			host = "node"
-		}
-		name = host + "-" + strconv.Itoa(port)
+		name = DefaultName(port)
 	}
 	logger = logger.With("node", name)
 	m.log = logger
 	m.name = name
+	// Known before memberlist starts: its alive delegate admits this node by name.
+	m.local = Member{Name: name, Meta: cfg.Meta}
+	m.logLim = newLimiter(logger, logEvery)
 	if cfg.Logger != nil {
-		mlLog.SetOutput(&logWriter{l: logger})
+		mlLog.SetOutput(&logWriter{lim: newLimiter(logger, logEvery)})
 	}
 
 	mc := memberlist.DefaultLocalConfig()
@@ -334,6 +379,11 @@ func Start(cfg Config) (*Membership, error) {
 	m.mu.Lock()
 	m.local = Member{Name: name, Gossip: hostPort(self.Addr, self.Port), Meta: cfg.Meta}
 	m.mu.Unlock()
+	if m.prove != nil {
+		for range proofs {
+			go m.proofLoop()
+		}
+	}
 
 	if len(cfg.Join) > 0 {
 		pp := probeParams{name: name, bindIP: bindIP, advIP: self.Addr.String(), port: port, self: m.local.Gossip,
@@ -348,15 +398,18 @@ func Start(cfg Config) (*Membership, error) {
 		if err != nil {
 			// No Leave: a leave under a name another node holds would be taken for the holder's.
 			m.shut.Store(true)
+			close(m.stop)
 			_ = ml.Shutdown()
 			return nil, err
 		}
+		m.awaitProofs()
 	}
 	// A node claiming this name met from now on is logged by conflict; one met before (after
 	// join's last look) still fails the start.
 	m.started.Store(true)
 	if rival := m.rivalErr(); rival != nil {
 		m.shut.Store(true)
+		close(m.stop)
 		_ = ml.Shutdown()
 		return nil, rival
 	}
@@ -370,6 +423,143 @@ func Start(cfg Config) (*Membership, error) {
 	go m.rejoinLoop()
 	logger.Info("cluster: gossip started", "gossip", m.local.Gossip, "role", cfg.Meta.Role, "members", len(m.Members()))
 	return m, nil
+}
+
+// DefaultName is the name of a node started without one whose gossip port is port:
+// "<hostname>-<port>" ("node-<port>" if the host name is unknown).
+func DefaultName(port int) string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "node"
+	}
+	return host + "-" + strconv.Itoa(port)
+}
+
+// Listener is a gossip port bound before Start (see Config.Listener), for a node whose name
+// (and so its certificate) depends on its port: DefaultName(l.Port()).
+type Listener struct {
+	t   *memberlist.NetTransport
+	log *log.Logger
+	ip  string
+}
+
+// Listen binds the gossip port (TCP and UDP) at bind, as Start would (see Config.Bind).
+func Listen(bind string) (*Listener, error) {
+	ip, port, err := parseBind(bind)
+	if err != nil {
+		return nil, err
+	}
+	mlLog := log.New(io.Discard, "", 0)
+	t, err := bindTransport(ip, port, mlLog)
+	if err != nil {
+		return nil, err
+	}
+	return &Listener{t: t, log: mlLog, ip: ip}, nil
+}
+
+// Port returns the bound port.
+func (l *Listener) Port() int { return l.t.GetAutoBindPort() }
+
+// Addr returns the bound ip:port.
+func (l *Listener) Addr() string { return net.JoinHostPort(l.ip, strconv.Itoa(l.Port())) }
+
+// Close unbinds the port of a listener not given to Start (Start owns the one it is given).
+func (l *Listener) Close() error { return l.t.Shutdown() }
+
+// awaitProofs waits, up to startWait, until the claims queued so far (those of the members
+// met while joining) are proven and taken in, or failed: a node that has just started sees
+// the members it can prove.
+func (m *Membership) awaitProofs() {
+	if m.adm == nil {
+		return
+	}
+	m.admMu.Lock()
+	seq := m.adm.seq
+	m.admMu.Unlock()
+	deadline := time.Now().Add(startWait)
+	for time.Now().Before(deadline) {
+		m.admMu.Lock()
+		busy := m.adm.pendingUpTo(seq)
+		m.admMu.Unlock()
+		if !busy {
+			return
+		}
+		time.Sleep(startPoll)
+	}
+	m.log.Warn("cluster: some members met while joining are not proven yet", "waited", startWait)
+}
+
+// proofLoop is one of the goroutines that prove claims (Config.Prove): it takes a queued
+// claim, proves it and, once proven, joins the node's gossip address so that a push/pull
+// brings the node's state in again, now admitted.
+func (m *Membership) proofLoop() {
+	for {
+		m.admMu.Lock()
+		mem, ok := m.adm.next()
+		more := len(m.adm.queue) > 0
+		m.admMu.Unlock()
+		if !ok {
+			select {
+			case <-m.stop:
+				return
+			case <-m.proofWake:
+			}
+			continue
+		}
+		if more {
+			m.wakeProofs()
+		}
+		c := claimOf(mem)
+		ctx, cancel := context.WithTimeout(context.Background(), proofTime)
+		err := m.prove(ctx, mem)
+		cancel()
+		now := time.Now()
+		if err != nil {
+			m.admMu.Lock()
+			m.adm.failedClaim(c, now)
+			m.admMu.Unlock()
+			m.logLim.log(slog.LevelWarn, "cluster: refused a node whose claim failed its proof ("+flatten(err)+")",
+				"peer", mem.Name, "gossip", mem.Gossip, "actor", mem.Meta.Actor)
+			continue
+		}
+		m.admMu.Lock()
+		m.adm.provenClaim(c, now)
+		m.admMu.Unlock()
+		if !m.shut.Load() {
+			if _, err := m.ml.Join([]string{mem.Gossip}); err != nil {
+				m.log.Info("cluster: a proven node did not answer", "peer", mem.Name, "gossip", mem.Gossip, "err", flatten(err))
+			}
+		}
+		m.admMu.Lock()
+		m.adm.finish(c)
+		m.admMu.Unlock()
+	}
+}
+
+// wakeProofs wakes a proof goroutine.
+func (m *Membership) wakeProofs() {
+	select {
+	case m.proofWake <- struct{}{}:
+	default:
+	}
+}
+
+// Refused returns how many claims of other nodes this node refused, by cause (the Refused*
+// constants): proofs that failed, counted once each, and alive messages refused without a
+// proof (failed recently, the proof queue full, another member's actor address, not a
+// member, the table full, unreadable meta). A node waiting for its proof is not counted.
+// Without Config.Prove only unreadable meta is counted.
+func (m *Membership) Refused() map[string]int64 {
+	out := map[string]int64{}
+	if m.adm != nil {
+		m.admMu.Lock()
+		out = m.adm.counts()
+		m.admMu.Unlock()
+	}
+	if n := m.refusedMeta.Load(); n > 0 {
+		out[RefusedMeta] = n
+	}
+	return out
 }
 
 // join contacts every seed; it fails only if none could be reached, or with a
@@ -584,11 +774,20 @@ func (m *Membership) observe(kind EventKind, n *memberlist.Node) {
 	if n.Name != m.local.Name {
 		m.lostMu.Lock()
 		if kind == EventLeave && !meta.Leaving && !(had && old.Meta.Leaving) {
+			if _, ok := m.lost[n.Name]; !ok && len(m.lost) >= maxLost {
+				m.dropOldestLost()
+			}
 			m.lost[n.Name] = lostPeer{gossip: mem.Gossip, at: now}
 		} else if kind != EventLeave {
 			delete(m.lost, n.Name)
 		}
 		m.lostMu.Unlock()
+		if m.adm != nil && had && (kind == EventLeave || claimOf(old) != claimOf(mem)) {
+			// Gone or replaced: if it comes back, it is proven again.
+			m.admMu.Lock()
+			m.adm.forget(claimOf(old))
+			m.admMu.Unlock()
+		}
 	}
 	switch kind {
 	case EventJoin, EventUpdate:
@@ -611,6 +810,18 @@ func (m *Membership) observe(kind EventKind, n *memberlist.Node) {
 		m.log.Info("cluster: node gone", "peer", n.Name, "gossip", mem.Gossip, "dead", dead)
 		m.enqueue(Event{Kind: EventLeave, Member: mem, Dead: dead, At: now})
 	}
+}
+
+// dropOldestLost forgets the member declared dead longest ago. It runs under lostMu.
+func (m *Membership) dropOldestLost() {
+	var oldest string
+	var at time.Time
+	for name, p := range m.lost {
+		if oldest == "" || p.at.Before(at) {
+			oldest, at = name, p.at
+		}
+	}
+	delete(m.lost, oldest)
 }
 
 // enqueue hands an event to the event goroutine; it never blocks on OnEvent.
@@ -682,13 +893,40 @@ func (d delegate) NotifyJoin(n *memberlist.Node)   { d.m.observe(EventJoin, n) }
 func (d delegate) NotifyLeave(n *memberlist.Node)  { d.m.observe(EventLeave, n) }
 func (d delegate) NotifyUpdate(n *memberlist.Node) { d.m.observe(EventUpdate, n) }
 
-// NotifyAlive keeps nodes whose meta this build cannot read out of the cluster view, among
-// them the name probes of starting nodes (see Names), which advertise none.
+// NotifyAlive is memberlist's alive delegate, called under its lock for every alive message
+// (gossiped, or merged from a push/pull), this node's own included, before memberlist takes
+// the node in or updates it: an error makes memberlist ignore the message, so the node is not
+// added to its table (nothing else adds nodes to it) or not updated. It keeps out nodes whose
+// meta this build cannot read, among them the name probes of starting nodes (see Names), which
+// advertise none; and, with Config.Prove, every node whose claim is not proven (see
+// admission), queuing its proof.
 func (d delegate) NotifyAlive(n *memberlist.Node) error {
-	if _, err := DecodeMeta(n.Meta); err != nil {
-		return fmt.Errorf("node %s (%s): %v", n.Name, hostPort(n.Addr, n.Port), err)
+	m := d.m
+	meta, err := DecodeMeta(n.Meta)
+	if err != nil {
+		if !strings.HasPrefix(n.Name, probePrefix) {
+			m.refusedMeta.Add(1)
+		}
+		return fmt.Errorf("%s: node %q (%s): %v", RefusedMeta, n.Name, hostPort(n.Addr, n.Port), err)
 	}
-	return nil
+	if m.adm == nil {
+		return nil
+	}
+	mem := Member{Name: n.Name, Gossip: hostPort(n.Addr, n.Port), Meta: meta}
+	m.mu.Lock()
+	m.admMu.Lock()
+	queued := len(m.adm.queue)
+	cause := m.adm.decide(mem, m.table, m.local, time.Now())
+	queued = len(m.adm.queue) - queued
+	m.admMu.Unlock()
+	m.mu.Unlock()
+	if queued > 0 {
+		m.wakeProofs()
+	}
+	if cause == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: node %q (gossip %s, actor %q)", cause, mem.Name, mem.Gossip, meta.Actor)
 }
 
 func hostPort(ip net.IP, port uint16) string {
@@ -766,13 +1004,15 @@ func bindTransport(ip string, port int, logger *log.Logger) (*memberlist.NetTran
 }
 
 // logWriter adapts memberlist's *log.Logger output ("[LEVEL] memberlist: text") to slog,
-// dropping DEBUG and TRACE lines and those about a starting node's name probe (the warning that
-// its alive message was ignored: see Names). log.Logger calls Write once per line.
-type logWriter struct{ l *slog.Logger }
+// dropping DEBUG and TRACE lines, those about a starting node's name probe (the warning that
+// its alive message was ignored: see Names) and those about a node refused while its proof is
+// pending (the membership logs the proof's outcome), and rate-limiting the rest by kind (see
+// limiter). log.Logger calls Write once per line.
+type logWriter struct{ lim *limiter }
 
 func (w *logWriter) Write(p []byte) (int, error) {
 	s := strings.TrimSpace(string(p))
-	if strings.Contains(s, probePrefix) {
+	if strings.Contains(s, probePrefix) || strings.Contains(s, "': "+causePending+": ") {
 		return len(p), nil
 	}
 	level := slog.LevelInfo
@@ -790,9 +1030,6 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		}
 	}
 	s = strings.TrimPrefix(s, "memberlist: ")
-	ctx := context.Background()
-	if w.l.Enabled(ctx, level) {
-		w.l.Log(ctx, level, "memberlist: "+s)
-	}
+	w.lim.log(level, "memberlist: "+s)
 	return len(p), nil
 }

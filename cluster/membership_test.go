@@ -443,10 +443,10 @@ func TestLogWriter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var buf bytes.Buffer
-		w := &logWriter{l: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
+		w := &logWriter{lim: newLimiter(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
 			Level:       slog.LevelDebug,
 			ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr { return dropTime(a) },
-		}))}
+		})), logEvery)}
 		if n, err := fmt.Fprint(w, tt.line); err != nil || n != len(tt.line) {
 			t.Errorf("Write(%q) = %d, %v", tt.line, n, err)
 		}
