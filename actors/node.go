@@ -271,7 +271,8 @@ func (n *Node) interruptJob(job string) {
 // Drops returns how many messages from the network the node dropped, by cause: malformed,
 // unauthenticated, sent by a role that may not send them, about a job the sender does not
 // own; and the connections to its ports closed at once for being too many (the gossip
-// port's too, when its Members count them: see RefusedStreamer).
+// port's too, when its Members count them: see RefusedStreamer), and the nodes its Members
+// refused as members (see MemberRefuser).
 func (n *Node) Drops() map[string]int64 {
 	d := n.guard.Drops()
 	if r, ok := n.cfg.Members.(RefusedStreamer); ok {
@@ -279,8 +280,25 @@ func (n *Node) Drops() map[string]int64 {
 			d[dropGossipStreams] = refused
 		}
 	}
+	if r, ok := n.cfg.Members.(MemberRefuser); ok {
+		for cause, refused := range r.Refused() {
+			if refused > 0 {
+				d[dropGossipMember+cause] = refused
+			}
+		}
+	}
 	return d
 }
+
+// MemberRefuser is implemented by Members that count the claims of other nodes they refused
+// to take in as members, by cause (cluster.Membership.Refused). Its method may be called from
+// any goroutine.
+type MemberRefuser interface {
+	Refused() map[string]int64
+}
+
+// dropGossipMember prefixes the causes of MemberRefuser's counts.
+const dropGossipMember = "gossip: member refused: "
 
 // RefusedStreamer is implemented by Members that count the connections to the gossip port
 // they closed at once for being too many (cluster.Membership.RefusedStreams). Its method may

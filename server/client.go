@@ -227,8 +227,12 @@ func Connect(cfg ClientConfig) (*Client, error) {
 	if reach == 0 {
 		reach = DefaultReach
 	}
+	var prove func(context.Context, cluster.Member) error
+	if cfg.TLS != nil { // the members it lists are proven, as a member's are (issue 30)
+		prove = proveMember(cfg.TLS, cfg.Partition, c.Node.Address())
+	}
 	for start := time.Now(); ; {
-		c.Members, err = cluster.Start(cluster.Config{Bind: net.JoinHostPort(host, "0"), Join: cfg.Cluster, SecretKey: cfg.GossipKey,
+		c.Members, err = cluster.Start(cluster.Config{Bind: net.JoinHostPort(host, "0"), Join: cfg.Cluster, SecretKey: cfg.GossipKey, Prove: prove,
 			Logger: cfg.Logger, Meta: cluster.Meta{Role: cluster.RoleClient, Actor: c.Node.Address(), Started: time.Now().UnixNano()},
 			OnEvent: c.onEvent, Partition: cfg.Partition})
 		if err == nil {

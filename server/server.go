@@ -7,6 +7,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -95,6 +96,14 @@ func (l *lateMembers) RefusedStreams() int64 {
 		return m.RefusedStreams()
 	}
 	return 0
+}
+
+// Refused implements actors.MemberRefuser.
+func (l *lateMembers) Refused() map[string]int64 {
+	if m := l.m.Load(); m != nil {
+		return m.Refused()
+	}
+	return nil
 }
 
 // credentials fills in a party's TLS configuration and gossip key from the cluster secret
@@ -200,9 +209,16 @@ func Start(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	var listener *cluster.Listener // the gossip port bound early, until cluster.Start owns it
 	fail := func(err error) (*Server, error) {
+		if listener != nil {
+			_ = listener.Close()
+		}
 		s.Close()
 		return nil, err
+	}
+	if cfg.Name, listener, err = nodeName(cfg); err != nil {
+		return fail(err)
 	}
 	profName := cfg.Name
 	if profName == "" {
@@ -252,7 +268,13 @@ func Start(cfg Config) (*Server, error) {
 		cores = runtime.NumCPU()
 	}
 	logger := cfg.Logger
-	s.Members, err = cluster.Start(cluster.Config{Name: cfg.Name, Bind: cfg.Bind, Join: cfg.Join, SecretKey: cfg.GossipKey, Logger: logger,
+	var prove func(context.Context, cluster.Member) error
+	if cfg.TLS != nil {
+		prove = proveMember(cfg.TLS, cfg.Partition, s.Node.Address())
+	}
+	l := listener
+	listener = nil // cluster.Start owns it
+	s.Members, err = cluster.Start(cluster.Config{Name: cfg.Name, Bind: cfg.Bind, Listener: l, Prove: prove, Join: cfg.Join, SecretKey: cfg.GossipKey, Logger: logger,
 		Meta: cluster.Meta{Role: cluster.RoleMember, Actor: s.Node.Address(), Cores: cores, Memory: ncfg.Memory,
 			Capacity: ncfg.Capacity, Started: time.Now().UnixNano()},
 		OnEvent: func(e cluster.Event) {
@@ -282,6 +304,81 @@ func Start(cfg Config) (*Server, error) {
 			[]byte(fmt.Sprintf("name %s\ngossip %s\nactor %s\npid %d\n", s.name, s.Members.Local().Gossip, s.Node.Address(), os.Getpid())), 0o600)
 	}
 	return s, nil
+}
+
+// nodeName returns the node's name in the cluster and checks its credentials fit it. With
+// certificate files the name is the certificate's common name (a different --name is
+// refused), which must be a peer's certificate. With the cluster secret the certificate is
+// issued for the name, so the default name (cluster.DefaultName of the gossip port) is
+// chosen here: for port 0 the gossip port is bound first, and returned, for cluster.Start.
+// Without credentials the name is left to cluster.Start.
+func nodeName(cfg Config) (string, *cluster.Listener, error) {
+	if t := cfg.TLS; t != nil {
+		if t.Role != pki.RolePeer {
+			return "", nil, fmt.Errorf("a node needs a peer certificate: the certificate of %q is a %s certificate (node certs --client); make the node's with node certs --name NAME, without --client", t.Name, t.Role)
+		}
+		if cfg.Name == "" {
+			return t.Name, nil, nil
+		}
+		if cfg.Name != t.Name {
+			return "", nil, fmt.Errorf("--name %q is not the name of the node's certificate, %q: a node is named as its certificate (give --name %s, or no --name)", cfg.Name, t.Name, t.Name)
+		}
+		return cfg.Name, nil, nil
+	}
+	if cfg.Name != "" || cfg.Insecure || cfg.Secret == nil {
+		return cfg.Name, nil, nil
+	}
+	_, portStr, _ := net.SplitHostPort(cfg.Bind)
+	if port, _ := strconv.Atoi(portStr); port != 0 {
+		return cluster.DefaultName(port), nil, nil
+	}
+	l, err := cluster.Listen(cfg.Bind)
+	if err != nil {
+		return "", nil, err
+	}
+	return cluster.DefaultName(l.Port()), l, nil
+}
+
+// proveTime bounds how long a proof may wait for the actor port (cluster.Config.Prove also
+// gives it a deadline).
+const proveTime = 3 * time.Second
+
+// proveMember returns the node's cluster.Config.Prove: a member's claim holds if a TLS
+// handshake with its actor address, made with this node's own certificate as client (ALPN
+// h2, as the gRPC server requires; the server name is the address's host), shows a peer
+// certificate of the cluster's authority whose common name is the member's name. self is this
+// node's actor address (for the partition of tests).
+func proveMember(creds *pki.Config, part *cluster.Partition, self string) func(context.Context, cluster.Member) error {
+	return func(ctx context.Context, m cluster.Member) error {
+		host, _, err := net.SplitHostPort(m.Meta.Actor)
+		if err != nil {
+			return fmt.Errorf("actor address %q: %v", m.Meta.Actor, err)
+		}
+		if part != nil && part.Blocked(self, m.Meta.Actor) {
+			return fmt.Errorf("actor address %s: partitioned (test partition)", m.Meta.Actor)
+		}
+		cfg := creds.Client.Clone()
+		cfg.NextProtos = []string{"h2"}
+		cfg.ServerName = host
+		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: proveTime}, Config: cfg}
+		conn, err := d.DialContext(ctx, "tcp", m.Meta.Actor)
+		if err != nil {
+			return fmt.Errorf("TLS handshake with the actor address %s: %v", m.Meta.Actor, err)
+		}
+		defer conn.Close()
+		certs := conn.(*tls.Conn).ConnectionState().PeerCertificates
+		if len(certs) == 0 {
+			return fmt.Errorf("the actor address %s presented no certificate", m.Meta.Actor)
+		}
+		leaf := certs[0]
+		if role := pki.RoleOf(leaf); role != pki.RolePeer {
+			return fmt.Errorf("the actor address %s presents a %s certificate (%q), not a peer's", m.Meta.Actor, role, leaf.Subject.CommonName)
+		}
+		if leaf.Subject.CommonName != m.Name {
+			return fmt.Errorf("the actor address %s presents the certificate of %q, not of %q", m.Meta.Actor, leaf.Subject.CommonName, m.Name)
+		}
+		return nil
+	}
 }
 
 // serverOwned names the fields of n that Start sets itself and that are set in n.

@@ -1,0 +1,300 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/pki"
+)
+
+// lockedBuffer is a log sink shared by a node's goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func names(ms []cluster.Member) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Name
+	}
+	return out
+}
+
+// listedBy returns the name of a server that lists a member named name, or "".
+func listedBy(servers []*Server, name string) string {
+	for _, s := range servers {
+		for _, m := range s.Members.Members() {
+			if m.Name == name {
+				return s.Name()
+			}
+		}
+	}
+	return ""
+}
+
+// TestForgedMemberTouchesNoJob is finding 1 of issue 30: a process holding only the gossip key
+// joins advertising role member and the coordinator's actor address, then stops without
+// leaving. The members never list it, nobody takes the job over or recovers it, and the job
+// ends with the bits of the fault-free driver's run.
+func TestForgedMemberTouchesNoJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a job through a forger's failure detection")
+	}
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	secret := testKey()
+	dir := t.TempDir()
+	var members []*Server
+	var logs []*lockedBuffer
+	t.Cleanup(func() {
+		for _, m := range members {
+			m.Close()
+		}
+	})
+	for i, name := range []string{"a", "b", "c"} {
+		buf := &lockedBuffer{}
+		cfg := Config{Name: name, Bind: "127.0.0.1:0", Secret: secret, Logger: slog.New(slog.NewTextHandler(buf, nil)),
+			Node: actors.NodeConfig{Pool: pool, DataDir: filepath.Join(dir, name), Faults: &actors.Faults{IterationDelay: 10 * time.Millisecond}}}
+		if i > 0 {
+			cfg.Join = []string{members[0].Gossip()}
+		}
+		s, err := Start(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members, logs = append(members, s), append(logs, buf)
+	}
+	waitMembers(t, 3, members)
+	client, err := Connect(ClientConfig{Cluster: []string{members[0].Gossip()}, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=2000,k=3,seed=3"}, Rank: 3, Algorithm: messages.Algorithm_ALGORITHM_DID, Shards: 4, Seed: 2,
+		Stop: &messages.StopRule{MaxIter: 900}, CheckpointEvery: 20}
+	job, err := client.Submit(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for it := range job.Progress() {
+		if it.Iteration >= 20 {
+			break
+		}
+	}
+	coord := job.Coordinator()
+
+	forger, err := cluster.Start(cluster.Config{Name: "forger", Bind: "127.0.0.1:0", Join: []string{members[1].Gossip()},
+		SecretKey: pki.GossipKeyFromSecret(secret),
+		Meta:      cluster.Meta{Role: cluster.RoleMember, Actor: coord, Cores: 8, Memory: 1 << 30, Capacity: 1, Started: time.Now().UnixNano()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(25 * time.Millisecond) {
+			if who := listedBy(members, "forger"); who != "" {
+				t.Fatalf("%s lists the forger", who)
+			}
+		}
+	}
+	watch(2 * time.Second)
+	_ = forger.Shutdown() // no leave: had they listed it, the members would declare it dead
+	watch(6 * time.Second)
+
+	refused := int64(0)
+	for _, m := range members {
+		for cause, n := range m.Node.Drops() {
+			if strings.HasPrefix(cause, "gossip: member refused: ") {
+				refused += n
+			}
+		}
+	}
+	if refused == 0 {
+		t.Error("no member counted a refused claim in its drops")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	got, err := job.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now := job.Coordinator(); now != coord {
+		t.Errorf("the job moved from %s to %s", coord, now)
+	}
+	for i, l := range logs {
+		for _, bad := range []string{"taking over", "recovering", "declared dead"} {
+			if strings.Contains(l.String(), bad) {
+				t.Errorf("%s logged %q:\n%s", members[i].Name(), bad, l.String())
+			}
+		}
+	}
+	sameFactors(t, got, golden(t, spec))
+}
+
+// TestNodeNamesAndCertificates is finding 1's "serve with a client certificate", and the
+// names a node takes: with certificate files, its certificate's common name (another --name
+// is refused); with the cluster secret, a certificate issued for its name, the default one
+// included.
+func TestNodeNamesAndCertificates(t *testing.T) {
+	secret := testKey()
+	ca, err := pki.CAFromSecret(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := func(name string, role pki.Role) *pki.Config {
+		c, err := ca.Credentials(name, []string{"127.0.0.1"}, role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	gossipKey := pki.GossipKeyFromSecret(secret)
+	tests := []struct {
+		name     string
+		cfg      Config
+		want     string // the node's name, or
+		wantErr  string // the error Start fails with
+		wantCert string // the common name its actor port presents ("": the node's name)
+	}{
+		{name: "client certificate", cfg: Config{Name: "alice", TLS: creds("alice", pki.RoleClient), GossipKey: gossipKey},
+			wantErr: "a node needs a peer certificate: the certificate of \"alice\" is a client certificate"},
+		{name: "client certificate, no name", cfg: Config{TLS: creds("bob", pki.RoleClient), GossipKey: gossipKey},
+			wantErr: "a node needs a peer certificate"},
+		{name: "name not the certificate's", cfg: Config{Name: "b", TLS: creds("a", pki.RolePeer), GossipKey: gossipKey},
+			wantErr: `--name "b" is not the name of the node's certificate, "a"`},
+		{name: "name from the certificate", cfg: Config{TLS: creds("n1", pki.RolePeer), GossipKey: gossipKey}, want: "n1"},
+		{name: "name and certificate agree", cfg: Config{Name: "n2", TLS: creds("n2", pki.RolePeer), GossipKey: gossipKey}, want: "n2"},
+		{name: "secret, named", cfg: Config{Name: "n3", Secret: secret}, want: "n3"},
+		{name: "secret, default name", cfg: Config{Secret: secret}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Bind = "127.0.0.1:0"
+			tt.cfg.Node.DataDir = t.TempDir()
+			tt.cfg.Node.Threads = 1
+			s, err := Start(tt.cfg)
+			if tt.wantErr != "" {
+				if err == nil {
+					s.Close()
+					t.Fatalf("started as %q, want the error %q", s.Name(), tt.wantErr)
+				}
+				if !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %q, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			want := tt.want
+			if want == "" {
+				_, port, _ := net.SplitHostPort(s.Gossip())
+				p, _ := strconv.Atoi(port)
+				want = cluster.DefaultName(p)
+			}
+			if s.Name() != want {
+				t.Errorf("name %q, want %q", s.Name(), want)
+			}
+			// The node's actor port presents a certificate for its name.
+			cfg := creds("prober", pki.RolePeer).Client.Clone()
+			cfg.NextProtos, cfg.ServerName = []string{"h2"}, "127.0.0.1"
+			conn, err := tls.Dial("tcp", s.Node.Address(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if cn := conn.ConnectionState().PeerCertificates[0].Subject.CommonName; cn != s.Name() {
+				t.Errorf("the actor port presents the certificate of %q, the node is named %q", cn, s.Name())
+			}
+		})
+	}
+}
+
+// TestProveMember: a proof holds only for the name of the peer certificate that the claimed
+// actor address presents.
+func TestProveMember(t *testing.T) {
+	secret := testKey()
+	a, err := Start(Config{Name: "a", Bind: "127.0.0.1:0", Secret: secret, Node: actors.NodeConfig{DataDir: t.TempDir(), Threads: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	client, err := Connect(ClientConfig{Name: "alice", Cluster: []string{a.Gossip()}, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ca, err := pki.CAFromSecret(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := ca.Credentials("b", []string{"127.0.0.1"}, pki.RolePeer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := pki.CAFromSecret(append([]byte("another "), secret...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := other.Credentials("a", []string{"127.0.0.1"}, pki.RolePeer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := closed.Addr().String()
+	closed.Close()
+	tests := []struct {
+		name, member, actor string
+		creds               *pki.Config
+		want                string // "" when proven
+	}{
+		{"the member itself", "a", a.Node.Address(), mine, ""},
+		{"another name at its address", "forger", a.Node.Address(), mine, `presents the certificate of "a", not of "forger"`},
+		{"a client's address", "alice", client.Node.Address(), mine, "presents a client certificate"},
+		{"nothing listening", "c", closedAddr, mine, "TLS handshake with the actor address " + closedAddr},
+		{"another authority", "a", a.Node.Address(), stranger, "TLS handshake"},
+		{"not host:port", "a", "nowhere", mine, `actor address "nowhere"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			err := proveMember(tt.creds, nil, "")(ctx, cluster.Member{Name: tt.member, Meta: cluster.Meta{Role: cluster.RoleMember, Actor: tt.actor}})
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("not proven: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("got %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+}
