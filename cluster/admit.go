@@ -10,14 +10,14 @@ import (
 // claim once proven stays proven for as long as the node is listed with it; any change of
 // these four fields (a restart, a new address) is a new claim, proven anew.
 type Claim struct {
-	Name    string
-	Gossip  string
-	Actor   string
-	Started int64
+	Name    string // the node's name
+	Gossip  string // its gossip address, ip:port
+	Actor   string // its actor address (Meta.Actor)
+	Started int64  // its start time (Meta.Started)
 }
 
-// claimOf returns the claim of a member.
-func claimOf(m Member) Claim {
+// ClaimOf returns the claim of a member.
+func ClaimOf(m Member) Claim {
 	return Claim{Name: m.Name, Gossip: m.Gossip, Actor: m.Meta.Actor, Started: m.Meta.Started}
 }
 
@@ -40,9 +40,9 @@ const (
 	RefusedMeta = "unreadable meta"
 )
 
-// causePending is the refusal of a claim whose proof is queued or running; it is not counted
-// (every member is refused so until it is proven).
-const causePending = "proof pending"
+// ProofPending is Admission.Decide's refusal of a claim whose proof is queued or running; it
+// is not counted (every member is refused so until it is proven).
+const ProofPending = "proof pending"
 
 // Bounds of the admission's state.
 const (
@@ -58,13 +58,14 @@ const (
 	startPoll  = 20 * time.Millisecond
 )
 
-// admission decides which nodes' alive messages a membership with Config.Prove accepts: the
+// Admission decides which nodes' alive messages a membership with Config.Prove accepts: the
 // claims already proven; the others are queued for a proof (bounded, deduplicated), refused
 // for a while if their proof failed, and refused outright when they name another member's
 // actor address, are not a member's, or the table is full. It is deterministic: time is
-// given, the proofs are run by its user (Membership's proof goroutines, or a simulation),
-// which reports their outcome with proven and failed. It is not safe for concurrent use.
-type admission struct {
+// given, and the proofs are run by its user (Membership's proof goroutines, or the control
+// plane's simulation, jobctl/jobsim), which takes them with Next and reports their outcome
+// with Proven and Finish, or Failed. It is not safe for concurrent use.
+type Admission struct {
 	proven  map[Claim]time.Time
 	failed  map[Claim]time.Time
 	pending map[Claim]pendingClaim
@@ -79,27 +80,28 @@ type pendingClaim struct {
 	meta Meta   // the meta it came with, for Prove
 }
 
-func newAdmission() *admission {
-	return &admission{proven: map[Claim]time.Time{}, failed: map[Claim]time.Time{},
+// NewAdmission returns an Admission that has proven nothing.
+func NewAdmission() *Admission {
+	return &Admission{proven: map[Claim]time.Time{}, failed: map[Claim]time.Time{},
 		pending: map[Claim]pendingClaim{}, refused: map[string]int64{}}
 }
 
-// decide says whether an alive message from mem may be taken in, given the members listed
-// (by name) and this node (local). It returns "" to admit it, else the cause of its refusal;
-// a claim it queues for a proof is refused with causePending. Counted refusals are counted.
-func (a *admission) decide(mem Member, listed map[string]Member, local Member, now time.Time) string {
+// Decide says whether an alive message from mem may be taken in, given the members listed
+// (by name) and this node (local). It returns "" to admit it, else the cause of its refusal
+// (a Refused* constant, counted); a claim it queues for a proof is refused with ProofPending.
+func (a *Admission) Decide(mem Member, listed map[string]Member, local Member, now time.Time) string {
 	if mem.Name == local.Name {
 		return "" // this node, or a rival for its name: memberlist's conflict handling decides
 	}
-	c := claimOf(mem)
+	c := ClaimOf(mem)
 	cause := a.check(mem, c, listed, local, now)
-	if cause != "" && cause != causePending {
+	if cause != "" && cause != ProofPending {
 		a.refused[cause]++
 	}
 	return cause
 }
 
-func (a *admission) check(mem Member, c Claim, listed map[string]Member, local Member, now time.Time) string {
+func (a *Admission) check(mem Member, c Claim, listed map[string]Member, local Member, now time.Time) string {
 	if mem.Meta.Role != RoleMember {
 		return RefusedClient
 	}
@@ -124,7 +126,7 @@ func (a *admission) check(mem Member, c Claim, listed map[string]Member, local M
 		delete(a.failed, c)
 	}
 	if _, ok := a.pending[c]; ok {
-		return causePending
+		return ProofPending
 	}
 	if len(a.queue) >= maxQueue {
 		return RefusedQueueFull
@@ -132,12 +134,12 @@ func (a *admission) check(mem Member, c Claim, listed map[string]Member, local M
 	a.seq++
 	a.pending[c] = pendingClaim{seq: a.seq, meta: mem.Meta}
 	a.queue = append(a.queue, c)
-	return causePending
+	return ProofPending
 }
 
-// next takes the oldest queued claim for its proof, with the meta it came with; false when
-// none is queued. The claim stays pending until proven and finished, or failed.
-func (a *admission) next() (Member, bool) {
+// Next takes the oldest queued claim for its proof, as the member it came as; false when
+// none is queued. The claim stays pending until Proven and Finish, or Failed.
+func (a *Admission) Next() (Member, bool) {
 	if len(a.queue) == 0 {
 		return Member{}, false
 	}
@@ -151,21 +153,21 @@ func (a *admission) next() (Member, bool) {
 	return Member{Name: c.Name, Gossip: c.Gossip, Meta: p.meta}, true
 }
 
-// provenClaim records that c passed its proof: its alive messages are admitted from now on.
-// It stays pending until finish (the proof's user then brings the node's state in).
-func (a *admission) provenClaim(c Claim, now time.Time) {
+// Proven records that c passed its proof: its alive messages are admitted from now on. It
+// stays pending until Finish (the proof's user brings the node's state in meanwhile).
+func (a *Admission) Proven(c Claim, now time.Time) {
 	if len(a.proven) >= maxProven {
 		evictOldest(a.proven)
 	}
 	a.proven[c] = now
 }
 
-// finish ends the pending state of a proven claim.
-func (a *admission) finish(c Claim) { delete(a.pending, c) }
+// Finish ends the pending state of a proven claim.
+func (a *Admission) Finish(c Claim) { delete(a.pending, c) }
 
-// failedClaim records that c failed its proof: it is refused without a new proof for
-// failedFor.
-func (a *admission) failedClaim(c Claim, now time.Time) {
+// Failed records that c failed its proof: it is refused without a new proof for failedFor
+// (30 s).
+func (a *Admission) Failed(c Claim, now time.Time) {
 	delete(a.pending, c)
 	a.refused[RefusedProof]++
 	if len(a.failed) >= maxFailed {
@@ -181,12 +183,12 @@ func (a *admission) failedClaim(c Claim, now time.Time) {
 	a.failed[c] = now
 }
 
-// forget drops a proven claim: the member left the table (it left, died or restarted), and
+// Forget drops a proven claim: the member left the table (it left, died or restarted), and
 // if it comes back it is proven again.
-func (a *admission) forget(c Claim) { delete(a.proven, c) }
+func (a *Admission) Forget(c Claim) { delete(a.proven, c) }
 
 // pendingUpTo tells whether a claim queued at or before seq is still pending.
-func (a *admission) pendingUpTo(seq uint64) bool {
+func (a *Admission) pendingUpTo(seq uint64) bool {
 	for _, p := range a.pending {
 		if p.seq <= seq {
 			return true
@@ -195,8 +197,8 @@ func (a *admission) pendingUpTo(seq uint64) bool {
 	return false
 }
 
-// counts returns a copy of the refusal counts by cause.
-func (a *admission) counts() map[string]int64 { return maps.Clone(a.refused) }
+// Refused returns a copy of the refusal counts by cause.
+func (a *Admission) Refused() map[string]int64 { return maps.Clone(a.refused) }
 
 // evictOldest deletes the oldest entry of m.
 func evictOldest(m map[Claim]time.Time) {

@@ -188,7 +188,7 @@ type Membership struct {
 	// guarded by admMu, taken after mu when both are.
 	prove       func(ctx context.Context, m Member) error
 	admMu       sync.Mutex
-	adm         *admission
+	adm         *Admission
 	proofWake   chan struct{} // a claim was queued
 	refusedMeta atomic.Int64  // nodes refused for unreadable meta (name probes aside), with or without Prove
 	logLim      *limiter      // this package's repeated warnings
@@ -312,7 +312,7 @@ func Start(cfg Config) (*Membership, error) {
 		prove:   cfg.Prove,
 	}
 	if m.prove != nil {
-		m.adm = newAdmission()
+		m.adm = NewAdmission()
 		m.proofWake = make(chan struct{}, 1)
 	}
 
@@ -495,7 +495,7 @@ func (m *Membership) awaitProofs() {
 func (m *Membership) proofLoop() {
 	for {
 		m.admMu.Lock()
-		mem, ok := m.adm.next()
+		mem, ok := m.adm.Next()
 		more := len(m.adm.queue) > 0
 		m.admMu.Unlock()
 		if !ok {
@@ -509,21 +509,21 @@ func (m *Membership) proofLoop() {
 		if more {
 			m.wakeProofs()
 		}
-		c := claimOf(mem)
+		c := ClaimOf(mem)
 		ctx, cancel := context.WithTimeout(context.Background(), proofTime)
 		err := m.prove(ctx, mem)
 		cancel()
 		now := time.Now()
 		if err != nil {
 			m.admMu.Lock()
-			m.adm.failedClaim(c, now)
+			m.adm.Failed(c, now)
 			m.admMu.Unlock()
 			m.logLim.log(slog.LevelWarn, "cluster: refused a node whose claim failed its proof ("+flatten(err)+")",
 				"peer", mem.Name, "gossip", mem.Gossip, "actor", mem.Meta.Actor)
 			continue
 		}
 		m.admMu.Lock()
-		m.adm.provenClaim(c, now)
+		m.adm.Proven(c, now)
 		m.admMu.Unlock()
 		if !m.shut.Load() {
 			if _, err := m.ml.Join([]string{mem.Gossip}); err != nil {
@@ -531,7 +531,7 @@ func (m *Membership) proofLoop() {
 			}
 		}
 		m.admMu.Lock()
-		m.adm.finish(c)
+		m.adm.Finish(c)
 		m.admMu.Unlock()
 	}
 }
@@ -553,7 +553,7 @@ func (m *Membership) Refused() map[string]int64 {
 	out := map[string]int64{}
 	if m.adm != nil {
 		m.admMu.Lock()
-		out = m.adm.counts()
+		out = m.adm.Refused()
 		m.admMu.Unlock()
 	}
 	if n := m.refusedMeta.Load(); n > 0 {
@@ -782,10 +782,10 @@ func (m *Membership) observe(kind EventKind, n *memberlist.Node) {
 			delete(m.lost, n.Name)
 		}
 		m.lostMu.Unlock()
-		if m.adm != nil && had && (kind == EventLeave || claimOf(old) != claimOf(mem)) {
+		if m.adm != nil && had && (kind == EventLeave || ClaimOf(old) != ClaimOf(mem)) {
 			// Gone or replaced: if it comes back, it is proven again.
 			m.admMu.Lock()
-			m.adm.forget(claimOf(old))
+			m.adm.Forget(ClaimOf(old))
 			m.admMu.Unlock()
 		}
 	}
@@ -916,7 +916,7 @@ func (d delegate) NotifyAlive(n *memberlist.Node) error {
 	m.mu.Lock()
 	m.admMu.Lock()
 	queued := len(m.adm.queue)
-	cause := m.adm.decide(mem, m.table, m.local, time.Now())
+	cause := m.adm.Decide(mem, m.table, m.local, time.Now())
 	queued = len(m.adm.queue) - queued
 	m.admMu.Unlock()
 	m.mu.Unlock()
@@ -1012,7 +1012,7 @@ type logWriter struct{ lim *limiter }
 
 func (w *logWriter) Write(p []byte) (int, error) {
 	s := strings.TrimSpace(string(p))
-	if strings.Contains(s, probePrefix) || strings.Contains(s, "': "+causePending+": ") {
+	if strings.Contains(s, probePrefix) || strings.Contains(s, "': "+ProofPending+": ") {
 		return len(p), nil
 	}
 	level := slog.LevelInfo

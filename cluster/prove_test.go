@@ -291,7 +291,7 @@ func TestLogRateLimit(t *testing.T) {
 	for i := range 1000 {
 		fmt.Fprintf(w, "[ERR] memberlist: failed to receive: No installed keys could decrypt the message from=127.0.0.%d:%d\n", i%7, 1000+i)
 	}
-	fmt.Fprintf(w, "[WARN] memberlist: ignoring alive message for 'x': %s: node \"x\" (gossip 127.0.0.1:5, actor \"127.0.0.1:6\")\n", causePending)
+	fmt.Fprintf(w, "[WARN] memberlist: ignoring alive message for 'x': %s: node \"x\" (gossip 127.0.0.1:5, actor \"127.0.0.1:6\")\n", ProofPending)
 	fmt.Fprint(w, "[INFO] memberlist: Marking b as failed, suspect timeout reached (0 peer confirmations)\n")
 	waitFor(t, 5*time.Second, "the count of suppressed lines", func() bool { return strings.Contains(buf.String(), "suppressed") })
 	time.Sleep(100 * time.Millisecond)
