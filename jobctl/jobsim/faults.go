@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/jobctl"
 )
 
@@ -13,6 +14,7 @@ func (w *World) addNode(addr string) *node {
 	w.nodes[addr] = n
 	w.order = append(w.order, addr)
 	w.views[addr] = map[string]bool{}
+	w.adm[addr] = cluster.NewAdmission()
 	return n
 }
 
@@ -102,7 +104,11 @@ func (w *World) scheduleFaults() {
 			w.stats.Joined++
 			w.logf("%s joins", n.addr)
 			for _, a := range w.order {
-				w.views[n.addr][a] = w.reachable(n.addr, a)
+				up := a != n.addr && w.reachable(n.addr, a)
+				if up && w.admit(n.addr, w.claim(a)) != "" {
+					w.violation("%s refused the member %s", n.addr, a)
+				}
+				w.views[n.addr][a] = up
 			}
 			w.reconcileLater()
 		})
@@ -127,6 +133,13 @@ func (w *World) scheduleFaults() {
 				w.reconcileLater()
 			})
 		})
+	}
+	// Last, so that the schedules without them draw as they did.
+	for i := range f.Forgers {
+		w.after(w.at(), func() { w.forge(fmt.Sprintf("forger%d", i), false) })
+	}
+	for i := range f.Duplicates {
+		w.after(w.at(), func() { w.forge(fmt.Sprintf("twin%d", i), true) })
 	}
 }
 
@@ -183,6 +196,14 @@ func (w *World) reconcile(a string) {
 		up := w.reachable(a, b)
 		if view[b] == up {
 			continue
+		}
+		if up {
+			if cause := w.admit(a, w.claim(b)); cause != "" {
+				w.violation("%s refused the member %s: %s", a, b, cause)
+				return
+			}
+		} else {
+			w.adm[a].Forget(cluster.ClaimOf(w.claim(b)))
 		}
 		view[b] = up
 		w.logf("%s sees %s %s", a, b, map[bool]string{true: "join", false: "leave"}[up])

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/jobctl"
 	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
@@ -63,6 +64,12 @@ type Faults struct {
 	// At, when set, is when every fault happens (after the job's acceptance) instead of at
 	// random times.
 	At time.Duration
+	// Forgers are processes with only the gossip key that claim to be members at an actor
+	// address no certificate of theirs proves; Duplicates claim a live node's actor address
+	// (the coordinator's when there is one) under another name. Each node's admission
+	// (cluster.Admission, as the membership runs it) must refuse both: a node that lists one
+	// breaks an invariant, since its death would touch the job.
+	Forgers, Duplicates int
 }
 
 // Tolerable tells whether the job must survive these faults with its result: at most one
@@ -168,6 +175,8 @@ type Stats struct {
 	// AnswersLost jobs whose answer was lost on the way and whose coordinator's node, which
 	// kept it, died before the client asked again.
 	Unreplicated, AnswersLost int
+	// Refused counts the forged and duplicate members' claims the nodes refused.
+	Refused int
 	// Decisions are the wall-clock times the control took (jobctl.Job.Step with its Ready),
 	// by the event that started them: placement (Begin), membership changes and the pongs
 	// that place lost shards, and all others; ControlMessages are the messages it sent.
@@ -314,7 +323,8 @@ func (w *World) deposit(a *messages.ShardAssignment, m *kernels.Machine) {
 func Run(p *Problem, opt Options) Outcome {
 	opt = opt.withDefaults()
 	w := &World{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, 0x5eed)), nodes: map[string]*node{}, group: map[string]int{},
-		deposits: map[int64]deposit{}, views: map[string]map[string]bool{}, links: map[[2]string]time.Duration{}}
+		deposits: map[int64]deposit{}, views: map[string]map[string]bool{}, links: map[[2]string]time.Duration{},
+		adm: map[string]*cluster.Admission{}}
 	w.data = p
 	w.client = &client{w: w}
 	for i := range opt.Nodes {
@@ -323,6 +333,9 @@ func Run(p *Problem, opt Options) Outcome {
 	for _, a := range w.order {
 		w.views[a] = map[string]bool{}
 		for _, b := range w.order {
+			if b != a && w.admit(a, w.claim(b)) != "" {
+				w.violation("%s refused the member %s at the start", a, b)
+			}
 			w.views[a][b] = true
 		}
 	}

@@ -84,7 +84,45 @@ func scheduleFor(seed uint64) Options {
 		f.Joins = 1
 	}
 	o := Options{Seed: seed, Faults: f, FanIn: []int{2, 8}[r.IntN(2)], Nodes: 3 + r.IntN(3)}
+	// Drawn last, so that the other faults of a seed stay what they were before these.
+	if pick(0.15) {
+		o.Faults.Forgers = 1 + r.IntN(2)
+	}
+	if pick(0.15) {
+		o.Faults.Duplicates = 1 + r.IntN(2)
+	}
 	return o
+}
+
+// TestSimulatedForgers runs schedules in which forged members (the gossip key, no
+// certificate for their claim) and duplicates of a live node's actor address, the
+// coordinator's when there is one, claim to join while nodes die, join and partition: every
+// node's cluster.Admission refuses them all (a node that lists one breaks an invariant), and
+// every job still ends with the fault-free bits or a clear error.
+func TestSimulatedForgers(t *testing.T) {
+	p := testProblem(t)
+	ref, err := p.Reference()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 400
+	if testing.Short() {
+		n = 100
+	}
+	refused := 0
+	for s := 1; s <= n; s++ {
+		o := scheduleFor(uint64(s))
+		o.Faults.Forgers, o.Faults.Duplicates = 2, 2
+		out := Run(p, o)
+		if !check(t, uint64(s), o, out, ref) {
+			return
+		}
+		refused += out.Stats.Refused
+	}
+	if refused == 0 {
+		t.Fatal("no forged claim was refused: the forgers never came")
+	}
+	t.Logf("%d schedules with 2 forgers and 2 duplicates each: %d claims refused", n, refused)
 }
 
 // TestSimulatedJobs runs thousands of seeded schedules of faults against the control, the
@@ -119,8 +157,8 @@ func TestSimulatedJobs(t *testing.T) {
 	}
 	t.Logf("%d schedules in %v: %d results (bitwise the fault-free factors), %d clear errors, by cause: %v", n, time.Since(start).Round(time.Millisecond),
 		results, n-results, causes)
-	t.Logf("faults: %d kills, %d joins, %d partitions, %d takeovers, %d recoveries; messages %d (dropped %d, duplicated %d, delayed %d, lost in cuts %d); corrupt checkpoints %d; orphans %d; late answers %d; coordinators lost before their state reached the standby %d; answers lost with the node keeping them %d",
-		total.Killed, total.Joined, total.Partitioned, total.Takeovers, total.Recoveries, total.Messages, total.Dropped, total.Duplicated, total.Delayed, total.Lost, total.Corrupted, total.Orphans, total.LateAnswers, total.Unreplicated, total.AnswersLost)
+	t.Logf("faults: %d kills, %d joins, %d partitions, %d takeovers, %d recoveries; messages %d (dropped %d, duplicated %d, delayed %d, lost in cuts %d); corrupt checkpoints %d; orphans %d; late answers %d; coordinators lost before their state reached the standby %d; answers lost with the node keeping them %d; forged members' claims refused %d",
+		total.Killed, total.Joined, total.Partitioned, total.Takeovers, total.Recoveries, total.Messages, total.Dropped, total.Duplicated, total.Delayed, total.Lost, total.Corrupted, total.Orphans, total.LateAnswers, total.Unreplicated, total.AnswersLost, total.Refused)
 }
 
 // runSchedules runs schedules 1..n on p and checks each against ref: it returns the summed
@@ -180,6 +218,7 @@ func add(a *Stats, b Stats) {
 	a.LateAnswers += b.LateAnswers
 	a.Unreplicated += b.Unreplicated
 	a.AnswersLost += b.AnswersLost
+	a.Refused += b.Refused
 }
 
 // TestReplay: a schedule run twice gives the same run, event for event.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -51,6 +52,9 @@ type World struct {
 	data   *Problem
 	// views are what each node's gossip believes: views[a][b] is set while a sees b alive.
 	views map[string]map[string]bool
+	// adm is each node's admission of members (cluster.Admission): a node lists another only
+	// once it admits the other's claim.
+	adm map[string]*cluster.Admission
 	// links is when the last message sent on each (from, to) link arrives.
 	links map[[2]string]time.Duration
 
@@ -191,6 +195,76 @@ func (w *World) liveWorkers(addr string) []string {
 		}
 	}
 	return out
+}
+
+// claim is what the node at addr claims in its gossip: its name (its address, in the
+// simulation), gossip and actor addresses, and start time.
+func (w *World) claim(addr string) cluster.Member {
+	return cluster.Member{Name: addr, Gossip: "gossip-" + addr,
+		Meta: cluster.Meta{Role: cluster.RoleMember, Actor: addr, Capacity: 1, Started: int64(slices.Index(w.order, addr) + 1)}}
+}
+
+// listed is what the node at a lists: the nodes it sees alive and itself, by name.
+func (w *World) listed(a string) map[string]cluster.Member {
+	out := map[string]cluster.Member{a: w.claim(a)}
+	for b, up := range w.views[a] {
+		if up {
+			out[b] = w.claim(b)
+		}
+	}
+	return out
+}
+
+// admit runs the node at a's admission on a claim met in its gossip, as the membership does:
+// a claim queued for its proof is proven at once (the node at the claimed actor address
+// presents a certificate for its own name: the proof holds if that is the claimed name and
+// the node is reachable), then decided again. It returns "" when a lists the claimant.
+func (w *World) admit(a string, m cluster.Member) string {
+	adm := w.adm[a]
+	cause := adm.Decide(m, w.listed(a), w.claim(a), w.now())
+	if cause != cluster.ProofPending {
+		return cause
+	}
+	for {
+		p, ok := adm.Next()
+		if !ok {
+			break
+		}
+		c := cluster.ClaimOf(p)
+		if owner := w.nodes[p.Meta.Actor]; owner != nil && owner.addr == p.Name && w.reachable(a, owner.addr) {
+			adm.Proven(c, w.now())
+			adm.Finish(c)
+		} else {
+			adm.Failed(c, w.now())
+		}
+	}
+	return adm.Decide(m, w.listed(a), w.claim(a), w.now())
+}
+
+// forge has a forged member claim to be one, to every live node: at an actor address no
+// certificate of its name proves or, for a duplicate, at a live node's actor address (the
+// coordinator's if there is one). No node may list it.
+func (w *World) forge(name string, duplicate bool) {
+	actor := "nowhere-" + name
+	if duplicate {
+		for _, a := range w.order {
+			if n := w.nodes[a]; n.alive && (len(n.coords) > 0 || actor == "nowhere-"+name) {
+				actor = a
+			}
+		}
+	}
+	m := cluster.Member{Name: name, Gossip: "gossip-" + name, Meta: cluster.Meta{Role: cluster.RoleMember, Actor: actor, Capacity: 1, Started: 1}}
+	w.logf("%s claims to be a member at %s", name, actor)
+	for _, a := range w.order {
+		if !w.nodes[a].alive {
+			continue
+		}
+		if cause := w.admit(a, m); cause == "" {
+			w.violation("%s lists the forged member %s (actor address %s)", a, name, actor)
+			return
+		}
+		w.stats.Refused++
+	}
 }
 
 // sortedKeys returns a map's keys in order (map order is random; the run must not be).
