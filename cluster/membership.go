@@ -4,7 +4,8 @@
 //
 // Start joins a node to the cluster; the Membership keeps its own table of live nodes, fed by
 // memberlist's event callbacks, and reports every change to Config.OnEvent from a single
-// goroutine. Place is a pure function: every node that sees the same workers computes the same
+// goroutine. With Config.Prove a node is taken in only once it has proven its claim (see
+// Admission): a process that holds only the gossip key is never a member. Place is a pure function: every node that sees the same workers computes the same
 // placement.
 package cluster
 
@@ -120,6 +121,13 @@ type Config struct {
 	// the gossip key (clusters without credentials, tests). Concurrency: Prove is called
 	// from the membership's own proof goroutines (a bounded number at once), never while
 	// memberlist holds its locks; it must return by ctx's deadline.
+	//
+	// With Prove, only RoleMember claims are taken; a claim of an actor address that this
+	// node or another listed member has is refused without a proof; a failed claim is not
+	// proven again for 30 s; at most 64 claims wait for a proof and 1024 members are listed
+	// (see Admission, and Refused for the counts). Once a claim is proven the membership
+	// joins the node's gossip address, which brings its state in. Start waits (up to 10 s)
+	// for the proofs of the members it met while joining, so that it returns seeing them.
 	Prove func(ctx context.Context, m Member) error
 	// FrontDoor, when set, is handed every connection to the gossip port (TCP) whose first
 	// byte is not gossip: a TLS ClientHello (0x16), or frontDoorPlain for clusters without
@@ -643,7 +651,8 @@ func (m *Membership) Local() Member {
 // maxStreams were being served, or maxStreamsPerIP from their address.
 func (m *Membership) RefusedStreams() int64 { return m.streams.refused.Load() }
 
-// Members returns the live nodes, this one included and both roles, sorted by name. It reads
+// Members returns the live nodes, this one included and both roles (only members with
+// Config.Prove), sorted by name. It reads
 // this package's own table, kept up to date from memberlist's events.
 func (m *Membership) Members() []Member {
 	m.mu.Lock()

@@ -31,7 +31,10 @@ import (
 // and the other fields are what a server adds around it (its name, gossip and credentials, the
 // directories its jobs may use, its log).
 type Config struct {
-	// Name is the node's unique name in the cluster (empty: derived from its address).
+	// Name is the node's unique name in the cluster. With certificate files (TLS) it is the
+	// certificate's common name: empty takes it, another is refused. With the cluster
+	// secret the node's certificate is issued for it; empty: cluster.DefaultName of the
+	// gossip port. Without credentials, empty is derived from the address as well.
 	Name string
 	// Bind is the gossip address ip:port (port 0 picks one). The actor remote listens on the
 	// same IP, on Node.Port (0 picks one).
@@ -170,7 +173,10 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Start starts a member node: its actor system, then its gossip, joining cfg.Join.
+// Start starts a member node: its actor system, then its gossip, joining cfg.Join. With
+// credentials the node admits another member only once a TLS handshake with the member's
+// actor address has shown a peer certificate for its name (see proveMember); it refuses to
+// start with a client certificate, or under a name that is not its certificate's.
 func Start(cfg Config) (*Server, error) {
 	host, portStr, err := net.SplitHostPort(cfg.Bind)
 	if err != nil {
