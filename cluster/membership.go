@@ -5,8 +5,8 @@
 // Start joins a node to the cluster; the Membership keeps its own table of live nodes, fed by
 // memberlist's event callbacks, and reports every change to Config.OnEvent from a single
 // goroutine. With Config.Prove a node is taken in only once it has proven its claim (see
-// Admission): a process that holds only the gossip key is never a member. Place is a pure function: every node that sees the same workers computes the same
-// placement.
+// Admission): a process that holds only the gossip key is never a member. Place is a pure
+// function: every node that sees the same workers computes the same placement.
 package cluster
 
 import (
@@ -262,29 +262,23 @@ func (m *Membership) rejoinLoop() {
 // Gossip carries the memberlist label "didnmf", so packets of other memberlist clusters
 // sharing the network are rejected. Call Leave or Shutdown to stop.
 func Start(cfg Config) (*Membership, error) {
-	if strings.HasPrefix(cfg.Name, probePrefix) {
-		return nil, fmt.Errorf("cluster: node name %q: names starting with %q are reserved", cfg.Name, probePrefix)
-	}
-	metaEnc, err := cfg.Meta.Encode()
-	if err != nil {
-		if cfg.Listener != nil {
-			_ = cfg.Listener.t.Shutdown()
-		}
-		return nil, err
-	}
-	if cfg.SecretKey != nil {
-		if err := checkKeyLen(len(cfg.SecretKey)); err != nil {
-			if cfg.Listener != nil {
-				_ = cfg.Listener.t.Shutdown()
-			}
-			return nil, err
-		}
-	}
 	fail := func(err error) (*Membership, error) {
 		if cfg.Listener != nil {
 			_ = cfg.Listener.t.Shutdown()
 		}
 		return nil, err
+	}
+	if strings.HasPrefix(cfg.Name, probePrefix) {
+		return fail(fmt.Errorf("cluster: node name %q: names starting with %q are reserved", cfg.Name, probePrefix))
+	}
+	metaEnc, err := cfg.Meta.Encode()
+	if err != nil {
+		return fail(err)
+	}
+	if cfg.SecretKey != nil {
+		if err := checkKeyLen(len(cfg.SecretKey)); err != nil {
+			return fail(err)
+		}
 	}
 	bind := cfg.Bind
 	if cfg.Listener != nil {
@@ -652,8 +646,8 @@ func (m *Membership) Local() Member {
 func (m *Membership) RefusedStreams() int64 { return m.streams.refused.Load() }
 
 // Members returns the live nodes, this one included and both roles (only members with
-// Config.Prove), sorted by name. It reads
-// this package's own table, kept up to date from memberlist's events.
+// Config.Prove), sorted by name. It reads this package's own table, kept up to date from
+// memberlist's events.
 func (m *Membership) Members() []Member {
 	m.mu.Lock()
 	out := make([]Member, 0, len(m.table))
@@ -908,7 +902,7 @@ func (d delegate) NotifyUpdate(n *memberlist.Node) { d.m.observe(EventUpdate, n)
 // added to its table (nothing else adds nodes to it) or not updated. It keeps out nodes whose
 // meta this build cannot read, among them the name probes of starting nodes (see Names), which
 // advertise none; and, with Config.Prove, every node whose claim is not proven (see
-// admission), queuing its proof.
+// Admission), queuing its proof.
 func (d delegate) NotifyAlive(n *memberlist.Node) error {
 	m := d.m
 	meta, err := DecodeMeta(n.Meta)
