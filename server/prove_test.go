@@ -276,19 +276,25 @@ func TestProveMember(t *testing.T) {
 		name, member, actor string
 		creds               *pki.Config
 		want                string // "" when proven
+		gossip              string // the member's gossip address ("": on the actor's host)
 	}{
-		{"the member itself", "a", a.Node.Address(), mine, ""},
-		{"another name at its address", "forger", a.Node.Address(), mine, `presents the certificate of "a", not of "forger"`},
-		{"a client's address", "alice", client.Node.Address(), mine, "presents a client certificate"},
-		{"nothing listening", "c", closedAddr, mine, "TLS handshake with the actor address " + closedAddr},
-		{"another authority", "a", a.Node.Address(), stranger, "TLS handshake"},
-		{"not host:port", "a", "nowhere", mine, `actor address "nowhere"`},
+		{"the member itself", "a", a.Node.Address(), mine, "", ""},
+		{"gossip on another host", "a", a.Node.Address(), mine, "gossip address 127.0.0.2:7946 is not on the actor address's host 127.0.0.1", "127.0.0.2:7946"},
+		{"another name at its address", "forger", a.Node.Address(), mine, `presents the certificate of "a", not of "forger"`, ""},
+		{"a client's address", "alice", client.Node.Address(), mine, "presents a client certificate", ""},
+		{"nothing listening", "c", closedAddr, mine, "TLS handshake with the actor address " + closedAddr, ""},
+		{"another authority", "a", a.Node.Address(), stranger, "TLS handshake", ""},
+		{"not host:port", "a", "nowhere", mine, `actor address "nowhere"`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
-			err := proveMember(tt.creds, nil, "")(ctx, cluster.Member{Name: tt.member, Meta: cluster.Meta{Role: cluster.RoleMember, Actor: tt.actor}})
+			gossip := tt.gossip
+			if gossip == "" {
+				gossip = "127.0.0.1:7946"
+			}
+			err := proveMember(tt.creds, nil, "")(ctx, cluster.Member{Name: tt.member, Gossip: gossip, Meta: cluster.Meta{Role: cluster.RoleMember, Actor: tt.actor}})
 			switch {
 			case tt.want == "" && err != nil:
 				t.Fatalf("not proven: %v", err)

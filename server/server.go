@@ -349,16 +349,20 @@ func nodeName(cfg Config) (string, *cluster.Listener, error) {
 // gives it a deadline).
 const proveTime = 3 * time.Second
 
-// proveMember returns the node's cluster.Config.Prove: a member's claim holds if a TLS
-// handshake with its actor address, made with this node's own certificate as client (ALPN
-// h2, as the gRPC server requires; the server name is the address's host), shows a peer
-// certificate of the cluster's authority whose common name is the member's name. self is this
-// node's actor address (for the partition of tests).
+// proveMember returns the node's cluster.Config.Prove: a member's claim holds if its gossip
+// and actor addresses are on one host (a server advertises its --bind IP for both) and a
+// TLS handshake with its actor address, made with this node's own certificate as client
+// (ALPN h2, as the gRPC server requires; the server name is the address's host), shows a
+// peer certificate of the cluster's authority whose common name is the member's name. self
+// is this node's actor address (for the partition of tests).
 func proveMember(creds *pki.Config, part *cluster.Partition, self string) func(context.Context, cluster.Member) error {
 	return func(ctx context.Context, m cluster.Member) error {
 		host, _, err := net.SplitHostPort(m.Meta.Actor)
 		if err != nil {
 			return fmt.Errorf("actor address %q: %v", m.Meta.Actor, err)
+		}
+		if gossipHost, _, err := net.SplitHostPort(m.Gossip); err != nil || gossipHost != host {
+			return fmt.Errorf("gossip address %s is not on the actor address's host %s", m.Gossip, host)
 		}
 		if part != nil && part.Blocked(self, m.Meta.Actor) {
 			return fmt.Errorf("actor address %s: partitioned (test partition)", m.Meta.Actor)
