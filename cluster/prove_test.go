@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -325,5 +326,37 @@ func TestLineKind(t *testing.T) {
 	}
 	if lineKind("failed to receive") == lineKind("failed to send") {
 		t.Error("different words make one kind")
+	}
+}
+
+// TestGarbageDatagramsLogged is finding 10 of issue 30: 2,000 garbage UDP datagrams to the
+// gossip port, each from another port, made 2,000 ERROR lines. Now a second of them makes one
+// line and one count.
+func TestGarbageDatagramsLogged(t *testing.T) {
+	t.Parallel()
+	var buf syncBuffer
+	a := start(t, Config{Name: "a", SecretKey: testKey, Meta: memberMeta(9401),
+		Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	const n = 2000
+	for i := range n {
+		c, err := net.Dial("udp", a.Local().Gossip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "garbage %d", i)
+		c.Close()
+	}
+	time.Sleep(2 * logEvery)
+	var garbage int
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(l, "level=ERROR") {
+			garbage++
+		}
+	}
+	if garbage == 0 || garbage > 8 {
+		t.Errorf("%d ERROR lines for %d garbage datagrams, want a few (one a second, and a count):\n%s", garbage, n, buf.String())
+	}
+	if !strings.Contains(buf.String(), "suppressed=") {
+		t.Errorf("no count of the lines suppressed:\n%s", buf.String())
 	}
 }
