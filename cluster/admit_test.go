@@ -1,9 +1,13 @@
 package cluster
 
 import (
+	"log/slog"
+	"net"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 )
 
 // TestAdmission walks an Admission through its decisions, step by step, with a given clock.
@@ -94,5 +98,31 @@ func TestAdmission(t *testing.T) {
 		if got := st.do(); got != st.want {
 			t.Fatalf("%s: %q, want %q", st.what, got, st.want)
 		}
+	}
+}
+
+// TestLostBounded: the members declared dead that a node keeps trying to rejoin are at most
+// maxLost, the most recent ones.
+func TestLostBounded(t *testing.T) {
+	t.Parallel()
+	m := &Membership{table: map[string]Member{}, lost: map[string]lostPeer{}, log: slog.New(slog.DiscardHandler),
+		local: Member{Name: "self"}, adm: NewAdmission()}
+	enc, err := memberMeta(1).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxLost + 50 {
+		n := &memberlist.Node{Name: "n" + strconv.Itoa(i), Addr: net.IPv4(10, 0, byte(i>>8), byte(i)), Port: 7946, Meta: enc}
+		m.observe(EventJoin, n)
+		m.observe(EventLeave, n)
+	}
+	if len(m.lost) != maxLost {
+		t.Fatalf("%d members to rejoin, want %d", len(m.lost), maxLost)
+	}
+	if _, ok := m.lost["n0"]; ok {
+		t.Error("the oldest death is still kept")
+	}
+	if _, ok := m.lost["n"+strconv.Itoa(maxLost+49)]; !ok {
+		t.Error("the latest death is not kept")
 	}
 }
