@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -302,5 +303,120 @@ func TestProveMember(t *testing.T) {
 				t.Fatalf("got %v, want an error with %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestChurnThenNodeLossRecovers is finding 7 of issue 30: fake members (the gossip key, no
+// certificate) join and die without leaving by the hundred while a job runs; then a real
+// member holding shards fails. The members never list a fake, declare the real one dead
+// within the usual time (a few seconds; 15 s allowed on a busy machine), and the job
+// recovers and ends with the driver's bits.
+func TestChurnThenNodeLossRecovers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("churns the gossip with fake members during a job")
+	}
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	secret := testKey()
+	members := startMembers(t, pool, &actors.Faults{IterationDelay: 2 * time.Millisecond}, secret, "a", "b", "c", "d")
+	client, err := Connect(ClientConfig{Cluster: []string{members[1].Gossip()}, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	spec := &messages.JobSpec{Inputs: []string{"synthetic:m=6,n=4000,k=3,seed=3"}, Rank: 3, Algorithm: messages.Algorithm_ALGORITHM_DID, Shards: 8, Seed: 2,
+		Stop: &messages.StopRule{MaxIter: 1500}, CheckpointEvery: 20}
+	want := golden(t, spec)
+	job, err := client.Submit(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for it := range job.Progress() {
+		if it.Iteration >= 100 {
+			break
+		}
+	}
+	stop := make(chan struct{})
+	var listed sync.Map
+	var watching sync.WaitGroup
+	watching.Add(1)
+	go func() {
+		defer watching.Done()
+		for {
+			for _, m := range members {
+				for _, w := range m.Members.Members() {
+					if strings.HasPrefix(w.Name, "fake-") {
+						listed.Store(w.Name, m.Name())
+					}
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	const fakes, batch = 150, 25
+	gossipKey := pki.GossipKeyFromSecret(secret)
+	for i := 0; i < fakes; i += batch {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var started []*cluster.Membership
+		for j := i; j < i+batch; j++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f, err := cluster.Start(cluster.Config{Name: "fake-" + strconv.Itoa(j), Bind: "127.0.0.1:0", Join: []string{members[j%len(members)].Gossip()},
+					SecretKey: gossipKey, Meta: cluster.Meta{Role: cluster.RoleMember, Actor: "127.0.0.1:" + strconv.Itoa(30000+j), Capacity: 1, Started: 1}})
+				if err != nil {
+					t.Errorf("fake %d: %v", j, err)
+					return
+				}
+				mu.Lock()
+				started = append(started, f)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		time.Sleep(200 * time.Millisecond)
+		for _, f := range started {
+			_ = f.Shutdown() // no leave
+		}
+	}
+	var victim *Server
+	var survivors []*Server
+	for _, m := range members {
+		if victim == nil && m.Node.Address() != job.Coordinator() {
+			victim = m
+		} else {
+			survivors = append(survivors, m)
+		}
+	}
+	killed := time.Now()
+	victim.Close()
+	for _, s := range survivors {
+		for deadline := killed.Add(15 * time.Second); slices.ContainsFunc(s.Members.Workers(), func(w cluster.Member) bool { return w.Name == victim.Name() }); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still lists %s 15 s after it failed, after %d fakes", s.Name(), victim.Name(), fakes)
+			}
+		}
+	}
+	t.Logf("%s declared dead by every survivor %v after it failed, after %d fakes", victim.Name(), time.Since(killed).Round(time.Millisecond), fakes)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	got, err := job.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	watching.Wait()
+	listed.Range(func(k, v any) bool {
+		t.Errorf("%s listed %s", v, k)
+		return true
+	})
+	sameFactors(t, got, want)
+	if len(got.Recoveries) == 0 {
+		t.Error("no recovery recorded after the loss of a shard's node")
 	}
 }
