@@ -540,7 +540,10 @@ func (p *dataPlane) accept() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			time.Sleep(10 * time.Millisecond) // out of descriptors, say: try again shortly
+			// Out of descriptors, say: try again shortly (the node's logger lets one such
+			// line through a second, see lograte.go).
+			p.n.logger.Error("data plane cannot accept a connection", slog.Any("error", err))
+			time.Sleep(10 * time.Millisecond)
 			continue
 		}
 		c = rawio.Wrap(c)

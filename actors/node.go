@@ -352,6 +352,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	logger = rateLimit(logger, logEvery) // repeated warnings and errors: see lograte.go
 	// Remote.Start panics when it cannot listen: find out first, with a clear error.
 	lis, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
