@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 )
@@ -556,5 +558,41 @@ func TestIdentityLimits(t *testing.T) {
 	l.giveStream(alice)
 	if !l.takeStream(alice) {
 		t.Fatal("a stream given back and not taken again")
+	}
+}
+
+// TestLargestRemoteMessage measures the largest gRPC message a job's nodes receive when every
+// message takes the remote (no data plane): the collectives' partials and results of several
+// chunks, checkpoint copies, the factors streamed back. It must fit maxGRPCMessage with
+// room, and be several chunks (the batches are measured, not single messages).
+func TestLargestRemoteMessage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a job with large collectives")
+	}
+	measureMessages.Store(true)
+	defer measureMessages.Store(false)
+	lc, cl := testClusterWith(t, 2, NodeConfig{Threads: 2, DataPort: -1})
+	// B is m x k = 2.1 chunks, every node's shards' partials go through one endpoint.
+	s := spec("synthetic:m=2100,n=600,k=8,seed=5", "did", 128, 8, lc.Addresses(), 3)
+	s.CheckpointEvery = 2
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	job, err := cl.Submit(ctx, lc.Nodes[0].Address(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	largest := int64(0)
+	for _, n := range lc.Nodes {
+		largest = max(largest, n.limits.largest.Load())
+	}
+	t.Logf("largest gRPC message received: %d bytes (%.2f MiB; limit %d MiB)", largest, float64(largest)/(1<<20), maxGRPCMessage>>20)
+	if largest > maxGRPCMessage*3/4 {
+		t.Fatalf("the largest message, %d bytes, leaves too little room under maxGRPCMessage (%d)", largest, maxGRPCMessage)
+	}
+	if largest < 2*chunked.Floats*8 {
+		t.Fatalf("the largest message, %d bytes, is not a batch of chunks: the test measures nothing", largest)
 	}
 }
