@@ -6,10 +6,12 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -37,7 +39,8 @@ import (
 //     (grpc.MaxConcurrentStreams; protoactor opens one per connection, its endpoint
 //     writer's Receive stream), and an identity at most maxClientStreams (a client) or
 //     maxPeerStreams (a peer) across its connections: the stream past it is refused
-//     (counted, dropIdentityStreams) before its handler reads a byte of it.
+//     (counted, dropIdentityStreams) before its handler reads a byte of it. A connection with
+//     no stream open for maxConnIdle is closed, giving its identity's slot back.
 //
 // The bytes a stream holds before its message is whole are bounded by maxGRPCMessage (gRPC
 // reads a message as it arrives, up to its announced length, refused past the limit) and,
@@ -57,6 +60,11 @@ const (
 	// gRPC's default is 16 MiB).
 	maxHeaderList = 64 << 10
 )
+
+// maxConnIdle is how long the actor port keeps a connection on which no stream is open (a
+// protoactor connection always has its endpoint's stream open): one held for nothing gives
+// its identity's slot back then.
+const maxConnIdle = 2 * time.Minute
 
 // Drop causes of the identity limits.
 const (
@@ -228,6 +236,7 @@ var measureMessages atomic.Bool
 // the stream interceptor that bounds an identity's streams (outermost, before the guard's).
 func (l *nodeLimits) serverOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.MaxConcurrentStreams(maxStreamsPerConn), grpc.MaxHeaderListSize(maxHeaderList),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: maxConnIdle}),
 		grpc.ChainStreamInterceptor(l.stream)}
 }
 

@@ -494,16 +494,26 @@ func TestAuthenticatedConnectionsPerIdentity(t *testing.T) {
 		t.Fatalf("%d connections counted as past the identity's share, want %d", got, held-maxClientConns)
 	}
 	answersWithin(t, alice, node, 2*time.Second, "with a client's connections held")
+	for _, a := range conns {
+		a.conn.Close()
+	}
+	// What is left is alice's connection: bob's were given back as they closed.
+	waitFor(t, "bob's connections given back", func() bool {
+		total, clients := node.limits.actor.counts()
+		return total == 1 && clients == 1
+	})
 
 	rogue := creds(t, ca, "rogue", pki.RolePeer).Client
 	var dataClosed sync.WaitGroup
 	var mu sync.Mutex
 	gone := 0
+	var dataConns []net.Conn
 	for range held {
 		c, err := dialPlane(t, node, rogue)
 		if err != nil {
 			t.Fatal(err)
 		}
+		dataConns = append(dataConns, c)
 		dataClosed.Add(1)
 		go func() {
 			defer dataClosed.Done()
@@ -523,6 +533,13 @@ func TestAuthenticatedConnectionsPerIdentity(t *testing.T) {
 		t.Fatalf("%d data plane connections counted as past the identity's share, want %d", got, held-maxPeerConns)
 	}
 	answersWithin(t, alice, node, 2*time.Second, "with a peer's data plane connections held")
+	for _, c := range dataConns {
+		c.Close()
+	}
+	waitFor(t, "the data plane connections given back", func() bool {
+		total, _ := node.limits.data.counts()
+		return total == 0
+	})
 }
 
 // TestBudgets: the ports' budgets are fractions of the descriptor limit, within their floors
