@@ -68,3 +68,24 @@ func TestLogRateLimitForgetsOldMessages(t *testing.T) {
 		t.Fatal("a forgotten message suppressed")
 	}
 }
+
+// TestGuardLogsDropsWithTheirCount: the guard logs a drop at most once a second, and the next
+// line counts the drops since the last.
+func TestGuardLogsDropsWithTheirCount(t *testing.T) {
+	var out bytes.Buffer
+	g := newGuard(false, slog.New(slog.NewTextHandler(&out, nil)))
+	for range 1000 {
+		g.drop(dropUnknownType, 1)
+	}
+	g.mu.Lock()
+	g.lastLog = g.lastLog.Add(-2 * time.Second)
+	g.mu.Unlock()
+	g.drop(dropSerializer, 2)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "dropped=1") || !strings.Contains(lines[1], `cause="not protobuf" dropped=1001`) {
+		t.Fatalf("lines:\n%s\nwant two, the second counting 1001 drops", out.String())
+	}
+	if d := g.Drops(); d[dropUnknownType] != 1000 || d[dropSerializer] != 2 {
+		t.Fatalf("counters %v", dropsSorted(d))
+	}
+}
