@@ -77,18 +77,20 @@ const (
 	// maxDataFrame bounds a frame's length: a chunk of at most chunked.MaxPiece bytes of
 	// values, with the other fields of its message.
 	maxDataFrame = chunked.MaxPiece + 1<<20
-	// maxDataConns bounds the connections a node's data plane accepted and holds open, and
-	// maxHandshakes those of them whose TLS handshake is not done yet (anyone who reaches the
-	// port can open those, so they get a small share).
-	maxDataConns  = 1024
-	maxHandshakes = 64
-	// maxHandshakesPerIP bounds those from one remote address, so that one party cannot
-	// take them all.
+	// maxHandshakes bounds the accepted connections whose TLS handshake is not done yet
+	// (anyone who reaches the port can open those, so they get a small share), and
+	// maxHandshakesPerIP those from one remote address. When they are all taken, the
+	// oldest of the address holding the most is closed for a newcomer (see package slots
+	// and handshakes.go): a flood from a few loopback addresses cannot keep peers from
+	// linking. The authenticated ones are counted by identity, within the port's budget
+	// (see limits_identity.go).
+	maxHandshakes      = 64
 	maxHandshakesPerIP = 16
 	// dataDialTimeout bounds asking a peer for its data plane address and connecting to it.
 	dataDialTimeout = 5 * time.Second
-	// dataHandshakeTimeout bounds the TLS handshake of an accepted connection.
-	dataHandshakeTimeout = 10 * time.Second
+	// dataHandshakeTimeout bounds the TLS handshake of an accepted connection: one round
+	// trip and a few milliseconds of CPU, so 5 s is ample (see remoteHandshakeTimeout).
+	dataHandshakeTimeout = 5 * time.Second
 	// dataWriteTimeout bounds a frame's write; a link that takes longer is closed and its
 	// messages take the remote.
 	dataWriteTimeout = 5 * time.Second
@@ -128,7 +130,7 @@ var (
 const (
 	dropDataPrefix    = "data plane: "
 	dropDataRole      = dropDataPrefix + "not a peer's certificate"
-	dropDataConns     = dropDataPrefix + "too many connections"
+	dropDataEvicted   = dropDataPrefix + "pending TLS handshake evicted for a newcomer"
 	dropDataStream    = dropDataPrefix + "malformed stream"
 	dropDataKind      = dropDataPrefix + "unknown kind"
 	dropDataTarget    = dropDataPrefix + "target not a shard or reducer"
@@ -179,8 +181,8 @@ type dataPlane struct {
 	closed     bool
 	links      map[string]*dataLink // by the actor address of the node they go to
 	conns      map[net.Conn]bool    // every open connection, accepted or dialled
-	accepted   int                  // of conns, those accepted
-	handshakes *slots.Limiter       // of those, the ones not authenticated yet, by remote address
+	handshakes *slots.Limiter       // the accepted ones not authenticated yet, by remote address
+	ids        *identityLimits      // the accepted ones authenticated, by identity
 	// wg counts the acceptor and one goroutine per tracked connection (its reader, or the
 	// watcher of a link), which ends once close closed the connection.
 	wg sync.WaitGroup
@@ -236,7 +238,7 @@ func startDataPlane(n *Node, host string, port int, advertise string, creds *pki
 	}
 	p := &dataPlane{n: n, lis: lis, addr: net.JoinHostPort(advertise, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)),
 		self: n.system.Address(), retry: dataRetry, ackEvery: dataAckEvery, ackTimeout: dataAckTimeout, links: map[string]*dataLink{}, conns: map[net.Conn]bool{},
-		handshakes: slots.New(maxHandshakes, maxHandshakesPerIP)}
+		handshakes: slots.New(maxHandshakes, maxHandshakesPerIP), ids: n.limits.data}
 	if creds != nil {
 		p.server, p.client = creds.Server, creds.Client
 	}
@@ -268,40 +270,24 @@ func (p *dataPlane) close() {
 
 // track records an open connection and counts the goroutine that will read it (which calls
 // untrack, then wg.Done, when it ends). It refuses (and closes) the connection when the plane
-// is closed or, for an accepted one, when maxDataConns are open or maxHandshakes under way
-// (maxHandshakesPerIP from its address); cause says why, "" when the plane is closed.
-func (p *dataPlane) track(c net.Conn, accepted bool) (ok bool, cause string) {
+// is closed.
+func (p *dataPlane) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	switch {
-	case p.closed:
-	case accepted && (p.accepted >= maxDataConns || !p.handshakes.Take(slots.RemoteIP(c))):
-		cause = dropDataConns
-	default:
-		p.conns[c] = true
-		if accepted {
-			p.accepted++
-		}
-		p.wg.Add(1)
-		return true, ""
+	if p.closed {
+		c.Close()
+		return false
 	}
-	c.Close()
-	return false, cause
+	p.conns[c] = true
+	p.wg.Add(1)
+	return true
 }
 
-// authenticated counts an accepted connection's handshake as done.
-func (p *dataPlane) authenticated(c net.Conn) { p.handshakes.Give(slots.RemoteIP(c)) }
-
 // untrack closes a connection and forgets it.
-func (p *dataPlane) untrack(c net.Conn, accepted bool) {
+func (p *dataPlane) untrack(c net.Conn) {
 	c.Close()
 	p.mu.Lock()
-	if p.conns[c] {
-		delete(p.conns, c)
-		if accepted {
-			p.accepted--
-		}
-	}
+	delete(p.conns, c)
 	p.mu.Unlock()
 }
 
@@ -467,7 +453,7 @@ func (p *dataPlane) down(address string, l *dataLink, err error) {
 		// A TLS close writes a close_notify first: with the link's writes stuck, it would
 		// wait (holding wmu) for its deadline.
 		_ = l.conn.SetWriteDeadline(time.Now())
-		p.untrack(l.conn, false)
+		p.untrack(l.conn)
 	}
 }
 
@@ -476,7 +462,7 @@ func (p *dataPlane) down(address string, l *dataLink, err error) {
 func (p *dataPlane) dial(address string, l *dataLink) {
 	conn, err := p.connect(address)
 	if err == nil {
-		if ok, _ := p.track(conn, false); !ok {
+		if !p.track(conn) {
 			err = errors.New("data plane closed")
 		}
 	}
@@ -554,41 +540,50 @@ func (p *dataPlane) accept() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			time.Sleep(10 * time.Millisecond) // out of descriptors, say: try again shortly
+			// Out of descriptors, say: try again shortly (the node's logger lets one such
+			// line through a second, see lograte.go).
+			p.n.logger.Error("data plane cannot accept a connection", slog.Any("error", err))
+			time.Sleep(10 * time.Millisecond)
 			continue
 		}
 		c = rawio.Wrap(c)
-		if ok, cause := p.track(c, true); !ok {
-			if cause != "" {
-				p.n.guard.drop(cause, 1)
-			}
+		if !p.track(c) {
 			continue
 		}
-		go p.read(c)
+		// Its handshake holds a slot, evicted (the connection closed) for a newcomer when
+		// they are all taken; read gives it back once the handshake is done.
+		slot := p.handshakes.Take(slots.RemoteIP(c), func() {
+			p.n.guard.drop(dropDataEvicted, 1)
+			c.Close()
+		})
+		go p.read(c, slot)
 	}
 }
 
-// read authenticates an accepted connection and delivers its frames until it ends.
-func (p *dataPlane) read(raw net.Conn) {
+// read authenticates an accepted connection and delivers its frames until it ends. slot is
+// its handshake's, given back once the handshake is done.
+func (p *dataPlane) read(raw net.Conn, slot *slots.Slot) {
 	defer p.wg.Done()
-	defer p.untrack(raw, true)
+	defer p.untrack(raw)
 	defer func() {
 		if r := recover(); r != nil {
 			p.n.guard.drop(dropPanic, 1)
 			p.n.logger.Error("recovered a panic in the data plane", slog.Any("panic", r))
 		}
 	}()
-	counted := false
-	defer func() {
-		if !counted { // a panic in the handshake
-			p.authenticated(raw)
-		}
-	}()
+	defer slot.Release() // a panic in the handshake
 	who, conn, ok := p.authenticate(raw)
-	counted = true
-	p.authenticated(raw)
+	slot.Release()
 	if !ok {
 		return
+	}
+	if p.server != nil { // with credentials: counted by identity
+		release, cause := p.ids.takeConn(identity{role: who.role, name: who.name})
+		if cause != "" {
+			p.n.guard.drop(dropDataPrefix+cause, 1)
+			return
+		}
+		defer release()
 	}
 	a := newAcker(conn, p.ackEvery)
 	defer a.stop()

@@ -384,17 +384,21 @@ func TestDataPlaneRefusesStrangers(t *testing.T) {
 		})
 	}
 	t.Run("handshake flood", func(t *testing.T) {
-		before := node.Drops()[dropDataConns]
+		before := node.Drops()[dropDataEvicted]
 		var idle []net.Conn
-		for deadline := time.Now().Add(10 * time.Second); node.Drops()[dropDataConns] == before; {
+		for deadline := time.Now().Add(10 * time.Second); node.Drops()[dropDataEvicted] == before; {
 			if time.Now().After(deadline) {
 				t.Fatalf("%d connections that never handshake were all taken", len(idle))
 			}
 			c, _ := dialPlane(t, node, nil)
 			idle = append(idle, c)
 		}
+		// The first past the address's share evicts its oldest.
 		if len(idle) <= maxHandshakesPerIP {
-			t.Fatalf("refused after %d pending handshakes from one address, want more than %d", len(idle), maxHandshakesPerIP)
+			t.Fatalf("evicted after %d pending handshakes from one address, want more than %d", len(idle), maxHandshakesPerIP)
+		}
+		if !isClosed(idle[0]) {
+			t.Fatal("the oldest pending handshake of the address was not the one closed")
 		}
 		// Another address still gets a handshake.
 		other, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.3")}}).Dial("tcp", node.plane.Address())

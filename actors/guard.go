@@ -143,6 +143,7 @@ type guard struct {
 	mu      sync.Mutex
 	dropped map[string]*atomic.Int64
 	lastLog time.Time
+	unseen  int64 // drops since the last line logged
 }
 
 func newGuard(open bool, logger *slog.Logger) *guard {
@@ -150,7 +151,7 @@ func newGuard(open bool, logger *slog.Logger) *guard {
 }
 
 // drop counts a dropped message (or refused stream) under cause, and logs it at most once a
-// second.
+// second, with the number of drops since the last line.
 func (g *guard) drop(cause string, n int64) {
 	g.mu.Lock()
 	c := g.dropped[cause]
@@ -158,14 +159,15 @@ func (g *guard) drop(cause string, n int64) {
 		c = &atomic.Int64{}
 		g.dropped[cause] = c
 	}
-	logNow := time.Since(g.lastLog) > time.Second
+	g.unseen += n
+	logNow, unseen := time.Since(g.lastLog) > time.Second, g.unseen
 	if logNow {
-		g.lastLog = time.Now()
+		g.lastLog, g.unseen = time.Now(), 0
 	}
 	g.mu.Unlock()
 	c.Add(n)
 	if logNow {
-		g.logger.Warn("dropped a message from the network", slog.String("cause", cause))
+		g.logger.Warn("dropped a message from the network", slog.String("cause", cause), slog.Int64("dropped", unseen))
 	}
 }
 

@@ -661,9 +661,9 @@ func openFiles(t *testing.T) int {
 
 // TestHandshakeFloodOnTheActorPort opens many connections to a node's actor port from one
 // address without ever starting a handshake, as anyone who reaches the port can. The node
-// holds at most maxRemoteHandshakesPerIP of them (it closes the others at once, counted), so
-// such a party cannot take its descriptors; and a client from another address, connecting
-// during the flood, runs a job with the driver's bits.
+// holds at most maxRemoteHandshakesPerIP of them (each past it evicts the address's oldest,
+// counted), so such a party cannot take its descriptors; and a client from another address,
+// connecting during the flood, runs a job with the driver's bits.
 func TestHandshakeFloodOnTheActorPort(t *testing.T) {
 	h := newHostileSetup(t, nil)
 	node := h.lc.Nodes[0]
@@ -677,9 +677,9 @@ func TestHandshakeFloodOnTheActorPort(t *testing.T) {
 		}
 		t.Cleanup(func() { c.Close() })
 	}
-	refused := node.Drops()[dropRemoteHandshakes]
-	waitFor(t, "the flood's connections past the limit refused", func() bool {
-		refused = node.Drops()[dropRemoteHandshakes]
+	refused := node.Drops()[dropRemoteEvicted]
+	waitFor(t, "the flood's connections past the limit evicted", func() bool {
+		refused = node.Drops()[dropRemoteEvicted]
 		return refused >= flood-maxRemoteHandshakesPerIP
 	})
 	// The test's own ends of the flood are descriptors of this process too.
@@ -702,6 +702,6 @@ func TestHandshakeFloodOnTheActorPort(t *testing.T) {
 	}
 	checkSame(t, "a job submitted during the flood", got, want)
 	if refused > flood {
-		t.Fatalf("%d connections refused of %d opened", refused, flood)
+		t.Fatalf("%d connections evicted of %d opened", refused, flood)
 	}
 }

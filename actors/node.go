@@ -46,15 +46,21 @@ import (
 // HostName is the well-known actor name of every node's host actor.
 const HostName = jobctl.HostName
 
-// maxGRPCMessage is the gRPC message limit of the remote, well above a batch of chunked
-// messages (remoteBatch messages of at most chunked.Floats values).
+// maxGRPCMessage is the gRPC message limit of the remote: a batch of remoteBatch messages,
+// the largest of which carry a chunk (chunked.Floats values, 1 MiB) and its header. The
+// largest are a streamed sparse block's chunks (BlockChunk: up to 1 MiB of values, 384 KiB of
+// row indices and column pointers as varints, about 1.4 MiB) and the chunks of a
+// reduce-scatter's partials, which carry the segment lengths of every shard (3 bytes a shard
+// or less: 300 KiB at 100,000 shards); a batch of 16 of them is under 24 MiB. The limit bounds
+// what a stream can make the node hold before its message is whole (see limits_identity.go),
+// so it is 32 MiB, not more; TestLargestRemoteMessage measures a job's largest.
 //
 // remoteQueue is the initial length of the queue of each of the remote's endpoint writers (one
 // per node talked to). The queue doubles when full; protoactor's default, a million slots,
 // is 16 MB allocated per endpoint up front (about 31 MB a job in a 2-node test cluster, still
 // reachable after the job: TestIdleNodeKeepsNothingOfEndedJobs measured it).
 const (
-	maxGRPCMessage = 64 << 20
+	maxGRPCMessage = 32 << 20
 	remoteBatch    = 16
 	remoteQueue    = 1024
 )
@@ -222,8 +228,9 @@ type Node struct {
 	blocksMu sync.Mutex
 	blocks   map[string]keptBlock // shards' blocks of X by actor name, kept across restarts
 
-	guard *guard
-	plane *dataPlane // nil: none (NodeConfig.DataPort < 0)
+	guard  *guard
+	limits *nodeLimits // of its ports' connections and streams (limits_identity.go)
+	plane  *dataPlane  // nil: none (NodeConfig.DataPort < 0)
 	// runner runs the mailboxes of the node's actors (see mailboxRunner).
 	runner *mailboxRunner
 	board  jobBoard
@@ -363,6 +370,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	logger = rateLimit(logger, logEvery) // repeated warnings and errors: see lograte.go
 	// Remote.Start panics when it cannot listen: find out first, with a clear error.
 	lis, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
@@ -374,13 +382,15 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	g := newGuard(cfg.TLS == nil, logger)
+	lim := newNodeLimits(cfg.TLS == nil, func(cause string) { g.drop(cause, 1) })
 	serverOpts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxGRPCMessage), grpc.MaxSendMsgSize(maxGRPCMessage),
-		grpc.ConnectionTimeout(remoteHandshakeTimeout)}, g.serverOptions()...)
+		grpc.ConnectionTimeout(remoteHandshakeTimeout)}, lim.serverOptions()...)
+	serverOpts = append(serverOpts, g.serverOptions()...)
 	// Connections read and write with raw system calls (rawIOCredentials), as the data
 	// plane's do.
 	var server, creds credentials.TransportCredentials = rawIOCredentials{insecure.NewCredentials()}, rawIOCredentials{insecure.NewCredentials()}
 	if cfg.TLS != nil {
-		server = limitHandshakes(rawIOCredentials{credentials.NewTLS(cfg.TLS.Server)}, maxRemoteHandshakes, maxRemoteHandshakesPerIP, func(cause string) { g.drop(cause, 1) })
+		server = limitHandshakes(rawIOCredentials{credentials.NewTLS(cfg.TLS.Server)}, maxRemoteHandshakes, maxRemoteHandshakesPerIP, lim.actor, lim.drop)
 		creds = rawIOCredentials{credentials.NewTLS(cfg.TLS.Client)}
 	}
 	serverOpts = append(serverOpts, grpc.Creds(server))
@@ -403,7 +413,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if err := startRemote(r); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, hooks: cfg.Faults.hooks(), blocks: map[string]keptBlock{}, guard: g, runner: newMailboxRunner(),
+	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, hooks: cfg.Faults.hooks(), blocks: map[string]keptBlock{}, guard: g, limits: lim, runner: newMailboxRunner(),
 		committed: map[string]int64{}, ended: map[string]time.Time{}, machines: map[string]map[*kernels.Machine]bool{}}
 	n.mem.limit = cfg.Memory
 	dir := cfg.DataDir

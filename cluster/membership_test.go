@@ -481,8 +481,8 @@ func TestEventKindString(t *testing.T) {
 
 // TestGossipPortFlood opens many connections to a node's gossip port from one address and
 // sends nothing on them, as anyone who reaches the port can. The node serves at most
-// maxStreamsPerIP of them and closes the others at once; meanwhile a node from another
-// address joins.
+// maxStreamsPerIP of them (each past it evicts the address's oldest); meanwhile a node from
+// another address joins.
 func TestGossipPortFlood(t *testing.T) {
 	t.Parallel()
 	a := start(t, Config{Name: "a", Meta: memberMeta(9001)})
@@ -495,11 +495,11 @@ func TestGossipPortFlood(t *testing.T) {
 		}
 		t.Cleanup(func() { c.Close() })
 	}
-	waitFor(t, 10*time.Second, "the flood's connections past the limit refused", func() bool {
+	waitFor(t, 10*time.Second, "the flood's connections past the limit evicted", func() bool {
 		return a.RefusedStreams() >= flood-maxStreamsPerIP
 	})
 	if got := a.RefusedStreams(); got > flood-maxStreamsPerIP {
-		t.Fatalf("%d of %d connections refused, want %d: the node serves %d from one address", got, flood, flood-maxStreamsPerIP, maxStreamsPerIP)
+		t.Fatalf("%d of %d connections evicted, want %d: the node serves %d from one address", got, flood, flood-maxStreamsPerIP, maxStreamsPerIP)
 	}
 	b := start(t, Config{Name: "b", Join: []string{a.Local().Gossip}, Meta: memberMeta(9002)})
 	for _, n := range []node{a, b} {

@@ -17,9 +17,15 @@ import (
 // out would take every descriptor of the node's process.
 //
 // limitedStreams therefore hands memberlist at most maxStreams connections at a time, and
-// maxStreamsPerIP from one address, and closes the others at once (Membership.RefusedStreams
-// counts them). A node's own gossip uses a few: a push/pull with a peer every interval, a
-// join, the TCP fallback of a probe.
+// maxStreamsPerIP from one address (see package slots). When they are all taken, a newcomer
+// is not refused: the oldest connection of the address holding the most is closed instead,
+// or, when the newcomer's own address holds its share, that address's oldest
+// (Membership.RefusedStreams counts them). An address is a weak identity (every local user
+// owns 127.0.0.0/8: idle connections from 127.0.0.2-.5 held every slot and kept clients and
+// members out), so a flood only pushes out its own connections while a member's push/pull or
+// a client's request gets its slot. Memberlist's own deadline (Timing.TCPTimeout, 2 s)
+// bounds how long a connection that sends nothing holds one. A node's own gossip uses a few:
+// a push/pull with a peer every interval, a join, the TCP fallback of a probe.
 const (
 	maxStreams      = 128
 	maxStreamsPerIP = 32
@@ -34,7 +40,7 @@ type limitedStreams struct {
 	gone    chan struct{} // closed once the wrapped transport has shut down
 	once    sync.Once
 	refused atomic.Int64
-	served  *slots.Limiter // the streams memberlist has, by remote address
+	served  *slots.Limiter // the streams memberlist has, by remote address (evicting when full)
 }
 
 // limitStreams wraps t and starts passing its streams on.
@@ -61,14 +67,12 @@ func (l *limitedStreams) pass(in <-chan net.Conn) {
 	for {
 		select {
 		case c := <-in:
-			ip := slots.RemoteIP(c)
-			if !l.served.Take(ip) {
+			slot := l.served.Take(slots.RemoteIP(c), func() {
 				l.refused.Add(1)
 				c.Close()
-				continue
-			}
+			})
 			select {
-			case l.out <- &limitedConn{Conn: c, done: func() { l.served.Give(ip) }}:
+			case l.out <- &limitedConn{Conn: c, done: func() { slot.Release() }}:
 			case <-l.stop:
 				c.Close()
 				return
