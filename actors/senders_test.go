@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -363,4 +364,64 @@ func TestClusterNodeDialsOnlyMembersAndClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSame(t, "a job on a cluster's nodes", got, want)
+}
+
+// TestClientStatusShowsOnlyItsOwnJobs: a client's status of a node counts only its own jobs,
+// actors, shards and reservations (finding 10: status showed a client the others'); the
+// owner sees its job, a peer sees everything.
+func TestClientStatusShowsOnlyItsOwnJobs(t *testing.T) {
+	h := newHostileSetup(t, &Faults{IterationDelay: 3 * time.Millisecond})
+	v := h.startVictim(t, 150)
+	peer := startParty(t, creds(t, h.ca, "node", pki.RolePeer)).System().Root
+	status := func(who *actor.RootContext, addr string) *messages.Pong {
+		t.Helper()
+		res, err := who.RequestFuture(HostPID(addr), &messages.HostStatus{}, 5*time.Second).Result()
+		pong, ok := res.(*messages.Pong)
+		if err != nil || !ok {
+			t.Fatalf("no status from %s: %v %v", addr, res, err)
+		}
+		return pong
+	}
+	for _, n := range h.lc.Nodes {
+		all := status(peer, n.Address())
+		if all.Jobs != 1 || all.Shards == 0 || all.Reserved == 0 {
+			t.Fatalf("a peer's status of %s: %v", n.Address(), all)
+		}
+		if other := status(v.mallory, n.Address()); other.Jobs != 0 || other.Actors != 0 || other.Shards != 0 || other.Reserved != 0 || len(other.JobIds) != 0 {
+			t.Fatalf("another client's status of %s shows alice's job: %v", n.Address(), other)
+		}
+		own := status(h.alice.system.Root, n.Address())
+		if own.Jobs != 1 || own.Shards != all.Shards || own.Reserved != all.Reserved || len(own.JobIds) != 1 || own.JobIds[0] != v.job.ID {
+			t.Fatalf("alice's status of %s: %v, a peer's %v", n.Address(), own, all)
+		}
+	}
+	v.endsBitwise(t, h.lc, "with statuses asked")
+}
+
+// TestProvenAddressesAreBounded: the proofs kept are bounded per key and overall, the oldest
+// making room, and expire.
+func TestProvenAddressesAreBounded(t *testing.T) {
+	s := newSenders(nil, nil)
+	now := time.Now()
+	addr := func(i int) netip.AddrPort { return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(1000+i)) }
+	key := func(i int) keyHash { return keyHash{byte(i), byte(i >> 8)} }
+	for i := range maxProvenPerKey + 4 {
+		s.remember(addr(i), key(0), now.Add(time.Duration(i)*time.Millisecond))
+	}
+	if len(s.proven) != maxProvenPerKey {
+		t.Fatalf("%d addresses kept for one key, want %d", len(s.proven), maxProvenPerKey)
+	}
+	if _, ok := s.proven[addr(0)]; ok {
+		t.Fatal("the oldest proof of the key was kept")
+	}
+	for i := range 2 * maxProven {
+		s.remember(addr(i), key(i), now.Add(time.Second+time.Duration(i)*time.Microsecond))
+	}
+	if len(s.proven) != maxProven {
+		t.Fatalf("%d proofs kept, want %d", len(s.proven), maxProven)
+	}
+	s.remember(addr(1), key(1), now.Add(2*provenFor))
+	if len(s.proven) != 1 {
+		t.Fatalf("%d proofs kept after they expired, want 1", len(s.proven))
+	}
 }
