@@ -403,7 +403,9 @@ func TestClientStatusShowsOnlyItsOwnJobs(t *testing.T) {
 func TestProvenAddressesAreBounded(t *testing.T) {
 	s := newSenders(nil, nil)
 	now := time.Now()
-	addr := func(i int) netip.AddrPort { return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(1000+i)) }
+	addr := func(i int) netip.AddrPort {
+		return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(1000+i))
+	}
 	key := func(i int) keyHash { return keyHash{byte(i), byte(i >> 8)} }
 	for i := range maxProvenPerKey + 4 {
 		s.remember(addr(i), key(0), now.Add(time.Duration(i)*time.Millisecond))
