@@ -38,9 +38,14 @@ import (
 //     batch's tables in range, the protobuf serializer, a type the protocol knows, and a role
 //     that may send that type (the table access below, the one place where roles are
 //     authorized); what fails is dropped and counted by cause;
+//   - a client's message that names a sender (the PID protoactor answers, dead letters
+//     included), or a submission's client, is accepted only if that address is proven for
+//     the client's session (see senders.go): a node answers a client only there;
 //   - each accepted message is stamped with its sender's role and name (message headers that
-//     the party cannot set itself), so that the handlers that check ownership of a job know
-//     who asks: see callerOf.
+//     the party cannot set itself), and a client's with its proven address, so that the
+//     handlers that check ownership of a job know who asks: see callerOf;
+//   - a client's node (NodeConfig.ClientOnly) takes from peers only what a client receives,
+//     to its client actors and futures, and nothing from clients (checkClientBound).
 //
 // Messages between actors of one process never cross the guard and are trusted.
 

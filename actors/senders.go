@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -320,10 +322,36 @@ func (s *senders) checkLeaf(addr string, leaf *x509.Certificate) bool {
 	return false
 }
 
+// resolvesToMember tells whether addr (the ip:port gRPC resolved a target to) is that of a
+// member whose actor address names its host by a DNS name.
+func (s *senders) resolvesToMember(ctx context.Context, addr string) bool {
+	ap, ok := canonical(addr)
+	if !ok || s.n.cfg.Members == nil {
+		return false
+	}
+	for _, w := range s.n.cfg.Members.Workers() {
+		host, port, err := net.SplitHostPort(w.Meta.Actor)
+		if err != nil || port != strconv.Itoa(int(ap.Port())) {
+			continue
+		}
+		if _, err := netip.ParseAddr(host); err == nil {
+			continue // a literal address: mayDial compared it
+		}
+		lctx, cancel := context.WithTimeout(ctx, proofTimeout)
+		ips, err := net.DefaultResolver.LookupNetIP(lctx, "ip", host)
+		cancel()
+		if err == nil && slices.ContainsFunc(ips, func(ip netip.Addr) bool { return ip.Unmap() == ap.Addr() }) {
+			return true
+		}
+	}
+	return false
+}
+
 // dial is the remote's gRPC context dialer on a node of a cluster: it connects only to an
-// address the node may dial.
+// address the node may dial (gRPC gives it the target resolved: a member's DNS name is
+// resolved again to compare).
 func (s *senders) dial(ctx context.Context, addr string) (net.Conn, error) {
-	if !s.mayDial(addr) {
+	if !s.mayDial(addr) && !s.resolvesToMember(ctx, addr) {
 		s.n.guard.drop(dropDialRefused, 1)
 		return nil, fmt.Errorf("node %s does not dial %s: not a member, a proven client or a job's client", s.n.Address(), addr)
 	}
