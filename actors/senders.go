@@ -55,6 +55,8 @@ const (
 	failedProofWait = 10 * time.Second
 	maxFailedProofs = 8
 	maxFailedKept   = 4096
+	// maxProofs bounds the proofs under way at once (each holds a connection).
+	maxProofs = 64
 )
 
 // Drop causes of the sender proofs and of the dials.
@@ -106,7 +108,8 @@ type jobClient struct {
 // dials. Its methods may be called from any goroutine.
 type senders struct {
 	n      *Node
-	client *tls.Config // the node's client credentials; nil without TLS
+	client *tls.Config   // the node's client credentials; nil without TLS
+	proofs chan struct{} // a slot for each proof under way (maxProofs)
 
 	mu     sync.Mutex
 	proven map[netip.AddrPort]provenAddr
@@ -120,7 +123,7 @@ type failedKey struct {
 }
 
 func newSenders(n *Node, client *tls.Config) *senders {
-	return &senders{n: n, client: client, proven: map[netip.AddrPort]provenAddr{}, failed: map[failedKey]time.Time{},
+	return &senders{n: n, client: client, proofs: make(chan struct{}, maxProofs), proven: map[netip.AddrPort]provenAddr{}, failed: map[failedKey]time.Time{},
 		jobs: map[string]jobClient{}}
 }
 
@@ -228,6 +231,12 @@ func (s *senders) handshake(ap netip.AddrPort, key keyHash) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), proofTimeout)
 	defer cancel()
+	select {
+	case s.proofs <- struct{}{}:
+		defer func() { <-s.proofs }()
+	case <-ctx.Done():
+		return fmt.Errorf("%d proofs under way", maxProofs)
+	}
 	raw, err := (&net.Dialer{}).DialContext(ctx, "tcp", ap.String())
 	if err != nil {
 		return err
