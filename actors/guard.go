@@ -158,7 +158,11 @@ type guard struct {
 	// senders proves the senders clients name (nil: none is accepted); set before the
 	// remote starts.
 	senders *senders
-	logger  *slog.Logger
+	// provePeers has the senders of peers proven too, unless they are members' (a node of
+	// a cluster, which dials only members and proven addresses: a peer that is no member,
+	// such as a node starting or an operator's tool, is answered where it proved).
+	provePeers bool
+	logger     *slog.Logger
 
 	mu      sync.Mutex
 	dropped map[string]*atomic.Int64
@@ -260,7 +264,7 @@ func (g *guard) partyOf(ctx context.Context) (party, bool) {
 		return party{}, false
 	}
 	who := newParty(role, name)
-	if role != pki.RolePeer {
+	if role != pki.RolePeer || g.provePeers {
 		who.session = &session{key: keyOf(info.State.VerifiedChains[0][0]), stamps: map[string]*remote.MessageHeader{}}
 		if tcp, ok := p.Addr.(*net.TCPAddr); ok {
 			if ip, ok := netip.AddrFromSlice(tcp.IP); ok {
@@ -335,7 +339,7 @@ func (g *guard) filter(b *remote.MessageBatch, who party) {
 			continue
 		}
 		stamp := who.stamp
-		if who.role != pki.RolePeer {
+		if who.role != pki.RolePeer || who.session != nil {
 			if stamp = g.proveSender(b, e, who); stamp == nil {
 				g.drop(dropSenderUnproven, 1)
 				continue
@@ -413,6 +417,9 @@ func (g *guard) proveSender(b *remote.MessageBatch, e *remote.MessageEnvelope, w
 	if e.Sender > 0 {
 		addr = b.Senders[e.Sender-1].GetAddress()
 	}
+	if who.role == pki.RolePeer {
+		return g.provenPeer(addr, who)
+	}
 	if b.TypeNames[e.TypeId] == "didnmf.SubmitJob" {
 		var m messages.SubmitJob
 		if proto.Unmarshal(e.MessageData, &m) != nil || m.Client == nil {
@@ -425,6 +432,26 @@ func (g *guard) proveSender(b *remote.MessageBatch, e *remote.MessageEnvelope, w
 	}
 	if addr == "" {
 		return who.stamp // no sender: nobody is answered
+	}
+	return g.proven(addr, who)
+}
+
+// provenPeer returns the header of a peer's message whose sender is at addr: a member's (or
+// this node's) address, or one the peer's session proved; nil if it is neither.
+func (g *guard) provenPeer(addr string, who party) *remote.MessageHeader {
+	ss := who.session
+	if addr == "" {
+		return who.stamp
+	}
+	if h := ss.stamps[addr]; h != nil {
+		return h
+	}
+	if g.senders != nil && g.senders.isNodeAddress(addr) {
+		if len(ss.stamps) >= maxSessionStamps {
+			clear(ss.stamps)
+		}
+		ss.stamps[addr] = who.stamp
+		return who.stamp
 	}
 	return g.proven(addr, who)
 }

@@ -376,6 +376,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	n.senders = newSenders(n, clientTLS)
 	if !cfg.ClientOnly {
 		g.senders = n.senders
+		g.provePeers = cfg.TLS != nil && cfg.Members != nil
 	}
 	serverOpts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxGRPCMessage), grpc.MaxSendMsgSize(maxGRPCMessage),
 		grpc.ConnectionTimeout(remoteHandshakeTimeout)}, g.serverOptions()...)
