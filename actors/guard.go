@@ -443,8 +443,8 @@ func (g *guard) provenPeer(addr string, who party) *remote.MessageHeader {
 	if addr == "" {
 		return who.stamp
 	}
-	if h := ss.stamps[addr]; h != nil {
-		return h
+	if h := ss.stamps[addr]; h == who.stamp {
+		return h // a node's address
 	}
 	if g.senders != nil && g.senders.isNodeAddress(addr) {
 		if len(ss.stamps) >= maxSessionStamps {
@@ -464,7 +464,10 @@ func (g *guard) proven(addr string, who party) *remote.MessageHeader {
 		return nil
 	}
 	if h := ss.stamps[addr]; h != nil {
-		return h
+		if g.senders.refresh(h.HeaderData[headerAddr], ss.key) {
+			return h
+		}
+		delete(ss.stamps, addr) // evicted or expired: proved again
 	}
 	if ss.failed >= maxFailedProofs {
 		return nil

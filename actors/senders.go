@@ -257,6 +257,25 @@ func (s *senders) handshake(ap netip.AddrPort, key keyHash) error {
 	return nil
 }
 
+// refresh marks the proof of addr (canonical) for key as used now, and tells whether it is
+// still kept: a session's stream that keeps sending keeps its address proven.
+func (s *senders) refresh(addr string, key keyHash) bool {
+	ap, ok := canonical(addr)
+	if !ok {
+		return false
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.proven[ap]
+	if !ok || p.key != key || now.Sub(p.at) >= provenFor {
+		return false
+	}
+	p.at = now
+	s.proven[ap] = p
+	return true
+}
+
 // provenKey returns the key proven at an address, if the proof is recent.
 func (s *senders) provenKey(addr string) (keyHash, bool) {
 	ap, ok := canonical(addr)
