@@ -325,7 +325,8 @@ func TestSubmissionNamingAThirdAddress(t *testing.T) {
 // TestClusterNodeDialsOnlyMembersAndClients: a node of a cluster connects to no address that
 // is not a member's, a proven client's or a client of its jobs (refused before connecting,
 // counted); a member's address whose certificate is not named as the member is refused
-// after the handshake; a client's job across two members still ends with the driver's bits.
+// after the handshake; a peer that is no member is answered only where it proved it listens;
+// a client's job across two members still ends with the driver's bits.
 func TestClusterNodeDialsOnlyMembersAndClients(t *testing.T) {
 	ca, err := pki.CAFromSecret(pki.NewSecret())
 	if err != nil {
@@ -347,6 +348,16 @@ func TestClusterNodeDialsOnlyMembersAndClients(t *testing.T) {
 	if _, err := root.RequestFuture(HostPID(nodes[1].Address()), &messages.Ping{}, 5*time.Second).Result(); err != nil {
 		t.Fatalf("a member does not answer: %v", err)
 	}
+
+	// A peer that is no member (an operator's tool) is answered where it proved it listens;
+	// one naming another address as its sender is not.
+	auditor := startParty(t, creds(t, ca, "auditor", pki.RolePeer)).System().Root
+	if _, err := auditor.RequestFuture(HostPID(nodes[1].Address()), &messages.HostStatus{}, 5*time.Second).Result(); err != nil {
+		t.Fatalf("a peer that is no member got no answer: %v", err)
+	}
+	third := listenCounting(t, "127.0.0.3")
+	auditor.RequestWithCustomSender(HostPID(nodes[1].Address()), &messages.HostStatus{}, actor.NewPID(third.addr, "future$1"))
+	third.noConnection(t, "the sender a peer that is no member named", func() bool { return nodes[1].Drops()[dropSenderUnproven] > 0 })
 
 	// A client's job on two members: the shards on the second send it their results.
 	alice := NewClient(startParty(t, creds(t, ca, "alice", pki.RoleClient)).System(), Timeouts{})
