@@ -438,3 +438,30 @@ func TestProvenAddressesAreBounded(t *testing.T) {
 		t.Fatalf("%d proofs kept after they expired, want 1", len(s.proven))
 	}
 }
+
+// TestDataPlaneDialsOnlyTheMember: a node of a cluster links its data plane to a node only if
+// the certificate there is the member's at that actor address (a peer's certificate under
+// another name is refused).
+func TestDataPlaneDialsOnlyTheMember(t *testing.T) {
+	ca, err := pki.CAFromSecret(pki.NewSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, members := memberNodes(t, ca, 2)
+	members.workers = []cluster.Member{member("node", nodes[0].Address()), member("node", nodes[1].Address())}
+	conn, err := nodes[0].plane.connect(nodes[1].Address())
+	if err != nil {
+		t.Fatalf("the data plane of a member: %v", err)
+	}
+	conn.Close()
+	// The remote's connection is made: only the data plane's handshake sees the name.
+	members.mu.Lock()
+	members.workers = []cluster.Member{member("node", nodes[0].Address()), member("other", nodes[1].Address())}
+	members.mu.Unlock()
+	if conn, err := nodes[0].plane.connect(nodes[1].Address()); err == nil {
+		conn.Close()
+		t.Fatal("linked to a data plane whose certificate is not the member's")
+	} else if !strings.Contains(err.Error(), "not the member's") {
+		t.Fatalf("refused for another reason: %v", err)
+	}
+}
