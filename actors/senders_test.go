@@ -35,6 +35,13 @@ func (m *staticMembers) Workers() []cluster.Member {
 	return slices.Clone(m.workers)
 }
 
+// set sets the live workers.
+func (m *staticMembers) set(workers ...cluster.Member) {
+	m.mu.Lock()
+	m.workers = workers
+	m.mu.Unlock()
+}
+
 // member is a worker named name at an actor address.
 func member(name, addr string) cluster.Member {
 	return cluster.Member{Name: name, Meta: cluster.Meta{Role: cluster.RoleMember, Actor: addr, Capacity: 1}}
@@ -159,7 +166,7 @@ func TestClientNodeTakesNothingFromClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes, members := memberNodes(t, ca, 2)
-	members.workers = []cluster.Member{member("node", nodes[0].Address()), member("node", nodes[1].Address())}
+	members.set(member("node", nodes[0].Address()), member("node", nodes[1].Address()))
 	aliceNode, err := StartNode(NodeConfig{Threads: 1, TLS: creds(t, ca, "alice", pki.RoleClient), ClientOnly: true, Members: members})
 	if err != nil {
 		t.Fatal(err)
@@ -296,7 +303,7 @@ func TestSubmissionNamingAThirdAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes, members := memberNodes(t, ca, 1)
-	members.workers = []cluster.Member{member("node", nodes[0].Address())}
+	members.set(member("node", nodes[0].Address()))
 	lc, err := StartLocalCluster(1, NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer)})
 	if err != nil {
 		t.Fatal(err)
@@ -333,8 +340,8 @@ func TestClusterNodeDialsOnlyMembersAndClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes, members := memberNodes(t, ca, 3)
-	members.workers = []cluster.Member{member("node", nodes[0].Address()), member("node", nodes[1].Address()),
-		member("impostor", nodes[2].Address())}
+	members.set(member("node", nodes[0].Address()), member("node", nodes[1].Address()),
+		member("impostor", nodes[2].Address()))
 	lis := listenCounting(t, "127.0.0.1")
 	root := nodes[0].System().Root
 	root.Send(actor.NewPID(lis.addr, "x"), &messages.Ping{})
@@ -448,16 +455,14 @@ func TestDataPlaneDialsOnlyTheMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes, members := memberNodes(t, ca, 2)
-	members.workers = []cluster.Member{member("node", nodes[0].Address()), member("node", nodes[1].Address())}
+	members.set(member("node", nodes[0].Address()), member("node", nodes[1].Address()))
 	conn, err := nodes[0].plane.connect(nodes[1].Address())
 	if err != nil {
 		t.Fatalf("the data plane of a member: %v", err)
 	}
 	conn.Close()
 	// The remote's connection is made: only the data plane's handshake sees the name.
-	members.mu.Lock()
-	members.workers = []cluster.Member{member("node", nodes[0].Address()), member("other", nodes[1].Address())}
-	members.mu.Unlock()
+	members.set(member("node", nodes[0].Address()), member("other", nodes[1].Address()))
 	if conn, err := nodes[0].plane.connect(nodes[1].Address()); err == nil {
 		conn.Close()
 		t.Fatal("linked to a data plane whose certificate is not the member's")
