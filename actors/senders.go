@@ -66,6 +66,9 @@ const (
 	dropDialIdentity   = "dial refused: the certificate is not the one expected at that address"
 )
 
+// errProofsBusy fails a proof that found maxProofs under way for proofTimeout.
+var errProofsBusy = fmt.Errorf("%d sender proofs under way", maxProofs)
+
 // keyHash is the SHA-256 of a certificate's SubjectPublicKeyInfo.
 type keyHash [32]byte
 
@@ -178,6 +181,9 @@ func (s *senders) prove(addr string, ip netip.Addr, key keyHash) (string, error)
 	err := s.handshake(ap, key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if errors.Is(err, errProofsBusy) {
+		return "", err // not the address's failure: tried again at its next message
+	}
 	if err != nil {
 		if len(s.failed) >= maxFailedKept {
 			for k, at := range s.failed {
@@ -235,7 +241,7 @@ func (s *senders) handshake(ap netip.AddrPort, key keyHash) error {
 	case s.proofs <- struct{}{}:
 		defer func() { <-s.proofs }()
 	case <-ctx.Done():
-		return fmt.Errorf("%d proofs under way", maxProofs)
+		return errProofsBusy
 	}
 	raw, err := (&net.Dialer{}).DialContext(ctx, "tcp", ap.String())
 	if err != nil {
