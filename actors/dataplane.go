@@ -493,7 +493,8 @@ func (p *dataPlane) dial(address string, l *dataLink) {
 }
 
 // connect asks the node at address for its data plane's address and connects to it, checking
-// (with TLS) that the other end holds a peer's certificate.
+// (with TLS) that the other end holds a peer's certificate, and in a cluster (Members) the
+// certificate of the member at address.
 func (p *dataPlane) connect(address string) (net.Conn, error) {
 	res, err := p.n.system.Root.RequestFuture(actor.NewPID(address, HostName), &messages.Ping{}, dataDialTimeout).Result()
 	if err != nil {
@@ -524,9 +525,17 @@ func (p *dataPlane) connect(address string) (net.Conn, error) {
 		return nil, fmt.Errorf("data plane of %s: %w", address, err)
 	}
 	_ = c.SetDeadline(time.Time{})
-	if role, _ := roleOf(c.ConnectionState()); role != pki.RolePeer {
+	role, name := roleOf(c.ConnectionState())
+	if role != pki.RolePeer {
 		raw.Close()
 		return nil, fmt.Errorf("data plane of %s: the certificate is not a peer's", address)
+	}
+	if p.n.cfg.Members != nil {
+		// In a cluster, the node at address is a member: its data plane holds its name.
+		if member, ok := p.n.senders.memberAt(address); !ok || name != member {
+			raw.Close()
+			return nil, fmt.Errorf("data plane of %s: the certificate is %q's, not the member's at that address", address, name)
+		}
 	}
 	return c, nil
 }

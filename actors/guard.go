@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"regexp"
 	"sort"
 	"sync"
@@ -18,7 +20,9 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 )
 
@@ -34,9 +38,14 @@ import (
 //     batch's tables in range, the protobuf serializer, a type the protocol knows, and a role
 //     that may send that type (the table access below, the one place where roles are
 //     authorized); what fails is dropped and counted by cause;
+//   - a client's message that names a sender (the PID protoactor answers, dead letters
+//     included), or a submission's client, is accepted only if that address is proven for
+//     the client's session (see senders.go): a node answers a client only there;
 //   - each accepted message is stamped with its sender's role and name (message headers that
-//     the party cannot set itself), so that the handlers that check ownership of a job know
-//     who asks: see callerOf.
+//     the party cannot set itself), and a client's with its proven address, so that the
+//     handlers that check ownership of a job know who asks: see callerOf;
+//   - a client's node (NodeConfig.ClientOnly) takes from peers only what a client receives,
+//     to its client actors and futures, and nothing from clients (checkClientBound).
 //
 // Messages between actors of one process never cross the guard and are trusted.
 
@@ -44,6 +53,8 @@ import (
 const (
 	headerRole = "didnmf-role"
 	headerName = "didnmf-name"
+	// headerAddr is the sender's address as the client's session proved it (see senders).
+	headerAddr = "didnmf-addr"
 )
 
 // roles is a set of pki roles.
@@ -129,6 +140,9 @@ const (
 	dropPanic           = "handler panic"
 	dropUnimplemented   = "unimplemented rpc"
 	dropRolePrefix      = "role may not send "
+	dropClientOnly      = "client node: a message from a client"
+	dropClientOnlyType  = "client node: a type no client receives"
+	dropClientOnlyTo    = "client node: to an actor that is not a client's"
 	dropOwnerPrefix     = "not the owner: "
 	dropStalePrefix     = "stale or unknown job: "
 )
@@ -137,8 +151,18 @@ const (
 type guard struct {
 	// open is set when the node runs without credentials (--insecure): every party counts as
 	// a peer.
-	open   bool
-	logger *slog.Logger
+	open bool
+	// clientOnly is set on a client's node (NodeConfig.ClientOnly): it takes from peers only
+	// what a client receives, to its client actors and futures, and nothing from clients.
+	clientOnly bool
+	// senders proves the senders clients name (nil: none is accepted); set before the
+	// remote starts.
+	senders *senders
+	// provePeers has the senders of peers proven too, unless they are members' (a node of
+	// a cluster, which dials only members and proven addresses: a peer that is no member,
+	// such as a node starting or an operator's tool, is answered where it proved).
+	provePeers bool
+	logger     *slog.Logger
 
 	mu      sync.Mutex
 	dropped map[string]*atomic.Int64
@@ -201,12 +225,28 @@ type party struct {
 	// stamp is the header every message of the party carries once checked: made once a
 	// stream, shared by its messages (nobody writes a received message's header).
 	stamp *remote.MessageHeader
+	// session is what a client's stream proved (nil for a peer, or outside a stream).
+	session *session
 }
 
 func newParty(role pki.Role, name string) party {
 	return party{role: role, name: name,
 		stamp: &remote.MessageHeader{HeaderData: map[string]string{headerRole: role.String(), headerName: name}}}
 }
+
+// session is what one client's stream proved: the IP its connection comes from, its
+// certificate's key, and the sender addresses proven for it, each with the header its
+// messages are stamped with. It is used by the stream's reader only.
+type session struct {
+	ip     netip.Addr
+	key    keyHash
+	stamps map[string]*remote.MessageHeader // by the address as named
+	failed int                              // proofs that failed
+}
+
+// maxSessionStamps bounds the addresses a stream keeps proven (more than a session proves
+// in the senders' cache, maxProvenPerKey).
+const maxSessionStamps = 2 * maxProvenPerKey
 
 // partyOf authenticates the other end of a stream from its verified TLS certificate.
 func (g *guard) partyOf(ctx context.Context) (party, bool) {
@@ -225,7 +265,16 @@ func (g *guard) partyOf(ctx context.Context) (party, bool) {
 	if role == 0 {
 		return party{}, false
 	}
-	return newParty(role, name), true
+	who := newParty(role, name)
+	if role != pki.RolePeer || g.provePeers {
+		who.session = &session{key: keyOf(info.State.VerifiedChains[0][0]), stamps: map[string]*remote.MessageHeader{}}
+		if tcp, ok := p.Addr.(*net.TCPAddr); ok {
+			if ip, ok := netip.AddrFromSlice(tcp.IP); ok {
+				who.session.ip = ip.Unmap()
+			}
+		}
+	}
+	return who, true
 }
 
 // roleOf returns the role and name of the verified certificate of a TLS connection's other
@@ -291,7 +340,14 @@ func (g *guard) filter(b *remote.MessageBatch, who party) {
 			g.drop(cause, 1)
 			continue
 		}
-		e.MessageHeader = who.stamp
+		stamp := who.stamp
+		if who.role != pki.RolePeer || who.session != nil {
+			if stamp = g.proveSender(b, e, who); stamp == nil {
+				g.drop(dropSenderUnproven, 1)
+				continue
+			}
+		}
+		e.MessageHeader = stamp
 		kept = append(kept, e)
 	}
 	for i := len(kept); i < len(b.Envelopes); i++ {
@@ -312,6 +368,9 @@ func (g *guard) check(b *remote.MessageBatch, e *remote.MessageEnvelope, who par
 	case e.SerializerId != 0:
 		return dropSerializer
 	}
+	if g.clientOnly {
+		return checkClientBound(b, e, who)
+	}
 	allowed, known := access[b.TypeNames[e.TypeId]]
 	if !known {
 		return dropUnknownType
@@ -325,6 +384,109 @@ func (g *guard) check(b *remote.MessageBatch, e *remote.MessageEnvelope, who par
 	return ""
 }
 
+// checkClientBound checks an envelope on a client's node (see clientBound and
+// clientNodeTarget), after its indices: it returns why it must be dropped, or "".
+func checkClientBound(b *remote.MessageBatch, e *remote.MessageEnvelope, who party) string {
+	switch {
+	case who.role != pki.RolePeer:
+		return dropClientOnly
+	case !clientBound[b.TypeNames[e.TypeId]]:
+		return dropClientOnlyType
+	case !clientNodeTarget.MatchString(b.Targets[e.Target]):
+		return dropClientOnlyTo
+	}
+	return ""
+}
+
+// clientBound are the types a client's node takes from peers: what its client actor and the
+// futures of its requests receive (see clientActor and Job).
+var clientBound = map[string]bool{
+	"didnmf.JobAccepted": true, "didnmf.JobError": true, "didnmf.Progress": true, "didnmf.JobResult": true,
+	"didnmf.ResultChunk": true, "didnmf.BlockRequest": true, "didnmf.BlockAck": true, "didnmf.LeaseAck": true,
+	"didnmf.Pong": true, "didnmf.JobList": true, "actor.DeadLetterResponse": true,
+}
+
+// clientNodeTarget is what a peer may send to on a client's node: its client actors
+// (NewClient spawns them as "client$<id>") and the futures of its requests ("future$<id>").
+var clientNodeTarget = regexp.MustCompile(`^(client|future)\$[0-9A-Za-z~+]{1,13}$`)
+
+// proveSender returns the header of a client's envelope once its sender (the PID protoactor
+// answers) and, for a submission, the client it names are proven for the session (see
+// senders): with the role, the name and the proven address. It returns nil when they are
+// not: the envelope is dropped.
+func (g *guard) proveSender(b *remote.MessageBatch, e *remote.MessageEnvelope, who party) *remote.MessageHeader {
+	addr := ""
+	if e.Sender > 0 {
+		addr = b.Senders[e.Sender-1].GetAddress()
+	}
+	if who.role == pki.RolePeer {
+		return g.provenPeer(addr, who)
+	}
+	if b.TypeNames[e.TypeId] == "didnmf.SubmitJob" {
+		var m messages.SubmitJob
+		if proto.Unmarshal(e.MessageData, &m) != nil || m.Client == nil {
+			return nil
+		}
+		if addr != "" && !sameAddress(addr, m.Client.Address) && g.proven(addr, who) == nil {
+			return nil
+		}
+		addr = m.Client.Address
+	}
+	if addr == "" {
+		return who.stamp // no sender: nobody is answered
+	}
+	return g.proven(addr, who)
+}
+
+// provenPeer returns the header of a peer's message whose sender is at addr: a member's (or
+// this node's) address, or one the peer's session proved; nil if it is neither.
+func (g *guard) provenPeer(addr string, who party) *remote.MessageHeader {
+	ss := who.session
+	if addr == "" {
+		return who.stamp
+	}
+	if h := ss.stamps[addr]; h == who.stamp {
+		return h // a node's address
+	}
+	if g.senders != nil && g.senders.isNodeAddress(addr) {
+		if len(ss.stamps) >= maxSessionStamps {
+			clear(ss.stamps)
+		}
+		ss.stamps[addr] = who.stamp
+		return who.stamp
+	}
+	return g.proven(addr, who)
+}
+
+// proven returns the header of the messages of a session whose sender is at addr, proving
+// the address first if the stream has not; nil if it is not proven.
+func (g *guard) proven(addr string, who party) *remote.MessageHeader {
+	ss := who.session
+	if ss == nil || g.senders == nil {
+		return nil
+	}
+	if h := ss.stamps[addr]; h != nil {
+		if g.senders.refresh(h.HeaderData[headerAddr], ss.key) {
+			return h
+		}
+		delete(ss.stamps, addr) // evicted or expired: proved again
+	}
+	if ss.failed >= maxFailedProofs {
+		return nil
+	}
+	canon, err := g.senders.prove(addr, ss.ip, ss.key)
+	if err != nil {
+		ss.failed++
+		return nil
+	}
+	if len(ss.stamps) >= maxSessionStamps {
+		clear(ss.stamps)
+	}
+	h := &remote.MessageHeader{HeaderData: map[string]string{headerRole: who.role.String(), headerName: who.name, headerAddr: canon}}
+	ss.stamps[addr] = h
+	return h
+}
+
 // clientTarget is what a client may send to: a node's host, and a job's coordinator and
 // shards (whose handlers check the job's owner). Nothing else of a node: not the futures
 // that wait for answers (their ids are sequential), not reducers, not protoactor's own actors.
@@ -336,6 +498,9 @@ type Caller struct {
 	Role pki.Role
 	// Name is the common name of the sender's certificate.
 	Name string
+	// Addr is, for a client, the address its session proved for the message's sender (or
+	// for the client a submission names), canonical ip:port; "" when it named none.
+	Addr string
 }
 
 // Local tells whether the message came from this process.
@@ -354,11 +519,11 @@ func callerOf(ctx actor.Context) Caller {
 	case "peer":
 		return Caller{Role: pki.RolePeer, Name: h.Get(headerName)}
 	case "client":
-		return Caller{Role: pki.RoleClient, Name: h.Get(headerName)}
+		return Caller{Role: pki.RoleClient, Name: h.Get(headerName), Addr: h.Get(headerAddr)}
 	case "":
 		return Caller{}
 	}
-	return Caller{Role: pki.RoleClient, Name: h.Get(headerName)} // unknown: the least trusted
+	return Caller{Role: pki.RoleClient, Name: h.Get(headerName), Addr: h.Get(headerAddr)} // unknown: the least trusted
 }
 
 // dropsSorted lists counters as "cause=count" sorted by cause (for logs and status).

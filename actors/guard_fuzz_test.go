@@ -15,7 +15,7 @@ import (
 )
 
 // FuzzGuardFilter feeds arbitrary bytes to the guard as a remote message from a client and
-// from a peer. It must never panic, and every envelope it lets through must be one protoactor
+// from a peer, on a member's node and on a client's. It must never panic, and every envelope it lets through must be one protoactor
 // can take without panicking: indices within the batch's tables, a protobuf payload of a type
 // the role may send that decodes or fails cleanly.
 func FuzzGuardFilter(f *testing.F) {
@@ -42,9 +42,18 @@ func FuzzGuardFilter(f *testing.F) {
 	failed, _ := proto.Marshal(&messages.ActorFailed{JobId: "j", Actor: "j-s1", Role: 42, Shard: -1})
 	add(&remote.MessageBatch{TypeNames: []string{"didnmf.SubmitJob", "didnmf.ActorFailed"}, Targets: []string{"host"},
 		Envelopes: []*remote.MessageEnvelope{{MessageData: submit}, {TypeId: 1, MessageData: failed}}})
-	g := newGuard(false, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	add(&remote.MessageBatch{TypeNames: []string{"didnmf.Progress", "didnmf.SubmitJob"}, Targets: []string{"client$1", "future$2", "host"},
+		Envelopes: []*remote.MessageEnvelope{{MessageData: ping}, {Target: 1}, {TypeId: 1, Target: 2}}})
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	member, client := newGuard(false, logger), newGuard(false, logger)
+	client.clientOnly = true
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, who := range []party{newParty(pki.RoleClient, "c"), newParty(pki.RolePeer, "p")} {
+		for _, c := range []struct {
+			g   *guard
+			who party
+		}{{member, newParty(pki.RoleClient, "c")}, {member, newParty(pki.RolePeer, "p")},
+			{client, newParty(pki.RoleClient, "c")}, {client, newParty(pki.RolePeer, "p")}} {
+			g, who := c.g, c.who
 			var m remote.RemoteMessage
 			if proto.Unmarshal(data, &m) != nil {
 				return
@@ -54,13 +63,20 @@ func FuzzGuardFilter(f *testing.F) {
 				return
 			}
 			g.filter(b, who)
+			if g.clientOnly {
+				for _, e := range b.Envelopes {
+					if who.role != pki.RolePeer || !clientBound[b.TypeNames[e.TypeId]] || !clientNodeTarget.MatchString(b.Targets[e.Target]) {
+						t.Fatalf("a client's node let %s from a %s to %q through", b.TypeNames[e.TypeId], who.role, b.Targets[e.Target])
+					}
+				}
+			}
 			for _, e := range b.Envelopes {
 				if e.TypeId < 0 || int(e.TypeId) >= len(b.TypeNames) || e.Target < 0 || int(e.Target) >= len(b.Targets) ||
 					e.Sender < 0 || int(e.Sender) > len(b.Senders) {
 					t.Fatalf("let through an envelope with indices out of range: %v", e)
 				}
 				name := b.TypeNames[e.TypeId]
-				if allowed, ok := access[name]; !ok || !allowed.allow(who.role) {
+				if allowed, ok := access[name]; !ok || !allowed.allow(who.role) && !g.clientOnly {
 					t.Fatalf("let %s through from a %s", name, who.role)
 				}
 				if e.MessageHeader.GetHeaderData()[headerRole] != who.role.String() {

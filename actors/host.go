@@ -190,6 +190,8 @@ func (h *host) Receive(ctx actor.Context) {
 			if m.Owner != "" {
 				h.owners[m.JobId] = m.Owner
 			}
+			// The job's shards send its client block requests and results.
+			h.node.senders.addJob(m.JobId, m.Client.GetAddress(), m.Owner)
 		}
 	case *messages.ReducerAssignment:
 		if !h.fromJobsCoordinator(ctx, "assignment", m.JobId, m.Coordinator, m.Epoch) {
@@ -294,6 +296,7 @@ func (h *host) Receive(ctx actor.Context) {
 			if h.jobs[c.job]--; h.jobs[c.job] <= 0 {
 				delete(h.jobs, c.job)
 				delete(h.owners, c.job)
+				h.node.senders.removeJob(c.job)
 				delete(h.submits, c.job)
 				if len(h.jobs) == 0 {
 					h.idle()
@@ -310,6 +313,11 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 		// A client that names a node's actor as itself would have this node send the job's
 		// news (an error naming another job, results) to that actor, from a trusted sender.
 		h.node.guard.drop(dropOwnerPrefix+"SubmitJob naming a node's actor as its client", 1)
+		return
+	}
+	if !caller.Peer() && !sameAddress(m.Client.Address, caller.Addr) {
+		// Nor any address its session did not prove (see senders): the node would dial it.
+		h.node.guard.drop(dropOwnerPrefix+"SubmitJob naming a client its session did not prove", 1)
 		return
 	}
 	if !caller.Peer() && (len(m.OwnerToken) < 16 || len(m.OwnerToken) > maxOwnerToken || m.JobId != JobIDFor(m.OwnerToken)) {
@@ -350,6 +358,7 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 	if h.spawn(ctx, props, m.JobId, m.JobId+coordSuffix, messages.ActorRole_ACTOR_ROLE_COORDINATOR, nil, client, 0, 0) {
 		h.submits[m.JobId] = m
 		h.owners[m.JobId] = m.Owner
+		h.node.senders.addJob(m.JobId, m.Client.GetAddress(), m.Owner)
 	}
 }
 
@@ -542,7 +551,9 @@ func (h *host) onMemberLeft(ctx actor.Context, e cluster.Event) {
 		}
 		h.node.logger.Warn("taking over a job whose coordinator's node is gone", slog.String("job", id), slog.String("node", e.Member.Name))
 		props := h.node.props(func() actor.Actor { return newTakeover(h.node, st, e) })
-		h.spawn(ctx, props, id, id+coordSuffix, messages.ActorRole_ACTOR_ROLE_COORDINATOR, nil, pidOf(st.Submit.Client), 0, st.Epoch)
+		if h.spawn(ctx, props, id, id+coordSuffix, messages.ActorRole_ACTOR_ROLE_COORDINATOR, nil, pidOf(st.Submit.Client), 0, st.Epoch) {
+			h.node.senders.addJob(id, st.Submit.Client.GetAddress(), st.Submit.Owner)
+		}
 	}
 }
 
@@ -559,19 +570,37 @@ func shardOf(name string) int64 {
 	return v
 }
 
-// status is the host's load, as Pong.
+// status is the host's load, as Pong. A peer sees all of it. A client sees the node's
+// configuration (its memory limit, capacity, threads, shard cap, machine, cores) and the
+// process's CPU time, which it needs to size its jobs and to measure a run, but of the load
+// only its own jobs: their ids and count, their actors, shards and reserved memory. The
+// others' (their number, sizes and reservations) would tell it what other clients run.
 func (h *host) status(ctx actor.Context) *messages.Pong {
 	caller := callerOf(ctx)
+	mine := func(job string) bool { return caller.Peer() || h.owners[job] == caller.Name }
 	ids := make([]string, 0, len(h.jobs))
 	for id := range h.jobs {
-		if caller.Peer() || h.owners[id] == caller.Name {
+		if mine(id) {
 			ids = append(ids, id)
 		}
 	}
 	sort.Strings(ids)
-	pong := &messages.Pong{Address: ctx.Self().Address, Jobs: int64(len(h.jobs)), Actors: int64(len(h.children)), JobIds: ids,
-		Memory: h.node.cfg.Memory, Reserved: h.node.mem.used(), Capacity: int64(max(h.node.cfg.Capacity, 1)), Threads: int64(h.node.pool.Workers()),
-		MaxShards: int64(h.node.cfg.MaxShards), Shards: int64(h.shards), Machine: h.node.cfg.Machine}
+	actors, shards, reserved := len(h.children), h.shards, h.node.mem.used()
+	if !caller.Peer() {
+		actors, shards, reserved = 0, 0, 0
+		for _, c := range h.children {
+			if mine(c.job) {
+				actors++
+				reserved += c.reserve
+				if c.role == messages.ActorRole_ACTOR_ROLE_SHARD {
+					shards++
+				}
+			}
+		}
+	}
+	pong := &messages.Pong{Address: ctx.Self().Address, Jobs: int64(len(ids)), Actors: int64(actors), JobIds: ids,
+		Memory: h.node.cfg.Memory, Reserved: reserved, Capacity: int64(max(h.node.cfg.Capacity, 1)), Threads: int64(h.node.pool.Workers()),
+		MaxShards: int64(h.node.cfg.MaxShards), Shards: int64(shards), Machine: h.node.cfg.Machine}
 	usage := cpuusage.Now()
 	pong.CpuSeconds, pong.Cores = usage.Seconds, int64(usage.Cores)
 	if caller.Peer() {

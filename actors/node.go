@@ -18,6 +18,7 @@
 package actors
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -111,6 +112,9 @@ type NodeConfig struct {
 	DataPort int
 	// Members, when set, is the cluster's membership: a job submitted without a node list is
 	// placed on its workers by capacity-weighted rendezvous hashing (see cluster.Place).
+	// With credentials, it also makes the node dial only itself, the members, and the
+	// clients proven or running jobs here (see senders.go); without Members a node dials any
+	// address it sends to (in-process clusters, tests).
 	Members Members
 	// Memory is the number of bytes of job data the node accepts (0: no limit); Capacity is
 	// its placement weight (0 means 1). Both are reported in Pong.
@@ -145,9 +149,12 @@ type NodeConfig struct {
 	// no cap), MaxJobs the jobs with actors on it (0: DefaultMaxJobs; negative: no cap).
 	MaxShards int
 	MaxJobs   int
-	// ClientOnly makes the node a client's: it runs no host actor, takes no job, and its
-	// guard accepts only what peers (member nodes) send to its own client actors (replies,
-	// progress, results); every other message, and everything a client sends, is dropped.
+	// ClientOnly makes the node a client's: it runs no host actor and no data plane, takes
+	// no job, and its guard accepts only what peers (member nodes) send to its own client
+	// actors and request futures, of the types a client receives (replies, progress,
+	// results: see clientBound); every other message, and everything a client sends, is
+	// dropped and counted. With Members (the client's view of the cluster), it dials only
+	// the members, checking each answers with a peer certificate named as the member.
 	ClientOnly bool
 }
 
@@ -230,7 +237,10 @@ type Node struct {
 
 	guard  *guard
 	limits *nodeLimits // of its ports' connections and streams (limits_identity.go)
-	plane  *dataPlane  // nil: none (NodeConfig.DataPort < 0)
+	// senders keeps the addresses clients proved and the clients of the node's jobs, and
+	// decides what the node dials (see senders).
+	senders *senders
+	plane   *dataPlane // nil: none (NodeConfig.DataPort < 0)
 	// runner runs the mailboxes of the node's actors (see mailboxRunner).
 	runner *mailboxRunner
 	board  jobBoard
@@ -383,6 +393,18 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	g := newGuard(cfg.TLS == nil, logger)
 	lim := newNodeLimits(cfg.TLS == nil, func(cause string) { g.drop(cause, 1) })
+	g.clientOnly = cfg.ClientOnly
+	// The node, as far as the guard's proofs and the dialer need it before the remote starts.
+	n := &Node{cfg: cfg, system: system, guard: g, limits: lim}
+	var clientTLS *tls.Config
+	if cfg.TLS != nil {
+		clientTLS = cfg.TLS.Client
+	}
+	n.senders = newSenders(n, clientTLS)
+	if !cfg.ClientOnly {
+		g.senders = n.senders
+		g.provePeers = cfg.TLS != nil && cfg.Members != nil
+	}
 	serverOpts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxGRPCMessage), grpc.MaxSendMsgSize(maxGRPCMessage),
 		grpc.ConnectionTimeout(remoteHandshakeTimeout)}, lim.serverOptions()...)
 	serverOpts = append(serverOpts, g.serverOptions()...)
@@ -392,12 +414,19 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if cfg.TLS != nil {
 		server = limitHandshakes(rawIOCredentials{credentials.NewTLS(cfg.TLS.Server)}, maxRemoteHandshakes, maxRemoteHandshakesPerIP, lim.actor, lim.drop)
 		creds = rawIOCredentials{credentials.NewTLS(cfg.TLS.Client)}
+		if cfg.Members != nil {
+			creds = checkedCreds{creds, n.senders}
+		}
 	}
 	serverOpts = append(serverOpts, grpc.Creds(server))
 	tServer, tDial := transportOptions()
 	serverOpts = append(serverOpts, tServer...)
 	dialOpts := append([]grpc.DialOption{grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxGRPCMessage), grpc.MaxCallSendMsgSize(maxGRPCMessage))}, tDial...)
+	if cfg.TLS != nil && cfg.Members != nil {
+		// A node of a cluster dials only members, proven clients and its jobs' clients.
+		dialOpts = append(dialOpts, grpc.WithContextDialer(n.senders.dial))
+	}
 	opts := []remote.ConfigOption{
 		remote.WithEndpointWriterBatchSize(remoteBatch),
 		remote.WithEndpointWriterQueueSize(remoteQueue),
@@ -413,8 +442,8 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if err := startRemote(r); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, system: system, remote: r, pool: cfg.Pool, logger: logger, hooks: cfg.Faults.hooks(), blocks: map[string]keptBlock{}, guard: g, limits: lim, runner: newMailboxRunner(),
-		committed: map[string]int64{}, ended: map[string]time.Time{}, machines: map[string]map[*kernels.Machine]bool{}}
+	n.remote, n.pool, n.logger, n.hooks, n.blocks, n.runner = r, cfg.Pool, logger, cfg.Faults.hooks(), map[string]keptBlock{}, newMailboxRunner()
+	n.committed, n.ended, n.machines = map[string]int64{}, map[string]time.Time{}, map[string]map[*kernels.Machine]bool{}
 	n.mem.limit = cfg.Memory
 	dir := cfg.DataDir
 	if dir == "" {
@@ -433,6 +462,9 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if n.pool == nil {
 		n.pool = kernels.NewPool(cfg.Threads)
 		n.ownPool = true
+	}
+	if cfg.ClientOnly {
+		return n, nil // no host, no data plane: the node takes no job and no collective
 	}
 	if cfg.DataPort >= 0 {
 		if n.plane, err = startDataPlane(n, cfg.Host, cfg.DataPort, cfg.Advertise, cfg.TLS); err != nil {
@@ -476,7 +508,8 @@ func (n *Node) DataPlaneAddress() string {
 // System returns the node's actor system.
 func (n *Node) System() *actor.ActorSystem { return n.system }
 
-// Host returns the PID of the node's host actor.
+// Host returns the PID of the node's host actor (nil on a client's node: see
+// NodeConfig.ClientOnly).
 func (n *Node) Host() *actor.PID { return n.host }
 
 // HostPID returns the PID of the host actor of the node at address.
