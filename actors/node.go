@@ -139,6 +139,18 @@ type NodeConfig struct {
 	// no cap), MaxJobs the jobs with actors on it (0: DefaultMaxJobs; negative: no cap).
 	MaxShards int
 	MaxJobs   int
+	// OwnerMaxJobs, OwnerMaxShards and OwnerMemory are each owner's quotas on the node (see
+	// quota.go): the jobs with actors here, the shards held and the bytes they reserve, for
+	// the jobs of one owner (the common name of the submitter's certificate). 0 takes the
+	// default: a quarter of MaxJobs and of MaxShards, half of Memory, at least 1 (none when
+	// the node's own limit is none); negative: no quota. OwnerMaxStreams is how many streamed
+	// blocks one owner's shards receive at once here (0: DefaultOwnerMaxStreams; negative:
+	// no bound); a shard past it waits for one of them to end. StartLocalCluster turns the
+	// zero quotas into none: its nodes serve one process.
+	OwnerMaxJobs    int
+	OwnerMaxShards  int
+	OwnerMemory     int64
+	OwnerMaxStreams int
 	// ClientOnly makes the node a client's: it runs no host actor, takes no job, and its
 	// guard accepts only what peers (member nodes) send to its own client actors (replies,
 	// progress, results); every other message, and everything a client sends, is dropped.
@@ -334,6 +346,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	}
 	cfg.MaxShards = limitOr(cfg.MaxShards, DefaultMaxShards)
 	cfg.MaxJobs = limitOr(cfg.MaxJobs, DefaultMaxJobs)
+	resolveQuotas(&cfg)
 	if cfg.Lease == 0 {
 		cfg.Lease = DefaultLease
 	}
@@ -516,6 +529,9 @@ func StartLocalCluster(n int, cfg NodeConfig) (*LocalCluster, error) {
 		// Nodes of one process read and write what the process may: they serve its user only.
 		cfg.Roots = fsroot.Unconfined()
 	}
+	// For the same reason no owner quota unless the config sets one: one owner, the process.
+	cfg.OwnerMaxJobs, cfg.OwnerMaxShards = noQuotaOr(cfg.OwnerMaxJobs), noQuotaOr(cfg.OwnerMaxShards)
+	cfg.OwnerMemory, cfg.OwnerMaxStreams = noQuotaOr(cfg.OwnerMemory), noQuotaOr(cfg.OwnerMaxStreams)
 	if c.pool == nil {
 		c.pool = kernels.NewPool(cfg.Threads)
 		c.ownPool = true

@@ -69,6 +69,9 @@ type shard struct {
 	lastIter int64
 	ingest   *matio.BlockBuilder // while a streamed block arrives
 	inflow   chunked.Ordered     // the streamed block's chunks
+	// lastChunk is when the streamed block was asked for or its latest chunk was taken (see
+	// checkStream).
+	lastChunk time.Time
 	// init is a custom initialisation streamed with the block (nil: none, or read from files).
 	init *initParts
 	// overdraft is the memory the shard took from its node beyond its reserve (a streamed
@@ -118,6 +121,8 @@ func (s *shard) Receive(ctx actor.Context) {
 		}
 	case *fetchTimeout:
 		s.fetchTimedOut(ctx, m)
+	case *streamIdle:
+		s.checkStream(ctx, m)
 	case *actor.Stopping, *actor.Restarting:
 		s.closeMachine()
 		s.x = nil
@@ -191,6 +196,8 @@ func (s *shard) load(ctx actor.Context) {
 		if err == nil {
 			ctx.Send(s.client, &messages.BlockRequest{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard,
 				ColLo: s.a.ColLo, ColHi: s.a.ColHi, ShardPid: wirePid(ctx.Self())})
+			s.lastChunk = time.Now()
+			s.watchStream(ctx, s.node.cfg.Timeouts.StreamIdle)
 			return
 		}
 		s.placed(ctx, err)
@@ -401,6 +408,7 @@ func (s *shard) blockChunk(ctx actor.Context, m *messages.BlockChunk) {
 		s.placed(ctx, err)
 		return
 	}
+	s.lastChunk = time.Now()
 	if m.Sender != nil {
 		ctx.Send(pidOf(m.Sender), &messages.BlockAck{JobId: m.JobId, Shard: m.Shard, Seq: m.Chunk.Seq})
 	}

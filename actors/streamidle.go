@@ -1,0 +1,60 @@
+package actors
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/matio"
+)
+
+// streamIdle tells a shard to look whether its streamed block still comes (see
+// Timeouts.StreamIdle); epoch is the assignment's that asked for the block.
+type streamIdle struct{ epoch uint64 }
+
+// watchStream has the shard told after a while (streamIdle) to check on its streamed block.
+func (s *shard) watchStream(ctx actor.Context, after time.Duration) {
+	system, self, epoch := ctx.ActorSystem(), ctx.Self(), s.a.Epoch
+	time.AfterFunc(after, func() { system.Root.Send(self, &streamIdle{epoch: epoch}) })
+}
+
+// checkStream fails the shard's job when its streamed block is still awaited and no chunk of
+// it came for Timeouts.StreamIdle: the client announced the data and sends none (or stopped
+// sending), and the job would otherwise hold its slots and memory on every node for as long
+// as its client renews the lease.
+func (s *shard) checkStream(ctx actor.Context, m *streamIdle) {
+	if s.ingest == nil || m.epoch != s.a.Epoch {
+		return // the block came whole, the shard failed, or a later assignment waits anew
+	}
+	wait := s.node.cfg.Timeouts.StreamIdle
+	if idle := time.Since(s.lastChunk); idle < wait {
+		s.watchStream(ctx, wait-idle)
+		return
+	}
+	s.ingest = nil // frees what came
+	s.init = nil
+	s.placed(ctx, s.idleError(wait))
+}
+
+// idleError says what the client announced for the shard's block and what arrived.
+func (s *shard) idleError(wait time.Duration) error {
+	announced := fmt.Sprintf("the client announced %s for shard %d (%d features x %d samples)",
+		cluster.FormatBytes(s.announcedBytes()), s.a.Shard, s.spec.Features, s.a.ColHi-s.a.ColLo)
+	if got := s.inflow.Received(); got > 0 {
+		return fmt.Errorf("%s, sent %d chunks of it and then none in %v (Timeouts.StreamIdle): the job is stopped", announced, got, wait)
+	}
+	return fmt.Errorf("%s and sent none in %v (Timeouts.StreamIdle): the job is stopped", announced, wait)
+}
+
+// announcedBytes is the size of the shard's block as its job's spec announces it: dense, or
+// its share of the stored entries the client announced (CSC) when the block comes sparse.
+func (s *shard) announcedBytes() int64 {
+	m, cols := s.spec.Features, s.a.ColHi-s.a.ColLo
+	if s.spec.NaturalLayout == matio.LayoutSparse && s.a.TotalCols > 0 {
+		density := float64(s.spec.StoredEntries) / (float64(m) * float64(s.a.TotalCols))
+		return int64(12*density*float64(m*cols)) + 8*(cols+1)
+	}
+	return 8 * m * cols
+}
