@@ -240,6 +240,8 @@ type Node struct {
 	runner *mailboxRunner
 	board  jobBoard
 	mem    memory
+	// streams bounds each owner's streamed blocks received at once (see streamSlots).
+	streams streamSlots
 
 	committedMu sync.Mutex
 	committed   map[string]int64     // each job's newest committed checkpoint, as its host heard

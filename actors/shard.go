@@ -72,6 +72,7 @@ type shard struct {
 	// lastChunk is when the streamed block was asked for or its latest chunk was taken (see
 	// checkStream).
 	lastChunk time.Time
+	requested bool // the streamed block was asked of the client (it may wait for a stream slot)
 	// init is a custom initialisation streamed with the block (nil: none, or read from files).
 	init *initParts
 	// overdraft is the memory the shard took from its node beyond its reserve (a streamed
@@ -123,7 +124,10 @@ func (s *shard) Receive(ctx actor.Context) {
 		s.fetchTimedOut(ctx, m)
 	case *streamIdle:
 		s.checkStream(ctx, m)
+	case *streamSlot:
+		s.slotGiven(ctx)
 	case *actor.Stopping, *actor.Restarting:
+		s.endIngest(ctx)
 		s.closeMachine()
 		s.x = nil
 		s.node.mem.release(s.overdraft)
@@ -194,10 +198,9 @@ func (s *shard) load(ctx actor.Context) {
 	if s.spec.Ingest == jobspec.IngestStream {
 		err := s.startIngest()
 		if err == nil {
-			ctx.Send(s.client, &messages.BlockRequest{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard,
-				ColLo: s.a.ColLo, ColHi: s.a.ColHi, ShardPid: wirePid(ctx.Self())})
-			s.lastChunk = time.Now()
-			s.watchStream(ctx, s.node.cfg.Timeouts.StreamIdle)
+			if s.node.streams.acquire(s.a.Owner, ctx.Self().Id, s.node.cfg.OwnerMaxStreams, notifier(ctx)) {
+				s.requestBlock(ctx)
+			} // else streamSlot comes when one of the owner's streams on this node ends
 			return
 		}
 		s.placed(ctx, err)
@@ -274,6 +277,7 @@ func (s *shard) reassign(ctx actor.Context, m *messages.ShardAssignment) {
 		return
 	}
 	s.closeMachine()
+	s.endIngest(ctx)
 	x := s.x
 	if x != nil && (m.ColLo != s.a.ColLo || m.ColHi != s.a.ColHi) {
 		x = nil
@@ -404,7 +408,7 @@ func (s *shard) blockChunk(ctx actor.Context, m *messages.BlockChunk) {
 		err = s.ingestFits()
 	}
 	if err != nil {
-		s.ingest = nil
+		s.endIngest(ctx)
 		s.placed(ctx, err)
 		return
 	}
@@ -416,7 +420,7 @@ func (s *shard) blockChunk(ctx actor.Context, m *messages.BlockChunk) {
 		return
 	}
 	b := s.ingest
-	s.ingest = nil
+	s.endIngest(ctx)
 	if !b.Complete() {
 		s.placed(ctx, fmt.Errorf("the streamed block ended after %d chunks, incomplete", s.inflow.Received()))
 		return

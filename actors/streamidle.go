@@ -8,6 +8,7 @@ import (
 
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/messages"
 )
 
 // streamIdle tells a shard to look whether its streamed block still comes (see
@@ -33,9 +34,38 @@ func (s *shard) checkStream(ctx actor.Context, m *streamIdle) {
 		s.watchStream(ctx, wait-idle)
 		return
 	}
-	s.ingest = nil // frees what came
+	s.endIngest(ctx) // frees what came
 	s.init = nil
 	s.placed(ctx, s.idleError(wait))
+}
+
+// requestBlock asks the client for the shard's streamed block, and watches that it comes.
+func (s *shard) requestBlock(ctx actor.Context) {
+	ctx.Send(s.client, &messages.BlockRequest{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard,
+		ColLo: s.a.ColLo, ColHi: s.a.ColHi, ShardPid: wirePid(ctx.Self())})
+	s.requested = true
+	s.lastChunk = time.Now()
+	s.watchStream(ctx, s.node.cfg.Timeouts.StreamIdle)
+}
+
+// slotGiven takes the stream slot the shard waited for: it asks for its block, or gives the
+// slot back when it no longer waits for one.
+func (s *shard) slotGiven(ctx actor.Context) {
+	if !s.node.streams.holds(ctx.Self().Id) {
+		return // a slot of an earlier wait, already given back
+	}
+	if s.ingest == nil || s.requested {
+		s.node.streams.release(s.a.Owner, ctx.Self().Id)
+		return
+	}
+	s.requestBlock(ctx)
+}
+
+// endIngest ends the shard's streamed block, whole or not: the builder goes, and the stream
+// slot (or the wait for one) is given back.
+func (s *shard) endIngest(ctx actor.Context) {
+	s.ingest = nil
+	s.node.streams.release(s.a.Owner, ctx.Self().Id)
 }
 
 // idleError says what the client announced for the shard's block and what arrived.
