@@ -1,0 +1,237 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/didnmf/didnmf/fsroot"
+	"github.com/didnmf/didnmf/internal/chunked"
+	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/pki"
+)
+
+// idleClient is a client that submits streamed jobs straight to a host and never streams
+// their data (or only the first chunksToSend chunks of each block), renewing their leases
+// for as long as the test runs: a client that holds what it gets and does no work.
+type idleClient struct {
+	system *actor.ActorSystem
+	me     *actor.PID
+	mu     sync.Mutex
+	events map[string]chan string // by job: "accepted", "request", or an error's message
+	coords map[string]*actor.PID  // accepted jobs' coordinators, whose leases it renews
+	tokens map[string]string
+	n      int
+}
+
+// newIdleClient starts an idle client on a party of its own with a client certificate named
+// name; it sends the first chunksToSend chunks of every block asked of it, then nothing.
+func newIdleClient(t *testing.T, ca *pki.CA, name string, chunksToSend int) *idleClient {
+	t.Helper()
+	c := &idleClient{system: startParty(t, creds(t, ca, name, pki.RoleClient)).System(), events: map[string]chan string{},
+		coords: map[string]*actor.PID{}, tokens: map[string]string{}}
+	c.me = c.system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch x := ctx.Message().(type) {
+		case *messages.JobAccepted:
+			c.mu.Lock()
+			c.coords[x.JobId] = pidOf(x.Coordinator)
+			c.mu.Unlock()
+			c.event(x.JobId, "accepted")
+		case *messages.JobError:
+			c.event(x.JobId, x.Message)
+		case *messages.BlockRequest:
+			c.mu.Lock()
+			token := c.tokens[x.JobId]
+			c.mu.Unlock()
+			values := make([]float64, chunked.Floats*chunksToSend)
+			for i := range values {
+				values[i] = 1
+			}
+			for i, ch := range chunked.Split(values, chunked.Floats)[:chunksToSend] {
+				ch.Seq, ch.Count, ch.Total = int64(i), 1<<20, 0
+				ctx.Send(pidOf(x.ShardPid), &messages.BlockChunk{JobId: x.JobId, Epoch: x.Epoch, Shard: x.Shard, Chunk: ch, OwnerToken: token})
+			}
+			c.event(x.JobId, "request")
+		}
+	}))
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	go func() { // the leases: renewed until the test ends
+		tick := time.NewTicker(300 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			c.mu.Lock()
+			for job, coord := range c.coords {
+				c.system.Root.Send(coord, &messages.LeaseRenew{JobId: job, OwnerToken: c.tokens[job]})
+			}
+			c.mu.Unlock()
+		}
+	}()
+	return c
+}
+
+func (c *idleClient) event(job, what string) {
+	c.mu.Lock()
+	ch := c.events[job]
+	c.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- what:
+		default:
+		}
+	}
+}
+
+// submit submits a streamed job of a dense features x samples input to the host at addr
+// (one shard, placed there) and returns its id and its events.
+func (c *idleClient) submit(addr string, features, samples int64) (string, <-chan string) {
+	c.mu.Lock()
+	c.n++
+	token := fmt.Sprintf("idle-client-token-%04d-%p", c.n, c)
+	job := JobIDFor(token)
+	ch := make(chan string, 16)
+	c.events[job], c.tokens[job] = ch, token
+	c.mu.Unlock()
+	sp := &messages.JobSpec{Inputs: []string{"x.npy"}, Algorithm: messages.Algorithm_ALGORITHM_MU, Rank: 2, Shards: 1, Seed: 1,
+		Stop: &messages.StopRule{MaxIter: 5}, Ingest: messages.Ingest_INGEST_STREAM, Samples: samples, Features: features,
+		NaturalLayout: messages.Layout_LAYOUT_DENSE, Nodes: []string{addr}}
+	c.system.Root.Send(HostPID(addr), &messages.SubmitJob{JobId: job, Client: wirePid(c.me), OwnerToken: token, Spec: sp})
+	return job, ch
+}
+
+// expect waits for a job's event that contains want, and returns it; it fails on any other
+// error or after a while.
+func expect(t *testing.T, events <-chan string, want string, within time.Duration) string {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case e := <-events:
+			if strings.Contains(e, want) {
+				return e
+			}
+			if e != "accepted" && e != "request" {
+				t.Fatalf("job event %q, want one with %q", e, want)
+			}
+		case <-deadline:
+			t.Fatalf("no job event with %q within %v", want, within)
+		}
+	}
+}
+
+// TestOneClientCannotTakeEveryJobSlot: bob holds every job slot his quota leaves him on a
+// node (a quarter of --max-jobs by default) with streamed jobs that never stream, renewing
+// their leases; his next job is refused with an error naming the quota, and alice still gets
+// a job through, which finishes. Without quotas bob would hold every slot of the node.
+func TestOneClientCannotTakeEveryJobSlot(t *testing.T) {
+	ca, err := pki.CAFromSecret(pki.NewSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const maxJobs = 8 // so bob's default quota is 2
+	node, err := StartNode(NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer), MaxJobs: maxJobs, Roots: fsroot.Unconfined(),
+		Timeouts: Timeouts{StreamIdle: 10 * time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Close)
+	addr := node.Address()
+	bob := newIdleClient(t, ca, "bob", 0)
+	quota := maxJobs / ownerShare
+	for i := 0; i < quota; i++ {
+		_, events := bob.submit(addr, 100, 50)
+		expect(t, events, "request", 30*time.Second) // placed, its shard waiting for data
+	}
+	_, events := bob.submit(addr, 100, 50)
+	msg := expect(t, events, "quota", 30*time.Second)
+	for _, want := range []string{`owner "bob"`, fmt.Sprintf("runs %d jobs", quota), "--owner-max-jobs"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("bob's job past his quota: %q, want it to say %q", msg, want)
+		}
+	}
+	t.Log(msg)
+
+	alice := NewClient(startParty(t, creds(t, ca, "alice", pki.RoleClient)).System(), Timeouts{})
+	t.Cleanup(alice.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	job, err := alice.Submit(ctx, addr, spec("synthetic:m=6,n=200,k=3,seed=3", "did", 3, 2, []string{addr}, 20))
+	if err != nil {
+		t.Fatalf("alice's job beside bob's: %v", err)
+	}
+	if res, err := job.Wait(ctx); err != nil || res == nil {
+		t.Fatalf("alice's job beside bob's: %v", err)
+	}
+
+	// Bob's jobs still hold their slots (their leases renewed): his quota still refuses him.
+	_, events = bob.submit(addr, 100, 50)
+	expect(t, events, "--owner-max-jobs", 30*time.Second)
+}
+
+// TestJobThatNeverStreamsIsReaped: a streamed job whose client announced a large dense block
+// and sends none of it (or stops after a few chunks) fails after Timeouts.StreamIdle with an
+// error that says what was announced and what came, everywhere: its actors stop and its
+// memory is given back. Nothing of the announced block was allocated meanwhile.
+func TestJobThatNeverStreamsIsReaped(t *testing.T) {
+	ca, err := pki.CAFromSecret(pki.NewSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const idle = 2 * time.Second
+	lc, err := StartLocalCluster(1, NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer), Timeouts: Timeouts{StreamIdle: idle}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lc.Close)
+	addr := lc.Nodes[0].Address()
+	const features, samples = 2000, 20000 // 320 MB dense announced
+	for _, c := range []struct {
+		name   string
+		chunks int
+		want   string
+	}{
+		{"none", 0, "and sent none in " + idle.String()},
+		{"two chunks", 2, "sent 2 chunks of it and then none in " + idle.String()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bob := newIdleClient(t, ca, "bob", c.chunks)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			_, events := bob.submit(addr, features, samples)
+			msg := expect(t, events, "announced", idle+30*time.Second)
+			runtime.ReadMemStats(&after)
+			if took := time.Since(start); took < idle {
+				t.Errorf("reaped after %v, before the %v the shard waits for a chunk", took, idle)
+			}
+			for _, want := range []string{"the client announced 305 MiB for shard 0", c.want} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("job error %q, want it to say %q", msg, want)
+				}
+			}
+			t.Log(msg)
+			if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+				t.Errorf("%d bytes allocated while the job waited for its data; the announced block is %d", got, 8*features*samples)
+			}
+			waitIdle(t, lc)
+			if used := lc.Nodes[0].mem.used(); used != 0 {
+				t.Errorf("the node still holds %d bytes for the reaped job", used)
+			}
+			if active, waiting := lc.Nodes[0].streams.streaming("bob"); active+waiting != 0 {
+				t.Errorf("bob still has %d streams and %d waiting on the node", active, waiting)
+			}
+		})
+	}
+}
