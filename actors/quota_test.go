@@ -130,53 +130,98 @@ func expect(t *testing.T, events <-chan string, want string, within time.Duratio
 	}
 }
 
-// TestOneClientCannotTakeEveryJobSlot: bob holds every job slot his quota leaves him on a
-// node (a quarter of --max-jobs by default) with streamed jobs that never stream, renewing
-// their leases; his next job is refused with an error naming the quota, and alice still gets
-// a job through, which finishes. Without quotas bob would hold every slot of the node.
-func TestOneClientCannotTakeEveryJobSlot(t *testing.T) {
+// TestOneClientCannotTakeTheNode: bob holds everything his quotas leave him on a node (a
+// quarter of --max-jobs, half of --memory by default) with streamed jobs that never stream,
+// renewing their leases; his next job is refused with an error naming the quota, what he
+// holds and the flag, and alice still gets a job through, which finishes. Without quotas bob
+// would hold every job slot, or all of the node's memory.
+func TestOneClientCannotTakeTheNode(t *testing.T) {
 	ca, err := pki.CAFromSecret(pki.NewSecret())
 	if err != nil {
 		t.Fatal(err)
 	}
-	const maxJobs = 8 // so bob's default quota is 2
-	node, err := StartNode(NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer), MaxJobs: maxJobs, Roots: fsroot.Unconfined(),
-		Timeouts: Timeouts{StreamIdle: 10 * time.Minute}})
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name              string
+		cfg               NodeConfig
+		features, samples int64 // of each of bob's jobs
+		held              int   // bob's jobs his quota lets him hold
+		want              []string
+	}{
+		{"job slots", NodeConfig{MaxJobs: 8}, 100, 50, 2, []string{`owner "bob" runs 2 jobs on node`, "--owner-max-jobs"}},
+		{"memory", NodeConfig{Memory: 64 << 20}, 1000, 1500, 2, // 12 MB dense each, against 32 MiB
+			[]string{`owner "bob" holds 23 MiB`, "memory, its quota is 32 MiB (serve --owner-memory)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := c.cfg
+			cfg.Threads, cfg.TLS, cfg.Roots, cfg.Timeouts = 1, creds(t, ca, "node", pki.RolePeer), fsroot.Unconfined(), Timeouts{StreamIdle: 10 * time.Minute}
+			node, err := StartNode(cfg) // a node of its own: the defaults of serve's quotas
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(node.Close)
+			addr := node.Address()
+			bob := newIdleClient(t, ca, "bob", 0)
+			held := 0
+			var refused string
+			for refused == "" && held <= 10 {
+				_, events := bob.submit(addr, c.features, c.samples)
+				switch e := expectOneOf(t, events, "request", "quota"); e {
+				case "request": // placed, its shard waiting for data
+					held++
+				default:
+					refused = e
+				}
+			}
+			if held != c.held {
+				t.Errorf("bob holds %d jobs, want %d (then %q)", held, c.held, refused)
+			}
+			for _, want := range c.want {
+				if !strings.Contains(refused, want) {
+					t.Errorf("bob's job past his quota: %q, want it to say %q", refused, want)
+				}
+			}
+			t.Log(refused)
+
+			alice := NewClient(startParty(t, creds(t, ca, "alice", pki.RoleClient)).System(), Timeouts{})
+			t.Cleanup(alice.Close)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			job, err := alice.Submit(ctx, addr, spec("synthetic:m=6,n=200,k=3,seed=3", "did", 3, 2, []string{addr}, 20))
+			if err != nil {
+				t.Fatalf("alice's job beside bob's: %v", err)
+			}
+			if res, err := job.Wait(ctx); err != nil || res == nil {
+				t.Fatalf("alice's job beside bob's: %v", err)
+			}
+			// Bob's jobs still hold what they took (their leases renewed): he is still refused.
+			_, events := bob.submit(addr, c.features, c.samples)
+			if e := expectOneOf(t, events, "request", "quota"); e == "request" {
+				t.Errorf("bob's job after alice's was placed: his jobs were let go")
+			}
+		})
 	}
-	t.Cleanup(node.Close)
-	addr := node.Address()
-	bob := newIdleClient(t, ca, "bob", 0)
-	quota := maxJobs / ownerShare
-	for i := 0; i < quota; i++ {
-		_, events := bob.submit(addr, 100, 50)
-		expect(t, events, "request", 30*time.Second) // placed, its shard waiting for data
-	}
-	_, events := bob.submit(addr, 100, 50)
-	msg := expect(t, events, "quota", 30*time.Second)
-	for _, want := range []string{`owner "bob"`, fmt.Sprintf("runs %d jobs", quota), "--owner-max-jobs"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("bob's job past his quota: %q, want it to say %q", msg, want)
+}
+
+// expectOneOf waits for a job's event that contains one of wants and returns it; it fails on
+// any other error or after 30 s.
+func expectOneOf(t *testing.T, events <-chan string, wants ...string) string {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case e := <-events:
+			for _, w := range wants {
+				if strings.Contains(e, w) {
+					return e
+				}
+			}
+			if e != "accepted" && e != "request" {
+				t.Fatalf("job event %q, want one with %q", e, wants)
+			}
+		case <-deadline:
+			t.Fatalf("no job event with %q within 30 s", wants)
 		}
 	}
-	t.Log(msg)
-
-	alice := NewClient(startParty(t, creds(t, ca, "alice", pki.RoleClient)).System(), Timeouts{})
-	t.Cleanup(alice.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	job, err := alice.Submit(ctx, addr, spec("synthetic:m=6,n=200,k=3,seed=3", "did", 3, 2, []string{addr}, 20))
-	if err != nil {
-		t.Fatalf("alice's job beside bob's: %v", err)
-	}
-	if res, err := job.Wait(ctx); err != nil || res == nil {
-		t.Fatalf("alice's job beside bob's: %v", err)
-	}
-
-	// Bob's jobs still hold their slots (their leases renewed): his quota still refuses him.
-	_, events = bob.submit(addr, 100, 50)
-	expect(t, events, "--owner-max-jobs", 30*time.Second)
 }
 
 // TestJobThatNeverStreamsIsReaped: a streamed job whose client announced a large dense block
