@@ -280,3 +280,47 @@ func TestJobThatNeverStreamsIsReaped(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnerStreamsWaitTheirTurn: with one stream an owner on a node, bob's second job's shard
+// does not ask for its block while his first one's stream is under way; once that one ends
+// (reaped, its client sending nothing) the second one asks, and is reaped in its turn.
+func TestOwnerStreamsWaitTheirTurn(t *testing.T) {
+	ca, err := pki.CAFromSecret(pki.NewSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const idle = 2 * time.Second
+	lc, err := StartLocalCluster(1, NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer), OwnerMaxStreams: 1,
+		Timeouts: Timeouts{StreamIdle: idle}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lc.Close)
+	addr, node := lc.Nodes[0].Address(), lc.Nodes[0]
+	bob := newIdleClient(t, ca, "bob", 0)
+	_, first := bob.submit(addr, 100, 50)
+	expect(t, first, "request", 30*time.Second)
+	_, second := bob.submit(addr, 100, 50)
+	expect(t, second, "accepted", 30*time.Second) // placed: its shard waits for a stream slot
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		active, waiting := node.streams.streaming("bob")
+		if active == 1 && waiting == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bob: %d streams, %d waiting; want 1 and 1", active, waiting)
+		}
+	}
+	select {
+	case e := <-second:
+		t.Fatalf("bob's second job while his first streams: %q, want it to wait", e)
+	case <-time.After(idle / 2):
+	}
+	expect(t, first, "announced", idle+30*time.Second)
+	expect(t, second, "request", 30*time.Second)
+	expect(t, second, "announced", idle+30*time.Second)
+	waitIdle(t, lc)
+	if active, waiting := node.streams.streaming("bob"); active+waiting != 0 {
+		t.Errorf("bob still has %d streams and %d waiting on the node", active, waiting)
+	}
+}
