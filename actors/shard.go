@@ -69,9 +69,8 @@ type shard struct {
 	lastIter int64
 	ingest   *matio.BlockBuilder // while a streamed block arrives
 	inflow   chunked.Ordered     // the streamed block's chunks
-	// lastChunk is when the streamed block was asked for or its latest chunk was taken (see
-	// checkStream).
-	lastChunk time.Time
+	// stream watches that the streamed block keeps coming once asked for (see checkStream).
+	stream    jobctl.StreamWatch
 	requested bool // the streamed block was asked of the client (it may wait for a stream slot)
 	// init is a custom initialisation streamed with the block (nil: none, or read from files).
 	init *initParts
@@ -412,7 +411,7 @@ func (s *shard) blockChunk(ctx actor.Context, m *messages.BlockChunk) {
 		s.placed(ctx, err)
 		return
 	}
-	s.lastChunk = time.Now()
+	s.stream.Chunk(time.Now())
 	if m.Sender != nil {
 		ctx.Send(pidOf(m.Sender), &messages.BlockAck{JobId: m.JobId, Shard: m.Shard, Seq: m.Chunk.Seq})
 	}

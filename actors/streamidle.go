@@ -1,12 +1,14 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/jobctl"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
 )
@@ -29,14 +31,14 @@ func (s *shard) checkStream(ctx actor.Context, m *streamIdle) {
 	if s.ingest == nil || m.epoch != s.a.Epoch {
 		return // the block came whole, the shard failed, or a later assignment waits anew
 	}
-	wait := s.node.cfg.Timeouts.StreamIdle
-	if idle := time.Since(s.lastChunk); idle < wait {
-		s.watchStream(ctx, wait-idle)
+	if idle, again := s.stream.Idle(time.Now()); !idle {
+		s.watchStream(ctx, again)
 		return
 	}
 	s.endIngest(ctx) // frees what came
 	s.init = nil
-	s.placed(ctx, s.idleError(wait))
+	s.placed(ctx, errors.New(s.stream.Error(fmt.Sprintf("%s for shard %d (%d features x %d samples)",
+		cluster.FormatBytes(s.announcedBytes()), s.a.Shard, s.spec.Features, s.a.ColHi-s.a.ColLo))))
 }
 
 // requestBlock asks the client for the shard's streamed block, and watches that it comes.
@@ -44,8 +46,8 @@ func (s *shard) requestBlock(ctx actor.Context) {
 	ctx.Send(s.client, &messages.BlockRequest{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard,
 		ColLo: s.a.ColLo, ColHi: s.a.ColHi, ShardPid: wirePid(ctx.Self())})
 	s.requested = true
-	s.lastChunk = time.Now()
-	s.watchStream(ctx, s.node.cfg.Timeouts.StreamIdle)
+	s.stream = jobctl.NewStreamWatch(time.Now(), s.node.cfg.Timeouts.StreamIdle)
+	s.watchStream(ctx, s.stream.Wait)
 }
 
 // slotGiven takes the stream slot the shard waited for: it asks for its block, or gives the
@@ -66,16 +68,6 @@ func (s *shard) slotGiven(ctx actor.Context) {
 func (s *shard) endIngest(ctx actor.Context) {
 	s.ingest = nil
 	s.node.streams.release(s.a.Owner, ctx.Self().Id)
-}
-
-// idleError says what the client announced for the shard's block and what arrived.
-func (s *shard) idleError(wait time.Duration) error {
-	announced := fmt.Sprintf("the client announced %s for shard %d (%d features x %d samples)",
-		cluster.FormatBytes(s.announcedBytes()), s.a.Shard, s.spec.Features, s.a.ColHi-s.a.ColLo)
-	if got := s.inflow.Received(); got > 0 {
-		return fmt.Errorf("%s, sent %d chunks of it and then none in %v (Timeouts.StreamIdle): the job is stopped", announced, got, wait)
-	}
-	return fmt.Errorf("%s and sent none in %v (Timeouts.StreamIdle): the job is stopped", announced, wait)
 }
 
 // announcedBytes is the size of the shard's block as its job's spec announces it: dense, or
