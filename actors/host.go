@@ -189,7 +189,7 @@ func (h *host) Receive(ctx actor.Context) {
 		if h.spawn(ctx, props, m.JobId, name, messages.ActorRole_ACTOR_ROLE_SHARD, pidOf(m.Coordinator), pidOf(m.Client), reserve, m.Epoch) {
 			h.node.mem.reserve(reserve)
 			h.shards++
-			h.book.hold(HostName+"/"+name, m.Owner, m.JobId, true, reserve)
+			h.hold(HostName+"/"+name, m.Owner, m.JobId, true, reserve)
 			if m.Owner != "" {
 				h.owners[m.JobId] = m.Owner
 			}
@@ -290,7 +290,7 @@ func (h *host) Receive(ctx actor.Context) {
 	case *actor.Terminated:
 		if c, ok := h.children[m.Who.Id]; ok {
 			delete(h.children, m.Who.Id)
-			h.book.release(m.Who.Id)
+			h.unhold(m.Who.Id)
 			h.node.mem.release(c.reserve)
 			if c.role == messages.ActorRole_ACTOR_ROLE_SHARD {
 				h.shards--
@@ -356,7 +356,7 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 	}
 	props := h.node.props(func() actor.Actor { return newCoordinator(h.node, m) })
 	if h.spawn(ctx, props, m.JobId, m.JobId+coordSuffix, messages.ActorRole_ACTOR_ROLE_COORDINATOR, nil, client, 0, 0) {
-		h.book.hold(HostName+"/"+m.JobId+coordSuffix, m.Owner, m.JobId, false, 0)
+		h.hold(HostName+"/"+m.JobId+coordSuffix, m.Owner, m.JobId, false, 0)
 		h.submits[m.JobId] = m
 		h.owners[m.JobId] = m.Owner
 	}
@@ -553,7 +553,7 @@ func (h *host) onMemberLeft(ctx actor.Context, e cluster.Event) {
 		h.node.logger.Warn("taking over a job whose coordinator's node is gone", slog.String("job", id), slog.String("node", e.Member.Name))
 		props := h.node.props(func() actor.Actor { return newTakeover(h.node, st, e) })
 		if h.spawn(ctx, props, id, id+coordSuffix, messages.ActorRole_ACTOR_ROLE_COORDINATOR, nil, pidOf(st.Submit.Client), 0, st.Epoch) {
-			h.book.hold(HostName+"/"+id+coordSuffix, st.Submit.Owner, id, false, 0) // a takeover is never refused, but counts
+			h.hold(HostName+"/"+id+coordSuffix, st.Submit.Owner, id, false, 0) // a takeover is never refused, but counts
 		}
 	}
 }

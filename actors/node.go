@@ -240,8 +240,10 @@ type Node struct {
 	runner *mailboxRunner
 	board  jobBoard
 	mem    memory
-	// streams bounds each owner's streamed blocks received at once (see streamSlots).
+	// streams bounds each owner's streamed blocks received at once (see streamSlots);
+	// owned is each owner's memory held (see ownerMemory).
 	streams streamSlots
+	owned   ownerMemory
 
 	committedMu sync.Mutex
 	committed   map[string]int64     // each job's newest committed checkpoint, as its host heard

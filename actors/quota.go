@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/didnmf/didnmf/cluster"
 )
@@ -62,11 +63,69 @@ func resolveQuotas(cfg *NodeConfig) {
 	cfg.OwnerMaxStreams = quotaOr(cfg.OwnerMaxStreams, DefaultOwnerMaxStreams)
 }
 
+// ownerMemory is the memory each owner's jobs hold on a node: the reserves of their shards
+// (the host's) and what the shards took beyond them (a streamed block larger than its client
+// announced: the shards'), against NodeConfig.OwnerMemory. Safe for concurrent use.
+type ownerMemory struct {
+	mu   sync.Mutex
+	held map[string]int64
+}
+
+// add adds n bytes (negative: gives them back) to an owner's.
+func (m *ownerMemory) add(owner string, n int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held == nil {
+		m.held = map[string]int64{}
+	}
+	if m.held[owner] += n; m.held[owner] == 0 {
+		delete(m.held, owner)
+	}
+}
+
+// used returns the bytes an owner holds.
+func (m *ownerMemory) used(owner string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.held[owner]
+}
+
+// take adds n bytes to an owner's if they stay within limit (0: none), and tells whether it
+// did.
+func (m *ownerMemory) take(owner string, n, limit int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if limit > 0 && m.held[owner]+n > limit {
+		return false
+	}
+	if m.held == nil {
+		m.held = map[string]int64{}
+	}
+	m.held[owner] += n
+	return true
+}
+
+// hold counts an actor the host started for an owner's job (a shard with its reserve).
+func (h *host) hold(id, owner, job string, shard bool, reserve int64) {
+	if _, dup := h.book.children[id]; dup {
+		return
+	}
+	h.book.hold(id, owner, job, shard, reserve)
+	h.node.owned.add(owner, reserve)
+}
+
+// unhold stops counting an actor that stopped.
+func (h *host) unhold(id string) {
+	if c, ok := h.book.children[id]; ok {
+		h.node.owned.add(c.owner, -c.reserve)
+	}
+	h.book.release(id)
+}
+
 // ownerUse is what one owner holds on a node.
 type ownerUse struct {
-	jobs     map[string]int // the owner's jobs with actors here -> their actors counted
-	shards   int
-	reserved int64
+	jobs   map[string]int // the owner's jobs with actors here -> their actors counted
+	shards int
 }
 
 // heldChild is one counted actor of an owner.
@@ -76,8 +135,8 @@ type heldChild struct {
 	reserve    int64
 }
 
-// ownerBook is a host's count of what each owner holds on its node. Only the host actor uses
-// it.
+// ownerBook is a host's count of the jobs and shards each owner holds on its node (and of
+// each counted actor's reserve, which ownerMemory counts). Only the host actor uses it.
 type ownerBook struct {
 	children map[string]heldChild // by actor id
 	owners   map[string]*ownerUse
@@ -101,7 +160,6 @@ func (b *ownerBook) hold(id, owner, job string, shard bool, reserve int64) {
 	if shard {
 		u.shards++
 	}
-	u.reserved += reserve
 }
 
 // release stops counting an actor that stopped (one not counted is ignored).
@@ -118,7 +176,6 @@ func (b *ownerBook) release(id string) {
 	if c.shard {
 		u.shards--
 	}
-	u.reserved -= c.reserve
 	if len(u.jobs) == 0 {
 		delete(b.owners, c.owner)
 	}
@@ -156,9 +213,9 @@ func (h *host) admitOwnerJob(owner string) string {
 // cannot be placed here, or "".
 func (h *host) admitOwnerShard(owner, job string, shard int64, reserve int64) string {
 	cfg, addr, u := h.node.cfg, h.node.Address(), h.book.use(owner)
-	if limit := cfg.OwnerMemory; limit > 0 && reserve > limit-u.reserved {
+	if limit, held := cfg.OwnerMemory, h.node.owned.used(owner); limit > 0 && reserve > limit-held {
 		return fmt.Sprintf("%s holds %s of node %s's memory, its quota is %s (serve --owner-memory), and shard %d needs %s",
-			ownerName(owner), cluster.FormatBytes(u.reserved), addr, cluster.FormatBytes(limit), shard, cluster.FormatBytes(reserve))
+			ownerName(owner), cluster.FormatBytes(held), addr, cluster.FormatBytes(limit), shard, cluster.FormatBytes(reserve))
 	}
 	if limit := cfg.OwnerMaxShards; limit > 0 && u.shards >= limit {
 		return fmt.Sprintf("%s holds %d shards on node %s, its quota (serve --owner-max-shards)", ownerName(owner), u.shards, addr)

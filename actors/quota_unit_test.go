@@ -58,10 +58,10 @@ func TestOwnerQuotasOfShards(t *testing.T) {
 	system := actor.NewActorSystem()
 	h := newHost(&Node{system: system, cfg: NodeConfig{OwnerMaxJobs: 2, OwnerMaxShards: 3, OwnerMemory: 1000}})
 	// bob holds job a (a coordinator and two shards of 300 bytes) and job b (a shard of 300).
-	h.book.hold("host/a-coord", "bob", "a", false, 0)
-	h.book.hold("host/a-s0", "bob", "a", true, 300)
-	h.book.hold("host/a-s1", "bob", "a", true, 300)
-	h.book.hold("host/b-s0", "bob", "b", true, 300)
+	h.hold("host/a-coord", "bob", "a", false, 0)
+	h.hold("host/a-s0", "bob", "a", true, 300)
+	h.hold("host/a-s1", "bob", "a", true, 300)
+	h.hold("host/b-s0", "bob", "b", true, 300)
 	shard := func(owner, job string, reserve int64) string {
 		return h.admitShard(&messages.ShardAssignment{JobId: job, Owner: owner, Shard: 7}, reserve)
 	}
@@ -85,7 +85,7 @@ func TestOwnerQuotasOfShards(t *testing.T) {
 			}
 		}
 	}
-	h.book.release("host/a-s1") // bob: 2 shards, 600 bytes, jobs a and b
+	h.unhold("host/a-s1") // bob: 2 shards, 600 bytes, jobs a and b
 	if got := shard("bob", "a", 100); got != "" {
 		t.Errorf("bob's shard after one of his stopped: refused: %s", got)
 	}
@@ -96,7 +96,7 @@ func TestOwnerQuotasOfShards(t *testing.T) {
 		t.Errorf("bob's third job at submission: %q, want it refused for his quota of jobs", got)
 	}
 	for _, id := range []string{"host/a-coord", "host/a-s0", "host/b-s0", "host/b-s0"} {
-		h.book.release(id)
+		h.unhold(id)
 	}
 	if len(h.book.owners) != 0 || len(h.book.children) != 0 {
 		t.Errorf("after every actor stopped the book holds %v, %v", h.book.owners, h.book.children)

@@ -130,6 +130,7 @@ func (s *shard) Receive(ctx actor.Context) {
 		s.closeMachine()
 		s.x = nil
 		s.node.mem.release(s.overdraft)
+		s.node.owned.add(s.a.Owner, -s.overdraft)
 		s.overdraft = 0
 	case *messages.StartJob:
 		if !s.mine(m.JobId, m.Epoch) || s.machine == nil || !s.started.IsZero() {
@@ -285,6 +286,7 @@ func (s *shard) reassign(ctx actor.Context, m *messages.ShardAssignment) {
 	overdraft := s.overdraft // the kept block's; a block read or streamed anew takes its own
 	if x == nil {
 		s.node.mem.release(overdraft)
+		s.node.owned.add(s.a.Owner, -overdraft)
 		overdraft = 0
 	}
 	init := s.init
@@ -363,11 +365,19 @@ func (s *shard) ingestFits() error {
 		return nil
 	}
 	// More than reserved (the stored entries the client announced are off, or unevenly spread
-	// over the shards): take it from the node's free memory, if it has it.
+	// over the shards): take it from the node's free memory, if it has it and the owner's
+	// quota has room (or a client would announce little and stream much past its quota).
+	owner, quota := s.a.Owner, s.node.cfg.OwnerMemory
+	if !s.node.owned.take(owner, over, quota) {
+		return fmt.Errorf("the streamed block needs %s; the shard reserved %s from the entries the client announced (%d), and %s holds %s of node %s's memory, its quota is %s (serve --owner-memory)",
+			cluster.FormatBytes(max(now, final)), cluster.FormatBytes(s.a.Reserve), s.spec.StoredEntries, ownerName(owner),
+			cluster.FormatBytes(s.node.owned.used(owner)), s.node.Address(), cluster.FormatBytes(quota))
+	}
 	if s.node.mem.take(over) {
 		s.overdraft += over
 		return nil
 	}
+	s.node.owned.add(owner, -over)
 	return fmt.Errorf("the streamed block needs %s; the shard reserved %s from the entries the client announced (%d) and node %s has not the rest free",
 		cluster.FormatBytes(max(now, final)), cluster.FormatBytes(s.a.Reserve), s.spec.StoredEntries, s.node.Address())
 }
