@@ -154,6 +154,7 @@ func TestOneClientCannotTakeTheNode(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := c.cfg
 			cfg.Threads, cfg.TLS, cfg.Roots, cfg.Timeouts = 1, creds(t, ca, "node", pki.RolePeer), fsroot.Unconfined(), Timeouts{StreamIdle: 10 * time.Minute}
+			cfg.Lease = time.Second // bob's jobs live on his renewals only
 			node, err := StartNode(cfg) // a node of its own: the defaults of serve's quotas
 			if err != nil {
 				t.Fatal(err)
@@ -193,7 +194,9 @@ func TestOneClientCannotTakeTheNode(t *testing.T) {
 			if res, err := job.Wait(ctx); err != nil || res == nil {
 				t.Fatalf("alice's job beside bob's: %v", err)
 			}
-			// Bob's jobs still hold what they took (their leases renewed): he is still refused.
+			// Bob's jobs still hold what they took, leases past (he renews them): he is still
+			// refused.
+			time.Sleep(3 * cfg.Lease)
 			_, events := bob.submit(addr, c.features, c.samples)
 			if e := expectOneOf(t, events, "request", "quota"); e == "request" {
 				t.Errorf("bob's job after alice's was placed: his jobs were let go")
