@@ -142,7 +142,7 @@ type NodeConfig struct {
 	// OwnerMaxJobs, OwnerMaxShards and OwnerMemory are each owner's quotas on the node (see
 	// quota.go): the jobs with actors here, the shards held and the bytes they reserve, for
 	// the jobs of one owner (the common name of the submitter's certificate). 0 takes the
-	// default: a quarter of MaxJobs and of MaxShards, half of Memory, at least 1 (none when
+	// default: a quarter of MaxJobs and of MaxShards, three quarters of Memory, at least 1 (none when
 	// the node's own limit is none); negative: no quota. OwnerMaxStreams is how many streamed
 	// blocks one owner's shards receive at once here (0: DefaultOwnerMaxStreams; negative:
 	// no bound); a shard past it waits for one of them to end. StartLocalCluster turns the

@@ -16,15 +16,23 @@ import (
 // checked where the node admits a job (the coordinator's host, at submission) and where any
 // host accepts a shard (its reservation), after the node's own limits.
 
-// ownerShare is the default fraction of a node's limits one owner may hold: a quarter of its
-// jobs and shards, so that three other owners still find as many; ownerMemoryShare is that of
-// its memory: a half, since a single job's shards are what a node's memory is for, and a
-// quarter would refuse a large job on a cluster that serves one user, while a half still
-// leaves the other owners half of every node.
-const (
-	ownerShare       = 4
-	ownerMemoryShare = 2
-)
+// ownerShare is the default fraction of a node's limits of jobs and shards one owner may
+// hold: a quarter, so that three other owners still find as many; no single job comes near
+// it (a job counts once on a node, and its shards on a node are a few per core). Memory is
+// another matter: a job's data is what a node's memory is for, and a cluster often serves one
+// user whose one large job should fit as before. An owner may hold three quarters of a
+// node's memory by default (ownerMemoryQuota): a large job still fits, and a quarter of
+// every node is always left to the other owners, however much one of them announces.
+const ownerShare = 4
+
+// ownerMemoryQuota is the default memory quota of an owner on a node of limit bytes: three
+// quarters of it, at least 1 byte (none when the node has no limit).
+func ownerMemoryQuota(limit int64) int64 {
+	if limit <= 0 {
+		return 0
+	}
+	return max(limit-limit/4, 1)
+}
 
 // DefaultOwnerMaxStreams is the default number of streamed blocks one owner's shards receive
 // at once on a node (NodeConfig.OwnerMaxStreams): with the client's window of blockWindow
@@ -59,7 +67,7 @@ func share[T int | int64](limit, parts T) T {
 func resolveQuotas(cfg *NodeConfig) {
 	cfg.OwnerMaxJobs = quotaOr(cfg.OwnerMaxJobs, share(cfg.MaxJobs, ownerShare))
 	cfg.OwnerMaxShards = quotaOr(cfg.OwnerMaxShards, share(cfg.MaxShards, ownerShare))
-	cfg.OwnerMemory = quotaOr(cfg.OwnerMemory, share(cfg.Memory, ownerMemoryShare))
+	cfg.OwnerMemory = quotaOr(cfg.OwnerMemory, ownerMemoryQuota(cfg.Memory))
 	cfg.OwnerMaxStreams = quotaOr(cfg.OwnerMaxStreams, DefaultOwnerMaxStreams)
 }
 

@@ -131,7 +131,7 @@ func expect(t *testing.T, events <-chan string, want string, within time.Duratio
 }
 
 // TestOneClientCannotTakeTheNode: bob holds everything his quotas leave him on a node (a
-// quarter of --max-jobs, half of --memory by default) with streamed jobs that never stream,
+// quarter of --max-jobs, three quarters of --memory by default) with streamed jobs that never stream,
 // renewing their leases; his next job is refused with an error naming the quota, what he
 // holds and the flag, and alice still gets a job through, which finishes. Without quotas bob
 // would hold every job slot, or all of the node's memory.
@@ -148,8 +148,8 @@ func TestOneClientCannotTakeTheNode(t *testing.T) {
 		want              []string
 	}{
 		{"job slots", NodeConfig{MaxJobs: 8}, 100, 50, 2, []string{`owner "bob" runs 2 jobs on node`, "--owner-max-jobs"}},
-		{"memory", NodeConfig{Memory: 64 << 20}, 1000, 1500, 2, // 12 MB dense each, against 32 MiB
-			[]string{`owner "bob" holds 23 MiB`, "memory, its quota is 32 MiB (serve --owner-memory)"}},
+		{"memory", NodeConfig{Memory: 64 << 20}, 1000, 1500, 4, // 12 MB dense each, against 48 MiB
+			[]string{`owner "bob" holds 47 MiB`, "memory, its quota is 48 MiB (serve --owner-memory)"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := c.cfg

@@ -16,7 +16,7 @@ func TestOwnerQuotaDefaults(t *testing.T) {
 		want [4]int64 // jobs, shards, memory, streams
 	}{
 		{"serve's defaults", NodeConfig{MaxJobs: DefaultMaxJobs, MaxShards: DefaultMaxShards, Memory: 8 << 30},
-			[4]int64{DefaultMaxJobs / 4, DefaultMaxShards / 4, 4 << 30, DefaultOwnerMaxStreams}},
+			[4]int64{DefaultMaxJobs / 4, DefaultMaxShards / 4, 6 << 30, DefaultOwnerMaxStreams}},
 		{"at least one", NodeConfig{MaxJobs: 2, MaxShards: 3, Memory: 1}, [4]int64{1, 1, 1, DefaultOwnerMaxStreams}},
 		{"no node limit, no quota", NodeConfig{}, [4]int64{0, 0, 0, DefaultOwnerMaxStreams}},
 		{"set", NodeConfig{MaxJobs: 64, MaxShards: 64, Memory: 100, OwnerMaxJobs: 5, OwnerMaxShards: 6, OwnerMemory: 7, OwnerMaxStreams: 8},

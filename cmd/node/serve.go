@@ -155,7 +155,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	maxJobs := fs.Int("max-jobs", actors.DefaultMaxJobs, "most jobs with actors on this node at once")
 	ownerJobs := fs.Int("owner-max-jobs", 0, "at most `N` jobs of one owner (the name in its client certificate) with actors on this node at once (default 0: a quarter of --max-jobs), so that one client cannot take every slot")
 	ownerShards := fs.Int("owner-max-shards", 0, "at most `N` shards of one owner's jobs on this node at once (default 0: a quarter of --max-shards)")
-	ownerMemory := fs.String("owner-memory", "", "bytes of job data this node accepts for one owner's jobs, a `SIZE`, e.g. 2GiB (default: half of --memory)")
+	ownerMemory := fs.String("owner-memory", "", "bytes of job data this node accepts for one owner's jobs, a `SIZE`, e.g. 2GiB (default: three quarters of --memory)")
 	ownerStreams := fs.Int("owner-max-streams", 0, "at most `N` streamed inputs of one owner's shards received by this node at once; more wait their turn (default 0: "+strconv.Itoa(actors.DefaultOwnerMaxStreams)+")")
 	chaosDelay := fs.Duration("chaos-delay", 0, "chaos drills only: every shard on this node sleeps this long at each iteration boundary, so that faults land mid-job (default 0: off)")
 	var sec securityFlags

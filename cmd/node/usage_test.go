@@ -276,7 +276,7 @@ func TestServeHelpStatesTheLimits(t *testing.T) {
 		t.Fatalf("serve -h: exit %d", code)
 	}
 	for _, want := range []string{"(default 24h0m0s)", "-owner-max-jobs N", "a quarter of --max-jobs", "-owner-max-shards N",
-		"a quarter of --max-shards", "-owner-memory SIZE", "half of --memory", "-owner-max-streams N"} {
+		"a quarter of --max-shards", "-owner-memory SIZE", "three quarters of --memory", "-owner-max-streams N"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("serve -h does not say %q:\n%s", want, stdout)
 		}
