@@ -69,6 +69,8 @@ type host struct {
 	every      map[string]int64 // each job's checkpoint interval (negative: automatic)
 	// answers are the answers of jobs that ended here, for clients that did not get them.
 	answers map[string]keptAnswer
+	// book counts what each owner holds here, against its quotas (see quota.go).
+	book ownerBook
 }
 
 // maxRestarts is how many panics of a job's actors a host restarts; past it the job fails.
@@ -187,6 +189,7 @@ func (h *host) Receive(ctx actor.Context) {
 		if h.spawn(ctx, props, m.JobId, name, messages.ActorRole_ACTOR_ROLE_SHARD, pidOf(m.Coordinator), pidOf(m.Client), reserve, m.Epoch) {
 			h.node.mem.reserve(reserve)
 			h.shards++
+			h.hold(HostName+"/"+name, m.Owner, m.JobId, true, reserve)
 			if m.Owner != "" {
 				h.owners[m.JobId] = m.Owner
 			}
@@ -289,6 +292,7 @@ func (h *host) Receive(ctx actor.Context) {
 	case *actor.Terminated:
 		if c, ok := h.children[m.Who.Id]; ok {
 			delete(h.children, m.Who.Id)
+			h.unhold(m.Who.Id)
 			h.node.mem.release(c.reserve)
 			if c.role == messages.ActorRole_ACTOR_ROLE_SHARD {
 				h.shards--
@@ -354,8 +358,13 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 	if caller.Local() {
 		m.Owner = "local"
 	}
+	if err := h.admitOwnerJob(m.Owner); err != "" {
+		refuse("%s", err)
+		return
+	}
 	props := h.node.props(func() actor.Actor { return newCoordinator(h.node, m) })
 	if h.spawn(ctx, props, m.JobId, m.JobId+coordSuffix, messages.ActorRole_ACTOR_ROLE_COORDINATOR, nil, client, 0, 0) {
+		h.hold(HostName+"/"+m.JobId+coordSuffix, m.Owner, m.JobId, false, 0)
 		h.submits[m.JobId] = m
 		h.owners[m.JobId] = m.Owner
 		h.node.senders.addJob(m.JobId, m.Client.GetAddress(), m.Owner)
@@ -438,7 +447,8 @@ func (h *host) knows(job string) bool {
 }
 
 // admitShard checks a shard assignment against the node's limits, whoever sent it: memory,
-// shards and jobs. It returns why the shard cannot be placed here, or "".
+// shards and jobs; then against its owner's quotas (see admitOwnerShard). It returns why the
+// shard cannot be placed here, or "".
 func (h *host) admitShard(m *messages.ShardAssignment, reserve int64) string {
 	cfg, addr := h.node.cfg, h.node.Address()
 	if limit := cfg.Memory; limit > 0 && reserve > limit-h.node.mem.used() {
@@ -451,7 +461,7 @@ func (h *host) admitShard(m *messages.ShardAssignment, reserve int64) string {
 	if _, running := h.jobs[m.JobId]; !running && cfg.MaxJobs > 0 && len(h.jobs) >= cfg.MaxJobs {
 		return fmt.Sprintf("node %s runs %d jobs, its limit (serve --max-jobs)", addr, len(h.jobs))
 	}
-	return ""
+	return h.admitOwnerShard(m.Owner, m.JobId, m.Shard, reserve)
 }
 
 // idle gives the memory of ended jobs back to the system once the node has no job left.
@@ -553,6 +563,7 @@ func (h *host) onMemberLeft(ctx actor.Context, e cluster.Event) {
 		props := h.node.props(func() actor.Actor { return newTakeover(h.node, st, e) })
 		if h.spawn(ctx, props, id, id+coordSuffix, messages.ActorRole_ACTOR_ROLE_COORDINATOR, nil, pidOf(st.Submit.Client), 0, st.Epoch) {
 			h.node.senders.addJob(id, st.Submit.Client.GetAddress(), st.Submit.Owner)
+			h.hold(HostName+"/"+id+coordSuffix, st.Submit.Owner, id, false, 0) // a takeover is never refused, but counts
 		}
 	}
 }

@@ -9,11 +9,12 @@ import (
 // initParts assembles a custom initialisation the client streams with a shard's block
 // (ingest "stream", BlockPart): the whole basis (features x K column-major, the kernels' B)
 // and, when the job gives them, the shard's coefficients (K x its samples). Each part's
-// chunks come in offset order, and nothing beyond a part's size is taken. Only the shard's
-// actor uses it.
+// chunks come in offset order, and nothing beyond a part's size is taken; a part's storage
+// grows as its chunks arrive (see matio's BlockBuilder), never beyond its size. Only the
+// shard's actor uses it.
 type initParts struct {
-	basis, coef []float64 // coef nil: the job streams none (a transform without a warm start)
-	got         [2]int    // values received of the basis and of the coefficients
+	basis, coef []float64 // the values received; coef nil once complete: the job streams none
+	size        [2]int    // values of the basis and of the coefficients (0: none streamed)
 }
 
 // initPartsBytes is the memory a shard's streamed initialisation takes: m x k and cols x k
@@ -28,46 +29,52 @@ func initPartsBytes(m, cols, k int64, withCoef bool) int64 {
 
 // newInitParts prepares the parts of m features, cols samples and rank k.
 func newInitParts(m, cols, k int, withCoef bool) *initParts {
-	p := &initParts{basis: make([]float64, m*k)}
+	p := &initParts{size: [2]int{m * k, 0}}
 	if withCoef {
-		p.coef = make([]float64, cols*k)
+		p.size[1] = cols * k
 	}
 	return p
 }
 
 // add takes one chunk's values for part at offset.
 func (p *initParts) add(part messages.BlockPart, offset int64, values []float64) error {
-	var dst []float64
+	var dst *[]float64
 	var i int
 	switch part {
 	case messages.BlockPart_BLOCK_PART_INIT_BASIS:
-		dst, i = p.basis, 0
+		dst, i = &p.basis, 0
 	case messages.BlockPart_BLOCK_PART_INIT_COEF:
-		if p.coef == nil {
+		if p.size[1] == 0 {
 			return fmt.Errorf("init coef: the job streams no initial coefficients, and a chunk of them came")
 		}
-		dst, i = p.coef, 1
+		dst, i = &p.coef, 1
 	default:
 		return fmt.Errorf("a chunk of an unknown part %d", part)
 	}
 	name := [2]string{"init basis", "init coef"}[i]
-	if offset != int64(p.got[i]) {
-		return fmt.Errorf("%s: a chunk at value %d, want %d (chunks in order)", name, offset, p.got[i])
+	got, size := len(*dst), p.size[i]
+	if offset != int64(got) {
+		return fmt.Errorf("%s: a chunk at value %d, want %d (chunks in order)", name, offset, got)
 	}
-	if len(values) > len(dst)-p.got[i] {
-		return fmt.Errorf("%s: %d values from %d, more than its %d", name, len(values), offset, len(dst))
+	if len(values) > size-got {
+		return fmt.Errorf("%s: %d values from %d, more than its %d", name, len(values), offset, size)
 	}
-	p.got[i] += copy(dst[p.got[i]:], values)
+	if end := got + len(values); end > cap(*dst) {
+		grown := make([]float64, got, min(max(end, 2*cap(*dst), 1<<16), size)) // at least doubles, up to the part's size
+		copy(grown, *dst)
+		*dst = grown
+	}
+	*dst = append(*dst, values...)
 	return nil
 }
 
 // complete checks every part is whole.
 func (p *initParts) complete() error {
-	if p.got[0] != len(p.basis) {
-		return fmt.Errorf("init basis: %d of its %d values streamed", p.got[0], len(p.basis))
+	if len(p.basis) != p.size[0] {
+		return fmt.Errorf("init basis: %d of its %d values streamed", len(p.basis), p.size[0])
 	}
-	if p.got[1] != len(p.coef) {
-		return fmt.Errorf("init coef: %d of the shard's %d values streamed", p.got[1], len(p.coef))
+	if len(p.coef) != p.size[1] {
+		return fmt.Errorf("init coef: %d of the shard's %d values streamed", len(p.coef), p.size[1])
 	}
 	return nil
 }

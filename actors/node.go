@@ -149,6 +149,18 @@ type NodeConfig struct {
 	// no cap), MaxJobs the jobs with actors on it (0: DefaultMaxJobs; negative: no cap).
 	MaxShards int
 	MaxJobs   int
+	// OwnerMaxJobs, OwnerMaxShards and OwnerMemory are each owner's quotas on the node (see
+	// quota.go): the jobs with actors here, the shards held and the bytes they reserve, for
+	// the jobs of one owner (the common name of the submitter's certificate). 0 takes the
+	// default: a quarter of MaxJobs and of MaxShards, three quarters of Memory, at least 1 (none when
+	// the node's own limit is none); negative: no quota. OwnerMaxStreams is how many streamed
+	// blocks one owner's shards receive at once here (0: DefaultOwnerMaxStreams; negative:
+	// no bound); a shard past it waits for one of them to end. StartLocalCluster turns the
+	// zero quotas into none: its nodes serve one process.
+	OwnerMaxJobs    int
+	OwnerMaxShards  int
+	OwnerMemory     int64
+	OwnerMaxStreams int
 	// ClientOnly makes the node a client's: it runs no host actor and no data plane, takes
 	// no job, and its guard accepts only what peers (member nodes) send to its own client
 	// actors and request futures, of the types a client receives (replies, progress,
@@ -245,6 +257,10 @@ type Node struct {
 	runner *mailboxRunner
 	board  jobBoard
 	mem    memory
+	// streams bounds each owner's streamed blocks received at once (see streamSlots);
+	// owned is each owner's memory held (see ownerMemory).
+	streams streamSlots
+	owned   ownerMemory
 
 	committedMu sync.Mutex
 	committed   map[string]int64     // each job's newest committed checkpoint, as its host heard
@@ -369,6 +385,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	}
 	cfg.MaxShards = limitOr(cfg.MaxShards, DefaultMaxShards)
 	cfg.MaxJobs = limitOr(cfg.MaxJobs, DefaultMaxJobs)
+	resolveQuotas(&cfg)
 	if cfg.Lease == 0 {
 		cfg.Lease = DefaultLease
 	}
@@ -577,6 +594,9 @@ func StartLocalCluster(n int, cfg NodeConfig) (*LocalCluster, error) {
 		// Nodes of one process read and write what the process may: they serve its user only.
 		cfg.Roots = fsroot.Unconfined()
 	}
+	// For the same reason no owner quota unless the config sets one: one owner, the process.
+	cfg.OwnerMaxJobs, cfg.OwnerMaxShards = noQuotaOr(cfg.OwnerMaxJobs), noQuotaOr(cfg.OwnerMaxShards)
+	cfg.OwnerMemory, cfg.OwnerMaxStreams = noQuotaOr(cfg.OwnerMemory), noQuotaOr(cfg.OwnerMaxStreams)
 	if c.pool == nil {
 		c.pool = kernels.NewPool(cfg.Threads)
 		c.ownPool = true

@@ -69,6 +69,9 @@ type shard struct {
 	lastIter int64
 	ingest   *matio.BlockBuilder // while a streamed block arrives
 	inflow   chunked.Ordered     // the streamed block's chunks
+	// stream watches that the streamed block keeps coming once asked for (see checkStream).
+	stream    jobctl.StreamWatch
+	requested bool // the streamed block was asked of the client (it may wait for a stream slot)
 	// init is a custom initialisation streamed with the block (nil: none, or read from files).
 	init *initParts
 	// overdraft is the memory the shard took from its node beyond its reserve (a streamed
@@ -118,10 +121,16 @@ func (s *shard) Receive(ctx actor.Context) {
 		}
 	case *fetchTimeout:
 		s.fetchTimedOut(ctx, m)
+	case *streamIdle:
+		s.checkStream(ctx, m)
+	case *streamSlot:
+		s.slotGiven(ctx)
 	case *actor.Stopping, *actor.Restarting:
+		s.endIngest(ctx)
 		s.closeMachine()
 		s.x = nil
 		s.node.mem.release(s.overdraft)
+		s.node.owned.add(s.a.Owner, -s.overdraft)
 		s.overdraft = 0
 	case *messages.StartJob:
 		if !s.mine(m.JobId, m.Epoch) || s.machine == nil || !s.started.IsZero() {
@@ -189,8 +198,9 @@ func (s *shard) load(ctx actor.Context) {
 	if s.spec.Ingest == jobspec.IngestStream {
 		err := s.startIngest()
 		if err == nil {
-			ctx.Send(s.client, &messages.BlockRequest{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard,
-				ColLo: s.a.ColLo, ColHi: s.a.ColHi, ShardPid: wirePid(ctx.Self())})
+			if s.node.streams.acquire(s.a.Owner, ctx.Self().Id, s.node.cfg.OwnerMaxStreams, notifier(ctx)) {
+				s.requestBlock(ctx)
+			} // else streamSlot comes when one of the owner's streams on this node ends
 			return
 		}
 		s.placed(ctx, err)
@@ -267,6 +277,7 @@ func (s *shard) reassign(ctx actor.Context, m *messages.ShardAssignment) {
 		return
 	}
 	s.closeMachine()
+	s.endIngest(ctx)
 	x := s.x
 	if x != nil && (m.ColLo != s.a.ColLo || m.ColHi != s.a.ColHi) {
 		x = nil
@@ -275,6 +286,7 @@ func (s *shard) reassign(ctx actor.Context, m *messages.ShardAssignment) {
 	overdraft := s.overdraft // the kept block's; a block read or streamed anew takes its own
 	if x == nil {
 		s.node.mem.release(overdraft)
+		s.node.owned.add(s.a.Owner, -overdraft)
 		overdraft = 0
 	}
 	init := s.init
@@ -353,11 +365,19 @@ func (s *shard) ingestFits() error {
 		return nil
 	}
 	// More than reserved (the stored entries the client announced are off, or unevenly spread
-	// over the shards): take it from the node's free memory, if it has it.
+	// over the shards): take it from the node's free memory, if it has it and the owner's
+	// quota has room (or a client would announce little and stream much past its quota).
+	owner, quota := s.a.Owner, s.node.cfg.OwnerMemory
+	if !s.node.owned.take(owner, over, quota) {
+		return fmt.Errorf("the streamed block needs %s; the shard reserved %s from the entries the client announced (%d), and %s holds %s of node %s's memory, its quota is %s (serve --owner-memory)",
+			cluster.FormatBytes(max(now, final)), cluster.FormatBytes(s.a.Reserve), s.spec.StoredEntries, ownerName(owner),
+			cluster.FormatBytes(s.node.owned.used(owner)), s.node.Address(), cluster.FormatBytes(quota))
+	}
 	if s.node.mem.take(over) {
 		s.overdraft += over
 		return nil
 	}
+	s.node.owned.add(owner, -over)
 	return fmt.Errorf("the streamed block needs %s; the shard reserved %s from the entries the client announced (%d) and node %s has not the rest free",
 		cluster.FormatBytes(max(now, final)), cluster.FormatBytes(s.a.Reserve), s.spec.StoredEntries, s.node.Address())
 }
@@ -397,10 +417,11 @@ func (s *shard) blockChunk(ctx actor.Context, m *messages.BlockChunk) {
 		err = s.ingestFits()
 	}
 	if err != nil {
-		s.ingest = nil
+		s.endIngest(ctx)
 		s.placed(ctx, err)
 		return
 	}
+	s.stream.Chunk(time.Now())
 	if m.Sender != nil {
 		ctx.Send(pidOf(m.Sender), &messages.BlockAck{JobId: m.JobId, Shard: m.Shard, Seq: m.Chunk.Seq})
 	}
@@ -408,7 +429,7 @@ func (s *shard) blockChunk(ctx actor.Context, m *messages.BlockChunk) {
 		return
 	}
 	b := s.ingest
-	s.ingest = nil
+	s.endIngest(ctx)
 	if !b.Complete() {
 		s.placed(ctx, fmt.Errorf("the streamed block ended after %d chunks, incomplete", s.inflow.Received()))
 		return

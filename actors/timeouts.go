@@ -29,6 +29,12 @@ type Timeouts struct {
 	// them and forgets the job. Longer than Quorum: a takeover may wait that long for a
 	// majority.
 	Orphan time.Duration
+	// StreamIdle is how long a shard waits for the next chunk of the block its client streams
+	// (ingest "stream"): a shard that receives none for that long (the client announced the
+	// data and sends nothing, or stopped sending) fails its job, everywhere, freeing the
+	// slots and memory the job holds. The client sends a block's chunks back to back, a few
+	// in flight, so a healthy stream is never idle for long.
+	StreamIdle time.Duration
 }
 
 // DefaultLAN are the waits for a cluster of machines on one LAN: a ping answered in well
@@ -38,7 +44,7 @@ type Timeouts struct {
 // serve`, the demo, factorize --cluster).
 func DefaultLAN() Timeouts {
 	return Timeouts{Ping: 3 * time.Second, Quorum: 60 * time.Second, LeaseRenew: 2 * time.Second, CheckpointFetch: 5 * time.Second,
-		Stall: 2 * time.Minute, Orphan: 3 * time.Minute}
+		Stall: 2 * time.Minute, Orphan: 3 * time.Minute, StreamIdle: time.Minute}
 }
 
 // DefaultTimeouts are the waits a zero field of Timeouts takes: DefaultLAN.
@@ -78,6 +84,9 @@ func (t Timeouts) orDefault() Timeouts {
 	}
 	if t.Orphan <= 0 {
 		t.Orphan = d.Orphan
+	}
+	if t.StreamIdle <= 0 {
+		t.StreamIdle = d.StreamIdle
 	}
 	return t
 }

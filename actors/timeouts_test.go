@@ -19,7 +19,7 @@ func TestTimeoutsPresets(t *testing.T) {
 			field string
 			v     time.Duration
 		}{{"Ping", c.t.Ping}, {"Quorum", c.t.Quorum}, {"LeaseRenew", c.t.LeaseRenew}, {"CheckpointFetch", c.t.CheckpointFetch},
-			{"Stall", c.t.Stall}, {"Orphan", c.t.Orphan}} {
+			{"Stall", c.t.Stall}, {"Orphan", c.t.Orphan}, {"StreamIdle", c.t.StreamIdle}} {
 			if f.v <= 0 {
 				t.Errorf("%s: %s is %v, want > 0 (a zero field would be taken from DefaultTimeouts)", c.name, f.field, f.v)
 			}
@@ -54,12 +54,12 @@ func TestTimeoutsOrDefault(t *testing.T) {
 		want Timeouts
 	}{
 		{"zero", Timeouts{}, d},
-		{"negative", Timeouts{Ping: -1, Quorum: -1, LeaseRenew: -1, CheckpointFetch: -1, Stall: -1, Orphan: -1}, d},
+		{"negative", Timeouts{Ping: -1, Quorum: -1, LeaseRenew: -1, CheckpointFetch: -1, Stall: -1, Orphan: -1, StreamIdle: -1}, d},
 		{"one field", Timeouts{Ping: 500 * time.Millisecond},
-			Timeouts{Ping: 500 * time.Millisecond, Quorum: d.Quorum, LeaseRenew: d.LeaseRenew, CheckpointFetch: d.CheckpointFetch, Stall: d.Stall, Orphan: d.Orphan}},
+			Timeouts{Ping: 500 * time.Millisecond, Quorum: d.Quorum, LeaseRenew: d.LeaseRenew, CheckpointFetch: d.CheckpointFetch, Stall: d.Stall, Orphan: d.Orphan, StreamIdle: d.StreamIdle}},
 		{"preset changed", func() Timeouts { l := Loopback(); l.LeaseRenew = time.Second; return l }(),
 			Timeouts{Ping: Loopback().Ping, Quorum: Loopback().Quorum, LeaseRenew: time.Second, CheckpointFetch: Loopback().CheckpointFetch,
-				Stall: Loopback().Stall, Orphan: Loopback().Orphan}},
+				Stall: Loopback().Stall, Orphan: Loopback().Orphan, StreamIdle: Loopback().StreamIdle}},
 	} {
 		if got := c.in.orDefault(); got != c.want {
 			t.Errorf("%s: %+v.orDefault() = %+v, want %+v", c.name, c.in, got, c.want)

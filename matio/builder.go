@@ -50,8 +50,10 @@ type span struct{ lo, hi int }
 // src.Read(lo, hi, layout).
 //
 // A dense builder takes flat pieces of the column-major data with AddDense, in any order, into
-// one buffer allocated up front; a sparse one takes runs of whole columns with AddSparse, in
-// order, appended to growing slices. Entries are validated as Read validates them. Errors do
+// one buffer that grows as pieces arrive (geometrically, up to the block's size, as far as the
+// furthest piece received): a builder whose data never comes holds nothing of the block's
+// size. A sparse one takes runs of whole columns with AddSparse, in order, appended to growing
+// slices. Entries are validated as Read validates them. Errors do
 // not wrap [ErrInput]: data from a Source was validated when read, so a bad chunk means a bad
 // sender or a corrupted stream. A call that fails records nothing: the builder goes on as if
 // it had not been made.
@@ -65,8 +67,8 @@ type BlockBuilder struct {
 	taken           bool // Block has handed the data over
 
 	// dense
-	data []float64
-	got  []span // received offsets: sorted, disjoint, not adjacent
+	data []float64 // the block's values up to the furthest piece received (cap <= rows*cols)
+	got  []span    // received offsets: sorted, disjoint, not adjacent
 
 	// sparse: a CSC block of the columns received so far
 	colPtr []int
@@ -77,8 +79,8 @@ type BlockBuilder struct {
 // NewBlockBuilder returns a builder for a rows x cols block (rows features, cols samples) that
 // arrives in the natural layout (LayoutDense or LayoutSparse) and is wanted in layout. It fails
 // on negative sizes, rows above 2^31-1, an unknown layout, and a dense block (natural or
-// wanted) too large to address. A natural dense builder allocates its rows*cols values here.
-// Its chunks must hold no NaN: it is [NewBlockBuilderWithOptions] with ReadOptions{}.
+// wanted) too large to address. It allocates nothing of the block's size: a dense builder's
+// buffer grows as pieces arrive. Its chunks must hold no NaN: it is [NewBlockBuilderWithOptions] with ReadOptions{}.
 func NewBlockBuilder(rows, cols int, natural, layout Layout) (*BlockBuilder, error) {
 	return newBlockBuilder("matio: NewBlockBuilder", rows, cols, natural, layout, ReadOptions{})
 }
@@ -109,12 +111,31 @@ func newBlockBuilder(name string, rows, cols int, natural, layout Layout, opts R
 		}
 	}
 	b := &BlockBuilder{rows: rows, cols: cols, natural: natural, layout: layout, missing: opts.Missing}
-	if natural == LayoutDense {
-		b.data = make([]float64, rows*cols)
-	} else {
-		b.colPtr = make([]int, 1, min(cols, 1<<20)+1)
+	if natural == LayoutSparse {
+		b.colPtr = make([]int, 1, min(cols, minGrowth)+1)
 	}
 	return b, nil
+}
+
+// minGrowth is the least a dense builder's buffer grows by, in values (512 KiB), and the
+// first capacity of a sparse builder's column pointers.
+const minGrowth = 1 << 16
+
+// grow makes the dense buffer reach end values (end <= rows*cols): its capacity at least
+// doubles, up to the block's size, so that a block that arrives piece by piece is copied
+// O(log) times.
+func (b *BlockBuilder) grow(end int) {
+	if end <= len(b.data) {
+		return
+	}
+	if end <= cap(b.data) {
+		b.data = b.data[:end]
+		return
+	}
+	capacity := min(max(end, 2*cap(b.data), minGrowth), b.rows*b.cols)
+	data := make([]float64, end, capacity)
+	copy(data, b.data)
+	b.data = data
 }
 
 // chunkError formats an error about a chunk.
@@ -145,7 +166,7 @@ func (b *BlockBuilder) AddDense(offset int, values []float64) error {
 	if err := b.usable(LayoutDense); err != nil {
 		return err
 	}
-	total := len(b.data)
+	total := b.rows * b.cols
 	if offset < 0 || offset > total || len(values) > total-offset {
 		return chunkError("values [%d, %d) outside the %d x %d block's [0, %d)", offset, offset+len(values), b.rows, b.cols, total)
 	}
@@ -158,6 +179,7 @@ func (b *BlockBuilder) AddDense(offset int, values []float64) error {
 		return chunkError("values [%d, %d) overlap values [%d, %d) already received",
 			offset, end, max(offset, b.got[i].lo), min(end, b.got[i].hi))
 	}
+	b.grow(end)
 	dst := b.data[offset:end]
 	for k, v := range values {
 		if isMissing(v, b.missing) {
@@ -261,13 +283,13 @@ func (b *BlockBuilder) AddSparse(colLo int, colPtr []int64, rowIdx []int32, valu
 	return nil
 }
 
-// Bytes returns the memory the block holds so far (dense: all of it, allocated up front;
-// sparse: the storage of the entries and column pointers received), and the memory of the block Block would
-// return once complete (a sparse block wanted dense is converted).
+// Bytes returns the memory the block holds so far (dense: its buffer as allocated, as far as
+// the pieces received reach; sparse: the storage of the entries and column pointers
+// received), and the memory of the block Block would return once complete (a sparse block
+// wanted dense is converted).
 func (b *BlockBuilder) Bytes() (now, final int64) {
 	if b.natural == LayoutDense {
-		now = 8 * int64(b.rows) * int64(b.cols)
-		return now, now
+		return 8 * int64(cap(b.data)), 8 * int64(b.rows) * int64(b.cols)
 	}
 	now = 8*int64(cap(b.val)) + 4*int64(cap(b.rowIdx)) + 8*int64(cap(b.colPtr)) // as allocated
 	final = now

@@ -125,6 +125,10 @@ func (f *securityFlags) load() ([]byte, *pki.Config, error) {
 	return key, tls, nil
 }
 
+// serveMaxJobTime is serve's default --max-job-time: a day, long enough for any job this
+// runtime is for, short enough that a job nobody watches does not hold a cluster for good.
+const serveMaxJobTime = 24 * time.Hour
+
 // cmdServe runs a member node until SIGINT or SIGTERM, then leaves the cluster gracefully.
 func cmdServe(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -145,10 +149,14 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	var roots stringList
 	fs.Var(&roots, "data-root", "a `DIR` under which this node reads job inputs (--ingest shared, --init custom) and writes --out-shared; repeat for several (default: none, so jobs must stream their input and take their factors back)")
 	maxJobTime, lease := new(time.Duration), new(time.Duration)
-	durationFlag(fs, maxJobTime, "max-job-time", 0, "cancel any job coordinated here that runs longer than this `DURATION` (e.g. 2h; default 0: no cap)")
+	durationFlag(fs, maxJobTime, "max-job-time", serveMaxJobTime, "cancel any job coordinated here that runs longer than this `DURATION` (e.g. 2h; 0: no cap), so that no job holds the cluster for good")
 	durationFlag(fs, lease, "lease", actors.DefaultLease, "cancel a job coordinated here when its client sent no word for this `DURATION` (killed, cut off); jobs submitted with --detach have no lease")
 	maxShards := fs.Int("max-shards", actors.DefaultMaxShards, "most shards this node holds at once; a job that would need more is refused")
 	maxJobs := fs.Int("max-jobs", actors.DefaultMaxJobs, "most jobs with actors on this node at once")
+	ownerJobs := fs.Int("owner-max-jobs", 0, "at most `N` jobs of one owner (the name in its client certificate) with actors on this node at once (default 0: a quarter of --max-jobs), so that one client cannot take every slot")
+	ownerShards := fs.Int("owner-max-shards", 0, "at most `N` shards of one owner's jobs on this node at once (default 0: a quarter of --max-shards)")
+	ownerMemory := fs.String("owner-memory", "", "bytes of job data this node accepts for one owner's jobs, a `SIZE`, e.g. 2GiB (default: three quarters of --memory)")
+	ownerStreams := fs.Int("owner-max-streams", 0, "at most `N` streamed inputs of one owner's shards received by this node at once; more wait their turn (default 0: "+strconv.Itoa(actors.DefaultOwnerMaxStreams)+")")
 	chaosDelay := fs.Duration("chaos-delay", 0, "chaos drills only: every shard on this node sleeps this long at each iteration boundary, so that faults land mid-job (default 0: off)")
 	var sec securityFlags
 	sec.register(fs)
@@ -190,6 +198,13 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	if *maxJobTime < 0 || *lease <= 0 || *maxShards < 1 || *maxJobs < 1 {
 		return badInput("--max-job-time must be >= 0, --lease > 0, --max-shards and --max-jobs >= 1")
 	}
+	if *ownerJobs < 0 || *ownerShards < 0 || *ownerStreams < 0 {
+		return badInput("--owner-max-jobs, --owner-max-shards and --owner-max-streams must be >= 1 (0: the default)")
+	}
+	ownerMem, err := parseBytes(*ownerMemory)
+	if err != nil {
+		return badInput("--owner-memory: %v", err)
+	}
 	if *cpus != "" {
 		list, err := parseCPUList(*cpus)
 		if err == nil {
@@ -230,7 +245,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		GossipKey: cr.gossipKey, TLS: cr.tls, Secret: cr.secret, Insecure: cr.insecure, Logger: logger,
 		Node: actors.NodeConfig{Port: *actorPort, DataPort: *dataPort, DataDir: dir, Capacity: *capacity, Memory: mem, Machine: machineName(*machine),
 			Threads: *threads, CheckpointQuota: quotaBytes, Faults: faults, MaxJobTime: *maxJobTime, Lease: *lease,
-			MaxShards: *maxShards, MaxJobs: *maxJobs}})
+			MaxShards: *maxShards, MaxJobs: *maxJobs, OwnerMaxJobs: *ownerJobs, OwnerMaxShards: *ownerShards, OwnerMemory: ownerMem,
+			OwnerMaxStreams: *ownerStreams}})
 	if err != nil {
 		return usageError{err}
 	}

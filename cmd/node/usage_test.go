@@ -249,6 +249,11 @@ func TestServeRefusesBadValues(t *testing.T) {
 		{[]string{"--log-format", "xml"}, "--log-format"},
 		{[]string{"--cpus", "0-x"}, "--cpus"},
 		{[]string{"--cpus", "1023"}, "--cpus"},
+		{[]string{"--owner-max-jobs", "-1"}, "--owner-max-jobs"},
+		{[]string{"--owner-max-shards", "-3"}, "--owner-max-shards"},
+		{[]string{"--owner-max-streams", "-1"}, "--owner-max-streams"},
+		{[]string{"--owner-memory", "lots"}, "--owner-memory"},
+		{[]string{"--max-job-time", "-1h"}, "--max-job-time"},
 	} {
 		args := append([]string{"serve", "--bind", "127.0.0.1:0"}, c.args...)
 		var code int
@@ -259,6 +264,21 @@ func TestServeRefusesBadValues(t *testing.T) {
 		}
 		if _, err := os.Stat(secret); err == nil {
 			t.Fatalf("%v made the cluster secret %s", args, secret)
+		}
+	}
+}
+
+// TestServeHelpStatesTheLimits: serve's help gives the default --max-job-time (a day) and the
+// per-owner quotas with their defaults.
+func TestServeHelpStatesTheLimits(t *testing.T) {
+	code, stdout, _ := runNode(t, "serve", "-h")
+	if code != 0 {
+		t.Fatalf("serve -h: exit %d", code)
+	}
+	for _, want := range []string{"(default 24h0m0s)", "-owner-max-jobs N", "a quarter of --max-jobs", "-owner-max-shards N",
+		"a quarter of --max-shards", "-owner-memory SIZE", "three quarters of --memory", "-owner-max-streams N"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("serve -h does not say %q:\n%s", want, stdout)
 		}
 	}
 }

@@ -15,7 +15,8 @@
 // A schedule (Options.Faults) loses, duplicates and delays messages (delays reorder
 // messages of different links); kills nodes, the coordinator's and its standby's included,
 // or a rack of them; partitions the cluster and heals it; makes nodes slow, checkpoint copies
-// corrupt and disks full; and has nodes join mid-job. Run checks, after every schedule:
+// corrupt and disks full; has nodes join mid-job; and has a client announce its input and
+// never stream it (Faults.NeverStreams), which the shards' jobctl.StreamWatch must reap. Run checks, after every schedule:
 //
 //   - the job ends within the simulated deadline;
 //   - with a result whose factors are bitwise the fault-free ones (the caller compares them

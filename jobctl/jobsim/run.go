@@ -32,8 +32,10 @@ type Options struct {
 	Latency, IterCost time.Duration
 	// DetectDelay is how long the gossip takes to see a node dead, cut off or back (default
 	// 1s); QuorumWait how long a job waits for a majority (default 20s); StallTimeout the
-	// control's stall watchdog (default 2s).
-	DetectDelay, QuorumWait, StallTimeout time.Duration
+	// control's stall watchdog (default 2s); StreamIdle how long a shard waits for a chunk of
+	// its streamed block (default 5s: as actors' defaults, well within the watchdog's wait
+	// before a job's first iteration).
+	DetectDelay, QuorumWait, StallTimeout, StreamIdle time.Duration
 	// Deadline bounds the simulated time (default 10 minutes): a job not ended by then breaks
 	// the invariant that every job ends.
 	Deadline time.Duration
@@ -70,6 +72,10 @@ type Faults struct {
 	// (cluster.Admission, as the membership runs it) must refuse both: a node that lists one
 	// breaks an invariant, since its death would touch the job.
 	Forgers, Duplicates int
+	// NeverStreams is a client that announces its input (ingest "stream") and sends none of
+	// it, or a few chunks of a block and then nothing: the job must fail with the shards'
+	// error (jobctl.StreamWatch), every actor stopped, whatever else the schedule breaks.
+	NeverStreams bool
 }
 
 // Tolerable tells whether the job must survive these faults with its result: at most one
@@ -82,7 +88,7 @@ func (f Faults) Tolerable() bool {
 	if f.KillStandby {
 		lost++
 	}
-	return lost <= 1 && f.Partitions == 0
+	return lost <= 1 && f.Partitions == 0 && !f.NeverStreams
 }
 
 // Problem is the job the simulations run: the matrix, split into shards, and the
@@ -383,6 +389,7 @@ func (o Options) withDefaults() Options {
 	def(&o.DetectDelay, time.Second)
 	def(&o.QuorumWait, 20*time.Second)
 	def(&o.StallTimeout, 2*time.Second)
+	def(&o.StreamIdle, 5*time.Second)
 	def(&o.Deadline, 10*time.Minute)
 	return o
 }
@@ -428,6 +435,18 @@ func (w *World) outcome() Outcome {
 	if e := c.err; e != nil && w.opt.Faults.Tolerable() && !w.unreplicated && !w.answerLost {
 		w.violation("the job failed under tolerable faults: %s", e.Message)
 	}
+	if c.result != nil && w.opt.Faults.NeverStreams {
+		w.violation("the job of a client that never streams ended with a result")
+	}
+	if e := c.err; e != nil && w.opt.Faults == (Faults{NeverStreams: true}) {
+		// Nothing else broke: the shards' error ends the job, a few waits after it began.
+		if !strings.Contains(e.Message, "Timeouts.StreamIdle") {
+			w.violation("the job of a client that never streams failed with another error: %s", e.Message)
+		}
+		if c.at > 5*w.opt.StreamIdle {
+			w.violation("the job of a client that never streams ended at %v, past 5 waits for a chunk (%v)", c.at, w.opt.StreamIdle)
+		}
+	}
 	if e := c.err; e != nil && !excused(e.Message) {
 		w.violation("the job failed without naming a cause the promise allows: %s", e.Message)
 	}
@@ -453,7 +472,7 @@ func (w *World) outcome() Outcome {
 // fail: no majority, every copy of a checkpoint and the start lost, no node left, a fault
 // that kept coming back.
 func excused(msg string) bool {
-	for _, s := range []string{"not a majority", "without a majority", "no node is left", "recovered", "fit on no live node", "no node took the job over", "no answer reached this client", "no member of the cluster answers"} {
+	for _, s := range []string{"Timeouts.StreamIdle", "not a majority", "without a majority", "no node is left", "recovered", "fit on no live node", "no node took the job over", "no answer reached this client", "no member of the cluster answers"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

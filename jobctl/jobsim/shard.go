@@ -62,6 +62,9 @@ type shard struct {
 	ckptAt  int64
 	// writing are the checkpoints sent to the buddy and not acknowledged, by iteration.
 	writing map[int64]bool
+	// stream watches the block a client that never streams does not send (Faults.NeverStreams).
+	stream     jobctl.StreamWatch
+	streamDone bool
 }
 
 func newShard(n *node, a *messages.ShardAssignment) *shard {
@@ -72,6 +75,10 @@ func newShard(n *node, a *messages.ShardAssignment) *shard {
 // one of the nodes the assignment names), and tells the coordinator.
 func (s *shard) load() {
 	w, a := s.n.w, s.a
+	if w.opt.Faults.NeverStreams {
+		s.awaitStream()
+		return
+	}
 	s.x = w.data.x.ColSlice(int(a.ColLo), int(a.ColHi))
 	placed := &messages.Placed{JobId: a.JobId, Actor: fmt.Sprintf("shard %d", a.Shard), Pid: s.pid, Epoch: a.Epoch}
 	var resume *snapshot
@@ -113,6 +120,40 @@ func (s *shard) load() {
 	rows, cols := s.x.Dims()
 	placed.Samples, placed.Features, placed.SqNormX = int64(cols), int64(rows), s.x.SqNorm()
 	w.send(s.n.addr, a.Coordinator, placed)
+}
+
+// awaitStream is the shard of a job whose client never streams: it asks for its block and
+// takes the few chunks the client sends (none to three, each within the wait of the one
+// before), then nothing comes, and it fails its job as package actors' shards do.
+func (s *shard) awaitStream() {
+	w, a := s.n.w, s.a
+	s.stream = jobctl.NewStreamWatch(w.now(), w.opt.StreamIdle)
+	id := jobctl.HostName + "/" + jobctl.ShardName(a.JobId, a.Shard)
+	current := func() bool { return s.n.alive && s.n.shards[id] == s && !s.streamDone }
+	var at time.Duration
+	for range w.rng.IntN(4) {
+		at += time.Duration(w.rng.Int64N(int64(w.opt.StreamIdle)))
+		w.after(at, func() {
+			if current() {
+				s.stream.Chunk(w.now())
+			}
+		})
+	}
+	var check func()
+	check = func() {
+		if !current() {
+			return
+		}
+		if idle, again := s.stream.Idle(w.now()); !idle {
+			w.after(again, check)
+			return
+		}
+		s.streamDone = true
+		announced := fmt.Sprintf("%d bytes for shard %d", 8*int64(w.data.x.Rows)*(a.ColHi-a.ColLo), a.Shard)
+		w.send(s.n.addr, a.Coordinator, &messages.Placed{JobId: a.JobId, Actor: fmt.Sprintf("shard %d", a.Shard), Pid: s.pid, Epoch: a.Epoch,
+			Error: fmt.Sprintf("shard %d on node %s: %s", a.Shard, s.n.addr, s.stream.Error(announced))})
+	}
+	w.after(s.stream.Wait, check)
 }
 
 // close ends the shard's machine.

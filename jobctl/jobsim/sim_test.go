@@ -274,3 +274,39 @@ func cause(msg string) string {
 	}
 	return msg
 }
+
+// TestClientThatNeverStreams: a client that announces its input and sends none of it (or a
+// few chunks, then nothing) has its job fail with the shards' error (jobctl.StreamWatch),
+// within a few waits for a chunk when nothing else breaks, every actor stopped; mixed with the
+// other faults of the schedules, the job still ends, never with a result, with a clear error.
+func TestClientThatNeverStreams(t *testing.T) {
+	p := testProblem(t)
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	causes := map[string]int{}
+	for s := uint64(1); s <= uint64(n); s++ {
+		o := Options{Seed: s, Faults: Faults{NeverStreams: true}}
+		if s%2 == 0 {
+			o = scheduleFor(s)
+			o.Faults.NeverStreams = true
+		}
+		out := Run(p, o)
+		if len(out.Violations) > 0 {
+			t.Fatalf("seed %d (%+v): %v", s, o.Faults, out.Violations)
+		}
+		if out.Err == nil {
+			t.Fatalf("seed %d (%+v): the job ended without an error", s, o.Faults)
+		}
+		cause := "other"
+		if strings.Contains(out.Err.Message, "Timeouts.StreamIdle") {
+			cause = "stream idle"
+		}
+		causes[cause]++
+	}
+	if causes["stream idle"] < n/2 {
+		t.Errorf("causes %v: want the stream's error in at least every schedule without other faults", causes)
+	}
+	t.Logf("%d schedules: %v", n, causes)
+}
