@@ -154,7 +154,7 @@ func TestOneClientCannotTakeTheNode(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := c.cfg
 			cfg.Threads, cfg.TLS, cfg.Roots, cfg.Timeouts = 1, creds(t, ca, "node", pki.RolePeer), fsroot.Unconfined(), Timeouts{StreamIdle: 10 * time.Minute}
-			cfg.Lease = time.Second // bob's jobs live on his renewals only
+			cfg.Lease = time.Second     // bob's jobs live on his renewals only
 			node, err := StartNode(cfg) // a node of its own: the defaults of serve's quotas
 			if err != nil {
 				t.Fatal(err)
