@@ -51,11 +51,11 @@ type limitedStreams struct {
 	memberlist.Transport
 	frontDoor func(net.Conn) // Config.FrontDoor; nil closes clients' streams
 	out       chan net.Conn
-	stop    chan struct{} // closed by Shutdown
-	gone    chan struct{} // closed once the wrapped transport has shut down
-	once    sync.Once
-	refused atomic.Int64
-	served  *slots.Limiter // the streams memberlist has, by remote address
+	stop      chan struct{} // closed by Shutdown
+	gone      chan struct{} // closed once the wrapped transport has shut down
+	once      sync.Once
+	refused   atomic.Int64
+	served    *slots.Limiter // the streams memberlist has, by remote address
 }
 
 // limitStreams wraps t and starts passing its streams on: gossip to memberlist, clients'
