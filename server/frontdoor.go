@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -57,13 +58,19 @@ func frontDoor(tlsCfg *pki.Config, workers func() []cluster.Member) func(net.Con
 		defer conn.Close()
 		_ = conn.SetDeadline(time.Now().Add(frontDoorWait))
 		var w io.Writer = conn
+		var b [1]byte
+		if _, err := io.ReadFull(conn, b[:]); err != nil {
+			return
+		}
 		if tlsCfg == nil {
-			var b [1]byte
-			if _, err := io.ReadFull(conn, b[:]); err != nil || b[0] != cluster.FrontDoorPlain {
+			if b[0] != cluster.FrontDoorPlain {
 				return
 			}
 		} else {
-			tc := tls.Server(conn, tlsCfg.Server)
+			if b[0] != tlsHandshake { // a plain client of a cluster with credentials
+				return
+			}
+			tc := tls.Server(&prefixConn{Conn: conn, r: io.MultiReader(bytes.NewReader(b[:]), conn)}, tlsCfg.Server)
 			defer tc.Close()
 			if err := tc.Handshake(); err != nil {
 				return
@@ -75,13 +82,25 @@ func frontDoor(tlsCfg *pki.Config, workers func() []cluster.Member) func(net.Con
 			}
 			w = tc
 		}
-		b, err := encodeView(workers())
+		view, err := encodeView(workers())
 		if err != nil {
 			return
 		}
-		_, _ = w.Write(b)
+		_, _ = w.Write(view)
 	}
 }
+
+// tlsHandshake is the first byte of a TLS ClientHello.
+const tlsHandshake = 0x16
+
+// prefixConn is a connection whose reads come from r (bytes already read, then the
+// connection).
+type prefixConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // encodeView returns the front door's answer for members: the length of the encoded
 // messages.ClusterView (4 bytes, big-endian), then the message.
@@ -263,12 +282,21 @@ func (d *doorClient) fetch(ctx context.Context, addr string) ([]cluster.Member, 
 	defer stop()
 	deadline, _ := ctx.Deadline()
 	_ = conn.SetDeadline(deadline)
+	timedOut := func(err error) error {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: no answer within %v (%v)", addr, fetchWait, err)
+		}
+		return nil
+	}
 	if d.tls == nil {
 		if _, err := conn.Write([]byte{cluster.FrontDoorPlain}); err != nil {
 			return nil, fmt.Errorf("%s: %v", addr, err)
 		}
 		m, err := readView(conn)
 		if err != nil {
+			if te := timedOut(err); te != nil {
+				return nil, te
+			}
 			return nil, fmt.Errorf("%s: no view: %v", addr, closedWhy(err, false))
 		}
 		return m, nil
@@ -287,6 +315,9 @@ func (d *doorClient) fetch(ctx context.Context, addr string) ([]cluster.Member, 
 		if authFailure(err) {
 			return nil, &AuthError{Addr: addr, Err: err}
 		}
+		if te := timedOut(err); te != nil {
+			return nil, te
+		}
 		return nil, fmt.Errorf("%s: TLS handshake: %v", addr, closedWhy(err, true))
 	}
 	m, err := readView(tc)
@@ -295,6 +326,9 @@ func (d *doorClient) fetch(ctx context.Context, addr string) ([]cluster.Member, 
 		// the handshake is done, and its refusal comes as an alert on the first read.
 		if authFailure(err) {
 			return nil, &AuthError{Addr: addr, Err: err}
+		}
+		if te := timedOut(err); te != nil {
+			return nil, te
 		}
 		return nil, fmt.Errorf("%s: no view: %v", addr, closedWhy(err, true))
 	}
