@@ -77,6 +77,7 @@ type Client struct {
 	watches      map[string][]*actors.Job // coordinator's actor address -> jobs it coordinates
 	submits      map[string][]*submitting // node's actor address -> submissions it has not accepted yet
 	failed       map[string]time.Time     // front doors that did not answer, when (refresh's own)
+	known        []string                 // the gossip addresses of the last view that listed members
 	stop         context.CancelFunc       // ends refresh
 	refreshed    chan struct{}            // closed when refresh has returned
 	closeOnce    sync.Once
@@ -119,6 +120,9 @@ func (v *View) set(workers []cluster.Member, from string) []cluster.Member {
 
 // ViewRefresh is how often a client asks for the cluster's view again.
 const ViewRefresh = 500 * time.Millisecond
+
+// viewRound bounds one refresh of the view: the front doors asked in turn until one answers.
+const viewRound = 2 * fetchWait
 
 // viewLost is how long a client keeps its view while no member's front door answers: after
 // it, the members count as gone (their jobs wait TakeoverWait for them to come back).
@@ -298,6 +302,9 @@ func Connect(cfg ClientConfig) (*Client, error) {
 		switch {
 		case len(members) > 0:
 			c.Members.set(members, from)
+			for _, m := range members {
+				c.known = append(c.known, m.Gossip)
+			}
 		case slices.ContainsFunc(errs, func(e error) bool { return errors.Is(e, errEmptyView) }):
 			// A member answered, with no worker yet (it is starting).
 			answered = true
@@ -325,7 +332,11 @@ func Connect(cfg ClientConfig) (*Client, error) {
 		if len(c.Members.Workers()) > 0 {
 			break
 		}
-		time.Sleep(max(time.Millisecond, min(250*time.Millisecond, reach-time.Since(start))))
+		pause := 250 * time.Millisecond
+		if left := reach - time.Since(start); !answered && left > 0 && left < pause {
+			pause = left
+		}
+		time.Sleep(pause)
 	}
 	c.takeoverWait = cfg.TakeoverWait
 	if c.takeoverWait <= 0 {
@@ -353,7 +364,9 @@ func (c *Client) refresh(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		members, from, errs, failed, _ := c.door.fetchAny(ctx, c.sources())
+		round, cancel := context.WithTimeout(ctx, viewRound)
+		members, from, errs, failed, _ := c.door.fetchAny(round, c.sources())
+		cancel()
 		if ctx.Err() != nil {
 			return
 		}
@@ -371,10 +384,16 @@ func (c *Client) refresh(ctx context.Context) {
 			if now.Sub(lastAnswer) < viewLost {
 				continue
 			}
-			// Nothing answered for viewLost: the members it listed count as gone.
-			from = ""
+			// Nothing answered for viewLost: the members it listed count as gone (and are
+			// still asked, see sources).
 		} else {
 			lastAnswer = now
+			c.mu.Lock()
+			c.known = c.known[:0]
+			for _, m := range members {
+				c.known = append(c.known, m.Gossip)
+			}
+			c.mu.Unlock()
 		}
 		for _, m := range c.Members.set(members, from) {
 			c.memberGone(m)
@@ -383,16 +402,16 @@ func (c *Client) refresh(ctx context.Context) {
 }
 
 // sources lists the front doors refresh asks, in order: the seeds, then the members of the
-// last view; those that failed in the last 10 s come after the others.
+// last view that listed any; those that failed in the last 10 s come after the others.
 func (c *Client) sources() []string {
-	all := slices.Clone(c.seeds)
-	for _, w := range c.Members.Workers() {
-		if !slices.Contains(all, w.Gossip) {
-			all = append(all, w.Gossip)
-		}
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	all := slices.Clone(c.seeds)
+	for _, g := range c.known {
+		if !slices.Contains(all, g) {
+			all = append(all, g)
+		}
+	}
 	var ok, failed []string
 	for _, a := range all {
 		if at, bad := c.failed[a]; bad && time.Since(at) < 10*time.Second {
