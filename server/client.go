@@ -88,8 +88,6 @@ type Client struct {
 type View struct {
 	mu      sync.Mutex
 	workers []cluster.Member
-	from    string
-	at      time.Time
 }
 
 // Workers returns the members that may get work, sorted by name, as the last view listed
@@ -100,21 +98,14 @@ func (v *View) Workers() []cluster.Member {
 	return slices.Clone(v.workers)
 }
 
-// Source returns the gossip address of the member whose front door answered last, and when.
-func (v *View) Source() (string, time.Time) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.from, v.at
-}
-
 // set replaces the view; it returns the members that were listed and no longer are.
-func (v *View) set(workers []cluster.Member, from string) []cluster.Member {
+func (v *View) set(workers []cluster.Member) []cluster.Member {
 	workers = slices.Clone(workers)
 	slices.SortFunc(workers, func(a, b cluster.Member) int { return strings.Compare(a.Name, b.Name) })
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	lost := gone(v.workers, workers)
-	v.workers, v.from, v.at = workers, from, time.Now()
+	v.workers = workers
 	return lost
 }
 
@@ -298,10 +289,10 @@ func Connect(cfg ClientConfig) (*Client, error) {
 	}
 	start := time.Now()
 	for answered := false; ; {
-		members, from, errs, _, unreached := c.door.fetchAny(context.Background(), cfg.Cluster)
+		members, _, errs, _, unreached := c.door.fetchAny(context.Background(), cfg.Cluster)
 		switch {
 		case len(members) > 0:
-			c.Members.set(members, from)
+			c.Members.set(members)
 			for _, m := range members {
 				c.known = append(c.known, m.Gossip)
 			}
@@ -395,7 +386,7 @@ func (c *Client) refresh(ctx context.Context) {
 			}
 			c.mu.Unlock()
 		}
-		for _, m := range c.Members.set(members, from) {
+		for _, m := range c.Members.set(members) {
 			c.memberGone(m)
 		}
 	}

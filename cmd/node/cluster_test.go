@@ -607,8 +607,8 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// isolateGossip gives the nodes and clients the test starts a fresh gossip key (through the
-// environment they inherit): members retry the addresses of members they saw die, and on
+// isolateGossip gives the nodes the test starts a fresh gossip key (through the environment
+// they inherit; clients take none): members retry the addresses of members they saw die, and on
 // loopback a concurrent test's cluster may reuse such a port; clusters with different keys
 // never merge.
 func isolateGossip(t *testing.T) {
