@@ -287,3 +287,33 @@ func FuzzDecodeView(f *testing.F) {
 		}
 	})
 }
+
+// TestGone: a member is gone from a view when the next lists no instance of it with the same
+// name, start time and actor address: a restarted member (new start time) is gone, and comes
+// back as a new one.
+func TestGone(t *testing.T) {
+	m := func(name string, started int64, actor string) cluster.Member {
+		return cluster.Member{Name: name, Gossip: "127.0.0.1:1", Meta: cluster.Meta{Role: cluster.RoleMember, Actor: actor, Capacity: 1, Started: started}}
+	}
+	a, b := m("a", 1, "127.0.0.1:10"), m("b", 1, "127.0.0.1:20")
+	for _, c := range []struct {
+		name      string
+		old, next []cluster.Member
+		want      []string
+	}{
+		{"same", []cluster.Member{a, b}, []cluster.Member{b, a}, nil},
+		{"b left", []cluster.Member{a, b}, []cluster.Member{a}, []string{"b"}},
+		{"b restarted", []cluster.Member{a, b}, []cluster.Member{a, m("b", 2, "127.0.0.1:20")}, []string{"b"}},
+		{"b moved", []cluster.Member{a, b}, []cluster.Member{a, m("b", 1, "127.0.0.1:21")}, []string{"b"}},
+		{"nothing answers", []cluster.Member{a, b}, nil, []string{"a", "b"}},
+		{"c joined", []cluster.Member{a}, []cluster.Member{a, m("c", 1, "127.0.0.1:30")}, nil},
+	} {
+		var got []string
+		for _, g := range gone(c.old, c.next) {
+			got = append(got, g.Name)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: gone %v, want %v", c.name, got, c.want)
+		}
+	}
+}
