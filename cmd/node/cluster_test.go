@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	crand "crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -583,9 +584,18 @@ func TestClusterSecurity(t *testing.T) {
 		{"key file open to others", append([]string{"serve", "--bind", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "k"),
 			"--gossip-key-file", keyFile("MDEyMzQ1Njc4OWFiY2RlZg==", 0o644)}, tlsFlags(certs, "a")...), "chmod 600"},
 	} {
-		code, _, stderr := runNode(t, c.args...)
-		if code != 2 || !strings.Contains(stderr, c.want) {
-			t.Errorf("%s: exit %d, want 2 and %q: %s", c.name, code, c.want, stderr)
+		// A process, ended after 20 s: a build that took the flag would serve.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		cmd := exec.CommandContext(ctx, nodeCmd(t).Path, c.args...)
+		cmd.Env = nodeEnv()
+		out, err := cmd.CombinedOutput()
+		cancel()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code != 2 || !strings.Contains(string(out), c.want) {
+			t.Errorf("%s: exit %d (%v), want 2 and %q: %s", c.name, code, err, c.want, out)
 		}
 	}
 	// A cluster secret that other users may read is refused, and says why.
