@@ -25,8 +25,8 @@
 //   - InProcess: N actor systems in this process that speak the whole protocol to each
 //     other over gRPC with TLS on loopback (the shards placed round-robin): a cluster
 //     without machines, for tests and for measuring the protocol;
-//   - OnCluster: a running cluster (node serve on each machine), joined as a client by
-//     gossip. Its nodes read the input themselves (Spec.Ingest shared: a path every node
+//   - OnCluster: a running cluster (node serve on each machine), which this process reaches
+//     as a client through a member's front door (clients take no part in the gossip). Its nodes read the input themselves (Spec.Ingest shared: a path every node
 //     sees, under its data roots) or this process streams it to them (IngestStream).
 //
 // Local and InProcess read the input in this process, so Open checks the job against the

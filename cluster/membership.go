@@ -130,7 +130,7 @@ type Config struct {
 	// for the proofs of the members it met while joining, so that it returns seeing them.
 	Prove func(ctx context.Context, m Member) error
 	// FrontDoor, when set, is handed every connection to the gossip port (TCP) whose first
-	// byte is not gossip: a TLS ClientHello (0x16), or frontDoorPlain for clusters without
+	// byte is not gossip: a TLS ClientHello (0x16), or FrontDoorPlain for clusters without
 	// credentials. The byte is still to be read. It runs in the connection's own goroutine,
 	// holds one of the gossip port's connection slots until it closes the connection, and
 	// must close it. Nil closes such connections at once.
@@ -353,7 +353,7 @@ func Start(cfg Config) (*Membership, error) {
 	if advPort != 0 {
 		mc.AdvertisePort = advPort
 	}
-	streams := limitStreams(transport)
+	streams := limitStreams(transport, cfg.FrontDoor)
 	m.streams = streams
 	mc.Transport = streams
 	var selfAddr atomic.Value // the advertised gossip address, known once memberlist runs

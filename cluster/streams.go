@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 
@@ -31,21 +33,41 @@ const (
 	maxStreamsPerIP = 32
 )
 
-// limitedStreams wraps a memberlist transport so that its incoming streams are bounded. Its
-// methods may be called from any goroutine.
+// The gossip port is also the cluster's front door for clients (see Config.FrontDoor): the
+// first byte of every stream tells a client from gossip. memberlist's streams start with its
+// label byte (hasLabelMsg, 244: every node of a didnmf cluster sets the label "didnmf") or,
+// from a node without a label, a message type (0 to 13) or an encryption version (0, 1). A
+// TLS record starts with its content type, 0x16 (22) for the ClientHello, and a client of a
+// cluster without credentials starts with FrontDoorPlain: neither is any of those.
+const (
+	// FrontDoorPlain is the first byte a client of a cluster without credentials (--insecure)
+	// sends to a member's gossip port to ask for the cluster's view.
+	FrontDoorPlain byte = 'D'
+	// frontDoorTLS is the first byte of a TLS ClientHello (a handshake record).
+	frontDoorTLS byte = 0x16
+	// firstByteWait bounds the wait for a stream's first byte: a connection that sends
+	// nothing gives its slot back after it.
+	firstByteWait = 2 * time.Second
+)
+
+// limitedStreams wraps a memberlist transport so that its incoming streams are bounded, and
+// hands the streams of clients to the front door. Its methods may be called from any
+// goroutine.
 type limitedStreams struct {
 	memberlist.Transport
-	out     chan net.Conn
-	stop    chan struct{} // closed by Shutdown
-	gone    chan struct{} // closed once the wrapped transport has shut down
-	once    sync.Once
-	refused atomic.Int64
-	served  *slots.Limiter // the streams memberlist has, by remote address (evicting when full)
+	frontDoor func(net.Conn) // Config.FrontDoor; nil closes clients' streams
+	out       chan net.Conn
+	stop      chan struct{} // closed by Shutdown
+	gone      chan struct{} // closed once the wrapped transport has shut down
+	once      sync.Once
+	refused   atomic.Int64
+	served    *slots.Limiter // the streams memberlist has, by remote address (evicting when full)
 }
 
-// limitStreams wraps t and starts passing its streams on.
-func limitStreams(t memberlist.Transport) *limitedStreams {
-	l := &limitedStreams{Transport: t, out: make(chan net.Conn), stop: make(chan struct{}), gone: make(chan struct{}), served: slots.New(maxStreams, maxStreamsPerIP)}
+// limitStreams wraps t and starts passing its streams on: gossip to memberlist, clients'
+// streams to frontDoor (nil: closed).
+func limitStreams(t memberlist.Transport, frontDoor func(net.Conn)) *limitedStreams {
+	l := &limitedStreams{Transport: t, frontDoor: frontDoor, out: make(chan net.Conn), stop: make(chan struct{}), gone: make(chan struct{}), served: slots.New(maxStreams, maxStreamsPerIP)}
 	go l.pass(t.StreamCh())
 	return l
 }
@@ -71,16 +93,59 @@ func (l *limitedStreams) pass(in <-chan net.Conn) {
 				l.refused.Add(1)
 				c.Close()
 			})
-			select {
-			case l.out <- &limitedConn{Conn: c, done: func() { slot.Release() }}:
-			case <-l.stop:
-				c.Close()
-				return
-			}
+			go l.route(&limitedConn{Conn: c, done: func() { slot.Release() }})
 		case <-l.stop:
 			return
 		}
 	}
+}
+
+// route reads a stream's first byte (waiting at most firstByteWait) and hands the stream, with
+// that byte still to be read, to the front door if it starts a TLS handshake or is
+// FrontDoorPlain, or else to memberlist. It runs in a goroutine of the stream's own, so that
+// a stream slow to send its first byte holds up no other. The stream keeps its slot until it
+// is closed.
+func (l *limitedStreams) route(c *limitedConn) {
+	var b [1]byte
+	_ = c.SetReadDeadline(time.Now().Add(firstByteWait))
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	pc := &peekedConn{Conn: c, first: b[0], has: true}
+	if b[0] == frontDoorTLS || b[0] == FrontDoorPlain {
+		if l.frontDoor == nil {
+			c.Close()
+			return
+		}
+		l.frontDoor(pc)
+		return
+	}
+	select {
+	case l.out <- pc:
+	case <-l.stop:
+		c.Close()
+	}
+}
+
+// peekedConn is a stream whose first byte was read by route: it gives that byte back first.
+type peekedConn struct {
+	net.Conn
+	mu    sync.Mutex
+	first byte
+	has   bool // first is still to be read
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.has && len(p) > 0 {
+		p[0], c.has = c.first, false
+		c.mu.Unlock()
+		return 1, nil
+	}
+	c.mu.Unlock()
+	return c.Conn.Read(p)
 }
 
 // StreamCh implements memberlist.Transport: the streams within the limits.

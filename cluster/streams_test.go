@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"bytes"
+	"io"
 	"net"
 	"slices"
 	"sync"
@@ -65,5 +67,89 @@ func TestGossipFloodFromManyAddresses(t *testing.T) {
 	}
 	if a.RefusedStreams() == 0 {
 		t.Fatal("no flood connection evicted")
+	}
+}
+
+// TestFrontDoorDispatch: a stream to the gossip port that starts with a TLS handshake byte
+// or FrontDoorPlain goes to Config.FrontDoor with every byte still to be read; gossip streams
+// still reach memberlist (two nodes with a front door join); without a front door such
+// streams are closed; a stream that sends nothing is closed after firstByteWait.
+func TestFrontDoorDispatch(t *testing.T) {
+	t.Parallel()
+	got := make(chan []byte, 4)
+	door := func(c net.Conn) {
+		defer c.Close()
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b := make([]byte, 4)
+		n, _ := io.ReadFull(c, b)
+		got <- b[:n]
+		_, _ = c.Write([]byte("view"))
+	}
+	a := start(t, Config{Name: "a", Meta: memberMeta(9101), FrontDoor: door})
+	b := start(t, Config{Name: "b", Join: []string{a.Local().Gossip}, Meta: memberMeta(9102), FrontDoor: door})
+	for _, n := range []node{a, b} {
+		waitFor(t, converge, n.Local().Name+" sees a and b", func() bool {
+			return slices.Equal(names(n.Members()), []string{"a", "b"})
+		})
+	}
+	plain := start(t, Config{Name: "p", Meta: memberMeta(9103)}) // no front door
+
+	for _, tc := range []struct {
+		name    string
+		to      string
+		send    []byte
+		door    bool // the front door is handed the stream
+		answers bool
+	}{
+		{"TLS handshake byte", a.Local().Gossip, []byte{0x16, 3, 1, 0}, true, true},
+		{"plain front door byte", a.Local().Gossip, []byte{FrontDoorPlain, 'x', 'y', 'z'}, true, true},
+		{"no front door: TLS closed", plain.Local().Gossip, []byte{0x16, 3, 1, 0}, false, false},
+		{"no front door: plain closed", plain.Local().Gossip, []byte{FrontDoorPlain, 1, 2, 3}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.DialTimeout("tcp", tc.to, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Write(tc.send); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			answer, _ := io.ReadAll(c)
+			if tc.answers != bytes.Equal(answer, []byte("view")) {
+				t.Errorf("answer %q", answer)
+			}
+			if tc.door {
+				select {
+				case b := <-got:
+					if !bytes.Equal(b, tc.send) {
+						t.Errorf("the front door read %v, the client sent %v", b, tc.send)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("the front door was not called")
+				}
+			}
+		})
+	}
+	select {
+	case b := <-got:
+		t.Fatalf("the front door was handed a stream it should not have: %v", b)
+	default:
+	}
+
+	// A stream that never sends its first byte is closed, its slot given back.
+	c, err := net.DialTimeout("tcp", a.Local().Gossip, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Fatalf("a silent stream read %d bytes, %v", n, err)
+	}
+	if took := time.Since(start); took < firstByteWait/2 || took > 8*time.Second {
+		t.Errorf("a silent stream was closed after %v, want about %v", took, firstByteWait)
 	}
 }

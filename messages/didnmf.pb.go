@@ -5407,6 +5407,150 @@ func (x *CheckpointAt) GetIteration() int64 {
 	return 0
 }
 
+// ClusterView is what a member's front door (its gossip port, see server/frontdoor.go)
+// answers a client: the cluster's proven workers, not leaving, as that member sees them.
+// Clients take no part in the gossip; this is how they find the members.
+type ClusterView struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Members       []*ViewMember          `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterView) Reset() {
+	*x = ClusterView{}
+	mi := &file_didnmf_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterView) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterView) ProtoMessage() {}
+
+func (x *ClusterView) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterView.ProtoReflect.Descriptor instead.
+func (*ClusterView) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ClusterView) GetMembers() []*ViewMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+// ViewMember is one worker of a ClusterView: its gossip name and address and what it
+// advertises (cluster.Meta).
+type ViewMember struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Gossip is the member's gossip address, ip:port: a front door too.
+	Gossip string `protobuf:"bytes,2,opt,name=gossip,proto3" json:"gossip,omitempty"`
+	// Actor is the host:port of its actor (gRPC) endpoint.
+	Actor    string `protobuf:"bytes,3,opt,name=actor,proto3" json:"actor,omitempty"`
+	Cores    int64  `protobuf:"varint,4,opt,name=cores,proto3" json:"cores,omitempty"`
+	Memory   int64  `protobuf:"varint,5,opt,name=memory,proto3" json:"memory,omitempty"`
+	Capacity int64  `protobuf:"varint,6,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	// Started is when the member started (unix nanoseconds): a restarted member has a new one.
+	Started       int64 `protobuf:"varint,7,opt,name=started,proto3" json:"started,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ViewMember) Reset() {
+	*x = ViewMember{}
+	mi := &file_didnmf_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ViewMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ViewMember) ProtoMessage() {}
+
+func (x *ViewMember) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ViewMember.ProtoReflect.Descriptor instead.
+func (*ViewMember) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ViewMember) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ViewMember) GetGossip() string {
+	if x != nil {
+		return x.Gossip
+	}
+	return ""
+}
+
+func (x *ViewMember) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *ViewMember) GetCores() int64 {
+	if x != nil {
+		return x.Cores
+	}
+	return 0
+}
+
+func (x *ViewMember) GetMemory() int64 {
+	if x != nil {
+		return x.Memory
+	}
+	return 0
+}
+
+func (x *ViewMember) GetCapacity() int64 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
+func (x *ViewMember) GetStarted() int64 {
+	if x != nil {
+		return x.Started
+	}
+	return 0
+}
+
 var File_didnmf_proto protoreflect.FileDescriptor
 
 const file_didnmf_proto_rawDesc = "" +
@@ -5854,7 +5998,18 @@ const file_didnmf_proto_rawDesc = "" +
 	"\fCheckpointAt\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1c\n" +
-	"\titeration\x18\x03 \x01(\x03R\titeration*\xf4\x01\n" +
+	"\titeration\x18\x03 \x01(\x03R\titeration\";\n" +
+	"\vClusterView\x12,\n" +
+	"\amembers\x18\x01 \x03(\v2\x12.didnmf.ViewMemberR\amembers\"\xb2\x01\n" +
+	"\n" +
+	"ViewMember\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06gossip\x18\x02 \x01(\tR\x06gossip\x12\x14\n" +
+	"\x05actor\x18\x03 \x01(\tR\x05actor\x12\x14\n" +
+	"\x05cores\x18\x04 \x01(\x03R\x05cores\x12\x16\n" +
+	"\x06memory\x18\x05 \x01(\x03R\x06memory\x12\x1a\n" +
+	"\bcapacity\x18\x06 \x01(\x03R\bcapacity\x12\x18\n" +
+	"\astarted\x18\a \x01(\x03R\astarted*\xf4\x01\n" +
 	"\tAlgorithm\x12\x19\n" +
 	"\x15ALGORITHM_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rALGORITHM_DID\x10\x01\x12\x12\n" +
@@ -5928,7 +6083,7 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 }
 
 var file_didnmf_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_didnmf_proto_goTypes = []any{
 	(Algorithm)(0),              // 0: didnmf.Algorithm
 	(Init)(0),                   // 1: didnmf.Init
@@ -5989,6 +6144,8 @@ var file_didnmf_proto_goTypes = []any{
 	(*JobState)(nil),            // 56: didnmf.JobState
 	(*CheckpointCommitted)(nil), // 57: didnmf.CheckpointCommitted
 	(*CheckpointAt)(nil),        // 58: didnmf.CheckpointAt
+	(*ClusterView)(nil),         // 59: didnmf.ClusterView
+	(*ViewMember)(nil),          // 60: didnmf.ViewMember
 }
 var file_didnmf_proto_depIdxs = []int32{
 	3,  // 0: didnmf.JobSpec.layout:type_name -> didnmf.Layout
@@ -6040,11 +6197,12 @@ var file_didnmf_proto_depIdxs = []int32{
 	44, // 46: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
 	11, // 47: didnmf.JobState.coordinator:type_name -> didnmf.Pid
 	46, // 48: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
-	49, // [49:49] is the sub-list for method output_type
-	49, // [49:49] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	60, // 49: didnmf.ClusterView.members:type_name -> didnmf.ViewMember
+	50, // [50:50] is the sub-list for method output_type
+	50, // [50:50] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_didnmf_proto_init() }
@@ -6058,7 +6216,7 @@ func file_didnmf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   48,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/big"
 	"os"
@@ -60,6 +61,24 @@ func NewSecret() []byte {
 // LoadSecret reads a cluster secret file. It refuses a file that other users may read or
 // write, as ssh does with keys.
 func LoadSecret(path string) ([]byte, error) {
+	data, err := ReadPrivateFile(path, "cluster secret", maxSecretFile)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(data)))
+	if err != nil {
+		return nil, fmt.Errorf("cluster secret %s: not base64: %v", path, err)
+	}
+	if len(secret) < 16 {
+		return nil, fmt.Errorf("cluster secret %s: %d bytes, want at least 16", path, len(secret))
+	}
+	return secret, nil
+}
+
+// ReadPrivateFile reads a file that holds a secret (what names it in errors): a regular file
+// of at most limit bytes, that belongs to this user and that no other user may read or write
+// (as ssh does with keys). The errors say what to do.
+func ReadPrivateFile(path, what string, limit int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -70,27 +89,22 @@ func LoadSecret(path string) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("cluster secret %s is not a regular file", path)
+		return nil, fmt.Errorf("%s %s is not a regular file", what, path)
 	}
 	if st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("cluster secret %s is open to other users (mode %04o): run chmod 600 %s", path, st.Mode().Perm(), path)
+		return nil, fmt.Errorf("%s %s is open to other users (mode %04o): run chmod 600 %s", what, path, st.Mode().Perm(), path)
 	}
 	if uid, ok := fileOwner(st); ok && uid != os.Geteuid() {
-		return nil, fmt.Errorf("cluster secret %s belongs to user %d, not to this user (%d): another user made it", path, uid, os.Geteuid())
+		return nil, fmt.Errorf("%s %s belongs to user %d, not to this user (%d): another user made it", what, path, uid, os.Geteuid())
 	}
-	buf := make([]byte, maxSecretFile+1)
-	n, _ := f.Read(buf)
-	if n > maxSecretFile {
-		return nil, fmt.Errorf("cluster secret %s: longer than %d bytes", path, maxSecretFile)
-	}
-	secret, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(buf[:n])))
+	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	if err != nil {
-		return nil, fmt.Errorf("cluster secret %s: not base64: %v", path, err)
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
 	}
-	if len(secret) < 16 {
-		return nil, fmt.Errorf("cluster secret %s: %d bytes, want at least 16", path, len(secret))
+	if len(data) > limit {
+		return nil, fmt.Errorf("%s %s: longer than %d bytes", what, path, limit)
 	}
-	return secret, nil
+	return data, nil
 }
 
 // WriteSecret writes a new secret file (mode 0600, in a directory made 0700 if missing),

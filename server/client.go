@@ -26,24 +26,25 @@ import (
 
 // ClientConfig configures a client of a cluster.
 type ClientConfig struct {
-	// Cluster lists gossip addresses (ip:port) of members to join through.
+	// Cluster lists gossip addresses (ip:port) of members: the client asks their front
+	// doors for the cluster's members (see frontdoor.go).
 	Cluster []string
-	// Bind is the IP the client listens on for its actor and gossip traffic (results come
-	// back to it); empty: the local address that routes to the first cluster address.
+	// Bind is the IP the client's actor node listens on (results come back to it); empty:
+	// the local address that routes to the first cluster address.
 	Bind string
 	// Credentials, as in Config: TLS (a client certificate, see `node certs --client`), or
-	// the cluster Secret, from which the client derives a client certificate and the gossip
-	// key; Insecure for a cluster that runs without authentication.
-	GossipKey []byte
-	TLS       *pki.Config
-	Secret    []byte
-	Insecure  bool
+	// the cluster Secret, from which the client derives a client certificate; Insecure for a
+	// cluster that runs without authentication. A client takes no gossip key: it is not in
+	// the gossip.
+	TLS      *pki.Config
+	Secret   []byte
+	Insecure bool
 	// Name is the client's name in a certificate derived from the secret: the jobs it
 	// submits are listed as that owner's (empty: the user's login name).
 	Name string
 	// Logger receives the client's warnings (nil: discarded).
 	Logger *slog.Logger
-	// Wait is how long to wait for a member to be seen (0: 10 s).
+	// Wait is how long to wait for a member to be listed (0: 10 s).
 	Wait time.Duration
 	// Reach is how long Connect keeps trying while no address of Cluster answers (nothing
 	// listens there, or it is not reached from here): a node that is starting gets that long
@@ -55,23 +56,68 @@ type ClientConfig struct {
 	// Timeouts are the client actor's waits (zero fields: actors.DefaultTimeouts).
 	Timeouts actors.Timeouts
 	// Partition, when set, cuts the client's traffic to nodes on the other side of it
-	// (partition tests in one process).
+	// (partition tests in one process); the client is on the side of its actor address.
 	Partition *cluster.Partition
 }
 
-// Client is a process connected to a cluster: it gossips as a client (it learns the members
-// and is never given work) and submits jobs through a client actor.
+// Client is a process connected to a cluster. It is not a member: it takes no part in the
+// gossip, runs no host and is never given work. It learns the members from their front
+// doors (Members, kept fresh about every ViewRefresh) and submits jobs through a client
+// actor.
 type Client struct {
 	Node    *actors.Node
-	Members *cluster.Membership
+	Members *View
 	Actors  *actors.Client
 	seeds   []string
+	door    *doorClient
+	log     *slog.Logger
 	// takeoverWait is ClientConfig.TakeoverWait or its default.
 	takeoverWait time.Duration
 	mu           sync.Mutex
 	watches      map[string][]*actors.Job // coordinator's actor address -> jobs it coordinates
 	submits      map[string][]*submitting // node's actor address -> submissions it has not accepted yet
+	failed       map[string]time.Time     // front doors that did not answer, when (refresh's own)
+	known        []string                 // the gossip addresses of the last view that listed members
+	stop         context.CancelFunc       // ends refresh
+	refreshed    chan struct{}            // closed when refresh has returned
+	closeOnce    sync.Once
 }
+
+// View is a client's view of the cluster: the workers a member's front door listed last.
+// Its methods are safe for concurrent use.
+type View struct {
+	mu      sync.Mutex
+	workers []cluster.Member
+}
+
+// Workers returns the members that may get work, sorted by name, as the last view listed
+// them.
+func (v *View) Workers() []cluster.Member {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return slices.Clone(v.workers)
+}
+
+// set replaces the view; it returns the members that were listed and no longer are.
+func (v *View) set(workers []cluster.Member) []cluster.Member {
+	workers = slices.Clone(workers)
+	slices.SortFunc(workers, func(a, b cluster.Member) int { return strings.Compare(a.Name, b.Name) })
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	lost := gone(v.workers, workers)
+	v.workers = workers
+	return lost
+}
+
+// ViewRefresh is how often a client asks for the cluster's view again.
+const ViewRefresh = 500 * time.Millisecond
+
+// viewRound bounds one refresh of the view: the front doors asked in turn until one answers.
+const viewRound = 2 * fetchWait
+
+// viewLost is how long a client keeps its view while no member's front door answers: after
+// it, the members count as gone (their jobs wait TakeoverWait for them to come back).
+const viewLost = 10 * time.Second
 
 // DefaultTakeoverWait is how long a client waits, after the node coordinating its job left or died,
 // for a standby node to take the job over, or for the coordinator's node to come back, before
@@ -180,9 +226,11 @@ func unreachedReason(errs []error) string {
 	return strings.Join(reasons, ", ")
 }
 
-// Connect joins the cluster as a client. A malformed address, or a host name that does not
-// resolve, is an *AddressError; if no address answers within cfg.Reach, the error is an
-// *UnreachableError.
+// Connect connects to the cluster as a client: it starts the client's actor node and asks
+// the front doors of cfg.Cluster, in turn, for the cluster's view. A malformed address, or a
+// host name that does not resolve, is an *AddressError; if no address answers within
+// cfg.Reach, the error is an *UnreachableError; a member that refuses the client's
+// credentials (or whose own the client does not trust) gives an *AuthError.
 func Connect(cfg ClientConfig) (*Client, error) {
 	if len(cfg.Cluster) == 0 {
 		return nil, fmt.Errorf("--cluster: no address given")
@@ -206,16 +254,19 @@ func Connect(cfg ClientConfig) (*Client, error) {
 	if name == "" {
 		name = userName()
 	}
-	if err := credentials(&cfg.TLS, &cfg.GossipKey, cfg.Secret, cfg.Insecure, name, host, pki.RoleClient); err != nil {
+	var noKey []byte // a client takes no part in the gossip
+	if err := credentials(&cfg.TLS, &noKey, cfg.Secret, cfg.Insecure, name, host, pki.RoleClient); err != nil {
 		return nil, err
 	}
-	if err := CheckSecurity(host, cfg.GossipKey, cfg.TLS, cfg.Insecure); err != nil {
-		return nil, err
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Client{seeds: cfg.Cluster, watches: map[string][]*actors.Job{}, submits: map[string][]*submitting{}}
+	c := &Client{seeds: cfg.Cluster, Members: &View{}, log: logger, watches: map[string][]*actors.Job{},
+		submits: map[string][]*submitting{}, failed: map[string]time.Time{}}
 	var err error
-	// A client takes part in no collective: it opens no data plane.
-	ncfg := actors.NodeConfig{Host: host, Threads: 1, DataPort: -1, Logger: cfg.Logger, TLS: cfg.TLS, Insecure: cfg.TLS == nil}
+	// A client takes part in no collective: it opens no data plane, and runs no host.
+	ncfg := actors.NodeConfig{Host: host, Threads: 1, DataPort: -1, Logger: cfg.Logger, TLS: cfg.TLS, Insecure: cfg.TLS == nil, ClientOnly: true}
 	if cfg.Partition != nil {
 		ncfg.Partition = cfg.Partition
 	}
@@ -223,50 +274,144 @@ func Connect(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.door = &doorClient{tls: cfg.TLS, self: c.Node.Address(), part: cfg.Partition}
 	reach := cfg.Reach
 	if reach == 0 {
 		reach = DefaultReach
-	}
-	var prove func(context.Context, cluster.Member) error
-	if cfg.TLS != nil { // the members it lists are proven, as a member's are (issue 30)
-		prove = proveMember(cfg.TLS, cfg.Partition, c.Node.Address())
-	}
-	for start := time.Now(); ; {
-		c.Members, err = cluster.Start(cluster.Config{Bind: net.JoinHostPort(host, "0"), Join: cfg.Cluster, SecretKey: cfg.GossipKey, Prove: prove,
-			Logger: cfg.Logger, Meta: cluster.Meta{Role: cluster.RoleClient, Actor: c.Node.Address(), Started: time.Now().UnixNano()},
-			OnEvent: c.onEvent, Partition: cfg.Partition})
-		if err == nil {
-			break
-		}
-		var je *cluster.JoinError
-		if !errors.As(err, &je) || je.Unreached == nil {
-			c.Node.Close()
-			return nil, fmt.Errorf("joining the cluster at %v: %w", cfg.Cluster, err)
-		}
-		// Nothing answered: try again until reach has passed (a node may be starting).
-		if tried := time.Since(start); tried >= reach {
-			c.Node.Close()
-			return nil, &UnreachableError{Addrs: cfg.Cluster, Tried: tried, Reason: unreachedReason(je.Unreached)}
-		}
-		time.Sleep(min(250*time.Millisecond, reach-time.Since(start)))
 	}
 	wait := cfg.Wait
 	if wait == 0 {
 		wait = 10 * time.Second
 	}
-	for deadline := time.Now().Add(wait); len(c.Members.Workers()) == 0; {
-		if time.Now().After(deadline) {
-			c.Close()
-			return nil, fmt.Errorf("joined %v but no member node is listed after %v", cfg.Cluster, wait)
+	fail := func(err error) (*Client, error) {
+		c.Node.Close()
+		return nil, err
+	}
+	start := time.Now()
+	for answered := false; ; {
+		members, _, errs, _, unreached := c.door.fetchAny(context.Background(), cfg.Cluster)
+		switch {
+		case len(members) > 0:
+			c.Members.set(members)
+			for _, m := range members {
+				c.known = append(c.known, m.Gossip)
+			}
+		case slices.ContainsFunc(errs, func(e error) bool { return errors.Is(e, errEmptyView) }):
+			// A member answered, with no worker yet (it is starting).
+			answered = true
+			if time.Since(start) >= wait {
+				return fail(fmt.Errorf("the cluster at %v lists no member after %v", strings.Join(cfg.Cluster, ", "), wait))
+			}
+		case !unreached:
+			var ae *AuthError
+			if errors.As(errors.Join(errs...), &ae) {
+				return fail(ae)
+			}
+			return fail(fmt.Errorf("asking the cluster at %v for its members: %w", strings.Join(cfg.Cluster, ", "), errors.Join(errs...)))
+		case answered || time.Since(start) < reach:
+			// Nothing answered: try again until reach has passed (a node may be starting).
+		default:
+			var causes []error
+			for _, e := range errs {
+				var de *dialError
+				if errors.As(e, &de) {
+					causes = append(causes, de.err)
+				}
+			}
+			return fail(&UnreachableError{Addrs: cfg.Cluster, Tried: time.Since(start), Reason: unreachedReason(causes)})
 		}
-		time.Sleep(20 * time.Millisecond)
+		if len(c.Members.Workers()) > 0 {
+			break
+		}
+		pause := 250 * time.Millisecond
+		if left := reach - time.Since(start); !answered && left > 0 && left < pause {
+			pause = left
+		}
+		time.Sleep(pause)
 	}
 	c.takeoverWait = cfg.TakeoverWait
 	if c.takeoverWait <= 0 {
 		c.takeoverWait = DefaultTakeoverWait
 	}
 	c.Actors = actors.NewClient(c.Node.System(), cfg.Timeouts)
+	ctx, stop := context.WithCancel(context.Background())
+	c.stop, c.refreshed = stop, make(chan struct{})
+	go c.refresh(ctx)
 	return c, nil
+}
+
+// refresh asks for the cluster's view every ViewRefresh until ctx ends, and turns a member's
+// disappearance from it into what the jobs that member coordinated need (see memberGone).
+// It asks the seeds first, then the members of the last view; a front door that did not
+// answer is asked after the others for a while.
+func (c *Client) refresh(ctx context.Context) {
+	defer close(c.refreshed)
+	tick := time.NewTicker(ViewRefresh)
+	defer tick.Stop()
+	lastAnswer := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		round, cancel := context.WithTimeout(ctx, viewRound)
+		members, from, errs, failed, _ := c.door.fetchAny(round, c.sources())
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		now := time.Now()
+		c.mu.Lock()
+		for _, a := range failed {
+			c.failed[a] = now
+		}
+		delete(c.failed, from)
+		c.mu.Unlock()
+		if len(errs) > 0 {
+			c.log.Debug("client: front doors did not answer", slog.Any("errors", errors.Join(errs...)))
+		}
+		if from == "" {
+			if now.Sub(lastAnswer) < viewLost {
+				continue
+			}
+			// Nothing answered for viewLost: the members it listed count as gone (and are
+			// still asked, see sources).
+		} else {
+			lastAnswer = now
+			c.mu.Lock()
+			c.known = c.known[:0]
+			for _, m := range members {
+				c.known = append(c.known, m.Gossip)
+			}
+			c.mu.Unlock()
+		}
+		for _, m := range c.Members.set(members) {
+			c.memberGone(m)
+		}
+	}
+}
+
+// sources lists the front doors refresh asks, in order: the seeds, then the members of the
+// last view that listed any; those that failed in the last 10 s come after the others.
+func (c *Client) sources() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	all := slices.Clone(c.seeds)
+	for _, g := range c.known {
+		if !slices.Contains(all, g) {
+			all = append(all, g)
+		}
+	}
+	var ok, failed []string
+	for _, a := range all {
+		if at, bad := c.failed[a]; bad && time.Since(at) < 10*time.Second {
+			failed = append(failed, a)
+		} else {
+			ok = append(ok, a)
+		}
+	}
+	return append(ok, failed...)
 }
 
 // userName is the login name of the user running the client.
@@ -351,28 +496,23 @@ func (c *Client) watch(job *actors.Job, coordinator string) {
 	c.mu.Unlock()
 }
 
-// onEvent follows the jobs whose coordinator's node left or died: a standby node takes such a
-// job over and tells the client; a job nobody took over in the client's TakeoverWait is given up, with an
-// error that says why.
-func (c *Client) onEvent(e cluster.Event) {
-	if e.Kind != cluster.EventLeave {
-		return
-	}
-	addr := e.Member.Meta.Actor
+// memberGone follows the jobs whose coordinator's node is no longer in the cluster's view (it
+// left, failed, restarted, or no member answers any more): a standby node takes such a job
+// over and tells the client; a job nobody took over in the client's TakeoverWait is given
+// up, with an error that says why. A submission the node had not accepted yet fails.
+func (c *Client) memberGone(m cluster.Member) {
+	addr := m.Meta.Actor
 	c.mu.Lock()
 	jobs := c.watches[addr]
 	delete(c.watches, addr)
 	subs := c.submits[addr]
 	c.mu.Unlock()
-	how := "left the cluster"
-	if e.Dead {
-		how = "failed (declared dead by the gossip)"
-	}
+	const how = "is gone from the cluster (it left or failed)"
 	for _, s := range subs {
-		s.cancel(fmt.Errorf("submit: node %s (%s) %s before it accepted the job; submit again", e.Member.Name, addr, how))
+		s.cancel(fmt.Errorf("submit: node %s (%s) %s before it accepted the job; submit again", m.Name, addr, how))
 	}
 	for _, j := range jobs {
-		go c.awaitTakeover(j, addr, fmt.Sprintf("node %s (%s), which coordinated it, %s", e.Member.Name, addr, how))
+		go c.awaitTakeover(j, addr, fmt.Sprintf("node %s (%s), which coordinated it, %s", m.Name, addr, how))
 	}
 }
 
@@ -414,23 +554,17 @@ type MemberStatus struct {
 	Err  error
 }
 
-// Status asks every member (and lists every client) of the cluster for its load.
+// Status asks every member of the cluster (as the client's view lists them: clients are not
+// members) for its load.
 func (c *Client) Status(timeout time.Duration) []MemberStatus {
-	members := c.Members.Members()
+	members := c.Members.Workers()
 	out := make([]MemberStatus, len(members))
 	futures := make([]func() (any, error), len(members))
 	for i, m := range members {
 		out[i].Member = m
-		if m.Meta.Role != cluster.RoleMember {
-			continue
-		}
-		f := c.Node.System().Root.RequestFuture(actors.HostPID(m.Meta.Actor), &messages.HostStatus{}, timeout)
-		futures[i] = f.Result
+		futures[i] = c.Node.System().Root.RequestFuture(actors.HostPID(m.Meta.Actor), &messages.HostStatus{}, timeout).Result
 	}
 	for i, f := range futures {
-		if f == nil {
-			continue
-		}
 		res, err := f()
 		if pong, ok := res.(*messages.Pong); ok && err == nil {
 			out[i].Load = pong
@@ -442,15 +576,19 @@ func (c *Client) Status(timeout time.Duration) []MemberStatus {
 	return out
 }
 
-// Close leaves the cluster and stops the client's node.
+// Close stops following the cluster's view and stops the client's node. It may be called
+// more than once.
 func (c *Client) Close() {
-	if c.Actors != nil {
-		c.Actors.Close()
-	}
-	if c.Members != nil {
-		_ = c.Members.Leave(2 * time.Second)
-	}
-	c.Node.Close()
+	c.closeOnce.Do(func() {
+		if c.stop != nil {
+			c.stop()
+			<-c.refreshed
+		}
+		if c.Actors != nil {
+			c.Actors.Close()
+		}
+		c.Node.Close()
+	})
 }
 
 // Jobs lists the jobs the cluster's members coordinate, as ListJobs answers: a client sees

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/pki"
 )
 
 // freePort returns a loopback address at which nothing listens: a listener bound and closed.
@@ -51,7 +53,7 @@ func TestConnectAddressErrors(t *testing.T) {
 
 // TestConnectUnreachable: nothing listening is an *UnreachableError after Reach, which says
 // how long it tried and why; a node that answers but refuses the client (another secret) is
-// not: the credentials' error stands.
+// not: the error says the authentication failed (an *AuthError), at once.
 func TestConnectUnreachable(t *testing.T) {
 	addr := freePort(t)
 	start := time.Now()
@@ -76,8 +78,56 @@ func TestConnectUnreachable(t *testing.T) {
 	if c != nil {
 		c.Close()
 	}
-	if err == nil || errors.As(err, &ue) || time.Since(start) > 2*time.Second {
-		t.Errorf("another cluster's secret: %v after %v, want the join's error at once", err, time.Since(start))
+	var ae *AuthError
+	if err == nil || errors.As(err, &ue) || !errors.As(err, &ae) || !strings.Contains(err.Error(), "authentication failed") || time.Since(start) > 2*time.Second {
+		t.Errorf("another cluster's secret: %v after %v, want an *AuthError at once", err, time.Since(start))
 	}
 	t.Logf("another cluster's secret: %v", err)
+}
+
+// TestConnectWithCertificateOnly: a client with a client certificate of the cluster and no
+// gossip key connects (it takes no part in the gossip), is listed by no member, and follows
+// the cluster: a member that joins later shows up in its view, one that leaves is gone from it.
+func TestConnectWithCertificateOnly(t *testing.T) {
+	key := testKey()
+	a := startMembers(t, nil, nil, key, "a")[0]
+	c, err := Connect(ClientConfig{Cluster: []string{a.Gossip()}, TLS: credsOf(t, key, "alice", pki.RoleClient)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	names := func() []string {
+		var out []string
+		for _, w := range c.Members.Workers() {
+			out = append(out, w.Name)
+		}
+		return out
+	}
+	if got := names(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("the client's view: %v", got)
+	}
+	b, err := Start(Config{Name: "b", Bind: "127.0.0.1:0", Join: []string{a.Gossip()}, Secret: key,
+		Node: actors.NodeConfig{DataDir: filepath.Join(t.TempDir(), "b"), Threads: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for deadline := time.Now().Add(10 * time.Second); !slices.Equal(names(), []string{"a", "b"}); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the client's view does not list b, which joined: %v", names())
+		}
+	}
+	for _, s := range []*Server{a, b} {
+		if n := len(s.Members.Members()); n != 2 {
+			t.Errorf("%s lists %d nodes, want a and b: %v", s.Name(), n, s.Members.Members())
+		}
+	}
+	if err := b.Leave(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !slices.Equal(names(), []string{"a"}); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the client's view still lists b, which left: %v", names())
+		}
+	}
 }

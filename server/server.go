@@ -1,8 +1,9 @@
 // Package server runs a didnmf node as a cluster member: an actor system (gRPC remote, host
 // actor) that joins the others by gossip (cluster), advertises its actor address, cores, memory
 // and capacity, and places the jobs submitted to it on the live members. It also gives the
-// client side: a process that joins the gossip as a client (never given work) to submit jobs
-// and read the cluster's status.
+// client side: a process that asks a member's front door (its gossip port, with its
+// certificate) for the members, never gossips and is never given work, to submit jobs and
+// read the cluster's status (see frontdoor.go).
 package server
 
 import (
@@ -142,14 +143,14 @@ func CheckSecurity(host string, gossipKey []byte, tls *pki.Config, insecure bool
 		return nil
 	}
 	if tls != nil { // certificate files, loopback included: the gossip needs its key too
-		return errors.New("certificates (--tls-*) need --gossip-key (or DIDNMF_GOSSIP_KEY) too: without it anyone who reaches the gossip port could join the membership and list the nodes")
+		return errors.New("certificates (--tls-*) need --gossip-key-file (or DIDNMF_GOSSIP_KEY) too: without it anyone who reaches the gossip port could join the membership and list the nodes")
 	}
 	if isLoopback(host) {
 		return nil
 	}
 	var missing []string
 	if gossipKey == nil {
-		missing = append(missing, "--gossip-key (or DIDNMF_GOSSIP_KEY) to encrypt the gossip")
+		missing = append(missing, "--gossip-key-file (or DIDNMF_GOSSIP_KEY) to encrypt the gossip")
 	}
 	if tls == nil {
 		missing = append(missing, "--tls-cert, --tls-key and --tls-ca for mutual TLS between nodes")
@@ -287,7 +288,7 @@ func Start(cfg Config) (*Server, error) {
 			logEvent(logger, e)
 			// The node's actors (coordinators watching their jobs' nodes) learn of it too.
 			s.Node.System().EventStream.Publish(e)
-		}, Partition: cfg.Partition})
+		}, Partition: cfg.Partition, FrontDoor: frontDoor(cfg.TLS, members.Workers)})
 	if err != nil {
 		return fail(err)
 	}

@@ -32,10 +32,10 @@ func TestCheckSecurity(t *testing.T) {
 		{"::1", nil, nil, false, ""},
 		{"10.0.0.5", key, tls, false, ""},
 		{"10.0.0.5", nil, nil, true, ""},
-		{"10.0.0.5", nil, nil, false, "--gossip-key (or DIDNMF_GOSSIP_KEY) to encrypt the gossip and --tls-cert"},
+		{"10.0.0.5", nil, nil, false, "--gossip-key-file (or DIDNMF_GOSSIP_KEY) to encrypt the gossip and --tls-cert"},
 		{"10.0.0.5", key, nil, false, "without --tls-cert"},
-		{"10.0.0.5", nil, tls, false, "need --gossip-key"},
-		{"127.0.0.1", nil, tls, false, "need --gossip-key"}, // loopback too: the gossip would be open
+		{"10.0.0.5", nil, tls, false, "need --gossip-key-file"},
+		{"127.0.0.1", nil, tls, false, "need --gossip-key-file"}, // loopback too: the gossip would be open
 		{"127.0.0.1", key, tls, false, ""},
 	} {
 		err := CheckSecurity(c.host, c.key, c.tls, c.insecure)
@@ -72,9 +72,10 @@ func TestStartRefusesBadConfig(t *testing.T) {
 	}
 }
 
-// TestClusterInProcess: three members and a client join by gossip; a second node cannot use
-// a data directory in use; a job placed on the members is bitwise the driver's; a member that
-// leaves is gone from the others' lists.
+// TestClusterInProcess: three members join by gossip and a client connects through a
+// member's front door; a second node cannot use a data directory in use; a job placed on the
+// members is bitwise the driver's; the client is in no member's list and status lists the
+// members only; a member that leaves is gone from the others' lists and the client's.
 func TestClusterInProcess(t *testing.T) {
 	pool := kernels.NewPool(2)
 	key := testKey()
@@ -165,16 +166,33 @@ func TestClusterInProcess(t *testing.T) {
 			t.Fatalf("C differs from the driver's at %d", i)
 		}
 	}
+	// The client is not a member: no member lists it, and status lists the members only.
+	for _, m := range members {
+		for _, mem := range m.Members.Members() {
+			if mem.Meta.Role != cluster.RoleMember || mem.Meta.Actor == client.Node.Address() {
+				t.Errorf("%s lists the client: %+v", m.Name(), mem)
+			}
+		}
+		if n := len(m.Members.Members()); n != 3 {
+			t.Errorf("%s lists %d nodes, want the 3 members", m.Name(), n)
+		}
+	}
 	st := client.Status(time.Second)
-	if len(st) != 4 {
-		t.Errorf("status lists %d members, want 3 and the client", len(st))
+	if len(st) != 3 {
+		t.Errorf("status lists %d members, want 3", len(st))
+	}
+	for _, s := range st {
+		if s.Member.Meta.Role != cluster.RoleMember || s.Load == nil {
+			t.Errorf("status lists %+v (load %v, %v)", s.Member, s.Load, s.Err)
+		}
 	}
 	if err := members[2].Leave(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	for len(members[0].Members.Workers()) != 2 {
+	deadline = time.Now().Add(10 * time.Second)
+	for len(members[0].Members.Workers()) != 2 || len(client.Members.Workers()) != 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("a still lists %d workers after c left", len(members[0].Members.Workers()))
+			t.Fatalf("a lists %d workers, the client %d, after c left", len(members[0].Members.Workers()), len(client.Members.Workers()))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

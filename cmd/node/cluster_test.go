@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	crand "crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -445,11 +446,17 @@ func TestClusterRefusesTooLargeJob(t *testing.T) {
 
 // TestClusterSecurity: a node with another gossip key cannot join; with mutual TLS a client
 // without a certificate, or with one from another authority, cannot submit and nothing runs;
-// a non-loopback address without key and TLS is refused.
+// a client with certificate files needs no gossip key, is in no member's list (status lists
+// the members only while it runs a job); the gossip key is taken from a file only its user
+// may read or the environment, never from the command line; a non-loopback address without
+// key and TLS is refused.
 func TestClusterSecurity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
+	// No gossip key nor secret from the environment: the clients below have none.
+	t.Setenv(gossipKeyEnv, "")
+	t.Setenv(pki.SecretFileEnv, filepath.Join(t.TempDir(), "no.secret"))
 	certs := filepath.Join(t.TempDir(), "certs")
 	evil := filepath.Join(t.TempDir(), "evil")
 	for _, c := range [][]string{
@@ -463,16 +470,26 @@ func TestClusterSecurity(t *testing.T) {
 	tlsFlags := func(dir, name string) []string {
 		return []string{"--tls-ca", filepath.Join(dir, "ca.pem"), "--tls-cert", filepath.Join(dir, name+".pem"), "--tls-key", filepath.Join(dir, name+"-key.pem")}
 	}
-	key1 := "MDEyMzQ1Njc4OWFiY2RlZg==" // 16 bytes, base64
-	key2 := "ZmVkY2JhOTg3NjU0MzIxMA=="
-	a := startServe(t, "a", append([]string{"--gossip-key", key1}, tlsFlags(certs, "a")...)...)
-	b := startServe(t, "b", append([]string{"--gossip-key", key1, "--join", a.Gossip}, tlsFlags(certs, "b")...)...)
-	good := append([]string{"--gossip-key", key1}, tlsFlags(certs, "client")...)
+	keyFile := func(key string, mode os.FileMode) string {
+		f := filepath.Join(t.TempDir(), "gossip.key")
+		if err := os.WriteFile(f, []byte(key+"\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(f, mode); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	key1 := keyFile("MDEyMzQ1Njc4OWFiY2RlZg==", 0o600) // 16 bytes, base64
+	key2 := keyFile("ZmVkY2JhOTg3NjU0MzIxMA==", 0o600)
+	a := startServe(t, "a", append([]string{"--gossip-key-file", key1}, tlsFlags(certs, "a")...)...)
+	b := startServe(t, "b", append([]string{"--gossip-key-file", key1, "--join", a.Gossip}, tlsFlags(certs, "b")...)...)
+	good := tlsFlags(certs, "client") // a client needs no gossip key
 	waitFor(t, "a and b", 20*time.Second, func() bool { return len(clusterStatus(t, a.Gossip, good...)) == 2 })
 
 	// Wrong gossip key: cannot join.
 	code, text := runProc(t, "serve", "--bind", "127.0.0.1:0", "--name", "intruder", "--data-dir", filepath.Join(t.TempDir(), "i"),
-		"--gossip-key", key2, "--join", a.Gossip)
+		"--gossip-key-file", key2, "--join", a.Gossip)
 	if code == 0 {
 		t.Errorf("a node with the wrong gossip key started: %s", text)
 	}
@@ -483,15 +500,16 @@ func TestClusterSecurity(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		flags []string
+		want  string
 	}{
-		{"wrong gossip key", append([]string{"--gossip-key", key2}, tlsFlags(certs, "client")...)},
-		{"no client certificate", []string{"--gossip-key", key1}},
-		{"untrusted CA", append([]string{"--gossip-key", key1}, tlsFlags(evil, "client")...)},
+		{"no credentials", []string{"--insecure"}, "closed the connection"},
+		{"no client certificate", []string{"--secret-file", filepath.Join(t.TempDir(), "none")}, "no cluster secret"},
+		{"untrusted CA", tlsFlags(evil, "client"), "authentication failed"},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
 		code, text := runProc(t, append(append(job, "--out", out), c.flags...)...)
-		if code == 0 {
-			t.Errorf("%s: the job ran: %s", c.name, text)
+		if code == 0 || !strings.Contains(text, c.want) {
+			t.Errorf("%s: exit %d, want a failure saying %q: %s", c.name, code, c.want, text)
 		}
 		if _, err := os.Stat(filepath.Join(out, "basis.npy")); err == nil {
 			t.Errorf("%s: wrote results", c.name)
@@ -512,14 +530,73 @@ func TestClusterSecurity(t *testing.T) {
 			t.Errorf("the intruder was seen as a member:\n%s", l)
 		}
 	}
-	// The right credentials work.
+	// The right certificate works, with no gossip key; while its job runs, the client is in
+	// no member's list: status (another client) lists a and b only.
+	running := nodeCmd(t, append(append(slices.Clone(job[:len(job)-3]), "--max-iter", "100000000", "--tol", "0", "--quiet",
+		"--out", filepath.Join(t.TempDir(), "long")), good...)...)
+	running.Env = append(running.Env, gossipKeyEnv+"=")
+	if err := running.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer running.Process.Kill()
+	waitFor(t, "the client's job running", 30*time.Second, func() bool {
+		for _, r := range clusterStatus(t, a.Gossip, good...) {
+			if len(r.Jobs) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	code, stdout, stderr := runNode(t, append([]string{"status", "--cluster", a.Gossip, "--json"}, good...)...)
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	var all struct{ Members []statusRow }
+	if err := json.Unmarshal([]byte(stdout), &all); err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, r := range all.Members {
+		listed = append(listed, r.Name+"/"+r.Role)
+	}
+	t.Logf("status while a client runs a job: %v", listed)
+	if !slices.Equal(listed, []string{"a/member", "b/member"}) {
+		t.Errorf("status lists %v while a client runs a job, want a and b, members", listed)
+	}
+	_ = running.Process.Kill()
+	_ = running.Wait()
 	if code, text := runProc(t, append(append(job, "--out", filepath.Join(t.TempDir(), "ok")), good...)...); code != 0 {
-		t.Errorf("with the right key and certificate: exit %d: %s", code, text)
+		t.Errorf("with the right certificate and no gossip key: exit %d: %s", code, text)
 	}
 	// Certificates without a gossip key on a non-loopback address are refused, and say why.
-	code, _, stderr := runNode(t, append([]string{"serve", "--bind", "192.0.2.10:7946", "--data-dir", filepath.Join(t.TempDir(), "n")}, tlsFlags(certs, "a")...)...)
-	if code != 2 || !strings.Contains(stderr, "--gossip-key") {
+	code, _, stderr = runNode(t, append([]string{"serve", "--bind", "192.0.2.10:7946", "--data-dir", filepath.Join(t.TempDir(), "n")}, tlsFlags(certs, "a")...)...)
+	if code != 2 || !strings.Contains(stderr, "--gossip-key-file") {
 		t.Errorf("certificates without a gossip key: exit %d: %s", code, stderr)
+	}
+	// The gossip key is never taken from the command line, and its file must be private.
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"serve --gossip-key", []string{"serve", "--bind", "127.0.0.1:0", "--gossip-key", "MDEyMzQ1Njc4OWFiY2RlZg=="}, "--gossip-key-file FILE"},
+		{"client --gossip-key", []string{"status", "--cluster", a.Gossip, "--gossip-key", "MDEyMzQ1Njc4OWFiY2RlZg=="}, "a client takes no gossip key"},
+		{"key file open to others", append([]string{"serve", "--bind", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "k"),
+			"--gossip-key-file", keyFile("MDEyMzQ1Njc4OWFiY2RlZg==", 0o644)}, tlsFlags(certs, "a")...), "chmod 600"},
+	} {
+		// A process, ended after 20 s: a build that took the flag would serve.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		cmd := exec.CommandContext(ctx, nodeCmd(t).Path, c.args...)
+		cmd.Env = nodeEnv()
+		out, err := cmd.CombinedOutput()
+		cancel()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code != 2 || !strings.Contains(string(out), c.want) {
+			t.Errorf("%s: exit %d (%v), want 2 and %q: %s", c.name, code, err, c.want, out)
+		}
 	}
 	// A cluster secret that other users may read is refused, and says why.
 	loose := filepath.Join(t.TempDir(), "loose.secret")
@@ -540,8 +617,8 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// isolateGossip gives the nodes and clients the test starts a fresh gossip key (through the
-// environment they inherit): members retry the addresses of members they saw die, and on
+// isolateGossip gives the nodes the test starts a fresh gossip key (through the environment
+// they inherit; clients take none): members retry the addresses of members they saw die, and on
 // loopback a concurrent test's cluster may reuse such a port; clusters with different keys
 // never merge.
 func isolateGossip(t *testing.T) {

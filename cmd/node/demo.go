@@ -52,7 +52,7 @@ const fashionDir = "/usr/share/datasets/fashion-mnist"
 // images (K=10, k-means init as in the DID paper) when the Debian package is installed, a
 // synthetic 1,000,000 x 5 matrix of rank 3 otherwise, on a cluster of three nodes started in
 // this process that find each other by gossip and talk over gRPC on loopback; the job is
-// submitted by a client that joins the gossip as factorize --cluster does. Any factorize flag
+// submitted by a client that asks a member for the cluster as factorize --cluster does. Any factorize flag
 // overrides the defaults (--nodes N: N actor systems without gossip; --nodes 0: no actors).
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	// The arguments are factorize's flags: they are parsed before anything starts, so that -h

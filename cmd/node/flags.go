@@ -229,6 +229,9 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string, max int, stderr io.Writer) 
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, helpOf(fs)
 			}
+			if strings.HasSuffix(err.Error(), "provided but not defined: -gossip-key") {
+				err = errGossipKeyFlag(fs)
+			}
 			return nil, &flagError{cmd: fs.Name(), err: err}
 		}
 		if fs.NArg() == 0 {
@@ -243,6 +246,16 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string, max int, stderr io.Writer) 
 		return nil, err
 	}
 	return rest, nil
+}
+
+// errGossipKeyFlag is the error of the --gossip-key flag, which took the key on the command
+// line (where every local user can read it) and is no more: a member takes the key from a
+// file or the environment, a client takes none.
+func errGossipKeyFlag(fs *flag.FlagSet) error {
+	if fs.Lookup("gossip-key-file") != nil {
+		return fmt.Errorf("--gossip-key KEY is no more: every local user can read a command line; put the key in a file only you may read (chmod 600) and give --gossip-key-file FILE, or set $%s", gossipKeyEnv)
+	}
+	return errors.New("--gossip-key: a client takes no gossip key any more (it asks a member's front door for the cluster, with its certificate or the cluster secret): drop the flag")
 }
 
 // job is a validated jobFlags: the job opened for its target (the input open when this

@@ -22,8 +22,7 @@ func clientConfig(addrs string, sec *securityFlags, bind string, stderr io.Write
 	if err != nil {
 		return server.ClientConfig{}, err
 	}
-	return server.ClientConfig{Cluster: splitList(addrs), Bind: bind, GossipKey: cr.gossipKey, TLS: cr.tls,
-		Secret: cr.secret, Insecure: cr.insecure}, nil
+	return server.ClientConfig{Cluster: splitList(addrs), Bind: bind, TLS: cr.tls, Secret: cr.secret, Insecure: cr.insecure}, nil
 }
 
 // connect joins the cluster at addrs as a client. A host that does not resolve, or addresses
@@ -50,7 +49,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	sec.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: node status --cluster IP:PORT [flags]\n\n"+
-			"lists the cluster's members with their cores, memory, load and running jobs\n\nflags:\n")
+			"lists the cluster's members (clients are not members) with their cores, memory, load and running\njobs (a client sees only its own)\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -79,11 +78,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 		Error    string   `json:"error,omitempty"`
 	}
 	var rows []row
-	self := c.Members.Local().Name
-	for _, s := range st {
-		if s.Member.Name == self {
-			continue // this status client itself
-		}
+	for _, s := range st { // the members: clients are not in the cluster's view
 		r := row{Name: s.Member.Name, Role: s.Member.Meta.Role.String(), Gossip: s.Member.Gossip, Actor: s.Member.Meta.Actor,
 			Cores: s.Member.Meta.Cores, Capacity: s.Member.Meta.Capacity, Memory: s.Member.Meta.Memory, Jobs: []string{}}
 		if s.Load != nil {
@@ -112,10 +107,6 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 		}
 		if r.Error != "" {
 			jobs = "unreachable: " + r.Error
-		}
-		if r.Role != cluster.RoleMember.String() {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\t\t\t\n", r.Name, r.Role, r.Gossip, r.Actor)
-			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n", r.Name, r.Role, r.Gossip, r.Actor, r.Cores, r.Capacity,
 			cluster.FormatBytes(r.Memory), cluster.FormatBytes(r.Reserved), r.Actors, jobs)

@@ -25,13 +25,18 @@ import (
 	"github.com/didnmf/didnmf/server"
 )
 
-// gossipKeyEnv is the environment variable that may hold the gossip key instead of the flag
-// (which other users can read in the process list).
+// gossipKeyEnv is the environment variable that may hold the gossip key of a member instead
+// of --gossip-key-file. No flag takes the key itself: other users can read a command line.
 const gossipKeyEnv = "DIDNMF_GOSSIP_KEY"
 
-// securityFlags are the flags of everything that talks to a cluster.
+// maxGossipKeyFile bounds what --gossip-key-file reads.
+const maxGossipKeyFile = 4096
+
+// securityFlags are the flags of everything that talks to a cluster: members (serve, see
+// registerMember) and clients (register).
 type securityFlags struct {
-	gossipKey              string
+	member                 bool // the flags of a member: it gossips, and takes the gossip key
+	gossipKeyFile          string
 	tlsCert, tlsKey, tlsCA string
 	secretFile             string
 	insecure               bool
@@ -46,13 +51,21 @@ type creds struct {
 	insecure  bool
 }
 
+// register adds the flags of a client: its credentials (a client takes no part in the
+// gossip, and needs no gossip key).
 func (f *securityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.secretFile, "secret-file", "", "the cluster secret `FILE` (default: $"+pki.SecretFileEnv+", else "+pki.DefaultSecretPath()+"); serve makes it, mode 0600, when missing; every node and client of the cluster needs it, unless they use --tls-*")
-	fs.StringVar(&f.gossipKey, "gossip-key", "", "encrypt the gossip with this `KEY` (16, 24 or 32 bytes, base64 or hex; or set "+gossipKeyEnv+"); all nodes need the same key")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "this node's certificate `FILE` (PEM) for mutual TLS between nodes (see node certs)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "this node's private key `FILE` (PEM)")
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "the cluster's CA certificate `FILE` (PEM): only peers it signed are accepted")
 	fs.BoolVar(&f.insecure, "insecure", false, "run without authentication or encryption: anyone who reaches the ports is a peer (only on a network where everyone is trusted)")
+}
+
+// registerMember adds the flags of a member: a client's, and the gossip key's file.
+func (f *securityFlags) registerMember(fs *flag.FlagSet) {
+	f.member = true
+	f.register(fs)
+	fs.StringVar(&f.gossipKeyFile, "gossip-key-file", "", "encrypt the gossip with the key in this `FILE` (16, 24 or 32 bytes, base64 or hex), which only this user may read (mode 0600); or set $"+gossipKeyEnv+"; every member needs the same key (clients none). There is no flag for the key itself: every local user can read a command line")
 }
 
 // credentials reads the party's credentials: the TLS files when given, else the cluster
@@ -93,18 +106,12 @@ func (f *securityFlags) credentials(stderr io.Writer, create bool) (creds, error
 	return c, nil
 }
 
-// load reads the gossip key and the TLS files.
+// load reads a member's gossip key (from --gossip-key-file or $DIDNMF_GOSSIP_KEY) and the
+// TLS files.
 func (f *securityFlags) load() ([]byte, *pki.Config, error) {
-	var key []byte
-	s := f.gossipKey
-	if s == "" {
-		s = os.Getenv(gossipKeyEnv)
-	}
-	if s != "" {
-		var err error
-		if key, err = cluster.ParseKey(strings.TrimSpace(s)); err != nil {
-			return nil, nil, badInput("--gossip-key: %v", err)
-		}
+	key, err := f.gossipKey()
+	if err != nil {
+		return nil, nil, err
 	}
 	n := 0
 	for _, v := range []string{f.tlsCert, f.tlsKey, f.tlsCA} {
@@ -128,6 +135,30 @@ func (f *securityFlags) load() ([]byte, *pki.Config, error) {
 // serveMaxJobTime is serve's default --max-job-time: a day, long enough for any job this
 // runtime is for, short enough that a job nobody watches does not hold a cluster for good.
 const serveMaxJobTime = 24 * time.Hour
+
+// gossipKey reads a member's gossip key: from --gossip-key-file (a file only this user may
+// read), else $DIDNMF_GOSSIP_KEY; nil when neither is given, and always for a client.
+func (f *securityFlags) gossipKey() ([]byte, error) {
+	if !f.member {
+		return nil, nil
+	}
+	s, from := os.Getenv(gossipKeyEnv), "$"+gossipKeyEnv
+	if f.gossipKeyFile != "" {
+		b, err := pki.ReadPrivateFile(f.gossipKeyFile, "gossip key file", maxGossipKeyFile)
+		if err != nil {
+			return nil, badInput("--gossip-key-file: %v", err)
+		}
+		s, from = string(b), "--gossip-key-file "+f.gossipKeyFile
+	}
+	if s == "" {
+		return nil, nil
+	}
+	key, err := cluster.ParseKey(strings.TrimSpace(s))
+	if err != nil {
+		return nil, badInput("%s: %v", from, err)
+	}
+	return key, nil
+}
 
 // cmdServe runs a member node until SIGINT or SIGTERM, then leaves the cluster gracefully.
 func cmdServe(args []string, stdout, stderr io.Writer) error {
@@ -159,7 +190,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	ownerStreams := fs.Int("owner-max-streams", 0, "at most `N` streamed inputs of one owner's shards received by this node at once; more wait their turn (default 0: "+strconv.Itoa(actors.DefaultOwnerMaxStreams)+")")
 	chaosDelay := fs.Duration("chaos-delay", 0, "chaos drills only: every shard on this node sleeps this long at each iteration boundary, so that faults land mid-job (default 0: off)")
 	var sec securityFlags
-	sec.register(fs)
+	sec.registerMember(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: node serve --bind IP:PORT [--join IP:PORT,...] [--name NAME] [--data-dir DIR] [--capacity N] [flags]\n\n"+
 			"runs a cluster member until SIGINT or SIGTERM: it starts a cluster, or joins one by gossip\n"+
