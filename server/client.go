@@ -266,7 +266,7 @@ func Connect(cfg ClientConfig) (*Client, error) {
 		submits: map[string][]*submitting{}, failed: map[string]time.Time{}}
 	var err error
 	// A client takes part in no collective: it opens no data plane, and runs no host.
-	ncfg := actors.NodeConfig{Host: host, Threads: 1, DataPort: -1, Logger: cfg.Logger, TLS: cfg.TLS, Insecure: cfg.TLS == nil, ClientOnly: true}
+	ncfg := actors.NodeConfig{Host: host, Threads: 1, DataPort: -1, Logger: cfg.Logger, TLS: cfg.TLS, Insecure: cfg.TLS == nil, ClientOnly: true, Members: c.Members}
 	if cfg.Partition != nil {
 		ncfg.Partition = cfg.Partition
 	}

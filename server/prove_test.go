@@ -277,7 +277,7 @@ func TestProveMember(t *testing.T) {
 		name, member, actor string
 		creds               *pki.Config
 		want                string // "" when proven
-		gossip              string // the member's gossip address ("": on the actor's host)
+		gossip              string // the member's gossip address ("": a's)
 	}{
 		{"the member itself", "a", a.Node.Address(), mine, "", ""},
 		{"gossip on another host", "a", a.Node.Address(), mine, "gossip address 127.0.0.2:7946 is not on the actor address's host 127.0.0.1", "127.0.0.2:7946"},
@@ -286,6 +286,8 @@ func TestProveMember(t *testing.T) {
 		{"nothing listening", "c", closedAddr, mine, "TLS handshake with the actor address " + closedAddr, ""},
 		{"another authority", "a", a.Node.Address(), stranger, "TLS handshake", ""},
 		{"not host:port", "a", "nowhere", mine, `actor address "nowhere"`, ""},
+		{"its gossip address borrowed", "a", a.Node.Address(), mine, "TLS handshake with the gossip address " + closedAddr, closedAddr},
+		{"a client's actor address as gossip", "a", a.Node.Address(), mine, "the gossip address " + client.Node.Address() + " presents a client certificate", client.Node.Address()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -293,7 +295,7 @@ func TestProveMember(t *testing.T) {
 			defer cancel()
 			gossip := tt.gossip
 			if gossip == "" {
-				gossip = "127.0.0.1:7946"
+				gossip = a.Gossip()
 			}
 			err := proveMember(tt.creds, nil, "")(ctx, cluster.Member{Name: tt.member, Gossip: gossip, Meta: cluster.Meta{Role: cluster.RoleMember, Actor: tt.actor}})
 			switch {

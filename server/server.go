@@ -368,28 +368,43 @@ func proveMember(creds *pki.Config, part *cluster.Partition, self string) func(c
 		if part != nil && part.Blocked(self, m.Meta.Actor) {
 			return fmt.Errorf("actor address %s: partitioned (test partition)", m.Meta.Actor)
 		}
-		cfg := creds.Client.Clone()
-		cfg.NextProtos = []string{"h2"}
-		cfg.ServerName = host
-		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: proveTime}, Config: cfg}
-		conn, err := d.DialContext(ctx, "tcp", m.Meta.Actor)
-		if err != nil {
-			return fmt.Errorf("TLS handshake with the actor address %s: %v", m.Meta.Actor, err)
-		}
-		defer conn.Close()
-		certs := conn.(*tls.Conn).ConnectionState().PeerCertificates
-		if len(certs) == 0 {
-			return fmt.Errorf("the actor address %s presented no certificate", m.Meta.Actor)
-		}
-		leaf := certs[0]
-		if role := pki.RoleOf(leaf); role != pki.RolePeer {
-			return fmt.Errorf("the actor address %s presents a %s certificate (%q), not a peer's", m.Meta.Actor, role, leaf.Subject.CommonName)
-		}
-		if leaf.Subject.CommonName != m.Name {
-			return fmt.Errorf("the actor address %s presents the certificate of %q, not of %q", m.Meta.Actor, leaf.Subject.CommonName, m.Name)
+		// The actor address (its gRPC server), then the gossip address (its front door): each
+		// must hold the member's peer certificate, so that neither can be borrowed from a
+		// real member by a process that holds only the gossip key (issue 30).
+		for _, at := range []struct{ what, addr string }{{"actor", m.Meta.Actor}, {"gossip", m.Gossip}} {
+			if err := provePeerAt(ctx, creds, host, at.what, at.addr, m.Name); err != nil {
+				return err
+			}
 		}
 		return nil
 	}
+}
+
+// provePeerAt makes a TLS handshake with addr (the what address of member name, on host)
+// with the node's client credentials, and checks that the certificate there is the peer
+// certificate of name.
+func provePeerAt(ctx context.Context, creds *pki.Config, host, what, addr, name string) error {
+	cfg := creds.Client.Clone()
+	cfg.NextProtos = []string{"h2"}
+	cfg.ServerName = host
+	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: proveTime}, Config: cfg}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("TLS handshake with the %s address %s: %v", what, addr, err)
+	}
+	defer conn.Close()
+	certs := conn.(*tls.Conn).ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		return fmt.Errorf("the %s address %s presented no certificate", what, addr)
+	}
+	leaf := certs[0]
+	if role := pki.RoleOf(leaf); role != pki.RolePeer {
+		return fmt.Errorf("the %s address %s presents a %s certificate (%q), not a peer's", what, addr, role, leaf.Subject.CommonName)
+	}
+	if leaf.Subject.CommonName != name {
+		return fmt.Errorf("the %s address %s presents the certificate of %q, not of %q", what, addr, leaf.Subject.CommonName, name)
+	}
+	return nil
 }
 
 // serverOwned names the fields of n that Start sets itself and that are set in n.
