@@ -644,3 +644,36 @@ func TestLargestRemoteMessage(t *testing.T) {
 		t.Fatalf("the largest message, %d bytes, is not a batch of chunks: the test measures nothing", largest)
 	}
 }
+
+// TestClosedPartiesGiveBackTheirStreams: a process that starts a party (a client's node),
+// asks a node for its status and closes the party again, more times than its identity may
+// hold streams, is answered every time. protoactor's remote, shut down without grace, left
+// the connections it had dialed open, so each closed party kept a stream at the node, and
+// after maxClientStreams of them the identity was refused (seen as `node status` and `node
+// jobs` run in one process: the cmd/node tests).
+func TestClosedPartiesGiveBackTheirStreams(t *testing.T) {
+	ca, err := pki.CAFromSecret(pki.NewSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := StartNode(NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Close)
+	bob := creds(t, ca, "bob", pki.RoleClient)
+	for i := range 3 * maxClientStreams {
+		party, err := StartNode(NodeConfig{Threads: 1, TLS: bob, DataPort: -1, ClientOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		answersWithin(t, party, node, 5*time.Second, fmt.Sprintf("party %d of one identity", i))
+		party.Close()
+		if open := party.dialed.open(); open != 0 {
+			t.Fatalf("party %d closed with %d dialed connections open", i, open)
+		}
+	}
+	if got := node.Drops()[dropIdentityStreams]; got != 0 {
+		t.Fatalf("%d streams refused as past the identity's share, want 0", got)
+	}
+}

@@ -18,6 +18,7 @@
 package actors
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -252,7 +253,8 @@ type Node struct {
 	// senders keeps the addresses clients proved and the clients of the node's jobs, and
 	// decides what the node dials (see senders).
 	senders *senders
-	plane   *dataPlane // nil: none (NodeConfig.DataPort < 0)
+	dialed  dialedConns // the remote's dialed connections, closed by Close
+	plane   *dataPlane  // nil: none (NodeConfig.DataPort < 0)
 	// runner runs the mailboxes of the node's actors (see mailboxRunner).
 	runner *mailboxRunner
 	board  jobBoard
@@ -440,10 +442,17 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	serverOpts = append(serverOpts, tServer...)
 	dialOpts := append([]grpc.DialOption{grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxGRPCMessage), grpc.MaxCallSendMsgSize(maxGRPCMessage))}, tDial...)
-	if cfg.TLS != nil && cfg.Members != nil {
-		// A node of a cluster dials only members, proven clients and its jobs' clients.
-		dialOpts = append(dialOpts, grpc.WithContextDialer(n.senders.dial))
+	// Every connection the remote dials is kept, so that Close closes it; a node of a
+	// cluster dials only members, proven clients and its jobs' clients.
+	next := func(ctx context.Context, addr string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 	}
+	if cfg.TLS != nil && cfg.Members != nil {
+		next = n.senders.dial
+	}
+	dialOpts = append(dialOpts, grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+		return n.dialed.dial(ctx, addr, next)
+	}))
 	opts := []remote.ConfigOption{
 		remote.WithEndpointWriterBatchSize(remoteBatch),
 		remote.WithEndpointWriterQueueSize(remoteQueue),
@@ -542,6 +551,7 @@ func (n *Node) Close() {
 			n.plane.close()
 		}
 		n.remote.Shutdown(false)
+		n.dialed.closeAll()
 		n.system.Shutdown()
 		if n.ownPool {
 			n.pool.Close()
