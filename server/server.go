@@ -429,31 +429,25 @@ func serverOwned(n actors.NodeConfig) []string {
 // workers yield theirs between lanes (see kernels.Pool).
 var defaultWorkers = runtime.GOMAXPROCS(0)
 
-// logEvent logs a member's join or leave. A client's comings and goings (every status, jobs
-// or factorize --cluster joins the gossip and leaves it) are logged at debug level, so that the
-// log says what the members do; a client declared dead is news (its jobs lose their lease).
+// logEvent logs a member's join, leave or update. Only proven members raise events (clients
+// do not gossip), so each is news.
 func logEvent(logger *slog.Logger, e cluster.Event) {
 	if logger == nil {
 		return
 	}
 	attrs := []any{slog.String("member", e.Member.Name), slog.String("gossip", e.Member.Gossip),
 		slog.String("role", e.Member.Meta.Role.String()), slog.String("actor", e.Member.Meta.Actor)}
-	routine := slog.LevelInfo
-	if e.Member.Meta.Role == cluster.RoleClient {
-		routine = slog.LevelDebug
-	}
-	ctx := context.Background()
 	switch e.Kind {
 	case cluster.EventJoin:
-		logger.Log(ctx, routine, "member joined", attrs...)
+		logger.Info("member joined", attrs...)
 	case cluster.EventLeave:
 		if e.Dead {
 			logger.Warn("member failed (declared dead)", attrs...)
 		} else {
-			logger.Log(ctx, routine, "member left", attrs...)
+			logger.Info("member left", attrs...)
 		}
 	case cluster.EventUpdate:
-		logger.Log(ctx, routine, "member updated", attrs...)
+		logger.Info("member updated", attrs...)
 	}
 }
 
