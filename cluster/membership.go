@@ -129,6 +129,16 @@ type Config struct {
 	// joins the node's gossip address, which brings its state in. Start waits (up to 10 s)
 	// for the proofs of the members it met while joining, so that it returns seeing them.
 	Prove func(ctx context.Context, m Member) error
+	// Confirm, when set, is asked whether a listed member that the gossip reports gone (dead
+	// or left) is really gone: it returns true while that very instance (same Meta.Started)
+	// still answers at its own addresses, with its certificate. Anyone who holds the gossip
+	// key can gossip a member's death; so the membership acts on a reported death (removes
+	// the member, raises its EventLeave) only once Confirm has returned false, and while it
+	// returns true it keeps the member, asks again every confirmEvery, and has the member
+	// rejoined (it refutes the report). Nil acts on every report at once. Concurrency:
+	// called from one goroutine per doubted member, never while memberlist holds its locks;
+	// it must return by ctx's deadline.
+	Confirm func(ctx context.Context, m Member) bool
 	// FrontDoor, when set, is handed every connection to the gossip port (TCP) whose first
 	// byte is not gossip: a TLS ClientHello (0x16), or FrontDoorPlain for clusters without
 	// credentials. The byte is still to be read. It runs in the connection's own goroutine,
@@ -195,6 +205,9 @@ type Membership struct {
 	// Proofs (Config.Prove; nil: every node with the gossip key is admitted). adm is
 	// guarded by admMu, taken after mu when both are.
 	prove       func(ctx context.Context, m Member) error
+	confirm     func(ctx context.Context, m Member) bool
+	doubted     map[string]Member // listed members reported gone, being confirmed (under mu)
+	undoubted   atomic.Int64      // reported deaths that the member itself answered
 	admMu       sync.Mutex
 	adm         *Admission
 	proofWake   chan struct{} // a claim was queued
@@ -312,6 +325,8 @@ func Start(cfg Config) (*Membership, error) {
 		stop:    make(chan struct{}),
 		timing:  cfg.Timing.orDefault(),
 		prove:   cfg.Prove,
+		confirm: cfg.Confirm,
+		doubted: map[string]Member{},
 	}
 	if m.prove != nil {
 		m.adm = NewAdmission()
@@ -561,6 +576,9 @@ func (m *Membership) Refused() map[string]int64 {
 	if n := m.refusedMeta.Load(); n > 0 {
 		out[RefusedMeta] = n
 	}
+	if n := m.undoubted.Load(); n > 0 {
+		out[dropUndoubted] = n
+	}
 	return out
 }
 
@@ -785,12 +803,23 @@ func (m *Membership) observe(kind EventKind, n *memberlist.Node) {
 			delete(m.lost, n.Name)
 		}
 		m.lostMu.Unlock()
-		if m.adm != nil && had && (kind == EventLeave || ClaimOf(old) != ClaimOf(mem)) {
+		if m.adm != nil && had && (kind == EventLeave && m.confirm == nil || kind != EventLeave && ClaimOf(old) != ClaimOf(mem)) {
 			// Gone or replaced: if it comes back, it is proven again.
 			m.admMu.Lock()
 			m.adm.Forget(ClaimOf(old))
 			m.admMu.Unlock()
 		}
+	}
+	if kind != EventLeave {
+		delete(m.doubted, n.Name) // back in the gossip: a refuted report, or a restart
+	} else if had && m.confirm != nil && n.Name != m.local.Name {
+		// Reported gone: anyone with the gossip key can say so. The member stays listed
+		// until it is confirmed gone (confirmGone).
+		if _, doubting := m.doubted[n.Name]; !doubting {
+			m.doubted[n.Name] = old
+			go m.confirmGone(old, kind, meta.Leaving || old.Meta.Leaving)
+		}
+		return
 	}
 	switch kind {
 	case EventJoin, EventUpdate:
@@ -812,6 +841,61 @@ func (m *Membership) observe(kind EventKind, n *memberlist.Node) {
 		dead := !meta.Leaving && !(had && old.Meta.Leaving)
 		m.log.Info("cluster: node gone", "peer", n.Name, "gossip", mem.Gossip, "dead", dead)
 		m.enqueue(Event{Kind: EventLeave, Member: mem, Dead: dead, At: now})
+	}
+}
+
+// confirmEvery is how often a member reported gone that still answers is asked again, and
+// confirmWait how long one answer may take.
+const (
+	confirmEvery = time.Second
+	confirmWait  = 2 * time.Second
+)
+
+// dropUndoubted is the Refused cause of reported deaths the member itself answered.
+const dropUndoubted = "reported gone but answers"
+
+// confirmGone runs while mem, listed, is reported gone (by the gossip's leave event kind,
+// left gracefully when leaving): it asks Config.Confirm until the member is confirmed gone,
+// then removes it and raises its EventLeave, or until the member is back in the gossip
+// (observe clears the doubt) or the membership shuts down.
+func (m *Membership) confirmGone(mem Member, kind EventKind, leaving bool) {
+	logged := false
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), confirmWait)
+		alive := m.confirm(ctx, mem)
+		cancel()
+		m.mu.Lock()
+		if cur, ok := m.doubted[mem.Name]; !ok || cur != mem || m.table[mem.Name] != mem {
+			m.mu.Unlock()
+			return // back, restarted, or gone another way
+		}
+		if !alive {
+			delete(m.doubted, mem.Name)
+			delete(m.table, mem.Name)
+			if m.adm != nil {
+				m.admMu.Lock()
+				m.adm.Forget(ClaimOf(mem))
+				m.admMu.Unlock()
+			}
+			m.log.Info("cluster: node gone", "peer", mem.Name, "gossip", mem.Gossip, "dead", !leaving)
+			m.enqueue(Event{Kind: EventLeave, Member: mem, Dead: !leaving, At: time.Now()})
+			m.mu.Unlock()
+			return
+		}
+		m.mu.Unlock()
+		if !logged {
+			logged = true
+			m.undoubted.Add(1)
+			m.log.Warn("cluster: the gossip reports a member gone that still answers: not acting on it (a forged or stale report?)",
+				"peer", mem.Name, "gossip", mem.Gossip, "event", kind)
+		}
+		// Have it hear of the report, so that it refutes it (a push/pull with it).
+		_, _ = m.ml.Join([]string{mem.Gossip})
+		select {
+		case <-m.stop:
+			return
+		case <-time.After(confirmEvery):
+		}
 	}
 }
 
