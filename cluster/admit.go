@@ -52,8 +52,8 @@ const (
 	maxFailed  = 4096             // failed claims remembered
 	failedFor  = 30 * time.Second // a failed claim is not tried again for this long
 	maxLost    = 256              // members declared dead that a node tries to rejoin
-	proofs     = 4                // proofs at once
-	proofTime  = 3 * time.Second  // a proof's time limit
+	proofs     = 16               // proofs at once: claims of unreachable addresses drain 16 a second
+	proofTime  = 2 * time.Second  // a proof's time limit: its TLS handshakes take milliseconds
 	startWait  = 10 * time.Second // how long Start waits for the proofs of the members it met
 	startPoll  = 20 * time.Millisecond
 )
