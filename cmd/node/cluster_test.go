@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"github.com/didnmf/didnmf/internal/proccluster"
@@ -110,6 +111,7 @@ type statusRow struct {
 	Reserved int64    `json:"reserved"`
 	Actors   int64    `json:"actors"`
 	Jobs     []string `json:"jobs"`
+	Drops    []string `json:"drops"`
 	Error    string   `json:"error"`
 }
 
@@ -516,9 +518,24 @@ func TestClusterSecurity(t *testing.T) {
 		}
 		t.Logf("%s: exit %d: %s", c.name, code, lastLine(text))
 	}
+	// A handshake with another authority's certificate on a's actor port: refused, and
+	// counted; status shows the counts to a peer (b's certificate), not to a client.
+	if conn, err := tls.Dial("tcp", a.Actor, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"},
+		Certificates: []tls.Certificate{loadPair(t, evil, "client")}}); err == nil {
+		_, _ = conn.Read(make([]byte, 1))
+		conn.Close()
+	}
+	waitFor(t, "a's refusal shown to a peer", 10*time.Second, func() bool {
+		return slices.ContainsFunc(clusterStatus(t, a.Gossip, tlsFlags(certs, "b")...)["a"].Drops, func(d string) bool {
+			return strings.HasPrefix(d, "TLS handshake failed=")
+		})
+	})
 	st := clusterStatus(t, a.Gossip, good...)
 	if len(st) != 2 {
 		t.Errorf("members after the attempts: %v", st)
+	}
+	if d := st["a"].Drops; len(d) != 0 {
+		t.Errorf("status shows a client a's refusals: %v", d)
 	}
 	for name, r := range st {
 		if r.Actors != 0 || len(r.Jobs) != 0 {
@@ -631,4 +648,14 @@ func isolateGossip(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(pki.SecretFileEnv, secretFile)
+}
+
+// loadPair loads the key pair `node certs` wrote for name into dir.
+func loadPair(t *testing.T, dir, name string) tls.Certificate {
+	t.Helper()
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -75,14 +76,16 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 		Reserved int64    `json:"reserved"`
 		Actors   int64    `json:"actors"`
 		Jobs     []string `json:"jobs"`
-		Error    string   `json:"error,omitempty"`
+		// Drops are what the member refused from the network, by cause (peers only).
+		Drops []string `json:"drops,omitempty"`
+		Error string   `json:"error,omitempty"`
 	}
 	var rows []row
 	for _, s := range st { // the members: clients are not in the cluster's view
 		r := row{Name: s.Member.Name, Role: s.Member.Meta.Role.String(), Gossip: s.Member.Gossip, Actor: s.Member.Meta.Actor,
 			Cores: s.Member.Meta.Cores, Capacity: s.Member.Meta.Capacity, Memory: s.Member.Meta.Memory, Jobs: []string{}}
 		if s.Load != nil {
-			r.Reserved, r.Actors, r.Jobs = s.Load.Reserved, s.Load.Actors, append(r.Jobs, s.Load.JobIds...)
+			r.Reserved, r.Actors, r.Jobs, r.Drops = s.Load.Reserved, s.Load.Actors, append(r.Jobs, s.Load.JobIds...), s.Load.Drops
 		} else if s.Err != nil {
 			r.Error = s.Err.Error()
 		}
@@ -113,6 +116,11 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, r := range rows {
+		if len(r.Drops) > 0 {
+			fmt.Fprintf(stdout, "%s refused: %s\n", r.Name, strings.Join(r.Drops, ", "))
+		}
 	}
 	fmt.Fprintln(stdout, "\nyour jobs:")
 	return printJobs(stdout, jobs)
