@@ -73,6 +73,16 @@ func TestFrontDoor(t *testing.T) {
 		}
 	}
 
+	// The view carries the member's own entry, as its membership advertises it, and the
+	// peer certificate of its name.
+	v, leaf, err := fetchView(context.Background(), credsOf(t, key, "c", pki.RolePeer), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Self == nil || *v.Self != members[0].Members.Local() || leaf.Subject.CommonName != "a" {
+		t.Errorf("self %+v (certificate of %q), want %+v", v.Self, leaf.Subject.CommonName, members[0].Members.Local())
+	}
+
 	// No certificate, another cluster's: the member writes nothing after the handshake.
 	other := credsOf(t, testKey(), "alice", pki.RoleClient)
 	for _, c := range []struct {
@@ -182,6 +192,42 @@ func TestFetchChecksTheMember(t *testing.T) {
 		}
 		t.Logf("%s: %v", c.name, err)
 		<-wrote
+	}
+}
+
+// TestLateSelf: until its membership is stored (while cluster.Start runs, when the members
+// it joins prove it), a node's front door says of itself the name and Meta it gives
+// cluster.Start, with the address the connection came in on; after, its membership's Local.
+// A node whose name is left to cluster.Start (no credentials) says nothing until then.
+func TestLateSelf(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		if c, err := net.Dial("tcp", l.Addr().String()); err == nil {
+			defer c.Close()
+			_, _ = io.Copy(io.Discard, c)
+		}
+	}()
+	conn, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	meta := cluster.Meta{Role: cluster.RoleMember, Actor: "127.0.0.1:9", Capacity: 2, Started: 42}
+	late := &lateMembers{name: "n", meta: meta}
+	if got, ok := late.Self(conn); !ok || got != (cluster.Member{Name: "n", Gossip: l.Addr().String(), Meta: meta}) {
+		t.Errorf("before the membership: %+v, %v", got, ok)
+	}
+	if got, ok := (&lateMembers{meta: meta}).Self(conn); ok {
+		t.Errorf("no name yet: %+v", got)
+	}
+	s := startMembers(t, nil, nil, testKey(), "m")[0]
+	late.m.Store(s.Members)
+	if got, ok := late.Self(conn); !ok || got != s.Members.Local() {
+		t.Errorf("after: %+v, %v; want %+v", got, ok, s.Members.Local())
 	}
 }
 
