@@ -5411,8 +5411,14 @@ func (x *CheckpointAt) GetIteration() int64 {
 // answers a client: the cluster's proven workers, not leaving, as that member sees them.
 // Clients take no part in the gossip; this is how they find the members.
 type ClusterView struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Members       []*ViewMember          `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Members []*ViewMember          `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	// Self is the answering member's own entry, as it advertises itself (its name, gossip
+	// address and cluster.Meta, leaving included): a member proving another's claim (its
+	// name, addresses and start time) compares the claim with it, so that a claim gossiped
+	// for a real member with another start time is refused (issue 30). Absent only in the
+	// answer of a build from before it, or of a member without credentials still starting.
+	Self          *ViewMember `protobuf:"bytes,2,opt,name=self,proto3" json:"self,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5454,6 +5460,13 @@ func (x *ClusterView) GetMembers() []*ViewMember {
 	return nil
 }
 
+func (x *ClusterView) GetSelf() *ViewMember {
+	if x != nil {
+		return x.Self
+	}
+	return nil
+}
+
 // ViewMember is one worker of a ClusterView: its gossip name and address and what it
 // advertises (cluster.Meta).
 type ViewMember struct {
@@ -5467,7 +5480,10 @@ type ViewMember struct {
 	Memory   int64  `protobuf:"varint,5,opt,name=memory,proto3" json:"memory,omitempty"`
 	Capacity int64  `protobuf:"varint,6,opt,name=capacity,proto3" json:"capacity,omitempty"`
 	// Started is when the member started (unix nanoseconds): a restarted member has a new one.
-	Started       int64 `protobuf:"varint,7,opt,name=started,proto3" json:"started,omitempty"`
+	Started int64 `protobuf:"varint,7,opt,name=started,proto3" json:"started,omitempty"`
+	// Leaving is set once the member has begun to leave (cluster.Meta.Leaving). Only a
+	// ClusterView's self may have it: its members are workers, none leaving.
+	Leaving       bool `protobuf:"varint,8,opt,name=leaving,proto3" json:"leaving,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5549,6 +5565,13 @@ func (x *ViewMember) GetStarted() int64 {
 		return x.Started
 	}
 	return 0
+}
+
+func (x *ViewMember) GetLeaving() bool {
+	if x != nil {
+		return x.Leaving
+	}
+	return false
 }
 
 var File_didnmf_proto protoreflect.FileDescriptor
@@ -5998,9 +6021,10 @@ const file_didnmf_proto_rawDesc = "" +
 	"\fCheckpointAt\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1c\n" +
-	"\titeration\x18\x03 \x01(\x03R\titeration\";\n" +
+	"\titeration\x18\x03 \x01(\x03R\titeration\"c\n" +
 	"\vClusterView\x12,\n" +
-	"\amembers\x18\x01 \x03(\v2\x12.didnmf.ViewMemberR\amembers\"\xb2\x01\n" +
+	"\amembers\x18\x01 \x03(\v2\x12.didnmf.ViewMemberR\amembers\x12&\n" +
+	"\x04self\x18\x02 \x01(\v2\x12.didnmf.ViewMemberR\x04self\"\xcc\x01\n" +
 	"\n" +
 	"ViewMember\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
@@ -6009,7 +6033,8 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x05cores\x18\x04 \x01(\x03R\x05cores\x12\x16\n" +
 	"\x06memory\x18\x05 \x01(\x03R\x06memory\x12\x1a\n" +
 	"\bcapacity\x18\x06 \x01(\x03R\bcapacity\x12\x18\n" +
-	"\astarted\x18\a \x01(\x03R\astarted*\xf4\x01\n" +
+	"\astarted\x18\a \x01(\x03R\astarted\x12\x18\n" +
+	"\aleaving\x18\b \x01(\bR\aleaving*\xf4\x01\n" +
 	"\tAlgorithm\x12\x19\n" +
 	"\x15ALGORITHM_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rALGORITHM_DID\x10\x01\x12\x12\n" +
@@ -6198,11 +6223,12 @@ var file_didnmf_proto_depIdxs = []int32{
 	11, // 47: didnmf.JobState.coordinator:type_name -> didnmf.Pid
 	46, // 48: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
 	60, // 49: didnmf.ClusterView.members:type_name -> didnmf.ViewMember
-	50, // [50:50] is the sub-list for method output_type
-	50, // [50:50] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	60, // 50: didnmf.ClusterView.self:type_name -> didnmf.ViewMember
+	51, // [51:51] is the sub-list for method output_type
+	51, // [51:51] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_didnmf_proto_init() }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -35,7 +36,9 @@ import (
 // checks that the member's certificate is a peer's for the address it dialled. The member
 // then writes the view, a 4-byte big-endian length and a messages.ClusterView, and closes
 // the connection. The view lists the workers the member has proven (cluster.Membership's
-// Workers: not leaving), with what each advertises.
+// Workers: not leaving), with what each advertises, and the member's own entry (self): its
+// name, gossip address and cluster.Meta as it advertises them. A member proving another's
+// claim reads that entry (fetchSelf): the claim must be what the member says of itself.
 const (
 	// frontDoorWait bounds a member's whole exchange with a client: handshake and answer.
 	frontDoorWait = 5 * time.Second
@@ -52,8 +55,10 @@ const (
 
 // frontDoor returns the member's cluster.Config.FrontDoor: it answers every client that
 // proves a certificate of the cluster (tlsCfg; nil: a cluster without credentials, whose
-// clients send cluster.FrontDoorPlain) with the view of workers, then closes the connection.
-func frontDoor(tlsCfg *pki.Config, workers func() []cluster.Member) func(net.Conn) {
+// clients send cluster.FrontDoorPlain) with the view of workers and of self (the member's
+// own entry, given the connection; false: not known, the view has none), then closes the
+// connection.
+func frontDoor(tlsCfg *pki.Config, workers func() []cluster.Member, self func(net.Conn) (cluster.Member, bool)) func(net.Conn) {
 	return func(conn net.Conn) {
 		defer conn.Close()
 		_ = conn.SetDeadline(time.Now().Add(frontDoorWait))
@@ -82,7 +87,11 @@ func frontDoor(tlsCfg *pki.Config, workers func() []cluster.Member) func(net.Con
 			}
 			w = tc
 		}
-		view, err := encodeView(workers())
+		var me *cluster.Member
+		if m, ok := self(conn); ok {
+			me = &m
+		}
+		view, err := encodeView(workers(), me)
 		if err != nil {
 			return
 		}
@@ -102,13 +111,23 @@ type prefixConn struct {
 
 func (c *prefixConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-// encodeView returns the front door's answer for members: the length of the encoded
-// messages.ClusterView (4 bytes, big-endian), then the message.
-func encodeView(members []cluster.Member) ([]byte, error) {
+// clusterView is a front door's answer, decoded and checked.
+type clusterView struct {
+	// Members are the workers the member lists (none leaving).
+	Members []cluster.Member
+	// Self is the member's own entry; nil from a build from before it (see decodeView).
+	Self *cluster.Member
+}
+
+// encodeView returns the front door's answer for members and self (nil: none): the length
+// of the encoded messages.ClusterView (4 bytes, big-endian), then the message.
+func encodeView(members []cluster.Member, self *cluster.Member) ([]byte, error) {
 	v := &messages.ClusterView{}
 	for _, m := range members {
-		v.Members = append(v.Members, &messages.ViewMember{Name: m.Name, Gossip: m.Gossip, Actor: m.Meta.Actor,
-			Cores: int64(m.Meta.Cores), Memory: m.Meta.Memory, Capacity: int64(m.Meta.Capacity), Started: m.Meta.Started})
+		v.Members = append(v.Members, toView(m))
+	}
+	if self != nil {
+		v.Self = toView(*self)
 	}
 	body, err := proto.Marshal(v)
 	if err != nil {
@@ -120,23 +139,28 @@ func encodeView(members []cluster.Member) ([]byte, error) {
 	return append(binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(body)), uint32(len(body))), body...), nil
 }
 
+func toView(m cluster.Member) *messages.ViewMember {
+	return &messages.ViewMember{Name: m.Name, Gossip: m.Gossip, Actor: m.Meta.Actor, Cores: int64(m.Meta.Cores),
+		Memory: m.Meta.Memory, Capacity: int64(m.Meta.Capacity), Started: m.Meta.Started, Leaving: m.Meta.Leaving}
+}
+
 // readView reads a front door's answer from r: the length, at most maxViewBytes, then the
 // view, decoded by decodeView.
-func readView(r io.Reader) ([]cluster.Member, error) {
+func readView(r io.Reader) (clusterView, error) {
 	var head [4]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
-		return nil, err
+		return clusterView{}, err
 	}
 	n := binary.BigEndian.Uint32(head[:])
 	if head[0] == 0x15 && head[1] == 3 { // a TLS alert record: the member speaks TLS
-		return nil, errors.New("the member answers in TLS: the cluster runs with credentials, and this client has none (--insecure)")
+		return clusterView{}, errors.New("the member answers in TLS: the cluster runs with credentials, and this client has none (--insecure)")
 	}
 	if n > maxViewBytes {
-		return nil, fmt.Errorf("the member announces a view of %d bytes, more than %d", n, maxViewBytes)
+		return clusterView{}, fmt.Errorf("the member announces a view of %d bytes, more than %d", n, maxViewBytes)
 	}
 	body := make([]byte, n)
 	if _, err := io.ReadFull(r, body); err != nil {
-		return nil, fmt.Errorf("the view was cut short: %w", err)
+		return clusterView{}, fmt.Errorf("the view was cut short: %w", err)
 	}
 	return decodeView(body)
 }
@@ -144,34 +168,47 @@ func readView(r io.Reader) ([]cluster.Member, error) {
 // decodeView decodes and checks a messages.ClusterView: no unknown fields, at most
 // maxViewMembers members, each with a name (printable, at most maxNameBytes), a gossip
 // address IP:PORT and what a member may advertise (cluster.Meta's rules for a member: an
-// actor address host:port, capacity >= 1, cores, memory and start time >= 0); no two members
-// share a name, a gossip address or an actor address. It never panics; the members come
+// actor address host:port, capacity >= 1, cores, memory and start time >= 0), none leaving;
+// no two members share a name, a gossip address or an actor address. Self, the answering
+// member's own entry, is checked as a member is (it may be leaving). It may be absent: a
+// build from before it sends none, and a client reading such a view only misses nothing it
+// uses; a member proving a claim requires it (fetchSelf). It never panics; the members come
 // back in the view's order.
-func decodeView(b []byte) ([]cluster.Member, error) {
+func decodeView(b []byte) (clusterView, error) {
 	var v messages.ClusterView
 	if err := proto.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("the view is not a ClusterView: %v", err)
+		return clusterView{}, fmt.Errorf("the view is not a ClusterView: %v", err)
 	}
 	if len(v.ProtoReflect().GetUnknown()) > 0 {
-		return nil, errors.New("the view has fields this build does not know (run the same build on every node and client)")
+		return clusterView{}, errors.New("the view has fields this build does not know (run the same build on every node and client)")
 	}
 	if len(v.Members) > maxViewMembers {
-		return nil, fmt.Errorf("the view lists %d members, more than %d", len(v.Members), maxViewMembers)
+		return clusterView{}, fmt.Errorf("the view lists %d members, more than %d", len(v.Members), maxViewMembers)
 	}
-	out := make([]cluster.Member, 0, len(v.Members))
+	out := clusterView{Members: make([]cluster.Member, 0, len(v.Members))}
 	seen := map[string]bool{}
 	for i, vm := range v.Members {
 		m, err := viewMember(vm)
 		if err != nil {
-			return nil, fmt.Errorf("the view's member %d: %v", i, err)
+			return clusterView{}, fmt.Errorf("the view's member %d: %v", i, err)
+		}
+		if m.Meta.Leaving {
+			return clusterView{}, fmt.Errorf("the view's member %d: %s is leaving: a view lists workers only", i, m.Name)
 		}
 		for _, k := range []string{"name " + m.Name, "gossip " + m.Gossip, "actor " + m.Meta.Actor} {
 			if seen[k] {
-				return nil, fmt.Errorf("the view lists %s twice", k)
+				return clusterView{}, fmt.Errorf("the view lists %s twice", k)
 			}
 			seen[k] = true
 		}
-		out = append(out, m)
+		out.Members = append(out.Members, m)
+	}
+	if v.Self != nil {
+		m, err := viewMember(v.Self)
+		if err != nil {
+			return clusterView{}, fmt.Errorf("the view's self: %v", err)
+		}
+		out.Self = &m
 	}
 	return out, nil
 }
@@ -191,7 +228,7 @@ func viewMember(vm *messages.ViewMember) (cluster.Member, error) {
 		return cluster.Member{}, fmt.Errorf("%s: cores %d or capacity %d out of range", vm.Name, vm.Cores, vm.Capacity)
 	}
 	meta := cluster.Meta{Role: cluster.RoleMember, Actor: vm.Actor, Cores: int(vm.Cores), Memory: vm.Memory,
-		Capacity: int(vm.Capacity), Started: vm.Started}
+		Capacity: int(vm.Capacity), Started: vm.Started, Leaving: vm.Leaving}
 	if _, err := meta.Encode(); err != nil { // Encode checks Meta's rules
 		return cluster.Member{}, fmt.Errorf("%s: %v", vm.Name, err)
 	}
@@ -265,44 +302,56 @@ type doorClient struct {
 	part *cluster.Partition
 }
 
-// fetch asks the member at addr (a gossip address) for its view, within fetchWait or ctx.
+// fetch asks the member at addr (a gossip address) for its view, within fetchWait or ctx,
+// and returns its workers.
 func (d *doorClient) fetch(ctx context.Context, addr string) ([]cluster.Member, error) {
 	if d.part.Blocked(d.self, addr) {
 		return nil, &dialError{errors.New("partitioned (test partition)")}
 	}
 	ctx, cancel := context.WithTimeout(ctx, fetchWait)
 	defer cancel()
+	v, _, err := fetchView(ctx, d.tls, addr)
+	return v.Members, err
+}
+
+// fetchView asks the member at addr (a gossip address) for its view, within ctx. With creds
+// (nil: a cluster without credentials, the plain front door) it makes a TLS handshake with
+// them, the server name addr's host, and requires the member's certificate to be a peer's;
+// it returns that certificate (nil without creds). Errors: *dialError when nothing could
+// be connected to, *AuthError when the handshake failed on certificates.
+func fetchView(ctx context.Context, creds *pki.Config, addr string) (clusterView, *x509.Certificate, error) {
 	var dialer net.Dialer
 	conn, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, &dialError{err}
+		return clusterView{}, nil, &dialError{err}
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	deadline, _ := ctx.Deadline()
-	_ = conn.SetDeadline(deadline)
+	if deadline, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(deadline)
+	}
 	timedOut := func(err error) error {
 		if ctx.Err() != nil {
-			return fmt.Errorf("%s: no answer within %v (%v)", addr, fetchWait, err)
+			return fmt.Errorf("%s: no answer in time (%v)", addr, err)
 		}
 		return nil
 	}
-	if d.tls == nil {
+	if creds == nil {
 		if _, err := conn.Write([]byte{cluster.FrontDoorPlain}); err != nil {
-			return nil, fmt.Errorf("%s: %v", addr, err)
+			return clusterView{}, nil, fmt.Errorf("%s: %v", addr, err)
 		}
-		m, err := readView(conn)
+		v, err := readView(conn)
 		if err != nil {
 			if te := timedOut(err); te != nil {
-				return nil, te
+				return clusterView{}, nil, te
 			}
-			return nil, fmt.Errorf("%s: no view: %v", addr, closedWhy(err, false))
+			return clusterView{}, nil, fmt.Errorf("%s: no view: %v", addr, closedWhy(err, false))
 		}
-		return m, nil
+		return v, nil, nil
 	}
 	host, _, _ := net.SplitHostPort(addr)
-	cfg := d.tls.Client.Clone()
+	cfg := creds.Client.Clone()
 	cfg.ServerName = host
 	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
 		if len(cs.PeerCertificates) == 0 || pki.RoleOf(cs.PeerCertificates[0]) != pki.RolePeer {
@@ -313,26 +362,45 @@ func (d *doorClient) fetch(ctx context.Context, addr string) ([]cluster.Member, 
 	tc := tls.Client(conn, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		if authFailure(err) {
-			return nil, &AuthError{Addr: addr, Err: err}
+			return clusterView{}, nil, &AuthError{Addr: addr, Err: err}
 		}
 		if te := timedOut(err); te != nil {
-			return nil, te
+			return clusterView{}, nil, te
 		}
-		return nil, fmt.Errorf("%s: TLS handshake: %v", addr, closedWhy(err, true))
+		return clusterView{}, nil, fmt.Errorf("%s: TLS handshake: %v", addr, closedWhy(err, true))
 	}
-	m, err := readView(tc)
+	v, err := readView(tc)
 	if err != nil {
 		// TLS 1.3: the member checks this client's certificate after the client's side of
 		// the handshake is done, and its refusal comes as an alert on the first read.
 		if authFailure(err) {
-			return nil, &AuthError{Addr: addr, Err: err}
+			return clusterView{}, nil, &AuthError{Addr: addr, Err: err}
 		}
 		if te := timedOut(err); te != nil {
-			return nil, te
+			return clusterView{}, nil, te
 		}
-		return nil, fmt.Errorf("%s: no view: %v", addr, closedWhy(err, true))
+		return clusterView{}, nil, fmt.Errorf("%s: no view: %v", addr, closedWhy(err, true))
 	}
-	return m, nil
+	return v, tc.ConnectionState().PeerCertificates[0], nil
+}
+
+// fetchSelf asks the node at gossip (its front door) who it is, with the node's own client
+// credentials (creds, required), within ctx: it returns the node's own entry of its view
+// (its name, gossip address and Meta as it advertises them) and the peer certificate its
+// front door presented. A front door that sends no entry of its own (a build from before
+// it) is an error: such a node cannot be proven.
+func fetchSelf(ctx context.Context, creds *pki.Config, gossip string) (cluster.Member, *x509.Certificate, error) {
+	if creds == nil {
+		return cluster.Member{}, nil, errors.New("no credentials to ask a node who it is")
+	}
+	v, leaf, err := fetchView(ctx, creds, gossip)
+	if err != nil {
+		return cluster.Member{}, nil, err
+	}
+	if v.Self == nil {
+		return cluster.Member{}, nil, fmt.Errorf("%s: the node does not say who it is (an older build: run the same build on every node)", gossip)
+	}
+	return *v.Self, leaf, nil
 }
 
 // authFailure tells whether a TLS error is about the certificates: one not trusted here, or

@@ -73,6 +73,16 @@ func TestFrontDoor(t *testing.T) {
 		}
 	}
 
+	// The view carries the member's own entry, as its membership advertises it, and the
+	// peer certificate of its name.
+	v, leaf, err := fetchView(context.Background(), credsOf(t, key, "c", pki.RolePeer), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Self == nil || *v.Self != members[0].Members.Local() || leaf.Subject.CommonName != "a" {
+		t.Errorf("self %+v (certificate of %q), want %+v", v.Self, leaf.Subject.CommonName, members[0].Members.Local())
+	}
+
 	// No certificate, another cluster's: the member writes nothing after the handshake.
 	other := credsOf(t, testKey(), "alice", pki.RoleClient)
 	for _, c := range []struct {
@@ -170,7 +180,7 @@ func TestFetchChecksTheMember(t *testing.T) {
 				wrote <- false
 				return
 			}
-			view, _ := encodeView([]cluster.Member{{Name: "x", Gossip: "127.0.0.1:1", Meta: cluster.Meta{Role: cluster.RoleMember, Actor: "127.0.0.1:2", Capacity: 1}}})
+			view, _ := encodeView([]cluster.Member{{Name: "x", Gossip: "127.0.0.1:1", Meta: cluster.Meta{Role: cluster.RoleMember, Actor: "127.0.0.1:2", Capacity: 1}}}, nil)
 			_, err = tc.Write(view)
 			wrote <- err == nil
 		}()
@@ -185,6 +195,42 @@ func TestFetchChecksTheMember(t *testing.T) {
 	}
 }
 
+// TestLateSelf: until its membership is stored (while cluster.Start runs, when the members
+// it joins prove it), a node's front door says of itself the name and Meta it gives
+// cluster.Start, with the address the connection came in on; after, its membership's Local.
+// A node whose name is left to cluster.Start (no credentials) says nothing until then.
+func TestLateSelf(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		if c, err := net.Dial("tcp", l.Addr().String()); err == nil {
+			defer c.Close()
+			_, _ = io.Copy(io.Discard, c)
+		}
+	}()
+	conn, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	meta := cluster.Meta{Role: cluster.RoleMember, Actor: "127.0.0.1:9", Capacity: 2, Started: 42}
+	late := &lateMembers{name: "n", meta: meta}
+	if got, ok := late.Self(conn); !ok || got != (cluster.Member{Name: "n", Gossip: l.Addr().String(), Meta: meta}) {
+		t.Errorf("before the membership: %+v, %v", got, ok)
+	}
+	if got, ok := (&lateMembers{meta: meta}).Self(conn); ok {
+		t.Errorf("no name yet: %+v", got)
+	}
+	s := startMembers(t, nil, nil, testKey(), "m")[0]
+	late.m.Store(s.Members)
+	if got, ok := late.Self(conn); !ok || got != s.Members.Local() {
+		t.Errorf("after: %+v, %v; want %+v", got, ok, s.Members.Local())
+	}
+}
+
 // viewBytes encodes a view of members for the decoder's tests (without the length).
 func viewBytes(t testing.TB, ms ...*messages.ViewMember) []byte {
 	b, err := proto.Marshal(&messages.ClusterView{Members: ms})
@@ -192,6 +238,22 @@ func viewBytes(t testing.TB, ms ...*messages.ViewMember) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// selfViewBytes encodes a view whose self is self, of members.
+func selfViewBytes(t testing.TB, self *messages.ViewMember, ms ...*messages.ViewMember) []byte {
+	b, err := proto.Marshal(&messages.ClusterView{Self: self, Members: ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// selfUnknown encodes a view whose self has a field this build does not know.
+func selfUnknown(t testing.TB) []byte {
+	self := goodMember("a", 7000)
+	self.ProtoReflect().SetUnknown([]byte{0xf8, 0x07, 0x01}) // field 127, varint 1
+	return selfViewBytes(t, self)
 }
 
 func goodMember(name string, port int) *messages.ViewMember {
@@ -208,9 +270,20 @@ func TestDecodeView(t *testing.T) {
 		return m
 	}
 	good := viewBytes(t, goodMember("a", 7000), goodMember("b", 7010))
-	ms, err := decodeView(good)
-	if err != nil || len(ms) != 2 || ms[1].Name != "b" || ms[1].Meta.Actor != "127.0.0.1:7011" || ms[1].Meta.Memory != 1<<30 {
-		t.Fatalf("a good view: %v, %v", ms, err)
+	v, err := decodeView(good)
+	if ms := v.Members; err != nil || len(ms) != 2 || ms[1].Name != "b" || ms[1].Meta.Actor != "127.0.0.1:7011" || ms[1].Meta.Memory != 1<<30 || v.Self != nil {
+		t.Fatalf("a good view without self (an older build's): %+v, %v", v, err)
+	}
+	// With self: checked as a member is, and it may be leaving (its members may not).
+	leavingSelf := with(func(m *messages.ViewMember) { m.Leaving = true })
+	v, err = decodeView(selfViewBytes(t, leavingSelf, goodMember("b", 7010)))
+	if err != nil || len(v.Members) != 1 || v.Self == nil || v.Self.Name != "a" || v.Self.Meta.Started != 12345 || !v.Self.Meta.Leaving ||
+		v.Self.Meta.Actor != "127.0.0.1:7001" || v.Self.Gossip != "127.0.0.1:7000" || v.Self.Meta.Role != cluster.RoleMember {
+		t.Fatalf("a good view with a leaving self: %+v, %v", v, err)
+	}
+	// Self is listed among the members too, as a worker: no "twice" between them.
+	if v, err = decodeView(selfViewBytes(t, goodMember("a", 7000), goodMember("a", 7000), goodMember("b", 7010))); err != nil || v.Self == nil || len(v.Members) != 2 {
+		t.Fatalf("a view whose self is among its members: %+v, %v", v, err)
 	}
 	many := make([]*messages.ViewMember, maxViewMembers+1)
 	for i := range many {
@@ -237,6 +310,13 @@ func TestDecodeView(t *testing.T) {
 		{"huge cores", viewBytes(t, with(func(m *messages.ViewMember) { m.Cores = 1 << 40 })), "out of range"},
 		{"a name twice", viewBytes(t, goodMember("a", 7000), goodMember("a", 7010)), "name a twice"},
 		{"an actor twice", viewBytes(t, goodMember("a", 7000), with(func(m *messages.ViewMember) { m.Name, m.Gossip = "b", "127.0.0.1:7100" })), "actor 127.0.0.1:7001 twice"},
+		{"a leaving member", viewBytes(t, goodMember("b", 7010), leavingSelf), "a is leaving"},
+		{"self without a name", selfViewBytes(t, with(func(m *messages.ViewMember) { m.Name = "" }), goodMember("b", 7010)), "self: no name"},
+		{"self's gossip a host name", selfViewBytes(t, with(func(m *messages.ViewMember) { m.Gossip = "evil.example:7000" })), "self: a: gossip address"},
+		{"self without actor", selfViewBytes(t, with(func(m *messages.ViewMember) { m.Actor = "" })), "self: a: cluster: node meta has no actor address"},
+		{"self's capacity 0", selfViewBytes(t, with(func(m *messages.ViewMember) { m.Capacity = 0 })), "self: a: cluster: node meta capacity 0"},
+		{"self's negative start", selfViewBytes(t, with(func(m *messages.ViewMember) { m.Started = -1 })), "self: a:"},
+		{"self with an unknown field", selfUnknown(t), "self: fields this build does not know"},
 	} {
 		if ms, err := decodeView(c.b); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, %v; want an error saying %q", c.name, ms, err, c.want)
@@ -257,9 +337,9 @@ func TestDecodeView(t *testing.T) {
 			t.Errorf("%s: %v, %v; want an error saying %q", c.name, ms, err, c.want)
 		}
 	}
-	ms, err = readView(bytes.NewReader(append(binary.BigEndian.AppendUint32(nil, uint32(len(good))), good...)))
-	if err != nil || len(ms) != 2 {
-		t.Errorf("a good answer: %v, %v", ms, err)
+	v, err = readView(bytes.NewReader(append(binary.BigEndian.AppendUint32(nil, uint32(len(good))), good...)))
+	if err != nil || len(v.Members) != 2 {
+		t.Errorf("a good answer: %+v, %v", v, err)
 	}
 }
 
@@ -269,12 +349,13 @@ func FuzzDecodeView(f *testing.F) {
 	f.Add(viewBytes(f, goodMember("a", 7000), goodMember("b", 7010)))
 	f.Add(viewBytes(f))
 	f.Add([]byte("\x0a\x03\x0a\x01a"))
+	f.Add(selfViewBytes(f, goodMember("a", 7000), goodMember("a", 7000), goodMember("b", 7010)))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ms, err := decodeView(b)
+		v, err := decodeView(b)
 		if err != nil {
 			return
 		}
-		enc, err := encodeView(ms)
+		enc, err := encodeView(v.Members, v.Self)
 		if err != nil {
 			t.Fatalf("an accepted view does not encode: %v", err)
 		}
@@ -282,8 +363,8 @@ func FuzzDecodeView(f *testing.F) {
 		if err != nil {
 			t.Fatalf("an accepted view, encoded again, is refused: %v", err)
 		}
-		if !slices.Equal(ms, again) {
-			t.Fatalf("decode, encode, decode: %v then %v", ms, again)
+		if !slices.Equal(v.Members, again.Members) || (v.Self == nil) != (again.Self == nil) || (v.Self != nil && *v.Self != *again.Self) {
+			t.Fatalf("decode, encode, decode: %+v then %+v", v, again)
 		}
 	})
 }

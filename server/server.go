@@ -85,6 +85,26 @@ type Server struct {
 // advertises the node's actor address, which is only known once the node listens).
 type lateMembers struct {
 	m atomic.Pointer[cluster.Membership]
+	// name and meta are what the node will advertise, for Self until the membership is
+	// stored (name "": left to cluster.Start, a node without credentials).
+	name string
+	meta cluster.Meta
+}
+
+// Self is the front door's own entry of the node (see frontDoor). Once the membership is
+// stored it is its Local (Meta.Leaving included). Before, while cluster.Start runs (the
+// members it joins prove this node's claim at once, and Start returns only once it has
+// proven theirs), it is the name and Meta given to cluster.Start with the address conn
+// came in on as the gossip address: the node's bind address (never a wildcard, see
+// Start), which is what memberlist advertises.
+func (l *lateMembers) Self(conn net.Conn) (cluster.Member, bool) {
+	if m := l.m.Load(); m != nil {
+		return m.Local(), true
+	}
+	if l.name == "" {
+		return cluster.Member{}, false
+	}
+	return cluster.Member{Name: l.name, Gossip: conn.LocalAddr().String(), Meta: l.meta}, true
 }
 
 func (l *lateMembers) Workers() []cluster.Member {
@@ -279,16 +299,18 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.TLS != nil {
 		prove = proveMember(cfg.TLS, cfg.Partition, s.Node.Address())
 	}
+	members.name = cfg.Name
+	members.meta = cluster.Meta{Role: cluster.RoleMember, Actor: s.Node.Address(), Cores: cores, Memory: ncfg.Memory,
+		Capacity: ncfg.Capacity, Started: time.Now().UnixNano()}
 	l := listener
 	listener = nil // cluster.Start owns it
 	s.Members, err = cluster.Start(cluster.Config{Name: cfg.Name, Bind: cfg.Bind, Listener: l, Prove: prove, Join: cfg.Join, SecretKey: cfg.GossipKey, Logger: logger,
-		Meta: cluster.Meta{Role: cluster.RoleMember, Actor: s.Node.Address(), Cores: cores, Memory: ncfg.Memory,
-			Capacity: ncfg.Capacity, Started: time.Now().UnixNano()},
+		Meta: members.meta,
 		OnEvent: func(e cluster.Event) {
 			logEvent(logger, e)
 			// The node's actors (coordinators watching their jobs' nodes) learn of it too.
 			s.Node.System().EventStream.Publish(e)
-		}, Partition: cfg.Partition, FrontDoor: frontDoor(cfg.TLS, members.Workers)})
+		}, Partition: cfg.Partition, FrontDoor: frontDoor(cfg.TLS, members.Workers, members.Self)})
 	if err != nil {
 		return fail(err)
 	}
@@ -351,11 +373,17 @@ func nodeName(cfg Config) (string, *cluster.Listener, error) {
 const proveTime = 3 * time.Second
 
 // proveMember returns the node's cluster.Config.Prove: a member's claim holds if its gossip
-// and actor addresses are on one host (a server advertises its --bind IP for both) and a
-// TLS handshake with its actor address, made with this node's own certificate as client
-// (ALPN h2, as the gRPC server requires; the server name is the address's host), shows a
-// peer certificate of the cluster's authority whose common name is the member's name. self
-// is this node's actor address (for the partition of tests).
+// and actor addresses are on one host (a server advertises its --bind IP for both); a TLS
+// handshake with its actor address, made with this node's own certificate as client (ALPN
+// h2, as the gRPC server requires; the server name is the address's host), shows a peer
+// certificate of the cluster's authority whose common name is the member's name; and the
+// node at its gossip address (its front door, fetchSelf) presents that certificate too and
+// says of itself what the claim says: the same name, gossip address, actor address, start
+// time and leaving flag. The last binds the claim to the running instance: a process holding
+// only the gossip key can gossip a real member's name and addresses, but not make the member
+// say another start time (a claim taken for a restart would have the others declare the
+// running instance dead and take its jobs over: issue 30) or that it is leaving. self is
+// this node's actor address (for the partition of tests).
 func proveMember(creds *pki.Config, part *cluster.Partition, self string) func(context.Context, cluster.Member) error {
 	return func(ctx context.Context, m cluster.Member) error {
 		host, _, err := net.SplitHostPort(m.Meta.Actor)
@@ -368,15 +396,77 @@ func proveMember(creds *pki.Config, part *cluster.Partition, self string) func(c
 		if part != nil && part.Blocked(self, m.Meta.Actor) {
 			return fmt.Errorf("actor address %s: partitioned (test partition)", m.Meta.Actor)
 		}
-		// The actor address (its gRPC server), then the gossip address (its front door): each
-		// must hold the member's peer certificate, so that neither can be borrowed from a
-		// real member by a process that holds only the gossip key (issue 30).
-		for _, at := range []struct{ what, addr string }{{"actor", m.Meta.Actor}, {"gossip", m.Gossip}} {
-			if err := provePeerAt(ctx, creds, host, at.what, at.addr, m.Name); err != nil {
-				return err
-			}
+		// The actor address (its gRPC server) must hold the member's peer certificate, and
+		// so must the gossip address (its front door), which also says which instance runs
+		// there: neither can be borrowed from a real member by a process that holds only the
+		// gossip key, nor the member's start time changed (issue 30).
+		if err := provePeerAt(ctx, creds, host, "actor", m.Meta.Actor, m.Name); err != nil {
+			return err
 		}
-		return nil
+		got, leaf, err := fetchSelf(ctx, creds, m.Gossip)
+		var ae *AuthError
+		var de *dialError
+		switch {
+		case errors.As(err, &ae): // its message is a client's
+			return fmt.Errorf("TLS handshake with the gossip address %s: %v", m.Gossip, ae.Err)
+		case errors.As(err, &de):
+			return fmt.Errorf("TLS handshake with the gossip address %s: %v", m.Gossip, de.err)
+		case err != nil:
+			return fmt.Errorf("asking the node at gossip address %s who it is: %v", m.Gossip, err)
+		}
+		if leaf.Subject.CommonName != m.Name {
+			return fmt.Errorf("the gossip address %s presents the certificate of %q, not of %q", m.Gossip, leaf.Subject.CommonName, m.Name)
+		}
+		return claimDiffers(got, m)
+	}
+}
+
+// claimDiffers returns nil if the node's own entry (got, from its front door at m.Gossip)
+// says what the claim m says: name, gossip address, actor address, start time and leaving
+// flag; else an error saying what differs.
+func claimDiffers(got, m cluster.Member) error {
+	at := "the node at gossip address " + m.Gossip
+	switch {
+	case got.Name != m.Name:
+		return fmt.Errorf("%s says it is %q, the claim says %q", at, got.Name, m.Name)
+	case got.Gossip != m.Gossip:
+		return fmt.Errorf("%s says its gossip address is %s", at, got.Gossip)
+	case got.Meta.Actor != m.Meta.Actor:
+		return fmt.Errorf("%s says its actor address is %s, the claim says %s", at, got.Meta.Actor, m.Meta.Actor)
+	case got.Meta.Started != m.Meta.Started:
+		return fmt.Errorf("%s says it started at %s, the claim says %s (another instance of %q)", at,
+			startTime(got.Meta.Started), startTime(m.Meta.Started), m.Name)
+	case got.Meta.Leaving != m.Meta.Leaving:
+		return fmt.Errorf("%s says leaving %v, the claim says leaving %v", at, got.Meta.Leaving, m.Meta.Leaving)
+	}
+	return nil
+}
+
+// startTime formats a Meta.Started: unix nanoseconds, and the time they stand for.
+func startTime(ns int64) string {
+	return fmt.Sprintf("%d (%s)", ns, time.Unix(0, ns).UTC().Format(time.RFC3339Nano))
+}
+
+// confirmMember returns the membership's death confirmation (cluster.Config.Confirm) for a
+// node with credentials creds: asked about a member the gossip's failure detector suspects
+// (m, as it was proven), it returns true when that very instance still answers at its
+// gossip address within ctx: its front door (fetchSelf) presents the peer certificate of
+// m.Name and says it is m.Name with m's start time and actor address (a leaving member
+// that still answers is alive too); false when nothing answers, another instance of the
+// name (another start time) or another node answers, the certificate is another's, or the
+// member is on the other side of the test partition part (self: this node's actor
+// address, as for proveMember). So true means alive: its death is not confirmed.
+func confirmMember(creds *pki.Config, part *cluster.Partition, self string) func(context.Context, cluster.Member) bool {
+	return func(ctx context.Context, m cluster.Member) bool {
+		if part != nil && part.Blocked(self, m.Meta.Actor) {
+			return false
+		}
+		got, leaf, err := fetchSelf(ctx, creds, m.Gossip)
+		if err != nil {
+			return false
+		}
+		return leaf.Subject.CommonName == m.Name && got.Name == m.Name &&
+			got.Meta.Started == m.Meta.Started && got.Meta.Actor == m.Meta.Actor
 	}
 }
 
