@@ -295,16 +295,20 @@ func Start(cfg Config) (*Server, error) {
 		cores = runtime.NumCPU()
 	}
 	logger := cfg.Logger
+	// With credentials, members prove each other's claims, and a member reported gone is
+	// asked whether it still runs before anything is done about it (issue 30).
 	var prove func(context.Context, cluster.Member) error
+	var confirm func(context.Context, cluster.Member) bool
 	if cfg.TLS != nil {
 		prove = proveMember(cfg.TLS, cfg.Partition, s.Node.Address())
+		confirm = confirmMember(cfg.TLS, cfg.Partition, s.Node.Address())
 	}
 	members.name = cfg.Name
 	members.meta = cluster.Meta{Role: cluster.RoleMember, Actor: s.Node.Address(), Cores: cores, Memory: ncfg.Memory,
 		Capacity: ncfg.Capacity, Started: time.Now().UnixNano()}
 	l := listener
 	listener = nil // cluster.Start owns it
-	s.Members, err = cluster.Start(cluster.Config{Name: cfg.Name, Bind: cfg.Bind, Listener: l, Prove: prove, Join: cfg.Join, SecretKey: cfg.GossipKey, Logger: logger,
+	s.Members, err = cluster.Start(cluster.Config{Name: cfg.Name, Bind: cfg.Bind, Listener: l, Prove: prove, Confirm: confirm, Join: cfg.Join, SecretKey: cfg.GossipKey, Logger: logger,
 		Meta: members.meta,
 		OnEvent: func(e cluster.Event) {
 			logEvent(logger, e)
