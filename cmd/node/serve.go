@@ -160,6 +160,14 @@ func (f *securityFlags) gossipKey() ([]byte, error) {
 	return key, nil
 }
 
+// certName is the common name of the party's certificate; empty without one.
+func certName(c *pki.Config) string {
+	if c == nil {
+		return ""
+	}
+	return c.Name
+}
+
 // cmdServe runs a member node until SIGINT or SIGTERM, then leaves the cluster gracefully.
 func cmdServe(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -167,7 +175,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	actorPort := fs.Int("actor-port", 0, "actor (gRPC) `PORT` (0 picks a free one; it is advertised in the gossip)")
 	dataPort := fs.Int("data-port", 0, "`PORT` of the data plane, mutual TLS like the actor port, that carries the collectives' partials and results between nodes (0 picks a free one, told to peers; -1: none, they take the actor port)")
 	join := fs.String("join", "", "comma-separated gossip addresses `IP:PORT,...` of members to join (empty: start a new cluster)")
-	name := fs.String("name", "", "unique node `NAME` (default: derived from the address)")
+	name := fs.String("name", "", "unique node `NAME` (default: the name of the certificate of --tls-cert, else derived from the address)")
 	dataDir := fs.String("data-dir", "", "the node's own `DIR` (created and locked; default: didnmf-data/NAME under the working directory)")
 	capacity := fs.Int("capacity", 1, "placement weight `N`: a node with capacity 2 gets about twice the shards of one with 1")
 	memory := fs.String("memory", "", "bytes of job data this node accepts, e.g. 8GiB (default: 80% of the available memory)")
@@ -249,14 +257,6 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 			*threads = len(list)
 		}
 	}
-	dir := *dataDir
-	if dir == "" {
-		n := *name
-		if n == "" {
-			n = strings.NewReplacer(":", "-", "[", "", "]", "").Replace(*bind)
-		}
-		dir = filepath.Join("didnmf-data", n)
-	}
 	var handler slog.Handler
 	switch *logFormat {
 	case "text":
@@ -270,6 +270,20 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	cr, err := sec.credentials(stderr, true)
 	if err != nil {
 		return err
+	}
+	// The default data directory is named after the node: --name, else the certificate's
+	// common name (server.Start names the node so), else the address.
+	dir := *dataDir
+	if dir == "" {
+		n := *name
+		// The certificate's name when it is one path element (a certificate may hold anything).
+		if cn := certName(cr.tls); n == "" && cn != "" && filepath.Base(cn) == cn && cn != "." && cn != ".." {
+			n = cn
+		}
+		if n == "" {
+			n = strings.NewReplacer(":", "-", "[", "", "]", "").Replace(*bind)
+		}
+		dir = filepath.Join("didnmf-data", n)
 	}
 	logger := slog.New(handler)
 	srv, err := server.Start(server.Config{Name: *name, Bind: *bind, Join: splitList(*join), DataRoots: roots,
