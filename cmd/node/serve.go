@@ -65,7 +65,7 @@ func (f *securityFlags) register(fs *flag.FlagSet) {
 func (f *securityFlags) registerMember(fs *flag.FlagSet) {
 	f.member = true
 	f.register(fs)
-	fs.StringVar(&f.gossipKeyFile, "gossip-key-file", "", "encrypt the gossip with the key in this `FILE` (16, 24 or 32 bytes, base64 or hex), which only this user may read (mode 0600); or set $"+gossipKeyEnv+"; every member needs the same key (clients none). There is no flag for the key itself: every local user can read a command line")
+	fs.StringVar(&f.gossipKeyFile, "gossip-key-file", "", "encrypt the gossip with the key in this `FILE` (16, 24 or 32 bytes, base64 or hex), which only this user may read (mode 0600); or set $"+gossipKeyEnv+" (not both); every member needs the same key (clients none). There is no flag for the key itself: every local user can read a command line")
 }
 
 // credentials reads the party's credentials: the TLS files when given, else the cluster
@@ -137,12 +137,17 @@ func (f *securityFlags) load() ([]byte, *pki.Config, error) {
 const serveMaxJobTime = 24 * time.Hour
 
 // gossipKey reads a member's gossip key: from --gossip-key-file (a file only this user may
-// read), else $DIDNMF_GOSSIP_KEY; nil when neither is given, and always for a client.
+// read) or $DIDNMF_GOSSIP_KEY, refusing both; nil when neither is given, and always for a
+// client.
 func (f *securityFlags) gossipKey() ([]byte, error) {
 	if !f.member {
 		return nil, nil
 	}
 	s, from := os.Getenv(gossipKeyEnv), "$"+gossipKeyEnv
+	if f.gossipKeyFile != "" && s != "" {
+		// Two keys, perhaps different: neither silently wins.
+		return nil, badInput("both --gossip-key-file and $%s give a gossip key: give one (unset $%s, or drop --gossip-key-file)", gossipKeyEnv, gossipKeyEnv)
+	}
 	if f.gossipKeyFile != "" {
 		b, err := pki.ReadPrivateFile(f.gossipKeyFile, "gossip key file", maxGossipKeyFile)
 		if err != nil {
