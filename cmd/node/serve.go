@@ -55,9 +55,15 @@ type creds struct {
 // gossip, and needs no gossip key).
 func (f *securityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.secretFile, "secret-file", "", "the cluster secret `FILE` (default: $"+pki.SecretFileEnv+", else "+pki.DefaultSecretPath()+"); serve makes it, mode 0600, when missing; every node and client of the cluster needs it, unless they use --tls-*")
-	fs.StringVar(&f.tlsCert, "tls-cert", "", "this node's certificate `FILE` (PEM) for mutual TLS between nodes (see node certs)")
-	fs.StringVar(&f.tlsKey, "tls-key", "", "this node's private key `FILE` (PEM)")
-	fs.StringVar(&f.tlsCA, "tls-ca", "", "the cluster's CA certificate `FILE` (PEM): only peers it signed are accepted")
+	if f.member {
+		fs.StringVar(&f.tlsCert, "tls-cert", "", "this node's peer certificate `FILE` (PEM) for mutual TLS with the cluster's nodes and clients; the node is named as it (see node certs)")
+		fs.StringVar(&f.tlsKey, "tls-key", "", "this node's private key `FILE` (PEM)")
+		fs.StringVar(&f.tlsCA, "tls-ca", "", "the cluster's CA certificate `FILE` (PEM): only nodes and clients it signed are accepted")
+	} else {
+		fs.StringVar(&f.tlsCert, "tls-cert", "", "this client's certificate `FILE` (PEM) for mutual TLS with the cluster's nodes (node certs --client); its name is the owner of the jobs it submits")
+		fs.StringVar(&f.tlsKey, "tls-key", "", "this client's private key `FILE` (PEM)")
+		fs.StringVar(&f.tlsCA, "tls-ca", "", "the cluster's CA certificate `FILE` (PEM): the nodes' certificates must be signed by it")
+	}
 	fs.BoolVar(&f.insecure, "insecure", false, "run without authentication or encryption: anyone who reaches the ports is a peer (only on a network where everyone is trusted)")
 }
 

@@ -71,3 +71,19 @@ func TestServeTwoGossipKeys(t *testing.T) {
 		t.Fatalf("both gossip keys given: exit %d (%v), want 2 naming --gossip-key-file and $%s: %s", code, err, gossipKeyEnv, out)
 	}
 }
+
+// TestClientTLSHelp: the client commands' --tls-* help speaks of the client's certificate,
+// not of "this node's certificate ... between nodes" (serve's); serve's speaks of the node's.
+func TestClientTLSHelp(t *testing.T) {
+	for _, cmd := range []string{"status", "jobs", "cancel", "factorize"} {
+		_, stdout, stderr := runNode(t, cmd, "-h")
+		help := stdout + stderr
+		if !strings.Contains(help, "this client's certificate") || strings.Contains(help, "this node's") || strings.Contains(help, "between nodes") {
+			t.Errorf("%s -h: the --tls-* help is not a client's:\n%s", cmd, help)
+		}
+	}
+	_, stdout, stderr := runNode(t, "serve", "-h")
+	if help := stdout + stderr; !strings.Contains(help, "this node's peer certificate") || strings.Contains(help, "this client's") {
+		t.Errorf("serve -h: the --tls-* help is not a node's:\n%s", help)
+	}
+}
