@@ -87,3 +87,22 @@ func TestClientTLSHelp(t *testing.T) {
 		t.Errorf("serve -h: the --tls-* help is not a node's:\n%s", help)
 	}
 }
+
+// TestClientBind: a client command with --client-bind 127.0.0.7 gets the node's answers: its
+// node listens there and its connections leave from there (the member's sender proof finds
+// a client's address on the IP its connection comes from, and dropped every reply when the
+// connections left from 127.0.0.1).
+func TestClientBind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node process")
+	}
+	isolateGossip(t)
+	a := startServe(t, "a")
+	rows := clusterStatus(t, a.Gossip, "--client-bind", "127.0.0.7")
+	if r, ok := rows["a"]; !ok || r.Error != "" || r.Memory == 0 {
+		t.Errorf("status --client-bind 127.0.0.7: node a's row %+v (of %v), want its answer", r, rows)
+	}
+	if code, stdout, stderr := runNode(t, "jobs", "--cluster", a.Gossip, "--json", "--client-bind", "127.0.0.7"); code != 0 || strings.Contains(stdout+stderr, "unreachable") {
+		t.Errorf("jobs --client-bind 127.0.0.7: exit %d: %s%s", code, stdout, stderr)
+	}
+}
