@@ -538,8 +538,10 @@ func (n *Node) System() *actor.ActorSystem { return n.system }
 // specific IP dials from that IP: a member proves a client's sender address on the IP its
 // connection comes from (senders.go), so a client whose actor address is on 127.0.0.7 but
 // whose connections left from 127.0.0.1 would have every reply dropped. A member's node
-// dials from where the system routes it: members are proven by their certificates' keys at
-// their addresses, not by the IP their connections come from.
+// dials from where the system routes it: a member's messages are taken as members' without
+// that proof (guard.provePeers); a peer that is not yet a member of the receiver's view is
+// proven as a client is, which a node bound to a specific IP other than its route's source
+// would fail until it is a member.
 func (n *Node) dialer() *net.Dialer {
 	d := &net.Dialer{}
 	if n.cfg.ClientOnly {
