@@ -23,7 +23,7 @@ type Options struct {
 }
 
 // Runner runs jobs on one target, keeping what the target needs between jobs: the
-// in-process nodes and their client, or the client that joined a cluster. It is safe for
+// in-process nodes and their client, or the client of a running cluster. It is safe for
 // concurrent use by several goroutines, each running its own jobs.
 type Runner struct {
 	target Target

@@ -11,12 +11,13 @@ import (
 //
 // The three targets run the same job to the same bits: the driver (kernels.Run) in this
 // process, Nodes actor systems in this process that talk the whole protocol to each other over
-// gRPC on loopback, or a running cluster that this process joins as a client.
+// gRPC on loopback, or a running cluster that this process uses as a client (it learns the
+// members from a member's front door and takes no part in the gossip).
 type Target struct {
 	// Nodes > 0 runs jobs on that many actor systems in this process (at most MaxNodes), with
 	// shards placed round-robin; 0 runs them on the driver, without actors.
 	Nodes int
-	// Cluster, when set, runs jobs on a running cluster (see node serve), joined through
+	// Cluster, when set, runs jobs on a running cluster (see node serve), reached with
 	// these client settings; Nodes and Threads must then be 0 (the nodes have their own).
 	Cluster *server.ClientConfig
 	// Threads is the number of worker threads of the driver or of the in-process nodes

@@ -174,7 +174,13 @@ func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobS
 	if _, ok := res.(*messages.Pong); err != nil || !ok {
 		c.forget(j.ID)
 		j.finish(nil, nil)
-		return nil, fmt.Errorf("node %s is unreachable (no answer to a ping in %v: %v); if the cluster uses mutual TLS, this client needs --tls-cert, --tls-key and --tls-ca signed by the cluster's authority", address, c.timeouts.Ping, err)
+		// The client cannot tell why: a node that is down, one that does not trust this
+		// client's certificate, and one refusing this identity's connection or stream past
+		// its share (limits_identity.go) all leave the ping unanswered.
+		return nil, fmt.Errorf("node %s is unreachable (no answer to a ping in %v: %v): it may be down or not listening there; "+
+			"if the cluster uses mutual TLS, this client needs --tls-cert, --tls-key and --tls-ca signed by the cluster's authority (or the cluster's secret); "+
+			"or the node may be refusing this client's connections past its certificate name's share (%d streams at a node, shared by every client process with the same certificate name: with the cluster's secret, every process of one user)",
+			address, c.timeouts.Ping, err, maxClientStreams)
 	}
 	c.system.Root.Send(HostPID(address), &messages.SubmitJob{Spec: spec, Client: wirePid(c.pid), JobId: j.ID, OwnerToken: j.token})
 	select {

@@ -47,11 +47,19 @@ import (
 // between messages, by the stream's flow-control window (grpcWindow, smaller). So what one
 // connection can make the node hold is maxStreamsPerConn × maxGRPCMessage (4 × 32 MiB =
 // 128 MiB), and one client identity, whatever its connections, maxClientStreams ×
-// maxGRPCMessage (8 × 32 MiB = 256 MiB).
+// maxGRPCMessage (64 × 32 MiB = 2 GiB), as one peer identity (maxPeerStreams, the same).
+//
+// A client identity is not one process: in the cluster-secret mode every client process of
+// a user has the same certificate name (the login name), and each holds a connection and a
+// stream at every node it talks to for as long as it runs (a `factorize --cluster` for the
+// whole job). So the client shares are sized for many processes of one user at once, 64
+// (they were 16 connections and 8 streams, and a user's 9th concurrent job was refused
+// at every node); a client refused past its share sees its pings go unanswered (client.go's
+// "unreachable" error says so).
 const (
-	maxClientConns    = 16
+	maxClientConns    = 64
 	maxPeerConns      = 32
-	maxClientStreams  = 8
+	maxClientStreams  = 64
 	maxPeerStreams    = 64
 	maxStreamsPerConn = 4
 	maxActorConns     = 4096

@@ -468,7 +468,7 @@ func TestAuthenticatedConnectionsPerIdentity(t *testing.T) {
 	t.Cleanup(node.Close)
 	alice := startParty(t, creds(t, ca, "alice", pki.RoleClient))
 
-	const held = 40
+	const held = maxClientConns + 24
 	bob := creds(t, ca, "bob", pki.RoleClient).Client
 	var conns []*h2Attacker
 	for range held {

@@ -445,7 +445,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	// Every connection the remote dials is kept, so that Close closes it; a node of a
 	// cluster dials only members, proven clients and its jobs' clients.
 	next := func(ctx context.Context, addr string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		return n.dialer().DialContext(ctx, "tcp", addr)
 	}
 	if cfg.TLS != nil && cfg.Members != nil {
 		next = n.senders.dial
@@ -533,6 +533,24 @@ func (n *Node) DataPlaneAddress() string {
 
 // System returns the node's actor system.
 func (n *Node) System() *actor.ActorSystem { return n.system }
+
+// dialer returns the dialer of the remote's connections. A client's node (ClientOnly) on a
+// specific IP dials from that IP: a member proves a client's sender address on the IP its
+// connection comes from (senders.go), so a client whose actor address is on 127.0.0.7 but
+// whose connections left from 127.0.0.1 would have every reply dropped. A member's node
+// dials from where the system routes it: a member's messages are taken as members' without
+// that proof (guard.provePeers); a peer that is not yet a member of the receiver's view is
+// proven as a client is, which a node bound to a specific IP other than its route's source
+// would fail until it is a member.
+func (n *Node) dialer() *net.Dialer {
+	d := &net.Dialer{}
+	if n.cfg.ClientOnly {
+		if ip := net.ParseIP(n.cfg.Host); ip != nil && !ip.IsUnspecified() {
+			d.LocalAddr = &net.TCPAddr{IP: ip}
+		}
+	}
+	return d
+}
 
 // Host returns the PID of the node's host actor (nil on a client's node: see
 // NodeConfig.ClientOnly).

@@ -389,7 +389,7 @@ func (s *senders) dial(ctx context.Context, addr string) (net.Conn, error) {
 		s.n.guard.drop(dropDialRefused, 1)
 		return nil, fmt.Errorf("node %s does not dial %s: not a member, a proven client or a job's client", s.n.Address(), addr)
 	}
-	return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	return s.n.dialer().DialContext(ctx, "tcp", addr)
 }
 
 // checkedCreds are a node's client credentials that check, after the TLS handshake of a dial,

@@ -17,7 +17,8 @@ import (
 	"github.com/didnmf/didnmf/server"
 )
 
-// clientConfig returns the settings of a client that joins the cluster at addrs.
+// clientConfig returns the settings of a client of the cluster whose members' front doors
+// are at addrs (their gossip addresses; a client takes no part in the gossip).
 func clientConfig(addrs string, sec *securityFlags, bind string, stderr io.Writer) (server.ClientConfig, error) {
 	cr, err := sec.credentials(stderr, false)
 	if err != nil {
@@ -26,7 +27,8 @@ func clientConfig(addrs string, sec *securityFlags, bind string, stderr io.Write
 	return server.ClientConfig{Cluster: splitList(addrs), Bind: bind, TLS: cr.tls, Secret: cr.secret, Insecure: cr.insecure}, nil
 }
 
-// connect joins the cluster at addrs as a client. A host that does not resolve, or addresses
+// connect connects to the cluster at addrs as a client: it asks the members' front doors
+// there for the members, and takes no part in the gossip. A host that does not resolve, or addresses
 // at which nothing answered for server.DefaultReach, are usage errors (see clusterErr).
 func connect(addrs string, sec *securityFlags, bind string, stderr io.Writer) (*server.Client, error) {
 	cfg, err := clientConfig(addrs, sec, bind, stderr)

@@ -55,9 +55,15 @@ type creds struct {
 // gossip, and needs no gossip key).
 func (f *securityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.secretFile, "secret-file", "", "the cluster secret `FILE` (default: $"+pki.SecretFileEnv+", else "+pki.DefaultSecretPath()+"); serve makes it, mode 0600, when missing; every node and client of the cluster needs it, unless they use --tls-*")
-	fs.StringVar(&f.tlsCert, "tls-cert", "", "this node's certificate `FILE` (PEM) for mutual TLS between nodes (see node certs)")
-	fs.StringVar(&f.tlsKey, "tls-key", "", "this node's private key `FILE` (PEM)")
-	fs.StringVar(&f.tlsCA, "tls-ca", "", "the cluster's CA certificate `FILE` (PEM): only peers it signed are accepted")
+	if f.member {
+		fs.StringVar(&f.tlsCert, "tls-cert", "", "this node's peer certificate `FILE` (PEM) for mutual TLS with the cluster's nodes and clients; the node is named as it (see node certs)")
+		fs.StringVar(&f.tlsKey, "tls-key", "", "this node's private key `FILE` (PEM)")
+		fs.StringVar(&f.tlsCA, "tls-ca", "", "the cluster's CA certificate `FILE` (PEM): only nodes and clients it signed are accepted")
+	} else {
+		fs.StringVar(&f.tlsCert, "tls-cert", "", "this client's certificate `FILE` (PEM) for mutual TLS with the cluster's nodes (node certs --client); its name is the owner of the jobs it submits")
+		fs.StringVar(&f.tlsKey, "tls-key", "", "this client's private key `FILE` (PEM)")
+		fs.StringVar(&f.tlsCA, "tls-ca", "", "the cluster's CA certificate `FILE` (PEM): the nodes' certificates must be signed by it")
+	}
 	fs.BoolVar(&f.insecure, "insecure", false, "run without authentication or encryption: anyone who reaches the ports is a peer (only on a network where everyone is trusted)")
 }
 
@@ -65,7 +71,7 @@ func (f *securityFlags) register(fs *flag.FlagSet) {
 func (f *securityFlags) registerMember(fs *flag.FlagSet) {
 	f.member = true
 	f.register(fs)
-	fs.StringVar(&f.gossipKeyFile, "gossip-key-file", "", "encrypt the gossip with the key in this `FILE` (16, 24 or 32 bytes, base64 or hex), which only this user may read (mode 0600); or set $"+gossipKeyEnv+"; every member needs the same key (clients none). There is no flag for the key itself: every local user can read a command line")
+	fs.StringVar(&f.gossipKeyFile, "gossip-key-file", "", "encrypt the gossip with the key in this `FILE` (16, 24 or 32 bytes, base64 or hex), which only this user may read (mode 0600); or set $"+gossipKeyEnv+" (not both); every member needs the same key (clients none). There is no flag for the key itself: every local user can read a command line")
 }
 
 // credentials reads the party's credentials: the TLS files when given, else the cluster
@@ -137,12 +143,17 @@ func (f *securityFlags) load() ([]byte, *pki.Config, error) {
 const serveMaxJobTime = 24 * time.Hour
 
 // gossipKey reads a member's gossip key: from --gossip-key-file (a file only this user may
-// read), else $DIDNMF_GOSSIP_KEY; nil when neither is given, and always for a client.
+// read) or $DIDNMF_GOSSIP_KEY, refusing both; nil when neither is given, and always for a
+// client.
 func (f *securityFlags) gossipKey() ([]byte, error) {
 	if !f.member {
 		return nil, nil
 	}
 	s, from := os.Getenv(gossipKeyEnv), "$"+gossipKeyEnv
+	if f.gossipKeyFile != "" && s != "" {
+		// Two keys, perhaps different: neither silently wins.
+		return nil, badInput("both --gossip-key-file and $%s give a gossip key: give one (unset $%s, or drop --gossip-key-file)", gossipKeyEnv, gossipKeyEnv)
+	}
 	if f.gossipKeyFile != "" {
 		b, err := pki.ReadPrivateFile(f.gossipKeyFile, "gossip key file", maxGossipKeyFile)
 		if err != nil {
@@ -160,6 +171,14 @@ func (f *securityFlags) gossipKey() ([]byte, error) {
 	return key, nil
 }
 
+// certName is the common name of the party's certificate; empty without one.
+func certName(c *pki.Config) string {
+	if c == nil {
+		return ""
+	}
+	return c.Name
+}
+
 // cmdServe runs a member node until SIGINT or SIGTERM, then leaves the cluster gracefully.
 func cmdServe(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -167,7 +186,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	actorPort := fs.Int("actor-port", 0, "actor (gRPC) `PORT` (0 picks a free one; it is advertised in the gossip)")
 	dataPort := fs.Int("data-port", 0, "`PORT` of the data plane, mutual TLS like the actor port, that carries the collectives' partials and results between nodes (0 picks a free one, told to peers; -1: none, they take the actor port)")
 	join := fs.String("join", "", "comma-separated gossip addresses `IP:PORT,...` of members to join (empty: start a new cluster)")
-	name := fs.String("name", "", "unique node `NAME` (default: derived from the address)")
+	name := fs.String("name", "", "unique node `NAME` (default: the name of the certificate of --tls-cert, else derived from the address)")
 	dataDir := fs.String("data-dir", "", "the node's own `DIR` (created and locked; default: didnmf-data/NAME under the working directory)")
 	capacity := fs.Int("capacity", 1, "placement weight `N`: a node with capacity 2 gets about twice the shards of one with 1")
 	memory := fs.String("memory", "", "bytes of job data this node accepts, e.g. 8GiB (default: 80% of the available memory)")
@@ -249,14 +268,6 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 			*threads = len(list)
 		}
 	}
-	dir := *dataDir
-	if dir == "" {
-		n := *name
-		if n == "" {
-			n = strings.NewReplacer(":", "-", "[", "", "]", "").Replace(*bind)
-		}
-		dir = filepath.Join("didnmf-data", n)
-	}
 	var handler slog.Handler
 	switch *logFormat {
 	case "text":
@@ -270,6 +281,20 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	cr, err := sec.credentials(stderr, true)
 	if err != nil {
 		return err
+	}
+	// The default data directory is named after the node: --name, else the certificate's
+	// common name (server.Start names the node so), else the address.
+	dir := *dataDir
+	if dir == "" {
+		n := *name
+		// The certificate's name when it is one path element (a certificate may hold anything).
+		if cn := certName(cr.tls); n == "" && cn != "" && filepath.Base(cn) == cn && cn != "." && cn != ".." {
+			n = cn
+		}
+		if n == "" {
+			n = strings.NewReplacer(":", "-", "[", "", "]", "").Replace(*bind)
+		}
+		dir = filepath.Join("didnmf-data", n)
 	}
 	logger := slog.New(handler)
 	srv, err := server.Start(server.Config{Name: *name, Bind: *bind, Join: splitList(*join), DataRoots: roots,

@@ -48,7 +48,7 @@ func main() {
 	}
 }
 
-// factorize starts n member nodes on loopback, joins them as a client and runs DID with 6
+// factorize starts n member nodes on loopback, reaches them as a client and runs DID with 6
 // shards on them, streaming the input from the client.
 func factorize(ctx context.Context, input string, rank, n int) (*didnmf.Result, error) {
 	var members []*server.Server
@@ -75,7 +75,8 @@ func factorize(ctx context.Context, input string, rank, n int) (*didnmf.Result, 
 	for len(members[0].Members.Workers()) < n {
 		time.Sleep(10 * time.Millisecond)
 	}
-	// The client joins the gossip through any member; it streams the input to the shards.
+	// The client asks a member's front door (at its gossip address) for the members; it takes
+	// no part in the gossip. It streams the input to the shards.
 	spec := jobspec.New([]string{input}, kernels.DID, rank, 6)
 	spec.Stop = kernels.StopRule{Tol: 1e-6, MaxIter: 500}
 	spec.Ingest = jobspec.IngestStream
