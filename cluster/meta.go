@@ -19,7 +19,9 @@ type Role uint8
 const (
 	// RoleMember is a worker: it runs shards and takes part in placement.
 	RoleMember Role = 1
-	// RoleClient gossips to learn the members (to submit and watch jobs) but never gets work.
+	// RoleClient was the role of clients when they gossiped; clients no longer do, and a
+	// membership refuses a claim of this role (it stays in the encoding so that one is read,
+	// and refused, rather than taken for garbage).
 	RoleClient Role = 2
 )
 
