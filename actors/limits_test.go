@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/didnmf/didnmf/internal/chunked"
+	"github.com/didnmf/didnmf/internal/flood"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 )
@@ -360,45 +361,11 @@ func TestHTTP2StreamsAndBytes(t *testing.T) {
 // redial. It returns once they are all open; the flood stops when the test ends.
 func holdFlood(t *testing.T, addr string, ips []string, per int, redial time.Duration) {
 	t.Helper()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	open := 0
-	t.Cleanup(func() { close(stop); wg.Wait() })
-	for _, ip := range ips {
-		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
-		for range per {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				first := true
-				for {
-					c, err := d.Dial("tcp", addr)
-					if err == nil {
-						if first {
-							mu.Lock()
-							open++
-							mu.Unlock()
-							first = false
-						}
-						go func() { <-stop; c.Close() }()
-						_, _ = c.Read(make([]byte, 1)) // until the node closes it
-						c.Close()
-					}
-					select {
-					case <-stop:
-						return
-					case <-time.After(redial):
-					}
-				}
-			}()
-		}
+	f := flood.Hold(addr, ips, per, redial)
+	t.Cleanup(f.Stop)
+	if !f.WaitOpen(len(ips)*per, 10*time.Second) {
+		t.Fatalf("%d of %d flood connections to %s open", f.Opened(), len(ips)*per, addr)
 	}
-	waitFor(t, "the flood's connections open", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return open == len(ips)*per
-	})
 }
 
 // flooders are the loopback addresses of TestFloodFromManyAddresses's floods.

@@ -883,7 +883,7 @@ func (m *Membership) confirmGone(mem Member, kind EventKind, leaving bool) {
 			return
 		}
 		m.mu.Unlock()
-		if !logged {
+		if !logged && !leaving { // a leaving member's front door answers until it has left
 			logged = true
 			m.undoubted.Add(1)
 			m.log.Warn("cluster: the gossip reports a member gone that still answers: not acting on it (a forged or stale report?)",

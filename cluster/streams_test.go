@@ -5,9 +5,10 @@ import (
 	"io"
 	"net"
 	"slices"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/didnmf/didnmf/internal/flood"
 )
 
 // TestGossipFloodFromManyAddresses holds idle connections from 127.0.0.2-.5 to a node's
@@ -17,44 +18,11 @@ import (
 // connections are evicted for theirs.
 func TestGossipFloodFromManyAddresses(t *testing.T) {
 	a := start(t, Config{Name: "a", Meta: memberMeta(9101)})
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	t.Cleanup(func() { close(stop); wg.Wait() })
-	var mu sync.Mutex
-	open := 0
-	for _, ip := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} {
-		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
-		for range maxStreamsPerIP {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				first := true
-				for {
-					if c, err := d.Dial("tcp", a.Local().Gossip); err == nil {
-						if first {
-							mu.Lock()
-							open++
-							mu.Unlock()
-							first = false
-						}
-						go func() { <-stop; c.Close() }()
-						_, _ = c.Read(make([]byte, 1)) // until the node closes it
-						c.Close()
-					}
-					select {
-					case <-stop:
-						return
-					case <-time.After(100 * time.Millisecond):
-					}
-				}
-			}()
-		}
+	f := flood.Hold(a.Local().Gossip, []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}, maxStreamsPerIP, 100*time.Millisecond)
+	t.Cleanup(f.Stop)
+	if !f.WaitOpen(4*maxStreamsPerIP, 10*time.Second) {
+		t.Fatalf("%d of %d flood connections open", f.Opened(), 4*maxStreamsPerIP)
 	}
-	waitFor(t, 10*time.Second, "the flood's connections open", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return open == 4*maxStreamsPerIP
-	})
 	for i, name := range []string{"b", "c", "d"} {
 		began := time.Now()
 		n := start(t, Config{Name: name, Join: []string{a.Local().Gossip}, Meta: memberMeta(9102 + i)})

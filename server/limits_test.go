@@ -2,10 +2,10 @@ package server
 
 import (
 	"fmt"
-	"net"
-	"sync"
 	"testing"
 	"time"
+
+	floods "github.com/didnmf/didnmf/internal/flood"
 )
 
 // flood keeps per idle connections to addr from each of 127.0.0.2-.5, as any local user can
@@ -13,49 +13,10 @@ import (
 // returns once they are all open; the flood stops when the test ends.
 func flood(t *testing.T, addr string, per int) {
 	t.Helper()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	open := 0
-	t.Cleanup(func() { close(stop); wg.Wait() })
-	for _, ip := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} {
-		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
-		for range per {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				first := true
-				for {
-					if c, err := d.Dial("tcp", addr); err == nil {
-						if first {
-							mu.Lock()
-							open++
-							mu.Unlock()
-							first = false
-						}
-						go func() { <-stop; c.Close() }()
-						_, _ = c.Read(make([]byte, 1)) // until the node closes it
-						c.Close()
-					}
-					select {
-					case <-stop:
-						return
-					case <-time.After(100 * time.Millisecond):
-					}
-				}
-			}()
-		}
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		mu.Lock()
-		n := open
-		mu.Unlock()
-		if n == 4*per {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d flood connections to %s open", n, 4*per, addr)
-		}
+	f := floods.Hold(addr, []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}, per, 100*time.Millisecond)
+	t.Cleanup(f.Stop)
+	if !f.WaitOpen(4*per, 10*time.Second) {
+		t.Fatalf("%d of %d flood connections to %s open", f.Opened(), 4*per, addr)
 	}
 }
 

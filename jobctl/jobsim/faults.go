@@ -14,6 +14,7 @@ func (w *World) addNode(addr string) *node {
 	w.nodes[addr] = n
 	w.order = append(w.order, addr)
 	w.views[addr] = map[string]bool{}
+	w.started[addr] = int64(len(w.order))
 	w.adm[addr] = cluster.NewAdmission()
 	return n
 }
@@ -108,7 +109,7 @@ func (w *World) scheduleFaults() {
 				if up && w.admit(n.addr, w.claim(a)) != "" {
 					w.violation("%s refused the member %s", n.addr, a)
 				}
-				w.views[n.addr][a] = up
+				w.see(n.addr, a, up)
 			}
 			w.reconcileLater()
 		})
@@ -205,7 +206,7 @@ func (w *World) reconcile(a string) {
 		} else {
 			w.adm[a].Forget(cluster.ClaimOf(w.claim(b)))
 		}
-		view[b] = up
+		w.see(a, b, up)
 		w.logf("%s sees %s %s", a, b, map[bool]string{true: "join", false: "leave"}[up])
 		n.memberEvent(jobctl.MemberEvent{Join: up, Dead: !up, Worker: true, Name: b, Addr: b})
 	}

@@ -330,7 +330,7 @@ func Run(p *Problem, opt Options) Outcome {
 	opt = opt.withDefaults()
 	w := &World{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, 0x5eed)), nodes: map[string]*node{}, group: map[string]int{},
 		deposits: map[int64]deposit{}, views: map[string]map[string]bool{}, links: map[[2]string]time.Duration{},
-		adm: map[string]*cluster.Admission{}}
+		adm: map[string]*cluster.Admission{}, lists: map[string]map[string]cluster.Member{}, started: map[string]int64{}}
 	w.data = p
 	w.client = &client{w: w}
 	for i := range opt.Nodes {
@@ -342,7 +342,7 @@ func Run(p *Problem, opt Options) Outcome {
 			if b != a && w.admit(a, w.claim(b)) != "" {
 				w.violation("%s refused the member %s at the start", a, b)
 			}
-			w.views[a][b] = true
+			w.see(a, b, true)
 		}
 	}
 	// The client submits the job to the first node.

@@ -52,6 +52,10 @@ type World struct {
 	data   *Problem
 	// views are what each node's gossip believes: views[a][b] is set while a sees b alive.
 	views map[string]map[string]bool
+	// lists is, for each node, what it lists (the nodes it sees alive and itself, by name),
+	// kept with views by see; started is each node's start time (its place in order, from 1).
+	lists   map[string]map[string]cluster.Member
+	started map[string]int64
 	// adm is each node's admission of members (cluster.Admission): a node lists another only
 	// once it admits the other's claim.
 	adm map[string]*cluster.Admission
@@ -201,18 +205,35 @@ func (w *World) liveWorkers(addr string) []string {
 // simulation), gossip and actor addresses, and start time.
 func (w *World) claim(addr string) cluster.Member {
 	return cluster.Member{Name: addr, Gossip: "gossip-" + addr,
-		Meta: cluster.Meta{Role: cluster.RoleMember, Actor: addr, Capacity: 1, Started: int64(slices.Index(w.order, addr) + 1)}}
+		Meta: cluster.Meta{Role: cluster.RoleMember, Actor: addr, Capacity: 1, Started: w.started[addr]}}
 }
 
-// listed is what the node at a lists: the nodes it sees alive and itself, by name.
+// listed is what the node at a lists: the nodes it sees alive and itself, by name. The map
+// is the world's: the caller must not change it.
 func (w *World) listed(a string) map[string]cluster.Member {
-	out := map[string]cluster.Member{a: w.claim(a)}
-	for b, up := range w.views[a] {
+	l := w.lists[a]
+	if l == nil {
+		l = map[string]cluster.Member{a: w.claim(a)}
+		for b, up := range w.views[a] {
+			if up {
+				l[b] = w.claim(b)
+			}
+		}
+		w.lists[a] = l
+	}
+	return l
+}
+
+// see records whether the node at a sees b alive, in its view and its list.
+func (w *World) see(a, b string, up bool) {
+	w.views[a][b] = up
+	if l := w.lists[a]; l != nil {
 		if up {
-			out[b] = w.claim(b)
+			l[b] = w.claim(b)
+		} else {
+			delete(l, b)
 		}
 	}
-	return out
 }
 
 // admit runs the node at a's admission on a claim met in its gossip, as the membership does:
