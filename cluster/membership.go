@@ -356,7 +356,7 @@ func Start(cfg Config) (*Membership, error) {
 	m.local = Member{Name: name, Meta: cfg.Meta}
 	m.logLim = newLimiter(logger, logEvery)
 	if cfg.Logger != nil {
-		mlLog.SetOutput(&logWriter{lim: newLimiter(logger, logEvery)})
+		mlLog.SetOutput(&logWriter{lim: newLimiter(logger, logEvery), stopping: &m.shut})
 	}
 
 	mc := memberlist.DefaultLocalConfig()
@@ -1094,12 +1094,23 @@ func bindTransport(ip string, port int, logger *log.Logger) (*memberlist.NetTran
 // dropping DEBUG and TRACE lines, those about a starting node's name probe (the warning that
 // its alive message was ignored: see Names) and those about a node refused while its proof is
 // pending (the membership logs the proof's outcome), and rate-limiting the rest by kind (see
-// limiter). log.Logger calls Write once per line.
-type logWriter struct{ lim *limiter }
+// limiter). log.Logger calls Write once per line. Once stopping is set (the membership shuts
+// down: memberlist closes its sockets before its gossip loop stops), a line about a closed
+// connection is the shutdown's own doing, not an error: it is dropped.
+// closedConn is the text of net.ErrClosed, as memberlist's lines carry it.
+var closedConn = net.ErrClosed.Error()
+
+type logWriter struct {
+	lim      *limiter
+	stopping *atomic.Bool // nil: never
+}
 
 func (w *logWriter) Write(p []byte) (int, error) {
 	s := strings.TrimSpace(string(p))
 	if strings.Contains(s, probePrefix) || strings.Contains(s, "': "+ProofPending+": ") {
+		return len(p), nil
+	}
+	if w.stopping != nil && w.stopping.Load() && strings.Contains(s, closedConn) {
 		return len(p), nil
 	}
 	level := slog.LevelInfo
