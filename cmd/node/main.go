@@ -11,6 +11,7 @@
 //	node plot --result DIR                                   draw a result: convergence, and the basis as images or top features
 //	node convert --input SPEC --out FILE                     write any input as .npy or raw float64
 //	node help CMD                                            a command's help (as node CMD -h)
+//	node --version                                           the version, commit, Go version and kernel path (also node CMD --version)
 //
 // Inputs hold samples as rows: an (N, M) .npy, MatrixMarket or IDX file, or a synthetic spec
 // "synthetic:m=5,n=100000,k=3,seed=1[,noise=0.01]". Exit status: 0 success, 1 failure while
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -54,12 +56,22 @@ commands:
   convert     write any input (or a synthetic spec) as a dense .npy or raw float64 file
   plot        draw a result directory as PNG and SVG: convergence, and the basis as images or top features
   help        show this text; "node <command> -h" shows a command's flags
+
+"node --version" (or "node <command> --version") prints the version, commit, Go version and kernel path.
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usageText)
 		return exitUsage
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		printVersion(stdout)
+		return exitOK
+	}
+	if slices.Contains(commandNames(), args[0]) && wantsVersion(args[1:]) {
+		printVersion(stdout)
+		return exitOK
 	}
 	var err error
 	switch args[0] {

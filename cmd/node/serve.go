@@ -309,7 +309,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger.Info("serving", slog.String("name", srv.Name()), slog.String("gossip", srv.Gossip()), slog.String("actor", srv.Node.Address()),
-		slog.String("data", dir), slog.String("kernels", kernels.ActiveKernelPath().String()), slog.Int("members", len(srv.Members.Workers())))
+		slog.String("data", dir), slog.Int("members", len(srv.Members.Workers())), slog.Group("", versionAttrs()...))
 	fmt.Fprintf(stdout, "node %s serving: gossip %s, actor %s, data %s, kernels %s, %d member(s)\n", srv.Name(), srv.Gossip(), srv.Node.Address(), dir, kernels.ActiveKernelPath(), len(srv.Members.Workers()))
 	<-ctx.Done()
 	logger.Info("leaving the cluster")
