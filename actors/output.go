@@ -30,10 +30,13 @@ func sharedBasisPartial(dir, job string) string {
 	return filepath.Join(dir, ".basis.npy."+job+".partial")
 }
 
-// prepareSharedCoef checks the job's --out-shared directory (under the node's data roots,
-// and without a coef.npy unless the job may overwrite it) and creates the files the shards
-// fill in.
+// prepareSharedCoef makes the job's --out-shared directory when it does not exist (as --out
+// does; under the node's data roots), checks it (without a coef.npy unless the job may
+// overwrite it) and creates the files the shards fill in.
 func prepareSharedCoef(roots *fsroot.Roots, spec *messages.JobSpec, job string, m, n int) error {
+	if err := roots.MkdirAll("--out-shared", spec.OutShared, 0o755); err != nil {
+		return err
+	}
 	st, err := roots.Stat("--out-shared", spec.OutShared)
 	if err != nil {
 		return err

@@ -224,6 +224,7 @@ type fsys interface {
 	Remove(name string) error
 	Link(oldname, newname string) error
 	Rename(oldname, newname string) error
+	MkdirAll(name string, perm fs.FileMode) error
 }
 
 type osFS struct{}
@@ -236,6 +237,9 @@ func (osFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(name) }
 func (osFS) Remove(name string) error               { return os.Remove(name) }
 func (osFS) Link(oldname, newname string) error     { return os.Link(oldname, newname) }
 func (osFS) Rename(oldname, newname string) error   { return os.Rename(oldname, newname) }
+func (osFS) MkdirAll(name string, perm fs.FileMode) error {
+	return os.MkdirAll(name, perm)
+}
 
 // at resolves path to the file system and name to use.
 func (r *Roots) at(flag, path string) (fsys, string, rootName, error) {
@@ -328,6 +332,19 @@ func (r *Roots) CheckNew(flag, path string, overwrite bool) error {
 		return r.newError(flag, path, errIsDir, n.dir)
 	case !overwrite:
 		return r.newError(flag, path, ErrExists, n.dir)
+	}
+	return nil
+}
+
+// MkdirAll makes the directory path and any parents it lacks, through its root (so that
+// neither a symbolic link nor `..` can make one outside it); a directory that exists is fine.
+func (r *Roots) MkdirAll(flag, path string, perm fs.FileMode) error {
+	fsys, rel, n, err := r.at(flag, path)
+	if err != nil {
+		return err
+	}
+	if err := fsys.MkdirAll(rel, perm); err != nil {
+		return r.osError(flag, path, n.dir, err)
 	}
 	return nil
 }

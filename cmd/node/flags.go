@@ -194,7 +194,7 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 func (f *jobFlags) registerCluster(fs *flag.FlagSet) {
 	fs.StringVar(&f.cluster, "cluster", "", "submit to the running cluster at gossip address `IP:PORT` of any member (comma-separated for several); see node serve")
 	fs.StringVar(&f.ingest, "ingest", "shared", "with --cluster, how shards get the data: shared (each node reads its rows of the input path, which every node must see; synthetic: inputs are generated on the nodes) or stream (this client reads the input, and a custom initialisation's files, and streams each shard its block)")
-	fs.StringVar(&f.outShared, "out-shared", "", "with --cluster, a `DIR` every node can write: the shards write coef.npy there themselves, and C never passes through this client")
+	fs.StringVar(&f.outShared, "out-shared", "", "with --cluster, a `DIR` every node can write (made if absent): the shards write coef.npy there themselves, and C never passes through this client")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "with --out-shared, replace a coef.npy that is there (otherwise the job is refused)")
 	fs.BoolVar(&f.detach, "detach", false, "with --cluster and --out-shared, submit the job and exit: it runs on without this client (which otherwise keeps it alive: a job whose client is gone is canceled), and writes coef.npy, basis.npy and report.json into --out-shared; see node jobs and node cancel")
 	fs.StringVar(&f.clientBind, "client-bind", "", "with --cluster, the `IP` this client listens on for results (default: the address that routes to the cluster)")
