@@ -456,6 +456,26 @@ func TestLogWriter(t *testing.T) {
 	}
 }
 
+// TestLogWriterStopping: memberlist's lines about a closed connection are errors while the
+// membership runs, and dropped once it shuts down (memberlist closes its sockets before its
+// gossip loop stops: a clean stop is not an error).
+func TestLogWriterStopping(t *testing.T) {
+	t.Parallel()
+	line := "[ERR] memberlist: Failed to send gossip to 127.0.0.1:1: write udp 127.0.0.1:2->127.0.0.1:1: use of closed network connection\n"
+	for _, stop := range []bool{false, true} {
+		var stopping atomic.Bool
+		stopping.Store(stop)
+		var buf bytes.Buffer // a writer each: the limiter lets one line of a kind through a second
+		w := &logWriter{lim: newLimiter(slog.New(slog.NewTextHandler(&buf, nil)), logEvery), stopping: &stopping}
+		fmt.Fprint(w, line)
+		if got := buf.String(); stop && got != "" {
+			t.Errorf("stopping: %q, want nothing", got)
+		} else if !stop && !strings.Contains(got, "level=ERROR") {
+			t.Errorf("running: %q, want an ERROR line", got)
+		}
+	}
+}
+
 func dropTime(a slog.Attr) slog.Attr {
 	if a.Key == slog.TimeKey {
 		return slog.Attr{}
