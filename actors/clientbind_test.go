@@ -12,15 +12,7 @@ import (
 // --client-bind): its connections must leave from that IP, where its actor address is, or
 // the member's sender proof (senders.go) drops every reply to it.
 func TestClientOnlyNodeDialsFromItsHost(t *testing.T) {
-	ca, err := pki.CAFromSecret(pki.NewSecret())
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := StartNode(NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Close)
+	ca, node := tlsMember(t)
 	// As server.NewClient gives it: a certificate for the IP it binds.
 	bob, err := ca.Credentials("bob", []string{"127.0.0.7"}, pki.RoleClient)
 	if err != nil {
@@ -38,15 +30,7 @@ func TestClientOnlyNodeDialsFromItsHost(t *testing.T) {
 // same certificate name in the cluster-secret mode, the login name), each holding a stream
 // at the node; every one is answered. With 8 streams an identity, the 9th was refused.
 func TestManyProcessesOfOneClient(t *testing.T) {
-	ca, err := pki.CAFromSecret(pki.NewSecret())
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := StartNode(NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Close)
+	ca, node := tlsMember(t)
 	bob := creds(t, ca, "bob", pki.RoleClient)
 	const processes = 32
 	for i := range processes {

@@ -66,6 +66,22 @@ func creds(t *testing.T, ca *pki.CA, name string, role pki.Role) *pki.Config {
 	return c
 }
 
+// tlsMember makes a cluster authority of its own and starts a node with a peer certificate
+// of it, closed at the end of the test.
+func tlsMember(t *testing.T) (*pki.CA, *Node) {
+	t.Helper()
+	ca, err := pki.CAFromSecret(pki.NewSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := StartNode(NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Close)
+	return ca, node
+}
+
 // startParty starts an actor system of its own with the given credentials (a client, an intruder).
 func startParty(t *testing.T, tls *pki.Config) *Node {
 	t.Helper()

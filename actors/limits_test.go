@@ -270,15 +270,7 @@ func TestHTTP2StreamsAndBytes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends hundreds of MiB over loopback")
 	}
-	ca, err := pki.CAFromSecret(pki.NewSecret())
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := StartNode(NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Close)
+	ca, node := tlsMember(t)
 	alice := startParty(t, creds(t, ca, "alice", pki.RoleClient))
 	bob := creds(t, ca, "bob", pki.RoleClient).Client
 	answersWithin(t, alice, node, 2*time.Second, "before the attack")
@@ -377,15 +369,7 @@ var flooders = []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}
 // connecting anew gets the node's status within 2 s and a peer completes its handshake on
 // the data port within 2 s: the flood's connections are evicted for them.
 func TestFloodFromManyAddresses(t *testing.T) {
-	ca, err := pki.CAFromSecret(pki.NewSecret())
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := StartNode(NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Close)
+	ca, node := tlsMember(t)
 	holdFlood(t, node.Address(), flooders, maxRemoteHandshakesPerIP, 100*time.Millisecond)
 	holdFlood(t, node.plane.Address(), flooders, maxHandshakesPerIP, 100*time.Millisecond)
 	peer := creds(t, ca, "node", pki.RolePeer).Client.Clone()
@@ -424,15 +408,7 @@ func TestFloodFromManyAddresses(t *testing.T) {
 // once and counted; the others stay open, and the node answers a legitimate client's status
 // within 2 s.
 func TestAuthenticatedConnectionsPerIdentity(t *testing.T) {
-	ca, err := pki.CAFromSecret(pki.NewSecret())
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := StartNode(NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Close)
+	ca, node := tlsMember(t)
 	alice := startParty(t, creds(t, ca, "alice", pki.RoleClient))
 
 	const held = maxClientConns + 24
@@ -619,15 +595,7 @@ func TestLargestRemoteMessage(t *testing.T) {
 // after maxClientStreams of them the identity was refused (seen as `node status` and `node
 // jobs` run in one process: the cmd/node tests).
 func TestClosedPartiesGiveBackTheirStreams(t *testing.T) {
-	ca, err := pki.CAFromSecret(pki.NewSecret())
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := StartNode(NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Close)
+	ca, node := tlsMember(t)
 	bob := creds(t, ca, "bob", pki.RoleClient)
 	for i := range 3 * maxClientStreams {
 		party, err := StartNode(NodeConfig{Threads: 1, TLS: bob, DataPort: -1, ClientOnly: true})
