@@ -578,31 +578,41 @@ func TestClientCannotPassForAnotherJob(t *testing.T) {
 	waitIdle(t, lc)
 }
 
-// TestStreamedBlockBeyondItsReserve: a client that announces almost no stored entries and then
-// streams a dense block gets its job refused once the block outgrows what the shard reserved
-// and the node has free; the node's memory stays within its limit.
-func TestStreamedBlockBeyondItsReserve(t *testing.T) {
+// streamBeyondReserve runs the attack of a client named client on a one-node cluster
+// configured by cfg (its TLS is made here): a streamed job that announces almost no stored
+// entries, then streams a dense block of 1000 x 40000 in sparse form, 100 columns at a time,
+// until the test ends. It returns the job's error, or fails the test if none comes in 30 s,
+// and the cluster, idle again.
+func streamBeyondReserve(t *testing.T, cfg NodeConfig, client string) (string, *LocalCluster) {
+	t.Helper()
 	ca, err := pki.CAFromSecret(pki.NewSecret())
 	if err != nil {
 		t.Fatal(err)
 	}
-	const limit = 16 << 20
-	lc, err := StartLocalCluster(1, NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer), Memory: limit})
+	cfg.Threads, cfg.TLS = 1, creds(t, ca, "node", pki.RolePeer)
+	lc, err := StartLocalCluster(1, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(lc.Close)
 	addr := lc.Nodes[0].Address()
-	mallory := startParty(t, creds(t, ca, "mallory", pki.RoleClient)).System()
+	party := startParty(t, creds(t, ca, client, pki.RoleClient)).System()
 	const m, n, token = 1000, 40000, "0123456789abcdef0123"
 	errs := make(chan string, 1)
-	me := mallory.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	me := party.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		switch x := ctx.Message().(type) {
 		case *messages.JobError:
 			errs <- x.Message
 		case *messages.BlockRequest:
-			go func() { // dense columns in sparse form, 100 at a time
+			go func() {
 				for seq, lo := int64(0), x.ColLo; lo < x.ColHi; seq, lo = seq+1, lo+100 {
+					select {
+					case <-stop:
+						return
+					default:
+					}
 					hi := min(lo+100, x.ColHi)
 					ptr := make([]int64, hi-lo+1)
 					var rows []int32
@@ -624,17 +634,26 @@ func TestStreamedBlockBeyondItsReserve(t *testing.T) {
 	sp := &messages.JobSpec{Inputs: []string{"x.mtx"}, Algorithm: messages.Algorithm_ALGORITHM_MU, Rank: 1, Shards: 1, Seed: 1,
 		Stop: &messages.StopRule{MaxIter: 5}, Ingest: messages.Ingest_INGEST_STREAM, Samples: n, Features: m, NaturalLayout: messages.Layout_LAYOUT_SPARSE, StoredEntries: 1,
 		Nodes: []string{addr}}
-	mallory.Root.Send(HostPID(addr), &messages.SubmitJob{JobId: JobIDFor(token), Client: wirePid(me), OwnerToken: token, Spec: sp})
+	party.Root.Send(HostPID(addr), &messages.SubmitJob{JobId: JobIDFor(token), Client: wirePid(me), OwnerToken: token, Spec: sp})
+	var msg string
 	select {
-	case msg := <-errs:
-		if !strings.Contains(msg, "the streamed block needs") {
-			t.Fatalf("job error %q, want the block refused", msg)
-		}
+	case msg = <-errs:
 		t.Log(msg)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the oversized block was not refused")
 	}
 	waitIdle(t, lc)
+	return msg, lc
+}
+
+// TestStreamedBlockBeyondItsReserve: a client that announces almost no stored entries and then
+// streams a dense block gets its job refused once the block outgrows what the shard reserved
+// and the node has free; the node's memory stays within its limit.
+func TestStreamedBlockBeyondItsReserve(t *testing.T) {
+	msg, lc := streamBeyondReserve(t, NodeConfig{Memory: 16 << 20}, "mallory")
+	if !strings.Contains(msg, "the streamed block needs") {
+		t.Fatalf("job error %q, want the block refused", msg)
+	}
 	if used := lc.Nodes[0].mem.used(); used != 0 {
 		t.Fatalf("the node still holds %d bytes for the refused job", used)
 	}

@@ -337,68 +337,12 @@ func TestOwnerStreamsWaitTheirTurn(t *testing.T) {
 // the block outgrows its owner's memory quota on the node, even though the node has memory
 // free: what a shard takes beyond its reserve counts against its owner's quota too.
 func TestStreamedBlockBeyondTheOwnersQuota(t *testing.T) {
-	ca, err := pki.CAFromSecret(pki.NewSecret())
-	if err != nil {
-		t.Fatal(err)
-	}
-	const quota = 16 << 20
-	lc, err := StartLocalCluster(1, NodeConfig{Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer), OwnerMemory: quota})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(lc.Close)
-	addr := lc.Nodes[0].Address()
-	bob := startParty(t, creds(t, ca, "bob", pki.RoleClient)).System()
-	const m, n, token = 1000, 40000, "0123456789abcdef0123"
-	errs := make(chan string, 1)
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop) })
-	me := bob.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
-		switch x := ctx.Message().(type) {
-		case *messages.JobError:
-			errs <- x.Message
-		case *messages.BlockRequest:
-			go func() { // dense columns in sparse form, 100 at a time, until the test ends
-				for seq, lo := int64(0), x.ColLo; lo < x.ColHi; seq, lo = seq+1, lo+100 {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					hi := min(lo+100, x.ColHi)
-					ptr := make([]int64, hi-lo+1)
-					var rows []int32
-					var vals []float64
-					for j := range hi - lo {
-						for i := range m {
-							rows, vals = append(rows, int32(i)), append(vals, 1)
-						}
-						ptr[j+1] = int64(len(vals))
-					}
-					c := &messages.Chunk{Seq: seq, Count: (x.ColHi - x.ColLo + 99) / 100, Values: vals}
-					chunked.Seal(c, chunked.LE(ptr), chunked.LE(rows))
-					ctx.ActorSystem().Root.Send(pidOf(x.ShardPid), &messages.BlockChunk{JobId: x.JobId, Epoch: x.Epoch, Shard: x.Shard,
-						Chunk: c, Col: lo - x.ColLo, ColPtr: ptr, RowIdx: rows, OwnerToken: token})
-				}
-			}()
+	msg, lc := streamBeyondReserve(t, NodeConfig{OwnerMemory: 16 << 20}, "bob")
+	for _, want := range []string{"the streamed block needs", `owner "bob" holds`, "its quota is 16 MiB (serve --owner-memory)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("job error %q, want it to say %q", msg, want)
 		}
-	}))
-	sp := &messages.JobSpec{Inputs: []string{"x.mtx"}, Algorithm: messages.Algorithm_ALGORITHM_MU, Rank: 1, Shards: 1, Seed: 1,
-		Stop: &messages.StopRule{MaxIter: 5}, Ingest: messages.Ingest_INGEST_STREAM, Samples: n, Features: m, NaturalLayout: messages.Layout_LAYOUT_SPARSE, StoredEntries: 1,
-		Nodes: []string{addr}}
-	bob.Root.Send(HostPID(addr), &messages.SubmitJob{JobId: JobIDFor(token), Client: wirePid(me), OwnerToken: token, Spec: sp})
-	select {
-	case msg := <-errs:
-		for _, want := range []string{"the streamed block needs", `owner "bob" holds`, "its quota is 16 MiB (serve --owner-memory)"} {
-			if !strings.Contains(msg, want) {
-				t.Errorf("job error %q, want it to say %q", msg, want)
-			}
-		}
-		t.Log(msg)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the block past bob's quota was not refused")
 	}
-	waitIdle(t, lc)
 	if used, owned := lc.Nodes[0].mem.used(), lc.Nodes[0].owned.used("bob"); used != 0 || owned != 0 {
 		t.Fatalf("the node still holds %d bytes (%d of bob's) for the refused job", used, owned)
 	}
