@@ -15,9 +15,8 @@ func TestCleanStopLogsNoError(t *testing.T) {
 		t.Skip("starts node processes")
 	}
 	isolateGossip(t)
-	a := startServe(t, "a")
-	b := startServe(t, "b", "--join", a.Gossip)
-	waitFor(t, "a sees b", 15*time.Second, func() bool { return len(a.Find("member joined", "member", "b")) > 0 })
+	nodes := startJoined(t, []string{"a", "b"})
+	a, b := nodes[0], nodes[1]
 	if code, _, stderr := runNodeProc(t, "status", "--cluster", a.Gossip); code != 0 {
 		t.Fatalf("status: exit %d\n%s", code, stderr)
 	}

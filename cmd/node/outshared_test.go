@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // TestOutSharedMadeByTheNodes: a job on a cluster of processes with --out-shared naming a
@@ -15,9 +14,7 @@ func TestOutSharedMadeByTheNodes(t *testing.T) {
 		t.Skip("starts node processes")
 	}
 	isolateGossip(t)
-	a := startServe(t, "a")
-	b := startServe(t, "b", "--join", a.Gossip)
-	waitFor(t, "a sees b", 15*time.Second, func() bool { return len(a.Find("member joined", "member", "b")) > 0 })
+	b := startJoined(t, []string{"a", "b"})[1]
 	dir := t.TempDir()
 	x := filepath.Join(dir, "x.npy")
 	if code, out := runProc(t, "convert", "--input", "synthetic:m=8,n=4000,k=2,seed=3", "--out", x); code != 0 {
