@@ -253,7 +253,7 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string, max int, stderr io.Writer) 
 // file or the environment, a client takes none.
 func errGossipKeyFlag(fs *flag.FlagSet) error {
 	if fs.Lookup("gossip-key-file") != nil {
-		return fmt.Errorf("--gossip-key KEY is no more: every local user can read a command line; put the key in a file only you may read (chmod 600) and give --gossip-key-file FILE, or set $%s", gossipKeyEnv)
+		return fmt.Errorf("--gossip-key KEY was removed, as every local user can read a command line: put the key in a file only you may read (chmod 600) and give --gossip-key-file FILE, or set $%s", gossipKeyEnv)
 	}
 	return errors.New("--gossip-key: a client takes no gossip key any more (it asks a member's front door for the cluster, with its certificate or the cluster secret): drop the flag")
 }
