@@ -56,7 +56,7 @@ type creds struct {
 func (f *securityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.secretFile, "secret-file", "", "the cluster secret `FILE` (default: $"+pki.SecretFileEnv+", else "+pki.DefaultSecretPath()+"); serve makes it, mode 0600, when missing; every node and client of the cluster needs it, unless they use --tls-*")
 	if f.member {
-		fs.StringVar(&f.tlsCert, "tls-cert", "", "this node's peer certificate `FILE` (PEM) for mutual TLS with the cluster's nodes and clients; the node is named as it (see node certs)")
+		fs.StringVar(&f.tlsCert, "tls-cert", "", "this node's peer certificate `FILE` (PEM) for mutual TLS with the cluster's nodes and clients; the node takes the certificate's name (see node certs)")
 		fs.StringVar(&f.tlsKey, "tls-key", "", "this node's private key `FILE` (PEM)")
 		fs.StringVar(&f.tlsCA, "tls-ca", "", "the cluster's CA certificate `FILE` (PEM): only nodes and clients it signed are accepted")
 	} else {
@@ -71,7 +71,7 @@ func (f *securityFlags) register(fs *flag.FlagSet) {
 func (f *securityFlags) registerMember(fs *flag.FlagSet) {
 	f.member = true
 	f.register(fs)
-	fs.StringVar(&f.gossipKeyFile, "gossip-key-file", "", "encrypt the gossip with the key in this `FILE` (16, 24 or 32 bytes, base64 or hex), which only this user may read (mode 0600); or set $"+gossipKeyEnv+" (not both); every member needs the same key (clients none). There is no flag for the key itself: every local user can read a command line")
+	fs.StringVar(&f.gossipKeyFile, "gossip-key-file", "", "encrypt the gossip with the key in this `FILE` (16, 24 or 32 bytes, base64 or hex), which only this user may read (chmod 600); or set $"+gossipKeyEnv+" (not both); every member needs the same key (clients none)")
 }
 
 // credentials reads the party's credentials: the TLS files when given, else the cluster
@@ -186,7 +186,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	actorPort := fs.Int("actor-port", 0, "actor (gRPC) `PORT` (0 picks a free one; it is advertised in the gossip)")
 	dataPort := fs.Int("data-port", 0, "`PORT` of the data plane, mutual TLS like the actor port, that carries the collectives' partials and results between nodes (0 picks a free one, told to peers; -1: none, they take the actor port)")
 	join := fs.String("join", "", "comma-separated gossip addresses `IP:PORT,...` of members to join (empty: start a new cluster)")
-	name := fs.String("name", "", "unique node `NAME` (default: the name of the certificate of --tls-cert, else derived from the address)")
+	name := fs.String("name", "", "unique node `NAME` (default: the common name in --tls-cert, else derived from the address)")
 	dataDir := fs.String("data-dir", "", "the node's own `DIR` (created and locked; default: didnmf-data/NAME under the working directory)")
 	capacity := fs.Int("capacity", 1, "placement weight `N`: a node with capacity 2 gets about twice the shards of one with 1")
 	memory := fs.String("memory", "", "bytes of job data this node accepts, e.g. 8GiB (default: 80% of the available memory)")
@@ -249,7 +249,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		return badInput("--max-job-time must be >= 0, --lease > 0, --max-shards and --max-jobs >= 1")
 	}
 	if *ownerJobs < 0 || *ownerShards < 0 || *ownerStreams < 0 {
-		return badInput("--owner-max-jobs, --owner-max-shards and --owner-max-streams must be >= 1 (0: the default)")
+		return badInput("--owner-max-jobs, --owner-max-shards and --owner-max-streams must be >= 0 (0: the default)")
 	}
 	ownerMem, err := parseBytes(*ownerMemory)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"runtime"
 	"runtime/debug"
-	"slices"
 
 	"github.com/didnmf/didnmf/kernels"
 )
@@ -68,18 +67,11 @@ func versionAttrs() []any {
 		slog.String("kernels", kernels.ActiveKernelPath().String())}
 }
 
-// wantsVersion reports whether a command's arguments ask for the version line: --version
-// (or -version) among them, before a "--", and no -h, which still only prints help.
+// wantsVersion reports whether a command's arguments ask for the version line: they are
+// --version (or -version) alone. Anywhere else it may be a flag's value (factorize --out
+// --version names a directory), and with -h the command prints its help.
 func wantsVersion(args []string) bool {
-	if i := slices.Index(args, "--"); i >= 0 {
-		args = args[:i]
-	}
-	for _, h := range []string{"-h", "-help", "--help"} {
-		if slices.Contains(args, h) {
-			return false
-		}
-	}
-	return slices.Contains(args, "--version") || slices.Contains(args, "-version")
+	return len(args) == 1 && (args[0] == "--version" || args[0] == "-version")
 }
 
 // printVersion writes the version line.

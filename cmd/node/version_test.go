@@ -31,6 +31,10 @@ func TestVersionLine(t *testing.T) {
 	if code != 0 || strings.Contains(stdout+stderr, ", commit ") || !strings.Contains(stdout+stderr, "--rank") {
 		t.Errorf("factorize -h --version: exit %d, not only help:\n%s%s", code, stdout, stderr)
 	}
+	// As a flag's value, --version is that value: here a directory, and the job lacks its input.
+	if code, stdout, stderr := runNode(t, "factorize", "--out", "--version"); code != 2 || strings.Contains(stdout+stderr, ", commit ") {
+		t.Errorf("factorize --out --version: exit %d, want the usage error of a job without --input:\n%s%s", code, stdout, stderr)
+	}
 }
 
 // TestREADMEGoVersion: README.md names the Go version go.mod's go line says, one truth.
