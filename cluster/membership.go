@@ -356,7 +356,7 @@ func Start(cfg Config) (*Membership, error) {
 	m.local = Member{Name: name, Meta: cfg.Meta}
 	m.logLim = newLimiter(logger, logEvery)
 	if cfg.Logger != nil {
-		mlLog.SetOutput(&logWriter{lim: newLimiter(logger, logEvery), stopping: &m.shut})
+		mlLog.SetOutput(&logWriter{lim: m.logLim, stopping: &m.shut})
 	}
 
 	mc := memberlist.DefaultLocalConfig()
@@ -803,8 +803,11 @@ func (m *Membership) observe(kind EventKind, n *memberlist.Node) {
 			delete(m.lost, n.Name)
 		}
 		m.lostMu.Unlock()
-		if m.adm != nil && had && (kind == EventLeave && m.confirm == nil || kind != EventLeave && ClaimOf(old) != ClaimOf(mem)) {
-			// Gone or replaced: if it comes back, it is proven again.
+		// A claim gone (when no Confirm doubts the report first: confirmGone forgets it) or
+		// replaced by another is proven again if it comes back.
+		gone := kind == EventLeave && m.confirm == nil
+		replaced := kind != EventLeave && ClaimOf(old) != ClaimOf(mem)
+		if m.adm != nil && had && (gone || replaced) {
 			m.admMu.Lock()
 			m.adm.Forget(ClaimOf(old))
 			m.admMu.Unlock()
