@@ -25,7 +25,7 @@
 //   - InProcess: N actor systems in this process that speak the whole protocol to each
 //     other over gRPC with TLS on loopback (the shards placed round-robin): a cluster
 //     without machines, for tests and for measuring the protocol;
-//   - OnCluster: a running cluster (node serve on each machine), which this process reaches
+//   - OnCluster: a running cluster (didnmf serve on each machine), which this process reaches
 //     as a client through a member's front door (clients take no part in the gossip). Its nodes read the input themselves (Spec.Ingest shared: a path every node
 //     sees, under its data roots) or this process streams it to them (IngestStream).
 //

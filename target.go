@@ -17,7 +17,7 @@ type Target struct {
 	// Nodes > 0 runs jobs on that many actor systems in this process (at most MaxNodes), with
 	// shards placed round-robin; 0 runs them on the driver, without actors.
 	Nodes int
-	// Cluster, when set, runs jobs on a running cluster (see node serve), reached with
+	// Cluster, when set, runs jobs on a running cluster (see didnmf serve), reached with
 	// these client settings; Nodes and Threads must then be 0 (the nodes have their own).
 	Cluster *server.ClientConfig
 	// Threads is the number of worker threads of the driver or of the in-process nodes

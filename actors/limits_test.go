@@ -593,7 +593,7 @@ func TestLargestRemoteMessage(t *testing.T) {
 // hold streams, is answered every time. protoactor's remote, shut down without grace, left
 // the connections it had dialed open, so each closed party kept a stream at the node, and
 // after maxClientStreams of them the identity was refused (seen as `node status` and `node
-// jobs` run in one process: the cmd/node tests).
+// jobs` run in one process: the internal/cli tests).
 func TestClosedPartiesGiveBackTheirStreams(t *testing.T) {
 	ca, node := tlsMember(t)
 	bob := creds(t, ca, "bob", pki.RoleClient)

@@ -11,7 +11,7 @@ W=${WORK:-/tmp/didnmf-features}
 F=/usr/share/datasets/fashion-mnist
 PY=/usr/bin/python3
 mkdir -p "$W"
-go build -o "$NODE" ./cmd/node
+go build -o "$NODE" ./cmd/didnmf
 FM="--input $F/train-images-idx3-ubyte.gz --input $F/t10k-images-idx3-ubyte.gz"
 [ -f "$W/fm.npy" ] || "$NODE" convert $FM --out "$W/fm.npy"
 [ -f "$W/x.npy" ] || "$NODE" convert --input synthetic:m=50,n=200000,k=10,seed=1 --out "$W/x.npy"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """scikit-learn peer for the features of BENCHMARKS.md ("What NMF users ask for"), on the bytes
-`node convert --format npy` writes (samples x features). Needs Debian's python3-sklearn; run with
+`didnmf convert --format npy` writes (samples x features). Needs Debian's python3-sklearn; run with
 /usr/bin/python3. Each command prints one JSON line.
 
   mu    X.npy K LOSS        seconds per iteration of NMF(solver="mu", beta_loss=LOSS), random

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Sparse peer for BENCHMARKS.md: makes a random sparse count matrix and times scikit-learn's
-NMF (solver "cd") on it, so that `node bench` can time didnmf on the same bytes.
+NMF (solver "cd") on it, so that `didnmf bench` can time didnmf on the same bytes.
 Needs Debian's python3-sklearn; run with /usr/bin/python3.
 
   make  OUT.mtx SAMPLES FEATURES DENSITY SEED   writes a MatrixMarket file (samples as rows),

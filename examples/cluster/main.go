@@ -1,5 +1,5 @@
 // Command cluster runs a didnmf cluster in one process the way separate machines would run it:
-// three member nodes that find each other by gossip (each would be `node serve` on its own
+// three member nodes that find each other by gossip (each would be `didnmf serve` on its own
 // machine), and a client that finds them through a member's front door (its gossip port;
 // clients take no part in the gossip) and submits a job, which the cluster places on its
 // members. The client streams the input to the shards (the members

@@ -1,0 +1,398 @@
+package cli
+
+import (
+	"cmp"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/didnmf/didnmf"
+
+	"github.com/didnmf/didnmf/jobspec"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/report"
+)
+
+// durationValue is a time.Duration flag whose error says what a duration looks like (the flag
+// package only says "parse error").
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil || *v.d == 0 {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("not a duration: give a number with a unit, e.g. 90s, 10m or 2h")
+	}
+	*v.d = d
+	return nil
+}
+
+// durationFlag defines a duration flag as fs.DurationVar does, with durationValue's errors.
+func durationFlag(fs *flag.FlagSet, d *time.Duration, name string, value time.Duration, usage string) {
+	*d = value
+	fs.Var(durationValue{d}, name, usage)
+}
+
+// setInt is an int flag that records whether it was given.
+type setInt struct {
+	v   *int
+	set *bool
+}
+
+func (f *setInt) String() string {
+	if f == nil || f.v == nil || *f.v == 0 {
+		return "" // no default to print
+	}
+	return strconv.Itoa(*f.v)
+}
+
+func (f *setInt) Set(s string) error {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	*f.v, *f.set = v, true
+	return nil
+}
+
+// setFloat is a float64 flag that records whether it was given.
+type setFloat struct {
+	v   *float64
+	set *bool
+}
+
+func (f *setFloat) String() string {
+	if f == nil || f.v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*f.v, 'g', -1, 64)
+}
+
+func (f *setFloat) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return errors.New("not a number")
+	}
+	*f.v, *f.set = v, true
+	return nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	*s = append(*s, v)
+	return nil
+}
+
+// defaultStallTol is --stall-tol's default (see report.DefaultStallTol for how it was chosen).
+const defaultStallTol = report.DefaultStallTol
+
+// jobFlags are the flags factorize and bench share: the input and the job.
+type jobFlags struct {
+	inputs    stringList
+	rank      int
+	algo      string
+	shards    int
+	tol       float64
+	maxIter   int
+	timeLimit time.Duration
+	stallTol  float64
+	// rankSet is set when --rank was given (so that --rank 0 is not taken for a missing rank).
+	rankSet bool
+	// stallSet is set when --stall-tol was given: without it, --tol 0 (run exactly
+	// --max-iter iterations) turns the stall rule off too.
+	stallSet  bool
+	seed      uint64
+	init      string
+	initBasis string
+	initCoef  string
+	threads   int
+	kernel    *string
+	layout    string
+	form      string
+	storage   string
+	rho       float64
+	// Penalties (scikit-learn's alpha_W, alpha_H, l1_ratio); alphaBasis is "same" (as
+	// alpha_W) or a number.
+	alphaCoef  float64
+	alphaBasis string
+	l1Ratio    float64
+	loss       kernels.Loss
+	// Missing values and the held-out test set.
+	missing      string
+	testFraction float64
+	testSeed     uint64
+	nodes        int
+	fanIn        int
+	// checkpointEvery is the checkpoint interval of runs on actors (0: none, -1: automatic),
+	// parsed from checkpointFlag.
+	checkpointEvery int
+	checkpointFlag  string
+	// warn shows news about a running job that does not end it (nil: dropped).
+	warn func(string)
+	// errOut receives the client's notes about its credentials (nil: dropped).
+	errOut io.Writer
+	// Running on a cluster (factorize --cluster).
+	cluster   string
+	ingest    string
+	outShared string
+	overwrite bool
+	detach    bool
+	// fixBasis is factorize --fix-basis: the job becomes a transform for that basis.
+	fixBasis   string
+	clientBind string
+	sec        securityFlags
+}
+
+func (f *jobFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.inputs, "input", "input `PATH` (.npy, .mtx[.gz], IDX[.gz]) or synthetic:m=,n=,k=,seed=[,noise=]; repeat to stack files as more samples")
+	fs.Var(&setInt{v: &f.rank, set: &f.rankSet}, "rank", "rank `K` of the factorization (1 <= K <= min(samples, features))")
+	fs.StringVar(&f.algo, "algo", string(kernels.DID), "algorithm: "+algoNames())
+	fs.IntVar(&f.shards, "shards", 1, "number of shards P (distributed algorithms only)")
+	fs.Float64Var(&f.tol, "tol", 1e-6, "stop when ||X-BC||^2 <= tol * ||X-B0C0||^2; 0 runs exactly max-iter iterations")
+	fs.IntVar(&f.maxIter, "max-iter", 1000, "maximum number of iterations")
+	durationFlag(fs, &f.timeLimit, "time-limit", 0, "stop after this `DURATION` of running (e.g. 90s, 10m, 2h), reading the input left out; 0 means no limit")
+	f.stallTol = defaultStallTol
+	fs.Var(&setFloat{v: &f.stallTol, set: &f.stallSet}, "stall-tol", "also stop (converged) when the error fell by less than this `FRACTION` over the last 10 iterations, as scikit-learn's tol does: real data never reach --tol; 0 turns it off, and so does --tol 0 unless --stall-tol is given")
+	fs.Uint64Var(&f.seed, "seed", 1, "random seed (init and synthetic data)")
+	fs.StringVar(&f.init, "init", string(kernels.InitRandom), "initialisation: random, nndsvd, nndsvda, kmeans, custom")
+	fs.StringVar(&f.initBasis, "init-basis", "", "initial basis `FILE` (.npy, features x K) for --init custom")
+	fs.StringVar(&f.initCoef, "init-coef", "", "initial coefficients `FILE` (.npy, samples x K) for --init custom")
+	fs.IntVar(&f.threads, "threads", 0, "worker threads (0: all cores)")
+	f.kernel = addKernelFlag(fs)
+	fs.StringVar(&f.layout, "layout", "auto", "in-memory form of the data: auto, dense, sparse")
+	fs.StringVar(&f.form, "form", "auto", "DID kernel form: auto, gram, residual")
+	fs.StringVar(&f.storage, "storage", "auto", "how X's values are stored: float32 (half the memory and bandwidth; refused when a value is not exactly a float32), float64, or auto (float32 when every value allows: counts, pixels); the factors are the same bits")
+	fs.Float64Var(&f.rho, "rho", 1, "ADMM/DADMM penalty")
+	fs.Float64Var(&f.alphaCoef, "alpha-coef", 0, "L1/L2 penalty on coef, scikit-learn's alpha_W (scaled as it does, by the number of features): 0 is none; for did, dbcd, bcd, hals, mu, anls, hpc-anls")
+	fs.StringVar(&f.alphaBasis, "alpha-basis", "same", "L1/L2 penalty on basis, scikit-learn's alpha_H (scaled by the number of samples): a number, or same as --alpha-coef, as scikit-learn's default")
+	fs.Var(&f.loss, "loss", "the divergence to minimise, scikit-learn's beta_loss: frobenius, kl (Kullback-Leibler: counts), is (Itakura-Saito: spectra, X > 0), or a number beta; all but frobenius need --algo mu (default frobenius)")
+	fs.StringVar(&f.missing, "missing", "", "nan: read NaN entries as not observed (missing values, fitted around: did, dbcd, bcd, hals, and mu with every --loss) instead of refusing them")
+	fs.Float64Var(&f.testFraction, "test-fraction", 0, "hold this `FRACTION` of the entries out of the fit (chosen by a hash of --test-seed, sample and feature, so the same whatever the sharding) and report their error every iteration: RcppML's cross-validation of the rank (did, dbcd, bcd, hals, mu)")
+	fs.Uint64Var(&f.testSeed, "test-seed", 1, "seed of the held-out entries (the same test set for every --seed and --rank)")
+	fs.Float64Var(&f.l1Ratio, "l1-ratio", 0, "share of L1 in the penalties, scikit-learn's l1_ratio: 0 is L2 only, 1 is L1 only (sparser factors)")
+	fs.IntVar(&f.nodes, "nodes", 0, "run on an in-process cluster of `N` actor systems on loopback, talking over gRPC (0: the in-process driver, no actors)")
+	fs.IntVar(&f.fanIn, "fan-in", 0, "fan-in of the reduce tree with --nodes or --cluster (a power of two; 0: the default)")
+	fs.StringVar(&f.checkpointFlag, "checkpoint-every", "auto", "with --nodes or --cluster, checkpoint the shards every `N` iterations (on each node and on a buddy node), so that a failure rolls the job back only to the last checkpoint; auto: as often as costs about 4% of the job's time (see BENCHMARKS.md); 0: no checkpoints (a failure restarts the job from its initialisation)")
+}
+
+// registerCluster adds the flags of runs on a running cluster (factorize only).
+func (f *jobFlags) registerCluster(fs *flag.FlagSet) {
+	fs.StringVar(&f.cluster, "cluster", "", "submit to the running cluster at gossip address `IP:PORT` of any member (comma-separated for several); see didnmf serve")
+	fs.StringVar(&f.ingest, "ingest", "shared", "with --cluster, how shards get the data: shared (each node reads its rows of the input path, which every node must see; synthetic: inputs are generated on the nodes) or stream (this client reads the input, and a custom initialisation's files, and streams each shard its block)")
+	fs.StringVar(&f.outShared, "out-shared", "", "with --cluster, a `DIR` every node can write (made if absent): the shards write coef.npy there themselves, and C never passes through this client")
+	fs.BoolVar(&f.overwrite, "overwrite", false, "with --out-shared, replace a coef.npy that is there (otherwise the job is refused)")
+	fs.BoolVar(&f.detach, "detach", false, "with --cluster and --out-shared, submit the job and exit: it runs on without this client (which otherwise keeps it alive: a job whose client is gone is canceled), and writes coef.npy, basis.npy and report.json into --out-shared; see didnmf jobs and didnmf cancel")
+	fs.StringVar(&f.clientBind, "client-bind", "", "with --cluster, the `IP` this client listens on for results (default: the address that routes to the cluster)")
+	f.sec.register(fs)
+}
+
+func algoNames() string {
+	var names []string
+	for _, a := range kernels.Algorithms() {
+		names = append(names, string(a.Name))
+	}
+	return strings.Join(names, ", ")
+}
+
+// parseFlags parses args into fs, turning flag errors into usage errors and refusing
+// positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	_, err := parseFlagsArgs(fs, args, 0, stderr)
+	return err
+}
+
+// parseFlagsArgs parses flags and up to max arguments, which may stand before, between or
+// after the flags; it returns the arguments. A flag error (unknown flag, bad or missing
+// value, extra argument, malformed --cluster) is a one-line *flagError; -h, -help or --help
+// is a helpError holding fs.Usage's text, which run prints on stdout. Nothing is written to
+// stderr (kept for the callers).
+func parseFlagsArgs(fs *flag.FlagSet, args []string, max int, stderr io.Writer) ([]string, error) {
+	fs.SetOutput(io.Discard) // the flag package prints the whole usage on an error
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, helpOf(fs)
+			}
+			if strings.HasSuffix(err.Error(), "provided but not defined: -gossip-key") {
+				err = errGossipKeyFlag(fs)
+			}
+			return nil, &flagError{cmd: fs.Name(), err: err}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		rest, args = append(rest, fs.Arg(0)), fs.Args()[1:]
+		if len(rest) > max {
+			return nil, &flagError{cmd: fs.Name(), err: fmt.Errorf("unexpected argument %q (flags start with -)", rest[len(rest)-1])}
+		}
+	}
+	if err := checkClusterFlag(fs); err != nil {
+		return nil, err
+	}
+	return rest, nil
+}
+
+// errGossipKeyFlag is the error of the --gossip-key flag, which took the key on the command
+// line (where every local user can read it) and is no more: a member takes the key from a
+// file or the environment, a client takes none.
+func errGossipKeyFlag(fs *flag.FlagSet) error {
+	if fs.Lookup("gossip-key-file") != nil {
+		return fmt.Errorf("--gossip-key KEY was removed, as every local user can read a command line: put the key in a file only you may read (chmod 600) and give --gossip-key-file FILE, or set $%s", gossipKeyEnv)
+	}
+	return errors.New("--gossip-key: a client takes no gossip key any more (it asks a member's front door for the cluster, with its certificate or the cluster secret): drop the flag")
+}
+
+// job is a validated jobFlags: the job opened for its target (the input open when this
+// process reads it), with the kernels' configuration and the input's shape at hand.
+type job struct {
+	*didnmf.Job
+	src    matio.Source
+	spec   *jobspec.Spec
+	cfg    kernels.Config
+	shards int
+	m, n   int
+}
+
+// open validates the flags and opens the job for its target (didnmf.Open: the rules of the
+// job are jobspec.Spec.Validate's, and those that need the data didnmf's). open keeps the
+// rules of the flags (what is required, what needs --nodes or --cluster). The caller closes
+// the job.
+func (f *jobFlags) open() (*job, error) {
+	if len(f.inputs) == 0 {
+		return nil, badInput("--input is required")
+	}
+	for i, in := range f.inputs {
+		f.inputs[i] = matio.DefaultSeed(in, f.seed) // --seed also seeds synthetic data
+	}
+	if f.rank == 0 && !f.rankSet {
+		return nil, badInput("--rank is required")
+	}
+	algo, err := kernels.LookupAlgorithm(kernels.Algorithm(f.algo))
+	if err != nil {
+		return nil, badInput("--algo: %v", err)
+	}
+	initMethod, err := kernels.ParseInitMethod(f.init)
+	if err != nil {
+		return nil, badInput("--init: %v", err)
+	}
+	layout, err := matio.ParseLayout(f.layout)
+	if err != nil {
+		return nil, badInput("--layout: %v", err)
+	}
+	form, err := kernels.ParseForm(f.form)
+	if err != nil {
+		return nil, badInput("--form: %v", err)
+	}
+	storage, err := kernels.ParseStorage(f.storage)
+	if err != nil {
+		return nil, badInput("--storage: %v", err)
+	}
+	if f.threads < 0 {
+		return nil, badInput("--threads must be >= 0, got %d", f.threads)
+	}
+	if f.kernel != nil {
+		if err := applyKernel(*f.kernel); err != nil {
+			return nil, err
+		}
+	}
+	if f.tol == 0 && !f.stallSet {
+		f.stallTol = 0 // --tol 0 runs exactly --max-iter iterations
+	}
+	if f.nodes < 0 || f.nodes > didnmf.MaxNodes {
+		return nil, badInput("--nodes must be between 0 and %d, got %d", didnmf.MaxNodes, f.nodes)
+	}
+	switch f.checkpointFlag {
+	case "auto", "":
+		f.checkpointEvery = -1
+	default:
+		n, err := strconv.Atoi(f.checkpointFlag)
+		if err != nil || n < 0 {
+			return nil, badInput("--checkpoint-every must be auto or a number of iterations >= 0, got %q", f.checkpointFlag)
+		}
+		f.checkpointEvery = n
+	}
+	if f.ingest == "" {
+		f.ingest = jobspec.IngestShared // bench has no --ingest
+	}
+	if f.missing != "" && f.missing != "nan" {
+		return nil, badInput("--missing %q: the only marker of a missing value is nan", f.missing)
+	}
+	alphaBasis := f.alphaCoef
+	if f.alphaBasis != "same" && f.alphaBasis != "" {
+		if alphaBasis, err = strconv.ParseFloat(f.alphaBasis, 64); err != nil {
+			return nil, badInput("--alpha-basis must be a number or same (as --alpha-coef), got %q", f.alphaBasis)
+		}
+	}
+	if f.fanIn != 0 && f.nodes == 0 && f.cluster == "" {
+		return nil, badInput("--fan-in shapes the reduce tree of actors: it needs --nodes N or --cluster")
+	}
+	if f.cluster != "" && f.nodes != 0 {
+		return nil, badInput("--cluster and --nodes exclude each other: --nodes starts a cluster in this process")
+	}
+	if f.cluster == "" && (f.ingest != jobspec.IngestShared || f.outShared != "") {
+		return nil, badInput("--ingest and --out-shared are for jobs on a cluster: they need --cluster")
+	}
+	if f.detach && (f.cluster == "" || f.outShared == "") {
+		return nil, badInput("--detach needs --cluster and --out-shared: a detached job writes its factors on the nodes")
+	}
+	if f.overwrite && f.outShared == "" {
+		return nil, badInput("--overwrite is for --out-shared")
+	}
+	if f.outShared != "" && !filepath.IsAbs(f.outShared) {
+		return nil, badInput("--out-shared %s: give an absolute path (the nodes' working directories differ)", f.outShared)
+	}
+	spec := &jobspec.Spec{Inputs: f.inputs, Algo: algo.Name, Rank: f.rank, Shards: f.shards, Seed: f.seed,
+		Init: initMethod, InitBasis: f.initBasis, InitCoef: f.initCoef, Form: form, Storage: storage, Layout: layout,
+		Stop: kernels.StopRule{Tol: f.tol, MaxIter: f.maxIter, TimeLimit: f.timeLimit, StallTol: f.stallTol},
+		Rho:  f.rho, AlphaCoef: f.alphaCoef, AlphaBasis: alphaBasis, L1Ratio: f.l1Ratio, Loss: f.loss,
+		Missing: f.missing == "nan", TestFraction: f.testFraction, TestSeed: f.testSeed, FanIn: cmp.Or(f.fanIn, jobspec.DefaultFanIn), CheckpointEvery: int64(f.checkpointEvery),
+		Ingest: f.ingest, OutShared: f.outShared, Overwrite: f.overwrite, Detached: f.detach}
+	target := didnmf.InProcess(f.nodes, f.threads)
+	if f.cluster != "" {
+		cfg, err := clientConfig(f.cluster, &f.sec, f.clientBind, cmp.Or[io.Writer](f.errOut, io.Discard))
+		if err != nil {
+			return nil, err
+		}
+		target = didnmf.OnCluster(cfg)
+	}
+	dj, err := didnmf.Open(spec, target)
+	if err != nil {
+		return nil, cliErr(err)
+	}
+	return &job{Job: dj, src: dj.Source, spec: dj.Spec, cfg: dj.Config(), shards: f.shards, m: dj.Features, n: dj.Samples}, nil
+}
+
+// cliErr maps an error of the didnmf package to the CLI's: a field error in flag names, and
+// exit status 2 for what is the user's to fix.
+func cliErr(err error) error {
+	var fe *jobspec.FieldError
+	switch {
+	case errors.As(err, &fe):
+		return badInput("%s", fe.FlagMsg)
+	case didnmf.IsInput(err):
+		return usageError{err}
+	}
+	return err
+}
+
+// readBlocks reads the shard blocks of the job.
+func (j *job) readBlocks() ([]kernels.Block, error) {
+	blocks, err := j.ReadBlocks()
+	return blocks, cliErr(err)
+}

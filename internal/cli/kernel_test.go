@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/didnmf/didnmf/kernels"
+)
+
+// TestMixedKernelPathsCluster: a cluster whose nodes run different kernel paths (generic Go on
+// one, the CPU's best assembly on the others) gives bitwise the factors of a local run with the
+// generic kernels and float64 storage, for DID (the Gram lane) and MU (the products), on dense
+// and sparse data, with the nodes storing X as float32 (counts) or as auto picks.
+func TestMixedKernelPathsCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	paths := kernels.AvailableKernelPaths()
+	if len(paths) < 2 {
+		t.Skip("this CPU and build have only the generic kernels")
+	}
+	isolateGossip(t)
+	best := paths[len(paths)-1].String()
+	a := startServe(t, "a", "--kernel", "generic")
+	b := startServe(t, "b", "--kernel", best, "--join", a.Gossip)
+	c := startServe(t, "c", "--kernel", paths[1].String(), "--join", a.Gossip)
+	waitFor(t, "3 members seen by a", 20*time.Second, func() bool { return len(clusterStatus(t, a.Gossip)) == 3 })
+	for p, want := range map[*serveProc]string{a: "generic", b: best, c: paths[1].String()} {
+		if got := p.serving.Attr("kernels"); got != want {
+			t.Fatalf("node %s serves with kernels %q, want %s (%s)", p.name, got, want, p.serving.Line)
+		}
+	}
+
+	dir := t.TempDir()
+	synth := filepath.Join(dir, "x.npy")
+	if code, out := runProc(t, "convert", "--input", "synthetic:m=20,n=3000,k=5,seed=3", "--out", synth); code != 0 {
+		t.Fatalf("convert: %s", out)
+	}
+	// Counts (exact in float32), for float32 storage on the nodes.
+	counts := filepath.Join(dir, "counts.npy")
+	cv := make([]float64, 3000*20)
+	for i := range cv {
+		cv[i] = float64((i*7919)%13) * float64((i/20)%5)
+	}
+	writeNPY(t, counts, 3000, 20, cv)
+	for _, algo := range []string{"did", "mu"} {
+		for _, layout := range []string{"dense", "sparse"} {
+			for _, in := range []struct{ path, storage string }{{synth, "auto"}, {counts, "float32"}} {
+				shards := "6"
+				if algo == "mu" {
+					shards = "1"
+				}
+				job := []string{"--input", in.path, "--rank", "5", "--algo", algo, "--layout", layout, "--shards", shards, "--max-iter", "15", "--tol", "0", "--quiet"}
+				name := algo + "-" + layout + "-" + in.storage
+				golden := filepath.Join(dir, name+"-golden")
+				if code, _, stderr := runNode(t, append([]string{"factorize", "--kernel", "generic", "--storage", "float64", "--out", golden}, job...)...); code != 0 {
+					t.Fatal(stderr)
+				}
+				out := filepath.Join(dir, name)
+				if code, text := runProc(t, append([]string{"factorize", "--cluster", a.Gossip, "--storage", in.storage, "--out", out}, job...)...); code != 0 {
+					t.Fatalf("%s: exit %d: %s", name, code, text)
+				}
+				sameFiles(t, filepath.Join(golden, "basis.npy"), filepath.Join(out, "basis.npy"))
+				sameFiles(t, filepath.Join(golden, "coef.npy"), filepath.Join(out, "coef.npy"))
+			}
+		}
+	}
+	// float32 storage of data that float32 cannot hold is refused by the shards, naming a value.
+	code, text := runProc(t, "factorize", "--cluster", a.Gossip, "--storage", "float32", "--input", synth, "--rank", "5",
+		"--shards", "3", "--max-iter", "5", "--out", filepath.Join(dir, "inexact"), "--quiet")
+	if code == 0 || !strings.Contains(text, "not exactly a float32") || !strings.Contains(text, "sample ") {
+		t.Errorf("float32 storage of inexact data on the cluster: exit %d: %s", code, text)
+	}
+}

@@ -1,0 +1,154 @@
+// Package cli is the didnmf command line: cmd/didnmf (the command users install) and cmd/node
+// (the name the design card gives it) are both [Main].
+//
+//	didnmf factorize --input PATH --rank K --out DIR [flags]   factorize a matrix (in this process, or --cluster IP:PORT)
+//	didnmf serve --bind IP:PORT [--join IP:PORT,...]          run a cluster member until SIGINT/SIGTERM
+//	didnmf status --cluster IP:PORT                           list a cluster's members, load and jobs
+//	didnmf jobs --cluster IP:PORT                             list your jobs on a cluster, with progress
+//	didnmf cancel --cluster IP:PORT JOB                       cancel one of your jobs
+//	didnmf certs --name NAME --hosts IP,...                   make mutual-TLS certificates for a cluster
+//	didnmf bench --input SPEC --rank K --algo A --iters N      time the kernels against their memory and compute floors
+//	didnmf demo                                                factorize a default input on a 3-node cluster
+//	didnmf plot --result DIR                                   draw a result: convergence, and the basis as images or top features
+//	didnmf convert --input SPEC --out FILE                     write any input as .npy or raw float64
+//	didnmf help CMD                                            a command's help (as didnmf CMD -h)
+//	didnmf --version                                           the version, commit, Go version and kernel path (also didnmf CMD --version)
+//
+// Inputs hold samples as rows: an (N, M) .npy, MatrixMarket or IDX file, or a synthetic spec
+// "synthetic:m=5,n=100000,k=3,seed=1[,noise=0.01]". Exit status: 0 success, 1 failure while
+// running, 2 bad input or usage, 130 interrupted.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Exit statuses.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+// Main runs the didnmf command line with args (without the program name), writing to stdout
+// and stderr, and returns the exit status: 0 success, 1 failure while running, 2 bad input or
+// usage, 130 interrupted. cmd/didnmf and cmd/node are both this function.
+func Main(args []string, stdout, stderr io.Writer) int {
+	return run(args, stdout, stderr)
+}
+
+const usageText = `usage: didnmf <command> [flags]
+
+commands:
+  factorize   factorize a nonnegative matrix (samples as rows) and write basis.npy, coef.npy, report.json;
+              in this process, or on a running cluster with --cluster IP:PORT
+  transform   project new samples onto a fixed basis: their coef by exact NNLS (as factorize --fix-basis)
+  sweep       choose the rank: factorize at many ranks and seeds, report error, stability and a suggestion
+  serve       run a cluster member: join by gossip (--join), take shards, leave on SIGINT/SIGTERM
+  status      list a cluster's members, their load and running jobs
+  jobs        list your jobs on a cluster, with their progress
+  cancel      cancel one of your jobs on a cluster
+  certs       make a cluster's certificate authority and node certificates for mutual TLS
+  bench       time an algorithm per iteration against its memory and compute floors, print figures
+  demo        start a 3-node cluster on loopback and factorize Fashion-MNIST (or a synthetic matrix) on it
+  convert     write any input (or a synthetic spec) as a dense .npy or raw float64 file
+  plot        draw a result directory as PNG and SVG: convergence, and the basis as images or top features
+  help        show this text; "didnmf <command> -h" shows a command's flags
+
+"didnmf --version" (or "didnmf <command> --version") prints the version, commit, Go version and kernel path.
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageText)
+		return exitUsage
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		printVersion(stdout)
+		return exitOK
+	}
+	if slices.Contains(commandNames(), args[0]) && wantsVersion(args[1:]) {
+		printVersion(stdout)
+		return exitOK
+	}
+	var err error
+	switch args[0] {
+	case "factorize":
+		err = cmdFactorize(args[1:], stdout, stderr)
+	case "transform":
+		err = cmdTransform(args[1:], stdout, stderr)
+	case "sweep":
+		err = cmdSweep(args[1:], stdout, stderr)
+	case "bench":
+		err = cmdBench(args[1:], stdout, stderr)
+	case "demo":
+		err = cmdDemo(args[1:], stdout, stderr)
+	case "serve":
+		err = cmdServe(args[1:], stdout, stderr)
+	case "status":
+		err = cmdStatus(args[1:], stdout, stderr)
+	case "jobs":
+		err = cmdJobs(args[1:], stdout, stderr)
+	case "cancel":
+		err = cmdCancel(args[1:], stdout, stderr)
+	case "certs":
+		err = cmdCerts(args[1:], stdout, stderr)
+	case "convert":
+		err = cmdConvert(args[1:], stdout, stderr)
+	case "plot":
+		err = cmdPlot(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		return cmdHelp(args[1:], stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "didnmf: unknown command %q: the commands are %s (see didnmf help)\n", args[0], strings.Join(commandNames(), ", "))
+		return exitUsage
+	}
+	return exitStatus(err, stdout, stderr)
+}
+
+// usageError marks an error caused by the user's input or flags (exit status 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func badInput(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// errInterrupted reports a run stopped by a signal after its results were written.
+var errInterrupted = errors.New("interrupted")
+
+// errHelp is returned when -h was asked (as a helpError, which holds the help).
+var errHelp = errors.New("help")
+
+func exitStatus(err error, stdout, stderr io.Writer) int {
+	var ue usageError
+	var he helpError
+	var fe *flagError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &he):
+		fmt.Fprint(stdout, he.text)
+		return exitOK
+	case errors.Is(err, errHelp):
+		return exitOK
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted
+	case errors.As(err, &fe):
+		fmt.Fprintln(stderr, fe)
+		return exitUsage
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "didnmf: %v\n", err)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "didnmf: %v\n", err)
+		return exitFailure
+	}
+}

@@ -1,0 +1,186 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// readSweep reads an output directory's sweep.json.
+func readSweep(t *testing.T, dir string) sweepReport {
+	t.Helper()
+	var r sweepReport
+	if err := json.Unmarshal(mustRead(t, filepath.Join(dir, "sweep.json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// sameSweep fails unless two sweeps found the same runs, bit for bit, and the same
+// consensus bases.
+func sameSweep(t *testing.T, a, b string) {
+	t.Helper()
+	ra, rb := readSweep(t, a), readSweep(t, b)
+	if len(ra.Runs) != len(rb.Runs) || ra.Suggested != rb.Suggested {
+		t.Fatalf("%d runs suggesting K=%d against %d suggesting K=%d", len(ra.Runs), ra.Suggested, len(rb.Runs), rb.Suggested)
+	}
+	for i := range ra.Runs {
+		x, y := ra.Runs[i], rb.Runs[i]
+		if x.K != y.K || x.Seed != y.Seed || x.TrainRelErr2 != y.TrainRelErr2 || x.Iterations != y.Iterations ||
+			(x.TestRelErr2 == nil) != (y.TestRelErr2 == nil) || (x.TestRelErr2 != nil && *x.TestRelErr2 != *y.TestRelErr2) {
+			t.Errorf("run %d: %+v against %+v", i, x, y)
+		}
+	}
+	for _, r := range ra.PerRank {
+		sameFiles(t, filepath.Join(a, r.ConsensusBasis), filepath.Join(b, r.ConsensusBasis))
+	}
+}
+
+// sweepInput is a planted rank-4 matrix: a sweep over 2..6 must suggest 4.
+const sweepInput = "synthetic:m=20,n=5000,k=4,seed=3,noise=0.05"
+
+// TestSweepCommand: didnmf sweep writes its files, finds the planted rank, and gives the same
+// runs and consensus in this process and on 3 actor systems.
+func TestSweepCommand(t *testing.T) {
+	dir := t.TempDir()
+	local := filepath.Join(dir, "local")
+	if code, _, stderr := runNode(t, "sweep", "--input", sweepInput, "--ranks", "2:6", "--seeds", "3", "--quiet", "--out", local); code != 0 {
+		t.Fatal(stderr)
+	}
+	r := readSweep(t, local)
+	if r.Suggested != 4 || !strings.Contains(r.Rule, "silhouette") || len(r.Runs) != 15 || len(r.PerRank) != 5 {
+		t.Errorf("suggested K=%d by %q; %d runs, %d ranks", r.Suggested, r.Rule, len(r.Runs), len(r.PerRank))
+	}
+	if b := r.Busy; b == nil || b.CPUSeconds <= 0 || b.Cores < 1 || b.Share <= 0 {
+		t.Errorf("sweep.json says nothing of how busy the cores were: %+v", b)
+	}
+	for _, name := range []string{"sweep.tsv", "sweep.png", "sweep.svg", "consensus_basis_2.npy", "consensus_basis_6.npy"} {
+		if _, err := os.Stat(filepath.Join(local, name)); err != nil {
+			t.Error(err)
+		}
+	}
+	tsv := strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(local, "sweep.tsv")))), "\n")
+	if len(tsv) != 16 || !strings.HasPrefix(tsv[0], "k\tseed\ttrain_rel_err2") {
+		t.Errorf("sweep.tsv: %d lines, header %q", len(tsv), tsv[0])
+	}
+	// The same sweep (shorter) in this process and on 3 actor systems, 3 jobs at once.
+	short := []string{"sweep", "--input", sweepInput, "--ranks", "2:4", "--seeds", "2", "--max-iter", "100", "--shards", "2", "--quiet",
+		"--test-fraction", "0.1"}
+	a, b := filepath.Join(dir, "short"), filepath.Join(dir, "nodes")
+	if code, _, stderr := runNode(t, append(short, "--out", a)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	if code, _, stderr := runNode(t, append(short, "--nodes", "3", "--out", b)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	sameSweep(t, a, b)
+	s := readSweep(t, b)
+	if !strings.Contains(s.Rule, "test error") || s.Runs[0].TestRelErr2 == nil || s.PerRank[0].TestMean == nil {
+		t.Errorf("a sweep with a test set: rule %q, first run's test error %v", s.Rule, s.Runs[0].TestRelErr2)
+	}
+}
+
+// TestSweepRefuses: what a sweep cannot do is said before any job runs.
+func TestSweepRefuses(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no ranks", []string{"--input", sweepInput}, "--ranks is required"},
+		{"bad ranks", []string{"--input", sweepInput, "--ranks", "5:2"}, `--ranks "5:2": want FROM:TO[:STEP]`},
+		{"unsorted list", []string{"--input", sweepInput, "--ranks", "3,2"}, "increasing order"},
+		{"rank above the features", []string{"--input", sweepInput, "--ranks", "2:21"}, "--rank: rank 21 out of range"},
+		{"no seeds", []string{"--input", sweepInput, "--ranks", "2:3", "--seeds", "0"}, "--seeds must be between 1 and 1000"},
+		{"seedless init", []string{"--input", sweepInput, "--ranks", "2:3", "--init", "nndsvd"}, "--init nndsvd does not depend on the seed"},
+		{"rank flag", []string{"--input", sweepInput, "--ranks", "2:3", "--rank", "3"}, "flag provided but not defined: -rank"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runNode(t, append(append([]string{"sweep"}, c.args...), "--out", out)...)
+			if code != 2 || !strings.Contains(stderr, c.want) {
+				t.Errorf("exit %d, %q; want exit 2 and %q", code, stderr, c.want)
+			}
+		})
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused sweep left its --out")
+	}
+}
+
+// TestSweepSurvivesKill: a sweep on a cluster of 3 processes, one of them killed with
+// SIGKILL while jobs run, completes with every run the bits of the same sweep in this
+// process.
+func TestSweepSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	isolateGossip(t)
+	a := startServe(t, "a")
+	b := startServe(t, "b", "--join", a.Gossip)
+	c := startServe(t, "c", "--join", a.Gossip)
+	waitFor(t, "3 members seen by a", 20*time.Second, func() bool { return len(clusterStatus(t, a.Gossip)) == 3 })
+	dir := t.TempDir()
+	// Jobs of about a second each, so that the kill finds some running.
+	job := []string{"sweep", "--input", "synthetic:m=10,n=200000,k=3,seed=2,noise=0.02", "--ranks", "2:3", "--seeds", "2",
+		"--shards", "3", "--tol", "0", "--max-iter", "150", "--checkpoint-every", "10"}
+	local := filepath.Join(dir, "local")
+	if code, _, stderr := runNode(t, append(job, "--quiet", "--out", local)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	cmd := nodeCmd(t, append(job, "--cluster", a.Gossip, "--parallel", "2", "--out", filepath.Join(dir, "cluster"))...)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	var lines []string
+	var mu sync.Mutex
+	first := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		once := sync.Once{}
+		for sc.Scan() {
+			mu.Lock()
+			lines = append(lines, sc.Text())
+			mu.Unlock()
+			if strings.Contains(sc.Text(), "[1/4]") {
+				once.Do(func() { close(first) })
+			}
+		}
+	}()
+	select {
+	case <-first:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("no job finished: %s", strings.Join(lines, "\n"))
+	}
+	if err := c.Cmd.Process.Kill(); err != nil { // jobs 2 to 4 run or wait: one of their nodes dies
+		t.Fatal(err)
+	}
+	_ = b
+	werr := cmd.Wait()
+	mu.Lock()
+	log := strings.Join(lines, "\n")
+	mu.Unlock()
+	if werr != nil {
+		t.Fatalf("the sweep failed after a node was killed: %v\n%s", werr, log)
+	}
+	t.Logf("the sweep's output:\n%s", log)
+	sameSweep(t, local, filepath.Join(dir, "cluster"))
+	// The members share this machine: its cores count once, their CPU time is theirs.
+	if b := readSweep(t, filepath.Join(dir, "cluster")).Busy; b == nil || b.CPUSeconds <= 0 || b.Cores != runtime.NumCPU() {
+		t.Errorf("cores_busy of a sweep on 3 processes of this machine: %+v", b)
+	}
+}
