@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -25,14 +26,18 @@ type outputFlags struct {
 	quiet      *bool
 	plots      *bool
 	imageShape *string
+	names      *namesFlags
 }
 
 // registerFactorize adds factorize's flags to fs (demo parses its arguments with them too).
 func registerFactorize(fs *flag.FlagSet, jf *jobFlags) outputFlags {
 	jf.register(fs)
 	jf.registerCluster(fs)
+	nf := new(namesFlags)
+	nf.register(fs)
 	return outputFlags{
-		out:        fs.String("out", "", "output `DIR` for basis.npy (features x K), coef.npy (samples x K) and report.json"),
+		names:      nf,
+		out:        fs.String("out", "", "output `DIR` for basis.npy (features x K), coef.npy (samples x K), report.json, basis.tsv and top_features.tsv (the basis as text, and each component's top features, named)"),
 		quiet:      fs.Bool("quiet", false, "print nothing but errors"),
 		plots:      fs.Bool("plots", false, "also draw the result into --out as PNG and SVG (see didnmf plot): convergence, and the basis as images or as each component's top features"),
 		imageShape: fs.String("image-shape", "", "the features are the pixels of `HxW` images (IDX image files say so themselves): recorded in report.json, and --plots draws the basis as images"),
@@ -47,7 +52,7 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: didnmf factorize --input PATH --rank K --out DIR [flags]\n\n"+
 			"factorizes a nonnegative matrix (samples as rows) into coef (samples x K) and basis (features x K),\n"+
-			"and writes basis.npy, coef.npy and report.json into --out: in this process, on --nodes N actor\n"+
+			"and writes basis.npy, coef.npy, report.json, basis.tsv and top_features.tsv into --out: in this process, on --nodes N actor\n"+
 			"systems in it, or on a running cluster (--cluster IP:PORT, see didnmf serve)\n\nflags:\n")
 		fs.PrintDefaults()
 	}
@@ -74,6 +79,9 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 func runFactorize(jf *jobFlags, of outputFlags, stdout, stderr io.Writer) error {
 	out, quiet := of.out, of.quiet
 	jf.errOut = stderr
+	if err := of.names.check(jf); err != nil {
+		return err
+	}
 	if jf.detach {
 		if *out != "" {
 			return badInput("--detach writes into --out-shared on the nodes; --out is not used")
@@ -104,6 +112,12 @@ func runFactorize(jf *jobFlags, of outputFlags, stdout, stderr io.Writer) error 
 		if err := figures.CheckImageShape(shape, j.m); err != nil {
 			return badInput("--image-shape %s: %v (%s has %d features)", *of.imageShape, err, j.src.Name(), j.m)
 		}
+	}
+	// The names files are read before the run, and checked against the input when its shape
+	// is known here (else after the run, by fit).
+	names, err := namesFor(of.names, jf.inputs, cmp.Or(j.m, jf.basisRows), j.n)
+	if err != nil {
+		return err
 	}
 	dir, cleanup, err := prepareOutDir(*out)
 	if err != nil {
@@ -180,9 +194,16 @@ func runFactorize(jf *jobFlags, of outputFlags, stdout, stderr io.Writer) error 
 			rep.ImageShape = []int{h, w}
 		}
 	}
-	if err := res.Save(dir, rep); err != nil {
+	// A names file that does not fit a shape learnt only now does not cost the run: the
+	// outputs are written with the rows numbered, and the error said.
+	namesErr := names.fit(res.M, res.N)
+	saveNames := names.Names
+	if namesErr != nil {
+		saveNames = didnmf.Names{}
+	}
+	if err := res.SaveWith(dir, didnmf.SaveOptions{Report: rep, Names: saveNames, CoefTSV: of.names.coefTSV}); err != nil {
 		cleanup()
-		return err
+		return cliErr(err)
 	}
 	var pictures []string
 	if !*of.plots {
@@ -210,12 +231,19 @@ func runFactorize(jf *jobFlags, of outputFlags, stdout, stderr io.Writer) error 
 		if rep.ReadSeconds > 0 {
 			took += ", reading " + secondsText(rep.ReadSeconds)
 		}
-		fmt.Fprintf(stderr, "%s: %s\n%d iterations in %s (%s it/s; %s): rel_err2 %.4g, RMSE %.4g\nwrote %s, %s, %s\n",
+		tsv := "basis.tsv, top_features.tsv"
+		if of.names.coefTSV {
+			tsv += ", coef.tsv"
+		}
+		fmt.Fprintf(stderr, "%s: %s\n%d iterations in %s (%s it/s; %s): rel_err2 %.4g, RMSE %.4g\nwrote %s, %s, %s (and %s)\n",
 			rep.Algo, rep.Stop, rep.Iterations, secondsText(rep.IterateSeconds), rateText(rate(rep.Iterations, rep.IterateSeconds)), took,
-			rep.RelErr2, rep.RMSE, filepath.Join(dir, "basis.npy"), coef, filepath.Join(dir, "report.json"))
+			rep.RelErr2, rep.RMSE, filepath.Join(dir, "basis.npy"), coef, filepath.Join(dir, "report.json"), tsv)
 		if len(pictures) > 0 {
 			fmt.Fprintf(stderr, "drew %s\n", strings.Join(pictures, ", "))
 		}
+	}
+	if namesErr != nil {
+		return usageError{fmt.Errorf("%w; the outputs in %s are written with their rows numbered instead", namesErr, dir)}
 	}
 	if interrupted {
 		return errInterrupted

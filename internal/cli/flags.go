@@ -153,7 +153,9 @@ type jobFlags struct {
 	overwrite bool
 	detach    bool
 	// fixBasis is factorize --fix-basis: the job becomes a transform for that basis.
-	fixBasis   string
+	fixBasis string
+	// basisRows is the number of features of a transform's basis (0: not a transform).
+	basisRows  int
 	clientBind string
 	sec        securityFlags
 }

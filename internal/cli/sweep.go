@@ -30,7 +30,7 @@ import (
 // notForSweep are the flags of factorize a sweep does not take: it chooses the rank and the
 // seeds itself, and writes its own files (no factors of single runs, no shared output).
 var notForSweep = map[string]bool{"rank": true, "seed": true, "init-basis": true, "init-coef": true, "out-shared": true,
-	"overwrite": true, "detach": true, "plots": true, "image-shape": true}
+	"overwrite": true, "detach": true, "plots": true, "image-shape": true, "feature-names": true, "sample-names": true, "coef-tsv": true}
 
 // maxSweepJobs bounds ranks x seeds.
 const maxSweepJobs = 10000

@@ -32,8 +32,9 @@ func cmdTransform(args []string, stdout, stderr io.Writer) error {
 			"projects samples onto a fixed basis: the coef (samples x K) of every sample of --input for the basis\n"+
 			"(features x K), exactly (nonnegative least squares per sample, block principal pivoting, one pass;\n"+
 			"with --alpha-coef, scikit-learn's alpha_W penalty), as scikit-learn's NMF.transform approximates it.\n"+
-			"Writes coef.npy, report.json (with rel_err2, the reconstruction error) and a copy of basis.npy into\n"+
-			"--out: in this process, on --nodes N actor systems, or on a running cluster (--cluster IP:PORT).\n"+
+			"Writes coef.npy, report.json (with rel_err2, the reconstruction error), a copy of basis.npy, and\n"+
+			"basis.tsv and top_features.tsv as factorize does, into --out: in this process, on --nodes N actor\n"+
+			"systems, or on a running cluster (--cluster IP:PORT).\n"+
 			"The same as factorize --fix-basis.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
@@ -63,7 +64,7 @@ func (f *jobFlags) setTransform(path, flagName string) error {
 		path = abs // the nodes of a cluster resolve only absolute paths
 	}
 	f.algo, f.init, f.initBasis, f.initCoef = string(kernels.Transform), string(kernels.InitCustom), path, ""
-	f.rank, f.rankSet = k, true
+	f.rank, f.rankSet, f.basisRows = k, true, rows
 	f.tol, f.maxIter, f.stallTol, f.stallSet = 0, 1, 0, true
 	return nil
 }

@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/didnmf/didnmf"
+)
+
+// Bounds of a names file (--feature-names, --sample-names).
+const (
+	// maxNameBytes bounds one name (a line without its newline).
+	maxNameBytes = 4096
+	// maxNames bounds the names read from a file when the count they must match is not known
+	// before the run (a cluster's nodes read the input).
+	maxNames = 1 << 27
+)
+
+// namesFlags are factorize's and transform's flags about the names in the .tsv outputs.
+type namesFlags struct {
+	features, samples string // --feature-names, --sample-names: files, one name a line
+	coefTSV           bool   // --coef-tsv
+}
+
+func (nf *namesFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&nf.features, "feature-names", "", "name the features (basis.tsv's and top_features.tsv's rows) by the lines of `FILE`: one name a line, UTF-8, no tabs, as many as the input has features; over the names the input carries")
+	fs.StringVar(&nf.samples, "sample-names", "", "name the samples (coef.tsv's rows, with --coef-tsv) by the lines of `FILE`, as --feature-names does the features")
+	fs.BoolVar(&nf.coefTSV, "coef-tsv", false, "also write coef.tsv into --out: coef as text, a row per sample under its name (or 0-based index), a column per component (not with --out-shared, where the nodes write the coef)")
+}
+
+// check refuses the names flags where the outputs they are for are not written by this
+// client: a detached job's nodes write only the .npy files, and with --out-shared they write
+// the coef.
+func (nf *namesFlags) check(jf *jobFlags) error {
+	if jf.detach {
+		for _, f := range []struct {
+			given bool
+			flag  string
+		}{{nf.features != "", "--feature-names"}, {nf.samples != "", "--sample-names"}, {nf.coefTSV, "--coef-tsv"}} {
+			if f.given {
+				return badInput("%s is for the .tsv outputs this client writes into --out: a detached job's nodes write only coef.npy, basis.npy and report.json", f.flag)
+			}
+		}
+	}
+	if nf.coefTSV && jf.outShared != "" {
+		return badInput("--coef-tsv: with --out-shared the shards write the coef into %s on the nodes, and this client, which would write coef.tsv, never holds it: drop --out-shared, or read %s", jf.outShared, filepath.Join(jf.outShared, "coef.npy"))
+	}
+	if nf.samples != "" && !nf.coefTSV {
+		return badInput("--sample-names names the rows of coef.tsv: it needs --coef-tsv")
+	}
+	return nil
+}
+
+// outputNames are the names the outputs carry, with the file each list came from, to check
+// them against the result when the shape was not known before the run.
+type outputNames struct {
+	didnmf.Names
+	// featuresFile and samplesFile are the files the lists were read from ("": none); m and n
+	// the counts they were checked against (0: not yet).
+	featuresFile, samplesFile string
+	m, n                      int
+}
+
+// namesFor returns the names of the outputs of a job on inputs with m features and n
+// samples (0: not known before the run; fit checks them after it): today those of
+// --feature-names and --sample-names (the samples' only with --coef-tsv).
+//
+// It is the one place where names enter the outputs: names that the inputs carry (10x
+// features and barcodes, an AnnData store's, the names files beside an .npz) are to be read
+// here, from inputs, with the flags' files read over them.
+func namesFor(nf *namesFlags, inputs []string, m, n int) (*outputNames, error) {
+	_ = inputs // the inputs' own names come here
+	o := &outputNames{m: m, n: n}
+	var err error
+	if nf.features != "" {
+		if o.Features, err = readNamesFile("--feature-names", nf.features, m, "features"); err != nil {
+			return nil, err
+		}
+		o.featuresFile = nf.features
+	}
+	if nf.samples != "" && nf.coefTSV {
+		if o.Samples, err = readNamesFile("--sample-names", nf.samples, n, "samples"); err != nil {
+			return nil, err
+		}
+		o.samplesFile = nf.samples
+	}
+	return o, nil
+}
+
+// fit checks the names against a result of m features and n samples: an error naming the
+// file, the line and both counts when a list read before the shape was known does not fit.
+func (o *outputNames) fit(m, n int) error {
+	for _, l := range []struct {
+		flag, file, what string
+		names            []string
+		want             int
+	}{{"--feature-names", o.featuresFile, "features", o.Features, m}, {"--sample-names", o.samplesFile, "samples", o.Samples, n}} {
+		if l.names != nil && len(l.names) != l.want {
+			return countErr(l.flag, l.file, len(l.names), l.want, l.what)
+		}
+	}
+	o.m, o.n = m, n
+	return nil
+}
+
+// countErr is the error of a names file of got names where the input has want.
+func countErr(flagName, path string, got, want int, what string) error {
+	if got < want {
+		return badInput("%s %s:%d: the file ends after %d names, but the input has %d %s (want one name a line)", flagName, path, got+1, got, want, what)
+	}
+	return badInput("%s %s:%d: %d names, but the input has %d %s (want one name a line)", flagName, path, want+1, got, want, what)
+}
+
+// readNamesFile reads a names file given as flagName: one name a line ("\n" or "\r\n"; the
+// last line may lack its newline), UTF-8 (a byte order mark is skipped), no tabs, none empty,
+// each at most maxNameBytes, and exactly want of them (want 0: any number up to maxNames).
+// Errors are input errors naming the flag, the file and the line. It keeps no more than want
+// names in memory: past them it only counts the lines, for the error.
+func readNamesFile(flagName, path string, want int, what string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, badInput("%s %s: no such file", flagName, path)
+		}
+		return nil, badInput("%s %s: %v", flagName, path, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, badInput("%s %s: %v", flagName, path, err)
+	} else if !st.Mode().IsRegular() {
+		return nil, badInput("%s %s: not a regular file", flagName, path)
+	}
+	limit := want
+	if limit <= 0 {
+		limit = maxNames
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 4096), maxNameBytes+2) // the name, "\r\n"
+	var names []string
+	line := 0
+	for sc.Scan() {
+		line++
+		at := func(format string, args ...any) error {
+			return badInput("%s %s:%d: "+format, append([]any{flagName, path, line}, args...)...)
+		}
+		b := sc.Bytes()
+		if line == 1 {
+			b = trimBOM(b)
+		}
+		switch {
+		case len(b) == 0:
+			return nil, at("an empty name (want one name a line, as many as the input has %s)", what)
+		case len(b) > maxNameBytes:
+			return nil, at("a name longer than %d bytes", maxNameBytes)
+		case !utf8.Valid(b):
+			return nil, at("not UTF-8")
+		case strings.ContainsAny(string(b), "\t\r"):
+			return nil, at("a tab or carriage return in the name: the .tsv outputs separate their columns by tabs")
+		}
+		if len(names) < limit {
+			names = append(names, string(b))
+		} else if want <= 0 {
+			return nil, at("more than %d names", maxNames)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, badInput("%s %s:%d: a name longer than %d bytes", flagName, path, line+1, maxNameBytes)
+		}
+		return nil, badInput("%s %s: %v", flagName, path, err)
+	}
+	if line == 0 {
+		if want > 0 {
+			return nil, badInput("%s %s:1: the file is empty, but the input has %d %s (want one name a line)", flagName, path, want, what)
+		}
+		return nil, badInput("%s %s:1: the file is empty (want one name a line)", flagName, path)
+	}
+	if want > 0 && line != want {
+		return nil, countErr(flagName, path, line, want, what)
+	}
+	return names, nil
+}
+
+// trimBOM drops a UTF-8 byte order mark at the start of b.
+func trimBOM(b []byte) []byte {
+	if len(b) >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF {
+		return b[3:]
+	}
+	return b
+}

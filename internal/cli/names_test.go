@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/didnmf/didnmf/matio"
+)
+
+// writeNames writes names, one a line, into dir/file and returns its path.
+func writeNames(t *testing.T, dir, file string, names []string) string {
+	t.Helper()
+	p := filepath.Join(dir, file)
+	text := ""
+	if len(names) > 0 {
+		text = strings.Join(names, "\n") + "\n"
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// nameList is n names: prefix, the index, and a non-ASCII letter.
+func nameList(prefix string, n int) []string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = fmt.Sprintf("%s-%d-β", prefix, i)
+	}
+	return s
+}
+
+// checkTSVTable checks dir/name.tsv against dir/name.npy: the header, each row under its
+// name (its index when names is nil), and every value's bits.
+func checkTSVTable(t *testing.T, dir, name, first string, names []string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, name+".tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, k, want, err := matio.ReadNPYMatrix(filepath.Join(dir, name+".npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	header := []string{first}
+	for p := 1; p <= k; p++ {
+		header = append(header, "component_"+strconv.Itoa(p))
+	}
+	if lines[0] != strings.Join(header, "\t") {
+		t.Errorf("%s.tsv header %q", name, lines[0])
+	}
+	if len(lines)-1 != rows {
+		t.Fatalf("%s.tsv has %d rows, %s.npy %d", name, len(lines)-1, name, rows)
+	}
+	for i, l := range lines[1:] {
+		f := strings.Split(l, "\t")
+		label := strconv.Itoa(i)
+		if names != nil {
+			label = names[i]
+		}
+		if len(f) != k+1 || f[0] != label {
+			t.Fatalf("%s.tsv row %d: %q, want %q and %d values", name, i, l, label, k)
+		}
+		for p, s := range f[1:] {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil || math.Float64bits(v) != math.Float64bits(want[i*k+p]) {
+				t.Fatalf("%s.tsv row %d component %d: %q, the .npy has %v", name, i, p+1, s, want[i*k+p])
+			}
+		}
+	}
+}
+
+// TestFactorizeNamesOutputs: factorize and transform write basis.tsv and top_features.tsv
+// always, coef.tsv with --coef-tsv, each row under the name its line of --feature-names or
+// --sample-names gives (or its index), with the .npy's values to the bit.
+func TestFactorizeNamesOutputs(t *testing.T) {
+	dir := t.TempDir()
+	const m, n = 8, 300
+	input := "synthetic:m=8,n=300,k=3,seed=4,noise=0.02"
+	features := nameList("gene", m)
+	samples := nameList("cell", n)
+	fnames := writeNames(t, dir, "features.txt", features)
+	snames := writeNames(t, dir, "samples.txt", samples)
+	basis := filepath.Join(fitBasis(t, dir), "basis.npy")
+	fit := []string{"factorize", "--input", input, "--rank", "3", "--max-iter", "20"}
+	for _, tc := range []struct {
+		name             string
+		args             []string
+		features, sample []string
+		coefTSV          bool
+	}{
+		{"numbered", fit, nil, nil, false},
+		{"named", append(slices.Clone(fit), "--feature-names", fnames, "--sample-names", snames, "--coef-tsv"), features, samples, true},
+		{"features named, coef.tsv numbered", append(slices.Clone(fit), "--feature-names", fnames, "--coef-tsv"), features, nil, true},
+		{"on actors", append(slices.Clone(fit), "--nodes", "2", "--shards", "3", "--feature-names", fnames, "--sample-names", snames, "--coef-tsv"), features, samples, true},
+		{"transform", []string{"transform", "--basis", basis, "--input", input, "--feature-names", fnames, "--sample-names", snames, "--coef-tsv"}, features, samples, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			code, _, stderr := runNode(t, append(tc.args, "--out", out)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if !strings.Contains(stderr, "basis.tsv, top_features.tsv") {
+				t.Errorf("the summary does not name the .tsv files: %s", stderr)
+			}
+			checkTSVTable(t, out, "basis", "feature", tc.features)
+			top, err := os.ReadFile(filepath.Join(out, "top_features.tsv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 3 components x all 8 features (fewer than 20), each feature once per component.
+			lines := strings.Split(strings.TrimSuffix(string(top), "\n"), "\n")
+			if lines[0] != "component\trank\tfeature\tweight" || len(lines) != 1+3*m {
+				t.Fatalf("top_features.tsv: %q", lines)
+			}
+			for _, l := range lines[1:] {
+				f := strings.Split(l, "\t")
+				want := f[2]
+				if tc.features != nil && !slices.Contains(tc.features, want) {
+					t.Errorf("top_features.tsv: %q is not a feature name", l)
+				}
+			}
+			_, err = os.Stat(filepath.Join(out, "coef.tsv"))
+			if tc.coefTSV {
+				checkTSVTable(t, out, "coef", "sample", tc.sample)
+			} else if !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("coef.tsv without --coef-tsv: %v", err)
+			}
+		})
+	}
+}
+
+// TestNamesFileRefused: a names file that does not fit the input, or flags whose outputs
+// this client does not write, exit with status 2, naming the file and the line (and both
+// counts when they differ), before anything runs or is written.
+func TestNamesFileRefused(t *testing.T) {
+	dir := t.TempDir()
+	input := "synthetic:m=6,n=50,k=2,seed=2"
+	file := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	six := strings.Join(nameList("f", 6), "\n") + "\n"
+	long := strings.Repeat("x", maxNameBytes+1)
+	base := []string{"factorize", "--input", input, "--rank", "2", "--max-iter", "3"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"too few", []string{"--feature-names", file("few.txt", "a\nb\nc\n")}, []string{"few.txt:4:", "ends after 3 names", "6 features"}},
+		{"too many", []string{"--feature-names", file("many.txt", six+"g\nh\n")}, []string{"many.txt:7:", "8 names", "6 features"}},
+		{"a tab", []string{"--feature-names", file("tab.txt", "a\nb\tB\nc\nd\ne\nf\n")}, []string{"tab.txt:2:", "tab"}},
+		{"empty file", []string{"--feature-names", file("empty.txt", "")}, []string{"empty.txt:1:", "empty", "6 features"}},
+		{"an empty line", []string{"--feature-names", file("blank.txt", "a\nb\n\nd\ne\nf\n")}, []string{"blank.txt:3:", "empty name"}},
+		{"not UTF-8", []string{"--feature-names", file("latin1.txt", "a\nb\nc\nd\n\xe9t\xe9\nf\n")}, []string{"latin1.txt:5:", "UTF-8"}},
+		{"a name too long", []string{"--feature-names", file("long.txt", "a\nb\n"+long+"\nd\ne\nf\n")}, []string{"long.txt:3:", "longer than"}},
+		{"a line too long to scan", []string{"--feature-names", file("huge.txt", "a\n"+long+long+"\n")}, []string{"huge.txt:2:", "longer than"}},
+		{"no such file", []string{"--feature-names", filepath.Join(dir, "absent.txt")}, []string{"absent.txt", "no such file"}},
+		{"sample count", []string{"--coef-tsv", "--sample-names", file("s.txt", six)}, []string{"s.txt:7:", "6 names", "50 samples"}},
+		{"--sample-names without --coef-tsv", []string{"--sample-names", file("s2.txt", six)}, []string{"--sample-names", "--coef-tsv"}},
+		{"--coef-tsv with --out-shared", []string{"--coef-tsv", "--cluster", "127.0.0.1:1", "--out-shared", filepath.Join(dir, "shared")}, []string{"--coef-tsv", "--out-shared"}},
+		{"--feature-names with --detach", []string{"--feature-names", file("d.txt", six), "--cluster", "127.0.0.1:1", "--out-shared", filepath.Join(dir, "shared"), "--detach"}, []string{"--feature-names", "detached"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, "out-"+strings.ReplaceAll(tc.name, " ", "-"))
+			args := append(slices.Clone(base), tc.args...)
+			if !slices.Contains(tc.args, "--detach") {
+				args = append(args, "--out", out)
+			}
+			code, _, stderr := runNode(t, args...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2: %s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("the error does not say %q: %s", w, stderr)
+				}
+			}
+			if strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+				t.Errorf("more than one line: %s", stderr)
+			}
+			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("--out %s made: %v", out, err)
+			}
+		})
+	}
+}
+
+// TestReadNamesFile: the forms of a names file that are read: "\r\n" lines, no newline at
+// the end, a byte order mark, names with spaces and any letters; a count not known before
+// the run.
+func TestReadNamesFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, text string
+		want       int
+		names      []string
+	}{
+		{"lf", "a\nb c\nd\n", 3, []string{"a", "b c", "d"}},
+		{"crlf", "a\r\nb\r\nd\r\n", 3, []string{"a", "b", "d"}},
+		{"no newline at the end", "a\nb", 2, []string{"a", "b"}},
+		{"byte order mark", "\ufeffCD3E\nMS4A1\n", 2, []string{"CD3E", "MS4A1"}},
+		{"unicode", "Gène α\n細胞\n", 2, []string{"Gène α", "細胞"}},
+		{"count unknown", "a\nb\nc\n", 0, []string{"a", "b", "c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			if err := os.WriteFile(p, []byte(tc.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := readNamesFile("--feature-names", p, tc.want, "features")
+			if err != nil || !slices.Equal(got, tc.names) {
+				t.Errorf("got %q, %v; want %q", got, err, tc.names)
+			}
+		})
+	}
+}
