@@ -23,8 +23,9 @@
 //     image_shape, or Options.ImageShape, as node plot's --image-shape 28x28 gives it), the
 //     K basis vectors as a grid of grayscale images, "component 0" to "component K-1", each
 //     scaled to its own maximum. Otherwise, for each component, a bar chart of its 10 largest
-//     features, named by result/features.txt (one name a line, exactly m lines) if there is
-//     one, else "feature j".
+//     features, named by the first column of result/basis.tsv when it holds names (factorize
+//     writes them there), else by result/features.txt (one name a line, exactly m lines) if
+//     there is one, else "feature j"; a name too wide for its label is cut with an ellipsis.
 //
 // Errors about the input, a report.json that is missing, truncated, of the wrong types or of
 // impossible sizes, a basis.npy whose shape is not the report's, or an image shape that does

@@ -1,11 +1,14 @@
 package figures
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"unicode/utf8"
 )
 
 // MaxNamesBytes is the largest features.txt read.
@@ -47,6 +50,89 @@ func ReadFeatureNames(path string, m int) ([]string, error) {
 	names := make([]string, 0, m)
 	for line := range bytes.SplitSeq(data, []byte("\n")) {
 		names = append(names, string(bytes.TrimSuffix(line, []byte("\r"))))
+	}
+	return names, nil
+}
+
+// Bounds of a basis.tsv read for its names.
+const (
+	// maxTSVNameBytes bounds a name in basis.tsv's first column.
+	maxTSVNameBytes = 4096
+	// maxTSVValueBytes bounds one printed value (with its tab): strconv's shortest float64
+	// text is at most 24 bytes.
+	maxTSVValueBytes = 32
+)
+
+// ReadBasisTSVNames returns the feature names in the first column of basis.tsv (written by
+// `didnmf factorize` beside basis.npy: a header "feature", "component_1", ..., "component_k",
+// then m rows of a name and k values). It returns nil and no error when the file does not
+// exist or numbers its rows (0, 1, ..., m-1: the input had no names). A file whose header or
+// rows do not fit m x k is an error wrapping ErrInput that names the file and the line. It
+// reads one line at a time, each bounded by the longest a name and k values can take.
+func ReadBasisTSVNames(path string, m, k int) ([]string, error) {
+	if m < 1 || k < 1 {
+		return nil, inputErrorf("%s: a basis of %d features x %d components", path, m, k)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, inputErrorf("%s: not a regular file", path)
+	}
+	maxLine := maxTSVNameBytes + k*maxTSVValueBytes + len("feature") + len("\tcomponent_")*k + 20*k
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	line := 0
+	var names []string
+	numbered := true
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if line == 1 {
+			want := "feature"
+			for p := 1; p <= k; p++ {
+				want += "\tcomponent_" + strconv.Itoa(p)
+			}
+			if string(b) != want {
+				return nil, inputErrorf("%s:1: the header is not feature, component_1 ... component_%d, tab-separated", path, k)
+			}
+			continue
+		}
+		if line-1 > m {
+			return nil, inputErrorf("%s:%d: more than the %d rows of the basis's features", path, line, m)
+		}
+		name, _, ok := bytes.Cut(b, []byte("\t"))
+		if !ok || bytes.Count(b, []byte("\t")) != k {
+			return nil, inputErrorf("%s:%d: not a name and %d values, tab-separated", path, line, k)
+		}
+		if !utf8.Valid(name) || len(name) > maxTSVNameBytes {
+			return nil, inputErrorf("%s:%d: the name is not UTF-8 of at most %d bytes", path, line, maxTSVNameBytes)
+		}
+		s := string(name)
+		numbered = numbered && s == strconv.Itoa(line-2)
+		names = append(names, s)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, inputErrorf("%s:%d: a line longer than a name and %d values take", path, line+1, k)
+		}
+		return nil, fmt.Errorf("%s: read error: %w", path, err)
+	}
+	if line == 0 {
+		return nil, inputErrorf("%s:1: empty", path)
+	}
+	if len(names) != m {
+		return nil, inputErrorf("%s:%d: %d rows, but the basis has %d features", path, line+1, len(names), m)
+	}
+	if numbered {
+		return nil, nil
 	}
 	return names, nil
 }

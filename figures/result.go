@@ -15,6 +15,8 @@ const (
 	ReportFile = "report.json"
 	BasisFile  = "basis.npy"
 	NamesFile  = "features.txt"
+	// BasisTSVFile is the basis as text, whose first column names the features.
+	BasisTSVFile = "basis.tsv"
 )
 
 // Pictures are the files WriteResult may write into a directory, which describe the result
@@ -30,7 +32,7 @@ type Options struct {
 	// (0: 10; at most 50).
 	Top int
 	// Warn, if set, is told about what was left out, in one line without a newline: a
-	// features.txt that does not fit, a history too short to plot.
+	// basis.tsv or features.txt that does not fit, a history too short to plot.
 	Warn func(msg string)
 }
 
@@ -42,7 +44,8 @@ type Options struct {
 //     recoveries marked; left out (with a warning) when the history is empty.
 //   - basis.png and basis.svg: BasisGrid of basis.npy when the features are images
 //     (opts.ImageShape or the report's image_shape), else TopFeatures, labelled with the
-//     names in features.txt when resultDir has one of exactly m lines.
+//     names of basis.tsv's rows (ReadBasisTSVNames) when it names them, else with those in
+//     features.txt when resultDir has one of exactly m lines.
 //
 // It reads report.json (see ReadReport) and basis.npy, whose shape must be the report's
 // m x k; never coef.npy. Errors about the input (a missing or malformed file, a shape that
@@ -86,12 +89,21 @@ func WriteResult(resultDir, outDir string, opts Options) (written []string, err 
 	if shape != [2]int{} {
 		f, err = BasisGrid(describe(rep, "basis"), basis, rep.M, rep.K, shape[0], shape[1])
 	} else {
-		names, nerr := ReadFeatureNames(filepath.Join(resultDir, NamesFile), rep.M)
+		names, nerr := ReadBasisTSVNames(filepath.Join(resultDir, BasisTSVFile), rep.M, rep.K)
 		if nerr != nil {
 			if !errors.Is(nerr, ErrInput) {
 				return nil, nerr
 			}
-			warn(nerr.Error() + ": features are numbered instead")
+			warn(nerr.Error() + ": its names are not used")
+		}
+		if names == nil {
+			names, nerr = ReadFeatureNames(filepath.Join(resultDir, NamesFile), rep.M)
+			if nerr != nil {
+				if !errors.Is(nerr, ErrInput) {
+					return nil, nerr
+				}
+				warn(nerr.Error() + ": features are numbered instead")
+			}
 		}
 		f, err = TopFeatures(describe(rep, "basis"), basis, rep.M, rep.K, opts.Top, names)
 	}

@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -17,7 +21,7 @@ const (
 	barPanelBase   = 80 // title, x axis and padding
 	barPerFeature  = 22
 	barMaxCols     = 4
-	barNameRunes   = 24
+	barLabelWidth  = 150 // the widest label of a bar: longer names are cut
 	barThickness   = 14
 	barDefaultTop  = 10
 	barMaxTop      = 50
@@ -56,8 +60,9 @@ func TopIndices(basis []float64, m, k, i, top int) []int {
 // TopFeatures draws each component of the basis (m x k, row-major) as a horizontal bar chart
 // of its top features (TopIndices; top <= 0 means 10, at most 50), largest on top, titled
 // "component i" (0-based), four charts a row, the first MaxComponents components. Features
-// are labelled names[j] when names has m entries (cut to 24 characters), else "feature j"
-// (0-based). title heads the figure. Errors (a basis of the wrong length) wrap ErrInput.
+// are labelled names[j] when names has m entries (a name wider than 150 points is cut, the
+// cut marked with an ellipsis, so that labels never reach into the bars or the next chart;
+// control characters show as U+FFFD), else "feature j" (0-based). title heads the figure. Errors (a basis of the wrong length) wrap ErrInput.
 func TopFeatures(title string, basis []float64, m, k, top int, names []string) (*Figure, error) {
 	if m < 1 || k < 1 || len(basis)/k != m || len(basis)%k != 0 {
 		return nil, inputErrorf("basis of %d values for %d features x %d components", len(basis), m, k)
@@ -115,7 +120,7 @@ func barPanel(basis []float64, m, k, i, top int, names []string) (*plot.Plot, er
 		hi = max(hi, v)
 		label := fmt.Sprintf("feature %d", f)
 		if names != nil && names[f] != "" {
-			label = truncate(names[f], barNameRunes)
+			label = fitLabel(names[f], tickStyle(), barLabelWidth)
 		}
 		labels[len(idx)-1-n] = label
 	}
@@ -142,4 +147,36 @@ func barPanel(basis []float64, m, k, i, top int, names []string) (*plot.Plot, er
 		p.X.Max = 1e-300
 	}
 	return p, nil
+}
+
+// tickStyle is the style of the plots' tick labels (newPlot's).
+func tickStyle() draw.TextStyle {
+	return textStyle(tickSize, color.Black, text.XLeft, text.YCenter)
+}
+
+// fitLabel returns s drawn in sty at most w wide: s itself when it fits, else its longest
+// prefix that fits with an ellipsis ("…") after it. Control characters, which a label cannot
+// show (nor an SVG hold), become U+FFFD.
+func fitLabel(s string, sty draw.TextStyle, w vg.Length) string {
+	r := []rune(s)
+	for i, c := range r {
+		if unicode.IsControl(c) || c == utf8.RuneError {
+			r[i] = utf8.RuneError
+		}
+	}
+	s = string(r)
+	if sty.Width(s) <= w {
+		return s
+	}
+	// The longest prefix that fits: the width grows with the prefix.
+	lo, hi := 0, len(r) // r[:lo]+"…" fits; r[:hi]+"…" does not (or hi == len(r))
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if sty.Width(string(r[:mid])+"…") <= w {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return strings.TrimRight(string(r[:lo]), " ") + "…"
 }

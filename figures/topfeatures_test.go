@@ -1,12 +1,15 @@
 package figures
 
 import (
+	"errors"
 	"fmt"
+	"html"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -68,15 +71,22 @@ func barBasis(m, k int) []float64 {
 
 func TestTopFeaturesNonImageBasis(t *testing.T) {
 	const m, k = 60, 3
+	numbered := func(f int) string { return fmt.Sprintf("feature %d", f) }
 	for _, tc := range []struct {
 		name  string
-		names string // features.txt; "" for none
+		names string   // features.txt; "" for none
+		tsv   []string // the names of basis.tsv's rows; nil for no basis.tsv
 		label func(f int) string
-		warn  bool
+		warn  string // what the one warning names; "" for none
 	}{
-		{"numbered", "", func(f int) string { return fmt.Sprintf("feature %d", f) }, false},
-		{"named", names(m, "word"), func(f int) string { return fmt.Sprintf("word%02d", f) }, false},
-		{"names of another length", names(m-1, "word"), func(f int) string { return fmt.Sprintf("feature %d", f) }, true},
+		{"numbered", "", nil, numbered, ""},
+		{"named", names(m, "word"), nil, func(f int) string { return fmt.Sprintf("word%02d", f) }, ""},
+		{"names of another length", names(m-1, "word"), nil, numbered, "features.txt"},
+		{"named by basis.tsv", "", nameRows(m, "gene"), func(f int) string { return fmt.Sprintf("gene%02d", f) }, ""},
+		{"basis.tsv over features.txt", names(m, "word"), nameRows(m, "gene"), func(f int) string { return fmt.Sprintf("gene%02d", f) }, ""},
+		{"basis.tsv numbered, features.txt named", names(m, "word"), indexRows(m), func(f int) string { return fmt.Sprintf("word%02d", f) }, ""},
+		{"basis.tsv numbered", "", indexRows(m), numbered, ""},
+		{"basis.tsv of another shape", "", nameRows(m-1, "gene"), numbered, "basis.tsv"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -87,13 +97,16 @@ func TestTopFeaturesNonImageBasis(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if tc.tsv != nil {
+				writeBasisTSV(t, dir, k, tc.tsv)
+			}
 			var warnings []string
 			written, err := WriteResult(dir, "", Options{Warn: func(s string) { warnings = append(warnings, s) }})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.warn != (len(warnings) == 1) || (tc.warn && !strings.Contains(warnings[0], "features.txt")) {
-				t.Errorf("warnings %q", warnings)
+			if (tc.warn != "") != (len(warnings) == 1) || len(warnings) > 1 || (tc.warn != "" && !strings.Contains(warnings[0], tc.warn)) {
+				t.Errorf("warnings %q, want one naming %q", warnings, tc.warn)
 			}
 			img := readPNG(t, written[2])
 			checkNotBlank(t, "basis.png", img)
@@ -123,6 +136,139 @@ func TestTopFeaturesNonImageBasis(t *testing.T) {
 				t.Errorf("feature %d, in no top 10, is labelled", m-1)
 			}
 		})
+	}
+}
+
+// nameRows is n names of basis.tsv's rows: prefix and the index.
+func nameRows(n int, prefix string) []string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = fmt.Sprintf("%s%02d", prefix, i)
+	}
+	return s
+}
+
+// indexRows is the first column of a basis.tsv of a result without names.
+func indexRows(n int) []string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = strconv.Itoa(i)
+	}
+	return s
+}
+
+// writeBasisTSV writes dir/basis.tsv of k components whose rows are named rows.
+func writeBasisTSV(t *testing.T, dir string, k int, rows []string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("feature")
+	for p := 1; p <= k; p++ {
+		fmt.Fprintf(&b, "\tcomponent_%d", p)
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		b.WriteString(r + strings.Repeat("\t0.5", k) + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, BasisTSVFile), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTopFeaturesLongNames: names too wide for a label are cut to barLabelWidth with an
+// ellipsis (so labels never reach into the bars or the next chart), markup and control
+// characters in them stay text, and the bars are drawn as with short names.
+func TestTopFeaturesLongNames(t *testing.T) {
+	const m, k = 40, 3
+	rows := make([]string, m)
+	for f := range rows {
+		rows[f] = fmt.Sprintf("<%02d&>\x01", f) + strings.Repeat(" a rather long gene name", 6)
+	}
+	rows[1] = "short & <b>"
+	dir := t.TempDir()
+	writeBasis(t, dir, m, k, barBasis(m, k))
+	writeReport(t, dir, map[string]any{"m": m, "n": 500, "k": k, "algo": "hals", "history": history(3, true)})
+	writeBasisTSV(t, dir, k, rows)
+	written, err := WriteResult(dir, "", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(written[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, s := range svgTexts(string(svg)) {
+		texts = append(texts, html.UnescapeString(s))
+	}
+	sty := tickStyle()
+	for i := 0; i < k; i++ {
+		for j := 0; j < 10; j++ {
+			f := i*7 + j
+			want := rows[f]
+			found := false
+			for _, s := range texts {
+				if f == 1 {
+					found = found || s == want
+					continue
+				}
+				prefix := fmt.Sprintf("<%02d&>\ufffd a rather", f)
+				if strings.HasPrefix(s, prefix) {
+					found = true
+					if !strings.HasSuffix(s, "…") || sty.Width(s) > barLabelWidth || len(s) >= len(want) {
+						t.Errorf("feature %d labelled %q (%v wide), want it cut to %v with an ellipsis", f, s, sty.Width(s), barLabelWidth)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("component %d: feature %d (%q) not labelled", i, f, want)
+			}
+		}
+	}
+	img := readPNG(t, written[2])
+	if n := countNear(img, [3]int{0x1f, 0x77, 0xb4}, 8); n < 3*10*100 {
+		t.Errorf("%d bar-blue pixels, want 3 charts of 10 bars", n)
+	}
+}
+
+func TestReadBasisTSVNames(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, BasisTSVFile)
+	head := "feature\tcomponent_1\tcomponent_2\n"
+	for _, tc := range []struct {
+		name, content string
+		want          []string
+		err           string // what the error says; "" for none
+	}{
+		{"named", head + "a\t1\t2\nb b\t0\t1e-300\n", []string{"a", "b b"}, ""},
+		{"numbered", head + "0\t1\t2\n1\t0\t0\n", nil, ""},
+		{"numbered in another order", head + "1\t1\t2\n0\t0\t0\n", []string{"1", "0"}, ""},
+		{"another header", "gene\tcomponent_1\tcomponent_2\na\t1\t2\nb\t0\t1\n", nil, ":1:"},
+		{"another rank", "feature\tcomponent_1\na\t1\nb\t0\n", nil, ":1:"},
+		{"a row short of values", head + "a\t1\t2\nb\t0\n", nil, ":3:"},
+		{"too many rows", head + "a\t1\t2\nb\t0\t1\nc\t0\t1\n", nil, ":4:"},
+		{"too few rows", head + "a\t1\t2\n", nil, ":3: 1 rows"},
+		{"empty", "", nil, ":1:"},
+		{"a line too long", head + "a\t1\t2\n" + strings.Repeat("x", 1<<20) + "\t0\t0\n", nil, ":3:"},
+		{"not UTF-8", head + "a\t1\t2\n\xff\t0\t0\n", nil, ":3:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadBasisTSVNames(path, 2, 2)
+			if tc.err == "" {
+				if err != nil || !reflect.DeepEqual(got, tc.want) {
+					t.Errorf("got %q, %v; want %q", got, err, tc.want)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), path+tc.err) {
+				t.Errorf("got %q, %v; want an input error saying %q", got, err, path+tc.err)
+			}
+		})
+	}
+	if got, err := ReadBasisTSVNames(filepath.Join(dir, "none.tsv"), 2, 2); got != nil || err != nil {
+		t.Errorf("a missing file: %v, %v", got, err)
 	}
 }
 

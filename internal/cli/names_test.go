@@ -228,3 +228,49 @@ func TestReadNamesFile(t *testing.T) {
 		})
 	}
 }
+
+// TestPlotLabelsFeatureNames: didnmf plot (and factorize --plots) label each component's
+// bars with the names of basis.tsv's rows: the SVG holds, as text, the names that
+// top_features.tsv ranks 1 to 10.
+func TestPlotLabelsFeatureNames(t *testing.T) {
+	dir := t.TempDir()
+	const m = 14
+	features := nameList("gene & <x>", m)
+	fnames := writeNames(t, dir, "features.txt", features)
+	out := filepath.Join(dir, "fit")
+	if code, _, stderr := runNode(t, "factorize", "--input", "synthetic:m=14,n=400,k=3,seed=5", "--rank", "3", "--max-iter", "30",
+		"--feature-names", fnames, "--plots", "--quiet", "--out", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	top, err := os.ReadFile(filepath.Join(out, "top_features.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replot := filepath.Join(dir, "replot")
+	if code, _, stderr := runNode(t, "plot", "--result", out, "--out", replot); code != 0 {
+		t.Fatalf("plot: exit %d: %s", code, stderr)
+	}
+	for _, d := range []string{out, replot} {
+		svg, err := os.ReadFile(filepath.Join(d, "basis.svg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(svg)
+		shown := 0
+		for _, l := range strings.Split(strings.TrimSuffix(string(top), "\n"), "\n")[1:] {
+			f := strings.Split(l, "\t")
+			if rank, _ := strconv.Atoi(f[1]); rank > 10 {
+				continue
+			}
+			// vgsvg escapes the text as html.EscapeString does.
+			esc := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(f[2])
+			if !strings.Contains(text, ">"+esc+"</text>") {
+				t.Errorf("%s: component %s's feature %q (rank %s) is not a label", d, f[0], f[2], f[1])
+			}
+			shown++
+		}
+		if shown != 30 || strings.Contains(text, ">feature 0</text>") {
+			t.Errorf("%s: %d named bars, want 30, and no numbered ones", d, shown)
+		}
+	}
+}

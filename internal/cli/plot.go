@@ -23,8 +23,8 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 			"draws a factorization result as PNG and SVG files: convergence.png/.svg, the error against the\n"+
 			"iteration and against time (log scale), rollbacks after failures marked; basis.png/.svg, the basis\n"+
 			"vectors as grayscale images when the features are HxW pixels, else the top 10 features of each\n"+
-			"component as bar charts (named by DIR/features.txt, one name a line, if there is one); prints the\n"+
-			"paths written\n\nflags:\n")
+			"component as bar charts, named as DIR/basis.tsv names its rows (else by DIR/features.txt, one name\n"+
+			"a line, if there is one; long names cut with an ellipsis); prints the paths written\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
