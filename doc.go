@@ -15,7 +15,8 @@
 //	spec := jobspec.New([]string{"/data/X.mtx"}, kernels.DID, 10, 4)
 //	res, err := didnmf.Run(ctx, spec, didnmf.Local(0), didnmf.Options{Progress: show})
 //	if didnmf.IsInput(err) { ... the user's to fix: the message names the field and value }
-//	_ = res.Save(dir, nil) // basis.npy, coef.npy, report.json
+//	_ = res.Save(dir, nil) // basis.npy, coef.npy, report.json, basis.tsv, top_features.tsv
+//	_ = res.SaveWith(dir, didnmf.SaveOptions{Names: didnmf.Names{Features: genes}, CoefTSV: true})
 //
 // # Targets
 //

@@ -274,3 +274,54 @@ func TestPlotLabelsFeatureNames(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesOnACluster: with --cluster and --out-shared this client writes basis.tsv and
+// top_features.tsv into --out with the names (checked against the shape only once the nodes
+// have read the input); a names file that turns out not to fit exits with status 2, naming
+// the file, the line and both counts, and the outputs are written with their rows numbered.
+func TestNamesOnACluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	isolateGossip(t)
+	b := startJoined(t, []string{"a", "b"})[1]
+	dir := t.TempDir()
+	x := filepath.Join(dir, "x.npy")
+	if code, out := runProc(t, "convert", "--input", "synthetic:m=8,n=4000,k=2,seed=3", "--out", x); code != 0 {
+		t.Fatalf("convert: %s", out)
+	}
+	features := nameList("gene", 8)
+	for _, tc := range []struct {
+		name  string
+		names []string
+		code  int
+		want  []string // in the error
+		rows  []string // basis.tsv's row names (nil: numbered)
+	}{
+		{"names that fit", features, 0, nil, features},
+		{"one name short", features[:7], 2, []string{"few.txt:8:", "ends after 7 names", "8 features", "numbered"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sub := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			fnames := writeNames(t, sub, "few.txt", tc.names)
+			out := filepath.Join(sub, "out")
+			code, stdout, stderr := runNodeProc(t, "factorize", "--cluster", b.Gossip, "--input", x, "--out", out, "--out-shared", filepath.Join(sub, "shared"),
+				"--rank", "2", "--shards", "4", "--max-iter", "5", "--tol", "0", "--quiet", "--feature-names", fnames)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s%s", code, tc.code, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("the error does not say %q: %s", w, stderr)
+				}
+			}
+			checkTSVTable(t, out, "basis", "feature", tc.rows)
+			if _, err := os.Stat(filepath.Join(out, "coef.tsv")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("coef.tsv in --out: %v", err)
+			}
+		})
+	}
+}
