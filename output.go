@@ -87,7 +87,8 @@ func (r *Result) Save(dir string, rep *report.Report) error {
 // The .tsv files are tab-separated, "\n"-ended, and print every value as
 // strconv.FormatFloat(v, 'g', -1, 64), which parses back to the .npy's float64 exactly.
 // A coef.npy or coef.tsv that dir holds and this call does not write (the shards wrote the
-// coef elsewhere; no o.CoefTSV) is removed, as it would pass for this result's. Names that
+// coef elsewhere; no o.CoefTSV) is removed, as it would pass for this result's. report.json
+// is put in place last: when it is there, the rest is. Names that
 // do not fit the result are an *InputError, and nothing is written.
 func (r *Result) SaveWith(dir string, o SaveOptions) error {
 	res := &r.Result
@@ -125,7 +126,7 @@ func (r *Result) SaveWith(dir string, o SaveOptions) error {
 		name  string
 		write func(io.Writer) error
 	}
-	files := []file{{"basis.npy", bytesOf(basis.Bytes())}, {"report.json", bytesOf(js.Bytes())},
+	files := []file{{"basis.npy", bytesOf(basis.Bytes())},
 		{"basis.tsv", buffered(func(w *bufio.Writer) error { return writeBasisTSV(w, res.B, res.M, res.K, o.Names.Features) })},
 		{"top_features.tsv", bytesOf(top.Bytes())}}
 	var stale []string
@@ -150,6 +151,8 @@ func (r *Result) SaveWith(dir string, o SaveOptions) error {
 	} else {
 		stale = append(stale, "coef.tsv")
 	}
+	// report.json is renamed into place last: once it is there, so is the rest.
+	files = append(files, file{"report.json", bytesOf(js.Bytes())})
 	var temps []string
 	removeTemps := func() {
 		for _, t := range temps {
@@ -172,15 +175,16 @@ func (r *Result) SaveWith(dir string, o SaveOptions) error {
 			return fmt.Errorf("writing %s: %w", filepath.Join(dir, f.name), err)
 		}
 	}
+	for _, name := range stale {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			removeTemps()
+			return err
+		}
+	}
 	for i, f := range files {
 		if err := os.Rename(temps[i], filepath.Join(dir, f.name)); err != nil {
 			removeTemps()
 			return fmt.Errorf("writing %s: %w", filepath.Join(dir, f.name), err)
-		}
-	}
-	for _, name := range stale {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
 		}
 	}
 	return nil
