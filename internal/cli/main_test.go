@@ -117,15 +117,21 @@ func TestFactorizeSynthetic(t *testing.T) {
 	if math.Abs(num/den-rep.RelErr2) > 1e-9 {
 		t.Errorf("rel_err2 from the files %.6g, report says %.6g", num/den, rep.RelErr2)
 	}
-	for _, name := range []string{"basis.npy", "coef.npy", "report.json"} {
-		st, _ := os.Stat(filepath.Join(out, name))
-		if st.Mode().Perm() != 0o644 {
+	outputs := []string{"basis.npy", "basis.tsv", "coef.npy", "report.json", "top_features.tsv"}
+	for _, name := range outputs {
+		if st, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Error(err)
+		} else if st.Mode().Perm() != 0o644 {
 			t.Errorf("%s has mode %v", name, st.Mode().Perm())
 		}
 	}
 	entries, _ := os.ReadDir(out)
-	if len(entries) != 3 {
-		t.Errorf("out dir has %d entries, want 3", len(entries))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, outputs) {
+		t.Errorf("out dir has %q, want %q", names, outputs)
 	}
 }
 
@@ -268,7 +274,7 @@ func TestBadInput(t *testing.T) {
 	}
 	after, _ := os.ReadFile(filepath.Join(out, "coef.npy"))
 	entries, _ := os.ReadDir(out)
-	if !bytes.Equal(before, after) || len(entries) != 3 {
+	if !bytes.Equal(before, after) || len(entries) != 5 {
 		t.Errorf("a failed run touched the previous results (%d entries)", len(entries))
 	}
 }
