@@ -4,7 +4,11 @@ import (
 	"errors"
 	"image"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzParseReport feeds ParseReport arbitrary bytes: it must return a report that keeps its
@@ -47,6 +51,42 @@ func FuzzParseReport(f *testing.F) {
 				t.Fatalf("Convergence of an accepted report: %v", err)
 			}
 			drawRecorded(fig)
+		}
+	})
+}
+
+// FuzzReadBasisTSVNames feeds ReadBasisTSVNames arbitrary files of a 3 x 2 basis: it returns
+// 3 valid UTF-8 names without tabs, nil, or an error wrapping ErrInput, never panics; the
+// names it returns label bars no wider than a label may be. The seeds are in
+// testdata/fuzz/FuzzReadBasisTSVNames.
+func FuzzReadBasisTSVNames(f *testing.F) {
+	f.Add([]byte("feature\tcomponent_1\tcomponent_2\na\t1\t2\nb\t0\t0\nc\t1e-300\t5\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), BasisTSVFile)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names, err := ReadBasisTSVNames(path, 3, 2)
+		if err != nil {
+			if !errors.Is(err, ErrInput) {
+				t.Fatalf("%v does not wrap ErrInput", err)
+			}
+			return
+		}
+		if names == nil {
+			return
+		}
+		if len(names) != 3 {
+			t.Fatalf("%d names for 3 features", len(names))
+		}
+		sty := tickStyle()
+		for _, s := range names {
+			if !utf8.ValidString(s) || strings.ContainsAny(s, "\t\n") {
+				t.Fatalf("accepted name %q", s)
+			}
+			if l := fitLabel(s, sty, barLabelWidth); sty.Width(l) > barLabelWidth || !utf8.ValidString(l) {
+				t.Fatalf("label %q of %q is %v wide", l, s, sty.Width(l))
+			}
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/didnmf/didnmf/matio"
 )
@@ -324,4 +325,34 @@ func TestNamesOnACluster(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzReadNamesFile feeds readNamesFile arbitrary files and counts: it returns exactly the
+// count asked (any number when 0) of non-empty UTF-8 names without tabs or line breaks, or a
+// usage error (exit status 2) that names the flag and the file, never panics. The seeds are in
+// testdata/fuzz/FuzzReadNamesFile.
+func FuzzReadNamesFile(f *testing.F) {
+	f.Add([]byte("CD3E\nMS4A1\r\nGène α\n"), uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, want uint8) {
+		path := filepath.Join(t.TempDir(), "names.txt")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names, err := readNamesFile("--feature-names", path, int(want), "features")
+		if err != nil {
+			var ue usageError
+			if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), "--feature-names "+path) {
+				t.Fatalf("%v: not a usage error naming the flag and the file", err)
+			}
+			return
+		}
+		if want > 0 && len(names) != int(want) || len(names) == 0 {
+			t.Fatalf("%d names, want %d", len(names), want)
+		}
+		for _, s := range names {
+			if s == "" || len(s) > maxNameBytes || !utf8.ValidString(s) || strings.ContainsAny(s, "\t\r\n") {
+				t.Fatalf("accepted name %q", s)
+			}
+		}
+	})
 }
