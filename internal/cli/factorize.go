@@ -52,8 +52,9 @@ func cmdFactorize(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: didnmf factorize --input PATH --rank K --out DIR [flags]\n\n"+
 			"factorizes a nonnegative matrix (samples as rows) into coef (samples x K) and basis (features x K),\n"+
-			"and writes basis.npy, coef.npy, report.json, basis.tsv and top_features.tsv into --out: in this process, on --nodes N actor\n"+
-			"systems in it, or on a running cluster (--cluster IP:PORT, see didnmf serve)\n\nflags:\n")
+			"and writes basis.npy, coef.npy, report.json, basis.tsv and top_features.tsv into --out: in this\n"+
+			"process, on --nodes N actor systems in it, or on a running cluster (--cluster IP:PORT, see didnmf\n"+
+			"serve)\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
