@@ -116,7 +116,16 @@ func runFactorize(jf *jobFlags, of outputFlags, stdout, stderr io.Writer) error 
 	}
 	// The names files are read before the run, and checked against the input when its shape
 	// is known here (else after the run, by fit).
-	names, err := namesFor(of.names, jf.inputs, cmp.Or(j.m, jf.basisRows), j.n)
+	basis := ""
+	if jf.basisRows > 0 {
+		basis = jf.initBasis // a transform's
+	}
+	warnNames := func(msg string) {
+		if !*quiet {
+			fmt.Fprintf(stderr, "didnmf: warning: %s\n", msg)
+		}
+	}
+	names, err := namesFor(of.names, jf.inputs, basis, jf.rank, cmp.Or(j.m, jf.basisRows), j.n, warnNames)
 	if err != nil {
 		return err
 	}

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/didnmf/didnmf"
+	"github.com/didnmf/didnmf/figures"
 )
 
 // Bounds of a names file (--feature-names, --sample-names).
@@ -67,15 +69,28 @@ type outputNames struct {
 }
 
 // namesFor returns the names of the outputs of a job on inputs with m features and n
-// samples (0: not known before the run; fit checks them after it): today those of
-// --feature-names and --sample-names (the samples' only with --coef-tsv).
+// samples (0: not known before the run; fit checks them after it), in this order, each over
+// the one before:
+//
+//  1. for a transform (basis: its basis file, of k columns), the names in the basis.tsv
+//     that factorize wrote beside a basis.npy (figures.ReadBasisTSVNames; a basis.tsv that
+//     does not fit is told to warn and left out);
+//  2. the names the inputs carry (to come: see below);
+//  3. the files of --feature-names and --sample-names (the samples' only with --coef-tsv).
 //
 // It is the one place where names enter the outputs: names that the inputs carry (10x
-// features and barcodes, an AnnData store's, the names files beside an .npz) are to be read
-// here, from inputs, with the flags' files read over them.
-func namesFor(nf *namesFlags, inputs []string, m, n int) (*outputNames, error) {
-	_ = inputs // the inputs' own names come here
+// features and barcodes, a store's, the names files beside an .npz) are to be read here, from
+// inputs, between steps 1 and 3.
+func namesFor(nf *namesFlags, inputs []string, basis string, k, m, n int, warn func(string)) (*outputNames, error) {
 	o := &outputNames{m: m, n: n}
+	if basis != "" && m > 0 && nf.features == "" && filepath.Base(basis) == figures.BasisFile {
+		names, err := figures.ReadBasisTSVNames(filepath.Join(filepath.Dir(basis), figures.BasisTSVFile), m, k)
+		if err != nil {
+			warn(fmt.Sprintf("%v: the features are numbered", err))
+		}
+		o.Features = names
+	}
+	_ = inputs // step 2: the inputs' own names come here
 	var err error
 	if nf.features != "" {
 		if o.Features, err = readNamesFile("--feature-names", nf.features, m, "features"); err != nil {

@@ -356,3 +356,58 @@ func FuzzReadNamesFile(f *testing.F) {
 		}
 	})
 }
+
+// TestTransformKeepsBasisNames: a transform of a basis.npy that factorize wrote with names
+// names its features as the basis.tsv beside it does, unless --feature-names says otherwise;
+// a basis under another name, or beside a basis.tsv that does not fit, gives numbered rows
+// (the latter with a warning).
+func TestTransformKeepsBasisNames(t *testing.T) {
+	dir := t.TempDir()
+	const m = 8
+	genes, other := nameList("gene", m), nameList("other", m)
+	input := "synthetic:m=8,n=200,k=3,seed=7"
+	fit := filepath.Join(dir, "fit")
+	if code, _, stderr := runNode(t, "factorize", "--input", input, "--rank", "3", "--max-iter", "20", "--quiet",
+		"--feature-names", writeNames(t, dir, "genes.txt", genes), "--out", fit); code != 0 {
+		t.Fatalf("factorize: exit %d: %s", code, stderr)
+	}
+	basis := filepath.Join(fit, "basis.npy")
+	data, err := os.ReadFile(basis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := filepath.Join(fit, "mine.npy")
+	bad := filepath.Join(dir, "bad")
+	if err := os.MkdirAll(bad, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string][]byte{renamed: data, filepath.Join(bad, "basis.npy"): data,
+		filepath.Join(bad, "basis.tsv"): []byte("feature\tcomponent_1\ngene\t1\n")} {
+		if err := os.WriteFile(name, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		names []string
+		warn  string
+	}{
+		{"the basis's names", []string{"--basis", basis}, genes, ""},
+		{"--feature-names over them", []string{"--basis", basis, "--feature-names", writeNames(t, dir, "other.txt", other)}, other, ""},
+		{"a basis under another name", []string{"--basis", renamed}, nil, ""},
+		{"a basis.tsv that does not fit", []string{"--basis", filepath.Join(bad, "basis.npy")}, nil, "basis.tsv:1:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			code, _, stderr := runNode(t, append([]string{"transform", "--input", input, "--out", out}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if (tc.warn == "") == strings.Contains(stderr, "warning") || !strings.Contains(stderr, tc.warn) {
+				t.Errorf("stderr %q, want a warning only if saying %q", stderr, tc.warn)
+			}
+			checkTSVTable(t, out, "basis", "feature", tc.names)
+		})
+	}
+}
