@@ -62,10 +62,8 @@ func (nf *namesFlags) check(jf *jobFlags) error {
 // them against the result when the shape was not known before the run.
 type outputNames struct {
 	didnmf.Names
-	// featuresFile and samplesFile are the files the lists were read from ("": none); m and n
-	// the counts they were checked against (0: not yet).
+	// featuresFile and samplesFile are the files the lists were read from ("": none).
 	featuresFile, samplesFile string
-	m, n                      int
 }
 
 // namesFor returns the names of the outputs of a job on inputs with m features and n
@@ -82,7 +80,7 @@ type outputNames struct {
 // features and barcodes, a store's, the names files beside an .npz) are to be read here, from
 // inputs, between steps 1 and 3.
 func namesFor(nf *namesFlags, inputs []string, basis string, k, m, n int, warn func(string)) (*outputNames, error) {
-	o := &outputNames{m: m, n: n}
+	o := &outputNames{}
 	if basis != "" && m > 0 && nf.features == "" && filepath.Base(basis) == figures.BasisFile {
 		names, err := figures.ReadBasisTSVNames(filepath.Join(filepath.Dir(basis), figures.BasisTSVFile), m, k)
 		if err != nil {
@@ -115,11 +113,14 @@ func (o *outputNames) fit(m, n int) error {
 		names            []string
 		want             int
 	}{{"--feature-names", o.featuresFile, "features", o.Features, m}, {"--sample-names", o.samplesFile, "samples", o.Samples, n}} {
-		if l.names != nil && len(l.names) != l.want {
-			return countErr(l.flag, l.file, len(l.names), l.want, l.what)
+		if l.names == nil || len(l.names) == l.want {
+			continue
 		}
+		if l.file == "" { // names from the inputs or the basis, whose readers check them
+			return badInput("%d names of %s for the result's %d", len(l.names), l.what, l.want)
+		}
+		return countErr(l.flag, l.file, len(l.names), l.want, l.what)
 	}
-	o.m, o.n = m, n
 	return nil
 }
 
