@@ -14,14 +14,9 @@ import (
 	"github.com/didnmf/didnmf/figures"
 )
 
-// Bounds of a names file (--feature-names, --sample-names).
-const (
-	// maxNameBytes bounds one name (a line without its newline).
-	maxNameBytes = 4096
-	// maxNames bounds the names read from a file when the count they must match is not known
-	// before the run (a cluster's nodes read the input).
-	maxNames = 1 << 27
-)
+// maxNameBytes bounds one name of a names file (--feature-names, --sample-names): a line
+// without its newline.
+const maxNameBytes = 4096
 
 // namesFlags are factorize's and transform's flags about the names in the .tsv outputs.
 type namesFlags struct {
@@ -67,8 +62,8 @@ type outputNames struct {
 }
 
 // namesFor returns the names of the outputs of a job on inputs with m features and n
-// samples (0: not known before the run; fit checks them after it), in this order, each over
-// the one before:
+// samples (0: not known before the run; the files are then checked here and read by fit
+// after it), in this order, each over the one before:
 //
 //  1. for a transform (basis: its basis file, of k columns), the names in the basis.tsv
 //     that factorize wrote beside a basis.npy (figures.ReadBasisTSVNames; a basis.tsv that
@@ -105,9 +100,21 @@ func namesFor(nf *namesFlags, inputs []string, basis string, k, m, n int, warn f
 	return o, nil
 }
 
-// fit checks the names against a result of m features and n samples: an error naming the
-// file, the line and both counts when a list read before the shape was known does not fit.
+// fit checks the names against a result of m features and n samples, reading the files
+// whose count was not known before the run: an error naming the file, the line and both
+// counts when one does not fit.
 func (o *outputNames) fit(m, n int) error {
+	var err error
+	if o.featuresFile != "" && o.Features == nil {
+		if o.Features, err = readNamesFile("--feature-names", o.featuresFile, m, "features"); err != nil {
+			return err
+		}
+	}
+	if o.samplesFile != "" && o.Samples == nil {
+		if o.Samples, err = readNamesFile("--sample-names", o.samplesFile, n, "samples"); err != nil {
+			return err
+		}
+	}
 	for _, l := range []struct {
 		flag, file, what string
 		names            []string
@@ -134,7 +141,8 @@ func countErr(flagName, path string, got, want int, what string) error {
 
 // readNamesFile reads a names file given as flagName: one name a line ("\n" or "\r\n"; the
 // last line may lack its newline), UTF-8 (a byte order mark is skipped), no tabs, none empty,
-// each at most maxNameBytes, and exactly want of them (want 0: any number up to maxNames).
+// each at most maxNameBytes, and exactly want of them. With want 0 (the count is not known
+// yet) it checks the file and returns no names: fit reads it again once the count is known.
 // Errors are input errors naming the flag, the file and the line. It keeps no more than want
 // names in memory: past them it only counts the lines, for the error.
 func readNamesFile(flagName, path string, want int, what string) ([]string, error) {
@@ -150,10 +158,6 @@ func readNamesFile(flagName, path string, want int, what string) ([]string, erro
 		return nil, badInput("%s %s: %v", flagName, path, err)
 	} else if !st.Mode().IsRegular() {
 		return nil, badInput("%s %s: not a regular file", flagName, path)
-	}
-	limit := want
-	if limit <= 0 {
-		limit = maxNames
 	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 4096), maxNameBytes+2) // the name, "\r\n"
@@ -178,10 +182,8 @@ func readNamesFile(flagName, path string, want int, what string) ([]string, erro
 		case strings.ContainsAny(string(b), "\t\r"):
 			return nil, at("a tab or carriage return in the name: the .tsv outputs separate their columns by tabs")
 		}
-		if len(names) < limit {
+		if len(names) < want {
 			names = append(names, string(b))
-		} else if want <= 0 {
-			return nil, at("more than %d names", maxNames)
 		}
 	}
 	if err := sc.Err(); err != nil {
