@@ -66,7 +66,7 @@ MAX_BLOCK_ROWS = 1 << 16
 # Names are read and written this many at a time.
 NAME_CHUNK = 1 << 16
 # Entries per chunk while scattering a CSC matrix (its arrays are several per entry).
-SCATTER_CHUNK = 1 << 21
+SCATTER_CHUNK = 1 << 19
 
 
 def convert(src, dst, layer=None, block_rows=None, compress=False, overwrite=False,
@@ -471,7 +471,7 @@ class _CompressedSource(_Source):
             a, b = int(ip[0]), int(ip[-1])
             if a == b:
                 continue
-            rows = np.asarray(self.indices[a:b], dtype=np.int64)
+            rows = np.asarray(self.indices[a:b])
             vals = self._cast(self.data[a:b])
             cols = np.repeat(np.arange(c0, c1, dtype=np.int32), np.diff(ip))
             blk = np.searchsorted(starts, rows, side="right") - 1
@@ -501,8 +501,13 @@ class _CompressedSource(_Source):
             else:
                 r = c = np.zeros(0, dtype=np.int32)
                 v = np.zeros(0, dtype=self.out_dtype)
-            m = scipy.sparse.coo_matrix((v, (r, c)), shape=(hi - lo, self.n_cols)).tocsr()
-            del r, c, v
+            # The scratch entries are in column order: the block's CSC, which scipy's C
+            # transpose (csc_tocsr, a counting sort) turns into its CSR with sorted indices.
+            colptr = np.zeros(self.n_cols + 1, dtype=np.int64)
+            np.cumsum(np.bincount(c, minlength=self.n_cols), out=colptr[1:])
+            del c
+            m = scipy.sparse.csc_matrix((v, r, colptr), shape=(hi - lo, self.n_cols)).tocsr()
+            del r, v, colptr
             self._save(tmp, blocks, m, compress)
         shutil.rmtree(scratch)
         return blocks
