@@ -519,3 +519,21 @@ def test_out_of_core_peak_memory(tmp_path, encoding, block_rows):
         whole = _peak_kib(f"f = h5py.File({str(path)!r}, 'r'); d = f['X/data'][:]; "
                           f"i = f['X/indices'][:]")
         assert whole > cap
+
+
+def test_h5ad_of_old_anndata(tmp_path):
+    """AnnData < 0.7 wrote obs/var as compound tables with an 'index' field and marked CSR
+    with h5sparse_format/h5sparse_shape."""
+    x = sp.csr_matrix(np.array([[0, 1.5], [2, 0], [0, 0]], np.float32))
+    path = tmp_path / "old.h5ad"
+    with h5py.File(path, "w") as f:
+        g = f.create_group("X")
+        g.attrs["h5sparse_format"] = "csr"
+        g.attrs["h5sparse_shape"] = np.array(x.shape)
+        for key in ("data", "indices", "indptr"):
+            g[key] = getattr(x, key)
+        f["obs"] = np.array([(b"a", 1), (b"b", 2), (b"c", 3)],
+                            dtype=[("index", "S1"), ("n", "i4")])
+        f["var"] = np.array([(b"g1",), (b"g2",)], dtype=[("index", "S2")])
+    convert(path, tmp_path / "s")
+    _check_store(tmp_path / "s", x, ["a", "b", "c"], ["g1", "g2"], np.float32)
