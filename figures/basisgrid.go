@@ -90,7 +90,7 @@ func (l GridLayout) Tile(i int) image.Rectangle {
 // BasisGrid draws the basis (m x k, row-major: the k values of feature 0, then of feature 1,
 // ...) as k grayscale images of h x w pixels, feature r*w+c being the pixel of row r, column c.
 // Each image is scaled to its own maximum, which is white (0 is black), and titled
-// "component i" (0-based, the basis' column). title heads the figure. The tiles lie where
+// "component i+1" (the basis' column i, numbered from 1 as basis.tsv's headers are). title heads the figure. The tiles lie where
 // BasisLayout(k, h, w) says. Errors (a basis of the wrong length, h*w != m) wrap ErrInput.
 func BasisGrid(title string, basis []float64, m, k, h, w int) (*Figure, error) {
 	if m < 1 || k < 1 || len(basis)/k != m || len(basis)%k != 0 {
@@ -120,7 +120,7 @@ func BasisGrid(title string, basis []float64, m, k, h, w int) (*Figure, error) {
 			fill(frame, frameColor)
 			tc := rect(c, vg.Length(r.Min.X), vg.Length(r.Min.Y), vg.Length(l.TileW), vg.Length(l.TileH))
 			tc.DrawImage(tc.Rectangle, img)
-			label := fmt.Sprintf("component %d", i)
+			label := fmt.Sprintf("component %d", i+1)
 			if zero[i] {
 				label += " (zero)"
 			}

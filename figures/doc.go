@@ -21,7 +21,7 @@
 //     the failure was noticed, over the time until the job resumed.
 //   - basis.png/.svg: when the features are the pixels of H x W images (the report's
 //     image_shape, or Options.ImageShape, as node plot's --image-shape 28x28 gives it), the
-//     K basis vectors as a grid of grayscale images, "component 0" to "component K-1", each
+//     K basis vectors as a grid of grayscale images, "component 1" to "component K" (as basis.tsv's headers), each
 //     scaled to its own maximum. Otherwise, for each component, a bar chart of its 10 largest
 //     features, named by the first column of result/basis.tsv when it holds names (factorize
 //     writes them there), else by result/features.txt (one name a line, exactly m lines) if

@@ -59,7 +59,7 @@ func TopIndices(basis []float64, m, k, i, top int) []int {
 
 // TopFeatures draws each component of the basis (m x k, row-major) as a horizontal bar chart
 // of its top features (TopIndices; top <= 0 means 10, at most 50), largest on top, titled
-// "component i" (0-based), four charts a row, the first MaxComponents components. Features
+// "component i+1" (numbered from 1, as basis.tsv's headers), four charts a row, the first MaxComponents components. Features
 // are labelled names[j] when names has m entries (a name wider than 150 points is cut, the
 // cut marked with an ellipsis, so that labels never reach into the bars or the next chart;
 // control characters show as U+FFFD), else "feature j" (0-based). title heads the figure. Errors (a basis of the wrong length) wrap ErrInput.
@@ -124,7 +124,7 @@ func barPanel(basis []float64, m, k, i, top int, names []string) (*plot.Plot, er
 		}
 		labels[len(idx)-1-n] = label
 	}
-	title := fmt.Sprintf("component %d", i)
+	title := fmt.Sprintf("component %d", i+1)
 	if hi == 0 {
 		title += " (zero)"
 	}

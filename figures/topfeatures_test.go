@@ -122,7 +122,7 @@ func TestTopFeaturesNonImageBasis(t *testing.T) {
 			}
 			texts := strings.Join(svgTexts(string(svg)), "|") + "|"
 			for i := 0; i < k; i++ {
-				if !strings.Contains(texts, fmt.Sprintf("|component %d|", i)) {
+				if !strings.Contains(texts, fmt.Sprintf("|component %d|", i+1)) {
 					t.Errorf("no title for component %d", i)
 				}
 				for j := 0; j < 10; j++ {
