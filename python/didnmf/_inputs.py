@@ -1,0 +1,169 @@
+"""Inputs as the didnmf command takes them: paths passed through, arrays through temporary files.
+
+A ``str`` or ``os.PathLike`` (or a list of them, stacked as more samples) is given to the
+command untouched, so a file on shared storage is read by the nodes, never by this process.
+An in-memory array is written into a temporary directory the caller owns: a dense array as
+``.npy`` (its float32 or float64 values as they are), a scipy sparse matrix in its sparse
+layout, as a CSR ``.npz`` (``scipy.sparse.save_npz``, uncompressed) when the command reads
+``.npz``, else as MatrixMarket with every digit of its values: never a dense copy.
+"""
+
+import gzip
+import json
+import os
+import struct
+import subprocess
+import zipfile
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["is_path", "as_paths", "write_matrix", "write_factor", "peek_shape", "reads_npz"]
+
+# Binaries asked whether they read .npz: path -> bool.
+_npz_support = {}
+
+
+def is_path(X):
+    """True when X names input files (a str, an os.PathLike, or a non-empty list/tuple of
+    them) rather than holding data."""
+    if isinstance(X, (str, os.PathLike)):
+        return True
+    if isinstance(X, (list, tuple)) and X and all(isinstance(p, (str, os.PathLike)) for p in X):
+        return True
+    return False
+
+
+def as_paths(X):
+    """The input paths of X (one or several), as strings, absolute (the nodes of a cluster
+    resolve only absolute paths; a synthetic spec is kept as it is)."""
+    items = [X] if isinstance(X, (str, os.PathLike)) else list(X)
+    out = []
+    for p in items:
+        s = os.fspath(p)
+        out.append(s if s.startswith("synthetic:") else os.path.abspath(s))
+    return out
+
+
+def reads_npz(binary):
+    """True when the didnmf command at ``binary`` reads scipy's sparse ``.npz`` (its
+    ``factorize -h`` names the format), so sparse matrices go to it in that layout."""
+    hit = _npz_support.get(binary)
+    if hit is None:
+        proc = subprocess.run(
+            [binary, "factorize", "-h"], stdin=subprocess.DEVNULL, capture_output=True, timeout=30
+        )
+        text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+        hit = ".npz" in text
+        _npz_support[binary] = hit
+    return hit
+
+
+def write_matrix(X, directory, binary, name="X"):
+    """Write X (a validated numpy array or scipy sparse matrix, samples as rows) into
+    ``directory`` for the command at ``binary``, and return the file's path."""
+    if sp.issparse(X):
+        X = X.tocsr()
+        if reads_npz(binary):
+            path = os.path.join(directory, name + ".npz")
+            sp.save_npz(path, X, compressed=False)
+            return path
+        # MatrixMarket until the command reads .npz: sparse, and exact (17 significant
+        # digits give every float64 back).
+        from scipy.io import mmwrite
+
+        path = os.path.join(directory, name + ".mtx")
+        mmwrite(path, X, precision=17, symmetry="general")
+        return path
+    path = os.path.join(directory, name + ".npy")
+    np.save(path, np.ascontiguousarray(X), allow_pickle=False)
+    return path
+
+
+def write_factor(A, directory, name):
+    """Write a factor (an initial or fixed basis or coef) as a float64 ``.npy`` file."""
+    path = os.path.join(directory, name + ".npy")
+    np.save(path, np.ascontiguousarray(A, dtype=np.float64), allow_pickle=False)
+    return path
+
+
+def peek_shape(paths):
+    """The (samples, features) of input files, read from their headers only (never their
+    values), or None when one of them is of a kind whose header is not read here."""
+    n, m = 0, None
+    for p in paths:
+        if p.startswith("synthetic:"):
+            return None
+        shape = _peek_one(p)
+        if shape is None:
+            return None
+        if m is not None and shape[1] != m:
+            return None  # the command says what is wrong
+        n, m = n + shape[0], shape[1]
+    return (n, m) if m is not None else None
+
+
+def _peek_one(path):
+    try:
+        if os.path.isdir(path):
+            return _peek_dir(path)
+        lower = path.lower()
+        base = lower[:-3] if lower.endswith(".gz") else lower
+        if base.endswith(".npy"):
+            arr = np.load(path, mmap_mode="r", allow_pickle=False)
+            return (arr.shape[0], int(np.prod(arr.shape[1:]))) if arr.ndim >= 2 else None
+        if base.endswith(".npz"):
+            with zipfile.ZipFile(path) as z, z.open("shape.npy") as f:
+                shape = np.lib.format.read_array(f, allow_pickle=False)
+                fmt = b"csr"
+                if "format.npy" in z.namelist():
+                    with z.open("format.npy") as g:
+                        fmt = np.lib.format.read_array(g, allow_pickle=False).item()
+                return (int(shape[0]), int(shape[1])) if fmt in (b"csr", b"csc", "csr", "csc") else None
+        if base.endswith(".mtx"):
+            rows, cols = _mtx_shape(path)
+            return rows, cols
+        if base.endswith(".idx") or "-idx" in os.path.basename(base):
+            return _idx_shape(path)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, struct.error):
+        return None
+    return None
+
+
+def _open(path):
+    return gzip.open(path, "rb") if path.lower().endswith(".gz") else open(path, "rb")
+
+
+def _mtx_shape(path):
+    with _open(path) as f:
+        for raw in f:
+            line = raw.strip()
+            if not line or line.startswith(b"%"):
+                continue
+            fields = line.split()
+            return int(fields[0]), int(fields[1])
+    raise ValueError("no size line")
+
+
+def _idx_shape(path):
+    with _open(path) as f:
+        magic = f.read(4)
+        ndim = magic[3]
+        dims = struct.unpack(">" + "i" * ndim, f.read(4 * ndim))
+    if ndim < 1:
+        return None
+    return dims[0], int(np.prod(dims[1:])) if ndim > 1 else 1
+
+
+def _peek_dir(path):
+    manifest = os.path.join(path, "manifest.json")
+    if os.path.exists(manifest):
+        with open(manifest, encoding="utf-8") as f:
+            shape = json.load(f)["shape"]
+        return int(shape[0]), int(shape[1])
+    for name in ("matrix.mtx", "matrix.mtx.gz"):
+        mtx = os.path.join(path, name)
+        if os.path.exists(mtx):
+            genes, cells = _mtx_shape(mtx)
+            return cells, genes  # a 10x matrix is genes x cells; cells are the samples
+    return None

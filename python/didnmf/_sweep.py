@@ -1,0 +1,212 @@
+"""``didnmf.sweep``: choose the rank with ``didnmf sweep``.
+
+Factorizes X at every rank of ``ranks`` with ``seeds`` seeds each (concurrently on in-process
+nodes or a cluster) and returns a ``SweepResult``: every run as a pandas DataFrame, the
+per-rank summary (error, spread, stability across seeds), the suggested rank with its rule,
+and the consensus basis of every rank. pandas is imported only here, when a sweep runs.
+"""
+
+import json
+import numbers
+import os
+import tempfile
+
+import numpy as np
+
+from . import _params
+from ._binary import find_binary
+from ._estimator import NMF
+from ._inputs import as_paths, is_path, write_matrix
+from ._plot import show_png
+from ._run import run
+
+__all__ = ["sweep", "SweepResult"]
+
+
+class SweepResult:
+    """What ``didnmf sweep`` found.
+
+    Attributes
+    ----------
+    runs : pandas.DataFrame
+        One row per run: k, seed, train_rel_err2 (and test_rel_err2 with a test set),
+        iterations, seconds, stop_reason.
+    ranks : pandas.DataFrame
+        One row per rank: runs, mean train (and test) error and its standard error,
+        stability_silhouette and stability_agreement across the seeds, mean iterations and
+        seconds.
+    suggested_rank : int
+        The rank the sweep suggests; ``rule`` says why.
+    consensus_bases : dict of int to ndarray
+        The consensus basis of every rank (n_features x K, as ``components_.T``).
+    report : dict
+        sweep.json as the command wrote it.
+    png : bytes
+        sweep.png (error and stability against the rank).
+    """
+
+    def __init__(self, report, runs, ranks, consensus_bases, png):
+        self.report = report
+        self.runs = runs
+        self.ranks = ranks
+        self.suggested_rank = int(report["suggested_k"])
+        self.rule = report["rule"]
+        self.consensus_bases = consensus_bases
+        self.png = png
+
+    def __repr__(self):
+        return (
+            f"SweepResult(ranks={list(self.ranks['k'])}, runs={len(self.runs)}, "
+            f"suggested_rank={self.suggested_rank})"
+        )
+
+    def plot(self, out=None):
+        """The sweep's picture (sweep.png, drawn by the sweep command: train and test error and
+        the stability against the rank, the suggestion marked): an IPython.display.Image when
+        IPython is importable, else the path of a PNG written into ``out`` (a directory, made
+        if missing; default: a new temporary directory)."""
+        try:
+            from IPython.display import Image
+        except ImportError:
+            Image = None
+        if Image is not None and out is None:
+            return Image(data=self.png, format="png")
+        directory = os.fspath(out) if out is not None else tempfile.mkdtemp(prefix="didnmf-sweep-")
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, "sweep.png")
+        with open(path, "wb") as f:
+            f.write(self.png)
+        return show_png(path)
+
+
+def _ranks_flag(ranks):
+    """--ranks for ranks: 'FROM:TO[:STEP]', a comma-separated string, or ints (a range)."""
+    if isinstance(ranks, str):
+        if not ranks.strip():
+            raise ValueError("ranks must name at least one rank, e.g. '2:10' or [2, 4, 8]")
+        return ranks.strip()
+    if isinstance(ranks, numbers.Integral):
+        ranks = [ranks]
+    try:
+        items = [int(k) for k in ranks if isinstance(k, numbers.Integral) and not isinstance(k, bool)]
+        if len(items) != len(list(ranks)) or not items:
+            raise TypeError
+    except TypeError:
+        raise ValueError(
+            f"ranks must be 'FROM:TO[:STEP]', a comma-separated string or a list of ints. Got {ranks!r} instead."
+        ) from None
+    if min(items) < 1:
+        raise ValueError(f"ranks must be >= 1. Got {ranks!r} instead.")
+    return ",".join(str(k) for k in items)
+
+
+def sweep(
+    X,
+    ranks,
+    seeds=5,
+    test_fraction=0.0,
+    *,
+    seed=1,
+    parallel=0,
+    init=None,
+    solver="cd",
+    algo=None,
+    beta_loss="frobenius",
+    tol=1e-4,
+    max_iter=200,
+    alpha_W=0.0,
+    alpha_H="same",
+    l1_ratio=0.0,
+    verbose=0,
+    shards=1,
+    nodes=0,
+    threads=None,
+    time_limit=None,
+    missing=None,
+    cluster=None,
+    ingest=None,
+    secret_file=None,
+    tls_ca=None,
+    tls_cert=None,
+    tls_key=None,
+    insecure=False,
+    client_bind=None,
+):
+    """Factorize X at every rank of ``ranks`` with ``seeds`` seeds each (``didnmf sweep``)
+    and return a ``SweepResult`` (runs and per-rank summary as DataFrames, the suggested rank,
+    the consensus bases).
+
+    X is what ``NMF.fit`` takes (array, sparse matrix, DataFrame, path or list of paths).
+    ``ranks``: 'FROM:TO[:STEP]', e.g. '2:10', or a list of ints; ``seeds``: runs per rank
+    (seeds ``seed``, ``seed``+1, ...); ``test_fraction``: hold this fraction of the entries out
+    (the test error then guides the suggestion, as cross-validation). ``parallel``: jobs at
+    once (0: one here, one per node with nodes or cluster). ``init``: None is the command's
+    'random' (the seeds must give different runs; 'nndsvd' and 'nndsvda' need seeds=1). The
+    other parameters are ``NMF``'s; tol and max_iter default to scikit-learn's.
+    """
+    import pandas as pd
+
+    if not (isinstance(seeds, numbers.Integral) and seeds >= 1):
+        raise ValueError(f"seeds must be an int >= 1. Got {seeds!r} instead.")
+    if not (isinstance(seed, numbers.Integral) and 0 <= seed < 2**64):
+        raise ValueError(f"seed must be an int in [0, 2**64). Got {seed!r} instead.")
+    if not (isinstance(parallel, numbers.Integral) and parallel >= 0):
+        raise ValueError(f"parallel must be an int >= 0. Got {parallel!r} instead.")
+    ranks_flag = _ranks_flag(ranks)
+    est = NMF(
+        init=init,
+        solver=solver,
+        algo=algo,
+        beta_loss=beta_loss,
+        tol=tol,
+        max_iter=max_iter,
+        alpha_W=alpha_W,
+        alpha_H=alpha_H,
+        l1_ratio=l1_ratio,
+        verbose=verbose,
+        shards=shards,
+        nodes=nodes,
+        threads=threads,
+        time_limit=time_limit,
+        missing=missing,
+        test_fraction=test_fraction,
+        cluster=cluster,
+        ingest=ingest,
+        secret_file=secret_file,
+        tls_ca=tls_ca,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        insecure=insecure,
+        client_bind=client_bind,
+    )
+    p = _params.check_params(est)
+    in_memory = not is_path(X)
+    binary = find_binary()
+    with tempfile.TemporaryDirectory(prefix="didnmf-sweep-") as tmp:
+        if in_memory:
+            inputs = [write_matrix(est._check_X(X, reset=True), tmp, binary)]
+        else:
+            inputs = as_paths(X)
+        out = os.path.join(tmp, "out")
+        args = ["sweep"]
+        for path in inputs:
+            args += ["--input", path]
+        args += ["--ranks", ranks_flag, "--seeds", seeds, "--seed", seed, "--out", out]
+        if p["init"] is not None:  # None: the command's default, random (seeds must differ)
+            args += ["--init", p["init"]]
+        if parallel:
+            args += ["--parallel", parallel]
+        args += _params.model_flags(p) + _params.run_flags(p, in_memory)
+        run(args, verbose=p["verbose"], binary=binary)
+        with open(os.path.join(out, "sweep.json"), encoding="utf-8") as f:
+            report = json.load(f)
+        bases = {}
+        for summary in report["ranks_summary"]:
+            name = summary.get("consensus_basis")
+            if name:
+                bases[int(summary["k"])] = np.load(os.path.join(out, name), allow_pickle=False)
+        with open(os.path.join(out, "sweep.png"), "rb") as f:
+            png = f.read()
+    runs = pd.DataFrame(report["runs"])
+    ranks_df = pd.DataFrame([{k: v for k, v in s.items() if k != "consensus_basis"} for s in report["ranks_summary"]])
+    return SweepResult(report, runs, ranks_df, bases, png)
