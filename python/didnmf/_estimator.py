@@ -343,12 +343,28 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return self._transform_source(p, inputs, X)
 
     def _transform_source(self, p, inputs, X):
-        """Run didnmf transform on ``inputs`` (paths) or X (written to a temporary file)."""
+        """Run didnmf transform on ``inputs`` (paths) or X (written to a temporary file).
+
+        The command takes at least n_components samples (its rank check,
+        K <= min(n_samples, n_features), holds for transforms too), while every sample's W is
+        solved on its own: fewer samples are padded with rows of zeros (appended to X, or as
+        one more stacked input file after the paths), whose W are dropped. The others' bits
+        are those of an unpadded transform."""
         binary = find_binary()
+        K = self.components_.shape[0]
         with tempfile.TemporaryDirectory(prefix="didnmf-") as tmp:
             in_memory = inputs is None
             if in_memory:
+                n = X.shape[0]
+                if n < K:
+                    X = _pad_rows(X, K - n)
                 inputs = [write_matrix(X, tmp, binary)]
+            else:
+                shape = peek_shape(inputs)
+                n = shape[0] if shape else None
+                if n is not None and n < K:
+                    pad = np.zeros((K - n, self.components_.shape[1]))
+                    inputs = inputs + [write_factor(pad, tmp, "pad")]
             out = os.path.join(tmp, "out")
             args = ["transform", "--basis", write_factor(self.components_.T, tmp, "basis")]
             for path in inputs:
@@ -356,7 +372,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             args += ["--out", out] + _params.transform_flags(p) + _params.run_flags(p, in_memory)
             run(args, verbose=p["verbose"], binary=binary)
             coef = np.load(os.path.join(out, "coef.npy"), allow_pickle=False)
-        return coef
+        return coef if n is None or coef.shape[0] == n else np.ascontiguousarray(coef[:n])
 
     def inverse_transform(self, W):
         """X reconstructed from W: ``W @ components_``."""
@@ -385,6 +401,13 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _more_tags(self):
         return {"requires_positive_X": True, "preserves_dtype": [np.float64]}
+
+
+def _pad_rows(X, rows):
+    """X with ``rows`` rows of zeros appended (kept sparse when X is)."""
+    if sp.issparse(X):
+        return sp.vstack([X, sp.csr_matrix((rows, X.shape[1]), dtype=X.dtype)], format="csr")
+    return np.vstack([X, np.zeros((rows, X.shape[1]), dtype=X.dtype)])
 
 
 def _read_result(out):

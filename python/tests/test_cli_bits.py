@@ -139,3 +139,15 @@ def test_reconstruction_err_is_scikit_learns(counts, params):
     W = est.fit_transform(X)
     want = _beta_divergence(X, W, est.components_, est.beta_loss, square_root=True)
     assert est.reconstruction_err_ == pytest.approx(want, rel=1e-10)
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_transform_of_fewer_samples_than_components(counts, tmp_path, rows):
+    """The command takes at least n_components samples; the estimator pads fewer with zero
+    rows and gives each sample the bits it gets in a transform of all of them."""
+    est = didnmf.NMF(n_components=8, random_state=1).fit(counts)
+    full = est.transform(counts)
+    assert_bits(est.transform(counts[:rows]), np.ascontiguousarray(full[:rows]))
+    assert_bits(est.transform(sp.csr_matrix(counts[:rows])), np.ascontiguousarray(full[:rows]))
+    np.save(tmp_path / "few.npy", counts[:rows])
+    assert_bits(est.transform(tmp_path / "few.npy"), np.ascontiguousarray(full[:rows]))
