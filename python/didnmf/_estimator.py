@@ -56,7 +56,8 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         n_features <= n_samples: it needs n_components <= min(n_samples, n_features)).
     init : {None, 'random', 'nndsvd', 'nndsvda', 'kmeans', 'custom'}, default=None
         The initialisation. None is scikit-learn's rule: 'nndsvda' when n_components <=
-        min(n_samples, n_features) (always, as didnmf needs it), else 'random'. 'custom'
+        min(n_samples, n_features) (always, as didnmf needs it; but 'random' with
+        missing='nan', as the SVD needs every entry), else 'random'. 'custom'
         takes ``W`` and ``H`` given to ``fit``. 'nndsvdar' is not offered (a ValueError says
         what to use). 'kmeans' is didnmf's own.
     solver : {'cd', 'mu'}, default='cd'
@@ -250,7 +251,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                     f"{', '.join(inputs)}: give n_components"
                 )
             K = shape[1]
-        init = _params.resolve_init(p["init"])
+        init = _params.resolve_init(p["init"], p["missing"])
         if init == "custom":
             W, H = self._check_custom(W, H, K, shape)
         algo = _params.algo_of(p)
