@@ -1,0 +1,97 @@
+"""didnmf.sweep against the sweep command, and the pictures of .plot()."""
+
+import os
+import shutil
+import sys
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import didnmf
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture
+def fake_ipython(monkeypatch):
+    """An IPython.display whose Image records what it was given (IPython is not a Debian
+    dependency of the package; the notebook path is tested through this stand-in)."""
+
+    class Image:
+        def __init__(self, data=None, format=None):
+            self.data, self.format = data, format
+
+    display = types.ModuleType("IPython.display")
+    display.Image = Image
+    ipython = types.ModuleType("IPython")
+    ipython.display = display
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
+    monkeypatch.setitem(sys.modules, "IPython.display", display)
+    return Image
+
+
+def test_sweep_matches_the_command(counts, tmp_path, cli):
+    res = didnmf.sweep(counts, ranks=[3, 5, 7], seeds=2, test_fraction=0.1)
+    assert isinstance(res.runs, pd.DataFrame) and len(res.runs) == 6
+    assert list(res.runs["k"]) == [3, 3, 5, 5, 7, 7] and list(res.runs["seed"]) == [1, 2] * 3
+    assert res.runs["test_rel_err2"].notna().all()
+    assert list(res.ranks["k"]) == [3, 5, 7] and "stability_silhouette" in res.ranks
+    assert res.suggested_rank in (3, 5, 7) and res.rule
+    assert res.png.startswith(PNG)
+    np.save(tmp_path / "x.npy", counts)
+    out = tmp_path / "cli"
+    cli("sweep", "--input", tmp_path / "x.npy", "--ranks", "3,5,7", "--seeds", 2, "--test-fraction", 0.1,
+        "--max-iter", 200, "--stall-tol", 0.0001, "--out", out, "--quiet")
+    for k in (3, 5, 7):
+        want = np.load(out / f"consensus_basis_{k}.npy")
+        assert res.consensus_bases[k].shape == (40, k)
+        assert res.consensus_bases[k].tobytes() == want.tobytes()
+    table = pd.read_csv(out / "sweep.tsv", sep="\t")
+    np.testing.assert_allclose(res.runs["train_rel_err2"], table["train_rel_err2"], rtol=1e-6)
+    assert list(res.runs["iterations"]) == list(table["iterations"])
+
+
+def test_sweep_ranks_forms(counts):
+    assert len(didnmf.sweep(counts, ranks="2:4", seeds=1).ranks) == 3
+    with pytest.raises(ValueError, match="ranks must be"):
+        didnmf.sweep(counts, ranks=[2, "x"])
+    with pytest.raises(ValueError, match="seeds must be an int >= 1"):
+        didnmf.sweep(counts, ranks=[2], seeds=0)
+
+
+def test_sweep_plot(counts, tmp_path, fake_ipython):
+    res = didnmf.sweep(counts, ranks=[2, 3], seeds=2)
+    img = res.plot()
+    assert isinstance(img, fake_ipython) and img.data == res.png
+    path = res.plot(out=tmp_path / "pics")  # a directory asked for: written there too
+    assert isinstance(path, fake_ipython) and (tmp_path / "pics" / "sweep.png").read_bytes() == res.png
+
+
+def test_sweep_plot_without_ipython(counts, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "IPython", None)  # import IPython raises ImportError
+    res = didnmf.sweep(counts, ranks=[2, 3], seeds=2)
+    path = res.plot(out=tmp_path)
+    assert path == str(tmp_path / "sweep.png")
+    with open(path, "rb") as f:
+        assert f.read() == res.png
+
+
+def test_estimator_plot(counts, tmp_path, monkeypatch, fake_ipython):
+    df = pd.DataFrame(counts, columns=[f"gene{i}" for i in range(40)])
+    est = didnmf.NMF(4, random_state=0).fit(df)
+    img = est.plot()
+    assert isinstance(img, fake_ipython) and img.data.startswith(PNG)
+    conv = est.plot(kind="convergence", out=tmp_path)
+    assert conv.data.startswith(PNG) and (tmp_path / "convergence.png").exists() and (tmp_path / "basis.svg").exists()
+    svg = (tmp_path / "basis.svg").read_text()
+    assert "gene" in svg, "the top features are labelled with the DataFrame's column names"
+    monkeypatch.setitem(sys.modules, "IPython", None)
+    monkeypatch.setitem(sys.modules, "IPython.display", None)
+    path = est.plot()
+    with open(path, "rb") as f:
+        assert f.read().startswith(PNG)
+    shutil.rmtree(os.path.dirname(path))  # a returned path is the caller's to remove
+    with pytest.raises(ValueError, match="kind must be one of"):
+        est.plot(kind="heatmap")
