@@ -1,10 +1,10 @@
 """KeyboardInterrupt cancels the command's job and is re-raised; verbose shows the command's
 progress, and silence is total without it."""
 
-import glob
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -32,19 +32,31 @@ def recorded(monkeypatch):
     return RecordingPopen.started
 
 
-def interrupt_when_running(started, after=0.7):
-    """From a thread: once the factorize process has run ``after`` seconds, send this
-    process SIGINT, as Ctrl-C in a notebook does (the kernel gets it, not the child)."""
+class Progress:
+    """A sys.stderr that keeps what is written and tells when the job iterates."""
+
+    def __init__(self):
+        self.text = []
+        self.iterating = threading.Event()
+
+    def write(self, s):
+        self.text.append(s)
+        if s.startswith("iteration "):
+            self.iterating.set()
+        return len(s)
+
+    def flush(self):
+        pass
+
+
+def interrupt_when_iterating(progress):
+    """From a thread: once the command prints its first iteration (it has installed its
+    SIGINT handler and runs the job), send this process SIGINT, as Ctrl-C in a notebook does
+    (the kernel gets it, not the child)."""
 
     def go():
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            jobs = [p for p in started if "factorize" in p.args]
-            if jobs:
-                time.sleep(after)
-                os.kill(os.getpid(), signal.SIGINT)
-                return
-            time.sleep(0.01)
+        if progress.iterating.wait(30):
+            os.kill(os.getpid(), signal.SIGINT)
 
     t = threading.Thread(target=go, daemon=True)
     t.start()
@@ -56,12 +68,16 @@ def long_job():
 
 
 @pytest.mark.parametrize("nodes", [0, 2])
-def test_keyboard_interrupt_cancels_the_job(recorded, capsys, nodes):
+def test_keyboard_interrupt_cancels_the_job(recorded, monkeypatch, tmp_path, nodes):
     X = long_job()
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "didnmf-*")))
+    scratch = tmp_path / "tmp"  # the temporary files go here, and must be gone after
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     # tol=0: it would run 100000 iterations; time_limit keeps a broken test from hanging.
     est = didnmf.NMF(20, tol=0, max_iter=100000, time_limit=60, nodes=nodes, shards=max(nodes, 1), verbose=1)
-    t = interrupt_when_running(recorded)
+    progress = Progress()
+    monkeypatch.setattr(sys, "stderr", progress)
+    t = interrupt_when_iterating(progress)
     start = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         est.fit(X)
@@ -69,14 +85,13 @@ def test_keyboard_interrupt_cancels_the_job(recorded, capsys, nodes):
     t.join()
     [proc] = [p for p in recorded if "factorize" in p.args]
     assert proc.poll() is not None, "the command is still running"
-    assert proc.returncode == 130, "the command did not stop by its interrupt path"
+    assert proc.returncode == 130, f"the command did not stop by its interrupt path: {proc.returncode}"
     assert took < 20, took
-    err = capsys.readouterr().err
+    err = "".join(progress.text)
     if nodes:
         assert "the job was cancelled on its actors" in err, err
     assert not hasattr(est, "components_")
-    after = set(glob.glob(os.path.join(tempfile.gettempdir(), "didnmf-*")))
-    assert after <= before, f"temporary files left: {after - before}"
+    assert not os.listdir(scratch), f"temporary files left: {os.listdir(scratch)}"
 
 
 def test_silent_without_verbose(capfd, counts):
