@@ -20,7 +20,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_array, check_is_fitted, check_non_negative
 
-from . import _params
+from . import _anndata, _params
 from ._binary import find_binary
 from ._inputs import as_paths, is_path, peek_shape, write_factor, write_matrix
 from ._report import reconstruction_err
@@ -34,12 +34,6 @@ except ImportError:  # scikit-learn 1.2 .. 1.5
 
     def _validate_data(est, X, **kw):
         return est._validate_data(X, **kw)
-
-
-def _is_anndata(X):
-    """True for an anndata.AnnData, told by its type (anndata is not imported here)."""
-    t = type(X)
-    return t.__name__ == "AnnData" and t.__module__.split(".")[0] == "anndata"
 
 
 class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -219,19 +213,14 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         X : array-like or scipy sparse matrix (n_samples x n_features), a pandas DataFrame
             (its columns become ``feature_names_in_``), a path (str or PathLike) or a list of
-            paths to input files the command reads (stacked as more samples), or an AnnData.
+            paths to input files the command reads (stacked as more samples), or an AnnData
+            (its X; var_names become ``feature_names_in_``, and the results are written back
+            into it: see ``didnmf.fit_anndata`` for a layer and the keys).
         W, H : initial W (n_samples x n_components) and H (n_components x n_features), used
             with init='custom'.
         """
         p = _params.check_params(self)
-        if _is_anndata(X):
-            try:
-                from . import _anndata
-            except ImportError as e:
-                raise ImportError(
-                    "fitting an AnnData needs didnmf._anndata, which this build of the package "
-                    f"does not have ({e}); fit adata.X (and set the names) instead"
-                ) from None
+        if _anndata.is_anndata(X):
             return _anndata.fit_transform(self, X, W=W, H=H)
         if is_path(X):
             paths = as_paths(X)
@@ -331,11 +320,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 f"transform with beta_loss={p['beta_loss']!r}: didnmf transform solves W by "
                 "nonnegative least squares (the Frobenius loss) only"
             )
-        if _is_anndata(X):
-            try:
-                from . import _anndata
-            except ImportError as e:
-                raise ImportError(f"transforming an AnnData needs didnmf._anndata ({e})") from None
+        if _anndata.is_anndata(X):
             return _anndata.transform(self, X)
         if is_path(X):
             inputs, X = as_paths(X), None
