@@ -13,6 +13,7 @@ import json
 import os
 import struct
 import subprocess
+import tempfile
 import zipfile
 
 import numpy as np
@@ -46,15 +47,21 @@ def as_paths(X):
 
 
 def reads_npz(binary):
-    """True when the didnmf command at ``binary`` reads scipy's sparse ``.npz`` (its
-    ``factorize -h`` names the format), so sparse matrices go to it in that layout."""
+    """True when the didnmf command at ``binary`` reads scipy's sparse ``.npz``, so sparse
+    matrices go to it in that layout: asked once per binary, by converting a 1 x 1 CSR
+    ``.npz`` with ``didnmf convert`` (a command that reads no .npz refuses it)."""
     hit = _npz_support.get(binary)
     if hit is None:
-        proc = subprocess.run(
-            [binary, "factorize", "-h"], stdin=subprocess.DEVNULL, capture_output=True, timeout=30
-        )
-        text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
-        hit = ".npz" in text
+        with tempfile.TemporaryDirectory(prefix="didnmf-probe-") as tmp:
+            probe = os.path.join(tmp, "probe.npz")
+            sp.save_npz(probe, sp.csr_matrix(np.ones((1, 1))), compressed=False)
+            proc = subprocess.run(
+                [binary, "convert", "--input", probe, "--out", os.path.join(tmp, "probe.npy")],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=60,
+            )
+        hit = proc.returncode == 0
         _npz_support[binary] = hit
     return hit
 
