@@ -47,7 +47,8 @@ def cluster(binary, tmp_path_factory):
     try:
         for name in ("n1", "n2"):
             addr = f"127.0.0.1:{free_port()}"
-            args = [binary, "serve", "--bind", addr, "--name", name, "--secret-file", str(secret), "--data-root", str(data)]
+            args = [binary, "serve", "--bind", addr, "--name", name, "--secret-file", str(secret), "--data-root", str(data),
+                    "--data-dir", str(root / name)]
             if first:
                 args += ["--join", first]
             logs.append(root / f"{name}.log")
