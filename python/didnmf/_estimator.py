@@ -28,12 +28,16 @@ from ._run import run
 
 __all__ = ["NMF"]
 
-try:  # scikit-learn >= 1.6
-    from sklearn.utils.validation import validate_data as _validate_data
+try:  # scikit-learn >= 1.6 (not Debian's 1.2, which the tests run)
+    from sklearn.utils.validation import validate_data as _sk_validate_data
+
+    def _validate_data(est, X, allow_nan, **kw):
+        return _sk_validate_data(est, X, ensure_all_finite="allow-nan" if allow_nan else True, **kw)
+
 except ImportError:  # scikit-learn 1.2 .. 1.5
 
-    def _validate_data(est, X, **kw):
-        return est._validate_data(X, **kw)
+    def _validate_data(est, X, allow_nan, **kw):
+        return est._validate_data(X, force_all_finite="allow-nan" if allow_nan else True, **kw)
 
 
 class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -42,6 +46,8 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     scikit-learn's objective and names: X (n_samples x n_features) is approximated by W
     (n_samples x n_components, what ``transform`` returns) times H (``components_``,
     n_components x n_features); didnmf calls W the coef and H transposed the basis.
+    scikit-learn's ``shuffle`` (the order of cd's coordinates) has no counterpart: didnmf's
+    algorithms update in a fixed order, which is what makes every run's bits the same.
 
     Parameters
     ----------
@@ -184,7 +190,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             X,
             accept_sparse=("csr", "csc"),
             dtype=[np.float64, np.float32],
-            force_all_finite="allow-nan" if self.missing == "nan" else True,
+            allow_nan=self.missing == "nan",
             reset=reset,
         )
         if self.missing == "nan":
@@ -386,7 +392,14 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return plot_model(self.report_, self.components_, names, kind=kind, out=out, verbose=self.verbose)
 
     def _more_tags(self):
+        # W is float64 whatever X's dtype (the command's factors are float64).
         return {"requires_positive_X": True, "preserves_dtype": [np.float64]}
+
+    def __sklearn_tags__(self):  # scikit-learn >= 1.6's form of _more_tags
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
 
 
 def _pad_rows(X, rows):
