@@ -184,12 +184,15 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _check_X(self, X, reset):
         """X as scikit-learn's NMF checks it (2-d, float64 or float32, finite unless
-        missing='nan', CSR/CSC kept sparse, at least one sample and feature, nonnegative)."""
+        missing='nan', CSR/CSC kept sparse, at least one sample and feature, nonnegative).
+        Small integers (bool, 8- and 16-bit: pixels, small counts) become float32, exact, so
+        the file the command reads is half the size; other types float64, as in
+        scikit-learn."""
         X = _validate_data(
             self,
             X,
             accept_sparse=("csr", "csc"),
-            dtype=[np.float64, np.float32],
+            dtype=_float_dtypes(X),
             allow_nan=self.missing == "nan",
             reset=reset,
         )
@@ -400,6 +403,18 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         tags.input_tags.positive_only = True
         tags.transformer_tags.preserves_dtype = ["float64"]
         return tags
+
+
+def _float_dtypes(X):
+    """check_array's dtype list for X: float32 first for small integer types (every value
+    exact in float32, and the command stores them as float32 anyway), float64 first
+    otherwise (a float32 X stays float32 either way)."""
+    dtype = getattr(X, "dtype", None)
+    try:
+        small = dtype is not None and np.dtype(dtype).kind in "biu" and np.dtype(dtype).itemsize <= 2
+    except TypeError:  # pandas extension dtypes and the like
+        small = False
+    return [np.float32, np.float64] if small else [np.float64, np.float32]
 
 
 def _pad_rows(X, rows):

@@ -152,3 +152,23 @@ def test_transform_of_fewer_samples_than_components(counts, tmp_path, rows):
     assert_bits(est.transform(sp.csr_matrix(counts[:rows])), np.ascontiguousarray(full[:rows]))
     np.save(tmp_path / "few.npy", counts[:rows])
     assert_bits(est.transform(tmp_path / "few.npy"), np.ascontiguousarray(full[:rows]))
+
+
+def test_small_integers_go_as_float32_with_the_same_bits(counts, monkeypatch):
+    """uint8 pixels or int16 counts are written as float32 (half the file, every value
+    exact): the factors are those of the same values as float64."""
+    dtypes = []
+    real = didnmf._estimator.write_matrix
+
+    def spy(X, directory, binary, name="X"):
+        dtypes.append(X.dtype)
+        return real(X, directory, binary, name)
+
+    monkeypatch.setattr(didnmf._estimator, "write_matrix", spy)
+    want = didnmf.NMF(n_components=4, random_state=2).fit(counts)
+    for dtype in (np.uint8, np.int16):
+        got = didnmf.NMF(n_components=4, random_state=2).fit(counts.astype(dtype))
+        assert_bits(got.components_, want.components_)
+    assert dtypes == [np.float64, np.float32, np.float32]
+    didnmf.NMF(n_components=4, random_state=2).fit(counts.astype(np.int64))
+    assert dtypes[-1] == np.float64  # as scikit-learn converts it (not every int64 fits float32)
