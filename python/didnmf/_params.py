@@ -109,20 +109,21 @@ def _check_common(p, owner):
         )
 
 
-def check_params(est):
-    """Check an NMF estimator's parameters; raise ValueError naming the first bad one."""
+def check_params(est, owner="NMF"):
+    """Check an NMF estimator's parameters; raise ValueError naming the first bad one (and
+    ``owner``, the estimator or function they were given to)."""
     p = est.get_params()
     nc = p["n_components"]
     if nc is not None and not (_is_int(nc) and nc >= 1):
-        raise _bad("n_components", nc, "an int in the range [1, inf) or None")
+        raise _bad("n_components", nc, "an int in the range [1, inf) or None", owner)
     if p["solver"] not in SOLVERS:
-        raise _bad("solver", p["solver"], "one of 'cd', 'mu'")
+        raise _bad("solver", p["solver"], "one of 'cd', 'mu'", owner)
     rs = p["random_state"]
     if not (rs is None or _is_int(rs) or isinstance(rs, np.random.RandomState)):
-        raise _bad("random_state", rs, "an int, a numpy.random.RandomState instance or None")
+        raise _bad("random_state", rs, "an int, a numpy.random.RandomState instance or None", owner)
     if _is_int(rs) and not 0 <= rs < 2**64:
-        raise _bad("random_state", rs, "an int in the range [0, 2**64) (the seed)")
-    _check_common(p, "NMF")
+        raise _bad("random_state", rs, "an int in the range [0, 2**64) (the seed)", owner)
+    _check_common(p, owner)
     return p
 
 

@@ -179,7 +179,7 @@ def sweep(
         insecure=insecure,
         client_bind=client_bind,
     )
-    p = _params.check_params(est)
+    p = _params.check_params(est, owner="sweep")
     in_memory = not is_path(X)
     binary = find_binary()
     with tempfile.TemporaryDirectory(prefix="didnmf-sweep-") as tmp:

@@ -95,3 +95,8 @@ def test_estimator_plot(counts, tmp_path, monkeypatch, fake_ipython):
     shutil.rmtree(os.path.dirname(path))  # a returned path is the caller's to remove
     with pytest.raises(ValueError, match="kind must be one of"):
         est.plot(kind="heatmap")
+
+
+def test_sweep_parameter_errors_name_sweep(counts):
+    with pytest.raises(ValueError, match=r"The 'max_iter' parameter of sweep must be an int in the range \[1, inf\)"):
+        didnmf.sweep(counts, ranks=[2], max_iter=0)
