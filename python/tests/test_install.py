@@ -13,7 +13,21 @@ import pytest
 from conftest import PYTHON_DIR, REPO
 
 GO = shutil.which("go")
-pytestmark = pytest.mark.skipif(GO is None, reason="the Go toolchain (go) is not on PATH")
+
+
+def _missing_modules():
+    import importlib.util
+
+    return [m for m in ("ensurepip", "setuptools", "wheel") if importlib.util.find_spec(m) is None]
+
+
+pytestmark = [
+    pytest.mark.skipif(GO is None, reason="the Go toolchain (go) is not on PATH"),
+    pytest.mark.skipif(
+        bool(_missing_modules()),
+        reason=f"no {', '.join(_missing_modules())} (apt-get install python3-venv python3-setuptools python3-wheel)",
+    ),
+]
 
 
 @pytest.fixture(scope="module")
