@@ -142,7 +142,7 @@ func checkPlacement(spec *jobspec.Spec, t Target) error {
 // checkData checks the job against its open input.
 func (j *Job) checkData() error {
 	s, name := j.Spec, j.Source.Name()
-	if err := kernels.CheckRank(s.Rank, j.Features, j.Samples); err != nil {
+	if err := kernels.CheckRankOf(s.Algo, s.Rank, j.Features, j.Samples); err != nil {
 		return jobspec.Errorf("rank", "{rank}: %v for %s (%d samples x %d features)", err, name, j.Samples, j.Features)
 	}
 	if s.Shards > j.Samples {

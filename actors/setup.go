@@ -35,7 +35,7 @@ func (c *coordinator) setup(system *actor.ActorSystem, self string) any {
 		return jobctl.Abort{Kind: KindInput, Message: err.Error()}
 	}
 	m, n := shape.m, shape.n
-	if err := kernels.CheckRank(int(spec.Rank), m, n); err != nil {
+	if err := kernels.CheckRankOf(c.spec.Algo, int(spec.Rank), m, n); err != nil {
 		return jobctl.Abort{Kind: KindInput, Message: fmt.Sprintf("%v for %s (%d samples x %d features)", err, shape.name, n, m)}
 	}
 	if spec.Shards > int64(n) {

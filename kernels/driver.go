@@ -182,7 +182,7 @@ func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progr
 	if m < 1 || n < 1 {
 		return nil, fmt.Errorf("empty matrix (%d x %d)", m, n)
 	}
-	if err := CheckRank(cfg.K, m, n); err != nil {
+	if err := CheckRankOf(cfg.Algo, cfg.K, m, n); err != nil {
 		return nil, err
 	}
 	if cfg.Init.Method == InitCustom && len(cfg.Init.C0) != cfg.K*n && !(cfg.Algo == Transform && cfg.Init.C0 == nil) {

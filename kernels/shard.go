@@ -208,7 +208,7 @@ func (s *ShardSpec) validate() error {
 	if s.TotalCols < n || s.ColOffset < 0 || s.ColOffset+n > s.TotalCols {
 		return fmt.Errorf("shard %d: columns [%d, %d) outside the %d columns of X", s.Shard, s.ColOffset, s.ColOffset+n, s.TotalCols)
 	}
-	if err := CheckRank(s.K, m, s.TotalCols); err != nil {
+	if err := CheckRankOf(s.Algo, s.K, m, s.TotalCols); err != nil {
 		return err
 	}
 	if s.Rho < 0 || math.IsNaN(s.Rho) || math.IsInf(s.Rho, 0) {
@@ -247,6 +247,19 @@ func (s *ShardSpec) validate() error {
 func CheckRank(k, m, n int) error {
 	if k < 1 || k > min(m, n) {
 		return fmt.Errorf("rank %d out of range: it must be between 1 and min(M, N) = min(%d, %d) = %d", k, m, n, min(m, n))
+	}
+	return nil
+}
+
+// CheckRankOf is [CheckRank] for algorithm a: a [Transform] solves each sample's coef against
+// a fixed basis on its own, so any number of samples is fine and only 1 <= k <= m is required
+// (scikit-learn's transform takes a single sample too).
+func CheckRankOf(a Algorithm, k, m, n int) error {
+	if a != Transform {
+		return CheckRank(k, m, n)
+	}
+	if k < 1 || k > m {
+		return fmt.Errorf("rank %d out of range: projecting onto a basis needs 1 <= K <= M = %d (the basis' features)", k, m)
 	}
 	return nil
 }

@@ -123,3 +123,44 @@ func TestTransformRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestTransformFewerSamplesThanRank: projecting one sample onto a rank-3 basis works (as
+// scikit-learn's transform does), and its coef is the bits of that sample's row in a
+// transform of many samples: each sample's NNLS is its own.
+func TestTransformFewerSamplesThanRank(t *testing.T) {
+	dir := t.TempDir()
+	basis := filepath.Join(fitBasis(t, dir), "basis.npy")
+	many := filepath.Join(dir, "many.npy")
+	if code, _, stderr := runNode(t, "convert", "--input", "synthetic:m=8,n=50,k=3,seed=9,noise=0.05", "--out", many); code != 0 {
+		t.Fatal(stderr)
+	}
+	_, cols, data, err := matio.ReadNPYMatrix(many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const row = 17
+	one := filepath.Join(dir, "one.npy")
+	writeNPY(t, one, 1, cols, data[row*cols:(row+1)*cols])
+	outMany, outOne := filepath.Join(dir, "out-many"), filepath.Join(dir, "out-one")
+	for _, r := range [][2]string{{many, outMany}, {one, outOne}} {
+		if code, _, stderr := runNode(t, "transform", "--basis", basis, "--input", r[0], "--quiet", "--out", r[1]); code != 0 {
+			t.Fatalf("transform %s: exit %d: %s", r[0], code, stderr)
+		}
+	}
+	_, k, cMany, err := matio.ReadNPYMatrix(filepath.Join(outMany, "coef.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1, k1, cOne, err := matio.ReadNPYMatrix(filepath.Join(outOne, "coef.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n1 != 1 || k1 != k {
+		t.Fatalf("one sample's coef is %d x %d, want 1 x %d", n1, k1, k)
+	}
+	for j := range k {
+		if math.Float64bits(cOne[j]) != math.Float64bits(cMany[row*k+j]) {
+			t.Errorf("coef[%d]: one sample %v, its row among many %v", j, cOne[j], cMany[row*k+j])
+		}
+	}
+}

@@ -339,35 +339,19 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _transform_source(self, p, inputs, X):
         """Run didnmf transform on ``inputs`` (paths) or X (written to a temporary file).
-
-        The command takes at least n_components samples (its rank check,
-        K <= min(n_samples, n_features), holds for transforms too), while every sample's W is
-        solved on its own: fewer samples are padded with rows of zeros (appended to X, or as
-        one more stacked input file after the paths), whose W are dropped. The others' bits
-        are those of an unpadded transform."""
+        Each sample's W is solved on its own, so any number of samples works, one included."""
         binary = find_binary()
-        K = self.components_.shape[0]
         with tempfile.TemporaryDirectory(prefix="didnmf-") as tmp:
             in_memory = inputs is None
             if in_memory:
-                n = X.shape[0]
-                if n < K:
-                    X = _pad_rows(X, K - n)
                 inputs = [write_matrix(X, tmp, binary)]
-            else:
-                shape = peek_shape(inputs)
-                n = shape[0] if shape else None
-                if n is not None and n < K:
-                    pad = np.zeros((K - n, self.components_.shape[1]))
-                    inputs = inputs + [write_factor(pad, tmp, "pad")]
             out = os.path.join(tmp, "out")
             args = ["transform", "--basis", write_factor(self.components_.T, tmp, "basis")]
             for path in inputs:
                 args += ["--input", path]
             args += ["--out", out] + _params.transform_flags(p) + _params.run_flags(p, in_memory)
             run(args, verbose=p["verbose"], binary=binary)
-            coef = np.load(os.path.join(out, "coef.npy"), allow_pickle=False)
-        return coef if n is None or coef.shape[0] == n else np.ascontiguousarray(coef[:n])
+            return np.load(os.path.join(out, "coef.npy"), allow_pickle=False)
 
     def inverse_transform(self, W):
         """X reconstructed from W: ``W @ components_``."""
@@ -415,13 +399,6 @@ def _float_dtypes(X):
     except TypeError:  # pandas extension dtypes and the like
         small = False
     return [np.float32, np.float64] if small else [np.float64, np.float32]
-
-
-def _pad_rows(X, rows):
-    """X with ``rows`` rows of zeros appended (kept sparse when X is)."""
-    if sp.issparse(X):
-        return sp.vstack([X, sp.csr_matrix((rows, X.shape[1]), dtype=X.dtype)], format="csr")
-    return np.vstack([X, np.zeros((rows, X.shape[1]), dtype=X.dtype)])
 
 
 def _read_result(out):

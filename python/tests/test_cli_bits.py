@@ -144,8 +144,8 @@ def test_reconstruction_err_is_scikit_learns(counts, params):
 
 @pytest.mark.parametrize("rows", [1, 3])
 def test_transform_of_fewer_samples_than_components(counts, tmp_path, rows):
-    """The command takes at least n_components samples; the estimator pads fewer with zero
-    rows and gives each sample the bits it gets in a transform of all of them."""
+    """Fewer samples than n_components are projected as any others (each sample's W is
+    solved on its own): the bits each gets in a transform of all of them."""
     est = didnmf.NMF(n_components=8, random_state=1).fit(counts)
     full = est.transform(counts)
     assert_bits(est.transform(counts[:rows]), np.ascontiguousarray(full[:rows]))
