@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"math"
+
+	"github.com/didnmf/didnmf/kernels"
 )
 
 // ReadOptions are the options of reading an input's entries. The zero value is the default of
@@ -21,6 +23,18 @@ type ReadOptions struct {
 	// and pattern fields cannot hold NaN), and the chunks of a [BlockBuilder]. Integer, bool
 	// and synthetic data never hold NaN.
 	Missing bool
+
+	// Storage lets a source hand out blocks already stored as the caller will store them
+	// (kernels.ApplyStorage with the same value still follows, and then has nothing to do):
+	// with kernels.StorageFloat32 or StorageAuto, the file sources other than IDX (.npy,
+	// .mtx, .npz, 10x directories, block stores) return a block whose values are all exactly
+	// float32 with Val32 / Data32 instead of float64 values. A CSR .npz of float32, bool or
+	// 8- and 16-bit integer data is decoded straight into float32, so that a counts matrix
+	// never has a float64 copy; the others narrow the block they read. A block with a value
+	// float32 cannot hold is returned as float64, for ApplyStorage to keep (auto) or refuse
+	// (float32, naming the value). IDX and synthetic sources, and the zero value
+	// (StorageAsIs) or StorageFloat64, give float64 values.
+	Storage kernels.Storage
 }
 
 // missingNaN is the value a missing entry is stored as.
@@ -59,6 +73,8 @@ var (
 	_ missingSeer = (*idxSource)(nil)
 	_ missingSeer = (*mtxSource)(nil)
 	_ missingSeer = (*stackSource)(nil)
+	_ missingSeer = (*npzSource)(nil)
+	_ missingSeer = (*storeSource)(nil)
 )
 
 // MissingSeen reports whether src, opened with [ReadOptions] Missing, has met a missing (NaN)

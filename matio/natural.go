@@ -12,6 +12,8 @@ var (
 	_ naturalLayouter = (*mtxSource)(nil)
 	_ naturalLayouter = (*syntheticSource)(nil)
 	_ naturalLayouter = (*stackSource)(nil)
+	_ naturalLayouter = (*npzSource)(nil)
+	_ naturalLayouter = (*storeSource)(nil)
 )
 
 // NaturalLayout returns the layout src holds or reads cheaply: LayoutSparse for a

@@ -65,7 +65,12 @@ const (
 	formatNPY
 	formatMTX
 	formatIDX
+	formatNPZ
+	formatHDF5
 )
+
+// hdf5Magic starts every HDF5 file (AnnData .h5ad, 10x .h5).
+const hdf5Magic = "\x89HDF\r\n\x1a\n"
 
 // idxName matches the names of the MNIST-style distributions, e.g. train-images-idx3-ubyte.
 var idxName = regexp.MustCompile(`[-.]idx[0-9]+-ubyte$`)
@@ -76,6 +81,10 @@ func formatFromName(path string) fileFormat {
 	switch {
 	case strings.HasSuffix(base, ".npy"):
 		return formatNPY
+	case strings.HasSuffix(base, ".npz"):
+		return formatNPZ
+	case strings.HasSuffix(base, ".h5ad") || strings.HasSuffix(base, ".h5") || strings.HasSuffix(base, ".hdf5"):
+		return formatHDF5
 	case strings.HasSuffix(base, ".mtx"):
 		return formatMTX
 	case strings.HasSuffix(base, ".idx") || idxName.MatchString(base):
@@ -89,6 +98,10 @@ func sniffFormat(head []byte) fileFormat {
 	switch {
 	case strings.HasPrefix(string(head), npyMagic):
 		return formatNPY
+	case strings.HasPrefix(string(head), "PK\x03\x04"):
+		return formatNPZ
+	case strings.HasPrefix(string(head), hdf5Magic):
+		return formatHDF5
 	case len(head) >= 14 && strings.EqualFold(string(head[:14]), "%%MatrixMarket"):
 		return formatMTX
 	case len(head) >= 4 && head[0] == 0 && head[1] == 0 && idxTypes[head[2]].size > 0 && head[3] > 0:
@@ -102,6 +115,11 @@ func openFile(path string) (Source, error) {
 }
 
 func openFileWith(open Opener, path string, opts ReadOptions) (Source, error) {
+	return openPath(open, path, opts, true)
+}
+
+// openPath opens a file, or with dirs a directory (a 10x directory or a block store) too.
+func openPath(open Opener, path string, opts ReadOptions, dirs bool) (Source, error) {
 	f, err := open(path)
 	if err != nil {
 		return nil, openError(path, err)
@@ -109,11 +127,26 @@ func openFileWith(open Opener, path string, opts ReadOptions) (Source, error) {
 	if f == nil {
 		return nil, inputErrorf(path, "cannot open: the opener returned no file")
 	}
+	if st, err := f.Stat(); err == nil && st.IsDir() && dirs {
+		f.Close()
+		return openDir(open, path, opts)
+	}
 	src, err := openOpenedFile(path, f, opts)
-	if npy, ok := src.(*npySource); err != nil || !ok || npy.file != f {
-		f.Close() // only an uncompressed .npy keeps its file open
+	if err != nil || !keepsFile(src, f) {
+		f.Close() // only an uncompressed .npy and an .npz keep their file open
 	}
 	return src, err
+}
+
+// keepsFile reports whether src reads from f after Open.
+func keepsFile(src Source, f *os.File) bool {
+	switch s := src.(type) {
+	case *npySource:
+		return s.file == f
+	case *npzSource:
+		return s.file == f
+	}
+	return false
 }
 
 func openOpenedFile(path string, f *os.File, opts ReadOptions) (Source, error) {
@@ -137,6 +170,9 @@ func openOpenedFile(path string, f *os.File, opts ReadOptions) (Source, error) {
 		return nil, ioError(path, "read error", err)
 	}
 	format := formatFromName(path)
+	if strings.HasPrefix(string(head[:n]), hdf5Magic) {
+		return nil, hdf5Error(path)
+	}
 	if n >= 2 && head[0] == 0x1f && head[1] == 0x8b {
 		zr, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
 		if err != nil {
@@ -155,6 +191,10 @@ func openOpenedFile(path string, f *os.File, opts ReadOptions) (Source, error) {
 			return parseMTX(path, br, opts)
 		case formatIDX:
 			return openIDXStream(path, br, -1, size, opts)
+		case formatNPZ:
+			return nil, inputErrorf(path, "a gzip-compressed .npz is not read: give the .npz itself (scipy.sparse.save_npz compresses its members already)")
+		case formatHDF5:
+			return nil, hdf5Error(path)
 		}
 		return nil, unknownFormat(path)
 	}
@@ -168,8 +208,21 @@ func openOpenedFile(path string, f *os.File, opts ReadOptions) (Source, error) {
 		return parseMTX(path, bufio.NewReaderSize(f, 1<<16), opts)
 	case formatIDX:
 		return openIDXStream(path, bufio.NewReaderSize(f, 1<<16), size, -1, opts)
+	case formatNPZ:
+		return openNPZ(path, f, size, opts)
+	case formatHDF5:
+		return nil, hdf5Error(path)
 	}
 	return nil, unknownFormat(path)
+}
+
+// hdf5Error is the error for an HDF5 file, which the nodes do not read (no pure-Go HDF5
+// reader is at hand): it says how to convert it into a block store.
+func hdf5Error(path string) error {
+	base := filepath.Base(path)
+	stem := strings.TrimSuffix(base, filepath.Ext(base))
+	out := filepath.Join(filepath.Dir(path), stem+".didnmf")
+	return inputErrorf(path, "an HDF5 file (AnnData .h5ad or 10x .h5) is not read by didnmf's nodes: convert it first: python3 -m didnmf convert %s %s (then give %s as the input)", path, out, out)
 }
 
 // openError wraps an Opener's error: see [Opener].
@@ -181,5 +234,5 @@ func openError(path string, err error) error {
 }
 
 func unknownFormat(path string) error {
-	return inputErrorf(path, "unrecognized format: expected a .npy, .mtx or IDX file, optionally gzip-compressed (by name or by content), or a synthetic: spec")
+	return inputErrorf(path, "unrecognized format: expected a .npy, .mtx or IDX file, optionally gzip-compressed (by name or by content), a scipy sparse .npz, a 10x Cell Ranger directory, a didnmf block store directory, or a synthetic: spec")
 }
