@@ -28,6 +28,9 @@ const npzMaxMembers = 64
 // npzMaxSmall bounds the size of the small members, format.npy and shape.npy.
 const npzMaxSmall = 4 << 10
 
+// npzChunk is the size of the buffer members are read through.
+const npzChunk = 256 << 10
+
 // npzArray is one 1-D array member of an .npz archive.
 type npzArray struct {
 	member string // "indices.npy", for messages
@@ -341,7 +344,7 @@ func (s *npzSource) eachChunk(f *os.File, a *npzArray, lo, count int64, fn func(
 		return err
 	}
 	defer r.Close()
-	buf := make([]byte, chunkBytes(count*size, size))
+	buf := make([]byte, min(count*size, npzChunk/size*size))
 	for at := lo; count > 0; {
 		k := min(count, int64(len(buf))/size)
 		chunk := buf[:k*size]
@@ -360,7 +363,7 @@ func (s *npzSource) eachChunk(f *os.File, a *npzArray, lo, count int64, fn func(
 // readPointers reads indptr[lo..hi] (hi-lo+1 values) and checks that they do not decrease and
 // lie in [0, nnz].
 func (s *npzSource) readPointers(f *os.File, lo, hi int, what string) ([]int64, error) {
-	ptr := make([]int64, 0, hi-lo+1)
+	ptr := make([]int64, 0, min(hi-lo+1, 1<<20)) // grows as pointers arrive
 	dt := s.indptr.dtype
 	err := s.eachChunk(f, &s.indptr, int64(lo), int64(hi-lo+1), func(at int64, chunk []byte) error {
 		for i := 0; i < len(chunk); i += dt.size {
@@ -411,6 +414,25 @@ func (s *npzSource) checkPointers(format string, minor int) error {
 		return inputErrorf(s.name+": indptr.npy", "the last pointer, indptr[%d], is %d but indices.npy and data.npy hold %d entries", s.indptr.n-1, prev, s.nnz)
 	}
 	return nil
+}
+
+// eachIndex calls fn with every index of indices[p0:p0+ptr[len(ptr)-1]-ptr[0]] and its
+// position, checking that it is below m; ptr locates the major element (what, from 0) of a bad
+// one.
+func (s *npzSource) eachIndex(f *os.File, p0 int64, ptr []int64, what string, m int, fn func(t int64, i int32)) error {
+	dt := s.indices.dtype
+	return s.eachChunk(f, &s.indices, p0, ptr[len(ptr)-1]-ptr[0], func(at int64, chunk []byte) error {
+		for k := 0; k < len(chunk); k += dt.size {
+			x := decodeInt(dt, chunk[k:])
+			pos := at + int64(k/dt.size)
+			if x < 0 || x >= int64(m) {
+				j := sort.Search(len(ptr), func(j int) bool { return ptr[j] > pos }) - 1
+				return inputErrorf(s.name+": indices.npy", "%s %d (0-based), entry %d: index %d out of range [0, %d)", what, j, pos, x, m)
+			}
+			fn(pos, int32(x))
+		}
+		return nil
+	})
 }
 
 // readIndices reads indices[p0:p0+len(dst)] into dst, checking that they are below m; ptr
@@ -547,16 +569,23 @@ func (s *npzSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 	dt := s.data.dtype
 	c := &kernels.CSC{Rows: s.m, Cols: hi - lo}
 	var sawNaN bool
-	if wantNarrow(s.opts) && exact32Dtype(dt) {
-		val := make([]float32, cnt)
-		if err := s.eachChunk(f, &s.data, p0, cnt, func(at int64, chunk []byte) error {
-			decode32(dt, val[at-p0:], chunk)
-			return nil
-		}); err != nil {
+	var val32 []float32
+	if wantNarrow(s.opts) {
+		if val32, err = s.readValues32(f, p0, cnt); err != nil {
 			return nil, err
 		}
-		c.ColPtr, c.RowIdx, c.Val32, sawNaN, err = finishRows(s.name, lo, ptr, idx, val, s.opts.Missing, dt)
-	} else {
+	}
+	if val32 != nil {
+		c.ColPtr, c.RowIdx, c.Val32, sawNaN, err = finishRows(s.name, lo, ptr, idx, val32, s.opts.Missing, dt)
+		if err == errInexactSum {
+			// Rare: finishRows worked on the indices in place; read them again.
+			val32 = nil
+			if err = s.readIndices(f, idx, p0, ptr, lo, "sample", s.m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if val32 == nil {
 		val := make([]float64, cnt)
 		if err := s.eachChunk(f, &s.data, p0, cnt, func(at int64, chunk []byte) error {
 			dt.decode(val[at-p0:], 1, chunk)
@@ -565,9 +594,6 @@ func (s *npzSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 			return nil, err
 		}
 		c.ColPtr, c.RowIdx, c.Val, sawNaN, err = finishRows(s.name, lo, ptr, idx, val, s.opts.Missing, dt)
-		if err == nil && wantNarrow(s.opts) {
-			narrowCSC(c)
-		}
 	}
 	if err != nil {
 		return nil, err
@@ -576,6 +602,54 @@ func (s *npzSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 		s.sawNaN.Store(true)
 	}
 	return shapeStored(s.name, c, layout)
+}
+
+// readValues32 reads data[p0:p0+cnt] as float32 values, or returns nil when one of them is not
+// exactly a float32 (then the caller reads them as float64).
+func (s *npzSource) readValues32(f *os.File, p0, cnt int64) ([]float32, error) {
+	dt := s.data.dtype
+	val := make([]float32, cnt)
+	if exact32Dtype(dt) {
+		err := s.eachChunk(f, &s.data, p0, cnt, func(at int64, chunk []byte) error {
+			decode32(dt, val[at-p0:], chunk)
+			return nil
+		})
+		return val, err
+	}
+	var wide []float64
+	errInexact := errors.New("inexact")
+	err := s.eachChunk(f, &s.data, p0, cnt, func(at int64, chunk []byte) error {
+		k := len(chunk) / dt.size
+		dst := val[at-p0 : at-p0+int64(k)]
+		if dt.kind == 'f' && dt.size == 8 && dt.order == binary.LittleEndian {
+			for i := range dst {
+				v := math.Float64frombits(binary.LittleEndian.Uint64(chunk[8*i:]))
+				x := float32(v)
+				if float64(x) != v && v == v {
+					return errInexact
+				}
+				dst[i] = x
+			}
+			return nil
+		}
+		if cap(wide) < k {
+			wide = make([]float64, k)
+		}
+		wide = wide[:k]
+		dt.decode(wide, 1, chunk)
+		for i, v := range wide {
+			x := float32(v)
+			if float64(x) != v && v == v {
+				return errInexact
+			}
+			dst[i] = x
+		}
+		return nil
+	})
+	if err == errInexact {
+		return nil, nil
+	}
+	return val, err
 }
 
 // narrowCSC stores c's values as float32 when every one is exactly a float32.
@@ -649,7 +723,10 @@ func finishRows[T float32 | float64](name string, lo int, ptr []int64, idx []int
 			for q := 0; q < len(tmp); {
 				i, v := tmp[q].i, tmp[q].v
 				for q++; q < len(tmp) && tmp[q].i == i; q++ {
-					v = sumAs(dt, v, tmp[q].v)
+					var exact bool
+					if v, exact = sumAs(dt, v, tmp[q].v); !exact {
+						return nil, nil, nil, false, errInexactSum
+					}
 				}
 				idx[k], val[k] = i, v
 				k++
@@ -674,79 +751,84 @@ type npzPair[T float32 | float64] struct {
 	v T
 }
 
-// sumAs adds duplicate values as numpy does in dtype dt.
-func sumAs[T float32 | float64](dt npyDtype, a, b T) T {
+// errInexactSum: duplicates of float64 (or wide integer) data read as float32 sum to a value
+// float32 cannot hold; the block is read again as float64.
+var errInexactSum = errors.New("matio: a sum of duplicates is not exactly a float32")
+
+// sumAs adds duplicate values as numpy does in dtype dt (float64 sums for other than float32
+// and bool data); exact is false when T is float32 and the sum is not exactly a float32.
+func sumAs[T float32 | float64](dt npyDtype, a, b T) (sum T, exact bool) {
 	switch {
 	case dt.kind == 'b':
 		if a != 0 || b != 0 {
-			return 1
+			return 1, true
 		}
-		return 0
+		return 0, true
 	case dt.kind == 'f' && dt.size == 4:
-		return T(float32(a) + float32(b))
+		return T(float32(a) + float32(b)), true
 	}
-	return a + b
+	w := float64(a) + float64(b)
+	return T(w), float64(T(w)) == w || w != w
 }
 
 // transpose reads a CSC file whole and returns its matrix held as a MatrixMarket coordinate
-// file is, by samples.
+// file is, by samples: memory grows with the entries read (24 bytes each while sorting), never
+// with the number of samples the shape claims.
 func (s *npzSource) transpose() (Source, error) {
 	defer s.Close()
-	if s.nnz > math.MaxInt/32 {
-		return nil, inputErrorf(s.name, "%d entries: too many", s.nnz)
-	}
 	// Features (columns of the file's CSC) are the file's major axis here.
 	ptr, err := s.readPointers(s.file, 0, s.m, "feature")
 	if err != nil {
 		return nil, err
 	}
-	smp := make([]int32, s.nnz)
-	if err := s.readIndices(s.file, smp, 0, ptr, 0, "feature", s.n); err != nil {
+	var entries []mtxEntry
+	f := 0 // the feature of the next entry
+	if err := s.eachIndex(s.file, 0, ptr, "feature", s.n, func(t int64, i int32) {
+		for int64(ptr[f+1]) <= t {
+			f++
+		}
+		entries = append(entries, mtxEntry{s: i, f: int32(f), lm: int(t)})
+	}); err != nil {
 		return nil, err
 	}
 	dt := s.data.dtype
-	val := make([]float64, s.nnz)
+	var one [1]float64
 	if err := s.eachChunk(s.file, &s.data, 0, s.nnz, func(at int64, chunk []byte) error {
-		dt.decode(val[at:], 1, chunk)
+		for k := 0; k < len(chunk); k += dt.size {
+			dt.decode(one[:], 1, chunk[k:k+dt.size])
+			entries[at+int64(k/dt.size)].v = one[0]
+		}
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	// Count the entries of each sample, then place them feature by feature: within a sample
-	// the features come in increasing order, and duplicates (one sample twice in a column)
-	// are adjacent, in file order.
-	count := make([]int, s.n+1)
-	for _, i := range smp {
-		count[i+1]++
-	}
-	for i := range s.n {
-		count[i+1] += count[i]
-	}
-	at := slices.Clone(count[:s.n])
-	row := make([]int32, s.nnz)
-	v2 := make([]float64, s.nnz)
-	for f := range s.m {
-		for t := ptr[f]; t < ptr[f+1]; t++ {
-			i := smp[t]
-			row[at[i]], v2[at[i]] = int32(f), val[t]
-			at[i]++
+	slices.SortFunc(entries, func(a, b mtxEntry) int {
+		if a.s != b.s {
+			return int(a.s) - int(b.s)
 		}
-	}
-	smp, val, at = nil, nil, nil
-	cptr := make([]int64, s.n+1)
-	for i := range cptr {
-		cptr[i] = int64(count[i])
-	}
-	colPtr, row, v2, sawNaN, err := finishRows(s.name, 0, cptr, row, v2, s.opts.Missing, dt)
-	if err != nil {
-		return nil, err
-	}
-	src := &mtxSource{name: s.name, n: s.n, m: s.m, ptr: []int{0}, row: row, val: v2, sawNaN: sawNaN, storage: s.opts.Storage}
-	for i := range s.n {
-		if colPtr[i+1] > colPtr[i] {
-			src.cols = append(src.cols, int32(i))
-			src.ptr = append(src.ptr, colPtr[i+1])
+		if a.f != b.f {
+			return int(a.f) - int(b.f)
 		}
+		return a.lm - b.lm
+	})
+	// Validate, then sum duplicates (adjacent, in file order) as scipy does.
+	w, sawNaN := 0, false
+	for k, e := range entries {
+		v := e.v
+		if !(v >= 0 && v <= math.MaxFloat64) {
+			if !isMissing(v, s.opts.Missing) {
+				return nil, inputErrorf(s.name, "sample %d, feature %d (0-based): %s %s", e.s, e.f, badValue(v), entryRule)
+			}
+			e.v, sawNaN = missingNaN, true
+		}
+		if k > 0 && w > 0 && entries[w-1].s == e.s && entries[w-1].f == e.f {
+			entries[w-1].v, _ = sumAs(dt, entries[w-1].v, e.v)
+			continue
+		}
+		entries[w] = e
+		w++
 	}
+	src := newMTXSparse(s.name, s.n, s.m, entries[:w])
+	src.sawNaN, src.storage = sawNaN, s.opts.Storage
 	return src, nil
 }

@@ -177,6 +177,11 @@ func TestNPZBuilt(t *testing.T) {
 			c.indices = []int32{3, 1, 3, 2, 0, 2}
 			c.data = []float64{1.5, 1, 0.5, 1, 3, 3}
 		}), want: good},
+		{name: "duplicates-inexact-sum", arrays: mod(func(c *csrArrays) {
+			c.indptr = []int32{0, 3, 3, 5}
+			c.indices = []int32{3, 1, 3, 0, 2}
+			c.data = []float64{1, 1, 0x1p-30, 3, 4}
+		}), want: []float64{0, 1, 0, 1 + 0x1p-30, 0, 0, 0, 0, 3, 0, 4, 0}},
 		{name: "explicit-zero", arrays: mod(func(c *csrArrays) {
 			c.indptr = []int32{0, 2, 3, 5}
 			c.indices = []int32{1, 3, 2, 0, 2}
