@@ -3,6 +3,7 @@ package matio
 import (
 	"archive/zip"
 	"bytes"
+	"compress/flate"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -36,6 +37,7 @@ type npzArray struct {
 	member string // "indices.npy", for messages
 	zf     *zip.File
 	stored bool
+	zoff   int64 // offset of the member's (stored or deflated) data in the archive file
 	off    int64 // stored: offset of the array's data in the archive file
 	hdr    int64 // bytes of the member's .npy header
 	dtype  npyDtype
@@ -49,6 +51,8 @@ type npzArray struct {
 type npzSource struct {
 	name                  string
 	file                  *os.File // nil once closed
+	ref                   *fileRef // the file's users: this source and the streams inflating it
+	info                  os.FileInfo
 	n, m                  int
 	nnz                   int64
 	indptr, indices, data npzArray
@@ -58,8 +62,23 @@ type npzSource struct {
 
 // openNPZ opens an .npz file: it reads the zip directory, the members' headers, format and
 // shape, and checks that indptr runs from 0 to nnz without decreasing. A CSC file is read and
-// transposed here, into an *mtxSource.
+// transposed here, into an *mtxSource. It owns f: the source returned keeps it, and it is
+// closed otherwise.
 func openNPZ(name string, f *os.File, size int64, opts ReadOptions) (Source, error) {
+	ref := newFileRef(f)
+	src, err := openNPZRef(name, ref, size, opts)
+	if npz, ok := src.(*npzSource); err != nil || !ok || npz.ref != ref {
+		ref.release()
+	}
+	return src, err
+}
+
+func openNPZRef(name string, ref *fileRef, size int64, opts ReadOptions) (Source, error) {
+	f := ref.f
+	info, err := f.Stat()
+	if err != nil {
+		return nil, ioError(name, "cannot open", err)
+	}
 	zr, err := zip.NewReader(f, size)
 	if err != nil {
 		return nil, inputErrorf(name, "not a valid .npz (zip) archive: %v", err)
@@ -91,7 +110,7 @@ func openNPZ(name string, f *os.File, size int64, opts ReadOptions) (Source, err
 	if err != nil {
 		return nil, err
 	}
-	s := &npzSource{name: name, file: f, n: rows, m: cols, opts: opts}
+	s := &npzSource{name: name, file: f, ref: ref, info: info, n: rows, m: cols, opts: opts}
 	for _, a := range []struct {
 		dst    *npzArray
 		member string
@@ -247,15 +266,20 @@ func npzMember(name string, f *os.File, size int64, zf *zip.File, a *npzArray) e
 	a.member, a.zf = zf.Name, zf
 	mname := name + ": " + zf.Name
 	usize := zf.UncompressedSize64
+	off, err := zf.DataOffset()
+	if err != nil {
+		return inputErrorf(mname, "bad zip entry: %v", err)
+	}
+	csize := zf.CompressedSize64
+	if off < 0 || csize > uint64(size) || off > size-int64(csize) {
+		return inputErrorf(mname, "bad zip entry: %d bytes at offset %d in a file of %d", csize, off, size)
+	}
+	a.zoff = off
 	switch zf.Method {
 	case zip.Store:
 		a.stored = true
-		off, err := zf.DataOffset()
-		if err != nil {
-			return inputErrorf(mname, "bad zip entry: %v", err)
-		}
-		if zf.CompressedSize64 != usize || off < 0 || usize > uint64(size) || off > size-int64(usize) {
-			return inputErrorf(mname, "bad zip entry: %d bytes at offset %d in a file of %d", usize, off, size)
+		if csize != usize {
+			return inputErrorf(mname, "bad zip entry: stored, but %d bytes inflate to %d", csize, usize)
 		}
 		a.off = off
 	case zip.Deflate:
@@ -321,7 +345,8 @@ func npzReadError(mname string, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return inputErrorf(mname, "truncated member data")
 	}
-	if errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat) {
+	var ce flate.CorruptInputError
+	if errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat) || errors.As(err, &ce) {
 		return inputErrorf(mname, "corrupt member data: %v", err)
 	}
 	var ie *inputError
@@ -339,9 +364,13 @@ func (s *npzSource) eachChunk(f *os.File, a *npzArray, lo, count int64, fn func(
 	}
 	mname := s.name + ": " + a.member
 	size := int64(a.dtype.size)
-	r, err := npzOpenMember(mname, f, a, lo*size)
-	if err != nil {
-		return err
+	var r io.ReadCloser
+	if a.stored {
+		r = &npzMemberReader{Reader: io.NewSectionReader(f, a.off+lo*size, count*size), close: func() error { return nil }}
+	} else {
+		key := memberKey{info: s.info, off: a.zoff, csize: int64(a.zf.CompressedSize64), usize: int64(a.zf.UncompressedSize64),
+			sizeAndTime: [2]int64{s.info.Size(), s.info.ModTime().UnixNano()}}
+		r = hub.subscribe(s.ref, key, a.hdr+lo*size, a.hdr+(lo+count)*size)
 	}
 	defer r.Close()
 	buf := make([]byte, min(count*size, npzChunk/size*size))
@@ -530,12 +559,12 @@ func (s *npzSource) Samples() int  { return s.n }
 func (s *npzSource) Features() int { return s.m }
 
 func (s *npzSource) Close() error {
-	f := s.file
-	s.file = nil
-	if f == nil {
+	r := s.ref
+	s.file, s.ref = nil, nil
+	if r == nil {
 		return nil
 	}
-	return f.Close()
+	return r.release()
 }
 
 func (s *npzSource) naturalLayout() Layout { return LayoutSparse }

@@ -131,22 +131,28 @@ func openPath(open Opener, path string, opts ReadOptions, dirs bool) (Source, er
 		f.Close()
 		return openDir(open, path, opts)
 	}
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > 0 && formatOf(path, f) == formatNPZ {
+		return openNPZ(path, f, st.Size(), opts) // it owns f: closes it, or keeps it open
+	}
 	src, err := openOpenedFile(path, f, opts)
-	if err != nil || !keepsFile(src, f) {
-		f.Close() // only an uncompressed .npy and an .npz keep their file open
+	if npy, ok := src.(*npySource); err != nil || !ok || npy.file != f {
+		f.Close() // an uncompressed .npy keeps its file open
 	}
 	return src, err
 }
 
-// keepsFile reports whether src reads from f after Open.
-func keepsFile(src Source, f *os.File) bool {
-	switch s := src.(type) {
-	case *npySource:
-		return s.file == f
-	case *npzSource:
-		return s.file == f
+// formatOf returns the format of an uncompressed file, by name or else by content, or
+// formatUnknown (for a compressed file too).
+func formatOf(path string, f *os.File) fileFormat {
+	var head [16]byte
+	n, _ := f.ReadAt(head[:], 0)
+	if n >= 2 && head[0] == 0x1f && head[1] == 0x8b || strings.HasPrefix(string(head[:n]), hdf5Magic) {
+		return formatUnknown
 	}
-	return false
+	if format := formatFromName(path); format != formatUnknown {
+		return format
+	}
+	return sniffFormat(head[:n])
 }
 
 func openOpenedFile(path string, f *os.File, opts ReadOptions) (Source, error) {
@@ -209,7 +215,7 @@ func openOpenedFile(path string, f *os.File, opts ReadOptions) (Source, error) {
 	case formatIDX:
 		return openIDXStream(path, bufio.NewReaderSize(f, 1<<16), size, -1, opts)
 	case formatNPZ:
-		return openNPZ(path, f, size, opts)
+		return nil, inputErrorf(path, "cannot read an .npz here") // openPath opens them
 	case formatHDF5:
 		return nil, hdf5Error(path)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/didnmf/didnmf/kernels"
@@ -397,5 +398,69 @@ func TestTenXBad(t *testing.T) {
 			tc.edit(dir)
 			wantInputError(t, openAndReadWith(dir, ReadOptions{}), append([]string{dir}, tc.errs...)...)
 		})
+	}
+}
+
+// TestNPZConcurrentRanges: ranges of one .npz read at once by sources of their own, as a
+// node's shards read them, give the blocks a lone Read gives, stored and deflated, with
+// small shared chunks so that readers join, wait for and leave shared streams.
+func TestNPZConcurrentRanges(t *testing.T) {
+	defer func(c int64) { sharedChunk = c }(sharedChunk)
+	sharedChunk = 1000
+	const n, m = 600, 37
+	c := csrArrays{n: n, m: m, indptr: []int32{0}}
+	x := uint32(7)
+	for i := 0; i < n; i++ {
+		for j := 0; j < m; j++ {
+			x = x*1664525 + 1013904223
+			if x>>28 < 5 {
+				c.indices = append(c.indices, int32(j))
+				c.data = append(c.data, float64(x>>20&0xff)/4)
+			}
+		}
+		c.indptr = append(c.indptr, int32(len(c.indices)))
+	}
+	for _, method := range []uint16{zip.Store, zip.Deflate} {
+		path := writeTemp(t, "c.npz", makeNPZ(t, method, c.members()))
+		ref, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := denseData(mustRead(t, ref, 0, n, LayoutDense))
+		ref.Close()
+		for round := 0; round < 20; round++ {
+			shards := 2 + round%5
+			var wg sync.WaitGroup
+			got := make([][]float64, shards)
+			errs := make([]error, shards)
+			for s := 0; s < shards; s++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					lo, hi := s*n/shards, (s+1)*n/shards
+					src, err := OpenWithOptions(os.Open, path, ReadOptions{Storage: kernels.StorageAuto})
+					if err != nil {
+						errs[s] = err
+						return
+					}
+					defer src.Close()
+					b, err := src.Read(lo, hi, LayoutSparse)
+					if err == nil {
+						got[s] = denseData(kernels.Widen(b))
+					}
+					errs[s] = err
+				}()
+			}
+			wg.Wait()
+			for s := 0; s < shards; s++ {
+				lo, hi := s*n/shards, (s+1)*n/shards
+				if errs[s] != nil {
+					t.Fatalf("method %d, %d shards, shard %d: %v", method, shards, s, errs[s])
+				}
+				if !sameData(got[s], want[lo*m:hi*m]) {
+					t.Fatalf("method %d, %d shards: shard %d read other values", method, shards, s)
+				}
+			}
+		}
 	}
 }
