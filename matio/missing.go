@@ -78,9 +78,9 @@ var (
 )
 
 // MissingSeen reports whether src, opened with [ReadOptions] Missing, has met a missing (NaN)
-// entry so far: a MatrixMarket file is read whole by Open, so it knows at once; a .npy or IDX
-// file knows once a Read (of any range, in any layout) has returned a block with a NaN; a
-// stack, when any of its parts does. It is false for a source opened without Missing (a NaN
+// entry so far: a MatrixMarket file, a 10x directory and a CSC .npz are read whole by Open, so
+// they know at once; a .npy, IDX or CSR .npz file and a block store know once a Read (of any
+// range, in any layout) has returned a block with a NaN; a stack, when any of its parts does. It is false for a source opened without Missing (a NaN
 // there is an error), for synthetic data, and for a Source from outside this package.
 // MissingSeen is safe for concurrent use with Read.
 func MissingSeen(src Source) bool {

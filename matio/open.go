@@ -13,16 +13,34 @@ import (
 )
 
 // Open opens one input spec: a path to a .npy, .mtx or IDX file (.idx, or MNIST names such as
-// train-images-idx3-ubyte), any of them optionally gzip-compressed (detected by content), or a
-// synthetic spec "synthetic:m=5,n=100000,k=3,seed=1[,noise=0.01]" (see [SyntheticFactors]).
-// A file whose name says nothing is recognised by its content.
+// train-images-idx3-ubyte), any of them optionally gzip-compressed (detected by content); a
+// scipy sparse .npz; a directory, either a didnmf block store (it holds manifest.json) or a
+// 10x Cell Ranger directory (it holds matrix.mtx or matrix.mtx.gz); or a synthetic spec
+// "synthetic:m=5,n=100000,k=3,seed=1[,noise=0.01]" (see [SyntheticFactors]). A file whose name
+// says nothing is recognised by its content. An HDF5 file (.h5ad, .h5, or the HDF5 magic) is
+// an error that says how to convert it: python3 -m didnmf convert FILE.h5ad OUT.didnmf.
 //
 // In every format the rows of the file's matrix are the samples and its columns the features
-// (for IDX, the first dimension is the samples and the others are flattened into features).
-// An uncompressed .npy is read by ranges from the file, which stays open until Close; every
-// other file is read into memory by Open (a .mtx is parsed and validated there, so its entry
-// errors come from Open rather than Read). Features are limited to 2^31-1, as are the rows of
-// a .mtx file.
+// (for IDX, the first dimension is the samples and the others are flattened into features; a
+// 10x matrix.mtx is genes x cells, so its columns, the cells, are the samples).
+//
+// An uncompressed .npy is read by ranges from the file, which stays open until Close. A CSR
+// .npz (scipy.sparse.save_npz) too: Open reads its zip directory, its small members and its
+// pointers (checking that they run from 0 to the number of entries without decreasing); Read
+// reads the pointers of its samples, then only their indices and values, with ReadAt for
+// stored members and by inflating deflated ones from their start (concurrent Reads of the
+// same file in a process share one decompression). Read checks the indices and values, sorts
+// unsorted indices and sums duplicates as scipy's sum_duplicates does (in the data's dtype;
+// duplicates in file order), and drops zeros; its data may be float32, float64, any integer
+// or bool, its indices int32 or int64. A CSC .npz is read whole by Open and transposed in
+// memory (about 24 bytes an entry while sorting, 12 after), as a .mtx is. A block store reads
+// only manifest.json at Open (a strict, bounded format: see the store's documentation in
+// store.go); Read opens the blocks its range overlaps (through the Opener, as
+// filepath.Join(dir, block)), checks their shape and reads their part. A 10x directory's
+// matrix is read into memory by Open, which checks that features.tsv and barcodes.tsv have a
+// line for every gene and cell. Every other file is read into memory by Open (a .mtx is
+// parsed and validated there, so its entry errors come from Open rather than Read). Features
+// are limited to 2^31-1, as are the rows of a .mtx file and the samples of an .npz or a store.
 //
 // Every entry must be finite and nonnegative; [OpenWithOptions] with [ReadOptions] Missing
 // reads NaN entries as missing values instead.

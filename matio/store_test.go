@@ -216,3 +216,38 @@ func TestStoreConfined(t *testing.T) {
 		t.Errorf("names %d features, %d samples, want 7, 40", len(names.Features), len(names.Samples))
 	}
 }
+
+// TestSparseInputsThroughRoots: every sparse form read through a node's data roots reads bit
+// for bit like the same input opened directly.
+func TestSparseInputsThroughRoots(t *testing.T) {
+	dir, err := filepath.Abs(sparseFixture(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := openRoots(t, dir)
+	for _, name := range []string{"csr_f4.npz", "csr_f8_stored.npz", "csc_f4.npz", "tenx_v3", "tenx_v2", "store"} {
+		p := filepath.Join(dir, name)
+		want, err := Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := OpenWith(roots.Opener("--input"), p)
+		if err != nil {
+			t.Fatalf("%s through the roots: %v", name, err)
+		}
+		sameSource(t, got, want)
+		got.Close()
+		want.Close()
+		gn, err := ReadNames(roots.Opener("--input"), []string{p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wn, _ := ReadNames(os.Open, []string{p})
+		if !slices.Equal(gn.Features, wn.Features) || !slices.Equal(gn.Samples, wn.Samples) {
+			t.Errorf("%s: names through the roots differ", name)
+		}
+	}
+	// Outside the roots: refused.
+	_, err = OpenWith(roots.Opener("--input"), filepath.Dir(dir))
+	wantInputError(t, err, "outside the node's data roots")
+}
