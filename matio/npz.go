@@ -124,19 +124,19 @@ func openNPZRef(name string, ref *fileRef, size int64, opts ReadOptions) (Source
 			return nil, inputErrorf(name+": "+a.member, "dtype %s: expected int32 or int64", a.dtype)
 		}
 	}
-	major, minor := rows, cols // CSR: pointers over samples, indices are features
+	major, axis := rows, "rows" // CSR: pointers over samples, indices are features
 	if format == "csc" {
-		major, minor = cols, rows
+		major, axis = cols, "columns"
 	}
 	if s.indptr.n != int64(major)+1 {
 		return nil, inputErrorf(name+": indptr.npy", "%d pointers, but a %s matrix of shape (%d, %d) has %d (one more than its %s)",
-			s.indptr.n, format, rows, cols, int64(major)+1, map[bool]string{true: "rows", false: "columns"}[format == "csr"])
+			s.indptr.n, format, rows, cols, int64(major)+1, axis)
 	}
 	if s.indices.n != s.data.n {
 		return nil, inputErrorf(name, "indices.npy has %d entries but data.npy has %d: they must have the same length", s.indices.n, s.data.n)
 	}
 	s.nnz = s.indices.n
-	if err := s.checkPointers(format, minor); err != nil {
+	if err := s.checkPointers(format); err != nil {
 		return nil, err
 	}
 	if format == "csc" {
@@ -289,7 +289,7 @@ func npzMember(name string, f *os.File, size int64, zf *zip.File, a *npzArray) e
 	default:
 		return inputErrorf(mname, "zip compression method %d is not read (stored and deflate are: numpy.savez and savez_compressed)", zf.Method)
 	}
-	r, err := npzOpenMember(mname, f, a, 0)
+	r, err := npzOpenMember(mname, f, a)
 	if err != nil {
 		return err
 	}
@@ -310,7 +310,7 @@ func npzMember(name string, f *os.File, size int64, zf *zip.File, a *npzArray) e
 	return nil
 }
 
-// npzMemberReader reads a member from its start (for the header) or its data.
+// npzMemberReader reads a member's data.
 type npzMemberReader struct {
 	io.Reader
 	close func() error
@@ -318,24 +318,14 @@ type npzMemberReader struct {
 
 func (r *npzMemberReader) Close() error { return r.close() }
 
-// npzOpenMember opens a reader of member a from byte skip of its data. Before its header is
-// read (a.hdr == 0), the data is the whole member.
-func npzOpenMember(mname string, f *os.File, a *npzArray, skip int64) (*npzMemberReader, error) {
-	start := a.hdr + skip
+// npzOpenMember opens a reader of member a from its start, its .npy header included.
+func npzOpenMember(mname string, f *os.File, a *npzArray) (*npzMemberReader, error) {
 	if a.stored {
-		// a.off is the data's offset once the header is read; before, the member's.
-		base := a.off - a.hdr
-		return &npzMemberReader{Reader: io.NewSectionReader(f, base+start, int64(a.zf.UncompressedSize64)-start), close: func() error { return nil }}, nil
+		return &npzMemberReader{Reader: io.NewSectionReader(f, a.zoff, int64(a.zf.UncompressedSize64)), close: func() error { return nil }}, nil
 	}
 	rc, err := a.zf.Open()
 	if err != nil {
 		return nil, inputErrorf(mname, "cannot read the member: %v", err)
-	}
-	if start > 0 {
-		if _, err := io.CopyN(io.Discard, rc, start); err != nil {
-			rc.Close()
-			return nil, npzReadError(mname, err)
-		}
 	}
 	return &npzMemberReader{Reader: rc, close: rc.Close}, nil
 }
@@ -414,7 +404,7 @@ func (s *npzSource) readPointers(f *os.File, lo, hi int, what string) ([]int64, 
 
 // checkPointers checks the whole of indptr in one pass, keeping nothing: it starts at 0, ends
 // at nnz and never decreases.
-func (s *npzSource) checkPointers(format string, minor int) error {
+func (s *npzSource) checkPointers(format string) error {
 	what := "sample"
 	if format == "csc" {
 		what = "feature"
@@ -804,7 +794,6 @@ func sumAs[T float32 | float64](dt npyDtype, a, b T) (sum T, exact bool) {
 // file is, by samples: memory grows with the entries read (24 bytes each while sorting), never
 // with the number of samples the shape claims.
 func (s *npzSource) transpose() (Source, error) {
-	defer s.Close()
 	// Features (columns of the file's CSC) are the file's major axis here.
 	ptr, err := s.readPointers(s.file, 0, s.m, "feature")
 	if err != nil {
