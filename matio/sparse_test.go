@@ -378,6 +378,9 @@ func TestTenXBad(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "barcodes.tsv"), []byte(strings.Repeat("AC\n", 41)), 0o644)
 		}, []string{"barcodes.tsv", "more than 40 lines", "40 samples"}},
 		{"no-barcodes", func(dir string) { os.Remove(filepath.Join(dir, "barcodes.tsv")) }, []string{"barcodes.tsv.gz or barcodes.tsv"}},
+		{"duplicate", func(dir string) {
+			os.WriteFile(filepath.Join(dir, "matrix.mtx"), []byte("%%MatrixMarket matrix coordinate integer general\n7 40 2\n1 2 1\n1 2 3\n"), 0o644)
+		}, []string{"matrix.mtx:4", "duplicate entry (row 1, column 2), first given at line 3"}},
 		{"no-matrix", func(dir string) { os.Remove(filepath.Join(dir, "matrix.mtx")) }, []string{"neither a didnmf block store", "matrix.mtx"}},
 		{"negative", func(dir string) {
 			data, _ := os.ReadFile(filepath.Join(dir, "matrix.mtx"))
@@ -462,5 +465,40 @@ func TestNPZConcurrentRanges(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTenXArrayAndSymmetric: a 10x directory whose matrix.mtx is an array file, or symmetric,
+// reads its columns as the samples too.
+func TestTenXArrayAndSymmetric(t *testing.T) {
+	tests := []struct {
+		name, mtx string
+		n, m      int
+		want      []float64 // X, sample by sample
+	}{
+		// genes x cells = [[1 2 3] [4 5 6]]: cell j holds genes (1+j, 4+j).
+		{"array", "%%MatrixMarket matrix array real general\n2 3\n1\n4\n2\n5\n3\n6\n", 3, 2, []float64{1, 4, 2, 5, 3, 6}},
+		{"coordinate", "%%MatrixMarket matrix coordinate integer general\n2 3 3\n1 1 1\n2 3 6\n1 2 2\n", 3, 2, []float64{1, 0, 2, 0, 0, 6}},
+		{"symmetric", "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n2 1 5\n2 2 1\n", 2, 2, []float64{0, 5, 5, 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "matrix.mtx"), []byte(tc.mtx), 0o644)
+			os.WriteFile(filepath.Join(dir, "features.tsv"), []byte(strings.Repeat("G\tg\tGene Expression\n", tc.m)), 0o644)
+			os.WriteFile(filepath.Join(dir, "barcodes.tsv"), []byte(strings.Repeat("AAAC-1\n", tc.n)), 0o644)
+			src, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			if src.Samples() != tc.n || src.Features() != tc.m {
+				t.Fatalf("%d x %d, want %d x %d", src.Samples(), src.Features(), tc.n, tc.m)
+			}
+			checkRanges(t, src)
+			if got := denseData(mustRead(t, src, 0, tc.n, LayoutDense)); !sameData(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

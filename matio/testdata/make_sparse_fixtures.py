@@ -7,6 +7,7 @@ Every good fixture holds the same 40 x 7 matrix S (samples x features): S[i, j] 
 by matio's tests from sp_f8.npy, the dense reference. Names: features f0..f6, samples s0..s39.
 """
 import gzip
+import io
 import json
 import os
 
@@ -76,7 +77,7 @@ assert (sp.load_npz(path("csr_unsorted.npz")).toarray() == S).all()
 # 10x Cell Ranger v3 (gzip) and v2 (plain, genes.tsv) directories: genes x cells.
 for d, gzipped in (("tenx_v3", True), ("tenx_v2", False)):
     os.makedirs(path(d), exist_ok=True)
-    import io
+
     buf = io.BytesIO()
     scipy.io.mmwrite(buf, sp.coo_matrix(S.T.astype(np.int64)), field="integer")
     mtx = buf.getvalue()
