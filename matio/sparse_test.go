@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -500,5 +501,38 @@ func TestTenXArrayAndSymmetric(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestNPZStorageInexact: with Storage float32 or auto, a block with a value float32 cannot
+// hold comes as float64, whole, for kernels.ApplyStorage to keep (auto) or refuse (float32,
+// naming the value); every other block of the same file still comes as float32.
+func TestNPZStorageInexact(t *testing.T) {
+	c := goodCSR()
+	c.data[2] = 0.1 // sample 2, feature 0
+	for _, method := range []uint16{zip.Store, zip.Deflate} {
+		path := writeTemp(t, "x.npz", makeNPZ(t, method, c.members()))
+		for _, st := range []kernels.Storage{kernels.StorageAuto, kernels.StorageFloat32} {
+			src, err := OpenWithOptions(os.Open, path, ReadOptions{Storage: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := src.Read(0, 3, LayoutSparse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kernels.IsNarrow(b) || b.(*kernels.CSC).Val[2] != 0.1 {
+				t.Errorf("%v: the block with 0.1 is not float64 or lost the value", st)
+			}
+			_, err = kernels.ApplyStorage(b, st)
+			var ie *kernels.InexactError
+			if st == kernels.StorageFloat32 && (!errors.As(err, &ie) || ie.Col != 2 || ie.Row != 0 || ie.Value != 0.1) {
+				t.Errorf("float32: ApplyStorage gives %v, want an InexactError at sample 2, feature 0", err)
+			}
+			if b, err := src.Read(0, 2, LayoutSparse); err != nil || !kernels.IsNarrow(b) {
+				t.Errorf("%v: samples [0, 2) not float32 (%v)", st, err)
+			}
+			src.Close()
+		}
 	}
 }
