@@ -14,6 +14,7 @@ import (
 	"sort"
 	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/didnmf/didnmf/kernels"
 )
@@ -379,6 +380,27 @@ func (s *npzSource) eachChunk(f *os.File, a *npzArray, lo, count int64, fn func(
 	return nil
 }
 
+// nativeLittle reports whether this machine stores numbers little-endian, as .npz files of
+// scipy on x86 and arm64 do: then stored int32 indices and float32 values are read in place.
+var nativeLittle = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// readInPlace reads the stored member a's bytes from element lo into dst, in reads of at most
+// 64 MiB.
+func (s *npzSource) readInPlace(f *os.File, a *npzArray, lo int64, dst []byte) error {
+	off := a.off + lo*int64(a.dtype.size)
+	for len(dst) > 0 {
+		k := min(len(dst), 64<<20)
+		if n, err := f.ReadAt(dst[:k], off); n < k {
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return npzReadError(s.name+": "+a.member, err)
+		}
+		dst, off = dst[k:], off+int64(k)
+	}
+	return nil
+}
+
 // readPointers reads indptr[lo..hi] (hi-lo+1 values) and checks that they do not decrease and
 // lie in [0, nnz].
 func (s *npzSource) readPointers(f *os.File, lo, hi int, what string) ([]int64, error) {
@@ -458,6 +480,20 @@ func (s *npzSource) eachIndex(f *os.File, p0 int64, ptr []int64, what string, m 
 // (relative to p0 after subtracting ptr[0]) locates the sample of a bad one, lo the first.
 func (s *npzSource) readIndices(f *os.File, dst []int32, p0 int64, ptr []int64, lo int, what string, m int) error {
 	dt := s.indices.dtype
+	if s.indices.stored && dt.size == 4 && dt.order == binary.LittleEndian && nativeLittle && len(dst) > 0 {
+		// The file holds dst's bytes as they are in memory: read them in place, then check.
+		if err := s.readInPlace(f, &s.indices, p0, unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst))); err != nil {
+			return err
+		}
+		for k, x := range dst {
+			if x < 0 || int(x) >= m {
+				pos := p0 + int64(k)
+				j := sort.Search(len(ptr), func(j int) bool { return ptr[j] > pos-p0 }) - 1
+				return inputErrorf(s.name+": indices.npy", "%s %d (0-based), entry %d: index %d out of range [0, %d)", what, lo+j, pos, x, m)
+			}
+		}
+		return nil
+	}
 	w := 0
 	return s.eachChunk(f, &s.indices, p0, int64(len(dst)), func(at int64, chunk []byte) error {
 		bad := -1
@@ -628,6 +664,10 @@ func (s *npzSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 func (s *npzSource) readValues32(f *os.File, p0, cnt int64) ([]float32, error) {
 	dt := s.data.dtype
 	val := make([]float32, cnt)
+	if s.data.stored && dt.kind == 'f' && dt.size == 4 && dt.order == binary.LittleEndian && nativeLittle && cnt > 0 {
+		// The file holds val's bytes as they are in memory (finishRows checks the values).
+		return val, s.readInPlace(f, &s.data, p0, unsafe.Slice((*byte)(unsafe.Pointer(&val[0])), 4*cnt))
+	}
 	if exact32Dtype(dt) {
 		err := s.eachChunk(f, &s.data, p0, cnt, func(at int64, chunk []byte) error {
 			decode32(dt, val[at-p0:], chunk)
@@ -709,36 +749,52 @@ func shapeStored(name string, c *kernels.CSC, layout Layout) (kernels.Block, err
 func finishRows[T float32 | float64](name string, lo int, ptr []int64, idx []int32, val []T, missing bool, dt npyDtype) (colPtr []int, rowIdx []int32, vals []T, sawNaN bool, err error) {
 	n := len(ptr) - 1
 	colPtr = make([]int, n+1)
+	inf := T(math.Inf(1))
 	w := 0
 	var tmp []npzPair[T]
+	bad := func(j int, i int32, v T) error {
+		return inputErrorf(name, "sample %d, feature %d (0-based): %s %s", lo+j, i, badValue(float64(v)), entryRule)
+	}
 	for j := range n {
 		a, b := int(ptr[j]), int(ptr[j+1])
-		for t := a; t < b; t++ {
-			v := float64(val[t])
-			if v >= 0 && v <= math.MaxFloat64 {
-				continue
+		// One pass: check, drop zeros and compact, as long as the indices increase. Entries
+		// move left only, over entries already read.
+		start, prev, t := w, int32(-1), a
+		for ; t < b; t++ {
+			i, v := idx[t], val[t]
+			if !(v >= 0 && v < inf) {
+				if v == v || !missing {
+					return nil, nil, nil, false, bad(j, i, v)
+				}
+				v, sawNaN = T(missingNaN), true
 			}
-			if isMissing(v, missing) {
-				val[t] = T(missingNaN)
-				sawNaN = true
-				continue
-			}
-			return nil, nil, nil, false, inputErrorf(name, "sample %d, feature %d (0-based): %s %s", lo+j, idx[t], badValue(v), entryRule)
-		}
-		sorted := true
-		for t := a + 1; t < b; t++ {
-			if idx[t] <= idx[t-1] {
-				sorted = false
+			if i <= prev {
 				break
 			}
+			prev = i
+			if v != 0 {
+				idx[w], val[w] = i, v
+				w++
+			}
 		}
-		if !sorted {
+		if t < b {
+			// Unsorted: sort what was kept and the rest stably by index, sum duplicates.
 			tmp = tmp[:0]
-			for t := a; t < b; t++ {
-				tmp = append(tmp, npzPair[T]{idx[t], val[t]})
+			for k := start; k < w; k++ {
+				tmp = append(tmp, npzPair[T]{idx[k], val[k]})
+			}
+			for ; t < b; t++ {
+				i, v := idx[t], val[t]
+				if !(v >= 0 && v < inf) {
+					if v == v || !missing {
+						return nil, nil, nil, false, bad(j, i, v)
+					}
+					v, sawNaN = T(missingNaN), true
+				}
+				tmp = append(tmp, npzPair[T]{i, v})
 			}
 			slices.SortStableFunc(tmp, func(x, y npzPair[T]) int { return int(x.i) - int(y.i) })
-			k := a
+			w = start
 			for q := 0; q < len(tmp); {
 				i, v := tmp[q].i, tmp[q].v
 				for q++; q < len(tmp) && tmp[q].i == i; q++ {
@@ -747,17 +803,11 @@ func finishRows[T float32 | float64](name string, lo int, ptr []int64, idx []int
 						return nil, nil, nil, false, errInexactSum
 					}
 				}
-				idx[k], val[k] = i, v
-				k++
+				if v != 0 {
+					idx[w], val[w] = i, v
+					w++
+				}
 			}
-			b = k
-		}
-		for t := a; t < b; t++ {
-			if val[t] == 0 {
-				continue
-			}
-			idx[w], val[w] = idx[t], val[t]
-			w++
 		}
 		colPtr[j+1] = w
 	}
