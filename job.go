@@ -97,7 +97,9 @@ func Open(spec *jobspec.Spec, t Target) (*Job, error) {
 		return j, nil
 	}
 	start := time.Now()
-	src, err := matio.OpenAllWithOptions(os.Open, spec.Inputs, matio.ReadOptions{Missing: spec.Missing})
+	// Storage: the blocks come stored as ReadBlocks will store them, so a counts matrix never
+	// has a float64 copy.
+	src, err := matio.OpenAllWithOptions(os.Open, spec.Inputs, matio.ReadOptions{Missing: spec.Missing, Storage: spec.Storage})
 	if err != nil {
 		return nil, inputErr(err)
 	}

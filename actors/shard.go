@@ -466,7 +466,9 @@ func (s *shard) check() error {
 // read reads the shard's own samples of the input.
 func (s *shard) read() (kernels.Block, error) {
 	a := s.a
-	src, err := matio.OpenAllWithOptions(s.node.cfg.Roots.Opener("--input"), s.spec.Inputs, matio.ReadOptions{Missing: s.spec.Missing})
+	// Storage: the block comes stored as build will store it (no float64 copy of counts).
+	src, err := matio.OpenAllWithOptions(s.node.cfg.Roots.Opener("--input"), s.spec.Inputs,
+		matio.ReadOptions{Missing: s.spec.Missing, Storage: s.spec.Storage})
 	if err != nil {
 		return nil, err
 	}

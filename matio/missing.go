@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"math"
+
+	"github.com/didnmf/didnmf/kernels"
 )
 
 // ReadOptions are the options of reading an input's entries. The zero value is the default of
@@ -21,6 +23,18 @@ type ReadOptions struct {
 	// and pattern fields cannot hold NaN), and the chunks of a [BlockBuilder]. Integer, bool
 	// and synthetic data never hold NaN.
 	Missing bool
+
+	// Storage lets a source hand out blocks already stored as the caller will store them
+	// (kernels.ApplyStorage with the same value still follows, and then has nothing to do):
+	// with kernels.StorageFloat32 or StorageAuto, the file sources other than IDX (.npy,
+	// .mtx, .npz, 10x directories, block stores) return a block whose values are all exactly
+	// float32 with Val32 / Data32 instead of float64 values. A CSR .npz of float32, bool or
+	// 8- and 16-bit integer data is decoded straight into float32, so that a counts matrix
+	// never has a float64 copy; the others narrow the block they read. A block with a value
+	// float32 cannot hold is returned as float64, for ApplyStorage to keep (auto) or refuse
+	// (float32, naming the value). IDX and synthetic sources, and the zero value
+	// (StorageAsIs) or StorageFloat64, give float64 values.
+	Storage kernels.Storage
 }
 
 // missingNaN is the value a missing entry is stored as.
@@ -59,12 +73,14 @@ var (
 	_ missingSeer = (*idxSource)(nil)
 	_ missingSeer = (*mtxSource)(nil)
 	_ missingSeer = (*stackSource)(nil)
+	_ missingSeer = (*npzSource)(nil)
+	_ missingSeer = (*storeSource)(nil)
 )
 
 // MissingSeen reports whether src, opened with [ReadOptions] Missing, has met a missing (NaN)
-// entry so far: a MatrixMarket file is read whole by Open, so it knows at once; a .npy or IDX
-// file knows once a Read (of any range, in any layout) has returned a block with a NaN; a
-// stack, when any of its parts does. It is false for a source opened without Missing (a NaN
+// entry so far: a MatrixMarket file, a 10x directory and a CSC .npz are read whole by Open, so
+// they know at once; a .npy, IDX or CSR .npz file and a block store know once a Read (of any
+// range, in any layout) has returned a block with a NaN; a stack, when any of its parts does. It is false for a source opened without Missing (a NaN
 // there is an error), for synthetic data, and for a Source from outside this package.
 // MissingSeen is safe for concurrent use with Read.
 func MissingSeen(src Source) bool {

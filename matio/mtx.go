@@ -66,7 +66,7 @@ func (p *mtxParser) checkValue(r, c int64, v float64) (float64, error) {
 }
 
 // coordinate reads the entries of a coordinate file.
-func (p *mtxParser) coordinate() (Source, error) {
+func (p *mtxParser) coordinate() (*mtxSource, error) {
 	want := 3
 	form := "row column value"
 	if p.field == "pattern" {
@@ -108,9 +108,13 @@ func (p *mtxParser) coordinate() (Source, error) {
 				return nil, err
 			}
 		}
-		entries = append(entries, mtxEntry{s: int32(r - 1), f: int32(c - 1), lm: p.line << 1, v: v})
+		si, fi := int32(r-1), int32(c-1)
+		if p.transpose {
+			si, fi = fi, si
+		}
+		entries = append(entries, mtxEntry{s: si, f: fi, lm: p.line << 1, v: v})
 		if p.symmetric && r != c {
-			entries = append(entries, mtxEntry{s: int32(c - 1), f: int32(r - 1), lm: p.line<<1 | 1, v: v})
+			entries = append(entries, mtxEntry{s: fi, f: si, lm: p.line<<1 | 1, v: v})
 		}
 	}
 	if count < p.nnz {
@@ -131,7 +135,8 @@ func (p *mtxParser) coordinate() (Source, error) {
 	if err := p.duplicates(entries); err != nil {
 		return nil, err
 	}
-	src := newMTXSparse(p.name, p.rows, p.cols, entries)
+	n, m := p.shape()
+	src := newMTXSparse(p.name, n, m, entries)
 	src.sawNaN = p.sawNaN
 	return src, nil
 }
@@ -156,7 +161,7 @@ func (p *mtxParser) duplicates(entries []mtxEntry) error {
 	}
 	a, b := entries[first], entries[best]
 	orig := func(e mtxEntry) (int, int) {
-		if e.mirror() {
+		if e.mirror() != p.transpose {
 			return int(e.f) + 1, int(e.s) + 1
 		}
 		return int(e.s) + 1, int(e.f) + 1
@@ -172,7 +177,7 @@ func (p *mtxParser) duplicates(entries []mtxEntry) error {
 
 // arrayData reads the values of an array file: column-major over the user's matrix, or its
 // lower triangle column by column when symmetric.
-func (p *mtxParser) arrayData() (Source, error) {
+func (p *mtxParser) arrayData() (*mtxSource, error) {
 	n, m := p.rows, p.cols
 	total := int64(n) * int64(m)
 	if p.symmetric {
@@ -220,15 +225,20 @@ func (p *mtxParser) arrayData() (Source, error) {
 	if int64(len(vals)) < total {
 		return nil, inputErrorf(p.name, "truncated: the size line (line %d) promises %d values but the file has only %d", p.sizeLine, total, len(vals))
 	}
-	x, err := newDense(p.name, m, n)
+	ns, ms := p.shape()
+	x, err := newDense(p.name, ms, ns)
 	if err != nil {
 		return nil, inputErrorf(p.name, "%v", err)
 	}
+	at := func(r, c int) int { return r*m + c } // sample r, feature c
+	if p.transpose {
+		at = func(r, c int) int { return c*n + r } // sample c, feature r
+	}
 	r, c = 0, 0
 	for _, v := range vals {
-		x.Data[r*m+c] = v // sample r, feature c
+		x.Data[at(r, c)] = v
 		if p.symmetric {
-			x.Data[c*m+r] = v
+			x.Data[at(c, r)] = v
 		}
 		if r++; r == n {
 			c++
@@ -238,5 +248,5 @@ func (p *mtxParser) arrayData() (Source, error) {
 			}
 		}
 	}
-	return &mtxSource{name: p.name, n: n, m: m, dense: x, sawNaN: p.sawNaN}, nil
+	return &mtxSource{name: p.name, n: ns, m: ms, dense: x, sawNaN: p.sawNaN}, nil
 }

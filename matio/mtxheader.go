@@ -27,11 +27,19 @@ type mtxParser struct {
 	nnz       int64 // entries promised by a coordinate file's size line
 	missing   bool  // a NaN value is a missing value (ReadOptions.Missing)
 	sawNaN    bool  // a missing value was read
+	// transpose reads the file's columns as the samples (a 10x matrix.mtx is genes x cells).
+	transpose bool
 }
 
 // parseMTX parses a whole MatrixMarket file.
 func parseMTX(name string, r io.Reader, opts ReadOptions) (Source, error) {
-	p := &mtxParser{name: name, sc: bufio.NewScanner(r), missing: opts.Missing}
+	return parseMTXAs(name, r, opts, false)
+}
+
+// parseMTXAs parses a whole MatrixMarket file, its columns as the samples when transpose is
+// set.
+func parseMTXAs(name string, r io.Reader, opts ReadOptions, transpose bool) (Source, error) {
+	p := &mtxParser{name: name, sc: bufio.NewScanner(r), missing: opts.Missing, transpose: transpose}
 	p.sc.Buffer(make([]byte, 0, 64<<10), maxMTXLine)
 	if err := p.banner(); err != nil {
 		return nil, err
@@ -39,10 +47,26 @@ func parseMTX(name string, r io.Reader, opts ReadOptions) (Source, error) {
 	if err := p.size(); err != nil {
 		return nil, err
 	}
+	var src *mtxSource
+	var err error
 	if p.array {
-		return p.arrayData()
+		src, err = p.arrayData()
+	} else {
+		src, err = p.coordinate()
 	}
-	return p.coordinate()
+	if err != nil {
+		return nil, err
+	}
+	src.storage = opts.Storage
+	return src, nil
+}
+
+// samples returns the number of samples and features of the file's matrix.
+func (p *mtxParser) shape() (n, m int) {
+	if p.transpose {
+		return p.cols, p.rows
+	}
+	return p.rows, p.cols
 }
 
 // at returns the message prefix for the current line: "name:line".

@@ -23,6 +23,8 @@ type mtxSource struct {
 	val  []float64
 	// sawNaN records that the file holds a missing value (read with ReadOptions.Missing).
 	sawNaN bool
+	// storage is ReadOptions.Storage: Read narrows blocks to float32 when asked and exact.
+	storage kernels.Storage
 }
 
 // newMTXSparse builds the source from entries sorted by (sample, feature) without duplicates;
@@ -78,7 +80,7 @@ func (s *mtxSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 			return nil, err
 		}
 		copy(d.Data, s.dense.Data[lo*s.m:hi*s.m])
-		return shapeDense(d, layout), nil
+		return s.narrow(shapeDense(d, layout)), nil
 	}
 	a := sort.Search(len(s.cols), func(t int) bool { return int(s.cols[t]) >= lo })
 	b := sort.Search(len(s.cols), func(t int) bool { return int(s.cols[t]) >= hi })
@@ -99,5 +101,20 @@ func (s *mtxSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 			return nil, err
 		}
 	}
+	if wantNarrow(ReadOptions{Storage: s.storage}) {
+		narrowCSC(c)
+		return shapeStored(s.name, c, layout)
+	}
 	return shapeSparse(c, layout), nil
+}
+
+// narrow returns b stored as float32 when ReadOptions.Storage asked for it and every value
+// allows.
+func (s *mtxSource) narrow(b kernels.Block) kernels.Block {
+	if wantNarrow(ReadOptions{Storage: s.storage}) {
+		if n, err := kernels.Narrow(b); err == nil {
+			return n
+		}
+	}
+	return b
 }

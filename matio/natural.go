@@ -12,12 +12,14 @@ var (
 	_ naturalLayouter = (*mtxSource)(nil)
 	_ naturalLayouter = (*syntheticSource)(nil)
 	_ naturalLayouter = (*stackSource)(nil)
+	_ naturalLayouter = (*npzSource)(nil)
+	_ naturalLayouter = (*storeSource)(nil)
 )
 
 // NaturalLayout returns the layout src holds or reads cheaply: LayoutSparse for a
-// MatrixMarket coordinate file and for a stack (see [OpenAll]) with at least one such part,
-// LayoutDense for everything else (.npy, IDX, MatrixMarket array, synthetic; also a Source
-// from outside this package).
+// MatrixMarket coordinate file, an .npz, a 10x directory, a block store with an .npz block,
+// and a stack (see [OpenAll]) with at least one such part; LayoutDense for everything else
+// (.npy, IDX, MatrixMarket array, synthetic; also a Source from outside this package).
 //
 // It is the layout to move a block in: for any range, Shape(src.Read(lo, hi,
 // NaturalLayout(src)), layout) is bit for bit src.Read(lo, hi, layout), and reading [lo, hi)
@@ -55,10 +57,14 @@ func (s *stackSource) naturalLayout() Layout {
 }
 
 // StoredEntries returns the number of entries src stores, when it knows without reading
-// (MatrixMarket coordinate files, and stacks whose sparse parts do, dense parts counting
-// rows*cols): it lets a scheduler estimate a sparse block's memory. ok is false otherwise.
+// (MatrixMarket coordinate files and 10x directories, CSR .npz files (as stored, before
+// explicit zeros are dropped and duplicates summed), and stacks whose sparse parts do, dense
+// parts counting rows*cols): it lets a scheduler estimate a sparse block's memory. ok is false
+// otherwise (a block store, whose blocks are opened only when read).
 func StoredEntries(src Source) (n int64, ok bool) {
 	switch s := src.(type) {
+	case *npzSource:
+		return s.nnz, true
 	case *mtxSource:
 		if s.dense != nil {
 			return int64(s.n) * int64(s.m), true

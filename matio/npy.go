@@ -23,6 +23,7 @@ type npySource struct {
 	// returned one.
 	missing bool
 	sawNaN  atomic.Bool
+	opts    ReadOptions
 }
 
 // openNPYFile opens an uncompressed .npy file: it reads only the header and checks the file
@@ -38,7 +39,7 @@ func openNPYFile(name string, f *os.File, size int64, opts ReadOptions) (Source,
 		}
 		return nil, inputErrorf(name, "%d unexpected bytes after the data: %s but the file has %d", have-h.dataBytes, h.what(), have)
 	}
-	return &npySource{name: name, r: f, file: f, h: h, missing: opts.Missing}, nil
+	return &npySource{name: name, r: f, file: f, h: h, missing: opts.Missing, opts: opts}, nil
 }
 
 // openNPYStream reads a whole (decompressed) .npy stream into memory. compressed is the size
@@ -53,7 +54,7 @@ func openNPYStream(name string, r io.Reader, compressed int64, opts ReadOptions)
 		return nil, err
 	}
 	h.dataOff = 0
-	return &npySource{name: name, r: bytes.NewReader(data), h: h, missing: opts.Missing}, nil
+	return &npySource{name: name, r: bytes.NewReader(data), h: h, missing: opts.Missing, opts: opts}, nil
 }
 
 func (s *npySource) Name() string  { return s.name }
@@ -75,7 +76,13 @@ func (s *npySource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 	if err != nil {
 		return nil, err
 	}
-	return shapeDense(d, layout), nil
+	b := shapeDense(d, layout)
+	if wantNarrow(s.opts) {
+		if n, err := kernels.Narrow(b); err == nil {
+			b = n
+		}
+	}
+	return b, nil
 }
 
 // readDense reads samples [lo, hi) as a dense block of X and validates it; matrix selects the

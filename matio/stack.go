@@ -102,35 +102,91 @@ func (s *stackSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 		sparse = sparse || isCSC
 		parts = append(parts, blk)
 	}
+	return joinBlocks(s.name, s.Features(), hi-lo, parts, layout)
+}
+
+// joinBlocks puts side by side parts, blocks of m rows holding n columns in all, each as a
+// Source's Read returns it, and returns the result in layout: a CSC block when any part is
+// one, else a dense one, decided again by density for the auto layouts. Parts all stored as
+// float32 give a block stored as float32; otherwise every part is taken as float64.
+func joinBlocks(name string, m, n int, parts []kernels.Block, layout Layout) (kernels.Block, error) {
 	if len(parts) == 1 {
 		return parts[0], nil
 	}
-	m := s.Features()
+	narrow, sparse := true, false
+	for _, p := range parts {
+		narrow = narrow && kernels.IsNarrow(p)
+		_, isCSC := p.(*kernels.CSC)
+		sparse = sparse || isCSC
+	}
+	if !narrow {
+		for i, p := range parts {
+			parts[i] = kernels.Widen(p)
+		}
+	}
 	if !sparse {
-		d, err := newDense(s.name, m, hi-lo)
-		if err != nil {
+		if err := denseFits(name, m, n); err != nil {
 			return nil, err
 		}
-		at := 0
-		for _, p := range parts {
-			at += copy(d.Data[at:], p.(*kernels.Dense).Data)
+		d := &kernels.Dense{Rows: m, Cols: n}
+		if narrow {
+			d.Data32 = make([]float32, 0, m*n)
+			for _, p := range parts {
+				d.Data32 = append(d.Data32, p.(*kernels.Dense).Data32...)
+			}
+		} else {
+			d.Data = make([]float64, 0, m*n)
+			for _, p := range parts {
+				d.Data = append(d.Data, p.(*kernels.Dense).Data...)
+			}
 		}
-		return Shape(d, layout), nil
+		return shapeAny(name, d, layout)
 	}
-	c := &kernels.CSC{Rows: m, Cols: hi - lo, ColPtr: make([]int, 1, hi-lo+1)}
+	c := &kernels.CSC{Rows: m, Cols: n, ColPtr: make([]int, 1, n+1)}
 	for _, p := range parts {
 		pc := kernels.ToCSC(p)
-		base := len(c.Val) - pc.ColPtr[0]
-		c.RowIdx = append(c.RowIdx, pc.RowIdx[pc.ColPtr[0]:pc.ColPtr[pc.Cols]]...)
-		c.Val = append(c.Val, pc.Val[pc.ColPtr[0]:pc.ColPtr[pc.Cols]]...)
+		a, b := pc.ColPtr[0], pc.ColPtr[pc.Cols]
+		base := len(c.RowIdx) - a
+		c.RowIdx = append(c.RowIdx, pc.RowIdx[a:b]...)
+		if narrow {
+			c.Val32 = append(c.Val32, pc.Val32[a:b]...)
+		} else {
+			c.Val = append(c.Val, pc.Val[a:b]...)
+		}
 		for _, q := range pc.ColPtr[1:] {
 			c.ColPtr = append(c.ColPtr, base+q)
 		}
 	}
-	if layout.auto() && !layout.sparseEnough(c.NNZ(), c.Rows, c.Cols) {
-		if err := denseFits(s.name, m, hi-lo); err != nil {
-			return nil, err
+	if narrow && c.Val32 == nil {
+		c.Val32 = []float32{}
+	}
+	return shapeAny(name, c, layout)
+}
+
+// shapeAny is [Shape] for blocks stored as float32 as well as float64, keeping the storage,
+// and checking that a dense result can be addressed.
+func shapeAny(name string, b kernels.Block, layout Layout) (kernels.Block, error) {
+	if c, ok := b.(*kernels.CSC); ok {
+		return shapeStored(name, c, layout)
+	}
+	d := b.(*kernels.Dense)
+	if !kernels.IsNarrow(d) {
+		return shapeDense(d, layout), nil
+	}
+	switch layout {
+	case LayoutDense:
+		return d, nil
+	case LayoutSparse:
+		return kernels.ToCSC(d), nil
+	}
+	nnz := 0
+	for _, v := range d.Data32 {
+		if v != 0 {
+			nnz++
 		}
 	}
-	return Shape(c, layout), nil
+	if layout.sparseEnough(nnz, d.Rows, d.Cols) {
+		return kernels.ToCSC(d), nil
+	}
+	return d, nil
 }
