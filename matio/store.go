@@ -22,11 +22,14 @@ import (
 //	 "shape": [N, M],
 //	 "blocks": [{"file": "block-000000.npz", "rows": 65536}, ...],
 //	 "features": "features.tsv", "samples": "samples.tsv",
-//	 "source": "pbmc.h5ad", "layer": "X"}
+//	 "source": "pbmc.h5ad", "layer": "X", "dtype": "float32",
+//	 "source_size": 123456789, "source_mtime_ns": 1700000000000000000}
 //
 // The blocks hold the samples in order, sum(rows) == N; each is a scipy CSR .npz
 // (save_npz, compressed or not) or a dense (rows, M) .npy. features and samples, optional,
-// name files of M and N lines (see [ReadNames]); source and layer are informational.
+// name files of M and N lines (see [ReadNames]); source, layer, dtype, source_size and
+// source_mtime_ns are informational (python -m didnmf convert writes them, and reuses a
+// store whose source_size and source_mtime_ns still describe its source).
 
 // storeManifest is the manifest's file name.
 const storeManifest = "manifest.json"
@@ -51,6 +54,11 @@ type manifest struct {
 	Samples  string          `json:"samples,omitempty"`
 	Source   string          `json:"source,omitempty"`
 	Layer    string          `json:"layer,omitempty"`
+	// Informational, written by the Python converter: the blocks' dtype and the source
+	// file's size and modification time when it was converted.
+	DType         string `json:"dtype,omitempty"`
+	SourceSize    int64  `json:"source_size,omitempty"`
+	SourceMtimeNS int64  `json:"source_mtime_ns,omitempty"`
 }
 
 // manifestBlock is one block of a manifest.

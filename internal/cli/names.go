@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/figures"
+	"github.com/didnmf/didnmf/matio"
 )
 
 // maxNameBytes bounds one name of a names file (--feature-names, --sample-names): a line
@@ -68,12 +70,13 @@ type outputNames struct {
 //  1. for a transform (basis: its basis file, of k columns), the names in the basis.tsv
 //     that factorize wrote beside a basis.npy (figures.ReadBasisTSVNames; a basis.tsv that
 //     does not fit is told to warn and left out);
-//  2. the names the inputs carry (to come: see below);
+//  2. the names the inputs carry (matio.ReadNames: a 10x directory's features and barcodes, a
+//     block store's, the FILE.features.tsv and FILE.samples.tsv beside a file), when this
+//     process can read the inputs: a cluster's nodes may read a path this client does not
+//     see, and the outputs are then numbered, with a warning;
 //  3. the files of --feature-names and --sample-names (the samples' only with --coef-tsv).
 //
-// It is the one place where names enter the outputs: names that the inputs carry (10x
-// features and barcodes, a store's, the names files beside an .npz) are to be read here, from
-// inputs, between steps 1 and 3.
+// It is the one place where names enter the outputs.
 func namesFor(nf *namesFlags, inputs []string, basis string, k, m, n int, warn func(string)) (*outputNames, error) {
 	o := &outputNames{}
 	if basis != "" && m > 0 && nf.features == "" && filepath.Base(basis) == figures.BasisFile {
@@ -83,8 +86,16 @@ func namesFor(nf *namesFlags, inputs []string, basis string, k, m, n int, warn f
 		}
 		o.Features = names
 	}
-	_ = inputs // step 2: the inputs' own names come here
-	var err error
+	in, err := inputNames(inputs, nf, warn)
+	if err != nil {
+		return nil, err
+	}
+	if in.Features != nil {
+		o.Features = in.Features
+	}
+	if nf.coefTSV {
+		o.Samples = in.Samples
+	}
 	if nf.features != "" {
 		if o.Features, err = readNamesFile("--feature-names", nf.features, m, "features"); err != nil {
 			return nil, err
@@ -98,6 +109,24 @@ func namesFor(nf *namesFlags, inputs []string, basis string, k, m, n int, warn f
 		o.samplesFile = nf.samples
 	}
 	return o, nil
+}
+
+// inputNames returns the names the inputs carry, as matio.ReadNames reads them, unless the
+// flags name both lists. An input this process cannot open (a path only the nodes see) gives
+// a warning and no names; a names file that does not fit its input is the user's error.
+func inputNames(inputs []string, nf *namesFlags, warn func(string)) (matio.Names, error) {
+	if len(inputs) == 0 || (nf.features != "" && (nf.samples != "" || !nf.coefTSV)) {
+		return matio.Names{}, nil
+	}
+	names, err := matio.ReadNames(os.Open, inputs)
+	switch {
+	case err == nil:
+		return names, nil
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission):
+		warn(fmt.Sprintf("the input's names are not read here (%v): the outputs number the features", err))
+		return matio.Names{}, nil
+	}
+	return matio.Names{}, usageError{err}
 }
 
 // fit checks the names against a result of m features and n samples, reading the files

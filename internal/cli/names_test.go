@@ -411,3 +411,58 @@ func TestTransformKeepsBasisNames(t *testing.T) {
 		})
 	}
 }
+
+// TestInputNamesInOutputs: the names an input carries reach basis.tsv and coef.tsv: a 10x
+// directory's gene symbols and barcodes, an .npz's names files beside it, a block store's;
+// --feature-names is over them; an input with none numbers its rows.
+func TestInputNamesInOutputs(t *testing.T) {
+	const data = "../../matio/testdata/sparse/"
+	dir := t.TempDir()
+	flagNames := filepath.Join(dir, "features.txt")
+	var lines []string
+	for i := range 7 {
+		lines = append(lines, fmt.Sprintf("gene-%d", i))
+	}
+	if err := os.WriteFile(flagNames, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, input string
+		extra       []string
+		feature0    string // basis.tsv's first row's name
+		sample0     string // coef.tsv's first row's name ("": no coef.tsv)
+	}{
+		{name: "10x", input: data + "tenx_v3", feature0: "f0", sample0: "s0"},
+		{name: "npz beside", input: data + "csr_f4.npz", feature0: firstLine(t, data+"csr_f4.features.tsv"), sample0: firstLine(t, data+"csr_f4.samples.tsv")},
+		{name: "flag over 10x", input: data + "tenx_v3", extra: []string{"--feature-names", flagNames}, feature0: "gene-0", sample0: "s0"},
+		{name: "store", input: data + "store", feature0: "f0", sample0: "s0"},
+		{name: "none", input: data + "csr_f8_stored.npz", feature0: "0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
+			args := append([]string{"factorize", "--input", c.input, "--rank", "2", "--max-iter", "5", "--quiet", "--out", out}, c.extra...)
+			if c.sample0 != "" {
+				args = append(args, "--coef-tsv")
+			}
+			if code, _, stderr := runNode(t, args...); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			basis := strings.Split(string(mustRead(t, filepath.Join(out, "basis.tsv"))), "\n")
+			if got, _, _ := strings.Cut(basis[1], "\t"); got != c.feature0 {
+				t.Errorf("basis.tsv's first feature is %q, want %q", got, c.feature0)
+			}
+			if c.sample0 != "" {
+				coef := strings.Split(string(mustRead(t, filepath.Join(out, "coef.tsv"))), "\n")
+				if got, _, _ := strings.Cut(coef[1], "\t"); got != c.sample0 {
+					t.Errorf("coef.tsv's first sample is %q, want %q", got, c.sample0)
+				}
+			}
+		})
+	}
+}
+
+func firstLine(t *testing.T, path string) string {
+	t.Helper()
+	line, _, _ := strings.Cut(string(mustRead(t, path)), "\n")
+	return line
+}
