@@ -161,7 +161,7 @@ type jobFlags struct {
 }
 
 func (f *jobFlags) register(fs *flag.FlagSet) {
-	fs.Var(&f.inputs, "input", "input `PATH` (.npy, .mtx[.gz], IDX[.gz]) or synthetic:m=,n=,k=,seed=[,noise=]; repeat to stack files as more samples")
+	fs.Var(&f.inputs, "input", "input `PATH`, samples as rows: .npy, scipy sparse .npz (CSR or CSC), .mtx[.gz], IDX[.gz], a 10x Cell Ranger directory (matrix.mtx, features.tsv, barcodes.tsv: cells as samples), a block store directory (python3 -m didnmf convert makes one from .h5ad or 10x .h5), or synthetic:m=,n=,k=,seed=[,noise=]; repeat to stack files as more samples")
 	fs.Var(&setInt{v: &f.rank, set: &f.rankSet}, "rank", "rank `K` of the factorization (1 <= K <= min(samples, features))")
 	fs.StringVar(&f.algo, "algo", string(kernels.DID), "algorithm: "+algoNames())
 	fs.IntVar(&f.shards, "shards", 1, "number of shards P (distributed algorithms only)")

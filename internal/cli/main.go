@@ -14,7 +14,8 @@
 //	didnmf help CMD                                            a command's help (as didnmf CMD -h)
 //	didnmf --version                                           the version, commit, Go version and kernel path (also didnmf CMD --version)
 //
-// Inputs hold samples as rows: an (N, M) .npy, MatrixMarket or IDX file, or a synthetic spec
+// Inputs hold samples as rows: an (N, M) .npy, scipy sparse .npz, MatrixMarket or IDX file, a
+// 10x Cell Ranger directory, a block store directory (python3 -m didnmf convert), or a synthetic spec
 // "synthetic:m=5,n=100000,k=3,seed=1[,noise=0.01]". Exit status: 0 success, 1 failure while
 // running, 2 bad input or usage, 130 interrupted.
 package cli
