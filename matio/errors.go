@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"strings"
 
 	"github.com/didnmf/didnmf/kernels"
 )
@@ -76,6 +77,15 @@ func badValue(v float64) string {
 
 const entryRule = "(NMF needs finite nonnegative entries)"
 
+// ruleFor is entryRule for a sample's bad value described by what (see badValue), with the
+// way to keep NaN entries, as missing values, when the value is NaN.
+func ruleFor(what string) string {
+	if strings.HasPrefix(what, "NaN") {
+		return entryRule + ": give --missing nan to read NaN entries as missing values"
+	}
+	return entryRule
+}
+
 // checkDense validates the entries of d, a block of X whose column 0 is sample lo of the file,
 // and turns negative zeros into zeros (so that a block has the same bits whether it went
 // through CSC form or not). matrix switches the wording from sample/feature to row/column (for
@@ -98,7 +108,7 @@ func checkDense(name string, d *kernels.Dense, lo int, matrix, missing bool) (sa
 		if matrix {
 			return false, inputErrorf(name, "row %d, column %d (0-based): %s %s", j, i, badValue(v), entryRule)
 		}
-		return false, inputErrorf(name, "sample %d, feature %d (0-based): %s %s", j, i, badValue(v), entryRule)
+		return false, inputErrorf(name, "sample %d, feature %d (0-based): %s %s", j, i, badValue(v), ruleFor(badValue(v)))
 	}
 	return sawNaN, nil
 }
