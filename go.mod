@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/asynkron/protoactor-go v0.0.0-20260118094027-288962e52f3f
 	github.com/hashicorp/memberlist v0.7.0
+	github.com/klauspost/compress v1.19.1
 	github.com/mmcloughlin/avo v0.5.0
 	golang.org/x/net v0.60.0
 	golang.org/x/sys v0.48.0

@@ -3,7 +3,6 @@ package matio
 import (
 	"archive/zip"
 	"bytes"
-	"compress/flate"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/klauspost/compress/flate"
 )
 
 // An .npz file of scipy.sparse.save_npz is a zip archive (stored or deflated) of .npy members:
@@ -84,6 +84,7 @@ func openNPZRef(name string, ref *fileRef, size int64, opts ReadOptions) (Source
 	if err != nil {
 		return nil, inputErrorf(name, "not a valid .npz (zip) archive: %v", err)
 	}
+	zr.RegisterDecompressor(zip.Deflate, newInflater)
 	if len(zr.File) > npzMaxMembers {
 		return nil, inputErrorf(name, "a zip archive of %d members is not a scipy.sparse.save_npz file (it writes 5)", len(zr.File))
 	}
@@ -330,6 +331,10 @@ func npzOpenMember(mname string, f *os.File, a *npzArray) (*npzMemberReader, err
 	}
 	return &npzMemberReader{Reader: rc, close: rc.Close}, nil
 }
+
+// newInflater is the zip decompressor of deflated members: klauspost/compress's flate, which
+// inflates an .npz 15-25% faster than the standard library's (BENCHMARKS.md, "Reading .npz").
+func newInflater(r io.Reader) io.ReadCloser { return flate.NewReader(r) }
 
 // npzReadError reports an error reading a member's data.
 func npzReadError(mname string, err error) error {

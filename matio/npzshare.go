@@ -1,11 +1,12 @@
 package matio
 
 import (
-	"compress/flate"
 	"io"
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/klauspost/compress/flate"
 )
 
 // A deflated member of an .npz cannot be read from the middle: a Read of samples [lo, hi)
