@@ -32,6 +32,34 @@ const (
 	tenxColumn
 )
 
+// makeUnique makes gene symbols unique as scanpy's read_10x_mtx does (anndata's
+// make_index_unique): the second and later occurrences of a name get "-1", "-2", ... (the
+// first suffix not already a name). names is changed in place and returned.
+func makeUnique(names []string) []string {
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		seen[n] = true
+	}
+	first := make(map[string]bool, len(names))
+	next := map[string]int{}
+	for i, n := range names {
+		if !first[n] {
+			first[n] = true
+			continue
+		}
+		for {
+			next[n]++
+			cand := fmt.Sprintf("%s-%d", n, next[n])
+			if !seen[cand] {
+				seen[cand] = true
+				names[i] = cand
+				break
+			}
+		}
+	}
+	return names
+}
+
 // readNames reads the names in f, opened as path: one a line, exactly want lines (the file may
 // or may not end with a newline). what says what the lines name, for the count's message
 // ("features (...)"). With keep false it only checks them. Names must be valid UTF-8, not
@@ -212,6 +240,7 @@ func readNamesOne(open Opener, spec string) (Names, error) {
 		if out.Features, err = readNames(paths[1], files[1], m, "features (genes)", tenxColumn, true); err != nil {
 			return Names{}, err
 		}
+		out.Features = makeUnique(out.Features)
 		if out.Samples, err = readNames(paths[2], files[2], n, "samples (cells)", tenxColumn, true); err != nil {
 			return Names{}, err
 		}

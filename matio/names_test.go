@@ -98,3 +98,20 @@ func TestReadNamesBad(t *testing.T) {
 	_, err = ReadNames(os.Open, []string{sparseFixture("csr_f4.npz"), p})
 	wantInputError(t, err, p, `feature 6 (0-based) is named "other"`, sparseFixture("csr_f4.npz"), `"f6"`)
 }
+
+// TestMakeUnique: duplicated gene symbols become unique as scanpy's read_10x_mtx makes them
+// (the second and later occurrences get -1, -2, ..., skipping a suffix already taken).
+func TestMakeUnique(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"A", "B", "C"}, []string{"A", "B", "C"}},
+		{[]string{"A", "A", "A"}, []string{"A", "A-1", "A-2"}},
+		{[]string{"A", "A-1", "A"}, []string{"A", "A-1", "A-2"}},
+		{[]string{"TBCE", "B", "TBCE", "B"}, []string{"TBCE", "B", "TBCE-1", "B-1"}},
+		{nil, nil},
+	} {
+		got := makeUnique(slices.Clone(c.in))
+		if !slices.Equal(got, c.want) {
+			t.Errorf("makeUnique(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

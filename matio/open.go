@@ -246,7 +246,7 @@ func hdf5Error(path string) error {
 	base := filepath.Base(path)
 	stem := strings.TrimSuffix(base, filepath.Ext(base))
 	out := filepath.Join(filepath.Dir(path), stem+".didnmf")
-	return inputErrorf(path, "an HDF5 file (AnnData .h5ad or 10x .h5) is not read by didnmf's nodes: convert it first: python3 -m didnmf convert %s %s (then give %s as the input)", path, out, out)
+	return inputErrorf(path, "an HDF5 file (AnnData .h5ad or 10x .h5) is not read by didnmf's nodes: convert it first with the didnmf Python package (pip install ./python from didnmf's sources): python3 -m didnmf convert %s %s, then give %s as the input", path, out, out)
 }
 
 // openError wraps an Opener's error: see [Opener].

@@ -32,7 +32,7 @@ type ClientConfig struct {
 	// Bind is the IP the client's actor node listens on (results come back to it); empty:
 	// the local address that routes to the first cluster address.
 	Bind string
-	// Credentials, as in Config: TLS (a client certificate, see `node certs --client`), or
+	// Credentials, as in Config: TLS (a client certificate, see `didnmf certs --client`), or
 	// the cluster Secret, from which the client derives a client certificate; Insecure for a
 	// cluster that runs without authentication. A client takes no gossip key: it is not in
 	// the gossip.

@@ -175,7 +175,7 @@ func CheckSecurity(host string, gossipKey []byte, tls *pki.Config, insecure bool
 	if tls == nil {
 		missing = append(missing, "--tls-cert, --tls-key and --tls-ca for mutual TLS between nodes")
 	}
-	return fmt.Errorf("refusing to listen on %s without %s: anyone who can reach that address could join the cluster and run or read jobs; give them (see `node certs`), or --insecure on a network you trust",
+	return fmt.Errorf("refusing to listen on %s without %s: anyone who can reach that address could join the cluster and run or read jobs; give them (see `didnmf certs`), or --insecure on a network you trust",
 		host, joinAnd(missing))
 }
 
@@ -348,7 +348,7 @@ func Start(cfg Config) (*Server, error) {
 func nodeName(cfg Config) (string, *cluster.Listener, error) {
 	if t := cfg.TLS; t != nil {
 		if t.Role != pki.RolePeer {
-			return "", nil, fmt.Errorf("a node needs a peer certificate: the certificate of %q is a %s certificate (node certs --client); make the node's with node certs --name NAME, without --client", t.Name, t.Role)
+			return "", nil, fmt.Errorf("a node needs a peer certificate: the certificate of %q is a %s certificate (didnmf certs --client); make the node's with didnmf certs --name NAME, without --client", t.Name, t.Role)
 		}
 		if cfg.Name == "" {
 			return t.Name, nil, nil

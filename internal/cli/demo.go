@@ -168,7 +168,7 @@ func demoSummary(w io.Writer, out string, names map[string]string, ref *peerRefe
 	if pics := demoPictures(out); len(pics) > 0 {
 		fmt.Fprintf(w, "  pictures   %s\n", strings.Join(pics, ", "))
 	}
-	fmt.Fprintf(w, "  next       didnmf factorize --input YOUR.npy|.mtx|IDX --rank K --out DIR --plots   (samples as rows; didnmf factorize -h)\n")
+	fmt.Fprintf(w, "  next       didnmf factorize --input YOUR.npy|.npz|.mtx|10x dir|store --rank K --out DIR --plots   (samples as rows; didnmf factorize -h)\n")
 	return nil
 }
 

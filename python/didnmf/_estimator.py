@@ -188,14 +188,19 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Small integers (bool, 8- and 16-bit: pixels, small counts) become float32, exact, so
         the file the command reads is half the size; other types float64, as in
         scikit-learn."""
-        X = _validate_data(
-            self,
-            X,
-            accept_sparse=("csr", "csc"),
-            dtype=_float_dtypes(X),
-            allow_nan=self.missing == "nan",
-            reset=reset,
-        )
+        try:
+            X = _validate_data(
+                self,
+                X,
+                accept_sparse=("csr", "csc"),
+                dtype=_float_dtypes(X),
+                allow_nan=self.missing == "nan",
+                reset=reset,
+            )
+        except ValueError as e:
+            if "contains NaN" in str(e) and self.missing != "nan":
+                raise ValueError(f"{e}\ndidnmf fits around NaN entries as missing values with missing='nan'.") from None
+            raise
         if self.missing == "nan":
             data = X.data if sp.issparse(X) else X
             if data.size and np.nanmin(data, initial=np.inf) < 0:
@@ -249,7 +254,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                     f"{', '.join(inputs)}: give n_components"
                 )
             K = shape[1]
-        init = _params.resolve_init(p["init"], p["missing"])
+        init = _params.resolve_init(p["init"], p["missing"], p["test_fraction"])
         if init == "custom":
             W, H = self._check_custom(W, H, K, shape)
         algo = _params.algo_of(p)

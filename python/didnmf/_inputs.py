@@ -42,6 +42,14 @@ def as_paths(X):
     out = []
     for p in items:
         s = os.fspath(p)
+        if s.lower().endswith((".h5ad", ".h5")):
+            stem = os.path.splitext(s)[0]
+            raise ValueError(
+                f"{s}: an HDF5 file (AnnData .h5ad or 10x .h5), which the didnmf command does not "
+                f"read: fit anndata.read_h5ad({s!r}, backed='r') (converted once, out of core, into "
+                f"a store next to it), or didnmf.convert({s!r}, {stem + '.didnmf'!r}) and fit "
+                f"{stem + '.didnmf'!r}"
+            )
         out.append(s if s.startswith("synthetic:") else os.path.abspath(s))
     return out
 

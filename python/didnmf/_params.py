@@ -152,14 +152,14 @@ def algo_of(p):
     return p["algo"] if p["algo"] is not None else SOLVERS.get(p["solver"], "did")
 
 
-def resolve_init(init, missing=None):
+def resolve_init(init, missing=None, test_fraction=0):
     """didnmf's --init for scikit-learn's init. scikit-learn's None means 'nndsvda' when
     n_components <= min(n_samples, n_features), else 'random'; didnmf needs
     n_components <= min(n_samples, n_features) anyway, so None is 'nndsvda' -- except with
-    missing values, where the SVD needs every entry and None is 'random' (scaled by the mean
-    of the observed entries)."""
+    missing values or a held-out test set, where the SVD would need every entry and None is
+    'random' (scaled by the mean of the observed entries)."""
     if init is None:
-        return "random" if missing else "nndsvda"
+        return "random" if missing or test_fraction else "nndsvda"
     return init
 
 

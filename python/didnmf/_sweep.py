@@ -16,6 +16,7 @@ import numpy as np
 from . import _params
 from ._binary import find_binary
 from ._estimator import NMF
+from . import _anndata
 from ._inputs import as_paths, is_path, write_matrix
 from ._plot import show_png
 from ._run import run
@@ -131,12 +132,15 @@ def sweep(
     tls_key=None,
     insecure=False,
     client_bind=None,
+    layer=None,
 ):
     """Factorize X at every rank of ``ranks`` with ``seeds`` seeds each (``didnmf sweep``)
     and return a ``SweepResult`` (runs and per-rank summary as DataFrames, the suggested rank,
     the consensus bases).
 
-    X is what ``NMF.fit`` takes (array, sparse matrix, DataFrame, path or list of paths).
+    X is what ``NMF.fit`` takes (array, sparse matrix, DataFrame, path or list of paths, or an
+    AnnData: its X, or ``layer``; a backed AnnData's file is converted once into a store next
+    to it, which the nodes read).
     ``ranks``: 'FROM:TO[:STEP]', e.g. '2:10', or a list of ints; ``seeds``: runs per rank
     (seeds ``seed``, ``seed``+1, ...); ``test_fraction``: hold this fraction of the entries out
     (the test error then guides the suggestion, as cross-validation). ``parallel``: jobs at
@@ -180,6 +184,9 @@ def sweep(
         client_bind=client_bind,
     )
     p = _params.check_params(est, owner="sweep")
+    if _anndata.is_anndata(X):  # its X: in memory, or a backed file's store the nodes read
+        X = _anndata.prepare_anndata_input(X, layer=layer)
+        X = X.path if X.path is not None else X.data
     in_memory = not is_path(X)
     binary = find_binary()
     with tempfile.TemporaryDirectory(prefix="didnmf-sweep-") as tmp:

@@ -345,3 +345,22 @@ def test_backed_fit_reads_the_store(tmp_path):
     assert list(est.feature_names_in_) == list(a.var_names)
     np.testing.assert_array_equal(est.transform(b), ref.transform(a.X))
     b.file.close()
+
+
+def test_sweep_takes_an_anndata(tmp_path):
+    """didnmf.sweep on an AnnData (in memory, and backed: through its store) runs the sweep of
+    its matrix: the same runs as on the matrix itself."""
+    _real_estimator()
+    import didnmf
+
+    a = _adata()
+    kw = dict(ranks="2:3", seeds=1, max_iter=20, tol=0)
+    want = didnmf.sweep(a.X, **kw)
+    got = didnmf.sweep(a, **kw)
+    np.testing.assert_array_equal(got.consensus_bases[2], want.consensus_bases[2])
+    path = tmp_path / "s.h5ad"
+    a.write_h5ad(path)
+    b = anndata.read_h5ad(path, backed="r")
+    backed = didnmf.sweep(b, **kw)
+    np.testing.assert_array_equal(backed.consensus_bases[3], want.consensus_bases[3])
+    b.file.close()

@@ -30,12 +30,24 @@ def test_negative_values_in_memory(small):
 def test_nan_without_missing(small):
     X = small.copy()
     X[3, 1] = np.nan
-    with pytest.raises(ValueError, match="Input X contains NaN"):
+    with pytest.raises(ValueError, match="Input X contains NaN(.|\n)*missing='nan'"):
         didnmf.NMF(2).fit(X)
     # with missing='nan' the NaN are missing values, fitted around
     est = didnmf.NMF(2, missing="nan", random_state=0).fit(X)
     assert est.report_["missing"] == 1 and np.isfinite(est.components_).all()
     assert est.report_["observed"] == X.size - 1
+
+
+def test_an_h5ad_path_says_how_to_fit_it(tmp_path):
+    with pytest.raises(ValueError, match=r"x\.h5ad: an HDF5 file .*backed='r'.*didnmf\.convert"):
+        didnmf.NMF(2).fit(str(tmp_path / "x.h5ad"))
+
+
+def test_default_init_with_a_test_set(small):
+    """init=None with test_fraction is 'random', as with missing values (the SVD of nndsvda
+    would need the held-out entries): it fits, and reports the test error."""
+    est = didnmf.NMF(2, test_fraction=0.1, random_state=0).fit(small)
+    assert est.report_["init"] == "random" and est.report_["test_count"] > 0
 
 
 def test_bad_files_are_the_commands_value_errors(small, tmp_path):
