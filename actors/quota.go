@@ -235,6 +235,19 @@ func (h *host) admitOwnerShard(owner, job string, shard int64, reserve int64) st
 }
 
 // noQuotaOr returns v, or -1 (no quota) for 0 (the default).
+// inputBytes is matio.ReadOptions.MaxBytes on this node: what one owner's job may hold here
+// (OwnerMemory, else Memory; 0, no bound, for nodes with neither, as the nodes of one
+// process), so that an input declaring more than that is refused as it is opened rather
+// than read into memory (a .mtx, a CSC .npz or a 10x matrix is read whole).
+func (cfg *NodeConfig) inputBytes() int64 {
+	for _, v := range []int64{cfg.OwnerMemory, cfg.Memory} {
+		if v > 0 {
+			return v
+		}
+	}
+	return 0
+}
+
 func noQuotaOr[T int | int64](v T) T {
 	if v == 0 {
 		return -1

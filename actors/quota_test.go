@@ -3,6 +3,8 @@ package actors
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -345,5 +347,44 @@ func TestStreamedBlockBeyondTheOwnersQuota(t *testing.T) {
 	}
 	if used, owned := lc.Nodes[0].mem.used(), lc.Nodes[0].owned.used("bob"); used != 0 || owned != 0 {
 		t.Fatalf("the node still holds %d bytes (%d of bob's) for the refused job", used, owned)
+	}
+}
+
+// TestInputDeclaringTooMuchIsRefused: a file of a few bytes whose size line declares ten
+// million entries (a .mtx is read whole) is refused by the node as it is opened, naming the
+// file and the owner's memory quota, instead of being read into memory; the node goes on.
+func TestInputDeclaringTooMuchIsRefused(t *testing.T) {
+	ca, err := pki.CAFromSecret(pki.NewSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bomb := filepath.Join(t.TempDir(), "bomb.mtx")
+	if err := os.WriteFile(bomb, []byte("%%MatrixMarket matrix coordinate real general\n100000 100000 10000000\n1 1 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := NodeConfig{Memory: 64 << 20, Threads: 1, TLS: creds(t, ca, "node", pki.RolePeer), Roots: fsroot.Unconfined()}
+	node, err := StartNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Close)
+	addr := node.Address()
+	alice := NewClient(startParty(t, creds(t, ca, "alice", pki.RoleClient)).System(), Timeouts{})
+	t.Cleanup(alice.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	job, err := alice.Submit(ctx, addr, spec(bomb, "did", 3, 1, []string{addr}, 5))
+	if err == nil {
+		_, err = job.Wait(ctx)
+	}
+	if err == nil || !strings.Contains(err.Error(), "bomb.mtx") || !strings.Contains(err.Error(), "one input may take here (serve --owner-memory)") {
+		t.Fatalf("a job on %s: %v; want it refused naming the file and the quota", bomb, err)
+	}
+	job, err = alice.Submit(ctx, addr, spec("synthetic:m=6,n=200,k=3,seed=3", "did", 3, 1, []string{addr}, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.Wait(ctx); err != nil {
+		t.Fatalf("the next job: %v", err)
 	}
 }

@@ -30,7 +30,7 @@ type setupDone struct{ event any }
 func (c *coordinator) setup(system *actor.ActorSystem, self string) any {
 	spec := c.sub.Spec
 	roots := c.node.cfg.Roots
-	shape, err := readShape(roots, spec)
+	shape, err := readShape(roots, spec, c.node.cfg.inputBytes())
 	if err != nil {
 		return jobctl.Abort{Kind: KindInput, Message: err.Error()}
 	}
@@ -100,7 +100,7 @@ type inputShape struct {
 
 // readShape reads the job's shape: from the inputs when the nodes read them, from the spec
 // when the client streams them.
-func readShape(roots *fsroot.Roots, spec *messages.JobSpec) (inputShape, error) {
+func readShape(roots *fsroot.Roots, spec *messages.JobSpec, maxBytes int64) (inputShape, error) {
 	if spec.Ingest == messages.Ingest_INGEST_STREAM {
 		if spec.Samples <= 0 || spec.Features <= 0 {
 			return inputShape{}, fmt.Errorf("streamed job without a shape (samples %d, features %d)", spec.Samples, spec.Features)
@@ -109,7 +109,7 @@ func readShape(roots *fsroot.Roots, spec *messages.JobSpec) (inputShape, error) 
 		return inputShape{name: strings.Join(spec.Inputs, " + ") + " (streamed by the client)", m: m, n: n,
 			density: float64(spec.StoredEntries) / (float64(m) * float64(n))}, nil
 	}
-	src, err := matio.OpenAllWithOptions(roots.Opener("--input"), spec.Inputs, matio.ReadOptions{Missing: spec.Missing})
+	src, err := matio.OpenAllWithOptions(roots.Opener("--input"), spec.Inputs, matio.ReadOptions{Missing: spec.Missing, MaxBytes: maxBytes})
 	if err != nil {
 		return inputShape{}, err
 	}

@@ -468,7 +468,7 @@ func (s *shard) read() (kernels.Block, error) {
 	a := s.a
 	// Storage: the block comes stored as build will store it (no float64 copy of counts).
 	src, err := matio.OpenAllWithOptions(s.node.cfg.Roots.Opener("--input"), s.spec.Inputs,
-		matio.ReadOptions{Missing: s.spec.Missing, Storage: s.spec.Storage})
+		matio.ReadOptions{Missing: s.spec.Missing, Storage: s.spec.Storage, MaxBytes: s.node.cfg.inputBytes()})
 	if err != nil {
 		return nil, err
 	}

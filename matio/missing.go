@@ -35,6 +35,32 @@ type ReadOptions struct {
 	// (float32, naming the value). IDX and synthetic sources, and the zero value
 	// (StorageAsIs) or StorageFloat64, give float64 values.
 	Storage kernels.Storage
+
+	// MaxBytes bounds the memory a source may take to read its file (0: no bound), checked
+	// against what the file declares before anything is allocated: the inputs read whole
+	// when opened (a .mtx, a 10x directory's matrix.mtx, a CSC .npz: wholeEntryBytes an
+	// entry, wholeValueBytes a value of a dense .mtx), and the entries of one Read of a CSR
+	// .npz. A node sets it to what one owner's job may hold there (serve --owner-memory), so
+	// that a small compressed file declaring billions of entries is refused, naming the
+	// file, rather than read.
+	MaxBytes int64
+}
+
+// wholeEntryBytes is what a sparse entry takes while an input read whole is sorted (a
+// mtxEntry), and wholeValueBytes a dense value (float64).
+const (
+	wholeEntryBytes = 24
+	wholeValueBytes = 8
+)
+
+// checkBytes returns an error naming name when count items of size bytes each exceed max
+// (max 0: no bound).
+func checkBytes(name string, count, size, max int64, what string) error {
+	if max <= 0 || count <= max/size {
+		return nil
+	}
+	return inputErrorf(name, "%s: %d of them take %d MiB or more to read, more than the %d MiB one input may take here (serve --owner-memory)",
+		what, count, count/(1<<20)*size, max>>20)
 }
 
 // missingNaN is the value a missing entry is stored as.

@@ -29,6 +29,8 @@ type mtxParser struct {
 	sawNaN    bool  // a missing value was read
 	// transpose reads the file's columns as the samples (a 10x matrix.mtx is genes x cells).
 	transpose bool
+	// maxBytes bounds what the declared entries take in memory (ReadOptions.MaxBytes).
+	maxBytes int64
 }
 
 // parseMTX parses a whole MatrixMarket file.
@@ -39,7 +41,7 @@ func parseMTX(name string, r io.Reader, opts ReadOptions) (Source, error) {
 // parseMTXAs parses a whole MatrixMarket file, its columns as the samples when transpose is
 // set.
 func parseMTXAs(name string, r io.Reader, opts ReadOptions, transpose bool) (Source, error) {
-	p := &mtxParser{name: name, sc: bufio.NewScanner(r), missing: opts.Missing, transpose: transpose}
+	p := &mtxParser{name: name, sc: bufio.NewScanner(r), missing: opts.Missing, transpose: transpose, maxBytes: opts.MaxBytes}
 	p.sc.Buffer(make([]byte, 0, 64<<10), maxMTXLine)
 	if err := p.banner(); err != nil {
 		return nil, err
@@ -179,8 +181,14 @@ func (p *mtxParser) size() error {
 			return inputErrorf(p.at(), "%d entries do not fit in a %d x %d matrix", v[2], p.rows, p.cols)
 		}
 		p.nnz = v[2]
+		stored := p.nnz
+		if p.symmetric {
+			stored *= 2
+		}
+		return checkBytes(p.at(), stored, wholeEntryBytes, p.maxBytes, "the size line declares the entries of a file read whole")
 	}
-	return nil
+	total := int64(p.rows) * int64(p.cols)
+	return checkBytes(p.at(), total, wholeValueBytes, p.maxBytes, "the size line declares the values of a file read whole")
 }
 
 // fields splits t at spaces and tabs into out and returns the number of fields, which may

@@ -336,6 +336,11 @@ func npzOpenMember(mname string, f *os.File, a *npzArray) (*npzMemberReader, err
 // inflates an .npz 15-25% faster than the standard library's (BENCHMARKS.md, "Reading .npz").
 func newInflater(r io.Reader) io.ReadCloser { return flate.NewReader(r) }
 
+// npzReadEntryBytes is what an entry of a CSR .npz takes while a Read builds its block: its
+// index and value as read, and the block's (float64 at most), before the read arrays are
+// released.
+const npzReadEntryBytes = 24
+
 // npzReadError reports an error reading a member's data.
 func npzReadError(mname string, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -619,6 +624,9 @@ func (s *npzSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 	if cnt > math.MaxInt/16 {
 		return nil, inputErrorf(s.name, "samples [%d, %d) hold %d entries: too many", lo, hi, cnt)
 	}
+	if err := checkBytes(s.name, int64(cnt), npzReadEntryBytes, s.opts.MaxBytes, fmt.Sprintf("samples [%d, %d) hold %d entries, and", lo, hi, cnt)); err != nil {
+		return nil, err
+	}
 	for i := range ptr {
 		ptr[i] -= p0
 	}
@@ -849,6 +857,9 @@ func sumAs[T float32 | float64](dt npyDtype, a, b T) (sum T, exact bool) {
 // file is, by samples: memory grows with the entries read (24 bytes each while sorting), never
 // with the number of samples the shape claims.
 func (s *npzSource) transpose() (Source, error) {
+	if err := checkBytes(s.name, s.nnz, wholeEntryBytes, s.opts.MaxBytes, "a CSC file is read whole, and its entries"); err != nil {
+		return nil, err
+	}
 	// Features (columns of the file's CSC) are the file's major axis here.
 	ptr, err := s.readPointers(s.file, 0, s.m, "feature")
 	if err != nil {
