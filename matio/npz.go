@@ -791,7 +791,12 @@ func finishRows[T float32 | float64](name string, lo int, ptr []int64, idx []int
 			}
 		}
 		if t < b {
-			// Unsorted: sort what was kept and the rest stably by index, sum duplicates.
+			// Unsorted: sort what was kept and the rest stably by index, sum duplicates. The
+			// buffer is sized to the row, not grown by doubling (a row of many entries would
+			// otherwise take up to twice its pairs again).
+			if need := (w - start) + (b - t); cap(tmp) < need {
+				tmp = make([]npzPair[T], 0, need)
+			}
 			tmp = tmp[:0]
 			for k := start; k < w; k++ {
 				tmp = append(tmp, npzPair[T]{idx[k], val[k]})
