@@ -42,6 +42,7 @@ place at the end, so a store either is complete or does not exist.
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -68,9 +69,33 @@ NAME_CHUNK = 1 << 16
 # Entries per chunk while scattering a CSC matrix (its arrays are several per entry).
 SCATTER_CHUNK = 1 << 19
 
+# Refusing hostile inputs before writing anything.
+#
+# Unwritten data: an HDF5 dataset may declare any shape and store nothing (chunks never
+# written read as the fill value; a contiguous dataset never written stores 0 bytes), so an
+# 8 KB file can declare a 400 GB matrix. The matrix's datasets must store at least
+# 1/UNWRITTEN_RATIO of their declared bytes. Deflate (gzip, the only compressor HDF5 files
+# commonly use besides lzf and szip, which compress less) cannot exceed about 1032:1: an
+# all-zero float32 dataset written with gzip level 9 and shuffle measures 1026x, real counts
+# 3-20x, a 0.1%-dense matrix a few hundred. 2000x therefore never refuses a fully written
+# gzip/lzf/szip file, while an unwritten one is typically millions of times over. Datasets
+# declaring less than UNWRITTEN_MIN_BYTES are not checked (the damage is bounded; the free
+# space check still applies). allow_unwritten=True (--allow-unwritten) skips the check (for
+# files written with plugin compressors such as zstd or blosc, which can exceed 2000x on
+# constant data, or a deliberate fill-value matrix).
+UNWRITTEN_RATIO = 2000
+UNWRITTEN_MIN_BYTES = 256 << 20
+# Free space: the output's estimated size must fit in the free space of DST's file system
+# minus min(DISK_MARGIN_MAX, DISK_MARGIN_FRACTION of the file system), kept for everyone else.
+DISK_MARGIN_MAX = 1 << 30
+DISK_MARGIN_FRACTION = 0.05
+# Bytes a name takes in features.tsv/samples.tsv, for the estimate (barcodes ~19, Ensembl
+# ids 15, symbols fewer; generous).
+NAME_BYTES = 32
+
 
 def convert(src, dst, layer=None, block_rows=None, compress=False, overwrite=False,
-            block_nnz=DEFAULT_BLOCK_NNZ):
+            block_nnz=DEFAULT_BLOCK_NNZ, allow_unwritten=False):
     """Convert an ``.h5ad`` or a 10x ``.h5`` file into a didnmf block store, out of core.
 
     Parameters
@@ -91,10 +116,15 @@ def convert(src, dst, layer=None, block_rows=None, compress=False, overwrite=Fal
         Write the sparse blocks with ``save_npz(compressed=True)`` (smaller, slower to read).
         Dense ``.npy`` blocks are never compressed.
     overwrite : bool
-        Replace ``dst`` if it exists (it must then be a didnmf store, or empty); otherwise an
-        existing ``dst`` is an error.
+        Replace ``dst`` if it exists (it must then be a didnmf store holding only its own
+        files -- manifest.json, the blocks and names files it lists, leftover ``*.tmp-*``
+        entries -- or an empty directory); otherwise an existing ``dst`` is an error.
     block_nnz : int
         The per-block budget of stored values used when ``block_rows`` is None.
+    allow_unwritten : bool
+        Convert a matrix whose HDF5 datasets store far less than they declare (more than
+        ``UNWRITTEN_RATIO`` times less: regions never written, read as the fill value).
+        By default such a file is refused, as is an output larger than the free space.
 
     Returns
     -------
@@ -106,7 +136,9 @@ def convert(src, dst, layer=None, block_rows=None, compress=False, overwrite=Fal
     ValueError
         The input is not a readable ``.h5ad``/10x file, or is inconsistent (no X, unknown
         layer, arrays of the wrong length, indices out of range, names with a tab or a
-        newline, ...); the message names the file and the place.
+        newline, ...); the message names the file and the place. Also: the matrix is mostly
+        unwritten (see ``allow_unwritten``), the output would not fit in the free space of
+        ``dst``'s file system, or ``dst`` holds files that are not its store's.
     FileExistsError
         ``dst`` exists and ``overwrite`` is false.
     """
@@ -120,8 +152,11 @@ def convert(src, dst, layer=None, block_rows=None, compress=False, overwrite=Fal
         raise FileNotFoundError(f"{src}: no such file")
     if dst.exists() and not overwrite:
         raise FileExistsError(f"{dst} exists; remove it, or pass overwrite=True (--overwrite)")
-    if dst.exists() and not _replaceable(dst):
-        raise ValueError(f"{dst} exists and is not a didnmf store; not replacing it")
+    if dst.exists():
+        why = _not_replaceable(dst)
+        if why:
+            raise ValueError(f"{dst} exists and is not a didnmf store; not replacing it "
+                             f"({why})")
     try:
         f = h5py.File(src, "r")
     except OSError as e:
@@ -129,7 +164,10 @@ def convert(src, dst, layer=None, block_rows=None, compress=False, overwrite=Fal
     stat = src.stat()
     with f:
         source = _open_source(f, src, layer)
+        if not allow_unwritten:
+            _check_written(source)
         parent = dst.resolve().parent
+        _check_space(source, dst, parent, block_rows, block_nnz)
         tmp = Path(tempfile.mkdtemp(prefix=dst.name + ".tmp-", dir=parent))
         try:
             blocks = source.write_blocks(tmp, block_rows, block_nnz, compress)
@@ -313,6 +351,13 @@ class _Source:
     def _cast(self, a):
         return np.ascontiguousarray(a, dtype=self.out_dtype)
 
+    def datasets(self):
+        """The HDF5 datasets holding the matrix."""
+        raise NotImplementedError
+
+    def names_bytes(self):
+        return sum(entry[1] * NAME_BYTES for entry in self.names.values() if entry)
+
 
 class _DenseSource(_Source):
     """A 2-D HDF5 dataset, read by row slices into ``.npy`` blocks."""
@@ -323,6 +368,15 @@ class _DenseSource(_Source):
         super().__init__(f, src, layer_name, where, ds.shape[0], ds.shape[1])
         self.ds = ds
         self.out_dtype = self._dtype(ds.dtype)
+
+    def datasets(self):
+        return [self.ds]
+
+    def estimate_bytes(self, block_rows, block_nnz):
+        """Bytes the blocks take: the values, plus a .npy header per block."""
+        rows = block_rows or max(1, min(MAX_BLOCK_ROWS, block_nnz // max(1, self.n_cols)))
+        nblocks = -(-self.n_rows // rows)
+        return self.n_rows * self.n_cols * self.out_dtype.itemsize + nblocks * 128
 
     def write_blocks(self, tmp, block_rows, block_nnz, compress):
         rows = block_rows or max(1, min(MAX_BLOCK_ROWS, block_nnz // max(1, self.n_cols)))
@@ -370,6 +424,20 @@ class _CompressedSource(_Source):
             raise self.err(f"{where}/indptr runs from {first} to {last}; it must run from 0 "
                            f"to the number of stored values, {nnz}")
         self.nnz = nnz
+
+    def datasets(self):
+        return [self.data, self.indices, self.indptr]
+
+    def estimate_bytes(self, block_rows, block_nnz):
+        """Bytes the blocks take (uncompressed): values, int32 column indices, indptr (int64
+        at worst) and some zip overhead per block. A CSC matrix's scratch files (int32 row
+        and column per entry, and the value) peak above that: the scratch of a block is
+        removed as the block is written."""
+        it = self.out_dtype.itemsize
+        nblocks = (-(-self.n_rows // block_rows) if block_rows
+                   else self.nnz // block_nnz + self.n_rows // MAX_BLOCK_ROWS + 1)
+        per_entry = it + 4 if self.major == "row" else it + 8
+        return self.nnz * per_entry + (self.n_rows + nblocks) * 8 + nblocks * 1024
 
     # --- helpers -----------------------------------------------------------------------
 
@@ -633,17 +701,78 @@ def _plain_name(name):
     return name not in ("", ".", "..") and "/" not in name and "\\" not in name
 
 
-def _replaceable(dst):
-    """An existing destination may be replaced if it is a didnmf store or an empty dir."""
-    if dst.is_dir():
-        if (dst / MANIFEST).exists():
-            try:
-                store_manifest(dst)
-                return True
-            except ValueError:
-                return False
-        return not any(dst.iterdir())
-    return False
+_TMP_ENTRY = re.compile(r".*\.tmp-[^/]*")
+
+
+def _not_replaceable(dst):
+    """Why an existing destination may not be replaced (None when it may): it must be an
+    empty directory or a didnmf store holding only its own files: manifest.json, the blocks
+    it lists (.npz/.npy files), its names files (.tsv files, as listed), and leftover
+    ``*.tmp-*`` entries of an interrupted conversion. Anything else is somebody's file."""
+    if not dst.is_dir() or dst.is_symlink():
+        return "not a directory"
+    entries = sorted(os.listdir(dst))
+    if not entries:
+        return None
+    if MANIFEST not in entries:
+        return f"no {MANIFEST}; it holds {entries[0]!r}"
+    try:
+        m = store_manifest(dst)
+    except ValueError as e:
+        return str(e)
+    own = {MANIFEST}
+    for b in m["blocks"]:
+        if b["file"].endswith((".npz", ".npy")):
+            own.add(b["file"])
+    for key in ("features", "samples"):
+        name = m.get(key)
+        if isinstance(name, str) and _plain_name(name) and name.endswith(".tsv"):
+            own.add(name)
+    for name in entries:
+        if _TMP_ENTRY.fullmatch(name):
+            continue
+        path = dst / name
+        if name not in own or path.is_symlink() or not path.is_file():
+            return f"it holds {name!r}, which is not one of the store's files"
+    return None
+
+
+def _size(n):
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def _check_written(source):
+    """Refuse a matrix whose datasets store far less than they declare (see UNWRITTEN_RATIO)."""
+    declared = stored = 0
+    for ds in source.datasets():
+        declared += int(np.prod(ds.shape, dtype=object)) * ds.dtype.itemsize
+        stored += int(ds.id.get_storage_size())
+    if declared < UNWRITTEN_MIN_BYTES or declared <= stored * UNWRITTEN_RATIO:
+        return
+    ratio = "nothing" if stored == 0 else f"1/{declared // stored}"
+    raise source.err(
+        f"{source.where} declares a {source.n_rows} x {source.n_cols} matrix of "
+        f"{declared} bytes ({_size(declared)}) but the file stores {stored} bytes "
+        f"({_size(stored)}) of it, {ratio} (written, compressed data stores at least "
+        f"1/{UNWRITTEN_RATIO}): most of it was never written and would read as the fill "
+        "value. Not converting it; pass allow_unwritten=True (--allow-unwritten) if that "
+        "is meant")
+
+
+def _check_space(source, dst, parent, block_rows, block_nnz):
+    """Refuse an output larger than the free space of ``parent``'s file system."""
+    need = source.estimate_bytes(block_rows, block_nnz) + source.names_bytes() + 4096
+    usage = shutil.disk_usage(parent)
+    margin = int(min(DISK_MARGIN_MAX, usage.total * DISK_MARGIN_FRACTION))
+    if need > usage.free - margin:
+        raise source.err(
+            f"converting {source.where} ({source.n_rows} x {source.n_cols}) into {dst} "
+            f"needs about {need} bytes ({_size(need)}), but {parent} has {usage.free} bytes "
+            f"({_size(usage.free)}) free, of which {_size(margin)} are kept spare; free some "
+            "space or write the store elsewhere")
 
 
 def _move_into_place(tmp, dst):

@@ -537,3 +537,165 @@ def test_h5ad_of_old_anndata(tmp_path):
         f["var"] = np.array([(b"g1",), (b"g2",)], dtype=[("index", "S2")])
     convert(path, tmp_path / "s")
     _check_store(tmp_path / "s", x, ["a", "b", "c"], ["g1", "g2"], np.float32)
+
+
+# ----------------------------------------------------------------------------------------
+# Hostile inputs and destinations: refused before anything is written; signals clean up.
+
+
+def _declared_dense(path, shape, dtype=np.float32, chunked=True, names=False):
+    """An .h5ad whose dense X declares ``shape`` and stores nothing (fill value only)."""
+    str_dt = h5py.string_dtype("utf-8")
+    with h5py.File(path, "w") as f:
+        f.attrs["encoding-type"] = "anndata"
+        f.create_dataset("X", shape=shape, dtype=dtype,
+                         chunks=tuple(min(1000, s) for s in shape) if chunked else None,
+                         fillvalue=1)
+        for key, n in (("obs", shape[0]), ("var", shape[1])):
+            g = f.create_group(key)
+            g.attrs["_index"] = "_index"
+            g.create_dataset("_index", data=np.array([f"{key}{i}" for i in range(
+                n if names else 1)], dtype=object), dtype=str_dt)
+
+
+def _no_writing(monkeypatch):
+    import didnmf._convert as conv
+
+    def refuse(*a, **k):
+        raise AssertionError("started writing blocks")
+    monkeypatch.setattr(conv._DenseSource, "write_blocks", refuse)
+    monkeypatch.setattr(conv._CompressedSource, "write_blocks", refuse)
+
+
+@pytest.mark.parametrize("chunked", [True, False])
+def test_unwritten_dense_is_refused(tmp_path, monkeypatch, chunked):
+    """The review's file: 8 KB declaring a 1e6 x 1e5 float32 X (400 GB) of fill value."""
+    path = tmp_path / "bomb.h5ad"
+    _declared_dense(path, (1_000_000, 100_000), chunked=chunked)
+    assert path.stat().st_size < 64 * 1024
+    _no_writing(monkeypatch)
+    with pytest.raises(ValueError, match=f"^{path}: X declares a 1000000 x 100000 matrix of "
+                       r"400000000000 bytes .* but the file stores \d+ bytes .*never written"
+                       r".*allow_unwritten=True \(--allow-unwritten\)"):
+        convert(path, tmp_path / "out")
+    assert sorted(os.listdir(tmp_path)) == ["bomb.h5ad"]
+
+
+def test_unwritten_allowed_when_asked(tmp_path, monkeypatch):
+    """Under the threshold (here lowered) nothing is refused; allow_unwritten converts it."""
+    import didnmf._convert as conv
+    monkeypatch.setattr(conv, "UNWRITTEN_MIN_BYTES", 1 << 20)
+    path = tmp_path / "fill.h5ad"
+    _declared_dense(path, (2000, 1000), names=True)  # 8 MB declared, nothing stored
+    with pytest.raises(ValueError, match="never written"):
+        convert(path, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    m = convert(path, tmp_path / "out", allow_unwritten=True)
+    assert m["shape"] == [2000, 1000]
+    assert (read_store(tmp_path / "out") == 1).all()
+
+
+def test_honest_compressed_dense_is_not_refused(tmp_path, monkeypatch):
+    """An all-zero dense X written with gzip (deflate's best case, ~1026x) passes."""
+    import didnmf._convert as conv
+    monkeypatch.setattr(conv, "UNWRITTEN_MIN_BYTES", 1 << 20)
+    path = tmp_path / "zeros.h5ad"
+    _declared_dense(path, (512, 4096), chunked=True)
+    with h5py.File(path, "r+") as f:
+        del f["X"]
+        f.create_dataset("X", data=np.zeros((512, 4096), np.float32), chunks=(512, 512),
+                         compression="gzip", compression_opts=9, shuffle=True)
+    with h5py.File(path, "r") as f:
+        assert 1000 < 512 * 4096 * 4 / f["X"].id.get_storage_size() < conv.UNWRITTEN_RATIO
+    conv._check_written(conv._DenseSource(None, path, "X", "X", h5py.File(path, "r")["X"]))
+
+
+def test_output_larger_than_free_space_is_refused(tmp_path, monkeypatch, h5ad):
+    _no_writing(monkeypatch)
+    path = tmp_path / "huge.h5ad"
+    _declared_dense(path, (100_000_000, 10_000_000), dtype=np.float64)  # 8 PB
+    with pytest.raises(ValueError, match=f"^{path}: converting X .* into {tmp_path / 'o'} "
+                       r"needs about 8000\d{12} bytes .* but .* bytes .* free"):
+        convert(path, tmp_path / "o", allow_unwritten=True)
+    # An honest sparse file, on a nearly full disk.
+    import didnmf._convert as conv
+    import collections
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(conv.shutil, "disk_usage",
+                        lambda p: usage(10 << 30, (10 << 30) - 1000, 1000))
+    with pytest.raises(ValueError, match=r"needs about \d+ bytes .* has 1000 bytes "
+                                         r"\(1000 bytes\) free"):
+        convert(h5ad[0], tmp_path / "o2")
+    assert sorted(os.listdir(tmp_path)) == ["huge.h5ad"]
+
+
+def _fake_store(d, extra=(), blocks=()):
+    d.mkdir()
+    (d / "manifest.json").write_text(json.dumps(
+        {"format": "didnmf-blocks", "version": 1, "shape": [len(blocks), 1],
+         "blocks": [{"file": b, "rows": 1} for b in blocks]}))
+    for name in list(extra) + list(blocks):
+        (d / name).write_text("precious")
+
+
+@pytest.mark.parametrize("extra,blocks,first", [
+    (["thesis.tex", "zz.txt"], [], "thesis.tex"),
+    ([], ["thesis.tex"], "thesis.tex"),  # a manifest "listing" it does not make it a block
+])
+def test_overwrite_never_deletes_other_files(h5ad, tmp_path, extra, blocks, first):
+    victim = tmp_path / "victim"
+    _fake_store(victim, extra, blocks)
+    with pytest.raises(ValueError, match=f"^{victim} exists and is not a didnmf store; not "
+                       f"replacing it \\(it holds '{first}', which is not one of the store's "
+                       "files\\)$"):
+        convert(h5ad[0], victim, overwrite=True)
+    assert (victim / "thesis.tex").read_text() == "precious"
+    assert sorted(os.listdir(tmp_path)) == ["victim"]
+
+
+def test_overwrite_replaces_a_store_with_leftovers(h5ad, tmp_path):
+    dst = tmp_path / "s"
+    convert(h5ad[0], dst, block_rows=100)
+    (dst / "s.tmp-abc123").mkdir()
+    convert(h5ad[0], dst, overwrite=True)
+    assert sorted(os.listdir(dst)) == ["block-000000.npz", "features.tsv", "manifest.json",
+                                       "samples.tsv"]
+
+
+def _write_many_rows(path, n=30_000, m=50):
+    x = sp.random(n, m, density=0.05, format="csr", random_state=1, dtype=np.float32)
+    _write_h5ad_by_hand(path, "csr_matrix", x.shape, x.data, x.indices, x.indptr)
+
+
+@pytest.mark.parametrize("sig,status", [(15, 143), (1, 129)])
+def test_cli_signal_removes_the_partial_output(tmp_path, sig, status):
+    """SIGTERM/SIGHUP mid-conversion: the DST.tmp-* directory is removed, status 128+sig."""
+    import signal
+    import time
+    path = tmp_path / "many.h5ad"
+    _write_many_rows(path)
+    work = tmp_path / "out"
+    work.mkdir()
+    dst = work / "many.didnmf"
+    env = dict(os.environ, PYTHONPATH=str(PYDIR))
+    p = subprocess.Popen([sys.executable, "-m", "didnmf", "convert", str(path), str(dst),
+                          "--block-rows", "1"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            tmps = [d for d in work.iterdir() if ".tmp-" in d.name]
+            if tmps and len(list(tmps[0].glob("block-*"))) >= 20:
+                break
+            assert p.poll() is None, p.communicate()
+            time.sleep(0.02)
+        else:
+            pytest.fail("no temporary directory appeared")
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == status, err
+    assert signal.Signals(sig).name in err
+    assert sorted(os.listdir(work)) == []
