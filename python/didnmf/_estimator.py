@@ -254,6 +254,11 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                     f"{', '.join(inputs)}: give n_components"
                 )
             K = shape[1]
+        if shape is not None and K > min(shape):
+            raise ValueError(
+                f"n_components={K} must be at most min(n_samples, n_features) = "
+                f"min({shape[0]}, {shape[1]}) = {min(shape)}: didnmf factorizes at ranks up to that"
+            )
         init = _params.resolve_init(p["init"], p["missing"], p["test_fraction"])
         if init == "custom":
             W, H = self._check_custom(W, H, K, shape)

@@ -43,6 +43,11 @@ def test_an_h5ad_path_says_how_to_fit_it(tmp_path):
         didnmf.NMF(2).fit(str(tmp_path / "x.h5ad"))
 
 
+def test_too_many_components_names_the_parameter(small):
+    with pytest.raises(ValueError, match=r"n_components=7 must be at most min\(n_samples, n_features\) = min\(30, 6\) = 6"):
+        didnmf.NMF(7).fit(small)
+
+
 def test_default_init_with_a_test_set(small):
     """init=None with test_fraction is 'random', as with missing values (the SVD of nndsvda
     would need the held-out entries): it fits, and reports the test error."""
@@ -72,9 +77,10 @@ def test_bad_files_are_the_commands_value_errors(small, tmp_path):
         didnmf.NMF(2).fit(tmp_path / "junk.npy")
 
 
-def test_rank_larger_than_the_data_is_the_commands_value_error(small):
+def test_rank_larger_than_the_data_is_the_commands_value_error():
+    """A shape not read here (a synthetic spec): the command's refusal, as a ValueError."""
     with pytest.raises(ValueError, match=r"rank 7 out of range"):
-        didnmf.NMF(7).fit(small)
+        didnmf.NMF(7).fit("synthetic:m=6,n=30,k=2,seed=1")
 
 
 def test_n_components_none_needs_a_readable_shape(tmp_path):
