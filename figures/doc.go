@@ -43,7 +43,7 @@
 //	_, err = conv.Save("out", "convergence")
 //
 //	grid, err := figures.BasisGrid("faces", basis, m, k, 64, 64) // basis: m x k, row-major
-//	sweepFig, err := figures.Sweep("rank sweep", summaries, k) // node sweep's sweep.png/.svg
+//	sweepFig, err := figures.Sweep("rank sweep", summaries, figures.SweepNote{Suggested: k, Rule: rule}) // node sweep's sweep.png/.svg
 //	bars, err := figures.TopFeatures("words", basis, m, k, 10, names)
 //
 // PNG files are drawn at 72 dots per inch, one pixel per point, so that a figure's Width and

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -29,45 +30,78 @@ var (
 	sweepStabilityColor = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff} // green
 	sweepAgreementColor = color.Gray{Y: 0x80}
 	sweepSuggestColor   = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff} // orange
+	sweepCapColor       = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff} // red
 )
+
+// SweepNote is what a sweep knows beyond its summaries: the rank it suggests, the rule that
+// chose it, and which runs stopped at a cap rather than by converging.
+type SweepNote struct {
+	// Suggested is the suggested rank (0, or a K that is not among the ranks: none marked).
+	Suggested int
+	// Rule says how Suggested was chosen; it is written, wrapped, under the panels.
+	Rule string
+	// Capped counts, for each rank, its runs that stopped at the iteration cap or the time
+	// limit ("max-iter", "time-limit"): their rank's points are drawn as red triangles.
+	Capped map[int]int
+}
 
 // Sweep draws a rank sweep (sweep.Summarize's summaries, one per rank): two panels that
 // share the K axis. The upper one has the mean test error (blue) and train error (light
 // blue; blue without a test set) over the seeds of each rank against K, with bars of ± one
-// standard error (none with one seed), on a logarithmic scale when every value is above 0;
-// a rank without a test error has no test point. The lower one has the stability, the silhouette of the seeds'
-// components (green; sweep.Consensus), and the agreement (gray, dashed: the fraction of
-// consensus components found exactly once by every seed), from 0 to 1; with one seed a
-// note says that they are not defined. A dashed orange line marks suggested in both panels,
-// labelled "suggested K=7", when it is one of the ranks. title heads the figure. Errors (no
-// summaries) wrap ErrInput.
-func Sweep(title string, s []sweep.RankSummary, suggested int) (*Figure, error) {
+// standard error (none with one seed), on a logarithmic (log10) axis when any value is
+// above 0. An error of 0 or below has no place on a log axis: such points are left out, and
+// the legend names their ranks ("not on the log axis: error ≤ 0 at K=12"); only when no value
+// is above 0 is the axis linear. A rank without a test error has no test point. A rank with
+// a run that hit a cap (note.Capped) has its points drawn as red triangles instead of dots,
+// and the legend counts them ("15 of 24 runs hit the iteration cap or time limit"). The
+// lower panel has the stability, the silhouette of the seeds' components (green;
+// sweep.Consensus), and the agreement (gray, dashed: the fraction of consensus components
+// found exactly once by every seed), from 0 to 1; with one seed a note says that they are not
+// defined. A dashed orange line marks note.Suggested in both panels, labelled
+// "suggested K=7", when it is one of the ranks, and note.Rule is written, wrapped to the
+// figure's width, under the panels. Tick labels are thinned so that no two overprint. title
+// heads the figure. Errors (no summaries) wrap ErrInput.
+func Sweep(title string, s []sweep.RankSummary, note SweepNote) (*Figure, error) {
 	if len(s) == 0 {
 		return nil, inputErrorf("the sweep has no ranks: nothing to plot")
 	}
 	s = slices.Clone(s)
 	slices.SortStableFunc(s, func(a, b sweep.RankSummary) int { return cmp.Compare(a.K, b.K) })
+	suggested := note.Suggested
 
-	// The error panel's values, and whether they all fit a log scale.
+	// The error panel's values, and whether they fit a log scale: they do when any is above
+	// 0; the others are left out and named.
 	var test, train sweepSeries
 	hasTest, oneSeed := false, true
+	capped, total := 0, 0
 	for _, r := range s {
 		k := float64(r.K)
-		train.add(k, r.Train)
+		c := min(note.Capped[r.K], r.Runs)
+		capped, total = capped+max(c, 0), total+r.Runs
+		train.add(k, r.Train, c > 0)
 		if r.Test.N > 0 {
-			test.add(k, r.Test)
+			test.add(k, r.Test, c > 0)
 			hasTest = true
 		}
 		oneSeed = oneSeed && r.Runs <= 1
 	}
-	logScale := true
+	logScale := slices.ContainsFunc(train.xy, func(p plotter.XY) bool { return p.Y > 0 }) ||
+		slices.ContainsFunc(test.xy, func(p plotter.XY) bool { return p.Y > 0 })
+	var offLog []int // ranks with an error ≤ 0, not on the log axis
+	if logScale {
+		for _, ser := range []*sweepSeries{&train, &test} {
+			for _, k := range ser.dropNonPositive() {
+				if !slices.Contains(offLog, k) {
+					offLog = append(offLog, k)
+				}
+			}
+		}
+		slices.Sort(offLog)
+	}
 	var all plotter.XYs
 	for _, ser := range []*sweepSeries{&train, &test} {
 		for i, p := range ser.xy {
 			all = append(all, p)
-			if !(p.Y > 0) {
-				logScale = false
-			}
 			if hi := p.Y + ser.se[i]; finite(hi) {
 				all = append(all, plotter.XY{X: p.X, Y: hi})
 			}
@@ -83,7 +117,14 @@ func Sweep(title string, s []sweep.RankSummary, suggested int) (*Figure, error) 
 	if !hasTest {
 		trainColor = curveColor
 	}
-	errPanel := newPlot("error against the rank", "rank K", "relative error ||X-BC||² / ||X||²")
+	yLabel := "relative error ||X-BC||² / ||X||²"
+	if logScale {
+		yLabel += " (log scale)"
+	}
+	errPanel := newPlot("error against the rank", "rank K", yLabel)
+	if logScale {
+		errPanel.Y.Scale = plot.LogScale{}
+	}
 	errLegend := &sweepLegend{l: errPanel.Legend}
 	errPanel.Add(plotter.NewGrid())
 	for _, ser := range []struct {
@@ -99,6 +140,13 @@ func Sweep(title string, s []sweep.RankSummary, suggested int) (*Figure, error) 
 			return nil, err
 		}
 		errLegend.add(ser.name, thumbs...)
+	}
+	if capped > 0 {
+		errLegend.add(fmt.Sprintf("a rank with runs that hit a cap: %d of %d runs hit the iteration cap or time limit", capped, total),
+			capThumb{})
+	}
+	if len(offLog) > 0 {
+		errLegend.add(fmt.Sprintf("not on the log axis: error ≤ 0 at K=%s", joinInts(offLog)))
 	}
 	if len(all) > 0 {
 		setYRange(errPanel, all, logScale)
@@ -179,36 +227,112 @@ func Sweep(title string, s []sweep.RankSummary, suggested int) (*Figure, error) 
 		subtitle += "; no test set: train error only"
 	}
 	if logScale {
-		subtitle += "; log scale"
+		subtitle += "; error on a log scale"
 	}
 	if marked {
 		subtitle += fmt.Sprintf("; dashed orange: the suggested rank K=%d", suggested)
 	}
+	if capped > 0 {
+		subtitle += fmt.Sprintf("; red triangles: %d of %d runs hit a cap", capped, total)
+	}
 	w, h := vg.Length(sweepWidth), vg.Length(sweepHeight)
+	ruleStyle := textStyle(smallSize+1, noteColor, text.XLeft, text.YTop)
+	var ruleLines []string
+	if note.Rule != "" {
+		ruleLines = wrapText(ruleStyle, "rule: "+note.Rule, w-40)
+	}
+	lineH := ruleStyle.FontExtents().Height
+	footer := vg.Length(len(ruleLines))*lineH + 10
 	return &Figure{Width: w, Height: h, draw: func(c draw.Canvas) {
 		fill(c, color.White)
 		drawHeader(c, title, subtitle)
-		area := rect(c, 10, headerHeight, w-20, h-headerHeight-10)
+		area := rect(c, 10, headerHeight, w-20, h-headerHeight-footer)
 		tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(16)}
 		canvases := plot.Align([][]*plot.Plot{{errPanel}, {stPanel}}, tiles, area)
-		errPanel.Draw(canvases[0][0])
-		stPanel.Draw(canvases[1][0])
+		for i, p := range []*plot.Plot{errPanel, stPanel} {
+			spaceTicks(p, canvases[i][0])
+			p.Draw(canvases[i][0])
+		}
+		for i, line := range ruleLines {
+			c.FillText(ruleStyle, vg.Point{X: c.Min.X + 20, Y: c.Min.Y + footer - 4 - vg.Length(i)*lineH}, line)
+		}
 	}}, nil
 }
+
+// joinInts writes ks as "3, 5, 9".
+func joinInts(ks []int) string {
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = strconv.Itoa(k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// wrapText breaks s at spaces into lines no wider than width in style ts (a word wider than
+// width gets a line of its own).
+func wrapText(ts draw.TextStyle, s string, width vg.Length) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		if line != "" && ts.Width(line+" "+word) > width {
+			lines, line = append(lines, line), word
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// capThumb is the legend's thumbnail of a capped rank's point: a red triangle.
+type capThumb struct{}
+
+// Thumbnail draws the triangle.
+func (capThumb) Thumbnail(c *draw.Canvas) {
+	c.DrawGlyph(capGlyph, vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: (c.Min.Y + c.Max.Y) / 2})
+}
+
+// capGlyph marks the points of ranks with a run that hit a cap.
+var capGlyph = draw.GlyphStyle{Color: sweepCapColor, Radius: vg.Points(4.5), Shape: draw.PyramidGlyph{}}
 
 // sweepSeries is one curve of the sweep figure: its points and, for each, the half height of
 // its bar (NaN: none).
 type sweepSeries struct {
-	xy plotter.XYs
-	se []float64
+	xy     plotter.XYs
+	se     []float64
+	capped []bool // the point's rank has a run that hit a cap
 }
 
-// add adds the mean of st at k, if it is a number, with its standard error.
-func (s *sweepSeries) add(k float64, st sweep.ErrorStats) {
+// add adds the mean of st at k, if it is a number, with its standard error; capped says
+// that a run of the rank hit a cap.
+func (s *sweepSeries) add(k float64, st sweep.ErrorStats, capped bool) {
 	if !finite(st.Mean) {
 		return
 	}
 	s.xy, s.se = append(s.xy, plotter.XY{X: k, Y: st.Mean}), append(s.se, st.SE)
+	s.capped = append(s.capped, capped)
+}
+
+// dropNonPositive removes the points at or below 0 (which a log axis cannot place) and
+// returns their ranks.
+func (s *sweepSeries) dropNonPositive() []int {
+	var dropped []int
+	j := 0
+	for i, p := range s.xy {
+		if !(p.Y > 0) {
+			dropped = append(dropped, int(p.X))
+			continue
+		}
+		s.xy[j], s.se[j], s.capped[j] = p, s.se[i], s.capped[i]
+		j++
+	}
+	s.xy, s.se, s.capped = s.xy[:j], s.se[:j], s.capped[:j]
+	return dropped
 }
 
 // plotters adds the series to p as a line with dots and its bars, and returns the line and
@@ -223,7 +347,14 @@ func (s *sweepSeries) plotters(p *plot.Plot, col color.Color, dashes []vg.Length
 	if err != nil {
 		return nil, fmt.Errorf("figures: sweep curve: %w", err)
 	}
-	dots.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3), Shape: draw.CircleGlyph{}}
+	circle := draw.GlyphStyle{Color: col, Radius: vg.Points(3), Shape: draw.CircleGlyph{}}
+	dots.GlyphStyle = circle
+	dots.GlyphStyleFunc = func(i int) draw.GlyphStyle {
+		if i < len(s.capped) && s.capped[i] {
+			return capGlyph
+		}
+		return circle
+	}
 	p.Add(sweepBars{xy: s.xy, se: s.se, color: col}, line, dots)
 	return []plot.Thumbnailer{line, dots}, nil
 }

@@ -64,14 +64,21 @@ func TestSweepFigure(t *testing.T) {
 		{"K=1 only: no silhouette", sweepSummaries([]int{1}, 4, false), 1, []string{"agreement"}, nil},
 		{"suggestion not a rank", sweepSummaries(ks, 5, true), 0, nil, []string{"suggested"}},
 		{"unsorted, wide range", sweepSummaries([]int{300, 1, 150, 40, 2}, 3, true), 40, []string{"suggested K=40", ">300<"}, nil},
-		{"zero errors: linear", func() []sweep.RankSummary {
+		{"zero errors: left off the log axis, named", func() []sweep.RankSummary {
 			s := sweepSummaries(ks, 5, true)
 			s[len(s)-1].Train.Mean, s[len(s)-1].Test.Mean = 0, 0
 			return s
-		}(), 5, []string{"test error"}, []string{"log scale"}},
+		}(), 5, []string{"test error", "log scale", "not on the log axis: error ≤ 0 at K=12"}, nil},
+		{"all errors zero: linear", func() []sweep.RankSummary {
+			s := sweepSummaries(ks, 5, true)
+			for i := range s {
+				s[i].Train.Mean, s[i].Test.Mean = 0, 0
+			}
+			return s
+		}(), 5, []string{"test error"}, []string{"log scale", "not on the log axis"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fig, err := Sweep("my sweep", tc.s, tc.suggested)
+			fig, err := Sweep("my sweep", tc.s, SweepNote{Suggested: tc.suggested})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +108,7 @@ func TestSweepFigure(t *testing.T) {
 func TestSweepFigureDeterministic(t *testing.T) {
 	var out [2]bytes.Buffer
 	for i := range out {
-		fig, err := Sweep("again", sweepSummaries([]int{2, 4, 6, 8}, 4, true), 4)
+		fig, err := Sweep("again", sweepSummaries([]int{2, 4, 6, 8}, 4, true), SweepNote{Suggested: 4, Rule: "r", Capped: map[int]int{6: 2}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +144,7 @@ func TestSweepFigureFromSummarize(t *testing.T) {
 		t.Fatal(err)
 	}
 	k, _ := sweep.Suggest(s)
-	fig, err := Sweep("from runs", s, k)
+	fig, err := Sweep("from runs", s, SweepNote{Suggested: k})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +156,7 @@ func TestSweepFigureFromSummarize(t *testing.T) {
 
 func TestSweepFigureEmpty(t *testing.T) {
 	for _, s := range [][]sweep.RankSummary{nil, {}} {
-		if _, err := Sweep("empty", s, 3); !errors.Is(err, ErrInput) {
+		if _, err := Sweep("empty", s, SweepNote{Suggested: 3}); !errors.Is(err, ErrInput) {
 			t.Errorf("got %v, want ErrInput", err)
 		}
 	}

@@ -1,11 +1,15 @@
 package figures
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // logTicks marks a logarithmic axis with labels at 1, 2 and 5 times the powers of ten, or
@@ -100,4 +104,57 @@ func (logTicks) ticks(lo, hi float64) []plot.Tick {
 func digitPow(d, e int) float64 {
 	v, _ := strconv.ParseFloat(fmt.Sprintf("%de%d", d, e), 64)
 	return v
+}
+
+// spacedTicks is a Ticker that keeps marker's ticks but drops any label that would overprint
+// the label before it (in increasing value) on an axis length long: two labels must be
+// apart by half the sum of their extents along the axis, plus gap. It places ticks with
+// scale, the axis's own Normalizer, so it thins a log axis by the log positions.
+type spacedTicks struct {
+	marker plot.Ticker
+	scale  plot.Normalizer
+	length vg.Length
+	extent func(label string) vg.Length // a label's size along the axis
+	gap    vg.Length
+}
+
+var _ plot.Ticker = spacedTicks{}
+
+// Ticks returns marker's ticks of [lo, hi], in increasing order, with the labels that would
+// overprint removed (their ticks stay, unlabelled).
+func (s spacedTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := slices.Clone(s.marker.Ticks(lo, hi))
+	slices.SortStableFunc(ticks, func(a, b plot.Tick) int { return cmp.Compare(a.Value, b.Value) })
+	var lastPos, lastExt vg.Length
+	have := false
+	for i, t := range ticks {
+		if t.Label == "" {
+			continue
+		}
+		pos := s.length * vg.Length(s.scale.Normalize(lo, hi, t.Value))
+		ext := s.extent(t.Label)
+		if have && pos-lastPos < (ext+lastExt)/2+s.gap {
+			ticks[i].Label = ""
+			continue
+		}
+		lastPos, lastExt, have = pos, ext, true
+	}
+	return ticks
+}
+
+// spaceTicks makes p's axes drop tick labels that would overprint when p is drawn on c: the
+// y axis by the labels' heights, the x axis by their widths.
+func spaceTicks(p *plot.Plot, c draw.Canvas) {
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		if s, ok := a.Tick.Marker.(spacedTicks); ok { // drawn before: measure afresh
+			a.Tick.Marker = s.marker
+		}
+	}
+	da := p.DataCanvas(c)
+	size := da.Size()
+	xs, ys := p.X.Tick.Label, p.Y.Tick.Label
+	p.X.Tick.Marker = spacedTicks{marker: p.X.Tick.Marker, scale: p.X.Scale, length: size.X,
+		extent: func(l string) vg.Length { return xs.Width(l) }, gap: vg.Points(6)}
+	p.Y.Tick.Marker = spacedTicks{marker: p.Y.Tick.Marker, scale: p.Y.Scale, length: size.Y,
+		extent: func(l string) vg.Length { return ys.Height(l) }, gap: vg.Points(2)}
 }

@@ -233,7 +233,7 @@ feed:
 		if busy != nil {
 			fmt.Fprintf(stderr, "; the cores were %.0f%% busy (%s of CPU on %d cores)", 100*busy.Share, secondsText(busy.CPUSeconds), busy.Cores)
 		}
-		fmt.Fprintf(stderr, "\nsuggested rank: %d (%s)\nwrote sweep.json, sweep.tsv, sweep.png, sweep.svg and consensus_basis_K.npy for each rank into %s\n", k, rule, dir)
+		fmt.Fprintf(stderr, "\n%s\nsuggested rank: %d (%s)\nwrote sweep.json, sweep.tsv, sweep.png, sweep.svg and consensus_basis_K.npy for each rank into %s\n", cappedLine(rep.Runs), k, rule, dir)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("sweep: %d of %d jobs failed (listed in sweep.json); the first: %s", len(failed), len(tasks), failed[0])
@@ -422,7 +422,8 @@ func writeSweep(dir string, rep sweepReport, summary []sweep.RankSummary) error 
 	if err := errors.Join(tw.Flush(), f.Close()); err != nil {
 		return err
 	}
-	fig, err := figures.Sweep(fmt.Sprintf("%s: error and stability against the rank", strings.Join(rep.Input, " + ")), summary, rep.Suggested)
+	note := figures.SweepNote{Suggested: rep.Suggested, Rule: rep.Rule, Capped: cappedByRank(rep.Runs)}
+	fig, err := figures.Sweep(fmt.Sprintf("%s: error and stability against the rank", strings.Join(rep.Input, " + ")), summary, note)
 	if err != nil {
 		return err
 	}
@@ -454,4 +455,40 @@ func rankRow(s sweep.RankSummary) sweepRank {
 		}
 	}
 	return r
+}
+
+// hitCap says whether a run stopped at a cap (the iteration cap or the time limit) rather
+// than by converging, stalling or being cancelled.
+func hitCap(stopReason string) bool {
+	return stopReason == string(kernels.StopMaxIter) || stopReason == string(kernels.StopTimeLimit)
+}
+
+// cappedByRank counts, for each rank, the runs that hit a cap.
+func cappedByRank(runs []sweepRunRow) map[int]int {
+	capped := map[int]int{}
+	for _, r := range runs {
+		if hitCap(r.StopReason) {
+			capped[r.K]++
+		}
+	}
+	return capped
+}
+
+// cappedLine is the console's line on the runs that hit a cap: "15 of 24 runs hit the
+// iteration cap or time limit (K=5, 6, 7): their errors are not converged" or "no run hit
+// the iteration cap or time limit".
+func cappedLine(runs []sweepRunRow) string {
+	byRank := cappedByRank(runs)
+	if len(byRank) == 0 {
+		return fmt.Sprintf("no run of %d hit the iteration cap or time limit", len(runs))
+	}
+	n := 0
+	var ks []int
+	for k, c := range byRank {
+		n += c
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return fmt.Sprintf("%d of %d runs hit the iteration cap or time limit (K=%s): their errors are not converged; "+
+		"raise --max-iter (or the time limit) before trusting the suggestion", n, len(runs), rankList(ks))
 }
