@@ -117,13 +117,14 @@ func Sweep(title string, s []sweep.RankSummary, note SweepNote) (*Figure, error)
 	if !hasTest {
 		trainColor = curveColor
 	}
-	yLabel := "relative error ||X-BC||² / ||X||²"
+	errPanel := newPlot("error against the rank", "rank K", "relative error ||X-BC||² / ||X||²")
 	if logScale {
-		yLabel += " (log scale)"
-	}
-	errPanel := newPlot("error against the rank", "rank K", yLabel)
-	if logScale {
+		// gonum/plot places a vertical axis's label box at the value halfway between the
+		// axis's ends in data units, which on a log axis is near the top: the box juts out
+		// and pushes the panel down. The label goes into the title instead.
 		errPanel.Y.Scale = plot.LogScale{}
+		errPanel.Title.Text = "relative error ||X-BC||² / ||X||² against the rank, on a log10 axis"
+		errPanel.Y.Label.Text = ""
 	}
 	errLegend := &sweepLegend{l: errPanel.Legend}
 	errPanel.Add(plotter.NewGrid())
