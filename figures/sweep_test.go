@@ -4,8 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/didnmf/didnmf/sweep"
 )
@@ -54,7 +60,7 @@ func TestSweepFigure(t *testing.T) {
 	}{
 		{"typical", sweepSummaries(ks, 5, true), 5,
 			[]string{"suggested K=5", "test error (held-out entries)", "train error", "silhouette of the seeds", "agreement", "rank K",
-				"error against the rank", "stability across seeds", "bars ± one standard error", "log scale"},
+				"against the rank, on a log10 axis", "stability across seeds", "bars ± one standard error", "log scale"},
 			[]string{"not defined"}},
 		{"one K", sweepSummaries([]int{7}, 3, true), 7, []string{"suggested K=7", "test error"}, nil},
 		{"no test set: all NaN", sweepSummaries(ks, 5, false), 6, []string{"no test set: train error only", "train error", "suggested K=6"},
@@ -180,6 +186,236 @@ func TestRankTicks(t *testing.T) {
 		}
 		if strings.Join(labels, " ") != strings.Join(tc.labels, " ") {
 			t.Errorf("[%v, %v]: labels %v, want %v", tc.lo, tc.hi, labels, tc.labels)
+		}
+	}
+}
+
+// svgPoint is a point in an SVG's coordinates.
+type svgPoint struct{ x, y float64 }
+
+var (
+	svgPathRE   = regexp.MustCompile(`<path d="([^"]*)" style="([^"]*)"`)
+	svgNumberRE = regexp.MustCompile(`-?[0-9.]+(?:e-?[0-9]+)?`)
+)
+
+// svgPaths returns the vertices of the SVG's paths whose style contains style, in order.
+func svgPaths(t *testing.T, svg, style string) [][]svgPoint {
+	t.Helper()
+	var out [][]svgPoint
+	for _, m := range svgPathRE.FindAllStringSubmatch(svg, -1) {
+		if !strings.Contains(m[2], style) || strings.Contains(m[1], "A") { // no arcs: circles
+			continue
+		}
+		nums := svgNumberRE.FindAllString(m[1], -1)
+		var pts []svgPoint
+		for i := 0; i+1 < len(nums); i += 2 {
+			x, err1 := strconv.ParseFloat(nums[i], 64)
+			y, err2 := strconv.ParseFloat(nums[i+1], 64)
+			if err1 != nil || err2 != nil {
+				t.Fatalf("path %q: %v %v", m[1], err1, err2)
+			}
+			pts = append(pts, svgPoint{x, y})
+		}
+		out = append(out, pts)
+	}
+	return out
+}
+
+// sweepCurve returns the vertices of the test error's curve: the one path in the curve's
+// blue, 2 points wide, with more than two vertices (the legend's thumbnail has two).
+func sweepCurve(t *testing.T, svg string, n int) []svgPoint {
+	t.Helper()
+	var curves [][]svgPoint
+	for _, p := range svgPaths(t, svg, "stroke:#1F77B4;stroke-width:2") {
+		if len(p) > 2 {
+			curves = append(curves, p)
+		}
+	}
+	if len(curves) != 1 || len(curves[0]) != n {
+		t.Fatalf("want one test-error curve of %d points, found %v", n, curves)
+	}
+	return curves[0]
+}
+
+// decadeSummaries makes one summary per value, at K = 2, 3, ...: test error v, train error
+// v/2, two seeds and no stability.
+func decadeSummaries(values []float64) []sweep.RankSummary {
+	nan := math.NaN()
+	var s []sweep.RankSummary
+	for i, v := range values {
+		s = append(s, sweep.RankSummary{K: i + 2, Runs: 2,
+			Train:     sweep.ErrorStats{N: 2, Mean: v / 2, SE: nan},
+			Test:      sweep.ErrorStats{N: 2, Mean: v, SE: nan},
+			Stability: sweep.Stability{K: i + 2, Seeds: 2, Silhouette: nan, Agreement: nan}})
+	}
+	return s
+}
+
+// TestSweepFigureLogAxis checks the error axis numerically: the test error curve's vertices,
+// read from the SVG, must sit at heights linear in log10 of their values (to half a pixel),
+// so that every decade spans the same distance, and at x positions linear in K.
+func TestSweepFigureLogAxis(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values []float64
+	}{
+		{"decades", []float64{1e-2, 1e-3, 1e-4, 1e-5, 1e-6}},
+		{"the issue's floor: 30x drop then a drift", []float64{0.3, 0.1, 0.03, 0.001, 0.00097, 0.00095, 0.00094, 0.00093}},
+		{"not monotone", []float64{0.5, 0.02, 0.2, 0.002, 0.05}},
+		{"within one decade", []float64{0.9, 0.5, 0.3, 0.2, 0.12}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fig, err := Sweep("log", decadeSummaries(tc.values), SweepNote{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, svg := render(t, fig)
+			pts := sweepCurve(t, svg, len(tc.values))
+			first, last := pts[0], pts[len(pts)-1]
+			l0, l1 := math.Log10(tc.values[0]), math.Log10(tc.values[len(pts)-1])
+			perDecade := (last.y - first.y) / (l1 - l0)
+			perRank := (last.x - first.x) / float64(len(pts)-1)
+			if math.Abs(perDecade) < 20 {
+				t.Fatalf("a decade spans %.2f px: the axis is not logarithmic or is squashed", perDecade)
+			}
+			for i, p := range pts {
+				wantY := first.y + perDecade*(math.Log10(tc.values[i])-l0)
+				wantX := first.x + perRank*float64(i)
+				if math.Abs(p.y-wantY) > 0.5 || math.Abs(p.x-wantX) > 0.5 {
+					t.Errorf("point %d (K=%d, %g) at (%.2f, %.2f), want (%.2f, %.2f) on a log axis",
+						i, i+2, tc.values[i], p.x, p.y, wantX, wantY)
+				}
+			}
+			if !strings.Contains(svg, "log10 axis") {
+				t.Error("the figure does not say that the error axis is logarithmic")
+			}
+		})
+	}
+}
+
+// TestSweepFigureDecadesEqual is the issue's check: 0.01→0.001 and 0.001→0.0001 span the
+// same height, to a pixel.
+func TestSweepFigureDecadesEqual(t *testing.T) {
+	fig, err := Sweep("decades", decadeSummaries([]float64{0.01, 0.001, 0.0001, 0.0001}), SweepNote{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, svg := render(t, fig)
+	pts := sweepCurve(t, svg, 4)
+	d1, d2 := math.Abs(pts[1].y-pts[0].y), math.Abs(pts[2].y-pts[1].y)
+	if math.Abs(d1-d2) > 1 || d1 < 20 {
+		t.Errorf("0.01→0.001 spans %.2f px, 0.001→0.0001 spans %.2f px", d1, d2)
+	}
+}
+
+// TestSweepFigureCapped counts the red triangles: one per series (train, test) at each rank
+// with a run that hit a cap, and one in the legend, which counts the runs.
+func TestSweepFigureCapped(t *testing.T) {
+	values := []float64{0.3, 0.1, 0.01, 0.009, 0.0088, 0.0087} // K = 2..7, 2 runs each
+	for _, tc := range []struct {
+		name      string
+		capped    map[int]int
+		triangles int
+		legend    string
+	}{
+		{"none", nil, 0, ""},
+		{"zero counts", map[int]int{3: 0}, 0, ""},
+		{"the issue's: ranks 5..7", map[int]int{5: 2, 6: 2, 7: 1}, 2*3 + 1, "5 of 12 runs hit the iteration cap or time limit"},
+		{"every run", map[int]int{2: 2, 3: 2, 4: 2, 5: 2, 6: 2, 7: 2}, 2*6 + 1, "12 of 12 runs hit the iteration cap or time limit"},
+		{"more than the runs, a rank not swept", map[int]int{4: 5, 40: 1}, 2 + 1, "2 of 12 runs hit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fig, err := Sweep("caps", decadeSummaries(values), SweepNote{Suggested: 4, Capped: tc.capped})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, svg := render(t, fig)
+			n := 0
+			for _, p := range svgPaths(t, svg, "fill:#D62728") {
+				if len(p) == 3 {
+					n++
+				}
+			}
+			if n != tc.triangles {
+				t.Errorf("%d red triangles, want %d", n, tc.triangles)
+			}
+			if tc.legend == "" {
+				if strings.Contains(svg, "hit a cap") || strings.Contains(svg, "hit the iteration cap") {
+					t.Error("the figure speaks of caps with none hit")
+				}
+			} else if !strings.Contains(svg, tc.legend) {
+				t.Errorf("SVG lacks %q", tc.legend)
+			}
+			// The capped ranks' triangles sit on the curve's vertices.
+			pts := sweepCurve(t, svg, len(values))
+			for _, p := range svgPaths(t, svg, "fill:#D62728") {
+				if len(p) != 3 {
+					continue
+				}
+				cx := (p[1].x + p[2].x) / 2
+				if !slices.ContainsFunc(pts, func(v svgPoint) bool { return math.Abs(v.x-cx) < 0.5 }) && cx < pts[len(pts)-1].x {
+					t.Errorf("a triangle at x=%.2f is at no rank", cx)
+				}
+			}
+		})
+	}
+}
+
+// TestSweepFigureSuggestedLine checks that the dashed orange line of the suggestion stands at
+// the suggested rank's x in both panels, and that the rule is written under them.
+func TestSweepFigureSuggestedLine(t *testing.T) {
+	values := []float64{0.3, 0.1, 0.01, 0.009, 0.0088, 0.0087, 0.0086} // K = 2..8
+	for _, k := range []int{2, 4, 8} {
+		t.Run(strconv.Itoa(k), func(t *testing.T) {
+			rule := "the smallest K whose mean test error over folds is within one standard error of the least"
+			fig, err := Sweep("suggest", decadeSummaries(values), SweepNote{Suggested: k, Rule: rule})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, svg := render(t, fig)
+			pts := sweepCurve(t, svg, len(values))
+			lines := svgPaths(t, svg, "stroke:#FF7F0E;stroke-width:2;stroke-dasharray")
+			if len(lines) != 2 {
+				t.Fatalf("%d suggestion lines, want 2 (one per panel)", len(lines))
+			}
+			for _, l := range lines {
+				if len(l) != 2 || l[0].x != l[1].x {
+					t.Fatalf("the suggestion line %v is not vertical", l)
+				}
+				if want := pts[k-2].x; math.Abs(l[0].x-want) > 0.5 {
+					t.Errorf("the line at x=%.2f, K=%d is at x=%.2f", l[0].x, k, want)
+				}
+			}
+			if !strings.Contains(svg, "suggested K="+strconv.Itoa(k)) || !strings.Contains(svg, "rule: the smallest K") {
+				t.Error("the suggestion or its rule is not written on the figure")
+			}
+		})
+	}
+}
+
+func TestWrapText(t *testing.T) {
+	ts := textStyle(smallSize+1, noteColor, text.XLeft, text.YTop)
+	for _, tc := range []struct {
+		s     string
+		width vg.Length
+		lines int
+	}{
+		{"", 100, 0},
+		{"short", 500, 1},
+		{strings.Repeat("the first K whose improvement falls below 5% ", 12), 400, 0},
+		{"averyveryveryverylongwordthatdoesnotfit and more", 40, 0},
+	} {
+		lines := wrapText(ts, tc.s, tc.width)
+		if tc.lines > 0 && len(lines) != tc.lines || tc.lines == 0 && tc.s != "" && len(lines) < 2 {
+			t.Errorf("%.20q: %d lines", tc.s, len(lines))
+		}
+		if got, want := strings.Join(lines, " "), strings.Join(strings.Fields(tc.s), " "); got != want {
+			t.Errorf("wrapping lost words: %q", got)
+		}
+		for _, l := range lines {
+			if ts.Width(l) > tc.width && strings.Contains(l, " ") {
+				t.Errorf("line %q is %v wide, more than %v", l, ts.Width(l), tc.width)
+			}
 		}
 	}
 }
