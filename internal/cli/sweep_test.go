@@ -184,3 +184,58 @@ func TestSweepSurvivesKill(t *testing.T) {
 		t.Errorf("cores_busy of a sweep on 3 processes of this machine: %+v", b)
 	}
 }
+
+// TestSweepCappedLine: the console names how many runs hit a cap and at which ranks.
+func TestSweepCappedLine(t *testing.T) {
+	row := func(k int, stop string) sweepRunRow { return sweepRunRow{K: k, StopReason: stop} }
+	for _, tc := range []struct {
+		name string
+		runs []sweepRunRow
+		want string
+	}{
+		{"none", []sweepRunRow{row(2, "converged"), row(3, "stalled"), row(4, "canceled")},
+			"no run of 3 hit the iteration cap or time limit"},
+		{"the issue's: 15 of 24", func() []sweepRunRow {
+			var rs []sweepRunRow
+			for k := 2; k <= 13; k++ {
+				for seed := range 2 {
+					stop := "converged"
+					if k >= 5 && k <= 11 || k == 12 && seed == 0 { // 7*2 + 1
+						stop = "max-iter"
+					}
+					rs = append(rs, row(k, stop))
+				}
+			}
+			return rs
+		}(), "15 of 24 runs hit the iteration cap or time limit (K=5..12)"},
+		{"time limit, ranks apart", []sweepRunRow{row(2, "time-limit"), row(3, "converged"), row(6, "max-iter")},
+			"2 of 3 runs hit the iteration cap or time limit (K=2,6)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := cappedLine(tc.runs); !strings.HasPrefix(got, tc.want) {
+				t.Errorf("got %q, want it to start %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSweepSaysCapped: a sweep whose runs all stop at --max-iter says so on the console, and
+// sweep.svg counts them.
+func TestSweepSaysCapped(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "capped")
+	code, _, stderr := runNode(t, "sweep", "--input", sweepInput, "--ranks", "2:3", "--seeds", "2", "--max-iter", "2", "--out", out)
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	if want := "4 of 4 runs hit the iteration cap or time limit (K=2,3)"; !strings.Contains(stderr, want) {
+		t.Errorf("the console does not say %q:\n%s", want, stderr)
+	}
+	if svg := string(mustRead(t, filepath.Join(out, "sweep.svg"))); !strings.Contains(svg, "4 of 4 runs hit the iteration cap") {
+		t.Error("sweep.svg does not count the capped runs")
+	}
+	for _, r := range readSweep(t, out).Runs {
+		if r.StopReason != "max-iter" {
+			t.Errorf("K=%d seed %d stopped by %q", r.K, r.Seed, r.StopReason)
+		}
+	}
+}
