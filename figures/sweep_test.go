@@ -419,3 +419,60 @@ func TestWrapText(t *testing.T) {
 		}
 	}
 }
+
+var svgTextRE = regexp.MustCompile(`<text x="([-0-9.e]+)" y="([-0-9.e]+)" transform="scale\(1, -1\)"\s*style="[^"]*font-size:12px[^"]*">([^<]*)</text>`)
+
+// TestSweepFigureLabelsApart reads every tick label of the SVG (the 12-point texts that are
+// numbers) and checks that no two boxes (the label's width by the font's ascent and descent)
+// overlap: labels never overprint, however many ranks or decades the sweep spans.
+func TestSweepFigureLabelsApart(t *testing.T) {
+	ts := textStyle(tickSize, noteColor, text.XLeft, text.YBottom)
+	ext := ts.FontExtents()
+	many := make([]float64, 60) // K = 2..61, falling over 8 decades and flat in between
+	for i := range many {
+		many[i] = math.Pow(10, -float64(min(i, 40))/5) * (1 + 0.01*float64(i%3))
+	}
+	for _, tc := range []struct {
+		name string
+		s    []sweep.RankSummary
+	}{
+		{"the issue's floor", decadeSummaries([]float64{0.3, 0.1, 0.03, 0.001, 0.00097, 0.00095, 0.00094, 0.00093, 0.00092})},
+		{"sixty ranks, eight decades", decadeSummaries(many)},
+		{"within one decade", decadeSummaries([]float64{0.9, 0.5, 0.3, 0.2, 0.12, 0.11})},
+		{"wide rank range", sweepSummaries([]int{300, 1, 150, 40, 2, 77, 199, 250}, 3, true)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fig, err := Sweep("labels", tc.s, SweepNote{Suggested: tc.s[0].K, Capped: map[int]int{tc.s[1].K: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, svg := render(t, fig)
+			type box struct {
+				label          string
+				x0, x1, y0, y1 float64
+			}
+			var boxes []box
+			for _, m := range svgTextRE.FindAllStringSubmatch(svg, -1) {
+				if _, err := strconv.ParseFloat(m[3], 64); err != nil {
+					continue // a legend's entry
+				}
+				x, _ := strconv.ParseFloat(m[1], 64)
+				y, _ := strconv.ParseFloat(m[2], 64)
+				y = -y // the baseline, upwards
+				w := float64(ts.Width(m[3]).Points())
+				boxes = append(boxes, box{m[3], x, x + w, y - float64(ext.Descent.Points()), y + float64(ext.Ascent.Points())})
+			}
+			if len(boxes) < 6 {
+				t.Fatalf("%d small texts in the SVG: the pattern no longer reads it", len(boxes))
+			}
+			const tol = 0.5
+			for i, a := range boxes {
+				for _, b := range boxes[i+1:] {
+					if a.x0 < b.x1-tol && b.x0 < a.x1-tol && a.y0 < b.y1-tol && b.y0 < a.y1-tol {
+						t.Errorf("%q and %q overprint: %v, %v", a.label, b.label, a, b)
+					}
+				}
+			}
+		})
+	}
+}
