@@ -224,6 +224,12 @@ feed:
 	for _, s := range summary {
 		rep.PerRank = append(rep.PerRank, rankRow(s))
 	}
+	rep.CappedRanks = []int{}
+	for k, n := range cappedByRank(rep.Runs) {
+		rep.CappedRuns += n
+		rep.CappedRanks = append(rep.CappedRanks, k)
+	}
+	slices.Sort(rep.CappedRanks)
 	if err := writeSweep(dir, rep, summary); err != nil {
 		cleanup()
 		return err
@@ -326,20 +332,24 @@ func rankList(ks []int) string {
 
 // sweepReport is sweep.json.
 type sweepReport struct {
-	Input     []string      `json:"input"`
-	Algo      string        `json:"algo"`
-	Ranks     []int         `json:"ranks"`
-	Seeds     int           `json:"seeds"`
-	FirstSeed uint64        `json:"first_seed"`
-	Shards    int           `json:"shards"`
-	Where     string        `json:"where"`
-	Seconds   float64       `json:"seconds"`
-	Busy      *sweepBusy    `json:"cores_busy,omitempty"`
-	Suggested int           `json:"suggested_k"`
-	Rule      string        `json:"rule"`
-	PerRank   []sweepRank   `json:"ranks_summary"`
-	Runs      []sweepRunRow `json:"runs"`
-	Failed    []string      `json:"failed,omitempty"`
+	Input     []string   `json:"input"`
+	Algo      string     `json:"algo"`
+	Ranks     []int      `json:"ranks"`
+	Seeds     int        `json:"seeds"`
+	FirstSeed uint64     `json:"first_seed"`
+	Shards    int        `json:"shards"`
+	Where     string     `json:"where"`
+	Seconds   float64    `json:"seconds"`
+	Busy      *sweepBusy `json:"cores_busy,omitempty"`
+	Suggested int        `json:"suggested_k"`
+	Rule      string     `json:"rule"`
+	// CappedRuns counts the runs that stopped at the iteration cap or the time limit, and
+	// CappedRanks are their ranks (none: empty), as the console and sweep.png say.
+	CappedRuns  int           `json:"capped_runs"`
+	CappedRanks []int         `json:"capped_ranks"`
+	PerRank     []sweepRank   `json:"ranks_summary"`
+	Runs        []sweepRunRow `json:"runs"`
+	Failed      []string      `json:"failed,omitempty"`
 }
 
 // sweepBusy is how busy the target's cores were during the sweep (didnmf.Busy): this

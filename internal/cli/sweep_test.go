@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -219,8 +220,8 @@ func TestSweepCappedLine(t *testing.T) {
 	}
 }
 
-// TestSweepSaysCapped: a sweep whose runs all stop at --max-iter says so on the console, and
-// sweep.svg counts them.
+// TestSweepSaysCapped: a sweep whose runs all stop at --max-iter says so on the console, in
+// sweep.json and in sweep.svg.
 func TestSweepSaysCapped(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "capped")
 	code, _, stderr := runNode(t, "sweep", "--input", sweepInput, "--ranks", "2:3", "--seeds", "2", "--max-iter", "2", "--out", out)
@@ -233,7 +234,11 @@ func TestSweepSaysCapped(t *testing.T) {
 	if svg := string(mustRead(t, filepath.Join(out, "sweep.svg"))); !strings.Contains(svg, "4 of 4 runs hit the iteration cap") {
 		t.Error("sweep.svg does not count the capped runs")
 	}
-	for _, r := range readSweep(t, out).Runs {
+	rep := readSweep(t, out)
+	if rep.CappedRuns != 4 || !slices.Equal(rep.CappedRanks, []int{2, 3}) {
+		t.Errorf("sweep.json: %d capped runs at ranks %v, want 4 at [2 3]", rep.CappedRuns, rep.CappedRanks)
+	}
+	for _, r := range rep.Runs {
 		if r.StopReason != "max-iter" {
 			t.Errorf("K=%d seed %d stopped by %q", r.K, r.Seed, r.StopReason)
 		}
