@@ -234,7 +234,7 @@ func writeTopFeaturesTSV(w *bytes.Buffer, b []float64, m, k int, names []string)
 	var line []byte
 	for p := 0; p < k; p++ {
 		col := b[p*m : (p+1)*m]
-		for rank, i := range topIndices(col, TopFeatures) {
+		for rank, i := range kernels.TopIndices(m, TopFeatures, func(i int) float64 { return col[i] }) {
 			line = strconv.AppendInt(line[:0], int64(p+1), 10)
 			line = append(line, '\t')
 			line = strconv.AppendInt(line, int64(rank+1), 10)
@@ -245,33 +245,6 @@ func writeTopFeaturesTSV(w *bytes.Buffer, b []float64, m, k int, names []string)
 			w.Write(append(line, '\n'))
 		}
 	}
-}
-
-// topIndices returns the indices of the min(top, len(v)) largest values of v, largest first,
-// ties broken by the lower index; NaN ranks below every number.
-func topIndices(v []float64, top int) []int {
-	top = max(0, min(top, len(v)))
-	better := func(a, b int) bool { // a ranks above b
-		va, vb := v[a], v[b]
-		return va > vb || (va == vb && a < b) || (vb != vb && (va == va || a < b))
-	}
-	idx := make([]int, 0, top+1)
-	for f := range v {
-		if top == 0 || (len(idx) == top && !better(f, idx[top-1])) {
-			continue
-		}
-		pos := len(idx)
-		for pos > 0 && better(f, idx[pos-1]) {
-			pos--
-		}
-		idx = append(idx, 0)
-		copy(idx[pos+1:], idx[pos:])
-		idx[pos] = f
-		if len(idx) > top {
-			idx = idx[:top]
-		}
-	}
-	return idx
 }
 
 // writeCoefTSV writes coef.tsv for the coef c (k x n, column-major: sample j's k values are

@@ -238,21 +238,3 @@ func TestSaveTSVOfARun(t *testing.T) {
 	checkTopFeatures(t, dir, nil)
 }
 
-func TestTopIndices(t *testing.T) {
-	nan := math.NaN()
-	for _, tc := range []struct {
-		v    []float64
-		top  int
-		want []int
-	}{
-		{[]float64{0.1, 0.9, 0.5, 0.9, 0}, 3, []int{1, 3, 2}},
-		{[]float64{1, 2}, 5, []int{1, 0}},
-		{[]float64{1, 2}, 0, []int{}},
-		{[]float64{nan, 1, nan, 3}, 4, []int{3, 1, 0, 2}},
-		{[]float64{}, 3, []int{}},
-	} {
-		if got := topIndices(tc.v, tc.top); !slices.Equal(got, tc.want) {
-			t.Errorf("topIndices(%v, %d) = %v, want %v", tc.v, tc.top, got, tc.want)
-		}
-	}
-}

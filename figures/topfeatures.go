@@ -13,6 +13,8 @@ import (
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/didnmf/didnmf/kernels"
 )
 
 // Layout of the top-features figure, in points (PNG pixels).
@@ -32,29 +34,7 @@ const (
 // indices of its top largest values, largest first, ties broken by the lower index. It returns
 // min(top, m) indices.
 func TopIndices(basis []float64, m, k, i, top int) []int {
-	top = max(0, min(top, m))
-	idx := make([]int, 0, top+1)
-	better := func(a, b int) bool { // a ranks above b
-		va, vb := basis[a*k+i], basis[b*k+i]
-		return va > vb || (va == vb && a < b) || (vb != vb && va == va) // NaN ranks last
-	}
-	for f := 0; f < m && top > 0; f++ {
-		if len(idx) == top && !better(f, idx[top-1]) {
-			continue
-		}
-		// Insert f in order (idx is short: top is small).
-		pos := len(idx)
-		for pos > 0 && better(f, idx[pos-1]) {
-			pos--
-		}
-		idx = append(idx, 0)
-		copy(idx[pos+1:], idx[pos:])
-		idx[pos] = f
-		if len(idx) > top {
-			idx = idx[:top]
-		}
-	}
-	return idx
+	return kernels.TopIndices(m, top, func(f int) float64 { return basis[f*k+i] })
 }
 
 // TopFeatures draws each component of the basis (m x k, row-major) as a horizontal bar chart
