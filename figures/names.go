@@ -19,19 +19,11 @@ const MaxNamesBytes = 64 << 20
 // when the file does not exist; an error (wrapping ErrInput) when it holds another number of
 // lines, is larger than MaxNamesBytes or is not a regular file.
 func ReadFeatureNames(path string, m int) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+	f, err := openRegular(path)
+	if f == nil || err != nil {
+		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, inputErrorf("%s: not a regular file", path)
-	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxNamesBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: read error: %w", path, err)
@@ -54,6 +46,26 @@ func ReadFeatureNames(path string, m int) ([]string, error) {
 	return names, nil
 }
 
+// openRegular opens path if it is a regular file: nil and no error when it does not exist,
+// an error (wrapping ErrInput when it is not a regular file) otherwise.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if st, err := f.Stat(); err != nil {
+		f.Close()
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, inputErrorf("%s: not a regular file", path)
+	}
+	return f, nil
+}
+
 // Bounds of a basis.tsv read for its names.
 const (
 	// maxTSVNameBytes bounds a name in basis.tsv's first column.
@@ -73,19 +85,11 @@ func ReadBasisTSVNames(path string, m, k int) ([]string, error) {
 	if m < 1 || k < 1 {
 		return nil, inputErrorf("%s: a basis of %d features x %d components", path, m, k)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+	f, err := openRegular(path)
+	if f == nil || err != nil {
+		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, inputErrorf("%s: not a regular file", path)
-	}
 	maxLine := maxTSVNameBytes + k*maxTSVValueBytes + len("feature") + len("\tcomponent_")*k + 20*k
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
