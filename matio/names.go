@@ -204,14 +204,20 @@ func readNamesOne(open Opener, spec string) (Names, error) {
 	if strings.HasPrefix(spec, syntheticPrefix) {
 		return Names{}, nil
 	}
+	dir, err := statPath(open, spec)
+	if err != nil {
+		return Names{}, openError(spec, err)
+	}
+	if !dir {
+		return readBesideNames(open, spec)
+	}
 	src, err := openSpec(open, spec, ReadOptions{Missing: true})
 	if err != nil {
 		return Names{}, err
 	}
 	n, m := src.Samples(), src.Features()
 	src.Close()
-	switch s := src.(type) {
-	case *storeSource:
+	if s, ok := src.(*storeSource); ok {
 		var out Names
 		if s.man.Features != "" {
 			if out.Features, err = readNamesAt(open, filepath.Join(spec, s.man.Features), m, "features", wholeLine); err != nil {
@@ -225,47 +231,70 @@ func readNamesOne(open Opener, spec string) (Names, error) {
 		}
 		return out, nil
 	}
-	if st, err := statPath(open, spec); err == nil && st {
-		// A 10x directory.
-		paths, files, err := tenxFiles(open, spec)
-		if err != nil {
-			return Names{}, err
-		}
-		defer func() {
-			for _, f := range files {
-				f.Close()
-			}
-		}()
-		var out Names
-		if out.Features, err = readNames(paths[1], files[1], m, "features (genes)", tenxColumn, true); err != nil {
-			return Names{}, err
-		}
-		out.Features = makeUnique(out.Features)
-		if out.Samples, err = readNames(paths[2], files[2], n, "samples (cells)", tenxColumn, true); err != nil {
-			return Names{}, err
-		}
-		return out, nil
+	// A 10x directory.
+	paths, files, err := tenxFiles(open, spec)
+	if err != nil {
+		return Names{}, err
 	}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	var out Names
+	if out.Features, err = readNames(paths[1], files[1], m, "features (genes)", tenxColumn, true); err != nil {
+		return Names{}, err
+	}
+	out.Features = makeUnique(out.Features)
+	if out.Samples, err = readNames(paths[2], files[2], n, "samples (cells)", tenxColumn, true); err != nil {
+		return Names{}, err
+	}
+	return out, nil
+}
+
+// readBesideNames returns the names in FILE.features.tsv and FILE.samples.tsv beside the file
+// spec (an .npz, .npy or .mtx[.gz]). The matrix is opened, for the counts the names must
+// match, only when one of them exists: a file without names is not read again (a .mtx would
+// be parsed whole).
+func readBesideNames(open Opener, spec string) (Names, error) {
 	if ext := strings.ToLower(filepath.Ext(strings.TrimSuffix(spec, ".gz"))); ext != ".npz" && ext != ".npy" && ext != ".mtx" {
 		return Names{}, nil
 	}
 	stem := namesStem(spec)
-	var out Names
-	for _, x := range []struct {
-		dst  *[]string
-		file string
-		want int
-		what string
-	}{{&out.Features, stem + ".features.tsv", m, "features"}, {&out.Samples, stem + ".samples.tsv", n, "samples"}} {
-		_, f, err := openFirst(open, filepath.Dir(x.file), filepath.Base(x.file))
+	var files [2]*os.File
+	defer func() {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}()
+	paths := [2]string{stem + ".features.tsv", stem + ".samples.tsv"}
+	for i, p := range paths {
+		_, f, err := openFirst(open, filepath.Dir(p), filepath.Base(p))
 		if err != nil {
 			return Names{}, err
 		}
-		if f == nil {
+		files[i] = f
+	}
+	if files[0] == nil && files[1] == nil {
+		return Names{}, nil
+	}
+	src, err := openSpec(open, spec, ReadOptions{Missing: true})
+	if err != nil {
+		return Names{}, err
+	}
+	want := [2]int{src.Features(), src.Samples()}
+	src.Close()
+	var out Names
+	dst := [2]*[]string{&out.Features, &out.Samples}
+	for i, what := range [2]string{"features", "samples"} {
+		if files[i] == nil {
 			continue
 		}
-		*x.dst, err = readNamesOpened(x.file, f, x.want, x.what, wholeLine)
-		if err != nil {
+		f := files[i]
+		files[i] = nil // readNamesOpened closes it
+		if *dst[i], err = readNamesOpened(paths[i], f, want[i], what, wholeLine); err != nil {
 			return Names{}, err
 		}
 	}
