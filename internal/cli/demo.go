@@ -164,7 +164,7 @@ func demoSummary(w io.Writer, out string, names map[string]string, ref *peerRefe
 		fmt.Fprintf(w, "             scikit-learn's NMF with its defaults: rel_err2 %.4g after %d iterations in %s (BENCHMARKS.md)\n",
 			ref.relErr2, ref.iterations, secondsText(ref.seconds))
 	}
-	fmt.Fprintf(w, "  results    %s: basis.npy (features x K), coef.npy (samples x K), report.json\n", out)
+	fmt.Fprintf(w, "  results    %s: basis.npy (features x K), coef.npy (samples x K), report.json, basis.tsv and top_features.tsv (named)\n", out)
 	if pics := demoPictures(out); len(pics) > 0 {
 		fmt.Fprintf(w, "  pictures   %s\n", strings.Join(pics, ", "))
 	}
