@@ -237,4 +237,3 @@ func TestSaveTSVOfARun(t *testing.T) {
 	checkTable(t, dir, "basis", "feature", nil)
 	checkTopFeatures(t, dir, nil)
 }
-
