@@ -102,6 +102,17 @@ func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool, w
 	return time.Since(start)
 }
 
+// logLinesAbout is the records of p's log that name the member called name.
+func logLinesAbout(p *serveProc, name string) string {
+	var out []string
+	for _, line := range strings.Split(p.logText(), "\n") {
+		if strings.Contains(line, `"member":"`+name+`"`) || strings.Contains(line, `"peer":"`+name+`"`) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 // statusRow is one member in `status --json`.
 type statusRow struct {
 	Name     string   `json:"name"`
@@ -395,6 +406,8 @@ func TestClusterOfProcesses(t *testing.T) {
 	}
 	took := waitFor(t, "a and b see c leave", 15*time.Second, func() bool {
 		return len(a.Find("member left", "member", "c")) > 0 && len(b.Find("member left", "member", "c")) > 0
+	}, func() string {
+		return "\nwhat a logged of c:\n" + logLinesAbout(a, "c") + "\nwhat b logged of c:\n" + logLinesAbout(b, "c") + "\nc's log:\n" + c.logText()
 	})
 	t.Logf("SIGTERM: the others saw c leave %v after it exited", took)
 	if len(a.Find("member failed (declared dead)", "member", "c")) > 0 {
