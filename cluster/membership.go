@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -731,6 +732,7 @@ func (m *Membership) Leave(timeout time.Duration) error {
 	if err := m.updateMeta(meta, timeout); err != nil {
 		errs = append(errs, err)
 	}
+	m.pushLeaving(deadline, timeout)
 	rest := time.Until(deadline)
 	if timeout <= 0 {
 		rest = 0
@@ -746,6 +748,41 @@ func (m *Membership) Leave(timeout time.Duration) error {
 	}
 	errs = append(errs, m.shutdownLocked())
 	return errors.Join(errs...)
+}
+
+// pushLeaving hands this node's state, now advertising Meta.Leaving, to every listed member
+// over a TCP push/pull, waiting for them up to half the time left before deadline (all of it
+// when timeout is 0). The gossip of the update and of memberlist's leave travel as UDP
+// packets, each sent a few times and then counted as delivered: one lost on a busy machine
+// and a member sees a failure where there was a leave. With the Leaving flag pushed, a
+// member that misses the leave itself still reports a leave when its failure detector
+// notices the node gone (see observe).
+func (m *Membership) pushLeaving(deadline time.Time, timeout time.Duration) {
+	m.mu.Lock()
+	var peers []string
+	for name, mem := range m.table {
+		if name != m.local.Name {
+			peers = append(peers, mem.Gossip)
+		}
+	}
+	m.mu.Unlock()
+	if len(peers) == 0 {
+		return
+	}
+	sort.Strings(peers)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = m.ml.Join(peers) // a member that cannot be reached learns it from the gossip
+	}()
+	var wait <-chan time.Time
+	if timeout > 0 {
+		wait = time.After(time.Until(deadline) / 2)
+	}
+	select {
+	case <-done:
+	case <-wait:
+	}
 }
 
 // Shutdown stops gossip at once, without announcing a leave: to the others this node looks

@@ -528,3 +528,33 @@ func TestGossipPortFlood(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaveOverLossyNetwork: a node that leaves while every gossip packet it sends is lost
+// (its streams still connect) is still seen leaving, not failing: its Leaving flag reaches the
+// others over a push/pull, so when their failure detector notices it gone they report a leave.
+func TestLeaveOverLossyNetwork(t *testing.T) {
+	t.Parallel()
+	p := NewPartition()
+	a := start(t, Config{Name: "a", Meta: memberMeta(9101), Partition: p})
+	seed := []string{a.Local().Gossip}
+	b := start(t, Config{Name: "b", Join: seed, Meta: memberMeta(9102), Partition: p})
+	c := start(t, Config{Name: "c", Join: seed, Meta: memberMeta(9103), Partition: p})
+	for _, n := range []node{a, b, c} {
+		waitFor(t, converge, n.Local().Name+" sees a, b, c", func() bool {
+			return slices.Equal(names(n.Members()), []string{"a", "b", "c"})
+		})
+	}
+	p.LosePackets(c.Local().Gossip)
+	_ = c.Leave(5 * time.Second) // its broadcasts are lost; what matters is what the others see
+	for _, n := range []node{a, b} {
+		var e Event
+		waitFor(t, 3*converge, n.Local().Name+" sees c gone", func() bool {
+			var ok bool
+			e, ok = n.rec.last(EventLeave, "c")
+			return ok
+		})
+		if e.Dead {
+			t.Errorf("%s: c left over a lossy network but was reported dead: %+v", n.Local().Name, e)
+		}
+	}
+}

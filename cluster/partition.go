@@ -16,6 +16,9 @@ import (
 type Partition struct {
 	mu   sync.RWMutex
 	side map[string]int // address (ip:port) -> group, from 1
+	// lossy are the addresses whose gossip packets (UDP) are all lost, while their streams
+	// (TCP) still connect: a network that drops datagrams.
+	lossy map[string]bool
 }
 
 // NewPartition returns a Partition that blocks nothing.
@@ -35,8 +38,33 @@ func (p *Partition) Split(groups ...[]string) {
 	}
 }
 
-// Heal lets all traffic through again.
-func (p *Partition) Heal() { p.Split() }
+// Heal lets all traffic through again (LosePackets included).
+func (p *Partition) Heal() {
+	p.Split()
+	p.mu.Lock()
+	p.lossy = nil
+	p.mu.Unlock()
+}
+
+// LosePackets makes every gossip packet sent from one of addrs (gossip addresses) lost, as
+// a network dropping datagrams would, while the streams they open still connect.
+func (p *Partition) LosePackets(addrs ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lossy == nil {
+		p.lossy = map[string]bool{}
+	}
+	for _, a := range addrs {
+		p.lossy[a] = true
+	}
+}
+
+// losesPackets tells whether the packets sent from addr are lost (see LosePackets).
+func (p *Partition) losesPackets(addr string) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.lossy[addr]
+}
 
 // Blocked tells whether traffic from one address to another is dropped.
 func (p *Partition) Blocked(from, to string) bool {
@@ -62,7 +90,7 @@ type partitionedTransport struct {
 
 // WriteTo implements memberlist.Transport: a packet to the other side is lost.
 func (t *partitionedTransport) WriteTo(b []byte, addr string) (time.Time, error) {
-	if t.p.Blocked(t.self(), addr) {
+	if self := t.self(); t.p.Blocked(self, addr) || t.p.losesPackets(self) {
 		return time.Now(), nil
 	}
 	return t.Transport.WriteTo(b, addr)
