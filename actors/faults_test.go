@@ -15,6 +15,7 @@ import (
 
 	"github.com/didnmf/didnmf/checkpoint"
 	"github.com/didnmf/didnmf/internal/chunked"
+	"github.com/didnmf/didnmf/jobctl"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 )
@@ -80,12 +81,13 @@ func TestPartialMiddleware(t *testing.T) {
 			out = nil
 
 			var trace []string
-			var g *gather
+			var g *jobctl.Gather
+			var gEpoch uint64
 			dups, stale, crpt := 0, 0, 0
 			seq := uint64(0)
 			for k, epoch := range tc.epochs {
-				if g == nil || epoch != g.epoch {
-					g, seq = newGather(epoch, [][2]int64{{0, 1}, {1, 2}}), 0 // a recovery: a new reducer
+				if g == nil || epoch != gEpoch {
+					g, gEpoch, seq = jobctl.NewGather(epoch, [][2]int64{{0, 1}, {1, 2}}), epoch, 0 // a recovery: a new reducer
 				}
 				seq++
 				data := make([]float64, tc.values)
@@ -108,15 +110,15 @@ func TestPartialMiddleware(t *testing.T) {
 						mark = "!"
 					}
 					trace = append(trace, fmt.Sprintf("%d/%d:%d%s", p.Epoch, p.Seq, p.Chunk.Seq, mark))
-					switch st, err := g.offer(p); {
+					switch st, err := g.Offer(p); {
 					case err != nil && isCorruption(err):
 						crpt++
 						corrupt = true
 					case err != nil:
 						t.Fatalf("offer %v: %v", p, err)
-					case st == offerDuplicate:
+					case st == jobctl.OfferDuplicate:
 						dups++
-					case st == offerStale:
+					case st == jobctl.OfferStale:
 						stale++
 					}
 				}
@@ -130,11 +132,11 @@ func TestPartialMiddleware(t *testing.T) {
 				for i := range other {
 					other[i] = 0.1
 				}
-				if st, err := g.offer(&messages.Partial{JobId: "j", Epoch: epoch, Seq: seq, Op: int32(kernels.OpAllReduce), Label: "x",
-					Lo: 1, Hi: 2, Chunk: chunked.Split(other, tc.values)[0]}); st != offerComplete || err != nil {
+				if st, err := g.Offer(&messages.Partial{JobId: "j", Epoch: epoch, Seq: seq, Op: int32(kernels.OpAllReduce), Label: "x",
+					Lo: 1, Hi: 2, Chunk: chunked.Split(other, tc.values)[0]}); st != jobctl.OfferComplete || err != nil {
 					t.Fatalf("collective %d/%d: the other child's partial: %v, %v", epoch, seq, st, err)
 				}
-				_, sum, err := g.combine()
+				_, sum, err := g.Combine()
 				if err != nil {
 					t.Fatal(err)
 				}

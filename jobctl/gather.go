@@ -1,4 +1,4 @@
-package actors
+package jobctl
 
 import (
 	"errors"
@@ -9,20 +9,21 @@ import (
 	"github.com/didnmf/didnmf/messages"
 )
 
-// offerStatus is what a reduce-tree node did with an incoming partial.
-type offerStatus int
+// Offer is what a reduce-tree node did with an incoming partial (Gather.Offer).
+type Offer int
 
+// What Gather.Offer did with a partial.
 const (
-	offerAccepted  offerStatus = iota // taken; the collective is not complete yet
-	offerComplete                     // taken; every child's contribution is in
-	offerDuplicate                    // this child's contribution (or chunk) was already in: dropped
-	offerStale                        // an older epoch or an already completed collective: dropped
+	OfferAccepted  Offer = iota // taken; the collective is not complete yet
+	OfferComplete               // taken; every child's contribution is in
+	OfferDuplicate              // this child's contribution (or chunk) was already in: dropped
+	OfferStale                  // an older epoch or an already completed collective: dropped
 )
 
-// gather collects the children's contributions to one collective at a reduce-tree node and
-// combines them in the canonical order. It is the deterministic core of a reducer actor, kept
-// apart from the actor so it can be tested on its own.
-type gather struct {
+// Gather collects the children's contributions to one collective at a reduce-tree node and
+// combines them in the canonical order: the deterministic core of a Reducer, kept apart so
+// it can be tested on its own.
+type Gather struct {
 	epoch  uint64
 	ranges [][2]int64 // shard ranges of the children, in id order
 	done   uint64     // last completed collective
@@ -32,12 +33,14 @@ type gather struct {
 	filled int
 }
 
-func newGather(epoch uint64, ranges [][2]int64) *gather {
-	return &gather{epoch: epoch, ranges: ranges, parts: make([]chunked.Assembly[float64], len(ranges))}
+// NewGather returns the gather of a reduce-tree node of epoch whose children cover the shard
+// ranges ranges, in id order.
+func NewGather(epoch uint64, ranges [][2]int64) *Gather {
+	return &Gather{epoch: epoch, ranges: ranges, parts: make([]chunked.Assembly[float64], len(ranges))}
 }
 
 // child returns the index of the child covering [lo, hi), or -1.
-func (g *gather) child(lo, hi int64) int {
+func (g *Gather) child(lo, hi int64) int {
 	for i, r := range g.ranges {
 		if r[0] == lo && r[1] == hi {
 			return i
@@ -46,51 +49,52 @@ func (g *gather) child(lo, hi int64) int {
 	return -1
 }
 
-// offer takes one partial (or one chunk of it).
-func (g *gather) offer(p *messages.Partial) (offerStatus, error) {
+// Offer takes one partial (or one chunk of it). An error comes with OfferStale and says why
+// the partial cannot belong (a corrupted chunk's wraps chunked.ErrChecksum).
+func (g *Gather) Offer(p *messages.Partial) (Offer, error) {
 	if p.Epoch < g.epoch || p.Seq <= g.done {
-		return offerStale, nil
+		return OfferStale, nil
 	}
 	if p.Epoch > g.epoch {
-		return offerStale, fmt.Errorf("partial from epoch %d ahead of this reducer's epoch %d", p.Epoch, g.epoch)
+		return OfferStale, fmt.Errorf("partial from epoch %d ahead of this reducer's epoch %d", p.Epoch, g.epoch)
 	}
 	c := g.child(p.Lo, p.Hi)
 	if c < 0 {
-		return offerStale, fmt.Errorf("partial for shards [%d, %d) is not from a child of this reducer", p.Lo, p.Hi)
+		return OfferStale, fmt.Errorf("partial for shards [%d, %d) is not from a child of this reducer", p.Lo, p.Hi)
 	}
 	switch {
 	case g.seq == 0:
 		if p.Seq != g.done+1 {
-			return offerStale, fmt.Errorf("partial for collective %d, expected %d", p.Seq, g.done+1)
+			return OfferStale, fmt.Errorf("partial for collective %d, expected %d", p.Seq, g.done+1)
 		}
 		g.seq, g.head = p.Seq, p
 	case p.Seq != g.seq:
-		return offerStale, fmt.Errorf("partial for collective %d while gathering %d", p.Seq, g.seq)
+		return OfferStale, fmt.Errorf("partial for collective %d while gathering %d", p.Seq, g.seq)
 	case p.Op != g.head.Op || p.Label != g.head.Label || p.Iteration != g.head.Iteration:
-		return offerStale, fmt.Errorf("shards [%d, %d) sent %s %q (iteration %d) while others sent %s %q (iteration %d)",
+		return OfferStale, fmt.Errorf("shards [%d, %d) sent %s %q (iteration %d) while others sent %s %q (iteration %d)",
 			p.Lo, p.Hi, kernels.Op(p.Op), p.Label, p.Iteration, kernels.Op(g.head.Op), g.head.Label, g.head.Iteration)
 	}
 	full, err := g.parts[c].Add(p.Chunk)
 	if errors.Is(err, chunked.ErrDuplicate) {
-		return offerDuplicate, nil
+		return OfferDuplicate, nil
 	}
 	if err != nil {
-		return offerStale, fmt.Errorf("partial from shards [%d, %d): %w", p.Lo, p.Hi, err)
+		return OfferStale, fmt.Errorf("partial from shards [%d, %d): %w", p.Lo, p.Hi, err)
 	}
 	if !full {
-		return offerAccepted, nil
+		return OfferAccepted, nil
 	}
 	g.filled++
 	if g.filled < len(g.parts) {
-		return offerAccepted, nil
+		return OfferAccepted, nil
 	}
-	return offerComplete, nil
+	return OfferComplete, nil
 }
 
-// combine returns the combined payload of the complete collective and resets the node for
+// Combine returns the combined payload of the complete collective and resets the node for
 // the next one. Sums follow kernels.TreeSum over the children in id order, which with a
 // power-of-two fan-in is bitwise the order of the in-process driver.
-func (g *gather) combine() (*messages.Partial, []float64, error) {
+func (g *Gather) Combine() (*messages.Partial, []float64, error) {
 	head := g.head
 	parts := make([][]float64, len(g.parts))
 	total := 0
