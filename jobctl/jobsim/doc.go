@@ -3,8 +3,9 @@
 //
 // What runs is real where it decides: the control of every coordinator is a jobctl.Job (the
 // one package actors' coordinator actor runs), every shard runs a real kernels.Machine, and
-// the reduce tree is jobctl's tree combining partials with kernels.TreeSum, so a job that
-// ends with a result must give the bits of kernels.Run. What is simulated is the glue the
+// every node of the reduce tree is a jobctl.Reducer (the one the reducer actor runs), fed
+// the wire's chunked Partial and Reduced messages, so a job that ends with a result must give
+// the bits of kernels.Run. What is simulated is the glue the
 // actors provide: hosts that make shards and reducers, fence old epochs, keep checkpoint
 // copies and standby state and take jobs over; the gossip, which sees a node dead, cut off
 // or back after a detection delay; the network, one ordered link per pair of nodes with

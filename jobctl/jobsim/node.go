@@ -101,9 +101,14 @@ func (n *node) host(msg any) {
 		n.newEpoch(m.JobId, m.Epoch)
 		n.coordOf[m.JobId] = m.Coordinator.GetAddress()
 		id := jobctl.HostName + "/" + jobctl.ReducerName(m.JobId, m.Epoch, m.Level, m.Lo)
-		r := newReducer(n, m, id)
-		n.reducers[id] = r
-		n.w.send(n.addr, m.Coordinator, &messages.Placed{JobId: m.JobId, Actor: "reducer", Pid: &messages.Pid{Address: n.addr, Id: id}, Epoch: m.Epoch})
+		r, err := newReducer(n, m, id)
+		placed := &messages.Placed{JobId: m.JobId, Actor: "reducer", Pid: &messages.Pid{Address: n.addr, Id: id}, Epoch: m.Epoch}
+		if err != nil {
+			placed.Error = err.Error()
+		} else {
+			n.reducers[id] = r
+		}
+		n.w.send(n.addr, m.Coordinator, placed)
 	case *checkpointCopy:
 		if n.full {
 			n.w.send(n.addr, m.replyTo, &checkpointStored{iter: m.key.iter, err: "disk full"})

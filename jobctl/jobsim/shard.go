@@ -1,31 +1,21 @@
 package jobsim
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/jobctl"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 )
 
-// The shard and reducer messages of the simulation. On the wire they are Partial, Reduced,
-// CheckpointCopy and CheckpointStored, chunked and checksummed; here they travel whole.
+// The checkpoint messages of the simulation. On the wire they are CheckpointCopy and
+// CheckpointStored, chunked and checksummed; here they travel whole. Collectives travel as
+// the wire's Partial and Reduced, since the reducers are the production jobctl.Reducer.
 type (
-	partialMsg struct {
-		epoch    uint64
-		seq      uint64
-		lo, hi   int64
-		op       kernels.Op
-		segments []int
-		data     []float64
-	}
-	reducedMsg struct {
-		epoch uint64
-		seq   uint64
-		data  []float64
-	}
 	checkpointCopy struct {
 		key     ckptKey
 		snap    snapshot
@@ -53,13 +43,15 @@ type shard struct {
 	machine *kernels.Machine
 	stopper *kernels.Stopper
 	pending kernels.Step // the collective awaiting its result
-	seq     uint64
-	waiting bool
-	started time.Duration
-	running bool
-	paused  bool
-	done    bool
-	ckptAt  int64
+	// incoming assembles the chunks of the collective's result.
+	incoming chunked.Assembly[float64]
+	seq      uint64
+	waiting  bool
+	started  time.Duration
+	running  bool
+	paused   bool
+	done     bool
+	ckptAt   int64
 	// writing are the checkpoints sent to the buddy and not acknowledged, by iteration.
 	writing map[int64]bool
 	// stream watches the block a client that never streams does not send (Faults.NeverStreams).
@@ -174,18 +166,36 @@ func (s *shard) receive(msg any) {
 			s.running, s.started = true, s.n.w.clock
 			s.run()
 		}
-	case *reducedMsg:
-		if m.epoch != s.a.Epoch || !s.waiting || m.seq != s.seq || s.machine == nil {
+	case *messages.Reduced:
+		if m.JobId != s.a.JobId || m.Epoch != s.a.Epoch || !s.waiting || m.Seq != s.seq || s.machine == nil ||
+			m.Lo != s.a.Shard || m.Hi != s.a.Shard+1 {
 			s.n.w.stats.StaleAtShards++
 			return
 		}
-		data := m.data
+		full, err := s.incoming.Add(m.Chunk)
+		if errors.Is(err, chunked.ErrDuplicate) {
+			s.n.w.stats.DuplicatesDropped++
+			return
+		}
+		if err != nil {
+			s.fail(fmt.Errorf("result of collective %d: %w", m.Seq, err))
+			return
+		}
+		if !full {
+			return
+		}
+		data := s.incoming.Data()
+		s.incoming = chunked.Assembly[float64]{}
+		// A reduce-scatter's reducer sends the shard its own segment only, as the actor expects.
+		want := len(s.pending.Data)
 		if s.pending.Op == kernels.OpReduceScatter {
-			off := 0
-			for _, n := range s.pending.Segments[:s.a.Shard] {
-				off += n
-			}
-			data = data[off : off+s.pending.Segments[s.a.Shard]]
+			want = s.pending.Segments[s.a.Shard]
+		} else if s.pending.Op == kernels.OpAllGather {
+			want = -1
+		}
+		if want >= 0 && len(data) != want {
+			s.fail(fmt.Errorf("result of collective %d has %d values, want %d", m.Seq, len(data), want))
+			return
 		}
 		s.waiting = false
 		s.machine.Deliver(data)
@@ -223,10 +233,16 @@ func (s *shard) run() {
 	if st.Kind == kernels.StepCollective {
 		s.seq++
 		s.waiting = true
-		s.pending = kernels.Step{Op: st.Op, Segments: slices.Clone(st.Segments)}
+		s.pending = kernels.Step{Op: st.Op, Segments: slices.Clone(st.Segments), Data: st.Data}
 		w.stats.Partials++
-		w.send(s.n.addr, s.a.Reducer, &partialMsg{epoch: s.a.Epoch, seq: s.seq, lo: s.a.Shard, hi: s.a.Shard + 1, op: st.Op,
-			segments: slices.Clone(st.Segments), data: slices.Clone(st.Data)})
+		segments := make([]int64, len(st.Segments))
+		for i, n := range st.Segments {
+			segments[i] = int64(n)
+		}
+		for _, c := range chunked.Split(slices.Clone(st.Data), chunked.Floats) {
+			w.send(s.n.addr, s.a.Reducer, &messages.Partial{JobId: s.a.JobId, Epoch: s.a.Epoch, Seq: s.seq, Iteration: int64(st.Iteration),
+				Init: st.Init, Op: int32(st.Op), Label: st.Label, Lo: s.a.Shard, Hi: s.a.Shard + 1, Segments: segments, Chunk: c})
+		}
 		return
 	}
 	it := int64(st.Iteration)
@@ -286,4 +302,10 @@ func (s *shard) checkpoint(it int64) {
 		return
 	}
 	w.send(s.n.addr, jobctl.HostPid(s.a.Buddy), &checkpointCopy{key: key, snap: rec, replyTo: s.pid})
+}
+
+// fail reports an error to the coordinator; the shard does nothing more (as the actor's fail).
+func (s *shard) fail(err error) {
+	s.done = true
+	s.n.w.send(s.n.addr, s.a.Coordinator, &messages.ShardDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Error: err.Error()})
 }
