@@ -28,7 +28,7 @@ func (r *reducer) Receive(ctx actor.Context) {
 	case *actor.Started:
 		placed := &messages.Placed{JobId: r.a.JobId, Actor: fmt.Sprintf("reducer [%d, %d)", r.a.Lo, r.a.Hi), Pid: wirePid(ctx.Self()), Epoch: r.a.Epoch}
 		var err error
-		if r.r, err = jobctl.NewReducer(r.a, ctx.Self().Address); err != nil {
+		if r.r, err = jobctl.NewReducer(r.a, ctx.Self().Address, 0); err != nil {
 			placed.Error = err.Error()
 		}
 		ctx.Send(pidOf(r.a.Coordinator), placed)

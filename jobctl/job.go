@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/didnmf/didnmf/jobctl/internal/bugs"
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -35,6 +36,8 @@ type Config struct {
 	// StallFactor times its slowest iteration if that is longer (0: never): a message the
 	// transport lost (a connection that broke without a node dying) stalls a job otherwise.
 	StallTimeout time.Duration
+	// Bugs plants deliberate bugs for the simulator's bite test; production leaves it 0.
+	Bugs bugs.Set
 }
 
 // StallFactor is how many of its slowest iterations a job may go without progress before

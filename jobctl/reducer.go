@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/internal/chunked"
+	"github.com/didnmf/didnmf/jobctl/internal/bugs"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 )
@@ -34,6 +35,7 @@ type Reducer struct {
 	stopped  bool
 	c        messages.Counters // what it sent, and the stale and duplicate messages it dropped
 	init     bool              // the collective at hand belongs to the initialisation
+	planted  bugs.Set
 	ready    ReducerReady
 }
 
@@ -57,10 +59,11 @@ type ReducerCombined struct {
 }
 
 // NewReducer returns the reducer of an assignment, on the node at address self (its children
-// on other nodes get results first: see Step). It refuses a malformed assignment: children
-// and their shard ranges must match and cover [Lo, Hi) contiguously.
-func NewReducer(a *messages.ReducerAssignment, self string) (*Reducer, error) {
-	r := &Reducer{a: a, self: self}
+// on other nodes get results first: see Step), with the deliberate bugs planted (0 but in
+// the simulator's bite test). It refuses a malformed assignment: children and their shard
+// ranges must match and cover [Lo, Hi) contiguously.
+func NewReducer(a *messages.ReducerAssignment, self string, planted bugs.Set) (*Reducer, error) {
+	r := &Reducer{a: a, self: self, planted: planted}
 	if len(a.ChildRanges) != 2*len(a.Children) || len(a.Children) == 0 {
 		return r, fmt.Errorf("reducer [%d, %d): malformed assignment (%d children, %d range bounds)", a.Lo, a.Hi, len(a.Children), len(a.ChildRanges))
 	}
@@ -78,6 +81,7 @@ func NewReducer(a *messages.ReducerAssignment, self string) (*Reducer, error) {
 		return r, fmt.Errorf("reducer [%d, %d): children end at %d", a.Lo, a.Hi, prev)
 	}
 	r.g = NewGather(a.Epoch, r.ranges)
+	r.g.planted = planted
 	return r, nil
 }
 
@@ -214,7 +218,7 @@ func (r *Reducer) sendDown(head *messages.Partial, data []float64) {
 func (r *Reducer) sendChild(head *messages.Partial, data []float64, i int, child *messages.Pid) bool {
 	lo, hi := r.ranges[i][0], r.ranges[i][1]
 	part := data
-	if kernels.Op(head.Op) == kernels.OpReduceScatter {
+	if kernels.Op(head.Op) == kernels.OpReduceScatter && !r.planted.Has(bugs.WholeScatter) {
 		var err error
 		if part, err = segmentSlice(data, head.Segments, r.a.Lo, lo, hi); err != nil {
 			r.fail(fmt.Errorf("collective %d (%s): %w", head.Seq, head.Label, err))

@@ -51,7 +51,7 @@ func TestReducerScenarios(t *testing.T) {
 					a.ChildRanges = append(a.ChildRanges, lo, hi)
 				}
 				var err error
-				r, err = NewReducer(a, self)
+				r, err = NewReducer(a, self, 0)
 				if err != nil {
 					return "refused: " + err.Error()
 				}
@@ -101,7 +101,7 @@ func TestReducerScenarios(t *testing.T) {
 // TestReducerRefusesOtherEvents: an event a reducer does not take is an error, not dropped.
 func TestReducerRefusesOtherEvents(t *testing.T) {
 	r, err := NewReducer(&messages.ReducerAssignment{JobId: "j", Lo: 0, Hi: 1, Children: []*messages.Pid{{Address: "a", Id: "s"}},
-		ChildRanges: []int64{0, 1}}, "a")
+		ChildRanges: []int64{0, 1}}, "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ type coordinator struct {
 func (w *World) newCoordinator(n *node, sub *messages.SubmitJob, id string) *coordinator {
 	pid := &messages.Pid{Address: n.addr, Id: id}
 	cfg := jobctl.Config{Self: pid, Cluster: true, QuorumWait: w.opt.QuorumWait, ReportInterval: 10 * time.Millisecond,
-		FanIn: w.opt.FanIn, StallTimeout: w.opt.StallTimeout}
+		FanIn: w.opt.FanIn, StallTimeout: w.opt.StallTimeout, Bugs: w.opt.Bugs}
 	c := &coordinator{w: w, n: n, id: id, pid: pid, ctl: jobctl.New(cfg, sub)}
 	n.coords[id] = c
 	w.coordinators++

@@ -115,6 +115,7 @@ func (n *node) host(msg any) {
 			return
 		}
 		n.store[m.key] = &record{snap: m.snap, corrupt: n.w.corrupts()}
+		n.w.written[m.key] = true
 		n.w.send(n.addr, m.replyTo, &checkpointStored{iter: m.key.iter})
 	case *messages.JobState:
 		if m.Submit != nil {

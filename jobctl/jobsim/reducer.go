@@ -20,7 +20,7 @@ type reducer struct {
 // newReducer builds the reducer of an assignment; a malformed one is refused, as the actor
 // refuses it (the error goes back in Placed).
 func newReducer(n *node, a *messages.ReducerAssignment, id string) (*reducer, error) {
-	r, err := jobctl.NewReducer(a, n.addr)
+	r, err := jobctl.NewReducer(a, n.addr, n.w.opt.Bugs)
 	return &reducer{n: n, a: a, pid: &messages.Pid{Address: n.addr, Id: id}, r: r}, err
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/jobctl"
+	"github.com/didnmf/didnmf/jobctl/internal/bugs"
 	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
@@ -43,6 +44,8 @@ type Options struct {
 	Faults Faults
 	// Trace keeps a trace of the run (Outcome.Trace).
 	Trace bool
+	// Bugs plants deliberate bugs in every machine of the run (TestSimulatorFindsPlantedBugs).
+	Bugs bugs.Set
 }
 
 // Faults are what a schedule breaks.
@@ -50,6 +53,10 @@ type Faults struct {
 	// Drop, Duplicate and Delay are per-message probabilities (between nodes); Corrupt is
 	// per checkpoint copy written.
 	Drop, Duplicate, Delay, Corrupt float64
+	// Stall is the per-message probability that its connection stalls for up to three
+	// detection delays (a connection that hangs, then recovers): the message, and those that
+	// follow it on its link, arrive that late, often in another epoch.
+	Stall float64
 	// Kills are nodes killed at random times (not the coordinator's or the standby's unless
 	// KillCoordinator or KillStandby); Joins new nodes that join at random times.
 	Kills, Joins int
@@ -329,7 +336,7 @@ func (w *World) deposit(a *messages.ShardAssignment, m *kernels.Machine) {
 func Run(p *Problem, opt Options) Outcome {
 	opt = opt.withDefaults()
 	w := &World{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, 0x5eed)), nodes: map[string]*node{}, group: map[string]int{},
-		deposits: map[int64]deposit{}, views: map[string]map[string]bool{}, links: map[[2]string]time.Duration{},
+		deposits: map[int64]deposit{}, written: map[ckptKey]bool{}, committed: map[int64]bool{}, views: map[string]map[string]bool{}, links: map[[2]string]time.Duration{},
 		adm: map[string]*cluster.Admission{}, lists: map[string]map[string]cluster.Member{}, started: map[string]int64{}}
 	w.data = p
 	w.client = &client{w: w}

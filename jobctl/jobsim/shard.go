@@ -295,6 +295,7 @@ func (s *shard) checkpoint(it int64) {
 		return
 	}
 	s.n.store[key] = &record{snap: rec, corrupt: w.corrupts()}
+	w.written[key] = true
 	w.stats.Checkpoints++
 	s.writing[it] = true
 	if s.a.Buddy == "" {

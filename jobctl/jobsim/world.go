@@ -64,7 +64,11 @@ type World struct {
 
 	// deposits are the factors each shard handed over when it finished, by shard: the
 	// latest epoch's count.
-	deposits     map[int64]deposit
+	deposits map[int64]deposit
+	// written are the checkpoints some node wrote (own or buddy copies), and committed the
+	// iterations whose commit was checked against them.
+	written      map[ckptKey]bool
+	committed    map[int64]bool
 	stats        Stats
 	trace        []string
 	violations   []string
@@ -141,6 +145,9 @@ func (w *World) send(from string, to *messages.Pid, msg any) {
 		return
 	}
 	w.stats.Messages++
+	if c, ok := msg.(*messages.CheckpointCommitted); ok {
+		w.checkCommit(c)
+	}
 	f := w.opt.Faults
 	if from != to.Address && f.Drop > 0 && w.rng.Float64() < f.Drop {
 		w.stats.Dropped++
@@ -158,6 +165,10 @@ func (w *World) send(from string, to *messages.Pid, msg any) {
 			d += time.Duration(w.rng.Int64N(int64(50 * time.Millisecond)))
 			w.stats.Delayed++
 		}
+		if f.Stall > 0 && w.rng.Float64() < f.Stall {
+			d += time.Duration(w.rng.Int64N(int64(3 * w.opt.DetectDelay)))
+			w.stats.Delayed++
+		}
 		if from == to.Address {
 			d = time.Microsecond // within a node: in order, at once
 		}
@@ -173,6 +184,20 @@ func (w *World) send(from string, to *messages.Pid, msg any) {
 			}
 			w.deliver(to, msg)
 		})
+	}
+}
+
+// checkCommit checks a coordinator's commit of a checkpoint when it first sends it: every
+// shard must have written its checkpoint at that iteration (a rollback to it must find one).
+func (w *World) checkCommit(c *messages.CheckpointCommitted) {
+	if w.committed[c.Iteration] {
+		return
+	}
+	w.committed[c.Iteration] = true
+	for s := range c.Shards {
+		if !w.written[ckptKey{c.JobId, s, c.Iteration}] {
+			w.violation("checkpoint %d committed, but shard %d never wrote it", c.Iteration, s)
+		}
 	}
 }
 

@@ -1,0 +1,69 @@
+// Package bugs names the deliberate bugs that the simulator's bite test
+// (jobctl/jobsim's TestSimulatorFindsPlantedBugs) plants in the control's state machines, to
+// prove that its schedules and invariants find each one: a simulator that passes with a bug
+// planted proves nothing about the code without it.
+//
+// A machine takes the set of bugs to plant in its configuration; production code leaves it
+// empty, and every check costs one test of a bit.
+package bugs
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Set is a set of planted bugs (0: none).
+type Set uint64
+
+// The bugs. Each names the decision it breaks.
+const (
+	// WholeScatter: a reducer hands every child the whole result of a reduce-scatter instead
+	// of the child's own segments.
+	WholeScatter Set = 1 << iota
+	// SequentialSum: a reducer adds its children's partials left to right instead of in the
+	// reduce tree's canonical order (kernels.TreeSum): the bits then depend on the fan-in.
+	SequentialSum
+	// DuplicateCounts: a reducer takes a duplicated chunk as another child's contribution.
+	DuplicateCounts
+	// EarlyCommit: the coordinator commits a checkpoint when the first shard reports it
+	// written, not when every shard has.
+	EarlyCommit
+
+	end // the first bit no bug uses
+)
+
+var names = map[Set]string{
+	WholeScatter:    "send the whole reduce-scatter result",
+	SequentialSum:   "sum children left to right",
+	DuplicateCounts: "count a duplicated chunk as a contribution",
+	EarlyCommit:     "commit a checkpoint on its first shard",
+}
+
+// All lists every bug, in the order of their bits.
+func All() []Set {
+	var out []Set
+	for b := Set(1); b < end; b <<= 1 {
+		out = append(out, b)
+	}
+	return out
+}
+
+// Has tells whether s plants b.
+func (s Set) Has(b Set) bool { return s&b != 0 }
+
+// String names the bugs of s.
+func (s Set) String() string {
+	if s == 0 {
+		return "none"
+	}
+	var out []string
+	for _, b := range All() {
+		if s.Has(b) {
+			out = append(out, names[b])
+		}
+	}
+	if rest := s &^ (end - 1); rest != 0 {
+		out = append(out, fmt.Sprintf("bits %#x", uint64(rest)))
+	}
+	return strings.Join(out, ", ")
+}
