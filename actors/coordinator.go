@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -117,7 +118,15 @@ func (c *coordinator) started(ctx actor.Context) {
 		c.spec = spec
 		cfg.FanIn, cfg.TimeLimit = spec.FanIn, spec.Stop.TimeLimit
 	}
-	c.ctl = jobctl.New(cfg, c.sub)
+	ctl, cfgErr := jobctl.New(cfg, c.sub)
+	if cfgErr != nil {
+		// A configuration the node made wrong: the client hears why, and the coordinator stops.
+		c.node.logger.Error("coordinator", slog.String("job", c.job), slog.Any("error", cfgErr))
+		ctx.Send(pidOf(c.sub.GetClient()), &messages.JobError{JobId: c.job, Kind: KindFailure, Message: "coordinator: " + cfgErr.Error()})
+		ctx.Stop(ctx.Self())
+		return
+	}
+	c.ctl = ctl
 	switch {
 	case err != nil && c.takeover != nil:
 		c.step(ctx, jobctl.Abort{Kind: KindFailure, Message: c.takeoverCause + "; taking the job over: " + err.Error()})
@@ -139,7 +148,9 @@ func (c *coordinator) step(ctx actor.Context, ev any) {
 	if c.ctl == nil {
 		return
 	}
-	c.ctl.Step(time.Now(), ev)
+	if err := c.ctl.Step(time.Now(), ev); err != nil {
+		c.node.logger.Error("coordinator", slog.String("job", c.job), slog.Any("error", err))
+	}
 	c.apply(ctx, c.ctl.Ready())
 }
 

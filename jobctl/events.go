@@ -90,8 +90,8 @@ type MemberEvent struct {
 
 // Step feeds the control one event at time now. Messages of another job, or of an epoch that
 // ended, are dropped here (counted as stale where they count): the handlers see only current
-// ones.
-func (j *Job) Step(now time.Time, ev any) {
+// ones. An event the control does not take is an error.
+func (j *Job) Step(now time.Time, ev any) error {
 	epoch := j.epoch
 	defer j.watch(now, epoch)
 	switch e := ev.(type) {
@@ -118,13 +118,13 @@ func (j *Job) Step(now time.Time, ev any) {
 	case *messages.Placed:
 		if e.JobId == j.id && !j.over && e.Superseded > j.epoch {
 			j.superseded(e.Superseded)
-			return
+			return nil
 		}
 		if e.JobId == j.id && !j.over && e.Ended {
 			j.log(warn, "the job ended already on a node it was placed on: another coordinator ran it (a partition that healed)",
 				slog.String("node", e.GetPid().GetAddress()), slog.String("actor", e.Actor))
 			j.end() // ended is final: the actors this one placed stop too
-			return
+			return nil
 		}
 		if j.accept(now, e.JobId, e.Epoch) && !j.running {
 			j.onPlaced(now, e)
@@ -160,7 +160,10 @@ func (j *Job) Step(now time.Time, ev any) {
 		if e.JobId == j.id {
 			j.fail(e.Kind, e.Message)
 		}
+	default:
+		return fmt.Errorf("jobctl: a job takes no %T", ev)
 	}
+	return nil
 }
 
 // accept tells whether a message of job and epoch is for this job's current epoch, while it

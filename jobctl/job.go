@@ -1,6 +1,8 @@
 package jobctl
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -116,10 +118,38 @@ type Job struct {
 }
 
 // New returns the control of the job sub, not begun: Step it a Begin (a new job) or a
-// TakeOver (a job whose coordinator was lost).
-func New(cfg Config, sub *messages.SubmitJob) *Job {
+// TakeOver (a job whose coordinator was lost). It refuses a configuration that Validate
+// refuses and a submission without a job id.
+func New(cfg Config, sub *messages.SubmitJob) (*Job, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if sub.GetJobId() == "" {
+		return nil, errors.New("jobctl: a submission without a job id")
+	}
 	return &Job{cfg: cfg, sub: sub, id: sub.GetJobId(), client: sub.GetClient(), epoch: 1, done: map[int64]*messages.ShardDone{},
-		ft: faultState{involved: map[string]bool{}, lost: map[string]bool{}, reported: map[int64]map[int64]bool{}}}
+		ft: faultState{involved: map[string]bool{}, lost: map[string]bool{}, reported: map[int64]map[int64]bool{}}}, nil
+}
+
+// Validate tells what is wrong with a configuration, naming the field: Self must name the
+// coordinator, FanIn be a power of two >= 2, and no duration be negative.
+func (c Config) Validate() error {
+	if c.Self.GetAddress() == "" || c.Self.GetId() == "" {
+		return fmt.Errorf("jobctl: Config.Self %v does not name the coordinator (address and id)", c.Self)
+	}
+	if c.FanIn < 2 || c.FanIn&(c.FanIn-1) != 0 {
+		return fmt.Errorf("jobctl: Config.FanIn %d is not a power of two >= 2", c.FanIn)
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"Lease", c.Lease}, {"MaxJobTime", c.MaxJobTime}, {"QuorumWait", c.QuorumWait}, {"ReportInterval", c.ReportInterval},
+		{"TimeLimit", c.TimeLimit}, {"StallTimeout", c.StallTimeout}} {
+		if d.d < 0 {
+			return fmt.Errorf("jobctl: Config.%s %v is negative", d.name, d.d)
+		}
+	}
+	return nil
 }
 
 // ID is the job's id.

@@ -30,7 +30,11 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	}
 	sub := &messages.SubmitJob{JobId: "j", Client: &messages.Pid{Address: "client", Id: "c"},
 		Spec: &messages.JobSpec{Algorithm: messages.Algorithm_ALGORITHM_DID, Rank: 2, Shards: 4, CheckpointEvery: 5}}
-	h := &harness{t: t, j: New(cfg, sub), now: t0}
+	j, err := New(cfg, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, j: j, now: t0}
 	nodes := []Node{{"a", "a"}, {"b", "b"}, {"c", "c"}}
 	pongs := []*messages.Pong{{Address: "a", Capacity: 1}, {Address: "b", Capacity: 1}, {Address: "c", Capacity: 1}}
 	h.step(Begin{Samples: 40, Features: 10, Reserve: make([]int64, 4), Nodes: nodes, Pongs: pongs, Workers: []string{"a", "b", "c"}})
@@ -40,7 +44,9 @@ func newHarness(t *testing.T, cfg Config) *harness {
 
 // step feeds an event and keeps the Ready.
 func (h *harness) step(ev any) Ready {
-	h.j.Step(h.now, ev)
+	if err := h.j.Step(h.now, ev); err != nil {
+		h.t.Fatal(err)
+	}
 	h.rd = h.j.Ready()
 	h.sends = append(h.sends, h.rd.Sends...)
 	h.timers = append(h.timers, h.rd.Timers...)
@@ -184,8 +190,13 @@ func TestTakeOverStartsANewGeneration(t *testing.T) {
 	h := newHarness(t, Config{})
 	st := h.sends[len(h.sends)-1].Msg.(*messages.JobState) // sent to the standby when the job started
 	cfg := Config{Self: &messages.Pid{Address: "b", Id: "host/j-coord"}, Cluster: true, FanIn: 8}
-	j := New(cfg, st.Submit)
-	j.Step(t0, TakeOver{State: st, Cause: "a died", Workers: []string{"b", "c"}})
+	j, err := New(cfg, st.Submit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Step(t0, TakeOver{State: st, Cause: "a died", Workers: []string{"b", "c"}}); err != nil {
+		t.Fatal(err)
+	}
 	rd := j.Ready()
 	if j.epoch>>EpochGenShift != 1 || EpochString(j.epoch) != "1.1" {
 		t.Fatalf("takeover epoch %d (%s)", j.epoch, EpochString(j.epoch))
@@ -198,5 +209,45 @@ func TestTakeOverStartsANewGeneration(t *testing.T) {
 	}
 	if !accepted || rd.Pings == nil {
 		t.Fatalf("takeover told the client %v, pinged %v", accepted, rd.Pings)
+	}
+}
+
+// TestConfigIsChecked: New refuses a configuration that would build a wrong tree or has no
+// coordinator to name, naming the field.
+func TestConfigIsChecked(t *testing.T) {
+	self := &messages.Pid{Address: "a", Id: "host/j-coord"}
+	sub := &messages.SubmitJob{JobId: "j"}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string // "" when valid
+	}{
+		{"valid", Config{Self: self, FanIn: 2}, ""},
+		{"fan-in 8", Config{Self: self, FanIn: 8}, ""},
+		{"no self", Config{FanIn: 2}, "Config.Self"},
+		{"fan-in 0", Config{Self: self}, "Config.FanIn 0"},
+		{"fan-in 1", Config{Self: self, FanIn: 1}, "Config.FanIn 1"},
+		{"fan-in 6", Config{Self: self, FanIn: 6}, "not a power of two"},
+		{"negative lease", Config{Self: self, FanIn: 2, Lease: -time.Second}, "Config.Lease"},
+		{"negative stall", Config{Self: self, FanIn: 2, StallTimeout: -1}, "Config.StallTimeout"},
+	} {
+		_, err := New(tc.cfg, sub)
+		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: New: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := New(Config{Self: self, FanIn: 2}, &messages.SubmitJob{}); err == nil {
+		t.Error("a submission without a job id was taken")
+	}
+}
+
+// TestStepRefusesUnknownEvents: an event the control does not take is an error, never
+// dropped in silence.
+func TestStepRefusesUnknownEvents(t *testing.T) {
+	h := newHarness(t, Config{})
+	for _, ev := range []any{struct{}{}, &messages.Ping{}, "begin"} {
+		if err := h.j.Step(h.now, ev); err == nil || !strings.Contains(err.Error(), "takes no") {
+			t.Errorf("%T: %v", ev, err)
+		}
 	}
 }

@@ -22,7 +22,11 @@ func (w *World) newCoordinator(n *node, sub *messages.SubmitJob, id string) *coo
 	pid := &messages.Pid{Address: n.addr, Id: id}
 	cfg := jobctl.Config{Self: pid, Cluster: true, QuorumWait: w.opt.QuorumWait, ReportInterval: 10 * time.Millisecond,
 		FanIn: w.opt.FanIn, StallTimeout: w.opt.StallTimeout, Bugs: w.opt.Bugs}
-	c := &coordinator{w: w, n: n, id: id, pid: pid, ctl: jobctl.New(cfg, sub)}
+	ctl, err := jobctl.New(cfg, sub)
+	if err != nil {
+		panic(err) // the simulation's own configuration: a bug of the test
+	}
+	c := &coordinator{w: w, n: n, id: id, pid: pid, ctl: ctl}
 	n.coords[id] = c
 	w.coordinators++
 	return c
@@ -35,7 +39,9 @@ func (c *coordinator) step(ev any) {
 	}
 	c.w.stats.Steps++
 	start := time.Now()
-	c.ctl.Step(c.w.now(), ev)
+	if err := c.ctl.Step(c.w.now(), ev); err != nil {
+		c.w.violation("coordinator on %s: %v", c.n.addr, err)
+	}
 	rd := c.ctl.Ready()
 	took := time.Since(start)
 	kind := "other"
