@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/didnmf/didnmf/jobctl/internal/bugs"
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -343,6 +344,9 @@ func (j *Job) takeOver(now time.Time, t TakeOver) {
 	// A takeover starts a new generation of epochs, above any the old coordinator may still
 	// use if it was only cut off: its messages are then stale everywhere.
 	j.epoch = (st.Epoch>>EpochGenShift + 1) << EpochGenShift
+	if j.cfg.Bugs.Has(bugs.TakeoverKeepsEpoch) {
+		j.epoch = st.Epoch
+	}
 	j.m, j.n, j.density, j.initial = int(st.Features), int(st.Samples), st.Density, st.Initial
 	j.ft.shardNode = slices.Clone(st.ShardNodes)
 	j.ft.buddy = slices.Clone(st.Buddies)

@@ -70,6 +70,21 @@ func (c *coordinator) step(ev any) {
 	c.apply(rd)
 }
 
+// claimEpoch checks that no other coordinator has sent a message of the epoch msg carries:
+// two coordinators acting in one epoch would have the job's actors take orders from both.
+func (c *coordinator) claimEpoch(msg any) {
+	m, ok := msg.(interface{ GetEpoch() uint64 })
+	if !ok || m.GetEpoch() == 0 {
+		return
+	}
+	e := m.GetEpoch()
+	if owner := c.w.epochOwners[e]; owner == nil {
+		c.w.epochOwners[e] = c
+	} else if owner != c {
+		c.w.violation("two coordinators act in epoch %s: %s on %s and %s on %s", jobctl.EpochString(e), owner.id, owner.n.addr, c.id, c.n.addr)
+	}
+}
+
 // apply carries out what the control asks.
 func (c *coordinator) apply(rd jobctl.Ready) {
 	w := c.w
@@ -77,6 +92,7 @@ func (c *coordinator) apply(rd jobctl.Ready) {
 		w.logf("%s: %s %v", c.id, l.Msg, l.Attrs)
 	}
 	for _, s := range rd.Sends {
+		c.claimEpoch(s.Msg)
 		w.send(c.n.addr, s.To, s.Msg)
 	}
 	if p := rd.Pings; p != nil {

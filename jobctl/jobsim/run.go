@@ -336,7 +336,7 @@ func (w *World) deposit(a *messages.ShardAssignment, m *kernels.Machine) {
 func Run(p *Problem, opt Options) Outcome {
 	opt = opt.withDefaults()
 	w := &World{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, 0x5eed)), nodes: map[string]*node{}, group: map[string]int{},
-		deposits: map[int64]deposit{}, written: map[ckptKey]bool{}, committed: map[int64]bool{}, views: map[string]map[string]bool{}, links: map[[2]string]time.Duration{},
+		deposits: map[int64]deposit{}, written: map[ckptKey]bool{}, committed: map[int64]bool{}, epochOwners: map[uint64]*coordinator{}, views: map[string]map[string]bool{}, links: map[[2]string]time.Duration{},
 		adm: map[string]*cluster.Admission{}, lists: map[string]map[string]cluster.Member{}, started: map[string]int64{}}
 	w.data = p
 	w.client = &client{w: w}

@@ -67,8 +67,10 @@ type World struct {
 	deposits map[int64]deposit
 	// written are the checkpoints some node wrote (own or buddy copies), and committed the
 	// iterations whose commit was checked against them.
-	written      map[ckptKey]bool
-	committed    map[int64]bool
+	written   map[ckptKey]bool
+	committed map[int64]bool
+	// epochOwners is the coordinator that sent the first message of each epoch.
+	epochOwners  map[uint64]*coordinator
 	stats        Stats
 	trace        []string
 	violations   []string

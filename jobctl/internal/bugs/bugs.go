@@ -28,15 +28,19 @@ const (
 	// EarlyCommit: the coordinator commits a checkpoint when the first shard reports it
 	// written, not when every shard has.
 	EarlyCommit
+	// TakeoverKeepsEpoch: a coordinator that takes a job over goes on in its predecessor's
+	// epoch instead of a new generation's.
+	TakeoverKeepsEpoch
 
 	end // the first bit no bug uses
 )
 
 var names = map[Set]string{
-	WholeScatter:    "send the whole reduce-scatter result",
-	SequentialSum:   "sum children left to right",
-	DuplicateCounts: "count a duplicated chunk as a contribution",
-	EarlyCommit:     "commit a checkpoint on its first shard",
+	WholeScatter:       "send the whole reduce-scatter result",
+	SequentialSum:      "sum children left to right",
+	DuplicateCounts:    "count a duplicated chunk as a contribution",
+	EarlyCommit:        "commit a checkpoint on its first shard",
+	TakeoverKeepsEpoch: "take over in the predecessor's epoch",
 }
 
 // All lists every bug, in the order of their bits.
