@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/didnmf/didnmf/figures"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // cmdPlot draws the pictures of a result directory (figures.WriteResult): convergence.png/.svg
@@ -67,7 +68,7 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 // plotErr makes the figures package's errors about the input usage errors (exit status 2).
 func plotErr(err error) error {
 	if errors.Is(err, figures.ErrInput) {
-		return usageError{err}
+		return usererr.Wrap(err)
 	}
 	return err
 }
