@@ -19,6 +19,7 @@ import (
 	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/report"
 	"github.com/didnmf/didnmf/server"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // testSpec is a small job every target runs in well under a second.
@@ -113,22 +114,22 @@ func TestOpenRefuses(t *testing.T) {
 		name   string
 		change func(*jobspec.Spec)
 		target Target
-		field  string // "" for an *InputError
+		field  string // "" for an error about no field
 		want   string
 	}{
-		{"rank above the shape", func(s *jobspec.Spec) { s.Rank = 7 }, Local(0), "rank", "--rank: rank 7 out of range"},
-		{"rank 0", func(s *jobspec.Spec) { s.Rank = 0 }, Local(0), "rank", "--rank: rank 0 out of range"},
-		{"rank 0 on a cluster", func(s *jobspec.Spec) { s.Rank = 0 }, cluster, "rank", "--rank must be >= 1, got 0"},
-		{"shards above the samples", func(s *jobspec.Spec) { s.Shards = 1501 }, Local(0), "shards", "--shards 1501 is more than the 1500 samples"},
+		{"rank above the shape", func(s *jobspec.Spec) { s.Rank = 7 }, Local(0), "rank", "rank: rank 7 out of range"},
+		{"rank 0", func(s *jobspec.Spec) { s.Rank = 0 }, Local(0), "rank", "rank: rank 0 out of range"},
+		{"rank 0 on a cluster", func(s *jobspec.Spec) { s.Rank = 0 }, cluster, "rank", "rank must be >= 1, got 0"},
+		{"shards above the samples", func(s *jobspec.Spec) { s.Shards = 1501 }, Local(0), "shards", "shards 1501 is more than the 1500 samples"},
 		{"custom basis shape", func(s *jobspec.Spec) {
 			s.Init, s.InitBasis, s.InitCoef = kernels.InitCustom, wrongBasis, wrongBasis
-		}, Local(0), "init_basis", "shape (5, 3), want features x K = (6, 3)"},
+		}, Local(0), "init_basis", "b.npy: shape (5, 3), but synthetic:m=6,n=1500,k=3,seed=2,noise=0.01 has 6 features and rank is 3: want features x K = (6, 3)"},
 		{"missing file", func(s *jobspec.Spec) { s.Inputs = []string{filepath.Join(dir, "none.npy")} }, Local(0), "", "none.npy"},
 		{"relative path on a cluster", func(s *jobspec.Spec) { s.Inputs = []string{"x.npy"} }, cluster, "input",
-			"--input x.npy: give an absolute path with --ingest shared"},
-		{"stream ingest here", func(s *jobspec.Spec) { s.Ingest = jobspec.IngestStream }, InProcess(2, 0), "", "for jobs on a cluster"},
-		{"detached without out_shared", func(s *jobspec.Spec) { s.Detached = true }, cluster, "", "needs out_shared"},
-		{"too many nodes", func(*jobspec.Spec) {}, InProcess(MaxNodes+1, 0), "", "nodes must be between 0 and 64"},
+			"input x.npy: give an absolute path with ingest shared"},
+		{"stream ingest here", func(s *jobspec.Spec) { s.Ingest = jobspec.IngestStream }, InProcess(2, 0), "ingest", "ingest stream is for jobs on a cluster"},
+		{"detached without out_shared", func(s *jobspec.Spec) { s.Detached = true }, cluster, "detached", "detached needs out_shared"},
+		{"too many nodes", func(*jobspec.Spec) {}, InProcess(MaxNodes+1, 0), "nodes", "nodes must be between 0 and 64, got 65"},
 		{"unknown algorithm", func(s *jobspec.Spec) { s.Algo = "svd" }, Local(0), "algorithm", "svd"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -139,13 +140,13 @@ func TestOpenRefuses(t *testing.T) {
 				j.Close()
 				t.Fatal("accepted")
 			}
-			if !IsInput(err) {
-				t.Errorf("%v: not an input error", err)
+			if !errors.Is(err, usererr.ErrUser) || !IsInput(err) {
+				t.Errorf("%v: not the user's to fix", err)
 			}
-			var fe *jobspec.FieldError
+			var fe *usererr.Error
 			msg := err.Error()
-			if errors.As(err, &fe) {
-				msg = fe.FlagMsg
+			if !errors.As(err, &fe) {
+				t.Errorf("%v (%T): not a *usererr.Error", err, err)
 			}
 			if c.field != "" && (fe == nil || fe.Field != c.field) {
 				t.Errorf("%v: want a field error of %s", err, c.field)
@@ -332,7 +333,7 @@ func TestStreamedCustomInit(t *testing.T) {
 	bad := testSpec(kernels.Transform)
 	bad.Shards, bad.Rank, bad.Ingest = 1, 2, jobspec.IngestStream
 	bad.Init, bad.InitBasis, bad.Stop = kernels.InitCustom, "fit/basis.npy", kernels.StopRule{MaxIter: 1}
-	if _, err := Run(context.Background(), bad, cluster, Options{}); !IsInput(err) || !strings.Contains(err.Error(), "init basis fit/basis.npy: shape (6, 3)") {
+	if _, err := Run(context.Background(), bad, cluster, Options{}); !IsInput(err) || !strings.Contains(err.Error(), "init_basis fit/basis.npy: shape (6, 3)") {
 		t.Errorf("a basis of the wrong width, streamed: %v (input: %v)", err, IsInput(err))
 	}
 }

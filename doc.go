@@ -14,7 +14,7 @@
 //
 //	spec := jobspec.New([]string{"/data/X.mtx"}, kernels.DID, 10, 4)
 //	res, err := didnmf.Run(ctx, spec, didnmf.Local(0), didnmf.Options{Progress: show})
-//	if didnmf.IsInput(err) { ... the user's to fix: the message names the field and value }
+//	if errors.Is(err, usererr.ErrUser) { ... the user's to fix: the message names the field and value }
 //	_ = res.Save(dir, nil) // basis.npy, coef.npy, report.json, basis.tsv, top_features.tsv
 //	_ = res.SaveWith(dir, didnmf.SaveOptions{Names: didnmf.Names{Features: genes}, CoefTSV: true})
 //
@@ -33,14 +33,17 @@
 // Local and InProcess read the input in this process, so Open checks the job against the
 // data before anything runs (the rank against the shape, the shards against the samples, a
 // custom initialisation's files, the memory needed). On a cluster the nodes check it where
-// they read it, and a refused job comes back as an error that satisfies IsInput.
+// they read it, and a refused job comes back as an error that wraps usererr.ErrUser.
 //
 // A Runner keeps its target between jobs (the in-process nodes, the cluster client): open it
 // once with NewRunner to run many jobs, or call Run for one.
 //
 // # Errors
 //
-// Errors that are the user's to fix satisfy IsInput: a *jobspec.FieldError names the spec's
-// field (Error in the wire's names, FlagMsg in the CLI's flags), an *InputError wraps an
-// unreadable input or a refused job. Anything else is a failure of the run.
+// Every entry point (this package, the CLI, a node's submit) checks a job with one check,
+// jobspec.Spec.CheckOn. Errors that are the user's to fix (an unreadable input, a spec a rule
+// refuses, a job a node refused) wrap usererr.ErrUser, whichever package made them:
+// errors.Is(err, usererr.ErrUser), or IsInput(err). A *usererr.Error (errors.As) names the
+// spec's field when it is about one, and Text names the fields as a front end calls them (the
+// CLI's flags). Anything else is a failure of the run.
 package didnmf

@@ -41,7 +41,7 @@ func ExampleInProcess() {
 	// Output: same factors: true; 1 reduction per iteration
 }
 
-// A spec the data refuses: the error names the field, in the wire's names and the CLI's.
+// A spec the data refuses: the error is the user's to fix, and names the field and the value.
 func ExampleIsInput() {
 	spec := jobspec.New([]string{"synthetic:m=10,n=5000,k=3,seed=2"}, kernels.DID, 11, 4)
 	_, err := didnmf.Run(context.Background(), spec, didnmf.Local(0), didnmf.Options{})

@@ -3,13 +3,13 @@ package didnmf
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/server"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // Options are a run's callbacks. Both are called from one goroutine, the caller's of Run,
@@ -89,7 +89,7 @@ func (r *Runner) Close() {
 // Run runs the job, opened for the runner's target, and waits for its result. When ctx is
 // canceled, a job on actors is canceled there and Run returns ctx's error and no result; the
 // driver returns the factors of the last finished iteration with ctx's error, when one
-// finished. Errors that are the user's to fix satisfy IsInput.
+// finished. Errors that are the user's to fix wrap usererr.ErrUser.
 func (r *Runner) Run(ctx context.Context, j *Job, opts Options) (*Result, error) {
 	if j.Target.Nodes != r.target.Nodes || (j.Target.Cluster == nil) != (r.target.Cluster == nil) {
 		return nil, errors.New("the job was opened for another target than the runner's")
@@ -115,7 +115,7 @@ func (r *Runner) Run(ctx context.Context, j *Job, opts Options) (*Result, error)
 // Spec.OutShared.
 func (r *Runner) Submit(ctx context.Context, j *Job) (string, error) {
 	if !j.Spec.Detached || r.remote == nil {
-		return "", &InputError{errors.New("only a detached job on a cluster is submitted without waiting for it")}
+		return "", usererr.Field("detached", "only a {detached} job on a cluster is submitted without waiting for it")
 	}
 	job, err := r.submit(ctx, j)
 	if err != nil {
@@ -147,7 +147,7 @@ func (r *Runner) runDriver(ctx context.Context, j *Job, opts Options) (*Result, 
 	offset := 0
 	for _, b := range blocks {
 		if err := j.Spec.Loss.CheckObserved(b, offset, j.Spec.Options()); err != nil {
-			return nil, &InputError{fmt.Errorf("%s: %w", j.Name(), err)}
+			return nil, usererr.At(j.Name(), "%w", err)
 		}
 		_, n := b.Dims()
 		offset += n
@@ -159,7 +159,7 @@ func (r *Runner) runDriver(ctx context.Context, j *Job, opts Options) (*Result, 
 	res, err := kernels.Run(ctx, blocks, j.Config(), progress...)
 	if res == nil {
 		if errors.Is(err, kernels.ErrZeroMatrix) {
-			err = &InputError{err}
+			err = usererr.Wrap(err)
 		}
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/didnmf/didnmf/server"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // Target says where a job runs. The zero value is the in-process driver on all cores.
@@ -56,17 +57,18 @@ func (t Target) String() string {
 	return "this process"
 }
 
-// validate checks t's own rules.
+// validate checks t's own rules; an error names the field of Target (nodes, threads,
+// cluster) that breaks one.
 func (t Target) validate() error {
 	switch {
 	case t.Nodes < 0 || t.Nodes > MaxNodes:
-		return &InputError{fmt.Errorf("nodes must be between 0 and %d, got %d", MaxNodes, t.Nodes)}
+		return usererr.Field("nodes", "{nodes} must be between 0 and %d, got %d", MaxNodes, t.Nodes)
 	case t.Threads < 0:
-		return &InputError{fmt.Errorf("threads must be >= 0, got %d", t.Threads)}
+		return usererr.Field("threads", "{threads} must be >= 0, got %d", t.Threads)
 	case t.Cluster != nil && t.Nodes != 0:
-		return &InputError{fmt.Errorf("a cluster target and in-process nodes exclude each other")}
+		return usererr.Field("cluster", "{cluster} and {nodes} exclude each other: in-process nodes make a cluster of their own")
 	case t.Cluster != nil && len(t.Cluster.Cluster) == 0:
-		return &InputError{fmt.Errorf("a cluster target needs the gossip address of a member")}
+		return usererr.Field("cluster", "a {cluster} target needs the gossip address of a member")
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // driverRun runs a job spec with the kernels' in-process driver, reading the blocks the way
@@ -385,6 +386,12 @@ func TestBadJobsAreRefused(t *testing.T) {
 			if !errors.As(err, &je) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want a job error containing %q, got %v", tc.want, err)
 			}
+			// Refused for the user's fault, the kind came back over the wire as the one
+			// error of it; a node that does not answer is a failure.
+			var ue *usererr.Error
+			if user := errors.Is(err, usererr.ErrUser) && errors.As(err, &ue); user != (tc.name != "unreachable node") || (user && ue.Error() != je.Message) {
+				t.Errorf("%v (kind %v): user's fault %v", err, je.Kind, user)
+			}
 			waitIdle(t, lc)
 		})
 	}
@@ -447,8 +454,8 @@ func TestCustomInitFromFiles(t *testing.T) {
 	checkSame(t, "custom init", got, want)
 
 	s.InitCoef = dir + "/b0.npy" // wrong shape: refused before placing
-	if _, err := runJob(t, cl, s); err == nil || !strings.Contains(err.Error(), "init coef") {
-		t.Fatalf("want an init coef shape error, got %v", err)
+	if _, err := runJob(t, cl, s); err == nil || !strings.Contains(err.Error(), "b0.npy: shape (6, 2), but synthetic:m=6,n=90,k=2,seed=3 has 90 samples") {
+		t.Fatalf("want an init_coef shape error, got %v", err)
 	}
 	waitIdle(t, lc)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/didnmf/didnmf/internal/chunked"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // Client submits factorization jobs to nodes and receives their progress and results through a
@@ -36,7 +37,10 @@ const (
 	KindFailure  = messages.ErrorKind_ERROR_KIND_FAILURE
 )
 
-// JobError is a job's failure as the coordinator reported it.
+// JobError is a job's failure as the coordinator reported it. A job refused for the user's
+// fault (KindInput: its spec, its data, where it may run) is the user's to fix on this side as
+// on the node's: it unwraps to a *usererr.Error of its message, so errors.Is(err,
+// usererr.ErrUser) holds (the wire carries the kind and the message, not the field).
 type JobError struct {
 	JobID string
 	// Kind is KindInput for a refused spec or bad data, KindCanceled, or KindFailure (an
@@ -50,10 +54,14 @@ func (e *JobError) Error() string { return e.Message }
 // ErrCanceled is returned (wrapped) by Wait for a job that was cancelled.
 var ErrCanceled = errors.New("job canceled")
 
-// Unwrap lets errors.Is(err, ErrCanceled) recognise a cancelled job.
+// Unwrap lets errors.Is(err, ErrCanceled) recognise a cancelled job, and errors.Is(err,
+// usererr.ErrUser) and errors.As(err, **usererr.Error) a job refused for the user's fault.
 func (e *JobError) Unwrap() error {
-	if e.Kind == KindCanceled {
+	switch e.Kind {
+	case KindCanceled:
 		return ErrCanceled
+	case KindInput:
+		return usererr.New(e.Message, nil)
 	}
 	return nil
 }

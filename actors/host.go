@@ -346,8 +346,8 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 		}
 		return
 	}
-	if m.Spec == nil {
-		refuse("job %s has no spec", m.JobId)
+	if err := checkSubmitted(m.Spec, h.node.cfg.Members); err != nil {
+		refuse("%v", err)
 		return
 	}
 	if max := h.node.cfg.MaxJobs; max > 0 && len(h.jobs) >= max {

@@ -12,6 +12,7 @@ import (
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // blockWindow is how many chunks of a streamed block the client keeps in flight to a shard:
@@ -47,8 +48,9 @@ type blockStream struct {
 	epoch uint64 // of the request
 }
 
-// openStreams opens a streamed job's inputs on the client and fills in the shape and natural
-// layout the nodes need, since they cannot read the files.
+// openStreams opens a streamed job's inputs on the client, fills in the shape and natural
+// layout the nodes need, since they cannot read the files, and checks the job against them
+// (jobspec.Spec.CheckOn), a custom initialisation's shapes included.
 func openStreams(spec *messages.JobSpec) (*blockStreams, error) {
 	src, err := matio.OpenAllWithOptions(os.Open, spec.Inputs, matio.ReadOptions{Missing: spec.Missing})
 	if err != nil {
@@ -60,36 +62,46 @@ func openStreams(spec *messages.JobSpec) (*blockStreams, error) {
 		spec.StoredEntries = n
 	}
 	b := &blockStreams{src: src, natural: natural, by: map[int64]*blockStream{}}
-	if spec.Init == messages.Init_INIT_CUSTOM {
-		if b.init, err = openStreamedInit(spec, src.Samples(), src.Features()); err != nil {
-			src.Close()
-			return nil, err
-		}
+	if b.init, err = openStreamedInit(spec, src.Name()); err != nil {
+		src.Close()
+		return nil, err
 	}
 	return b, nil
 }
 
-// openStreamedInit reads a custom initialisation's basis on the client and opens its
-// coefficients, checking their shapes against the input's n samples and m features.
-func openStreamedInit(spec *messages.JobSpec, n, m int) (*streamedInit, error) {
-	k := int(spec.Rank)
-	rows, cols, b, err := matio.ReadNPYMatrix(spec.InitBasis)
+// openStreamedInit checks the job against its input, whose shape spec holds: it reads a
+// custom initialisation's basis on the client and opens its coefficients (nil without a
+// custom initialisation), and checks their shapes with the rest of the job.
+func openStreamedInit(spec *messages.JobSpec, name string) (*streamedInit, error) {
+	typed, err := jobspec.FromWire(spec)
 	if err != nil {
-		return nil, fmt.Errorf("init basis: %w", err)
+		return nil, err
 	}
-	if rows != m || cols != k {
-		return nil, fmt.Errorf("init basis %s: shape (%d, %d), want features x K = (%d, %d)", spec.InitBasis, rows, cols, m, k)
+	d := jobspec.Shape{Name: name, Samples: int(spec.Samples), Features: int(spec.Features), StoredEntries: spec.StoredEntries}
+	var in *streamedInit
+	var b []float64
+	if spec.Init == messages.Init_INIT_CUSTOM {
+		rows, cols, data, err := matio.ReadNPYMatrix(spec.InitBasis)
+		if err != nil {
+			return nil, usererr.Field("init_basis", "{init_basis}: %w", err)
+		}
+		d.InitBasis, b = &[2]int{rows, cols}, data
+		in = &streamedInit{k: int(spec.Rank)}
+		if spec.InitCoef != "" {
+			if in.coef, err = matio.Open(spec.InitCoef); err != nil {
+				return nil, usererr.Field("init_coef", "{init_coef}: %w", err)
+			}
+			d.InitCoef = &[2]int{in.coef.Samples(), in.coef.Features()}
+		}
 	}
-	in := &streamedInit{basis: kernels.Transpose(b, k, m), k: k} // basis.npy is row-major M x K
-	if spec.InitCoef == "" {
-		return in, nil
+	if err := typed.CheckOn(&d, jobspec.Cluster{Where: jobspec.Submitted}); err != nil {
+		if in != nil && in.coef != nil {
+			in.coef.Close()
+		}
+		return nil, err
 	}
-	if in.coef, err = matio.Open(spec.InitCoef); err != nil {
-		return nil, fmt.Errorf("init coef: %w", err)
-	}
-	if in.coef.Samples() != n || in.coef.Features() != k {
-		in.coef.Close()
-		return nil, fmt.Errorf("init coef %s: shape (%d, %d), want samples x K = (%d, %d)", spec.InitCoef, in.coef.Samples(), in.coef.Features(), n, k)
+	if in != nil {
+		in.basis = kernels.Transpose(b, in.k, d.Features) // basis.npy is row-major M x K
 	}
 	return in, nil
 }

@@ -4,17 +4,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/didnmf/didnmf/kernels"
-	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/messages"
 )
 
-// shardOverhead is the memory a shard takes beyond its data: the actor, its mailbox, its
-// machine's buffers and bookkeeping, its reducer's share, and what the node keeps for it.
-// Measured on one `node serve` process running 5,000 shards of one sample each (m=5, K=2):
-// RSS 23 MB idle, 314 MB running, about 58 KiB a shard. It is counted in every shard's
-// estimate, so that a job of very many small shards is refused like a job of a few big ones.
-const shardOverhead = 64 << 10
+// shardOverhead is the memory a shard takes beyond its data (see jobspec.ShardOverhead).
+const shardOverhead = jobspec.ShardOverhead
 
 // maxJobShards bounds the shard ids a message may list.
 const maxJobShards = 1 << 20
@@ -25,18 +20,6 @@ const (
 	maxCopiesInFlight = 64
 	copyTimeout       = time.Minute
 )
-
-// JobFootprint estimates the bytes a job of m features, n samples and rank k holds over its
-// shards: what placement reserves (see shardFootprint). density is the input's stored
-// entries over m x n when known (0: dense).
-func JobFootprint(m, n, k int64, shards int, density float64, layout matio.Layout) int64 {
-	cols := kernels.ColumnRanges(int(n), shards)
-	var sum int64
-	for s := 0; s < shards; s++ {
-		sum += shardFootprint(m, int64(cols[s+1]-cols[s]), k, density, layout)
-	}
-	return sum
-}
 
 // memory is a node's account of the memory its job actors hold: what the host reserved for
 // the shards it placed, and what shards took beyond their reserves (a streamed block larger

@@ -3,19 +3,17 @@ package actors
 import (
 	"cmp"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/jobctl"
 	"github.com/didnmf/didnmf/jobspec"
-	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // setupDone carries what a coordinator's setup found (Begin) or why the job cannot run
@@ -34,30 +32,14 @@ func (c *coordinator) setup(system *actor.ActorSystem, self string) any {
 	if err != nil {
 		return jobctl.Abort{Kind: KindInput, Message: err.Error()}
 	}
-	m, n := shape.m, shape.n
-	if err := kernels.CheckRankOf(c.spec.Algo, int(spec.Rank), m, n); err != nil {
-		return jobctl.Abort{Kind: KindInput, Message: fmt.Sprintf("%v for %s (%d samples x %d features)", err, shape.name, n, m)}
-	}
-	if spec.Shards > int64(n) {
-		return jobctl.Abort{Kind: KindInput, Message: fmt.Sprintf("shards %d is more than the %d samples of %s", spec.Shards, n, shape.name)}
-	}
-	if c.spec.Init == kernels.InitCustom && c.spec.Ingest == jobspec.IngestShared {
-		// (Streamed, the client read the files and checked them; the shards check what comes.)
-		if err := checkCustomInit(roots, spec, m, n); err != nil {
-			return jobctl.Abort{Kind: KindInput, Message: err.Error()}
-		}
-	}
-	b := jobctl.Begin{Samples: n, Features: m, Density: shape.density, Reserve: shardNeeds(spec, m, n, shape.density, c.spec.Layout)}
+	m, n := shape.Features, shape.Samples
 	members := c.node.cfg.Members
-	if members != nil {
-		for _, w := range members.Workers() {
-			b.Workers = append(b.Workers, w.Meta.Actor)
-		}
+	cl := jobspec.Cluster{Where: jobspec.OnNode, Members: workerAddrs(members)}
+	if err := c.spec.CheckOn(&shape, cl); err != nil {
+		return jobctl.Abort{Kind: KindInput, Message: err.Error()}
 	}
+	b := jobctl.Begin{Samples: n, Features: m, Density: shape.Density(), Reserve: c.spec.Footprint(&shape), Workers: cl.Members}
 	if len(spec.Nodes) > 0 || members == nil {
-		if err := checkNodes(members, spec.Nodes); err != nil {
-			return jobctl.Abort{Kind: KindInput, Message: err.Error()}
-		}
 		addrs := spec.Nodes
 		if len(addrs) == 0 {
 			addrs = []string{self}
@@ -91,95 +73,72 @@ func (c *coordinator) setup(system *actor.ActorSystem, self string) any {
 	return b
 }
 
-// inputShape is a job's shape as its input files (or a streamed job's spec) give it.
-type inputShape struct {
-	name    string
-	m, n    int
-	density float64 // stored entries over M x N when known (sparse inputs), else 0
-}
-
-// readShape reads the job's shape: from the inputs when the nodes read them, from the spec
-// when the client streams them.
-func readShape(roots *fsroot.Roots, spec *messages.JobSpec, maxBytes int64) (inputShape, error) {
-	if spec.Ingest == messages.Ingest_INGEST_STREAM {
-		if spec.Samples <= 0 || spec.Features <= 0 {
-			return inputShape{}, fmt.Errorf("streamed job without a shape (samples %d, features %d)", spec.Samples, spec.Features)
-		}
-		m, n := int(spec.Features), int(spec.Samples)
-		return inputShape{name: strings.Join(spec.Inputs, " + ") + " (streamed by the client)", m: m, n: n,
-			density: float64(spec.StoredEntries) / (float64(m) * float64(n))}, nil
-	}
-	src, err := matio.OpenAllWithOptions(roots.Opener("--input"), spec.Inputs, matio.ReadOptions{Missing: spec.Missing, MaxBytes: maxBytes})
+// checkSubmitted is a node's check of a job submitted to it, before anything is started for
+// it: the spec alone and where it runs (jobspec.Spec.CheckOn without the data, which setup
+// checks once it has read the shape). members are the cluster's (nil: not a cluster).
+func checkSubmitted(spec *messages.JobSpec, members Members) error {
+	s, err := jobspec.FromWire(spec)
 	if err != nil {
-		return inputShape{}, err
+		return err
 	}
-	defer src.Close()
-	s := inputShape{name: src.Name(), m: src.Features(), n: src.Samples()}
-	if stored, ok := matio.StoredEntries(src); ok {
-		s.density = float64(stored) / (float64(s.m) * float64(s.n))
-	}
-	return s, nil
+	return s.CheckOn(nil, jobspec.Cluster{Where: jobspec.OnNode, Members: workerAddrs(members)})
 }
 
-// checkNodes checks that the nodes a spec names are members of the cluster (on a cluster):
-// a coordinator dials only its peers.
-func checkNodes(members Members, nodes []string) error {
+// workerAddrs returns the actor addresses of the cluster's workers (nil: not a cluster).
+func workerAddrs(members Members) []string {
 	if members == nil {
 		return nil
 	}
-	workers := members.Workers()
-	for _, a := range nodes {
-		if !slices.ContainsFunc(workers, func(w cluster.Member) bool { return w.Meta.Actor == a }) {
-			return fmt.Errorf("nodes: %s is not a member of the cluster", a)
+	addrs := []string{}
+	for _, w := range members.Workers() {
+		addrs = append(addrs, w.Meta.Actor)
+	}
+	return addrs
+}
+
+// readShape reads the job's shape, and a custom initialisation's shapes when the nodes read
+// its files: from the inputs when the nodes read them, from the spec when the client streams
+// them (the client read the factor files and checked them; the shards check what comes).
+func readShape(roots *fsroot.Roots, spec *messages.JobSpec, maxBytes int64) (jobspec.Shape, error) {
+	if spec.Ingest == messages.Ingest_INGEST_STREAM {
+		if spec.Samples <= 0 || spec.Features <= 0 {
+			return jobspec.Shape{}, fmt.Errorf("streamed job without a shape (samples %d, features %d)", spec.Samples, spec.Features)
 		}
+		return jobspec.Shape{Name: strings.Join(spec.Inputs, " + ") + " (streamed by the client)", Samples: int(spec.Samples),
+			Features: int(spec.Features), StoredEntries: spec.StoredEntries}, nil
 	}
-	return nil
-}
-
-// shardNeeds estimates every shard's memory (see shardFootprint).
-func shardNeeds(spec *messages.JobSpec, m, n int, density float64, layout matio.Layout) []int64 {
-	p := int(spec.Shards)
-	cols := kernels.ColumnRanges(n, p)
-	need := make([]int64, p)
-	for s := range need {
-		need[s] = shardFootprint(int64(m), int64(cols[s+1]-cols[s]), spec.Rank, density, layout)
+	src, err := matio.OpenAllWithOptions(roots.Opener("--input"), spec.Inputs, matio.ReadOptions{Missing: spec.Missing, MaxBytes: maxBytes})
+	if err != nil {
+		return jobspec.Shape{}, err
 	}
-	return need
-}
-
-// shardFootprint estimates the bytes a shard of m features, cols samples and rank k holds: its
-// block of X (dense, or CSC when the input's density is known and the layout makes it sparse),
-// C and its work copies, and the replicas of B and the products the algorithms keep.
-func shardFootprint(m, cols, k int64, density float64, layout matio.Layout) int64 {
-	x := 8 * m * cols
-	sparse := layout == matio.LayoutSparse || (layout != matio.LayoutDense && density < layout.Crossing())
-	if density > 0 && density < 1 && sparse {
-		x = int64(12*density*float64(m*cols)) + 8*(cols+1)
+	defer src.Close()
+	d := jobspec.Shape{Name: src.Name(), Samples: src.Samples(), Features: src.Features()}
+	if stored, ok := matio.StoredEntries(src); ok {
+		d.StoredEntries = stored
 	}
-	return shardOverhead + x + 8*4*cols*k + 8*8*m*k + 8*4*k*k
-}
-
-// checkCustomInit checks the shapes of a custom initialisation before anything is placed.
-func checkCustomInit(roots *fsroot.Roots, spec *messages.JobSpec, m, n int) error {
-	k := int(spec.Rank)
+	if spec.Init != messages.Init_INIT_CUSTOM {
+		return d, nil
+	}
 	for _, f := range []struct {
-		path, what string
-		rows       int
-	}{{spec.InitBasis, "init basis", m}, {spec.InitCoef, "init coef", n}} {
+		path, field string
+		shape       **[2]int
+	}{{spec.InitBasis, "init_basis", &d.InitBasis}, {spec.InitCoef, "init_coef", &d.InitCoef}} {
 		if f.path == "" {
 			continue // a transform's optional warm start
 		}
-		src, err := matio.OpenWith(roots.Opener("--"+strings.ReplaceAll(f.what, " ", "-")), f.path)
+		src, err := matio.OpenWith(roots.Opener("--"+strings.ReplaceAll(f.field, "_", "-")), f.path)
 		if err != nil {
-			return fmt.Errorf("%s: %v", f.what, err)
+			return jobspec.Shape{}, usererr.Field(f.field, "{"+f.field+"}: %w", err)
 		}
-		r, cols := src.Samples(), src.Features()
+		*f.shape = &[2]int{src.Samples(), src.Features()}
 		src.Close()
-		if r != f.rows || cols != k {
-			return fmt.Errorf("%s %s: shape (%d, %d), want (%d, %d)", f.what, f.path, r, cols, f.rows, k)
-		}
 	}
-	return nil
+	return d, nil
+}
+
+// shardFootprint estimates the bytes a shard holds (see jobspec.ShardFootprint).
+func shardFootprint(m, cols, k int64, density float64, layout matio.Layout) int64 {
+	return jobspec.ShardFootprint(m, cols, k, density, layout)
 }
 
 // ping asks every node's host for a sign of life and its load, all at once, and waits for

@@ -10,7 +10,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // Limits on what ReadReport and ParseReport accept, so that a hostile report cannot make this
@@ -78,7 +78,7 @@ func ReadReport(path string) (*Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, matio.InputError(path+": no such file", err)
+			return nil, usererr.New(path+": no such file", err)
 		}
 		return nil, err
 	}

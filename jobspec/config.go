@@ -27,19 +27,10 @@ func (s *Spec) Options() kernels.Options {
 		Missing: s.Missing, TestFraction: s.TestFraction, TestSeed: s.TestSeed}
 }
 
-// Errorf returns the FieldError of a rule that needs the data (the rank against the input's
-// shape, an initial factor's shape): field is one of the spec's fields as Validate names them
-// ("input", "rank", "shards", "init_basis", "init_coef", "storage", ...), and format may
-// name fields as {rank}, {init_basis}, ..., which read as wire names in Error and as flag
-// names in FlagMsg.
-func Errorf(field, format string, args ...any) *FieldError {
-	return fieldErr(field, format, args...)
-}
-
 // New returns the spec of a job on inputs with every other field at the CLI's default: seed
 // 1, init random, tol 1e-6, max-iter 1000, stall-tol report.DefaultStallTol, form, storage
 // and layout auto, rho 1, the default fan-in, automatic checkpoints, shared ingest. Change
-// what you need; didnmf.Open validates it.
+// what you need; didnmf.Open checks it.
 func New(inputs []string, algo kernels.Algorithm, rank, shards int) *Spec {
 	return &Spec{Inputs: inputs, Algo: algo, Rank: rank, Shards: shards, Seed: 1, Init: kernels.InitRandom,
 		Stop: kernels.StopRule{Tol: kernels.DefaultStopRule.Tol, MaxIter: kernels.DefaultStopRule.MaxIter, StallTol: report.DefaultStallTol},
@@ -115,7 +106,7 @@ func wireBeta(l kernels.Loss) float64 {
 	return 0
 }
 
-// lossOf reads a wire loss; a value no enum defines is a FieldError.
+// lossOf reads a wire loss; a value no enum defines is a *usererr.Error.
 func lossOf(l messages.Loss, beta float64) (kernels.Loss, error) {
 	switch l {
 	case messages.Loss_LOSS_FROBENIUS:

@@ -12,12 +12,13 @@ import (
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/usererr"
 )
 
-// roundTrip checks that FromWire(s.Wire()) is s, for a spec Validate accepts.
+// roundTrip checks that FromWire(s.Wire()) is s, for a spec Check accepts.
 func roundTrip(t *testing.T, s *Spec) *messages.JobSpec {
 	t.Helper()
-	if err := s.Validate(); err != nil {
+	if err := s.Check(); err != nil {
 		t.Fatalf("spec refused: %v", err)
 	}
 	w := s.Wire()
@@ -148,9 +149,9 @@ func TestEveryWireValueIsRead(t *testing.T) {
 				}
 				s, err := FromWire(w)
 				if v.Name() == "ALGORITHM_UNSPECIFIED" {
-					var fe *FieldError
-					if !errors.As(err, &fe) || fe.Field != "algorithm" || fe.Msg != "algorithm: no algorithm given" {
-						t.Fatalf("got %v, want the FieldError algorithm: no algorithm given", err)
+					var fe *usererr.Error
+					if !errors.As(err, &fe) || fe.Field != "algorithm" || fe.Error() != "algorithm: no algorithm given" {
+						t.Fatalf("got %v, want the *usererr.Error algorithm: no algorithm given", err)
 					}
 					return
 				}
@@ -166,7 +167,7 @@ func TestEveryWireValueIsRead(t *testing.T) {
 	}
 }
 
-// TestFromWireOutOfRange: a value no enum defines (a hostile or newer peer's) is a FieldError
+// TestFromWireOutOfRange: a value no enum defines (a hostile or newer peer's) is a *usererr.Error
 // naming the field and the value, never a panic nor a default.
 func TestFromWireOutOfRange(t *testing.T) {
 	fields := map[string]func(*messages.JobSpec, int32){
@@ -184,20 +185,20 @@ func TestFromWireOutOfRange(t *testing.T) {
 				w := good(t).Wire()
 				set(w, v)
 				s, err := FromWire(w)
-				var fe *FieldError
+				var fe *usererr.Error
 				if !errors.As(err, &fe) {
-					t.Fatalf("got %+v, %v (%T), want a *FieldError", s, err, err)
+					t.Fatalf("got %+v, %v (%T), want a *usererr.Error", s, err, err)
 				}
 				want := fmt.Sprintf("%s: unknown value %d on the wire (known: ", field, v)
-				if fe.Field != field || !strings.HasPrefix(fe.Msg, want) {
-					t.Errorf("got field %q, %q; want field %q, %q...", fe.Field, fe.Msg, field, want)
+				if fe.Field != field || !strings.HasPrefix(fe.Error(), want) {
+					t.Errorf("got field %q, %q; want field %q, %q...", fe.Field, fe.Error(), field, want)
 				}
 			})
 		}
 	}
 }
 
-// TestWireWithoutAnEnum: a typed value no enum stands for (one Validate refuses) is sent as a
+// TestWireWithoutAnEnum: a typed value no enum stands for (one Check refuses) is sent as a
 // value FromWire refuses, naming the field, not as a default that would run another job.
 func TestWireWithoutAnEnum(t *testing.T) {
 	cases := []struct {
@@ -217,13 +218,13 @@ func TestWireWithoutAnEnum(t *testing.T) {
 			s := good(t)
 			c.edit(s)
 			_, err := FromWire(s.Wire())
-			var fe *FieldError
-			if !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(fe.Msg, "unknown value -1") {
-				t.Fatalf("got %v, want a FieldError of %s naming the value -1", err, c.field)
+			var fe *usererr.Error
+			if !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(fe.Error(), "unknown value -1") {
+				t.Fatalf("got %v, want a *usererr.Error of %s naming the value -1", err, c.field)
 			}
 		})
 	}
-	// "" is random to kernels.ParseInitMethod, so to Validate: it goes as INIT_RANDOM.
+	// "" is random to kernels.ParseInitMethod, so to Check: it goes as INIT_RANDOM.
 	s := good(t)
 	s.Init = ""
 	if w := s.Wire(); w.Init != messages.Init_INIT_RANDOM {

@@ -1,5 +1,5 @@
 // Package jobspec is a factorization job in typed form: built once by the CLI or a client,
-// checked once by Validate, and carried between nodes as a messages.JobSpec.
+// checked by Check (the spec alone) and CheckOn (against the data and where it runs), and carried between nodes as a messages.JobSpec.
 package jobspec
 
 import (
@@ -12,6 +12,7 @@ import (
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // DefaultFanIn is the reduce tree's default fan-in. With at most 8 shards the tree is a single
@@ -33,7 +34,7 @@ const (
 )
 
 // Spec is a job in typed form. FromWire fills the defaults a wire spec leaves out; a Spec
-// built by hand must set every field Validate checks.
+// built by hand must set every field Check checks.
 type Spec struct {
 	// Inputs are file paths every node can read, or synthetic: specs; several are stacked
 	// as more samples.
@@ -96,73 +97,18 @@ type Spec struct {
 	NaturalLayout matio.Layout
 }
 
-// FieldError is a rule of Validate that a field breaks. Error reads in the wire's names
-// ("rank must be >= 1, got 0"); FlagMsg says the same in factorize's flag names.
-type FieldError struct {
-	// Field is the field's name on the wire, e.g. "rank" or "fan-in".
-	Field string
-	// Flag is factorize's flag for the field, e.g. "--rank".
-	Flag string
-	// Msg is the message in wire names; FlagMsg the same in flag names.
-	Msg     string
-	FlagMsg string
+// fieldErr returns the error of a rule of field (its wire name); format may name fields as
+// {name} (see usererr.Field).
+func fieldErr(field, format string, args ...any) *usererr.Error {
+	return usererr.Field(field, format, args...)
 }
 
-// Error returns the message in wire names.
-func (e *FieldError) Error() string { return e.Msg }
-
-// fieldNames maps the {field} placeholders of the messages to wire and flag names.
-var fieldNames = []struct{ key, wire, flag string }{
-	{"input", "input", "--input"},
-	{"algorithm", "algorithm", "--algo"},
-	{"rank", "rank", "--rank"},
-	{"shards", "shards", "--shards"},
-	{"init", "init", "--init"},
-	{"init_basis", "init_basis", "--init-basis"},
-	{"init_coef", "init_coef", "--init-coef"},
-	{"form", "form", "--form"},
-	{"storage", "storage", "--storage"},
-	{"layout", "layout", "--layout"},
-	{"rho", "rho", "--rho"},
-	{"alpha_coef", "alpha_coef", "--alpha-coef"},
-	{"alpha_basis", "alpha_basis", "--alpha-basis"},
-	{"l1_ratio", "l1_ratio", "--l1-ratio"},
-	{"loss", "loss", "--loss"},
-	{"missing", "missing", "--missing nan"},
-	{"test_fraction", "test_fraction", "--test-fraction"},
-	{"fan_in", "fan-in", "--fan-in"},
-	{"ingest", "ingest", "--ingest"},
-	{"natural_layout", "natural_layout", "--input"},
-	{"stop", "stop", "--tol, --max-iter, --time-limit or --stall-tol"},
-}
-
-var wireNames, flagNames = func() (*strings.Replacer, *strings.Replacer) {
-	var w, f []string
-	for _, n := range fieldNames {
-		w = append(w, "{"+n.key+"}", n.wire)
-		f = append(f, "{"+n.key+"}", n.flag)
-	}
-	return strings.NewReplacer(w...), strings.NewReplacer(f...)
-}()
-
-// fieldErr returns the FieldError of field (a key of fieldNames) with a format whose
-// {field} placeholders are replaced before the arguments go in, so that no value is read as
-// a placeholder.
-func fieldErr(field, format string, args ...any) *FieldError {
-	e := &FieldError{Msg: fmt.Sprintf(wireNames.Replace(format), args...), FlagMsg: fmt.Sprintf(flagNames.Replace(format), args...)}
-	for _, n := range fieldNames {
-		if n.key == field {
-			e.Field, e.Flag = n.wire, n.flag
-		}
-	}
-	return e
-}
-
-// Validate checks every rule of the spec that does not need the data, and returns a
-// *FieldError naming the first field that breaks one.
-func (s *Spec) Validate() error {
+// Check checks every rule of the spec alone (those that need neither the data nor the
+// cluster: see CheckOn for them), and returns a *usererr.Error naming the first field that
+// breaks one, its value, and the rule.
+func (s *Spec) Check() error {
 	if s == nil {
-		return fmt.Errorf("no job spec")
+		return usererr.Errorf("no job spec")
 	}
 	if len(s.Inputs) == 0 {
 		return fieldErr("input", "{input}: no input given")
@@ -225,16 +171,16 @@ func (s *Spec) Validate() error {
 		return err
 	}
 	if err := s.Stop.Validate(); err != nil {
-		return &FieldError{Field: "stop", Flag: fieldNames[len(fieldNames)-1].flag, Msg: err.Error(), FlagMsg: err.Error()}
+		return usererr.Field("stop", "%v", err)
 	}
 	if s.FanIn < 2 || s.FanIn > maxFanIn || s.FanIn&(s.FanIn-1) != 0 {
-		return fieldErr("fan_in", "{fan_in} must be a power of two >= 2, got %d", s.FanIn)
+		return fieldErr("fan-in", "{fan-in} must be a power of two >= 2, got %d", s.FanIn)
 	}
 	return nil
 }
 
 // Info returns the algorithm's properties (the zero AlgorithmInfo, naming Algo, when Algo is
-// unknown: Validate refuses that).
+// unknown: Check refuses that).
 func (s *Spec) Info() kernels.AlgorithmInfo {
 	info, err := kernels.LookupAlgorithm(s.Algo)
 	if err != nil {
@@ -310,7 +256,7 @@ var (
 	}
 )
 
-// noWire is the wire value Wire gives a typed value its table lacks (one Validate refuses,
+// noWire is the wire value Wire gives a typed value its table lacks (one Check refuses,
 // as kernels.StorageAsIs): no enum defines it, so FromWire refuses it, naming the field,
 // rather than read a default that would change the job.
 const noWire = -1
@@ -325,7 +271,7 @@ func (t enumTable[T, E]) toWire(v T) (E, bool) {
 	return noWire, false
 }
 
-// fromWire returns the typed value of e, or the *FieldError of field (a key of fieldNames)
+// fromWire returns the typed value of e, or the *usererr.Error of field (a key of fieldNames)
 // naming the value when no enum value of the table is e (a hostile or newer peer).
 func (t enumTable[T, E]) fromWire(field string, e E) (T, error) {
 	for _, r := range t {
@@ -353,7 +299,7 @@ func (t enumTable[T, E]) wire(v T) E {
 // hand; an algorithm the kernels do not know gives a value FromWire refuses.
 func WireAlgorithm(algo kernels.Algorithm) messages.Algorithm { return algorithms.wire(algo) }
 
-// AlgorithmOf returns the kernels' algorithm of a wire enum, or a *FieldError naming the
+// AlgorithmOf returns the kernels' algorithm of a wire enum, or a *usererr.Error naming the
 // algorithm field (ALGORITHM_UNSPECIFIED included).
 func AlgorithmOf(a messages.Algorithm) (kernels.Algorithm, error) {
 	if a == messages.Algorithm_ALGORITHM_UNSPECIFIED {
@@ -366,7 +312,7 @@ func AlgorithmOf(a messages.Algorithm) (kernels.Algorithm, error) {
 // for JobSpec.natural_layout.
 func WireLayout(l matio.Layout) messages.Layout { return layouts.wire(l) }
 
-// Wire returns the spec in wire form. A field whose value has no wire enum (one Validate
+// Wire returns the spec in wire form. A field whose value has no wire enum (one Check
 // refuses) is sent as -1, which FromWire refuses.
 func (s *Spec) Wire() *messages.JobSpec {
 	return &messages.JobSpec{Inputs: slices.Clone(s.Inputs), Layout: layouts.wire(s.Layout), Rank: int64(s.Rank),
@@ -381,11 +327,11 @@ func (s *Spec) Wire() *messages.JobSpec {
 
 // FromWire parses a wire spec, fills in the defaults of the fields it leaves out (init random;
 // form, storage and layout auto, the enums' zero values; the default stop rule; rho 1; fan-in
-// DefaultFanIn; ingest shared) and validates it. Every error names the field that is wrong;
-// an enum value no enum defines is a *FieldError naming the field and the value.
+// DefaultFanIn; ingest shared) and checks it (Check). Every error names the field that is wrong;
+// an enum value no enum defines is a *usererr.Error naming the field and the value.
 func FromWire(w *messages.JobSpec) (*Spec, error) {
 	if w == nil {
-		return nil, fmt.Errorf("no job spec")
+		return nil, usererr.Errorf("no job spec")
 	}
 	s := &Spec{Inputs: slices.Clone(w.Inputs), Rank: int(w.Rank), Shards: int(w.Shards), Seed: w.Seed,
 		InitBasis: w.InitBasis, InitCoef: w.InitCoef, Rho: w.Rho,
@@ -401,7 +347,7 @@ func FromWire(w *messages.JobSpec) (*Spec, error) {
 		return nil, err
 	}
 	if w.Rank > math.MaxInt32 || w.Shards > math.MaxInt32 || w.FanIn > math.MaxInt32 {
-		return nil, fmt.Errorf("rank %d, shards %d or fan-in %d out of range", w.Rank, w.Shards, w.FanIn)
+		return nil, usererr.Errorf("rank %d, shards %d or fan-in %d out of range", w.Rank, w.Shards, w.FanIn)
 	}
 	if s.Loss, err = lossOf(w.Loss, w.Beta); err != nil {
 		return nil, err
@@ -437,14 +383,14 @@ func FromWire(w *messages.JobSpec) (*Spec, error) {
 		st = StopRuleOf(kernels.DefaultStopRule)
 	}
 	if math.IsNaN(st.TimeLimitSeconds) || st.TimeLimitSeconds < 0 || st.TimeLimitSeconds > math.MaxInt64/1e9 {
-		return nil, fmt.Errorf("time limit must be >= 0 seconds, got %v", st.TimeLimitSeconds)
+		return nil, fieldErr("stop", "time limit must be >= 0 seconds, got %v", st.TimeLimitSeconds)
 	}
 	if st.MaxIter > math.MaxInt32 || st.StallWindow > math.MaxInt32 || st.StallWindow < 0 {
-		return nil, fmt.Errorf("max-iter %d or stall window %d out of range", st.MaxIter, st.StallWindow)
+		return nil, fieldErr("stop", "max-iter %d or stall window %d out of range", st.MaxIter, st.StallWindow)
 	}
 	s.Stop = kernels.StopRule{Tol: st.Tol, MaxIter: int(st.MaxIter), StallTol: st.StallTol, StallWindow: int(st.StallWindow),
 		TimeLimit: time.Duration(st.TimeLimitSeconds * float64(time.Second))}
-	if err := s.Validate(); err != nil {
+	if err := s.Check(); err != nil {
 		return nil, err
 	}
 	if s.Ingest == IngestStream && s.NaturalLayout != matio.LayoutDense && s.NaturalLayout != matio.LayoutSparse {

@@ -11,6 +11,7 @@ import (
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // good returns a valid spec of a distributed job.
@@ -23,7 +24,19 @@ func good(t *testing.T) *Spec {
 		Ingest: IngestShared, OutShared: "/shared/out", Overwrite: true, Detached: true, Nodes: []string{"10.0.0.1:7000"}}
 }
 
-func TestValidate(t *testing.T) {
+// testFlag names a field as the CLI's flags do (internal/cli tests its own mapping), to show
+// that every field a message names is a {field} a front end may rename.
+func testFlag(field string) string {
+	switch field {
+	case "algorithm":
+		return "--algo"
+	case "missing":
+		return "--missing nan"
+	}
+	return "--" + strings.ReplaceAll(field, "_", "-")
+}
+
+func TestCheck(t *testing.T) {
 	cases := []struct {
 		name      string
 		edit      func(*Spec)
@@ -92,24 +105,24 @@ func TestValidate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := good(t)
 			c.edit(s)
-			err := s.Validate()
+			err := s.Check()
 			if c.wire == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
 				}
 				return
 			}
-			var fe *FieldError
-			if !errors.As(err, &fe) {
-				t.Fatalf("got %v (%T), want a *FieldError", err, err)
+			var fe *usererr.Error
+			if !errors.As(err, &fe) || !errors.Is(err, usererr.ErrUser) {
+				t.Fatalf("got %v (%T), want a *usererr.Error", err, err)
 			}
-			if fe.Field != c.field || !strings.Contains(fe.Error(), c.wire) || !strings.Contains(fe.FlagMsg, c.cli) {
-				t.Errorf("got field %q, %q, flags %q; want field %q, %q, flags %q", fe.Field, fe.Error(), fe.FlagMsg, c.field, c.wire, c.cli)
+			if flags := fe.Text(testFlag); fe.Field != c.field || !strings.Contains(fe.Error(), c.wire) || !strings.Contains(flags, c.cli) {
+				t.Errorf("got field %q, %q, flags %q; want field %q, %q, flags %q", fe.Field, fe.Error(), flags, c.field, c.wire, c.cli)
 			}
 		})
 	}
 	var nilSpec *Spec
-	if err := nilSpec.Validate(); err == nil {
+	if err := nilSpec.Check(); err == nil {
 		t.Error("nil spec accepted")
 	}
 }
@@ -126,7 +139,7 @@ func TestWireRoundTrip(t *testing.T) {
 	beta.Algo, beta.Loss, beta.Layout = kernels.MU, kernels.BetaLoss(1.5), matio.AutoFor(kernels.MU, matio.LayoutAuto)
 	for name, s := range map[string]*Spec{"shared": good(t), "streamed": streamed, "custom": custom, "penalized": penalized, "kl": kl, "beta 1.5": beta} {
 		t.Run(name, func(t *testing.T) {
-			if err := s.Validate(); err != nil {
+			if err := s.Check(); err != nil {
 				t.Fatal(err)
 			}
 			got, err := FromWire(s.Wire())

@@ -54,7 +54,7 @@ type span struct{ lo, hi int }
 // furthest piece received): a builder whose data never comes holds nothing of the block's
 // size. A sparse one takes runs of whole columns with AddSparse, in order, appended to growing
 // slices. Entries are validated as Read validates them. Errors do
-// not wrap [ErrInput]: data from a Source was validated when read, so a bad chunk means a bad
+// not wrap [usererr.ErrUser]: data from a Source was validated when read, so a bad chunk means a bad
 // sender or a corrupted stream. A call that fails records nothing: the builder goes on as if
 // it had not been made.
 //

@@ -23,5 +23,5 @@
 // [OpenAllWithOptions], [NewBlockBuilderWithOptions]) a NaN entry is a missing value instead:
 // the blocks hold NaN there, as kernels.Options.Missing expects.
 //
-// Every error about the input wraps [ErrInput] and starts with the file path or the spec.
+// Every error about the input wraps [usererr.ErrUser] and starts with the file path or the spec.
 package matio

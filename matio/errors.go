@@ -8,37 +8,17 @@ import (
 	"strings"
 
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/usererr"
 )
 
-// ErrInput is wrapped by every error from Open, OpenAll, Read and ReadNPYMatrix (and their
-// ...With variants) that is about the input (its content, its format or reading it, including
-// I/O errors such as a missing file, and an Opener's refusal). Test for it with errors.Is.
-var ErrInput = errors.New("bad input")
-
-// inputError is an error about an input; it wraps ErrInput and, when there is one, the
-// underlying cause (an I/O error, say).
-type inputError struct {
-	msg   string
-	cause error
-}
-
-func (e *inputError) Error() string { return e.msg }
-
-func (e *inputError) Unwrap() []error {
-	if e.cause == nil {
-		return []error{ErrInput}
-	}
-	return []error{ErrInput, e.cause}
-}
-
-// InputError returns an error about an input with the message msg that wraps ErrInput and,
-// when it is not nil, cause: for packages that read inputs of their own (figures reads
-// report.json) and report them as this package does.
-func InputError(msg string, cause error) error { return &inputError{msg: msg, cause: cause} }
+// Every error from Open, OpenAll, Read and ReadNPYMatrix (and their ...With variants) that is
+// about the input (its content, its format or reading it, including I/O errors such as a
+// missing file, and an Opener's refusal) is a *usererr.Error: errors.Is(err, usererr.ErrUser)
+// tells it from a failure.
 
 // inputErrorf returns an error about input name: "name: " followed by the formatted message.
 func inputErrorf(name, format string, args ...any) error {
-	return &inputError{msg: name + ": " + fmt.Sprintf(format, args...)}
+	return usererr.At(name, format, args...)
 }
 
 // ioError wraps an I/O error met while doing what (e.g. "cannot open", "read error").
@@ -46,11 +26,10 @@ func ioError(name, what string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var ie *inputError
-	if errors.As(err, &ie) {
+	if usererr.Is(err) {
 		return err
 	}
-	return &inputError{msg: fmt.Sprintf("%s: %s: %v", name, what, causeText(err)), cause: err}
+	return usererr.New(fmt.Sprintf("%s: %s: %v", name, what, causeText(err)), err)
 }
 
 // causeText drops the path that os errors repeat, since our message already starts with it.

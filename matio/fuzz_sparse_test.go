@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // FuzzNPZ feeds arbitrary bytes as a scipy sparse .npz through Open and Read, with the default
@@ -83,8 +85,8 @@ func FuzzStoreManifest(f *testing.F) {
 			t.Fatalf("read error %q does not name the store", err)
 		}
 		src.Close()
-		if _, err := ReadNames(open, []string{store}); err != nil && !errors.Is(err, ErrInput) {
-			t.Fatalf("ReadNames error %q does not wrap ErrInput", err)
+		if _, err := ReadNames(open, []string{store}); err != nil && !errors.Is(err, usererr.ErrUser) {
+			t.Fatalf("ReadNames error %q does not wrap usererr.ErrUser", err)
 		}
 	})
 }
@@ -127,8 +129,8 @@ func FuzzNames(f *testing.F) {
 		}
 		names, err := ReadNames(os.Open, []string{spec})
 		if err != nil {
-			if !errors.Is(err, ErrInput) || !strings.HasPrefix(err.Error(), file) && !strings.HasPrefix(err.Error(), spec) {
-				t.Fatalf("error %q does not wrap ErrInput or name the file", err)
+			if !errors.Is(err, usererr.ErrUser) || !strings.HasPrefix(err.Error(), file) && !strings.HasPrefix(err.Error(), spec) {
+				t.Fatalf("error %q does not wrap usererr.ErrUser or name the file", err)
 			}
 			return
 		}

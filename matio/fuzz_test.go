@@ -15,10 +15,12 @@ import (
 	"testing"
 
 	"github.com/didnmf/didnmf/kernels"
+
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // The fuzz targets feed arbitrary bytes through Open and Read, plain and gzip-compressed. They
-// must never panic; errors must wrap ErrInput and start with the path; blocks must have the
+// must never panic; errors must wrap usererr.ErrUser and start with the path; blocks must have the
 // claimed dims, be valid CSC when sparse, hold only finite nonnegative values, and agree
 // across layouts and ranges; a file and its gzip-compressed copy must read the same; and
 // opening must allocate in proportion to the bytes that are there, never to what a header
@@ -103,8 +105,8 @@ func FuzzNPY(f *testing.F) {
 		for i, path := range []string{raw.path, gz.path} {
 			rows, cols, d, err := ReadNPYMatrix(path)
 			if err != nil {
-				if !errors.Is(err, ErrInput) {
-					t.Fatalf("ReadNPYMatrix error %q does not wrap ErrInput", err)
+				if !errors.Is(err, usererr.ErrUser) {
+					t.Fatalf("ReadNPYMatrix error %q does not wrap usererr.ErrUser", err)
 				}
 				if r := []fuzzResult{raw, gz}[i]; r.all {
 					t.Fatalf("ReadNPYMatrix fails (%v) but Read of every sample succeeded", err)
@@ -399,8 +401,8 @@ func openAndCheckWith(t *testing.T, path string, n int, opts ReadOptions) fuzzRe
 
 func checkError(t *testing.T, name string, err error) {
 	t.Helper()
-	if !errors.Is(err, ErrInput) {
-		t.Fatalf("error %q does not wrap ErrInput", err)
+	if !errors.Is(err, usererr.ErrUser) {
+		t.Fatalf("error %q does not wrap usererr.ErrUser", err)
 	}
 	if !strings.HasPrefix(err.Error(), name) {
 		t.Fatalf("error %q does not start with %q", err, name)

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/didnmf/didnmf/kernels"
+
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // The fixtures in testdata hold the 7 x 5 matrix A of make_fixtures.py.
@@ -93,14 +95,14 @@ func sameData(a, b []float64) bool {
 
 func denseData(b kernels.Block) []float64 { return kernels.ToDense(b).Data }
 
-// wantInputError checks that err wraps ErrInput and contains every substring.
+// wantInputError checks that err wraps usererr.ErrUser and contains every substring.
 func wantInputError(t *testing.T, err error, subs ...string) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("no error, want one containing %q", subs)
 	}
-	if !errors.Is(err, ErrInput) {
-		t.Errorf("error %q does not wrap ErrInput", err)
+	if !errors.Is(err, usererr.ErrUser) {
+		t.Errorf("error %q does not wrap usererr.ErrUser", err)
 	}
 	for _, s := range subs {
 		if !strings.Contains(err.Error(), s) {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // TestMaxBytes: an input that declares more than ReadOptions.MaxBytes takes to read is
@@ -38,7 +40,7 @@ func TestMaxBytes(t *testing.T) {
 				}
 				_, err = src.Read(0, src.Samples(), LayoutSparse)
 			}
-			if err == nil || !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "MiB one input may take here") || !strings.Contains(err.Error(), filepath.Base(c.spec)) {
+			if err == nil || !errors.Is(err, usererr.ErrUser) || !strings.Contains(err.Error(), "MiB one input may take here") || !strings.Contains(err.Error(), filepath.Base(c.spec)) {
 				t.Fatalf("error %v; want an input error naming the file and the bound", err)
 			}
 			if c.spec == bomb {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/didnmf/didnmf/usererr"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,13 +142,13 @@ func namesStem(path string) string {
 // Every names file must have exactly as many lines as the matrix has features or samples
 // (the error names the file and both counts); names must be nonempty UTF-8 without tabs (the
 // name column of a 10x file excepted) or carriage returns. To know the counts it opens every
-// input (a .mtx file is parsed again) and closes it. Errors wrap [ErrInput].
+// input (a .mtx file is parsed again) and closes it. Errors wrap [usererr.ErrUser].
 func ReadNames(open Opener, specs []string) (Names, error) {
 	if open == nil {
 		return Names{}, errors.New("matio: ReadNames: nil Opener")
 	}
 	if len(specs) == 0 {
-		return Names{}, &inputError{msg: "matio: no input given"}
+		return Names{}, usererr.New("matio: no input given", nil)
 	}
 	var out Names
 	var featFrom string

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/didnmf/didnmf/usererr"
 )
 
 func TestNPYFixtures(t *testing.T) {
@@ -216,8 +218,8 @@ func TestNPYBadInput(t *testing.T) {
 func TestNPYErrorDetails(t *testing.T) {
 	// A missing file also wraps the fs error.
 	_, err := Open(filepath.Join(t.TempDir(), "none.npy"))
-	if !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, ErrInput) {
-		t.Errorf("missing file: %v does not wrap fs.ErrNotExist and ErrInput", err)
+	if !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, usererr.ErrUser) {
+		t.Errorf("missing file: %v does not wrap fs.ErrNotExist and usererr.ErrUser", err)
 	}
 	// Only the range holding the bad entry fails.
 	src, err := Open("testdata/bad_neg.npy")
@@ -236,7 +238,7 @@ func TestNPYErrorDetails(t *testing.T) {
 	_, _, _, err = ReadNPYMatrix("testdata/coo.mtx")
 	wantInputError(t, err, "testdata/coo.mtx: not a .npy file")
 	// Read outside the range is an error, but not about the input.
-	if _, err := src.Read(3, 21, LayoutAuto); err == nil || errors.Is(err, ErrInput) {
+	if _, err := src.Read(3, 21, LayoutAuto); err == nil || errors.Is(err, usererr.ErrUser) {
 		t.Errorf("Read(3, 21) of 20 samples: %v", err)
 	}
 	if _, err := src.Read(0, 1, Layout(7)); err == nil {

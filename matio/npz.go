@@ -350,11 +350,7 @@ func npzReadError(mname string, err error) error {
 	if errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat) || errors.As(err, &ce) {
 		return inputErrorf(mname, "corrupt member data: %v", err)
 	}
-	var ie *inputError
-	if errors.As(err, &ie) {
-		return err
-	}
-	return &inputError{msg: fmt.Sprintf("%s: read error: %v", mname, causeText(err)), cause: err}
+	return ioError(mname, "read error", err)
 }
 
 // eachChunk reads elements [lo, lo+count) of member a in chunks of whole elements, calling fn

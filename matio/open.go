@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"errors"
+	"github.com/didnmf/didnmf/usererr"
 	"io"
 	"io/fs"
 	"os"
@@ -56,7 +57,7 @@ func Open(spec string) (Source, error) {
 //
 // An error that is an [*fs.PathError] (as those of os.Open and os.Root are) is reported as
 // "PATH: cannot open: REASON"; any other error is reported with its own text, which should
-// name the path (fsroot's errors name the flag and the path). Either wraps [ErrInput].
+// name the path (fsroot's errors name the flag and the path). Either wraps [usererr.ErrUser].
 type Opener func(path string) (*os.File, error)
 
 // OpenWith is [Open] with the file opened by open, which must not be nil. A synthetic spec
@@ -254,7 +255,7 @@ func openError(path string, err error) error {
 	if errors.As(err, new(*fs.PathError)) {
 		return ioError(path, "cannot open", err)
 	}
-	return &inputError{msg: err.Error(), cause: err}
+	return usererr.Wrap(err)
 }
 
 func unknownFormat(path string) error {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/kernels"
+
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // rootFixtures makes a data root holding copies of the good fixtures of testdata and a few
@@ -225,11 +227,11 @@ func TestOpenWithRefused(t *testing.T) {
 				t.Errorf("OpenWith: %v, want %v", err, tc.err)
 			}
 			_, err = OpenAllWith(open, []string{dir + "/c_f8.npy", "synthetic:m=5,n=4,k=2,seed=9", tc.path})
-			if !errors.Is(err, ErrInput) || !errors.Is(err, tc.err) {
+			if !errors.Is(err, usererr.ErrUser) || !errors.Is(err, tc.err) {
 				t.Errorf("OpenAllWith: %v", err)
 			}
 			_, _, _, err = ReadNPYMatrixWith(roots.Opener("--init-coef"), tc.path)
-			if !errors.Is(err, ErrInput) || !errors.Is(err, tc.err) || !strings.Contains(err.Error(), "--init-coef ") {
+			if !errors.Is(err, usererr.ErrUser) || !errors.Is(err, tc.err) || !strings.Contains(err.Error(), "--init-coef ") {
 				t.Errorf("ReadNPYMatrixWith: %v", err)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // OpenAll opens several specs and stacks their matrices as rows (samples), in order. All must
@@ -28,7 +29,7 @@ func OpenAllWith(open Opener, specs []string) (Source, error) {
 // openAll opens and stacks specs with a non-nil opener, every one with opts.
 func openAll(open Opener, specs []string, opts ReadOptions) (Source, error) {
 	if len(specs) == 0 {
-		return nil, &inputError{msg: "matio: no input given"}
+		return nil, usererr.New("matio: no input given", nil)
 	}
 	srcs := make([]Source, 0, len(specs))
 	fail := func(err error) (Source, error) {

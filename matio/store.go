@@ -3,7 +3,6 @@ package matio
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // The block store ("didnmf store") is a directory holding manifest.json:
@@ -260,9 +260,8 @@ func (s *storeSource) readBlock(i, a, b int, layout Layout) (kernels.Block, erro
 // blockError adds to an error about block i where its samples lie in the store: the block's
 // own messages count its samples from its first.
 func (s *storeSource) blockError(i int, err error) error {
-	var ie *inputError
-	if !errors.As(err, &ie) {
+	if !usererr.Is(err) {
 		return err
 	}
-	return &inputError{msg: fmt.Sprintf("%v (block %d of the store %s: its sample 0 is the store's sample %d)", err, i, s.name, s.offs[i]), cause: err}
+	return usererr.New(fmt.Sprintf("%v (block %d of the store %s: its sample 0 is the store's sample %d)", err, i, s.name, s.offs[i]), err)
 }

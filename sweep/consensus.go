@@ -75,7 +75,7 @@ type Stability struct {
 // O(KMeansRestarts*iterations*S²k²) for k-means, which works on those distances; memory
 // 8(Sk)² bytes for the distances and 8Skm for the scaled components. The inputs are not
 // modified. Errors (no bases, m < 1, k < 1, a base of the wrong length, a NaN or infinite
-// value, more than MaxPoints components) wrap ErrInput.
+// value, more than MaxPoints components) wrap usererr.ErrUser.
 func Consensus(bases [][]float64, m, k int, seed uint64) (Stability, error) {
 	switch {
 	case m < 1:

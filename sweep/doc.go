@@ -63,5 +63,5 @@
 // generator for k-means++, and parallel loops that give each output to one goroutine with
 // a fixed order of summation. The same runs give the same bits, on any number of threads,
 // and Summarize does not depend on the order of the runs. Every error is about the input
-// and wraps ErrInput.
+// and wraps usererr.ErrUser.
 package sweep

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"slices"
+
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // ConsensusSeed is the seed Summarize gives Consensus, the same for every rank, so that a
@@ -61,7 +63,7 @@ type RankSummary struct {
 
 // Summarize groups the runs by rank and sums up each rank: one RankSummary per rank, in
 // increasing order of K. The order of runs does not matter: each rank's runs are taken in
-// the order of their seeds. Errors wrap ErrInput: no runs; a K or M below 1; runs of
+// the order of their seeds. Errors wrap usererr.ErrUser: no runs; a K or M below 1; runs of
 // different M; two runs of the same K and Seed; a basis that is not M x K or holds a NaN
 // or an infinity; a train error that is not a finite number >= 0, a test error that is
 // negative or infinite (NaN is "no test set"); negative Iterations; Seconds not a finite
@@ -135,11 +137,13 @@ func Summarize(runs []Run) ([]RankSummary, error) {
 		rs.MeanIterations, rs.MeanSeconds = iters/float64(len(group)), secs/float64(len(group))
 		st, err := Consensus(bases, m, k, ConsensusSeed)
 		if err != nil {
-			var ie *inputError
-			if !errors.As(err, &ie) {
+			var ue *usererr.Error
+			if !errors.As(err, &ue) {
 				return nil, err
 			}
-			return nil, inputErrorf("summarize: K=%d: %s", k, ie.msg)
+			inner := *ue
+			inner.Where = "" // "sweep: " once
+			return nil, inputErrorf("summarize: K=%d: %s", k, inner.Error())
 		}
 		rs.Stability = st
 		out = append(out, rs)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // bump is a Gaussian bump of width 8 at centre over m features, plus a small baseline.
@@ -295,8 +297,8 @@ func TestConsensusErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Consensus(tc.bases, tc.m, tc.k, 1)
-			if err == nil || !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("got %v, want an ErrInput with %q", err, tc.want)
+			if err == nil || !errors.Is(err, usererr.ErrUser) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want a usererr.ErrUser with %q", err, tc.want)
 			}
 		})
 	}
@@ -420,8 +422,8 @@ func TestSummarizeErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Summarize(tc.runs)
-			if err == nil || !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("got %v, want an ErrInput with %q", err, tc.want)
+			if err == nil || !errors.Is(err, usererr.ErrUser) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want a usererr.ErrUser with %q", err, tc.want)
 			}
 		})
 	}

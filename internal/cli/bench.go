@@ -311,7 +311,7 @@ func benchCheckpoints(jf *jobFlags, j *job, pairs int) (*checkpointBench, error)
 	noneSpec.CheckpointEvery = 0
 	none, err := didnmf.Open(&noneSpec, j.Target)
 	if err != nil {
-		return nil, cliErr(err)
+		return nil, err
 	}
 	defer none.Close()
 	out := &checkpointBench{}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // cmdConvert writes an input (any format didnmf reads, or a synthetic spec) as a dense float64
@@ -39,7 +40,7 @@ func cmdConvert(args []string, stdout, stderr io.Writer) error {
 	}
 	src, err := matio.OpenAll(inputs)
 	if err != nil {
-		return usageError{err}
+		return usererr.Wrap(err)
 	}
 	defer src.Close()
 	m, n := src.Features(), src.Samples()
@@ -61,7 +62,7 @@ func cmdConvert(args []string, stdout, stderr io.Writer) error {
 		hi := min(lo+chunk, n)
 		b, err := src.Read(lo, hi, matio.LayoutDense)
 		if err != nil {
-			return usageError{err}
+			return usererr.Wrap(err)
 		}
 		for _, v := range kernels.ToDense(b).Data {
 			binary.LittleEndian.PutUint64(buf, math.Float64bits(v))

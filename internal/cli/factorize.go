@@ -185,7 +185,7 @@ func runFactorize(jf *jobFlags, of outputFlags, stdout, stderr io.Writer) error 
 		if errors.Is(runErr, kernels.ErrZeroMatrix) {
 			return badInput("%s: %v", strings.Join(jf.inputs, " + "), runErr)
 		}
-		return cliErr(runErr)
+		return runErr
 	}
 	rep := res.Report()
 	switch {
@@ -213,7 +213,7 @@ func runFactorize(jf *jobFlags, of outputFlags, stdout, stderr io.Writer) error 
 	}
 	if err := res.SaveWith(dir, didnmf.SaveOptions{Report: rep, Names: saveNames, CoefTSV: of.names.coefTSV}); err != nil {
 		cleanup()
-		return cliErr(err)
+		return err
 	}
 	var pictures []string
 	if !*of.plots {
@@ -253,7 +253,7 @@ func runFactorize(jf *jobFlags, of outputFlags, stdout, stderr io.Writer) error 
 		}
 	}
 	if namesErr != nil {
-		return usageError{fmt.Errorf("%w; the outputs in %s are written with their rows numbered instead", namesErr, dir)}
+		return badInput("%w; the outputs in %s are written with their rows numbered instead", namesErr, dir)
 	}
 	if interrupted {
 		return errInterrupted

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/report"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // durationValue is a time.Duration flag whose error says what a duration looks like (the flag
@@ -154,8 +154,10 @@ type jobFlags struct {
 	detach    bool
 	// fixBasis is factorize --fix-basis: the job becomes a transform for that basis.
 	fixBasis string
-	// basisRows is the number of features of a transform's basis (0: not a transform).
+	// basisRows is the number of features of a transform's basis (0: not a transform),
+	// basisFlag the flag that gave the basis.
 	basisRows  int
+	basisFlag  string
 	clientBind string
 	sec        securityFlags
 }
@@ -271,10 +273,11 @@ type job struct {
 	m, n   int
 }
 
-// open validates the flags and opens the job for its target (didnmf.Open: the rules of the
-// job are jobspec.Spec.Validate's, and those that need the data didnmf's). open keeps the
-// rules of the flags (what is required, what needs --nodes or --cluster). The caller closes
-// the job.
+// open parses the flags into a spec and a target and opens the job (didnmf.Open, whose
+// check, jobspec.Spec.CheckOn, holds every rule of the job: its errors name fields, which
+// exitStatus names as flags). open keeps only the rules of the flags (what is required, what
+// a value must look like, a flag that has no effect without another). The caller closes the
+// job.
 func (f *jobFlags) open() (*job, error) {
 	if len(f.inputs) == 0 {
 		return nil, badInput("--input is required")
@@ -284,14 +287,6 @@ func (f *jobFlags) open() (*job, error) {
 	}
 	if f.rank == 0 && !f.rankSet {
 		return nil, badInput("--rank is required")
-	}
-	algo, err := kernels.LookupAlgorithm(kernels.Algorithm(f.algo))
-	if err != nil {
-		return nil, badInput("--algo: %v", err)
-	}
-	initMethod, err := kernels.ParseInitMethod(f.init)
-	if err != nil {
-		return nil, badInput("--init: %v", err)
 	}
 	layout, err := matio.ParseLayout(f.layout)
 	if err != nil {
@@ -305,9 +300,6 @@ func (f *jobFlags) open() (*job, error) {
 	if err != nil {
 		return nil, badInput("--storage: %v", err)
 	}
-	if f.threads < 0 {
-		return nil, badInput("--threads must be >= 0, got %d", f.threads)
-	}
 	if f.kernel != nil {
 		if err := applyKernel(*f.kernel); err != nil {
 			return nil, err
@@ -315,9 +307,6 @@ func (f *jobFlags) open() (*job, error) {
 	}
 	if f.tol == 0 && !f.stallSet {
 		f.stallTol = 0 // --tol 0 runs exactly --max-iter iterations
-	}
-	if f.nodes < 0 || f.nodes > didnmf.MaxNodes {
-		return nil, badInput("--nodes must be between 0 and %d, got %d", didnmf.MaxNodes, f.nodes)
 	}
 	switch f.checkpointFlag {
 	case "auto", "":
@@ -344,23 +333,11 @@ func (f *jobFlags) open() (*job, error) {
 	if f.fanIn != 0 && f.nodes == 0 && f.cluster == "" {
 		return nil, badInput("--fan-in shapes the reduce tree of actors: it needs --nodes N or --cluster")
 	}
-	if f.cluster != "" && f.nodes != 0 {
-		return nil, badInput("--cluster and --nodes exclude each other: --nodes starts a cluster in this process")
-	}
-	if f.cluster == "" && (f.ingest != jobspec.IngestShared || f.outShared != "") {
-		return nil, badInput("--ingest and --out-shared are for jobs on a cluster: they need --cluster")
-	}
-	if f.detach && (f.cluster == "" || f.outShared == "") {
-		return nil, badInput("--detach needs --cluster and --out-shared: a detached job writes its factors on the nodes")
-	}
 	if f.overwrite && f.outShared == "" {
 		return nil, badInput("--overwrite is for --out-shared")
 	}
-	if f.outShared != "" && !filepath.IsAbs(f.outShared) {
-		return nil, badInput("--out-shared %s: give an absolute path (the nodes' working directories differ)", f.outShared)
-	}
-	spec := &jobspec.Spec{Inputs: f.inputs, Algo: algo.Name, Rank: f.rank, Shards: f.shards, Seed: f.seed,
-		Init: initMethod, InitBasis: f.initBasis, InitCoef: f.initCoef, Form: form, Storage: storage, Layout: layout,
+	spec := &jobspec.Spec{Inputs: f.inputs, Algo: kernels.Algorithm(f.algo), Rank: f.rank, Shards: f.shards, Seed: f.seed,
+		Init: kernels.InitMethod(cmp.Or(f.init, string(kernels.InitRandom))), InitBasis: f.initBasis, InitCoef: f.initCoef, Form: form, Storage: storage, Layout: layout,
 		Stop: kernels.StopRule{Tol: f.tol, MaxIter: f.maxIter, TimeLimit: f.timeLimit, StallTol: f.stallTol},
 		Rho:  f.rho, AlphaCoef: f.alphaCoef, AlphaBasis: alphaBasis, L1Ratio: f.l1Ratio, Loss: f.loss,
 		Missing: f.missing == "nan", TestFraction: f.testFraction, TestSeed: f.testSeed, FanIn: cmp.Or(f.fanIn, jobspec.DefaultFanIn), CheckpointEvery: int64(f.checkpointEvery),
@@ -371,30 +348,63 @@ func (f *jobFlags) open() (*job, error) {
 		if err != nil {
 			return nil, err
 		}
-		target = didnmf.OnCluster(cfg)
+		target = didnmf.Target{Nodes: f.nodes, Cluster: &cfg} // the check refuses --nodes with --cluster
 	}
-	dj, err := didnmf.Open(spec, target)
+	dj, err := didnmf.Open(spec, target) // the one check of the job: its messages name fields, flagText the flags
+	if err != nil && f.basisFlag != "" {
+		return nil, &withFlags{err, map[string]string{"init_basis": f.basisFlag, "rank": "the basis's K"}}
+	}
 	if err != nil {
-		return nil, cliErr(err)
+		return nil, err
 	}
 	return &job{Job: dj, src: dj.Source, spec: dj.Spec, cfg: dj.Config(), shards: f.shards, m: dj.Features, n: dj.Samples}, nil
 }
 
-// cliErr maps an error of the didnmf package to the CLI's: a field error in flag names, and
-// exit status 2 for what is the user's to fix.
-func cliErr(err error) error {
-	var fe *jobspec.FieldError
-	switch {
-	case errors.As(err, &fe):
-		return badInput("%s", fe.FlagMsg)
-	case didnmf.IsInput(err):
-		return usageError{err}
+// fieldFlags names the flag of each field a check names (jobspec's spec, didnmf.Target): the
+// check reports the field, the CLI names the flag.
+var fieldFlags = map[string]string{
+	"input": "--input", "algorithm": "--algo", "rank": "--rank", "shards": "--shards", "init": "--init",
+	"init_basis": "--init-basis", "init_coef": "--init-coef", "form": "--form", "storage": "--storage",
+	"layout": "--layout", "rho": "--rho", "alpha_coef": "--alpha-coef", "alpha_basis": "--alpha-basis",
+	"l1_ratio": "--l1-ratio", "loss": "--loss", "missing": "--missing nan", "test_fraction": "--test-fraction",
+	"fan-in": "--fan-in", "ingest": "--ingest", "out_shared": "--out-shared", "detached": "--detach",
+	"natural_layout": "--input", "stop": "--tol, --max-iter, --time-limit or --stall-tol",
+	"nodes": "--nodes", "threads": "--threads", "cluster": "--cluster",
+}
+
+// flagOf returns the flag of a field (the field itself when no flag sets it).
+func flagOf(field string) string {
+	if f, ok := fieldFlags[field]; ok {
+		return f
 	}
-	return err
+	return field
+}
+
+// withFlags names some fields, for flagText, by other flags than fieldFlags gives (a
+// transform's basis is --basis or --fix-basis, its rank the basis's).
+type withFlags struct {
+	err   error
+	flags map[string]string
+}
+
+func (w *withFlags) Error() string { return w.err.Error() }
+func (w *withFlags) Unwrap() error { return w.err }
+
+// flagText returns err's message with the fields its *usererr.Error names as flags.
+func flagText(err error) string {
+	msg := err.Error()
+	var ue *usererr.Error
+	if !errors.As(err, &ue) {
+		return msg
+	}
+	name := flagOf
+	if wf := (*withFlags)(nil); errors.As(err, &wf) {
+		name = func(field string) string { return cmp.Or(wf.flags[field], flagOf(field)) }
+	}
+	return strings.Replace(msg, ue.Error(), ue.Text(name), 1)
 }
 
 // readBlocks reads the shard blocks of the job.
 func (j *job) readBlocks() ([]kernels.Block, error) {
-	blocks, err := j.ReadBlocks()
-	return blocks, cliErr(err)
+	return j.ReadBlocks()
 }

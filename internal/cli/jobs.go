@@ -25,7 +25,7 @@ func submitDetached(f *jobFlags, j *job, stdout io.Writer) error {
 	defer runner.Close()
 	id, err := runner.Submit(context.Background(), j.Job)
 	if err != nil {
-		return cliErr(err)
+		return err
 	}
 	fmt.Fprintf(stdout, "%s\n", id)
 	fmt.Fprintf(f.errOut, "didnmf: job %s runs detached; it writes coef.npy, basis.npy and report.json into %s\n"+

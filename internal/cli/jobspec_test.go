@@ -1,12 +1,13 @@
 package cli
 
 import (
+	"flag"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestJobSpecFlagErrors checks that the rules jobspec.Spec.Validate holds reach the user in
+// TestJobSpecFlagErrors checks that the rules jobspec.Spec.Check holds reach the user in
 // flag names, on local jobs and on jobs for a cluster (refused before any connection).
 func TestJobSpecFlagErrors(t *testing.T) {
 	input := "synthetic:m=5,n=40,k=3,seed=1"
@@ -41,5 +42,50 @@ func TestJobSpecFlagErrors(t *testing.T) {
 				t.Errorf("exit %d, %q; want exit 2 and %q", code, stderr, tc.want)
 			}
 		})
+	}
+}
+
+// TestFieldFlagsAreFlags: every flag the field-to-flag table names is a flag of factorize
+// (a renamed flag would otherwise leave the check's messages naming one that is gone).
+func TestFieldFlagsAreFlags(t *testing.T) {
+	fs := flag.NewFlagSet("factorize", flag.ContinueOnError)
+	var jf jobFlags
+	registerFactorize(fs, &jf)
+	for field, flags := range fieldFlags {
+		for _, f := range strings.FieldsFunc(flags, func(r rune) bool { return r == ',' || r == ' ' }) {
+			if f == "or" || f == "nan" {
+				continue
+			}
+			if !strings.HasPrefix(f, "--") || fs.Lookup(f[2:]) == nil {
+				t.Errorf("field %s: %q is not a flag of factorize", field, f)
+			}
+		}
+	}
+}
+
+// TestPlaceRulesNameTheFlags: the check's rules of where a job runs reach the user in flag
+// names, with exit status 2.
+func TestPlaceRulesNameTheFlags(t *testing.T) {
+	input := "synthetic:m=5,n=40,k=3,seed=1"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ingest", "stream"}, "didnmf: --ingest stream is for jobs on a cluster"},
+		{[]string{"--detach"}, "didnmf: --detach is for jobs on a cluster, with --out-shared"},
+		{[]string{"--cluster", "127.0.0.1:1", "--out-shared", "rel"}, "didnmf: --out-shared rel: give an absolute path"},
+		{[]string{"--cluster", "127.0.0.1:1", "--nodes", "2"}, "didnmf: --cluster and --nodes exclude each other"},
+		{[]string{"--threads", "-1"}, "didnmf: --threads must be >= 0, got -1"},
+		{[]string{"--algo", "svd"}, "didnmf: --algo: unknown algorithm"},
+		{[]string{"--init", "svd"}, `didnmf: --init: unknown init "svd"`},
+	} {
+		args := append([]string{"factorize", "--input", input, "--rank", "3"}, tc.args...)
+		if tc.args[0] != "--detach" { // a detached job writes no --out
+			args = append(args, "--out", filepath.Join(t.TempDir(), "out"))
+		}
+		code, _, stderr := runNode(t, args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
 	}
 }

@@ -26,6 +26,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // Exit statuses.
@@ -112,14 +114,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitStatus(err, stdout, stderr)
 }
 
-// usageError marks an error caused by the user's input or flags (exit status 2).
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
+// badInput returns an error of the user's input or flags (exit status 2): a *usererr.Error
+// whose message is the formatted text (%w wraps its operand).
 func badInput(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
+	return usererr.Errorf(format, args...)
 }
 
 // errInterrupted reports a run stopped by a signal after its results were written.
@@ -129,7 +127,6 @@ var errInterrupted = errors.New("interrupted")
 var errHelp = errors.New("help")
 
 func exitStatus(err error, stdout, stderr io.Writer) int {
-	var ue usageError
 	var he helpError
 	var fe *flagError
 	switch {
@@ -145,8 +142,8 @@ func exitStatus(err error, stdout, stderr io.Writer) int {
 	case errors.As(err, &fe):
 		fmt.Fprintln(stderr, fe)
 		return exitUsage
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "didnmf: %v\n", err)
+	case usererr.Is(err): // the one place the user's fault becomes exit status 2
+		fmt.Fprintf(stderr, "didnmf: %s\n", flagText(err))
 		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "didnmf: %v\n", err)

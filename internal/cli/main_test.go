@@ -240,7 +240,7 @@ func TestBadInput(t *testing.T) {
 		{"shards on hals", []string{"--input", good, "--rank", "2", "--algo", "hals", "--shards", "2"}, "runs on one shard"},
 		{"tol negative", []string{"--input", good, "--rank", "2", "--tol", "-1"}, "tol"},
 		{"tol nan", []string{"--input", good, "--rank", "2", "--tol", "NaN"}, "tol"},
-		{"init basis shape", []string{"--input", good, "--rank", "2", "--init", "custom", "--init-basis", wrongB, "--init-coef", okC}, "shape (3, 2), want features x K = (4, 2)"},
+		{"init basis shape", []string{"--input", good, "--rank", "2", "--init", "custom", "--init-basis", wrongB, "--init-coef", okC}, "has 4 features and --rank is 2: want features x K = (4, 2)"},
 		{"init custom missing", []string{"--input", good, "--rank", "2", "--init", "custom"}, "needs both"},
 		{"unknown init", []string{"--input", good, "--rank", "2", "--init", "svd"}, `unknown init "svd"`},
 		{"bad synthetic", []string{"--input", "synthetic:m=5,n=0,k=3,seed=1", "--rank", "2"}, "n must be"},

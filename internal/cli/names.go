@@ -14,6 +14,7 @@ import (
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/figures"
 	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // maxNameBytes bounds one name of a names file (--feature-names, --sample-names): a line
@@ -126,7 +127,7 @@ func inputNames(inputs []string, nf *namesFlags, warn func(string)) (matio.Names
 		warn(fmt.Sprintf("the input's names are not read here (%v): the outputs number the features", err))
 		return matio.Names{}, nil
 	}
-	return matio.Names{}, usageError{err}
+	return matio.Names{}, usererr.Wrap(err)
 }
 
 // fit checks the names against a result of m features and n samples, reading the files

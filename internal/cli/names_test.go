@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // writeNames writes names, one a line, into dir/file and returns its path.
@@ -340,8 +341,7 @@ func FuzzReadNamesFile(f *testing.F) {
 		}
 		names, err := readNamesFile("--feature-names", path, int(want), "features")
 		if err != nil {
-			var ue usageError
-			if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), "--feature-names "+path) {
+			if !errors.Is(err, usererr.ErrUser) || !strings.HasPrefix(err.Error(), "--feature-names "+path) {
 				t.Fatalf("%v: not a usage error naming the flag and the file", err)
 			}
 			return

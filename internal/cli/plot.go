@@ -43,7 +43,7 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 	}
 	rep, err := figures.ReadReport(filepath.Join(*result, figures.ReportFile))
 	if err != nil {
-		return plotErr(err)
+		return err
 	}
 	opts := figures.Options{Warn: func(msg string) { fmt.Fprintf(stderr, "didnmf: warning: %s\n", msg) }}
 	if *shape != "" {
@@ -60,14 +60,6 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 	written, err := figures.WriteResult(*result, *out, opts)
 	for _, p := range written {
 		fmt.Fprintln(stdout, p)
-	}
-	return plotErr(err)
-}
-
-// plotErr makes the figures package's errors about the input usage errors (exit status 2).
-func plotErr(err error) error {
-	if errors.Is(err, figures.ErrInput) {
-		return usageError{err}
 	}
 	return err
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/server"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // gossipKeyEnv is the environment variable that may hold the gossip key of a member instead
@@ -304,7 +305,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 			MaxShards: *maxShards, MaxJobs: *maxJobs, OwnerMaxJobs: *ownerJobs, OwnerMaxShards: *ownerShards, OwnerMemory: ownerMem,
 			OwnerMaxStreams: *ownerStreams}})
 	if err != nil {
-		return usageError{err}
+		return usererr.Wrap(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

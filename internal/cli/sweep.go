@@ -25,6 +25,7 @@ import (
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/sweep"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // notForSweep are the flags of factorize a sweep does not take: it chooses the rank and the
@@ -257,7 +258,7 @@ const sweepAttempts = 3
 func runSweepJob(ctx context.Context, runner *didnmf.Runner, j0 *didnmf.Job, k, seed int, retried func(error)) (*didnmf.Result, error) {
 	j, err := j0.Derive(func(s *jobspec.Spec) { s.Rank, s.Seed = k, uint64(seed) })
 	if err != nil {
-		return nil, cliErr(err)
+		return nil, err
 	}
 	defer j.Close()
 	for attempt := 1; ; attempt++ {
@@ -265,8 +266,8 @@ func runSweepJob(ctx context.Context, runner *didnmf.Runner, j0 *didnmf.Job, k, 
 		if err == nil {
 			return res, nil
 		}
-		if didnmf.IsInput(err) || ctx.Err() != nil || attempt == sweepAttempts {
-			return nil, cliErr(err)
+		if usererr.Is(err) || ctx.Err() != nil || attempt == sweepAttempts {
+			return nil, err
 		}
 		retried(err)
 	}

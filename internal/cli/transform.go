@@ -55,7 +55,7 @@ func cmdTransform(args []string, stdout, stderr io.Writer) error {
 func (f *jobFlags) setTransform(path, flagName string) error {
 	rows, k, _, err := matio.ReadNPYMatrix(path)
 	if err != nil {
-		return usageError{fmt.Errorf("%s: %w", flagName, err)}
+		return badInput("%s: %w", flagName, err)
 	}
 	if f.rankSet && f.rank != k {
 		return badInput("--rank %d: the basis %s has %d columns (features x K = %d x %d)", f.rank, path, k, rows, k)
@@ -64,7 +64,7 @@ func (f *jobFlags) setTransform(path, flagName string) error {
 		path = abs // the nodes of a cluster resolve only absolute paths
 	}
 	f.algo, f.init, f.initBasis, f.initCoef = string(kernels.Transform), string(kernels.InitCustom), path, ""
-	f.rank, f.rankSet, f.basisRows = k, true, rows
+	f.rank, f.rankSet, f.basisRows, f.basisFlag = k, true, rows, flagName
 	f.tol, f.maxIter, f.stallTol, f.stallSet = 0, 1, 0, true
 	return nil
 }

@@ -107,7 +107,7 @@ func TestTransformRefuses(t *testing.T) {
 	}{
 		{"no basis", []string{"transform", "--input", "synthetic:m=8,n=100,k=3"}, "--basis is required"},
 		{"features differ", []string{"transform", "--basis", basis, "--input", "synthetic:m=9,n=100,k=3"},
-			"is 8 x 3, but synthetic:m=9,n=100,k=3,seed=1 has 9 features"},
+			"basis.npy: shape (8, 3), but synthetic:m=9,n=100,k=3,seed=1 has 9 features and the basis's K is 3"},
 		{"not a basis", []string{"transform", "--basis", notNPY, "--input", "synthetic:m=8,n=100,k=3"}, "--basis: "},
 		{"rank flag", []string{"transform", "--basis", basis, "--rank", "3", "--input", "synthetic:m=8,n=100,k=3"}, "flag provided but not defined: -rank"},
 		{"fix-basis with algo", []string{"factorize", "--fix-basis", basis, "--algo", "hals", "--input", "synthetic:m=8,n=100,k=3"},

@@ -1,0 +1,144 @@
+// Package usererr is the one kind of error that is the user's to fix: an input that cannot be
+// read, a job spec a rule refuses, a spec the data or the cluster refuses, a flag given wrong.
+// Every package that reports such an error returns an *Error (or wraps one), and every
+// *Error wraps ErrUser, so one test tells them from failures, whatever package made them:
+//
+//	if errors.Is(err, usererr.ErrUser) { ... } // the CLI exits with status 2, HTTP answers 400
+//
+//	var ue *usererr.Error
+//	if errors.As(err, &ue) && ue.Field == "rank" { ... }
+//
+// A message names what is wrong and the value; an error about a field of a job spec names the
+// field (Field), and may name fields in its text as {field}: Error reads them as the field's
+// names ("rank must be >= 1, got 0"), and Text lets a front end put its own names in their
+// place (the CLI's flags: "--rank must be >= 1, got 0").
+//
+// The package imports nothing of the project, so every package may import it.
+package usererr
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrUser is wrapped by every *Error: errors.Is(err, ErrUser) reports whether err is the
+// user's to fix.
+var ErrUser = errors.New("the user's to fix")
+
+// Error is an error that is the user's to fix.
+type Error struct {
+	// Field is the job spec's field the error is about, by its wire name ("rank", "fan-in",
+	// "init_basis"), or "" when it is about no field.
+	Field string
+	// Where is what the message starts with, e.g. a file or "file:line" ("": nothing).
+	Where string
+	// Err is the cause (an I/O error, say), or nil.
+	Err error
+
+	// format and args make the message; format may name fields as {field}.
+	format string
+	args   []any
+}
+
+// Field returns the error of a rule of the spec's field (a wire name). format may name fields
+// as {name}, which are put in before the arguments, so that no value reads as a name.
+func Field(field, format string, args ...any) *Error {
+	return &Error{Field: field, format: format, args: args}
+}
+
+// At returns an error about where (a file, "file:line", a spec) whose message is "where: "
+// and the formatted text.
+func At(where, format string, args ...any) *Error {
+	return &Error{Where: where, format: format, args: args}
+}
+
+// Errorf returns an error whose message is the formatted text; a %w verb makes its operand
+// the cause, as fmt.Errorf does.
+func Errorf(format string, args ...any) *Error {
+	return &Error{format: format, args: args, Err: errors.Unwrap(fmt.Errorf(format, args...))}
+}
+
+// New returns an error with the message msg and the cause (nil: none).
+func New(msg string, cause error) *Error {
+	return &Error{format: "%s", args: []any{msg}, Err: cause}
+}
+
+// Wrap returns err as the user's to fix: err itself when it is already, else an *Error with
+// err's message and err as its cause. Wrap(nil) is nil.
+func Wrap(err error) error {
+	if err == nil || errors.Is(err, ErrUser) {
+		return err
+	}
+	return &Error{format: "%s", args: []any{err.Error()}, Err: err}
+}
+
+// Is reports whether err is the user's to fix (errors.Is(err, ErrUser)).
+func Is(err error) bool { return errors.Is(err, ErrUser) }
+
+// Error returns the message, fields named by their own names.
+func (e *Error) Error() string { return e.Text(nil) }
+
+// Text returns the message with each field named {field} in it replaced by name(field) (nil:
+// the field's own name); a front end names its flags or parameters so.
+func (e *Error) Text(name func(field string) string) string {
+	msg := fmt.Sprintf(replaceFields(e.format, name), e.args...)
+	// fmt.Sprintf does not know %w: it is %v here.
+	if strings.Contains(msg, "%!w(") {
+		msg = fmt.Errorf(replaceFields(e.format, name), e.args...).Error()
+	}
+	if e.Where != "" {
+		return e.Where + ": " + msg
+	}
+	return msg
+}
+
+// Unwrap returns ErrUser and, when there is one, the cause.
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrUser}
+	}
+	return []error{ErrUser, e.Err}
+}
+
+// replaceFields replaces each {name} of format (a letter, then letters, digits, '_' or '-')
+// by name(field) or the field's own name.
+func replaceFields(format string, name func(string) string) string {
+	if !strings.Contains(format, "{") {
+		return format
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(format, '{')
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(format[i:], '}')
+		if j < 0 || !isFieldName(format[i+1:i+j]) {
+			b.WriteString(format[:i+1])
+			format = format[i+1:]
+			continue
+		}
+		field := format[i+1 : i+j]
+		b.WriteString(format[:i])
+		if name != nil {
+			field = name(field)
+		}
+		b.WriteString(strings.ReplaceAll(field, "%", "%%"))
+		format = format[i+j+1:]
+	}
+	b.WriteString(format)
+	return b.String()
+}
+
+func isFieldName(s string) bool {
+	if s == "" || !(s[0] >= 'a' && s[0] <= 'z') {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
