@@ -159,7 +159,7 @@ func (r *Runner) runDriver(ctx context.Context, j *Job, opts Options) (*Result, 
 	res, err := kernels.Run(ctx, blocks, j.Config(), progress...)
 	if res == nil {
 		if errors.Is(err, kernels.ErrZeroMatrix) {
-			err = usererr.Wrap(err)
+			err = usererr.At(j.Name(), "%w", err) // the input it is about
 		}
 		return nil, err
 	}

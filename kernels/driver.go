@@ -7,6 +7,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // Config describes a factorization job for the in-process driver.
@@ -24,8 +26,8 @@ type Config struct {
 }
 
 // ErrZeroMatrix is returned by Run for an X without a nonzero value: its only factorization
-// is zero, and no error can be relative to it.
-var ErrZeroMatrix = errors.New("X has no nonzero value (every entry is 0): there is nothing to factorize")
+// is zero, and no error can be relative to it. It is the user's to fix (usererr.ErrUser).
+var ErrZeroMatrix error = usererr.New("X has no nonzero value (every entry is 0): there is nothing to factorize", nil)
 
 // Progress is reported after every iteration.
 type Progress struct {

@@ -16,7 +16,6 @@ import (
 	"github.com/didnmf/didnmf"
 
 	"github.com/didnmf/didnmf/figures"
-	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 )
 
@@ -181,9 +180,6 @@ func runFactorize(jf *jobFlags, of outputFlags, stdout, stderr io.Writer) error 
 		if interrupted {
 			fmt.Fprintln(stderr, "didnmf: interrupted before the first iteration finished; nothing written")
 			return errInterrupted
-		}
-		if errors.Is(runErr, kernels.ErrZeroMatrix) {
-			return badInput("%s: %v", strings.Join(jf.inputs, " + "), runErr)
 		}
 		return runErr
 	}
