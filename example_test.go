@@ -51,3 +51,35 @@ func ExampleIsInput() {
 	// true
 	// rank: rank 11 out of range: it must be between 1 and min(M, N) = min(10, 5000) = 10 for synthetic:m=10,n=5000,k=3,seed=2 (5000 samples x 10 features)
 }
+
+// A rank sweep: the job at ranks 2 to 5 with two seeds each, two at a time, summarized per
+// rank with the rank it suggests (by held-out error, since 10% of the entries are held out).
+func ExampleRunner_Sweep() {
+	spec := jobspec.New([]string{"synthetic:m=12,n=600,k=3,seed=5"}, kernels.DID, 5, 2)
+	spec.TestFraction = 0.1
+	runner, err := didnmf.NewRunner(didnmf.Local(0))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer runner.Close()
+	job, err := didnmf.Open(spec, didnmf.Local(0)) // at the largest rank: refused early if the data cannot take it
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer job.Close()
+	res, err := runner.Sweep(context.Background(), job, didnmf.SweepOptions{Ranks: []int{2, 3, 4, 5}, Seeds: 2, FirstSeed: 1, Parallel: 2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, s := range res.Summary {
+		fmt.Printf("K=%d: %d runs, train error below 1e-3: %v\n", s.K, s.Runs, s.Train.Mean < 1e-3)
+	}
+	// Output:
+	// K=2: 2 runs, train error below 1e-3: false
+	// K=3: 2 runs, train error below 1e-3: true
+	// K=4: 2 runs, train error below 1e-3: true
+	// K=5: 2 runs, train error below 1e-3: true
+}

@@ -370,6 +370,7 @@ var fieldFlags = map[string]string{
 	"fan-in": "--fan-in", "ingest": "--ingest", "out_shared": "--out-shared", "detached": "--detach",
 	"natural_layout": "--input", "stop": "--tol, --max-iter, --time-limit or --stall-tol",
 	"nodes": "--nodes", "threads": "--threads", "cluster": "--cluster",
+	"ranks": "--ranks", "seeds": "--seeds", "parallel": "--parallel",
 }
 
 // flagOf returns the flag of a field (the field itself when no flag sets it).

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,26 +16,19 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
-	"time"
 
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/figures"
-	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/sweep"
-	"github.com/didnmf/didnmf/usererr"
 )
 
 // notForSweep are the flags of factorize a sweep does not take: it chooses the rank and the
 // seeds itself, and writes its own files (no factors of single runs, no shared output).
 var notForSweep = map[string]bool{"rank": true, "seed": true, "init-basis": true, "init-coef": true, "out-shared": true,
 	"overwrite": true, "detach": true, "plots": true, "image-shape": true, "feature-names": true, "sample-names": true, "coef-tsv": true}
-
-// maxSweepJobs bounds ranks x seeds.
-const maxSweepJobs = 10000
 
 func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	all := flag.NewFlagSet("factorize", flag.ContinueOnError)
@@ -70,17 +64,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *seeds < 1 || *seeds > 1000 {
-		return badInput("--seeds must be between 1 and 1000, got %d", *seeds)
-	}
-	if len(ks)**seeds > maxSweepJobs {
-		return badInput("--ranks and --seeds make %d jobs; at most %d", len(ks)**seeds, maxSweepJobs)
-	}
-	if *parallel < 0 {
-		return badInput("--parallel must be >= 0, got %d", *parallel)
-	}
-	if kernels.InitMethod(jf.init) != kernels.InitRandom && kernels.InitMethod(jf.init) != kernels.InitKMeans && *seeds > 1 {
-		return badInput("--init %s does not depend on the seed: --seeds %d would repeat one run; use --init random or kmeans, or --seeds 1", jf.init, *seeds)
+	opts := didnmf.SweepOptions{Ranks: ks, Seeds: *seeds, FirstSeed: *firstSeed, Parallel: *parallel}
+	if err := opts.Check(nil); err != nil {
+		return err
 	}
 	// The first job is opened at the largest rank, so that a rank the data cannot take is
 	// refused before anything runs; the others are derived from it (the input is read once).
@@ -90,6 +76,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer j0.Close()
+	if err := opts.Check(j0.Spec); err != nil {
+		return err
+	}
 	dir, cleanup, err := prepareOutDir(*of.out)
 	if err != nil {
 		return err
@@ -103,123 +92,57 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer runner.Close()
-	p := *parallel
-	if p == 0 {
-		p = runner.Parallelism()
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	type task struct{ k, seed int }
-	var tasks []task
-	for _, k := range ks {
-		for s := 0; s < *seeds; s++ {
-			tasks = append(tasks, task{k, int(*firstSeed) + s})
-		}
-	}
 	if !*of.quiet {
-		fmt.Fprintf(stderr, "sweep: %s, ranks %s, %d seed(s): %d jobs, %d at once on %s\n", j0.Name(), rankList(ks), *seeds, len(tasks), p, j0.Target)
-	}
-	type outcome struct {
-		run   sweep.Run
-		stats *didnmf.Result
-		err   error
-	}
-	results := make([]outcome, len(tasks))
-	var mu sync.Mutex
-	usageBefore, usageErr := runner.Usage(5 * time.Second)
-	done, start := 0, time.Now()
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < min(p, len(tasks)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				t := tasks[i]
-				res, err := runSweepJob(ctx, runner, j0.Job, t.k, t.seed, func(err error) {
-					if !*of.quiet {
-						mu.Lock()
-						fmt.Fprintf(stderr, "  K=%d seed %d failed (%v); running it again\n", t.k, t.seed, err)
-						mu.Unlock()
-					}
-				})
-				o := outcome{err: err, stats: res}
-				if err == nil {
-					o.run = sweep.Run{K: t.k, Seed: t.seed, M: res.M, Basis: res.B, TrainRelErr2: res.RelErr2(), TestRelErr2: math.NaN(),
-						Iterations: res.Iterations, Seconds: res.Seconds}
-					if res.TestCount > 0 {
-						o.run.TestRelErr2 = res.TestRelErr2()
-					}
+		p := cmp.Or(*parallel, runner.Parallelism())
+		fmt.Fprintf(stderr, "sweep: %s, ranks %s, %d seed(s): %d jobs, %d at once on %s\n", j0.Name(), rankList(ks), *seeds, len(ks)**seeds, p, j0.Target)
+		opts.OnRun = func(e didnmf.SweepEvent) {
+			switch {
+			case e.Retry:
+				fmt.Fprintf(stderr, "  K=%d seed %d failed (%v); running it again\n", e.K, e.Seed, e.Err)
+			case e.Err != nil:
+				fmt.Fprintf(stderr, "  [%d/%d] K=%d seed %d: failed: %v\n", e.Done, e.Total, e.K, e.Seed, e.Err)
+			default:
+				res, test := e.Result, ""
+				if res.TestCount > 0 {
+					test = fmt.Sprintf(", test %.4g", res.TestRelErr2())
 				}
-				mu.Lock()
-				results[i] = o
-				done++
-				if !*of.quiet && ctx.Err() == nil {
-					if err != nil {
-						fmt.Fprintf(stderr, "  [%d/%d] K=%d seed %d: failed: %v\n", done, len(tasks), t.k, t.seed, err)
-					} else {
-						test := ""
-						if res.TestCount > 0 {
-							test = fmt.Sprintf(", test %.4g", res.TestRelErr2())
-						}
-						fmt.Fprintf(stderr, "  [%d/%d] K=%d seed %d: %d iterations in %s, rel_err2 %.4g%s (%s elapsed)\n", done, len(tasks), t.k, t.seed,
-							res.Iterations, secondsText(res.Seconds), res.RelErr2(), test, secondsText(time.Since(start).Seconds()))
-					}
-				}
-				mu.Unlock()
+				fmt.Fprintf(stderr, "  [%d/%d] K=%d seed %d: %d iterations in %s, rel_err2 %.4g%s (%s elapsed)\n", e.Done, e.Total, e.K, e.Seed,
+					res.Iterations, secondsText(res.Seconds), res.RelErr2(), test, secondsText(e.Elapsed.Seconds()))
 			}
-		}()
-	}
-feed:
-	for i := range tasks {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
 		}
 	}
-	close(next)
-	wg.Wait()
+	sw, err := runner.Sweep(ctx, j0.Job, opts)
 	if ctx.Err() != nil {
 		cleanup()
 		fmt.Fprintln(stderr, "didnmf: interrupted; the sweep's running jobs were cancelled and nothing was written")
 		return errInterrupted
 	}
-	wall := time.Since(start).Seconds()
-	var busy *sweepBusy
-	if usageErr == nil {
-		if after, err := runner.Usage(5 * time.Second); err == nil {
-			b := after.Since(usageBefore, wall)
-			busy = &sweepBusy{CPUSeconds: b.CPUSeconds, Cores: b.Cores, Share: b.Share, Missing: slices.Compact(slices.Sorted(slices.Values(slices.Concat(usageBefore.Missing, after.Missing))))}
-		}
-	}
-	var runs []sweep.Run
-	var failed []string
-	for i, o := range results {
-		if o.err != nil {
-			failed = append(failed, fmt.Sprintf("K=%d seed %d: %v", tasks[i].k, tasks[i].seed, o.err))
-			continue
-		}
-		runs = append(runs, o.run)
-	}
-	if len(runs) == 0 {
-		cleanup()
-		return fmt.Errorf("sweep: every job failed; the first: %s", failed[0])
-	}
-	summary, err := sweep.Summarize(runs)
 	if err != nil {
 		cleanup()
 		return err
 	}
-	k, rule := sweep.Suggest(summary)
+	var failed []string
+	for _, f := range sw.Failed() {
+		failed = append(failed, fmt.Sprintf("K=%d seed %d: %v", f.K, f.Seed, f.Err))
+	}
+	summary, k, rule, wall := sw.Summary, sw.Suggested, sw.Rule, sw.Seconds
+	var busy *sweepBusy
+	if b := sw.Busy; b != nil {
+		busy = &sweepBusy{CPUSeconds: b.CPUSeconds, Cores: b.Cores, Share: b.Share, Missing: sw.BusyMissing}
+	}
 	rep := sweepReport{Input: jf.inputs, Algo: jf.algo, Ranks: ks, Seeds: *seeds, FirstSeed: *firstSeed, Shards: jf.shards,
 		Where: j0.Target.String(), Suggested: k, Rule: rule, Failed: failed, Seconds: wall, Busy: busy}
-	for i, o := range results {
-		if o.err == nil {
-			rep.Runs = append(rep.Runs, sweepRunRow{K: tasks[i].k, Seed: tasks[i].seed, TrainRelErr2: o.run.TrainRelErr2,
-				TestRelErr2: jsonNumber(o.run.TestRelErr2), Iterations: o.run.Iterations, Seconds: o.run.Seconds,
-				StopReason: string(o.stats.StopReason)})
+	for _, run := range sw.Runs {
+		if run.Err == nil {
+			res := run.Result
+			var test *float64
+			if res.TestCount > 0 {
+				test = jsonNumber(res.TestRelErr2())
+			}
+			rep.Runs = append(rep.Runs, sweepRunRow{K: run.K, Seed: run.Seed, TrainRelErr2: res.RelErr2(), TestRelErr2: test,
+				Iterations: res.Iterations, Seconds: res.Seconds, StopReason: string(res.StopReason)})
 		}
 	}
 	for _, s := range summary {
@@ -236,41 +159,16 @@ feed:
 		return err
 	}
 	if !*of.quiet {
-		fmt.Fprintf(stderr, "%d jobs in %s", len(runs), secondsText(wall))
+		fmt.Fprintf(stderr, "%d jobs in %s", len(sw.Runs)-len(failed), secondsText(wall))
 		if busy != nil {
 			fmt.Fprintf(stderr, "; the cores were %.0f%% busy (%s of CPU on %d cores)", 100*busy.Share, secondsText(busy.CPUSeconds), busy.Cores)
 		}
 		fmt.Fprintf(stderr, "\n%s\nsuggested rank: %d (%s)\nwrote sweep.json, sweep.tsv, sweep.png, sweep.svg and consensus_basis_K.npy for each rank into %s\n", cappedLine(rep.Runs), k, rule, dir)
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("sweep: %d of %d jobs failed (listed in sweep.json); the first: %s", len(failed), len(tasks), failed[0])
+		return fmt.Errorf("sweep: %d of %d jobs failed (listed in sweep.json); the first: %s", len(failed), len(sw.Runs), failed[0])
 	}
 	return nil
-}
-
-// sweepAttempts is how many times a sweep runs a job that failed for a reason other than its
-// input (a cluster that lost the job's coordinator and its standby at once, say): a job is
-// deterministic, so a second attempt gives the bits the first would have.
-const sweepAttempts = 3
-
-// runSweepJob runs the sweep's job of rank k and seed, again when it failed for a reason
-// that is not its input's; retried tells of each retry.
-func runSweepJob(ctx context.Context, runner *didnmf.Runner, j0 *didnmf.Job, k, seed int, retried func(error)) (*didnmf.Result, error) {
-	j, err := j0.Derive(func(s *jobspec.Spec) { s.Rank, s.Seed = k, uint64(seed) })
-	if err != nil {
-		return nil, err
-	}
-	defer j.Close()
-	for attempt := 1; ; attempt++ {
-		res, err := runner.Run(ctx, j, didnmf.Options{})
-		if err == nil {
-			return res, nil
-		}
-		if usererr.Is(err) || ctx.Err() != nil || attempt == sweepAttempts {
-			return nil, err
-		}
-		retried(err)
-	}
 }
 
 // parseRanks parses --ranks: FROM:TO[:STEP] or a comma-separated list, each rank >= 1.
@@ -295,7 +193,7 @@ func parseRanks(s string) ([]int, error) {
 			}
 			v[i] = n
 		}
-		if v[0] < 1 || v[1] < v[0] || v[2] < 1 || (v[1]-v[0])/v[2] >= maxSweepJobs {
+		if v[0] < 1 || v[1] < v[0] || v[2] < 1 || (v[1]-v[0])/v[2] >= didnmf.MaxSweepRuns {
 			return nil, bad()
 		}
 		for k := v[0]; k <= v[1]; k += v[2] {
@@ -313,7 +211,7 @@ func parseRanks(s string) ([]int, error) {
 		}
 		ks = append(ks, n)
 	}
-	if len(ks) > maxSweepJobs {
+	if len(ks) > didnmf.MaxSweepRuns {
 		return nil, bad()
 	}
 	return ks, nil

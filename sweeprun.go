@@ -1,0 +1,242 @@
+package didnmf
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/didnmf/didnmf/jobspec"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/sweep"
+	"github.com/didnmf/didnmf/usererr"
+)
+
+// A rank sweep runs a job at every rank of a list with several seeds each, concurrently on
+// the runner's target, and summarizes the runs per rank (package sweep): the error's spread,
+// the stability of the bases across seeds, a suggested rank.
+
+// MaxSweepRuns bounds the runs of a sweep (ranks x seeds).
+const MaxSweepRuns = 10000
+
+// MaxSweepSeeds bounds the seeds per rank.
+const MaxSweepSeeds = 1000
+
+// SweepAttempts is how many times a sweep runs a job that failed for a reason other than its
+// input (a cluster that lost the job's coordinator and its standby at once, say): a job is
+// deterministic, so another attempt gives the bits the first would have.
+const SweepAttempts = 3
+
+// SweepOptions says which runs a sweep makes and how many at once.
+type SweepOptions struct {
+	// Ranks are the ranks to try, increasing, each at least 1.
+	Ranks []int
+	// Seeds is the runs per rank, with seeds FirstSeed, FirstSeed+1, ... (1 to MaxSweepSeeds).
+	Seeds     int
+	FirstSeed uint64
+	// Parallel is how many jobs run at once (0: Runner.Parallelism).
+	Parallel int
+	// OnRun, when set, is told of every run that ends or is tried again, one call at a time.
+	OnRun func(SweepEvent)
+}
+
+// SweepEvent is a run of a sweep that ended (Err nil: with Result) or failed and runs again
+// (Retry).
+type SweepEvent struct {
+	K, Seed int
+	// Done of Total runs have ended (a retry is not an end).
+	Done, Total int
+	Retry       bool
+	Result      *Result
+	Err         error
+	// Elapsed is the time since the sweep began.
+	Elapsed time.Duration
+}
+
+// SweepRun is one run of a sweep: its result, or why it failed.
+type SweepRun struct {
+	K, Seed int
+	Result  *Result
+	Err     error
+}
+
+// SweepResult is a sweep's outcome.
+type SweepResult struct {
+	// Runs are every run, by rank then seed; a run that failed has Err set.
+	Runs []SweepRun
+	// Summary is the runs that ended with a result, summarized per rank; Suggested the rank
+	// chosen from it and Rule the rule that chose it, in words.
+	Summary   []sweep.RankSummary
+	Suggested int
+	Rule      string
+	// Seconds is the sweep's wall time.
+	Seconds float64
+	// Busy is how busy the target's cores were during the sweep, and BusyMissing the cluster
+	// members that did not answer (not counted); Busy is nil when no reading could be had.
+	Busy        *Busy
+	BusyMissing []string
+}
+
+// Failed lists the runs that failed.
+func (s *SweepResult) Failed() []SweepRun {
+	var out []SweepRun
+	for _, r := range s.Runs {
+		if r.Err != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Check tells what is wrong with the options for a sweep of spec's job, as the user's error
+// naming the field ("ranks", "seeds", "parallel"): the ranks increasing and >= 1, the seeds
+// between 1 and MaxSweepSeeds, at most MaxSweepRuns runs, and more than one seed only for an
+// initialisation that depends on it.
+func (o SweepOptions) Check(spec *jobspec.Spec) error {
+	if len(o.Ranks) == 0 {
+		return usererr.Field("ranks", "{ranks}: no rank to try")
+	}
+	for i, k := range o.Ranks {
+		if k < 1 || i > 0 && k <= o.Ranks[i-1] {
+			return usererr.Field("ranks", "{ranks} %v: list the ranks in increasing order, each once and >= 1", o.Ranks)
+		}
+	}
+	if o.Seeds < 1 || o.Seeds > MaxSweepSeeds {
+		return usererr.Field("seeds", "{seeds} must be between 1 and %d, got %d", MaxSweepSeeds, o.Seeds)
+	}
+	if n := len(o.Ranks) * o.Seeds; n > MaxSweepRuns {
+		return usererr.Field("ranks", "{ranks} and {seeds} make %d runs; at most %d", n, MaxSweepRuns)
+	}
+	if o.Parallel < 0 {
+		return usererr.Field("parallel", "{parallel} must be >= 0, got %d", o.Parallel)
+	}
+	if spec != nil && spec.Init != kernels.InitRandom && spec.Init != kernels.InitKMeans && o.Seeds > 1 {
+		return usererr.Field("seeds", "{init} %s does not depend on the seed: {seeds} %d would repeat one run; use {init} random or kmeans, or {seeds} 1",
+			spec.Init, o.Seeds)
+	}
+	return nil
+}
+
+// Sweep runs the job j0 (opened at any rank, best the largest, so that a rank the data
+// cannot take is refused before anything runs) at every rank and seed of o, o.Parallel at a
+// time, each failed run again up to SweepAttempts times unless it failed for its input, and
+// summarizes the runs. Canceling ctx cancels the running jobs and returns ctx's error. It
+// fails when every run failed; otherwise the failed runs are in the result.
+func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResult, error) {
+	if err := o.Check(j0.Spec); err != nil {
+		return nil, err
+	}
+	p := o.Parallel
+	if p == 0 {
+		p = r.Parallelism()
+	}
+	out := &SweepResult{}
+	for _, k := range o.Ranks {
+		for s := range o.Seeds {
+			out.Runs = append(out.Runs, SweepRun{K: k, Seed: int(o.FirstSeed) + s})
+		}
+	}
+	usageBefore, usageErr := r.Usage(5 * time.Second)
+	start := time.Now()
+	var mu sync.Mutex // OnRun's calls and done
+	done := 0
+	tell := func(e SweepEvent) {
+		if o.OnRun == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !e.Retry {
+			done++
+		}
+		e.Done, e.Total, e.Elapsed = done, len(out.Runs), time.Since(start)
+		o.OnRun(e)
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(p, len(out.Runs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				run := &out.Runs[i]
+				run.Result, run.Err = r.sweepRun(ctx, j0, run.K, run.Seed, func(err error) {
+					tell(SweepEvent{K: run.K, Seed: run.Seed, Retry: true, Err: err})
+				})
+				if ctx.Err() == nil {
+					tell(SweepEvent{K: run.K, Seed: run.Seed, Result: run.Result, Err: run.Err})
+				}
+			}
+		}()
+	}
+feed:
+	for i := range out.Runs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out.Seconds = time.Since(start).Seconds()
+	if usageErr == nil {
+		if after, err := r.Usage(5 * time.Second); err == nil {
+			b := after.Since(usageBefore, out.Seconds)
+			out.Busy = &b
+			out.BusyMissing = slices.Compact(slices.Sorted(slices.Values(slices.Concat(usageBefore.Missing, after.Missing))))
+		}
+	}
+	var runs []sweep.Run
+	for _, run := range out.Runs {
+		if run.Err == nil {
+			runs = append(runs, sweepRunOf(run))
+		}
+	}
+	if len(runs) == 0 {
+		first := out.Runs[0]
+		return nil, fmt.Errorf("sweep: every job failed; the first: K=%d seed %d: %w", first.K, first.Seed, first.Err)
+	}
+	var err error
+	if out.Summary, err = sweep.Summarize(runs); err != nil {
+		return nil, err
+	}
+	out.Suggested, out.Rule = sweep.Suggest(out.Summary)
+	return out, nil
+}
+
+// sweepRun runs the sweep's job of rank k and seed, again when it failed for a reason that
+// is not its input's; retried tells of each retry.
+func (r *Runner) sweepRun(ctx context.Context, j0 *Job, k, seed int, retried func(error)) (*Result, error) {
+	j, err := j0.Derive(func(s *jobspec.Spec) { s.Rank, s.Seed = k, uint64(seed) })
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	for attempt := 1; ; attempt++ {
+		res, err := r.Run(ctx, j, Options{})
+		if err == nil {
+			return res, nil
+		}
+		if usererr.Is(err) || ctx.Err() != nil || attempt == SweepAttempts {
+			return nil, err
+		}
+		retried(err)
+	}
+}
+
+// sweepRunOf is what package sweep summarizes of a run.
+func sweepRunOf(run SweepRun) sweep.Run {
+	res := run.Result
+	out := sweep.Run{K: run.K, Seed: run.Seed, M: res.M, Basis: res.B, TrainRelErr2: res.RelErr2(), TestRelErr2: math.NaN(),
+		Iterations: res.Iterations, Seconds: res.Seconds}
+	if res.TestCount > 0 {
+		out.TestRelErr2 = res.TestRelErr2()
+	}
+	return out
+}

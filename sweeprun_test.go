@@ -1,0 +1,112 @@
+package didnmf_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/didnmf/didnmf"
+	"github.com/didnmf/didnmf/jobspec"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/usererr"
+)
+
+// sweepJob opens a synthetic job of planted rank 3 at rank k with 10% of its entries held out.
+func sweepJob(t testing.TB, k int) (*didnmf.Runner, *didnmf.Job) {
+	spec := jobspec.New([]string{"synthetic:m=12,n=600,k=3,seed=5"}, kernels.DID, k, 2)
+	spec.TestFraction = 0.1
+	spec.Stop.MaxIter = 200
+	r, err := didnmf.NewRunner(didnmf.Local(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := didnmf.Open(spec, didnmf.Local(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, j
+}
+
+func TestSweepRunsEveryRankAndSeed(t *testing.T) {
+	r, j := sweepJob(t, 5)
+	defer r.Close()
+	defer j.Close()
+	var events []didnmf.SweepEvent
+	res, err := r.Sweep(context.Background(), j, didnmf.SweepOptions{Ranks: []int{2, 3, 4, 5}, Seeds: 2, FirstSeed: 7, Parallel: 2,
+		OnRun: func(e didnmf.SweepEvent) { events = append(events, e) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Runs) != 8 || len(res.Failed()) != 0 || len(res.Summary) != 4 {
+		t.Fatalf("%d runs, %d failed, %d ranks summarized", len(res.Runs), len(res.Failed()), len(res.Summary))
+	}
+	for i, run := range res.Runs {
+		if want := []int{2, 2, 3, 3, 4, 4, 5, 5}[i]; run.K != want || run.Seed != 7+i%2 || run.Result.K != want {
+			t.Errorf("run %d: K=%d seed %d (result K=%d)", i, run.K, run.Seed, run.Result.K)
+		}
+	}
+	if len(events) != 8 || events[7].Done != 8 || events[7].Total != 8 {
+		t.Errorf("OnRun was told of %d runs (last %+v)", len(events), events[len(events)-1])
+	}
+	if res.Suggested < 2 || res.Suggested > 5 || res.Rule == "" {
+		t.Errorf("suggested K=%d (%q)", res.Suggested, res.Rule)
+	}
+	// A run is the job at its rank and seed: the same bits as that job run on its own.
+	one, err := j.Derive(func(s *jobspec.Spec) { s.Rank, s.Seed = 4, 8 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	alone, err := r.Run(context.Background(), one, didnmf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(alone.B) != fmt.Sprint(res.Runs[5].Result.B) {
+		t.Error("the sweep's run K=4 seed 8 differs from the job run alone")
+	}
+}
+
+func TestSweepCanceled(t *testing.T) {
+	r, j := sweepJob(t, 3)
+	defer r.Close()
+	defer j.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.Sweep(ctx, j, didnmf.SweepOptions{Ranks: []int{2, 3}, Seeds: 1}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a canceled sweep: %v", err)
+	}
+}
+
+func TestSweepOptionsCheck(t *testing.T) {
+	spec := jobspec.New([]string{"synthetic:m=12,n=600,k=3,seed=5"}, kernels.DID, 3, 2)
+	nndsvd := *spec
+	nndsvd.Init = kernels.InitNNDSVD
+	for _, tc := range []struct {
+		name  string
+		o     didnmf.SweepOptions
+		spec  *jobspec.Spec
+		field string // "" when valid
+		words string
+	}{
+		{"valid", didnmf.SweepOptions{Ranks: []int{2, 3}, Seeds: 3}, spec, "", ""},
+		{"no ranks", didnmf.SweepOptions{Seeds: 1}, spec, "ranks", "no rank"},
+		{"unsorted", didnmf.SweepOptions{Ranks: []int{3, 2}, Seeds: 1}, spec, "ranks", "increasing"},
+		{"rank 0", didnmf.SweepOptions{Ranks: []int{0, 2}, Seeds: 1}, spec, "ranks", ">= 1"},
+		{"no seeds", didnmf.SweepOptions{Ranks: []int{2}}, spec, "seeds", "between 1 and 1000"},
+		{"too many", didnmf.SweepOptions{Ranks: []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, Seeds: 1000}, spec, "ranks", "11000 runs"},
+		{"negative parallel", didnmf.SweepOptions{Ranks: []int{2}, Seeds: 1, Parallel: -1}, spec, "parallel", ">= 0"},
+		{"seedless init", didnmf.SweepOptions{Ranks: []int{2}, Seeds: 2}, &nndsvd, "seeds", "does not depend on the seed"},
+		{"seedless init, one seed", didnmf.SweepOptions{Ranks: []int{2}, Seeds: 1}, &nndsvd, "", ""},
+	} {
+		err := tc.o.Check(tc.spec)
+		var ue *usererr.Error
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.field != "" && (!errors.As(err, &ue) || ue.Field != tc.field || !strings.Contains(err.Error(), tc.words)):
+			t.Errorf("%s: %v, want the field %s and %q", tc.name, err, tc.field, tc.words)
+		}
+	}
+}
