@@ -64,6 +64,15 @@ type SweepRun struct {
 
 // SweepResult is a sweep's outcome.
 type SweepResult struct {
+	// Inputs, Algo and Shards are the job's; Where its target; Ranks, Seeds and FirstSeed
+	// the sweep's options.
+	Inputs    []string
+	Algo      string
+	Shards    int
+	Where     string
+	Ranks     []int
+	Seeds     int
+	FirstSeed uint64
 	// Runs are every run, by rank then seed; a run that failed has Err set.
 	Runs []SweepRun
 	// Summary is the runs that ended with a result, summarized per rank; Suggested the rank
@@ -132,7 +141,8 @@ func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResu
 	if p == 0 {
 		p = r.Parallelism()
 	}
-	out := &SweepResult{}
+	out := &SweepResult{Inputs: j0.Spec.Inputs, Algo: string(j0.Spec.Algo), Shards: j0.Spec.Shards, Where: r.target.String(),
+		Ranks: o.Ranks, Seeds: o.Seeds, FirstSeed: o.FirstSeed}
 	for _, k := range o.Ranks {
 		for s := range o.Seeds {
 			out.Runs = append(out.Runs, SweepRun{K: k, Seed: int(o.FirstSeed) + s})

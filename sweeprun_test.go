@@ -2,8 +2,12 @@ package didnmf_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,6 +56,30 @@ func TestSweepRunsEveryRankAndSeed(t *testing.T) {
 	}
 	if res.Suggested < 2 || res.Suggested > 5 || res.Rule == "" {
 		t.Errorf("suggested K=%d (%q)", res.Suggested, res.Rule)
+	}
+	// Saved: sweep.json says what the result holds, beside the runs' table, the consensus
+	// bases and the picture.
+	dir := t.TempDir()
+	if err := res.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	var rep didnmf.SweepReport
+	if data, err := os.ReadFile(filepath.Join(dir, "sweep.json")); err != nil || json.Unmarshal(data, &rep) != nil {
+		t.Fatalf("sweep.json: %v", err)
+	}
+	if len(rep.Runs) != 8 || len(rep.PerRank) != 4 || rep.Suggested != res.Suggested || rep.Seeds != 2 || rep.FirstSeed != 7 ||
+		!slices.Equal(rep.Ranks, []int{2, 3, 4, 5}) || rep.Where != didnmf.Local(1).String() {
+		t.Errorf("sweep.json: %+v", rep)
+	}
+	for _, r := range rep.PerRank {
+		if _, err := os.Stat(filepath.Join(dir, r.ConsensusBasis)); err != nil || r.ConsensusBasis == "" {
+			t.Errorf("K=%d: consensus basis %q: %v", r.K, r.ConsensusBasis, err)
+		}
+	}
+	for _, name := range []string{"sweep.tsv", "sweep.png", "sweep.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Error(err)
+		}
 	}
 	// A run is the job at its rank and seed: the same bits as that job run on its own.
 	one, err := j.Derive(func(s *jobspec.Spec) { s.Rank, s.Seed = 4, 8 })

@@ -1,28 +1,19 @@
 package cli
 
 import (
-	"bufio"
 	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/didnmf/didnmf"
-	"github.com/didnmf/didnmf/figures"
-	"github.com/didnmf/didnmf/kernels"
-	"github.com/didnmf/didnmf/matio"
-	"github.com/didnmf/didnmf/sweep"
 )
 
 // notForSweep are the flags of factorize a sweep does not take: it chooses the rank and the
@@ -123,50 +114,22 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		cleanup()
 		return err
 	}
-	var failed []string
-	for _, f := range sw.Failed() {
-		failed = append(failed, fmt.Sprintf("K=%d seed %d: %v", f.K, f.Seed, f.Err))
-	}
-	summary, k, rule, wall := sw.Summary, sw.Suggested, sw.Rule, sw.Seconds
-	var busy *sweepBusy
-	if b := sw.Busy; b != nil {
-		busy = &sweepBusy{CPUSeconds: b.CPUSeconds, Cores: b.Cores, Share: b.Share, Missing: sw.BusyMissing}
-	}
-	rep := sweepReport{Input: jf.inputs, Algo: jf.algo, Ranks: ks, Seeds: *seeds, FirstSeed: *firstSeed, Shards: jf.shards,
-		Where: j0.Target.String(), Suggested: k, Rule: rule, Failed: failed, Seconds: wall, Busy: busy}
-	for _, run := range sw.Runs {
-		if run.Err == nil {
-			res := run.Result
-			var test *float64
-			if res.TestCount > 0 {
-				test = jsonNumber(res.TestRelErr2())
-			}
-			rep.Runs = append(rep.Runs, sweepRunRow{K: run.K, Seed: run.Seed, TrainRelErr2: res.RelErr2(), TestRelErr2: test,
-				Iterations: res.Iterations, Seconds: res.Seconds, StopReason: string(res.StopReason)})
-		}
-	}
-	for _, s := range summary {
-		rep.PerRank = append(rep.PerRank, rankRow(s))
-	}
-	rep.CappedRanks = []int{}
-	for k, n := range cappedByRank(rep.Runs) {
-		rep.CappedRuns += n
-		rep.CappedRanks = append(rep.CappedRanks, k)
-	}
-	slices.Sort(rep.CappedRanks)
-	if err := writeSweep(dir, rep, summary); err != nil {
+	if err := sw.Save(dir); err != nil {
 		cleanup()
 		return err
 	}
+	rep, failed := sw.Report(), sw.Failed()
 	if !*of.quiet {
-		fmt.Fprintf(stderr, "%d jobs in %s", len(sw.Runs)-len(failed), secondsText(wall))
-		if busy != nil {
-			fmt.Fprintf(stderr, "; the cores were %.0f%% busy (%s of CPU on %d cores)", 100*busy.Share, secondsText(busy.CPUSeconds), busy.Cores)
+		fmt.Fprintf(stderr, "%d jobs in %s", len(sw.Runs)-len(failed), secondsText(sw.Seconds))
+		if b := sw.Busy; b != nil {
+			fmt.Fprintf(stderr, "; the cores were %.0f%% busy (%s of CPU on %d cores)", 100*b.Share, secondsText(b.CPUSeconds), b.Cores)
 		}
-		fmt.Fprintf(stderr, "\n%s\nsuggested rank: %d (%s)\nwrote sweep.json, sweep.tsv, sweep.png, sweep.svg and consensus_basis_K.npy for each rank into %s\n", cappedLine(rep.Runs), k, rule, dir)
+		fmt.Fprintf(stderr, "\n%s\nsuggested rank: %d (%s)\nwrote sweep.json, sweep.tsv, sweep.png, sweep.svg and consensus_basis_K.npy for each rank into %s\n",
+			cappedLine(rep), sw.Suggested, sw.Rule, dir)
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("sweep: %d of %d jobs failed (listed in sweep.json); the first: %s", len(failed), len(sw.Runs), failed[0])
+		return fmt.Errorf("sweep: %d of %d jobs failed (listed in sweep.json); the first: K=%d seed %d: %w", len(failed), len(sw.Runs),
+			failed[0].K, failed[0].Seed, failed[0].Err)
 	}
 	return nil
 }
@@ -229,165 +192,11 @@ func rankList(ks []int) string {
 	return strings.Join(s, ",")
 }
 
-// sweepReport is sweep.json.
-type sweepReport struct {
-	Input     []string   `json:"input"`
-	Algo      string     `json:"algo"`
-	Ranks     []int      `json:"ranks"`
-	Seeds     int        `json:"seeds"`
-	FirstSeed uint64     `json:"first_seed"`
-	Shards    int        `json:"shards"`
-	Where     string     `json:"where"`
-	Seconds   float64    `json:"seconds"`
-	Busy      *sweepBusy `json:"cores_busy,omitempty"`
-	Suggested int        `json:"suggested_k"`
-	Rule      string     `json:"rule"`
-	// CappedRuns counts the runs that stopped at the iteration cap or the time limit, and
-	// CappedRanks are their ranks (none: empty), as the console and sweep.png say.
-	CappedRuns  int           `json:"capped_runs"`
-	CappedRanks []int         `json:"capped_ranks"`
-	PerRank     []sweepRank   `json:"ranks_summary"`
-	Runs        []sweepRunRow `json:"runs"`
-	Failed      []string      `json:"failed,omitempty"`
-}
-
-// sweepBusy is how busy the target's cores were during the sweep (didnmf.Busy): this
-// process's CPU time on the driver and in-process nodes, the members' processes' on a
-// cluster (members that did not answer are listed and not counted).
-type sweepBusy struct {
-	CPUSeconds float64  `json:"cpu_seconds"`
-	Cores      int      `json:"cores"`
-	Share      float64  `json:"share"`
-	Missing    []string `json:"members_not_counted,omitempty"`
-}
-
-// sweepRunRow is one run of sweep.json and sweep.tsv.
-type sweepRunRow struct {
-	K            int      `json:"k"`
-	Seed         int      `json:"seed"`
-	TrainRelErr2 float64  `json:"train_rel_err2"`
-	TestRelErr2  *float64 `json:"test_rel_err2,omitempty"`
-	Iterations   int      `json:"iterations"`
-	Seconds      float64  `json:"seconds"`
-	StopReason   string   `json:"stop_reason"`
-}
-
-// sweepRank is one rank's summary in sweep.json.
-type sweepRank struct {
-	K              int      `json:"k"`
-	Runs           int      `json:"runs"`
-	TrainMean      float64  `json:"train_rel_err2_mean"`
-	TrainSE        *float64 `json:"train_rel_err2_se,omitempty"`
-	TestMean       *float64 `json:"test_rel_err2_mean,omitempty"`
-	TestSE         *float64 `json:"test_rel_err2_se,omitempty"`
-	Silhouette     *float64 `json:"stability_silhouette,omitempty"`
-	Agreement      *float64 `json:"stability_agreement,omitempty"`
-	MeanIterations float64  `json:"mean_iterations"`
-	MeanSeconds    float64  `json:"mean_seconds"`
-	ConsensusBasis string   `json:"consensus_basis"`
-}
-
-// jsonNumber is v for JSON, nil for NaN (no value).
-func jsonNumber(v float64) *float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return &v
-}
-
-// writeSweep writes sweep.json, sweep.tsv, the consensus bases and the picture into dir.
-func writeSweep(dir string, rep sweepReport, summary []sweep.RankSummary) error {
-	for i, s := range summary {
-		if s.Stability.Basis == nil {
-			continue
-		}
-		m := s.Stability.M
-		name := fmt.Sprintf("consensus_basis_%d.npy", s.K)
-		if err := writeNPYFile(filepath.Join(dir, name), m, s.K, kernels.Transpose(s.Stability.Basis, m, s.K)); err != nil {
-			return err
-		}
-		rep.PerRank[i].ConsensusBasis = name
-	}
-	js, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "sweep.json"), append(js, '\n'), 0o644); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, "sweep.tsv"))
-	if err != nil {
-		return err
-	}
-	tw := bufio.NewWriter(f)
-	fmt.Fprintln(tw, "k\tseed\ttrain_rel_err2\ttest_rel_err2\titerations\tseconds\tstop_reason")
-	for _, r := range rep.Runs {
-		test := "NA"
-		if r.TestRelErr2 != nil {
-			test = strconv.FormatFloat(*r.TestRelErr2, 'g', 8, 64)
-		}
-		fmt.Fprintf(tw, "%d\t%d\t%.8g\t%s\t%d\t%.4g\t%s\n", r.K, r.Seed, r.TrainRelErr2, test, r.Iterations, r.Seconds, r.StopReason)
-	}
-	if err := errors.Join(tw.Flush(), f.Close()); err != nil {
-		return err
-	}
-	note := figures.SweepNote{Suggested: rep.Suggested, Rule: rep.Rule, Capped: cappedByRank(rep.Runs)}
-	fig, err := figures.Sweep(fmt.Sprintf("%s: error and stability against the rank", strings.Join(rep.Input, " + ")), summary, note)
-	if err != nil {
-		return err
-	}
-	_, err = fig.Save(dir, "sweep")
-	return err
-}
-
-// writeNPYFile writes a rows x cols row-major matrix as .npy.
-func writeNPYFile(path string, rows, cols int, data []float64) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
-	return errors.Join(matio.WriteNPY(bw, rows, cols, data), bw.Flush(), f.Close())
-}
-
-// rankRow is one rank's summary for sweep.json.
-func rankRow(s sweep.RankSummary) sweepRank {
-	r := sweepRank{K: s.K, Runs: s.Runs, TrainMean: s.Train.Mean, MeanIterations: s.MeanIterations, MeanSeconds: s.MeanSeconds,
-		Silhouette: jsonNumber(s.Stability.Silhouette), Agreement: jsonNumber(s.Stability.Agreement)}
-	if s.Runs > 1 {
-		r.TrainSE = jsonNumber(s.Train.SE)
-	}
-	if s.Test.N > 0 {
-		r.TestMean = jsonNumber(s.Test.Mean)
-		if s.Test.N > 1 {
-			r.TestSE = jsonNumber(s.Test.SE)
-		}
-	}
-	return r
-}
-
-// hitCap says whether a run stopped at a cap (the iteration cap or the time limit) rather
-// than by converging, stalling or being cancelled.
-func hitCap(stopReason string) bool {
-	return stopReason == string(kernels.StopMaxIter) || stopReason == string(kernels.StopTimeLimit)
-}
-
-// cappedByRank counts, for each rank, the runs that hit a cap.
-func cappedByRank(runs []sweepRunRow) map[int]int {
-	capped := map[int]int{}
-	for _, r := range runs {
-		if hitCap(r.StopReason) {
-			capped[r.K]++
-		}
-	}
-	return capped
-}
-
 // cappedLine is the console's line on the runs that hit a cap: "15 of 24 runs hit the
 // iteration cap or time limit (K=5, 6, 7): their errors are not converged" or "no run hit
 // the iteration cap or time limit".
-func cappedLine(runs []sweepRunRow) string {
-	byRank := cappedByRank(runs)
+func cappedLine(rep didnmf.SweepReport) string {
+	runs, byRank := rep.Runs, rep.CappedByRank()
 	if len(byRank) == 0 {
 		return fmt.Sprintf("no run of %d hit the iteration cap or time limit", len(runs))
 	}

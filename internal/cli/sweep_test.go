@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"github.com/didnmf/didnmf"
+
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -15,9 +17,9 @@ import (
 )
 
 // readSweep reads an output directory's sweep.json.
-func readSweep(t *testing.T, dir string) sweepReport {
+func readSweep(t *testing.T, dir string) didnmf.SweepReport {
 	t.Helper()
-	var r sweepReport
+	var r didnmf.SweepReport
 	if err := json.Unmarshal(mustRead(t, filepath.Join(dir, "sweep.json")), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -188,16 +190,16 @@ func TestSweepSurvivesKill(t *testing.T) {
 
 // TestSweepCappedLine: the console names how many runs hit a cap and at which ranks.
 func TestSweepCappedLine(t *testing.T) {
-	row := func(k int, stop string) sweepRunRow { return sweepRunRow{K: k, StopReason: stop} }
+	row := func(k int, stop string) didnmf.SweepReportRun { return didnmf.SweepReportRun{K: k, StopReason: stop} }
 	for _, tc := range []struct {
 		name string
-		runs []sweepRunRow
+		runs []didnmf.SweepReportRun
 		want string
 	}{
-		{"none", []sweepRunRow{row(2, "converged"), row(3, "stalled"), row(4, "canceled")},
+		{"none", []didnmf.SweepReportRun{row(2, "converged"), row(3, "stalled"), row(4, "canceled")},
 			"no run of 3 hit the iteration cap or time limit"},
-		{"the issue's: 15 of 24", func() []sweepRunRow {
-			var rs []sweepRunRow
+		{"the issue's: 15 of 24", func() []didnmf.SweepReportRun {
+			var rs []didnmf.SweepReportRun
 			for k := 2; k <= 13; k++ {
 				for seed := range 2 {
 					stop := "converged"
@@ -209,11 +211,11 @@ func TestSweepCappedLine(t *testing.T) {
 			}
 			return rs
 		}(), "15 of 24 runs hit the iteration cap or time limit (K=5..12)"},
-		{"time limit, ranks apart", []sweepRunRow{row(2, "time-limit"), row(3, "converged"), row(6, "max-iter")},
+		{"time limit, ranks apart", []didnmf.SweepReportRun{row(2, "time-limit"), row(3, "converged"), row(6, "max-iter")},
 			"2 of 3 runs hit the iteration cap or time limit (K=2,6)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := cappedLine(tc.runs); !strings.HasPrefix(got, tc.want) {
+			if got := cappedLine(didnmf.SweepReport{Runs: tc.runs}); !strings.HasPrefix(got, tc.want) {
 				t.Errorf("got %q, want it to start %q", got, tc.want)
 			}
 		})

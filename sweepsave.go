@@ -1,0 +1,210 @@
+package didnmf
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/didnmf/didnmf/figures"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/sweep"
+)
+
+// SweepReport is sweep.json, what SweepResult.Save writes: the sweep's job, every run, each
+// rank's summary and the suggested rank.
+type SweepReport struct {
+	Input     []string         `json:"input"`
+	Algo      string           `json:"algo"`
+	Ranks     []int            `json:"ranks"`
+	Seeds     int              `json:"seeds"`
+	FirstSeed uint64           `json:"first_seed"`
+	Shards    int              `json:"shards"`
+	Where     string           `json:"where"`
+	Seconds   float64          `json:"seconds"`
+	Busy      *SweepReportBusy `json:"cores_busy,omitempty"`
+	Suggested int              `json:"suggested_k"`
+	Rule      string           `json:"rule"`
+	// CappedRuns counts the runs that stopped at the iteration cap or the time limit, and
+	// CappedRanks are their ranks (none: empty), as sweep.png says.
+	CappedRuns  int               `json:"capped_runs"`
+	CappedRanks []int             `json:"capped_ranks"`
+	PerRank     []SweepReportRank `json:"ranks_summary"`
+	Runs        []SweepReportRun  `json:"runs"`
+	Failed      []string          `json:"failed,omitempty"`
+}
+
+// SweepReportBusy is how busy the target's cores were during the sweep (Busy): this
+// process's CPU time on the driver and in-process nodes, the members' processes' on a
+// cluster (members that did not answer are listed and not counted).
+type SweepReportBusy struct {
+	CPUSeconds float64  `json:"cpu_seconds"`
+	Cores      int      `json:"cores"`
+	Share      float64  `json:"share"`
+	Missing    []string `json:"members_not_counted,omitempty"`
+}
+
+// SweepReportRun is one run of sweep.json and sweep.tsv.
+type SweepReportRun struct {
+	K            int      `json:"k"`
+	Seed         int      `json:"seed"`
+	TrainRelErr2 float64  `json:"train_rel_err2"`
+	TestRelErr2  *float64 `json:"test_rel_err2,omitempty"`
+	Iterations   int      `json:"iterations"`
+	Seconds      float64  `json:"seconds"`
+	StopReason   string   `json:"stop_reason"`
+}
+
+// Capped tells whether the run stopped at a cap (the iteration cap or the time limit) rather
+// than by converging, stalling or being cancelled.
+func (r SweepReportRun) Capped() bool {
+	return r.StopReason == string(kernels.StopMaxIter) || r.StopReason == string(kernels.StopTimeLimit)
+}
+
+// SweepReportRank is one rank's summary in sweep.json.
+type SweepReportRank struct {
+	K              int      `json:"k"`
+	Runs           int      `json:"runs"`
+	TrainMean      float64  `json:"train_rel_err2_mean"`
+	TrainSE        *float64 `json:"train_rel_err2_se,omitempty"`
+	TestMean       *float64 `json:"test_rel_err2_mean,omitempty"`
+	TestSE         *float64 `json:"test_rel_err2_se,omitempty"`
+	Silhouette     *float64 `json:"stability_silhouette,omitempty"`
+	Agreement      *float64 `json:"stability_agreement,omitempty"`
+	MeanIterations float64  `json:"mean_iterations"`
+	MeanSeconds    float64  `json:"mean_seconds"`
+	ConsensusBasis string   `json:"consensus_basis"`
+}
+
+// Report is the sweep's sweep.json (without the consensus bases' file names, which Save
+// fills in as it writes them).
+func (s *SweepResult) Report() SweepReport {
+	rep := SweepReport{Input: s.Inputs, Algo: s.Algo, Ranks: s.Ranks, Seeds: s.Seeds, FirstSeed: s.FirstSeed, Shards: s.Shards,
+		Where: s.Where, Suggested: s.Suggested, Rule: s.Rule, Seconds: s.Seconds, CappedRanks: []int{}}
+	if b := s.Busy; b != nil {
+		rep.Busy = &SweepReportBusy{CPUSeconds: b.CPUSeconds, Cores: b.Cores, Share: b.Share, Missing: s.BusyMissing}
+	}
+	for _, run := range s.Runs {
+		if run.Err != nil {
+			rep.Failed = append(rep.Failed, fmt.Sprintf("K=%d seed %d: %v", run.K, run.Seed, run.Err))
+			continue
+		}
+		res := run.Result
+		var test *float64
+		if res.TestCount > 0 {
+			test = jsonNumber(res.TestRelErr2())
+		}
+		rep.Runs = append(rep.Runs, SweepReportRun{K: run.K, Seed: run.Seed, TrainRelErr2: res.RelErr2(), TestRelErr2: test,
+			Iterations: res.Iterations, Seconds: res.Seconds, StopReason: string(res.StopReason)})
+	}
+	for _, r := range s.Summary {
+		rep.PerRank = append(rep.PerRank, rankRow(r))
+	}
+	capped := rep.CappedByRank()
+	for k, n := range capped {
+		rep.CappedRuns += n
+		rep.CappedRanks = append(rep.CappedRanks, k)
+	}
+	slices.Sort(rep.CappedRanks)
+	return rep
+}
+
+// CappedByRank counts, for each rank, the runs that hit a cap (SweepReportRun.Capped).
+func (r SweepReport) CappedByRank() map[int]int {
+	capped := map[int]int{}
+	for _, run := range r.Runs {
+		if run.Capped() {
+			capped[run.K]++
+		}
+	}
+	return capped
+}
+
+// Save writes into dir sweep.json (Report), sweep.tsv (a run a line), the consensus basis of
+// every rank (consensus_basis_K.npy, features x K) and sweep.png and sweep.svg (error and
+// stability against the rank, the suggested rank and the capped runs marked).
+func (s *SweepResult) Save(dir string) error {
+	rep := s.Report()
+	for i, r := range s.Summary {
+		if r.Stability.Basis == nil {
+			continue
+		}
+		m := r.Stability.M
+		name := fmt.Sprintf("consensus_basis_%d.npy", r.K)
+		if err := writeNPYFile(filepath.Join(dir, name), m, r.K, kernels.Transpose(r.Stability.Basis, m, r.K)); err != nil {
+			return err
+		}
+		rep.PerRank[i].ConsensusBasis = name
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sweep.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "sweep.tsv"))
+	if err != nil {
+		return err
+	}
+	tw := bufio.NewWriter(f)
+	fmt.Fprintln(tw, "k\tseed\ttrain_rel_err2\ttest_rel_err2\titerations\tseconds\tstop_reason")
+	for _, r := range rep.Runs {
+		test := "NA"
+		if r.TestRelErr2 != nil {
+			test = strconv.FormatFloat(*r.TestRelErr2, 'g', 8, 64)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%.8g\t%s\t%d\t%.4g\t%s\n", r.K, r.Seed, r.TrainRelErr2, test, r.Iterations, r.Seconds, r.StopReason)
+	}
+	if err := errors.Join(tw.Flush(), f.Close()); err != nil {
+		return err
+	}
+	note := figures.SweepNote{Suggested: rep.Suggested, Rule: rep.Rule, Capped: rep.CappedByRank()}
+	fig, err := figures.Sweep(fmt.Sprintf("%s: error and stability against the rank", strings.Join(rep.Input, " + ")), s.Summary, note)
+	if err != nil {
+		return err
+	}
+	_, err = fig.Save(dir, "sweep")
+	return err
+}
+
+// writeNPYFile writes a rows x cols row-major matrix as .npy.
+func writeNPYFile(path string, rows, cols int, data []float64) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	return errors.Join(matio.WriteNPY(bw, rows, cols, data), bw.Flush(), f.Close())
+}
+
+// rankRow is one rank's summary for sweep.json.
+func rankRow(s sweep.RankSummary) SweepReportRank {
+	r := SweepReportRank{K: s.K, Runs: s.Runs, TrainMean: s.Train.Mean, MeanIterations: s.MeanIterations, MeanSeconds: s.MeanSeconds,
+		Silhouette: jsonNumber(s.Stability.Silhouette), Agreement: jsonNumber(s.Stability.Agreement)}
+	if s.Runs > 1 {
+		r.TrainSE = jsonNumber(s.Train.SE)
+	}
+	if s.Test.N > 0 {
+		r.TestMean = jsonNumber(s.Test.Mean)
+		if s.Test.N > 1 {
+			r.TestSE = jsonNumber(s.Test.SE)
+		}
+	}
+	return r
+}
+
+// jsonNumber is v for JSON, nil for NaN or an infinity (no value).
+func jsonNumber(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
