@@ -97,7 +97,7 @@ type Job struct {
 	ft faultState
 
 	ownsPartial bool
-	leaseAt     time.Time
+	lease       *LeaseWatch // the client's lease, at this end
 	published   time.Time
 	// progressAt is when the job last progressed (an assignment taken, an iteration, a
 	// checkpoint, a shard or reducer done); stallArmed is set while a stall timer runs.
@@ -116,7 +116,8 @@ type Job struct {
 // TakeOver (a job whose coordinator was lost).
 func New(cfg Config, sub *messages.SubmitJob) *Job {
 	return &Job{cfg: cfg, sub: sub, id: sub.GetJobId(), client: sub.GetClient(), epoch: 1, done: map[int64]*messages.ShardDone{},
-		ft: faultState{involved: map[string]bool{}, lost: map[string]bool{}, reported: map[int64]map[int64]bool{}}}
+		lease: NewLeaseWatch(sub.GetJobId(), cfg.Lease, sub.GetSpec().GetDetached()),
+		ft:    faultState{involved: map[string]bool{}, lost: map[string]bool{}, reported: map[int64]map[int64]bool{}}}
 }
 
 // ID is the job's id.
