@@ -261,7 +261,7 @@ func newDIDMasked(e *shardEnv) *didMasked {
 		d.sqXo += v
 	}
 	d.partial = make([]float64, d.lay.total)
-	d.kern = activeGramKernels()
+	d.kern = e.gram()
 	if sp, ok := sm.x.(*CSC); ok && d.kern != &genericGram && sp.Validate() != nil {
 		d.kern = &genericGram // the assembly trusts row indices
 	}

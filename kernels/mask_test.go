@@ -376,7 +376,7 @@ func TestMissingEntriesDoNotMatter(t *testing.T) {
 // TestMaskedBitsAcrossPathsAndThreads: a masked fit is bitwise the same on every kernel path,
 // thread count and storage.
 func TestMaskedBitsAcrossPathsAndThreads(t *testing.T) {
-	defer SetKernelPath(KernelAuto)
+	t.Parallel()
 	o := Options{Missing: true, TestFraction: 0.1, TestSeed: 2}
 	for _, in := range maskInputs()[:2] {
 		for _, a := range MaskAlgorithms() {
@@ -389,13 +389,11 @@ func TestMaskedBitsAcrossPathsAndThreads(t *testing.T) {
 				for _, path := range AvailableKernelPaths() {
 					for _, threads := range []int{1, 2, 4} {
 						for _, st := range []Storage{StorageFloat64, StorageFloat32} {
-							if err := SetKernelPath(path); err != nil {
-								t.Fatal(err)
-							}
 							cfg := baseConfig(a, 3, StopRule{MaxIter: 12})
 							cfg.Options = o
 							cfg.Options.Storage = st
 							cfg.Threads = threads
+							cfg.Options.Kernel = path
 							res := mustRun(t, in.x, p, cfg)
 							if ref == nil {
 								ref = res
@@ -1036,18 +1034,16 @@ func TestMaskedDIDVariantsSameBits(t *testing.T) {
 // TestMaskedDIDRank10Paths: at rank 10 (the AVX-512 indexed kernels, two passes on AVX2),
 // masked DID gives the same bits on every kernel path and thread count.
 func TestMaskedDIDRank10Paths(t *testing.T) {
-	defer SetKernelPath(KernelAuto)
+	t.Parallel()
 	for _, in := range maskInputs()[:2] {
 		for _, mo := range maskOptions {
 			var ref *Result
 			for _, path := range AvailableKernelPaths() {
 				for _, threads := range []int{1, 2} {
-					if err := SetKernelPath(path); err != nil {
-						t.Fatal(err)
-					}
 					cfg := baseConfig(DID, 10, StopRule{MaxIter: 8})
 					cfg.Options = mo.o
 					cfg.Threads = threads
+					cfg.Options.Kernel = path
 					res := mustRun(t, in.x, 2, cfg)
 					if ref == nil {
 						ref = res
