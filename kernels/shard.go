@@ -165,6 +165,9 @@ type Options struct {
 	// depends on it; naming one lets runs on different paths go side by side in one process
 	// (the tests that compare paths do).
 	Kernel KernelPath
+	// maskTuning, when set, replaces masked DID's internal choices (didMaskDefaults): tests
+	// move them to check that every choice gives the same bits.
+	maskTuning *didMaskTuning
 }
 
 // ShardSpec is everything one shard needs to run its part of a job.
