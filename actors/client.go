@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/internal/chunked"
+	"github.com/didnmf/didnmf/jobctl"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/usererr"
@@ -88,24 +89,26 @@ type Result struct {
 // Job is a submitted job.
 type Job struct {
 	// ID is the job's id.
-	ID          string
-	client      *Client
-	progress    chan kernels.Progress
-	warnings    chan string
-	accepted    chan struct{}
-	done        chan struct{}
-	mu          sync.Mutex
-	coordinator *actor.PID
-	k           int
-	m, n        int
-	b, c        []float64
-	streams     map[[2]int64]*chunked.Assembly[float64] // (0 for B / 1 for C, shard)
-	result      *Result
-	err         error
-	once        sync.Once
-	canceled    atomic.Bool
-	blocks      *blockStreams // the inputs this client streams to the shards (ingest "stream")
-	outShared   bool          // C goes to a shared directory, not to the client
+	ID       string
+	client   *Client
+	progress chan kernels.Progress
+	warnings chan string
+	accepted chan struct{}
+	done     chan struct{}
+	mu       sync.Mutex
+	// lease is the client's end of the job's lease (under mu): it knows the coordinator the
+	// client follows, when to renew, and when to give the job up.
+	lease     *jobctl.LeaseClient
+	k         int
+	m, n      int
+	b, c      []float64
+	streams   map[[2]int64]*chunked.Assembly[float64] // (0 for B / 1 for C, shard)
+	result    *Result
+	err       error
+	once      sync.Once
+	canceled  atomic.Bool
+	blocks    *blockStreams // the inputs this client streams to the shards (ingest "stream")
+	outShared bool          // C goes to a shared directory, not to the client
 	// seen is the last iteration the client was told of; peaks holds, for every rollback it
 	// saw (an iteration told again), the highest iteration told before it. A coordinator
 	// that took the job over knows only the last state its predecessor sent, so the client
@@ -115,8 +118,6 @@ type Job struct {
 	// token proves ownership of the job to its actors (made at submission, never gossiped).
 	token    string
 	detached bool
-	// heard is when a coordinator last sent the client anything of the job (Unix ns).
-	heard atomic.Int64
 }
 
 // Token returns the job's owner token: with it, any client process may cancel the job.
@@ -143,8 +144,7 @@ func (c *Client) Close() {
 	c.jobs = map[string]*Job{}
 	c.mu.Unlock()
 	for _, j := range jobs {
-		j.Cancel()
-		j.finish(nil, fmt.Errorf("job %s: client closed", j.ID))
+		j.Abandon(fmt.Errorf("job %s: client closed", j.ID))
 	}
 	_ = c.system.Root.StopFuture(c.pid).Wait()
 }
@@ -164,6 +164,7 @@ func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobS
 	j := &Job{ID: JobIDFor(token), client: c, progress: make(chan kernels.Progress, 256), warnings: make(chan string, 64),
 		accepted: make(chan struct{}), done: make(chan struct{}), k: int(spec.GetRank()), streams: map[[2]int64]*chunked.Assembly[float64]{},
 		outShared: spec.GetOutShared() != "", token: token, detached: spec.GetDetached()}
+	j.lease = jobctl.NewLeaseClient(jobctl.LeaseConfig{JobID: j.ID, Renew: c.timeouts.LeaseRenew, Quorum: c.timeouts.Quorum, Detached: j.detached})
 	if spec.GetIngest() == messages.Ingest_INGEST_STREAM {
 		spec = proto.Clone(spec).(*messages.JobSpec)
 		var err error
@@ -193,9 +194,6 @@ func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobS
 	c.system.Root.Send(HostPID(address), &messages.SubmitJob{Spec: spec, Client: wirePid(c.pid), JobId: j.ID, OwnerToken: j.token})
 	select {
 	case <-j.accepted:
-		if !j.detached {
-			go j.renewLease()
-		}
 		return j, nil
 	case <-j.done:
 		return nil, j.err
@@ -231,16 +229,13 @@ func (j *Job) Warnings() <-chan string { return j.warnings }
 func (j *Job) Coordinator() string {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.coordinator == nil {
-		return ""
-	}
-	return j.coordinator.Address
+	return j.lease.Coordinator().GetAddress()
 }
 
 func (j *Job) coord() *actor.PID {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.coordinator
+	return pidOf(j.lease.Coordinator())
 }
 
 // Done is closed when the job has ended.
@@ -267,67 +262,85 @@ func (j *Job) Cancel() {
 	}
 }
 
-// renewLease tells the job's coordinator, until the job ends, that its client is alive.
-// The renewals are requests: a coordinator answers LeaseAck. One that is gone (it ended the
-// job, and its answer was lost on a connection that broke; or it was superseded) is answered
-// by protoactor's DeadLetterResponse; if no coordinator then speaks of the job for
-// Timeouts.Quorum (as long as a successor may wait for a majority), the job ends with an
-// error that says so, instead of being waited for forever.
-func (j *Job) renewLease() {
-	t := j.client.timeouts
-	tick := time.NewTicker(t.LeaseRenew)
-	defer tick.Stop()
-	var goneAt time.Time
-	for {
-		select {
-		case <-j.done:
-			return
-		case <-tick.C:
-		}
-		coord := j.coord()
-		res, err := j.client.system.Root.RequestFuture(coord, &messages.LeaseRenew{JobId: j.ID, OwnerToken: j.token}, t.Ping).Result()
-		if _, dead := res.(*actor.DeadLetterResponse); !dead && !errors.Is(err, actor.ErrDeadLetter) {
-			continue // alive, or unreachable: the gossip judges a node that is gone
-		}
-		// The coordinator is gone: its host keeps the job's answer if the job ended there.
-		again, err := j.client.system.Root.RequestFuture(HostPID(coord.Address), &messages.LeaseRenew{JobId: j.ID, OwnerToken: j.token}, t.Ping).Result()
-		switch again.(type) {
-		case *messages.JobResult, *messages.JobError:
-			if a := again.(interface{ GetJobId() string }); err == nil && a.GetJobId() == j.ID {
-				j.client.system.Root.Send(j.client.pid, again) // as if it had come the first time
-				continue
-			}
-		}
-		now := time.Now()
-		switch heard := time.Unix(0, j.heard.Load()); {
-		case goneAt.IsZero() || heard.After(goneAt):
-			goneAt = now // a coordinator spoke since: wait again
-		case now.Sub(goneAt) >= t.Quorum:
-			j.client.forget(j.ID)
-			j.finish(nil, &JobError{JobID: j.ID, Kind: KindFailure, Message: fmt.Sprintf(
-				"job %s: its coordinator on node %s is gone and no answer reached this client (lost on a connection that broke?); no coordinator spoke of the job for %v",
-				j.ID, coord.Address, t.Quorum)})
-			return
+// leaseStep feeds the job's lease (jobctl.LeaseClient) one event and carries out what it
+// asks for. The lease decides; this only sends, arms timers and ends the job. Any goroutine
+// may call it (the client actor, a timer, a renewal's answer).
+func (j *Job) leaseStep(ev any) {
+	j.mu.Lock()
+	err := j.lease.Step(ev)
+	rd := j.lease.Ready()
+	j.mu.Unlock()
+	if err != nil {
+		return // an event the lease does not know: this file sends only those it does
+	}
+	root := j.client.system.Root
+	if to := rd.Cancel; to != nil {
+		root.Send(pidOf(to), &messages.CancelJob{JobId: j.ID, OwnerToken: j.token})
+	}
+	if r := rd.Renew; r != nil {
+		go j.renew(r)
+	}
+	if d := rd.Timer; d > 0 {
+		time.AfterFunc(d, func() { j.leaseStep(jobctl.LeaseTimerFired{At: time.Now()}) })
+	}
+	if e := rd.End; e != nil {
+		j.client.forget(j.ID)
+		switch e.Verdict {
+		case jobctl.LeaseReleased:
+			j.finish(nil, nil)
+		case jobctl.LeaseAbandoned:
+			j.finish(nil, e.Err)
+		default:
+			j.finish(nil, &JobError{JobID: j.ID, Kind: KindFailure, Message: e.Reason})
 		}
 	}
+}
+
+// renew sends one lease renewal, a request, and steps its outcome into the lease. A
+// coordinator answers LeaseAck; one that is gone is answered by protoactor's
+// DeadLetterResponse. A renewal to the coordinator's host (r.Host) gets the job's answer if
+// the job ended there; that answer goes to the client actor as if it had come the first time.
+func (j *Job) renew(r *jobctl.LeaseRenewal) {
+	t := j.client.timeouts
+	root := j.client.system.Root
+	msg := &messages.LeaseRenew{JobId: j.ID, OwnerToken: j.token}
+	if r.Host == "" {
+		res, err := root.RequestFuture(pidOf(r.To), msg, t.Ping).Result()
+		outcome := jobctl.LeaseAcked
+		if _, dead := res.(*actor.DeadLetterResponse); dead || errors.Is(err, actor.ErrDeadLetter) {
+			outcome = jobctl.LeaseDeadLetter
+		} else if err != nil {
+			outcome = jobctl.LeaseUnanswered
+		}
+		j.leaseStep(jobctl.LeaseRenewAnswered{At: time.Now(), Outcome: outcome})
+		return
+	}
+	again, err := root.RequestFuture(HostPID(r.Host), msg, t.Ping).Result()
+	kept := false
+	switch again.(type) {
+	case *messages.JobResult, *messages.JobError:
+		if a := again.(interface{ GetJobId() string }); err == nil && a.GetJobId() == j.ID {
+			root.Send(j.client.pid, again)
+			kept = true
+		}
+	}
+	j.leaseStep(jobctl.LeaseHostAnswered{At: time.Now(), Kept: kept})
 }
 
 // Release lets a detached job go: the client stops following it, and closing the client no
 // longer cancels it.
 func (j *Job) Release() {
-	j.client.forget(j.ID)
-	j.finish(nil, nil)
+	j.leaseStep(jobctl.LeaseRelease{})
 }
 
 // Abandon ends the job on the client's side with err, for a caller that learned the job is
 // lost (its coordinator's node died, say); the coordinator, if alive, is asked to cancel it.
 func (j *Job) Abandon(err error) {
-	j.Cancel()
-	j.client.forget(j.ID)
-	j.finish(nil, err)
+	j.canceled.Store(true) // a job accepted after this is cancelled on acceptance
+	j.leaseStep(jobctl.LeaseAbandon{Err: err})
 }
 
-// finish ends the job once; it runs on the client actor (or in Close).
+// finish ends the job once, and the renewals of its lease.
 func (j *Job) finish(res *Result, err error) {
 	j.once.Do(func() {
 		if j.blocks != nil {
@@ -338,6 +351,7 @@ func (j *Job) finish(res *Result, err error) {
 		close(j.warnings)
 		close(j.done)
 	})
+	j.leaseStep(jobctl.LeaseAnswered{})
 }
 
 // clientActor is the actor side of a Client.
@@ -347,20 +361,19 @@ type clientActor struct{ c *Client }
 func (a clientActor) Receive(ctx actor.Context) {
 	if m, ok := ctx.Message().(interface{ GetJobId() string }); ok {
 		if j := a.c.job(m.GetJobId()); j != nil {
-			j.heard.Store(time.Now().UnixNano())
+			j.leaseStep(jobctl.LeaseHeard{At: time.Now()})
 		}
 	}
 	switch m := ctx.Message().(type) {
 	case *messages.JobAccepted:
 		j := a.c.job(m.JobId)
-		if j == nil {
+		if j == nil || m.Coordinator == nil {
 			return
 		}
-		if j.coord() != nil {
-			if m.Takeover && m.Coordinator != nil {
-				j.mu.Lock()
-				j.coordinator = pidOf(m.Coordinator)
-				j.mu.Unlock()
+		first := j.coord() == nil
+		j.leaseStep(jobctl.LeaseAccepted{At: time.Now(), Coordinator: m.Coordinator, Takeover: m.Takeover})
+		if !first {
+			if m.Takeover {
 				select {
 				case j.warnings <- fmt.Sprintf("node %s took the job over", m.Coordinator.Address):
 				default:
@@ -368,13 +381,10 @@ func (a clientActor) Receive(ctx actor.Context) {
 			}
 			return
 		}
-		j.mu.Lock()
-		j.coordinator = pidOf(m.Coordinator)
-		j.mu.Unlock()
 		j.m, j.n = int(m.Features), int(m.Samples)
 		close(j.accepted)
 		if j.canceled.Load() {
-			ctx.Send(j.coordinator, &messages.CancelJob{JobId: j.ID, OwnerToken: j.token})
+			ctx.Send(j.coord(), &messages.CancelJob{JobId: j.ID, OwnerToken: j.token})
 		}
 	case *messages.Progress:
 		if j := a.c.job(m.JobId); j != nil && m.Warning != "" {

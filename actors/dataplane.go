@@ -45,17 +45,17 @@ import (
 // remote instead: the data plane only ever makes a message faster. A node learns where a
 // peer's data plane listens from the peer's Pong (DataPlane, told to peers only), asked each
 // time it makes a link to it: when it first sends it a collective's message, and again
-// dataRetry after a link failed. Until the link is up, those messages take the remote.
+// Timeouts.DataRetry after a link failed. Until the link is up, those messages take the remote.
 //
 // A link loses nothing when it breaks. The receiving end acknowledges the frames it has read
-// (a count, sent back on the same connection at most every dataAckEvery, or sooner after
+// (a count, sent back on the same connection at most every Timeouts.DataAckEvery, or sooner after
 // dataAckBytes), and the sending end keeps each frame until it is acknowledged. When the
 // link breaks (a write fails, or the connection ends), the frames not acknowledged yet are
 // sent again through the remote, in order, before any later message to that node: a frame
 // the receiver had read but not acknowledged arrives twice, and the second is dropped as a
 // duplicate, as every receiver of the collectives does (see TestDataPlaneLinksBreakMidJob).
 // A link whose receiver stops acknowledging (maxKeptBytes of frames waiting, or the oldest
-// waiting for dataAckTimeout) is taken down the same way; so is one whose receiver could not
+// waiting for Timeouts.DataAckTimeout) is taken down the same way; so is one whose receiver could not
 // write an acknowledgement, which closes the connection.
 //
 // What a node accepts on its data plane port is checked as on the remote: the TLS handshake
@@ -112,20 +112,6 @@ const (
 	ackLen = 8
 )
 
-// dataRetry is how long a node sends to a peer through the remote after its link failed (or
-// could not be made) before it tries again. A variable for tests; a data plane reads it once,
-// when it starts.
-var dataRetry = 5 * time.Second
-
-// dataAckEvery is how long the receiving end of a link waits before it acknowledges the
-// frames it read, and dataAckTimeout how long the oldest frame a link keeps may wait for its
-// acknowledgement before the link goes down. Variables for tests; a data plane reads them
-// once, when it starts.
-var (
-	dataAckEvery   = 20 * time.Millisecond
-	dataAckTimeout = 5 * time.Second
-)
-
 // Drop causes of the data plane.
 const (
 	dropDataPrefix    = "data plane: "
@@ -169,8 +155,8 @@ type dataPlane struct {
 	self   string      // the node's actor address, which targets are local to
 	server *tls.Config // nil: no TLS (an Insecure node)
 	client *tls.Config
-	retry  time.Duration // dataRetry
-	// ackEvery and ackTimeout are dataAckEvery and dataAckTimeout.
+	retry  time.Duration // Timeouts.DataRetry
+	// ackEvery and ackTimeout are Timeouts.DataAckEvery and DataAckTimeout.
 	ackEvery, ackTimeout time.Duration
 	// remote sends a message through the actor remote: the sender after the data plane in
 	// the middleware chain, set by the first middleware call. Frames a broken link leaves
@@ -237,7 +223,7 @@ func startDataPlane(n *Node, host string, port int, advertise string, creds *pki
 		advertise = host
 	}
 	p := &dataPlane{n: n, lis: lis, addr: net.JoinHostPort(advertise, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)),
-		self: n.system.Address(), retry: dataRetry, ackEvery: dataAckEvery, ackTimeout: dataAckTimeout, links: map[string]*dataLink{}, conns: map[net.Conn]bool{},
+		self: n.system.Address(), retry: n.cfg.Timeouts.DataRetry, ackEvery: n.cfg.Timeouts.DataAckEvery, ackTimeout: n.cfg.Timeouts.DataAckTimeout, links: map[string]*dataLink{}, conns: map[net.Conn]bool{},
 		handshakes: slots.New(maxHandshakes, maxHandshakesPerIP), ids: n.limits.data}
 	if creds != nil {
 		p.server, p.client = creds.Server, creds.Client
@@ -305,7 +291,7 @@ func (p *dataPlane) middleware(next actor.SenderFunc) actor.SenderFunc {
 }
 
 // send writes msg to target over the data plane and tells whether it did. It starts making a
-// link to target's node when there is none (or the last one failed dataRetry ago).
+// link to target's node when there is none (or the last one failed Timeouts.DataRetry ago).
 func (p *dataPlane) send(target *actor.PID, env *actor.MessageEnvelope) bool {
 	kind := kindOf(env.Message)
 	if kind == 0 {
@@ -316,7 +302,7 @@ func (p *dataPlane) send(target *actor.PID, env *actor.MessageEnvelope) bool {
 }
 
 // link returns the link to the node at address, and whether it is up. It starts making one
-// when there is none (or the last one failed dataRetry ago), and returns nil once the plane is
+// when there is none (or the last one failed Timeouts.DataRetry ago), and returns nil once the plane is
 // closed.
 func (p *dataPlane) link(address string) (*dataLink, bool) {
 	p.mu.Lock()
@@ -421,7 +407,7 @@ func (p *dataPlane) fail(address string, l *dataLink, err error) {
 // down takes a link down, under its wmu. The frames it had not had acknowledged go again
 // through the remote (unless the plane is closing) before the link is marked down: until
 // then, senders to its node wait for wmu, so none of their messages overtakes them. Then
-// messages take the remote until the link is made again, dataRetry later, and its
+// messages take the remote until the link is made again, Timeouts.DataRetry later, and its
 // connection is closed.
 func (p *dataPlane) down(address string, l *dataLink, err error) {
 	if l.broken {
@@ -619,7 +605,7 @@ func (p *dataPlane) frames(conn io.Reader, who party, a *acker) {
 }
 
 // acker acknowledges the frames read on an accepted connection: their count, written back on
-// the connection dataAckEvery after the first frame not acknowledged, or at once when
+// the connection Timeouts.DataAckEvery after the first frame not acknowledged, or at once when
 // dataAckBytes of them are waiting. Its methods may be called from any goroutine.
 type acker struct {
 	conn  net.Conn

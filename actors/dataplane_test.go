@@ -203,14 +203,12 @@ func waitAcknowledged(t *testing.T, lc *LocalCluster) {
 
 // TestDataPlaneReceiversThatDoNotAcknowledge: receivers that read frames but never
 // acknowledge them (a stuck acknowledger, or a build without acknowledgements) make their
-// senders take the links down after dataAckTimeout and send what was kept through the
+// senders take the links down after Timeouts.DataAckTimeout and send what was kept through the
 // remote; the job needs no recovery and ends with the driver's bits.
 func TestDataPlaneReceiversThatDoNotAcknowledge(t *testing.T) {
-	oldEvery, oldTimeout, oldRetry := dataAckEvery, dataAckTimeout, dataRetry
-	dataAckEvery, dataAckTimeout, dataRetry = time.Hour, 100*time.Millisecond, 50*time.Millisecond
-	t.Cleanup(func() { dataAckEvery, dataAckTimeout, dataRetry = oldEvery, oldTimeout, oldRetry })
+	t.Parallel()
 	lc, cl := testClusterWith(t, 3, NodeConfig{Threads: 2, Faults: &Faults{IterationDelay: 2 * time.Millisecond},
-		Timeouts: Timeouts{Stall: 300 * time.Millisecond}})
+		Timeouts: Timeouts{Stall: 300 * time.Millisecond, DataAckEvery: time.Hour, DataAckTimeout: 100 * time.Millisecond, DataRetry: 50 * time.Millisecond}})
 	s := spec("synthetic:m=6,n=900,k=3,seed=2", "did", 3, 5, lc.Addresses(), 300)
 	s.CheckpointEvery = 20
 	want := driverRun(t, s)
@@ -234,16 +232,14 @@ func TestDataPlaneReceiversThatDoNotAcknowledge(t *testing.T) {
 // collectives until the links are made again. The job needs no recovery (its stall timeout
 // is short) and ends with the driver's bits.
 func TestDataPlaneLinksBreakMidJob(t *testing.T) {
-	old := dataRetry
-	dataRetry = 50 * time.Millisecond
-	t.Cleanup(func() { dataRetry = old })
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		both bool
 	}{{"sending ends", false}, {"both ends", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			lc, cl := testClusterWith(t, 3, NodeConfig{Threads: 2, Faults: &Faults{IterationDelay: 2 * time.Millisecond},
-				Timeouts: Timeouts{Stall: 300 * time.Millisecond}})
+				Timeouts: Timeouts{Stall: 300 * time.Millisecond, DataRetry: 50 * time.Millisecond}})
 			s := spec("synthetic:m=6,n=900,k=3,seed=2", "did", 3, 5, lc.Addresses(), 400)
 			s.CheckpointEvery = 20
 			want := driverRun(t, s)
@@ -518,9 +514,12 @@ func TestDataPlaneAcks(t *testing.T) {
 	}
 }
 
-// TestAckerAcknowledges: the receiving end acknowledges the frames it read dataAckEvery after
-// the first one not acknowledged, and at once when dataAckBytes of frames wait.
+// TestAckerAcknowledges: the receiving end acknowledges the frames it read
+// Timeouts.DataAckEvery after the first one not acknowledged, and at once when dataAckBytes of
+// frames wait.
 func TestAckerAcknowledges(t *testing.T) {
+	t.Parallel()
+	dataAckEvery := DefaultLAN().DataAckEvery
 	recv, send := net.Pipe()
 	defer recv.Close()
 	defer send.Close()

@@ -35,6 +35,14 @@ type Timeouts struct {
 	// slots and memory the job holds. The client sends a block's chunks back to back, a few
 	// in flight, so a healthy stream is never idle for long.
 	StreamIdle time.Duration
+	// DataRetry is how long a node sends to a peer through the remote after its data plane
+	// link to it failed (or could not be made) before it tries again.
+	DataRetry time.Duration
+	// DataAckEvery is how long the receiving end of a data plane link waits before it
+	// acknowledges the frames it read; DataAckTimeout how long the oldest frame a link keeps
+	// may wait for its acknowledgement before the link goes down (its frames then go through
+	// the remote).
+	DataAckEvery, DataAckTimeout time.Duration
 }
 
 // DefaultLAN are the waits for a cluster of machines on one LAN: a ping answered in well
@@ -44,7 +52,8 @@ type Timeouts struct {
 // serve`, the demo, factorize --cluster).
 func DefaultLAN() Timeouts {
 	return Timeouts{Ping: 3 * time.Second, Quorum: 60 * time.Second, LeaseRenew: 2 * time.Second, CheckpointFetch: 5 * time.Second,
-		Stall: 2 * time.Minute, Orphan: 3 * time.Minute, StreamIdle: time.Minute}
+		Stall: 2 * time.Minute, Orphan: 3 * time.Minute, StreamIdle: time.Minute,
+		DataRetry: 5 * time.Second, DataAckEvery: 20 * time.Millisecond, DataAckTimeout: 5 * time.Second}
 }
 
 // DefaultTimeouts are the waits a zero field of Timeouts takes: DefaultLAN.
@@ -87,6 +96,15 @@ func (t Timeouts) orDefault() Timeouts {
 	}
 	if t.StreamIdle <= 0 {
 		t.StreamIdle = d.StreamIdle
+	}
+	if t.DataRetry <= 0 {
+		t.DataRetry = d.DataRetry
+	}
+	if t.DataAckEvery <= 0 {
+		t.DataAckEvery = d.DataAckEvery
+	}
+	if t.DataAckTimeout <= 0 {
+		t.DataAckTimeout = d.DataAckTimeout
 	}
 	return t
 }

@@ -19,7 +19,8 @@ func TestTimeoutsPresets(t *testing.T) {
 			field string
 			v     time.Duration
 		}{{"Ping", c.t.Ping}, {"Quorum", c.t.Quorum}, {"LeaseRenew", c.t.LeaseRenew}, {"CheckpointFetch", c.t.CheckpointFetch},
-			{"Stall", c.t.Stall}, {"Orphan", c.t.Orphan}, {"StreamIdle", c.t.StreamIdle}} {
+			{"Stall", c.t.Stall}, {"Orphan", c.t.Orphan}, {"StreamIdle", c.t.StreamIdle},
+			{"DataRetry", c.t.DataRetry}, {"DataAckEvery", c.t.DataAckEvery}, {"DataAckTimeout", c.t.DataAckTimeout}} {
 			if f.v <= 0 {
 				t.Errorf("%s: %s is %v, want > 0 (a zero field would be taken from DefaultTimeouts)", c.name, f.field, f.v)
 			}
@@ -54,12 +55,15 @@ func TestTimeoutsOrDefault(t *testing.T) {
 		want Timeouts
 	}{
 		{"zero", Timeouts{}, d},
-		{"negative", Timeouts{Ping: -1, Quorum: -1, LeaseRenew: -1, CheckpointFetch: -1, Stall: -1, Orphan: -1, StreamIdle: -1}, d},
+		{"negative", Timeouts{Ping: -1, Quorum: -1, LeaseRenew: -1, CheckpointFetch: -1, Stall: -1, Orphan: -1, StreamIdle: -1,
+			DataRetry: -1, DataAckEvery: -1, DataAckTimeout: -1}, d},
 		{"one field", Timeouts{Ping: 500 * time.Millisecond},
-			Timeouts{Ping: 500 * time.Millisecond, Quorum: d.Quorum, LeaseRenew: d.LeaseRenew, CheckpointFetch: d.CheckpointFetch, Stall: d.Stall, Orphan: d.Orphan, StreamIdle: d.StreamIdle}},
+			Timeouts{Ping: 500 * time.Millisecond, Quorum: d.Quorum, LeaseRenew: d.LeaseRenew, CheckpointFetch: d.CheckpointFetch, Stall: d.Stall, Orphan: d.Orphan, StreamIdle: d.StreamIdle,
+				DataRetry: d.DataRetry, DataAckEvery: d.DataAckEvery, DataAckTimeout: d.DataAckTimeout}},
 		{"preset changed", func() Timeouts { l := Loopback(); l.LeaseRenew = time.Second; return l }(),
 			Timeouts{Ping: Loopback().Ping, Quorum: Loopback().Quorum, LeaseRenew: time.Second, CheckpointFetch: Loopback().CheckpointFetch,
-				Stall: Loopback().Stall, Orphan: Loopback().Orphan, StreamIdle: Loopback().StreamIdle}},
+				Stall: Loopback().Stall, Orphan: Loopback().Orphan, StreamIdle: Loopback().StreamIdle,
+				DataRetry: Loopback().DataRetry, DataAckEvery: Loopback().DataAckEvery, DataAckTimeout: Loopback().DataAckTimeout}},
 	} {
 		if got := c.in.orDefault(); got != c.want {
 			t.Errorf("%s: %+v.orDefault() = %+v, want %+v", c.name, c.in, got, c.want)

@@ -104,7 +104,7 @@ func (j *Job) Step(now time.Time, ev any) error {
 	case Cancel:
 		j.fail(messages.ErrorKind_ERROR_KIND_CANCELED, "job canceled by the client")
 	case LeaseRenewed:
-		j.leaseAt = now
+		_ = j.lease.Step(LeaseRenewalCame{At: now})
 	case Tick:
 		j.onTick(now)
 	case TimerFired:

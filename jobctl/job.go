@@ -102,7 +102,7 @@ type Job struct {
 	ft faultState
 
 	ownsPartial bool
-	leaseAt     time.Time
+	lease       *LeaseWatch // the client's lease, at this end
 	published   time.Time
 	// progressAt is when the job last progressed (an assignment taken, an iteration, a
 	// checkpoint, a shard or reducer done); stallArmed is set while a stall timer runs.
@@ -128,7 +128,8 @@ func New(cfg Config, sub *messages.SubmitJob) (*Job, error) {
 		return nil, errors.New("jobctl: a submission without a job id")
 	}
 	return &Job{cfg: cfg, sub: sub, id: sub.GetJobId(), client: sub.GetClient(), epoch: 1, done: map[int64]*messages.ShardDone{},
-		ft: faultState{involved: map[string]bool{}, lost: map[string]bool{}, reported: map[int64]map[int64]bool{}}}, nil
+		lease: NewLeaseWatch(sub.GetJobId(), cfg.Lease, sub.GetSpec().GetDetached()),
+		ft:    faultState{involved: map[string]bool{}, lost: map[string]bool{}, reported: map[int64]map[int64]bool{}}}, nil
 }
 
 // Validate tells what is wrong with a configuration, naming the field: Self must name the

@@ -36,7 +36,7 @@ func (j *Job) begin(now time.Time, b Begin) {
 	j.m, j.n, j.density = b.Features, b.Samples, b.Density
 	j.ownsPartial = b.OwnsPartial
 	j.workers = slices.Clone(b.Workers)
-	j.leaseAt = now
+	_ = j.lease.Step(LeaseStart{At: now})
 	p := j.sub.GetSpec().GetShards()
 	if int64(len(b.Reserve)) != p {
 		j.fail(kindFailure, fmt.Sprintf("begin: %d reserves for %d shards", len(b.Reserve), p))

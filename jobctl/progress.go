@@ -160,9 +160,10 @@ func (j *Job) onTick(now time.Time) {
 	if j.over || !j.begun {
 		return
 	}
-	if lease := j.cfg.Lease; lease > 0 && !j.sub.GetSpec().GetDetached() && now.Sub(j.leaseAt) > lease {
-		j.log(warn, "canceling a job whose client is gone", slog.Duration("lease", lease))
-		j.fail(kindCanceled, fmt.Sprintf("job %s canceled: its client sent no word for %v (killed, or cut off from the cluster); submit with --detach for a job that runs on without its client", j.id, lease))
+	_ = j.lease.Step(LeaseTick{At: now})
+	if end := j.lease.Ready().End; end != nil {
+		j.log(warn, "canceling a job whose client is gone", slog.Duration("lease", j.cfg.Lease))
+		j.fail(kindCanceled, end.Reason)
 		return
 	}
 	if j.cfg.MaxJobTime > 0 && !j.started.IsZero() && now.Sub(j.started) > j.cfg.MaxJobTime {

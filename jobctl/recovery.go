@@ -340,7 +340,7 @@ func (j *Job) takeOver(now time.Time, t TakeOver) {
 	st := t.State
 	j.ft.takenOver = true
 	j.workers = slices.Clone(t.Workers)
-	j.leaseAt = now
+	_ = j.lease.Step(LeaseStart{At: now})
 	// A takeover starts a new generation of epochs, above any the old coordinator may still
 	// use if it was only cut off: its messages are then stale everywhere.
 	j.epoch = (st.Epoch>>EpochGenShift + 1) << EpochGenShift

@@ -15,7 +15,7 @@ func runADMM(e *shardEnv) {
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
 	rho := e.rho()
-	ops := newBlockOps(x, k, e.spec.Pool, e.flag)
+	ops := newBlockOps(x, k, e.spec.Pool, e.flag, e.gram())
 	w := append([]float64(nil), b...)
 	h := append([]float64(nil), c...)
 	phi := make([]float64, m*k)

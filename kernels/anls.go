@@ -17,7 +17,7 @@ func runANLS(e *shardEnv) {
 	first, initial, _ := e.begin()
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
-	ops := newBlockOps(x, k, e.spec.Pool, e.flag)
+	ops := newBlockOps(x, k, e.spec.Pool, e.flag, e.gram())
 	sqX := x.SqNorm()
 	h := make([]float64, k*n)
 	g := make([]float64, k*k)

@@ -27,7 +27,6 @@ func benchBlock(m, n, k int, zeros float64) Block {
 // BenchmarkCStep times DID's local step (C update + W, V) per form, kernel path and shape, on
 // all cores.
 func BenchmarkCStep(b *testing.B) {
-	defer SetKernelPath(KernelAuto)
 	for _, sh := range benchShapes {
 		x := benchBlock(sh.m, sh.n, sh.k, sh.sparse)
 		for _, form := range []Form{FormResidual, FormGram} {
@@ -36,13 +35,10 @@ func BenchmarkCStep(b *testing.B) {
 					continue // the residual form has no assembly
 				}
 				b.Run(fmt.Sprintf("%s/%s/%s", sh.name, form, path), func(b *testing.B) {
-					if err := SetKernelPath(path); err != nil {
-						b.Fatal(err)
-					}
 					pool := NewPool(0)
 					defer pool.Close()
 					bb, c := exactFactors(sh.m, sh.n, sh.k, 2)
-					st := newCStep(x, sh.k, pool, form, nil)
+					st := newCStep(x, sh.k, pool, form, nil, gramKernelsOf(path))
 					w := make([]float64, sh.m*sh.k)
 					v := make([]float64, sh.k*sh.k)
 					st.run(bb, c, w, v) // the first call also forms X C0^T for the starting objective

@@ -209,7 +209,7 @@ type muBeta struct {
 func newMUBeta(e *shardEnv) *muBeta {
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	s := &muBeta{e: e, x: x, m: m, n: n, k: k, mp: paddedK(m), kp: paddedK(k), loss: newBetaLoss(e.spec.Loss),
-		pen: e.penalty(), kern: activeGramKernels(), lanes: laneBounds(x, 2*k), bsum: make([]float64, k), denLen: m * k}
+		pen: e.penalty(), kern: e.gram(), lanes: laneBounds(x, 2*k), bsum: make([]float64, k), denLen: m * k}
 	s.bt = make([]float64, k*s.mp)
 	s.bp = make([]float64, colsRows(m)*s.kp) // rows from M on stay 0 (denseCols reads them)
 	if sp, ok := x.(*CSC); ok {

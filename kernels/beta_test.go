@@ -313,7 +313,7 @@ func TestLossObjectiveIsDirect(t *testing.T) {
 // each iteration runs exactly one collective (the "mu.beta" allreduce, whose payload is
 // counted) after one during initialisation.
 func TestLossShardCounts(t *testing.T) {
-	defer SetKernelPath(KernelAuto)
+	t.Parallel()
 	const m, n, k, iters = 14, 700, 4, 30
 	for _, c := range []lossCase{
 		{LossKL, false, penaltyCase{}}, {LossKL, true, testPenalty}, {LossIS, false, penaltyCase{}},
@@ -325,13 +325,11 @@ func TestLossShardCounts(t *testing.T) {
 			var ref *Result
 			for _, path := range AvailableKernelPaths() {
 				for _, threads := range []int{1, 2, 4} {
-					if err := SetKernelPath(path); err != nil {
-						t.Fatal(err)
-					}
 					cfg := baseConfig(MU, k, StopRule{MaxIter: iters})
 					cfg.Options = c.pen.options()
 					cfg.Options.Loss = c.loss
 					cfg.Threads = threads
+					cfg.Options.Kernel = path
 					res := mustRun(t, x, p, cfg)
 					if ref == nil {
 						ref = res
@@ -973,7 +971,7 @@ func TestLossObjectiveMatchesReference(t *testing.T) {
 // minLaneCols: a CSC block's lanes are cut at equal stored entries, a dense one's at equal
 // columns, and other lanes group the B update's partial sums otherwise.)
 func TestLossSparseSameBits(t *testing.T) {
-	defer SetKernelPath(KernelAuto)
+	t.Parallel()
 	d := sparsify(countsBlock(20, minLaneCols, 61), 0.85, 3)
 	if sp := ToCSC(d); !perEntryY(sp, sp.Rows) {
 		t.Fatalf("%d of %d entries stored: the test wants a block whose KL pass takes Y per entry", sp.NNZ(), 20*minLaneCols)
@@ -985,13 +983,11 @@ func TestLossSparseSameBits(t *testing.T) {
 				for _, st := range []Storage{StorageFloat64, StorageFloat32} {
 					for _, path := range AvailableKernelPaths() {
 						for _, threads := range []int{1, 2} {
-							if err := SetKernelPath(path); err != nil {
-								t.Fatal(err)
-							}
 							cfg := baseConfig(MU, 4, StopRule{MaxIter: 12})
 							cfg.Options = testPenalty.options()
 							cfg.Options.Loss, cfg.Options.Storage = loss, st
 							cfg.Threads = threads
+							cfg.Options.Kernel = path
 							res := mustRun(t, x, p, cfg)
 							if ref == nil {
 								ref = res

@@ -36,13 +36,14 @@ type cStep struct {
 	laneNorms []normSums
 	// Gram form only.
 	kern     *gramKernels
-	widening []widening // per lane, for a block stored as float32
-	gneg     []float64  // -G
-	ginv     []float64  // 1 / G_pp, 0 for a dead component
-	bp       []float64  // B in rows of Kp
-	sqX      float64    // ||X||^2 of the block
-	aPrev    []float64  // X C^T (rows of Kp) of the last call
-	vPrev    []float64  // C C^T of the last call
+	path     *gramKernels // the run's kernels (kern is them, or generic, in the Gram form)
+	widening []widening   // per lane, for a block stored as float32
+	gneg     []float64    // -G
+	ginv     []float64    // 1 / G_pp, 0 for a dead component
+	bp       []float64    // B in rows of Kp
+	sqX      float64      // ||X||^2 of the block
+	aPrev    []float64    // X C^T (rows of Kp) of the last call
+	vPrev    []float64    // C C^T of the last call
 	havePrev bool
 }
 
@@ -78,15 +79,15 @@ func (s *cStep) restore(st [][]float64) {
 	s.havePrev = true
 }
 
-// newCStep prepares the C step of a block; flag is the machine's interrupt flag (nil outside
-// a machine).
-func newCStep(x Block, k int, pool *Pool, form Form, flag *interruptFlag) *cStep {
+// newCStep prepares the C step of a block on the kernels kern (see gramKernelsOf); flag is the
+// machine's interrupt flag (nil outside a machine).
+func newCStep(x Block, k int, pool *Pool, form Form, flag *interruptFlag, kern *gramKernels) *cStep {
 	m, n := x.Dims()
 	if form == FormAuto {
 		form = ChooseForm(x, k)
 	}
 	s := &cStep{x: x, m: m, n: n, k: k, pool: pool, form: form,
-		lanes: laneBounds(x, k), g: make([]float64, k*k), flag: flag}
+		lanes: laneBounds(x, k), g: make([]float64, k*k), flag: flag, path: kern}
 	nl := len(s.lanes) - 1
 	s.laneW = make([][]float64, nl)
 	s.laneV = make([][]float64, nl)
@@ -99,7 +100,7 @@ func newCStep(x Block, k int, pool *Pool, form Form, flag *interruptFlag) *cStep
 		kp := paddedK(k)
 		aLen, vLen, scratch = m*kp, k*kp, gramLaneScratch(m, k)
 		s.vStride = kp
-		s.kern = activeGramKernels()
+		s.kern = kern
 		if sp, ok := x.(*CSC); ok && s.kern != &genericGram && sp.Validate() != nil {
 			// The assembly trusts row indices; a malformed block takes the bounds-checked path.
 			s.kern = &genericGram
@@ -190,7 +191,7 @@ func (s *cStep) runGram(b, c, w, v []float64) (prev, post float64) {
 	packRows(s.bp, b, m, k)
 	if !s.havePrev {
 		// First call: X C0^T and C0 C0^T for the objective of the starting point.
-		ops := newBlockOps(s.x, k, s.pool, s.flag)
+		ops := newBlockOps(s.x, k, s.pool, s.flag, s.path)
 		a := make([]float64, m*k)
 		ops.xct(c, a)
 		packRows(s.aPrev, a, m, k)

@@ -46,7 +46,7 @@ func runDID(e *shardEnv) {
 		runDIDMasked(e, first, initial)
 		return
 	}
-	st := newCStep(e.spec.X, e.k, e.spec.Pool, e.spec.Form, e.flag)
+	st := newCStep(e.spec.X, e.k, e.spec.Pool, e.spec.Form, e.flag, e.gram())
 	if first > 1 {
 		st.restore(state)
 	}

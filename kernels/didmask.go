@@ -40,8 +40,8 @@ import (
 //  4. Steps 3 and 4 of the Gram lane: A = X_o C^T and V = C C^T.
 //
 // A lane's sums run over its columns in order and the lanes' sums are added in lane order.
-// Without a test set and with C of at most didMaskRowPassBytes (it stays in the cache), or
-// when the lanes' row sums would take more than didMaskLaneBudget floats, the lanes keep no
+// Without a test set and with C of at most didMaskTuning.rowPassBytes (it stays in the cache), or
+// when the lanes' row sums would take more than didMaskTuning.laneBudget floats, the lanes keep no
 // row sums and the row pass forms the same lane partials from the row lists instead, with
 // the same operations: a lane's part of a row's list is already the column list the indexed
 // kernel takes, so it costs no gathering (held-out residuals are computed again, by the same
@@ -110,31 +110,34 @@ func newDIDMaskLayout(m, k int, test, norms bool) didMaskLayout {
 	return y
 }
 
-// didMaskLaneBudget bounds the floats of the lanes' row sums (S_i, and with a test set Rt_i
-// and Vt_i, for every row, in every lane). Beyond it the lanes keep none and the row pass sums
-// the same lane partials from the row lists (tests lower it to check that both give the same
-// bits).
-var didMaskLaneBudget = lanePartialBudget
+// didMaskTuning are masked DID's internal choices, which depend on the shape only and give
+// the same bits either way; a run takes didMaskDefaults, and tests move them (through
+// Options.maskTuning) to check that every choice gives the same bits.
+type didMaskTuning struct {
+	// laneBudget bounds the floats of the lanes' row sums (S_i, and with a test set Rt_i and
+	// Vt_i, for every row, in every lane). Beyond it the lanes keep none and the row pass sums
+	// the same lane partials from the row lists.
+	laneBudget int
+	// rowPassBytes: without a test set, when C (N K floats) takes at most this many bytes, the
+	// row pass sums the S_i from the row lists, reading the c_j from C at random (C stays in
+	// the cache), instead of the lanes gathering them by row as they go, which costs a
+	// scattered store per unobserved entry; a larger C, or a test set (whose residuals the
+	// lanes compute where c_j is at hand), is read where the lanes just wrote it.
+	rowPassBytes int
+	// rowSumScalar: rowSum sums n rows in Go when n K(K+1)/2 is at most this, else on the
+	// kernel path (the same operations).
+	rowSumScalar int
+	// tableBudget bounds M K^2, the size of masked DID's tables of B's rows; beyond it
+	// columnGram forms every G_j (the same values).
+	tableBudget int
+}
 
-// didMaskRowPassBytes: without a test set, when C (N K floats) takes at most this many bytes,
-// the row pass sums the S_i from the row lists, reading the c_j from C at random (C stays in
-// the cache), instead of the lanes gathering them by row as they go, which costs a scattered
-// store per unobserved entry; a larger C, or a test set (whose residuals the lanes compute
-// where c_j is at hand), is read where the lanes just wrote it. Tests move it to check that
-// both give the same bits.
-var didMaskRowPassBytes = 8 << 20
+// didMaskDefaults are the choices of every run (Options.maskTuning nil).
+var didMaskDefaults = didMaskTuning{laneBudget: lanePartialBudget, rowPassBytes: 8 << 20, rowSumScalar: 64, tableBudget: 1 << 20}
 
 // didMaskRowBlock is the most rows the row pass sums together, column lane by column lane
 // (without a test set).
 const didMaskRowBlock = 64
-
-// didMaskRowSumScalar: rowSum sums n rows in Go when n K(K+1)/2 is at most this, else on the
-// kernel path (the same operations; tests move it to check that).
-var didMaskRowSumScalar = 64
-
-// didMaskTableBudget bounds M K^2, the size of masked DID's tables of B's rows; beyond it
-// columnGram forms every G_j (the same values).
-var didMaskTableBudget = 1 << 20
 
 // didMaskLane is a column lane's work space and partial sums.
 type didMaskLane struct {
@@ -169,6 +172,7 @@ type didMasked struct {
 	ll          int // lowerLen(k)
 	pool        *Pool
 	kern        *gramKernels
+	tune        didMaskTuning
 	lanes       []int   // column lanes
 	ucol        []int32 // the column of each entry of the column lists
 	mcols       []int32 // the columns with unobserved entries
@@ -181,7 +185,7 @@ type didMasked struct {
 	gRows       []float64 // -G in K rows of Kp (lower triangle; 0 above it)
 	bp          []float64 // B in rows of Kp (colsRows(M) rows, zero beyond M)
 	brow        []float64 // B row-major (M x K)
-	// The row tables (when M K^2 <= didMaskTableBudget), for a column whose one unobserved
+	// The row tables (when M K^2 <= didMaskTuning.tableBudget), for a column whose one unobserved
 	// entry is in row i: one its -G_j, oneOK whether columnGram takes it, oneUpd and oneInv
 	// its update form (oneUpd is one without an L2 penalty on C).
 	one, oneUpd, oneInv []float64
@@ -238,7 +242,10 @@ func newDIDMasked(e *shardEnv) *didMasked {
 		brow: make([]float64, m*k), vl: make([]float64, ll),
 		vfull: make([]float64, k*k), rows: rowLaneBounds(m), rowObj: make([]float64, m),
 		rowTest: make([]float64, m), l1: pen.l1C, l2: pen.l2C, pen: pen, test: sm.test,
-		direct: e.spec.Form == FormResidual, needDirect: make([]bool, m)}
+		direct: e.spec.Form == FormResidual, needDirect: make([]bool, m), tune: didMaskDefaults}
+	if t := e.spec.maskTuning; t != nil {
+		d.tune = *t
+	}
 	d.lay = newDIDMaskLayout(m, k, d.test, pen.coef())
 	d.ucol = make([]int32, len(sm.urow))
 	for j := 0; j < n; j++ {
@@ -249,7 +256,7 @@ func newDIDMasked(e *shardEnv) *didMasked {
 			d.ucol[t] = int32(j)
 		}
 	}
-	if m*k*k <= didMaskTableBudget {
+	if m*k*k <= d.tune.tableBudget {
 		d.one, d.oneInv, d.oneOK = make([]float64, m*k*k), make([]float64, m*k), make([]bool, m)
 		d.lt, d.rt2 = make([]float64, m*k*k), make([]float64, m*k*k)
 		d.oneUpd = d.one
@@ -261,7 +268,7 @@ func newDIDMasked(e *shardEnv) *didMasked {
 		d.sqXo += v
 	}
 	d.partial = make([]float64, d.lay.total)
-	d.kern = activeGramKernels()
+	d.kern = e.gram()
 	if sp, ok := sm.x.(*CSC); ok && d.kern != &genericGram && sp.Validate() != nil {
 		d.kern = &genericGram // the assembly trusts row indices
 	}
@@ -303,10 +310,10 @@ func newDIDMasked(e *shardEnv) *didMasked {
 		}
 		return nl * n
 	}
-	for chunk > 4 && stageLen(chunk) > didMaskLaneBudget {
+	for chunk > 4 && stageLen(chunk) > d.tune.laneBudget {
 		chunk /= 2
 	}
-	d.fused = stageLen(chunk) <= didMaskLaneBudget && (d.test || n*k*8 > didMaskRowPassBytes)
+	d.fused = stageLen(chunk) <= d.tune.laneBudget && (d.test || n*k*8 > d.tune.rowPassBytes)
 	d.lane = make([]*didMaskLane, nl)
 	for l := range d.lane {
 		ls := &didMaskLane{h: make([]float64, gramBatchCols*kp), cs: make([]float64, gramBatchCols*kp),
@@ -1002,7 +1009,7 @@ func (d *didMasked) rowSum(ls *didMaskLane, s []float64, list []int32, complemen
 	if complement {
 		n = m - n
 	}
-	if n*lowerLen(k) <= didMaskRowSumScalar {
+	if n*lowerLen(k) <= d.tune.rowSumScalar {
 		add := func(i int) {
 			bi := d.brow[i*k : i*k+k]
 			for p, bp := range bi {

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -148,7 +149,7 @@ func TestGramLaneSpec(t *testing.T) {
 // TestKernelPathsSameFactors: whole runs of every algorithm give bitwise the same factors on
 // every kernel path, dense and sparse, on 1 and 3 shards and 1 and 2 threads.
 func TestKernelPathsSameFactors(t *testing.T) {
-	defer SetKernelPath(KernelAuto)
+	t.Parallel()
 	paths := AvailableKernelPaths()
 	dense := synthDense(12, 300, 4, 41, 0.05)
 	blocks := map[string]Block{"dense": dense, "sparse": ToCSC(sparsify(dense, 0.6, 42))}
@@ -161,11 +162,9 @@ func TestKernelPathsSameFactors(t *testing.T) {
 				var ref *Result
 				for _, p := range paths {
 					for _, threads := range []int{1, 2} {
-						if err := SetKernelPath(p); err != nil {
-							t.Fatal(err)
-						}
 						cfg := baseConfig(info.Name, 4, StopRule{MaxIter: 12})
 						cfg.Threads = threads
+						cfg.Options.Kernel = p
 						res := mustRun(t, x, shards, cfg)
 						if ref == nil {
 							ref = res
@@ -206,6 +205,53 @@ func TestParseKernelPath(t *testing.T) {
 		t.Error("SetKernelPath(9) accepted")
 	}
 	_ = fmt.Sprint(ActiveKernelPath())
+}
+
+// TestOptionsKernelChoosesThePath: Options.Kernel picks the kernels a run uses (the tests that
+// compare paths set it rather than the process's path, so they can run in parallel): each
+// available path its own kernels, distinct paths distinct kernels (so those tests compare
+// different code), KernelAuto the process's; a path that cannot run here is refused.
+func TestOptionsKernelChoosesThePath(t *testing.T) {
+	t.Parallel()
+	paths := AvailableKernelPaths()
+	x := synthDense(12, 40, 4, 3, 0.05)
+	pool := NewPool(1)
+	defer pool.Close()
+	seen := map[*gramKernels]KernelPath{}
+	for _, p := range paths {
+		want := gramKernelsFor(p)
+		e := newShardEnv(&Machine{}, ShardSpec{X: x, K: 4, Options: Options{Kernel: p}})
+		if got := e.gram(); got != want {
+			t.Errorf("Options.Kernel %s: the run's kernels are not the path's", p)
+		}
+		if st := newCStep(x, 4, pool, FormGram, nil, e.gram()); st.kern != want {
+			t.Errorf("Options.Kernel %s: DID's Gram-form C step does not use the path's kernels", p)
+		}
+		if q, dup := seen[want]; dup {
+			t.Errorf("paths %s and %s share their kernels: comparing them compares nothing", q, p)
+		}
+		seen[want] = p
+	}
+	if gramKernelsOf(KernelAuto) != activeGramKernels() {
+		t.Error("Options.Kernel auto does not take the process's path")
+	}
+	bad := []KernelPath{KernelPath(9)}
+	for _, p := range []KernelPath{KernelAVX2, KernelAVX512} {
+		if CheckKernelPath(p) != nil {
+			bad = append(bad, p)
+		}
+	}
+	for _, p := range bad {
+		blocks, err := Split(x, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := baseConfig(DID, 4, StopRule{MaxIter: 2})
+		cfg.Options.Kernel = p
+		if _, err := Run(context.Background(), blocks, cfg); err == nil {
+			t.Errorf("a run with Options.Kernel %s, which cannot run here, was accepted", p)
+		}
+	}
 }
 
 // TestAVX2AssemblyUsesVEXRegisters: the AVX2 functions of the generated assembly name no vector

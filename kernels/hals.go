@@ -25,7 +25,7 @@ func runHALS(e *shardEnv) {
 	}
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
-	ops := newBlockOps(x, k, e.spec.Pool, e.flag)
+	ops := newBlockOps(x, k, e.spec.Pool, e.flag, e.gram())
 	sqX := x.SqNorm()
 	xc := make([]float64, m)
 	bx := make([]float64, n)

@@ -31,7 +31,7 @@ func runHPCANLS(e *shardEnv) {
 	for s := range segments {
 		segments[s] = (rowRanges[s+1] - rowRanges[s]) * k
 	}
-	ops := newBlockOps(x, k, e.spec.Pool, e.flag)
+	ops := newBlockOps(x, k, e.spec.Pool, e.flag, e.gram())
 	pen := e.penalty()
 	var sqX float64
 	if first > 1 {

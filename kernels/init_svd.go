@@ -22,7 +22,7 @@ const (
 func (e *shardEnv) initNNDSVD(fillMean bool) (b, c []float64) {
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	l := min(k+svdOversample, m, e.spec.TotalCols)
-	ops := newBlockOps(x, l, e.spec.Pool, e.flag)
+	ops := newBlockOps(x, l, e.spec.Pool, e.flag, e.gram())
 	omega := make([]float64, l*n)
 	span := e.flag.span(normWork*l, 1)
 	for j0 := 0; j0 < n; j0 += span {

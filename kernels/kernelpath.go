@@ -130,3 +130,16 @@ func activeGramKernels() *gramKernels {
 	}
 	return &genericGram
 }
+
+// gramKernelsOf returns the Gram lane kernels of path p (Options.Kernel): the active path's
+// for KernelAuto, the generic ones for a path that cannot run here (ShardSpec validation
+// refuses those first).
+func gramKernelsOf(p KernelPath) *gramKernels {
+	if p == KernelAuto {
+		return activeGramKernels()
+	}
+	if k := gramKernelsFor(p); k != nil {
+		return k
+	}
+	return &genericGram
+}

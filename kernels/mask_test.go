@@ -376,7 +376,7 @@ func TestMissingEntriesDoNotMatter(t *testing.T) {
 // TestMaskedBitsAcrossPathsAndThreads: a masked fit is bitwise the same on every kernel path,
 // thread count and storage.
 func TestMaskedBitsAcrossPathsAndThreads(t *testing.T) {
-	defer SetKernelPath(KernelAuto)
+	t.Parallel()
 	o := Options{Missing: true, TestFraction: 0.1, TestSeed: 2}
 	for _, in := range maskInputs()[:2] {
 		for _, a := range MaskAlgorithms() {
@@ -389,13 +389,11 @@ func TestMaskedBitsAcrossPathsAndThreads(t *testing.T) {
 				for _, path := range AvailableKernelPaths() {
 					for _, threads := range []int{1, 2, 4} {
 						for _, st := range []Storage{StorageFloat64, StorageFloat32} {
-							if err := SetKernelPath(path); err != nil {
-								t.Fatal(err)
-							}
 							cfg := baseConfig(a, 3, StopRule{MaxIter: 12})
 							cfg.Options = o
 							cfg.Options.Storage = st
 							cfg.Threads = threads
+							cfg.Options.Kernel = path
 							res := mustRun(t, in.x, p, cfg)
 							if ref == nil {
 								ref = res
@@ -987,16 +985,15 @@ func TestMaskedInterrupt(t *testing.T) {
 
 // TestMaskedDIDVariantsSameBits: masked DID's internal choices, which depend on the shape
 // only, give the same bits: the row sums gathered by the lanes or by the row pass
-// (didMaskLaneBudget, didMaskRowPassBytes), the tables of B's rows or every G_j formed
-// (didMaskTableBudget), and the restricted Gram matrices summed in Go or on the kernel path
-// (didMaskRowSumScalar); at rank 3 and at rank 10 (the AVX-512 indexed kernels).
+// (didMaskTuning's laneBudget, rowPassBytes), the tables of B's rows or every G_j formed
+// (tableBudget), and the restricted Gram matrices summed in Go or on the kernel path
+// (rowSumScalar); at rank 3 and at rank 10 (the AVX-512 indexed kernels).
 func TestMaskedDIDVariantsSameBits(t *testing.T) {
-	defer func(lane, table, scalar, rowPass int) {
-		didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar, didMaskRowPassBytes = lane, table, scalar, rowPass
-	}(didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar, didMaskRowPassBytes)
-	base := [4]int{didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar, didMaskRowPassBytes}
-	set := func(v [4]int) {
-		didMaskLaneBudget, didMaskTableBudget, didMaskRowSumScalar, didMaskRowPassBytes = v[0], v[1], v[2], v[3]
+	t.Parallel()
+	d := didMaskDefaults
+	base := [4]int{d.laneBudget, d.tableBudget, d.rowSumScalar, d.rowPassBytes}
+	tuning := func(v [4]int) *didMaskTuning {
+		return &didMaskTuning{laneBudget: v[0], tableBudget: v[1], rowSumScalar: v[2], rowPassBytes: v[3]}
 	}
 	variants := []struct {
 		name string
@@ -1015,10 +1012,9 @@ func TestMaskedDIDVariantsSameBits(t *testing.T) {
 				for _, p := range []int{1, 3} {
 					cfg := baseConfig(DID, k, StopRule{MaxIter: 12})
 					cfg.Options = mo.o
-					set(base)
 					ref := mustRun(t, in.x, p, cfg)
 					for _, v := range variants {
-						set(v.v)
+						cfg.Options.maskTuning = tuning(v.v)
 						got := mustRun(t, in.x, p, cfg)
 						if !bitwiseEqual(got.B, ref.B) || !bitwiseEqual(got.C, ref.C) ||
 							math.Float64bits(got.TestSSE) != math.Float64bits(ref.TestSSE) ||
@@ -1036,18 +1032,16 @@ func TestMaskedDIDVariantsSameBits(t *testing.T) {
 // TestMaskedDIDRank10Paths: at rank 10 (the AVX-512 indexed kernels, two passes on AVX2),
 // masked DID gives the same bits on every kernel path and thread count.
 func TestMaskedDIDRank10Paths(t *testing.T) {
-	defer SetKernelPath(KernelAuto)
+	t.Parallel()
 	for _, in := range maskInputs()[:2] {
 		for _, mo := range maskOptions {
 			var ref *Result
 			for _, path := range AvailableKernelPaths() {
 				for _, threads := range []int{1, 2} {
-					if err := SetKernelPath(path); err != nil {
-						t.Fatal(err)
-					}
 					cfg := baseConfig(DID, 10, StopRule{MaxIter: 8})
 					cfg.Options = mo.o
 					cfg.Threads = threads
+					cfg.Options.Kernel = path
 					res := mustRun(t, in.x, 2, cfg)
 					if ref == nil {
 						ref = res
@@ -1068,15 +1062,17 @@ func TestMaskedDIDRank10Paths(t *testing.T) {
 // ranks 3 and 10, with the row sums gathered by the lanes and by the row pass, on one worker
 // and on two.
 func TestMaskedDIDNoAllocations(t *testing.T) {
-	defer func(v int) { didMaskRowPassBytes = v }(didMaskRowPassBytes)
 	for _, workers := range []int{1, 2} {
 		pool := NewPool(workers)
 		for _, k := range []int{3, 10} {
 			for _, rowPass := range []int{0, 1 << 30} {
-				didMaskRowPassBytes = rowPass
+				tune := didMaskDefaults
+				tune.rowPassBytes = rowPass
 				for _, in := range maskInputs()[:2] {
 					for _, mo := range maskOptions[:2] {
-						ms := newMachines(t, maskedSpecs(t, in.x, 1, DID, k, mo.o, nil, nil, pool), nil)
+						o := mo.o
+						o.maskTuning = &tune
+						ms := newMachines(t, maskedSpecs(t, in.x, 1, DID, k, o, nil, nil, pool), nil)
 						driveMachines(t, ms, 2, nil)
 						m := ms[0]
 						if a := allocsPerIteration(t, m); a != 0 {

@@ -70,7 +70,7 @@ func runMU(e *shardEnv) {
 func runMUFrobenius(e *shardEnv, first int, initial float64) {
 	x, m, n, k := e.spec.X, e.rows, e.cols, e.k
 	b, c := e.B, e.C
-	ops := newBlockOps(x, k, e.spec.Pool, e.flag)
+	ops := newBlockOps(x, k, e.spec.Pool, e.flag, e.gram())
 	sqXi := x.SqNorm()
 	h := make([]float64, k*n)
 	g := make([]float64, k*k)

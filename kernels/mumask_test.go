@@ -369,7 +369,7 @@ func TestMaskedMUMissingEntriesDoNotMatter(t *testing.T) {
 // thread count and storage, for every loss and input, on 1 and 3 shards; 2, 3 and 5 shards
 // agree with 1 to round-off (1e-12 relative; measured much less), as unmasked MU does.
 func TestMaskedMUBitsAcrossPathsThreadsShards(t *testing.T) {
-	defer SetKernelPath(KernelAuto)
+	t.Parallel()
 	o := Options{Missing: true, TestFraction: 0.1, TestSeed: 2}
 	worst := 0.0
 	for _, loss := range muMaskLosses {
@@ -385,14 +385,12 @@ func TestMaskedMUBitsAcrossPathsThreadsShards(t *testing.T) {
 									continue
 								}
 							}
-							if err := SetKernelPath(path); err != nil {
-								t.Fatal(err)
-							}
 							cfg := baseConfig(MU, 3, StopRule{MaxIter: 10})
 							cfg.Options = testPenalty.options()
 							cfg.Options.Missing, cfg.Options.TestFraction, cfg.Options.TestSeed = o.Missing, o.TestFraction, o.TestSeed
 							cfg.Options.Loss, cfg.Options.Storage = loss, st
 							cfg.Threads = threads
+							cfg.Options.Kernel = path
 							res := mustRun(t, in.x, p, cfg)
 							if ref == nil {
 								ref = res

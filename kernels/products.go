@@ -27,12 +27,12 @@ type blockOps struct {
 	colK, col1 int
 }
 
-func newBlockOps(x Block, k int, pool *Pool, flag *interruptFlag) *blockOps {
+func newBlockOps(x Block, k int, pool *Pool, flag *interruptFlag, kern *gramKernels) *blockOps {
 	m, n := x.Dims()
 	kp := paddedK(k)
 	o := &blockOps{x: x, m: m, n: n, k: k, kp: kp, pool: pool, lanes: laneBounds(x, k), brow: make([]float64, m*k),
 		bp: make([]float64, m*kp), flag: flag, colK: flag.span(colWork(x, kp), 1), col1: flag.span(colWork(x, 1), 1)}
-	o.kern = activeGramKernels()
+	o.kern = kern
 	if sp, ok := x.(*CSC); ok && o.kern != &genericGram && sp.Validate() != nil {
 		o.kern = &genericGram // the assembly trusts row indices
 	}

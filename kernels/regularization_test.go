@@ -322,7 +322,7 @@ func TestPenalizedBCDFamilySameIterates(t *testing.T) {
 // shards (TestKernelPathsSameFactors with penalties), on shapes that reach DID's fused
 // small-shape kernel (which subtracts the L1 term itself) and its column-lane kernels.
 func TestPenalizedKernelPathsSameFactors(t *testing.T) {
-	defer SetKernelPath(KernelAuto)
+	t.Parallel()
 	paths := AvailableKernelPaths()
 	dense := synthDense(12, 300, 4, 41, 0.05)
 	small := synthDense(6, 300, 4, 43, 0.05) // M <= 8, K = 4: DID's fused kernel
@@ -341,12 +341,10 @@ func TestPenalizedKernelPathsSameFactors(t *testing.T) {
 					var ref *Result
 					for _, p := range paths {
 						for _, threads := range []int{1, 2} {
-							if err := SetKernelPath(p); err != nil {
-								t.Fatal(err)
-							}
 							cfg := baseConfig(info.Name, 4, StopRule{MaxIter: 12})
 							cfg.Options = pc.options()
 							cfg.Threads = threads
+							cfg.Options.Kernel = p
 							res := mustRun(t, in.x, shards, cfg)
 							if ref == nil {
 								ref = res
@@ -411,7 +409,7 @@ func TestPenalizedShardCounts(t *testing.T) {
 // the same bits on a dense block and its CSC form, and every algorithm the same bits on a block
 // stored as float32, on every kernel path (TestLayoutSameBits, TestNarrowStorageSameBits).
 func TestPenalizedLayoutAndStorageSameBits(t *testing.T) {
-	defer SetKernelPath(KernelAuto)
+	t.Parallel()
 	dense := countsBlock(40, 300, 53)
 	sparse := ToCSC(dense)
 	for _, info := range penalizedAlgorithms() {
@@ -420,11 +418,9 @@ func TestPenalizedLayoutAndStorageSameBits(t *testing.T) {
 			shards = 3
 		}
 		for _, p := range AvailableKernelPaths() {
-			if err := SetKernelPath(p); err != nil {
-				t.Fatal(err)
-			}
 			cfg := baseConfig(info.Name, 5, StopRule{MaxIter: 10})
 			cfg.Options = testPenalty.options()
+			cfg.Options.Kernel = p
 			a := mustRun(t, dense, shards, cfg)
 			b := mustRun(t, sparse, shards, cfg)
 			if info.LayoutInvariant && (!bitwiseEqual(a.B, b.B) || !bitwiseEqual(a.C, b.C)) {

@@ -160,6 +160,14 @@ type Options struct {
 	// is reported every iteration ("Held-out entries" in the package doc). 0: no test set.
 	TestFraction float64
 	TestSeed     uint64
+	// Kernel is the kernel path this run's kernels use; KernelAuto (the zero value) takes the
+	// process's (SetKernelPath). Every path computes the same bits, so only the speed
+	// depends on it; naming one lets runs on different paths go side by side in one process
+	// (the tests that compare paths do).
+	Kernel KernelPath
+	// maskTuning, when set, replaces masked DID's internal choices (didMaskDefaults): tests
+	// move them to check that every choice gives the same bits.
+	maskTuning *didMaskTuning
 }
 
 // ShardSpec is everything one shard needs to run its part of a job.
@@ -226,6 +234,9 @@ func (s *ShardSpec) validate() error {
 	if s.Pool == nil {
 		return fmt.Errorf("shard %d has no worker pool", s.Shard)
 	}
+	if err := CheckKernelPath(s.Kernel); err != nil {
+		return err
+	}
 	if s.Algo == Transform {
 		if s.Init.Method != InitCustom || len(s.Init.B0) == 0 {
 			return fmt.Errorf("transform needs the basis: init custom with B0 (M x K)")
@@ -290,6 +301,9 @@ func (e *shardEnv) coef() []float64  { return e.C }
 
 // penalty returns the job's scaled penalties: M features, N = TotalCols samples.
 func (e *shardEnv) penalty() penalty { return newPenalty(e.spec.Options, e.rows, e.spec.TotalCols) }
+
+// gram returns the Gram lane kernels of the run's kernel path (Options.Kernel).
+func (e *shardEnv) gram() *gramKernels { return gramKernelsOf(e.spec.Kernel) }
 
 func (e *shardEnv) rho() float64 {
 	if e.spec.Rho == 0 {

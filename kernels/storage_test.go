@@ -19,7 +19,7 @@ func countsBlock(m, n int, seed uint64) *Dense {
 // TestNarrowStorageSameBits: a block stored as float32 gives bitwise the factors of the same
 // block stored as float64, for every algorithm, dense and sparse, on every kernel path.
 func TestNarrowStorageSameBits(t *testing.T) {
-	defer SetKernelPath(KernelAuto)
+	t.Parallel()
 	dense := countsBlock(14, 400, 51)
 	wide := map[string]Block{"dense": dense, "sparse": ToCSC(dense)}
 	for _, info := range Algorithms() {
@@ -39,10 +39,8 @@ func TestNarrowStorageSameBits(t *testing.T) {
 				shards = 3
 			}
 			for _, p := range AvailableKernelPaths() {
-				if err := SetKernelPath(p); err != nil {
-					t.Fatal(err)
-				}
 				cfg := baseConfig(info.Name, 4, StopRule{MaxIter: 10})
+				cfg.Options.Kernel = p
 				a := mustRun(t, x, shards, cfg)
 				b := mustRun(t, narrow, shards, cfg)
 				if !bitwiseEqual(a.B, b.B) || !bitwiseEqual(a.C, b.C) || a.Objective != b.Objective {
@@ -104,7 +102,7 @@ func TestWidenRoundTrip(t *testing.T) {
 // and ADMM form some products differently on the two layouts and round differently (which is
 // why the layout depends on the data only, see matio.SparseBelow).
 func TestLayoutSameBits(t *testing.T) {
-	defer SetKernelPath(KernelAuto)
+	t.Parallel()
 	dense := countsBlock(40, 300, 53)
 	sparse := ToCSC(dense)
 	// The algorithms that claim it (AlgorithmInfo.LayoutInvariant, which lets the layout follow
@@ -118,10 +116,8 @@ func TestLayoutSameBits(t *testing.T) {
 			shards = 3
 		}
 		for _, p := range AvailableKernelPaths() {
-			if err := SetKernelPath(p); err != nil {
-				t.Fatal(err)
-			}
 			cfg := baseConfig(info.Name, 5, StopRule{MaxIter: 10})
+			cfg.Options.Kernel = p
 			a := mustRun(t, dense, shards, cfg)
 			b := mustRun(t, sparse, shards, cfg)
 			if !bitwiseEqual(a.B, b.B) || !bitwiseEqual(a.C, b.C) {

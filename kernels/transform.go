@@ -22,7 +22,7 @@ func runTransform(e *shardEnv) {
 	first, initial, _ := e.begin()
 	x, n, k := e.spec.X, e.cols, e.k
 	b, c := e.B, e.C
-	ops := newBlockOps(x, k, e.spec.Pool, e.flag)
+	ops := newBlockOps(x, k, e.spec.Pool, e.flag, e.gram())
 	h := make([]float64, k*n)
 	g := make([]float64, k*k)
 	ws := laneWorkspaces(len(ops.lanes)-1, k, e.flag)

@@ -154,6 +154,7 @@ func TestTransformIsExactNNLS(t *testing.T) {
 // TestTransformSameBitsEverywhere: a sample's coefficients do not depend on the shard count,
 // the threads or the kernel path, and a warm start from the solution finds it again.
 func TestTransformSameBitsEverywhere(t *testing.T) {
+	t.Parallel()
 	m, n, k := 10, 900, 3
 	basis := mustRun(t, synthDense(m, 2000, k, 5, 0.02), 1, Config{Algo: ANLS, K: k, Seed: 2, Stop: StopRule{MaxIter: 20}}).B
 	x := synthDense(m, n, k, 8, 0.05)
@@ -168,8 +169,8 @@ func TestTransformSameBitsEverywhere(t *testing.T) {
 			}
 		}
 	}
-	forEachKernelPath(t, func(t *testing.T) {
-		if got := mustRun(t, x, 3, transformConfig(k, basis, Options{})); !slices.Equal(got.C, want.C) {
+	forEachKernelPath(t, func(t *testing.T, path KernelPath) {
+		if got := mustRun(t, x, 3, transformConfig(k, basis, Options{Kernel: path})); !slices.Equal(got.C, want.C) {
 			t.Errorf("coef differs from the default path's")
 		}
 	})
@@ -227,13 +228,10 @@ func TestTransformRefuses(t *testing.T) {
 	}
 }
 
-// forEachKernelPath runs f once on every kernel path this CPU offers.
-func forEachKernelPath(t *testing.T, f func(t *testing.T)) {
-	defer SetKernelPath(KernelAuto)
+// forEachKernelPath runs f once on every kernel path this CPU offers, with the path to use
+// (Options.Kernel).
+func forEachKernelPath(t *testing.T, f func(t *testing.T, path KernelPath)) {
 	for _, p := range AvailableKernelPaths() {
-		if err := SetKernelPath(p); err != nil {
-			t.Fatal(err)
-		}
-		t.Run(p.String(), f)
+		t.Run(p.String(), func(t *testing.T) { f(t, p) })
 	}
 }

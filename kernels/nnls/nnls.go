@@ -53,7 +53,9 @@
 // Everything is deterministic: no maps, no goroutines, fixed loop orders. The same inputs give
 // bitwise-identical outputs, independent of the workspace's history (the cache holds pure
 // functions of G and the passive set). Inputs containing NaN or Inf are not supported (the
-// result is unspecified) but the solver terminates.
+// result is unspecified) but the solver terminates within the iteration caps, every entry of
+// X is >= 0 (never NaN), and the columns whose right-hand side is finite over a finite G are
+// solved as without the others.
 package nnls
 
 import (

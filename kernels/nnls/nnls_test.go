@@ -456,23 +456,68 @@ func TestCapFallback(t *testing.T) {
 	}
 }
 
+// TestNaNDoesNotHang: NaN and Inf in G or F (unsupported input) do not make Solve loop: it
+// does no more work than the iteration caps allow (the interrupt, asked every stopWork
+// multiply-adds, counts the work and stops a Solve that exceeds the bound, failing the test),
+// it reports at most n capped columns, every entry of X is >= 0 and never NaN, and a column
+// whose right-hand side is finite over a finite G gets the same bits as without the bad one.
 func TestNaNDoesNotHang(t *testing.T) {
+	t.Parallel()
 	k, n := 4, 3
 	r := rand.New(rand.NewPCG(1, 2))
 	p := randomProblem(r, k, 8, n, 0)
-	for _, mod := range []func(G, F []float64){
-		func(G, F []float64) { F[1] = math.NaN() },
-		func(G, F []float64) { G[1] = math.NaN(); G[k] = math.NaN() },
-		func(G, F []float64) { G[k+1] = math.NaN() },
-		func(G, F []float64) { G[0] = math.Inf(1) },
-		func(G, F []float64) { F[0] = math.Inf(-1); F[5] = math.Inf(1) },
+	// The most work a column can take: MaxIter(k) pivoting solves, then Lawson–Hanson's
+	// MaxIter(k) outer steps of two solves and at most k+1 inner ones (each drops a passive
+	// variable); a solve counts k(s+1) <= k(k+1) and a factorization at most k rows of
+	// k*k/2+1.
+	solves := MaxIter(k) + MaxIter(k)*(k+3)
+	bound := n * solves * (k*(k+1) + k*(k*k/2+1))
+	asks := bound / stopWork // the interrupt calls a terminating Solve may make
+	clean := make([]float64, k*n)
+	NewWorkspace(k).Solve(p.G, p.F, clean, n, false)
+	for _, c := range []struct {
+		name string
+		mod  func(G, F []float64)
+		// fine are the columns the change leaves finite (over a finite G).
+		fine []int
+	}{
+		{"NaN in F's column 0", func(G, F []float64) { F[1] = math.NaN() }, []int{1, 2}},
+		{"NaN in G's row and column 1", func(G, F []float64) { G[1] = math.NaN(); G[k] = math.NaN() }, nil},
+		{"NaN on G's diagonal", func(G, F []float64) { G[k+1] = math.NaN() }, nil},
+		{"+Inf in G", func(G, F []float64) { G[0] = math.Inf(1) }, nil},
+		{"-Inf and +Inf in F's columns 0 and 1", func(G, F []float64) { F[0] = math.Inf(-1); F[5] = math.Inf(1) }, []int{2}},
 	} {
-		G := append([]float64(nil), p.G...)
-		F := append([]float64(nil), p.F...)
-		mod(G, F)
-		X := make([]float64, k*n)
-		NewWorkspace(k).Solve(G, F, X, n, false)
-		NewWorkspace(k).Solve(G, F, X, n, true)
+		for _, warm := range []bool{false, true} {
+			G := append([]float64(nil), p.G...)
+			F := append([]float64(nil), p.F...)
+			c.mod(G, F)
+			X := make([]float64, k*n)
+			if warm {
+				copy(X, clean) // a warm start from the clean solution
+			}
+			w := NewWorkspace(k)
+			calls := 0
+			w.SetInterrupt(func() bool { calls++; return calls > asks })
+			capped := w.Solve(G, F, X, n, warm)
+			if calls > asks {
+				t.Fatalf("%s (warm %v): Solve did more than the %d multiply-adds the iteration caps allow", c.name, warm, bound)
+			}
+			if capped < 0 || capped > n {
+				t.Errorf("%s (warm %v): %d columns capped of %d", c.name, warm, capped, n)
+			}
+			for i, v := range X {
+				if !(v >= 0) {
+					t.Errorf("%s (warm %v): X[%d] = %v, want >= 0", c.name, warm, i, v)
+				}
+			}
+			for _, j := range c.fine {
+				for i := j * k; i < (j+1)*k; i++ {
+					if math.Float64bits(X[i]) != math.Float64bits(clean[i]) {
+						t.Errorf("%s (warm %v): column %d, a finite one, X[%d] = %v, want %v as without the bad column", c.name, warm, j, i, X[i], clean[i])
+					}
+				}
+			}
+		}
 	}
 }
 
