@@ -21,7 +21,7 @@ type coordinator struct {
 func (w *World) newCoordinator(n *node, sub *messages.SubmitJob, id string) *coordinator {
 	pid := &messages.Pid{Address: n.addr, Id: id}
 	cfg := jobctl.Config{Self: pid, Cluster: true, QuorumWait: w.opt.QuorumWait, ReportInterval: 10 * time.Millisecond,
-		FanIn: w.opt.FanIn, StallTimeout: w.opt.StallTimeout, Bugs: w.opt.Bugs}
+		FanIn: w.opt.FanIn, StallTimeout: w.opt.StallTimeout, Lease: lease, Bugs: w.opt.Bugs}
 	ctl, err := jobctl.New(cfg, sub)
 	if err != nil {
 		panic(err) // the simulation's own configuration: a bug of the test
@@ -29,7 +29,18 @@ func (w *World) newCoordinator(n *node, sub *messages.SubmitJob, id string) *coo
 	c := &coordinator{w: w, n: n, id: id, pid: pid, ctl: ctl}
 	n.coords[id] = c
 	w.coordinators++
+	w.after(time.Second, c.tick)
 	return c
+}
+
+// tick is the coordinator's clock (the actor ticks every second): the control checks its
+// client's lease.
+func (c *coordinator) tick() {
+	if !c.n.alive || c.n.coords[c.id] != c {
+		return
+	}
+	c.step(jobctl.Tick{})
+	c.w.after(time.Second, c.tick)
 }
 
 // step feeds the control one event at the simulated time, unless the coordinator is gone.

@@ -2,22 +2,24 @@
 // and network, with seeded faults, as FoundationDB and TigerBeetle test their systems.
 //
 // What runs is real where it decides: the control of every coordinator is a jobctl.Job (the
-// one package actors' coordinator actor runs), every shard runs a real kernels.Machine, and
+// one package actors' coordinator actor runs), every shard runs a real kernels.Machine,
 // every node of the reduce tree is a jobctl.Reducer (the one the reducer actor runs), fed
 // the wire's chunked Partial and Reduced messages, so a job that ends with a result must give
-// the bits of kernels.Run. What is simulated is the glue the
-// actors provide: hosts that make shards and reducers, fence old epochs, keep checkpoint
-// copies and standby state and take jobs over; the gossip, which sees a node dead, cut off
-// or back after a detection delay; the network, one ordered link per pair of nodes with
-// latency; and the client, which gives a job up when its coordinator's node dies and nobody
-// takes it over (as server.Client does), or when its coordinator is gone without an answer
-// (as actors.Client's lease renewal finds).
+// the bits of kernels.Run; and the client's lease is the jobctl.LeaseClient actors.Client
+// runs, the coordinators checking theirs every simulated second. What is still simulated is
+// the glue the actors provide: hosts that make shards and reducers, fence old epochs, keep
+// checkpoint copies and standby state and take jobs over; the gossip, which sees a node
+// dead, cut off or back after a detection delay; the network, one ordered link per pair of
+// nodes with latency; and the client's giving a job up when its coordinator's node dies and
+// nobody takes it over (as server.Client does).
 //
 // A schedule (Options.Faults) loses, duplicates and delays messages (delays reorder
 // messages of different links); kills nodes, the coordinator's and its standby's included,
 // or a rack of them; partitions the cluster and heals it; makes nodes slow, checkpoint copies
-// corrupt and disks full; has nodes join mid-job; and has a client announce its input and
-// never stream it (Faults.NeverStreams), which the shards' jobctl.StreamWatch must reap. Run checks, after every schedule:
+// corrupt and disks full; stalls connections (Faults.Stall); has nodes join mid-job; kills
+// the client (Faults.ClientDies: its coordinator must cancel the job when its lease runs
+// out); and has a client announce its input and never stream it (Faults.NeverStreams),
+// which the shards' jobctl.StreamWatch must reap. Run checks, after every schedule:
 //
 //   - the job ends within the simulated deadline;
 //   - with a result whose factors are bitwise the fault-free ones (the caller compares them
@@ -49,5 +51,9 @@
 //     (Timeouts.Orphan);
 //   - a coordinator cut off in a partition that heals can run the job to its end next to its
 //     successor, the client keeping the first answer (Stats.LateAnswers; both are the same
-//     bits).
+//     bits);
+//   - the lease has two (Stats.LeaseGaps): a JobAccepted lost on the way leaves the client
+//     with no coordinator to renew, and the coordinator cancels the job for its lease; and a
+//     coordinator superseded by a takeover (cut off, then healed), which the client no longer
+//     renews, may cancel the job for its lease before its successor answers.
 package jobsim

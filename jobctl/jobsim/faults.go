@@ -42,6 +42,9 @@ func (w *World) scheduleFaults() {
 	for i := range f.FullDisks {
 		w.nodes[w.order[(len(w.order)-1-i+len(w.order))%len(w.order)]].full = true
 	}
+	if f.ClientDies {
+		w.after(w.at(), w.client.die)
+	}
 	for range f.Kills {
 		w.after(w.at(), func() {
 			// Any live node but the coordinator's and its standby's (those are their own faults).

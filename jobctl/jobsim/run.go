@@ -53,6 +53,9 @@ type Faults struct {
 	// Drop, Duplicate and Delay are per-message probabilities (between nodes); Corrupt is
 	// per checkpoint copy written.
 	Drop, Duplicate, Delay, Corrupt float64
+	// ClientDies kills the job's client at a random time: its coordinator must find the
+	// lease run out and cancel the job.
+	ClientDies bool
 	// Stall is the per-message probability that its connection stalls for up to three
 	// detection delays (a connection that hangs, then recovers): the message, and those that
 	// follow it on its link, arrive that late, often in another epoch.
@@ -95,7 +98,7 @@ func (f Faults) Tolerable() bool {
 	if f.KillStandby {
 		lost++
 	}
-	return lost <= 1 && f.Partitions == 0 && !f.NeverStreams
+	return lost <= 1 && f.Partitions == 0 && !f.NeverStreams && !f.ClientDies
 }
 
 // Problem is the job the simulations run: the matrix, split into shards, and the
@@ -190,6 +193,11 @@ type Stats struct {
 	Unreplicated, AnswersLost int
 	// Refused counts the forged and duplicate members' claims the nodes refused.
 	Refused int
+	// LeaseGaps counts jobs of a live client canceled for its lease: the job's acceptance was
+	// lost on the way, so the client never renewed; or a coordinator superseded by a takeover
+	// (cut off, then healed), which the client no longer renews, canceled first (see the
+	// package doc's known gaps).
+	LeaseGaps int
 	// Decisions are the wall-clock times the control took (jobctl.Job.Step with its Ready),
 	// by the event that started them: placement (Begin), membership changes and the pongs
 	// that place lost shards, and all others; ControlMessages are the messages it sent.
@@ -214,54 +222,95 @@ type client struct {
 	at       time.Duration
 	coord    *messages.Pid
 	progress []int64
-	// heard is when a coordinator last sent anything; goneAt when the client's lease
-	// renewal first found its coordinator gone (0: not gone).
-	heard, goneAt time.Duration
+	// lease is the client's end of the job's lease; dead is set once the client's process
+	// died (Faults.ClientDies).
+	lease *jobctl.LeaseClient
+	dead  bool
+	// errFrom is the node the client's error came from.
+	errFrom string
 }
 
-// leaseRenew is how often the client renews its lease (actors.Timeouts.LeaseRenew).
-const leaseRenew = 2 * time.Second
-
-// renew is the client's lease renewal, as actors.Client does it: a coordinator whose node is
-// alive and reachable but that is gone itself answers with a dead letter; the client then
-// asks its host, which sends the job's answer again if it keeps one; if none is kept and no
-// coordinator speaks of the job for the quorum wait, the client ends the job with an error.
-func (c *client) renew() {
-	w := c.w
-	if c.answers > 0 {
-		return
-	}
-	w.after(leaseRenew, c.renew)
-	n := w.nodes[c.coord.Address]
-	if n == nil || !n.alive || n.coords[c.coord.Id] != nil {
-		return // alive, or its node is gone: the gossip path (coordinatorGone) judges that
-	}
-	if a := n.answers["jsim"]; a != nil {
-		w.send(n.addr, &messages.Pid{Address: clientAddr, Id: clientAddr}, a) // the host's kept answer
-		return
-	}
-	switch {
-	case c.goneAt == 0 || c.heard > c.goneAt:
-		c.goneAt = w.clock
-	case w.clock-c.goneAt >= w.opt.QuorumWait:
-		c.receive(&messages.JobError{JobId: "jsim", Kind: messages.ErrorKind_ERROR_KIND_FAILURE,
-			Message: "its coordinator is gone and no answer reached this client"})
-	}
-}
-
+// clientAddr is the client's address on the simulated network.
 const clientAddr = "client"
 
+// leaseRenew is how often the client renews its lease (actors.Timeouts.LeaseRenew), and
+// lease how long a coordinator goes on without a renewal (actors.DefaultLease).
+const (
+	leaseRenew = 2 * time.Second
+	lease      = 10 * time.Second
+)
+
+// step feeds the client's end of the lease (the production jobctl.LeaseClient, as
+// actors.Client runs it) and carries out what it asks.
+func (c *client) step(ev any) {
+	w := c.w
+	if c.dead {
+		return
+	}
+	if err := c.lease.Step(ev); err != nil {
+		w.violation("client: %v", err)
+		return
+	}
+	rd := c.lease.Ready()
+	if r := rd.Renew; r != nil {
+		w.after(2*w.opt.Latency, func() { c.renewed(r) })
+	}
+	if rd.Timer > 0 {
+		w.after(rd.Timer, func() { c.step(jobctl.LeaseTimerFired{At: w.now()}) })
+	}
+	if e := rd.End; e != nil && e.Verdict == jobctl.LeaseLost {
+		c.receive(&messages.JobError{JobId: "jsim", Kind: messages.ErrorKind_ERROR_KIND_FAILURE, Message: e.Reason})
+	}
+}
+
+// renewed is a renewal's outcome, as the runtime finds it: a coordinator that lives takes it
+// (its lease runs on) and acknowledges; a live node without it answers with a dead letter,
+// or, asked as the host, with the job's kept answer; a dead node does not answer.
+func (c *client) renewed(r *jobctl.LeaseRenewal) {
+	w := c.w
+	n := w.nodes[r.To.GetAddress()]
+	alive := n != nil && n.alive
+	if r.Host != "" {
+		kept := false
+		if alive && n.answers["jsim"] != nil {
+			w.send(n.addr, &messages.Pid{Address: clientAddr, Id: clientAddr}, n.answers["jsim"])
+			kept = true
+		}
+		c.step(jobctl.LeaseHostAnswered{At: w.now(), Kept: kept})
+		return
+	}
+	outcome := jobctl.LeaseUnanswered
+	if alive {
+		outcome = jobctl.LeaseDeadLetter
+		if coord := n.coords[r.To.GetId()]; coord != nil {
+			coord.step(jobctl.LeaseRenewed{})
+			outcome = jobctl.LeaseAcked
+		}
+	}
+	c.step(jobctl.LeaseRenewAnswered{At: w.now(), Outcome: outcome})
+}
+
+// die is the client's process dying (Faults.ClientDies): it renews nothing more and hears
+// nothing; the coordinator must find its lease run out and cancel the job.
+func (c *client) die() {
+	c.w.logf("the client dies")
+	c.dead = true
+}
+
 func (c *client) receive(msg any) {
-	c.heard = c.w.clock
+	if c.dead {
+		return
+	}
+	c.step(jobctl.LeaseHeard{At: c.w.now()})
 	switch m := msg.(type) {
 	case *messages.JobAccepted:
 		if c.coord == nil {
 			// The faults hit an accepted job (a submission whose node dies before it answers
 			// is the client's own case).
 			c.w.scheduleFaults()
-			c.w.after(leaseRenew, c.renew)
 		}
 		c.coord = m.Coordinator
+		c.step(jobctl.LeaseAccepted{At: c.w.now(), Coordinator: m.Coordinator, Takeover: m.Takeover})
 	case *messages.Progress:
 		if m.Warning == "" {
 			c.progress = append(c.progress, m.Iteration)
@@ -270,10 +319,12 @@ func (c *client) receive(msg any) {
 		if c.answer() {
 			c.result = m
 		}
+		c.step(jobctl.LeaseAnswered{})
 	case *messages.JobError:
 		if c.answer() {
 			c.err = m
 		}
+		c.step(jobctl.LeaseAnswered{})
 	}
 }
 
@@ -339,7 +390,7 @@ func Run(p *Problem, opt Options) Outcome {
 		deposits: map[int64]deposit{}, written: map[ckptKey]bool{}, committed: map[int64]bool{}, epochOwners: map[uint64]*coordinator{}, views: map[string]map[string]bool{}, links: map[[2]string]time.Duration{},
 		adm: map[string]*cluster.Admission{}, lists: map[string]map[string]cluster.Member{}, started: map[string]int64{}}
 	w.data = p
-	w.client = &client{w: w}
+	w.client = &client{w: w, lease: jobctl.NewLeaseClient(jobctl.LeaseConfig{JobID: "jsim", Renew: leaseRenew, Quorum: opt.QuorumWait})}
 	for i := range opt.Nodes {
 		w.addNode(fmt.Sprintf("n%d", i))
 	}
@@ -407,6 +458,19 @@ func (w *World) outcome() Outcome {
 	out := Outcome{Result: c.result, Err: c.err, End: c.at, Stats: w.stats, Trace: w.trace}
 	out.Stats.Coordinators = w.coordinators
 	switch {
+	case c.dead && w.sentAnswer == nil:
+		// No coordinator answered (the coordinator and its standby died too): the hosts must
+		// have forgotten the job's actors as orphans.
+		for _, a := range w.order {
+			if n := w.nodes[a]; n.alive && len(n.shards)+len(n.reducers)+len(n.coords) > 0 && w.opt.Faults.Drop == 0 && w.opt.Faults.Partitions == 0 {
+				w.violation("the job of a client that died neither ended nor was forgotten within %v of simulated time (%s keeps its actors)", w.opt.Deadline, a)
+				break
+			}
+		}
+	case c.dead:
+		if e, ok := w.sentAnswer.(*messages.JobError); ok && !excused(e.Message) && !strings.Contains(e.Message, "sent no word") {
+			w.violation("the job of a client that died failed with another error: %s", e.Message)
+		}
 	case c.answers == 0:
 		w.violation("the job did not end within %v of simulated time", w.opt.Deadline)
 	}
@@ -439,7 +503,18 @@ func (w *World) outcome() Outcome {
 		}
 		out.Stats.Recoveries = len(r.Recoveries)
 	}
-	if e := c.err; e != nil && w.opt.Faults.Tolerable() && !w.unreplicated && !w.answerLost {
+	leaseGap := false
+	if e := c.err; e != nil && !c.dead && strings.Contains(e.Message, "sent no word") {
+		// A live client's job canceled for its lease: only where its acceptance was lost or a
+		// superseded coordinator answered first.
+		if c.coord == nil || c.errFrom != c.coord.Address {
+			leaseGap = true
+			out.Stats.LeaseGaps++
+		} else {
+			w.violation("the job of a live client, which renewed its lease with its coordinator, was canceled for it: %s", e.Message)
+		}
+	}
+	if e := c.err; e != nil && w.opt.Faults.Tolerable() && !w.unreplicated && !w.answerLost && !leaseGap {
 		w.violation("the job failed under tolerable faults: %s", e.Message)
 	}
 	if c.result != nil && w.opt.Faults.NeverStreams {
@@ -454,7 +529,7 @@ func (w *World) outcome() Outcome {
 			w.violation("the job of a client that never streams ended at %v, past 5 waits for a chunk (%v)", c.at, w.opt.StreamIdle)
 		}
 	}
-	if e := c.err; e != nil && !excused(e.Message) {
+	if e := c.err; e != nil && !excused(e.Message) && !leaseGap {
 		w.violation("the job failed without naming a cause the promise allows: %s", e.Message)
 	}
 	// Every actor of the job stopped (on nodes that heard of its end).
@@ -464,7 +539,7 @@ func (w *World) outcome() Outcome {
 			continue
 		}
 		left := len(n.shards) + len(n.reducers) + len(n.coords)
-		if left > 0 && c.answers > 0 {
+		if left > 0 && (c.answers > 0 || w.sentAnswer != nil) {
 			out.Stats.Orphans += left
 			if w.opt.Faults.Drop == 0 && w.opt.Faults.Partitions == 0 {
 				w.violation("node %s keeps %d actors of the ended job", a, left)

@@ -95,6 +95,7 @@ func scheduleFor(seed uint64) Options {
 	if pick(0.2) {
 		o.Faults.Stall = 0.01 * r.Float64()
 	}
+	o.Faults.ClientDies = pick(0.1)
 	return o
 }
 
@@ -161,8 +162,8 @@ func TestSimulatedJobs(t *testing.T) {
 	}
 	t.Logf("%d schedules in %v: %d results (bitwise the fault-free factors), %d clear errors, by cause: %v", n, time.Since(start).Round(time.Millisecond),
 		results, n-results, causes)
-	t.Logf("faults: %d kills, %d joins, %d partitions, %d takeovers, %d recoveries; messages %d (dropped %d, duplicated %d, delayed %d, lost in cuts %d); corrupt checkpoints %d; orphans %d; late answers %d; coordinators lost before their state reached the standby %d; answers lost with the node keeping them %d; forged members' claims refused %d",
-		total.Killed, total.Joined, total.Partitioned, total.Takeovers, total.Recoveries, total.Messages, total.Dropped, total.Duplicated, total.Delayed, total.Lost, total.Corrupted, total.Orphans, total.LateAnswers, total.Unreplicated, total.AnswersLost, total.Refused)
+	t.Logf("faults: %d kills, %d joins, %d partitions, %d takeovers, %d recoveries; messages %d (dropped %d, duplicated %d, delayed %d, lost in cuts %d); corrupt checkpoints %d; orphans %d; late answers %d; coordinators lost before their state reached the standby %d; answers lost with the node keeping them %d; forged members' claims refused %d; live clients' jobs canceled for a lease gap %d",
+		total.Killed, total.Joined, total.Partitioned, total.Takeovers, total.Recoveries, total.Messages, total.Dropped, total.Duplicated, total.Delayed, total.Lost, total.Corrupted, total.Orphans, total.LateAnswers, total.Unreplicated, total.AnswersLost, total.Refused, total.LeaseGaps)
 }
 
 // runSchedules runs schedules 1..n on p and checks each against ref: it returns the summed
@@ -177,9 +178,12 @@ func runSchedules(t *testing.T, p *Problem, ref *kernels.Result, n int) (total S
 		if !check(t, uint64(s), o, out, ref) {
 			return total, results, causes, false
 		}
-		if out.Result != nil {
+		switch {
+		case out.Result != nil:
 			results++
-		} else {
+		case out.Err == nil:
+			causes["the client died"]++
+		default:
 			causes[cause(out.Err.GetMessage())]++
 		}
 		add(&total, out.Stats)
@@ -224,6 +228,7 @@ func add(a *Stats, b Stats) {
 	a.Recoveries += b.Recoveries
 	a.Corrupted += b.Corrupted
 	a.Orphans += b.Orphans
+	a.LeaseGaps += b.LeaseGaps
 	a.LateAnswers += b.LateAnswers
 	a.Unreplicated += b.Unreplicated
 	a.AnswersLost += b.AnswersLost
@@ -276,6 +281,7 @@ func cause(msg string) string {
 		{"no node is left", "no node left"},
 		{"recovered", "too many recoveries"},
 		{"fit on no live node", "no room on the live nodes"},
+		{"sent no word", "canceled for a lease gap"},
 	} {
 		if strings.Contains(msg, c.has) {
 			return c.name
@@ -300,6 +306,7 @@ func TestClientThatNeverStreams(t *testing.T) {
 		if s%2 == 0 {
 			o = scheduleFor(s)
 			o.Faults.NeverStreams = true
+			o.Faults.ClientDies = false // the client must live to hear the error
 		}
 		out := Run(p, o)
 		if len(out.Violations) > 0 {

@@ -69,6 +69,9 @@ type World struct {
 	// iterations whose commit was checked against them.
 	written   map[ckptKey]bool
 	committed map[int64]bool
+	// sentAnswer is the first answer (JobResult or JobError) sent to the client, which may
+	// have died.
+	sentAnswer any
 	// epochOwners is the coordinator that sent the first message of each epoch.
 	epochOwners  map[uint64]*coordinator
 	stats        Stats
@@ -147,8 +150,13 @@ func (w *World) send(from string, to *messages.Pid, msg any) {
 		return
 	}
 	w.stats.Messages++
-	if c, ok := msg.(*messages.CheckpointCommitted); ok {
-		w.checkCommit(c)
+	switch m := msg.(type) {
+	case *messages.CheckpointCommitted:
+		w.checkCommit(m)
+	case *messages.JobResult, *messages.JobError:
+		if to.Address == clientAddr && w.sentAnswer == nil {
+			w.sentAnswer = m
+		}
 	}
 	f := w.opt.Faults
 	if from != to.Address && f.Drop > 0 && w.rng.Float64() < f.Drop {
@@ -184,7 +192,7 @@ func (w *World) send(from string, to *messages.Pid, msg any) {
 				w.stats.Lost++
 				return
 			}
-			w.deliver(to, msg)
+			w.deliver(from, to, msg)
 		})
 	}
 }
@@ -203,9 +211,12 @@ func (w *World) checkCommit(c *messages.CheckpointCommitted) {
 	}
 }
 
-// deliver hands msg to the actor at pid, if it exists.
-func (w *World) deliver(to *messages.Pid, msg any) {
+// deliver hands msg, from the node at address from, to the actor at pid, if it exists.
+func (w *World) deliver(from string, to *messages.Pid, msg any) {
 	if to.Address == clientAddr {
+		if _, ok := msg.(*messages.JobError); ok && w.client.answers == 0 {
+			w.client.errFrom = from
+		}
 		w.client.receive(msg)
 		return
 	}
