@@ -40,8 +40,7 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 }
 
 // Write writes path atomically with the permissions perm: write gets a buffered writer on the
-// temporary file. An error of write is returned as it is (and nothing is written); the
-// errors of the file system name path.
+// temporary file. Every error, write's too (after which nothing is written), names path.
 func Write(path string, perm fs.FileMode, write func(io.Writer) error) error {
 	f, err := Create(path, perm)
 	if err != nil {
@@ -50,7 +49,7 @@ func Write(path string, perm fs.FileMode, write func(io.Writer) error) error {
 	defer f.Close()
 	bw := bufio.NewWriterSize(f, 1<<20)
 	if err := write(bw); err != nil {
-		return err
+		return f.wrap(err)
 	}
 	if err := bw.Flush(); err != nil {
 		return f.wrap(err)

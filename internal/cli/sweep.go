@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/figures"
+	"github.com/didnmf/didnmf/internal/atomicfile"
 	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
@@ -409,27 +408,24 @@ func writeSweep(dir string, rep sweepReport, summary []sweep.RankSummary) error 
 		}
 		rep.PerRank[i].ConsensusBasis = name
 	}
-	js, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "sweep.json"), append(js, '\n'), 0o644); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, "sweep.tsv"))
-	if err != nil {
-		return err
-	}
-	tw := bufio.NewWriter(f)
-	fmt.Fprintln(tw, "k\tseed\ttrain_rel_err2\ttest_rel_err2\titerations\tseconds\tstop_reason")
-	for _, r := range rep.Runs {
-		test := "NA"
-		if r.TestRelErr2 != nil {
-			test = strconv.FormatFloat(*r.TestRelErr2, 'g', 8, 64)
+	// Every file is written whole or not at all (atomicfile), sweep.json last: when it is
+	// there, so is the rest.
+	err := atomicfile.Write(filepath.Join(dir, "sweep.tsv"), 0o644, func(tw io.Writer) error {
+		if _, err := fmt.Fprintln(tw, "k\tseed\ttrain_rel_err2\ttest_rel_err2\titerations\tseconds\tstop_reason"); err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%.8g\t%s\t%d\t%.4g\t%s\n", r.K, r.Seed, r.TrainRelErr2, test, r.Iterations, r.Seconds, r.StopReason)
-	}
-	if err := errors.Join(tw.Flush(), f.Close()); err != nil {
+		for _, r := range rep.Runs {
+			test := "NA"
+			if r.TestRelErr2 != nil {
+				test = strconv.FormatFloat(*r.TestRelErr2, 'g', 8, 64)
+			}
+			if _, err := fmt.Fprintf(tw, "%d\t%d\t%.8g\t%s\t%d\t%.4g\t%s\n", r.K, r.Seed, r.TrainRelErr2, test, r.Iterations, r.Seconds, r.StopReason); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	note := figures.SweepNote{Suggested: rep.Suggested, Rule: rep.Rule, Capped: cappedByRank(rep.Runs)}
@@ -437,18 +433,19 @@ func writeSweep(dir string, rep sweepReport, summary []sweep.RankSummary) error 
 	if err != nil {
 		return err
 	}
-	_, err = fig.Save(dir, "sweep")
-	return err
+	if _, err = fig.Save(dir, "sweep"); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, "sweep.json"), append(js, '\n'), 0o644)
 }
 
 // writeNPYFile writes a rows x cols row-major matrix as .npy.
 func writeNPYFile(path string, rows, cols int, data []float64) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
-	return errors.Join(matio.WriteNPY(bw, rows, cols, data), bw.Flush(), f.Close())
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error { return matio.WriteNPY(w, rows, cols, data) })
 }
 
 // rankRow is one rank's summary for sweep.json.
