@@ -1,7 +1,9 @@
 package didnmf
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -9,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -112,35 +115,9 @@ func TestReportsAgree(t *testing.T) {
 
 	detachedSpec := spec()
 	detachedSpec.OutShared, detachedSpec.Detached = filepath.Join(dir, "detached"), true
-	j, err := Open(detachedSpec, cluster)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	runner, err := NewRunner(cluster)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer runner.Close()
-	if _, err := runner.Submit(context.Background(), j); err != nil {
-		t.Fatalf("detached: %v", err)
-	}
-	path := filepath.Join(detachedSpec.OutShared, "report.json")
-	var raw []byte
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if raw, err = os.ReadFile(path); err == nil || !errors.Is(err, fs.ErrNotExist) || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("the detached job's report: %v", err)
-	}
-	var detached report.Report
-	if err := json.Unmarshal(raw, &detached); err != nil {
-		t.Fatal(err)
-	}
+	detached := runDetached(t, cluster, detachedSpec)
 
-	l, a, d := reportFields(t, local.Report()), reportFields(t, attached.Report()), reportFields(t, &detached)
+	l, a, d := reportFields(t, local.Report()), reportFields(t, attached.Report()), reportFields(t, detached)
 	for _, f := range []string{"alpha_coef", "l1_ratio", "objective", "x_bytes", "floats_per_iteration", "observed", "missing", "test_count", "threads"} {
 		if _, ok := d[f]; !ok {
 			t.Errorf("the detached report has no %s", f)
@@ -159,6 +136,63 @@ func TestReportsAgree(t *testing.T) {
 		delete(a, f)
 	}
 	compare(t, "in this process", l, "attached", a)
+}
+
+// runDetached submits a detached job on the cluster and returns the report.json it writes
+// into its OutShared.
+func runDetached(t *testing.T, cluster Target, spec *jobspec.Spec) *report.Report {
+	t.Helper()
+	j, err := Open(spec, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	runner, err := NewRunner(cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runner.Close()
+	if _, err := runner.Submit(context.Background(), j); err != nil {
+		t.Fatalf("detached: %v", err)
+	}
+	path := filepath.Join(spec.OutShared, "report.json")
+	var raw []byte
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if raw, err = os.ReadFile(path); err == nil || !errors.Is(err, fs.ErrNotExist) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("the detached job's report: %v", err)
+	}
+	var rep report.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return &rep
+}
+
+// TestDetachedReportHasTheImageShape: a detached job on IDX images says their shape in its
+// report, as the client of an attached one does (didnmf plot draws the basis as images).
+func TestDetachedReportHasTheImageShape(t *testing.T) {
+	dir := t.TempDir()
+	// 40 images of 4 x 5 unsigned bytes, uncompressed IDX.
+	var raw bytes.Buffer
+	binary.Write(&raw, binary.BigEndian, []uint32{0x803, 40, 4, 5})
+	for i := 0; i < 40*4*5; i++ {
+		raw.WriteByte(byte(1 + (i*37)%251))
+	}
+	input := filepath.Join(dir, "images-idx3-ubyte")
+	if err := os.WriteFile(input, raw.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := jobspec.New([]string{input}, kernels.DID, 2, 2)
+	spec.Stop = kernels.StopRule{MaxIter: 3}
+	spec.OutShared, spec.Detached = filepath.Join(dir, "out"), true
+	rep := runDetached(t, startCluster(t, 1, dir), spec)
+	if !slices.Equal(rep.ImageShape, []int{4, 5}) {
+		t.Errorf("image_shape %v, want [4 5]", rep.ImageShape)
+	}
 }
 
 // compare reports every field in which two reports differ.

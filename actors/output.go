@@ -7,6 +7,7 @@ import (
 
 	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/jobctl"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/report"
@@ -106,6 +107,13 @@ func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error 
 	rep := report.Build(c.spec, &report.Run{Result: r.Result, Threads: r.Threads, Storage: r.Storage, XBytes: r.XBytes, OnActors: true,
 		ShardNodes: r.ShardNodes, Checkpoints: r.Checkpoints, Recoveries: r.Recoveries,
 		MessagesPerIteration: r.MessagesPerIteration, BytesPerIteration: r.BytesPerIteration, ReductionsPerIteration: r.ReductionsPerIteration})
+	if c.spec.Ingest == jobspec.IngestShared {
+		// As the client of an attached job says it: the images' shape, when the inputs are
+		// IDX image files (read through the node's roots, headers only).
+		if h, w, ok := matio.PeekImageShapeWith(c.node.cfg.Roots.Opener("--input"), c.spec.Inputs); ok && h*w == r.M {
+			rep.ImageShape = []int{h, w}
+		}
+	}
 	var buf bytes.Buffer
 	if err := rep.Write(&buf); err != nil {
 		return err
