@@ -57,6 +57,49 @@ func Write(path string, perm fs.FileMode, write func(io.Writer) error) error {
 	return f.Commit()
 }
 
+// WriteNew is WriteFile for a file that must not exist yet: when path exists the error wraps
+// fs.ErrExist and nothing is written (a key, say, that must never replace another).
+func WriteNew(path string, data []byte, perm fs.FileMode) error {
+	f, err := Create(path, perm)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		return f.wrap(err)
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	tmp := f.f.Name()
+	exists := &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
+	err = os.Link(tmp, path)
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrExist):
+		return exists
+	case errors.Is(err, errors.ErrUnsupported) || errors.Is(err, fs.ErrPermission):
+		// No hard links here (EPERM, EOPNOTSUPP): check, then rename, which a file created
+		// in between could race.
+		if _, err := os.Lstat(path); err == nil {
+			return exists
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return f.wrap(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return f.wrap(err)
+		}
+	default:
+		return f.wrap(err)
+	}
+	// In place under its final name; Close removes the temporary name, if still there.
+	f.Close()
+	if err := SyncDir(filepath.Dir(path)); err != nil {
+		return f.wrap(err)
+	}
+	return nil
+}
+
 // File is a file being written under a temporary name. It is not safe for concurrent use.
 type File struct {
 	f      *os.File

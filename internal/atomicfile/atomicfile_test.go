@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -64,6 +65,13 @@ func TestWrite(t *testing.T) {
 				return errors.New("a write after Sync was taken")
 			}
 			return f.Commit()
+		}, "new", nil},
+		{"WriteNew over a file", func(p string) error { return WriteNew(p, []byte("new"), 0o640) }, "old", fs.ErrExist},
+		{"WriteNew of a new file", func(p string) error {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return WriteNew(p, []byte("new"), 0o640)
 		}, "new", nil},
 		{"Create, Close without Commit", func(p string) error {
 			f, err := Create(p, 0o640)
