@@ -30,8 +30,8 @@ func testSpec(algo kernels.Algorithm) *jobspec.Spec {
 }
 
 // startCluster starts n members in this process and returns the target of a client of
-// theirs.
-func startCluster(t *testing.T, n int) Target {
+// theirs. The members read and write files of jobs under roots (none: no file).
+func startCluster(t *testing.T, n int, roots ...string) Target {
 	t.Helper()
 	secret := pki.NewSecret()
 	var members []*server.Server
@@ -41,7 +41,7 @@ func startCluster(t *testing.T, n int) Target {
 		}
 	})
 	for i := 0; i < n; i++ {
-		cfg := server.Config{Name: "m" + string(rune('1'+i)), Bind: "127.0.0.1:0", Secret: secret}
+		cfg := server.Config{Name: "m" + string(rune('1'+i)), Bind: "127.0.0.1:0", Secret: secret, DataRoots: roots}
 		if i > 0 {
 			cfg.Join = []string{members[0].Gossip()}
 		}

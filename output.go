@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/didnmf/didnmf/internal/atomicfile"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/report"
@@ -153,41 +154,36 @@ func (r *Result) SaveWith(dir string, o SaveOptions) error {
 	}
 	// report.json is renamed into place last: once it is there, so is the rest.
 	files = append(files, file{"report.json", bytesOf(js.Bytes())})
-	var temps []string
-	removeTemps := func() {
+	var temps []*atomicfile.File
+	defer func() {
 		for _, t := range temps {
-			os.Remove(t)
+			t.Close() // removes a temporary file not put in place
 		}
-	}
+	}()
 	for _, f := range files {
-		tmp, err := os.CreateTemp(dir, "."+f.name+".tmp-*")
+		t, err := atomicfile.Create(filepath.Join(dir, f.name), 0o644)
 		if err != nil {
-			removeTemps()
-			return fmt.Errorf("writing %s: %w", filepath.Join(dir, f.name), err)
+			return err
 		}
-		temps = append(temps, tmp.Name())
-		werr := f.write(tmp)
-		merr := tmp.Chmod(0o644)
-		serr := tmp.Sync()
-		cerr := tmp.Close()
-		if err := errors.Join(werr, merr, serr, cerr); err != nil {
-			removeTemps()
-			return fmt.Errorf("writing %s: %w", filepath.Join(dir, f.name), err)
+		temps = append(temps, t)
+		if err := f.write(t); err != nil {
+			return fmt.Errorf("writing %s: %w", t.Path(), err)
+		}
+		if err := t.Sync(); err != nil {
+			return err
 		}
 	}
 	for _, name := range stale {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			removeTemps()
 			return err
 		}
 	}
-	for i, f := range files {
-		if err := os.Rename(temps[i], filepath.Join(dir, f.name)); err != nil {
-			removeTemps()
-			return fmt.Errorf("writing %s: %w", filepath.Join(dir, f.name), err)
+	for _, t := range temps {
+		if err := t.Rename(); err != nil {
+			return err
 		}
 	}
-	return nil
+	return atomicfile.SyncDir(dir)
 }
 
 // appendRowName appends row i's name: names[i], or i when names is nil.

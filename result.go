@@ -1,9 +1,7 @@
 package didnmf
 
 import (
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"github.com/didnmf/didnmf/actors"
@@ -23,12 +21,11 @@ type Result struct {
 	// ReadSeconds is the time this process took to open and read the input (driver only: on
 	// actors the shards read it as part of the run).
 	ReadSeconds float64
-	// Threads is the number of worker threads of this process (a cluster's nodes have their
-	// own).
+	// Threads is the number of worker threads that ran the job: this process's, or on actors
+	// the most of any node a shard ran on.
 	Threads int
-	// Storage and XBytes say how this process stored X ("float32", "float64" or "mixed",
-	// and the bytes of its values and indices); on actors Storage is the storage asked of
-	// the nodes and XBytes 0.
+	// Storage and XBytes say how X was stored where the job ran ("float32", "float64" or
+	// "mixed", and the bytes of its values and indices, summed over the shards on actors).
 	Storage string
 	XBytes  int64
 	// The rest is set for runs on actors: the node each shard ran on by shard id, the
@@ -48,54 +45,20 @@ func fromActors(j *Job, a *actors.Result) *Result {
 	return &Result{Result: a.Result, Job: j, JobID: a.JobID, ShardNodes: a.ShardNodes, Checkpoints: a.Checkpoints,
 		CheckpointSeconds: a.CheckpointSeconds, Recoveries: a.Recoveries, MessagesPerIteration: a.MessagesPerIteration,
 		BytesPerIteration: a.BytesPerIteration, ReductionsPerIteration: a.ReductionsPerIteration, Counters: a.Counters,
-		Storage: j.Spec.Storage.String()}
+		Storage: a.Storage, XBytes: a.XBytes, Threads: a.Threads}
 }
 
-// Report returns report.json's content for the result: the run (report.New) and what the job
-// and its target say. The caller adds what only it knows (the image shape).
+// Report returns report.json's content for the result (report.Build of the job's spec and
+// the run). The caller adds what only it knows (the image shape).
 func (r *Result) Report() *report.Report {
-	j := r.Job
-	s := j.Spec
-	rep := report.New(&r.Result, s.Stop)
-	rep.Algo, rep.Input, rep.Init, rep.Seed = string(s.Algo), s.Inputs, string(s.Init), s.Seed
-	rep.Threads, rep.ReadSeconds = r.Threads, r.ReadSeconds
-	if s.Algo == kernels.Transform && r.StopReason == kernels.StopMaxIter {
-		// One pass is the exact solution: nothing was cut short.
-		rep.Converged, rep.StopReason = true, "solved"
-		rep.Stop = "solved: the exact nonnegative least squares of every sample for the basis given, in one pass"
+	run := &report.Run{Result: r.Result, ReadSeconds: r.ReadSeconds, Threads: r.Threads, Storage: r.Storage, XBytes: r.XBytes,
+		OnActors: r.Job.Target.OnActors(), Nodes: r.Job.Target.Nodes, ShardNodes: r.ShardNodes, Checkpoints: r.Checkpoints,
+		Recoveries: r.Recoveries, MessagesPerIteration: r.MessagesPerIteration, BytesPerIteration: r.BytesPerIteration,
+		ReductionsPerIteration: r.ReductionsPerIteration}
+	if c := r.Job.Target.Cluster; c != nil {
+		run.Cluster = strings.Join(c.Cluster, ",")
 	}
-	if s.Loss != kernels.LossFrobenius {
-		rep.Loss, rep.Objective = s.Loss.String(), r.Objective
-	}
-	if s.Missing || s.TestFraction > 0 {
-		rep.Observed, rep.Missing = r.Observed, r.Missing
-	}
-	if s.TestFraction > 0 {
-		rep.TestFraction, rep.TestSeed, rep.TestCount = s.TestFraction, s.TestSeed, r.TestCount
-		rep.TestRelErr2, rep.TestRMSE = r.TestRelErr2(), r.TestRMSE()
-	}
-	if s.AlphaCoef != 0 || s.AlphaBasis != 0 {
-		rep.AlphaCoef, rep.AlphaBasis, rep.L1Ratio, rep.Objective = s.AlphaCoef, s.AlphaBasis, s.L1Ratio, r.Objective
-	}
-	rep.Kernel, rep.Storage, rep.XBytes = kernels.ActiveKernelPath().String(), r.Storage, r.XBytes
-	if !j.Target.OnActors() {
-		return rep
-	}
-	rep.Nodes = j.Target.Nodes
-	rep.ShardNodes = r.ShardNodes
-	rep.CheckpointEvery = "auto"
-	if s.CheckpointEvery >= 0 {
-		rep.CheckpointEvery = strconv.FormatInt(s.CheckpointEvery, 10)
-	}
-	rep.Checkpoints, rep.Recoveries = r.Checkpoints, r.Recoveries
-	if c := j.Target.Cluster; c != nil {
-		rep.Cluster, rep.Ingest = strings.Join(c.Cluster, ","), s.Ingest
-	}
-	if s.OutShared != "" {
-		rep.CoefShared = filepath.Join(s.OutShared, "coef.npy")
-	}
-	rep.MessagesPerIt, rep.BytesPerIt, rep.ReductionsPerIt = &r.MessagesPerIteration, &r.BytesPerIteration, &r.ReductionsPerIteration
-	return rep
+	return report.Build(r.Job.Spec, run)
 }
 
 // threadsOf returns the worker threads a target's process runs (0: all cores).

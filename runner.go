@@ -105,9 +105,7 @@ func (r *Runner) Run(ctx context.Context, j *Job, opts Options) (*Result, error)
 	if res == nil {
 		return nil, err
 	}
-	out := fromActors(j, res)
-	out.Threads = threadsOf(r.target)
-	return out, err
+	return fromActors(j, res), err
 }
 
 // Submit submits a detached job (Spec.Detached, on a cluster) and returns its id without
@@ -164,7 +162,7 @@ func (r *Runner) runDriver(ctx context.Context, j *Job, opts Options) (*Result, 
 		return nil, err
 	}
 	out := &Result{Result: *res, Job: j, ReadSeconds: read, Threads: threadsOf(r.target)}
-	out.Storage, out.XBytes = StoredAs(blocks)
+	out.Storage, out.XBytes = kernels.StoredAs(blocks)
 	return out, err
 }
 
@@ -202,29 +200,6 @@ func follow(ctx context.Context, job *actors.Job, opts Options) (*actors.Result,
 // cancelWait is how long an interrupted client waits for its job's cancellation to be
 // confirmed before it returns anyway.
 const cancelWait = 3 * time.Second
-
-// StoredAs describes how blocks store X: float32, float64 or mixed (auto storage narrows each
-// block on its own), and the bytes their values and indices take.
-func StoredAs(blocks []kernels.Block) (string, int64) {
-	narrow, bytes := 0, int64(0)
-	for _, b := range blocks {
-		if kernels.IsNarrow(b) {
-			narrow++
-		}
-		bytes += int64(kernels.ValueBytes(b)) * int64(b.NNZ())
-		if _, sparse := b.(*kernels.CSC); sparse {
-			_, cols := b.Dims()
-			bytes += 4*int64(b.NNZ()) + 8*int64(cols+1)
-		}
-	}
-	switch narrow {
-	case 0:
-		return "float64", bytes
-	case len(blocks):
-		return "float32", bytes
-	}
-	return "mixed", bytes
-}
 
 // Run opens spec for t, runs it and closes it: the one call for a job whose caller needs
 // nothing between. See Open, NewRunner and Runner.Run.

@@ -1,18 +1,17 @@
 package didnmf
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/didnmf/didnmf/figures"
+	"github.com/didnmf/didnmf/internal/atomicfile"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/sweep"
@@ -143,27 +142,24 @@ func (s *SweepResult) Save(dir string) error {
 		}
 		rep.PerRank[i].ConsensusBasis = name
 	}
-	js, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "sweep.json"), append(js, '\n'), 0o644); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, "sweep.tsv"))
-	if err != nil {
-		return err
-	}
-	tw := bufio.NewWriter(f)
-	fmt.Fprintln(tw, "k\tseed\ttrain_rel_err2\ttest_rel_err2\titerations\tseconds\tstop_reason")
-	for _, r := range rep.Runs {
-		test := "NA"
-		if r.TestRelErr2 != nil {
-			test = strconv.FormatFloat(*r.TestRelErr2, 'g', 8, 64)
+	// Every file is written whole or not at all (atomicfile), sweep.json last: when it is
+	// there, so is the rest.
+	err := atomicfile.Write(filepath.Join(dir, "sweep.tsv"), 0o644, func(tw io.Writer) error {
+		if _, err := fmt.Fprintln(tw, "k\tseed\ttrain_rel_err2\ttest_rel_err2\titerations\tseconds\tstop_reason"); err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%.8g\t%s\t%d\t%.4g\t%s\n", r.K, r.Seed, r.TrainRelErr2, test, r.Iterations, r.Seconds, r.StopReason)
-	}
-	if err := errors.Join(tw.Flush(), f.Close()); err != nil {
+		for _, r := range rep.Runs {
+			test := "NA"
+			if r.TestRelErr2 != nil {
+				test = strconv.FormatFloat(*r.TestRelErr2, 'g', 8, 64)
+			}
+			if _, err := fmt.Fprintf(tw, "%d\t%d\t%.8g\t%s\t%d\t%.4g\t%s\n", r.K, r.Seed, r.TrainRelErr2, test, r.Iterations, r.Seconds, r.StopReason); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	note := figures.SweepNote{Suggested: rep.Suggested, Rule: rep.Rule, Capped: rep.CappedByRank()}
@@ -171,18 +167,19 @@ func (s *SweepResult) Save(dir string) error {
 	if err != nil {
 		return err
 	}
-	_, err = fig.Save(dir, "sweep")
-	return err
-}
-
-// writeNPYFile writes a rows x cols row-major matrix as .npy.
-func writeNPYFile(path string, rows, cols int, data []float64) error {
-	f, err := os.Create(path)
+	if _, err = fig.Save(dir, "sweep"); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriter(f)
-	return errors.Join(matio.WriteNPY(bw, rows, cols, data), bw.Flush(), f.Close())
+	return atomicfile.WriteFile(filepath.Join(dir, "sweep.json"), append(js, '\n'), 0o644)
+}
+
+// writeNPYFile writes a rows x cols row-major matrix as .npy, whole or not at all.
+func writeNPYFile(path string, rows, cols int, data []float64) error {
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error { return matio.WriteNPY(w, rows, cols, data) })
 }
 
 // rankRow is one rank's summary for sweep.json.

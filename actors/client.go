@@ -84,6 +84,12 @@ type Result struct {
 	// spent writing and replicating them, summed.
 	Checkpoints       int64
 	CheckpointSeconds float64
+	// Storage and XBytes are how the shards held X ("float32", "float64", or "mixed" when
+	// they differ) and its bytes over all shards; Threads the most worker threads of a node
+	// that ran a shard.
+	Storage string
+	XBytes  int64
+	Threads int
 }
 
 // Job is a submitted job.
@@ -532,6 +538,8 @@ func resultOf(id string, m *messages.JobResult) *Result {
 		r.Observed, r.Missing, r.TestCount, r.TestSqNorm, r.TestSSE = mk.Observed, mk.Missing, mk.Test, mk.TestSqNorm, m.TestSse
 	}
 	r.Comm.InitCollectives, r.Comm.Collectives = int(m.InitCollectives), int(m.Collectives)
+	r.Comm.FloatsPerIteration = m.FloatsPerIteration
+	r.Storage, r.XBytes, r.Threads = m.Storage, m.XBytes, int(m.Threads)
 	ran := r.Iterations
 	if n := len(m.Recoveries); n > 0 {
 		ran -= int(m.Recoveries[n-1].FromIteration)

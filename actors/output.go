@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
-	"strconv"
 
 	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/jobctl"
-	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/report"
@@ -105,13 +104,16 @@ func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error 
 		return err
 	}
 	r := resultOf(c.job, res)
-	spec := c.sub.Spec
-	rep := report.New(&r.Result, c.spec.Stop)
-	rep.Algo, rep.Input, rep.Init, rep.Seed = string(c.spec.Algo), spec.Inputs, string(c.spec.Init), spec.Seed
-	rep.Kernel, rep.Storage, rep.Ingest = kernels.ActiveKernelPath().String(), c.spec.Storage.String(), c.spec.Ingest
-	rep.CoefShared, rep.ShardNodes = filepath.Join(dir, "coef.npy"), r.ShardNodes
-	rep.CheckpointEvery, rep.Checkpoints, rep.Recoveries = checkpointEveryText(spec.CheckpointEvery), r.Checkpoints, r.Recoveries
-	rep.MessagesPerIt, rep.BytesPerIt, rep.ReductionsPerIt = &r.MessagesPerIteration, &r.BytesPerIteration, &r.ReductionsPerIteration
+	rep := report.Build(c.spec, &report.Run{Result: r.Result, Threads: r.Threads, Storage: r.Storage, XBytes: r.XBytes, OnActors: true,
+		ShardNodes: r.ShardNodes, Checkpoints: r.Checkpoints, Recoveries: r.Recoveries,
+		MessagesPerIteration: r.MessagesPerIteration, BytesPerIteration: r.BytesPerIteration, ReductionsPerIteration: r.ReductionsPerIteration})
+	if c.spec.Ingest == jobspec.IngestShared {
+		// As the client of an attached job says it: the images' shape, when the inputs are
+		// IDX image files (read through the node's roots, headers only).
+		if h, w, ok := matio.PeekImageShapeWith(c.node.cfg.Roots.Opener("--input"), c.spec.Inputs); ok && h*w == r.M {
+			rep.ImageShape = []int{h, w}
+		}
+	}
 	var buf bytes.Buffer
 	if err := rep.Write(&buf); err != nil {
 		return err
@@ -126,7 +128,7 @@ func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error 
 		err = cerr
 	}
 	if err == nil {
-		err = roots.Commit("--out-shared", tmp, filepath.Join(dir, "report.json"), spec.Overwrite)
+		err = roots.Commit("--out-shared", tmp, filepath.Join(dir, "report.json"), c.spec.Overwrite)
 	}
 	if err != nil {
 		_ = roots.Remove("--out-shared", tmp)
@@ -148,12 +150,4 @@ func (c *coordinator) commitNPY(part, final string, rows int) error {
 		return fmt.Errorf("--out-shared: %s: %v: do all nodes see the same directory?", filepath.Base(final), err)
 	}
 	return roots.Commit("--out-shared", part, final, c.spec.Overwrite)
-}
-
-// checkpointEveryText is a spec's checkpoint interval as factorize's --checkpoint-every says it.
-func checkpointEveryText(every int64) string {
-	if every < 0 {
-		return "auto"
-	}
-	return strconv.FormatInt(every, 10)
 }

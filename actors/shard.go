@@ -67,8 +67,11 @@ type shard struct {
 	streams  []*resultStream
 	doneSent bool
 	lastIter int64
-	ingest   *matio.BlockBuilder // while a streamed block arrives
-	inflow   chunked.Ordered     // the streamed block's chunks
+	// floats counts the floats the shard sent up in the collectives of its iterations since
+	// the machine was built at iteration floatsFrom (its ShardDone reports them per iteration).
+	floats, floatsFrom int64
+	ingest             *matio.BlockBuilder // while a streamed block arrives
+	inflow             chunked.Ordered     // the streamed block's chunks
 	// stream watches that the streamed block keeps coming once asked for (see checkStream).
 	stream    jobctl.StreamWatch
 	requested bool // the streamed block was asked of the client (it may wait for a stream slot)
@@ -517,9 +520,10 @@ func (s *shard) build(x kernels.Block, rec *checkpoint.Record) error {
 	}
 	s.node.addMachine(a.JobId, s.machine)
 	s.stopper = kernels.NewStopper(spec.DeterministicRule())
+	s.floats, s.floatsFrom = 0, 0
 	if rec != nil {
 		s.stopper.Restore(rec.Stopper)
-		s.lastIter = rec.Iteration
+		s.lastIter, s.floatsFrom = rec.Iteration, rec.Iteration
 	}
 	return nil
 }
@@ -632,6 +636,9 @@ func (s *shard) sendReports(ctx actor.Context) {
 // sendPartial sends the machine's contribution to its reducer, in chunks if it is large.
 func (s *shard) sendPartial(ctx actor.Context, st *kernels.Step) {
 	s.seq++
+	if !st.Init {
+		s.floats += int64(len(st.Data))
+	}
 	segs := make([]int64, len(st.Segments))
 	for i, v := range st.Segments {
 		segs[i] = int64(v)
@@ -754,8 +761,14 @@ func (s *shard) reportDone(ctx actor.Context) {
 		return
 	}
 	s.doneSent = true
-	ctx.Send(s.coordinator, &messages.ShardDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: s.lastIter,
-		Stop: string(s.stopWhy), Residual: s.machine.LocalResidual(), SqNormX: s.sqNormX(), Counters: proto.Clone(&s.meter.c).(*messages.Counters)})
+	done := &messages.ShardDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: s.lastIter,
+		Stop: string(s.stopWhy), Residual: s.machine.LocalResidual(), SqNormX: s.sqNormX(), Counters: proto.Clone(&s.meter.c).(*messages.Counters),
+		Threads: int64(s.node.pool.Workers())}
+	done.Storage, done.XBytes = kernels.StoredAs([]kernels.Block{s.x})
+	if ran := s.lastIter - s.floatsFrom; ran > 0 {
+		done.FloatsPerIteration = float64(s.floats) / float64(ran)
+	}
+	ctx.Send(s.coordinator, done)
 }
 
 // resultStream sends one factor to the client in chunks, resultWindow at a time.

@@ -36,8 +36,8 @@
 //
 //	dir/checkpoints/<j>/<kind>/shard-<s>/iter-<i as %012d>.ckpt
 //
-// Each file is written atomically and durably: to a temporary file ".tmp-*" in the same
-// directory, synced, renamed to its final name, and the directory synced. A failed write
+// Each file is written atomically and durably (package internal/atomicfile): to a temporary
+// file in the same directory, synced, renamed to its final name, and the directory synced. A failed write
 // (a full disk, say) removes the temporary file, so a file with a final name is always a
 // complete checkpoint, and one that fails its checksum anyway (a bad disk) is reported as
 // [ErrCorrupt] when read.

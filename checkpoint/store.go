@@ -11,13 +11,13 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/didnmf/didnmf/internal/atomicfile"
 )
 
 const (
 	// subdir is the directory of a Store's checkpoints under its data directory.
 	subdir = "checkpoints"
-	// tempPrefix starts the names of temporary files; Iterations ignores them.
-	tempPrefix = ".tmp-"
 	// filePrefix and fileSuffix surround the iteration number in a checkpoint's file name.
 	filePrefix = "iter-"
 	fileSuffix = ".ckpt"
@@ -232,17 +232,13 @@ func (s *Store) write(kind Kind, job string, shard int, iteration int64, data []
 	if err := ensureDir(dir); err != nil {
 		return fail(err)
 	}
-	f, err := os.CreateTemp(dir, tempPrefix+"*")
+	f, err := atomicfile.Create(final, 0o600)
 	if err != nil {
 		return fail(err)
 	}
-	tmp := f.Name()
 	granted, quotaErr := s.reserve(int64(len(data)))
 	abort := func(err error) error {
-		if f != nil {
-			f.Close()
-		}
-		os.Remove(tmp)
+		f.Close()
 		s.release(granted)
 		return fail(err)
 	}
@@ -250,20 +246,15 @@ func (s *Store) write(kind Kind, job string, shard int, iteration int64, data []
 		return abort(err)
 	}
 	if quotaErr != nil {
-		return abort(&os.PathError{Op: "write", Path: tmp, Err: quotaErr})
+		return abort(&os.PathError{Op: "write", Path: final, Err: quotaErr})
 	}
 	if err := f.Sync(); err != nil {
-		return abort(err)
-	}
-	err = f.Close()
-	f = nil
-	if err != nil {
 		return abort(err)
 	}
 	// Rename under the lock, so that the size of a replaced file is uncounted once.
 	s.mu.Lock()
 	old, statErr := os.Lstat(final)
-	err = os.Rename(tmp, final)
+	err = f.Rename()
 	if err == nil && statErr == nil && old.Mode().IsRegular() {
 		s.used = max(s.used-old.Size(), 0)
 	}
@@ -272,7 +263,7 @@ func (s *Store) write(kind Kind, job string, shard int, iteration int64, data []
 		return abort(err)
 	}
 	// The checkpoint is complete and synced; only its name may not be durable yet.
-	if err := syncDir(dir); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return fail(err)
 	}
 	return nil
@@ -395,7 +386,7 @@ func (s *Store) remove(kind Kind, job string, shard int, its []int64) error {
 		}
 	}
 	if removed {
-		if err := syncDir(dir); err != nil {
+		if err := atomicfile.SyncDir(dir); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -444,7 +435,7 @@ func (s *Store) RemoveJob(job string) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint: remove job: %w", err)
 	}
-	if err := syncDir(s.root); err != nil {
+	if err := atomicfile.SyncDir(s.root); err != nil {
 		return fmt.Errorf("checkpoint: remove job: %w", err)
 	}
 	return nil
@@ -503,25 +494,5 @@ func ensureDir(path string) error {
 		}
 		return err
 	}
-	return syncDir(parent)
-}
-
-// syncDir syncs the directory dir, making the entries created, renamed or removed in it
-// durable. File systems that do not support syncing a directory (EINVAL) are tolerated.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if errors.Is(err, syscall.EINVAL) {
-		err = nil
-	}
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
+	return atomicfile.SyncDir(parent)
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/didnmf/didnmf/internal/atomicfile"
 )
 
 // openStore opens a store in a fresh temporary directory.
@@ -134,7 +136,7 @@ func TestWriteRead(t *testing.T) {
 			if !bytes.Equal(raw, mustMarshal(t, tc.rec)) {
 				t.Fatal("ReadBytes differs from MarshalBinary")
 			}
-			if names := dirNames(t, filepath.Dir(path)); slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, ".tmp-") }) {
+			if names := dirNames(t, filepath.Dir(path)); slices.ContainsFunc(names, atomicfile.IsTemp) {
 				t.Fatalf("temporary file left: %v", names)
 			}
 		})

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
+
+	"github.com/didnmf/didnmf/internal/atomicfile"
 )
 
 // planted returns n distinct s x s pictures, values in [0, 1]: a horizontal bar, a vertical
@@ -156,7 +158,7 @@ func TestBasisGridZeroComponentAndBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "b.png")
-	if err := writeAtomic(path, fig.WritePNG); err != nil {
+	if err := atomicfile.Write(path, 0o644, fig.WritePNG); err != nil {
 		t.Fatal(err)
 	}
 	img := readPNG(t, path)

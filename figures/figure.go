@@ -1,16 +1,15 @@
 package figures
 
 import (
-	"bufio"
-	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/didnmf/didnmf/internal/atomicfile"
 )
 
 // DPI is the resolution of the PNG files: 72 dots per inch, one pixel per point, so that a
@@ -56,41 +55,10 @@ func (f *Figure) Save(dir, base string) ([]string, error) {
 		write func(io.Writer) error
 	}{{".png", f.WritePNG}, {".svg", f.WriteSVG}} {
 		path := filepath.Join(dir, base+out.ext)
-		if err := writeAtomic(path, out.write); err != nil {
+		if err := atomicfile.Write(path, 0o644, out.write); err != nil {
 			return written, err
 		}
 		written = append(written, path)
 	}
 	return written, nil
-}
-
-// writeAtomic writes path through a temporary file in the same directory.
-func writeAtomic(path string, write func(io.Writer) error) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(tmp, 1<<16)
-	if err := write(bw); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }

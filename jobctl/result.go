@@ -65,6 +65,15 @@ func (j *Job) onReducerDone(now time.Time, m *messages.ReducerDone) {
 		res.Iterations, res.Stop = d.Iteration, d.Stop
 		res.Residual += d.Residual
 		res.SqNormX += d.SqNormX
+		res.XBytes += d.XBytes
+		res.Threads = max(res.Threads, d.Threads)
+		res.FloatsPerIteration += d.FloatsPerIteration
+		switch {
+		case s == 0:
+			res.Storage = d.Storage
+		case d.Storage != res.Storage:
+			res.Storage = "mixed"
+		}
 	}
 	spec := j.sub.GetSpec()
 	if spec.GetOutShared() != "" {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
-	"github.com/didnmf/didnmf/report"
 )
 
 // Config returns the kernels' configuration of the job, run with threads worker threads (0:
@@ -28,12 +27,12 @@ func (s *Spec) Options() kernels.Options {
 }
 
 // New returns the spec of a job on inputs with every other field at the CLI's default: seed
-// 1, init random, tol 1e-6, max-iter 1000, stall-tol report.DefaultStallTol, form, storage
+// 1, init random, tol 1e-6, max-iter 1000, stall-tol DefaultStallTol, form, storage
 // and layout auto, rho 1, the default fan-in, automatic checkpoints, shared ingest. Change
 // what you need; didnmf.Open checks it.
 func New(inputs []string, algo kernels.Algorithm, rank, shards int) *Spec {
 	return &Spec{Inputs: inputs, Algo: algo, Rank: rank, Shards: shards, Seed: 1, Init: kernels.InitRandom,
-		Stop: kernels.StopRule{Tol: kernels.DefaultStopRule.Tol, MaxIter: kernels.DefaultStopRule.MaxIter, StallTol: report.DefaultStallTol},
+		Stop: kernels.StopRule{Tol: kernels.DefaultStopRule.Tol, MaxIter: kernels.DefaultStopRule.MaxIter, StallTol: DefaultStallTol},
 		Form: kernels.FormAuto, Storage: kernels.StorageAuto, Layout: matio.LayoutAuto, Rho: 1, FanIn: DefaultFanIn,
 		CheckpointEvery: -1, Ingest: IngestShared}
 }

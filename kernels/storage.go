@@ -204,3 +204,26 @@ func widenGo(dst []float64, src []float32) {
 		dst[i] = float64(v)
 	}
 }
+
+// StoredAs describes how blocks store X: float32, float64 or mixed (auto storage narrows each
+// block on its own), and the bytes their values and indices take.
+func StoredAs(blocks []Block) (string, int64) {
+	narrow, bytes := 0, int64(0)
+	for _, b := range blocks {
+		if IsNarrow(b) {
+			narrow++
+		}
+		bytes += int64(ValueBytes(b)) * int64(b.NNZ())
+		if _, sparse := b.(*CSC); sparse {
+			_, cols := b.Dims()
+			bytes += 4*int64(b.NNZ()) + 8*int64(cols+1)
+		}
+	}
+	switch narrow {
+	case 0:
+		return "float64", bytes
+	case len(blocks):
+		return "float32", bytes
+	}
+	return "mixed", bytes
+}

@@ -185,8 +185,14 @@ func (s *idxSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 // agree: what ImageShape would say of the opened, stacked inputs, without reading their data
 // (a client of a cluster whose nodes read the files).
 func PeekImageShape(specs []string) (h, w int, ok bool) {
+	return PeekImageShapeWith(os.Open, specs)
+}
+
+// PeekImageShapeWith is PeekImageShape opening the files with open (a node's confined
+// opener, say).
+func PeekImageShapeWith(open Opener, specs []string) (h, w int, ok bool) {
 	for i, spec := range specs {
-		ph, pw, pok := peekIDXImage(spec)
+		ph, pw, pok := peekIDXImage(open, spec)
 		if !pok || i > 0 && (ph != h || pw != w) {
 			return 0, 0, false
 		}
@@ -196,8 +202,8 @@ func PeekImageShape(specs []string) (h, w int, ok bool) {
 }
 
 // peekIDXImage reads the IDX header of one file (through gzip) for its image shape.
-func peekIDXImage(path string) (h, w int, ok bool) {
-	f, err := os.Open(path)
+func peekIDXImage(open Opener, path string) (h, w int, ok bool) {
+	f, err := open(path)
 	if err != nil {
 		return 0, 0, false
 	}

@@ -3533,18 +3533,26 @@ func (x *Counters) GetWaitSeconds() float64 {
 // ShardDone is a shard's final report to the coordinator; its C follows to the client as
 // ResultChunk messages.
 type ShardDone struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Shard         int64                  `protobuf:"varint,3,opt,name=shard,proto3" json:"shard,omitempty"`
-	Iteration     int64                  `protobuf:"varint,4,opt,name=iteration,proto3" json:"iteration,omitempty"`
-	Stop          string                 `protobuf:"bytes,5,opt,name=stop,proto3" json:"stop,omitempty"`
-	Residual      float64                `protobuf:"fixed64,6,opt,name=residual,proto3" json:"residual,omitempty"`
-	SqNormX       float64                `protobuf:"fixed64,7,opt,name=sq_norm_x,json=sqNormX,proto3" json:"sq_norm_x,omitempty"`
-	Counters      *Counters              `protobuf:"bytes,8,opt,name=counters,proto3" json:"counters,omitempty"`
-	Error         string                 `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	JobId     string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Epoch     uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Shard     int64                  `protobuf:"varint,3,opt,name=shard,proto3" json:"shard,omitempty"`
+	Iteration int64                  `protobuf:"varint,4,opt,name=iteration,proto3" json:"iteration,omitempty"`
+	Stop      string                 `protobuf:"bytes,5,opt,name=stop,proto3" json:"stop,omitempty"`
+	Residual  float64                `protobuf:"fixed64,6,opt,name=residual,proto3" json:"residual,omitempty"`
+	SqNormX   float64                `protobuf:"fixed64,7,opt,name=sq_norm_x,json=sqNormX,proto3" json:"sq_norm_x,omitempty"`
+	Counters  *Counters              `protobuf:"bytes,8,opt,name=counters,proto3" json:"counters,omitempty"`
+	Error     string                 `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
+	// How the shard held its block of X ("float32" or "float64") and the bytes of its values
+	// and indices, the worker threads of its node, and the floats it contributed to the
+	// collectives per iteration since it was built (from the start or a checkpoint): what
+	// report.json says of where the job ran.
+	Storage            string  `protobuf:"bytes,10,opt,name=storage,proto3" json:"storage,omitempty"`
+	XBytes             int64   `protobuf:"varint,11,opt,name=x_bytes,json=xBytes,proto3" json:"x_bytes,omitempty"`
+	Threads            int64   `protobuf:"varint,12,opt,name=threads,proto3" json:"threads,omitempty"`
+	FloatsPerIteration float64 `protobuf:"fixed64,13,opt,name=floats_per_iteration,json=floatsPerIteration,proto3" json:"floats_per_iteration,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ShardDone) Reset() {
@@ -3638,6 +3646,34 @@ func (x *ShardDone) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *ShardDone) GetStorage() string {
+	if x != nil {
+		return x.Storage
+	}
+	return ""
+}
+
+func (x *ShardDone) GetXBytes() int64 {
+	if x != nil {
+		return x.XBytes
+	}
+	return 0
+}
+
+func (x *ShardDone) GetThreads() int64 {
+	if x != nil {
+		return x.Threads
+	}
+	return 0
+}
+
+func (x *ShardDone) GetFloatsPerIteration() float64 {
+	if x != nil {
+		return x.FloatsPerIteration
+	}
+	return 0
 }
 
 // ReducerDone is a reducer's counters, sent to the coordinator when the job ends.
@@ -4040,10 +4076,18 @@ type JobResult struct {
 	CheckpointSeconds float64 `protobuf:"fixed64,21,opt,name=checkpoint_seconds,json=checkpointSeconds,proto3" json:"checkpoint_seconds,omitempty"`
 	// A masked job's counts (then residual and sq_norm_x are over the observed entries), and
 	// the held-out entries' squared error at the end.
-	Mask          *MaskStats `protobuf:"bytes,22,opt,name=mask,proto3" json:"mask,omitempty"`
-	TestSse       float64    `protobuf:"fixed64,23,opt,name=test_sse,json=testSse,proto3" json:"test_sse,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Mask    *MaskStats `protobuf:"bytes,22,opt,name=mask,proto3" json:"mask,omitempty"`
+	TestSse float64    `protobuf:"fixed64,23,opt,name=test_sse,json=testSse,proto3" json:"test_sse,omitempty"`
+	// Where it ran, from the shards' ShardDone: how X was stored ("float32", "float64", or
+	// "mixed" when shards differ) and its bytes summed over the shards, the most worker
+	// threads of a node that ran a shard, and the floats all shards contributed to the
+	// collectives per iteration.
+	Storage            string  `protobuf:"bytes,24,opt,name=storage,proto3" json:"storage,omitempty"`
+	XBytes             int64   `protobuf:"varint,25,opt,name=x_bytes,json=xBytes,proto3" json:"x_bytes,omitempty"`
+	Threads            int64   `protobuf:"varint,26,opt,name=threads,proto3" json:"threads,omitempty"`
+	FloatsPerIteration float64 `protobuf:"fixed64,27,opt,name=floats_per_iteration,json=floatsPerIteration,proto3" json:"floats_per_iteration,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *JobResult) Reset() {
@@ -4233,6 +4277,34 @@ func (x *JobResult) GetMask() *MaskStats {
 func (x *JobResult) GetTestSse() float64 {
 	if x != nil {
 		return x.TestSse
+	}
+	return 0
+}
+
+func (x *JobResult) GetStorage() string {
+	if x != nil {
+		return x.Storage
+	}
+	return ""
+}
+
+func (x *JobResult) GetXBytes() int64 {
+	if x != nil {
+		return x.XBytes
+	}
+	return 0
+}
+
+func (x *JobResult) GetThreads() int64 {
+	if x != nil {
+		return x.Threads
+	}
+	return 0
+}
+
+func (x *JobResult) GetFloatsPerIteration() float64 {
+	if x != nil {
+		return x.FloatsPerIteration
 	}
 	return 0
 }
@@ -5848,7 +5920,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x05stale\x18\b \x01(\x03R\x05stale\x12'\n" +
 	"\x0fcompute_seconds\x18\t \x01(\x01R\x0ecomputeSeconds\x12!\n" +
 	"\fwait_seconds\x18\n" +
-	" \x01(\x01R\vwaitSeconds\"\xfc\x01\n" +
+	" \x01(\x01R\vwaitSeconds\"\xfb\x02\n" +
 	"\tShardDone\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x14\n" +
@@ -5858,7 +5930,12 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bresidual\x18\x06 \x01(\x01R\bresidual\x12\x1a\n" +
 	"\tsq_norm_x\x18\a \x01(\x01R\asqNormX\x12,\n" +
 	"\bcounters\x18\b \x01(\v2\x10.didnmf.CountersR\bcounters\x12\x14\n" +
-	"\x05error\x18\t \x01(\tR\x05error\"\x9e\x01\n" +
+	"\x05error\x18\t \x01(\tR\x05error\x12\x18\n" +
+	"\astorage\x18\n" +
+	" \x01(\tR\astorage\x12\x17\n" +
+	"\ax_bytes\x18\v \x01(\x03R\x06xBytes\x12\x18\n" +
+	"\athreads\x18\f \x01(\x03R\athreads\x120\n" +
+	"\x14floats_per_iteration\x18\r \x01(\x01R\x12floatsPerIteration\"\x9e\x01\n" +
 	"\vReducerDone\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x0e\n" +
 	"\x02lo\x18\x02 \x01(\x03R\x02lo\x12\x0e\n" +
@@ -5891,7 +5968,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\rtest_rel_err2\x18\a \x01(\x01R\vtestRelErr2\x12\x1b\n" +
 	"\ttest_rmse\x18\b \x01(\x01R\btestRmse\x12\x1d\n" +
 	"\n" +
-	"test_count\x18\t \x01(\x03R\ttestCount\"\xd6\x05\n" +
+	"test_count\x18\t \x01(\x03R\ttestCount\"\xd5\x06\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\f\n" +
 	"\x01m\x18\x02 \x01(\x03R\x01m\x12\f\n" +
@@ -5921,7 +5998,11 @@ const file_didnmf_proto_rawDesc = "" +
 	"\vcheckpoints\x18\x14 \x01(\x03R\vcheckpoints\x12-\n" +
 	"\x12checkpoint_seconds\x18\x15 \x01(\x01R\x11checkpointSeconds\x12%\n" +
 	"\x04mask\x18\x16 \x01(\v2\x11.didnmf.MaskStatsR\x04mask\x12\x19\n" +
-	"\btest_sse\x18\x17 \x01(\x01R\atestSse\"\xa9\x01\n" +
+	"\btest_sse\x18\x17 \x01(\x01R\atestSse\x12\x18\n" +
+	"\astorage\x18\x18 \x01(\tR\astorage\x12\x17\n" +
+	"\ax_bytes\x18\x19 \x01(\x03R\x06xBytes\x12\x18\n" +
+	"\athreads\x18\x1a \x01(\x03R\athreads\x120\n" +
+	"\x14floats_per_iteration\x18\x1b \x01(\x01R\x12floatsPerIteration\"\xa9\x01\n" +
 	"\bRecovery\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x14\n" +
 	"\x05cause\x18\x02 \x01(\tR\x05cause\x12\x18\n" +

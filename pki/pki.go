@@ -18,6 +18,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/didnmf/didnmf/internal/atomicfile"
 )
 
 // Validity is how long generated certificates are valid.
@@ -210,15 +212,8 @@ func configOf(pair tls.Certificate, pool *x509.CertPool) (*Config, error) {
 	}, nil
 }
 
-// Write writes data to path with the given permission, refusing to overwrite a file.
+// Write writes data to path with the given permission, whole or not at all, refusing to
+// overwrite a file (the error then wraps fs.ErrExist).
 func Write(path string, data []byte, perm os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return atomicfile.WriteNew(path, data, perm)
 }

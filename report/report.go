@@ -1,23 +1,19 @@
-// Package report is a job's report.json: one schema, written the same way whether the job ran
-// in the factorize process, on actors in it, on a cluster, or detached on a cluster (where the
-// coordinator writes it). New fills in what a run measured; the caller adds how it ran.
+// Package report is a job's report.json: one schema, built by one function (Build, from the
+// job's spec and what its run measured) whether the job ran in the factorize process, on
+// actors in it, on a cluster, or detached on a cluster (where the coordinator writes it).
 package report
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strconv"
 
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 )
-
-// DefaultStallTol is factorize's default --stall-tol: a run ends when its error fell by less
-// than 0.01% over the last 10 iterations. On a 20000 x 300 count matrix of planted rank 8 that
-// stops DID after 44 iterations at scikit-learn's final error (rel_err2 0.1138 both), on
-// Fashion-MNIST (K=10) after 158 at 0.1305 (scikit-learn's defaults: 0.1292), and the paper's
-// synthetic matrices reach --tol first (BENCHMARKS.md, "Stopping").
-const DefaultStallTol = 1e-4
 
 // Report is report.json.
 type Report struct {
@@ -106,14 +102,45 @@ type Report struct {
 	History         []kernels.HistoryPoint `json:"history"`
 }
 
-// New returns the report of a finished run: sizes, iterations, seconds, errors, the rule that
-// stopped it (in words too), the history, and the collectives per iteration. The caller fills
-// in the rest (input, algorithm, where it ran).
-func New(res *kernels.Result, stop kernels.StopRule) *Report {
-	r := &Report{M: res.M, N: res.N, K: res.K, Shards: res.Shards, Tol: stop.Tol, MaxIter: stop.MaxIter, StallTol: stop.StallTol,
+// Run is what a finished run measured, wherever it ran: the factors' summary and history,
+// and what running it took. The run's process (the driver, or the client of a job on actors)
+// fills it in; for a detached job the coordinator does, from the job's result message.
+type Run struct {
+	kernels.Result
+	// ReadSeconds is the time this process took to read the input (0 on actors, whose
+	// shards read it as part of the run).
+	ReadSeconds float64
+	// Threads is the number of worker threads that ran the job: the driver's, or on actors
+	// the most of any node a shard ran on.
+	Threads int
+	// Storage and XBytes are how X was stored where it ran: "float32", "float64" or "mixed",
+	// and the bytes of its values and indices (summed over the shards on actors).
+	Storage string
+	XBytes  int64
+	// OnActors is set for a run on actors; Nodes is then the number of in-process actor
+	// systems (0 on a cluster), and Cluster the cluster's addresses as its client was given
+	// them ("" when none is known).
+	OnActors bool
+	Nodes    int
+	Cluster  string
+	// The rest is set for runs on actors: the node each shard ran on by shard id, the
+	// committed checkpoints, every rollback after a failure, and per iteration the messages,
+	// their protobuf bytes and the collectives completed, measured over the job's actors.
+	ShardNodes                                                      []string
+	Checkpoints                                                     int64
+	Recoveries                                                      []*messages.Recovery
+	MessagesPerIteration, BytesPerIteration, ReductionsPerIteration float64
+}
+
+// Build returns report.json's content for a job's spec and its run: the one place a report is
+// made, for runs on the driver, on actors, on a cluster, detached (by the coordinator) and
+// for transform. The caller adds only what the spec and the run cannot say (the image shape).
+func Build(spec *jobspec.Spec, run *Run) *Report {
+	res := &run.Result
+	r := &Report{M: res.M, N: res.N, K: res.K, Shards: res.Shards, Tol: spec.Stop.Tol, MaxIter: spec.Stop.MaxIter, StallTol: spec.Stop.StallTol,
 		Iterations: res.Iterations, Seconds: res.Seconds, ObjectiveRat: kernels.Ratio(res.Objective, res.Initial),
 		RelErr2: res.RelErr2(), Converged: res.StopReason == kernels.StopConverged || res.StopReason == kernels.StopStalled,
-		StopReason: string(res.StopReason), Stop: StopSentence(res.StopReason, stop, res.History),
+		StopReason: string(res.StopReason), Stop: StopSentence(res.StopReason, spec.Stop, res.History),
 		Collectives: res.Comm.PerIteration, FloatsPerIter: res.Comm.FloatsPerIteration, History: res.History}
 	if r.History == nil {
 		r.History = []kernels.HistoryPoint{}
@@ -123,6 +150,44 @@ func New(res *kernels.Result, stop kernels.StopRule) *Report {
 		r.IterateSeconds = max(res.Seconds-r.InitSeconds, 0)
 	}
 	_, r.RMSE = kernels.Errors(res.Residual, res.SqNormX, res.M, res.N)
+	r.Algo, r.Input, r.Init, r.Seed = string(spec.Algo), spec.Inputs, string(spec.Init), spec.Seed
+	r.Threads, r.ReadSeconds = run.Threads, run.ReadSeconds
+	if spec.Algo == kernels.Transform && res.StopReason == kernels.StopMaxIter {
+		// One pass is the exact solution: nothing was cut short.
+		r.Converged, r.StopReason = true, "solved"
+		r.Stop = "solved: the exact nonnegative least squares of every sample for the basis given, in one pass"
+	}
+	if spec.Loss != kernels.LossFrobenius {
+		r.Loss, r.Objective = spec.Loss.String(), res.Objective
+	}
+	if spec.Missing || spec.TestFraction > 0 {
+		r.Observed, r.Missing = res.Observed, res.Missing
+	}
+	if spec.TestFraction > 0 {
+		r.TestFraction, r.TestSeed, r.TestCount = spec.TestFraction, spec.TestSeed, res.TestCount
+		r.TestRelErr2, r.TestRMSE = res.TestRelErr2(), res.TestRMSE()
+	}
+	if spec.AlphaCoef != 0 || spec.AlphaBasis != 0 {
+		r.AlphaCoef, r.AlphaBasis, r.L1Ratio, r.Objective = spec.AlphaCoef, spec.AlphaBasis, spec.L1Ratio, res.Objective
+	}
+	r.Kernel, r.Storage, r.XBytes = kernels.ActiveKernelPath().String(), run.Storage, run.XBytes
+	if !run.OnActors {
+		return r
+	}
+	r.Nodes, r.ShardNodes = run.Nodes, run.ShardNodes
+	r.CheckpointEvery = "auto"
+	if spec.CheckpointEvery >= 0 {
+		r.CheckpointEvery = strconv.FormatInt(spec.CheckpointEvery, 10)
+	}
+	r.Checkpoints, r.Recoveries = run.Checkpoints, run.Recoveries
+	if run.Nodes == 0 {
+		// A cluster's: its nodes took the input as the spec's ingest says.
+		r.Cluster, r.Ingest = run.Cluster, spec.Ingest
+	}
+	if spec.OutShared != "" {
+		r.CoefShared = filepath.Join(spec.OutShared, "coef.npy")
+	}
+	r.MessagesPerIt, r.BytesPerIt, r.ReductionsPerIt = &run.MessagesPerIteration, &run.BytesPerIteration, &run.ReductionsPerIteration
 	return r
 }
 
@@ -155,7 +220,7 @@ func StopSentence(why kernels.StopReason, rule kernels.StopRule, hist []kernels.
 	}
 	if fall, span, ok := recentFall(hist, window); ok {
 		window = span
-		if fall < max(rule.StallTol, DefaultStallTol) {
+		if fall < max(rule.StallTol, jobspec.DefaultStallTol) {
 			return fmt.Sprintf("%s; the error had stopped falling (by %s over the last %d iterations)", limit, percent(fall), window)
 		}
 		return fmt.Sprintf("%s while the error was still falling (by %s over the last %d iterations): raise it, or accept the result", limit, percent(fall), window)

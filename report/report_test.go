@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 )
 
@@ -41,6 +42,89 @@ func TestStopSentence(t *testing.T) {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s over %d points: %q does not say %q", tt.why, len(tt.hist), got, w)
 			}
+		}
+	}
+}
+
+// TestBuild: what Build takes from the spec and what from the run, case by case: the
+// penalties and the objective only with a penalty, the mask counts only with a mask, the
+// held-out error only with a test fraction, a one-pass transform "solved", and the fields of
+// a run on actors (a cluster's ingest) only there.
+func TestBuild(t *testing.T) {
+	run := func() *Run {
+		r := &Run{Threads: 3, Storage: "float32", XBytes: 480}
+		r.M, r.N, r.K, r.Shards, r.Iterations = 4, 30, 2, 2, 5
+		r.Initial, r.Objective, r.Residual, r.SqNormX = 10, 2, 1.5, 20
+		r.StopReason = kernels.StopMaxIter
+		r.Observed, r.Missing, r.TestCount = 100, 20, 12
+		r.History = []kernels.HistoryPoint{{Iteration: 0, Seconds: 0.25, Ratio: 1}, {Iteration: 5, Seconds: 1, Ratio: 0.2}}
+		r.Seconds = 1
+		return r
+	}
+	spec := func() *jobspec.Spec {
+		s := jobspec.New([]string{"x.npy"}, kernels.DID, 2, 2)
+		s.Stop = kernels.StopRule{MaxIter: 5}
+		return s
+	}
+	tests := []struct {
+		name  string
+		spec  func(*jobspec.Spec)
+		run   func(*Run)
+		check func(*Report) string
+	}{
+		{"plain", nil, nil, func(r *Report) string {
+			if r.AlphaCoef != 0 || r.Objective != 0 || r.Observed != 0 || r.TestCount != 0 || r.Ingest != "" || r.CheckpointEvery != "" {
+				return "penalty, mask or actor fields set"
+			}
+			if r.Threads != 3 || r.Storage != "float32" || r.XBytes != 480 || r.StopReason != "max-iter" || r.InitSeconds != 0.25 || r.IterateSeconds != 0.75 {
+				return "run fields not copied"
+			}
+			return ""
+		}},
+		{"penalized", func(s *jobspec.Spec) { s.AlphaCoef, s.L1Ratio = 0.01, 0.5 }, nil, func(r *Report) string {
+			if r.AlphaCoef != 0.01 || r.L1Ratio != 0.5 || r.Objective != 2 {
+				return "penalty or objective missing"
+			}
+			return ""
+		}},
+		{"masked", func(s *jobspec.Spec) { s.Missing, s.TestFraction, s.TestSeed = true, 0.1, 7 }, nil, func(r *Report) string {
+			if r.Observed != 100 || r.Missing != 20 || r.TestCount != 12 || r.TestFraction != 0.1 || r.TestSeed != 7 {
+				return "mask counts missing"
+			}
+			return ""
+		}},
+		{"transform", func(s *jobspec.Spec) { s.Algo = kernels.Transform }, nil, func(r *Report) string {
+			if r.StopReason != "solved" || !r.Converged {
+				return "a one-pass transform is not solved"
+			}
+			return ""
+		}},
+		{"cluster", func(s *jobspec.Spec) { s.OutShared, s.CheckpointEvery = "/shared", 4 },
+			func(r *Run) { r.OnActors, r.Cluster, r.MessagesPerIteration = true, "10.0.0.1:7946", 8 }, func(r *Report) string {
+				if r.Ingest != "shared" || r.Cluster != "10.0.0.1:7946" || r.CheckpointEvery != "4" || r.CoefShared != "/shared/coef.npy" ||
+					r.MessagesPerIt == nil || *r.MessagesPerIt != 8 {
+					return "cluster fields missing"
+				}
+				return ""
+			}},
+		{"in-process nodes", nil, func(r *Run) { r.OnActors, r.Nodes = true, 3 }, func(r *Report) string {
+			if r.Nodes != 3 || r.Ingest != "" || r.CheckpointEvery != "auto" {
+				return "in-process fields wrong"
+			}
+			return ""
+		}},
+	}
+	for _, tt := range tests {
+		s, r := spec(), run()
+		if tt.spec != nil {
+			tt.spec(s)
+		}
+		if tt.run != nil {
+			tt.run(r)
+		}
+		rep := Build(s, r)
+		if msg := tt.check(rep); msg != "" {
+			t.Errorf("%s: %s: %+v", tt.name, msg, rep)
 		}
 	}
 }

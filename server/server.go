@@ -24,6 +24,7 @@ import (
 	"github.com/didnmf/didnmf/actors"
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/fsroot"
+	"github.com/didnmf/didnmf/internal/atomicfile"
 	"github.com/didnmf/didnmf/pki"
 )
 
@@ -333,7 +334,7 @@ func Start(cfg Config) (*Server, error) {
 		logger.Info("removed the checkpoints of jobs no member knows", slog.Any("jobs", removed))
 	}
 	if ncfg.DataDir != "" {
-		_ = os.WriteFile(filepath.Join(ncfg.DataDir, "node.txt"),
+		_ = atomicfile.WriteFile(filepath.Join(ncfg.DataDir, "node.txt"),
 			[]byte(fmt.Sprintf("name %s\ngossip %s\nactor %s\npid %d\n", s.name, s.Members.Local().Gossip, s.Node.Address(), os.Getpid())), 0o600)
 	}
 	return s, nil

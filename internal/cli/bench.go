@@ -207,7 +207,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	out := benchResult{Algo: string(j.cfg.Algo), Input: j.src.Name(), M: res.M, N: res.N, K: res.K, Shards: res.Shards,
 		Threads: threads, Layout: layout, Iterations: res.Iterations, SecPerIter: spi, RelErr2: res.RelErr2(),
 		Collectives: res.Comm.PerIteration, GoVersion: runtime.Version(), Kernel: kernels.ActiveKernelPath().String()}
-	out.Storage, out.XBytes = didnmf.StoredAs(blocks)
+	out.Storage, out.XBytes = kernels.StoredAs(blocks)
 	roof.fill(&out)
 	if pb != nil {
 		out.Procs, out.JoinSec, out.DetectSec = *procs, pb.joinSec, pb.detectSec

@@ -1,14 +1,13 @@
 package cli
 
 import (
-	"bufio"
 	"encoding/binary"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"os"
 
+	"github.com/didnmf/didnmf/internal/atomicfile"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/usererr"
@@ -44,44 +43,33 @@ func cmdConvert(args []string, stdout, stderr io.Writer) error {
 	}
 	defer src.Close()
 	m, n := src.Features(), src.Samples()
-	tmp, err := os.CreateTemp(dirOf(*out), ".convert-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", *out, err)
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	if *format != "raw" {
-		if err := writeNPYHeader(w, n, m, *format == "npy-t"); err != nil {
-			return err
-		}
-	}
-	// Stream in chunks of samples: X column-major is the (N, M) row-major data.
-	const chunk = 1 << 14
-	buf := make([]byte, 8)
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		b, err := src.Read(lo, hi, matio.LayoutDense)
-		if err != nil {
-			return usererr.Wrap(err)
-		}
-		for _, v := range kernels.ToDense(b).Data {
-			binary.LittleEndian.PutUint64(buf, math.Float64bits(v))
-			if _, err := w.Write(buf); err != nil {
-				return fmt.Errorf("writing %s: %w", *out, err)
+	// The file is written whole or not at all: an input error halfway leaves nothing.
+	err = atomicfile.Write(*out, 0o644, func(w io.Writer) error {
+		if *format != "raw" {
+			if err := writeNPYHeader(w, n, m, *format == "npy-t"); err != nil {
+				return err
 			}
 		}
-	}
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("writing %s: %w", *out, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", *out, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		// Stream in chunks of samples: X column-major is the (N, M) row-major data.
+		const chunk = 1 << 14
+		buf := make([]byte, 8)
+		for lo := 0; lo < n; lo += chunk {
+			hi := min(lo+chunk, n)
+			b, err := src.Read(lo, hi, matio.LayoutDense)
+			if err != nil {
+				return usererr.Wrap(err)
+			}
+			for _, v := range kernels.ToDense(b).Data {
+				binary.LittleEndian.PutUint64(buf, math.Float64bits(v))
+				if _, err := w.Write(buf); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return err
-	}
-	if err := os.Rename(tmp.Name(), *out); err != nil {
-		return fmt.Errorf("writing %s: %w", *out, err)
 	}
 	fmt.Fprintf(stderr, "wrote %s: %d samples x %d features (%s)\n", *out, n, m, *format)
 	return nil
@@ -105,13 +93,4 @@ func writeNPYHeader(w io.Writer, n, m int, transposed bool) error {
 	hdr = append(hdr, '\n')
 	_, err := w.Write(hdr)
 	return err
-}
-
-func dirOf(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if path[i] == '/' {
-			return path[:i+1]
-		}
-	}
-	return "."
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
-	"github.com/didnmf/didnmf/report"
 	"github.com/didnmf/didnmf/usererr"
 )
 
@@ -98,8 +97,8 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
-// defaultStallTol is --stall-tol's default (see report.DefaultStallTol for how it was chosen).
-const defaultStallTol = report.DefaultStallTol
+// defaultStallTol is --stall-tol's default (see jobspec.DefaultStallTol for how it was chosen).
+const defaultStallTol = jobspec.DefaultStallTol
 
 // jobFlags are the flags factorize and bench share: the input and the job.
 type jobFlags struct {
