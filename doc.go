@@ -38,6 +38,18 @@
 // A Runner keeps its target between jobs (the in-process nodes, the cluster client): open it
 // once with NewRunner to run many jobs, or call Run for one.
 //
+// # Rank sweeps
+//
+// Runner.Sweep runs a job at every rank of a list with several seeds each, as many at once as
+// the target runs (one per member on a cluster), again where a run failed for a reason that is
+// not its input's, and summarizes the runs per rank (package sweep): the error's spread, the
+// stability of the bases across seeds and a suggested rank. SweepResult.Save writes
+// sweep.json (SweepReport), sweep.tsv, the consensus bases and the picture:
+//
+//	res, err := runner.Sweep(ctx, job, didnmf.SweepOptions{Ranks: []int{2, 3, 4, 5}, Seeds: 3})
+//	fmt.Println(res.Suggested, res.Rule)
+//	_ = res.Save(dir)
+//
 // # Errors
 //
 // Every entry point (this package, the CLI, a node's submit) checks a job with one check,

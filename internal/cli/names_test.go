@@ -175,6 +175,8 @@ func TestNamesFileRefused(t *testing.T) {
 		{"--sample-names without --coef-tsv", []string{"--sample-names", file("s2.txt", six)}, []string{"--sample-names", "--coef-tsv"}},
 		{"--coef-tsv with --out-shared", []string{"--coef-tsv", "--cluster", "127.0.0.1:1", "--out-shared", filepath.Join(dir, "shared")}, []string{"--coef-tsv", "--out-shared"}},
 		{"--feature-names with --detach", []string{"--feature-names", file("d.txt", six), "--cluster", "127.0.0.1:1", "--out-shared", filepath.Join(dir, "shared"), "--detach"}, []string{"--feature-names", "detached"}},
+		{"--plots with --detach", []string{"--plots", "--cluster", "127.0.0.1:1", "--out-shared", filepath.Join(dir, "shared"), "--detach"}, []string{"--plots", "didnmf plot"}},
+		{"--image-shape with --detach", []string{"--image-shape", "2x3", "--cluster", "127.0.0.1:1", "--out-shared", filepath.Join(dir, "shared"), "--detach"}, []string{"--image-shape", "didnmf plot"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, "out-"+strings.ReplaceAll(tc.name, " ", "-"))
