@@ -104,17 +104,19 @@ type Job struct {
 	mu       sync.Mutex
 	// lease is the client's end of the job's lease (under mu): it knows the coordinator the
 	// client follows, when to renew, and when to give the job up.
-	lease     *jobctl.LeaseClient
-	k         int
-	m, n      int
-	b, c      []float64
-	streams   map[[2]int64]*chunked.Assembly[float64] // (0 for B / 1 for C, shard)
-	result    *Result
-	err       error
-	once      sync.Once
-	canceled  atomic.Bool
-	blocks    *blockStreams // the inputs this client streams to the shards (ingest "stream")
-	outShared bool          // C goes to a shared directory, not to the client
+	lease *jobctl.LeaseClient
+	// leaseTimer is the lease's renewal timer while one is armed (under mu).
+	leaseTimer *leaseTimer
+	k          int
+	m, n       int
+	b, c       []float64
+	streams    map[[2]int64]*chunked.Assembly[float64] // (0 for B / 1 for C, shard)
+	result     *Result
+	err        error
+	once       sync.Once
+	canceled   atomic.Bool
+	blocks     *blockStreams // the inputs this client streams to the shards (ingest "stream")
+	outShared  bool          // C goes to a shared directory, not to the client
 	// seen is the last iteration the client was told of; peaks holds, for every rollback it
 	// saw (an iteration told again), the highest iteration told before it. A coordinator
 	// that took the job over knows only the last state its predecessor sent, so the client
@@ -286,8 +288,17 @@ func (j *Job) leaseStep(ev any) {
 	if r := rd.Renew; r != nil {
 		go j.renew(r)
 	}
-	if d := rd.Timer; d > 0 {
-		time.AfterFunc(d, func() { j.leaseStep(jobctl.LeaseTimerFired{At: time.Now()}) })
+	j.mu.Lock()
+	if d := rd.Timer; d > 0 && !j.lease.Over() {
+		j.leaseTimer = armLease(j, d)
+	}
+	var stop *leaseTimer
+	if j.lease.Over() {
+		stop, j.leaseTimer = j.leaseTimer, nil
+	}
+	j.mu.Unlock()
+	if stop != nil {
+		stop.stop()
 	}
 	if e := rd.End; e != nil {
 		j.client.forget(j.ID)
@@ -300,6 +311,32 @@ func (j *Job) leaseStep(ev any) {
 			j.finish(nil, &JobError{JobID: j.ID, Kind: KindFailure, Message: e.Reason})
 		}
 	}
+}
+
+// leaseTimer is an armed renewal timer of a job's lease. It reaches its job through a pointer
+// that stop clears: the runtime may keep a stopped timer, and with it its function, until it
+// would have fired, and a job that ended (its result included) must not be kept that long.
+type leaseTimer struct {
+	t *time.Timer
+	j atomic.Pointer[Job]
+}
+
+// armLease asks for a LeaseTimerFired for j in d.
+func armLease(j *Job, d time.Duration) *leaseTimer {
+	lt := &leaseTimer{}
+	lt.j.Store(j)
+	lt.t = time.AfterFunc(d, func() {
+		if j := lt.j.Load(); j != nil {
+			j.leaseStep(jobctl.LeaseTimerFired{At: time.Now()})
+		}
+	})
+	return lt
+}
+
+// stop stops the timer and lets its job go.
+func (lt *leaseTimer) stop() {
+	lt.t.Stop()
+	lt.j.Store(nil)
 }
 
 // renew sends one lease renewal, a request, and steps its outcome into the lease. A

@@ -45,19 +45,26 @@ func TestJobSpecFlagErrors(t *testing.T) {
 	}
 }
 
-// TestFieldFlagsAreFlags: every flag the field-to-flag table names is a flag of factorize
-// (a renamed flag would otherwise leave the check's messages naming one that is gone).
+// TestFieldFlagsAreFlags: every flag the field-to-flag table names is a flag of factorize or
+// of sweep (a renamed flag would otherwise leave the check's messages naming one that is gone).
 func TestFieldFlagsAreFlags(t *testing.T) {
 	fs := flag.NewFlagSet("factorize", flag.ContinueOnError)
 	var jf jobFlags
 	registerFactorize(fs, &jf)
+	sweepOnly := flag.NewFlagSet("sweep", flag.ContinueOnError)
+	registerSweep(sweepOnly)
+	sweepOnly.VisitAll(func(f *flag.Flag) {
+		if fs.Lookup(f.Name) == nil {
+			fs.Var(f.Value, f.Name, f.Usage)
+		}
+	})
 	for field, flags := range fieldFlags {
 		for _, f := range strings.FieldsFunc(flags, func(r rune) bool { return r == ',' || r == ' ' }) {
 			if f == "or" || f == "nan" {
 				continue
 			}
 			if !strings.HasPrefix(f, "--") || fs.Lookup(f[2:]) == nil {
-				t.Errorf("field %s: %q is not a flag of factorize", field, f)
+				t.Errorf("field %s: %q is not a flag of factorize or sweep", field, f)
 			}
 		}
 	}

@@ -31,10 +31,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 			fs.Var(f.Value, f.Name, f.Usage)
 		}
 	})
-	ranks := fs.String("ranks", "", "the ranks to try, `FROM:TO[:STEP]` (e.g. 2:30 or 2:30:2), or a comma-separated list")
-	seeds := fs.Int("seeds", 5, "runs per rank, with seeds `SEED`, SEED+1, ...: their spread and the stability of their bases across seeds")
-	firstSeed := fs.Uint64("seed", 1, "the first `SEED` (synthetic inputs are generated from it, the same for every run)")
-	parallel := fs.Int("parallel", 0, "jobs at once (0: one in this process, one per node with --nodes or per member with --cluster)")
+	ranks, seeds, firstSeed, parallel := registerSweep(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: didnmf sweep --input PATH --ranks FROM:TO[:STEP] [--seeds N] --out DIR [flags]\n\n"+
 			"chooses the rank: factorizes the input at every rank of --ranks with --seeds seeds each (concurrently on\n"+
@@ -132,6 +129,15 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 			failed[0].K, failed[0].Seed, failed[0].Err)
 	}
 	return nil
+}
+
+// registerSweep adds the flags of sweep's own to fs.
+func registerSweep(fs *flag.FlagSet) (ranks *string, seeds *int, firstSeed *uint64, parallel *int) {
+	ranks = fs.String("ranks", "", "the ranks to try, `FROM:TO[:STEP]` (e.g. 2:30 or 2:30:2), or a comma-separated list")
+	seeds = fs.Int("seeds", 5, "runs per rank, with seeds `SEED`, SEED+1, ...: their spread and the stability of their bases across seeds")
+	firstSeed = fs.Uint64("seed", 1, "the first `SEED` (synthetic inputs are generated from it, the same for every run)")
+	parallel = fs.Int("parallel", 0, "jobs at once (0: one in this process, one per node with --nodes or per member with --cluster)")
+	return ranks, seeds, firstSeed, parallel
 }
 
 // parseRanks parses --ranks: FROM:TO[:STEP] or a comma-separated list, each rank >= 1.
