@@ -205,8 +205,10 @@ type Membership struct {
 
 	// Proofs (Config.Prove; nil: every node with the gossip key is admitted). adm is
 	// guarded by admMu, taken after mu when both are.
-	prove       func(ctx context.Context, m Member) error
-	confirm     func(ctx context.Context, m Member) bool
+	prove   func(ctx context.Context, m Member) error
+	confirm func(ctx context.Context, m Member) bool
+	// keyed is set when the gossip is encrypted (Config.SecretKey): see pushLeaving.
+	keyed       bool
 	doubted     map[string]Member // listed members reported gone, being confirmed (under mu)
 	undoubted   atomic.Int64      // reported deaths that the member itself answered
 	admMu       sync.Mutex
@@ -328,6 +330,7 @@ func Start(cfg Config) (*Membership, error) {
 		prove:   cfg.Prove,
 		confirm: cfg.Confirm,
 		doubted: map[string]Member{},
+		keyed:   cfg.SecretKey != nil,
 	}
 	if m.prove != nil {
 		m.adm = NewAdmission()
@@ -757,7 +760,14 @@ func (m *Membership) Leave(timeout time.Duration) error {
 // and a member sees a failure where there was a leave. With the Leaving flag pushed, a
 // member that misses the leave itself still reports a leave when its failure detector
 // notices the node gone (see observe).
+//
+// Only a keyed cluster pushes: a push/pull hands over every member this node lists, and a
+// listed address may by now be another cluster's node (a member that died, its port taken
+// again); the key keeps that cluster from reading it, while without one the two would merge.
 func (m *Membership) pushLeaving(deadline time.Time, timeout time.Duration) {
+	if !m.keyed {
+		return
+	}
 	m.mu.Lock()
 	var peers []string
 	for name, mem := range m.table {

@@ -529,16 +529,18 @@ func TestGossipPortFlood(t *testing.T) {
 	}
 }
 
-// TestLeaveOverLossyNetwork: a node that leaves while every gossip packet it sends is lost
-// (its streams still connect) is still seen leaving, not failing: its Leaving flag reaches the
-// others over a push/pull, so when their failure detector notices it gone they report a leave.
+// TestLeaveOverLossyNetwork: a node of a keyed cluster that leaves while every gossip packet
+// it sends is lost (its streams still connect) is still seen leaving, not failing: its Leaving
+// flag reaches the others over a push/pull, so when their failure detector notices it gone
+// they report a leave.
 func TestLeaveOverLossyNetwork(t *testing.T) {
 	t.Parallel()
 	p := NewPartition()
-	a := start(t, Config{Name: "a", Meta: memberMeta(9101), Partition: p})
+	key := []byte("this test's own 32-byte gossip k")
+	a := start(t, Config{Name: "a", Meta: memberMeta(9101), Partition: p, SecretKey: key})
 	seed := []string{a.Local().Gossip}
-	b := start(t, Config{Name: "b", Join: seed, Meta: memberMeta(9102), Partition: p})
-	c := start(t, Config{Name: "c", Join: seed, Meta: memberMeta(9103), Partition: p})
+	b := start(t, Config{Name: "b", Join: seed, Meta: memberMeta(9102), Partition: p, SecretKey: key})
+	c := start(t, Config{Name: "c", Join: seed, Meta: memberMeta(9103), Partition: p, SecretKey: key})
 	for _, n := range []node{a, b, c} {
 		waitFor(t, converge, n.Local().Name+" sees a, b, c", func() bool {
 			return slices.Equal(names(n.Members()), []string{"a", "b", "c"})
