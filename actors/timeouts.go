@@ -76,35 +76,14 @@ func Loopback() Timeouts {
 // orDefault returns t with its zero fields set from DefaultTimeouts.
 func (t Timeouts) orDefault() Timeouts {
 	d := DefaultTimeouts()
-	if t.Ping <= 0 {
-		t.Ping = d.Ping
-	}
-	if t.Quorum <= 0 {
-		t.Quorum = d.Quorum
-	}
-	if t.LeaseRenew <= 0 {
-		t.LeaseRenew = d.LeaseRenew
-	}
-	if t.CheckpointFetch <= 0 {
-		t.CheckpointFetch = d.CheckpointFetch
-	}
-	if t.Stall <= 0 {
-		t.Stall = d.Stall
-	}
-	if t.Orphan <= 0 {
-		t.Orphan = d.Orphan
-	}
-	if t.StreamIdle <= 0 {
-		t.StreamIdle = d.StreamIdle
-	}
-	if t.DataRetry <= 0 {
-		t.DataRetry = d.DataRetry
-	}
-	if t.DataAckEvery <= 0 {
-		t.DataAckEvery = d.DataAckEvery
-	}
-	if t.DataAckTimeout <= 0 {
-		t.DataAckTimeout = d.DataAckTimeout
+	for _, f := range []struct{ v, def *time.Duration }{
+		{&t.Ping, &d.Ping}, {&t.Quorum, &d.Quorum}, {&t.LeaseRenew, &d.LeaseRenew}, {&t.CheckpointFetch, &d.CheckpointFetch},
+		{&t.Stall, &d.Stall}, {&t.Orphan, &d.Orphan}, {&t.StreamIdle, &d.StreamIdle}, {&t.DataRetry, &d.DataRetry},
+		{&t.DataAckEvery, &d.DataAckEvery}, {&t.DataAckTimeout, &d.DataAckTimeout},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
 	}
 	return t
 }

@@ -85,8 +85,12 @@ func NewReducer(a *messages.ReducerAssignment, self string, planted bugs.Set) (*
 	return r, nil
 }
 
-// Counters returns what the reducer sent and dropped so far.
+// Counters returns what the reducer sent and dropped so far (a copy).
 func (r *Reducer) Counters() *messages.Counters { return proto.Clone(&r.c).(*messages.Counters) }
+
+// Dropped returns how many stale and duplicate messages the reducer dropped so far, without
+// the copy Counters makes.
+func (r *Reducer) Dropped() (stale, duplicates int64) { return r.c.Stale, r.c.Duplicates }
 
 // Ready returns what to do and clears it.
 func (r *Reducer) Ready() ReducerReady {

@@ -30,10 +30,10 @@ func (r *reducer) receive(msg any) {
 		return // a message no reducer takes: the actor logs and drops it too
 	}
 	rd := r.r.Ready()
-	c := r.r.Counters()
-	w.stats.StaleAtReducers += int(c.Stale - r.stale)
-	w.stats.DuplicatesDropped += int(c.Duplicates - r.dups)
-	r.stale, r.dups = c.Stale, c.Duplicates
+	stale, dups := r.r.Dropped()
+	w.stats.StaleAtReducers += int(stale - r.stale)
+	w.stats.DuplicatesDropped += int(dups - r.dups)
+	r.stale, r.dups = stale, dups
 	for _, s := range rd.Sends {
 		w.send(r.n.addr, s.To, s.Msg)
 	}
