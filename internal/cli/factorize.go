@@ -88,7 +88,7 @@ func runFactorize(jf *jobFlags, of outputFlags, stdout, stderr io.Writer) error 
 		}
 		if *of.plots || *of.imageShape != "" {
 			return badInput("--detach writes coef.npy, basis.npy and report.json into --out-shared and draws nothing: " +
-				"leave out --plots and --image-shape, and draw the result afterwards with didnmf plot --out DIR (an IDX input's image shape is in its report)")
+				"leave out --plots and --image-shape, and draw the result afterwards with didnmf plot --result DIR (an IDX input's image shape is in its report)")
 		}
 		j, err := jf.open()
 		if err != nil {
