@@ -443,12 +443,13 @@ func TestOneNodeOutOfQuotaBoundsTheOthers(t *testing.T) {
 	}
 	t.Logf("at most %d checkpoints of one shard on a healthy node over %d iterations", most, got.Iterations)
 	// Without pruning there would be one per iteration (200). Writes run in the background,
-	// so more than maxUncommitted may exist for a moment: about 21-28 on a quiet machine, 40
+	// so more than the uncommitted kept may exist for a moment: about 21-28 on a quiet machine, 40
 	// seen once on a loaded one; a third of the iterations is the bound that proves pruning
 	// without depending on the machine's load.
-	if most > max(maxUncommitted+10, int(got.Iterations)/3) {
+	kept := jobctl.ShardDriverUncommittedKept(sp.CheckpointEvery)
+	if most > max(kept+10, int(got.Iterations)/3) {
 		t.Fatalf("a healthy node kept %d uncommitted checkpoints of one shard over %d iterations: they are not pruned (want about %d)",
-			most, got.Iterations, maxUncommitted)
+			most, got.Iterations, kept)
 	}
 	waitIdle(t, lc)
 }
