@@ -673,7 +673,8 @@ func (s *shard) fail(ctx actor.Context, err error) {
 }
 
 // finish ends the shard's run at its current iteration boundary, as the driver decided, and
-// streams its factors to the client: C (unless the job writes it to a shared directory), and B from shard 0.
+// streams its factors to the client: C (unless the job writes it to a shared directory), and
+// B from shard 0.
 func (s *shard) finish(ctx actor.Context, end jobctl.ShardDriverFinish) {
 	s.end = end
 	_, n := s.x.Dims()
