@@ -10,7 +10,7 @@ import (
 
 	"github.com/didnmf/didnmf/checkpoint"
 	"github.com/didnmf/didnmf/internal/chunked"
-	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/jobctl"
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -21,25 +21,6 @@ import (
 // every shard has reported it. A recovery rolls every shard back to the last committed
 // iteration: a shard reads its own copy, or the buddy copy its node holds, or fetches one from
 // the nodes the coordinator names; a copy whose checksum fails is never used.
-
-// maxUncommitted bounds the checkpoints a node keeps of a shard beyond the committed ones
-// (own copies and buddy copies alike) when commits stall (a node that cannot store them, a
-// lost buddy): with fixed intervals shards may run that many checkpoints ahead of the
-// commits; with the automatic cadence checkpoints are seconds apart and commits follow
-// within milliseconds, so a few suffice.
-const (
-	maxUncommitted     = 20
-	maxUncommittedAuto = 3
-)
-
-// uncommittedKept is how many uncommitted checkpoints of a shard a node keeps for a job that
-// checkpoints every `every` iterations (negative: automatic).
-func uncommittedKept(every int64) int {
-	if every < 0 {
-		return maxUncommittedAuto
-	}
-	return maxUncommitted
-}
 
 // endedKeep is how long a node remembers that a job ended, for the checkpoint writes still
 // under way when it did.
@@ -124,28 +105,25 @@ type checkpointLost struct{ msg string }
 
 func (e *checkpointLost) Error() string { return e.msg }
 
-// checkpoint snapshots the machine at the boundary of st and writes it in the background.
-func (s *shard) checkpoint(ctx actor.Context, st kernels.Step) {
+// checkpoint snapshots the machine at the iteration boundary it sits at, as the driver asked,
+// and writes it in the background; the driver hears when it is written.
+func (s *shard) checkpoint(ctx actor.Context, c jobctl.ShardDriverCheckpoint) {
 	snap, err := s.machine.Snapshot()
-	t := s.boundary
+	t := c.Iteration
 	if err != nil {
-		s.reportCheckpoint(ctx, t, err, 0)
+		s.feed(ctx, jobctl.ShardDriverCheckpointWritten{Epoch: c.Epoch, Iteration: t, Err: err, At: time.Now()})
 		return
 	}
-	rec := &checkpoint.Record{Job: s.a.JobId, Shard: int(s.a.Shard), Shards: int(s.a.Shards), Epoch: s.a.Epoch,
+	rec := &checkpoint.Record{Job: s.a.JobId, Shard: int(s.a.Shard), Shards: int(s.a.Shards), Epoch: c.Epoch,
 		Iteration: t, Initial: snap.Initial, Objective: snap.Objective, B: snap.B, C: snap.C, State: snap.State,
-		Stopper: s.stopper.History()}
-	if s.ckpt.started == nil {
-		s.ckpt.started = map[int64]time.Time{}
-	}
-	s.ckpt.started[t] = time.Now()
-	system, self, epoch, keep, node := ctx.ActorSystem(), ctx.Self(), s.a.Epoch, uncommittedKept(s.spec.CheckpointEvery), s.node
+		Stopper: c.History}
+	system, self, node := ctx.ActorSystem(), ctx.Self(), s.node
 	go func() {
 		data, err := rec.MarshalBinary()
 		if err == nil {
-			err = node.keepCheckpoint(checkpoint.Own, rec.Job, rec.Shard, t, data, keep)
+			err = node.keepCheckpoint(checkpoint.Own, rec.Job, rec.Shard, t, data, c.Keep)
 		}
-		system.Root.Send(self, &checkpointWritten{epoch: epoch, iteration: t, data: data, err: err})
+		system.Root.Send(self, &checkpointWritten{epoch: c.Epoch, iteration: t, data: data, err: err})
 	}()
 }
 
@@ -165,45 +143,6 @@ func (n *Node) keepCheckpoint(kind checkpoint.Kind, job string, shard int, t int
 	}
 	n.removeIfEnded(job)
 	return nil
-}
-
-// checkpointWritten sends the written checkpoint to the buddy, or reports it when the shard
-// has none (a single node).
-func (s *shard) checkpointWritten(ctx actor.Context, m *checkpointWritten) {
-	if m.epoch != s.a.Epoch {
-		return
-	}
-	if m.err != nil || s.a.Buddy == "" || s.a.Buddy == ctx.Self().Address {
-		s.reportCheckpoint(ctx, m.iteration, m.err, time.Since(s.ckpt.started[m.iteration]))
-		return
-	}
-	sendCheckpoint(ctx, HostPID(s.a.Buddy), s.a.JobId, s.a.Shard, m.iteration, m.data, ctx.Self())
-}
-
-// checkpointStored takes the buddy's answer.
-func (s *shard) checkpointStored(ctx actor.Context, m *messages.CheckpointStored) {
-	if m.JobId != s.a.JobId || m.Shard != s.a.Shard {
-		return
-	}
-	start, ok := s.ckpt.started[m.Iteration]
-	if !ok {
-		return
-	}
-	var err error
-	if m.Error != "" {
-		err = fmt.Errorf("buddy %s: %s", s.a.Buddy, m.Error)
-	}
-	s.reportCheckpoint(ctx, m.Iteration, err, time.Since(start))
-}
-
-// reportCheckpoint tells the coordinator about a checkpoint.
-func (s *shard) reportCheckpoint(ctx actor.Context, t int64, err error, took time.Duration) {
-	delete(s.ckpt.started, t)
-	done := &messages.CheckpointDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: t, Seconds: took.Seconds()}
-	if err != nil {
-		done.Error = fmt.Sprintf("shard %d on node %s: checkpoint at iteration %d: %v", s.a.Shard, ctx.Self().Address, t, err)
-	}
-	s.meter.send(ctx, s.coordinator, done)
 }
 
 // sendCheckpoint sends a marshaled checkpoint in chunks.
@@ -333,7 +272,7 @@ func (h *host) storeCopy(ctx actor.Context, m *messages.CheckpointCopy) {
 	data := c.Data()
 	delete(h.copies, key)
 	system, replyTo, node := ctx.ActorSystem(), m.ReplyTo, h.node
-	keep := uncommittedKept(h.every[m.JobId])
+	keep := jobctl.ShardDriverUncommittedKept(h.every[m.JobId])
 	// Write off the host's mailbox: fsync takes milliseconds and the host answers pings.
 	go func() {
 		err := node.keepCheckpoint(checkpoint.Buddy, m.JobId, int(m.Shard), m.Iteration, data, keep)

@@ -112,7 +112,7 @@ func (c *coordinator) started(ctx actor.Context) {
 	c.startClock(ctx)
 	spec, err := jobspec.FromWire(c.sub.Spec)
 	cfg := jobctl.Config{Self: wirePid(ctx.Self()), Cluster: c.node.cfg.Members != nil, Lease: c.node.cfg.Lease,
-		MaxJobTime: c.node.cfg.MaxJobTime, QuorumWait: c.node.cfg.Timeouts.Quorum, ReportInterval: reportInterval, FanIn: jobspec.DefaultFanIn,
+		MaxJobTime: c.node.cfg.MaxJobTime, QuorumWait: c.node.cfg.Timeouts.Quorum, ReportInterval: jobctl.ShardDriverReportInterval, FanIn: jobspec.DefaultFanIn,
 		StallTimeout: c.node.cfg.Timeouts.Stall}
 	if err == nil {
 		c.spec = spec

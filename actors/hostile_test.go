@@ -443,12 +443,13 @@ func TestOneNodeOutOfQuotaBoundsTheOthers(t *testing.T) {
 	}
 	t.Logf("at most %d checkpoints of one shard on a healthy node over %d iterations", most, got.Iterations)
 	// Without pruning there would be one per iteration (200). Writes run in the background,
-	// so more than maxUncommitted may exist for a moment: about 21-28 on a quiet machine, 40
+	// so more than the uncommitted kept may exist for a moment: about 21-28 on a quiet machine, 40
 	// seen once on a loaded one; a third of the iterations is the bound that proves pruning
 	// without depending on the machine's load.
-	if most > max(maxUncommitted+10, int(got.Iterations)/3) {
+	kept := jobctl.ShardDriverUncommittedKept(sp.CheckpointEvery)
+	if most > max(kept+10, int(got.Iterations)/3) {
 		t.Fatalf("a healthy node kept %d uncommitted checkpoints of one shard over %d iterations: they are not pruned (want about %d)",
-			most, got.Iterations, maxUncommitted)
+			most, got.Iterations, kept)
 	}
 	waitIdle(t, lc)
 }
@@ -575,6 +576,26 @@ func TestClientCannotPassForAnotherJob(t *testing.T) {
 	if d[dropOwnerPrefix+"SubmitJob whose id is not its owner token's"] < int64(len(lc.Nodes)) || d[dropSenderUnproven] < 6*int64(len(lc.Nodes)) {
 		t.Fatalf("the submissions were not dropped: %v", dropsSorted(d))
 	}
+	waitIdle(t, lc)
+}
+
+// TestEarlyResultAckDoesNotEndAShard: the job's own client acknowledges result chunks while
+// the shards still iterate (a confused or hostile client). No shard takes that for the end of
+// its run: the job ends with its fault-free bits.
+func TestEarlyResultAckDoesNotEndAShard(t *testing.T) {
+	h := newHostileSetup(t, &Faults{IterationDelay: 3 * time.Millisecond})
+	lc := h.lc
+	v := h.startVictim(t, 150)
+	root := h.alice.system.Root
+	for _, n := range lc.Nodes {
+		for shard := int64(0); shard < 4; shard++ {
+			to := pidOf(jobctl.ChildPid(n.Address(), jobctl.ShardName(v.job.ID, shard)))
+			for _, name := range []string{"B", "C"} {
+				root.Send(to, &messages.ResultAck{JobId: v.job.ID, Name: name, Shard: shard, Seq: 1 << 20, OwnerToken: v.job.Token()})
+			}
+		}
+	}
+	v.endsBitwise(t, lc, "with acknowledgements before the end")
 	waitIdle(t, lc)
 }
 

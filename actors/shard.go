@@ -24,26 +24,15 @@ import (
 // resultWindow is how many result chunks a shard keeps in flight to the client (flow control).
 const resultWindow = 4
 
-// Shard 0 reports its iterations (IterationDone) to the coordinator, which passes each on to
-// the client as progress. In a job without a time limit it sends them in bursts, at the first
-// iteration end reportInterval after the last burst or when maxReports wait, instead of one
-// message each way per iteration: on small iterations those two messages woke two more
-// processes (coordinator and client) per allreduce, and an allreduce between 3 processes took
-// about 0.4 ms with them, 0.25 ms without. Every iteration is still reported, in order, with
-// the seconds taken at its end; the last ones before a stop at once. A job with a time limit
-// reports every iteration at once: the coordinator grants iterations and applies the limit
-// from the reports. When a node fails, the coordinator may not have heard of the iterations
-// of the last reportInterval: its count of iterations redone is that much lower.
-const (
-	reportInterval = 10 * time.Millisecond
-	maxReports     = 64
-)
-
 // shard is a shard actor: it holds X_i, C_i and a replica of B inside a kernels.Machine, sends
-// the machine's contributions up the reduce tree and feeds it the results coming down.
+// the machine's contributions up the reduce tree and feeds it the results coming down. Its
+// control (the assignment it serves, grants, the stop rule, checkpoints, report batching) is
+// a jobctl.ShardDriver: the actor turns messages into the driver's events and carries out its
+// Ready (see drive), and loads its block and builds its machine itself.
 type shard struct {
 	node        *Node
 	a           *messages.ShardAssignment
+	d           *jobctl.ShardDriver
 	spec        *jobspec.Spec
 	sqNorm      *float64 // sqNormX, once computed
 	coordinator *actor.PID
@@ -51,22 +40,17 @@ type shard struct {
 	client      *actor.PID
 	machine     *kernels.Machine
 	x           kernels.Block
-	stopper     *kernels.Stopper
 	meter       meter
 
-	seq      uint64 // last collective sent up
-	pending  *kernels.Step
+	pending  *kernels.Step // the collective whose result the machine awaits
 	incoming chunked.Assembly[float64]
-	boundary int64 // iteration the machine sits at the end of (-1: none)
-	granted  int64
-	finishAt int64
-	started  time.Time
-	initDone time.Duration
-	finished bool
-	stopWhy  kernels.StopReason
+	result   []float64 // the awaited result, whole, until the driver has it delivered
+	// end is how the run ended (the driver's Finish), for the ShardDone once the client has
+	// the factors.
+	end      jobctl.ShardDriverFinish
 	streams  []*resultStream
+	finished bool // the driver ended the run: the factors stream to the client
 	doneSent bool
-	lastIter int64
 	// floats counts the floats the shard sent up in the collectives of its iterations since
 	// the machine was built at iteration floatsFrom (its ShardDone reports them per iteration).
 	floats, floatsFrom int64
@@ -85,20 +69,15 @@ type shard struct {
 	// it waits for none): the wait for the result goes into its counters.
 	waitingSince time.Time
 
-	// reports are shard 0's reports not sent yet, reportedAt when it last sent some.
-	reports    []*messages.IterationDone
-	reportedAt time.Time
-
 	// restarted is set on an instance its host's supervisor made after a panic: it waits for
 	// the coordinator's recovery assignment instead of starting on its own.
 	restarted bool
 	ckpt      checkpoints
-	ckptAt    int64 // the iteration the coordinator asked a checkpoint at (automatic cadence)
 }
 
 func newShard(n *Node, a *messages.ShardAssignment, restarted bool) *shard {
-	return &shard{node: n, a: a, coordinator: pidOf(a.Coordinator), reducer: pidOf(a.Reducer), client: pidOf(a.Client),
-		boundary: -1, finishAt: -1, restarted: restarted}
+	return &shard{node: n, a: a, d: jobctl.NewShardDriver(jobctl.ShardDriverConfig{Job: a.JobId, Shard: a.Shard, Node: n.Address()}),
+		coordinator: pidOf(a.Coordinator), reducer: pidOf(a.Reducer), client: pidOf(a.Client), restarted: restarted}
 }
 
 // Receive implements actor.Actor.
@@ -109,19 +88,21 @@ func (s *shard) Receive(ctx actor.Context) {
 			s.a.Epoch = 0 // whatever comes next is a recovery
 			return
 		}
-		s.load(ctx)
+		s.feed(ctx, assignEvent(ctx, s.a))
 	case *messages.ShardAssignment:
-		s.reassign(ctx, m)
+		s.feed(ctx, assignEvent(ctx, m))
 	case *checkpointWritten:
-		s.checkpointWritten(ctx, m)
+		s.feed(ctx, jobctl.ShardDriverCheckpointWritten{Epoch: m.epoch, Iteration: m.iteration, Data: m.data, Err: m.err, At: time.Now()})
 	case *messages.CheckpointStored:
-		s.checkpointStored(ctx, m)
+		var err error
+		if m.Error != "" {
+			err = fmt.Errorf("buddy %s: %s", s.a.Buddy, m.Error)
+		}
+		s.feed(ctx, jobctl.ShardDriverCheckpointStored{Job: m.JobId, Shard: m.Shard, Iteration: m.Iteration, Err: err, At: time.Now()})
 	case *messages.CheckpointCopy:
 		s.fetched(ctx, m)
 	case *messages.CheckpointAt:
-		if s.mine(m.JobId, m.Epoch) {
-			s.ckptAt = m.Iteration
-		}
+		s.feed(ctx, jobctl.ShardDriverCheckpointAt{Job: m.JobId, Epoch: m.Epoch, Iteration: m.Iteration})
 	case *fetchTimeout:
 		s.fetchTimedOut(ctx, m)
 	case *streamIdle:
@@ -135,37 +116,15 @@ func (s *shard) Receive(ctx actor.Context) {
 		s.node.mem.release(s.overdraft)
 		s.node.owned.add(s.a.Owner, -s.overdraft)
 		s.overdraft = 0
+		return
 	case *messages.StartJob:
-		if !s.mine(m.JobId, m.Epoch) || s.machine == nil || !s.started.IsZero() {
-			return
-		}
-		s.started = time.Now()
-		s.granted = m.Granted
-		s.run(ctx)
+		s.feed(ctx, jobctl.ShardDriverStart{Job: m.JobId, Epoch: m.Epoch, Granted: m.Granted, At: time.Now()})
 	case *messages.Reduced:
-		s.reduced(ctx, m)
+		s.feed(ctx, jobctl.ShardDriverResultChunk{Job: m.JobId, Epoch: m.Epoch, Seq: m.Seq, Lo: m.Lo, Hi: m.Hi})
 	case *messages.Grant:
-		if !s.mine(m.JobId, m.Epoch) {
-			return
-		}
-		s.granted = max(s.granted, m.Granted)
-		if s.boundary >= 0 && !s.finished && s.boundary < s.granted {
-			s.run(ctx)
-		}
+		s.feed(ctx, jobctl.ShardDriverGrant{Job: m.JobId, Epoch: m.Epoch, Granted: m.Granted})
 	case *messages.Finish:
-		if !s.mine(m.JobId, m.Epoch) {
-			return
-		}
-		if m.At < 0 {
-			// The coordinator lost its quorum: stop at the next boundary and wait for a
-			// recovery assignment (a Grant of this epoch never comes).
-			s.granted = -1
-			return
-		}
-		s.finishAt = m.At
-		if s.boundary >= 0 && !s.finished && s.boundary >= s.finishAt {
-			s.finish(ctx, kernels.StopTimeLimit)
-		}
+		s.feed(ctx, jobctl.ShardDriverStopAt{Job: m.JobId, Epoch: m.Epoch, At: m.At})
 	case *messages.ResultAck:
 		if s.node.ownerOK(ctx, "ResultAck", m.OwnerToken, s.a.OwnerToken) {
 			s.ack(ctx, m)
@@ -175,15 +134,73 @@ func (s *shard) Receive(ctx actor.Context) {
 			s.blockChunk(ctx, m)
 		}
 	}
+	s.drive(ctx, ctx.Message())
 }
 
-// mine tells whether a message belongs to this shard's job and epoch; others are dropped.
-func (s *shard) mine(job string, epoch uint64) bool {
-	if job != s.a.JobId || epoch != s.a.Epoch {
-		s.meter.c.Stale++
-		return false
+// assignEvent is an assignment as the driver's event: its checkpoints go to a buddy when it
+// names another node.
+func assignEvent(ctx actor.Context, m *messages.ShardAssignment) jobctl.ShardDriverAssign {
+	return jobctl.ShardDriverAssign{Job: m.JobId, Shard: m.Shard, Epoch: m.Epoch, ResumeFrom: m.ResumeFrom,
+		Buddy: m.Buddy != "" && m.Buddy != ctx.Self().Address}
+}
+
+// feed steps the driver an event; what it asks for is carried out by drive. An event the
+// driver refuses is a fault of this actor: the shard fails.
+func (s *shard) feed(ctx actor.Context, ev any) {
+	if err := s.d.Step(ev); err != nil {
+		s.fail(ctx, err)
 	}
-	return true
+}
+
+// drive carries out what the driver asks, in the order of ShardDriverReady's fields, until it
+// asks for nothing more: it steps the machine when told to (Advance) and feeds back what the
+// machine reached. msg is the message the actor handles, for the effects that act on it (an
+// assignment to load, a chunk of a result to take).
+func (s *shard) drive(ctx actor.Context, msg any) {
+	for {
+		rd := s.d.Ready()
+		if rd.Empty() {
+			return
+		}
+		s.meter.c.Stale += int64(rd.Stale)
+		if rd.Load != nil {
+			if m, ok := msg.(*messages.ShardAssignment); ok {
+				s.rollback(ctx, m)
+			} else {
+				s.load(ctx)
+			}
+		}
+		if m, ok := msg.(*messages.ShardAssignment); ok && rd.Superseded != 0 && m.Coordinator != nil {
+			ctx.Send(pidOf(m.Coordinator), &messages.Placed{JobId: m.JobId, Actor: fmt.Sprintf("shard %d", m.Shard), Epoch: m.Epoch, Superseded: rd.Superseded})
+		}
+		if rd.Partial != nil {
+			s.sendPartial(ctx, s.pending, rd.Partial.Seq)
+			if !s.pending.Init {
+				s.waitingSince = time.Now()
+			}
+		}
+		if m, ok := msg.(*messages.Reduced); ok && rd.TakeChunk {
+			s.takeResult(ctx, m)
+		}
+		if rd.Deliver {
+			s.deliver()
+		}
+		for _, c := range rd.Checkpoints {
+			s.checkpoint(ctx, c)
+		}
+		for _, c := range rd.Copies {
+			sendCheckpoint(ctx, HostPID(s.a.Buddy), s.a.JobId, s.a.Shard, c.Iteration, c.Data, ctx.Self())
+		}
+		for _, out := range rd.Sends {
+			s.meter.send(ctx, s.coordinator, out)
+		}
+		if rd.Finish != nil {
+			s.finish(ctx, *rd.Finish)
+		}
+		if rd.Advance && !s.advance(ctx) {
+			return
+		}
+	}
 }
 
 // load reads the shard's block and builds its machine, then tells the coordinator; a
@@ -269,16 +286,10 @@ func (s *shard) usable(r *checkpoint.Record) error {
 	return nil
 }
 
-// reassign takes a recovery assignment: a later epoch rolls the shard back to a checkpoint (or
-// to its start), possibly with a new reducer and coordinator. Its block of X is kept.
-func (s *shard) reassign(ctx actor.Context, m *messages.ShardAssignment) {
-	if m.JobId != s.a.JobId || m.Shard != s.a.Shard || m.Epoch <= s.a.Epoch {
-		s.meter.c.Stale++
-		if m.JobId == s.a.JobId && m.Epoch < s.a.Epoch && m.Coordinator != nil {
-			ctx.Send(pidOf(m.Coordinator), &messages.Placed{JobId: m.JobId, Actor: fmt.Sprintf("shard %d", m.Shard), Epoch: m.Epoch, Superseded: s.a.Epoch})
-		}
-		return
-	}
+// rollback takes a recovery assignment the driver accepted (a later epoch): the shard rolls
+// back in place to a checkpoint (or to its start), possibly with a new reducer and
+// coordinator. Its block of X is kept when its columns did not change.
+func (s *shard) rollback(ctx actor.Context, m *messages.ShardAssignment) {
 	s.closeMachine()
 	s.endIngest(ctx)
 	x := s.x
@@ -296,8 +307,8 @@ func (s *shard) reassign(ctx actor.Context, m *messages.ShardAssignment) {
 	if x == nil {
 		init = nil
 	}
-	*s = shard{node: s.node, a: m, coordinator: pidOf(m.Coordinator), reducer: pidOf(m.Reducer), client: pidOf(m.Client),
-		boundary: -1, finishAt: -1, x: x, init: init, overdraft: overdraft}
+	*s = shard{node: s.node, a: m, d: s.d, coordinator: pidOf(m.Coordinator), reducer: pidOf(m.Reducer), client: pidOf(m.Client),
+		x: x, init: init, overdraft: overdraft}
 	proto.Merge(&s.meter.c, counters)
 	if x == nil {
 		s.load(ctx)
@@ -388,7 +399,11 @@ func (s *shard) ingestFits() error {
 // blockChunk takes a piece of a streamed block, acknowledges it and, when the block is
 // complete, builds the machine.
 func (s *shard) blockChunk(ctx actor.Context, m *messages.BlockChunk) {
-	if !s.mine(m.JobId, m.Epoch) || m.Shard != s.a.Shard {
+	if m.JobId != s.a.JobId || m.Epoch != s.d.Epoch() {
+		s.meter.c.Stale++
+		return
+	}
+	if m.Shard != s.a.Shard {
 		return
 	}
 	if s.ingest == nil {
@@ -519,13 +534,13 @@ func (s *shard) build(x kernels.Block, rec *checkpoint.Record) error {
 		return err
 	}
 	s.node.addMachine(a.JobId, s.machine)
-	s.stopper = kernels.NewStopper(spec.DeterministicRule())
+	built := jobctl.ShardDriverBuilt{Rule: spec.DeterministicRule(), CheckpointEvery: spec.CheckpointEvery}
 	s.floats, s.floatsFrom = 0, 0
 	if rec != nil {
-		s.stopper.Restore(rec.Stopper)
-		s.lastIter, s.floatsFrom = rec.Iteration, rec.Iteration
+		built.History = rec.Stopper
+		s.floatsFrom = rec.Iteration
 	}
-	return nil
+	return s.d.Step(built)
 }
 
 // closeMachine closes the shard's machine, if any, and forgets it.
@@ -566,76 +581,41 @@ func readCustomInit(roots *fsroot.Roots, spec *jobspec.Spec, m, n, k, lo, hi int
 	return b0, kernels.ToDense(blk).Data, nil
 }
 
-// run advances the machine until it needs a collective's result, waits for a grant, or ends.
-func (s *shard) run(ctx actor.Context) {
-	for !s.finished {
-		began := time.Now()
-		st, err := s.machine.Next()
-		if !st.Init {
-			s.meter.c.ComputeSeconds += time.Since(began).Seconds()
-		}
-		if errors.Is(err, kernels.ErrInterrupted) {
-			return // the job is being stopped: the host stops this actor next
-		}
-		if err != nil {
-			s.fail(ctx, err)
-			return
-		}
-		if st.Kind == kernels.StepCollective {
-			s.meter.init = st.Init
-			s.boundary = -1
-			s.pending = &st
-			s.sendPartial(ctx, &st)
-			if !st.Init {
-				s.waitingSince = time.Now()
-			}
-			return
-		}
-		s.boundary = int64(st.Iteration)
-		s.lastIter = s.boundary
-		s.meter.init = false
-		s.node.hooks.shardBoundary(s.a.Shard, s.a.Shards, s.boundary)
-		stop, why := s.stopper.Observe(st.Iteration, st.Objective, st.Initial, 0)
-		if every := s.spec.CheckpointEvery; !stop && (every > 0 && s.boundary%every == 0 || every < 0 && s.boundary == s.ckptAt) {
-			s.checkpoint(ctx, st)
-		}
-		if s.a.Shard == 0 {
-			done := &messages.IterationDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: s.boundary,
-				Objective: st.Objective, Initial: st.Initial, Seconds: time.Since(s.started).Seconds(), InitSeconds: s.initDone.Seconds()}
-			if s.spec.Options().Masked() {
-				done.Mask, done.TestSse, done.InitialTestSse = maskStatsOf(st.Mask), st.TestSSE, st.InitialTestSSE
-			}
-			if stop {
-				done.Stop = string(why)
-			}
-			s.reports = append(s.reports, done)
-			if stop || s.granted != jobctl.NoGrant || s.finishAt >= 0 || len(s.reports) >= maxReports || time.Since(s.reportedAt) >= reportInterval {
-				s.sendReports(ctx)
-			}
-		}
-		switch {
-		case stop:
-			s.finish(ctx, why)
-		case s.finishAt >= 0 && s.boundary >= s.finishAt:
-			s.finish(ctx, kernels.StopTimeLimit)
-		case s.boundary >= s.granted:
-			return // wait for a Grant or a Finish
-		}
+// advance steps the machine once, as the driver asked, and feeds the driver what it reached:
+// a collective or the end of an iteration. It tells whether to go on driving (not when the
+// job is being stopped: the host stops this actor next).
+func (s *shard) advance(ctx actor.Context) bool {
+	began := time.Now()
+	st, err := s.machine.Next()
+	if !st.Init {
+		s.meter.c.ComputeSeconds += time.Since(began).Seconds()
 	}
+	if errors.Is(err, kernels.ErrInterrupted) {
+		return false
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return true
+	}
+	if st.Kind == kernels.StepCollective {
+		s.meter.init = st.Init
+		s.pending = &st
+		s.feed(ctx, jobctl.ShardDriverCollective{Iteration: int64(st.Iteration), Init: st.Init})
+		return true
+	}
+	s.meter.init = false
+	s.node.hooks.shardBoundary(s.a.Shard, s.a.Shards, int64(st.Iteration))
+	ev := jobctl.ShardDriverBoundary{Iteration: int64(st.Iteration), Objective: st.Objective, Initial: st.Initial, At: time.Now()}
+	if s.spec.Options().Masked() {
+		ev.Mask, ev.TestSSE, ev.InitialTestSSE = maskStatsOf(st.Mask), st.TestSSE, st.InitialTestSSE
+	}
+	s.feed(ctx, ev)
+	return true
 }
 
-// sendReports sends shard 0's pending reports to the coordinator, oldest first.
-func (s *shard) sendReports(ctx actor.Context) {
-	for _, r := range s.reports {
-		s.meter.send(ctx, s.coordinator, r)
-	}
-	s.reports = s.reports[:0]
-	s.reportedAt = time.Now()
-}
-
-// sendPartial sends the machine's contribution to its reducer, in chunks if it is large.
-func (s *shard) sendPartial(ctx actor.Context, st *kernels.Step) {
-	s.seq++
+// sendPartial sends the machine's contribution to its reducer, numbered seq, in chunks if it
+// is large.
+func (s *shard) sendPartial(ctx actor.Context, st *kernels.Step, seq uint64) {
 	if !st.Init {
 		s.floats += int64(len(st.Data))
 	}
@@ -644,20 +624,15 @@ func (s *shard) sendPartial(ctx actor.Context, st *kernels.Step) {
 		segs[i] = int64(v)
 	}
 	for _, c := range chunked.Split(st.Data, chunked.Floats) {
-		s.meter.send(ctx, s.reducer, &messages.Partial{JobId: s.a.JobId, Epoch: s.a.Epoch, Seq: s.seq, Iteration: int64(st.Iteration), Init: st.Init,
+		s.meter.send(ctx, s.reducer, &messages.Partial{JobId: s.a.JobId, Epoch: s.a.Epoch, Seq: seq, Iteration: int64(st.Iteration), Init: st.Init,
 			Op: int32(st.Op), Label: st.Label, Lo: s.a.Shard, Hi: s.a.Shard + 1, Segments: segs, Chunk: c})
 	}
 }
 
-// reduced takes (a chunk of) a collective's result and, when it is complete, resumes the machine.
-func (s *shard) reduced(ctx actor.Context, m *messages.Reduced) {
-	if !s.mine(m.JobId, m.Epoch) {
-		return
-	}
-	if s.pending == nil || m.Seq != s.seq || m.Lo != s.a.Shard || m.Hi != s.a.Shard+1 {
-		s.meter.c.Stale++
-		return
-	}
+// takeResult takes a chunk of the awaited collective's result (the driver checked it is of
+// that collective) and, when the result is whole and of the length the collective gives,
+// tells the driver.
+func (s *shard) takeResult(ctx actor.Context, m *messages.Reduced) {
 	data, full, err := takeChunk(&s.incoming, m.Chunk, &s.meter.c)
 	if err != nil {
 		s.fail(ctx, fmt.Errorf("collective %d (%s): %w", m.Seq, s.pending.Label, err))
@@ -670,15 +645,19 @@ func (s *shard) reduced(ctx actor.Context, m *messages.Reduced) {
 		s.fail(ctx, fmt.Errorf("collective %d (%s): result has %d values, want %d", m.Seq, s.pending.Label, len(data), want))
 		return
 	}
-	if s.pending.Init {
-		s.initDone = time.Since(s.started)
-	} else if !s.waitingSince.IsZero() {
+	s.result = data
+	s.feed(ctx, jobctl.ShardDriverReduced{At: time.Now()})
+}
+
+// deliver gives the machine the awaited result.
+func (s *shard) deliver() {
+	if !s.pending.Init && !s.waitingSince.IsZero() {
 		s.meter.c.WaitSeconds += time.Since(s.waitingSince).Seconds()
 		s.waitingSince = time.Time{}
 	}
 	s.pending = nil
-	s.machine.Deliver(data)
-	s.run(ctx)
+	s.machine.Deliver(s.result)
+	s.result = nil
 }
 
 // expectedLen is the length of a collective's result a shard expects, when it can know it.
@@ -696,18 +675,17 @@ func expectedLen(st *kernels.Step, shard int) (int, bool) {
 
 // fail reports an error to the coordinator; the shard does nothing more.
 func (s *shard) fail(ctx actor.Context, err error) {
-	s.finished = true
+	_ = s.d.Step(jobctl.ShardDriverFailed{}) // a known event: no error
 	s.node.logger.Error("shard failed", slog.String("job", s.a.JobId), slog.Int64("shard", s.a.Shard), slog.Any("error", err))
 	ctx.Send(s.coordinator, &messages.ShardDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Error: err.Error(), Counters: proto.Clone(&s.meter.c).(*messages.Counters)})
 	s.doneSent = true
 }
 
-// finish ends the shard's run at its current iteration boundary and streams its factors to the
-// client: C (unless the job writes it to a shared directory), and B from shard 0.
-func (s *shard) finish(ctx actor.Context, why kernels.StopReason) {
-	s.sendReports(ctx)
-	s.finished = true
-	s.stopWhy = why
+// finish ends the shard's run at its current iteration boundary, as the driver decided, and
+// streams its factors to the client: C (unless the job writes it to a shared directory), and
+// B from shard 0.
+func (s *shard) finish(ctx actor.Context, end jobctl.ShardDriverFinish) {
+	s.end, s.finished = end, true
 	_, n := s.x.Dims()
 	if dir := s.spec.OutShared; dir != "" {
 		k := s.spec.Rank
@@ -738,8 +716,8 @@ func (s *shard) finish(ctx actor.Context, why kernels.StopReason) {
 
 // ack takes the client's acknowledgement of result chunks and sends more.
 func (s *shard) ack(ctx actor.Context, m *messages.ResultAck) {
-	if m.JobId != s.a.JobId || s.doneSent {
-		return
+	if m.JobId != s.a.JobId || s.doneSent || !s.finished {
+		return // an ack before the run ended acknowledges nothing: it must not end the shard
 	}
 	for _, st := range s.streams {
 		if st.name == m.Name {
@@ -761,11 +739,11 @@ func (s *shard) reportDone(ctx actor.Context) {
 		return
 	}
 	s.doneSent = true
-	done := &messages.ShardDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: s.lastIter,
-		Stop: string(s.stopWhy), Residual: s.machine.LocalResidual(), SqNormX: s.sqNormX(), Counters: proto.Clone(&s.meter.c).(*messages.Counters),
+	done := &messages.ShardDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: s.end.Iteration,
+		Stop: string(s.end.Reason), Residual: s.machine.LocalResidual(), SqNormX: s.sqNormX(), Counters: proto.Clone(&s.meter.c).(*messages.Counters),
 		Threads: int64(s.node.pool.Workers())}
 	done.Storage, done.XBytes = kernels.StoredAs([]kernels.Block{s.x})
-	if ran := s.lastIter - s.floatsFrom; ran > 0 {
+	if ran := s.end.Iteration - s.floatsFrom; ran > 0 {
 		done.FloatsPerIteration = float64(s.floats) / float64(ran)
 	}
 	ctx.Send(s.coordinator, done)
