@@ -17,6 +17,7 @@ import (
 	"github.com/didnmf/didnmf/jobctl"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/report"
 	"github.com/didnmf/didnmf/usererr"
 )
 
@@ -79,7 +80,7 @@ type Result struct {
 	// ShardNodes is the actor address of the node each shard ran on, by shard id.
 	ShardNodes []string
 	// Recoveries are the job's rollbacks to a checkpoint after failures, in order.
-	Recoveries []*messages.Recovery
+	Recoveries []report.Recovery
 	// Checkpoints is the number of committed checkpoints; CheckpointSeconds the time shards
 	// spent writing and replicating them, summed.
 	Checkpoints       int64
@@ -544,9 +545,9 @@ func (j *Job) assemble(m *messages.JobResult) (*Result, error) {
 	}
 	r := resultOf(j.ID, m)
 	if len(j.peaks) == len(r.Recoveries) {
-		for i, rec := range r.Recoveries {
-			if redone := j.peaks[i] - rec.FromIteration; redone > rec.Redone {
-				rec.Redone = redone
+		for i := range r.Recoveries {
+			if redone := j.peaks[i] - r.Recoveries[i].FromIteration; redone > r.Recoveries[i].Redone {
+				r.Recoveries[i].Redone = redone
 			}
 		}
 	}
@@ -558,8 +559,11 @@ func (j *Job) assemble(m *messages.JobResult) (*Result, error) {
 // come as chunks). The message accounting is per iteration of the last epoch: the counters are
 // those of the actors that ran it, from the checkpoint it resumed from to the end.
 func resultOf(id string, m *messages.JobResult) *Result {
-	r := &Result{JobID: id, Counters: m.Counters, ShardNodes: m.ShardNodes, Recoveries: m.Recoveries,
-		Checkpoints: m.Checkpoints, CheckpointSeconds: m.CheckpointSeconds}
+	r := &Result{JobID: id, Counters: m.Counters, ShardNodes: m.ShardNodes, Checkpoints: m.Checkpoints, CheckpointSeconds: m.CheckpointSeconds}
+	for _, rec := range m.Recoveries {
+		r.Recoveries = append(r.Recoveries, report.Recovery{Epoch: rec.GetEpoch(), Cause: rec.GetCause(), Noticed: rec.GetNoticed(),
+			Resumed: rec.GetResumed(), FromIteration: rec.GetFromIteration(), Redone: rec.GetRedone()})
+	}
 	r.M, r.N, r.K, r.Shards = int(m.M), int(m.N), int(m.K), int(m.Shards)
 	r.Iterations = int(m.Iterations)
 	r.StopReason = kernels.StopReason(m.Stop)

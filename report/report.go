@@ -12,7 +12,6 @@ import (
 
 	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
-	"github.com/didnmf/didnmf/messages"
 )
 
 // Report is report.json.
@@ -95,7 +94,7 @@ type Report struct {
 	// interval, the checkpoints committed, and every rollback after a failure.
 	CheckpointEvery string                 `json:"checkpoint_every,omitempty"`
 	Checkpoints     int64                  `json:"checkpoints,omitempty"`
-	Recoveries      []*messages.Recovery   `json:"recoveries,omitempty"`
+	Recoveries      []Recovery             `json:"recoveries,omitempty"`
 	MessagesPerIt   *float64               `json:"messages_per_iteration,omitempty"`
 	BytesPerIt      *float64               `json:"bytes_per_iteration,omitempty"`
 	ReductionsPerIt *float64               `json:"reductions_per_iteration,omitempty"`
@@ -128,7 +127,7 @@ type Run struct {
 	// their protobuf bytes and the collectives completed, measured over the job's actors.
 	ShardNodes                                                      []string
 	Checkpoints                                                     int64
-	Recoveries                                                      []*messages.Recovery
+	Recoveries                                                      []Recovery
 	MessagesPerIteration, BytesPerIteration, ReductionsPerIteration float64
 }
 
@@ -189,6 +188,22 @@ func Build(spec *jobspec.Spec, run *Run) *Report {
 	}
 	r.MessagesPerIt, r.BytesPerIt, r.ReductionsPerIt = &run.MessagesPerIteration, &run.BytesPerIteration, &run.ReductionsPerIteration
 	return r
+}
+
+// Recovery is one rollback of a job on actors after a failure, as report.json lists it.
+type Recovery struct {
+	// Epoch is the epoch the job went on in; Cause what happened ("node lost", "actor
+	// panic", "coordinator lost", ...).
+	Epoch uint64 `json:"epoch,omitempty"`
+	Cause string `json:"cause,omitempty"`
+	// Noticed and Resumed are seconds since the job started: when the failure was noticed,
+	// and when the first iteration after the rollback completed.
+	Noticed float64 `json:"noticed,omitempty"`
+	Resumed float64 `json:"resumed,omitempty"`
+	// FromIteration is the checkpoint's iteration the job resumed from, Redone the
+	// iterations done before the failure that had to be done again.
+	FromIteration int64 `json:"from_iteration,omitempty"`
+	Redone        int64 `json:"redone,omitempty"`
 }
 
 // Write writes the report as indented JSON.

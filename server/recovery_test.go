@@ -19,6 +19,7 @@ import (
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/report"
 )
 
 // startMembers starts named members on loopback in this process, joined by gossip.
@@ -344,7 +345,7 @@ func TestPartition(t *testing.T) {
 			}
 			// The minority's warnings cannot cross the cut to the client: the pause shows in
 			// the recovery that followed it.
-			if tc.minority && !slices.ContainsFunc(got.Recoveries, func(r *messages.Recovery) bool { return strings.Contains(r.Cause, "not a majority") }) {
+			if tc.minority && !slices.ContainsFunc(got.Recoveries, func(r report.Recovery) bool { return strings.Contains(r.Cause, "not a majority") }) {
 				t.Fatal("the coordinator on the minority side did not pause for want of a quorum")
 			}
 			if len(got.Recoveries) == 0 {

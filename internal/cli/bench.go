@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"runtime"
 	"slices"
 	"time"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
-	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/server"
 )
 
@@ -353,20 +351,10 @@ func timePairs(jf *jobFlags, j *job, blocks []kernels.Block, pairs int, runActor
 		drv, act = append(drv, d), append(act, a)
 		ratios, over = append(ratios, a/d), append(over, a-d)
 		out.messages, out.bytes = ares.MessagesPerIteration, ares.BytesPerIteration
-		busy = append(busy, shardsBusy(ares.Counters))
+		busy = append(busy, ares.Traffic.Busy())
 	}
 	out.driverSec, out.actorSec, out.ratio, out.overhead, out.busy = median(drv), median(act), median(ratios), median(over), median(busy)
 	return out, nil
-}
-
-// shardsBusy is the share of the shards' iteration time in their steps: compute / (compute +
-// wait) from a job's counters, 0 when they hold no such time (or a node reported nonsense).
-func shardsBusy(c *messages.Counters) float64 {
-	compute, wait := c.GetComputeSeconds(), c.GetWaitSeconds()
-	if !(compute > 0) || !(wait >= 0) || math.IsInf(compute+wait, 0) {
-		return 0
-	}
-	return compute / (compute + wait)
 }
 
 // rooflines are the two floors of one iteration over all blocks.
