@@ -1,42 +1,69 @@
 // Package didnmf runs nonnegative matrix factorizations: X (samples x features, nonnegative)
 // is approximated by coef x basis^T with coef (samples x K) and basis (features x K) both
-// nonnegative, by DID (Gao & Chu, AAAI 2018) or one of the algorithms it is compared with.
-// It is the one entry point that the node command, the examples and any other front end
-// call; the packages below it (kernels, actors, server, jobctl, jobspec, matio) each do one
-// part.
+// nonnegative, by DID (Gao & Chu, AAAI 2018) or one of the algorithms it is compared with,
+// in this process, on actor systems in this process, or on a cluster of machines. It is the
+// one entry point: the didnmf command, the Python package and the examples all call it, and a
+// Go program needs no other package of this module (kernels and matio, the numerics and the
+// readers, are there for who wants them).
 //
 // # A job in three steps
 //
-// A job is a jobspec.Spec: the inputs, the algorithm, the rank, the shards and the rest,
-// every field with the CLI's default when built by jobspec.New. Open checks it for a
-// Target; a Runner runs it there; the Result holds the factors, the history and what the run
-// took:
+// A job is a Spec: the inputs, the algorithm, the rank, the shards and the rest, every field
+// with the CLI's default when made by NewSpec. Run checks it, runs it on a Target, and
+// returns the Result: the factors (Basis and Coef, as gonum matrices), the history, and what
+// the run took:
 //
-//	spec := jobspec.New([]string{"/data/X.mtx"}, kernels.DID, 10, 4)
+//	spec := didnmf.NewSpec([]string{"/data/X.mtx"}, didnmf.DID, 10, 4)
+//	spec.Stop.MaxIter = 300
 //	res, err := didnmf.Run(ctx, spec, didnmf.Local(0), didnmf.Options{Progress: show})
-//	if errors.Is(err, usererr.ErrUser) { ... the user's to fix: the message names the field and value }
+//	if errors.Is(err, didnmf.ErrUser) { ... the user's to fix: the message names the field and value }
+//	coef := res.Coef() // samples x K
 //	_ = res.Save(dir, nil) // basis.npy, coef.npy, report.json, basis.tsv, top_features.tsv
 //	_ = res.SaveWith(dir, didnmf.SaveOptions{Names: didnmf.Names{Features: genes}, CoefTSV: true})
 //
-// # Targets
+// Inputs are MatrixMarket (.mtx, .mtx.gz), NumPy (.npy), scipy sparse (.npz), IDX, 10x
+// directories, block stores, or synthetic:m=...,n=...,k=...,seed=... matrices; several are
+// stacked as more samples (see `didnmf factorize -h`).
+//
+// # Where a job runs
 //
 // The same spec runs on three targets, to the same bits:
 //
-//   - Local: the in-process driver (kernels.Run), no actors;
+//   - Local: this process (kernels.Run), no actors;
 //   - InProcess: N actor systems in this process that speak the whole protocol to each
 //     other over gRPC with TLS on loopback (the shards placed round-robin): a cluster
 //     without machines, for tests and for measuring the protocol;
-//   - OnCluster: a running cluster (didnmf serve on each machine), which this process reaches
-//     as a client through a member's front door (clients take no part in the gossip). Its nodes read the input themselves (Spec.Ingest shared: a path every node
-//     sees, under its data roots) or this process streams it to them (IngestStream).
+//   - OnCluster: a running cluster, which this process reaches as a client through a
+//     member's front door with a ClusterConfig (clients take no part in the gossip). Its
+//     nodes read the input themselves (IngestShared: a path every node sees, under its data
+//     roots) or this process streams it to them (IngestStream).
 //
-// Local and InProcess read the input in this process, so Open checks the job against the
-// data before anything runs (the rank against the shape, the shards against the samples, a
-// custom initialisation's files, the memory needed). On a cluster the nodes check it where
-// they read it, and a refused job comes back as an error that wraps usererr.ErrUser.
+// A cluster's members run `didnmf serve`, or Serve in a Go program, from a preset with every
+// limit and wait set: LANNode for machines on one network, LocalNode for members on one
+// machine. Add the cluster secret (NewSecret) and the members to join:
 //
-// A Runner keeps its target between jobs (the in-process nodes, the cluster client): open it
-// once with NewRunner to run many jobs, or call Run for one.
+//	cfg := didnmf.LANNode()
+//	cfg.Secret, cfg.Join = secret, []string{"10.0.0.1:7946"}
+//	member, err := didnmf.Serve(cfg)
+//	...
+//	res, err := didnmf.Run(ctx, spec, didnmf.OnCluster(didnmf.ClusterConfig{Cluster: []string{"10.0.0.1:7946"}, Secret: secret}), didnmf.Options{})
+//
+// Local and InProcess read the input in this process, so the job is checked against the data
+// before anything runs (the rank against the shape, the shards against the samples, a custom
+// initialisation's files, the memory needed). On a cluster the nodes check it where they read
+// it, and a refused job comes back as an error that wraps ErrUser.
+//
+// Open checks a spec for a target once and returns the Job; a Runner keeps its target between
+// jobs (the in-process nodes, the cluster client): make one with NewRunner to run many jobs,
+// or call Run for one.
+//
+// # Following and canceling a job
+//
+// Options.Progress is called after every iteration with its error and timings; Options.Warn
+// hears what happens to a job on actors that does not end it (a node lost, the job rolled back
+// to a checkpoint). Canceling Run's context cancels the job wherever it runs. A job submitted
+// detached (Spec.Detached, Runner.Submit) outlives this process and writes its outputs into
+// Spec.OutShared.
 //
 // # Rank sweeps
 //
@@ -52,10 +79,10 @@
 //
 // # Errors
 //
-// Every entry point (this package, the CLI, a node's submit) checks a job with one check,
-// jobspec.Spec.CheckOn. Errors that are the user's to fix (an unreadable input, a spec a rule
-// refuses, a job a node refused) wrap usererr.ErrUser, whichever package made them:
-// errors.Is(err, usererr.ErrUser), or IsInput(err). A *usererr.Error (errors.As) names the
-// spec's field when it is about one, and Text names the fields as a front end calls them (the
-// CLI's flags). Anything else is a failure of the run.
+// Every entry point (this package, the CLI, a node's submit, the Python package) checks a job
+// with one check. Errors that are the user's to fix (an unreadable input, a spec a rule
+// refuses, a job a node refused) wrap ErrUser, whichever package made them: errors.Is(err,
+// didnmf.ErrUser), or IsInput(err). A *usererr.Error (errors.As) names the spec's field when
+// it is about one, and its Text names the fields as a front end calls them (the CLI's flags).
+// Anything else is a failure of the run.
 package didnmf

@@ -18,7 +18,7 @@ import (
 // process reads it. Open returns one; Runner.Run runs it; Close releases its input.
 type Job struct {
 	// Spec is the checked spec. It is not changed by running the job.
-	Spec *jobspec.Spec
+	Spec *Spec
 	// Target is where the job runs.
 	Target Target
 	// Source is the input, open, when this process reads it (the driver and in-process
@@ -39,7 +39,7 @@ type Job struct {
 // and seed of a sweep, say), checked against the data as Open does, without
 // opening or reading the input again: the new job borrows this one's Source, which stays
 // this job's to close (the derived job's Close leaves it open). The inputs must not change.
-func (j *Job) Derive(edit func(*jobspec.Spec)) (*Job, error) {
+func (j *Job) Derive(edit func(*Spec)) (*Job, error) {
 	s := *j.Spec
 	edit(&s)
 	if !slices.Equal(s.Inputs, j.Spec.Inputs) {
@@ -60,7 +60,7 @@ func (j *Job) Derive(edit func(*jobspec.Spec)) (*Job, error) {
 // available (jobspec.Spec.CheckOn, the one check of a job). Every error that is the user's to
 // fix is a *usererr.Error, naming the spec's field when it is about one. The caller closes
 // the job.
-func Open(spec *jobspec.Spec, t Target) (*Job, error) {
+func Open(spec *Spec, t Target) (*Job, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
 	}

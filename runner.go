@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/didnmf/didnmf/actors"
-	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/server"
 	"github.com/didnmf/didnmf/usererr"
@@ -16,7 +15,7 @@ import (
 // and must not block for long: the job does not wait for them, but its progress does.
 type Options struct {
 	// Progress is called after every iteration (nil: none).
-	Progress func(kernels.Progress)
+	Progress func(Progress)
 	// Warn receives news about a running job on actors that does not end it: a node lost
 	// and the job rolled back, a checkpoint that failed (nil: dropped).
 	Warn func(string)
@@ -150,7 +149,7 @@ func (r *Runner) runDriver(ctx context.Context, j *Job, opts Options) (*Result, 
 		_, n := b.Dims()
 		offset += n
 	}
-	var progress []func(kernels.Progress)
+	var progress []func(Progress)
 	if opts.Progress != nil {
 		progress = append(progress, opts.Progress)
 	}
@@ -203,7 +202,7 @@ const cancelWait = 3 * time.Second
 
 // Run opens spec for t, runs it and closes it: the one call for a job whose caller needs
 // nothing between. See Open, NewRunner and Runner.Run.
-func Run(ctx context.Context, spec *jobspec.Spec, t Target, opts Options) (*Result, error) {
+func Run(ctx context.Context, spec *Spec, t Target, opts Options) (*Result, error) {
 	j, err := Open(spec, t)
 	if err != nil {
 		return nil, err

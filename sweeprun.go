@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/sweep"
 	"github.com/didnmf/didnmf/usererr"
@@ -103,7 +102,7 @@ func (s *SweepResult) Failed() []SweepRun {
 // naming the field ("ranks", "seeds", "parallel"): the ranks increasing and >= 1, the seeds
 // between 1 and MaxSweepSeeds, at most MaxSweepRuns runs, and more than one seed only for an
 // initialisation that depends on it.
-func (o SweepOptions) Check(spec *jobspec.Spec) error {
+func (o SweepOptions) Check(spec *Spec) error {
 	if len(o.Ranks) == 0 {
 		return usererr.Field("ranks", "{ranks}: no rank to try")
 	}
@@ -223,7 +222,7 @@ feed:
 // sweepRun runs the sweep's job of rank k and seed, again when it failed for a reason that
 // is not its input's; retried tells of each retry.
 func (r *Runner) sweepRun(ctx context.Context, j0 *Job, k, seed int, retried func(error)) (*Result, error) {
-	j, err := j0.Derive(func(s *jobspec.Spec) { s.Rank, s.Seed = k, uint64(seed) })
+	j, err := j0.Derive(func(s *Spec) { s.Rank, s.Seed = k, uint64(seed) })
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/didnmf/didnmf/server"
 	"github.com/didnmf/didnmf/usererr"
 )
 
@@ -20,7 +19,7 @@ type Target struct {
 	Nodes int
 	// Cluster, when set, runs jobs on a running cluster (see didnmf serve), reached with
 	// these client settings; Nodes and Threads must then be 0 (the nodes have their own).
-	Cluster *server.ClientConfig
+	Cluster *ClusterConfig
 	// Threads is the number of worker threads of the driver or of the in-process nodes
 	// (0: all cores).
 	Threads int
@@ -37,7 +36,7 @@ func Local(threads int) Target { return Target{Threads: threads} }
 func InProcess(nodes, threads int) Target { return Target{Nodes: nodes, Threads: threads} }
 
 // OnCluster returns the target of a running cluster, joined with cfg.
-func OnCluster(cfg server.ClientConfig) Target { return Target{Cluster: &cfg} }
+func OnCluster(cfg ClusterConfig) Target { return Target{Cluster: &cfg} }
 
 // OnActors reports whether jobs on t run on actors (in-process nodes or a cluster).
 func (t Target) OnActors() bool { return t.Nodes > 0 || t.Cluster != nil }
