@@ -15,7 +15,6 @@ import (
 	"strconv"
 
 	"github.com/didnmf/didnmf"
-	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 )
 
@@ -33,7 +32,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	res, err := factorize(ctx, input, rank, 3, func(p kernels.Progress) {
+	res, err := factorize(ctx, input, rank, 3, func(p didnmf.Progress) {
 		if p.Iteration%50 == 0 {
 			fmt.Printf("iteration %4d  objective ratio %.3e\n", p.Iteration, p.Ratio)
 		}
@@ -52,9 +51,9 @@ func main() {
 
 // factorize runs DID with 6 shards on an in-process cluster of the given number of nodes.
 // When ctx is canceled, the job is canceled on its actors.
-func factorize(ctx context.Context, input string, rank, nodes int, progress func(kernels.Progress)) (*didnmf.Result, error) {
-	spec := jobspec.New([]string{input}, kernels.DID, rank, 6)
+func factorize(ctx context.Context, input string, rank, nodes int, progress func(didnmf.Progress)) (*didnmf.Result, error) {
+	spec := didnmf.NewSpec([]string{input}, didnmf.DID, rank, 6)
 	spec.Init = kernels.InitNNDSVDA
-	spec.Stop = kernels.StopRule{Tol: 1e-6, MaxIter: 500}
+	spec.Stop.Tol, spec.Stop.MaxIter = 1e-6, 500
 	return didnmf.Run(ctx, spec, didnmf.InProcess(nodes, 0), didnmf.Options{Progress: progress})
 }

@@ -18,10 +18,6 @@ import (
 	"time"
 
 	"github.com/didnmf/didnmf"
-	"github.com/didnmf/didnmf/jobspec"
-	"github.com/didnmf/didnmf/kernels"
-	"github.com/didnmf/didnmf/pki"
-	"github.com/didnmf/didnmf/server"
 )
 
 func main() {
@@ -51,21 +47,22 @@ func main() {
 // factorize starts n member nodes on loopback, reaches them as a client and runs DID with 6
 // shards on them, streaming the input from the client.
 func factorize(ctx context.Context, input string, rank, n int) (*didnmf.Result, error) {
-	var members []*server.Server
+	var members []*didnmf.Member
 	defer func() {
 		for _, m := range members {
 			_ = m.Leave(time.Second) // graceful: the others see a leave, not a failure
 		}
 	}()
 	// Every member and client proves it holds the cluster's secret (here a fresh one; `node
-	// serve` keeps one in a file, see pki.DefaultSecretPath).
-	secret := pki.NewSecret()
+	// serve` keeps one in a file, see `didnmf serve -h`).
+	secret := didnmf.NewSecret()
 	for i := 0; i < n; i++ {
-		cfg := server.Config{Name: fmt.Sprintf("member-%d", i+1), Bind: "127.0.0.1:0", Secret: secret}
+		cfg := didnmf.LocalNode() // on loopback; a member on a machine of its own starts from LANNode
+		cfg.Name, cfg.Secret = fmt.Sprintf("member-%d", i+1), secret
 		if i > 0 {
 			cfg.Join = []string{members[0].Gossip()} // any live member will do
 		}
-		m, err := server.Start(cfg)
+		m, err := didnmf.Serve(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -77,11 +74,11 @@ func factorize(ctx context.Context, input string, rank, n int) (*didnmf.Result, 
 	}
 	// The client asks a member's front door (at its gossip address) for the members; it takes
 	// no part in the gossip. It streams the input to the shards.
-	spec := jobspec.New([]string{input}, kernels.DID, rank, 6)
-	spec.Stop = kernels.StopRule{Tol: 1e-6, MaxIter: 500}
-	spec.Ingest = jobspec.IngestStream
-	target := didnmf.OnCluster(server.ClientConfig{Cluster: []string{members[0].Gossip()}, Secret: secret})
-	return didnmf.Run(ctx, spec, target, didnmf.Options{Progress: func(p kernels.Progress) {
+	spec := didnmf.NewSpec([]string{input}, didnmf.DID, rank, 6)
+	spec.Stop.Tol, spec.Stop.MaxIter = 1e-6, 500
+	spec.Ingest = didnmf.IngestStream
+	target := didnmf.OnCluster(didnmf.ClusterConfig{Cluster: []string{members[0].Gossip()}, Secret: secret})
+	return didnmf.Run(ctx, spec, target, didnmf.Options{Progress: func(p didnmf.Progress) {
 		if p.Iteration%100 == 0 {
 			fmt.Printf("iteration %4d  objective ratio %.3e\n", p.Iteration, p.Ratio)
 		}

@@ -12,7 +12,6 @@ import (
 	"strconv"
 
 	"github.com/didnmf/didnmf"
-	"github.com/didnmf/didnmf/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 )
 
@@ -28,7 +27,7 @@ func main() {
 		}
 		rank = r
 	}
-	res, err := factorize(input, rank, 4, func(p kernels.Progress) {
+	res, err := factorize(input, rank, 4, func(p didnmf.Progress) {
 		if p.Iteration%50 == 0 {
 			fmt.Printf("iteration %4d  objective ratio %.3e\n", p.Iteration, p.Ratio)
 		}
@@ -44,9 +43,9 @@ func main() {
 
 // factorize runs DID on the input split into shards, in this process (each shard reads only
 // its own samples).
-func factorize(input string, rank, shards int, progress func(kernels.Progress)) (*didnmf.Result, error) {
-	spec := jobspec.New([]string{input}, kernels.DID, rank, shards)
+func factorize(input string, rank, shards int, progress func(didnmf.Progress)) (*didnmf.Result, error) {
+	spec := didnmf.NewSpec([]string{input}, didnmf.DID, rank, shards)
 	spec.Init = kernels.InitNNDSVDA
-	spec.Stop = kernels.StopRule{Tol: 1e-6, MaxIter: 500}
+	spec.Stop.Tol, spec.Stop.MaxIter = 1e-6, 500
 	return didnmf.Run(context.Background(), spec, didnmf.Local(0), didnmf.Options{Progress: progress})
 }
