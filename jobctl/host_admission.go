@@ -45,7 +45,7 @@ func (h *Host) submit(e HostSubmit) {
 		m.Owner = "local"
 	}
 	if jobs, _ := h.ownerUse(m.Owner); h.cfg.OwnerMaxJobs > 0 && len(jobs) >= h.cfg.OwnerMaxJobs {
-		refuse("%s runs %d jobs on node %s, its quota (serve --owner-max-jobs): try again when one ends", ownerName(m.Owner), len(jobs), h.cfg.Node)
+		refuse("%s runs %d jobs on node %s, its quota (serve --owner-max-jobs): try again when one ends", OwnerName(m.Owner), len(jobs), h.cfg.Node)
 		return
 	}
 	j := h.job(m.JobId)
@@ -73,13 +73,13 @@ func (h *Host) admitShard(e HostShardAssign) string {
 	ownJobs, ownShards := h.ownerUse(owner)
 	if limit, held := cfg.OwnerMemory, e.OwnerHeld; limit > 0 && reserve > limit-held {
 		return fmt.Sprintf("%s holds %s of node %s's memory, its quota is %s (serve --owner-memory), and shard %d needs %s",
-			ownerName(owner), cluster.FormatBytes(held), cfg.Node, cluster.FormatBytes(limit), a.Shard, cluster.FormatBytes(reserve))
+			OwnerName(owner), cluster.FormatBytes(held), cfg.Node, cluster.FormatBytes(limit), a.Shard, cluster.FormatBytes(reserve))
 	}
 	if limit := cfg.OwnerMaxShards; limit > 0 && ownShards >= limit {
-		return fmt.Sprintf("%s holds %d shards on node %s, its quota (serve --owner-max-shards)", ownerName(owner), ownShards, cfg.Node)
+		return fmt.Sprintf("%s holds %d shards on node %s, its quota (serve --owner-max-shards)", OwnerName(owner), ownShards, cfg.Node)
 	}
 	if !ownJobs[a.JobId] && cfg.OwnerMaxJobs > 0 && len(ownJobs) >= cfg.OwnerMaxJobs {
-		return fmt.Sprintf("%s runs %d jobs on node %s, its quota (serve --owner-max-jobs)", ownerName(owner), len(ownJobs), cfg.Node)
+		return fmt.Sprintf("%s runs %d jobs on node %s, its quota (serve --owner-max-jobs)", OwnerName(owner), len(ownJobs), cfg.Node)
 	}
 	return ""
 }
@@ -111,8 +111,9 @@ func (h *Host) ownerUse(owner string) (jobs map[string]bool, shards int) {
 	return jobs, shards
 }
 
-// ownerName is how an error names an owner.
-func ownerName(owner string) string {
+// OwnerName is how an error names an owner (the common name of the certificate a job was
+// submitted with).
+func OwnerName(owner string) string {
 	if owner == "" {
 		return "the owner with no name"
 	}

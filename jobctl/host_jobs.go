@@ -13,7 +13,8 @@ import (
 // recovery, a takeover). A message of another coordinator is dropped; an assignment of an
 // earlier epoch is answered that the job moved on (Placed.Superseded), a StopJob of an earlier
 // epoch ignored (the job goes on under the successor), and a reducer of an earlier epoch
-// stopped when the next tree is assigned.
+// stopped when the next tree is assigned. (The host answers a superseded shard assignment
+// itself: the shard it names may live elsewhere now, or nowhere.)
 
 // fromJobsCoordinator tells whether a message about a job (what it is, for the drop
 // counters) may be taken: from the job's coordinator (see fromCoordinator), or from this
@@ -56,6 +57,12 @@ func (h *Host) assignShard(e HostShardAssign) {
 		h.log(slog.LevelError, "dropped an assignment with a malformed job id", slog.String("job", m.JobId))
 		return
 	}
+	if j := h.jobs[m.JobId]; j != nil && m.Epoch < j.epoch {
+		// From a superseded coordinator (this one before a recovery, or one a takeover
+		// replaced): told so, whether the shard lives here or not.
+		h.send(m.Coordinator, &messages.Placed{JobId: m.JobId, Actor: what, Epoch: m.Epoch, Superseded: j.epoch})
+		return
+	}
 	if !h.fromJobsCoordinator(e.Local, "assignment", m.JobId, m.Coordinator, m.Epoch) {
 		return
 	}
@@ -64,11 +71,6 @@ func (h *Host) assignShard(e HostShardAssign) {
 		return
 	}
 	j := h.job(m.JobId)
-	if m.Epoch < j.epoch {
-		// From a superseded coordinator: told so, whether the shard lives here or not.
-		h.send(m.Coordinator, &messages.Placed{JobId: m.JobId, Actor: what, Epoch: m.Epoch, Superseded: j.epoch})
-		return
-	}
 	j.epoch, j.assigned, j.coordinator = m.Epoch, true, m.Coordinator
 	name := ShardName(m.JobId, m.Shard)
 	if c := h.children[childID(name)]; c != nil {
