@@ -11,9 +11,11 @@ import (
 // job submitted from the node's own process). Every node counts, per owner, the jobs with
 // actors on it, the shards it holds and the memory they reserve, and refuses what would take
 // an owner past its quota, so that one client cannot take every slot of a node (or all of its
-// memory) with jobs that do nothing, and the other owners always find room. The quotas are
-// checked where the node admits a job (the coordinator's host, at submission) and where any
-// host accepts a shard (its reservation), after the node's own limits.
+// memory) with jobs that do nothing, and the other owners always find room. The host's
+// machine (jobctl.Host) checks the quotas where the node admits a job (the coordinator's
+// host, at submission) and where any host accepts a shard (its reservation), after the node's
+// own limits; the memory each owner holds is counted here (ownerMemory), shared with the
+// shards, which take more as their blocks arrive.
 
 // ownerShare is the default fraction of a node's limits of jobs and shards one owner may
 // hold: a quarter, so that three other owners still find as many; no single job comes near
