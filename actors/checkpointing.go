@@ -244,7 +244,8 @@ func (h *host) storeCopy(ctx actor.Context, m *messages.CheckpointCopy) {
 		}
 		ctx.Send(pidOf(m.ReplyTo), st)
 	}
-	if !h.buddyOf[m.JobId][m.Shard] {
+	buddy, every := h.ctl.KeepsCopies(m.JobId, m.Shard)
+	if !buddy {
 		h.node.guard.drop(dropStalePrefix+"CheckpointCopy for a shard this node is not the buddy of", 1)
 		return
 	}
@@ -272,7 +273,7 @@ func (h *host) storeCopy(ctx actor.Context, m *messages.CheckpointCopy) {
 	data := c.Data()
 	delete(h.copies, key)
 	system, replyTo, node := ctx.ActorSystem(), m.ReplyTo, h.node
-	keep := jobctl.ShardDriverUncommittedKept(h.every[m.JobId])
+	keep := jobctl.ShardDriverUncommittedKept(every)
 	// Write off the host's mailbox: fsync takes milliseconds and the host answers pings.
 	go func() {
 		err := node.keepCheckpoint(checkpoint.Buddy, m.JobId, int(m.Shard), m.Iteration, data, keep)

@@ -48,11 +48,10 @@ func newCoordinator(n *Node, sub *messages.SubmitJob) *coordinator {
 }
 
 // newTakeover is the coordinator a standby node starts for a job whose coordinator's node
-// left or died (event e), from the job state the old coordinator replicated to it.
-func newTakeover(n *Node, st *messages.JobState, e cluster.Event) *coordinator {
+// left or died (cause says so), from the job state the old coordinator replicated to it.
+func newTakeover(n *Node, st *messages.JobState, cause string) *coordinator {
 	c := newCoordinator(n, st.Submit)
-	c.takeover = st
-	c.takeoverCause = "the coordinator's node " + e.Member.Name + " (" + e.Member.Meta.Actor + ") is gone"
+	c.takeover, c.takeoverCause = st, cause
 	return c
 }
 

@@ -1,5 +1,14 @@
 package actors
 
+import "github.com/didnmf/didnmf/jobctl"
+
+// jobIDForm is the form of a job id (a regular expression): it becomes part of actor names.
+// isJobID checks it; the tests hold the two to each other.
+const jobIDForm = `[A-Za-z0-9_-]{1,64}`
+
+// isJobID reports whether s is a job id (jobIDForm): see jobctl.IsJobID.
+func isJobID(s string) bool { return jobctl.IsJobID(s) }
+
 // isDataTarget reports whether name is what a data plane frame may be addressed to: a shard or
 // a reducer of a job (jobctl.ShardName, jobctl.ReducerName) under the host, that is
 //

@@ -498,6 +498,10 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 			return nil, err
 		}
 	}
+	if err := hostConfig(n).Validate(); err != nil {
+		n.Close()
+		return nil, fmt.Errorf("node %s: %w", system.Address(), err)
+	}
 	props := n.props(func() actor.Actor { return newHost(n) },
 		actor.WithSupervisor(hostStrategy{}))
 	host, err := system.Root.SpawnNamed(props, HostName)

@@ -1,10 +1,9 @@
 package actors
 
 import (
-	"fmt"
 	"sync"
 
-	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/jobctl"
 )
 
 // Per-owner quotas. An owner is the common name of the certificate a job was submitted with
@@ -12,9 +11,11 @@ import (
 // job submitted from the node's own process). Every node counts, per owner, the jobs with
 // actors on it, the shards it holds and the memory they reserve, and refuses what would take
 // an owner past its quota, so that one client cannot take every slot of a node (or all of its
-// memory) with jobs that do nothing, and the other owners always find room. The quotas are
-// checked where the node admits a job (the coordinator's host, at submission) and where any
-// host accepts a shard (its reservation), after the node's own limits.
+// memory) with jobs that do nothing, and the other owners always find room. The host's
+// machine (jobctl.Host) checks the quotas where the node admits a job (the coordinator's
+// host, at submission) and where any host accepts a shard (its reservation), after the node's
+// own limits; the memory each owner holds is counted here (ownerMemory), shared with the
+// shards, which take more as their blocks arrive.
 
 // ownerShare is the default fraction of a node's limits of jobs and shards one owner may
 // hold: a quarter, so that three other owners still find as many; no single job comes near
@@ -113,126 +114,8 @@ func (m *ownerMemory) take(owner string, n, limit int64) bool {
 	return true
 }
 
-// hold counts an actor the host started for an owner's job (a shard with its reserve).
-func (h *host) hold(id, owner, job string, shard bool, reserve int64) {
-	if _, dup := h.book.children[id]; dup {
-		return
-	}
-	h.book.hold(id, owner, job, shard, reserve)
-	h.node.owned.add(owner, reserve)
-}
-
-// unhold stops counting an actor that stopped.
-func (h *host) unhold(id string) {
-	if c, ok := h.book.children[id]; ok {
-		h.node.owned.add(c.owner, -c.reserve)
-	}
-	h.book.release(id)
-}
-
-// ownerUse is what one owner holds on a node.
-type ownerUse struct {
-	jobs   map[string]int // the owner's jobs with actors here -> their actors counted
-	shards int
-}
-
-// heldChild is one counted actor of an owner.
-type heldChild struct {
-	owner, job string
-	shard      bool
-	reserve    int64
-}
-
-// ownerBook is a host's count of the jobs and shards each owner holds on its node (and of
-// each counted actor's reserve, which ownerMemory counts). Only the host actor uses it.
-type ownerBook struct {
-	children map[string]heldChild // by actor id
-	owners   map[string]*ownerUse
-}
-
-// hold counts an actor the host started for an owner's job.
-func (b *ownerBook) hold(id, owner, job string, shard bool, reserve int64) {
-	if b.children == nil {
-		b.children, b.owners = map[string]heldChild{}, map[string]*ownerUse{}
-	}
-	if _, dup := b.children[id]; dup {
-		return
-	}
-	b.children[id] = heldChild{owner: owner, job: job, shard: shard, reserve: reserve}
-	u := b.owners[owner]
-	if u == nil {
-		u = &ownerUse{jobs: map[string]int{}}
-		b.owners[owner] = u
-	}
-	u.jobs[job]++
-	if shard {
-		u.shards++
-	}
-}
-
-// release stops counting an actor that stopped (one not counted is ignored).
-func (b *ownerBook) release(id string) {
-	c, ok := b.children[id]
-	if !ok {
-		return
-	}
-	delete(b.children, id)
-	u := b.owners[c.owner]
-	if u.jobs[c.job]--; u.jobs[c.job] <= 0 {
-		delete(u.jobs, c.job)
-	}
-	if c.shard {
-		u.shards--
-	}
-	if len(u.jobs) == 0 {
-		delete(b.owners, c.owner)
-	}
-}
-
-// use returns what an owner holds (zero when nothing).
-func (b *ownerBook) use(owner string) ownerUse {
-	if u := b.owners[owner]; u != nil {
-		return *u
-	}
-	return ownerUse{}
-}
-
 // ownerName is how an error names an owner.
-func ownerName(owner string) string {
-	if owner == "" {
-		return "the owner with no name"
-	}
-	return fmt.Sprintf("owner %q", owner)
-}
-
-// admitOwnerJob checks a new job of an owner against the owner's quota of jobs on this node
-// (at submission, on the coordinator's host). It returns why the job is refused, or "".
-func (h *host) admitOwnerJob(owner string) string {
-	limit := h.node.cfg.OwnerMaxJobs
-	if u := h.book.use(owner); limit > 0 && len(u.jobs) >= limit {
-		return fmt.Sprintf("%s runs %d jobs on node %s, its quota (serve --owner-max-jobs): try again when one ends",
-			ownerName(owner), len(u.jobs), h.node.Address())
-	}
-	return ""
-}
-
-// admitOwnerShard checks a shard of an owner's job against the owner's quotas on this node:
-// its jobs (when the job is new here), shards and reserved memory. It returns why the shard
-// cannot be placed here, or "".
-func (h *host) admitOwnerShard(owner, job string, shard int64, reserve int64) string {
-	cfg, addr, u := h.node.cfg, h.node.Address(), h.book.use(owner)
-	if limit, held := cfg.OwnerMemory, h.node.owned.used(owner); limit > 0 && reserve > limit-held {
-		return fmt.Sprintf("%s holds %s of node %s's memory, its quota is %s (serve --owner-memory), and shard %d needs %s",
-			ownerName(owner), cluster.FormatBytes(held), addr, cluster.FormatBytes(limit), shard, cluster.FormatBytes(reserve))
-	}
-	if limit := cfg.OwnerMaxShards; limit > 0 && u.shards >= limit {
-		return fmt.Sprintf("%s holds %d shards on node %s, its quota (serve --owner-max-shards)", ownerName(owner), u.shards, addr)
-	}
-	if _, running := u.jobs[job]; !running && cfg.OwnerMaxJobs > 0 && len(u.jobs) >= cfg.OwnerMaxJobs {
-		return fmt.Sprintf("%s runs %d jobs on node %s, its quota (serve --owner-max-jobs)", ownerName(owner), len(u.jobs), addr)
-	}
-	return ""
-}
+func ownerName(owner string) string { return jobctl.OwnerName(owner) }
 
 // noQuotaOr returns v, or -1 (no quota) for 0 (the default).
 // inputBytes is matio.ReadOptions.MaxBytes on this node: what one owner's job may hold here

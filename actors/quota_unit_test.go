@@ -1,12 +1,7 @@
 package actors
 
 import (
-	"strings"
 	"testing"
-
-	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/didnmf/didnmf/messages"
 )
 
 func TestOwnerQuotaDefaults(t *testing.T) {
@@ -48,58 +43,6 @@ func TestOwnerQuotaDefaults(t *testing.T) {
 	if cfg := lc.Nodes[0].cfg; cfg.OwnerMaxJobs != 0 || cfg.OwnerMemory != 0 || cfg.OwnerMaxStreams != 0 || cfg.OwnerMaxShards != 9 {
 		t.Errorf("LocalCluster: quotas %d jobs, %d shards, %d bytes, %d streams; want none but the shards' 9",
 			cfg.OwnerMaxJobs, cfg.OwnerMaxShards, cfg.OwnerMemory, cfg.OwnerMaxStreams)
-	}
-}
-
-// TestOwnerQuotasOfShards: a host refuses a shard that would take its owner past a quota
-// (jobs, shards, memory) with an error naming the quota, what the owner holds and the flag,
-// and takes the same shard of another owner; actors that stop give their share back.
-func TestOwnerQuotasOfShards(t *testing.T) {
-	system := actor.NewActorSystem()
-	h := newHost(&Node{system: system, cfg: NodeConfig{OwnerMaxJobs: 2, OwnerMaxShards: 3, OwnerMemory: 1000}})
-	// bob holds job a (a coordinator and two shards of 300 bytes) and job b (a shard of 300).
-	h.hold("host/a-coord", "bob", "a", false, 0)
-	h.hold("host/a-s0", "bob", "a", true, 300)
-	h.hold("host/a-s1", "bob", "a", true, 300)
-	h.hold("host/b-s0", "bob", "b", true, 300)
-	shard := func(owner, job string, reserve int64) string {
-		return h.admitShard(&messages.ShardAssignment{JobId: job, Owner: owner, Shard: 7}, reserve)
-	}
-	for _, c := range []struct {
-		name, owner, job string
-		reserve          int64
-		want             []string // "" admitted
-	}{
-		{"memory", "bob", "a", 200, []string{`owner "bob" holds 900 B`, "quota is 1000 B", "--owner-memory", "shard 7 needs 200 B"}},
-		{"shards", "bob", "a", 100, []string{`owner "bob" holds 3 shards`, "--owner-max-shards"}},
-		{"alice", "alice", "c", 1000, nil},
-		{"alice's memory", "alice", "c", 1001, []string{"--owner-memory"}},
-	} {
-		got := shard(c.owner, c.job, c.reserve)
-		if c.want == nil && got != "" {
-			t.Errorf("%s: refused: %s", c.name, got)
-		}
-		for _, w := range c.want {
-			if !strings.Contains(got, w) {
-				t.Errorf("%s: %q, want it to say %q", c.name, got, w)
-			}
-		}
-	}
-	h.unhold("host/a-s1") // bob: 2 shards, 600 bytes, jobs a and b
-	if got := shard("bob", "a", 100); got != "" {
-		t.Errorf("bob's shard after one of his stopped: refused: %s", got)
-	}
-	if got := shard("bob", "c", 100); !strings.Contains(got, `owner "bob" runs 2 jobs`) || !strings.Contains(got, "--owner-max-jobs") {
-		t.Errorf("bob's third job: %q, want it refused for his quota of jobs", got)
-	}
-	if got := h.admitOwnerJob("bob"); !strings.Contains(got, "--owner-max-jobs") {
-		t.Errorf("bob's third job at submission: %q, want it refused for his quota of jobs", got)
-	}
-	for _, id := range []string{"host/a-coord", "host/a-s0", "host/b-s0", "host/b-s0"} {
-		h.unhold(id)
-	}
-	if len(h.book.owners) != 0 || len(h.book.children) != 0 {
-		t.Errorf("after every actor stopped the book holds %v, %v", h.book.owners, h.book.children)
 	}
 }
 

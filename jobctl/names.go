@@ -43,3 +43,19 @@ func EpochString(e uint64) string {
 	}
 	return fmt.Sprint(e)
 }
+
+// IsJobID tells whether s is a job id: 1 to 64 letters, digits, '_' or '-' (it becomes part
+// of actor names). It runs on every frame of a node's data plane, so it is no regular
+// expression.
+func IsJobID(s string) bool {
+	if len(s) < 1 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,78 @@
+package actors
+
+import (
+	"net/netip"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/didnmf/didnmf/internal/cpuusage"
+	"github.com/didnmf/didnmf/messages"
+)
+
+// The host's answers to requests (Ping, HostStatus, ListJobs, a LeaseRenew for a job whose
+// coordinator is gone): what runs on the node, as jobctl.Host counts it, and never to a
+// client that names a node's actor as its sender.
+
+// respond answers a request; a client's request is answered only if it names no node's
+// actor as its sender (it would have this node answer a future of a node, trusted).
+func (h *host) respond(ctx actor.Context, msg any) {
+	if s := ctx.Sender(); !callerOf(ctx).Peer() && (s == nil || h.isNode(wirePid(s))) {
+		h.node.guard.drop(dropOwnerPrefix+"request naming a node's actor as its sender", 1)
+		return
+	}
+	ctx.Respond(msg)
+}
+
+// isNode tells whether a PID is missing, has an address that is not a literal ip:port, or
+// names an actor of this node or of a member of the cluster (compared as parsed addresses,
+// whatever their spelling).
+func (h *host) isNode(p *messages.Pid) bool {
+	if p == nil {
+		return true
+	}
+	addr, err := netip.ParseAddrPort(p.Address)
+	if err != nil {
+		return true // not a literal ip:port
+	}
+	same := func(a string) bool {
+		b, err := netip.ParseAddrPort(a)
+		return err == nil && b.Addr().Unmap() == addr.Addr().Unmap() && b.Port() == addr.Port()
+	}
+	if same(h.node.Address()) {
+		return true
+	}
+	if members := h.node.cfg.Members; members != nil {
+		for _, w := range members.Workers() {
+			if same(w.Meta.Actor) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// status is the host's load, as Pong. A peer sees all of it. A client sees the node's
+// configuration (its memory limit, capacity, threads, shard cap, machine, cores) and the
+// process's CPU time, which it needs to size its jobs and to measure a run, but of the load
+// only its own jobs: their ids and count, their actors, shards and reserved memory. The
+// others' (their number, sizes and reservations) would tell it what other clients run.
+func (h *host) status(ctx actor.Context) *messages.Pong {
+	caller := callerOf(ctx)
+	load := h.ctl.Load(caller.Peer(), caller.Name)
+	ids, actors, shards, reserved := load.Jobs, load.Actors, load.Shards, load.Reserved
+	if caller.Peer() {
+		reserved = h.node.mem.used() // with what shards took beyond their reserves
+	}
+	pong := &messages.Pong{Address: ctx.Self().Address, Jobs: int64(len(ids)), Actors: int64(actors), JobIds: ids,
+		Memory: h.node.cfg.Memory, Reserved: reserved, Capacity: int64(max(h.node.cfg.Capacity, 1)), Threads: int64(h.node.pool.Workers()),
+		MaxShards: int64(h.node.cfg.MaxShards), Shards: int64(shards), Machine: h.node.cfg.Machine}
+	usage := cpuusage.Now()
+	pong.CpuSeconds, pong.Cores = usage.Seconds, int64(usage.Cores)
+	if caller.Peer() {
+		pong.Drops = dropsSorted(h.node.Drops())
+		if h.node.plane != nil {
+			pong.DataPlane = h.node.plane.Address()
+		}
+	}
+	return pong
+}
