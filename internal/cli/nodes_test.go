@@ -3,13 +3,12 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/bench"
 	"github.com/didnmf/didnmf/report"
 )
 
@@ -76,7 +75,7 @@ func TestBenchOnNodesJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var r benchResult
+	var r bench.Result
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("%v: %q", err, stdout)
 	}
@@ -86,25 +85,5 @@ func TestBenchOnNodesJSON(t *testing.T) {
 	// Every iteration's allreduce makes each shard wait a little, and each computes.
 	if !(r.ShardsBusy > 0 && r.ShardsBusy < 1) {
 		t.Errorf("shards_busy = %v, want in (0, 1)", r.ShardsBusy)
-	}
-}
-
-func TestShardsBusy(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		c    *messages.Counters
-		want float64
-	}{
-		{"no counters", nil, 0},
-		{"no time", &messages.Counters{}, 0},
-		{"never waited", &messages.Counters{ComputeSeconds: 2}, 1},
-		{"three quarters", &messages.Counters{ComputeSeconds: 3, WaitSeconds: 1}, 0.75},
-		{"negative wait", &messages.Counters{ComputeSeconds: 3, WaitSeconds: -1}, 0},
-		{"NaN compute", &messages.Counters{ComputeSeconds: math.NaN(), WaitSeconds: 1}, 0},
-		{"infinite wait", &messages.Counters{ComputeSeconds: 1, WaitSeconds: math.Inf(1)}, 0},
-	} {
-		if got := shardsBusy(tc.c); got != tc.want {
-			t.Errorf("%s: shardsBusy = %v, want %v", tc.name, got, tc.want)
-		}
 	}
 }
