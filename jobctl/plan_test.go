@@ -182,3 +182,57 @@ func TestFreeMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestBeginAppliesThePlan: the Job places shards where PlanPlacement says, with their columns
+// and reserves in the assignments, and fails a job the plan refuses with the wire's kind: the
+// user's (INPUT) when it does not fit, a failure when no node can be reached.
+func TestBeginAppliesThePlan(t *testing.T) {
+	nodes := []Node{{"m1", "h1:1"}, {"m2", "h2:1"}, {"m3", "h3:1"}}
+	for _, tc := range []struct {
+		name     string
+		pongs    []*messages.Pong
+		wantKind messages.ErrorKind // 0: placed
+	}{
+		{"placed", []*messages.Pong{{Capacity: 2}, {Capacity: 1}, {Capacity: 4}}, 0},
+		{"does not fit", []*messages.Pong{{MaxShards: 1}, {MaxShards: 1}, {MaxShards: 1}}, kindInput},
+		{"nobody answers", []*messages.Pong{nil, nil, nil}, kindFailure},
+	} {
+		sub := &messages.SubmitJob{JobId: "job-7", Client: &messages.Pid{Address: "client", Id: "c"},
+			Spec: &messages.JobSpec{Algorithm: messages.Algorithm_ALGORITHM_DID, Rank: 2, Shards: 7}}
+		j, err := New(Config{Self: &messages.Pid{Address: "h1:1", Id: "host/j-coord"}, Cluster: true, FanIn: 8}, sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reserve := []int64{10, 11, 12, 13, 14, 15, 16}
+		b := Begin{Samples: 17, Features: 5, Reserve: reserve, Nodes: nodes, Pongs: tc.pongs, Workers: []string{"h1:1", "h2:1", "h3:1"}}
+		if err := j.Step(t0, b); err != nil {
+			t.Fatal(err)
+		}
+		var assigned []*messages.ShardAssignment
+		var failed *messages.JobError
+		for _, s := range j.Ready().Sends {
+			switch m := s.Msg.(type) {
+			case *messages.ShardAssignment:
+				assigned = append(assigned, m)
+			case *messages.JobError:
+				failed = m
+			}
+		}
+		if tc.wantKind != 0 {
+			if failed == nil || failed.Kind != tc.wantKind || len(assigned) != 0 {
+				t.Errorf("%s: error %v and %d assignments, want an error of kind %v", tc.name, failed, len(assigned), tc.wantKind)
+			}
+			continue
+		}
+		plan, err := PlanPlacement(PlanInput{Job: "job-7", Samples: 17, Reserve: reserve, Nodes: nodes, Pongs: tc.pongs})
+		if err != nil || failed != nil || len(assigned) != 7 {
+			t.Fatalf("%s: plan error %v, job error %v, %d assignments", tc.name, err, failed, len(assigned))
+		}
+		for _, a := range assigned {
+			want := plan.Shards[a.Shard]
+			if j.ft.shardNode[a.Shard] != want.Node || a.ColLo != int64(want.ColLo) || a.ColHi != int64(want.ColHi) || a.Reserve != want.Reserve {
+				t.Errorf("%s: shard %d on %s [%d, %d) reserving %d; the plan says %+v", tc.name, a.Shard, j.ft.shardNode[a.Shard], a.ColLo, a.ColHi, a.Reserve, want)
+			}
+		}
+	}
+}
