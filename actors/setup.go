@@ -20,11 +20,12 @@ import (
 // (Abort) back into its mailbox.
 type setupDone struct{ event any }
 
-// setup checks a new job against its data and the nodes it may run on, outside the
-// coordinator's mailbox (it opens the input files and pings the nodes): the job's shape,
-// rank and shard count, a custom initialisation's shapes, the shared output directory (whose
-// partial files it creates), what each shard reserves, and the candidate nodes with their
-// answers. self is the coordinator's address.
+// setup sets a new job up, outside the coordinator's mailbox: it reads the data's shape
+// (and a custom initialisation's shapes), pings the candidate nodes, and creates the shared
+// output directory's partial files. What it decides between (the spec checked against the
+// data and the cluster, what each shard reserves, which nodes to ask) is jobctl.Prepare's,
+// and where the shards go jobctl.PlanPlacement's, which the control calls on Begin. self is
+// the coordinator's address.
 func (c *coordinator) setup(system *actor.ActorSystem, self string) any {
 	spec := c.sub.Spec
 	roots := c.node.cfg.Roots
@@ -32,45 +33,40 @@ func (c *coordinator) setup(system *actor.ActorSystem, self string) any {
 	if err != nil {
 		return jobctl.Abort{Kind: KindInput, Message: err.Error()}
 	}
-	m, n := shape.Features, shape.Samples
-	members := c.node.cfg.Members
-	cl := jobspec.Cluster{Where: jobspec.OnNode, Members: workerAddrs(members)}
-	if err := c.spec.CheckOn(&shape, cl); err != nil {
+	b, err := jobctl.Prepare(c.spec, &shape, self, workerNodes(c.node.cfg.Members))
+	if err != nil {
 		return jobctl.Abort{Kind: KindInput, Message: err.Error()}
 	}
-	b := jobctl.Begin{Samples: n, Features: m, Density: shape.Density(), Reserve: c.spec.Footprint(&shape), Workers: cl.Members}
-	if len(spec.Nodes) > 0 || members == nil {
-		addrs := spec.Nodes
-		if len(addrs) == 0 {
-			addrs = []string{self}
-		}
-		var first error
-		b.Pongs, first = ping(system, addrs, c.node.cfg.Timeouts.Ping)
-		if first != nil {
-			b.Unreachable = first.Error()
-		}
-		for _, a := range addrs {
-			b.Nodes = append(b.Nodes, jobctl.Node{Name: a, Addr: a})
-		}
-		b.Fixed = true
-	} else {
-		workers := members.Workers()
-		addrs := make([]string, len(workers))
-		for i, w := range workers {
-			addrs[i] = w.Meta.Actor
-			b.Nodes = append(b.Nodes, jobctl.Node{Name: w.Name, Addr: w.Meta.Actor})
-		}
-		b.Pongs, _ = ping(system, addrs, c.node.cfg.Timeouts.Ping)
+	addrs := make([]string, len(b.Nodes))
+	for i, nd := range b.Nodes {
+		addrs[i] = nd.Addr
+	}
+	var first error
+	b.Pongs, first = ping(system, addrs, c.node.cfg.Timeouts.Ping)
+	if first != nil && b.Fixed {
+		b.Unreachable = first.Error()
 	}
 	if spec.OutShared != "" {
 		// Last: nothing after it can fail, so the partial files it creates are the job's.
-		if err := prepareSharedCoef(roots, spec, c.job, m, n); err != nil {
+		if err := prepareSharedCoef(roots, spec, c.job, shape.Features, shape.Samples); err != nil {
 			removePartials(roots, spec.OutShared, c.job)
 			return jobctl.Abort{Kind: KindInput, Message: err.Error()}
 		}
 		b.OwnsPartial = true
 	}
 	return b
+}
+
+// workerNodes returns the cluster's workers as placement candidates (nil: not a cluster).
+func workerNodes(members Members) []jobctl.Node {
+	if members == nil {
+		return nil
+	}
+	nodes := []jobctl.Node{}
+	for _, w := range members.Workers() {
+		nodes = append(nodes, jobctl.Node{Name: w.Name, Addr: w.Meta.Actor})
+	}
+	return nodes
 }
 
 // checkSubmitted is a node's check of a job submitted to it, before anything is started for
@@ -86,12 +82,13 @@ func checkSubmitted(spec *messages.JobSpec, members Members) error {
 
 // workerAddrs returns the actor addresses of the cluster's workers (nil: not a cluster).
 func workerAddrs(members Members) []string {
-	if members == nil {
+	nodes := workerNodes(members)
+	if nodes == nil {
 		return nil
 	}
-	addrs := []string{}
-	for _, w := range members.Workers() {
-		addrs = append(addrs, w.Meta.Actor)
+	addrs := make([]string, len(nodes))
+	for i, nd := range nodes {
+		addrs[i] = nd.Addr
 	}
 	return addrs
 }

@@ -3,13 +3,13 @@ package jobctl
 import (
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"time"
 
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // Kinds of errors, as the wire says them.
@@ -22,9 +22,9 @@ const (
 
 func uint64Attr(k string, v uint64) slog.Attr { return slog.Uint64(k, v) }
 
-// begin places a new job: shards go round-robin over the nodes the spec names, or by
-// cluster.Place over the cluster's workers that answered; then buddies, standby and the
-// reduce tree, and the assignments go out.
+// begin places a new job where PlanPlacement says (round-robin over the nodes the spec
+// names, or by cluster.Place over the cluster's workers that answered); then buddies,
+// standby and the reduce tree, and the assignments go out.
 func (j *Job) begin(now time.Time, b Begin) {
 	if j.over || j.begun {
 		if j.over && b.OwnsPartial {
@@ -42,44 +42,21 @@ func (j *Job) begin(now time.Time, b Begin) {
 		j.fail(kindFailure, fmt.Sprintf("begin: %d reserves for %d shards", len(b.Reserve), p))
 		return
 	}
-	var at []int
-	var ring []string
-	if b.Fixed {
-		if b.Unreachable != "" {
-			j.fail(kindFailure, b.Unreachable)
-			return
-		}
-		addrs := make([]string, len(b.Nodes))
-		for i, nd := range b.Nodes {
-			addrs[i] = nd.Addr
-		}
-		if len(addrs) == 0 {
-			j.fail(kindFailure, "begin: no node to place on")
-			return
-		}
-		at = make([]int, p)
-		for s := range at {
-			at[s] = s % len(addrs)
-		}
-		if err := checkFit(addrs, b.Pongs, at, b.Reserve); err != nil {
-			j.fail(kindInput, err.Error())
-			return
-		}
-		ring = uniqueStrings(addrs)
-		j.ft.shardNode = make([]string, p)
-		for s := range at {
-			j.ft.shardNode[s] = addrs[at[s]]
-		}
-	} else {
-		nodes, err := j.placeOnMembers(b, p)
-		if err != nil {
-			return // failed
-		}
-		ring = nodes
+	plan, err := PlanPlacement(PlanInput{Job: j.id, Samples: b.Samples, Reserve: b.Reserve, Nodes: b.Nodes, Pongs: b.Pongs, Fixed: b.Fixed, Unreachable: b.Unreachable})
+	for _, nd := range plan.Silent {
+		j.log(warn, "member does not answer; not placing on it", slog.String("member", nd.Name), slog.String("actor", nd.Addr))
 	}
-	j.ft.ring = ring
-	j.ft.quorumOf = len(ring)
-	j.ft.startSet = slices.Clone(ring)
+	if err != nil {
+		j.fail(errorKind(err), err.Error())
+		return
+	}
+	j.ft.shardNode = make([]string, p)
+	for s, sh := range plan.Shards {
+		j.ft.shardNode[s] = sh.Node
+	}
+	j.ft.ring = plan.Ring
+	j.ft.quorumOf = len(plan.Ring)
+	j.ft.startSet = slices.Clone(plan.Ring)
 	j.ft.reserve = b.Reserve
 	j.assignBuddies()
 	j.publish(now, messages.JobPhase_JOB_PHASE_PLACING, true)
@@ -90,109 +67,12 @@ func (j *Job) begin(now time.Time, b Begin) {
 	j.sendState()
 }
 
-// placeOnMembers places the job's shards on the cluster's workers that answered their ping,
-// by capacity-weighted rendezvous hashing within the memory each has free (cluster.Place). It
-// sets the shards' nodes and returns the live workers, or fails the job when the cluster
-// cannot hold it.
-func (j *Job) placeOnMembers(b Begin, p int64) ([]string, error) {
-	var cands []cluster.Candidate
-	var live []string
-	slots := int64(0) // shards the answering members take
-	free := freeMemory(b.Pongs)
-	for i, pong := range b.Pongs {
-		if pong == nil {
-			j.log(warn, "member does not answer; not placing on it", slog.String("member", b.Nodes[i].Name), slog.String("actor", b.Nodes[i].Addr))
-			continue
-		}
-		cands = append(cands, cluster.Candidate{Name: b.Nodes[i].Name, Capacity: int(max(pong.Capacity, 1)), Memory: free[i], Machine: pong.Machine})
-		live = append(live, b.Nodes[i].Addr)
-		if slots >= 0 && pong.MaxShards > 0 {
-			slots += max(pong.MaxShards-pong.Shards, 0)
-		} else {
-			slots = -1 // a member without a cap
-		}
+// errorKind is the wire's kind of err: the user's to fix (usererr) or a failure.
+func errorKind(err error) messages.ErrorKind {
+	if usererr.Is(err) {
+		return kindInput
 	}
-	if len(cands) == 0 {
-		err := fmt.Errorf("no member of the cluster answers (%d known)", len(b.Nodes))
-		j.fail(kindFailure, err.Error())
-		return nil, err
-	}
-	if slots >= 0 && p > slots {
-		err := fmt.Errorf("%d shards: the cluster's %d members take %d more shards (serve --max-shards); use fewer shards", p, len(cands), slots)
-		j.fail(kindInput, err.Error())
-		return nil, err
-	}
-	at, err := cluster.Place(j.id, b.Reserve, cands)
-	if err != nil {
-		j.fail(kindInput, err.Error())
-		return nil, err
-	}
-	j.ft.shardNode = make([]string, p)
-	for s := range at {
-		j.ft.shardNode[s] = live[at[s]]
-	}
-	return live, nil
-}
-
-// freeMemory returns the bytes of job data each answering node (nil pongs are skipped) can
-// still take: its offer less its reservations, or, for the nodes of one machine, which share
-// its memory, the largest of their offers less all their reservations. A node without a
-// limit (Memory 0) can take any amount, and so can its machine.
-func freeMemory(pongs []*messages.Pong) []int64 {
-	offer, reserved := map[string]int64{}, map[string]int64{}
-	for _, p := range pongs {
-		if p == nil || p.Machine == "" {
-			continue
-		}
-		if o, seen := offer[p.Machine]; p.Memory <= 0 || seen && o <= 0 {
-			offer[p.Machine] = 0
-		} else {
-			offer[p.Machine] = max(o, p.Memory)
-		}
-		reserved[p.Machine] += p.Reserved
-	}
-	free := make([]int64, len(pongs))
-	for i, p := range pongs {
-		free[i] = math.MaxInt64
-		switch {
-		case p == nil:
-		case p.Machine != "" && offer[p.Machine] > 0:
-			free[i] = max(offer[p.Machine]-reserved[p.Machine], 0)
-		case p.Machine == "" && p.Memory > 0:
-			free[i] = max(p.Memory-p.Reserved, 0)
-		}
-	}
-	return free
-}
-
-// checkFit checks that the shards placed on nodes (shard s on nodes[at[s]]) fit the memory
-// and shard count the nodes have free, as their pongs tell.
-func checkFit(nodes []string, pongs []*messages.Pong, at []int, need []int64) error {
-	mem := map[string]int64{}
-	count := map[string]int64{}
-	for s := range need {
-		a := nodes[at[s]]
-		mem[a] += need[s]
-		count[a]++
-	}
-	for i, a := range nodes {
-		if i >= len(pongs) {
-			break
-		}
-		p := pongs[i]
-		if p == nil || count[a] == 0 {
-			continue
-		}
-		if p.MaxShards > 0 && count[a] > p.MaxShards-p.Shards {
-			return fmt.Errorf("node %s would hold %d shards; it takes %d more (serve --max-shards): use fewer shards or more nodes", a, count[a], max(p.MaxShards-p.Shards, 0))
-		}
-		if p.Memory > 0 && mem[a] > p.Memory-p.Reserved {
-			return fmt.Errorf("node %s would need %s for its %d shards; it has %s of its %s free", a, cluster.FormatBytes(mem[a]), count[a],
-				cluster.FormatBytes(max(p.Memory-p.Reserved, 0)), cluster.FormatBytes(p.Memory))
-		}
-		count[a] = 0 // a node listed twice is checked once
-	}
-	return nil
+	return kindFailure
 }
 
 // uniqueStrings returns xs without repeats, in first-seen order.

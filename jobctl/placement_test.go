@@ -1,12 +1,6 @@
 package jobctl
 
-import (
-	"math"
-	"slices"
-	"testing"
-
-	"github.com/didnmf/didnmf/messages"
-)
+import "testing"
 
 // TestReducersSitWithMostOfTheirShards: each reducer is placed on the node that holds most of
 // the shards it covers (the node of its first shard on a tie), so that fewer partials and
@@ -43,30 +37,6 @@ func TestReducersSitWithMostOfTheirShards(t *testing.T) {
 		}
 		if root := tree[len(tree)-1]; root.node != tc.wantRoot {
 			t.Fatalf("%s: root on %s, want %s", tc.nodes, root.node, tc.wantRoot)
-		}
-	}
-}
-
-// TestFreeMemory: members of one machine share its memory (the largest offer less all their
-// reservations); a member of its own machine keeps its own; no limit means no limit.
-func TestFreeMemory(t *testing.T) {
-	const gib = int64(1) << 30
-	inf := int64(math.MaxInt64)
-	tests := []struct {
-		name  string
-		pongs []*messages.Pong
-		want  []int64
-	}{
-		{"apart", []*messages.Pong{{Memory: 10 * gib, Reserved: 2 * gib}, {Memory: 10 * gib}}, []int64{8 * gib, 10 * gib}},
-		{"one machine", []*messages.Pong{{Memory: 10 * gib, Reserved: 2 * gib, Machine: "m"}, {Memory: 9 * gib, Reserved: 3 * gib, Machine: "m"}, {Memory: 4 * gib, Machine: "n"}},
-			[]int64{5 * gib, 5 * gib, 4 * gib}},
-		{"over-reserved", []*messages.Pong{{Memory: 4 * gib, Reserved: 3 * gib, Machine: "m"}, {Memory: 4 * gib, Reserved: 3 * gib, Machine: "m"}}, []int64{0, 0}},
-		{"no limit", []*messages.Pong{{Machine: "m"}, {Memory: 4 * gib, Machine: "m"}, {}}, []int64{inf, inf, inf}},
-		{"silent member", []*messages.Pong{nil, {Memory: 4 * gib, Machine: "m"}}, []int64{inf, 4 * gib}},
-	}
-	for _, tt := range tests {
-		if got := freeMemory(tt.pongs); !slices.Equal(got, tt.want) {
-			t.Errorf("%s: freeMemory = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

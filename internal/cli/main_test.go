@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/didnmf/didnmf/bench"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/pki"
 )
@@ -314,7 +315,7 @@ func TestBenchJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var r benchResult
+	var r bench.Result
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("%v: %q", err, stdout)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/didnmf/didnmf/bench"
 	"github.com/didnmf/didnmf/report"
 )
 
@@ -74,7 +75,7 @@ func TestBenchOnNodesJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var r benchResult
+	var r bench.Result
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("%v: %q", err, stdout)
 	}

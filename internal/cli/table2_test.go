@@ -11,19 +11,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/didnmf/didnmf/bench"
 	"github.com/didnmf/didnmf/kernels"
 )
 
 // table2Rows runs bench --table2 with args and --json and decodes its lines.
-func table2Rows(t *testing.T, args ...string) []table2Row {
+func table2Rows(t *testing.T, args ...string) []bench.Table2Row {
 	t.Helper()
 	code, stdout, stderr := runNode(t, append([]string{"bench", "--table2", "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var rows []table2Row
+	var rows []bench.Table2Row
 	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
-		var r table2Row
+		var r bench.Table2Row
 		dec := json.NewDecoder(strings.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&r); err != nil {
@@ -52,10 +53,10 @@ func TestTable2Converges(t *testing.T) {
 		}
 		wantShards := 1
 		if info.Distributed {
-			wantShards = table2Shards
+			wantShards = bench.Table2Shards
 		}
 		if r.Data != "synthetic 2000" || r.Input != "synthetic:m=5,n=2000,k=3,seed=1" || r.M != 5 || r.N != 2000 || r.K != 3 ||
-			r.Shards != wantShards || r.Init != "random" || r.Tol != 1e-6 || r.MaxIter != table2SyntheticMaxIter || r.Error != "" {
+			r.Shards != wantShards || r.Init != "random" || r.Tol != 1e-6 || r.MaxIter != bench.Table2SyntheticMaxIter || r.Error != "" {
 			t.Errorf("row %+v", r)
 		}
 		if r.StopReason != string(kernels.StopConverged) || r.ObjectiveRatio > 1e-6 || r.Iterations < 10 || r.Iterations >= r.MaxIter {
@@ -184,13 +185,13 @@ func TestTable2RealRow(t *testing.T) {
 	for _, c := range []struct {
 		args    []string
 		maxIter int
-	}{{nil, table2RealMaxIter}, {[]string{"--max-iter", "4"}, 4}} {
+	}{{nil, bench.Table2RealMaxIter}, {[]string{"--max-iter", "4"}, 4}} {
 		rows := table2Rows(t, append([]string{"--sizes", "", "--algos", "did,bcd", "--fashion-mnist", dir, "--tol", "0.5"}, c.args...)...)
 		if len(rows) != 2 {
 			t.Fatalf("%v: %d rows, want 2", c.args, len(rows))
 		}
 		for i, r := range rows {
-			if r.Data != "fashion-mnist" || r.Algo != []string{"did", "bcd"}[i] || r.M != 784 || r.N != 60 || r.K != table2RealK ||
+			if r.Data != "fashion-mnist" || r.Algo != []string{"did", "bcd"}[i] || r.M != 784 || r.N != 60 || r.K != bench.Table2RealK ||
 				r.Init != "kmeans" || r.MaxIter != c.maxIter || r.Tol != 0.5 || r.Error != "" || r.PaperRow != "MNIST" || r.PaperIterations != 492 {
 				t.Errorf("%v: row %+v", c.args, r)
 			}
