@@ -25,7 +25,14 @@
 //
 // The control is split by concern, one file each:
 //
-//	placement.go    where shards, buddies, the standby and the reduce tree go (cluster.Place)
+//	plan.go         the placement and data-fit plan, pure functions: Prepare checks the spec
+//	                against the data and the cluster (jobspec.Spec.CheckOn, the one check of
+//	                a job), reserves each shard's footprint and names the nodes to ping;
+//	                PlanPlacement, the one place shards are placed, gives each shard's node,
+//	                columns and reserve (round-robin over nodes the spec names, else
+//	                cluster.Place within each machine's free memory), or a usererr saying why
+//	                the job does not fit
+//	placement.go    applying the plan: buddies, the standby and the reduce tree
 //	recovery.go     rollback to a checkpoint, quorum, standby and takeover
 //	progress.go     placement acknowledgements, iterations, grants and the time limit
 //	checkpoints.go  the automatic cadence and checkpoint commits
@@ -36,16 +43,34 @@
 //	reducer.go      Reducer, a node of the reduce tree: what it takes, drops and combines
 //	                (Gather, in canonical order), what it sends up and down (a reduce-scatter
 //	                child gets its own segments), when a corrupted chunk fails the job
+//	host.go         Host, a node's host: what the node admits (its limits, each owner's
+//	                quotas), which coordinator and epoch of a job it serves (an assignment of
+//	                an earlier epoch is answered Placed.Superseded, whoever sent it; a StopJob
+//	                of an earlier epoch is ignored; an earlier tree's reducers stop), when it
+//	                takes a job over as its standby, when it forgets a job whose coordinator's
+//	                node left and nobody took over (the orphan timer), how many failures of a
+//	                job's actors it restarts, and the answers of ended jobs it keeps for
+//	                clients whose answer was lost. One record per job and a map of the node's
+//	                live actors; the node's memory stays with the runtime (the shards share
+//	                it): assignments carry what is used, and Ready asks to spawn, stop,
+//	                forget, send, reply, arm an orphan timer and release
+//	sharddriver.go  ShardDriver, a shard's control: which assignment it serves (a later epoch
+//	                rolls it back in place), how far it may run (grants, the time limit), the
+//	                stop rule, when it checkpoints and which uncommitted checkpoints it keeps,
+//	                and how its progress reports are batched; the runtime steps the kernels
+//	                machine, writes the checkpoints and sends what Ready says
 //	lease.go        the lease of a job that is not detached: LeaseClient, the client's end
 //	                (when to renew, what a dead letter means, when the job is lost), and
 //	                LeaseWatch, the coordinator's (when the client is gone)
 //
 // Their stories are data-driven tests, as etcd's raft has them: testdata/job (a rollback, a
-// takeover, a partition that pauses the job and one that fails it), testdata/reducer and
-// testdata/lease, each command printing what the machine asks its runtime to do, readable
+// takeover, a partition that pauses the job and one that fails it), testdata/host (admission,
+// fencing and a superseded assignment, takeover, orphans, restarts, kept answers),
+// testdata/sharddriver (grants, the stop rule, the time limit, checkpoints, rollback in place,
+// report batching), testdata/reducer and testdata/lease, each command printing what the machine asks its runtime to do, readable
 // without Go (run the tests with -rewrite after a deliberate change, and read the diff).
 //
-// The coordinator, reducer and client actors (package actors) are thin adapters around these
+// The coordinator, host, shard, reducer and client actors (package actors) are adapters around these
 // machines: they run pings and file I/O outside their mailboxes and feed their completions
 // back as events. Package jobctl/jobsim runs the same machines, with simulated shards (real
 // kernels machines), hosts and network on a simulated clock, with seeded faults, and checks
