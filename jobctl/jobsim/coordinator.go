@@ -15,6 +15,9 @@ type coordinator struct {
 	id  string
 	pid *messages.Pid
 	ctl *jobctl.Job
+	// commits are the checkpoints it committed last (the distinct iterations, oldest first):
+	// those it may fall back to, which no live node may drop (see disk.go).
+	commits []int64
 }
 
 // newCoordinator makes a job's coordinator on node n under the actor id.
@@ -104,6 +107,12 @@ func (c *coordinator) apply(rd jobctl.Ready) {
 	}
 	for _, s := range rd.Sends {
 		c.claimEpoch(s.Msg)
+		switch m := s.Msg.(type) {
+		case *messages.CheckpointCommitted:
+			c.committedBy(m.Iteration)
+		case *messages.ShardAssignment:
+			c.resumesFrom(m.ResumeFrom)
+		}
 		w.send(c.n.addr, s.To, s.Msg)
 	}
 	if p := rd.Pings; p != nil {
