@@ -40,7 +40,7 @@ var errDiskFull = errors.New("no space left on device")
 // kind newer than the node's newest committed checkpoint beyond the newest keep (as actors'
 // Node.keepCheckpoint with checkpoint.Store.KeepNewest). A full disk refuses it.
 func (n *node) write(key ckptKey, buddy bool, snap snapshot, keep int) error {
-	if n.full {
+	if n.full || n.filled {
 		return errDiskFull
 	}
 	w := n.w

@@ -17,8 +17,9 @@ type node struct {
 	addr  string
 	alive bool
 	slow  bool
-	// full makes checkpoint writes fail (a full disk).
-	full bool
+	// full makes checkpoint writes fail (a full disk): for the whole run (Faults.FullDisks),
+	// or while filled (Faults.FillDisks).
+	full, filled bool
 
 	epochs   map[string]uint64             // the latest epoch of each job seen in an assignment
 	coordOf  map[string]string             // the node of each job's coordinator, as its assignments say

@@ -86,12 +86,19 @@ type Faults struct {
 	// it, or a few chunks of a block and then nothing: the job must fail with the shards'
 	// error (jobctl.StreamWatch), every actor stopped, whatever else the schedule breaks.
 	NeverStreams bool
+	// Restarts are nodes (not the coordinator's or the standby's) whose process dies at a
+	// random time and starts again, empty, 2 to 6 detection delays later: with its disk (its
+	// checkpoint copies) or without it, as the seed draws.
+	Restarts int
+	// FillDisks are nodes whose disk fills up at a random time, for 1 to 7 detection delays:
+	// their checkpoint writes (own and buddy copies) fail meanwhile.
+	FillDisks int
 }
 
 // Tolerable tells whether the job must survive these faults with its result: at most one
 // node lost at a time and no partition. Beyond that the job may also end with a clear error.
 func (f Faults) Tolerable() bool {
-	lost := f.Kills + f.Rack
+	lost := f.Kills + f.Rack + f.Restarts
 	if f.KillCoordinator {
 		lost++
 	}
