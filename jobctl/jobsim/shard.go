@@ -72,7 +72,7 @@ type shard struct {
 func newShard(n *node, job string, index int64) *shard {
 	pid := jobctl.ChildPid(n.addr, jobctl.ShardName(job, index))
 	return &shard{n: n, pid: pid, snaps: map[int64]snapshot{},
-		d: jobctl.NewShardDriver(jobctl.ShardDriverConfig{Job: job, Shard: index, Node: n.addr})}
+		d: jobctl.NewShardDriver(jobctl.ShardDriverConfig{Job: job, Shard: index, Node: n.addr, Bugs: n.w.opt.Bugs})}
 }
 
 // current tells whether the shard still lives on its node.
