@@ -378,7 +378,7 @@ func (d *ShardDriver) onBoundary(e ShardDriverBoundary) error {
 		d.finish(why, e.At)
 	case d.finishAt >= 0 && d.boundary >= d.finishAt:
 		d.finish(kernels.StopTimeLimit, e.At)
-	case d.boundary >= d.granted:
+	case d.boundary >= d.granted && !d.cfg.Bugs.Has(bugs.PastGrant):
 		// wait for a Grant or a Finish
 	default:
 		d.ready.Advance = true

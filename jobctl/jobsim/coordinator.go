@@ -24,7 +24,7 @@ type coordinator struct {
 func (w *World) newCoordinator(n *node, sub *messages.SubmitJob, id string) *coordinator {
 	pid := &messages.Pid{Address: n.addr, Id: id}
 	cfg := jobctl.Config{Self: pid, Cluster: true, QuorumWait: w.opt.QuorumWait, ReportInterval: 10 * time.Millisecond,
-		FanIn: w.opt.FanIn, StallTimeout: w.opt.StallTimeout, Lease: lease, Bugs: w.opt.Bugs}
+		FanIn: w.opt.FanIn, StallTimeout: w.opt.StallTimeout, Lease: lease, Bugs: w.opt.Bugs, TimeLimit: w.opt.TimeLimit}
 	ctl, err := jobctl.New(cfg, sub)
 	if err != nil {
 		panic(err) // the simulation's own configuration: a bug of the test

@@ -46,6 +46,11 @@ type Options struct {
 	Trace bool
 	// Bugs plants deliberate bugs in every machine of the run (TestSimulatorFindsPlantedBugs).
 	Bugs bugs.Set
+	// TimeLimit is the job's time limit (jobctl.Config.TimeLimit; 0: none): the control grants
+	// the shards iterations a few at a time and stops them once it passed, so a job may end
+	// before its stop rule, at an iteration the timing decides, with the bits of kernels.Run
+	// stopped there (Problem.ReferenceAt).
+	TimeLimit time.Duration
 }
 
 // Faults are what a schedule breaks.
@@ -116,6 +121,8 @@ type Problem struct {
 	pool   *kernels.Pool
 	shards int
 	every  int64
+	// refs are the references by iteration count (ReferenceAt), computed once each.
+	refs map[int]*kernels.Result
 }
 
 // spec is the factorization: what every shard's kernels.ShardSpec shares.
@@ -165,6 +172,26 @@ func (p *Problem) Reference() (*kernels.Result, error) {
 	}
 	s := p.spec
 	return kernels.Run(context.Background(), blocks, kernels.Config{Algo: s.Algo, K: s.K, Seed: s.Seed, Init: s.Init, Options: s.Options, Stop: s.Stop, Threads: 1})
+}
+
+// ReferenceAt is the factorization of the problem by kernels.Run stopped after at most
+// iterations: what a simulated run that a time limit stopped there must give, bit for bit.
+// It is computed once for each count; a Problem is not safe for concurrent use of it.
+func (p *Problem) ReferenceAt(iterations int) (*kernels.Result, error) {
+	if r := p.refs[iterations]; r != nil {
+		return r, nil
+	}
+	q := *p
+	q.spec.Stop.MaxIter = min(iterations, p.spec.Stop.MaxIter)
+	r, err := q.Reference()
+	if err != nil {
+		return nil, err
+	}
+	if p.refs == nil {
+		p.refs = map[int]*kernels.Result{}
+	}
+	p.refs[iterations] = r
+	return r, nil
 }
 
 // Outcome is how a simulated job ended.

@@ -64,6 +64,9 @@ type shard struct {
 	gen uint64
 	// epoch is the latest epoch the driver served: it must never go back (epoch fencing).
 	epoch uint64
+	// granted is the last iteration the coordinator of the served assignment granted (StartJob,
+	// Grant): the machine must not end an iteration past it.
+	granted int64
 	// stream watches the block a client that never streams does not send (Faults.NeverStreams).
 	stream     jobctl.StreamWatch
 	streamDone bool
@@ -87,10 +90,12 @@ func (s *shard) receive(msg any) {
 		s.feed(jobctl.ShardDriverAssign{Job: m.JobId, Shard: m.Shard, Epoch: m.Epoch, ResumeFrom: m.ResumeFrom,
 			Buddy: m.Buddy != "" && m.Buddy != s.n.addr})
 	case *messages.StartJob:
+		s.grant(m.Epoch, m.Granted)
 		s.feed(jobctl.ShardDriverStart{Job: m.JobId, Epoch: m.Epoch, Granted: m.Granted, At: now})
 	case *messages.Reduced:
 		s.feed(jobctl.ShardDriverResultChunk{Job: m.JobId, Epoch: m.Epoch, Seq: m.Seq, Lo: m.Lo, Hi: m.Hi})
 	case *messages.Grant:
+		s.grant(m.Epoch, m.Granted)
 		s.feed(jobctl.ShardDriverGrant{Job: m.JobId, Epoch: m.Epoch, Granted: m.Granted})
 	case *messages.Finish:
 		s.feed(jobctl.ShardDriverStopAt{Job: m.JobId, Epoch: m.Epoch, At: m.At})
@@ -106,6 +111,13 @@ func (s *shard) receive(msg any) {
 		return
 	}
 	s.drive(msg)
+}
+
+// grant records the iterations a coordinator granted the assignment of epoch.
+func (s *shard) grant(epoch uint64, granted int64) {
+	if s.a != nil && epoch == s.a.Epoch {
+		s.granted = max(s.granted, granted)
+	}
 }
 
 // feed steps the driver one event. An event it refuses is one this runtime should not have
@@ -178,7 +190,7 @@ func (s *shard) load(a *messages.ShardAssignment) {
 	if s.a != nil && (a.ColLo != s.a.ColLo || a.ColHi != s.a.ColHi) {
 		s.x = nil
 	}
-	s.a, s.pending, s.incoming, s.result, s.snaps, s.streamDone = a, kernels.Step{}, chunked.Assembly[float64]{}, nil, map[int64]snapshot{}, false
+	s.a, s.pending, s.incoming, s.result, s.snaps, s.streamDone, s.granted = a, kernels.Step{}, chunked.Assembly[float64]{}, nil, map[int64]snapshot{}, false, 0
 	if w.opt.Faults.NeverStreams {
 		s.awaitStream()
 		return
@@ -292,6 +304,9 @@ func (s *shard) advance() {
 	gen := s.gen
 	w.after(cost, func() {
 		if s.current() && s.gen == gen {
+			if ev.Iteration > s.granted {
+				w.violation("shard %s on %s ended iteration %d, past the %d its coordinator granted", s.pid.Id, s.n.addr, ev.Iteration, s.granted)
+			}
 			ev.At = w.now()
 			s.feed(ev)
 			s.drive(nil)

@@ -105,6 +105,9 @@ func scheduleFor(seed uint64) Options {
 	if pick(0.1) {
 		o.Faults.FillDisks = 1
 	}
+	if pick(0.15) {
+		o.TimeLimit = time.Duration(20+r.IntN(80)) * time.Millisecond
+	}
 	return o
 }
 
@@ -128,7 +131,7 @@ func TestSimulatedForgers(t *testing.T) {
 		o := scheduleFor(uint64(s))
 		o.Faults.Forgers, o.Faults.Duplicates = 2, 2
 		out := Run(p, o)
-		if !check(t, uint64(s), o, out, ref) {
+		if !check(t, p, uint64(s), o, out, ref) {
 			return
 		}
 		refused += out.Stats.Refused
@@ -157,7 +160,7 @@ func TestSimulatedJobs(t *testing.T) {
 		for _, l := range out.Trace {
 			t.Log(l)
 		}
-		check(t, *seed, o, out, ref)
+		check(t, p, *seed, o, out, ref)
 		return
 	}
 	n := *schedules
@@ -181,15 +184,24 @@ func TestSimulatedJobs(t *testing.T) {
 func runSchedules(t *testing.T, p *Problem, ref *kernels.Result, n int) (total Stats, results int, causes map[string]int, ok bool) {
 	t.Helper()
 	causes = map[string]int{}
+	limited := 0
+	defer func() {
+		if ok {
+			t.Logf("%d of the results stopped at their time limit, before their stop rule", limited)
+		}
+	}()
 	for s := 1; s <= n; s++ {
 		o := scheduleFor(uint64(s))
 		out := Run(p, o)
-		if !check(t, uint64(s), o, out, ref) {
+		if !check(t, p, uint64(s), o, out, ref) {
 			return total, results, causes, false
 		}
 		switch {
 		case out.Result != nil:
 			results++
+			if out.Result.Stop == string(kernels.StopTimeLimit) {
+				limited++
+			}
 		case out.Err == nil:
 			causes["the client died"]++
 		default:
@@ -200,24 +212,35 @@ func runSchedules(t *testing.T, p *Problem, ref *kernels.Result, n int) (total S
 	return total, results, causes, true
 }
 
-// broken lists the invariants a schedule's outcome broke.
-func broken(out Outcome, ref *kernels.Result) []string {
+// broken lists the invariants a schedule's outcome broke: p's job under o ended as out; ref
+// is p's fault-free run.
+func broken(p *Problem, o Options, out Outcome, ref *kernels.Result) []string {
 	bad := slices.Clone(out.Violations)
-	if out.Result != nil {
+	if r := out.Result; r != nil {
+		if o.TimeLimit > 0 && r.Iterations < int64(ref.Iterations) {
+			// The time limit stopped it: the fault-free run stopped at that iteration.
+			var err error
+			if ref, err = p.ReferenceAt(int(r.Iterations)); err != nil {
+				return append(bad, err.Error())
+			}
+			if r.Stop != string(kernels.StopTimeLimit) {
+				bad = append(bad, fmt.Sprintf("stopped for %q after %d iterations, before its stop rule, under a time limit", r.Stop, r.Iterations))
+			}
+		}
 		if !slices.Equal(out.B, ref.B) || !slices.Equal(out.C, ref.C) {
 			bad = append(bad, "the factors differ from the fault-free run's")
 		}
-		if out.Result.Iterations != int64(ref.Iterations) {
-			bad = append(bad, fmt.Sprintf("%d iterations, the fault-free run did %d", out.Result.Iterations, ref.Iterations))
+		if r.Iterations != int64(ref.Iterations) {
+			bad = append(bad, fmt.Sprintf("%d iterations, the fault-free run did %d", r.Iterations, ref.Iterations))
 		}
 	}
 	return bad
 }
 
 // check reports a schedule's broken invariants and whether it passed.
-func check(t *testing.T, s uint64, o Options, out Outcome, ref *kernels.Result) bool {
+func check(t *testing.T, p *Problem, s uint64, o Options, out Outcome, ref *kernels.Result) bool {
 	t.Helper()
-	if bad := broken(out, ref); len(bad) > 0 {
+	if bad := broken(p, o, out, ref); len(bad) > 0 {
 		t.Errorf("schedule %d (%+v) broke: %v\nreplay: go test ./jobctl/jobsim -run TestSimulatedJobs -sim.seed %d -v", s, o.Faults, bad, s)
 		return false
 	}
@@ -373,7 +396,7 @@ func TestSimulatorFindsPlantedBugs(t *testing.T) {
 			if s%4 == 0 {
 				i = 1 + (s/4)%len(others)
 			}
-			if bad := broken(Run(problems[i], o), refs[i]); len(bad) > 0 {
+			if bad := broken(problems[i], o, Run(problems[i], o), refs[i]); len(bad) > 0 {
 				found, why = s, bad
 			}
 		}

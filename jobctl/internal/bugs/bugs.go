@@ -43,6 +43,8 @@ const (
 	// ResumeWithoutHistory: a shard's driver that resumes from a checkpoint starts its stop
 	// rule afresh instead of from the history saved in the checkpoint.
 	ResumeWithoutHistory
+	// PastGrant: a shard's driver runs on past the last iteration the coordinator granted.
+	PastGrant
 
 	end // the first bit no bug uses
 )
@@ -57,6 +59,7 @@ var names = map[Set]string{
 	StaleAssignment:      "accept a stale assignment",
 	ReportBeforeBuddy:    "report a checkpoint before its buddy keeps it",
 	ResumeWithoutHistory: "resume without the stop rule's history",
+	PastGrant:            "run past the grant",
 }
 
 // All lists every bug, in the order of their bits.
