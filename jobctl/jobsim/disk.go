@@ -41,6 +41,7 @@ var errDiskFull = errors.New("no space left on device")
 // Node.keepCheckpoint with checkpoint.Store.KeepNewest). A full disk refuses it.
 func (n *node) write(key ckptKey, buddy bool, snap snapshot, keep int) error {
 	if n.full || n.filled {
+		n.w.stats.WritesRefused++
 		return errDiskFull
 	}
 	w := n.w

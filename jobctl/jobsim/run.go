@@ -229,8 +229,9 @@ type Stats struct {
 	Refused int
 	// Superseded counts the assignments of superseded coordinators that shards answered so.
 	Superseded int
-	// Restarted counts the nodes that came back, with their disk or without it.
-	Restarted int
+	// Restarted counts the nodes that came back, with their disk or without it; WritesRefused
+	// the checkpoint writes a full disk refused.
+	Restarted, WritesRefused int
 	// LeaseGaps counts jobs of a live client canceled for its lease: the job's acceptance was
 	// lost on the way, so the client never renewed; or a coordinator superseded by a takeover
 	// (cut off, then healed), which the client no longer renews, canceled first (see the

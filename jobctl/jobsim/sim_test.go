@@ -407,3 +407,53 @@ func TestSimulatorFindsPlantedBugs(t *testing.T) {
 		t.Logf("bug %-46q found by schedule %4d: %s", b, found, why[0])
 	}
 }
+
+// TestEachFaultAlone runs schedules with one fault of each kind the simulator added for the
+// shard driver, alone: each must happen (its count is not zero) and every job must end with
+// the fault-free bits (at its time limit's iteration for a time-limited job), as these faults
+// are tolerable.
+func TestEachFaultAlone(t *testing.T) {
+	p := testProblem(t)
+	ref, err := p.Reference()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 100
+	if testing.Short() {
+		n = 30
+	}
+	for _, tc := range []struct {
+		name     string
+		opt      Options
+		happened func(Stats, *Outcome) int
+	}{
+		{"a node restarts", Options{Faults: Faults{Restarts: 1}}, func(s Stats, _ *Outcome) int { return s.Restarted }},
+		{"a disk fills up", Options{Faults: Faults{FillDisks: 1, At: 10 * time.Millisecond}}, func(s Stats, _ *Outcome) int { return s.WritesRefused }},
+		{"a time limit", Options{TimeLimit: 40 * time.Millisecond}, func(_ Stats, o *Outcome) int {
+			if o.Result != nil && o.Result.Stop == string(kernels.StopTimeLimit) {
+				return 1
+			}
+			return 0
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			happened := 0
+			for s := uint64(1); s <= uint64(n); s++ {
+				o := tc.opt
+				o.Seed = s
+				out := Run(p, o)
+				if !check(t, p, s, o, out, ref) {
+					return
+				}
+				if out.Result == nil {
+					t.Fatalf("seed %d: the job failed under a tolerable fault: %v", s, out.Err)
+				}
+				happened += tc.happened(out.Stats, &out)
+			}
+			if happened == 0 {
+				t.Fatalf("in %d schedules the fault never happened", n)
+			}
+			t.Logf("%d schedules: the fault counted %d times", n, happened)
+		})
+	}
+}
