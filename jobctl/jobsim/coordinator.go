@@ -31,6 +31,7 @@ func (w *World) newCoordinator(n *node, sub *messages.SubmitJob, id string) *coo
 	}
 	c := &coordinator{w: w, n: n, id: id, pid: pid, ctl: ctl}
 	n.coords[id] = c
+	w.coords = append(w.coords, c)
 	w.coordinators++
 	w.after(time.Second, c.tick)
 	return c

@@ -159,15 +159,9 @@ func (c *coordinator) resumesFrom(it int64) {
 // actingCoordinator is the live coordinator of the latest epoch (nil: none).
 func (w *World) actingCoordinator() *coordinator {
 	var acting *coordinator
-	for _, a := range w.order {
-		n := w.nodes[a]
-		if !n.alive {
-			continue
-		}
-		for _, id := range sortedKeys(n.coords) {
-			if c := n.coords[id]; acting == nil || c.ctl.Epoch() > acting.ctl.Epoch() {
-				acting = c
-			}
+	for _, c := range w.coords {
+		if c.n.alive && c.n.coords[c.id] == c && (acting == nil || c.ctl.Epoch() > acting.ctl.Epoch()) {
+			acting = c
 		}
 	}
 	return acting

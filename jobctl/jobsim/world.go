@@ -73,8 +73,8 @@ type World struct {
 	// was sent to.
 	held   map[ckptKey]map[string]bool
 	sentTo map[ckptKey][]string
-	// restarts counts the node restarts, for their new start times.
-	restarts int64
+	// coords are the coordinators made, in order, live or not.
+	coords []*coordinator
 	// sentAnswer is the first answer (JobResult or JobError) sent to the client, which may
 	// have died.
 	sentAnswer any
