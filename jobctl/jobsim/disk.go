@@ -31,6 +31,8 @@ type storeKey struct {
 type record struct {
 	snap    snapshot
 	corrupt bool // its checksum fails: never used
+	// incarnation is the node's when it wrote the copy: an earlier one's survived a restart.
+	incarnation int
 }
 
 // errDiskFull is a checkpoint write on a full disk (Faults.FullDisks, Faults.FillDisks).
@@ -45,7 +47,7 @@ func (n *node) write(key ckptKey, buddy bool, snap snapshot, keep int) error {
 		return errDiskFull
 	}
 	w := n.w
-	n.store[storeKey{key, buddy}] = &record{snap: snap, corrupt: w.corrupts()}
+	n.store[storeKey{key, buddy}] = &record{snap: snap, corrupt: w.corrupts(), incarnation: n.incarnation}
 	w.written[key] = true
 	if w.held[key] == nil {
 		w.held[key] = map[string]bool{}

@@ -192,6 +192,7 @@ func (w *World) restart(addr string, disk bool) {
 	w.stats.Restarted++
 	w.logf("%s restarts, %s", addr, map[bool]string{true: "with its disk", false: "on a new disk"}[disk])
 	n.alive = true
+	n.incarnation++
 	if !disk {
 		n.store = map[storeKey]*record{}
 	}

@@ -29,6 +29,8 @@ type node struct {
 	reducers map[string]*reducer           // by actor id
 	coords   map[string]*coordinator       // by actor id ("host/<job>-coord")
 	standby  map[string]*messages.JobState // replicated job state, by job
+	// incarnation counts the node's restarts.
+	incarnation int
 	// committed is each job's newest committed checkpoint, as the node heard.
 	committed map[string]int64
 	// store is the node's disk (see disk.go): checkpoints, own copies and buddy copies.

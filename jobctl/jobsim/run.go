@@ -232,6 +232,9 @@ type Stats struct {
 	// Restarted counts the nodes that came back, with their disk or without it; WritesRefused
 	// the checkpoint writes a full disk refused.
 	Restarted, WritesRefused int
+	// ResumedFromKeptDisk counts the shards that resumed from a checkpoint copy a node kept
+	// on its disk across a restart.
+	ResumedFromKeptDisk int
 	// LeaseGaps counts jobs of a live client canceled for its lease: the job's acceptance was
 	// lost on the way, so the client never renewed; or a coordinator superseded by a takeover
 	// (cut off, then healed), which the client no longer renews, canceled first (see the

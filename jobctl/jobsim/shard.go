@@ -207,6 +207,9 @@ func (s *shard) load(a *messages.ShardAssignment) {
 				continue
 			}
 			if r := w.nodes[at].copyOf(key); r != nil {
+				if r.incarnation < w.nodes[at].incarnation {
+					w.stats.ResumedFromKeptDisk++
+				}
 				resume = &r.snap
 				break
 			}
