@@ -405,7 +405,7 @@ func TestSimulatorFindsPlantedBugs(t *testing.T) {
 			t.Errorf("bug %q: no schedule of %d broke an invariant", b, biteBudget)
 			continue
 		}
-		t.Logf("bug %-46q found by schedule %4d: %s", b, found, why[0])
+		t.Logf("bug %-48q found by schedule %4d: %s", b, found, why[0])
 	}
 }
 
