@@ -95,7 +95,11 @@ func (j *Job) onCheckpointDone(now time.Time, m *messages.CheckpointDone) {
 	j.ft.checkpoints++
 	j.ft.lastCkptCost, j.ft.ckptCost = j.ft.ckptCost, 0
 	j.ft.lastCkptTime = now.Sub(j.started).Seconds()
-	commit := &messages.CheckpointCommitted{JobId: j.id, Iteration: m.Iteration, KeepFrom: j.ft.committed[0], Shards: int64(len(j.shards))}
+	keepFrom := j.ft.committed[0]
+	if j.cfg.Bugs.Has(bugs.KeepOneTooFew) {
+		keepFrom = j.ft.committed[min(1, len(j.ft.committed)-1)]
+	}
+	commit := &messages.CheckpointCommitted{JobId: j.id, Iteration: m.Iteration, KeepFrom: keepFrom, Shards: int64(len(j.shards))}
 	for _, addr := range j.involvedNodes() {
 		if !j.ft.lost[addr] {
 			j.send(HostPid(addr), commit)

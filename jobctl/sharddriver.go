@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/didnmf/didnmf/jobctl/internal/bugs"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 )
@@ -33,6 +34,9 @@ type ShardDriverConfig struct {
 	Shard int64
 	// Node is the address of the shard's node, named in the errors it reports.
 	Node string
+	// Bugs plants deliberate bugs (jobsim's TestSimulatorFindsPlantedBugs); production leaves
+	// it empty.
+	Bugs bugs.Set
 }
 
 // ShardDriver is the control of one shard actor as a deterministic state machine: which
@@ -254,7 +258,11 @@ func (d *ShardDriver) mine(job string, epoch uint64) bool {
 // the assignment's checkpoint (or its start); an earlier one is answered that it is
 // superseded.
 func (d *ShardDriver) assign(e ShardDriverAssign) {
-	if e.Job != d.cfg.Job || e.Shard != d.cfg.Shard || e.Epoch <= d.epoch {
+	stale := e.Epoch <= d.epoch
+	if d.cfg.Bugs.Has(bugs.StaleAssignment) {
+		stale = e.Epoch == d.epoch
+	}
+	if e.Job != d.cfg.Job || e.Shard != d.cfg.Shard || stale {
 		d.ready.Stale++
 		if e.Job == d.cfg.Job && e.Epoch < d.epoch {
 			d.ready.Superseded = d.epoch
@@ -277,7 +285,9 @@ func (d *ShardDriver) onBuilt(e ShardDriverBuilt) error {
 	d.every = e.CheckpointEvery
 	d.stopper = kernels.NewStopper(e.Rule)
 	if d.resumeFrom > 0 {
-		d.stopper.Restore(e.History)
+		if !d.cfg.Bugs.Has(bugs.ResumeWithoutHistory) {
+			d.stopper.Restore(e.History)
+		}
 		d.lastIter = d.resumeFrom
 	}
 	return nil
@@ -368,7 +378,7 @@ func (d *ShardDriver) onBoundary(e ShardDriverBoundary) error {
 		d.finish(why, e.At)
 	case d.finishAt >= 0 && d.boundary >= d.finishAt:
 		d.finish(kernels.StopTimeLimit, e.At)
-	case d.boundary >= d.granted:
+	case d.boundary >= d.granted && !d.cfg.Bugs.Has(bugs.PastGrant):
 		// wait for a Grant or a Finish
 	default:
 		d.ready.Advance = true

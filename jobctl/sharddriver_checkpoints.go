@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/didnmf/didnmf/jobctl/internal/bugs"
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -60,6 +61,9 @@ func (d *ShardDriver) onWritten(e ShardDriverCheckpointWritten) {
 		return
 	}
 	d.ready.Copies = append(d.ready.Copies, ShardDriverCopy{Iteration: e.Iteration, Data: e.Data})
+	if d.cfg.Bugs.Has(bugs.ReportBeforeBuddy) {
+		d.reportCheckpoint(e.Iteration, nil, e.At.Sub(d.writing[e.Iteration]))
+	}
 }
 
 // onStored takes the buddy's answer about a checkpoint this assignment took.

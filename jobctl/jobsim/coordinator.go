@@ -15,19 +15,23 @@ type coordinator struct {
 	id  string
 	pid *messages.Pid
 	ctl *jobctl.Job
+	// commits are the checkpoints it committed last (the distinct iterations, oldest first):
+	// those it may fall back to, which no live node may drop (see disk.go).
+	commits []int64
 }
 
 // newCoordinator makes a job's coordinator on node n under the actor id.
 func (w *World) newCoordinator(n *node, sub *messages.SubmitJob, id string) *coordinator {
 	pid := &messages.Pid{Address: n.addr, Id: id}
 	cfg := jobctl.Config{Self: pid, Cluster: true, QuorumWait: w.opt.QuorumWait, ReportInterval: 10 * time.Millisecond,
-		FanIn: w.opt.FanIn, StallTimeout: w.opt.StallTimeout, Lease: lease, Bugs: w.opt.Bugs}
+		FanIn: w.opt.FanIn, StallTimeout: w.opt.StallTimeout, Lease: lease, Bugs: w.opt.Bugs, TimeLimit: w.opt.TimeLimit}
 	ctl, err := jobctl.New(cfg, sub)
 	if err != nil {
 		panic(err) // the simulation's own configuration: a bug of the test
 	}
 	c := &coordinator{w: w, n: n, id: id, pid: pid, ctl: ctl}
 	n.coords[id] = c
+	w.coords = append(w.coords, c)
 	w.coordinators++
 	w.after(time.Second, c.tick)
 	return c
@@ -104,6 +108,12 @@ func (c *coordinator) apply(rd jobctl.Ready) {
 	}
 	for _, s := range rd.Sends {
 		c.claimEpoch(s.Msg)
+		switch m := s.Msg.(type) {
+		case *messages.CheckpointCommitted:
+			c.committedBy(m.Iteration)
+		case *messages.ShardAssignment:
+			c.resumesFrom(m.ResumeFrom)
+		}
 		w.send(c.n.addr, s.To, s.Msg)
 	}
 	if p := rd.Pings; p != nil {

@@ -2,35 +2,58 @@
 // and network, with seeded faults, as FoundationDB and TigerBeetle test their systems.
 //
 // What runs is real where it decides: the control of every coordinator is a jobctl.Job (the
-// one package actors' coordinator actor runs), every shard runs a real kernels.Machine,
-// every node of the reduce tree is a jobctl.Reducer (the one the reducer actor runs), fed
-// the wire's chunked Partial and Reduced messages, so a job that ends with a result must give
-// the bits of kernels.Run; and the client's lease is the jobctl.LeaseClient actors.Client
-// runs, the coordinators checking theirs every simulated second. What is still simulated is
-// the glue the actors provide: hosts that make shards and reducers, fence old epochs, keep
-// checkpoint copies and standby state and take jobs over; the gossip, which sees a node
-// dead, cut off or back after a detection delay; the network, one ordered link per pair of
-// nodes with latency; and the client's giving a job up when its coordinator's node dies and
-// nobody takes it over (as server.Client does).
+// one package actors' coordinator actor runs); every shard's control is a
+// jobctl.ShardDriver (the one actors' shard runs: assignments and rollback in place,
+// grants, the stop rule, checkpoint cadence and retention, report batching) around a real
+// kernels.Machine; every node of the reduce tree is a jobctl.Reducer (the one the reducer
+// actor runs), fed the wire's chunked Partial and Reduced messages, so a job that ends with a
+// result must give the bits of kernels.Run; and the client's lease is the jobctl.LeaseClient
+// actors.Client runs, the coordinators checking theirs every simulated second. The simulated
+// shard only turns the world's messages and timers into its driver's events and carries out
+// its Ready, as actors/shard.go does. What is still simulated is the glue the actors
+// provide: hosts that make shards and reducers, fence old epochs, keep checkpoint copies on a
+// disk (pruned as commits and the drivers' retention say) and standby state and take jobs
+// over; the gossip, which sees a node dead, cut off or back after a detection delay; the
+// network, one ordered link per pair of nodes with latency; and the client's giving a job up
+// when its coordinator's node dies and nobody takes it over (as server.Client does).
 //
 // A schedule (Options.Faults) loses, duplicates and delays messages (delays reorder
 // messages of different links); kills nodes, the coordinator's and its standby's included,
-// or a rack of them; partitions the cluster and heals it; makes nodes slow, checkpoint copies
-// corrupt and disks full; stalls connections (Faults.Stall); has nodes join mid-job; kills
-// the client (Faults.ClientDies: its coordinator must cancel the job when its lease runs
-// out); and has a client announce its input and never stream it (Faults.NeverStreams),
-// which the shards' jobctl.StreamWatch must reap. Run checks, after every schedule:
+// or a rack of them; restarts nodes, empty, with their disk or on a new one; partitions the
+// cluster and heals it; makes nodes slow, checkpoint copies corrupt and disks full, for the
+// whole run or a while; stalls connections (Faults.Stall); has nodes join mid-job; kills the
+// client (Faults.ClientDies: its coordinator must cancel the job when its lease runs out);
+// and has a client announce its input and never stream it (Faults.NeverStreams), which the
+// shards' jobctl.StreamWatch must reap. A job may have a time limit (Options.TimeLimit):
+// the coordinator then grants iterations and stops the shards when it passed. Run checks,
+// as the run goes:
+//
+//   - no two coordinators act in one epoch, and no shard goes back to an earlier epoch;
+//   - no shard ends an iteration past the last one its coordinator granted;
+//   - a checkpoint is committed only once every shard wrote it and a buddy kept each
+//     shard's copy; no live node drops a copy of a checkpoint the acting coordinator
+//     committed and may still fall back to (nodes that die lose theirs, and a job's end
+//     removes them);
+//
+// and, after every schedule:
 //
 //   - the job ends within the simulated deadline;
 //   - with a result whose factors are bitwise the fault-free ones (the caller compares them
-//     with Problem.Reference), every shard's replica of B the same, the history counting
-//     each iteration once; or, only under faults beyond one lost node, with an error that
-//     names why (no majority, coordinator and standby both lost, ...);
+//     with Problem.Reference, or Problem.ReferenceAt for a job its time limit stopped), every
+//     shard's replica of B the same and handed over at the result's iteration, the history
+//     counting each iteration once (and, unless the job recovered, every iteration); or, only
+//     under faults beyond one lost node, with an error that names why (no majority,
+//     coordinator and standby both lost, ...);
 //   - no job actor is left on a node that could hear of the end.
+//
+// The simulated hosts keep no memory reservations, so "no reservation outlives its job" is
+// not checked here; the actors left on a node after the end are.
 //
 // The tests run 10,000 schedules of DID (go test; 1,000 with -short) and 600 of each other
 // distributed algorithm; -sim.schedules N runs more, and a failing schedule prints its seed,
-// which -sim.seed replays with a trace:
+// which -sim.seed replays with a trace. TestSimulatorFindsPlantedBugs plants each bug of
+// jobctl/internal/bugs in turn (in the coordinator, the reducers and the shard drivers) and
+// logs the schedule that found it:
 //
 //	go test ./jobctl/jobsim -run TestSimulatedJobs -sim.schedules 1000000
 //	go test ./jobctl/jobsim -run TestSimulatedJobs -sim.seed 4105 -v
@@ -55,5 +78,9 @@
 //   - the lease has two (Stats.LeaseGaps): a JobAccepted lost on the way leaves the client
 //     with no coordinator to renew, and the coordinator cancels the job for its lease; and a
 //     coordinator superseded by a takeover (cut off, then healed), which the client no longer
-//     renews, may cancel the job for its lease before its successor answers.
+//     renews, may cancel the job for its lease before its successor answers;
+//   - shard 0 reports its iterations in bursts (jobctl.ShardDriverReportInterval), so a
+//     checkpoint may be committed, and replicated, before the reports of its last iterations
+//     arrive: a job that recovers to it has no history point for them (their times are the
+//     mean of the others').
 package jobsim

@@ -48,13 +48,7 @@ func (w *World) scheduleFaults() {
 	for range f.Kills {
 		w.after(w.at(), func() {
 			// Any live node but the coordinator's and its standby's (those are their own faults).
-			var cands []string
-			for _, a := range w.order {
-				if n := w.nodes[a]; n.alive && len(n.coords) == 0 && !w.isStandby(a) {
-					cands = append(cands, a)
-				}
-			}
-			if len(cands) > 0 {
+			if cands := w.bystanders(); len(cands) > 0 {
 				w.kill(cands[w.rng.IntN(len(cands))])
 			}
 		})
@@ -145,6 +139,66 @@ func (w *World) scheduleFaults() {
 	for i := range f.Duplicates {
 		w.after(w.at(), func() { w.forge(fmt.Sprintf("twin%d", i), true) })
 	}
+	for range f.Restarts {
+		w.after(w.at(), func() {
+			cands := w.bystanders()
+			if len(cands) == 0 {
+				return
+			}
+			a, disk := cands[w.rng.IntN(len(cands))], w.rng.IntN(2) == 0
+			w.kill(a)
+			// Back once the others' gossip saw it gone (a new instance: a leave, then a join).
+			back := 2*w.opt.DetectDelay + time.Duration(w.rng.Int64N(int64(4*w.opt.DetectDelay)))
+			w.after(back, func() { w.restart(a, disk) })
+		})
+	}
+	for range f.FillDisks {
+		w.after(w.at(), func() {
+			cands := w.bystanders()
+			if len(cands) == 0 {
+				return
+			}
+			n := w.nodes[cands[w.rng.IntN(len(cands))]]
+			n.filled = true
+			w.logf("%s's disk is full", n.addr)
+			w.after(w.opt.DetectDelay+time.Duration(w.rng.Int64N(int64(6*w.opt.DetectDelay))), func() {
+				n.filled = false
+				w.logf("%s's disk has room again", n.addr)
+			})
+		})
+	}
+}
+
+// bystanders are the live nodes that run neither a coordinator nor a standby: the nodes
+// the faults of shards and reducers hit.
+func (w *World) bystanders() []string {
+	var out []string
+	for _, a := range w.order {
+		if n := w.nodes[a]; n.alive && len(n.coords) == 0 && !w.isStandby(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// restart starts the process of a dead node again, empty: with the disk it had (its
+// checkpoint copies) or a new one. It is a new instance (a new start time), which the others'
+// gossip sees join.
+func (w *World) restart(addr string, disk bool) {
+	n := w.nodes[addr]
+	if n.alive {
+		return
+	}
+	w.stats.Restarted++
+	w.logf("%s restarts, %s", addr, map[bool]string{true: "with its disk", false: "on a new disk"}[disk])
+	n.alive = true
+	n.incarnation++
+	if !disk {
+		n.store = map[storeKey]*record{}
+	}
+	w.started[addr] = w.now().UnixNano()
+	w.views[addr], w.lists[addr], w.adm[addr] = map[string]bool{}, nil, cluster.NewAdmission()
+	w.reconcileLater()
 }
 
 // side lists the nodes in a partition group.

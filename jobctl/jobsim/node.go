@@ -17,8 +17,9 @@ type node struct {
 	addr  string
 	alive bool
 	slow  bool
-	// full makes checkpoint writes fail (a full disk).
-	full bool
+	// full makes checkpoint writes fail (a full disk): for the whole run (Faults.FullDisks),
+	// or while filled (Faults.FillDisks).
+	full, filled bool
 
 	epochs   map[string]uint64             // the latest epoch of each job seen in an assignment
 	coordOf  map[string]string             // the node of each job's coordinator, as its assignments say
@@ -28,25 +29,17 @@ type node struct {
 	reducers map[string]*reducer           // by actor id
 	coords   map[string]*coordinator       // by actor id ("host/<job>-coord")
 	standby  map[string]*messages.JobState // replicated job state, by job
-	store    map[ckptKey]*record           // checkpoints: own copies and buddy copies
-}
-
-// ckptKey names a checkpoint copy.
-type ckptKey struct {
-	job   string
-	shard int64
-	iter  int64
-}
-
-// record is a checkpoint copy: a shard's snapshot and its stop rule's history.
-type record struct {
-	snap    snapshot
-	corrupt bool // its checksum fails: never used
+	// incarnation counts the node's restarts.
+	incarnation int
+	// committed is each job's newest committed checkpoint, as the node heard.
+	committed map[string]int64
+	// store is the node's disk (see disk.go): checkpoints, own copies and buddy copies.
+	store map[storeKey]*record
 }
 
 func newNode(w *World, addr string) *node {
 	return &node{w: w, addr: addr, alive: true, epochs: map[string]uint64{}, coordOf: map[string]string{}, ended: map[string]bool{}, answers: map[string]proto.Message{}, shards: map[string]*shard{}, reducers: map[string]*reducer{},
-		coords: map[string]*coordinator{}, standby: map[string]*messages.JobState{}, store: map[ckptKey]*record{}}
+		coords: map[string]*coordinator{}, standby: map[string]*messages.JobState{}, committed: map[string]int64{}, store: map[storeKey]*record{}}
 }
 
 // receive dispatches a message to the host or to one of its children.
@@ -76,20 +69,23 @@ func (n *node) host(msg any) {
 			n.w.send(n.addr, m.Coordinator, &messages.Placed{JobId: m.JobId, Epoch: m.Epoch, Ended: true})
 			return
 		}
+		id := jobctl.HostName + "/" + jobctl.ShardName(m.JobId, m.Shard)
 		if m.Epoch < n.epochs[m.JobId] {
-			// From a superseded coordinator: tell it so.
-			n.w.send(n.addr, m.Coordinator, &messages.Placed{JobId: m.JobId, Superseded: n.epochs[m.JobId]})
+			// From a superseded coordinator: the shard tells it so, if it lives here.
+			if s := n.shards[id]; s != nil {
+				s.receive(m)
+			}
 			return
 		}
 		n.newEpoch(m.JobId, m.Epoch)
 		n.coordOf[m.JobId] = m.Coordinator.GetAddress()
-		id := jobctl.HostName + "/" + jobctl.ShardName(m.JobId, m.Shard)
-		if old := n.shards[id]; old != nil {
-			old.close()
+		s := n.shards[id]
+		if s == nil {
+			s = newShard(n, m.JobId, m.Shard)
+			n.shards[id] = s
 		}
-		s := newShard(n, m)
-		n.shards[id] = s
-		s.load()
+		// A shard that lives here rolls back in place (its driver takes the later epoch).
+		s.receive(m)
 	case *messages.ReducerAssignment:
 		if n.ended[m.JobId] {
 			n.w.send(n.addr, m.Coordinator, &messages.Placed{JobId: m.JobId, Epoch: m.Epoch, Ended: true})
@@ -110,13 +106,13 @@ func (n *node) host(msg any) {
 		}
 		n.w.send(n.addr, m.Coordinator, placed)
 	case *checkpointCopy:
-		if n.full {
-			n.w.send(n.addr, m.replyTo, &checkpointStored{iter: m.key.iter, err: "disk full"})
-			return
+		stored := &checkpointStored{key: m.key}
+		if err := n.write(m.key, true, m.snap, m.keep); err != nil {
+			stored.err = err.Error()
 		}
-		n.store[m.key] = &record{snap: m.snap, corrupt: n.w.corrupts()}
-		n.w.written[m.key] = true
-		n.w.send(n.addr, m.replyTo, &checkpointStored{iter: m.key.iter})
+		n.w.send(n.addr, m.replyTo, stored)
+	case *messages.CheckpointCommitted:
+		n.commit(m)
 	case *messages.JobState:
 		if m.Submit != nil {
 			if old := n.standby[m.Submit.JobId]; old == nil || old.Epoch <= m.Epoch {
@@ -166,6 +162,7 @@ func (n *node) forget(job string, ended bool) {
 			delete(n.store, k)
 		}
 	}
+	delete(n.committed, job)
 	delete(n.standby, job)
 	delete(n.coordOf, job)
 	if ended {
@@ -173,15 +170,15 @@ func (n *node) forget(job string, ended bool) {
 	}
 }
 
-// kill ends the node: its actors are gone, its memory lost (its disk too: a node that comes
-// back is a new node).
+// kill ends the node's process: its actors are gone, its memory lost. Its disk stays for a
+// restart that finds it (World.restart).
 func (n *node) kill() {
 	n.alive = false
 	for _, id := range sortedKeys(n.shards) {
 		n.shards[id].close()
 	}
 	n.shards, n.reducers, n.coords, n.standby = map[string]*shard{}, map[string]*reducer{}, map[string]*coordinator{}, map[string]*messages.JobState{}
-	n.store = map[ckptKey]*record{}
+	n.epochs, n.coordOf, n.ended, n.committed = map[string]uint64{}, map[string]string{}, map[string]bool{}, map[string]int64{}
 	n.answers = map[string]proto.Message{}
 }
 

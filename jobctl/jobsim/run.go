@@ -46,6 +46,11 @@ type Options struct {
 	Trace bool
 	// Bugs plants deliberate bugs in every machine of the run (TestSimulatorFindsPlantedBugs).
 	Bugs bugs.Set
+	// TimeLimit is the job's time limit (jobctl.Config.TimeLimit; 0: none): the control grants
+	// the shards iterations a few at a time and stops them once it passed, so a job may end
+	// before its stop rule, at an iteration the timing decides, with the bits of kernels.Run
+	// stopped there (Problem.ReferenceAt).
+	TimeLimit time.Duration
 }
 
 // Faults are what a schedule breaks.
@@ -86,12 +91,19 @@ type Faults struct {
 	// it, or a few chunks of a block and then nothing: the job must fail with the shards'
 	// error (jobctl.StreamWatch), every actor stopped, whatever else the schedule breaks.
 	NeverStreams bool
+	// Restarts are nodes (not the coordinator's or the standby's) whose process dies at a
+	// random time and starts again, empty, 2 to 6 detection delays later: with its disk (its
+	// checkpoint copies) or without it, as the seed draws.
+	Restarts int
+	// FillDisks are nodes whose disk fills up at a random time, for 1 to 7 detection delays:
+	// their checkpoint writes (own and buddy copies) fail meanwhile.
+	FillDisks int
 }
 
 // Tolerable tells whether the job must survive these faults with its result: at most one
 // node lost at a time and no partition. Beyond that the job may also end with a clear error.
 func (f Faults) Tolerable() bool {
-	lost := f.Kills + f.Rack
+	lost := f.Kills + f.Rack + f.Restarts
 	if f.KillCoordinator {
 		lost++
 	}
@@ -109,6 +121,8 @@ type Problem struct {
 	pool   *kernels.Pool
 	shards int
 	every  int64
+	// refs are the references by iteration count (ReferenceAt), computed once each.
+	refs map[int]*kernels.Result
 }
 
 // spec is the factorization: what every shard's kernels.ShardSpec shares.
@@ -160,6 +174,26 @@ func (p *Problem) Reference() (*kernels.Result, error) {
 	return kernels.Run(context.Background(), blocks, kernels.Config{Algo: s.Algo, K: s.K, Seed: s.Seed, Init: s.Init, Options: s.Options, Stop: s.Stop, Threads: 1})
 }
 
+// ReferenceAt is the factorization of the problem by kernels.Run stopped after at most
+// iterations: what a simulated run that a time limit stopped there must give, bit for bit.
+// It is computed once for each count; a Problem is not safe for concurrent use of it.
+func (p *Problem) ReferenceAt(iterations int) (*kernels.Result, error) {
+	if r := p.refs[iterations]; r != nil {
+		return r, nil
+	}
+	q := *p
+	q.spec.Stop.MaxIter = min(iterations, p.spec.Stop.MaxIter)
+	r, err := q.Reference()
+	if err != nil {
+		return nil, err
+	}
+	if p.refs == nil {
+		p.refs = map[int]*kernels.Result{}
+	}
+	p.refs[iterations] = r
+	return r, nil
+}
+
 // Outcome is how a simulated job ended.
 type Outcome struct {
 	// Result or Err is what the client got (nil both: the job did not end by the deadline).
@@ -193,6 +227,14 @@ type Stats struct {
 	Unreplicated, AnswersLost int
 	// Refused counts the forged and duplicate members' claims the nodes refused.
 	Refused int
+	// Superseded counts the assignments of superseded coordinators that shards answered so.
+	Superseded int
+	// Restarted counts the nodes that came back, with their disk or without it; WritesRefused
+	// the checkpoint writes a full disk refused.
+	Restarted, WritesRefused int
+	// ResumedFromKeptDisk counts the shards that resumed from a checkpoint copy a node kept
+	// on its disk across a restart.
+	ResumedFromKeptDisk int
 	// LeaseGaps counts jobs of a live client canceled for its lease: the job's acceptance was
 	// lost on the way, so the client never renewed; or a coordinator superseded by a takeover
 	// (cut off, then healed), which the client no longer renews, canceled first (see the
@@ -375,19 +417,20 @@ func (w *World) corrupts() bool {
 	return false
 }
 
-// deposit keeps a finishing shard's factors, as its client would receive them.
-func (w *World) deposit(a *messages.ShardAssignment, m *kernels.Machine) {
+// deposit keeps the factors of a shard that finished at iteration it, as its client would
+// receive them.
+func (w *World) deposit(a *messages.ShardAssignment, it int64, m *kernels.Machine) {
 	if d, ok := w.deposits[a.Shard]; ok && d.epoch > a.Epoch {
 		return
 	}
-	w.deposits[a.Shard] = deposit{epoch: a.Epoch, b: slices.Clone(m.Basis()), c: slices.Clone(m.Coef())}
+	w.deposits[a.Shard] = deposit{epoch: a.Epoch, iter: it, b: slices.Clone(m.Basis()), c: slices.Clone(m.Coef())}
 }
 
 // Run simulates one job on problem p under opt and checks its invariants.
 func Run(p *Problem, opt Options) Outcome {
 	opt = opt.withDefaults()
 	w := &World{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, 0x5eed)), nodes: map[string]*node{}, group: map[string]int{},
-		deposits: map[int64]deposit{}, written: map[ckptKey]bool{}, committed: map[int64]bool{}, epochOwners: map[uint64]*coordinator{}, views: map[string]map[string]bool{}, links: map[[2]string]time.Duration{},
+		deposits: map[int64]deposit{}, written: map[ckptKey]bool{}, committed: map[int64]bool{}, held: map[ckptKey]map[string]bool{}, sentTo: map[ckptKey][]string{}, epochOwners: map[uint64]*coordinator{}, views: map[string]map[string]bool{}, links: map[[2]string]time.Duration{},
 		adm: map[string]*cluster.Admission{}, lists: map[string]map[string]cluster.Member{}, started: map[string]int64{}}
 	w.data = p
 	w.client = &client{w: w, lease: jobctl.NewLeaseClient(jobctl.LeaseConfig{JobID: "jsim", Renew: leaseRenew, Quorum: opt.QuorumWait})}
@@ -481,6 +524,9 @@ func (w *World) outcome() Outcome {
 				w.violation("shard %d handed over no factors", s)
 				continue
 			}
+			if d.iter != r.Iterations {
+				w.violation("shard %d handed over its factors at iteration %d, the result has %d iterations", s, d.iter, r.Iterations)
+			}
 			if s == 0 {
 				out.B = d.b
 			} else if !slices.Equal(d.b, out.B) {
@@ -498,8 +544,11 @@ func (w *World) outcome() Outcome {
 		if last := r.History[len(r.History)-1].Iteration; last != r.Iterations || int64(len(r.IterSeconds)) != r.Iterations {
 			w.violation("history ends at iteration %d with %d iteration times, for %d iterations", last, len(r.IterSeconds), r.Iterations)
 		}
-		if int64(len(r.History)) != r.Iterations+1 && w.opt.Faults.Drop == 0 && w.stats.Lost == 0 {
-			w.violation("history has %d entries for %d iterations, and no report was lost", len(r.History), r.Iterations)
+		// Shard 0 sends its reports in bursts (jobctl.ShardDriverReportInterval): a checkpoint
+		// may be committed before the reports of its last iterations came, and a recovery to it
+		// (a takeover's included) then has no history point for them.
+		if int64(len(r.History)) != r.Iterations+1 && w.opt.Faults.Drop == 0 && w.stats.Lost == 0 && len(r.Recoveries) == 0 {
+			w.violation("history has %d entries for %d iterations, no report was lost and the job never recovered", len(r.History), r.Iterations)
 		}
 		out.Stats.Recoveries = len(r.Recoveries)
 	}

@@ -19,10 +19,13 @@ var (
 	seed      = flag.Uint64("sim.seed", 0, "replay this one schedule (with its trace) instead")
 )
 
-// testProblem is DID on a 24 x 40 planted rank-3 matrix, 4 shards, 24 iterations,
-// checkpoints every 4.
+// testProblem is DID on a 24 x 40 planted rank-3 matrix, 4 shards, checkpoints every 4,
+// until the objective falls by less than half over 8 iterations (after 26 iterations; at most
+// 30): a shard that resumes from a checkpoint needs the stop rule's history it saved to stop
+// where the fault-free run does.
 func testProblem(t testing.TB) *Problem {
-	p := NewProblem(kernels.DID, 24, 40, 3, 4, 24, 4)
+	p := NewProblem(kernels.DID, 24, 40, 3, 4, 30, 4)
+	p.spec.Stop.StallTol, p.spec.Stop.StallWindow = 0.5, 8
 	t.Cleanup(p.Close)
 	return p
 }
@@ -96,6 +99,15 @@ func scheduleFor(seed uint64) Options {
 		o.Faults.Stall = 0.01 * r.Float64()
 	}
 	o.Faults.ClientDies = pick(0.1)
+	if pick(0.2) {
+		o.Faults.Restarts = 1 + r.IntN(2)
+	}
+	if pick(0.1) {
+		o.Faults.FillDisks = 1
+	}
+	if pick(0.15) {
+		o.TimeLimit = time.Duration(20+r.IntN(80)) * time.Millisecond
+	}
 	return o
 }
 
@@ -119,7 +131,7 @@ func TestSimulatedForgers(t *testing.T) {
 		o := scheduleFor(uint64(s))
 		o.Faults.Forgers, o.Faults.Duplicates = 2, 2
 		out := Run(p, o)
-		if !check(t, uint64(s), o, out, ref) {
+		if !check(t, p, uint64(s), o, out, ref) {
 			return
 		}
 		refused += out.Stats.Refused
@@ -148,7 +160,7 @@ func TestSimulatedJobs(t *testing.T) {
 		for _, l := range out.Trace {
 			t.Log(l)
 		}
-		check(t, *seed, o, out, ref)
+		check(t, p, *seed, o, out, ref)
 		return
 	}
 	n := *schedules
@@ -162,8 +174,8 @@ func TestSimulatedJobs(t *testing.T) {
 	}
 	t.Logf("%d schedules in %v: %d results (bitwise the fault-free factors), %d clear errors, by cause: %v", n, time.Since(start).Round(time.Millisecond),
 		results, n-results, causes)
-	t.Logf("faults: %d kills, %d joins, %d partitions, %d takeovers, %d recoveries; messages %d (dropped %d, duplicated %d, delayed %d, lost in cuts %d); corrupt checkpoints %d; orphans %d; late answers %d; coordinators lost before their state reached the standby %d; answers lost with the node keeping them %d; forged members' claims refused %d; live clients' jobs canceled for a lease gap %d",
-		total.Killed, total.Joined, total.Partitioned, total.Takeovers, total.Recoveries, total.Messages, total.Dropped, total.Duplicated, total.Delayed, total.Lost, total.Corrupted, total.Orphans, total.LateAnswers, total.Unreplicated, total.AnswersLost, total.Refused, total.LeaseGaps)
+	t.Logf("faults: %d kills, %d restarts (%d shards resumed from a copy a disk kept across one), %d joins, %d partitions, %d takeovers, %d recoveries; messages %d (dropped %d, duplicated %d, delayed %d, lost in cuts %d); checkpoint copies %d, corrupt %d; superseded assignments answered %d; orphans %d; late answers %d; coordinators lost before their state reached the standby %d; answers lost with the node keeping them %d; forged members' claims refused %d; live clients' jobs canceled for a lease gap %d",
+		total.Killed, total.Restarted, total.ResumedFromKeptDisk, total.Joined, total.Partitioned, total.Takeovers, total.Recoveries, total.Messages, total.Dropped, total.Duplicated, total.Delayed, total.Lost, total.Checkpoints, total.Corrupted, total.Superseded, total.Orphans, total.LateAnswers, total.Unreplicated, total.AnswersLost, total.Refused, total.LeaseGaps)
 }
 
 // runSchedules runs schedules 1..n on p and checks each against ref: it returns the summed
@@ -172,15 +184,24 @@ func TestSimulatedJobs(t *testing.T) {
 func runSchedules(t *testing.T, p *Problem, ref *kernels.Result, n int) (total Stats, results int, causes map[string]int, ok bool) {
 	t.Helper()
 	causes = map[string]int{}
+	limited := 0
+	defer func() {
+		if ok {
+			t.Logf("%d of the results stopped at their time limit, before their stop rule", limited)
+		}
+	}()
 	for s := 1; s <= n; s++ {
 		o := scheduleFor(uint64(s))
 		out := Run(p, o)
-		if !check(t, uint64(s), o, out, ref) {
+		if !check(t, p, uint64(s), o, out, ref) {
 			return total, results, causes, false
 		}
 		switch {
 		case out.Result != nil:
 			results++
+			if out.Result.Stop == string(kernels.StopTimeLimit) {
+				limited++
+			}
 		case out.Err == nil:
 			causes["the client died"]++
 		default:
@@ -191,24 +212,35 @@ func runSchedules(t *testing.T, p *Problem, ref *kernels.Result, n int) (total S
 	return total, results, causes, true
 }
 
-// broken lists the invariants a schedule's outcome broke.
-func broken(out Outcome, ref *kernels.Result) []string {
+// broken lists the invariants a schedule's outcome broke: p's job under o ended as out; ref
+// is p's fault-free run.
+func broken(p *Problem, o Options, out Outcome, ref *kernels.Result) []string {
 	bad := slices.Clone(out.Violations)
-	if out.Result != nil {
+	if r := out.Result; r != nil {
+		if o.TimeLimit > 0 && r.Iterations < int64(ref.Iterations) {
+			// The time limit stopped it: the fault-free run stopped at that iteration.
+			var err error
+			if ref, err = p.ReferenceAt(int(r.Iterations)); err != nil {
+				return append(bad, err.Error())
+			}
+			if r.Stop != string(kernels.StopTimeLimit) {
+				bad = append(bad, fmt.Sprintf("stopped for %q after %d iterations, before its stop rule, under a time limit", r.Stop, r.Iterations))
+			}
+		}
 		if !slices.Equal(out.B, ref.B) || !slices.Equal(out.C, ref.C) {
 			bad = append(bad, "the factors differ from the fault-free run's")
 		}
-		if out.Result.Iterations != int64(ref.Iterations) {
-			bad = append(bad, fmt.Sprintf("%d iterations, the fault-free run did %d", out.Result.Iterations, ref.Iterations))
+		if r.Iterations != int64(ref.Iterations) {
+			bad = append(bad, fmt.Sprintf("%d iterations, the fault-free run did %d", r.Iterations, ref.Iterations))
 		}
 	}
 	return bad
 }
 
 // check reports a schedule's broken invariants and whether it passed.
-func check(t *testing.T, s uint64, o Options, out Outcome, ref *kernels.Result) bool {
+func check(t *testing.T, p *Problem, s uint64, o Options, out Outcome, ref *kernels.Result) bool {
 	t.Helper()
-	if bad := broken(out, ref); len(bad) > 0 {
+	if bad := broken(p, o, out, ref); len(bad) > 0 {
 		t.Errorf("schedule %d (%+v) broke: %v\nreplay: go test ./jobctl/jobsim -run TestSimulatedJobs -sim.seed %d -v", s, o.Faults, bad, s)
 		return false
 	}
@@ -233,6 +265,10 @@ func add(a *Stats, b Stats) {
 	a.Unreplicated += b.Unreplicated
 	a.AnswersLost += b.AnswersLost
 	a.Refused += b.Refused
+	a.Restarted += b.Restarted
+	a.ResumedFromKeptDisk += b.ResumedFromKeptDisk
+	a.Superseded += b.Superseded
+	a.Checkpoints += b.Checkpoints
 }
 
 // TestReplay: a schedule run twice gives the same run, event for event.
@@ -361,7 +397,7 @@ func TestSimulatorFindsPlantedBugs(t *testing.T) {
 			if s%4 == 0 {
 				i = 1 + (s/4)%len(others)
 			}
-			if bad := broken(Run(problems[i], o), refs[i]); len(bad) > 0 {
+			if bad := broken(problems[i], o, Run(problems[i], o), refs[i]); len(bad) > 0 {
 				found, why = s, bad
 			}
 		}
@@ -369,6 +405,56 @@ func TestSimulatorFindsPlantedBugs(t *testing.T) {
 			t.Errorf("bug %q: no schedule of %d broke an invariant", b, biteBudget)
 			continue
 		}
-		t.Logf("bug %-46q found by schedule %4d: %s", b, found, why[0])
+		t.Logf("bug %-48q found by schedule %4d: %s", b, found, why[0])
+	}
+}
+
+// TestEachFaultAlone runs schedules with one fault of each kind the simulator added for the
+// shard driver, alone: each must happen (its count is not zero) and every job must end with
+// the fault-free bits (at its time limit's iteration for a time-limited job), as these faults
+// are tolerable.
+func TestEachFaultAlone(t *testing.T) {
+	p := testProblem(t)
+	ref, err := p.Reference()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 100
+	if testing.Short() {
+		n = 30
+	}
+	for _, tc := range []struct {
+		name     string
+		opt      Options
+		happened func(Stats, *Outcome) int
+	}{
+		{"a node restarts", Options{Faults: Faults{Restarts: 1}}, func(s Stats, _ *Outcome) int { return s.Restarted }},
+		{"a disk fills up", Options{Faults: Faults{FillDisks: 1, At: 10 * time.Millisecond}}, func(s Stats, _ *Outcome) int { return s.WritesRefused }},
+		{"a time limit", Options{TimeLimit: 40 * time.Millisecond}, func(_ Stats, o *Outcome) int {
+			if o.Result != nil && o.Result.Stop == string(kernels.StopTimeLimit) {
+				return 1
+			}
+			return 0
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			happened := 0
+			for s := uint64(1); s <= uint64(n); s++ {
+				o := tc.opt
+				o.Seed = s
+				out := Run(p, o)
+				if !check(t, p, s, o, out, ref) {
+					return
+				}
+				if out.Result == nil {
+					t.Fatalf("seed %d: the job failed under a tolerable fault: %v", s, out.Err)
+				}
+				happened += tc.happened(out.Stats, &out)
+			}
+			if happened == 0 {
+				t.Fatalf("in %d schedules the fault never happened", n)
+			}
+			t.Logf("%d schedules: the fault counted %d times", n, happened)
+		})
 	}
 }

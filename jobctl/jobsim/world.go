@@ -69,6 +69,12 @@ type World struct {
 	// iterations whose commit was checked against them.
 	written   map[ckptKey]bool
 	committed map[int64]bool
+	// held are the nodes that kept a copy of each checkpoint, and sentTo the buddies each
+	// was sent to.
+	held   map[ckptKey]map[string]bool
+	sentTo map[ckptKey][]string
+	// coords are the coordinators made, in order, live or not.
+	coords []*coordinator
 	// sentAnswer is the first answer (JobResult or JobError) sent to the client, which may
 	// have died.
 	sentAnswer any
@@ -86,6 +92,7 @@ type World struct {
 // deposit is what a shard that finished hands its client: its replica of B and its C.
 type deposit struct {
 	epoch uint64
+	iter  int64 // the iteration the shard ended at
 	b, c  []float64
 }
 
@@ -198,15 +205,21 @@ func (w *World) send(from string, to *messages.Pid, msg any) {
 }
 
 // checkCommit checks a coordinator's commit of a checkpoint when it first sends it: every
-// shard must have written its checkpoint at that iteration (a rollback to it must find one).
+// shard must have written its checkpoint at that iteration (a rollback to it must find one),
+// and a shard that sent it to a buddy must have heard that a buddy keeps it (a rollback after
+// the shard's node died must find a copy).
 func (w *World) checkCommit(c *messages.CheckpointCommitted) {
 	if w.committed[c.Iteration] {
 		return
 	}
 	w.committed[c.Iteration] = true
 	for s := range c.Shards {
-		if !w.written[ckptKey{c.JobId, s, c.Iteration}] {
+		key := ckptKey{c.JobId, s, c.Iteration}
+		if !w.written[key] {
 			w.violation("checkpoint %d committed, but shard %d never wrote it", c.Iteration, s)
+		}
+		if sent := w.sentTo[key]; len(sent) > 0 && !slices.ContainsFunc(sent, func(b string) bool { return w.held[key][b] }) {
+			w.violation("checkpoint %d committed before any buddy of shard %d (%v) kept a copy", c.Iteration, s, sent)
 		}
 	}
 }

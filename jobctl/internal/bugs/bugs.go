@@ -31,16 +31,35 @@ const (
 	// TakeoverKeepsEpoch: a coordinator that takes a job over goes on in its predecessor's
 	// epoch instead of a new generation's.
 	TakeoverKeepsEpoch
+	// KeepOneTooFew: a coordinator's commit tells the nodes to keep one committed checkpoint
+	// fewer than it may fall back to (KeepFrom one commit too late).
+	KeepOneTooFew
+	// StaleAssignment: a shard's driver takes an assignment of an earlier epoch than the one it
+	// serves (a superseded coordinator's) instead of answering that it is superseded.
+	StaleAssignment
+	// ReportBeforeBuddy: a shard's driver reports a checkpoint to the coordinator once written
+	// on its node, before its buddy has answered that it keeps a copy.
+	ReportBeforeBuddy
+	// ResumeWithoutHistory: a shard's driver that resumes from a checkpoint starts its stop
+	// rule afresh instead of from the history saved in the checkpoint.
+	ResumeWithoutHistory
+	// PastGrant: a shard's driver runs on past the last iteration the coordinator granted.
+	PastGrant
 
 	end // the first bit no bug uses
 )
 
 var names = map[Set]string{
-	WholeScatter:       "send the whole reduce-scatter result",
-	SequentialSum:      "sum children left to right",
-	DuplicateCounts:    "count a duplicated chunk as a contribution",
-	EarlyCommit:        "commit a checkpoint on its first shard",
-	TakeoverKeepsEpoch: "take over in the predecessor's epoch",
+	WholeScatter:         "send the whole reduce-scatter result",
+	SequentialSum:        "sum children left to right",
+	DuplicateCounts:      "count a duplicated chunk as a contribution",
+	EarlyCommit:          "commit a checkpoint on its first shard",
+	TakeoverKeepsEpoch:   "take over in the predecessor's epoch",
+	KeepOneTooFew:        "keep one checkpoint too few",
+	StaleAssignment:      "accept a stale assignment",
+	ReportBeforeBuddy:    "report a checkpoint before its buddy keeps it",
+	ResumeWithoutHistory: "resume without the stop rule's history",
+	PastGrant:            "run past the grant",
 }
 
 // All lists every bug, in the order of their bits.
