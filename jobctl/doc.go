@@ -67,8 +67,9 @@
 // takeover, a partition that pauses the job and one that fails it), testdata/host (admission,
 // fencing and a superseded assignment, takeover, orphans, restarts, kept answers),
 // testdata/sharddriver (grants, the stop rule, the time limit, checkpoints, rollback in place,
-// report batching), testdata/reducer and testdata/lease, each command printing what the machine asks its runtime to do, readable
-// without Go (run the tests with -rewrite after a deliberate change, and read the diff).
+// report batching), testdata/reducer and testdata/lease, each command printing what the
+// machine asks its runtime to do, readable without Go (run the tests with -rewrite after a
+// deliberate change, and read the diff).
 //
 // The coordinator, host, shard, reducer and client actors (package actors) are adapters around these
 // machines: they run pings and file I/O outside their mailboxes and feed their completions
