@@ -310,7 +310,7 @@ func (c *client) receive(msg any) {
 			c.w.scheduleFaults()
 		}
 		c.coord = m.Coordinator
-		c.step(jobctl.LeaseAccepted{At: c.w.now(), Coordinator: m.Coordinator, Takeover: m.Takeover})
+		c.step(jobctl.LeaseAccepted{At: c.w.now(), Coordinator: m.Coordinator, Epoch: m.Epoch})
 	case *messages.Progress:
 		if m.Warning == "" {
 			c.progress = append(c.progress, m.Iteration)
