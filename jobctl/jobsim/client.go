@@ -1,0 +1,156 @@
+package jobsim
+
+import (
+	"time"
+
+	"github.com/didnmf/didnmf/jobctl"
+	"github.com/didnmf/didnmf/messages"
+)
+
+// client is the job's client: it counts what ends the job.
+type client struct {
+	w        *World
+	result   *messages.JobResult
+	err      *messages.JobError
+	answers  int
+	at       time.Duration
+	coord    *messages.Pid
+	progress []int64
+	// lease is the client's end of the job's lease; dead is set once the client's process
+	// died (Faults.ClientDies).
+	lease *jobctl.LeaseClient
+	dead  bool
+	// errFrom is the node the client's error came from.
+	errFrom string
+}
+
+// clientAddr is the client's address on the simulated network.
+const clientAddr = "client"
+
+// leaseRenew is how often the client renews its lease (actors.Timeouts.LeaseRenew), and
+// lease how long a coordinator goes on without a renewal (actors.DefaultLease).
+const (
+	leaseRenew = 2 * time.Second
+	lease      = 10 * time.Second
+)
+
+// step feeds the client's end of the lease (the production jobctl.LeaseClient, as
+// actors.Client runs it) and carries out what it asks.
+func (c *client) step(ev any) {
+	w := c.w
+	if c.dead {
+		return
+	}
+	if err := c.lease.Step(ev); err != nil {
+		w.violation("client: %v", err)
+		return
+	}
+	rd := c.lease.Ready()
+	if r := rd.Renew; r != nil {
+		w.after(2*w.opt.Latency, func() { c.renewed(r) })
+	}
+	if rd.Timer > 0 {
+		w.after(rd.Timer, func() { c.step(jobctl.LeaseTimerFired{At: w.now()}) })
+	}
+	if e := rd.End; e != nil && e.Verdict == jobctl.LeaseLost {
+		c.receive(&messages.JobError{JobId: "jsim", Kind: messages.ErrorKind_ERROR_KIND_FAILURE, Message: e.Reason})
+	}
+}
+
+// renewed is a renewal's outcome, as the runtime finds it: a coordinator that lives takes it
+// (its lease runs on) and acknowledges; a live node without it answers with a dead letter,
+// or, asked as the host, with the job's kept answer; a dead node does not answer.
+func (c *client) renewed(r *jobctl.LeaseRenewal) {
+	w := c.w
+	n := w.nodes[r.To.GetAddress()]
+	alive := n != nil && n.alive
+	if r.Host != "" {
+		kept := false
+		if alive && n.answers["jsim"] != nil {
+			w.send(n.addr, &messages.Pid{Address: clientAddr, Id: clientAddr}, n.answers["jsim"])
+			kept = true
+		}
+		c.step(jobctl.LeaseHostAnswered{At: w.now(), Kept: kept})
+		return
+	}
+	outcome := jobctl.LeaseUnanswered
+	if alive {
+		outcome = jobctl.LeaseDeadLetter
+		if coord := n.coords[r.To.GetId()]; coord != nil {
+			coord.step(jobctl.LeaseRenewed{})
+			outcome = jobctl.LeaseAcked
+		}
+	}
+	c.step(jobctl.LeaseRenewAnswered{At: w.now(), Outcome: outcome})
+}
+
+// die is the client's process dying (Faults.ClientDies): it renews nothing more and hears
+// nothing; the coordinator must find its lease run out and cancel the job.
+func (c *client) die() {
+	c.w.logf("the client dies")
+	c.dead = true
+}
+
+func (c *client) receive(msg any) {
+	if c.dead {
+		return
+	}
+	c.step(jobctl.LeaseHeard{At: c.w.now()})
+	switch m := msg.(type) {
+	case *messages.JobAccepted:
+		if c.coord == nil {
+			// The faults hit an accepted job (a submission whose node dies before it answers
+			// is the client's own case).
+			c.w.scheduleFaults()
+		}
+		c.coord = m.Coordinator
+		c.step(jobctl.LeaseAccepted{At: c.w.now(), Coordinator: m.Coordinator, Epoch: m.Epoch})
+	case *messages.Progress:
+		if m.Warning == "" {
+			c.progress = append(c.progress, m.Iteration)
+		}
+	case *messages.JobResult:
+		if c.answer() {
+			c.result = m
+		}
+		c.step(jobctl.LeaseAnswered{})
+	case *messages.JobError:
+		if c.answer() {
+			c.err = m
+		}
+		c.step(jobctl.LeaseAnswered{})
+	}
+}
+
+// answer counts an answer and tells whether it is the first: the one the client keeps (as
+// actors.Client does; later ones are ignored).
+func (c *client) answer() bool {
+	c.answers++
+	if c.answers > 1 {
+		c.w.stats.LateAnswers++
+		c.w.logf("a late answer reached the client")
+		return false
+	}
+	c.at = c.w.clock
+	return true
+}
+
+// takeoverWait is how long the client waits for a job whose coordinator's node is gone to be
+// taken over (server.DefaultTakeoverWait).
+const takeoverWait = 30 * time.Second
+
+// coordinatorGone is the client seeing its job's coordinator's node leave: as server.Client
+// does, it gives the job up unless another node takes it over, or the node comes back, within
+// takeoverWait.
+func (c *client) coordinatorGone(addr string) {
+	if c.coord == nil || c.coord.Address != addr || c.answers > 0 {
+		return
+	}
+	c.w.after(takeoverWait, func() {
+		if c.answers > 0 || c.coord.Address != addr || c.w.nodes[addr].alive {
+			return
+		}
+		c.receive(&messages.JobError{JobId: "jsim", Kind: messages.ErrorKind_ERROR_KIND_FAILURE,
+			Message: "its coordinator's node died, and no node took the job over (its standby died too, or the cluster lost its majority)"})
+	})
+}
