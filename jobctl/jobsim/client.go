@@ -1,6 +1,7 @@
 package jobsim
 
 import (
+	"strings"
 	"time"
 
 	"github.com/didnmf/didnmf/jobctl"
@@ -14,10 +15,10 @@ type client struct {
 	err      *messages.JobError
 	answers  int
 	at       time.Duration
-	coord    *messages.Pid
+	accepted bool // a coordinator accepted the job
 	progress []int64
-	// lease is the client's end of the job's lease; dead is set once the client's process
-	// died (Faults.ClientDies).
+	// lease is the client's end of the job's lease, which knows the coordinator the client
+	// follows; dead is set once the client's process died (Faults.ClientDies).
 	lease *jobctl.LeaseClient
 	dead  bool
 	// errFrom is the node the client's error came from.
@@ -35,15 +36,16 @@ const (
 )
 
 // step feeds the client's end of the lease (the production jobctl.LeaseClient, as
-// actors.Client runs it) and carries out what it asks.
-func (c *client) step(ev any) {
+// actors.Client runs it) and carries out what it asks; it returns the Ready, whose Stale
+// drops the acceptance or error stepped.
+func (c *client) step(ev any) jobctl.LeaseReady {
 	w := c.w
 	if c.dead {
-		return
+		return jobctl.LeaseReady{}
 	}
 	if err := c.lease.Step(ev); err != nil {
 		w.violation("client: %v", err)
-		return
+		return jobctl.LeaseReady{}
 	}
 	rd := c.lease.Ready()
 	if r := rd.Renew; r != nil {
@@ -55,6 +57,7 @@ func (c *client) step(ev any) {
 	if e := rd.End; e != nil && e.Verdict == jobctl.LeaseLost {
 		c.receive(&messages.JobError{JobId: "jsim", Kind: messages.ErrorKind_ERROR_KIND_FAILURE, Message: e.Reason})
 	}
+	return rd
 }
 
 // renewed is a renewal's outcome, as the runtime finds it: a coordinator that lives takes it
@@ -98,13 +101,15 @@ func (c *client) receive(msg any) {
 	c.step(jobctl.LeaseHeard{At: c.w.now()})
 	switch m := msg.(type) {
 	case *messages.JobAccepted:
-		if c.coord == nil {
+		if !c.accepted {
 			// The faults hit an accepted job (a submission whose node dies before it answers
 			// is the client's own case).
+			c.accepted = true
 			c.w.scheduleFaults()
 		}
-		c.coord = m.Coordinator
-		c.step(jobctl.LeaseAccepted{At: c.w.now(), Coordinator: m.Coordinator, Epoch: m.Epoch})
+		if c.step(jobctl.LeaseAccepted{At: c.w.now(), Coordinator: m.Coordinator, Epoch: m.Epoch}).Stale {
+			c.stale("acceptance", m.Epoch)
+		}
 	case *messages.Progress:
 		if m.Warning == "" {
 			c.progress = append(c.progress, m.Iteration)
@@ -113,12 +118,32 @@ func (c *client) receive(msg any) {
 		if c.answer() {
 			c.result = m
 		}
-		c.step(jobctl.LeaseAnswered{})
+		c.step(jobctl.LeaseAnswered{Epoch: m.Epoch})
 	case *messages.JobError:
+		if c.step(jobctl.LeaseAnswered{Epoch: m.Epoch, Error: true}).Stale {
+			c.stale("error", m.Epoch)
+			return
+		}
 		if c.answer() {
 			c.err = m
 		}
-		c.step(jobctl.LeaseAnswered{})
+	}
+}
+
+// stale counts an acceptance or an error of a superseded coordinator that the client's lease
+// dropped.
+func (c *client) stale(what string, epoch uint64) {
+	c.w.stats.StaleWords++
+	c.w.logf("the client drops a superseded coordinator's %s (epoch %s)", what, jobctl.EpochString(epoch))
+}
+
+// checkLease checks the lease's promise to a client that lives: its job is never canceled
+// for the lease (it renews the coordinator of the newest epoch it heard of, which tells it of
+// itself until it does, and it drops a superseded coordinator's cancel).
+func (c *client) checkLease() {
+	if e := c.err; e != nil && !c.dead && strings.Contains(e.Message, "sent no word") {
+		c.w.violation("the job of a live client was canceled for its lease by the coordinator on %s (epoch %s; the client follows %s): %s",
+			c.errFrom, jobctl.EpochString(e.Epoch), c.lease.Coordinator().GetAddress(), e.Message)
 	}
 }
 
@@ -143,11 +168,11 @@ const takeoverWait = 30 * time.Second
 // does, it gives the job up unless another node takes it over, or the node comes back, within
 // takeoverWait.
 func (c *client) coordinatorGone(addr string) {
-	if c.coord == nil || c.coord.Address != addr || c.answers > 0 {
+	if coord := c.lease.Coordinator(); coord == nil || coord.Address != addr || c.answers > 0 {
 		return
 	}
 	c.w.after(takeoverWait, func() {
-		if c.answers > 0 || c.coord.Address != addr || c.w.nodes[addr].alive {
+		if c.answers > 0 || c.lease.Coordinator().GetAddress() != addr || c.w.nodes[addr].alive {
 			return
 		}
 		c.receive(&messages.JobError{JobId: "jsim", Kind: messages.ErrorKind_ERROR_KIND_FAILURE,

@@ -193,11 +193,10 @@ type Stats struct {
 	Unreplicated, AnswersLost int
 	// Refused counts the forged and duplicate members' claims the nodes refused.
 	Refused int
-	// LeaseGaps counts jobs of a live client canceled for its lease: the job's acceptance was
-	// lost on the way, so the client never renewed; or a coordinator superseded by a takeover
-	// (cut off, then healed), which the client no longer renews, canceled first (see the
-	// package doc's known gaps).
-	LeaseGaps int
+	// StaleWords counts the acceptances and errors of superseded coordinators the client's
+	// lease dropped (a coordinator cut off, then healed, whose lease ran out because the
+	// client renews its successor cancels the job in its own epoch).
+	StaleWords int
 	// Decisions are the wall-clock times the control took (jobctl.Job.Step with its Ready),
 	// by the event that started them: placement (Begin), membership changes and the pongs
 	// that place lost shards, and all others; ControlMessages are the messages it sent.
@@ -355,18 +354,8 @@ func (w *World) outcome() Outcome {
 		}
 		out.Stats.Recoveries = len(r.Recoveries)
 	}
-	leaseGap := false
-	if e := c.err; e != nil && !c.dead && strings.Contains(e.Message, "sent no word") {
-		// A live client's job canceled for its lease: only where its acceptance was lost or a
-		// superseded coordinator answered first.
-		if c.coord == nil || c.errFrom != c.coord.Address {
-			leaseGap = true
-			out.Stats.LeaseGaps++
-		} else {
-			w.violation("the job of a live client, which renewed its lease with its coordinator, was canceled for it: %s", e.Message)
-		}
-	}
-	if e := c.err; e != nil && w.opt.Faults.Tolerable() && !w.unreplicated && !w.answerLost && !leaseGap {
+	c.checkLease()
+	if e := c.err; e != nil && w.opt.Faults.Tolerable() && !w.unreplicated && !w.answerLost {
 		w.violation("the job failed under tolerable faults: %s", e.Message)
 	}
 	if c.result != nil && w.opt.Faults.NeverStreams {
@@ -381,7 +370,7 @@ func (w *World) outcome() Outcome {
 			w.violation("the job of a client that never streams ended at %v, past 5 waits for a chunk (%v)", c.at, w.opt.StreamIdle)
 		}
 	}
-	if e := c.err; e != nil && !excused(e.Message) && !leaseGap {
+	if e := c.err; e != nil && !excused(e.Message) {
 		w.violation("the job failed without naming a cause the promise allows: %s", e.Message)
 	}
 	// Every actor of the job stopped (on nodes that heard of its end).
