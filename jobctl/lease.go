@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/didnmf/didnmf/jobctl/internal/bugs"
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -42,6 +43,8 @@ type LeaseConfig struct {
 	Quorum time.Duration
 	// Detached is a job that runs on without its client: the client renews nothing.
 	Detached bool
+	// Bugs plants deliberate bugs (the simulator's bite test); production leaves it empty.
+	Bugs bugs.Set
 }
 
 // LeaseVerdict says why a lease's end stopped following a job.
@@ -273,8 +276,11 @@ func (c *LeaseClient) accepted(e LeaseAccepted) {
 		c.arm()
 	case e.Epoch > c.epoch:
 		// Renewals go to the coordinator that took the job over, the first at once.
-		c.epoch, c.coord = e.Epoch, e.Coordinator
-		c.renewNow()
+		c.epoch = e.Epoch
+		if !c.cfg.Bugs.Has(bugs.LeaseKeepsFirstCoordinator) {
+			c.coord = e.Coordinator
+			c.renewNow()
+		}
 	}
 	if !c.ready.Stale && e.At.After(c.heard) {
 		c.heard = e.At

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/didnmf/didnmf/jobctl/internal/bugs"
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -19,7 +20,8 @@ import (
 //
 // Commands, the client's end:
 //
-//	client job=ID renew=D quorum=D [detached]   a new LeaseClient
+//	client job=ID renew=D quorum=D [detached] [bug=keep-first]
+//	                                            a new LeaseClient (with a planted bug)
 //	accepted at=T coord=ADDR/ID epoch=E         LeaseAccepted
 //	heard at=T                                  LeaseHeard
 //	fire at=T                                   LeaseTimerFired
@@ -49,8 +51,12 @@ func TestLeaseData(t *testing.T) {
 			case "client":
 				var job string
 				d.ScanArgs(t, "job", &job)
-				client = NewLeaseClient(LeaseConfig{JobID: job, Renew: leaseDuration(t, d, "renew"), Quorum: leaseDuration(t, d, "quorum"),
-					Detached: d.HasArg("detached")})
+				cfg := LeaseConfig{JobID: job, Renew: leaseDuration(t, d, "renew"), Quorum: leaseDuration(t, d, "quorum"),
+					Detached: d.HasArg("detached")}
+				if d.HasArg("bug") {
+					cfg.Bugs = bugs.LeaseKeepsFirstCoordinator
+				}
+				client = NewLeaseClient(cfg)
 				return "ok"
 			case "watch":
 				var job string

@@ -241,7 +241,7 @@ func Run(p *Problem, opt Options) Outcome {
 		deposits: map[int64]deposit{}, written: map[ckptKey]bool{}, committed: map[int64]bool{}, epochOwners: map[uint64]*coordinator{}, views: map[string]map[string]bool{}, links: map[[2]string]time.Duration{},
 		adm: map[string]*cluster.Admission{}, lists: map[string]map[string]cluster.Member{}, started: map[string]int64{}}
 	w.data = p
-	w.client = &client{w: w, lease: jobctl.NewLeaseClient(jobctl.LeaseConfig{JobID: "jsim", Renew: leaseRenew, Quorum: opt.QuorumWait})}
+	w.client = &client{w: w, lease: jobctl.NewLeaseClient(jobctl.LeaseConfig{JobID: "jsim", Renew: leaseRenew, Quorum: opt.QuorumWait, Bugs: opt.Bugs})}
 	for i := range opt.Nodes {
 		w.addNode(fmt.Sprintf("n%d", i))
 	}

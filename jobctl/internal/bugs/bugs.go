@@ -31,16 +31,21 @@ const (
 	// TakeoverKeepsEpoch: a coordinator that takes a job over goes on in its predecessor's
 	// epoch instead of a new generation's.
 	TakeoverKeepsEpoch
+	// LeaseKeepsFirstCoordinator: a client goes on renewing its job's lease with the
+	// coordinator it first followed after another took the job over: it misses the new
+	// coordinator's lease, which runs out.
+	LeaseKeepsFirstCoordinator
 
 	end // the first bit no bug uses
 )
 
 var names = map[Set]string{
-	WholeScatter:       "send the whole reduce-scatter result",
-	SequentialSum:      "sum children left to right",
-	DuplicateCounts:    "count a duplicated chunk as a contribution",
-	EarlyCommit:        "commit a checkpoint on its first shard",
-	TakeoverKeepsEpoch: "take over in the predecessor's epoch",
+	WholeScatter:               "send the whole reduce-scatter result",
+	SequentialSum:              "sum children left to right",
+	DuplicateCounts:            "count a duplicated chunk as a contribution",
+	EarlyCommit:                "commit a checkpoint on its first shard",
+	TakeoverKeepsEpoch:         "take over in the predecessor's epoch",
+	LeaseKeepsFirstCoordinator: "miss the lease of a takeover's coordinator",
 }
 
 // All lists every bug, in the order of their bits.
