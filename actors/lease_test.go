@@ -57,3 +57,35 @@ func TestClientGetsAKeptAnswerAgain(t *testing.T) {
 		t.Fatalf("the job ended with %v, want the answer its coordinator's host kept", err)
 	}
 }
+
+// TestLostAcceptanceIsToldAgain: the coordinator's first two JobAccepted are lost on the way.
+// The coordinator tells the client again at every tick until the client's first renewal, so
+// Submit returns (it waits for an acceptance) and the client renews the lease; the job, which
+// runs longer than the lease, ends with its result instead of being canceled for a client
+// that never renewed.
+func TestLostAcceptanceIsToldAgain(t *testing.T) {
+	timeouts := Timeouts{LeaseRenew: 100 * time.Millisecond}
+	faults := &Faults{DropAcceptances: 2, IterationDelay: 10 * time.Millisecond}
+	lc, cl := testClusterWith(t, 2, NodeConfig{Threads: 2, Timeouts: timeouts, Lease: 3500 * time.Millisecond, Faults: faults})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// 400 iterations of at least 10ms: longer than the lease, which cancels the job of a
+	// client that does not renew it.
+	job, err := cl.Submit(ctx, "", spec("synthetic:m=6,n=400,k=3,seed=1", "did", 3, 2, lc.Addresses(), 400))
+	if err != nil {
+		t.Fatalf("submit, its first two acceptances lost: %v", err)
+	}
+	res, err := job.Wait(ctx)
+	if err != nil {
+		t.Fatalf("the job ended with %v, want its result", err)
+	}
+	if res.Iterations != 400 {
+		t.Fatalf("the job ran %d iterations, want 400", res.Iterations)
+	}
+	faults.mu.Lock()
+	dropped := faults.dropped
+	faults.mu.Unlock()
+	if dropped < 3 {
+		t.Fatalf("%d acceptances sent: want the two lost and one more", dropped)
+	}
+}
