@@ -89,3 +89,32 @@ func TestLostAcceptanceIsToldAgain(t *testing.T) {
 		t.Fatalf("%d acceptances sent: want the two lost and one more", dropped)
 	}
 }
+
+// TestSupersededCoordinatorsCancelIsDropped: once the client heard of a coordinator of a newer
+// epoch (a takeover), the cancel of the coordinator it followed before (whose lease ran out
+// because the client renews its successor) does not end the job at the client; the job ends
+// with its result. Here the takeover's acceptance names the same coordinator in generation 1,
+// and the stale cancel is handed to the client actor as it would come off the wire.
+func TestSupersededCoordinatorsCancelIsDropped(t *testing.T) {
+	timeouts := Timeouts{LeaseRenew: 100 * time.Millisecond}
+	lc, cl := testClusterWith(t, 2, NodeConfig{Threads: 2, Timeouts: timeouts, Faults: &Faults{IterationDelay: 5 * time.Millisecond}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	job, err := cl.Submit(ctx, "", spec("synthetic:m=6,n=400,k=3,seed=1", "did", 3, 2, lc.Addresses(), 200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-job.Progress()
+	root := lc.Nodes[0].System().Root
+	coord := &messages.Pid{Address: job.Coordinator(), Id: HostName + "/" + job.ID + coordSuffix}
+	root.Send(cl.pid, &messages.JobAccepted{JobId: job.ID, Coordinator: coord, Takeover: true, Epoch: 1 << 32})
+	root.Send(cl.pid, &messages.JobError{JobId: job.ID, Kind: KindCanceled, Epoch: 1,
+		Message: "job " + job.ID + " canceled: its client sent no word for 10s (the superseded coordinator's)"})
+	res, err := job.Wait(ctx)
+	if err != nil {
+		t.Fatalf("the job ended with %v, want its result: the superseded coordinator's cancel must be dropped", err)
+	}
+	if res.Iterations != 200 {
+		t.Fatalf("the job ran %d iterations, want 200", res.Iterations)
+	}
+}
