@@ -142,8 +142,12 @@ func (c *client) stale(what string, epoch uint64) {
 // itself until it does, and it drops a superseded coordinator's cancel).
 func (c *client) checkLease() {
 	if e := c.err; e != nil && !c.dead && strings.Contains(e.Message, "sent no word") {
+		follows := "no coordinator: it heard no acceptance"
+		if coord := c.lease.Coordinator(); coord != nil {
+			follows = "the coordinator on " + coord.Address
+		}
 		c.w.violation("the job of a live client was canceled for its lease by the coordinator on %s (epoch %s; the client follows %s): %s",
-			c.errFrom, jobctl.EpochString(e.Epoch), c.lease.Coordinator().GetAddress(), e.Message)
+			c.errFrom, jobctl.EpochString(e.Epoch), follows, e.Message)
 	}
 }
 
