@@ -190,6 +190,8 @@ const (
 // coordinator is gone: the client asks the coordinator's host, which keeps the job's answer if
 // the job ended there; if the host keeps none, and no coordinator speaks of the job for
 // Quorum from then (a successor taking it over would), the client gives the job up as lost.
+// It follows the coordinator of the highest epoch it heard of, renewing at once when it learns
+// of one, and calls an acceptance or an error of a lower epoch stale (LeaseReady.Stale).
 //
 // A LeaseClient is not safe for concurrent use.
 type LeaseClient struct {
