@@ -66,12 +66,12 @@ func TestClientGetsAKeptAnswerAgain(t *testing.T) {
 func TestLostAcceptanceIsToldAgain(t *testing.T) {
 	timeouts := Timeouts{LeaseRenew: 100 * time.Millisecond}
 	faults := &Faults{DropAcceptances: 2, IterationDelay: 10 * time.Millisecond}
-	lc, cl := testClusterWith(t, 2, NodeConfig{Threads: 2, Timeouts: timeouts, Lease: 3500 * time.Millisecond, Faults: faults})
+	lc, cl := testClusterWith(t, 2, NodeConfig{Threads: 2, Timeouts: timeouts, Lease: 5 * time.Second, Faults: faults})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	// 400 iterations of at least 10ms: longer than the lease, which cancels the job of a
+	// 600 iterations of at least 10ms: longer than the lease, which cancels the job of a
 	// client that does not renew it.
-	job, err := cl.Submit(ctx, "", spec("synthetic:m=6,n=400,k=3,seed=1", "did", 3, 2, lc.Addresses(), 400))
+	job, err := cl.Submit(ctx, "", spec("synthetic:m=6,n=400,k=3,seed=1", "did", 3, 2, lc.Addresses(), 600))
 	if err != nil {
 		t.Fatalf("submit, its first two acceptances lost: %v", err)
 	}
@@ -79,8 +79,8 @@ func TestLostAcceptanceIsToldAgain(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the job ended with %v, want its result", err)
 	}
-	if res.Iterations != 400 {
-		t.Fatalf("the job ran %d iterations, want 400", res.Iterations)
+	if res.Iterations != 600 {
+		t.Fatalf("the job ran %d iterations, want 600", res.Iterations)
 	}
 	faults.mu.Lock()
 	dropped := faults.dropped
