@@ -272,15 +272,16 @@ func (j *Job) Cancel() {
 }
 
 // leaseStep feeds the job's lease (jobctl.LeaseClient) one event and carries out what it
-// asks for. The lease decides; this only sends, arms timers and ends the job. Any goroutine
-// may call it (the client actor, a timer, a renewal's answer).
-func (j *Job) leaseStep(ev any) {
+// asks for; it returns the Ready, whose Stale tells the client actor to drop the acceptance or
+// error it stepped. The lease decides; this only sends, arms timers and ends the job. Any
+// goroutine may call it (the client actor, a timer, a renewal's answer).
+func (j *Job) leaseStep(ev any) jobctl.LeaseReady {
 	j.mu.Lock()
 	err := j.lease.Step(ev)
 	rd := j.lease.Ready()
 	j.mu.Unlock()
 	if err != nil {
-		return // an event the lease does not know: this file sends only those it does
+		return rd // an event the lease does not know: this file sends only those it does
 	}
 	root := j.client.system.Root
 	if to := rd.Cancel; to != nil {
@@ -312,6 +313,7 @@ func (j *Job) leaseStep(ev any) {
 			j.finish(nil, &JobError{JobID: j.ID, Kind: KindFailure, Message: e.Reason})
 		}
 	}
+	return rd
 }
 
 // leaseTimer is an armed renewal timer of a job's lease. It reaches its job through a pointer
@@ -414,10 +416,19 @@ func (a clientActor) Receive(ctx actor.Context) {
 		if j == nil || m.Coordinator == nil {
 			return
 		}
-		first := j.coord() == nil
-		j.leaseStep(jobctl.LeaseAccepted{At: time.Now(), Coordinator: m.Coordinator, Takeover: m.Takeover})
-		if !first {
-			if m.Takeover {
+		before := j.coord()
+		if j.leaseStep(jobctl.LeaseAccepted{At: time.Now(), Coordinator: m.Coordinator, Epoch: m.Epoch}).Stale {
+			return // a superseded coordinator's
+		}
+		if j.coord() == nil {
+			if j.canceled.Load() { // given up before any coordinator accepted it
+				ctx.Send(pidOf(m.Coordinator), &messages.CancelJob{JobId: j.ID, OwnerToken: j.token})
+			}
+			return
+		}
+		if before != nil {
+			// Told again (the same coordinator), or a takeover: the renewals follow the lease.
+			if after := j.coord(); m.Takeover && (after.Address != before.Address || after.Id != before.Id) {
 				select {
 				case j.warnings <- fmt.Sprintf("node %s took the job over", m.Coordinator.Address):
 				default:
@@ -486,8 +497,8 @@ func (a clientActor) Receive(ctx actor.Context) {
 		j.finish(res, err)
 	case *messages.JobError:
 		j := a.c.job(m.JobId)
-		if j == nil {
-			return
+		if j == nil || j.leaseStep(jobctl.LeaseAnswered{Epoch: m.Epoch, Error: true}).Stale {
+			return // a superseded coordinator's word (its lease ran out: the client renews its successor)
 		}
 		a.c.forget(j.ID)
 		j.finish(nil, &JobError{JobID: m.JobId, Kind: m.Kind, Message: m.Message})

@@ -157,7 +157,9 @@ func (c *coordinator) step(ctx actor.Context, ev any) {
 // pings, timers and file work outside the mailbox, their completions coming back as events.
 func (c *coordinator) apply(ctx actor.Context, rd jobctl.Ready) {
 	for _, s := range rd.Sends {
-		ctx.Send(pidOf(s.To), s.Msg)
+		if !c.node.hooks.coordinatorSends(s.Msg) {
+			ctx.Send(pidOf(s.To), s.Msg)
+		}
 	}
 	for _, l := range rd.Logs {
 		c.node.logger.LogAttrs(context.Background(), l.Level, l.Msg, l.Attrs...)

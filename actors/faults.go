@@ -55,9 +55,13 @@ type Faults struct {
 	// SetupDelay holds a new job's coordinator this long before it checks the job against
 	// its data and accepts it: a node can then fail between a submission and its acceptance.
 	SetupDelay time.Duration
+	// DropAcceptances loses that many of the JobAccepted the node's coordinators send to
+	// their clients, the first ones (an acceptance lost on a connection that broke).
+	DropAcceptances int
 
-	mu    sync.Mutex
-	fired map[[3]int64]bool
+	mu      sync.Mutex
+	fired   map[[3]int64]bool
+	dropped int
 }
 
 // hooks are the named points of a node's job actors where tests and chaos runs step in; the
@@ -77,6 +81,9 @@ type hooks interface {
 	// setupBegins is called before the coordinator of a new job (not a taken-over one) sets
 	// it up. It runs outside every mailbox and may block: the job is accepted after it.
 	setupBegins(job string)
+	// coordinatorSends is called by a coordinator for every message its control sends, inside
+	// its Receive; the message is lost when it returns true.
+	coordinatorSends(msg any) bool
 	// checkpointWritten is called when a checkpoint file of shard `shard` at an iteration
 	// was written at path (kind Own or Buddy; see Node.keepCheckpoint). It runs on the
 	// writer's goroutine, outside every mailbox, concurrently with the node's other writes.
@@ -89,6 +96,7 @@ type noHooks struct{}
 func (noHooks) shardBoundary(shard, shards, iteration int64)                                    {}
 func (noHooks) reducerCombined(lo, hi, iteration int64, init bool)                              {}
 func (noHooks) setupBegins(job string)                                                          {}
+func (noHooks) coordinatorSends(msg any) bool                                                   { return false }
 func (noHooks) checkpointWritten(kind checkpoint.Kind, shard int, iteration int64, path string) {}
 
 // hooks returns the hooks that inject f's actor and checkpoint faults: noHooks when f is nil.
@@ -118,6 +126,17 @@ func (f *Faults) reducerCombined(lo, hi, iteration int64, init bool) {
 
 // setupBegins sleeps SetupDelay.
 func (f *Faults) setupBegins(string) { time.Sleep(f.SetupDelay) }
+
+// coordinatorSends loses the first DropAcceptances acceptances.
+func (f *Faults) coordinatorSends(msg any) bool {
+	if _, ok := msg.(*messages.JobAccepted); !ok || f.DropAcceptances == 0 {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dropped++
+	return f.dropped <= f.DropAcceptances
+}
 
 // checkpointWritten flips a byte in the middle of the file when CorruptCheckpoints says so.
 func (f *Faults) checkpointWritten(kind checkpoint.Kind, shard int, iteration int64, path string) {

@@ -57,3 +57,64 @@ func TestClientGetsAKeptAnswerAgain(t *testing.T) {
 		t.Fatalf("the job ended with %v, want the answer its coordinator's host kept", err)
 	}
 }
+
+// TestLostAcceptanceIsToldAgain: the coordinator's first two JobAccepted are lost on the way.
+// The coordinator tells the client again at every tick until the client's first renewal, so
+// Submit returns (it waits for an acceptance) and the client renews the lease; the job, which
+// runs longer than the lease, ends with its result instead of being canceled for a client
+// that never renewed.
+func TestLostAcceptanceIsToldAgain(t *testing.T) {
+	timeouts := Timeouts{LeaseRenew: 100 * time.Millisecond}
+	faults := &Faults{DropAcceptances: 2, IterationDelay: 10 * time.Millisecond}
+	lc, cl := testClusterWith(t, 2, NodeConfig{Threads: 2, Timeouts: timeouts, Lease: 5 * time.Second, Faults: faults})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// 600 iterations of at least 10ms: longer than the lease, which cancels the job of a
+	// client that does not renew it.
+	job, err := cl.Submit(ctx, "", spec("synthetic:m=6,n=400,k=3,seed=1", "did", 3, 2, lc.Addresses(), 600))
+	if err != nil {
+		t.Fatalf("submit, its first two acceptances lost: %v", err)
+	}
+	res, err := job.Wait(ctx)
+	if err != nil {
+		t.Fatalf("the job ended with %v, want its result", err)
+	}
+	if res.Iterations != 600 {
+		t.Fatalf("the job ran %d iterations, want 600", res.Iterations)
+	}
+	faults.mu.Lock()
+	dropped := faults.dropped
+	faults.mu.Unlock()
+	if dropped < 3 {
+		t.Fatalf("%d acceptances sent: want the two lost and one more", dropped)
+	}
+}
+
+// TestSupersededCoordinatorsCancelIsDropped: once the client heard of a coordinator of a newer
+// epoch (a takeover), the cancel of the coordinator it followed before (whose lease ran out
+// because the client renews its successor) does not end the job at the client; the job ends
+// with its result. Here the takeover's acceptance names the same coordinator in generation 1,
+// and the stale cancel is handed to the client actor as it would come off the wire.
+func TestSupersededCoordinatorsCancelIsDropped(t *testing.T) {
+	timeouts := Timeouts{LeaseRenew: 100 * time.Millisecond}
+	lc, cl := testClusterWith(t, 2, NodeConfig{Threads: 2, Timeouts: timeouts, Faults: &Faults{IterationDelay: 5 * time.Millisecond}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	job, err := cl.Submit(ctx, "", spec("synthetic:m=6,n=400,k=3,seed=1", "did", 3, 2, lc.Addresses(), 200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-job.Progress()
+	root := lc.Nodes[0].System().Root
+	coord := &messages.Pid{Address: job.Coordinator(), Id: HostName + "/" + job.ID + coordSuffix}
+	root.Send(cl.pid, &messages.JobAccepted{JobId: job.ID, Coordinator: coord, Takeover: true, Epoch: 1 << 32})
+	root.Send(cl.pid, &messages.JobError{JobId: job.ID, Kind: KindCanceled, Epoch: 1,
+		Message: "job " + job.ID + " canceled: its client sent no word for 10s (the superseded coordinator's)"})
+	res, err := job.Wait(ctx)
+	if err != nil {
+		t.Fatalf("the job ended with %v, want its result: the superseded coordinator's cancel must be dropped", err)
+	}
+	if res.Iterations != 200 {
+		t.Fatalf("the job ran %d iterations, want 200", res.Iterations)
+	}
+}

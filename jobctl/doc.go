@@ -60,8 +60,11 @@
 //	                and how its progress reports are batched; the runtime steps the kernels
 //	                machine, writes the checkpoints and sends what Ready says
 //	lease.go        the lease of a job that is not detached: LeaseClient, the client's end
-//	                (when to renew, what a dead letter means, when the job is lost), and
-//	                LeaseWatch, the coordinator's (when the client is gone)
+//	                (when to renew, what a dead letter means, when the job is lost, which
+//	                coordinator to follow: the highest epoch it heard of, dropping a lower
+//	                one's acceptance or error as stale), and LeaseWatch, the coordinator's
+//	                (when the client is gone, and telling the client of itself again at every
+//	                tick until its first renewal, so that a lost JobAccepted costs a tick)
 //
 // Their stories are data-driven tests, as etcd's raft has them: testdata/job (a rollback, a
 // takeover, a partition that pauses the job and one that fails it), testdata/host (admission,

@@ -103,6 +103,7 @@ type Job struct {
 
 	ownsPartial bool
 	lease       *LeaseWatch // the client's lease, at this end
+	announced   bool        // the client was told this coordinator has the job (JobAccepted)
 	published   time.Time
 	// progressAt is when the job last progressed (an assignment taken, an iteration, a
 	// checkpoint, a shard or reducer done); stallArmed is set while a stall timer runs.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/didnmf/didnmf/jobctl/internal/bugs"
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -16,7 +17,18 @@ import (
 //   - LeaseClient is the client's end: when to renew, what an unanswered renewal means, and
 //     when the client gives the job up as lost because its coordinator is gone and no other
 //     spoke of it.
-//   - LeaseWatch is the coordinator's end: when the job's client is considered gone.
+//   - LeaseWatch is the coordinator's end: when the job's client is considered gone, and
+//     when to tell the client again which coordinator it follows.
+//
+// Two rules close the gaps a lost or late message would open. A coordinator tells its client
+// again that it coordinates the job (messages.JobAccepted) at every tick until the client's
+// first renewal reaches it, and the client renews at once when it learns of a coordinator: a
+// lost acceptance costs a second, not the job. And every acceptance and every error carries
+// the epoch of the coordinator that sent it (a takeover starts a higher generation): the
+// client follows the coordinator of the highest epoch it heard of and ignores an acceptance
+// or an error of a lower one, so that a superseded coordinator, whose lease runs out because
+// the client renews its successor, cannot end the job at the client. A result is taken from
+// any coordinator: it is the job's, with the same bits whichever coordinator reached it.
 
 // LeaseConfig is what the client's end of a job's lease knows: fixed for the job's life.
 type LeaseConfig struct {
@@ -31,6 +43,8 @@ type LeaseConfig struct {
 	Quorum time.Duration
 	// Detached is a job that runs on without its client: the client renews nothing.
 	Detached bool
+	// Bugs plants deliberate bugs (the simulator's bite test); production leaves it empty.
+	Bugs bugs.Set
 }
 
 // LeaseVerdict says why a lease's end stopped following a job.
@@ -89,17 +103,25 @@ type LeaseReady struct {
 	Cancel *messages.Pid
 	// End, when set (once), ends the job at this end of the lease with the verdict.
 	End *LeaseEnd
+	// Announce (the coordinator's end) asks the coordinator to tell the client again that it
+	// coordinates the job (messages.JobAccepted): no renewal came since the lease began, so
+	// the client may not have heard.
+	Announce bool
+	// Stale (the client's end) says that the acceptance or the answer just stepped comes from
+	// a coordinator of an epoch older than the newest the client heard of: the runtime drops
+	// it.
+	Stale bool
 }
 
 // The client's events.
 
-// LeaseAccepted is a coordinator accepting the job (messages.JobAccepted): the first starts
-// the renewals; a later one with Takeover set moves them to the coordinator that took the job
-// over.
+// LeaseAccepted is a coordinator accepting the job (messages.JobAccepted) in its Epoch: the
+// first starts the renewals; one of a higher epoch than the client heard of moves them to that
+// coordinator (it took the job over); one of a lower epoch is stale.
 type LeaseAccepted struct {
 	At          time.Time
 	Coordinator *messages.Pid
-	Takeover    bool
+	Epoch       uint64
 }
 
 // LeaseHeard is a coordinator sending the client anything of the job.
@@ -136,9 +158,15 @@ type LeaseHostAnswered struct {
 	Kept bool
 }
 
-// LeaseAnswered is the job's answer (a result or an error) reaching the client, or the client
-// ending the job on its own account: the renewals stop.
-type LeaseAnswered struct{}
+// LeaseAnswered is the job's answer reaching the client (a result, or an error of the
+// coordinator's Epoch), or the client ending the job on its own account (the zero value): the
+// renewals stop. An error of an epoch older than the newest the client heard of is stale
+// (LeaseReady.Stale) and changes nothing; a result never is, nor an error of epoch 0 (not a
+// coordinator's: a host's that saw the job's coordinator fail).
+type LeaseAnswered struct {
+	Epoch uint64
+	Error bool
+}
 
 // LeaseRelease is the client letting the job go (Job.Release).
 type LeaseRelease struct{}
@@ -162,12 +190,16 @@ const (
 // coordinator is gone: the client asks the coordinator's host, which keeps the job's answer if
 // the job ended there; if the host keeps none, and no coordinator speaks of the job for
 // Quorum from then (a successor taking it over would), the client gives the job up as lost.
+// It follows the coordinator of the highest epoch it heard of, renewing at once when it learns
+// of one, and calls an acceptance or an error of a lower epoch stale (LeaseReady.Stale).
 //
 // A LeaseClient is not safe for concurrent use.
 type LeaseClient struct {
 	cfg   LeaseConfig
 	phase leaseClientPhase
 	coord *messages.Pid
+	// epoch is the highest coordinator epoch the client heard of.
+	epoch uint64
 	// inflight is set while a renewal (to the coordinator or its host) awaits its outcome:
 	// the timer then fires without a renewal.
 	inflight bool
@@ -206,6 +238,10 @@ func (c *LeaseClient) Step(ev any) error {
 	case LeaseHostAnswered:
 		c.hostAnswered(e)
 	case LeaseAnswered:
+		if e.Error && e.Epoch != 0 && e.Epoch < c.epoch {
+			c.ready.Stale = true // a superseded coordinator's word
+			return nil
+		}
 		c.phase = leaseOver
 	case LeaseRelease:
 		c.end(LeaseEnd{Verdict: LeaseReleased})
@@ -232,17 +268,36 @@ func (c *LeaseClient) Ready() LeaseReady {
 }
 
 func (c *LeaseClient) accepted(e LeaseAccepted) {
-	if e.At.After(c.heard) {
-		c.heard = e.At
-	}
 	switch {
 	case c.phase == leaseOver || e.Coordinator == nil:
+	case e.Epoch < c.epoch:
+		c.ready.Stale = true // a superseded coordinator's acceptance
 	case c.phase == leaseSubmitted:
-		c.phase, c.coord = leaseFollowing, e.Coordinator
+		c.phase, c.coord, c.epoch = leaseFollowing, e.Coordinator, e.Epoch
+		c.renewNow()
 		c.arm()
-	case e.Takeover:
-		c.coord = e.Coordinator // renewals go to the coordinator that took the job over
+	case e.Epoch > c.epoch:
+		// Renewals go to the coordinator that took the job over, the first at once.
+		c.epoch = e.Epoch
+		if !c.cfg.Bugs.Has(bugs.LeaseKeepsFirstCoordinator) {
+			c.coord = e.Coordinator
+			c.renewNow()
+		}
 	}
+	if !c.ready.Stale && e.At.After(c.heard) {
+		c.heard = e.At
+	}
+}
+
+// renewNow renews the lease at once, unless a renewal awaits its outcome (the timer then
+// renews): the coordinator, which tells the client of itself until a renewal comes, learns
+// the client heard it.
+func (c *LeaseClient) renewNow() {
+	if c.cfg.Detached || c.cfg.Renew <= 0 || c.inflight {
+		return
+	}
+	c.inflight = true
+	c.ready.Renew = &LeaseRenewal{To: c.coord}
 }
 
 // arm asks for the renewal timer (none for a detached job).
@@ -260,10 +315,7 @@ func (c *LeaseClient) fired() {
 	if c.phase != leaseFollowing {
 		return
 	}
-	if !c.inflight {
-		c.inflight = true
-		c.ready.Renew = &LeaseRenewal{To: c.coord}
-	}
+	c.renewNow()
 	c.arm()
 }
 
@@ -320,7 +372,9 @@ type LeaseTick struct{ At time.Time }
 
 // LeaseWatch is the coordinator's end of a job's lease: it declares the client gone (the
 // verdict LeaseExpired) when no renewal came for Lease since the job began, was taken over,
-// or last heard one. A detached job, or a Lease <= 0, has no lease.
+// or last heard one; until the first renewal since then, it asks at every tick to tell the
+// client again that this coordinator has the job (LeaseReady.Announce). A detached job, or a
+// Lease <= 0, has no lease.
 //
 // A LeaseWatch is not safe for concurrent use.
 type LeaseWatch struct {
@@ -329,6 +383,7 @@ type LeaseWatch struct {
 	detached bool
 	started  bool
 	over     bool
+	renewed  bool      // a renewal came since the lease began
 	at       time.Time // the lease runs from then
 	ready    LeaseReady
 }
@@ -343,13 +398,20 @@ func NewLeaseWatch(jobID string, lease time.Duration, detached bool) *LeaseWatch
 func (w *LeaseWatch) Step(ev any) error {
 	switch e := ev.(type) {
 	case LeaseStart:
-		w.started, w.at = true, e.At
+		w.started, w.renewed, w.at = true, false, e.At
 	case LeaseRenewalCame:
-		if w.started && e.At.After(w.at) {
-			w.at = e.At
+		if w.started {
+			w.renewed = true
+			if e.At.After(w.at) {
+				w.at = e.At
+			}
 		}
 	case LeaseTick:
-		if w.over || !w.started || w.detached || w.lease <= 0 || e.At.Sub(w.at) <= w.lease {
+		if w.over || !w.started || w.detached || w.lease <= 0 {
+			return nil
+		}
+		if e.At.Sub(w.at) <= w.lease {
+			w.ready.Announce = !w.renewed
 			return nil
 		}
 		w.over = true

@@ -3,12 +3,14 @@ package jobctl
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/didnmf/didnmf/jobctl/internal/bugs"
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -18,13 +20,14 @@ import (
 //
 // Commands, the client's end:
 //
-//	client job=ID renew=D quorum=D [detached]   a new LeaseClient
-//	accepted at=T coord=ADDR/ID [takeover]      LeaseAccepted
+//	client job=ID renew=D quorum=D [detached] [bug=keep-first]
+//	                                            a new LeaseClient (with a planted bug)
+//	accepted at=T coord=ADDR/ID epoch=E         LeaseAccepted
 //	heard at=T                                  LeaseHeard
 //	fire at=T                                   LeaseTimerFired
 //	renew-answer at=T outcome=acked|unanswered|dead-letter
 //	host-answer at=T [kept]                     LeaseHostAnswered
-//	answered                                    LeaseAnswered
+//	answered [epoch=E error]                    LeaseAnswered (an error of epoch E)
 //	release                                     LeaseRelease
 //	abandon (the error's text as input)         LeaseAbandon
 //
@@ -48,8 +51,12 @@ func TestLeaseData(t *testing.T) {
 			case "client":
 				var job string
 				d.ScanArgs(t, "job", &job)
-				client = NewLeaseClient(LeaseConfig{JobID: job, Renew: leaseDuration(t, d, "renew"), Quorum: leaseDuration(t, d, "quorum"),
-					Detached: d.HasArg("detached")})
+				cfg := LeaseConfig{JobID: job, Renew: leaseDuration(t, d, "renew"), Quorum: leaseDuration(t, d, "quorum"),
+					Detached: d.HasArg("detached")}
+				if d.HasArg("bug") {
+					cfg.Bugs = bugs.LeaseKeepsFirstCoordinator
+				}
+				client = NewLeaseClient(cfg)
 				return "ok"
 			case "watch":
 				var job string
@@ -60,7 +67,7 @@ func TestLeaseData(t *testing.T) {
 				var coord string
 				d.ScanArgs(t, "coord", &coord)
 				addr, id, _ := strings.Cut(coord, "/")
-				ev = LeaseAccepted{At: at(), Coordinator: &messages.Pid{Address: addr, Id: id}, Takeover: d.HasArg("takeover")}
+				ev = LeaseAccepted{At: at(), Coordinator: &messages.Pid{Address: addr, Id: id}, Epoch: leaseEpoch(t, d)}
 			case "heard":
 				ev = LeaseHeard{At: at()}
 			case "fire":
@@ -76,7 +83,7 @@ func TestLeaseData(t *testing.T) {
 			case "host-answer":
 				ev = LeaseHostAnswered{At: at(), Kept: d.HasArg("kept")}
 			case "answered":
-				ev = LeaseAnswered{}
+				ev = LeaseAnswered{Epoch: leaseEpoch(t, d), Error: d.HasArg("error")}
 			case "release":
 				ev = LeaseRelease{}
 			case "abandon":
@@ -130,6 +137,26 @@ func leaseDuration(t *testing.T, d *datadriven.TestData, key string) time.Durati
 	return v
 }
 
+// leaseEpoch reads the epoch argument (0 when absent), written as EpochString shows it
+// ("1.0": the first generation after a takeover).
+func leaseEpoch(t *testing.T, d *datadriven.TestData) uint64 {
+	if !d.HasArg("epoch") {
+		return 0
+	}
+	var s string
+	d.ScanArgs(t, "epoch", &s)
+	gen, rec, ok := strings.Cut(s, ".")
+	if !ok {
+		gen, rec = "0", s
+	}
+	g, err1 := strconv.ParseUint(gen, 10, 32)
+	r, err2 := strconv.ParseUint(rec, 10, 32)
+	if err1 != nil || err2 != nil {
+		d.Fatalf(t, "epoch %q: want N or GEN.N", s)
+	}
+	return g<<EpochGenShift | r
+}
+
 // leaseReadyString prints a LeaseReady one effect a line ("ok" for none).
 func leaseReadyString(rd LeaseReady) string {
 	var b strings.Builder
@@ -144,6 +171,12 @@ func leaseReadyString(rd LeaseReady) string {
 	}
 	if rd.Timer > 0 {
 		fmt.Fprintf(&b, "timer in %v\n", rd.Timer)
+	}
+	if rd.Announce {
+		b.WriteString("announce: tell the client again\n")
+	}
+	if rd.Stale {
+		b.WriteString("stale: dropped\n")
 	}
 	if e := rd.End; e != nil {
 		fmt.Fprintf(&b, "end: %v", e.Verdict)
@@ -185,5 +218,75 @@ func TestLeaseVerdictString(t *testing.T) {
 		if got := v.String(); got != want {
 			t.Errorf("LeaseVerdict(%d).String() = %q, want %q", uint8(v), got, want)
 		}
+	}
+}
+
+// TestJobTellsItsClientUntilRenewed: a coordinator's acceptance names its epoch; it is told
+// again at every tick until the client's first renewal (a lost JobAccepted costs a tick), not
+// after; the lease's cancel, its error, names the epoch too, so that a client following a
+// successor can drop it; and a coordinator that takes the job over tells the client of itself
+// in its new generation, again until a renewal reaches it.
+func TestJobTellsItsClientUntilRenewed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Config{Lease: 10 * time.Second})
+	accepted := func(h *harness) []*messages.JobAccepted {
+		var out []*messages.JobAccepted
+		for _, s := range h.sends {
+			if a, ok := s.Msg.(*messages.JobAccepted); ok && s.To.GetAddress() == "client" {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	if a := accepted(h); len(a) != 1 || a[0].Epoch != 1 || a[0].Takeover {
+		t.Fatalf("placement told the client %v, want one acceptance of epoch 1", a)
+	}
+	for i := 1; i <= 2; i++ {
+		h.now = h.now.Add(time.Second)
+		h.step(Tick{})
+		if a := accepted(h); len(a) != 1+i || a[i].Epoch != h.j.epoch {
+			t.Fatalf("tick %d without a renewal: acceptances %v, want %d", i, a, 1+i)
+		}
+	}
+	h.now = h.now.Add(100 * time.Millisecond)
+	h.step(LeaseRenewed{})
+	for range 5 {
+		h.now = h.now.Add(time.Second)
+		h.step(Tick{})
+	}
+	if a := accepted(h); len(a) != 3 {
+		t.Fatalf("the client was told again after its renewal: %d acceptances", len(a))
+	}
+	h.now = h.now.Add(10 * time.Second)
+	h.step(Tick{})
+	var cancel *messages.JobError
+	for _, s := range h.sends {
+		if e, ok := s.Msg.(*messages.JobError); ok && s.To.GetAddress() == "client" {
+			cancel = e
+		}
+	}
+	if cancel == nil || cancel.Kind != messages.ErrorKind_ERROR_KIND_CANCELED || cancel.Epoch != h.j.epoch {
+		t.Fatalf("the lease's cancel %v: want a cancel of epoch %d", cancel, h.j.epoch)
+	}
+
+	h = newHarness(t, Config{Lease: 10 * time.Second})
+	st := h.sends[len(h.sends)-1].Msg.(*messages.JobState)
+	k := &harness{t: t, now: t0.Add(time.Minute)}
+	var err error
+	if k.j, err = New(Config{Self: &messages.Pid{Address: "b", Id: "host/j-coord"}, Cluster: true, FanIn: 8, Lease: 10 * time.Second}, st.Submit); err != nil {
+		t.Fatal(err)
+	}
+	k.step(TakeOver{State: st, Cause: "a died", Workers: []string{"b", "c"}})
+	k.now = k.now.Add(time.Second)
+	k.step(Tick{})
+	a := accepted(k)
+	if len(a) != 2 || !a[0].Takeover || a[0].Epoch != 1<<EpochGenShift || a[1].Epoch < a[0].Epoch {
+		t.Fatalf("the successor told the client %v: want two takeover acceptances of generation 1", a)
+	}
+	k.step(LeaseRenewed{})
+	k.now = k.now.Add(time.Second)
+	k.step(Tick{})
+	if n := len(accepted(k)); n != 2 {
+		t.Fatalf("the successor told the client again after its renewal: %d acceptances", n)
 	}
 }

@@ -60,7 +60,7 @@ func (j *Job) begin(now time.Time, b Begin) {
 	j.ft.reserve = b.Reserve
 	j.assignBuddies()
 	j.publish(now, messages.JobPhase_JOB_PHASE_PLACING, true)
-	j.send(j.client, &messages.JobAccepted{JobId: j.id, Coordinator: j.cfg.Self, Samples: int64(j.n), Features: int64(j.m)})
+	j.announce()
 	j.place(0, nil)
 	// The standby knows the job from its placement on: a coordinator lost before the first
 	// iteration is taken over too.

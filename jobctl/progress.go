@@ -154,17 +154,30 @@ func (j *Job) onIteration(now time.Time, m *messages.IterationDone) {
 	}
 }
 
+// announce tells the client that this coordinator has the job, in its epoch: when the job
+// is placed or taken over, and again at every tick until the client's first renewal.
+func (j *Job) announce() {
+	j.announced = true
+	j.send(j.client, &messages.JobAccepted{JobId: j.id, Coordinator: j.cfg.Self, Samples: int64(j.n), Features: int64(j.m),
+		Takeover: j.ft.takenOver, Epoch: j.epoch})
+}
+
 // onTick cancels the job when its client stopped renewing its lease, or when it ran past the
-// node's cap on job time.
+// node's cap on job time; until the client's first renewal, it tells the client again that
+// this coordinator has the job.
 func (j *Job) onTick(now time.Time) {
 	if j.over || !j.begun {
 		return
 	}
 	_ = j.lease.Step(LeaseTick{At: now})
-	if end := j.lease.Ready().End; end != nil {
+	rd := j.lease.Ready()
+	if end := rd.End; end != nil {
 		j.log(warn, "canceling a job whose client is gone", slog.Duration("lease", j.cfg.Lease))
 		j.fail(kindCanceled, end.Reason)
 		return
+	}
+	if rd.Announce && j.announced {
+		j.announce() // no renewal came since: the client may not have heard of this coordinator
 	}
 	if j.cfg.MaxJobTime > 0 && !j.started.IsZero() && now.Sub(j.started) > j.cfg.MaxJobTime {
 		j.fail(kindCanceled, fmt.Sprintf("job %s canceled: it ran past the node's --max-job-time of %v", j.id, j.cfg.MaxJobTime))

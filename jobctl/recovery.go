@@ -376,7 +376,7 @@ func (j *Job) takeOver(now time.Time, t TakeOver) {
 	j.ft.checkpoints = st.Checkpoints
 	j.ownsPartial = j.sub.GetSpec().GetOutShared() != "" // the job's partial coef.npy, made by the first coordinator
 	j.publish(now, messages.JobPhase_JOB_PHASE_RECOVERING, true)
-	j.send(j.client, &messages.JobAccepted{JobId: j.id, Coordinator: j.cfg.Self, Samples: int64(j.n), Features: int64(j.m), Takeover: true})
+	j.announce()
 	j.ft.ring = uniqueStrings(append(slices.Clone(j.ft.startSet), j.ft.shardNode...))
 	old := st.GetCoordinator().GetAddress()
 	j.recover(now, t.Cause, []string{old})

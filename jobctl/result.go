@@ -56,7 +56,7 @@ func (j *Job) onReducerDone(now time.Time, m *messages.ReducerDone) {
 		History: j.history, Counters: proto.Clone(&j.counters).(*messages.Counters),
 		InitCollectives: j.counters.InitReductions, Collectives: j.counters.Reductions,
 		Recoveries: j.ft.recoveries, Checkpoints: j.ft.checkpoints, CheckpointSeconds: j.ft.ckptSeconds,
-		Mask: j.mask, TestSse: j.testSSE}
+		Mask: j.mask, TestSse: j.testSSE, Epoch: j.epoch}
 	for _, s := range j.shards {
 		res.ShardNodes = append(res.ShardNodes, s.Address)
 	}
@@ -122,7 +122,7 @@ func (j *Job) fail(kind messages.ErrorKind, msg string) {
 		j.ready.RemovePartials = true
 	}
 	if j.client != nil {
-		j.answer = &messages.JobError{JobId: j.id, Kind: kind, Message: msg}
+		j.answer = &messages.JobError{JobId: j.id, Kind: kind, Message: msg, Epoch: j.epoch}
 		j.send(j.client, j.answer)
 	}
 	j.end()

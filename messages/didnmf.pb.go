@@ -1419,7 +1419,13 @@ type JobAccepted struct {
 	Features    int64                  `protobuf:"varint,4,opt,name=features,proto3" json:"features,omitempty"`
 	// Takeover is set when a standby coordinator took the job over after the first one's node
 	// died: the client keeps its progress stream and now talks to this coordinator.
-	Takeover      bool `protobuf:"varint,5,opt,name=takeover,proto3" json:"takeover,omitempty"`
+	Takeover bool `protobuf:"varint,5,opt,name=takeover,proto3" json:"takeover,omitempty"`
+	// Epoch is the coordinator's epoch when it sent this (a takeover starts a higher
+	// generation). The client follows the coordinator of the highest epoch it heard of and
+	// ignores an acceptance of a lower one (a superseded coordinator's). A coordinator sends
+	// its acceptance again, once a second, until the client's first lease renewal reaches it:
+	// a lost acceptance does not leave the client without a coordinator to renew.
+	Epoch         uint64 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1489,12 +1495,24 @@ func (x *JobAccepted) GetTakeover() bool {
 	return false
 }
 
+func (x *JobAccepted) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 // JobError reports a refused or failed job; it ends the job.
 type JobError struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	Kind          ErrorKind              `protobuf:"varint,3,opt,name=kind,proto3,enum=didnmf.ErrorKind" json:"kind,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Kind    ErrorKind              `protobuf:"varint,3,opt,name=kind,proto3,enum=didnmf.ErrorKind" json:"kind,omitempty"`
+	// Epoch is the epoch of the coordinator that ended the job (0: not a coordinator, a host
+	// refusing the job). A client ignores an error of an epoch older than the newest
+	// JobAccepted it heard of: a superseded coordinator's word (its lease ran out because the
+	// client renews its successor) is not the job's end.
+	Epoch         uint64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1548,6 +1566,13 @@ func (x *JobError) GetKind() ErrorKind {
 		return x.Kind
 	}
 	return ErrorKind_ERROR_KIND_UNSPECIFIED
+}
+
+func (x *JobError) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
 }
 
 // CancelJob asks the coordinator to stop a job and free its actors (sent to the coordinator,
@@ -4086,8 +4111,11 @@ type JobResult struct {
 	XBytes             int64   `protobuf:"varint,25,opt,name=x_bytes,json=xBytes,proto3" json:"x_bytes,omitempty"`
 	Threads            int64   `protobuf:"varint,26,opt,name=threads,proto3" json:"threads,omitempty"`
 	FloatsPerIteration float64 `protobuf:"fixed64,27,opt,name=floats_per_iteration,json=floatsPerIteration,proto3" json:"floats_per_iteration,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Epoch is the epoch of the coordinator that ran the job to its end. A result is the job's
+	// whichever coordinator reached it (the bits are the same), so a client takes it from any.
+	Epoch         uint64 `protobuf:"varint,28,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobResult) Reset() {
@@ -4305,6 +4333,13 @@ func (x *JobResult) GetThreads() int64 {
 func (x *JobResult) GetFloatsPerIteration() float64 {
 	if x != nil {
 		return x.FloatsPerIteration
+	}
+	return 0
+}
+
+func (x *JobResult) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
 	}
 	return 0
 }
@@ -5720,17 +5755,19 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x1f\n" +
 	"\vowner_token\x18\x04 \x01(\tR\n" +
 	"ownerToken\x12\x14\n" +
-	"\x05owner\x18\x05 \x01(\tR\x05owner\"\xa5\x01\n" +
+	"\x05owner\x18\x05 \x01(\tR\x05owner\"\xbb\x01\n" +
 	"\vJobAccepted\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12-\n" +
 	"\vcoordinator\x18\x02 \x01(\v2\v.didnmf.PidR\vcoordinator\x12\x18\n" +
 	"\asamples\x18\x03 \x01(\x03R\asamples\x12\x1a\n" +
 	"\bfeatures\x18\x04 \x01(\x03R\bfeatures\x12\x1a\n" +
-	"\btakeover\x18\x05 \x01(\bR\btakeover\"b\n" +
+	"\btakeover\x18\x05 \x01(\bR\btakeover\x12\x14\n" +
+	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\"x\n" +
 	"\bJobError\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12%\n" +
-	"\x04kind\x18\x03 \x01(\x0e2\x11.didnmf.ErrorKindR\x04kind\"C\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x11.didnmf.ErrorKindR\x04kind\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\"C\n" +
 	"\tCancelJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1f\n" +
 	"\vowner_token\x18\x02 \x01(\tR\n" +
@@ -5968,7 +6005,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\rtest_rel_err2\x18\a \x01(\x01R\vtestRelErr2\x12\x1b\n" +
 	"\ttest_rmse\x18\b \x01(\x01R\btestRmse\x12\x1d\n" +
 	"\n" +
-	"test_count\x18\t \x01(\x03R\ttestCount\"\xd5\x06\n" +
+	"test_count\x18\t \x01(\x03R\ttestCount\"\xeb\x06\n" +
 	"\tJobResult\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\f\n" +
 	"\x01m\x18\x02 \x01(\x03R\x01m\x12\f\n" +
@@ -6002,7 +6039,8 @@ const file_didnmf_proto_rawDesc = "" +
 	"\astorage\x18\x18 \x01(\tR\astorage\x12\x17\n" +
 	"\ax_bytes\x18\x19 \x01(\x03R\x06xBytes\x12\x18\n" +
 	"\athreads\x18\x1a \x01(\x03R\athreads\x120\n" +
-	"\x14floats_per_iteration\x18\x1b \x01(\x01R\x12floatsPerIteration\"\xa9\x01\n" +
+	"\x14floats_per_iteration\x18\x1b \x01(\x01R\x12floatsPerIteration\x12\x14\n" +
+	"\x05epoch\x18\x1c \x01(\x04R\x05epoch\"\xa9\x01\n" +
 	"\bRecovery\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x14\n" +
 	"\x05cause\x18\x02 \x01(\tR\x05cause\x12\x18\n" +

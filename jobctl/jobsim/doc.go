@@ -58,6 +58,13 @@
 //	go test ./jobctl/jobsim -run TestSimulatedJobs -sim.schedules 1000000
 //	go test ./jobctl/jobsim -run TestSimulatedJobs -sim.seed 4105 -v
 //
+// The lease is checked too: a live client's job is never canceled for its lease. A
+// coordinator tells the client of itself (JobAccepted, with its epoch) until the client's first
+// renewal, so a lost acceptance does not leave the client without a coordinator to renew; and
+// the client follows the highest epoch it heard of, dropping the cancel of a coordinator that
+// was superseded by a takeover (cut off, then healed) and whose lease ran out because the
+// client renews its successor (Stats.StaleWords counts what it dropped).
+//
 // TestPlanAtScale runs 1,000 nodes and 10,000 shards and reports the control's decision
 // times and messages per iteration, with and without a rack of 50 nodes dying.
 //
@@ -75,10 +82,6 @@
 //   - a coordinator cut off in a partition that heals can run the job to its end next to its
 //     successor, the client keeping the first answer (Stats.LateAnswers; both are the same
 //     bits);
-//   - the lease has two (Stats.LeaseGaps): a JobAccepted lost on the way leaves the client
-//     with no coordinator to renew, and the coordinator cancels the job for its lease; and a
-//     coordinator superseded by a takeover (cut off, then healed), which the client no longer
-//     renews, may cancel the job for its lease before its successor answers;
 //   - shard 0 reports its iterations in bursts (jobctl.ShardDriverReportInterval), so a
 //     checkpoint may be committed, and replicated, before the reports of its last iterations
 //     arrive: a job that recovers to it has no history point for them (their times are the

@@ -45,21 +45,26 @@ const (
 	ResumeWithoutHistory
 	// PastGrant: a shard's driver runs on past the last iteration the coordinator granted.
 	PastGrant
+	// LeaseKeepsFirstCoordinator: a client goes on renewing its job's lease with the
+	// coordinator it first followed after another took the job over: it misses the new
+	// coordinator's lease, which runs out.
+	LeaseKeepsFirstCoordinator
 
 	end // the first bit no bug uses
 )
 
 var names = map[Set]string{
-	WholeScatter:         "send the whole reduce-scatter result",
-	SequentialSum:        "sum children left to right",
-	DuplicateCounts:      "count a duplicated chunk as a contribution",
-	EarlyCommit:          "commit a checkpoint on its first shard",
-	TakeoverKeepsEpoch:   "take over in the predecessor's epoch",
-	KeepOneTooFew:        "keep one checkpoint too few",
-	StaleAssignment:      "accept a stale assignment",
-	ReportBeforeBuddy:    "report a checkpoint before its buddy keeps it",
-	ResumeWithoutHistory: "resume without the stop rule's history",
-	PastGrant:            "run past the grant",
+	WholeScatter:               "send the whole reduce-scatter result",
+	SequentialSum:              "sum children left to right",
+	DuplicateCounts:            "count a duplicated chunk as a contribution",
+	EarlyCommit:                "commit a checkpoint on its first shard",
+	TakeoverKeepsEpoch:         "take over in the predecessor's epoch",
+	KeepOneTooFew:              "keep one checkpoint too few",
+	StaleAssignment:            "accept a stale assignment",
+	ReportBeforeBuddy:          "report a checkpoint before its buddy keeps it",
+	ResumeWithoutHistory:       "resume without the stop rule's history",
+	PastGrant:                  "run past the grant",
+	LeaseKeepsFirstCoordinator: "miss the lease of a takeover's coordinator",
 }
 
 // All lists every bug, in the order of their bits.
