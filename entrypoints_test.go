@@ -92,6 +92,15 @@ func TestEveryEntryPointRefusesAlike(t *testing.T) {
 			if !errors.As(err, &je) || je.Kind != actors.KindInput || !errors.Is(err, usererr.ErrUser) || je.Message != ue.Error() {
 				t.Errorf("node: %v; want the user's fault with the API's words %q", err, ue.Error())
 			}
+			// ... and the field crosses the wire: a front end names it its way on this side.
+			flag := func(field string) string { return "--" + field }
+			var nodeUE *usererr.Error
+			if !errors.As(err, &nodeUE) {
+				t.Fatalf("node: %v is no *usererr.Error", err)
+			}
+			if nodeUE.Field != c.field || nodeUE.Text(flag) != ue.Text(flag) {
+				t.Errorf("node: field %q, text %q; want field %q and %q", nodeUE.Field, nodeUE.Text(flag), c.field, ue.Text(flag))
+			}
 		})
 	}
 }

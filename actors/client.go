@@ -49,6 +49,11 @@ type JobError struct {
 	// unspecified kind from the wire counts as a failure).
 	Kind    messages.ErrorKind
 	Message string
+	// Field and Template, for an error of kind KindInput about a field of the spec: the
+	// field's wire name, and the message with the fields it names written {field}
+	// (usererr.Error.Template), so that Unwrap gives the *usererr.Error a front end names
+	// its way ("" : about no field).
+	Field, Template string
 }
 
 func (e *JobError) Error() string { return e.Message }
@@ -63,6 +68,9 @@ func (e *JobError) Unwrap() error {
 	case KindCanceled:
 		return ErrCanceled
 	case KindInput:
+		if e.Template != "" {
+			return usererr.FromTemplate(e.Field, e.Template)
+		}
 		return usererr.New(e.Message, nil)
 	}
 	return nil
@@ -501,7 +509,7 @@ func (a clientActor) Receive(ctx actor.Context) {
 			return // a superseded coordinator's word (its lease ran out: the client renews its successor)
 		}
 		a.c.forget(j.ID)
-		j.finish(nil, &JobError{JobID: m.JobId, Kind: m.Kind, Message: m.Message})
+		j.finish(nil, &JobError{JobID: m.JobId, Kind: m.Kind, Message: m.Message, Field: m.Field, Template: m.Template})
 	}
 }
 

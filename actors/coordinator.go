@@ -130,7 +130,7 @@ func (c *coordinator) started(ctx actor.Context) {
 	case err != nil && c.takeover != nil:
 		c.step(ctx, jobctl.Abort{Kind: KindFailure, Message: c.takeoverCause + "; taking the job over: " + err.Error()})
 	case err != nil:
-		c.step(ctx, jobctl.Abort{Kind: KindInput, Message: err.Error()})
+		c.step(ctx, jobctl.Abort{Kind: KindInput, Message: err.Error(), Err: err})
 	case c.takeover != nil:
 		c.step(ctx, jobctl.TakeOver{State: c.takeover, Cause: c.takeoverCause, Workers: c.workers()})
 	default:

@@ -177,7 +177,7 @@ func (h *host) submit(ctx actor.Context, m *messages.SubmitJob) {
 	}
 	ev := jobctl.HostSubmit{Submit: m, Peer: caller.Peer(), Local: caller.Local(), Caller: caller.Name}
 	if err := checkSubmitted(m.Spec, h.node.cfg.Members); err != nil {
-		ev.SpecError = err.Error()
+		ev.SpecError = err
 	}
 	h.step(ctx, ev)
 }

@@ -31,11 +31,11 @@ func (c *coordinator) setup(system *actor.ActorSystem, self string) any {
 	roots := c.node.cfg.Roots
 	shape, err := readShape(roots, spec, c.node.cfg.inputBytes())
 	if err != nil {
-		return jobctl.Abort{Kind: KindInput, Message: err.Error()}
+		return jobctl.Abort{Kind: KindInput, Message: err.Error(), Err: err}
 	}
 	b, err := jobctl.Prepare(c.spec, &shape, self, workerNodes(c.node.cfg.Members))
 	if err != nil {
-		return jobctl.Abort{Kind: KindInput, Message: err.Error()}
+		return jobctl.Abort{Kind: KindInput, Message: err.Error(), Err: err}
 	}
 	addrs := make([]string, len(b.Nodes))
 	for i, nd := range b.Nodes {
@@ -50,7 +50,7 @@ func (c *coordinator) setup(system *actor.ActorSystem, self string) any {
 		// Last: nothing after it can fail, so the partial files it creates are the job's.
 		if err := prepareSharedCoef(roots, spec, c.job, shape.Features, shape.Samples); err != nil {
 			removePartials(roots, spec.OutShared, c.job)
-			return jobctl.Abort{Kind: KindInput, Message: err.Error()}
+			return jobctl.Abort{Kind: KindInput, Message: err.Error(), Err: err}
 		}
 		b.OwnsPartial = true
 	}

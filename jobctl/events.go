@@ -53,6 +53,9 @@ type TakeOver struct {
 type Abort struct {
 	Kind    messages.ErrorKind
 	Message string
+	// Err, when set, is the error itself: the client's JobError names its field when it is
+	// a *usererr.Error (Message is then its message).
+	Err error
 }
 
 // Cancel is the job's owner canceling it (the runtime checked the sender owns the job).
@@ -100,7 +103,7 @@ func (j *Job) Step(now time.Time, ev any) error {
 	case TakeOver:
 		j.takeOver(now, e)
 	case Abort:
-		j.fail(e.Kind, e.Message)
+		j.failWith(e.Kind, e.Message, e.Err)
 	case Cancel:
 		j.fail(messages.ErrorKind_ERROR_KIND_CANCELED, "job canceled by the client")
 	case LeaseRenewed:

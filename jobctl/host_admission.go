@@ -1,10 +1,12 @@
 package jobctl
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // Admission. A node admits a job (its coordinator, at submission) and each shard placed on it
@@ -32,8 +34,8 @@ func (h *Host) submit(e HostSubmit) {
 		}
 		return
 	}
-	if e.SpecError != "" {
-		refuse("%s", e.SpecError)
+	if e.SpecError != nil {
+		h.send(m.Client, userJobError(m.JobId, 0, e.SpecError))
 		return
 	}
 	if jobs, _ := h.counts(); h.cfg.MaxJobs > 0 && len(jobs) >= h.cfg.MaxJobs {
@@ -118,4 +120,21 @@ func OwnerName(owner string) string {
 		return "the owner with no name"
 	}
 	return fmt.Sprintf("owner %q", owner)
+}
+
+// userJobError is the JobError of err, the user's to fix, for the job's client.
+func userJobError(job string, epoch uint64, err error) *messages.JobError {
+	je := &messages.JobError{JobId: job, Kind: messages.ErrorKind_ERROR_KIND_INPUT, Message: err.Error(), Epoch: epoch}
+	je.Field, je.Template = userFields(err)
+	return je
+}
+
+// userFields are the field and template a JobError carries for err when it is a
+// *usererr.Error (else none), so that the client names the field as its front end does.
+func userFields(err error) (field, template string) {
+	var ue *usererr.Error
+	if errors.As(err, &ue) {
+		return ue.Field, ue.Template()
+	}
+	return "", ""
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // TestHostData runs the scenarios in testdata/host: one file per behavior of a node's host
@@ -89,7 +90,11 @@ func (e *hostEnv) handle(t *testing.T, td *datadriven.TestData) string {
 	case "submit":
 		sub := &messages.SubmitJob{JobId: job, Client: hostClient, OwnerToken: "token-of-" + job}
 		ev := HostSubmit{Submit: sub, Peer: td.HasArg("peer") || local, Local: local, Caller: owner}
-		td.MaybeScanArgs(t, "spec-error", &ev.SpecError)
+		var specErr string
+		td.MaybeScanArgs(t, "spec-error", &specErr)
+		if specErr != "" {
+			ev.SpecError = usererr.New(specErr, nil)
+		}
 		e.step(t, &out, ev)
 	case "shard":
 		a := &messages.ShardAssignment{JobId: job, Epoch: epoch, Coordinator: cpid, Client: hostClient, Owner: owner}

@@ -24,8 +24,9 @@ type HostSubmit struct {
 	// Caller is the name the guard authenticated the sender under: the job's owner (a job of
 	// this process is owned by "local").
 	Caller string
-	// SpecError is why the spec cannot run on this cluster ("" when it can).
-	SpecError string
+	// SpecError is why the spec cannot run on this cluster (nil when it can): the client's
+	// JobError names its field when it is a *usererr.Error.
+	SpecError error
 }
 
 // HostShardAssign is a coordinator's ShardAssignment for a shard on this node.

@@ -47,7 +47,7 @@ func (j *Job) begin(now time.Time, b Begin) {
 		j.log(warn, "member does not answer; not placing on it", slog.String("member", nd.Name), slog.String("actor", nd.Addr))
 	}
 	if err != nil {
-		j.fail(errorKind(err), err.Error())
+		j.failWith(errorKind(err), err.Error(), err)
 		return
 	}
 	j.ft.shardNode = make([]string, p)

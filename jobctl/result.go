@@ -113,7 +113,11 @@ func (j *Job) deliver(res *messages.JobResult) {
 func (j *Job) Answer() proto.Message { return j.answer }
 
 // fail ends the job with an error that reaches the client, and stops all its actors.
-func (j *Job) fail(kind messages.ErrorKind, msg string) {
+func (j *Job) fail(kind messages.ErrorKind, msg string) { j.failWith(kind, msg, nil) }
+
+// failWith is fail with the error that made msg (nil: none), whose field and template the
+// client gets when it is a *usererr.Error.
+func (j *Job) failWith(kind messages.ErrorKind, msg string, err error) {
 	if j.over {
 		return
 	}
@@ -122,7 +126,11 @@ func (j *Job) fail(kind messages.ErrorKind, msg string) {
 		j.ready.RemovePartials = true
 	}
 	if j.client != nil {
-		j.answer = &messages.JobError{JobId: j.id, Kind: kind, Message: msg, Epoch: j.epoch}
+		je := &messages.JobError{JobId: j.id, Kind: kind, Message: msg, Epoch: j.epoch}
+		if kind == kindInput {
+			je.Field, je.Template = userFields(err)
+		}
+		j.answer = je
 		j.send(j.client, j.answer)
 	}
 	j.end()

@@ -1512,7 +1512,12 @@ type JobError struct {
 	// refusing the job). A client ignores an error of an epoch older than the newest
 	// JobAccepted it heard of: a superseded coordinator's word (its lease ran out because the
 	// client renews its successor) is not the job's end.
-	Epoch         uint64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Epoch uint64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// For an error of kind INPUT about a field of the spec: the field's wire name ("rank"), and
+	// the message with each field it names written {field} (usererr's Template), so that the
+	// client names the fields as its front end does (the CLI's flags). Empty: about no field.
+	Field         string `protobuf:"bytes,5,opt,name=field,proto3" json:"field,omitempty"`
+	Template      string `protobuf:"bytes,6,opt,name=template,proto3" json:"template,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1573,6 +1578,20 @@ func (x *JobError) GetEpoch() uint64 {
 		return x.Epoch
 	}
 	return 0
+}
+
+func (x *JobError) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *JobError) GetTemplate() string {
+	if x != nil {
+		return x.Template
+	}
+	return ""
 }
 
 // CancelJob asks the coordinator to stop a job and free its actors (sent to the coordinator,
@@ -5762,12 +5781,14 @@ const file_didnmf_proto_rawDesc = "" +
 	"\asamples\x18\x03 \x01(\x03R\asamples\x12\x1a\n" +
 	"\bfeatures\x18\x04 \x01(\x03R\bfeatures\x12\x1a\n" +
 	"\btakeover\x18\x05 \x01(\bR\btakeover\x12\x14\n" +
-	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\"x\n" +
+	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\"\xaa\x01\n" +
 	"\bJobError\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12%\n" +
 	"\x04kind\x18\x03 \x01(\x0e2\x11.didnmf.ErrorKindR\x04kind\x12\x14\n" +
-	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\"C\n" +
+	"\x05epoch\x18\x04 \x01(\x04R\x05epoch\x12\x14\n" +
+	"\x05field\x18\x05 \x01(\tR\x05field\x12\x1a\n" +
+	"\btemplate\x18\x06 \x01(\tR\btemplate\"C\n" +
 	"\tCancelJob\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1f\n" +
 	"\vowner_token\x18\x02 \x01(\tR\n" +

@@ -36,9 +36,11 @@ type Error struct {
 	// Err is the cause (an I/O error, say), or nil.
 	Err error
 
-	// format and args make the message; format may name fields as {field}.
+	// format and args make the message; format may name fields as {field}. An error that
+	// came as a template (FromTemplate) has its pieces in segs instead.
 	format string
 	args   []any
+	segs   []segment
 }
 
 // Field returns the error of a rule of the spec's field (a wire name). format may name fields
@@ -82,6 +84,20 @@ func (e *Error) Error() string { return e.Text(nil) }
 // Text returns the message with each field named {field} in it replaced by name(field) (nil:
 // the field's own name); a front end names its flags or parameters so.
 func (e *Error) Text(name func(field string) string) string {
+	if e.segs != nil {
+		var b strings.Builder
+		for _, sg := range e.segs {
+			switch {
+			case sg.field == "":
+				b.WriteString(sg.text)
+			case name != nil:
+				b.WriteString(name(sg.field))
+			default:
+				b.WriteString(sg.field)
+			}
+		}
+		return b.String()
+	}
 	msg := fmt.Sprintf(replaceFields(e.format, name), e.args...)
 	// fmt.Sprintf does not know %w: it is %v here.
 	if strings.Contains(msg, "%!w(") {
@@ -92,6 +108,76 @@ func (e *Error) Text(name func(field string) string) string {
 	}
 	return msg
 }
+
+// Template returns the message with each field named in it as {field} and every other brace
+// doubled ("{{", "}}"): what FromTemplate takes back, to carry the error over a wire to a front
+// end that names the fields its way.
+func (e *Error) Template() string {
+	braces := strings.NewReplacer("{", "{{", "}", "}}")
+	var b strings.Builder
+	if e.segs != nil {
+		for _, sg := range e.segs {
+			if sg.field != "" {
+				b.WriteString("{" + sg.field + "}")
+			} else {
+				b.WriteString(braces.Replace(sg.text))
+			}
+		}
+		return b.String()
+	}
+	// Fields are marked with a control character the message does not hold, so that braces
+	// of the values stay text (a message that holds all of them names its fields as text).
+	bare := e.Text(func(string) string { return "" })
+	mark := ""
+	for c := '\x00'; c < ' '; c++ {
+		if !strings.ContainsRune(bare, c) {
+			mark = string(c)
+			break
+		}
+	}
+	if mark == "" {
+		return braces.Replace(e.Text(nil))
+	}
+	parts := strings.Split(e.Text(func(field string) string { return mark + field + mark }), mark)
+	for i, p := range parts {
+		if i%2 == 1 {
+			b.WriteString("{" + p + "}")
+			continue
+		}
+		b.WriteString(braces.Replace(p))
+	}
+	return b.String()
+}
+
+// FromTemplate returns the error about field (a wire name, "" for none) whose message is
+// template read as Template writes it: {name} a field, which Text names its way, and "{{",
+// "}}" braces. The cause does not cross the wire.
+func FromTemplate(field, template string) *Error {
+	e := &Error{Field: field, segs: []segment{}}
+	var text strings.Builder
+	for len(template) > 0 {
+		switch {
+		case strings.HasPrefix(template, "{{"), strings.HasPrefix(template, "}}"):
+			text.WriteByte(template[0])
+			template = template[2:]
+			continue
+		case template[0] == '{':
+			if j := strings.IndexByte(template, '}'); j > 0 && isFieldName(template[1:j]) {
+				e.segs = append(e.segs, segment{text: text.String()}, segment{field: template[1:j]})
+				text.Reset()
+				template = template[j+1:]
+				continue
+			}
+		}
+		text.WriteByte(template[0])
+		template = template[1:]
+	}
+	e.segs = append(e.segs, segment{text: text.String()})
+	return e
+}
+
+// segment is a piece of a message that came as a template: text, or a field's name.
+type segment struct{ text, field string }
 
 // Unwrap returns ErrUser and, when there is one, the cause.
 func (e *Error) Unwrap() []error {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"testing"
 )
 
@@ -87,4 +88,55 @@ func TestIsAndAs(t *testing.T) {
 	if w := Wrap(Wrap(cause)).(*Error); w.Err != cause {
 		t.Errorf("Wrap wrapped an *Error again: %#v", w)
 	}
+}
+
+// TestTemplateRoundTrip: an error carried as its field and Template (over a wire) reads, at
+// the other end, as the original does under any naming of the fields, a '%' or a brace in a
+// value included.
+func TestTemplateRoundTrip(t *testing.T) {
+	flag := func(f string) string { return "--" + strings.ReplaceAll(f, "_", "-") }
+	for _, e := range []*Error{
+		Field("rank", "{rank} %d out of range: it must be between 1 and min(M, N) = %d", 11, 10),
+		Field("loss", "{loss} %s needs {algo} mu (100%% {x})", "kl"),
+		At("data/x.mtx:3", "value %q is not a number", "5%{rank}"),
+		New("plain message 50%", nil),
+		Errorf("no field, a value {l1_ratio}=%v", 2),
+		Field("rank", "{rank}: a value with a NUL %s", "a\x00{rank}\x00b"),
+	} {
+		back := FromTemplate(e.Field, e.Template())
+		if back.Field != e.Field || back.Error() != e.Error() || back.Text(flag) != e.Text(flag) {
+			t.Errorf("%q (field %q) came back as %q (field %q), with flags %q, want %q",
+				e.Error(), e.Field, back.Error(), back.Field, back.Text(flag), e.Text(flag))
+		}
+		if !Is(back) {
+			t.Errorf("%q came back not the user's", e.Error())
+		}
+	}
+	// A message holding every control character has no mark left for its fields: it comes
+	// back with the same words, its fields named as text.
+	var all strings.Builder
+	for c := rune(0); c < ' '; c++ {
+		all.WriteRune(c)
+	}
+	e := Field("rank", "{rank}: %s", all.String())
+	if back := FromTemplate(e.Field, e.Template()); back.Error() != e.Error() || back.Field != "rank" {
+		t.Errorf("%q came back as %q", e.Error(), back.Error())
+	}
+}
+
+// FuzzTemplate: a template from the wire (hostile until checked) never panics, and reads back
+// to itself: its Template, read again, gives the same message under any naming of the fields.
+func FuzzTemplate(f *testing.F) {
+	f.Add("rank", "{rank} 11 out of range")
+	f.Add("", "data/x.mtx:3: value \"5%{{rank}}\" is not a number")
+	f.Add("loss", "{loss} kl needs {algo} mu {")
+	f.Add("", "}}{{}{x-1}{_a}{9}\x00{a}\x00")
+	f.Fuzz(func(t *testing.T, field, template string) {
+		e := FromTemplate(field, template)
+		flag := func(f string) string { return "--" + f }
+		back := FromTemplate(e.Field, e.Template())
+		if back.Error() != e.Error() || back.Text(flag) != e.Text(flag) {
+			t.Fatalf("%q reads %q (%q), its template %q reads %q (%q)", template, e.Error(), e.Text(flag), e.Template(), back.Error(), back.Text(flag))
+		}
+	})
 }
