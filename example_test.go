@@ -10,7 +10,7 @@ import (
 	"github.com/didnmf/didnmf"
 )
 
-// A job on the in-process driver: DID at rank 3 on 4 shards of a synthetic matrix.
+// A job in this process, without actors (Local): DID at rank 3 on 4 shards of a synthetic matrix.
 func Example() {
 	spec := didnmf.NewSpec([]string{"synthetic:m=10,n=5000,k=3,seed=2"}, didnmf.DID, 3, 4)
 	res, err := didnmf.Run(context.Background(), spec, didnmf.Local(0), didnmf.Options{})
@@ -24,7 +24,7 @@ func Example() {
 }
 
 // The same job on three actor systems in this process, which speak the whole protocol to each
-// other over gRPC on loopback: the same bits as the driver.
+// other over gRPC on loopback: the same bits as Local.
 func ExampleInProcess() {
 	spec := didnmf.NewSpec([]string{"synthetic:m=10,n=5000,k=3,seed=2"}, didnmf.DID, 3, 4)
 	local, err := didnmf.Run(context.Background(), spec, didnmf.Local(0), didnmf.Options{})
@@ -43,7 +43,7 @@ func ExampleInProcess() {
 }
 
 // Members of a cluster started from this program (on loopback, with a fresh secret), and the
-// job run on them as a client: the same bits as on the driver. On machines, each runs
+// job run on them as a client: the same bits as Local. On machines, each runs
 // `didnmf serve` (or Serve with LANNode) and clients join with the secret.
 func ExampleServe() {
 	secret := didnmf.NewSecret()

@@ -14,7 +14,9 @@ import (
 )
 
 // Result is a finished job: the factors and history of kernels.Result, and what running it
-// took where it ran.
+// took where it ran. In kernels.Result's names, M is the number of features, N of samples and
+// K the rank: B is the basis (features x K) and C the coefficients (K x samples), both
+// column-major; Basis and Coef give them as matrices with samples as rows.
 type Result struct {
 	kernels.Result
 	// Job is the job that ran.

@@ -7,7 +7,8 @@ import (
 	"github.com/didnmf/didnmf/usererr"
 )
 
-// Target says where a job runs. The zero value is the in-process driver on all cores.
+// Target says where a job runs. The zero value is Local on all cores: this process, without
+// actors.
 //
 // The three targets run the same job to the same bits: the driver (kernels.Run) in this
 // process, Nodes actor systems in this process that talk the whole protocol to each other over
@@ -28,8 +29,8 @@ type Target struct {
 // MaxNodes bounds Target.Nodes: each in-process node holds a gRPC server and its pools.
 const MaxNodes = 64
 
-// Local returns the target of the in-process driver with threads worker threads (0: all
-// cores).
+// Local returns the target of this process, without actors (kernels.Run), with threads
+// worker threads (0: all cores).
 func Local(threads int) Target { return Target{Threads: threads} }
 
 // InProcess returns the target of nodes actor systems in this process.
