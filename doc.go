@@ -63,7 +63,8 @@
 // hears what happens to a job on actors that does not end it (a node lost, the job rolled back
 // to a checkpoint). Canceling Run's context cancels the job wherever it runs. A job submitted
 // detached (Spec.Detached, Runner.Submit) outlives this process and writes its outputs into
-// Spec.OutShared.
+// Spec.OutShared; on a cluster, Runner.Jobs lists the jobs this client may see (JobInfo: state,
+// iteration, error, rate) and Runner.Cancel cancels one by id.
 //
 // # Rank sweeps
 //
