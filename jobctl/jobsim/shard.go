@@ -49,6 +49,8 @@ type shard struct {
 	a   *messages.ShardAssignment // the assignment served (nil until the first is loaded)
 	pid *messages.Pid
 	d   *jobctl.ShardDriver
+	// reserve is the node's memory the host reserved for the shard.
+	reserve int64
 
 	x       kernels.Block
 	machine *kernels.Machine

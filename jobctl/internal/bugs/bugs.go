@@ -35,7 +35,9 @@ const (
 	// fewer than it may fall back to (KeepFrom one commit too late).
 	KeepOneTooFew
 	// StaleAssignment: a shard's driver takes an assignment of an earlier epoch than the one it
-	// serves (a superseded coordinator's) instead of answering that it is superseded.
+	// serves (a superseded coordinator's) instead of answering that it is superseded. The
+	// host fences such an assignment off before it reaches the driver, so the bite test plants
+	// this bug with HostStaleAssignment.
 	StaleAssignment
 	// ReportBeforeBuddy: a shard's driver reports a checkpoint to the coordinator once written
 	// on its node, before its buddy has answered that it keeps a copy.
@@ -45,6 +47,10 @@ const (
 	ResumeWithoutHistory
 	// PastGrant: a shard's driver runs on past the last iteration the coordinator granted.
 	PastGrant
+	// HostStaleAssignment: a node's host takes a shard assignment of an earlier epoch than the
+	// job's latest there, or of another coordinator (a superseded one's), instead of answering
+	// that it is superseded: its epoch fence is gone.
+	HostStaleAssignment
 
 	end // the first bit no bug uses
 )
@@ -60,6 +66,7 @@ var names = map[Set]string{
 	ReportBeforeBuddy:    "report a checkpoint before its buddy keeps it",
 	ResumeWithoutHistory: "resume without the stop rule's history",
 	PastGrant:            "run past the grant",
+	HostStaleAssignment:  "accept a stale assignment at the host",
 }
 
 // All lists every bug, in the order of their bits.
