@@ -269,6 +269,15 @@ func (n *node) spawn(sp jobctl.HostSpawn) {
 	}
 }
 
+// held is the memory the node's live actors reserved.
+func (n *node) held() int64 {
+	var sum int64
+	for _, s := range n.shards {
+		sum += s.reserve
+	}
+	return sum
+}
+
 // stopChild stops a child of the host (if it still runs); the host hears it stopped.
 func (n *node) stopChild(id string) {
 	if s := n.shards[id]; s != nil {

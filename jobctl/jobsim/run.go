@@ -596,6 +596,16 @@ func (w *World) outcome() Outcome {
 	if e := c.err; e != nil && !excused(e.Message) && !leaseGap {
 		w.violation("the job failed without naming a cause the promise allows: %s", e.Message)
 	}
+	// No reservation outlives its job: a live node reserves for the job's actors what those
+	// that still run on it hold (after the end, none but those a lost StopJob left).
+	for _, a := range w.order {
+		if n := w.nodes[a]; n.alive {
+			if held := n.held(); n.reserved != held {
+				w.violation("node %s reserves %d bytes of its memory for the job's actors, the actors it runs hold %d: a reservation outlived its actor",
+					a, n.reserved, held)
+			}
+		}
+	}
 	// Every actor of the job stopped (on nodes that heard of its end).
 	for _, a := range w.order {
 		n := w.nodes[a]

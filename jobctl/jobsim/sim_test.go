@@ -391,6 +391,10 @@ func TestSimulatorFindsPlantedBugs(t *testing.T) {
 	// A bug behind another fence of the production code is planted with that fence's bug:
 	// the host answers a stale assignment before the shard's driver could take it.
 	behind := map[bugs.Set]bugs.Set{bugs.StaleAssignment: bugs.HostStaleAssignment}
+	width := 0
+	for _, b := range bugs.All() {
+		width = max(width, len(fmt.Sprintf("%q", b|behind[b])))
+	}
 	for _, b := range bugs.All() {
 		found := 0
 		var why []string
@@ -409,7 +413,7 @@ func TestSimulatorFindsPlantedBugs(t *testing.T) {
 			t.Errorf("bug %q: no schedule of %d broke an invariant", b, biteBudget)
 			continue
 		}
-		t.Logf("bug %-48q found by schedule %4d: %s", b|behind[b], found, why[0])
+		t.Logf("bug %-*q found by schedule %4d: %s", width, b|behind[b], found, why[0])
 	}
 }
 

@@ -51,6 +51,9 @@ const (
 	// job's latest there, or of another coordinator (a superseded one's), instead of answering
 	// that it is superseded: its epoch fence is gone.
 	HostStaleAssignment
+	// ForgetReservation: a node's host does not give back the memory a shard reserved when
+	// the shard stops.
+	ForgetReservation
 
 	end // the first bit no bug uses
 )
@@ -67,6 +70,7 @@ var names = map[Set]string{
 	ResumeWithoutHistory: "resume without the stop rule's history",
 	PastGrant:            "run past the grant",
 	HostStaleAssignment:  "accept a stale assignment at the host",
+	ForgetReservation:    "forget a reservation",
 }
 
 // All lists every bug, in the order of their bits.
