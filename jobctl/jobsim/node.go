@@ -118,8 +118,15 @@ func (n *node) hostMessage(msg any) {
 		}
 		n.hostStep(jobctl.HostJobState{State: m})
 	case *checkpointCopy:
+		// Only the buddy its coordinator's latest Buddies named keeps a shard's copies (as
+		// actors' host.storeCopy asks the host); another node drops them unanswered.
+		buddy, every := n.host.KeepsCopies(m.key.job, m.key.shard)
+		if !buddy {
+			n.w.logf("%s drops a copy of shard %d's checkpoint at iteration %d: it is not the shard's buddy", n.addr, m.key.shard, m.key.iter)
+			return
+		}
 		stored := &checkpointStored{key: m.key}
-		if err := n.write(m.key, true, m.snap, m.keep); err != nil {
+		if err := n.write(m.key, true, m.snap, jobctl.ShardDriverUncommittedKept(every)); err != nil {
 			stored.err = err.Error()
 		}
 		n.w.send(n.addr, m.replyTo, stored)
