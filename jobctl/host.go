@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/didnmf/didnmf/jobctl/internal/bugs"
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -34,6 +35,9 @@ type HostConfig struct {
 	// Orphan is how long after the node of a job's coordinator left the host checks whether
 	// a coordinator took the job over (HostTimer); a job nobody took is forgotten.
 	Orphan time.Duration
+	// Bugs plants deliberate bugs (jobsim's TestSimulatorFindsPlantedBugs); production leaves
+	// it 0.
+	Bugs bugs.Set
 }
 
 // Validate tells what is wrong with a HostConfig, or nil.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/didnmf/didnmf/jobctl/internal/bugs"
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -59,7 +60,7 @@ func (h *Host) childStopped(id string) {
 		return
 	}
 	delete(h.children, id)
-	if c.reserve != 0 {
+	if c.reserve != 0 && !(c.role == messages.ActorRole_ACTOR_ROLE_SHARD && h.cfg.Bugs.Has(bugs.ForgetReservation)) {
 		h.ready.Releases = append(h.ready.Releases, HostRelease{Owner: c.owner, Bytes: c.reserve})
 	}
 	if h.running(c.job) {

@@ -25,8 +25,12 @@ type client struct {
 	errFrom string
 }
 
-// clientAddr is the client's address on the simulated network.
-const clientAddr = "client"
+// clientAddr is the client's address on the simulated network; ownerToken the token it
+// submits its job with (a host gives the job's kept answer only to that token).
+const (
+	clientAddr = "client"
+	ownerToken = "jsim-owner-token"
+)
 
 // leaseRenew is how often the client renews its lease (actors.Timeouts.LeaseRenew), and
 // lease how long a coordinator goes on without a renewal (actors.DefaultLease).
@@ -69,9 +73,11 @@ func (c *client) renewed(r *jobctl.LeaseRenewal) {
 	alive := n != nil && n.alive
 	if r.Host != "" {
 		kept := false
-		if alive && n.answers["jsim"] != nil {
-			w.send(n.addr, &messages.Pid{Address: clientAddr, Id: clientAddr}, n.answers["jsim"])
-			kept = true
+		if alive {
+			if a := n.keptAnswer("jsim", ownerToken); a != nil {
+				w.send(n.addr, &messages.Pid{Address: clientAddr, Id: clientAddr}, a)
+				kept = true
+			}
 		}
 		c.step(jobctl.LeaseHostAnswered{At: w.now(), Kept: kept})
 		return

@@ -219,7 +219,7 @@ func (w *World) isStandby(addr string) bool { return len(w.nodes[addr].standby) 
 func (w *World) kill(addr string) {
 	w.logf("kill %s", addr)
 	w.stats.Killed++
-	if w.nodes[addr].answers["jsim"] != nil && w.client.answers == 0 {
+	if w.nodes[addr].keeps["jsim"] && w.client.answers == 0 {
 		// The job's answer was lost on the way and the node keeping it dies: the job is
 		// done, but its client cannot learn it (a double fault the runtime does not cover).
 		w.stats.AnswersLost++

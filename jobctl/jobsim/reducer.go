@@ -39,5 +39,6 @@ func (r *reducer) receive(msg any) {
 	}
 	if rd.Stopped {
 		delete(r.n.reducers, r.pid.Id)
+		r.n.hostStep(jobctl.HostChildStopped{ID: r.pid.Id})
 	}
 }

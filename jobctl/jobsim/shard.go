@@ -19,7 +19,6 @@ type (
 	checkpointCopy struct {
 		key     ckptKey
 		snap    snapshot
-		keep    int // the shard's driver's Keep (a host reads it from the job's Buddies)
 		replyTo *messages.Pid
 	}
 	checkpointStored struct {
@@ -49,6 +48,8 @@ type shard struct {
 	a   *messages.ShardAssignment // the assignment served (nil until the first is loaded)
 	pid *messages.Pid
 	d   *jobctl.ShardDriver
+	// reserve is the node's memory the host reserved for the shard.
+	reserve int64
 
 	x       kernels.Block
 	machine *kernels.Machine
@@ -403,7 +404,7 @@ func (s *shard) copyToBuddy(c jobctl.ShardDriverCopy) {
 	delete(s.snaps, c.Iteration)
 	key := ckptKey{s.a.JobId, s.a.Shard, c.Iteration}
 	w.copySent(key, s.a.Buddy)
-	w.send(s.n.addr, jobctl.HostPid(s.a.Buddy), &checkpointCopy{key: key, snap: rec, keep: jobctl.ShardDriverUncommittedKept(s.a.Spec.GetCheckpointEvery()), replyTo: s.pid})
+	w.send(s.n.addr, jobctl.HostPid(s.a.Buddy), &checkpointCopy{key: key, snap: rec, replyTo: s.pid})
 }
 
 // finish ends the run as the driver decided: the factors go to the client (here, at once) and

@@ -35,7 +35,9 @@ const (
 	// fewer than it may fall back to (KeepFrom one commit too late).
 	KeepOneTooFew
 	// StaleAssignment: a shard's driver takes an assignment of an earlier epoch than the one it
-	// serves (a superseded coordinator's) instead of answering that it is superseded.
+	// serves (a superseded coordinator's) instead of answering that it is superseded. The
+	// host fences such an assignment off before it reaches the driver, so the bite test plants
+	// this bug with HostStaleAssignment.
 	StaleAssignment
 	// ReportBeforeBuddy: a shard's driver reports a checkpoint to the coordinator once written
 	// on its node, before its buddy has answered that it keeps a copy.
@@ -49,6 +51,13 @@ const (
 	// coordinator it first followed after another took the job over: it misses the new
 	// coordinator's lease, which runs out.
 	LeaseKeepsFirstCoordinator
+	// HostStaleAssignment: a node's host takes a shard assignment of an earlier epoch than the
+	// job's latest there, or of another coordinator (a superseded one's), instead of answering
+	// that it is superseded: its epoch fence is gone.
+	HostStaleAssignment
+	// ForgetReservation: a node's host does not give back the memory a shard reserved when
+	// the shard stops.
+	ForgetReservation
 
 	end // the first bit no bug uses
 )
@@ -65,6 +74,8 @@ var names = map[Set]string{
 	ResumeWithoutHistory:       "resume without the stop rule's history",
 	PastGrant:                  "run past the grant",
 	LeaseKeepsFirstCoordinator: "miss the lease of a takeover's coordinator",
+	HostStaleAssignment:        "accept a stale assignment at the host",
+	ForgetReservation:          "forget a reservation",
 }
 
 // All lists every bug, in the order of their bits.
