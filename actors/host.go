@@ -119,7 +119,7 @@ func (h *host) Receive(ctx actor.Context) {
 	case *messages.CheckpointFetch:
 		h.serveFetch(ctx, m)
 	case *messages.CheckpointCommitted:
-		h.pruneCommitted(m)
+		h.step(ctx, jobctl.HostCheckpointCommitted{Commit: m})
 	case *answerKept:
 		if ctx.Sender() == nil || ctx.Sender().Address == ctx.Self().Address {
 			h.step(ctx, jobctl.HostAnswerKept{Job: m.job, Token: m.token, Answer: m.answer, At: time.Now()})
@@ -228,6 +228,9 @@ func (h *host) perform(ctx actor.Context, rd jobctl.HostReady) {
 	system, host := ctx.ActorSystem(), ctx.Self()
 	for _, t := range rd.Timers {
 		time.AfterFunc(t.After, func() { system.Root.Send(host, &orphanCheck{timer: t}) })
+	}
+	for _, m := range rd.Prunes {
+		h.pruneCommitted(m)
 	}
 	for _, r := range rd.Releases {
 		h.node.mem.release(r.Bytes)

@@ -99,7 +99,7 @@ func (j *Job) onCheckpointDone(now time.Time, m *messages.CheckpointDone) {
 	if j.cfg.Bugs.Has(bugs.KeepOneTooFew) {
 		keepFrom = j.ft.committed[min(1, len(j.ft.committed)-1)]
 	}
-	commit := &messages.CheckpointCommitted{JobId: j.id, Iteration: m.Iteration, KeepFrom: keepFrom, Shards: int64(len(j.shards))}
+	commit := &messages.CheckpointCommitted{JobId: j.id, Iteration: m.Iteration, KeepFrom: keepFrom, Shards: int64(len(j.shards)), Epoch: j.epoch}
 	for _, addr := range j.involvedNodes() {
 		if !j.ft.lost[addr] {
 			j.send(HostPid(addr), commit)

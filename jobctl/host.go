@@ -153,6 +153,8 @@ type HostReady struct {
 	Timers []HostTimer
 	// Releases give back the memory of actors that stopped.
 	Releases []HostRelease
+	// Prunes are commits whose job's checkpoint copies here older than KeepFrom may go.
+	Prunes []*messages.CheckpointCommitted
 	// Gone are jobs with no actor left here: their clients are no longer routed.
 	Gone []string
 	// Idle is set when the node runs no actor any more.
@@ -251,6 +253,11 @@ func (h *Host) Step(ev any) error {
 			return errors.New("jobctl.Host: HostJobState without its JobState")
 		}
 		h.keepState(e.State)
+	case HostCheckpointCommitted:
+		if e.Commit == nil {
+			return errors.New("jobctl.Host: HostCheckpointCommitted without its CheckpointCommitted")
+		}
+		h.committed(e.Commit)
 	case HostMemberLeft:
 		h.memberLeft(e)
 	case HostOrphanCheck:

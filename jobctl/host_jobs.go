@@ -36,12 +36,9 @@ func (h *Host) fromCoordinator(job string, coord *messages.Pid, epoch uint64) bo
 	if j == nil {
 		return true
 	}
-	known, at := j.coordinator, max(j.epoch, j.buddyEpoch)
-	if st := j.standby; st != nil {
-		if known == nil {
-			known = st.Coordinator
-		}
-		at = max(at, st.Epoch)
+	known, at := j.coordinator, j.latestEpoch()
+	if st := j.standby; st != nil && known == nil {
+		known = st.Coordinator
 	}
 	if known == nil || epoch > at {
 		return true

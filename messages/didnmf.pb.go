@@ -5403,11 +5403,15 @@ func (x *JobState) GetLastIteration() int64 {
 // they may drop their copies (own and buddy) of the job's checkpoints before keep_from, the
 // oldest committed checkpoint the coordinator still falls back to.
 type CheckpointCommitted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	Iteration     int64                  `protobuf:"varint,2,opt,name=iteration,proto3" json:"iteration,omitempty"`
-	KeepFrom      int64                  `protobuf:"varint,3,opt,name=keep_from,json=keepFrom,proto3" json:"keep_from,omitempty"`
-	Shards        int64                  `protobuf:"varint,4,opt,name=shards,proto3" json:"shards,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	JobId     string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Iteration int64                  `protobuf:"varint,2,opt,name=iteration,proto3" json:"iteration,omitempty"`
+	KeepFrom  int64                  `protobuf:"varint,3,opt,name=keep_from,json=keepFrom,proto3" json:"keep_from,omitempty"`
+	Shards    int64                  `protobuf:"varint,4,opt,name=shards,proto3" json:"shards,omitempty"`
+	// Epoch is the committing coordinator's: a host drops the commit of a coordinator older
+	// than the job's latest it knows (a superseded one, cut off and healed, running on next to
+	// its successor), which must not prune copies its successor may fall back to.
+	Epoch         uint64 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5466,6 +5470,13 @@ func (x *CheckpointCommitted) GetKeepFrom() int64 {
 func (x *CheckpointCommitted) GetShards() int64 {
 	if x != nil {
 		return x.Shards
+	}
+	return 0
+}
+
+func (x *CheckpointCommitted) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
 	}
 	return 0
 }
@@ -6152,12 +6163,13 @@ const file_didnmf_proto_rawDesc = "" +
 	"startNodes\x129\n" +
 	"\x0frecoveries_done\x18\x10 \x03(\v2\x10.didnmf.RecoveryR\x0erecoveriesDone\x12 \n" +
 	"\vcheckpoints\x18\x11 \x01(\x03R\vcheckpoints\x12%\n" +
-	"\x0elast_iteration\x18\x12 \x01(\x03R\rlastIterationJ\x04\b\x0e\x10\x0f\"\x7f\n" +
+	"\x0elast_iteration\x18\x12 \x01(\x03R\rlastIterationJ\x04\b\x0e\x10\x0f\"\x95\x01\n" +
 	"\x13CheckpointCommitted\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\titeration\x18\x02 \x01(\x03R\titeration\x12\x1b\n" +
 	"\tkeep_from\x18\x03 \x01(\x03R\bkeepFrom\x12\x16\n" +
-	"\x06shards\x18\x04 \x01(\x03R\x06shards\"Y\n" +
+	"\x06shards\x18\x04 \x01(\x03R\x06shards\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\"Y\n" +
 	"\fCheckpointAt\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1c\n" +

@@ -131,7 +131,7 @@ func (n *node) hostMessage(msg any) {
 		}
 		n.w.send(n.addr, m.replyTo, stored)
 	case *messages.CheckpointCommitted:
-		n.commit(m)
+		n.hostStep(jobctl.HostCheckpointCommitted{Commit: m})
 	}
 }
 
@@ -223,6 +223,9 @@ func (n *node) perform(rd jobctl.HostReady) {
 				n.hostStep(jobctl.HostOrphanCheck{Job: t.Job, Coordinator: t.Coordinator, Member: w.views[n.addr][t.Coordinator]})
 			}
 		})
+	}
+	for _, m := range rd.Prunes {
+		n.commit(m)
 	}
 	for _, r := range rd.Releases {
 		n.reserved -= r.Bytes

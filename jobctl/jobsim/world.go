@@ -80,8 +80,6 @@ type World struct {
 	sentAnswer any
 	// epochOwners is the coordinator that sent the first message of each epoch.
 	epochOwners map[uint64]*coordinator
-	// supersededCommits are the commits sent by a coordinator that was not the acting one.
-	supersededCommits map[*messages.CheckpointCommitted]bool
 	stats             Stats
 	trace             []string
 	violations        []string
