@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,4 +55,17 @@ func TestHostAnswersASupersededAssignment(t *testing.T) {
 	if _, err := job.Wait(ctx); err == nil {
 		t.Fatal("the job ended without an error after it was canceled")
 	}
+}
+
+// TestNodeMaxRestartsCapsRestarts: the node's MaxRestarts is the host's restart cap. Shard 1
+// panics at iteration 3 on every start; with a cap of 2 its third panic on its node fails the
+// job, and the error says so (with the default, 20, it would be the 21st).
+func TestNodeMaxRestartsCapsRestarts(t *testing.T) {
+	lc, cl := testClusterWith(t, 2, NodeConfig{Threads: 2, MaxRestarts: 2, Faults: &Faults{PanicAtIteration: 3}})
+	_, err := runJob(t, cl, spec("synthetic:m=5,n=300,k=3,seed=1", "did", 3, 4, lc.Addresses(), 20))
+	var je *JobError
+	if !errors.As(err, &je) || je.Kind != KindFailure || !strings.Contains(err.Error(), "(3 failures of this job's actors on this node: not restarting any more)") {
+		t.Fatalf("want the shard's third failure to fail the job, got %v", err)
+	}
+	waitIdle(t, lc)
 }
