@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/messages"
 )
@@ -18,6 +19,25 @@ import (
 // also for a shard that does not live on that node (the host used to forward it to that
 // shard's name, where it was lost); the job goes on undisturbed until it is canceled.
 func TestHostAnswersASupersededAssignment(t *testing.T) {
+	testSupersededAnswer(t, "shard 99", func(job string, coord *messages.Pid) proto.Message {
+		return &messages.ShardAssignment{JobId: job, Shard: 99, Shards: 100, Epoch: 0, Coordinator: coord}
+	})
+}
+
+// TestHostAnswersASupersededReducerAssignment: a reducer assignment of an earlier epoch is
+// answered as a shard's is, naming the reducer as its own Placed does (the host used to drop
+// it, and its sender heard nothing); the job goes on.
+func TestHostAnswersASupersededReducerAssignment(t *testing.T) {
+	testSupersededAnswer(t, "reducer [4, 6)", func(job string, coord *messages.Pid) proto.Message {
+		return &messages.ReducerAssignment{JobId: job, Epoch: 0, Level: 1, Lo: 4, Hi: 6, Shards: 100, Coordinator: coord}
+	})
+}
+
+// testSupersededAnswer runs a job on 2 nodes, sends the second node's host the assignment
+// (of epoch 0) from a coordinator that is not the job's, and wants it answered Placed of
+// what, epoch 0, superseded by epoch 1; the job goes on until it is canceled.
+func testSupersededAnswer(t *testing.T, what string, assignment func(job string, coord *messages.Pid) proto.Message) {
+	t.Helper()
 	lc, cl := testClusterWith(t, 2, NodeConfig{Threads: 2, Faults: &Faults{IterationDelay: time.Millisecond}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -36,11 +56,11 @@ func TestHostAnswersASupersededAssignment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node.System().Root.Send(node.Host(), &messages.ShardAssignment{JobId: job.ID, Shard: 99, Shards: 100, Epoch: 0, Coordinator: wirePid(old)})
+	node.System().Root.Send(node.Host(), assignment(job.ID, wirePid(old)))
 	select {
 	case p := <-answers:
-		if p.JobId != job.ID || p.Superseded != 1 || p.Epoch != 0 || p.Actor != "shard 99" || p.Error != "" {
-			t.Fatalf("the superseded coordinator got %v, want Placed shard 99 of epoch 0 superseded by epoch 1", p)
+		if p.JobId != job.ID || p.Superseded != 1 || p.Epoch != 0 || p.Actor != what || p.Error != "" || p.Ended {
+			t.Fatalf("the superseded coordinator got %v, want Placed %s of epoch 0 superseded by epoch 1", p, what)
 		}
 	case <-ctx.Done():
 		t.Fatal("the superseded coordinator was never told")
