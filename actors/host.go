@@ -122,7 +122,7 @@ func (h *host) Receive(ctx actor.Context) {
 			h.step(ctx, jobctl.HostAnswerKept{Job: m.job, Token: m.token, Answer: m.answer, At: time.Now()})
 		}
 	case *messages.LeaseRenew:
-		h.step(ctx, jobctl.HostLeaseRenew{Renew: m})
+		h.step(ctx, jobctl.HostLeaseRenew{Renew: m, At: time.Now()})
 	case *messages.Ping:
 		pong := h.status(ctx)
 		pong.Nonce = m.Nonce
