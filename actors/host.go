@@ -31,9 +31,6 @@ type host struct {
 	watch  *eventstream.Subscription
 }
 
-// maxRestarts is how many panics of a job's actors a host restarts; past it the job fails.
-const maxRestarts = 20
-
 // childFailed tells the host that a child panicked; the child was stopped.
 type childFailed struct {
 	child  *actor.PID
@@ -48,7 +45,7 @@ func hostConfig(n *Node) jobctl.HostConfig {
 	cfg := n.cfg
 	return jobctl.HostConfig{Node: n.Address(), Memory: max(cfg.Memory, 0), MaxShards: max(cfg.MaxShards, 0), MaxJobs: max(cfg.MaxJobs, 0),
 		OwnerMemory: max(cfg.OwnerMemory, 0), OwnerMaxShards: max(cfg.OwnerMaxShards, 0), OwnerMaxJobs: max(cfg.OwnerMaxJobs, 0),
-		MaxRestarts: maxRestarts, Orphan: cfg.Timeouts.Orphan}
+		MaxRestarts: cfg.MaxRestarts, Orphan: cfg.Timeouts.Orphan}
 }
 
 // newHost returns the host actor of a node whose hostConfig is valid (StartNode checks it).
@@ -125,7 +122,7 @@ func (h *host) Receive(ctx actor.Context) {
 			h.step(ctx, jobctl.HostAnswerKept{Job: m.job, Token: m.token, Answer: m.answer, At: time.Now()})
 		}
 	case *messages.LeaseRenew:
-		h.step(ctx, jobctl.HostLeaseRenew{Renew: m})
+		h.step(ctx, jobctl.HostLeaseRenew{Renew: m, At: time.Now()})
 	case *messages.Ping:
 		pong := h.status(ctx)
 		pong.Nonce = m.Nonce

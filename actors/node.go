@@ -162,6 +162,11 @@ type NodeConfig struct {
 	OwnerMaxShards  int
 	OwnerMemory     int64
 	OwnerMaxStreams int
+	// MaxRestarts is how many panics of a job's shards and reducers the node restarts (the
+	// supervisor starts the actor afresh and its coordinator rolls the job back to a
+	// checkpoint) before the job fails: the next panic stops the actor and fails the job. 0
+	// means DefaultMaxRestarts; a negative value is refused.
+	MaxRestarts int
 	// ClientOnly makes the node a client's: it runs no host actor and no data plane, takes
 	// no job, and its guard accepts only what peers (member nodes) send to its own client
 	// actors and request futures, of the types a client receives (replies, progress,
@@ -176,6 +181,10 @@ const (
 	DefaultLease     = 10 * time.Second
 	DefaultMaxShards = 4096
 	DefaultMaxJobs   = 64
+	// DefaultMaxRestarts is NodeConfig.MaxRestarts when it is 0: enough for a job to ride out
+	// a few faults of its actors on a node, few enough that a job whose actors panic on every
+	// start fails within minutes.
+	DefaultMaxRestarts = 20
 )
 
 // limitOr returns v, or def when v is 0; a negative v means no limit (0 is returned).
@@ -384,6 +393,12 @@ func (n *Node) dropBlocks(job string) {
 func StartNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
+	}
+	if cfg.MaxRestarts < 0 {
+		return nil, fmt.Errorf("node %s: MaxRestarts %d: want 0 or more (0 takes DefaultMaxRestarts, %d)", cfg.Host, cfg.MaxRestarts, DefaultMaxRestarts)
+	}
+	if cfg.MaxRestarts == 0 {
+		cfg.MaxRestarts = DefaultMaxRestarts
 	}
 	cfg.MaxShards = limitOr(cfg.MaxShards, DefaultMaxShards)
 	cfg.MaxJobs = limitOr(cfg.MaxJobs, DefaultMaxJobs)

@@ -269,15 +269,15 @@ func (h *Host) Step(ev any) error {
 	case HostSpawnFailed:
 		return h.spawnFailed(e)
 	case HostAnswerKept:
-		if e.Answer == nil {
-			return errors.New("jobctl.Host: HostAnswerKept without its answer")
+		if e.Answer == nil || e.At.IsZero() {
+			return errors.New("jobctl.Host: HostAnswerKept without its answer or its time")
 		}
 		h.keepAnswer(e)
 	case HostLeaseRenew:
-		if e.Renew == nil {
-			return errors.New("jobctl.Host: HostLeaseRenew without its LeaseRenew")
+		if e.Renew == nil || e.At.IsZero() {
+			return errors.New("jobctl.Host: HostLeaseRenew without its LeaseRenew or its time")
 		}
-		h.answerAgain(e.Renew)
+		h.answerAgain(e)
 	default:
 		return fmt.Errorf("jobctl.Host: unknown event %T", ev)
 	}

@@ -12,7 +12,8 @@ import (
 // Kept answers. A job's answer (its JobResult or JobError) goes from its coordinator to its
 // client once, and the coordinator stops. If that message is lost (a connection that broke),
 // the client's next lease renewal finds the coordinator gone; it then asks the coordinator's
-// host, which keeps the answers of the jobs that ended on it for a while, and sends it again.
+// host, which keeps the answers of the jobs that ended on it for a while (HostKeepAnswers: an
+// older one is never given out), and sends it again.
 
 // Bounds on the answers a host keeps: how many, how many bytes in all, and for how long.
 const (
@@ -38,7 +39,7 @@ func (h *Host) keepAnswer(e HostAnswerKept) {
 	}
 	total := 0
 	for job, a := range h.answers {
-		if e.At.Sub(a.at) > HostKeepAnswers {
+		if a.expired(e.At) {
 			delete(h.answers, job)
 		} else {
 			total += a.size
@@ -57,11 +58,21 @@ func (h *Host) keepAnswer(e HostAnswerKept) {
 	h.answers[e.Job] = keptAnswer{token: e.Token, answer: e.Answer, size: size, at: e.At}
 }
 
+// expired tells whether an answer was kept longer than HostKeepAnswers at now.
+func (a keptAnswer) expired(now time.Time) bool { return now.Sub(a.at) > HostKeepAnswers }
+
 // answerAgain answers a client's LeaseRenew sent to the host (its job's coordinator is gone)
-// with the job's kept answer when the client owns the job (its token), and with a LeaseAck
-// otherwise (nothing kept: the client keeps waiting for a coordinator).
-func (h *Host) answerAgain(m *messages.LeaseRenew) {
-	if a, ok := h.answers[m.JobId]; ok && a.token != "" && subtle.ConstantTimeCompare([]byte(m.OwnerToken), []byte(a.token)) == 1 {
+// with the job's kept answer when the client owns the job (its token) and the answer has not
+// expired (it is dropped then), and with a LeaseAck otherwise (nothing kept: the client keeps
+// waiting for a coordinator).
+func (h *Host) answerAgain(e HostLeaseRenew) {
+	m := e.Renew
+	a, ok := h.answers[m.JobId]
+	if ok && a.expired(e.At) {
+		delete(h.answers, m.JobId)
+		ok = false
+	}
+	if ok && a.token != "" && subtle.ConstantTimeCompare([]byte(m.OwnerToken), []byte(a.token)) == 1 {
 		h.ready.Reply = a.answer
 		return
 	}

@@ -160,7 +160,7 @@ func (e *hostEnv) handle(t *testing.T, td *datadriven.TestData) string {
 	case "renew":
 		var token string
 		td.ScanArgs(t, "token", &token)
-		e.step(t, &out, HostLeaseRenew{Renew: &messages.LeaseRenew{JobId: job, OwnerToken: token}})
+		e.step(t, &out, HostLeaseRenew{Renew: &messages.LeaseRenew{JobId: job, OwnerToken: token}, At: time.Unix(0, 0).Add(e.now)})
 	case "load":
 		l := e.h.Load(!td.HasArg("owner"), owner)
 		return fmt.Sprintf("jobs [%s], %d actors, %d shards, %d B reserved; node memory used %d B %v",

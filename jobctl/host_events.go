@@ -97,6 +97,9 @@ type HostAnswerKept struct {
 	At         time.Time
 }
 
-// HostLeaseRenew is a client's LeaseRenew sent to the host: the job's coordinator is gone.
-// The answer is HostReady.Reply.
-type HostLeaseRenew struct{ Renew *messages.LeaseRenew }
+// HostLeaseRenew is a client's LeaseRenew sent to the host at At: the job's coordinator is
+// gone. The answer is HostReady.Reply.
+type HostLeaseRenew struct {
+	Renew *messages.LeaseRenew
+	At    time.Time
+}

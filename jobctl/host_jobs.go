@@ -14,8 +14,8 @@ import (
 // recovery, a takeover). A message of another coordinator is dropped; an assignment of an
 // earlier epoch is answered that the job moved on (Placed.Superseded), a StopJob of an earlier
 // epoch ignored (the job goes on under the successor), and a reducer of an earlier epoch
-// stopped when the next tree is assigned. (The host answers a superseded shard assignment
-// itself: the shard it names may live elsewhere now, or nowhere.)
+// stopped when the next tree is assigned. (The host answers a superseded shard or reducer
+// assignment itself: the actor it names may live elsewhere now, or nowhere.)
 
 // fromJobsCoordinator tells whether a message about a job (what it is, for the drop
 // counters) may be taken: from the job's coordinator (see fromCoordinator), or from this
@@ -90,24 +90,28 @@ func (h *Host) assignShard(e HostShardAssign) {
 }
 
 // assignReducer places a reducer of the job's tree of an epoch; the reducers of earlier
-// epochs here stop (a recovery replaced their tree).
+// epochs here stop (a recovery replaced their tree). An assignment of an earlier epoch than
+// the job's here is answered as a shard's is (Placed.Superseded).
 func (h *Host) assignReducer(e HostReducerAssign) {
 	m := e.Assignment
 	if !IsJobID(m.JobId) {
 		h.log(slog.LevelError, "dropped an assignment with a malformed job id", slog.String("job", m.JobId))
 		return
 	}
+	what := fmt.Sprintf("reducer [%d, %d)", m.Lo, m.Hi) // as the reducer's own Placed names it
+	if j := h.jobs[m.JobId]; j != nil && m.Epoch < j.epoch {
+		// From a superseded coordinator: told so, as for a shard.
+		h.send(m.Coordinator, &messages.Placed{JobId: m.JobId, Actor: what, Epoch: m.Epoch, Superseded: j.epoch})
+		return
+	}
 	if !h.fromJobsCoordinator(e.Local, "assignment", m.JobId, m.Coordinator, m.Epoch) {
 		return
 	}
 	if e.Ended {
-		h.send(m.Coordinator, &messages.Placed{JobId: m.JobId, Actor: fmt.Sprintf("reducer [%d, %d)", m.Lo, m.Hi), Epoch: m.Epoch, Ended: true})
+		h.send(m.Coordinator, &messages.Placed{JobId: m.JobId, Actor: what, Epoch: m.Epoch, Ended: true})
 		return
 	}
 	j := h.job(m.JobId)
-	if m.Epoch < j.epoch {
-		return // from a superseded coordinator, which hears so from the shards' hosts
-	}
 	j.epoch, j.assigned, j.coordinator = m.Epoch, true, m.Coordinator
 	for _, id := range h.actorsOf(m.JobId) {
 		if c := h.children[id]; c.role == messages.ActorRole_ACTOR_ROLE_REDUCER && c.epoch < m.Epoch {

@@ -67,7 +67,9 @@ func TestHostRefusesEvents(t *testing.T) {
 		{"buddies without their message", HostBuddies{}, "without its Buddies"},
 		{"state without its message", HostJobState{}, "without its JobState"},
 		{"answer without the answer", HostAnswerKept{Job: "j"}, "without its answer"},
-		{"renewal without its message", HostLeaseRenew{}, "without its LeaseRenew"},
+		{"answer without its time", HostAnswerKept{Job: "j", Answer: &messages.JobError{JobId: "j"}}, "without its answer or its time"},
+		{"renewal without its message", HostLeaseRenew{At: time.Unix(0, 0)}, "without its LeaseRenew"},
+		{"renewal without its time", HostLeaseRenew{Renew: &messages.LeaseRenew{JobId: "j"}}, "without its LeaseRenew or its time"},
 		{"a spawn it did not ask for", HostSpawnFailed{Name: "j-s0", Err: "boom"}, `HostSpawnFailed of "j-s0"`},
 	} {
 		h := newTestHost(t, HostConfig{})
@@ -209,7 +211,7 @@ func TestHostKeptAnswersBounds(t *testing.T) {
 	if _, ok := h.answers["big"]; ok {
 		t.Error("an answer larger than the bound is kept")
 	}
-	if err := h.Step(HostLeaseRenew{Renew: &messages.LeaseRenew{JobId: "j1", OwnerToken: ""}}); err != nil {
+	if err := h.Step(HostLeaseRenew{Renew: &messages.LeaseRenew{JobId: "j1", OwnerToken: ""}, At: at}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := h.Ready().Reply.(*messages.LeaseAck); !ok {

@@ -100,6 +100,23 @@ func TestStaleAndForeignMessagesChangeNothing(t *testing.T) {
 	}
 }
 
+// TestASupersededPlacementEndsThisControl: a host's Placed.Superseded (a later epoch than the
+// job's here: another coordinator took the job over) ends this coordinator's control without
+// a stop to any actor, whether it answers a shard or a reducer assignment: the host answers
+// both (testdata/host/fencing.txt).
+func TestASupersededPlacementEndsThisControl(t *testing.T) {
+	for _, actor := range []string{"shard 0", "reducer [0, 4)"} {
+		h := newHarness(t, Config{})
+		stops := sent[*messages.StopJob](h)
+		if rd := h.step(&messages.Placed{JobId: "j", Actor: actor, Epoch: 1, Superseded: 2}); !rd.Over || !h.j.over {
+			t.Fatalf("%s superseded by epoch 2: the job's control goes on", actor)
+		}
+		if got := sent[*messages.StopJob](h); got != stops {
+			t.Fatalf("%s superseded: %d StopJob sent, want none (the successor runs the actors)", actor, got-stops)
+		}
+	}
+}
+
 func TestCheckpointCommitsWhenEveryShardReported(t *testing.T) {
 	h := newHarness(t, Config{})
 	for s := int64(0); s < 4; s++ {
