@@ -151,7 +151,7 @@ func (n *node) submit(m *messages.SubmitJob, owner string) {
 // keptAnswer asks the host, as a client's LeaseRenew sent to it does, for the kept answer
 // of a job whose coordinator is gone: nil when it keeps none for that token.
 func (n *node) keptAnswer(job, token string) proto.Message {
-	n.hostStep(jobctl.HostLeaseRenew{Renew: &messages.LeaseRenew{JobId: job, OwnerToken: token}})
+	n.hostStep(jobctl.HostLeaseRenew{Renew: &messages.LeaseRenew{JobId: job, OwnerToken: token}, At: n.w.now()})
 	reply := n.reply
 	n.reply = nil
 	if _, ack := reply.(*messages.LeaseAck); ack {
