@@ -88,11 +88,16 @@ func (n *node) commit(m *messages.CheckpointCommitted) {
 		return
 	}
 	n.committed[m.JobId] = max(n.committed[m.JobId], m.Iteration)
+	superseded := n.w.supersededCommits[m]
 	for _, k := range sortedStoreKeys(n.store) {
 		if k.job != m.JobId || k.shard >= m.Shards || k.iter >= m.KeepFrom {
 			continue
 		}
-		n.drop(k, "older than the commit's KeepFrom")
+		if superseded {
+			n.dropSuperseded(k)
+		} else {
+			n.drop(k, "older than the commit's KeepFrom")
+		}
 	}
 }
 
@@ -103,6 +108,19 @@ func (n *node) drop(k storeKey, why string) {
 	if c := n.w.actingCoordinator(); c != nil && slices.Contains(c.commits, k.iter) {
 		n.w.violation("%s dropped its copy of shard %d's checkpoint at iteration %d (%s), which its coordinator committed and may still fall back to (it committed %v last)",
 			n.addr, k.shard, k.iter, why, c.commits)
+	}
+}
+
+// dropSuperseded removes a copy from a live node's disk at the commit of a superseded
+// coordinator (cut off in a partition that healed, it runs on next to its successor): a copy
+// the acting coordinator committed and may still fall back to is counted
+// (Stats.PrunedBySuperseded), a known gap, not a broken invariant.
+func (n *node) dropSuperseded(k storeKey) {
+	delete(n.store, k)
+	if c := n.w.actingCoordinator(); c != nil && slices.Contains(c.commits, k.iter) {
+		n.w.stats.PrunedBySuperseded++
+		n.w.logf("%s dropped its copy of shard %d's checkpoint at iteration %d at a superseded coordinator's commit; the acting one committed %v last",
+			n.addr, k.shard, k.iter, c.commits)
 	}
 }
 

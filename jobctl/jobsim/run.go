@@ -240,6 +240,10 @@ type Stats struct {
 	// lease dropped (a coordinator cut off, then healed, whose lease ran out because the
 	// client renews its successor cancels the job in its own epoch).
 	StaleWords int
+	// PrunedBySuperseded counts the copies of checkpoints the acting coordinator committed
+	// and may fall back to that a node dropped at the commit of a superseded coordinator
+	// running on next to it (see the package doc's known gaps).
+	PrunedBySuperseded int
 	// Decisions are the wall-clock times the control took (jobctl.Job.Step with its Ready),
 	// by the event that started them: placement (Begin), membership changes and the pongs
 	// that place lost shards, and all others; ControlMessages are the messages it sent.
@@ -282,7 +286,7 @@ func (w *World) deposit(a *messages.ShardAssignment, it int64, m *kernels.Machin
 func Run(p *Problem, opt Options) Outcome {
 	opt = opt.withDefaults()
 	w := &World{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, 0x5eed)), nodes: map[string]*node{}, group: map[string]int{},
-		deposits: map[int64]deposit{}, written: map[ckptKey]bool{}, committed: map[int64]bool{}, held: map[ckptKey]map[string]bool{}, sentTo: map[ckptKey][]string{}, epochOwners: map[uint64]*coordinator{}, views: map[string]map[string]bool{}, links: map[[2]string]time.Duration{},
+		deposits: map[int64]deposit{}, written: map[ckptKey]bool{}, committed: map[int64]bool{}, held: map[ckptKey]map[string]bool{}, sentTo: map[ckptKey][]string{}, epochOwners: map[uint64]*coordinator{}, supersededCommits: map[*messages.CheckpointCommitted]bool{}, views: map[string]map[string]bool{}, links: map[[2]string]time.Duration{},
 		adm: map[string]*cluster.Admission{}, lists: map[string]map[string]cluster.Member{}, started: map[string]int64{}}
 	w.data = p
 	w.client = &client{w: w, lease: jobctl.NewLeaseClient(jobctl.LeaseConfig{JobID: "jsim", Renew: leaseRenew, Quorum: opt.QuorumWait, Bugs: opt.Bugs})}

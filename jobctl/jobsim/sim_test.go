@@ -174,8 +174,8 @@ func TestSimulatedJobs(t *testing.T) {
 	}
 	t.Logf("%d schedules in %v: %d results (bitwise the fault-free factors), %d clear errors, by cause: %v", n, time.Since(start).Round(time.Millisecond),
 		results, n-results, causes)
-	t.Logf("faults: %d kills, %d restarts (%d shards resumed from a copy a disk kept across one), %d joins, %d partitions, %d takeovers, %d recoveries; messages %d (dropped %d, duplicated %d, delayed %d, lost in cuts %d); checkpoint copies %d, corrupt %d; superseded assignments answered %d; orphans %d; late answers %d; coordinators lost before their state reached the standby %d; answers lost with the node keeping them %d; forged members' claims refused %d; superseded coordinators' acceptances and errors the client dropped %d",
-		total.Killed, total.Restarted, total.ResumedFromKeptDisk, total.Joined, total.Partitioned, total.Takeovers, total.Recoveries, total.Messages, total.Dropped, total.Duplicated, total.Delayed, total.Lost, total.Checkpoints, total.Corrupted, total.Superseded, total.Orphans, total.LateAnswers, total.Unreplicated, total.AnswersLost, total.Refused, total.StaleWords)
+	t.Logf("faults: %d kills, %d restarts (%d shards resumed from a copy a disk kept across one), %d joins, %d partitions, %d takeovers, %d recoveries; messages %d (dropped %d, duplicated %d, delayed %d, lost in cuts %d); checkpoint copies %d, corrupt %d; superseded assignments answered %d; orphans %d; late answers %d; coordinators lost before their state reached the standby %d; answers lost with the node keeping them %d; forged members' claims refused %d; superseded coordinators' acceptances and errors the client dropped %d; copies dropped at a superseded coordinator's commit %d",
+		total.Killed, total.Restarted, total.ResumedFromKeptDisk, total.Joined, total.Partitioned, total.Takeovers, total.Recoveries, total.Messages, total.Dropped, total.Duplicated, total.Delayed, total.Lost, total.Checkpoints, total.Corrupted, total.Superseded, total.Orphans, total.LateAnswers, total.Unreplicated, total.AnswersLost, total.Refused, total.StaleWords, total.PrunedBySuperseded)
 }
 
 // runSchedules runs schedules 1..n on p and checks each against ref: it returns the summed
@@ -268,6 +268,7 @@ func add(a *Stats, b Stats) {
 	a.Restarted += b.Restarted
 	a.ResumedFromKeptDisk += b.ResumedFromKeptDisk
 	a.Superseded += b.Superseded
+	a.PrunedBySuperseded += b.PrunedBySuperseded
 	a.Checkpoints += b.Checkpoints
 }
 

@@ -79,11 +79,13 @@ type World struct {
 	// have died.
 	sentAnswer any
 	// epochOwners is the coordinator that sent the first message of each epoch.
-	epochOwners  map[uint64]*coordinator
-	stats        Stats
-	trace        []string
-	violations   []string
-	coordinators int
+	epochOwners map[uint64]*coordinator
+	// supersededCommits are the commits sent by a coordinator that was not the acting one.
+	supersededCommits map[*messages.CheckpointCommitted]bool
+	stats             Stats
+	trace             []string
+	violations        []string
+	coordinators      int
 	// unreplicated is set when the coordinator died before its standby had the job's state;
 	// answerLost when the node keeping the job's lost answer died.
 	unreplicated, answerLost bool
