@@ -111,6 +111,11 @@ func (e *hostEnv) handle(t *testing.T, td *datadriven.TestData) string {
 		e.step(t, &out, HostReducerAssign{Assignment: a, Local: local, Ended: td.HasArg("ended")})
 	case "stop":
 		e.step(t, &out, HostStop{Stop: &messages.StopJob{JobId: job, Epoch: epoch, Coordinator: cpid}, Local: local})
+	case "commit":
+		c := &messages.CheckpointCommitted{JobId: job, Epoch: epoch, Shards: 2}
+		td.ScanArgs(t, "iteration", &c.Iteration)
+		td.ScanArgs(t, "keep-from", &c.KeepFrom)
+		e.step(t, &out, HostCheckpointCommitted{Commit: c})
 	case "buddies":
 		b := &messages.Buddies{JobId: job, Epoch: epoch, Coordinator: cpid}
 		td.MaybeScanArgs(t, "shards", &b.Shards)
@@ -259,6 +264,9 @@ func (e *hostEnv) print(out *strings.Builder, rd HostReady) {
 	}
 	for _, r := range rd.Releases {
 		fmt.Fprintf(out, "release %d B of %q\n", r.Bytes, r.Owner)
+	}
+	for _, c := range rd.Prunes {
+		fmt.Fprintf(out, "prune %s's checkpoints before iteration %d (commit of epoch %d)\n", c.JobId, c.KeepFrom, c.Epoch)
 	}
 	for _, g := range rd.Gone {
 		fmt.Fprintf(out, "gone %s\n", g)

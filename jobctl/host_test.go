@@ -64,6 +64,7 @@ func TestHostRefusesEvents(t *testing.T) {
 		{"shard without its assignment", HostShardAssign{}, "without its ShardAssignment"},
 		{"reducer without its assignment", HostReducerAssign{}, "without its ReducerAssignment"},
 		{"stop without its message", HostStop{}, "without its StopJob"},
+		{"commit without its message", HostCheckpointCommitted{}, "without its CheckpointCommitted"},
 		{"buddies without their message", HostBuddies{}, "without its Buddies"},
 		{"state without its message", HostJobState{}, "without its JobState"},
 		{"answer without the answer", HostAnswerKept{Job: "j"}, "without its answer"},
