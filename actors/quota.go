@@ -117,7 +117,6 @@ func (m *ownerMemory) take(owner string, n, limit int64) bool {
 // ownerName is how an error names an owner.
 func ownerName(owner string) string { return jobctl.OwnerName(owner) }
 
-// noQuotaOr returns v, or -1 (no quota) for 0 (the default).
 // inputBytes is matio.ReadOptions.MaxBytes on this node: what one owner's job may hold here
 // (OwnerMemory, else Memory; 0, no bound, for nodes with neither, as the nodes of one
 // process), so that an input declaring more than that is refused as it is opened rather
@@ -131,6 +130,7 @@ func (cfg *NodeConfig) inputBytes() int64 {
 	return 0
 }
 
+// noQuotaOr returns v, or -1 (no quota) for 0 (the default).
 func noQuotaOr[T int | int64](v T) T {
 	if v == 0 {
 		return -1

@@ -55,6 +55,10 @@ func (h *Host) assignShard(e HostShardAssign) {
 		h.log(slog.LevelError, "dropped an assignment with a malformed job id", slog.String("job", m.JobId))
 		return
 	}
+	if m.Epoch == 0 {
+		h.drop("ShardAssignment of epoch 0") // a coordinator's epochs start at 1
+		return
+	}
 	fenced := !h.cfg.Bugs.Has(bugs.HostStaleAssignment)
 	if j := h.jobs[m.JobId]; fenced && j != nil && m.Epoch < j.epoch {
 		// From a superseded coordinator (this one before a recovery, or one a takeover
@@ -96,6 +100,10 @@ func (h *Host) assignReducer(e HostReducerAssign) {
 	m := e.Assignment
 	if !IsJobID(m.JobId) {
 		h.log(slog.LevelError, "dropped an assignment with a malformed job id", slog.String("job", m.JobId))
+		return
+	}
+	if m.Epoch == 0 {
+		h.drop("ReducerAssignment of epoch 0") // a coordinator's epochs start at 1
 		return
 	}
 	what := fmt.Sprintf("reducer [%d, %d)", m.Lo, m.Hi) // as the reducer's own Placed names it
@@ -204,6 +212,12 @@ func (h *Host) memberLeft(e HostMemberLeft) {
 		}
 		h.log(slog.LevelWarn, "taking over a job whose coordinator's node is gone", slog.String("job", id), slog.String("node", e.Name))
 		client := st.Submit.GetClient()
+		// The coordinator runs here now: the job's submission goes with it (a cancel sent to
+		// this host by the job's id finds it, as for a job submitted here).
+		if st.Submit != nil {
+			nj := h.job(id)
+			nj.submit, nj.owner = st.Submit, st.Submit.GetOwner()
+		}
 		h.spawn(HostSpawn{Name: CoordinatorName(id), Job: id, Role: messages.ActorRole_ACTOR_ROLE_COORDINATOR, Owner: st.Submit.GetOwner(),
 			Client: client, Takeover: st, Cause: "the coordinator's node " + e.Name + " (" + e.Addr + ") is gone"},
 			&hostChild{epoch: st.Epoch, client: client})
