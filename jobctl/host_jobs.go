@@ -55,15 +55,15 @@ func (h *Host) assignShard(e HostShardAssign) {
 		h.log(slog.LevelError, "dropped an assignment with a malformed job id", slog.String("job", m.JobId))
 		return
 	}
-	if m.Epoch == 0 {
-		h.drop("ShardAssignment of epoch 0") // a coordinator's epochs start at 1
-		return
-	}
 	fenced := !h.cfg.Bugs.Has(bugs.HostStaleAssignment)
 	if j := h.jobs[m.JobId]; fenced && j != nil && m.Epoch < j.epoch {
 		// From a superseded coordinator (this one before a recovery, or one a takeover
 		// replaced): told so, whether the shard lives here or not.
 		h.send(m.Coordinator, &messages.Placed{JobId: m.JobId, Actor: what, Epoch: m.Epoch, Superseded: j.epoch})
+		return
+	}
+	if m.Epoch == 0 {
+		h.drop("ShardAssignment of epoch 0") // a coordinator's epochs start at 1
 		return
 	}
 	if fenced && !h.fromJobsCoordinator(e.Local, "assignment", m.JobId, m.Coordinator, m.Epoch) {
@@ -102,14 +102,14 @@ func (h *Host) assignReducer(e HostReducerAssign) {
 		h.log(slog.LevelError, "dropped an assignment with a malformed job id", slog.String("job", m.JobId))
 		return
 	}
-	if m.Epoch == 0 {
-		h.drop("ReducerAssignment of epoch 0") // a coordinator's epochs start at 1
-		return
-	}
 	what := fmt.Sprintf("reducer [%d, %d)", m.Lo, m.Hi) // as the reducer's own Placed names it
 	if j := h.jobs[m.JobId]; j != nil && m.Epoch < j.epoch {
 		// From a superseded coordinator: told so, as for a shard.
 		h.send(m.Coordinator, &messages.Placed{JobId: m.JobId, Actor: what, Epoch: m.Epoch, Superseded: j.epoch})
+		return
+	}
+	if m.Epoch == 0 {
+		h.drop("ReducerAssignment of epoch 0") // a coordinator's epochs start at 1
 		return
 	}
 	if !h.fromJobsCoordinator(e.Local, "assignment", m.JobId, m.Coordinator, m.Epoch) {
