@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/didnmf/didnmf"
-	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/internal/cli"
-	"github.com/didnmf/didnmf/jobspec"
+	"github.com/didnmf/didnmf/internal/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"

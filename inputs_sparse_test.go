@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/didnmf/didnmf/jobspec"
+	"github.com/didnmf/didnmf/internal/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 )
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/didnmf/didnmf/jobspec"
+	"github.com/didnmf/didnmf/internal/jobspec"
 	"github.com/didnmf/didnmf/messages"
 )
 

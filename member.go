@@ -2,7 +2,7 @@ package didnmf
 
 import (
 	"github.com/didnmf/didnmf/pki"
-	"github.com/didnmf/didnmf/server"
+	"github.com/didnmf/didnmf/internal/server"
 )
 
 // NodeConfig configures a member node of a cluster: its name, gossip address, the members

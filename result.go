@@ -7,7 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/report"

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/didnmf/didnmf/jobspec"
+	"github.com/didnmf/didnmf/internal/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 )

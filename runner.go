@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/didnmf/didnmf/actors"
+	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/kernels"
-	"github.com/didnmf/didnmf/server"
+	"github.com/didnmf/didnmf/internal/server"
 	"github.com/didnmf/didnmf/usererr"
 )
 

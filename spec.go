@@ -1,7 +1,7 @@
 package didnmf
 
 import (
-	"github.com/didnmf/didnmf/jobspec"
+	"github.com/didnmf/didnmf/internal/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/usererr"
 )

@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/didnmf/didnmf"
-	"github.com/didnmf/didnmf/jobspec"
+	"github.com/didnmf/didnmf/internal/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 )
 

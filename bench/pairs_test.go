@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/didnmf/didnmf"
-	"github.com/didnmf/didnmf/jobspec"
+	"github.com/didnmf/didnmf/internal/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 )
 

@@ -12,10 +12,10 @@ import (
 
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/internal/proccluster"
-	"github.com/didnmf/didnmf/jobspec"
+	"github.com/didnmf/didnmf/internal/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/pki"
-	"github.com/didnmf/didnmf/server"
+	"github.com/didnmf/didnmf/internal/server"
 )
 
 // ProcsOptions are the `didnmf serve` processes StartProcs starts.

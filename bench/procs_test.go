@@ -9,7 +9,7 @@ import (
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/bench"
 	"github.com/didnmf/didnmf/internal/cli"
-	"github.com/didnmf/didnmf/jobspec"
+	"github.com/didnmf/didnmf/internal/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didnmf/didnmf/jobspec"
+	"github.com/didnmf/didnmf/internal/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/didnmf/didnmf/bench"
 	"github.com/didnmf/didnmf/kernels"
-	"github.com/didnmf/didnmf/server"
+	"github.com/didnmf/didnmf/internal/server"
 )
 
 // cmdBench runs `didnmf bench`: it parses the flags, opens the job, and prints what package

@@ -12,7 +12,7 @@ import (
 	"github.com/didnmf/didnmf"
 
 	"github.com/didnmf/didnmf/messages"
-	"github.com/didnmf/didnmf/server"
+	"github.com/didnmf/didnmf/internal/server"
 )
 
 // submitDetached submits a job that runs on without this client and prints its id.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/didnmf/didnmf/server"
+	"github.com/didnmf/didnmf/internal/server"
 )
 
 // TestREADMENamesProfileEnv: the README's section for people who profile (Benchmarks) names

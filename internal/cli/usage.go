@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/didnmf/didnmf/server"
+	"github.com/didnmf/didnmf/internal/server"
 )
 
 // Help and usage errors. Every command parses its flags (parseFlagsArgs) before it does

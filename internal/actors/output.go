@@ -1,0 +1,153 @@
+package actors
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+
+	"github.com/didnmf/didnmf/fsroot"
+	"github.com/didnmf/didnmf/internal/jobctl"
+	"github.com/didnmf/didnmf/internal/jobspec"
+	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/report"
+)
+
+// A job with --out-shared has its nodes write its output into a directory they share: the
+// shards fill in a partial coef.npy the coordinator created for the job (and shard 0 a
+// partial basis.npy, for a detached job), which the coordinator checks and renames when the
+// job is done. The node never writes into a file it did not create for this job.
+
+// sharedCoefPartial is the file the shards of a job with --out-shared write their rows of the
+// coefficients into; the coordinator renames it to coef.npy when every shard has written.
+func sharedCoefPartial(dir, job string) string {
+	return filepath.Join(dir, ".coef.npy."+job+".partial")
+}
+
+// sharedBasisPartial is the file shard 0 of a detached job writes the basis into.
+func sharedBasisPartial(dir, job string) string {
+	return filepath.Join(dir, ".basis.npy."+job+".partial")
+}
+
+// prepareSharedCoef makes the job's --out-shared directory when it does not exist (as --out
+// does; under the node's data roots), checks it (without a coef.npy unless the job may
+// overwrite it) and creates the files the shards fill in.
+func prepareSharedCoef(roots *fsroot.Roots, spec *messages.JobSpec, job string, m, n int) error {
+	if err := roots.MkdirAll("--out-shared", spec.OutShared, 0o755); err != nil {
+		return err
+	}
+	st, err := roots.Stat("--out-shared", spec.OutShared)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("--out-shared %s: not a directory", spec.OutShared)
+	}
+	if err := roots.CheckNew("--out-shared", filepath.Join(spec.OutShared, "coef.npy"), spec.Overwrite); err != nil {
+		return err
+	}
+	if spec.Detached {
+		for _, name := range []string{"basis.npy", "report.json"} {
+			if err := roots.CheckNew("--out-shared", filepath.Join(spec.OutShared, name), spec.Overwrite); err != nil {
+				return err
+			}
+		}
+	}
+	if err := prepareNPY(roots, sharedCoefPartial(spec.OutShared, job), n, int(spec.Rank)); err != nil {
+		return err
+	}
+	if spec.Detached {
+		return prepareNPY(roots, sharedBasisPartial(spec.OutShared, job), m, int(spec.Rank))
+	}
+	return nil
+}
+
+// removePartials removes a failed job's partial output files.
+func removePartials(roots *fsroot.Roots, dir, job string) {
+	_ = roots.Remove("--out-shared", sharedCoefPartial(dir, job))
+	_ = roots.Remove("--out-shared", sharedBasisPartial(dir, job))
+}
+
+// prepareNPY creates a rows x cols .npy file under the roots for shards to fill in.
+func prepareNPY(roots *fsroot.Roots, path string, rows, cols int) error {
+	f, err := roots.CreateExclusive("--out-shared", path, 0o644)
+	if err != nil {
+		return err
+	}
+	err = matio.PrepareNPYRows(f, rows, cols)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("--out-shared: %v", err)
+	}
+	return nil
+}
+
+// commitOutput puts a finished job's output files in place (jobctl's Commit): the shared
+// coef.npy, and for a detached job basis.npy and report.json.
+func (c *coordinator) commitOutput(cm *jobctl.Commit) error {
+	res := cm.Result
+	if err := c.commitNPY(sharedCoefPartial(cm.Dir, c.job), filepath.Join(cm.Dir, "coef.npy"), int(res.N)); err != nil {
+		return err
+	}
+	if cm.Detached {
+		return c.commitDetached(cm.Dir, res)
+	}
+	return nil
+}
+
+// commitDetached puts a detached job's basis.npy in place and writes its report.json: the
+// report a client writes (package report), with what the coordinator knows of how it ran.
+func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error {
+	if err := c.commitNPY(sharedBasisPartial(dir, c.job), filepath.Join(dir, "basis.npy"), int(res.M)); err != nil {
+		return err
+	}
+	r := resultOf(c.job, res)
+	rep := report.Build(c.spec, &report.Run{Result: r.Result, Threads: r.Threads, Storage: r.Storage, XBytes: r.XBytes, OnActors: true,
+		ShardNodes: r.ShardNodes, Checkpoints: r.Checkpoints, Recoveries: r.Recoveries,
+		MessagesPerIteration: r.MessagesPerIteration, BytesPerIteration: r.BytesPerIteration, ReductionsPerIteration: r.ReductionsPerIteration})
+	if c.spec.Ingest == jobspec.IngestShared {
+		// As the client of an attached job says it: the images' shape, when the inputs are
+		// IDX image files (read through the node's roots, headers only).
+		if h, w, ok := matio.PeekImageShapeWith(c.node.cfg.Roots.Opener("--input"), c.spec.Inputs); ok && h*w == r.M {
+			rep.ImageShape = []int{h, w}
+		}
+	}
+	var buf bytes.Buffer
+	if err := rep.Write(&buf); err != nil {
+		return err
+	}
+	roots, tmp := c.node.cfg.Roots, filepath.Join(dir, ".report.json."+c.job+".partial")
+	w, err := roots.CreateExclusive("--out-shared", tmp, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(buf.Bytes())
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = roots.Commit("--out-shared", tmp, filepath.Join(dir, "report.json"), c.spec.Overwrite)
+	}
+	if err != nil {
+		_ = roots.Remove("--out-shared", tmp)
+	}
+	return err
+}
+
+// commitNPY checks that a partial .npy of rows x K that the shards filled in is whole and
+// puts it in place under its final name.
+func (c *coordinator) commitNPY(part, final string, rows int) error {
+	roots := c.node.cfg.Roots
+	f, err := roots.Open("--out-shared", part)
+	if err != nil {
+		return err
+	}
+	err = matio.CheckNPYRows(f, rows, c.spec.Rank)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("--out-shared: %s: %v: do all nodes see the same directory?", filepath.Base(final), err)
+	}
+	return roots.Commit("--out-shared", part, final, c.spec.Overwrite)
+}
