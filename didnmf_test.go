@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/didnmf/didnmf/internal/jobspec"
+	"github.com/didnmf/didnmf/internal/server"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/report"
-	"github.com/didnmf/didnmf/internal/server"
 	"github.com/didnmf/didnmf/usererr"
 )
 

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/didnmf/didnmf/internal/jobspec"
+	"github.com/didnmf/didnmf/internal/server"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
-	"github.com/didnmf/didnmf/internal/server"
 	"github.com/didnmf/didnmf/usererr"
 )
 

@@ -1,8 +1,8 @@
 package didnmf
 
 import (
-	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/internal/server"
+	"github.com/didnmf/didnmf/pki"
 )
 
 // NodeConfig configures a member node of a cluster: its name, gossip address, the members

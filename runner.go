@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/didnmf/didnmf/internal/actors"
-	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/internal/server"
+	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/usererr"
 )
 

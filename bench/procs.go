@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/didnmf/didnmf"
-	"github.com/didnmf/didnmf/internal/proccluster"
 	"github.com/didnmf/didnmf/internal/jobspec"
+	"github.com/didnmf/didnmf/internal/proccluster"
+	"github.com/didnmf/didnmf/internal/server"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/pki"
-	"github.com/didnmf/didnmf/internal/server"
 )
 
 // ProcsOptions are the `didnmf serve` processes StartProcs starts.

@@ -8,8 +8,8 @@ import (
 	"runtime"
 
 	"github.com/didnmf/didnmf/bench"
-	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/internal/server"
+	"github.com/didnmf/didnmf/kernels"
 )
 
 // cmdBench runs `didnmf bench`: it parses the flags, opens the job, and prints what package

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/didnmf/didnmf/internal/actors"
+	"github.com/didnmf/didnmf/internal/server"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/report"
-	"github.com/didnmf/didnmf/internal/server"
 )
 
 // demoRoots are the directories the demo's nodes may read inputs from: Fashion-MNIST's, and

@@ -11,8 +11,8 @@ import (
 
 	"github.com/didnmf/didnmf"
 
-	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/internal/server"
+	"github.com/didnmf/didnmf/messages"
 )
 
 // submitDetached submits a job that runs on without this client and prints its id.

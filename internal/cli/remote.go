@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/internal/server"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
-	"github.com/didnmf/didnmf/internal/server"
 )
 
 // clientConfig returns the settings of a client of the cluster whose members' front doors

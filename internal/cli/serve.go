@@ -19,10 +19,10 @@ import (
 
 	"github.com/didnmf/didnmf/kernels"
 
-	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/cluster"
-	"github.com/didnmf/didnmf/pki"
+	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/internal/server"
+	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/usererr"
 )
 

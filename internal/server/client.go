@@ -18,8 +18,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 )

@@ -17,8 +17,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
 )

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"

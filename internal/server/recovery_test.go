@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/internal/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"

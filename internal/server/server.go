@@ -21,9 +21,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/fsroot"
+	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/internal/atomicfile"
 	"github.com/didnmf/didnmf/pki"
 )

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/checkpoint"
 	"github.com/didnmf/didnmf/cluster"
+	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
