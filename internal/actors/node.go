@@ -187,17 +187,6 @@ const (
 	DefaultMaxRestarts = 20
 )
 
-// limitOr returns v, or def when v is 0; a negative v means no limit (0 is returned).
-func limitOr(v, def int) int {
-	switch {
-	case v == 0:
-		return def
-	case v < 0:
-		return 0
-	}
-	return v
-}
-
 // Partition tells whether traffic between two addresses is cut.
 type Partition interface {
 	Blocked(from, to string) bool
@@ -400,8 +389,8 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	if cfg.MaxRestarts == 0 {
 		cfg.MaxRestarts = DefaultMaxRestarts
 	}
-	cfg.MaxShards = limitOr(cfg.MaxShards, DefaultMaxShards)
-	cfg.MaxJobs = limitOr(cfg.MaxJobs, DefaultMaxJobs)
+	cfg.MaxShards = quotaOr(cfg.MaxShards, DefaultMaxShards) // 0: the default; negative: no limit (0)
+	cfg.MaxJobs = quotaOr(cfg.MaxJobs, DefaultMaxJobs)
 	resolveQuotas(&cfg)
 	if cfg.Lease == 0 {
 		cfg.Lease = DefaultLease

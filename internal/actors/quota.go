@@ -42,8 +42,8 @@ func ownerMemoryQuota(limit int64) int64 {
 // before it asks for its block: a job is never refused for it.
 const DefaultOwnerMaxStreams = 16
 
-// quotaOr returns the quota v: def when v is 0 (0 itself when def is), none (0) when v is
-// negative.
+// quotaOr returns the limit or quota v: def when v is 0 (0 itself when def is), none (0) when
+// v is negative (the node's MaxShards and MaxJobs take it too).
 func quotaOr[T int | int64](v, def T) T {
 	switch {
 	case v == 0:
