@@ -25,6 +25,11 @@
 // directories, block stores, or synthetic:m=...,n=...,k=...,seed=... matrices; several are
 // stacked as more samples (see `didnmf factorize -h`).
 //
+// Spec, NodeConfig, ClusterConfig and Member are the runtime's own types under other names
+// (aliases): their fields and methods are documented where they are defined, and go doc shows
+// them there (go doc github.com/didnmf/didnmf/internal/jobspec Spec, .../internal/server
+// Config, ClientConfig, Server). A program sets their fields as any struct's.
+//
 // # Where a job runs
 //
 // The same spec runs on three targets, to the same bits:

@@ -34,6 +34,13 @@ func Serve(cfg NodeConfig) (*Member, error) { return server.Start(cfg) }
 // of some of its members and the credentials (the cluster Secret, or a client certificate).
 type ClusterConfig = server.ClientConfig
 
+// UnreachableError is NewRunner's error when no member of a cluster answered within the
+// client's reach (ClusterConfig.Reach): nothing listens there, or it is not reached from here.
+type UnreachableError = server.UnreachableError
+
+// AddressError is NewRunner's error for a cluster address that is not IP:PORT (or host:port).
+type AddressError = server.AddressError
+
 // NewSecret returns a fresh random cluster secret (NodeConfig.Secret, ClusterConfig.Secret):
 // every member and client derives its certificate from it, and the gossip key. Keep it as a
 // password: whoever holds it can join the cluster.

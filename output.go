@@ -90,7 +90,7 @@ func (r *Result) Save(dir string, rep *report.Report) error {
 // A coef.npy or coef.tsv that dir holds and this call does not write (the shards wrote the
 // coef elsewhere; no o.CoefTSV) is removed, as it would pass for this result's. report.json
 // is put in place last: when it is there, the rest is. Names that
-// do not fit the result are an *InputError, and nothing is written.
+// do not fit the result are a *usererr.Error (ErrUser), and nothing is written.
 func (r *Result) SaveWith(dir string, o SaveOptions) error {
 	res := &r.Result
 	rep := o.Report

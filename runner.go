@@ -32,8 +32,8 @@ type Runner struct {
 }
 
 // NewRunner prepares t: starts its in-process nodes or joins its cluster (where no member
-// answers for the client's reach, the error is a *server.UnreachableError; a malformed
-// address gives a *server.AddressError).
+// answers for the client's reach, the error is an *UnreachableError; a malformed address
+// gives an *AddressError).
 func NewRunner(t Target) (*Runner, error) {
 	if err := t.validate(); err != nil {
 		return nil, err

@@ -162,7 +162,8 @@ func FromTemplate(field, template string) *Error {
 			template = template[2:]
 			continue
 		case template[0] == '{':
-			if j := strings.IndexByte(template, '}'); j > 0 && isFieldName(template[1:j]) {
+			// A field's name is short: look for its brace no further (linear in the template).
+			if j := strings.IndexByte(template[:min(len(template), maxFieldName+2)], '}'); j > 0 && isFieldName(template[1:j]) {
 				e.segs = append(e.segs, segment{text: text.String()}, segment{field: template[1:j]})
 				text.Reset()
 				template = template[j+1:]
@@ -175,6 +176,9 @@ func FromTemplate(field, template string) *Error {
 	e.segs = append(e.segs, segment{text: text.String()})
 	return e
 }
+
+// maxFieldName bounds the length of a field's name in a template.
+const maxFieldName = 64
 
 // segment is a piece of a message that came as a template: text, or a field's name.
 type segment struct{ text, field string }
@@ -218,7 +222,7 @@ func replaceFields(format string, name func(string) string) string {
 }
 
 func isFieldName(s string) bool {
-	if s == "" || !(s[0] >= 'a' && s[0] <= 'z') {
+	if s == "" || len(s) > maxFieldName || !(s[0] >= 'a' && s[0] <= 'z') {
 		return false
 	}
 	for _, c := range s {

@@ -140,3 +140,12 @@ func FuzzTemplate(f *testing.F) {
 		}
 	})
 }
+
+// TestFromTemplateLongNames: a name in braces longer than a field's is text, not a field.
+func TestFromTemplateLongNames(t *testing.T) {
+	long := "{" + strings.Repeat("a", maxFieldName+1) + "}"
+	flag := func(f string) string { return "--" + f }
+	if got := FromTemplate("", long+" {rank}").Text(flag); got != long+" --rank" {
+		t.Errorf("got %q", got)
+	}
+}

@@ -58,6 +58,10 @@ type JobError struct {
 
 func (e *JobError) Error() string { return e.Message }
 
+// maxErrorTemplate bounds the template of a JobError a client reads (a message names a field
+// and a value, not a file's content).
+const maxErrorTemplate = 4096
+
 // ErrCanceled is returned (wrapped) by Wait for a job that was cancelled.
 var ErrCanceled = errors.New("job canceled")
 
@@ -68,8 +72,12 @@ func (e *JobError) Unwrap() error {
 	case KindCanceled:
 		return ErrCanceled
 	case KindInput:
-		if e.Template != "" {
-			return usererr.FromTemplate(e.Field, e.Template)
+		// A template names the field for the front end, when it says what the message says
+		// (a member is trusted, but its words are bounded before they are parsed).
+		if e.Template != "" && len(e.Template) <= maxErrorTemplate {
+			if ue := usererr.FromTemplate(e.Field, e.Template); ue.Error() == e.Message {
+				return ue
+			}
 		}
 		return usererr.New(e.Message, nil)
 	}

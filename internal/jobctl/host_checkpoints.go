@@ -13,6 +13,10 @@ type HostCheckpointCommitted struct {
 // in a partition that healed) runs on next to its successor for a while, and its commits must
 // not drop copies the successor may still fall back to.
 func (h *Host) committed(m *messages.CheckpointCommitted) {
+	if m.Epoch == 0 || m.KeepFrom > m.Iteration {
+		h.drop("CheckpointCommitted of epoch 0 or keeping none of what it commits")
+		return
+	}
 	if j := h.jobs[m.JobId]; j != nil && m.Epoch < j.latestEpoch() {
 		h.drop("CheckpointCommitted of a superseded coordinator")
 		return

@@ -636,7 +636,7 @@ func (c *Client) Cancel(id string, timeout time.Duration) error {
 		if err != nil {
 			return fmt.Errorf("job %s is not listed (and %v)", id, err)
 		}
-		return fmt.Errorf("no job %s of yours on the cluster (node jobs lists them)", id)
+		return fmt.Errorf("no job %s of yours on the cluster (didnmf jobs lists them)", id)
 	}
 	for _, m := range c.Members.Workers() {
 		c.Node.System().Root.Send(actors.HostPID(m.Meta.Actor), &messages.CancelJob{JobId: id})
