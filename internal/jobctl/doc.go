@@ -49,8 +49,10 @@
 //	                of an earlier epoch is ignored; an earlier tree's reducers stop), when it
 //	                takes a job over as its standby, when it forgets a job whose coordinator's
 //	                node left and nobody took over (the orphan timer), how many failures of a
-//	                job's actors it restarts, and the answers of ended jobs it keeps for
-//	                clients whose answer was lost. One record per job and a map of the node's
+//	                job's actors it restarts (HostConfig.MaxRestarts), which checkpoint
+//	                commits may prune its copies (not a superseded coordinator's), and the
+//	                answers of ended jobs it keeps, for a while, for clients whose answer was
+//	                lost. One record per job and a map of the node's
 //	                live actors; the node's memory stays with the runtime (the shards share
 //	                it): assignments carry what is used, and Ready asks to spawn, stop,
 //	                forget, send, reply, arm an orphan timer and release
@@ -68,7 +70,7 @@
 //
 // Their stories are data-driven tests, as etcd's raft has them: testdata/job (a rollback, a
 // takeover, a partition that pauses the job and one that fails it), testdata/host (admission,
-// fencing and a superseded assignment, takeover, orphans, restarts, kept answers),
+// fencing and a superseded assignment, takeover, orphans, restarts, kept answers, commits),
 // testdata/sharddriver (grants, the stop rule, the time limit, checkpoints, rollback in place,
 // report batching), testdata/reducer and testdata/lease, each command printing what the
 // machine asks its runtime to do, readable without Go (run the tests with -rewrite after a
