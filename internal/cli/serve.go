@@ -204,6 +204,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	durationFlag(fs, lease, "lease", actors.DefaultLease, "cancel a job coordinated here when its client sent no word for this `DURATION` (killed, cut off); jobs submitted with --detach have no lease")
 	maxShards := fs.Int("max-shards", actors.DefaultMaxShards, "most shards this node holds at once; a job that would need more is refused")
 	maxJobs := fs.Int("max-jobs", actors.DefaultMaxJobs, "most jobs with actors on this node at once")
+	maxRestarts := fs.Int("max-restarts", actors.DefaultMaxRestarts, "restart a job's shards and reducers on this node after at most `N` panics; the next one fails the job")
 	ownerJobs := fs.Int("owner-max-jobs", 0, "at most `N` jobs of one owner (the name in its client certificate) with actors on this node at once (default 0: a quarter of --max-jobs), so that one client cannot take every slot")
 	ownerShards := fs.Int("owner-max-shards", 0, "at most `N` shards of one owner's jobs on this node at once (default 0: a quarter of --max-shards)")
 	ownerMemory := fs.String("owner-memory", "", "bytes of job data this node accepts for one owner's jobs, a `SIZE`, e.g. 2GiB (default: three quarters of --memory)")
@@ -236,6 +237,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if *capacity < 1 {
 		return badInput("--capacity must be >= 1, got %d", *capacity)
+	}
+	if *maxRestarts < 0 {
+		return badInput("--max-restarts must be >= 0, got %d", *maxRestarts)
 	}
 	if err := applyKernel(*kernel); err != nil {
 		return err
@@ -302,7 +306,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		GossipKey: cr.gossipKey, TLS: cr.tls, Secret: cr.secret, Insecure: cr.insecure, Logger: logger,
 		Node: actors.NodeConfig{Port: *actorPort, DataPort: *dataPort, DataDir: dir, Capacity: *capacity, Memory: mem, Machine: machineName(*machine),
 			Threads: *threads, CheckpointQuota: quotaBytes, Faults: faults, MaxJobTime: *maxJobTime, Lease: *lease,
-			MaxShards: *maxShards, MaxJobs: *maxJobs, OwnerMaxJobs: *ownerJobs, OwnerMaxShards: *ownerShards, OwnerMemory: ownerMem,
+			MaxShards: *maxShards, MaxJobs: *maxJobs, MaxRestarts: *maxRestarts, OwnerMaxJobs: *ownerJobs, OwnerMaxShards: *ownerShards, OwnerMemory: ownerMem,
 			OwnerMaxStreams: *ownerStreams}})
 	if err != nil {
 		return usererr.Wrap(err)

@@ -254,6 +254,7 @@ func TestServeRefusesBadValues(t *testing.T) {
 		{[]string{"--owner-max-streams", "-1"}, "--owner-max-streams"},
 		{[]string{"--owner-memory", "lots"}, "--owner-memory"},
 		{[]string{"--max-job-time", "-1h"}, "--max-job-time"},
+		{[]string{"--max-restarts", "-1"}, "--max-restarts must be >= 0, got -1"},
 	} {
 		args := append([]string{"serve", "--bind", "127.0.0.1:0"}, c.args...)
 		var code int
