@@ -46,35 +46,48 @@ func (h *Host) fromCoordinator(job string, coord *messages.Pid, epoch uint64) bo
 	return coord != nil && coord.Address == known.Address && coord.Id == known.Id
 }
 
+// fence is a host's epoch fence for an assignment (kind: its message; what: the actor, as its
+// Placed names it) of job by coord at epoch. An assignment of a malformed job id or of epoch 0
+// (a coordinator's epochs start at 1) is dropped; one of an earlier epoch than the job's here
+// is answered Placed.Superseded, whether the actor lives here or not and whoever sent it (a
+// superseded coordinator: this one before a recovery, or one a takeover replaced); one of
+// another coordinator is dropped; one of an ended job is answered Placed.Ended. Otherwise it
+// returns the job's record, moved on to the assignment's epoch and coordinator. fenced false
+// (a planted bug) skips the epoch and coordinator checks.
+func (h *Host) fence(kind, what, job string, coord *messages.Pid, epoch uint64, local, ended, fenced bool) *hostJob {
+	if !IsJobID(job) {
+		h.log(slog.LevelError, "dropped an assignment with a malformed job id", slog.String("job", job))
+		return nil
+	}
+	if j := h.jobs[job]; fenced && j != nil && epoch < j.epoch {
+		h.send(coord, &messages.Placed{JobId: job, Actor: what, Epoch: epoch, Superseded: j.epoch})
+		return nil
+	}
+	if epoch == 0 {
+		h.drop(kind + " of epoch 0")
+		return nil
+	}
+	if fenced && !h.fromJobsCoordinator(local, "assignment", job, coord, epoch) {
+		return nil
+	}
+	if ended {
+		h.send(coord, &messages.Placed{JobId: job, Actor: what, Epoch: epoch, Ended: true})
+		return nil
+	}
+	j := h.job(job)
+	j.epoch, j.assigned, j.coordinator = epoch, true, coord
+	return j
+}
+
 // assignShard places a shard: a new one (admitted), or one living here, rolled back in place
 // (it keeps its block).
 func (h *Host) assignShard(e HostShardAssign) {
 	m := e.Assignment
 	what := fmt.Sprintf("shard %d", m.Shard)
-	if !IsJobID(m.JobId) {
-		h.log(slog.LevelError, "dropped an assignment with a malformed job id", slog.String("job", m.JobId))
+	j := h.fence("ShardAssignment", what, m.JobId, m.Coordinator, m.Epoch, e.Local, e.Ended, !h.cfg.Bugs.Has(bugs.HostStaleAssignment))
+	if j == nil {
 		return
 	}
-	fenced := !h.cfg.Bugs.Has(bugs.HostStaleAssignment)
-	if j := h.jobs[m.JobId]; fenced && j != nil && m.Epoch < j.epoch {
-		// From a superseded coordinator (this one before a recovery, or one a takeover
-		// replaced): told so, whether the shard lives here or not.
-		h.send(m.Coordinator, &messages.Placed{JobId: m.JobId, Actor: what, Epoch: m.Epoch, Superseded: j.epoch})
-		return
-	}
-	if m.Epoch == 0 {
-		h.drop("ShardAssignment of epoch 0") // a coordinator's epochs start at 1
-		return
-	}
-	if fenced && !h.fromJobsCoordinator(e.Local, "assignment", m.JobId, m.Coordinator, m.Epoch) {
-		return
-	}
-	if e.Ended {
-		h.send(m.Coordinator, &messages.Placed{JobId: m.JobId, Actor: what, Epoch: m.Epoch, Ended: true})
-		return
-	}
-	j := h.job(m.JobId)
-	j.epoch, j.assigned, j.coordinator = m.Epoch, true, m.Coordinator
 	name := ShardName(m.JobId, m.Shard)
 	if c := h.children[childID(name)]; c != nil {
 		// The shard lives here: a recovery rolls it back in place, keeping its block.
@@ -98,29 +111,11 @@ func (h *Host) assignShard(e HostShardAssign) {
 // the job's here is answered as a shard's is (Placed.Superseded).
 func (h *Host) assignReducer(e HostReducerAssign) {
 	m := e.Assignment
-	if !IsJobID(m.JobId) {
-		h.log(slog.LevelError, "dropped an assignment with a malformed job id", slog.String("job", m.JobId))
-		return
-	}
 	what := fmt.Sprintf("reducer [%d, %d)", m.Lo, m.Hi) // as the reducer's own Placed names it
-	if j := h.jobs[m.JobId]; j != nil && m.Epoch < j.epoch {
-		// From a superseded coordinator: told so, as for a shard.
-		h.send(m.Coordinator, &messages.Placed{JobId: m.JobId, Actor: what, Epoch: m.Epoch, Superseded: j.epoch})
+	j := h.fence("ReducerAssignment", what, m.JobId, m.Coordinator, m.Epoch, e.Local, e.Ended, true)
+	if j == nil {
 		return
 	}
-	if m.Epoch == 0 {
-		h.drop("ReducerAssignment of epoch 0") // a coordinator's epochs start at 1
-		return
-	}
-	if !h.fromJobsCoordinator(e.Local, "assignment", m.JobId, m.Coordinator, m.Epoch) {
-		return
-	}
-	if e.Ended {
-		h.send(m.Coordinator, &messages.Placed{JobId: m.JobId, Actor: what, Epoch: m.Epoch, Ended: true})
-		return
-	}
-	j := h.job(m.JobId)
-	j.epoch, j.assigned, j.coordinator = m.Epoch, true, m.Coordinator
 	for _, id := range h.actorsOf(m.JobId) {
 		if c := h.children[id]; c.role == messages.ActorRole_ACTOR_ROLE_REDUCER && c.epoch < m.Epoch {
 			h.ready.Stops = append(h.ready.Stops, id)
