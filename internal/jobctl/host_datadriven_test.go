@@ -19,15 +19,7 @@ import (
 // command an event and its output what the host asked for (its Ready). See
 // testdata/host/README.txt for the commands; -rewrite rewrites the outputs.
 func TestHostData(t *testing.T) {
-	datadriven.Walk(t, "testdata/host", func(t *testing.T, path string) {
-		if strings.HasSuffix(path, "README.txt") {
-			return
-		}
-		e := &hostEnv{}
-		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
-			return e.handle(t, td)
-		})
-	})
+	runScenarios(t, "testdata/host", func() func(*testing.T, *datadriven.TestData) string { return (&hostEnv{}).handle })
 }
 
 // hostEnv is the world of one host in a scenario: its node's memory (what its spawned shards

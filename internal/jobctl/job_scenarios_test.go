@@ -32,12 +32,7 @@ import (
 //	takeover node=N           N's standby takes the job over from the last state it got
 //	cancel                    the owner cancels
 func TestJobScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata/job", func(t *testing.T, path string) {
-		env := &jobEnv{}
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			return env.run(t, d)
-		})
-	})
+	runScenarios(t, "testdata/job", func() func(*testing.T, *datadriven.TestData) string { return (&jobEnv{}).run })
 }
 
 // jobEnv is a Job with its world: the clock, the live nodes, what was sent (the last ping,

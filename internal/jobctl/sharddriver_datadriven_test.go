@@ -19,15 +19,7 @@ import (
 // output what the driver asked for (its Ready). See testdata/sharddriver/README.txt for the
 // commands.
 func TestShardDriverData(t *testing.T) {
-	datadriven.Walk(t, "testdata/sharddriver", func(t *testing.T, path string) {
-		if strings.HasSuffix(path, "README.txt") {
-			return
-		}
-		h := newShardDriverEnv()
-		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
-			return h.handle(t, td)
-		})
-	})
+	runScenarios(t, "testdata/sharddriver", func() func(*testing.T, *datadriven.TestData) string { return newShardDriverEnv().handle })
 }
 
 // shardDriverToy is a cheap numeric stand-in for a shard's kernels machine: a fresh one makes
