@@ -25,17 +25,18 @@ func LANNode() Config {
 	if err != nil || net.ParseIP(ip) == nil {
 		ip = "127.0.0.1"
 	}
-	n := actors.NodePreset(actors.DefaultLAN(), defaultWorkers, AvailableMemory()*8/10)
-	n.Machine = MachineID()
-	return Config{Bind: net.JoinHostPort(ip, strconv.Itoa(GossipPort)), Node: n}
+	return preset(net.JoinHostPort(ip, strconv.Itoa(GossipPort)), actors.DefaultLAN())
 }
 
 // LocalNode returns the configuration of a member of a cluster whose members all run on this
 // machine, on loopback (a demo, tests, several members in one process): as LANNode, but gossip
 // on 127.0.0.1 with a port picked when it starts (Server.Gossip tells it) and
 // actors.Loopback's waits.
-func LocalNode() Config {
-	c := LANNode()
-	c.Bind, c.Node.Timeouts = "127.0.0.1:0", actors.Loopback()
-	return c
+func LocalNode() Config { return preset("127.0.0.1:0", actors.Loopback()) }
+
+// preset is a member's configuration gossiping on bind, with every limit set and the waits t.
+func preset(bind string, t actors.Timeouts) Config {
+	n := actors.NodePreset(t, defaultWorkers, AvailableMemory()*8/10)
+	n.Machine = MachineID()
+	return Config{Bind: bind, Node: n}
 }
