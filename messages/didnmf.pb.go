@@ -525,6 +525,10 @@ const (
 	JobPhase_JOB_PHASE_RECOVERING JobPhase = 3
 	// paused: the job waits for a majority of the nodes it started with to recover.
 	JobPhase_JOB_PHASE_PAUSED JobPhase = 4
+	// The outcomes of an ended job, as its record in the history says.
+	JobPhase_JOB_PHASE_DONE     JobPhase = 5
+	JobPhase_JOB_PHASE_FAILED   JobPhase = 6
+	JobPhase_JOB_PHASE_CANCELED JobPhase = 7
 )
 
 // Enum value maps for JobPhase.
@@ -535,6 +539,9 @@ var (
 		2: "JOB_PHASE_RUNNING",
 		3: "JOB_PHASE_RECOVERING",
 		4: "JOB_PHASE_PAUSED",
+		5: "JOB_PHASE_DONE",
+		6: "JOB_PHASE_FAILED",
+		7: "JOB_PHASE_CANCELED",
 	}
 	JobPhase_value = map[string]int32{
 		"JOB_PHASE_UNSPECIFIED": 0,
@@ -542,6 +549,9 @@ var (
 		"JOB_PHASE_RUNNING":     2,
 		"JOB_PHASE_RECOVERING":  3,
 		"JOB_PHASE_PAUSED":      4,
+		"JOB_PHASE_DONE":        5,
+		"JOB_PHASE_FAILED":      6,
+		"JOB_PHASE_CANCELED":    7,
 	}
 )
 
@@ -570,6 +580,81 @@ func (x JobPhase) Number() protoreflect.EnumNumber {
 // Deprecated: Use JobPhase.Descriptor instead.
 func (JobPhase) EnumDescriptor() ([]byte, []int) {
 	return file_didnmf_proto_rawDescGZIP(), []int{8}
+}
+
+// JobEventKind is what a JobEvent tells.
+type JobEventKind int32
+
+const (
+	JobEventKind_JOB_EVENT_KIND_UNSPECIFIED JobEventKind = 0
+	// started: the first iteration began; placed: the shards were placed (again).
+	JobEventKind_JOB_EVENT_KIND_STARTED JobEventKind = 1
+	// checkpoint: a checkpoint iteration was committed.
+	JobEventKind_JOB_EVENT_KIND_CHECKPOINT JobEventKind = 2
+	// failure: a failure was noticed (text: its cause); recovered: the first iteration after
+	// the rollback completed.
+	JobEventKind_JOB_EVENT_KIND_FAILURE   JobEventKind = 3
+	JobEventKind_JOB_EVENT_KIND_RECOVERED JobEventKind = 4
+	// takeover: a standby took the job over (a new epoch).
+	JobEventKind_JOB_EVENT_KIND_TAKEOVER JobEventKind = 5
+	// paused and resumed: the job waited for a majority of its nodes.
+	JobEventKind_JOB_EVENT_KIND_PAUSED  JobEventKind = 6
+	JobEventKind_JOB_EVENT_KIND_RESUMED JobEventKind = 7
+	// ended: the job ended (text: the stop rule, or the error).
+	JobEventKind_JOB_EVENT_KIND_ENDED JobEventKind = 8
+)
+
+// Enum value maps for JobEventKind.
+var (
+	JobEventKind_name = map[int32]string{
+		0: "JOB_EVENT_KIND_UNSPECIFIED",
+		1: "JOB_EVENT_KIND_STARTED",
+		2: "JOB_EVENT_KIND_CHECKPOINT",
+		3: "JOB_EVENT_KIND_FAILURE",
+		4: "JOB_EVENT_KIND_RECOVERED",
+		5: "JOB_EVENT_KIND_TAKEOVER",
+		6: "JOB_EVENT_KIND_PAUSED",
+		7: "JOB_EVENT_KIND_RESUMED",
+		8: "JOB_EVENT_KIND_ENDED",
+	}
+	JobEventKind_value = map[string]int32{
+		"JOB_EVENT_KIND_UNSPECIFIED": 0,
+		"JOB_EVENT_KIND_STARTED":     1,
+		"JOB_EVENT_KIND_CHECKPOINT":  2,
+		"JOB_EVENT_KIND_FAILURE":     3,
+		"JOB_EVENT_KIND_RECOVERED":   4,
+		"JOB_EVENT_KIND_TAKEOVER":    5,
+		"JOB_EVENT_KIND_PAUSED":      6,
+		"JOB_EVENT_KIND_RESUMED":     7,
+		"JOB_EVENT_KIND_ENDED":       8,
+	}
+)
+
+func (x JobEventKind) Enum() *JobEventKind {
+	p := new(JobEventKind)
+	*p = x
+	return p
+}
+
+func (x JobEventKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (JobEventKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_didnmf_proto_enumTypes[9].Descriptor()
+}
+
+func (JobEventKind) Type() protoreflect.EnumType {
+	return &file_didnmf_proto_enumTypes[9]
+}
+
+func (x JobEventKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use JobEventKind.Descriptor instead.
+func (JobEventKind) EnumDescriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{9}
 }
 
 // BlockPart says what a BlockChunk carries: the shard's block of X, or (init custom) the
@@ -612,11 +697,11 @@ func (x BlockPart) String() string {
 }
 
 func (BlockPart) Descriptor() protoreflect.EnumDescriptor {
-	return file_didnmf_proto_enumTypes[9].Descriptor()
+	return file_didnmf_proto_enumTypes[10].Descriptor()
 }
 
 func (BlockPart) Type() protoreflect.EnumType {
-	return &file_didnmf_proto_enumTypes[9]
+	return &file_didnmf_proto_enumTypes[10]
 }
 
 func (x BlockPart) Number() protoreflect.EnumNumber {
@@ -625,7 +710,7 @@ func (x BlockPart) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BlockPart.Descriptor instead.
 func (BlockPart) EnumDescriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{9}
+	return file_didnmf_proto_rawDescGZIP(), []int{10}
 }
 
 // ActorRole is the kind of one of a job's actors.
@@ -669,11 +754,11 @@ func (x ActorRole) String() string {
 }
 
 func (ActorRole) Descriptor() protoreflect.EnumDescriptor {
-	return file_didnmf_proto_enumTypes[10].Descriptor()
+	return file_didnmf_proto_enumTypes[11].Descriptor()
 }
 
 func (ActorRole) Type() protoreflect.EnumType {
-	return &file_didnmf_proto_enumTypes[10]
+	return &file_didnmf_proto_enumTypes[11]
 }
 
 func (x ActorRole) Number() protoreflect.EnumNumber {
@@ -682,7 +767,7 @@ func (x ActorRole) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ActorRole.Descriptor instead.
 func (ActorRole) EnumDescriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{10}
+	return file_didnmf_proto_rawDescGZIP(), []int{11}
 }
 
 // Pid names an actor: the actor system's address (host:port) and the actor's id.
@@ -1753,7 +1838,13 @@ func (x *LeaseAck) GetJobId() string {
 // ListJobs asks a host for the jobs it coordinates; it answers with JobList. A client sees
 // only its own jobs, a peer all.
 type ListJobs struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// detail: each job's convergence history (at most JobInfo's bound of points, evenly
+	// thinned) and its events; without it both are left empty.
+	Detail bool `protobuf:"varint,1,opt,name=detail,proto3" json:"detail,omitempty"`
+	// ended: also the jobs that ended and whose record the host still keeps (the history of
+	// the jobs it coordinated, bounded by time and count), with their outcome.
+	Ended         bool `protobuf:"varint,2,opt,name=ended,proto3" json:"ended,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1788,6 +1879,93 @@ func (*ListJobs) Descriptor() ([]byte, []int) {
 	return file_didnmf_proto_rawDescGZIP(), []int{11}
 }
 
+func (x *ListJobs) GetDetail() bool {
+	if x != nil {
+		return x.Detail
+	}
+	return false
+}
+
+func (x *ListJobs) GetEnded() bool {
+	if x != nil {
+		return x.Ended
+	}
+	return false
+}
+
+// JobEvent is one event in a job's timeline, as ListJobs with detail reports it.
+type JobEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When, in Unix milliseconds, by the clock of the coordinator that saw it.
+	UnixMs int64        `protobuf:"varint,1,opt,name=unix_ms,json=unixMs,proto3" json:"unix_ms,omitempty"`
+	Kind   JobEventKind `protobuf:"varint,2,opt,name=kind,proto3,enum=didnmf.JobEventKind" json:"kind,omitempty"`
+	// The iteration at the event (for a checkpoint: the committed one; for a recovery: the
+	// checkpoint resumed from).
+	Iteration int64 `protobuf:"varint,3,opt,name=iteration,proto3" json:"iteration,omitempty"`
+	// What a person reads: a failure's cause, the stop rule, an error.
+	Text          string `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobEvent) Reset() {
+	*x = JobEvent{}
+	mi := &file_didnmf_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobEvent) ProtoMessage() {}
+
+func (x *JobEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
+func (*JobEvent) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *JobEvent) GetUnixMs() int64 {
+	if x != nil {
+		return x.UnixMs
+	}
+	return 0
+}
+
+func (x *JobEvent) GetKind() JobEventKind {
+	if x != nil {
+		return x.Kind
+	}
+	return JobEventKind_JOB_EVENT_KIND_UNSPECIFIED
+}
+
+func (x *JobEvent) GetIteration() int64 {
+	if x != nil {
+		return x.Iteration
+	}
+	return 0
+}
+
+func (x *JobEvent) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
 // JobInfo is one job as ListJobs reports it.
 type JobInfo struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -1807,15 +1985,42 @@ type JobInfo struct {
 	State JobPhase `protobuf:"varint,17,opt,name=state,proto3,enum=didnmf.JobPhase" json:"state,omitempty"`
 	// rel_err2 = objective / ||X||^2 at the last iteration; rate is iterations a second over
 	// the last ten (initialisation and recoveries left out when the history allows).
-	RelErr2       float64 `protobuf:"fixed64,14,opt,name=rel_err2,json=relErr2,proto3" json:"rel_err2,omitempty"`
-	Rate          float64 `protobuf:"fixed64,15,opt,name=rate,proto3" json:"rate,omitempty"`
+	RelErr2 float64 `protobuf:"fixed64,14,opt,name=rel_err2,json=relErr2,proto3" json:"rel_err2,omitempty"`
+	Rate    float64 `protobuf:"fixed64,15,opt,name=rate,proto3" json:"rate,omitempty"`
+	// The data's size (samples and features).
+	Samples  int64 `protobuf:"varint,18,opt,name=samples,proto3" json:"samples,omitempty"`
+	Features int64 `protobuf:"varint,19,opt,name=features,proto3" json:"features,omitempty"`
+	// The actor address of each shard's node, by shard id (empty while placing).
+	ShardNodes []string `protobuf:"bytes,20,rep,name=shard_nodes,json=shardNodes,proto3" json:"shard_nodes,omitempty"`
+	// With ListJobs.detail: the convergence history (at most 256 points, evenly thinned, the
+	// last always kept) and the events (at most 64, the latest).
+	History []*HistoryPoint `protobuf:"bytes,21,rep,name=history,proto3" json:"history,omitempty"`
+	Events  []*JobEvent     `protobuf:"bytes,22,rep,name=events,proto3" json:"events,omitempty"`
+	// The stop rule in words (max_iter, tol, time limit), and once ended, why it stopped.
+	StopRule string `protobuf:"bytes,23,opt,name=stop_rule,json=stopRule,proto3" json:"stop_rule,omitempty"`
+	Stop     string `protobuf:"bytes,24,opt,name=stop,proto3" json:"stop,omitempty"`
+	// When the job was submitted to its coordinator and, once ended, when it ended (Unix ms).
+	SubmittedUnixMs int64 `protobuf:"varint,25,opt,name=submitted_unix_ms,json=submittedUnixMs,proto3" json:"submitted_unix_ms,omitempty"`
+	EndedUnixMs     int64 `protobuf:"varint,26,opt,name=ended_unix_ms,json=endedUnixMs,proto3" json:"ended_unix_ms,omitempty"`
+	// An ended job's error (state failed or canceled), as its JobError said: kind, message,
+	// and for the user's fault the field and the template (see JobError).
+	ErrorKind     ErrorKind `protobuf:"varint,27,opt,name=error_kind,json=errorKind,proto3,enum=didnmf.ErrorKind" json:"error_kind,omitempty"`
+	Error         string    `protobuf:"bytes,28,opt,name=error,proto3" json:"error,omitempty"`
+	ErrorField    string    `protobuf:"bytes,29,opt,name=error_field,json=errorField,proto3" json:"error_field,omitempty"`
+	ErrorTemplate string    `protobuf:"bytes,34,opt,name=error_template,json=errorTemplate,proto3" json:"error_template,omitempty"`
+	// Recoveries and checkpoints committed so far; the coordinator's epoch.
+	Recoveries  int64  `protobuf:"varint,30,opt,name=recoveries,proto3" json:"recoveries,omitempty"`
+	Checkpoints int64  `protobuf:"varint,31,opt,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	Epoch       uint64 `protobuf:"varint,32,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Where a detached job writes its outputs (its --out-shared), when it does.
+	OutShared     string `protobuf:"bytes,33,opt,name=out_shared,json=outShared,proto3" json:"out_shared,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_didnmf_proto_msgTypes[12]
+	mi := &file_didnmf_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +2032,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[12]
+	mi := &file_didnmf_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +2045,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{12}
+	return file_didnmf_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *JobInfo) GetJobId() string {
@@ -1948,6 +2153,125 @@ func (x *JobInfo) GetRate() float64 {
 	return 0
 }
 
+func (x *JobInfo) GetSamples() int64 {
+	if x != nil {
+		return x.Samples
+	}
+	return 0
+}
+
+func (x *JobInfo) GetFeatures() int64 {
+	if x != nil {
+		return x.Features
+	}
+	return 0
+}
+
+func (x *JobInfo) GetShardNodes() []string {
+	if x != nil {
+		return x.ShardNodes
+	}
+	return nil
+}
+
+func (x *JobInfo) GetHistory() []*HistoryPoint {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
+func (x *JobInfo) GetEvents() []*JobEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *JobInfo) GetStopRule() string {
+	if x != nil {
+		return x.StopRule
+	}
+	return ""
+}
+
+func (x *JobInfo) GetStop() string {
+	if x != nil {
+		return x.Stop
+	}
+	return ""
+}
+
+func (x *JobInfo) GetSubmittedUnixMs() int64 {
+	if x != nil {
+		return x.SubmittedUnixMs
+	}
+	return 0
+}
+
+func (x *JobInfo) GetEndedUnixMs() int64 {
+	if x != nil {
+		return x.EndedUnixMs
+	}
+	return 0
+}
+
+func (x *JobInfo) GetErrorKind() ErrorKind {
+	if x != nil {
+		return x.ErrorKind
+	}
+	return ErrorKind_ERROR_KIND_UNSPECIFIED
+}
+
+func (x *JobInfo) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *JobInfo) GetErrorField() string {
+	if x != nil {
+		return x.ErrorField
+	}
+	return ""
+}
+
+func (x *JobInfo) GetErrorTemplate() string {
+	if x != nil {
+		return x.ErrorTemplate
+	}
+	return ""
+}
+
+func (x *JobInfo) GetRecoveries() int64 {
+	if x != nil {
+		return x.Recoveries
+	}
+	return 0
+}
+
+func (x *JobInfo) GetCheckpoints() int64 {
+	if x != nil {
+		return x.Checkpoints
+	}
+	return 0
+}
+
+func (x *JobInfo) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *JobInfo) GetOutShared() string {
+	if x != nil {
+		return x.OutShared
+	}
+	return ""
+}
+
 // JobList answers ListJobs.
 type JobList struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1959,7 +2283,7 @@ type JobList struct {
 
 func (x *JobList) Reset() {
 	*x = JobList{}
-	mi := &file_didnmf_proto_msgTypes[13]
+	mi := &file_didnmf_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1971,7 +2295,7 @@ func (x *JobList) String() string {
 func (*JobList) ProtoMessage() {}
 
 func (x *JobList) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[13]
+	mi := &file_didnmf_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1984,7 +2308,7 @@ func (x *JobList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobList.ProtoReflect.Descriptor instead.
 func (*JobList) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{13}
+	return file_didnmf_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *JobList) GetAddress() string {
@@ -2011,7 +2335,7 @@ type Ping struct {
 
 func (x *Ping) Reset() {
 	*x = Ping{}
-	mi := &file_didnmf_proto_msgTypes[14]
+	mi := &file_didnmf_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2023,7 +2347,7 @@ func (x *Ping) String() string {
 func (*Ping) ProtoMessage() {}
 
 func (x *Ping) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[14]
+	mi := &file_didnmf_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2036,7 +2360,7 @@ func (x *Ping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ping.ProtoReflect.Descriptor instead.
 func (*Ping) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{14}
+	return file_didnmf_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Ping) GetNonce() uint64 {
@@ -2086,7 +2410,7 @@ type Pong struct {
 
 func (x *Pong) Reset() {
 	*x = Pong{}
-	mi := &file_didnmf_proto_msgTypes[15]
+	mi := &file_didnmf_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +2422,7 @@ func (x *Pong) String() string {
 func (*Pong) ProtoMessage() {}
 
 func (x *Pong) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[15]
+	mi := &file_didnmf_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +2435,7 @@ func (x *Pong) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pong.ProtoReflect.Descriptor instead.
 func (*Pong) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{15}
+	return file_didnmf_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Pong) GetNonce() uint64 {
@@ -2235,7 +2559,7 @@ type HostStatus struct {
 
 func (x *HostStatus) Reset() {
 	*x = HostStatus{}
-	mi := &file_didnmf_proto_msgTypes[16]
+	mi := &file_didnmf_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2247,7 +2571,7 @@ func (x *HostStatus) String() string {
 func (*HostStatus) ProtoMessage() {}
 
 func (x *HostStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[16]
+	mi := &file_didnmf_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2260,7 +2584,7 @@ func (x *HostStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostStatus.ProtoReflect.Descriptor instead.
 func (*HostStatus) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{16}
+	return file_didnmf_proto_rawDescGZIP(), []int{17}
 }
 
 // ShardAssignment tells a host to start one shard of a job.
@@ -2299,7 +2623,7 @@ type ShardAssignment struct {
 
 func (x *ShardAssignment) Reset() {
 	*x = ShardAssignment{}
-	mi := &file_didnmf_proto_msgTypes[17]
+	mi := &file_didnmf_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2311,7 +2635,7 @@ func (x *ShardAssignment) String() string {
 func (*ShardAssignment) ProtoMessage() {}
 
 func (x *ShardAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[17]
+	mi := &file_didnmf_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2324,7 +2648,7 @@ func (x *ShardAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardAssignment.ProtoReflect.Descriptor instead.
 func (*ShardAssignment) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{17}
+	return file_didnmf_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ShardAssignment) GetJobId() string {
@@ -2468,7 +2792,7 @@ type ReducerAssignment struct {
 
 func (x *ReducerAssignment) Reset() {
 	*x = ReducerAssignment{}
-	mi := &file_didnmf_proto_msgTypes[18]
+	mi := &file_didnmf_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2480,7 +2804,7 @@ func (x *ReducerAssignment) String() string {
 func (*ReducerAssignment) ProtoMessage() {}
 
 func (x *ReducerAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[18]
+	mi := &file_didnmf_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2493,7 +2817,7 @@ func (x *ReducerAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReducerAssignment.ProtoReflect.Descriptor instead.
 func (*ReducerAssignment) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{18}
+	return file_didnmf_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReducerAssignment) GetJobId() string {
@@ -2597,7 +2921,7 @@ type Placed struct {
 
 func (x *Placed) Reset() {
 	*x = Placed{}
-	mi := &file_didnmf_proto_msgTypes[19]
+	mi := &file_didnmf_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2609,7 +2933,7 @@ func (x *Placed) String() string {
 func (*Placed) ProtoMessage() {}
 
 func (x *Placed) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[19]
+	mi := &file_didnmf_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2622,7 +2946,7 @@ func (x *Placed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placed.ProtoReflect.Descriptor instead.
 func (*Placed) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{19}
+	return file_didnmf_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Placed) GetJobId() string {
@@ -2715,7 +3039,7 @@ type StartJob struct {
 
 func (x *StartJob) Reset() {
 	*x = StartJob{}
-	mi := &file_didnmf_proto_msgTypes[20]
+	mi := &file_didnmf_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2727,7 +3051,7 @@ func (x *StartJob) String() string {
 func (*StartJob) ProtoMessage() {}
 
 func (x *StartJob) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[20]
+	mi := &file_didnmf_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2740,7 +3064,7 @@ func (x *StartJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartJob.ProtoReflect.Descriptor instead.
 func (*StartJob) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{20}
+	return file_didnmf_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StartJob) GetJobId() string {
@@ -2776,7 +3100,7 @@ type Grant struct {
 
 func (x *Grant) Reset() {
 	*x = Grant{}
-	mi := &file_didnmf_proto_msgTypes[21]
+	mi := &file_didnmf_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2788,7 +3112,7 @@ func (x *Grant) String() string {
 func (*Grant) ProtoMessage() {}
 
 func (x *Grant) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[21]
+	mi := &file_didnmf_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2801,7 +3125,7 @@ func (x *Grant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grant.ProtoReflect.Descriptor instead.
 func (*Grant) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{21}
+	return file_didnmf_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Grant) GetJobId() string {
@@ -2837,7 +3161,7 @@ type Finish struct {
 
 func (x *Finish) Reset() {
 	*x = Finish{}
-	mi := &file_didnmf_proto_msgTypes[22]
+	mi := &file_didnmf_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2849,7 +3173,7 @@ func (x *Finish) String() string {
 func (*Finish) ProtoMessage() {}
 
 func (x *Finish) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[22]
+	mi := &file_didnmf_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2862,7 +3186,7 @@ func (x *Finish) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finish.ProtoReflect.Descriptor instead.
 func (*Finish) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{22}
+	return file_didnmf_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Finish) GetJobId() string {
@@ -2903,7 +3227,7 @@ type StopJob struct {
 
 func (x *StopJob) Reset() {
 	*x = StopJob{}
-	mi := &file_didnmf_proto_msgTypes[23]
+	mi := &file_didnmf_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2915,7 +3239,7 @@ func (x *StopJob) String() string {
 func (*StopJob) ProtoMessage() {}
 
 func (x *StopJob) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[23]
+	mi := &file_didnmf_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2928,7 +3252,7 @@ func (x *StopJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopJob.ProtoReflect.Descriptor instead.
 func (*StopJob) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{23}
+	return file_didnmf_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StopJob) GetJobId() string {
@@ -2977,7 +3301,7 @@ type Partial struct {
 
 func (x *Partial) Reset() {
 	*x = Partial{}
-	mi := &file_didnmf_proto_msgTypes[24]
+	mi := &file_didnmf_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2989,7 +3313,7 @@ func (x *Partial) String() string {
 func (*Partial) ProtoMessage() {}
 
 func (x *Partial) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[24]
+	mi := &file_didnmf_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3002,7 +3326,7 @@ func (x *Partial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partial.ProtoReflect.Descriptor instead.
 func (*Partial) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{24}
+	return file_didnmf_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Partial) GetJobId() string {
@@ -3098,7 +3422,7 @@ type Reduced struct {
 
 func (x *Reduced) Reset() {
 	*x = Reduced{}
-	mi := &file_didnmf_proto_msgTypes[25]
+	mi := &file_didnmf_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3110,7 +3434,7 @@ func (x *Reduced) String() string {
 func (*Reduced) ProtoMessage() {}
 
 func (x *Reduced) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[25]
+	mi := &file_didnmf_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3123,7 +3447,7 @@ func (x *Reduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reduced.ProtoReflect.Descriptor instead.
 func (*Reduced) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{25}
+	return file_didnmf_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Reduced) GetJobId() string {
@@ -3193,7 +3517,7 @@ type IterationDone struct {
 
 func (x *IterationDone) Reset() {
 	*x = IterationDone{}
-	mi := &file_didnmf_proto_msgTypes[26]
+	mi := &file_didnmf_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3205,7 +3529,7 @@ func (x *IterationDone) String() string {
 func (*IterationDone) ProtoMessage() {}
 
 func (x *IterationDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[26]
+	mi := &file_didnmf_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3218,7 +3542,7 @@ func (x *IterationDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IterationDone.ProtoReflect.Descriptor instead.
 func (*IterationDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{26}
+	return file_didnmf_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *IterationDone) GetJobId() string {
@@ -3333,7 +3657,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_didnmf_proto_msgTypes[27]
+	mi := &file_didnmf_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3345,7 +3669,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[27]
+	mi := &file_didnmf_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3358,7 +3682,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{27}
+	return file_didnmf_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Progress) GetJobId() string {
@@ -3476,7 +3800,7 @@ type Counters struct {
 
 func (x *Counters) Reset() {
 	*x = Counters{}
-	mi := &file_didnmf_proto_msgTypes[28]
+	mi := &file_didnmf_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3488,7 +3812,7 @@ func (x *Counters) String() string {
 func (*Counters) ProtoMessage() {}
 
 func (x *Counters) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[28]
+	mi := &file_didnmf_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3501,7 +3825,7 @@ func (x *Counters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Counters.ProtoReflect.Descriptor instead.
 func (*Counters) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{28}
+	return file_didnmf_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Counters) GetMessages() int64 {
@@ -3601,7 +3925,7 @@ type ShardDone struct {
 
 func (x *ShardDone) Reset() {
 	*x = ShardDone{}
-	mi := &file_didnmf_proto_msgTypes[29]
+	mi := &file_didnmf_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3613,7 +3937,7 @@ func (x *ShardDone) String() string {
 func (*ShardDone) ProtoMessage() {}
 
 func (x *ShardDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[29]
+	mi := &file_didnmf_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3626,7 +3950,7 @@ func (x *ShardDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardDone.ProtoReflect.Descriptor instead.
 func (*ShardDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{29}
+	return file_didnmf_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ShardDone) GetJobId() string {
@@ -3736,7 +4060,7 @@ type ReducerDone struct {
 
 func (x *ReducerDone) Reset() {
 	*x = ReducerDone{}
-	mi := &file_didnmf_proto_msgTypes[30]
+	mi := &file_didnmf_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3748,7 +4072,7 @@ func (x *ReducerDone) String() string {
 func (*ReducerDone) ProtoMessage() {}
 
 func (x *ReducerDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[30]
+	mi := &file_didnmf_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3761,7 +4085,7 @@ func (x *ReducerDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReducerDone.ProtoReflect.Descriptor instead.
 func (*ReducerDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{30}
+	return file_didnmf_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReducerDone) GetJobId() string {
@@ -3824,7 +4148,7 @@ type ResultChunk struct {
 
 func (x *ResultChunk) Reset() {
 	*x = ResultChunk{}
-	mi := &file_didnmf_proto_msgTypes[31]
+	mi := &file_didnmf_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3836,7 +4160,7 @@ func (x *ResultChunk) String() string {
 func (*ResultChunk) ProtoMessage() {}
 
 func (x *ResultChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[31]
+	mi := &file_didnmf_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3849,7 +4173,7 @@ func (x *ResultChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultChunk.ProtoReflect.Descriptor instead.
 func (*ResultChunk) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{31}
+	return file_didnmf_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ResultChunk) GetJobId() string {
@@ -3916,7 +4240,7 @@ type ResultAck struct {
 
 func (x *ResultAck) Reset() {
 	*x = ResultAck{}
-	mi := &file_didnmf_proto_msgTypes[32]
+	mi := &file_didnmf_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3928,7 +4252,7 @@ func (x *ResultAck) String() string {
 func (*ResultAck) ProtoMessage() {}
 
 func (x *ResultAck) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[32]
+	mi := &file_didnmf_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3941,7 +4265,7 @@ func (x *ResultAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultAck.ProtoReflect.Descriptor instead.
 func (*ResultAck) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{32}
+	return file_didnmf_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ResultAck) GetJobId() string {
@@ -3999,7 +4323,7 @@ type HistoryPoint struct {
 
 func (x *HistoryPoint) Reset() {
 	*x = HistoryPoint{}
-	mi := &file_didnmf_proto_msgTypes[33]
+	mi := &file_didnmf_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4011,7 +4335,7 @@ func (x *HistoryPoint) String() string {
 func (*HistoryPoint) ProtoMessage() {}
 
 func (x *HistoryPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[33]
+	mi := &file_didnmf_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4024,7 +4348,7 @@ func (x *HistoryPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryPoint.ProtoReflect.Descriptor instead.
 func (*HistoryPoint) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{33}
+	return file_didnmf_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *HistoryPoint) GetIteration() int64 {
@@ -4139,7 +4463,7 @@ type JobResult struct {
 
 func (x *JobResult) Reset() {
 	*x = JobResult{}
-	mi := &file_didnmf_proto_msgTypes[34]
+	mi := &file_didnmf_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4151,7 +4475,7 @@ func (x *JobResult) String() string {
 func (*JobResult) ProtoMessage() {}
 
 func (x *JobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[34]
+	mi := &file_didnmf_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4164,7 +4488,7 @@ func (x *JobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
 func (*JobResult) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{34}
+	return file_didnmf_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *JobResult) GetJobId() string {
@@ -4383,7 +4707,7 @@ type Recovery struct {
 
 func (x *Recovery) Reset() {
 	*x = Recovery{}
-	mi := &file_didnmf_proto_msgTypes[35]
+	mi := &file_didnmf_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4395,7 +4719,7 @@ func (x *Recovery) String() string {
 func (*Recovery) ProtoMessage() {}
 
 func (x *Recovery) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[35]
+	mi := &file_didnmf_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4408,7 +4732,7 @@ func (x *Recovery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recovery.ProtoReflect.Descriptor instead.
 func (*Recovery) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{35}
+	return file_didnmf_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Recovery) GetEpoch() uint64 {
@@ -4469,7 +4793,7 @@ type BlockRequest struct {
 
 func (x *BlockRequest) Reset() {
 	*x = BlockRequest{}
-	mi := &file_didnmf_proto_msgTypes[36]
+	mi := &file_didnmf_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4481,7 +4805,7 @@ func (x *BlockRequest) String() string {
 func (*BlockRequest) ProtoMessage() {}
 
 func (x *BlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[36]
+	mi := &file_didnmf_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4494,7 +4818,7 @@ func (x *BlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockRequest.ProtoReflect.Descriptor instead.
 func (*BlockRequest) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{36}
+	return file_didnmf_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BlockRequest) GetJobId() string {
@@ -4565,7 +4889,7 @@ type BlockChunk struct {
 
 func (x *BlockChunk) Reset() {
 	*x = BlockChunk{}
-	mi := &file_didnmf_proto_msgTypes[37]
+	mi := &file_didnmf_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4577,7 +4901,7 @@ func (x *BlockChunk) String() string {
 func (*BlockChunk) ProtoMessage() {}
 
 func (x *BlockChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[37]
+	mi := &file_didnmf_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4590,7 +4914,7 @@ func (x *BlockChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockChunk.ProtoReflect.Descriptor instead.
 func (*BlockChunk) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{37}
+	return file_didnmf_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *BlockChunk) GetPart() BlockPart {
@@ -4683,7 +5007,7 @@ type BlockAck struct {
 
 func (x *BlockAck) Reset() {
 	*x = BlockAck{}
-	mi := &file_didnmf_proto_msgTypes[38]
+	mi := &file_didnmf_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4695,7 +5019,7 @@ func (x *BlockAck) String() string {
 func (*BlockAck) ProtoMessage() {}
 
 func (x *BlockAck) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[38]
+	mi := &file_didnmf_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4708,7 +5032,7 @@ func (x *BlockAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockAck.ProtoReflect.Descriptor instead.
 func (*BlockAck) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{38}
+	return file_didnmf_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *BlockAck) GetJobId() string {
@@ -4749,7 +5073,7 @@ type CheckpointDone struct {
 
 func (x *CheckpointDone) Reset() {
 	*x = CheckpointDone{}
-	mi := &file_didnmf_proto_msgTypes[39]
+	mi := &file_didnmf_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4761,7 +5085,7 @@ func (x *CheckpointDone) String() string {
 func (*CheckpointDone) ProtoMessage() {}
 
 func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[39]
+	mi := &file_didnmf_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4774,7 +5098,7 @@ func (x *CheckpointDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointDone.ProtoReflect.Descriptor instead.
 func (*CheckpointDone) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{39}
+	return file_didnmf_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CheckpointDone) GetJobId() string {
@@ -4838,7 +5162,7 @@ type CheckpointCopy struct {
 
 func (x *CheckpointCopy) Reset() {
 	*x = CheckpointCopy{}
-	mi := &file_didnmf_proto_msgTypes[40]
+	mi := &file_didnmf_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4850,7 +5174,7 @@ func (x *CheckpointCopy) String() string {
 func (*CheckpointCopy) ProtoMessage() {}
 
 func (x *CheckpointCopy) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[40]
+	mi := &file_didnmf_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4863,7 +5187,7 @@ func (x *CheckpointCopy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCopy.ProtoReflect.Descriptor instead.
 func (*CheckpointCopy) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{40}
+	return file_didnmf_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CheckpointCopy) GetJobId() string {
@@ -4926,7 +5250,7 @@ type Buddies struct {
 
 func (x *Buddies) Reset() {
 	*x = Buddies{}
-	mi := &file_didnmf_proto_msgTypes[41]
+	mi := &file_didnmf_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4938,7 +5262,7 @@ func (x *Buddies) String() string {
 func (*Buddies) ProtoMessage() {}
 
 func (x *Buddies) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[41]
+	mi := &file_didnmf_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4951,7 +5275,7 @@ func (x *Buddies) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Buddies.ProtoReflect.Descriptor instead.
 func (*Buddies) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{41}
+	return file_didnmf_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Buddies) GetJobId() string {
@@ -5002,7 +5326,7 @@ type CheckpointStored struct {
 
 func (x *CheckpointStored) Reset() {
 	*x = CheckpointStored{}
-	mi := &file_didnmf_proto_msgTypes[42]
+	mi := &file_didnmf_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5014,7 +5338,7 @@ func (x *CheckpointStored) String() string {
 func (*CheckpointStored) ProtoMessage() {}
 
 func (x *CheckpointStored) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[42]
+	mi := &file_didnmf_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5027,7 +5351,7 @@ func (x *CheckpointStored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointStored.ProtoReflect.Descriptor instead.
 func (*CheckpointStored) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{42}
+	return file_didnmf_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CheckpointStored) GetJobId() string {
@@ -5072,7 +5396,7 @@ type CheckpointFetch struct {
 
 func (x *CheckpointFetch) Reset() {
 	*x = CheckpointFetch{}
-	mi := &file_didnmf_proto_msgTypes[43]
+	mi := &file_didnmf_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5084,7 +5408,7 @@ func (x *CheckpointFetch) String() string {
 func (*CheckpointFetch) ProtoMessage() {}
 
 func (x *CheckpointFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[43]
+	mi := &file_didnmf_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5097,7 +5421,7 @@ func (x *CheckpointFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointFetch.ProtoReflect.Descriptor instead.
 func (*CheckpointFetch) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{43}
+	return file_didnmf_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CheckpointFetch) GetJobId() string {
@@ -5146,7 +5470,7 @@ type ActorFailed struct {
 
 func (x *ActorFailed) Reset() {
 	*x = ActorFailed{}
-	mi := &file_didnmf_proto_msgTypes[44]
+	mi := &file_didnmf_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5158,7 +5482,7 @@ func (x *ActorFailed) String() string {
 func (*ActorFailed) ProtoMessage() {}
 
 func (x *ActorFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[44]
+	mi := &file_didnmf_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5171,7 +5495,7 @@ func (x *ActorFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorFailed.ProtoReflect.Descriptor instead.
 func (*ActorFailed) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{44}
+	return file_didnmf_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ActorFailed) GetJobId() string {
@@ -5252,7 +5576,7 @@ type JobState struct {
 
 func (x *JobState) Reset() {
 	*x = JobState{}
-	mi := &file_didnmf_proto_msgTypes[45]
+	mi := &file_didnmf_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5264,7 +5588,7 @@ func (x *JobState) String() string {
 func (*JobState) ProtoMessage() {}
 
 func (x *JobState) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[45]
+	mi := &file_didnmf_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5277,7 +5601,7 @@ func (x *JobState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobState.ProtoReflect.Descriptor instead.
 func (*JobState) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{45}
+	return file_didnmf_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *JobState) GetSubmit() *SubmitJob {
@@ -5418,7 +5742,7 @@ type CheckpointCommitted struct {
 
 func (x *CheckpointCommitted) Reset() {
 	*x = CheckpointCommitted{}
-	mi := &file_didnmf_proto_msgTypes[46]
+	mi := &file_didnmf_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5430,7 +5754,7 @@ func (x *CheckpointCommitted) String() string {
 func (*CheckpointCommitted) ProtoMessage() {}
 
 func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[46]
+	mi := &file_didnmf_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5443,7 +5767,7 @@ func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCommitted.ProtoReflect.Descriptor instead.
 func (*CheckpointCommitted) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{46}
+	return file_didnmf_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CheckpointCommitted) GetJobId() string {
@@ -5495,7 +5819,7 @@ type CheckpointAt struct {
 
 func (x *CheckpointAt) Reset() {
 	*x = CheckpointAt{}
-	mi := &file_didnmf_proto_msgTypes[47]
+	mi := &file_didnmf_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5507,7 +5831,7 @@ func (x *CheckpointAt) String() string {
 func (*CheckpointAt) ProtoMessage() {}
 
 func (x *CheckpointAt) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[47]
+	mi := &file_didnmf_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5520,7 +5844,7 @@ func (x *CheckpointAt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAt.ProtoReflect.Descriptor instead.
 func (*CheckpointAt) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{47}
+	return file_didnmf_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CheckpointAt) GetJobId() string {
@@ -5562,7 +5886,7 @@ type ClusterView struct {
 
 func (x *ClusterView) Reset() {
 	*x = ClusterView{}
-	mi := &file_didnmf_proto_msgTypes[48]
+	mi := &file_didnmf_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5574,7 +5898,7 @@ func (x *ClusterView) String() string {
 func (*ClusterView) ProtoMessage() {}
 
 func (x *ClusterView) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[48]
+	mi := &file_didnmf_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5587,7 +5911,7 @@ func (x *ClusterView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterView.ProtoReflect.Descriptor instead.
 func (*ClusterView) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{48}
+	return file_didnmf_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ClusterView) GetMembers() []*ViewMember {
@@ -5627,7 +5951,7 @@ type ViewMember struct {
 
 func (x *ViewMember) Reset() {
 	*x = ViewMember{}
-	mi := &file_didnmf_proto_msgTypes[49]
+	mi := &file_didnmf_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5639,7 +5963,7 @@ func (x *ViewMember) String() string {
 func (*ViewMember) ProtoMessage() {}
 
 func (x *ViewMember) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[49]
+	mi := &file_didnmf_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5652,7 +5976,7 @@ func (x *ViewMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewMember.ProtoReflect.Descriptor instead.
 func (*ViewMember) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{49}
+	return file_didnmf_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ViewMember) GetName() string {
@@ -5810,9 +6134,15 @@ const file_didnmf_proto_rawDesc = "" +
 	"\vowner_token\x18\x02 \x01(\tR\n" +
 	"ownerToken\"!\n" +
 	"\bLeaseAck\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"\n" +
-	"\n" +
-	"\bListJobs\"\xbb\x03\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"8\n" +
+	"\bListJobs\x12\x16\n" +
+	"\x06detail\x18\x01 \x01(\bR\x06detail\x12\x14\n" +
+	"\x05ended\x18\x02 \x01(\bR\x05ended\"\x7f\n" +
+	"\bJobEvent\x12\x17\n" +
+	"\aunix_ms\x18\x01 \x01(\x03R\x06unixMs\x12(\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x14.didnmf.JobEventKindR\x04kind\x12\x1c\n" +
+	"\titeration\x18\x03 \x01(\x03R\titeration\x12\x12\n" +
+	"\x04text\x18\x04 \x01(\tR\x04text\"\xf4\a\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12 \n" +
@@ -5829,7 +6159,30 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bdetached\x18\f \x01(\bR\bdetached\x12&\n" +
 	"\x05state\x18\x11 \x01(\x0e2\x10.didnmf.JobPhaseR\x05state\x12\x19\n" +
 	"\brel_err2\x18\x0e \x01(\x01R\arelErr2\x12\x12\n" +
-	"\x04rate\x18\x0f \x01(\x01R\x04rateJ\x04\b\x04\x10\x05J\x04\b\r\x10\x0e\"H\n" +
+	"\x04rate\x18\x0f \x01(\x01R\x04rate\x12\x18\n" +
+	"\asamples\x18\x12 \x01(\x03R\asamples\x12\x1a\n" +
+	"\bfeatures\x18\x13 \x01(\x03R\bfeatures\x12\x1f\n" +
+	"\vshard_nodes\x18\x14 \x03(\tR\n" +
+	"shardNodes\x12.\n" +
+	"\ahistory\x18\x15 \x03(\v2\x14.didnmf.HistoryPointR\ahistory\x12(\n" +
+	"\x06events\x18\x16 \x03(\v2\x10.didnmf.JobEventR\x06events\x12\x1b\n" +
+	"\tstop_rule\x18\x17 \x01(\tR\bstopRule\x12\x12\n" +
+	"\x04stop\x18\x18 \x01(\tR\x04stop\x12*\n" +
+	"\x11submitted_unix_ms\x18\x19 \x01(\x03R\x0fsubmittedUnixMs\x12\"\n" +
+	"\rended_unix_ms\x18\x1a \x01(\x03R\vendedUnixMs\x120\n" +
+	"\n" +
+	"error_kind\x18\x1b \x01(\x0e2\x11.didnmf.ErrorKindR\terrorKind\x12\x14\n" +
+	"\x05error\x18\x1c \x01(\tR\x05error\x12\x1f\n" +
+	"\verror_field\x18\x1d \x01(\tR\n" +
+	"errorField\x12%\n" +
+	"\x0eerror_template\x18\" \x01(\tR\rerrorTemplate\x12\x1e\n" +
+	"\n" +
+	"recoveries\x18\x1e \x01(\x03R\n" +
+	"recoveries\x12 \n" +
+	"\vcheckpoints\x18\x1f \x01(\x03R\vcheckpoints\x12\x14\n" +
+	"\x05epoch\x18  \x01(\x04R\x05epoch\x12\x1d\n" +
+	"\n" +
+	"out_shared\x18! \x01(\tR\toutSharedJ\x04\b\x04\x10\x05J\x04\b\r\x10\x0e\"H\n" +
 	"\aJobList\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12#\n" +
 	"\x04jobs\x18\x02 \x03(\v2\x0f.didnmf.JobInfoR\x04jobs\"\x1c\n" +
@@ -6230,13 +6583,26 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10ERROR_KIND_INPUT\x10\x01\x12\x17\n" +
 	"\x13ERROR_KIND_CANCELED\x10\x02\x12\x16\n" +
-	"\x12ERROR_KIND_FAILURE\x10\x03*\x83\x01\n" +
+	"\x12ERROR_KIND_FAILURE\x10\x03*\xc5\x01\n" +
 	"\bJobPhase\x12\x19\n" +
 	"\x15JOB_PHASE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_PHASE_PLACING\x10\x01\x12\x15\n" +
 	"\x11JOB_PHASE_RUNNING\x10\x02\x12\x18\n" +
 	"\x14JOB_PHASE_RECOVERING\x10\x03\x12\x14\n" +
-	"\x10JOB_PHASE_PAUSED\x10\x04*U\n" +
+	"\x10JOB_PHASE_PAUSED\x10\x04\x12\x12\n" +
+	"\x0eJOB_PHASE_DONE\x10\x05\x12\x14\n" +
+	"\x10JOB_PHASE_FAILED\x10\x06\x12\x16\n" +
+	"\x12JOB_PHASE_CANCELED\x10\a*\x91\x02\n" +
+	"\fJobEventKind\x12\x1e\n" +
+	"\x1aJOB_EVENT_KIND_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16JOB_EVENT_KIND_STARTED\x10\x01\x12\x1d\n" +
+	"\x19JOB_EVENT_KIND_CHECKPOINT\x10\x02\x12\x1a\n" +
+	"\x16JOB_EVENT_KIND_FAILURE\x10\x03\x12\x1c\n" +
+	"\x18JOB_EVENT_KIND_RECOVERED\x10\x04\x12\x1b\n" +
+	"\x17JOB_EVENT_KIND_TAKEOVER\x10\x05\x12\x19\n" +
+	"\x15JOB_EVENT_KIND_PAUSED\x10\x06\x12\x1a\n" +
+	"\x16JOB_EVENT_KIND_RESUMED\x10\a\x12\x18\n" +
+	"\x14JOB_EVENT_KIND_ENDED\x10\b*U\n" +
 	"\tBlockPart\x12\x13\n" +
 	"\x0fBLOCK_PART_DATA\x10\x00\x12\x19\n" +
 	"\x15BLOCK_PART_INIT_BASIS\x10\x01\x12\x18\n" +
@@ -6259,8 +6625,8 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 	return file_didnmf_proto_rawDescData
 }
 
-var file_didnmf_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_didnmf_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
+var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_didnmf_proto_goTypes = []any{
 	(Algorithm)(0),              // 0: didnmf.Algorithm
 	(Init)(0),                   // 1: didnmf.Init
@@ -6271,116 +6637,122 @@ var file_didnmf_proto_goTypes = []any{
 	(Loss)(0),                   // 6: didnmf.Loss
 	(ErrorKind)(0),              // 7: didnmf.ErrorKind
 	(JobPhase)(0),               // 8: didnmf.JobPhase
-	(BlockPart)(0),              // 9: didnmf.BlockPart
-	(ActorRole)(0),              // 10: didnmf.ActorRole
-	(*Pid)(nil),                 // 11: didnmf.Pid
-	(*Chunk)(nil),               // 12: didnmf.Chunk
-	(*StopRule)(nil),            // 13: didnmf.StopRule
-	(*JobSpec)(nil),             // 14: didnmf.JobSpec
-	(*MaskStats)(nil),           // 15: didnmf.MaskStats
-	(*SubmitJob)(nil),           // 16: didnmf.SubmitJob
-	(*JobAccepted)(nil),         // 17: didnmf.JobAccepted
-	(*JobError)(nil),            // 18: didnmf.JobError
-	(*CancelJob)(nil),           // 19: didnmf.CancelJob
-	(*LeaseRenew)(nil),          // 20: didnmf.LeaseRenew
-	(*LeaseAck)(nil),            // 21: didnmf.LeaseAck
-	(*ListJobs)(nil),            // 22: didnmf.ListJobs
-	(*JobInfo)(nil),             // 23: didnmf.JobInfo
-	(*JobList)(nil),             // 24: didnmf.JobList
-	(*Ping)(nil),                // 25: didnmf.Ping
-	(*Pong)(nil),                // 26: didnmf.Pong
-	(*HostStatus)(nil),          // 27: didnmf.HostStatus
-	(*ShardAssignment)(nil),     // 28: didnmf.ShardAssignment
-	(*ReducerAssignment)(nil),   // 29: didnmf.ReducerAssignment
-	(*Placed)(nil),              // 30: didnmf.Placed
-	(*StartJob)(nil),            // 31: didnmf.StartJob
-	(*Grant)(nil),               // 32: didnmf.Grant
-	(*Finish)(nil),              // 33: didnmf.Finish
-	(*StopJob)(nil),             // 34: didnmf.StopJob
-	(*Partial)(nil),             // 35: didnmf.Partial
-	(*Reduced)(nil),             // 36: didnmf.Reduced
-	(*IterationDone)(nil),       // 37: didnmf.IterationDone
-	(*Progress)(nil),            // 38: didnmf.Progress
-	(*Counters)(nil),            // 39: didnmf.Counters
-	(*ShardDone)(nil),           // 40: didnmf.ShardDone
-	(*ReducerDone)(nil),         // 41: didnmf.ReducerDone
-	(*ResultChunk)(nil),         // 42: didnmf.ResultChunk
-	(*ResultAck)(nil),           // 43: didnmf.ResultAck
-	(*HistoryPoint)(nil),        // 44: didnmf.HistoryPoint
-	(*JobResult)(nil),           // 45: didnmf.JobResult
-	(*Recovery)(nil),            // 46: didnmf.Recovery
-	(*BlockRequest)(nil),        // 47: didnmf.BlockRequest
-	(*BlockChunk)(nil),          // 48: didnmf.BlockChunk
-	(*BlockAck)(nil),            // 49: didnmf.BlockAck
-	(*CheckpointDone)(nil),      // 50: didnmf.CheckpointDone
-	(*CheckpointCopy)(nil),      // 51: didnmf.CheckpointCopy
-	(*Buddies)(nil),             // 52: didnmf.Buddies
-	(*CheckpointStored)(nil),    // 53: didnmf.CheckpointStored
-	(*CheckpointFetch)(nil),     // 54: didnmf.CheckpointFetch
-	(*ActorFailed)(nil),         // 55: didnmf.ActorFailed
-	(*JobState)(nil),            // 56: didnmf.JobState
-	(*CheckpointCommitted)(nil), // 57: didnmf.CheckpointCommitted
-	(*CheckpointAt)(nil),        // 58: didnmf.CheckpointAt
-	(*ClusterView)(nil),         // 59: didnmf.ClusterView
-	(*ViewMember)(nil),          // 60: didnmf.ViewMember
+	(JobEventKind)(0),           // 9: didnmf.JobEventKind
+	(BlockPart)(0),              // 10: didnmf.BlockPart
+	(ActorRole)(0),              // 11: didnmf.ActorRole
+	(*Pid)(nil),                 // 12: didnmf.Pid
+	(*Chunk)(nil),               // 13: didnmf.Chunk
+	(*StopRule)(nil),            // 14: didnmf.StopRule
+	(*JobSpec)(nil),             // 15: didnmf.JobSpec
+	(*MaskStats)(nil),           // 16: didnmf.MaskStats
+	(*SubmitJob)(nil),           // 17: didnmf.SubmitJob
+	(*JobAccepted)(nil),         // 18: didnmf.JobAccepted
+	(*JobError)(nil),            // 19: didnmf.JobError
+	(*CancelJob)(nil),           // 20: didnmf.CancelJob
+	(*LeaseRenew)(nil),          // 21: didnmf.LeaseRenew
+	(*LeaseAck)(nil),            // 22: didnmf.LeaseAck
+	(*ListJobs)(nil),            // 23: didnmf.ListJobs
+	(*JobEvent)(nil),            // 24: didnmf.JobEvent
+	(*JobInfo)(nil),             // 25: didnmf.JobInfo
+	(*JobList)(nil),             // 26: didnmf.JobList
+	(*Ping)(nil),                // 27: didnmf.Ping
+	(*Pong)(nil),                // 28: didnmf.Pong
+	(*HostStatus)(nil),          // 29: didnmf.HostStatus
+	(*ShardAssignment)(nil),     // 30: didnmf.ShardAssignment
+	(*ReducerAssignment)(nil),   // 31: didnmf.ReducerAssignment
+	(*Placed)(nil),              // 32: didnmf.Placed
+	(*StartJob)(nil),            // 33: didnmf.StartJob
+	(*Grant)(nil),               // 34: didnmf.Grant
+	(*Finish)(nil),              // 35: didnmf.Finish
+	(*StopJob)(nil),             // 36: didnmf.StopJob
+	(*Partial)(nil),             // 37: didnmf.Partial
+	(*Reduced)(nil),             // 38: didnmf.Reduced
+	(*IterationDone)(nil),       // 39: didnmf.IterationDone
+	(*Progress)(nil),            // 40: didnmf.Progress
+	(*Counters)(nil),            // 41: didnmf.Counters
+	(*ShardDone)(nil),           // 42: didnmf.ShardDone
+	(*ReducerDone)(nil),         // 43: didnmf.ReducerDone
+	(*ResultChunk)(nil),         // 44: didnmf.ResultChunk
+	(*ResultAck)(nil),           // 45: didnmf.ResultAck
+	(*HistoryPoint)(nil),        // 46: didnmf.HistoryPoint
+	(*JobResult)(nil),           // 47: didnmf.JobResult
+	(*Recovery)(nil),            // 48: didnmf.Recovery
+	(*BlockRequest)(nil),        // 49: didnmf.BlockRequest
+	(*BlockChunk)(nil),          // 50: didnmf.BlockChunk
+	(*BlockAck)(nil),            // 51: didnmf.BlockAck
+	(*CheckpointDone)(nil),      // 52: didnmf.CheckpointDone
+	(*CheckpointCopy)(nil),      // 53: didnmf.CheckpointCopy
+	(*Buddies)(nil),             // 54: didnmf.Buddies
+	(*CheckpointStored)(nil),    // 55: didnmf.CheckpointStored
+	(*CheckpointFetch)(nil),     // 56: didnmf.CheckpointFetch
+	(*ActorFailed)(nil),         // 57: didnmf.ActorFailed
+	(*JobState)(nil),            // 58: didnmf.JobState
+	(*CheckpointCommitted)(nil), // 59: didnmf.CheckpointCommitted
+	(*CheckpointAt)(nil),        // 60: didnmf.CheckpointAt
+	(*ClusterView)(nil),         // 61: didnmf.ClusterView
+	(*ViewMember)(nil),          // 62: didnmf.ViewMember
 }
 var file_didnmf_proto_depIdxs = []int32{
 	3,  // 0: didnmf.JobSpec.layout:type_name -> didnmf.Layout
 	0,  // 1: didnmf.JobSpec.algorithm:type_name -> didnmf.Algorithm
-	13, // 2: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
+	14, // 2: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
 	1,  // 3: didnmf.JobSpec.init:type_name -> didnmf.Init
 	2,  // 4: didnmf.JobSpec.form:type_name -> didnmf.Form
 	5,  // 5: didnmf.JobSpec.ingest:type_name -> didnmf.Ingest
 	3,  // 6: didnmf.JobSpec.natural_layout:type_name -> didnmf.Layout
 	4,  // 7: didnmf.JobSpec.storage:type_name -> didnmf.Storage
 	6,  // 8: didnmf.JobSpec.loss:type_name -> didnmf.Loss
-	14, // 9: didnmf.SubmitJob.spec:type_name -> didnmf.JobSpec
-	11, // 10: didnmf.SubmitJob.client:type_name -> didnmf.Pid
-	11, // 11: didnmf.JobAccepted.coordinator:type_name -> didnmf.Pid
+	15, // 9: didnmf.SubmitJob.spec:type_name -> didnmf.JobSpec
+	12, // 10: didnmf.SubmitJob.client:type_name -> didnmf.Pid
+	12, // 11: didnmf.JobAccepted.coordinator:type_name -> didnmf.Pid
 	7,  // 12: didnmf.JobError.kind:type_name -> didnmf.ErrorKind
-	0,  // 13: didnmf.JobInfo.algorithm:type_name -> didnmf.Algorithm
-	8,  // 14: didnmf.JobInfo.state:type_name -> didnmf.JobPhase
-	23, // 15: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
-	14, // 16: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
-	11, // 17: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
-	11, // 18: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
-	11, // 19: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
-	11, // 20: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
-	11, // 21: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
-	11, // 22: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
-	11, // 23: didnmf.Placed.pid:type_name -> didnmf.Pid
-	11, // 24: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
-	12, // 25: didnmf.Partial.chunk:type_name -> didnmf.Chunk
-	12, // 26: didnmf.Reduced.chunk:type_name -> didnmf.Chunk
-	15, // 27: didnmf.IterationDone.mask:type_name -> didnmf.MaskStats
-	39, // 28: didnmf.ShardDone.counters:type_name -> didnmf.Counters
-	39, // 29: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
-	11, // 30: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
-	12, // 31: didnmf.ResultChunk.chunk:type_name -> didnmf.Chunk
-	44, // 32: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
-	39, // 33: didnmf.JobResult.counters:type_name -> didnmf.Counters
-	46, // 34: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
-	15, // 35: didnmf.JobResult.mask:type_name -> didnmf.MaskStats
-	11, // 36: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
-	9,  // 37: didnmf.BlockChunk.part:type_name -> didnmf.BlockPart
-	12, // 38: didnmf.BlockChunk.chunk:type_name -> didnmf.Chunk
-	11, // 39: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
-	12, // 40: didnmf.CheckpointCopy.chunk:type_name -> didnmf.Chunk
-	11, // 41: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
-	11, // 42: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
-	11, // 43: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
-	10, // 44: didnmf.ActorFailed.role:type_name -> didnmf.ActorRole
-	16, // 45: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
-	44, // 46: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
-	11, // 47: didnmf.JobState.coordinator:type_name -> didnmf.Pid
-	46, // 48: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
-	60, // 49: didnmf.ClusterView.members:type_name -> didnmf.ViewMember
-	60, // 50: didnmf.ClusterView.self:type_name -> didnmf.ViewMember
-	51, // [51:51] is the sub-list for method output_type
-	51, // [51:51] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	9,  // 13: didnmf.JobEvent.kind:type_name -> didnmf.JobEventKind
+	0,  // 14: didnmf.JobInfo.algorithm:type_name -> didnmf.Algorithm
+	8,  // 15: didnmf.JobInfo.state:type_name -> didnmf.JobPhase
+	46, // 16: didnmf.JobInfo.history:type_name -> didnmf.HistoryPoint
+	24, // 17: didnmf.JobInfo.events:type_name -> didnmf.JobEvent
+	7,  // 18: didnmf.JobInfo.error_kind:type_name -> didnmf.ErrorKind
+	25, // 19: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
+	15, // 20: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
+	12, // 21: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
+	12, // 22: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
+	12, // 23: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
+	12, // 24: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
+	12, // 25: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
+	12, // 26: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
+	12, // 27: didnmf.Placed.pid:type_name -> didnmf.Pid
+	12, // 28: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
+	13, // 29: didnmf.Partial.chunk:type_name -> didnmf.Chunk
+	13, // 30: didnmf.Reduced.chunk:type_name -> didnmf.Chunk
+	16, // 31: didnmf.IterationDone.mask:type_name -> didnmf.MaskStats
+	41, // 32: didnmf.ShardDone.counters:type_name -> didnmf.Counters
+	41, // 33: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
+	12, // 34: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
+	13, // 35: didnmf.ResultChunk.chunk:type_name -> didnmf.Chunk
+	46, // 36: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
+	41, // 37: didnmf.JobResult.counters:type_name -> didnmf.Counters
+	48, // 38: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
+	16, // 39: didnmf.JobResult.mask:type_name -> didnmf.MaskStats
+	12, // 40: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
+	10, // 41: didnmf.BlockChunk.part:type_name -> didnmf.BlockPart
+	13, // 42: didnmf.BlockChunk.chunk:type_name -> didnmf.Chunk
+	12, // 43: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
+	13, // 44: didnmf.CheckpointCopy.chunk:type_name -> didnmf.Chunk
+	12, // 45: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
+	12, // 46: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
+	12, // 47: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
+	11, // 48: didnmf.ActorFailed.role:type_name -> didnmf.ActorRole
+	17, // 49: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
+	46, // 50: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
+	12, // 51: didnmf.JobState.coordinator:type_name -> didnmf.Pid
+	48, // 52: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
+	62, // 53: didnmf.ClusterView.members:type_name -> didnmf.ViewMember
+	62, // 54: didnmf.ClusterView.self:type_name -> didnmf.ViewMember
+	55, // [55:55] is the sub-list for method output_type
+	55, // [55:55] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_didnmf_proto_init() }
@@ -6393,8 +6765,8 @@ func file_didnmf_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
-			NumEnums:      11,
-			NumMessages:   50,
+			NumEnums:      12,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
