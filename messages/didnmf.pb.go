@@ -5570,8 +5570,12 @@ type JobState struct {
 	RecoveriesDone []*Recovery `protobuf:"bytes,16,rep,name=recoveries_done,json=recoveriesDone,proto3" json:"recoveries_done,omitempty"`
 	Checkpoints    int64       `protobuf:"varint,17,opt,name=checkpoints,proto3" json:"checkpoints,omitempty"`
 	LastIteration  int64       `protobuf:"varint,18,opt,name=last_iteration,json=lastIteration,proto3" json:"last_iteration,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// When the job was submitted to its first coordinator (Unix ms), and its events so far (at
+	// most JobInfo's bound, the latest): a takeover goes on with them.
+	SubmittedUnixMs int64       `protobuf:"varint,19,opt,name=submitted_unix_ms,json=submittedUnixMs,proto3" json:"submitted_unix_ms,omitempty"`
+	Events          []*JobEvent `protobuf:"bytes,20,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *JobState) Reset() {
@@ -5723,6 +5727,68 @@ func (x *JobState) GetLastIteration() int64 {
 	return 0
 }
 
+func (x *JobState) GetSubmittedUnixMs() int64 {
+	if x != nil {
+		return x.SubmittedUnixMs
+	}
+	return 0
+}
+
+func (x *JobState) GetEvents() []*JobEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+// JobRecord is the record of a job that ended (its JobInfo in state done, failed or
+// canceled, with its outcome, final history thinned and events), sent by its coordinator to
+// its own node's host and to its standby's, which keep it for a while (the node's job
+// history: ListJobs with ended lists it).
+type JobRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Info          *JobInfo               `protobuf:"bytes,1,opt,name=info,proto3" json:"info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobRecord) Reset() {
+	*x = JobRecord{}
+	mi := &file_didnmf_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobRecord) ProtoMessage() {}
+
+func (x *JobRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_didnmf_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobRecord.ProtoReflect.Descriptor instead.
+func (*JobRecord) Descriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *JobRecord) GetInfo() *JobInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
 // CheckpointCommitted tells the hosts of a job that a checkpoint iteration was committed:
 // they may drop their copies (own and buddy) of the job's checkpoints before keep_from, the
 // oldest committed checkpoint the coordinator still falls back to.
@@ -5742,7 +5808,7 @@ type CheckpointCommitted struct {
 
 func (x *CheckpointCommitted) Reset() {
 	*x = CheckpointCommitted{}
-	mi := &file_didnmf_proto_msgTypes[47]
+	mi := &file_didnmf_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5754,7 +5820,7 @@ func (x *CheckpointCommitted) String() string {
 func (*CheckpointCommitted) ProtoMessage() {}
 
 func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[47]
+	mi := &file_didnmf_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5767,7 +5833,7 @@ func (x *CheckpointCommitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCommitted.ProtoReflect.Descriptor instead.
 func (*CheckpointCommitted) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{47}
+	return file_didnmf_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CheckpointCommitted) GetJobId() string {
@@ -5819,7 +5885,7 @@ type CheckpointAt struct {
 
 func (x *CheckpointAt) Reset() {
 	*x = CheckpointAt{}
-	mi := &file_didnmf_proto_msgTypes[48]
+	mi := &file_didnmf_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5831,7 +5897,7 @@ func (x *CheckpointAt) String() string {
 func (*CheckpointAt) ProtoMessage() {}
 
 func (x *CheckpointAt) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[48]
+	mi := &file_didnmf_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5844,7 +5910,7 @@ func (x *CheckpointAt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointAt.ProtoReflect.Descriptor instead.
 func (*CheckpointAt) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{48}
+	return file_didnmf_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *CheckpointAt) GetJobId() string {
@@ -5886,7 +5952,7 @@ type ClusterView struct {
 
 func (x *ClusterView) Reset() {
 	*x = ClusterView{}
-	mi := &file_didnmf_proto_msgTypes[49]
+	mi := &file_didnmf_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5898,7 +5964,7 @@ func (x *ClusterView) String() string {
 func (*ClusterView) ProtoMessage() {}
 
 func (x *ClusterView) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[49]
+	mi := &file_didnmf_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5911,7 +5977,7 @@ func (x *ClusterView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterView.ProtoReflect.Descriptor instead.
 func (*ClusterView) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{49}
+	return file_didnmf_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ClusterView) GetMembers() []*ViewMember {
@@ -5951,7 +6017,7 @@ type ViewMember struct {
 
 func (x *ViewMember) Reset() {
 	*x = ViewMember{}
-	mi := &file_didnmf_proto_msgTypes[50]
+	mi := &file_didnmf_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5963,7 +6029,7 @@ func (x *ViewMember) String() string {
 func (*ViewMember) ProtoMessage() {}
 
 func (x *ViewMember) ProtoReflect() protoreflect.Message {
-	mi := &file_didnmf_proto_msgTypes[50]
+	mi := &file_didnmf_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5976,7 +6042,7 @@ func (x *ViewMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViewMember.ProtoReflect.Descriptor instead.
 func (*ViewMember) Descriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{50}
+	return file_didnmf_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ViewMember) GetName() string {
@@ -6495,7 +6561,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05shard\x18\x05 \x01(\x03R\x05shard\x12%\n" +
-	"\x04role\x18\x06 \x01(\x0e2\x11.didnmf.ActorRoleR\x04role\"\xe1\x04\n" +
+	"\x04role\x18\x06 \x01(\x0e2\x11.didnmf.ActorRoleR\x04role\"\xb7\x05\n" +
 	"\bJobState\x12)\n" +
 	"\x06submit\x18\x01 \x01(\v2\x11.didnmf.SubmitJobR\x06submit\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1f\n" +
@@ -6516,7 +6582,11 @@ const file_didnmf_proto_rawDesc = "" +
 	"startNodes\x129\n" +
 	"\x0frecoveries_done\x18\x10 \x03(\v2\x10.didnmf.RecoveryR\x0erecoveriesDone\x12 \n" +
 	"\vcheckpoints\x18\x11 \x01(\x03R\vcheckpoints\x12%\n" +
-	"\x0elast_iteration\x18\x12 \x01(\x03R\rlastIterationJ\x04\b\x0e\x10\x0f\"\x95\x01\n" +
+	"\x0elast_iteration\x18\x12 \x01(\x03R\rlastIteration\x12*\n" +
+	"\x11submitted_unix_ms\x18\x13 \x01(\x03R\x0fsubmittedUnixMs\x12(\n" +
+	"\x06events\x18\x14 \x03(\v2\x10.didnmf.JobEventR\x06eventsJ\x04\b\x0e\x10\x0f\"0\n" +
+	"\tJobRecord\x12#\n" +
+	"\x04info\x18\x01 \x01(\v2\x0f.didnmf.JobInfoR\x04info\"\x95\x01\n" +
 	"\x13CheckpointCommitted\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\titeration\x18\x02 \x01(\x03R\titeration\x12\x1b\n" +
@@ -6626,7 +6696,7 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 }
 
 var file_didnmf_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
-var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_didnmf_proto_goTypes = []any{
 	(Algorithm)(0),              // 0: didnmf.Algorithm
 	(Init)(0),                   // 1: didnmf.Init
@@ -6687,10 +6757,11 @@ var file_didnmf_proto_goTypes = []any{
 	(*CheckpointFetch)(nil),     // 56: didnmf.CheckpointFetch
 	(*ActorFailed)(nil),         // 57: didnmf.ActorFailed
 	(*JobState)(nil),            // 58: didnmf.JobState
-	(*CheckpointCommitted)(nil), // 59: didnmf.CheckpointCommitted
-	(*CheckpointAt)(nil),        // 60: didnmf.CheckpointAt
-	(*ClusterView)(nil),         // 61: didnmf.ClusterView
-	(*ViewMember)(nil),          // 62: didnmf.ViewMember
+	(*JobRecord)(nil),           // 59: didnmf.JobRecord
+	(*CheckpointCommitted)(nil), // 60: didnmf.CheckpointCommitted
+	(*CheckpointAt)(nil),        // 61: didnmf.CheckpointAt
+	(*ClusterView)(nil),         // 62: didnmf.ClusterView
+	(*ViewMember)(nil),          // 63: didnmf.ViewMember
 }
 var file_didnmf_proto_depIdxs = []int32{
 	3,  // 0: didnmf.JobSpec.layout:type_name -> didnmf.Layout
@@ -6746,13 +6817,15 @@ var file_didnmf_proto_depIdxs = []int32{
 	46, // 50: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
 	12, // 51: didnmf.JobState.coordinator:type_name -> didnmf.Pid
 	48, // 52: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
-	62, // 53: didnmf.ClusterView.members:type_name -> didnmf.ViewMember
-	62, // 54: didnmf.ClusterView.self:type_name -> didnmf.ViewMember
-	55, // [55:55] is the sub-list for method output_type
-	55, // [55:55] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	24, // 53: didnmf.JobState.events:type_name -> didnmf.JobEvent
+	25, // 54: didnmf.JobRecord.info:type_name -> didnmf.JobInfo
+	63, // 55: didnmf.ClusterView.members:type_name -> didnmf.ViewMember
+	63, // 56: didnmf.ClusterView.self:type_name -> didnmf.ViewMember
+	57, // [57:57] is the sub-list for method output_type
+	57, // [57:57] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_didnmf_proto_init() }
@@ -6766,7 +6839,7 @@ func file_didnmf_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
 			NumEnums:      12,
-			NumMessages:   51,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

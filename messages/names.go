@@ -139,3 +139,21 @@ func (x ActorRole) MarshalText() ([]byte, error) { return []byte(Name(x)), nil }
 
 // UnmarshalText reads a word MarshalText wrote.
 func (x *ActorRole) UnmarshalText(text []byte) error { return unmarshalName(x, text) }
+
+// Name returns the value's word, e.g. "input".
+func (x ErrorKind) Name() string { return Name(x) }
+
+// MarshalText returns the value's word.
+func (x ErrorKind) MarshalText() ([]byte, error) { return []byte(Name(x)), nil }
+
+// UnmarshalText reads a word MarshalText wrote.
+func (x *ErrorKind) UnmarshalText(text []byte) error { return unmarshalName(x, text) }
+
+// Name returns the value's word, e.g. "checkpoint".
+func (x JobEventKind) Name() string { return Name(x) }
+
+// MarshalText returns the value's word.
+func (x JobEventKind) MarshalText() ([]byte, error) { return []byte(Name(x)), nil }
+
+// UnmarshalText reads a word MarshalText wrote.
+func (x *JobEventKind) UnmarshalText(text []byte) error { return unmarshalName(x, text) }

@@ -57,6 +57,9 @@ func TestNameWords(t *testing.T) {
 		{JobPhase_JOB_PHASE_PAUSED, "paused"},
 		{JobPhase(-3), "JobPhase(-3)"},
 		{ActorRole_ACTOR_ROLE_REDUCER, "reducer"},
+		{JobPhase_JOB_PHASE_CANCELED, "canceled"},
+		{ErrorKind_ERROR_KIND_INPUT, "input"},
+		{JobEventKind_JOB_EVENT_KIND_CHECKPOINT, "checkpoint"},
 	} {
 		if got := c.e.Name(); got != c.want {
 			t.Errorf("Name() = %q, want %q", got, c.want)

@@ -112,7 +112,7 @@ func (c *coordinator) started(ctx actor.Context) {
 	spec, err := jobspec.FromWire(c.sub.Spec)
 	cfg := jobctl.Config{Self: wirePid(ctx.Self()), Cluster: c.node.cfg.Members != nil, Lease: c.node.cfg.Lease,
 		MaxJobTime: c.node.cfg.MaxJobTime, QuorumWait: c.node.cfg.Timeouts.Quorum, ReportInterval: jobctl.ShardDriverReportInterval, FanIn: jobspec.DefaultFanIn,
-		StallTimeout: c.node.cfg.Timeouts.Stall}
+		StallTimeout: c.node.cfg.Timeouts.Stall, Submitted: time.Now()}
 	if err == nil {
 		c.spec = spec
 		cfg.FanIn, cfg.TimeLimit = spec.FanIn, spec.Stop.TimeLimit
@@ -188,11 +188,22 @@ func (c *coordinator) apply(ctx actor.Context, rd jobctl.Ready) {
 	if cm := rd.Commit; cm != nil {
 		go func() { back(jobctl.OutputCommitted{Err: c.commitOutput(cm)}) }()
 	}
-	if rd.RemovePartials && c.spec != nil {
-		if dir := c.spec.OutShared; dir != "" {
-			roots, job := c.node.cfg.Roots, c.job
-			go removePartials(roots, dir, job)
-		}
+	roots, job, logger, wire := c.node.cfg.Roots, c.job, c.node.logger, c.sub.GetSpec()
+	failed := rd.Record != nil && rd.Record.State != messages.JobPhase_JOB_PHASE_DONE && wire.GetDetached() && wire.GetOutShared() != ""
+	removed := rd.RemovePartials && c.spec != nil && c.spec.OutShared != ""
+	if failed || removed {
+		rec := rd.Record
+		go func() {
+			if removed {
+				removePartials(roots, c.spec.OutShared, job)
+			}
+			if failed {
+				// A detached job has no client to tell: its directory says why it ended.
+				if err := writeErrorFile(roots, wire.GetOutShared(), job, rec); err != nil {
+					logger.Warn("cannot write the failed job's error.json", slog.String("job", job), slog.Any("error", err))
+				}
+			}
+		}()
 	}
 	if rd.Over {
 		c.node.board.remove(c.job)

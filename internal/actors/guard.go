@@ -115,6 +115,7 @@ var access = map[string]roles{
 	"didnmf.CheckpointAt":        peers,
 	"didnmf.ActorFailed":         peers,
 	"didnmf.JobState":            peers,
+	"didnmf.JobRecord":           peers,
 	"didnmf.LeaseAck":            peers,
 	// protoactor answers a request to an actor that does not exist with this.
 	"actor.DeadLetterResponse": peers,

@@ -45,7 +45,7 @@ func hostConfig(n *Node) jobctl.HostConfig {
 	cfg := n.cfg
 	return jobctl.HostConfig{Node: n.Address(), Memory: max(cfg.Memory, 0), MaxShards: max(cfg.MaxShards, 0), MaxJobs: max(cfg.MaxJobs, 0),
 		OwnerMemory: max(cfg.OwnerMemory, 0), OwnerMaxShards: max(cfg.OwnerMaxShards, 0), OwnerMaxJobs: max(cfg.OwnerMaxJobs, 0),
-		MaxRestarts: cfg.MaxRestarts, Orphan: cfg.Timeouts.Orphan}
+		MaxRestarts: cfg.MaxRestarts, Orphan: cfg.Timeouts.Orphan, HistoryMax: cfg.HistoryMax, HistoryTime: cfg.HistoryTime}
 }
 
 // newHost returns the host actor of a node whose hostConfig is valid (StartNode checks it).
@@ -111,6 +111,12 @@ func (h *host) Receive(ctx actor.Context) {
 		}
 	case *messages.JobState:
 		h.step(ctx, jobctl.HostJobState{State: m})
+	case *messages.JobRecord:
+		if !jobctl.ValidRecord(m) {
+			h.node.guard.drop(dropStalePrefix+"malformed JobRecord", 1)
+			return
+		}
+		h.step(ctx, jobctl.HostRecord{Record: m, At: time.Now()})
 	case *messages.CheckpointCopy:
 		h.storeCopy(ctx, m)
 	case *messages.CheckpointFetch:
@@ -130,10 +136,7 @@ func (h *host) Receive(ctx actor.Context) {
 	case *messages.HostStatus:
 		h.respond(ctx, h.status(ctx))
 	case *messages.ListJobs:
-		caller := callerOf(ctx)
-		h.respond(ctx, &messages.JobList{Address: ctx.Self().Address, Jobs: h.node.board.list(func(j *messages.JobInfo) bool {
-			return caller.Peer() || j.Owner == caller.Name
-		})})
+		h.respond(ctx, h.listJobs(ctx, m))
 	case *messages.CancelJob:
 		// A client that knows only the job's id (node cancel): the coordinator's host checks
 		// the caller owns it and passes it on.

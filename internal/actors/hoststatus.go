@@ -2,16 +2,21 @@ package actors
 
 import (
 	"net/netip"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/didnmf/didnmf/internal/cpuusage"
 	"github.com/didnmf/didnmf/messages"
 )
 
-// The host's answers to requests (Ping, HostStatus, ListJobs, a LeaseRenew for a job whose
-// coordinator is gone): what runs on the node, as jobctl.Host counts it, and never to a
-// client that names a node's actor as its sender.
+// The host's answers to requests (Ping, HostStatus, ListJobs with the jobs running here and
+// the records of those that ended, a LeaseRenew for a job whose coordinator is gone): what
+// runs on the node, as jobctl.Host counts it, and never to a client that names a node's
+// actor as its sender.
 
 // respond answers a request; a client's request is answered only if it names no node's
 // actor as its sender (it would have this node answer a future of a node, trusted).
@@ -75,4 +80,41 @@ func (h *host) status(ctx actor.Context) *messages.Pong {
 		}
 	}
 	return pong
+}
+
+// listJobs answers ListJobs: the jobs coordinated here, as their coordinators published them,
+// and with ended the records of ended jobs the host keeps (a job both running here and
+// recorded is listed once: the record, unless the running one is of a later epoch). A client
+// sees only its own. Without detail each job's history and events are left out.
+func (h *host) listJobs(ctx actor.Context, m *messages.ListJobs) *messages.JobList {
+	caller := callerOf(ctx)
+	mine := func(j *messages.JobInfo) bool { return caller.Peer() || j.Owner == caller.Name }
+	jobs := h.node.board.list(mine)
+	if m.Ended {
+		byID := map[string]int{}
+		for i, j := range jobs {
+			byID[j.JobId] = i
+		}
+		for _, r := range h.ctl.Records(time.Now(), mine) {
+			i, running := byID[r.JobId]
+			switch {
+			case !running:
+				jobs = append(jobs, r)
+			case r.Epoch >= jobs[i].Epoch:
+				jobs[i] = r
+			}
+		}
+		slices.SortFunc(jobs, func(a, b *messages.JobInfo) int { return strings.Compare(a.JobId, b.JobId) })
+	}
+	if !m.Detail {
+		for i, j := range jobs {
+			if len(j.History) > 0 || len(j.Events) > 0 {
+				// The board's and the host's entries are shared: a copy loses them.
+				c := proto.Clone(j).(*messages.JobInfo)
+				c.History, c.Events = nil, nil
+				jobs[i] = c
+			}
+		}
+	}
+	return &messages.JobList{Address: ctx.Self().Address, Jobs: jobs}
 }

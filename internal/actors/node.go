@@ -167,6 +167,12 @@ type NodeConfig struct {
 	// checkpoint) before the job fails: the next panic stops the actor and fails the job. 0
 	// means DefaultMaxRestarts; a negative value is refused.
 	MaxRestarts int
+	// HistoryMax is how many records of ended jobs the node keeps (those it coordinated, and
+	// those whose standby it was: see jobctl.HostRecord), for ListJobs with ended; 0 means
+	// jobctl.DefaultHistoryMax, negative none. HistoryTime is for how long (0:
+	// jobctl.DefaultHistoryTime; negative is refused).
+	HistoryMax  int
+	HistoryTime time.Duration
 	// ClientOnly makes the node a client's: it runs no host actor and no data plane, takes
 	// no job, and its guard accepts only what peers (member nodes) send to its own client
 	// actors and request futures, of the types a client receives (replies, progress,
@@ -388,6 +394,9 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	}
 	if cfg.MaxRestarts == 0 {
 		cfg.MaxRestarts = DefaultMaxRestarts
+	}
+	if cfg.HistoryTime < 0 {
+		return nil, fmt.Errorf("node %s: HistoryTime %v: want 0 or more (0 takes jobctl.DefaultHistoryTime, %v)", cfg.Host, cfg.HistoryTime, jobctl.DefaultHistoryTime)
 	}
 	cfg.MaxShards = quotaOr(cfg.MaxShards, DefaultMaxShards) // 0: the default; negative: no limit (0)
 	cfg.MaxJobs = quotaOr(cfg.MaxJobs, DefaultMaxJobs)

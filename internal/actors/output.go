@@ -2,8 +2,10 @@ package actors
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/didnmf/didnmf/fsroot"
 	"github.com/didnmf/didnmf/internal/jobctl"
@@ -150,4 +152,54 @@ func (c *coordinator) commitNPY(part, final string, rows int) error {
 		return fmt.Errorf("--out-shared: %s: %v: do all nodes see the same directory?", filepath.Base(final), err)
 	}
 	return roots.Commit("--out-shared", part, final, c.spec.Overwrite)
+}
+
+// ErrorFile is what a detached job that failed or was canceled writes into its --out-shared
+// directory as error.json (its coordinator's node, under its data roots), so that whoever
+// opens the directory sees why it holds no result.
+type ErrorFile struct {
+	Job   string `json:"job"`
+	Owner string `json:"owner,omitempty"`
+	// State is "failed" or "canceled"; Kind the error's kind ("input": the user's to fix,
+	// with the Field at fault; "failure"; "canceled"; ...).
+	State   string `json:"state"`
+	Kind    string `json:"kind"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+	// Ended is when the job ended (RFC 3339), Iteration the last one done.
+	Ended       string `json:"ended"`
+	Iteration   int64  `json:"iteration"`
+	Coordinator string `json:"coordinator"`
+}
+
+// writeErrorFile writes a failed detached job's error.json into its --out-shared directory
+// (made if missing, as for its outputs): whole or not at all, through a partial file renamed
+// over any error.json an earlier job left there.
+func writeErrorFile(roots *fsroot.Roots, dir, job string, rec *messages.JobInfo) error {
+	ef := ErrorFile{Job: job, Owner: rec.GetOwner(), State: rec.GetState().Name(), Kind: rec.GetErrorKind().Name(), Field: rec.GetErrorField(),
+		Message: rec.GetError(), Ended: time.UnixMilli(rec.GetEndedUnixMs()).UTC().Format(time.RFC3339Nano), Iteration: rec.GetIteration(),
+		Coordinator: rec.GetCoordinator()}
+	data, err := json.MarshalIndent(ef, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := roots.MkdirAll("--out-shared", dir, 0o755); err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, ".error.json."+job+".partial")
+	w, err := roots.CreateExclusive("--out-shared", tmp, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = roots.Commit("--out-shared", tmp, filepath.Join(dir, "error.json"), true)
+	}
+	if err != nil {
+		_ = roots.Remove("--out-shared", tmp)
+	}
+	return err
 }

@@ -1,6 +1,7 @@
 package jobctl
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -93,6 +94,7 @@ func (j *Job) onCheckpointDone(now time.Time, m *messages.CheckpointDone) {
 		j.ft.committed = j.ft.committed[1:]
 	}
 	j.ft.checkpoints++
+	j.event(now, messages.JobEventKind_JOB_EVENT_KIND_CHECKPOINT, m.Iteration, fmt.Sprintf("%d shards wrote it", len(j.shards)))
 	j.ft.lastCkptCost, j.ft.ckptCost = j.ft.ckptCost, 0
 	j.ft.lastCkptTime = now.Sub(j.started).Seconds()
 	keepFrom := j.ft.committed[0]

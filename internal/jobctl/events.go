@@ -97,6 +97,10 @@ type MemberEvent struct {
 func (j *Job) Step(now time.Time, ev any) error {
 	epoch := j.epoch
 	defer j.watch(now, epoch)
+	j.now = now
+	if j.submitted.IsZero() {
+		j.submitted = now
+	}
 	switch e := ev.(type) {
 	case Begin:
 		j.begin(now, e)

@@ -35,6 +35,10 @@ type HostConfig struct {
 	// Orphan is how long after the node of a job's coordinator left the host checks whether
 	// a coordinator took the job over (HostTimer); a job nobody took is forgotten.
 	Orphan time.Duration
+	// HistoryMax is how many records of ended jobs the host keeps (0: DefaultHistoryMax;
+	// negative: none), HistoryTime for how long (0: DefaultHistoryTime). See HostRecord.
+	HistoryMax  int
+	HistoryTime time.Duration
 	// Bugs plants deliberate bugs (jobsim's TestSimulatorFindsPlantedBugs); production leaves
 	// it 0.
 	Bugs bugs.Set
@@ -55,6 +59,9 @@ func (c HostConfig) Validate() error {
 	}
 	if c.Orphan <= 0 {
 		errs = append(errs, fmt.Errorf("Orphan %v: want > 0", c.Orphan))
+	}
+	if c.HistoryTime < 0 {
+		errs = append(errs, fmt.Errorf("HistoryTime %v: want >= 0 (0: the default)", c.HistoryTime))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("jobctl.HostConfig: %w", err)
@@ -85,7 +92,9 @@ type Host struct {
 	jobs     map[string]*hostJob
 	children map[string]*hostChild
 	answers  map[string]keptAnswer
-	ready    HostReady
+	// records are the records of ended jobs the host keeps, by job id (host_history.go).
+	records map[string]keptRecord
+	ready   HostReady
 }
 
 // hostJob is what a host keeps of one job.
@@ -209,7 +218,8 @@ func NewHost(cfg HostConfig) (*Host, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Host{cfg: cfg, jobs: map[string]*hostJob{}, children: map[string]*hostChild{}, answers: map[string]keptAnswer{}}, nil
+	return &Host{cfg: cfg, jobs: map[string]*hostJob{}, children: map[string]*hostChild{}, answers: map[string]keptAnswer{},
+		records: map[string]keptRecord{}}, nil
 }
 
 // Ready returns what the host asks for since the last call, and forgets it.
@@ -273,6 +283,11 @@ func (h *Host) Step(ev any) error {
 			return errors.New("jobctl.Host: HostAnswerKept without its answer or its time")
 		}
 		h.keepAnswer(e)
+	case HostRecord:
+		if !ValidRecord(e.Record) || e.At.IsZero() {
+			return errors.New("jobctl.Host: HostRecord without a valid record of an ended job, or without its time")
+		}
+		h.keepRecord(e)
 	case HostLeaseRenew:
 		if e.Renew == nil || e.At.IsZero() {
 			return errors.New("jobctl.Host: HostLeaseRenew without its LeaseRenew or its time")

@@ -65,6 +65,12 @@ func (e *hostEnv) handle(t *testing.T, td *datadriven.TestData) string {
 		td.MaybeScanArgs(t, "owner-max-shards", &cfg.OwnerMaxShards)
 		td.MaybeScanArgs(t, "owner-max-jobs", &cfg.OwnerMaxJobs)
 		td.MaybeScanArgs(t, "restarts", &cfg.MaxRestarts)
+		td.MaybeScanArgs(t, "history-max", &cfg.HistoryMax)
+		var keep string
+		td.MaybeScanArgs(t, "history-time", &keep)
+		if keep != "" {
+			cfg.HistoryTime = e.duration(t, keep)
+		}
 		h, err := NewHost(cfg)
 		if err != nil {
 			return err.Error()
@@ -158,6 +164,30 @@ func (e *hostEnv) handle(t *testing.T, td *datadriven.TestData) string {
 		var token string
 		td.ScanArgs(t, "token", &token)
 		e.step(t, &out, HostLeaseRenew{Renew: &messages.LeaseRenew{JobId: job, OwnerToken: token}, At: time.Unix(0, 0).Add(e.now)})
+	case "record":
+		info := &messages.JobInfo{JobId: job, Owner: owner, Epoch: epoch, State: messages.JobPhase_JOB_PHASE_DONE}
+		var state string
+		td.MaybeScanArgs(t, "state", &state)
+		if state != "" {
+			if err := info.State.UnmarshalText([]byte(state)); err != nil {
+				td.Fatalf(t, "%v", err)
+			}
+		}
+		var points int
+		td.MaybeScanArgs(t, "points", &points)
+		for i := range points {
+			info.History = append(info.History, &messages.HistoryPoint{Iteration: int64(i)})
+		}
+		e.step(t, &out, HostRecord{Record: &messages.JobRecord{Info: info}, At: time.Unix(0, 0).Add(e.now)})
+	case "records":
+		var lines []string
+		for _, r := range e.h.Records(time.Unix(0, 0).Add(e.now), func(i *messages.JobInfo) bool { return owner == "" || i.Owner == owner }) {
+			lines = append(lines, fmt.Sprintf("%s %s epoch %d owner %q", r.JobId, r.State.Name(), r.Epoch, r.Owner))
+		}
+		if len(lines) == 0 {
+			return "none"
+		}
+		return strings.Join(lines, "\n")
 	case "load":
 		l := e.h.Load(!td.HasArg("owner"), owner)
 		return fmt.Sprintf("jobs [%s], %d actors, %d shards, %d B reserved; node memory used %d B %v",

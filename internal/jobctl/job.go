@@ -38,6 +38,9 @@ type Config struct {
 	// StallFactor times its slowest iteration if that is longer (0: never): a message the
 	// transport lost (a connection that broke without a node dying) stalls a job otherwise.
 	StallTimeout time.Duration
+	// Submitted is when the job was submitted to this coordinator (zero: at its first event;
+	// a takeover keeps the first coordinator's, from the replicated state).
+	Submitted time.Time
 	// Bugs plants deliberate bugs for the simulator's bite test; production leaves it 0.
 	Bugs bugs.Set
 }
@@ -115,6 +118,12 @@ type Job struct {
 	slowest  time.Duration
 	reportAt time.Time
 
+	// submitted is when the job was submitted; events its timeline (the latest
+	// MaxInfoEvents); now the time of the event being stepped.
+	submitted time.Time
+	events    []*messages.JobEvent
+	now       time.Time
+
 	ready Ready
 }
 
@@ -129,8 +138,9 @@ func New(cfg Config, sub *messages.SubmitJob) (*Job, error) {
 		return nil, errors.New("jobctl: a submission without a job id")
 	}
 	return &Job{cfg: cfg, sub: sub, id: sub.GetJobId(), client: sub.GetClient(), epoch: 1, done: map[int64]*messages.ShardDone{},
-		lease: NewLeaseWatch(sub.GetJobId(), cfg.Lease, sub.GetSpec().GetDetached()),
-		ft:    faultState{involved: map[string]bool{}, lost: map[string]bool{}, reported: map[int64]map[int64]bool{}}}, nil
+		submitted: cfg.Submitted,
+		lease:     NewLeaseWatch(sub.GetJobId(), cfg.Lease, sub.GetSpec().GetDetached()),
+		ft:        faultState{involved: map[string]bool{}, lost: map[string]bool{}, reported: map[int64]map[int64]bool{}}}, nil
 }
 
 // Validate tells what is wrong with a configuration, naming the field: Self must name the
@@ -218,8 +228,14 @@ type Ready struct {
 	Pings  *PingRequest
 	Timers []Timer
 	Logs   []Log
-	// Info, when set, is the job's state for the node's job board.
+	// Info, when set, is the job's state for the node's job board (its history thinned to
+	// MaxInfoHistory points, its latest MaxInfoEvents events).
 	Info *messages.JobInfo
+	// Record, when set (with Over), is the record of the job that ended: its JobInfo in state
+	// done, failed or canceled, with the outcome. It was sent to the hosts that keep it (this
+	// node's and the standby's, as a JobRecord); the runtime writes a detached job's failure
+	// into its --out-shared directory from it.
+	Record *messages.JobInfo
 	// Commit, when set, asks for the output files to be committed.
 	Commit *Commit
 	// RemovePartials asks for the job's partial output files (under the spec's out_shared

@@ -31,6 +31,7 @@ import (
 //	committed                 the output files are in place (a job with shared outputs)
 //	takeover node=N           N's standby takes the job over from the last state it got
 //	cancel                    the owner cancels
+//	info                      the job's last published JobInfo (or its record once ended), with its events
 func TestJobScenarios(t *testing.T) {
 	runScenarios(t, "testdata/job", func() func(*testing.T, *datadriven.TestData) string { return (&jobEnv{}).run })
 }
@@ -46,6 +47,7 @@ type jobEnv struct {
 	timers  []armed
 	ping    *PingRequest
 	state   map[string]*messages.JobState // the last JobState each node got
+	info    *messages.JobInfo             // the last Info published, or the record
 }
 
 // armed is a timer the Job asked for, due at a time.
@@ -175,6 +177,8 @@ func (e *jobEnv) run(t *testing.T, d *datadriven.TestData) string {
 		step(TakeOver{State: st, Cause: "the coordinator's node died", Workers: e.live()})
 	case "cancel":
 		step(Cancel{})
+	case "info":
+		printInfo(&out, e.info)
 	default:
 		d.Fatalf(t, "unknown command %q", d.Cmd)
 	}
@@ -232,8 +236,32 @@ func (e *jobEnv) print(w *strings.Builder, rd Ready) {
 	if rd.Commit != nil {
 		fmt.Fprintf(w, "commit the output (%d iterations, stop %s)\n", rd.Commit.Result.GetIterations(), rd.Commit.Result.GetStop())
 	}
+	if rd.Info != nil {
+		e.info = rd.Info
+	}
+	if rd.Record != nil {
+		e.info = rd.Record
+	}
 	if rd.Over {
 		fmt.Fprintln(w, "over")
+	}
+}
+
+// printInfo writes what a JobInfo says beyond the progress, and its events with their times
+// from the scenario's start.
+func printInfo(w *strings.Builder, info *messages.JobInfo) {
+	if info == nil {
+		fmt.Fprintln(w, "no info published")
+		return
+	}
+	fmt.Fprintf(w, "%s epoch %s, %d x %d, shards on %v, %d recoveries, %d checkpoints, %d history points\n", info.State.Name(),
+		EpochString(info.Epoch), info.Samples, info.Features, info.ShardNodes, info.Recoveries, info.Checkpoints, len(info.History))
+	fmt.Fprintf(w, "stop rule: %s; submitted at +%dms\n", info.StopRule, info.SubmittedUnixMs-t0.UnixMilli())
+	if info.EndedUnixMs != 0 {
+		fmt.Fprintf(w, "ended at +%dms: stop %q, error %s %q\n", info.EndedUnixMs-t0.UnixMilli(), info.Stop, info.ErrorKind.Name(), info.Error)
+	}
+	for _, ev := range info.Events {
+		fmt.Fprintf(w, "  +%dms %s it=%d %s\n", ev.UnixMs-t0.UnixMilli(), ev.Kind.Name(), ev.Iteration, ev.Text)
 	}
 }
 
@@ -278,6 +306,8 @@ func describeJobMsg(msg any) string {
 		return fmt.Sprintf("JobResult %d iterations, stop %s, %d recoveries", m.Iterations, m.Stop, len(m.Recoveries))
 	case *messages.JobError:
 		return fmt.Sprintf("JobError %s: %s", m.Kind, m.Message)
+	case *messages.JobRecord:
+		return fmt.Sprintf("JobRecord %s", m.Info.State.Name())
 	}
 	return fmt.Sprintf("%T", msg)
 }

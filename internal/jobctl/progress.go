@@ -66,6 +66,8 @@ func (j *Job) onPlaced(now time.Time, m *messages.Placed) {
 	}
 	if j.ft.recovering == nil || j.started.IsZero() {
 		j.started = now // the job starts (a takeover before the first start included)
+		j.event(now, messages.JobEventKind_JOB_EVENT_KIND_STARTED, resume,
+			fmt.Sprintf("%d shards on %d nodes", len(j.shards), len(uniqueStrings(j.ft.shardNode))))
 	}
 	j.ft.epochAt = now.Sub(j.started).Seconds()
 	j.ft.lastIter = resume
@@ -111,6 +113,9 @@ func (j *Job) onIteration(now time.Time, m *messages.IterationDone) {
 		j.ft.recoveries = append(j.ft.recoveries, j.ft.recovering)
 		j.log(slog.LevelInfo, "job resumed", uint64Attr("epoch", j.epoch),
 			slog.Float64("recovery seconds", j.ft.recovering.Resumed-j.ft.recovering.Noticed))
+		j.event(now, messages.JobEventKind_JOB_EVENT_KIND_RECOVERED, j.ft.recovering.FromIteration,
+			fmt.Sprintf("resumed from iteration %d in epoch %s after %.1f s", j.ft.recovering.FromIteration, EpochString(j.epoch),
+				j.ft.recovering.Resumed-j.ft.recovering.Noticed))
 		j.ft.recovering = nil
 	}
 	if m.Mask != nil {
@@ -191,24 +196,7 @@ func (j *Job) publish(now time.Time, state messages.JobPhase, force bool) {
 		return
 	}
 	j.published = now
-	spec := j.sub.GetSpec()
-	info := &messages.JobInfo{JobId: j.id, Owner: j.sub.GetOwner(), Coordinator: j.cfg.Self.GetAddress(), Algorithm: spec.GetAlgorithm(),
-		Rank: spec.GetRank(), Shards: spec.GetShards(), Iteration: j.ft.lastIter, MaxIter: spec.GetStop().GetMaxIter(),
-		Objective: j.objective, Detached: spec.GetDetached(), State: state}
-	if !j.started.IsZero() {
-		info.Seconds = now.Sub(j.started).Seconds()
-	}
-	if j.initial > 0 {
-		info.Ratio = j.objective / j.initial
-	}
-	if h := j.history; len(h) > 1 {
-		info.RelErr2 = h[len(h)-1].RelErr2
-		from := h[max(len(h)-11, 0)]
-		if last := h[len(h)-1]; last.Seconds > from.Seconds {
-			info.Rate = float64(last.Iteration-from.Iteration) / (last.Seconds - from.Seconds)
-		}
-	}
-	j.ready.Info = info
+	j.ready.Info = j.info(now, state)
 }
 
 // point is the history point of an iteration with this objective and held-out error: the

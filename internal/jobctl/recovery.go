@@ -151,6 +151,11 @@ func (j *Job) recover(now time.Time, cause string, lost []string) {
 	for _, a := range lost {
 		j.ft.lost[a] = true
 	}
+	// A recovery tried again (a node back while the job waits for a quorum or its pings)
+	// is no new failure.
+	if again := cause == j.ft.pauseCause && j.ft.paused || cause == j.ft.recovering.GetCause(); !again {
+		j.event(now, messages.JobEventKind_JOB_EVENT_KIND_FAILURE, j.ft.lastIter, cause)
+	}
 	j.publish(now, messages.JobPhase_JOB_PHASE_RECOVERING, true)
 	alive := j.aliveRing()
 	up := 0
@@ -162,6 +167,10 @@ func (j *Job) recover(now time.Time, cause string, lost []string) {
 	if 2*up <= j.ft.quorumOf {
 		j.pause(now, cause, up)
 		return
+	}
+	if j.ft.paused {
+		j.event(now, messages.JobEventKind_JOB_EVENT_KIND_RESUMED, j.lastCommitted(),
+			fmt.Sprintf("%d of the job's %d nodes reachable again", up, j.ft.quorumOf))
 	}
 	j.ft.paused = false
 	if r := j.ft.pending; r != nil {
@@ -226,6 +235,8 @@ func (j *Job) pause(now time.Time, cause string, up int) {
 			j.ft.recovering.Cause += "; " + pause
 		}
 		j.log(warn, "no quorum: the job waits", slog.Int("alive", up), slog.Int("of", j.ft.quorumOf))
+		j.event(now, messages.JobEventKind_JOB_EVENT_KIND_PAUSED, j.ft.lastIter,
+			fmt.Sprintf("only %d of the job's %d nodes reachable, not a majority", up, j.ft.quorumOf))
 		j.warn(fmt.Sprintf("%s; only %d of the job's %d nodes are reachable, not a majority: the job waits up to %v for them", cause, up, j.ft.quorumOf, j.cfg.QuorumWait))
 		j.running = false
 		j.ft.pending = nil
@@ -316,7 +327,11 @@ func (j *Job) sendState() {
 		Committed: j.ft.committed, QuorumOf: int64(j.ft.quorumOf), Coordinator: j.cfg.Self,
 		Samples: int64(j.n), Features: int64(j.m), Density: j.density, Initial: j.initial,
 		StartNodes:     j.ft.startSet,
-		RecoveriesDone: j.ft.recoveries, Checkpoints: j.ft.checkpoints, LastIteration: j.ft.lastIter}
+		RecoveriesDone: j.ft.recoveries, Checkpoints: j.ft.checkpoints, LastIteration: j.ft.lastIter,
+		Events: slices.Clone(j.events)}
+	if !j.submitted.IsZero() {
+		st.SubmittedUnixMs = j.submitted.UnixMilli()
+	}
 	if !j.started.IsZero() {
 		st.StartedUnixNano = j.started.UnixNano()
 	}
@@ -374,6 +389,11 @@ func (j *Job) takeOver(now time.Time, t TakeOver) {
 	j.ft.lastIter = max(st.LastIteration, j.lastCommitted())
 	j.ft.recoveries = slices.Clone(st.RecoveriesDone)
 	j.ft.checkpoints = st.Checkpoints
+	if st.SubmittedUnixMs != 0 {
+		j.submitted = time.UnixMilli(st.SubmittedUnixMs)
+	}
+	j.events = slices.Clone(st.Events[max(len(st.Events)-MaxInfoEvents, 0):])
+	j.event(now, messages.JobEventKind_JOB_EVENT_KIND_TAKEOVER, j.ft.lastIter, fmt.Sprintf("%s took the job over: %s", j.cfg.Self.GetAddress(), t.Cause))
 	j.ownsPartial = j.sub.GetSpec().GetOutShared() != "" // the job's partial coef.npy, made by the first coordinator
 	j.publish(now, messages.JobPhase_JOB_PHASE_RECOVERING, true)
 	j.announce()

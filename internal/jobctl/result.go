@@ -103,6 +103,7 @@ func (j *Job) deliver(res *messages.JobResult) {
 	j.ownsPartial = false
 	j.answer = res
 	j.send(j.client, res)
+	j.ended(j.now, messages.JobPhase_JOB_PHASE_DONE, res.Stop, nil)
 	j.end()
 }
 
@@ -125,14 +126,19 @@ func (j *Job) failWith(kind messages.ErrorKind, msg string, err error) {
 	if j.ownsPartial {
 		j.ready.RemovePartials = true
 	}
+	je := &messages.JobError{JobId: j.id, Kind: kind, Message: msg, Epoch: j.epoch}
+	if kind == kindInput {
+		je.Field, je.Template = userFields(err)
+	}
 	if j.client != nil {
-		je := &messages.JobError{JobId: j.id, Kind: kind, Message: msg, Epoch: j.epoch}
-		if kind == kindInput {
-			je.Field, je.Template = userFields(err)
-		}
 		j.answer = je
 		j.send(j.client, j.answer)
 	}
+	state := messages.JobPhase_JOB_PHASE_FAILED
+	if kind == kindCanceled {
+		state = messages.JobPhase_JOB_PHASE_CANCELED
+	}
+	j.ended(j.now, state, "", je)
 	j.end()
 }
 

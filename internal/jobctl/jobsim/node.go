@@ -132,6 +132,8 @@ func (n *node) hostMessage(msg any) {
 		n.w.send(n.addr, m.replyTo, stored)
 	case *messages.CheckpointCommitted:
 		n.hostStep(jobctl.HostCheckpointCommitted{Commit: m})
+	case *messages.JobRecord:
+		n.hostStep(jobctl.HostRecord{Record: m, At: n.w.now()})
 	}
 }
 
