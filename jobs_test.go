@@ -2,7 +2,9 @@ package didnmf
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -71,6 +73,30 @@ func TestRunnerJobsAndCancel(t *testing.T) {
 	jobs, err := runner.Jobs(2 * time.Second)
 	if err != nil || len(jobs) != 0 {
 		t.Errorf("after the cancel: %+v, %v", jobs, err)
+	}
+	// The ended job: AllJobs lists it with its outcome, and its --out-shared directory says
+	// why it holds no result.
+	all, err := runner.AllJobs(2 * time.Second)
+	if err != nil || len(all) != 1 {
+		t.Fatalf("AllJobs after the cancel: %+v, %v", all, err)
+	}
+	if e := all[0]; e.ID != id || e.State != "canceled" || e.ErrorKind != "canceled" || e.Error == "" || !e.IsEnded() ||
+		e.Ended.Before(e.Submitted) || e.Samples != 4000 || e.Features != 10 || len(e.ShardNodes) != 4 || e.OutShared != spec.OutShared {
+		t.Errorf("the canceled job, as AllJobs lists it: %+v", e)
+	}
+	var ef struct{ Job, State, Kind, Message string }
+	for deadline := time.Now().Add(10 * time.Second); ef.Job == ""; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no error.json in the canceled detached job's --out-shared directory")
+		}
+		if data, err := os.ReadFile(filepath.Join(spec.OutShared, "error.json")); err == nil {
+			if err := json.Unmarshal(data, &ef); err != nil {
+				t.Fatalf("error.json: %v: %s", err, data)
+			}
+		}
+	}
+	if ef.Job != id || ef.State != "canceled" || ef.Kind != "canceled" || ef.Message == "" {
+		t.Errorf("error.json: %+v", ef)
 	}
 
 	local, err := NewRunner(Local(1))

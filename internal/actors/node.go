@@ -169,8 +169,8 @@ type NodeConfig struct {
 	MaxRestarts int
 	// HistoryMax is how many records of ended jobs the node keeps (those it coordinated, and
 	// those whose standby it was: see jobctl.HostRecord), for ListJobs with ended; 0 means
-	// jobctl.DefaultHistoryMax, negative none. HistoryTime is for how long (0:
-	// jobctl.DefaultHistoryTime; negative is refused).
+	// DefaultHistoryMax, negative none. HistoryTime is for how long (0: DefaultHistoryTime;
+	// negative is refused).
 	HistoryMax  int
 	HistoryTime time.Duration
 	// ClientOnly makes the node a client's: it runs no host actor and no data plane, takes
@@ -191,6 +191,10 @@ const (
 	// a few faults of its actors on a node, few enough that a job whose actors panic on every
 	// start fails within minutes.
 	DefaultMaxRestarts = 20
+	// DefaultHistoryMax and DefaultHistoryTime are NodeConfig.HistoryMax and HistoryTime
+	// when 0: the records of 256 ended jobs, for a day.
+	DefaultHistoryMax  = jobctl.DefaultHistoryMax
+	DefaultHistoryTime = jobctl.DefaultHistoryTime
 )
 
 // Partition tells whether traffic between two addresses is cut.
@@ -396,7 +400,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		cfg.MaxRestarts = DefaultMaxRestarts
 	}
 	if cfg.HistoryTime < 0 {
-		return nil, fmt.Errorf("node %s: HistoryTime %v: want 0 or more (0 takes jobctl.DefaultHistoryTime, %v)", cfg.Host, cfg.HistoryTime, jobctl.DefaultHistoryTime)
+		return nil, fmt.Errorf("node %s: HistoryTime %v: want 0 or more (0 takes DefaultHistoryTime, %v)", cfg.Host, cfg.HistoryTime, DefaultHistoryTime)
 	}
 	cfg.MaxShards = quotaOr(cfg.MaxShards, DefaultMaxShards) // 0: the default; negative: no limit (0)
 	cfg.MaxJobs = quotaOr(cfg.MaxJobs, DefaultMaxJobs)

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -45,14 +47,16 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	c.sec.register(fs)
 }
 
-// cmdJobs lists the jobs running on a cluster: a client sees its own, with their progress.
+// cmdJobs lists the jobs running on a cluster (with --all, the ended ones its members still
+// keep too): a client sees its own, with their progress or outcome.
 func cmdJobs(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("jobs", flag.ContinueOnError)
 	var cf clientFlags
 	cf.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
+	all := fs.Bool("all", false, "list the jobs that ended too (done, failed, canceled), with why: the members keep them for a while (serve's --history-time and --history-max)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: didnmf jobs --cluster IP:PORT [flags]\n\nlists the jobs running on the cluster that you submitted (a node's credentials list all), with their progress\n\nflags:\n")
+		fmt.Fprintf(fs.Output(), "usage: didnmf jobs --cluster IP:PORT [--all] [flags]\n\nlists the jobs running on the cluster that you submitted (a node's credentials list all), with their progress;\nwith --all, the jobs that ended too, with their outcome and its reason\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -66,7 +70,7 @@ func cmdJobs(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	jobs, errs := c.Jobs(3 * time.Second)
+	jobs, errs := c.ListJobs(&messages.ListJobs{Ended: *all}, 3*time.Second)
 	for _, e := range errs {
 		fmt.Fprintf(stderr, "didnmf: warning: %v\n", e)
 	}
@@ -75,27 +79,54 @@ func cmdJobs(args []string, stdout, stderr io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"jobs": jobs})
 	}
-	return printJobs(stdout, jobs)
+	return printJobs(stdout, jobs, *all)
 }
 
 // printJobs writes a table of jobs and their progress: iteration, relative error, iterations
-// a second over the last ten, and seconds since they started.
-func printJobs(w io.Writer, jobs []*messages.JobInfo) error {
+// a second over the last ten, and seconds since they started; with all, when each ended and
+// why (the stop rule that ended it, or its error).
+func printJobs(w io.Writer, jobs []*messages.JobInfo, all bool) error {
 	if len(jobs) == 0 {
 		fmt.Fprintln(w, "no jobs")
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tOWNER\tSTATE\tALGO\tRANK\tSHARDS\tITERATION\tREL_ERR2\tIT/S\tSECONDS\tDETACHED\tCOORDINATOR")
+	header := "JOB\tOWNER\tSTATE\tALGO\tRANK\tSHARDS\tITERATION\tREL_ERR2\tIT/S\tSECONDS\tDETACHED\tCOORDINATOR"
+	if all {
+		header += "\tENDED\tREASON"
+	}
+	fmt.Fprintln(tw, header)
 	for _, j := range jobs {
 		relErr := "-"
 		if j.RelErr2 > 0 {
 			relErr = fmt.Sprintf("%.4g", j.RelErr2)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d/%d\t%s\t%s\t%.1f\t%v\t%s\n", j.JobId, j.Owner, j.State.Name(), j.Algorithm.Name(), j.Rank, j.Shards,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d/%d\t%s\t%s\t%.1f\t%v\t%s", j.JobId, j.Owner, j.State.Name(), j.Algorithm.Name(), j.Rank, j.Shards,
 			j.Iteration, j.MaxIter, relErr, rateText(j.Rate), j.Seconds, j.Detached, j.Coordinator)
+		if all {
+			ended, reason := "-", "-"
+			if j.EndedUnixMs != 0 {
+				ended = time.UnixMilli(j.EndedUnixMs).UTC().Format(time.RFC3339)
+				reason = outcome(j)
+			}
+			fmt.Fprintf(tw, "\t%s\t%s", ended, reason)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// outcome is why an ended job ended, on one line: the stop rule that ended it, or its error
+// (its kind, the field at fault, and the message).
+func outcome(j *messages.JobInfo) string {
+	if j.Error == "" {
+		return "stop: " + cmp.Or(j.Stop, "-")
+	}
+	what := j.ErrorKind.Name()
+	if j.ErrorField != "" {
+		what += " (" + j.ErrorField + ")"
+	}
+	return what + ": " + strings.Join(strings.Fields(j.Error), " ")
 }
 
 // cmdCancel cancels one of your jobs on a cluster.

@@ -125,7 +125,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintln(stdout, "\nyour jobs:")
-	return printJobs(stdout, jobs)
+	return printJobs(stdout, jobs, false)
 }
 
 // cmdCerts makes a cluster's certificate authority (once) and a certificate for a node.

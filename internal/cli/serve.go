@@ -209,6 +209,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	ownerShards := fs.Int("owner-max-shards", 0, "at most `N` shards of one owner's jobs on this node at once (default 0: a quarter of --max-shards)")
 	ownerMemory := fs.String("owner-memory", "", "bytes of job data this node accepts for one owner's jobs, a `SIZE`, e.g. 2GiB (default: three quarters of --memory)")
 	ownerStreams := fs.Int("owner-max-streams", 0, "at most `N` streamed inputs of one owner's shards received by this node at once; more wait their turn (default 0: "+strconv.Itoa(actors.DefaultOwnerMaxStreams)+")")
+	historyMax := fs.Int("history-max", actors.DefaultHistoryMax, "keep the records of at most `N` ended jobs coordinated here (or whose standby this node was), for didnmf jobs --all; the oldest go first (0: keep none)")
+	historyTime := new(time.Duration)
+	durationFlag(fs, historyTime, "history-time", actors.DefaultHistoryTime, "keep an ended job's record this long, a `DURATION` (e.g. 72h)")
 	chaosDelay := fs.Duration("chaos-delay", 0, "chaos drills only: every shard on this node sleeps this long at each iteration boundary, so that faults land mid-job (default 0: off)")
 	var sec securityFlags
 	sec.registerMember(fs)
@@ -252,6 +255,12 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if *maxJobTime < 0 || *lease <= 0 || *maxShards < 1 || *maxJobs < 1 {
 		return badInput("--max-job-time must be >= 0, --lease > 0, --max-shards and --max-jobs >= 1")
+	}
+	if *historyMax < 0 || *historyTime <= 0 {
+		return badInput("--history-max must be >= 0 (0: keep none), --history-time > 0")
+	}
+	if *historyMax == 0 {
+		*historyMax = -1 // NodeConfig's "none"
 	}
 	if *ownerJobs < 0 || *ownerShards < 0 || *ownerStreams < 0 {
 		return badInput("--owner-max-jobs, --owner-max-shards and --owner-max-streams must be >= 0 (0: the default)")
@@ -307,7 +316,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		Node: actors.NodeConfig{Port: *actorPort, DataPort: *dataPort, DataDir: dir, Capacity: *capacity, Memory: mem, Machine: machineName(*machine),
 			Threads: *threads, CheckpointQuota: quotaBytes, Faults: faults, MaxJobTime: *maxJobTime, Lease: *lease,
 			MaxShards: *maxShards, MaxJobs: *maxJobs, MaxRestarts: *maxRestarts, OwnerMaxJobs: *ownerJobs, OwnerMaxShards: *ownerShards, OwnerMemory: ownerMem,
-			OwnerMaxStreams: *ownerStreams}})
+			OwnerMaxStreams: *ownerStreams, HistoryMax: *historyMax, HistoryTime: *historyTime}})
 	if err != nil {
 		return usererr.Wrap(err)
 	}

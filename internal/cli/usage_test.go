@@ -18,9 +18,9 @@ import (
 // helpFlags are flags each command's help must list (demo's are its own, not factorize's).
 var helpFlags = map[string][]string{
 	"factorize": {"-input", "-rank", "-out", "-algo", "-cluster", "-nodes", "-quiet"},
-	"serve":     {"-bind", "-join", "-name", "-data-dir", "-secret-file"},
+	"serve":     {"-bind", "-join", "-name", "-data-dir", "-secret-file", "-history-max", "-history-time"},
 	"status":    {"-cluster", "-json", "-client-bind"},
-	"jobs":      {"-cluster", "-json"},
+	"jobs":      {"-cluster", "-json", "-all"},
 	"cancel":    {"-cluster", "-client-bind"},
 	"certs":     {"-name", "-hosts", "-client", "-dir"},
 	"bench":     {"-input", "-rank", "-iters", "-table2", "-procs"},
@@ -255,6 +255,8 @@ func TestServeRefusesBadValues(t *testing.T) {
 		{[]string{"--owner-memory", "lots"}, "--owner-memory"},
 		{[]string{"--max-job-time", "-1h"}, "--max-job-time"},
 		{[]string{"--max-restarts", "-1"}, "--max-restarts must be >= 0, got -1"},
+		{[]string{"--history-max", "-1"}, "--history-max must be >= 0"},
+		{[]string{"--history-time", "0s"}, "--history-time > 0"},
 	} {
 		args := append([]string{"serve", "--bind", "127.0.0.1:0"}, c.args...)
 		var code int

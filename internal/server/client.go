@@ -595,13 +595,21 @@ func (c *Client) Close() {
 // its own (those submitted under its name), a peer all. Members that do not answer within
 // timeout are listed in the errors.
 func (c *Client) Jobs(timeout time.Duration) ([]*messages.JobInfo, []error) {
+	return c.ListJobs(&messages.ListJobs{}, timeout)
+}
+
+// ListJobs sends req to every member and merges the answers: with req.Ended, the records of
+// ended jobs too (kept by a job's coordinator's node and its standby's: a job is listed once,
+// from the answer of its latest epoch, a record over a running entry of the same epoch).
+// Members that do not answer within timeout are listed in the errors.
+func (c *Client) ListJobs(req *messages.ListJobs, timeout time.Duration) ([]*messages.JobInfo, []error) {
 	var futures []actor.Future
 	var addrs []string
 	for _, m := range c.Members.Workers() {
-		futures = append(futures, c.Node.System().Root.RequestFuture(actors.HostPID(m.Meta.Actor), &messages.ListJobs{}, timeout))
+		futures = append(futures, c.Node.System().Root.RequestFuture(actors.HostPID(m.Meta.Actor), req, timeout))
 		addrs = append(addrs, m.Meta.Actor)
 	}
-	var jobs []*messages.JobInfo
+	byID := map[string]*messages.JobInfo{}
 	var errs []error
 	for i, f := range futures {
 		res, err := f.Result()
@@ -610,10 +618,27 @@ func (c *Client) Jobs(timeout time.Duration) ([]*messages.JobInfo, []error) {
 			errs = append(errs, fmt.Errorf("no answer from %s: %v", addrs[i], err))
 			continue
 		}
-		jobs = append(jobs, list.Jobs...)
+		for _, j := range list.Jobs {
+			if old := byID[j.JobId]; old == nil || newerJobInfo(j, old) {
+				byID[j.JobId] = j
+			}
+		}
+	}
+	jobs := make([]*messages.JobInfo, 0, len(byID))
+	for _, j := range byID {
+		jobs = append(jobs, j)
 	}
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].JobId < jobs[b].JobId })
 	return jobs, errs
+}
+
+// newerJobInfo tells whether a says more recent news of a job than b: a later epoch, or at
+// the same epoch an ended job's record over a running entry.
+func newerJobInfo(a, b *messages.JobInfo) bool {
+	if a.Epoch != b.Epoch {
+		return a.Epoch > b.Epoch
+	}
+	return a.EndedUnixMs != 0 && b.EndedUnixMs == 0
 }
 
 // Cancel asks the cluster to cancel a job this client owns (by name), and waits up to timeout
