@@ -98,6 +98,21 @@ func TestRunnerJobsAndCancel(t *testing.T) {
 	if ef.Job != id || ef.State != "canceled" || ef.Kind != "canceled" || ef.Message == "" {
 		t.Errorf("error.json: %+v", ef)
 	}
+	// The record outlives the coordinator's node: its standby keeps it too.
+	for _, m := range members {
+		if m.Node.Address() == all[0].Coordinator {
+			m.Close()
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		all, _ = runner.AllJobs(2 * time.Second) // the closed member does not answer
+		if len(all) == 1 && all[0].ID == id && all[0].State == "canceled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the coordinator's node closed, AllJobs lists %+v, want the canceled job from its standby", all)
+		}
+	}
 
 	local, err := NewRunner(Local(1))
 	if err != nil {
