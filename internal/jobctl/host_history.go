@@ -47,9 +47,16 @@ func (c HostConfig) historyLimits() (int, time.Duration) {
 }
 
 // keepRecord keeps an ended job's record, unless the host keeps one of a later epoch of the
-// job: the expired records go, then the oldest while the count would pass its bound.
+// job: the expired records go, then the oldest while the count would pass its bound. The job
+// ended: a standby state of it from that coordinator's epoch or before is dropped, as its
+// StopJob drops it (which may come late, or be lost in a cut), so that this node does not
+// take over a job that ended should the coordinator's node go now.
 func (h *Host) keepRecord(e HostRecord) {
 	info := e.Record.Info
+	if j := h.jobs[info.JobId]; j != nil && j.standby != nil && j.standby.Epoch <= info.Epoch {
+		j.standby = nil
+		h.tidy(info.JobId)
+	}
 	limit, _ := h.cfg.historyLimits()
 	if old, ok := h.records[info.JobId]; ok && old.info.Epoch > info.Epoch {
 		return

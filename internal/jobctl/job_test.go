@@ -179,8 +179,13 @@ func TestNoQuorumPausesThenFails(t *testing.T) {
 	if !rd.Over || sent[*messages.JobError](h) != 1 {
 		t.Fatalf("the quorum wait ended without failing the job")
 	}
-	if e := h.sends[len(h.sends)-1]; !strings.Contains(e.Msg.(*messages.StopJob).String(), "j") {
+	// The job's nodes are told to stop it, then the failed job's record goes to the hosts
+	// that keep it.
+	if e := h.sends[len(h.sends)-1]; e.Msg.(*messages.JobRecord).GetInfo().GetState() != messages.JobPhase_JOB_PHASE_FAILED {
 		t.Fatalf("last message %v", e.Msg)
+	}
+	if sent[*messages.StopJob](h) == 0 {
+		t.Fatalf("no StopJob sent")
 	}
 }
 

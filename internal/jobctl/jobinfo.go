@@ -100,7 +100,8 @@ func (j *Job) info(now time.Time, state messages.JobPhase) *messages.JobInfo {
 
 // ended records the job's end at now: an ENDED event, and its record (state done, failed or
 // canceled; stop why it stopped, or the error's kind, message, field and template) for the
-// runtime (Ready.Record) and for the hosts that keep it: this node's and the standby's.
+// runtime (Ready.Record) and for the hosts that keep it: this node's and the standby's. It
+// follows the end's StopJobs, which it never holds up on their way.
 func (j *Job) ended(now time.Time, state messages.JobPhase, stop string, je *messages.JobError) {
 	text := stop
 	if je != nil {

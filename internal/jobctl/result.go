@@ -103,8 +103,8 @@ func (j *Job) deliver(res *messages.JobResult) {
 	j.ownsPartial = false
 	j.answer = res
 	j.send(j.client, res)
-	j.ended(j.now, messages.JobPhase_JOB_PHASE_DONE, res.Stop, nil)
 	j.end()
+	j.ended(j.now, messages.JobPhase_JOB_PHASE_DONE, res.Stop, nil)
 }
 
 // Answer is what ended the job for its client (a *messages.JobResult or *messages.JobError;
@@ -138,8 +138,8 @@ func (j *Job) failWith(kind messages.ErrorKind, msg string, err error) {
 	if kind == kindCanceled {
 		state = messages.JobPhase_JOB_PHASE_CANCELED
 	}
-	j.ended(j.now, state, "", je)
 	j.end()
+	j.ended(j.now, state, "", je)
 }
 
 // end stops every actor of the job, and has every node that holds anything of it

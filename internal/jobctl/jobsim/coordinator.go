@@ -1,6 +1,7 @@
 package jobsim
 
 import (
+	"slices"
 	"time"
 
 	"github.com/didnmf/didnmf/internal/jobctl"
@@ -138,8 +139,47 @@ func (c *coordinator) apply(rd jobctl.Ready) {
 	if rd.Commit != nil {
 		w.after(time.Millisecond, func() { c.step(jobctl.OutputCommitted{}) })
 	}
+	if rd.Record != nil {
+		c.checkRecord(rd)
+	}
 	if rd.Over {
 		w.logf("%s on %s: over", c.id, c.n.addr)
 		c.n.coordinatorOver(c)
+	}
+}
+
+// checkRecord checks an ended job's record against the job's end: it comes with the end, of
+// the coordinator's epoch, within JobInfo's bounds, its timeline closed by the end; it says
+// what the client was told (the result's iterations, or the error) and went to this node's
+// host.
+func (c *coordinator) checkRecord(rd jobctl.Ready) {
+	w, r := c.w, rd.Record
+	if !rd.Over || r.Epoch != c.ctl.Epoch() || len(r.History) > jobctl.MaxInfoHistory || len(r.Events) == 0 || len(r.Events) > jobctl.MaxInfoEvents ||
+		r.Events[len(r.Events)-1].Kind != messages.JobEventKind_JOB_EVENT_KIND_ENDED || r.EndedUnixMs != w.now().UnixMilli() {
+		w.violation("%s on %s: a record that does not match the job's end (over %v, epoch %s of %s, %d history points, %d events): %v",
+			c.id, c.n.addr, rd.Over, jobctl.EpochString(r.Epoch), jobctl.EpochString(c.ctl.Epoch()), len(r.History), len(r.Events), r)
+	}
+	switch a := c.ctl.Answer().(type) {
+	case *messages.JobResult:
+		if r.State != messages.JobPhase_JOB_PHASE_DONE || r.Iteration != a.Iterations || r.Stop != a.Stop ||
+			len(r.History) > 0 && r.History[len(r.History)-1].Iteration != a.Iterations {
+			w.violation("%s on %s: the record of a job done at iteration %d (%s) says %s at %d (%s)", c.id, c.n.addr, a.Iterations, a.Stop,
+				r.State.Name(), r.Iteration, r.Stop)
+		}
+	case *messages.JobError:
+		want := messages.JobPhase_JOB_PHASE_FAILED
+		if a.Kind == messages.ErrorKind_ERROR_KIND_CANCELED {
+			want = messages.JobPhase_JOB_PHASE_CANCELED
+		}
+		if r.State != want || r.Error != a.Message || r.ErrorKind != a.Kind {
+			w.violation("%s on %s: the record of a job that ended with %s (%s) says %s (%s, %s)", c.id, c.n.addr, a.Kind, a.Message,
+				r.State.Name(), r.ErrorKind, r.Error)
+		}
+	}
+	if !slices.ContainsFunc(rd.Sends, func(s jobctl.Send) bool {
+		_, ok := s.Msg.(*messages.JobRecord)
+		return ok && s.To.GetAddress() == c.n.addr
+	}) {
+		w.violation("%s on %s: the record of the ended job was not sent to its own host", c.id, c.n.addr)
 	}
 }
