@@ -118,7 +118,7 @@ func (j *Job) onMember(now time.Time, e MemberEvent) {
 		j.sendState()
 		return
 	}
-	j.recover(now, fmt.Sprintf("node %s (%s) %s", e.Name, e.Addr, how), []string{e.Addr})
+	j.failure(now, fmt.Sprintf("node %s (%s) %s", e.Name, e.Addr, how), []string{e.Addr})
 }
 
 // onTimer ends a wait for a quorum that did not come.
@@ -140,6 +140,16 @@ func (j *Job) onTimer(now time.Time, t Timer) {
 	j.fail(kindFailure, msg)
 }
 
+// failure records a failure noticed (a FAILURE event with its cause) and recovers the job
+// from it (see recover); a recovery tried again (a node back while the job waits for a
+// quorum or its pings) calls recover itself, being no new failure.
+func (j *Job) failure(now time.Time, cause string, lost []string) {
+	if !j.over {
+		j.event(now, messages.JobEventKind_JOB_EVENT_KIND_FAILURE, j.ft.lastIter, cause)
+	}
+	j.recover(now, cause, lost)
+}
+
 // recover rolls the job back to its last committed checkpoint in a new epoch: shards on lost
 // nodes are placed anew (on a node that holds a copy of their checkpoint when one is alive),
 // a new reduce tree is built over the same shard ids and every shard resumes from the
@@ -150,11 +160,6 @@ func (j *Job) recover(now time.Time, cause string, lost []string) {
 	}
 	for _, a := range lost {
 		j.ft.lost[a] = true
-	}
-	// A recovery tried again (a node back while the job waits for a quorum or its pings)
-	// is no new failure.
-	if again := cause == j.ft.pauseCause && j.ft.paused || cause == j.ft.recovering.GetCause(); !again {
-		j.event(now, messages.JobEventKind_JOB_EVENT_KIND_FAILURE, j.ft.lastIter, cause)
 	}
 	j.publish(now, messages.JobPhase_JOB_PHASE_RECOVERING, true)
 	alive := j.aliveRing()
@@ -399,7 +404,7 @@ func (j *Job) takeOver(now time.Time, t TakeOver) {
 	j.announce()
 	j.ft.ring = uniqueStrings(append(slices.Clone(j.ft.startSet), j.ft.shardNode...))
 	old := st.GetCoordinator().GetAddress()
-	j.recover(now, t.Cause, []string{old})
+	j.failure(now, t.Cause, []string{old})
 }
 
 // iterSecondsOf rebuilds the seconds of every iteration from a history (iterations in a gap
