@@ -169,8 +169,11 @@ func New(cfg Config) (*Server, error) {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
-		IdleTimeout:       idleTimeout,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		// An answer's writes end within this; streams and downloads set their own deadline
+		// before each write instead (http.ResponseController), and clear the read deadline.
+		WriteTimeout: backendTimeout + cfg.WriteTimeout,
+		IdleTimeout:  idleTimeout,
+		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	return s, nil
 }

@@ -255,3 +255,19 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestStreamOutlivesServerTimeouts checks that a stream lives past the server's read and
+// write timeouts (which bound requests and answers, not streams).
+func TestStreamOutlivesServerTimeouts(t *testing.T) {
+	ts := startServer(t, Config{}, func(s *Server) {
+		s.http.ReadTimeout, s.http.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond
+	})
+	_, br := ts.openStream(t, "/api/v1/events", ts.op)
+	readEvent(t, br)
+	readEvent(t, br)
+	time.Sleep(500 * time.Millisecond) // past both timeouts
+	ts.b.update(func(b *fakeBackend) { b.jobs["j1"] = JobView{ID: "j1", Owner: "x", State: "running"} })
+	if ev := readEvent(t, br); ev.name != "jobs" || !strings.Contains(ev.data, `"j1"`) {
+		t.Fatalf("event after the timeouts: %+v", ev)
+	}
+}
