@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -136,8 +137,24 @@ func TestMTLS(t *testing.T) {
 			}
 		})
 	}
+	// A stream over HTTP/2 (its per-write deadlines work there too).
+	h2 := certs.client(t, certs.ca, "carol", pki.RoleClient)
+	h2.Transport.(*http.Transport).ForceAttemptHTTP2 = true
+	h2.Timeout = 0
+	resp, err := h2.Get(s.URL() + "/api/v1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ProtoMajor != 2 || resp.StatusCode != 200 {
+		t.Fatalf("stream over %s: %d", resp.Proto, resp.StatusCode)
+	}
+	if ev := readEvent(t, bufio.NewReader(resp.Body)); ev.name != "cluster" {
+		t.Fatalf("first event over HTTP/2: %+v", ev)
+	}
+	resp.Body.Close()
+
 	// The login cookie is Secure under TLS.
-	resp, err := certs.client(t, certs.ca, "", 0).Get(s.LoginURL())
+	resp, err = certs.client(t, certs.ca, "", 0).Get(s.LoginURL())
 	if err != nil {
 		t.Fatal(err)
 	}
