@@ -40,6 +40,7 @@ var routeTable = []route{
 	// The login page's assets, open: nothing in them is secret, and that page has no session.
 	{pattern: "GET /static/style.css", handle: (*Server).static},
 	{pattern: "GET /static/favicon.svg", handle: (*Server).static},
+	{pattern: "GET /static/login.js", handle: (*Server).static},
 	{pattern: "GET /api/v1/whoami", roles: anyRole, handle: (*Server).whoami},
 	{pattern: "GET /api/v1/cluster", roles: anyRole, handle: (*Server).cluster},
 	{pattern: "GET /api/v1/jobs", roles: anyRole, handle: (*Server).listJobs},
@@ -89,7 +90,7 @@ func (s *Server) guard(rt route) http.Handler {
 			id, err := s.authenticate(r)
 			if err != nil {
 				if rt.page && errors.Is(err, errNoCredentials) {
-					s.loginPage(w, http.StatusOK, "")
+					s.loginPage(w, http.StatusOK)
 					return
 				}
 				if errors.Is(err, errBadCredentials) {

@@ -62,7 +62,8 @@ type Config struct {
 	// (OperatorToken, ClientToken). Nil: no client tokens.
 	Secret []byte
 	// Token, when set, is the operator token instead of the one derived from Secret (the
-	// content of a token file: see ReadTokenFile); at least 32 characters.
+	// content of a token file: see ReadTokenFile); at least 32 characters. With neither
+	// Token nor Secret, the operator token is random, made at start (LoginURL prints it).
 	Token string
 	// Insecure is a cluster without credentials: the operator token is random, made at
 	// start (LoginURL prints it), and no client token is valid.

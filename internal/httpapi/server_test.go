@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -41,6 +43,12 @@ func TestAuth(t *testing.T) {
 		{"unknown route without credentials", "GET", "/nothing", "", 401, "auth"},
 		{"unknown route", "GET", "/nothing", ts.op, 404, "not_found"},
 		{"the page without credentials is the login form", "GET", "/", "", 200, ""},
+	}
+	for _, asset := range []string{"style.css", "favicon.svg", "login.js"} {
+		// The login page's assets are open (whether this build has them or not).
+		if code, body, _ := ts.do(t, "GET", "/static/"+asset, "", ""); code == 401 {
+			t.Errorf("the login page's %s: %d %s", asset, code, body)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,5 +222,34 @@ func TestMetrics(t *testing.T) {
 	}
 	if code, _, _ := ts.do(t, "GET", "/metrics", "", ""); code != 401 {
 		t.Errorf("metrics without a token: %d, want 401", code)
+	}
+}
+
+// TestReadTokenFile checks the token file's rules: private, at least 32 printable characters.
+func TestReadTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, perm os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), perm); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, perm)
+		return p
+	}
+	tok := strings.Repeat("k", 40)
+	if got, err := ReadTokenFile(write("ok", tok+"\n", 0o600)); err != nil || got != tok {
+		t.Errorf("ReadTokenFile = %q, %v", got, err)
+	}
+	for _, tt := range []struct {
+		name, content string
+		perm          os.FileMode
+	}{
+		{"short", "tooshort\n", 0o600},
+		{"spaces", strings.Repeat("a b ", 10), 0o600},
+		{"readable", tok, 0o644},
+	} {
+		if _, err := ReadTokenFile(write(tt.name, tt.content, tt.perm)); err == nil {
+			t.Errorf("token file %s was taken", tt.name)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -35,8 +34,8 @@ const defaultLoginPage = `<!doctype html>
 </html>
 `
 
-// loginPage answers the login form with status.
-func (s *Server) loginPage(w http.ResponseWriter, status int, _ string) {
+// loginPage answers the login form with status (401 after a token that is not valid).
+func (s *Server) loginPage(w http.ResponseWriter, status int) {
 	page, err := fs.ReadFile(web, "login.html")
 	if err != nil {
 		page = []byte(defaultLoginPage)
@@ -92,24 +91,18 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ identity) error
 	}
 	tok := r.URL.Query().Get("token")
 	if tok == "" {
-		s.loginPage(w, http.StatusOK, "")
+		s.loginPage(w, http.StatusOK)
 		return nil
 	}
 	id, ok := s.tokenIdentity(tok)
 	if !ok {
 		s.fails.fail(ip)
-		s.loginPage(w, http.StatusUnauthorized, "the token is not valid here")
+		s.loginPage(w, http.StatusUnauthorized)
 		return nil
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.sessions.add(id), Path: "/", HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int(s.cfg.SessionTTL.Seconds())})
-	next := "/"
-	if n := r.URL.Query().Get("next"); strings.HasPrefix(n, "/") && !strings.HasPrefix(n, "//") && !strings.Contains(n, `\`) {
-		if u, err := url.Parse(n); err == nil && u.Host == "" && u.Scheme == "" {
-			next = n
-		}
-	}
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
 	return nil
 }
 
