@@ -347,8 +347,9 @@ func (f *failLimiter) limited(ip netip.Addr) bool {
 	return w.n >= f.max
 }
 
-// fail counts a failed authentication of ip.
-func (f *failLimiter) fail(ip netip.Addr) {
+// fail counts a failed authentication of ip, and reports whether ip has just reached the
+// limit (once a window: the caller logs it).
+func (f *failLimiter) fail(ip netip.Addr) bool {
 	now := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -361,11 +362,12 @@ func (f *failLimiter) fail(ip netip.Addr) {
 				}
 			}
 			if len(f.m) >= maxFailAddrs {
-				return
+				return false
 			}
 		}
 		w = &failWindow{start: now}
 		f.m[ip] = w
 	}
 	w.n++
+	return w.n == f.max
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"path"
 	"runtime/debug"
 	"slices"
@@ -94,7 +95,7 @@ func (s *Server) guard(rt route) http.Handler {
 					return
 				}
 				if errors.Is(err, errBadCredentials) {
-					s.fails.fail(ip)
+					s.failedAuth(ip)
 				}
 				w.Header().Set("WWW-Authenticate", `Bearer realm="didnmf"`)
 				s.writeError(w, r, errorf(http.StatusUnauthorized, "auth", "%v", err))
@@ -114,6 +115,14 @@ func (s *Server) guard(rt route) http.Handler {
 			s.writeError(w, r, err)
 		}
 	})
+}
+
+// failedAuth counts a failed authentication from ip, and logs the address once it reaches
+// the limit (a line a minute at most per address).
+func (s *Server) failedAuth(ip netip.Addr) {
+	if s.fails.fail(ip) {
+		s.log.Warn("http: too many failed authentications; refusing the address for a minute", slog.String("address", ip.String()), slog.Int("failures", failsPerMinute))
+	}
 }
 
 // headers sets the security headers of every answer and bounds the request body.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 )
@@ -114,12 +115,16 @@ func (e *sse) event(name string, data []byte) error {
 // ping writes the heartbeat comment.
 func (e *sse) ping() error { return e.write([]byte(": ping\n\n")) }
 
-// streamEnded logs why a stream ended early (at debug: a closed tab is no news).
+// streamEnded logs why a stream ended early: a reader cut for not reading at Info, anything
+// else at Debug (a closed tab is no news).
 func (s *Server) streamEnded(path string, who identity, err error) {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return
+	switch {
+	case err == nil || errors.Is(err, context.Canceled) || errors.Is(err, http.ErrServerClosed):
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		s.log.Info("http: cut a stream whose reader did not read", slog.String("path", path), slog.String("who", who.name))
+	default:
+		s.log.Debug("http: stream ended", slog.String("path", path), slog.String("who", who.name), slog.String("error", err.Error()))
 	}
-	s.log.Debug("http stream ended", slog.String("path", path), slog.String("who", who.name), slog.String("error", err.Error()))
 }
 
 // clusterEvents is GET /api/v1/events: the cluster and the jobs who sees, at connect and

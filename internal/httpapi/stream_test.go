@@ -2,12 +2,15 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -215,7 +218,8 @@ func TestIdleStreamsBounded(t *testing.T) {
 // TestStreamThatNeverReads checks that a reader that does not read is cut once a write
 // waits past WriteTimeout, and its slot freed: the same identity may open a stream again.
 func TestStreamThatNeverReads(t *testing.T) {
-	ts := startServer(t, Config{WriteTimeout: 200 * time.Millisecond, MaxStreamsPerIdentity: 1})
+	var logs lockedBuffer
+	ts := startServer(t, Config{WriteTimeout: 200 * time.Millisecond, MaxStreamsPerIdentity: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	c, code := ts.rawStream(t, "/api/v1/events", ts.op)
 	defer c.Close()
 	if code != 200 {
@@ -235,6 +239,9 @@ func TestStreamThatNeverReads(t *testing.T) {
 		}
 	}()
 	waitFor(t, "the stream that does not read to be cut", func() bool { return ts.streams.open() == 0 })
+	if !strings.Contains(logs.String(), "did not read") {
+		t.Errorf("the cut is not logged: %s", logs.String())
+	}
 	resp, br := ts.openStream(t, "/api/v1/events", ts.op)
 	if resp.StatusCode != 200 {
 		t.Fatalf("a new stream after the cut: %d", resp.StatusCode)
@@ -270,4 +277,22 @@ func TestStreamOutlivesServerTimeouts(t *testing.T) {
 	if ev := readEvent(t, br); ev.name != "jobs" || !strings.Contains(ev.data, `"j1"`) {
 		t.Fatalf("event after the timeouts: %+v", ev)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -96,7 +96,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ identity) error
 	}
 	id, ok := s.tokenIdentity(tok)
 	if !ok {
-		s.fails.fail(ip)
+		s.failedAuth(ip)
 		s.loginPage(w, http.StatusUnauthorized)
 		return nil
 	}
