@@ -161,6 +161,7 @@ func startServer(t *testing.T, cfg Config, opts ...func(*Server)) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.settle = 10 * time.Millisecond // a 404 waits no longer than that (TestJustSubmitted waits)
 	for _, o := range opts {
 		o(s)
 	}

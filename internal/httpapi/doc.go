@@ -74,6 +74,9 @@
 //	curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8265/api/v1/jobs/ID/events
 //	curl -H "Authorization: Bearer $TOKEN" -o coef.npy http://127.0.0.1:8265/api/v1/jobs/ID/outputs/coef.npy
 //
+// A job id not found waits for the backend's next snapshot (at most a second) before the
+// 404, so that a job just submitted can be watched at once.
+//
 // A job without out_shared is attached to the node that took it: its outputs are collected
 // there, and it is canceled if that node dies. A job with out_shared runs detached and writes
 // its outputs there.

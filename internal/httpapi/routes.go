@@ -317,14 +317,37 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, who identity) er
 }
 
 // jobOf returns job id as who may see it: another's job is not found, as one that does not
-// exist.
+// exist. A job not found waits for the backend's next snapshot (at most s.settle) and is
+// looked up again, so that a job just submitted, which the snapshot may not hold yet, is found
+// (another's job takes the same wait: the answer's time tells nothing).
 func (s *Server) jobOf(ctx context.Context, who identity, id string) (JobView, error) {
 	if !validJobID(id) {
 		return JobView{}, errorf(http.StatusNotFound, "not_found", "no job %q", id)
 	}
-	j, err := s.cfg.Backend.Job(ctx, id)
-	if errors.Is(err, ErrNotFound) || err == nil && who.filter() != "" && j.Owner != who.filter() {
+	updated := s.cfg.Backend.Updated()
+	j, err := s.lookupJob(ctx, who, id)
+	if !errors.Is(err, ErrNotFound) {
+		return j, err
+	}
+	t := time.NewTimer(s.settle)
+	defer t.Stop()
+	select {
+	case <-updated:
+		j, err = s.lookupJob(ctx, who, id)
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	if errors.Is(err, ErrNotFound) {
 		return JobView{}, errorf(http.StatusNotFound, "not_found", "no job %s", id)
+	}
+	return j, err
+}
+
+// lookupJob returns job id if who may see it, else ErrNotFound.
+func (s *Server) lookupJob(ctx context.Context, who identity, id string) (JobView, error) {
+	j, err := s.cfg.Backend.Job(ctx, id)
+	if err == nil && who.filter() != "" && j.Owner != who.filter() {
+		return JobView{}, ErrNotFound
 	}
 	return j, err
 }

@@ -40,6 +40,9 @@ const (
 	maxConns          = 512
 	// pingEvery is the period of a stream's heartbeat comment.
 	pingEvery = 15 * time.Second
+	// settleWait bounds the wait of a job not found for the backend's next snapshot (taken
+	// about twice a second).
+	settleWait = time.Second
 	// backendTimeout bounds each call into the backend.
 	backendTimeout = 10 * time.Second
 	// minTokenLen is the shortest operator token a token file may hold.
@@ -108,8 +111,9 @@ type Server struct {
 	fails    *failLimiter
 	streams  *streamSlots
 	csrf     *http.CrossOriginProtection
-	// ping is the heartbeat period of streams (pingEvery; tests shorten it).
-	ping time.Duration
+	// ping is the heartbeat period of streams (pingEvery), settle the longest a job not
+	// found waits for the next snapshot (settleWait); tests shorten them.
+	ping, settle time.Duration
 
 	mu     sync.Mutex
 	addr   string
@@ -133,7 +137,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.WriteTimeout = orDefault(cfg.WriteTimeout, DefaultWriteTimeout)
 	cfg.MaxSessions = orDefault(cfg.MaxSessions, DefaultMaxSessions)
 	cfg.SessionTTL = orDefault(cfg.SessionTTL, DefaultSessionTTL)
-	s := &Server{cfg: cfg, log: cfg.Logger, addr: cfg.Addr, done: make(chan struct{}), ping: pingEvery}
+	s := &Server{cfg: cfg, log: cfg.Logger, addr: cfg.Addr, done: make(chan struct{}), ping: pingEvery, settle: settleWait}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -296,3 +296,20 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestJustSubmittedJobIsFound checks that a job the backend's snapshot does not hold yet (it
+// was just submitted) is found once the next snapshot holds it, not answered 404.
+func TestJustSubmittedJobIsFound(t *testing.T) {
+	ts := startServer(t, Config{}, func(s *Server) { s.settle = time.Minute })
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		ts.b.update(func(b *fakeBackend) { b.jobs["j9"] = JobView{ID: "j9", Owner: "operator", State: "running"} })
+	}()
+	resp, br := ts.openStream(t, "/api/v1/jobs/j9/events", ts.op)
+	if resp.StatusCode != 200 {
+		t.Fatalf("stream of a job in the next snapshot: %d", resp.StatusCode)
+	}
+	if ev := readEvent(t, br); ev.name != "job" || !strings.Contains(ev.data, `"j9"`) {
+		t.Fatalf("first event %+v", ev)
+	}
+}
