@@ -157,7 +157,7 @@ func (j *Job) Step(now time.Time, ev any) error {
 			case messages.ActorRole_ACTOR_ROLE_REDUCER:
 				what = "reducer " + e.Actor
 			}
-			j.recover(now, what+" panicked on node "+e.Node+" ("+e.Reason+")", nil)
+			j.recover(now, CauseActorPanic, what+" panicked on node "+e.Node+" ("+e.Reason+")", nil)
 		}
 	case *messages.JobError:
 		if e.JobId == j.id {
@@ -238,7 +238,7 @@ func (j *Job) onStall(now time.Time) {
 	}
 	quiet := now.Sub(j.progressAt)
 	if quiet >= j.stallAfter() {
-		j.recover(now, fmt.Sprintf("the job made no progress for %v (a message lost?)", quiet.Round(time.Millisecond)), nil)
+		j.recover(now, CauseStall, fmt.Sprintf("the job made no progress for %v (a message lost?)", quiet.Round(time.Millisecond)), nil)
 		return
 	}
 	j.stallNext = j.stallAfter() - quiet // check again when it would be due
