@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/didnmf/didnmf/internal/jobctl"
+	"github.com/didnmf/didnmf/messages"
 )
 
 // Observer hears of what a node does, for its metrics (see package internal/metrics), as
@@ -129,4 +130,25 @@ func DropClass(cause string) string {
 		}
 	}
 	return "other"
+}
+
+// Memory returns the bytes of job data the node offers (NodeConfig.Memory, 0: no limit) and
+// those the shards placed on it reserve now. It may be called from any goroutine.
+func (n *Node) Memory() (offered, reserved int64) { return n.cfg.Memory, n.mem.used() }
+
+// JobsByState counts the jobs coordinated on this node by state, named as JobState names
+// them ("placing", "running", ...): summed over the members, every job counts once. It may
+// be called from any goroutine.
+func (n *Node) JobsByState() map[string]int {
+	out := map[string]int{}
+	for _, j := range n.board.list(func(*messages.JobInfo) bool { return true }) {
+		out[JobState(j.State)]++
+	}
+	return out
+}
+
+// JobState names a job's phase in lower case, without its prefix: "placing", "running",
+// "recovering", "paused", "done", "failed", "canceled" ("unspecified" when not said).
+func JobState(p messages.JobPhase) string {
+	return strings.ToLower(strings.TrimPrefix(p.String(), "JOB_PHASE_"))
 }
