@@ -85,7 +85,7 @@ func New(cfg Config) *Metrics {
 	m.iterationSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "didnmf_iteration_duration_seconds",
 		Help: "Wall time of the job iterations counted by didnmf_iterations_total.", Buckets: iterationBuckets})
 	m.collectiveSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "didnmf_allreduce_duration_seconds",
-		Help: "Latency of an iteration's collective (allreduce or reduce-scatter) as each shard on this node sees it: from sending its part to having the whole result.",
+		Help:    "Latency of an iteration's collective (allreduce or reduce-scatter) as each shard on this node sees it: from sending its part to having the whole result.",
 		Buckets: collectiveBuckets})
 	m.checkpointSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "didnmf_checkpoint_duration_seconds",
 		Help: "Time a shard on this node took to snapshot, encode and durably write its checkpoint (those written).", Buckets: checkpointBuckets})

@@ -234,7 +234,7 @@ func TestCollectorsReadTheStateAtEachScrape(t *testing.T) {
 				want   float64
 			}{{"didnmf_jobs", []string{"state", "running"}, 2}, {"didnmf_jobs", []string{"state", "paused"}, 1},
 				{"didnmf_jobs", []string{"state", "placing"}, 0}, {"didnmf_jobs", []string{"state", "other"}, 4}}},
-		{"memory", func() { st.offered, st.reserved = 8 << 30, 3 << 30 },
+		{"memory", func() { st.offered, st.reserved = 8<<30, 3<<30 },
 			[]struct {
 				family string
 				labels []string
