@@ -203,6 +203,13 @@ func TestNamesPassPrometheusLint(t *testing.T) {
 	}
 }
 
+// series is a series of a family and the value it should have.
+type series struct {
+	family string
+	labels []string
+	want   float64
+}
+
 // TestCollectorsReadTheStateAtEachScrape: the gauges and the counters read from the node
 // show its state as of the scrape; states and causes outside their fixed sets count under
 // "other", drop causes by their class.
@@ -213,42 +220,22 @@ func TestCollectorsReadTheStateAtEachScrape(t *testing.T) {
 	for _, step := range []struct {
 		name  string
 		set   func()
-		check []struct {
-			family string
-			labels []string
-			want   float64
-		}
+		check []series
 	}{
 		{"members by state", func() { st.members = map[string]int{"alive": 3, "suspect": 1, "dead": 2, "zombie": 1} },
-			[]struct {
-				family string
-				labels []string
-				want   float64
-			}{{"didnmf_members", []string{"state", "alive"}, 3}, {"didnmf_members", []string{"state", "suspect"}, 1},
+			[]series{{"didnmf_members", []string{"state", "alive"}, 3}, {"didnmf_members", []string{"state", "suspect"}, 1},
 				{"didnmf_members", []string{"state", "dead"}, 2}, {"didnmf_members", []string{"state", "left"}, 0},
 				{"didnmf_members", []string{"state", "other"}, 1}}},
 		{"jobs by state", func() { st.jobs = map[string]int{"running": 2, "paused": 1, "unspecified": 4} },
-			[]struct {
-				family string
-				labels []string
-				want   float64
-			}{{"didnmf_jobs", []string{"state", "running"}, 2}, {"didnmf_jobs", []string{"state", "paused"}, 1},
+			[]series{{"didnmf_jobs", []string{"state", "running"}, 2}, {"didnmf_jobs", []string{"state", "paused"}, 1},
 				{"didnmf_jobs", []string{"state", "placing"}, 0}, {"didnmf_jobs", []string{"state", "other"}, 4}}},
 		{"memory", func() { st.offered, st.reserved = 8<<30, 3<<30 },
-			[]struct {
-				family string
-				labels []string
-				want   float64
-			}{{"didnmf_memory_offered_bytes", nil, 8 << 30}, {"didnmf_memory_reserved_bytes", nil, 3 << 30}}},
+			[]series{{"didnmf_memory_offered_bytes", nil, 8 << 30}, {"didnmf_memory_reserved_bytes", nil, 3 << 30}}},
 		{"drops by class", func() {
 			st.drops = map[string]int64{"unauthenticated stream": 2, "not the owner: CancelJob": 3, "not the owner: LeaseRenew": 1,
 				"role may not send didnmf.Grant": 4, "data plane: TLS handshake failed": 5, "gossip: member refused: bad name": 6,
 				"something new": 7}
-		}, []struct {
-			family string
-			labels []string
-			want   float64
-		}{{"didnmf_guard_drops_total", []string{"cause", "unauthenticated"}, 2},
+		}, []series{{"didnmf_guard_drops_total", []string{"cause", "unauthenticated"}, 2},
 			{"didnmf_guard_drops_total", []string{"cause", "owner"}, 4},
 			{"didnmf_guard_drops_total", []string{"cause", "role"}, 4},
 			{"didnmf_guard_drops_total", []string{"cause", "handshake"}, 5},
@@ -256,11 +243,7 @@ func TestCollectorsReadTheStateAtEachScrape(t *testing.T) {
 			{"didnmf_guard_drops_total", []string{"cause", "other"}, 7},
 			{"didnmf_guard_drops_total", []string{"cause", "malformed"}, 0}}},
 		{"gossip", func() { st.gossipSent, st.gossipRecv, st.health = 1000, 2000, 2 },
-			[]struct {
-				family string
-				labels []string
-				want   float64
-			}{{"didnmf_sent_bytes_total", []string{"plane", "gossip"}, 1000},
+			[]series{{"didnmf_sent_bytes_total", []string{"plane", "gossip"}, 1000},
 				{"didnmf_received_bytes_total", []string{"plane", "gossip"}, 2000},
 				{"didnmf_gossip_health_score", nil, 2}}},
 	} {
