@@ -51,8 +51,8 @@ const (
 )
 
 // limitedStreams wraps a memberlist transport so that its incoming streams are bounded, and
-// hands the streams of clients to the front door. Its methods may be called from any
-// goroutine.
+// hands the streams of clients to the front door; it counts the bytes of every packet and
+// stream (Membership.GossipBytes). Its methods may be called from any goroutine.
 type limitedStreams struct {
 	memberlist.Transport
 	frontDoor func(net.Conn) // Config.FrontDoor; nil closes clients' streams

@@ -14,7 +14,7 @@ import (
 // actor remote's messages (grants, reports, results) then do not wake the Go runtime's
 // monitor thread into its 20 µs polling each time a node comes out of a wait, as the data
 // plane's do not. With an Observer, the bytes read and written count on PlaneActor, as they
-// cross the socket (under the TLS records). Their methods may be called from any goroutine.
+// cross the socket (TLS handshakes and records included). Their methods may be called from any goroutine.
 type rawIOCredentials struct {
 	credentials.TransportCredentials
 	obs Observer // nil: none
