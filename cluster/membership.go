@@ -667,6 +667,19 @@ func (m *Membership) Local() Member {
 // maxStreams were being served, or maxStreamsPerIP from their address.
 func (m *Membership) RefusedStreams() int64 { return m.streams.refused.Load() }
 
+// GossipBytes returns the bytes this node's gossip port sent and received since it started:
+// memberlist's packets and streams, and the front door's streams. It may be called from any
+// goroutine.
+func (m *Membership) GossipBytes() (sent, received int64) {
+	return m.streams.sent.Load(), m.streams.received.Load()
+}
+
+// HealthScore returns memberlist's awareness of this node's own health (its
+// GetHealthScore): 0 when it answers probes in time, higher (up to the awareness cap)
+// after it was slow to, when its view of others may be wrong. It may be called from any
+// goroutine.
+func (m *Membership) HealthScore() int { return m.ml.GetHealthScore() }
+
 // Members returns the live nodes, this one included and both roles (only members with
 // Config.Prove), sorted by name. It reads this package's own table, kept up to date from
 // memberlist's events.

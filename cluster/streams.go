@@ -51,8 +51,8 @@ const (
 )
 
 // limitedStreams wraps a memberlist transport so that its incoming streams are bounded, and
-// hands the streams of clients to the front door. Its methods may be called from any
-// goroutine.
+// hands the streams of clients to the front door; it counts the bytes of every packet and
+// stream (Membership.GossipBytes). Its methods may be called from any goroutine.
 type limitedStreams struct {
 	memberlist.Transport
 	frontDoor func(net.Conn) // Config.FrontDoor; nil closes clients' streams
@@ -62,14 +62,87 @@ type limitedStreams struct {
 	once      sync.Once
 	refused   atomic.Int64
 	served    *slots.Limiter // the streams memberlist has, by remote address (evicting when full)
+	// sent and received count the bytes of the gossip port's packets and streams (the
+	// front door's included), as memberlist writes and reads them.
+	sent, received atomic.Int64
+	packets        chan *memberlist.Packet
 }
 
 // limitStreams wraps t and starts passing its streams on: gossip to memberlist, clients'
 // streams to frontDoor (nil: closed).
 func limitStreams(t memberlist.Transport, frontDoor func(net.Conn)) *limitedStreams {
-	l := &limitedStreams{Transport: t, frontDoor: frontDoor, out: make(chan net.Conn), stop: make(chan struct{}), gone: make(chan struct{}), served: slots.New(maxStreams, maxStreamsPerIP)}
+	l := &limitedStreams{Transport: t, frontDoor: frontDoor, out: make(chan net.Conn), stop: make(chan struct{}), gone: make(chan struct{}), served: slots.New(maxStreams, maxStreamsPerIP),
+		packets: make(chan *memberlist.Packet)}
 	go l.pass(t.StreamCh())
+	go l.count(t.PacketCh())
 	return l
+}
+
+// count passes the transport's packets on to memberlist, counting their bytes, until
+// Shutdown; then it drops those the wrapped transport still receives until it has shut down
+// (its listener waits for each to be taken).
+func (l *limitedStreams) count(in <-chan *memberlist.Packet) {
+	defer func() {
+		for {
+			select {
+			case <-in:
+			case <-l.gone:
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case p := <-in:
+			l.received.Add(int64(len(p.Buf)))
+			select {
+			case l.packets <- p:
+			case <-l.stop:
+				return
+			}
+		case <-l.stop:
+			return
+		}
+	}
+}
+
+// PacketCh implements memberlist.Transport: the packets received, counted.
+func (l *limitedStreams) PacketCh() <-chan *memberlist.Packet { return l.packets }
+
+// WriteTo implements memberlist.Transport: a packet sent, counted.
+func (l *limitedStreams) WriteTo(b []byte, addr string) (time.Time, error) {
+	at, err := l.Transport.WriteTo(b, addr)
+	if err == nil {
+		l.sent.Add(int64(len(b)))
+	}
+	return at, err
+}
+
+// DialTimeout implements memberlist.Transport: a stream this node opens, counted.
+func (l *limitedStreams) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+	c, err := l.Transport.DialTimeout(addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &trafficConn{Conn: c, l: l}, nil
+}
+
+// trafficConn counts the bytes of a gossip stream in its limitedStreams.
+type trafficConn struct {
+	net.Conn
+	l *limitedStreams
+}
+
+func (c *trafficConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.l.received.Add(int64(n))
+	return n, err
+}
+
+func (c *trafficConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.l.sent.Add(int64(n))
+	return n, err
 }
 
 // pass hands memberlist the streams within the limits until Shutdown, then closes those the
@@ -93,7 +166,7 @@ func (l *limitedStreams) pass(in <-chan net.Conn) {
 				l.refused.Add(1)
 				c.Close()
 			})
-			go l.route(&limitedConn{Conn: c, done: func() { slot.Release() }})
+			go l.route(&limitedConn{Conn: &trafficConn{Conn: c, l: l}, done: func() { slot.Release() }})
 		case <-l.stop:
 			return
 		}

@@ -121,3 +121,30 @@ func TestFrontDoorDispatch(t *testing.T) {
 		t.Errorf("a silent stream was closed after %v, want about %v", took, firstByteWait)
 	}
 }
+
+// TestGossipBytesAndHealthScore checks that the gossip port counts what it sends and
+// receives, packets (the probes) and streams (the join's push/pull) alike, and that a node
+// answering in time has the healthy score 0.
+func TestGossipBytesAndHealthScore(t *testing.T) {
+	t.Parallel()
+	a := start(t, Config{Name: "a", Meta: memberMeta(9001)})
+	if sent, received := a.GossipBytes(); sent != 0 || received != 0 {
+		t.Fatalf("a node alone counted %d bytes sent, %d received", sent, received)
+	}
+	b := start(t, Config{Name: "b", Join: []string{a.Local().Gossip}, Meta: memberMeta(9002)})
+	for _, n := range []node{a, b} {
+		waitFor(t, converge, n.Local().Name+" sent and received gossip", func() bool {
+			sent, received := n.GossipBytes()
+			return sent > 0 && received > 0
+		})
+		if s := n.HealthScore(); s != 0 {
+			t.Errorf("%s: health score %d, want 0 (healthy)", n.Local().Name, s)
+		}
+	}
+	// The probes go on: the counts grow.
+	sent, received := a.GossipBytes()
+	waitFor(t, converge, "a's counts grow", func() bool {
+		s, r := a.GossipBytes()
+		return s > sent && r > received
+	})
+}

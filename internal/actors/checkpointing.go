@@ -108,9 +108,13 @@ func (e *checkpointLost) Error() string { return e.msg }
 // checkpoint snapshots the machine at the iteration boundary it sits at, as the driver asked,
 // and writes it in the background; the driver hears when it is written.
 func (s *shard) checkpoint(ctx actor.Context, c jobctl.ShardDriverCheckpoint) {
+	began, obs := time.Now(), s.node.cfg.Observer
 	snap, err := s.machine.Snapshot()
 	t := c.Iteration
 	if err != nil {
+		if obs != nil {
+			obs.CheckpointWritten(time.Since(began), err)
+		}
 		s.feed(ctx, jobctl.ShardDriverCheckpointWritten{Epoch: c.Epoch, Iteration: t, Err: err, At: time.Now()})
 		return
 	}
@@ -122,6 +126,9 @@ func (s *shard) checkpoint(ctx actor.Context, c jobctl.ShardDriverCheckpoint) {
 		data, err := rec.MarshalBinary()
 		if err == nil {
 			err = node.keepCheckpoint(checkpoint.Own, rec.Job, rec.Shard, t, data, c.Keep)
+		}
+		if obs != nil {
+			obs.CheckpointWritten(time.Since(began), err)
 		}
 		system.Root.Send(self, &checkpointWritten{epoch: c.Epoch, iteration: t, data: data, err: err})
 	}()

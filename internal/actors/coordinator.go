@@ -167,6 +167,11 @@ func (c *coordinator) apply(ctx actor.Context, rd jobctl.Ready) {
 	if rd.Info != nil {
 		c.node.board.set(rd.Info)
 	}
+	if obs := c.node.cfg.Observer; obs != nil {
+		for _, why := range rd.Recoveries {
+			obs.RecoveryBegan(why)
+		}
+	}
 	system, self, stop := ctx.ActorSystem(), ctx.Self(), c.ticks
 	back := func(ev any) {
 		select {

@@ -498,7 +498,7 @@ func (p *dataPlane) connect(address string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw = rawio.Wrap(raw)
+	raw = observe(rawio.Wrap(raw), p.n.cfg.Observer, PlaneData)
 	if p.client == nil {
 		return raw, nil
 	}
@@ -541,7 +541,7 @@ func (p *dataPlane) accept() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		c = rawio.Wrap(c)
+		c = observe(rawio.Wrap(c), p.n.cfg.Observer, PlaneData)
 		if !p.track(c) {
 			continue
 		}

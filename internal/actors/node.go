@@ -180,6 +180,10 @@ type NodeConfig struct {
 	// dropped and counted. With Members (the client's view of the cluster), it dials only
 	// the members, checking each answers with a peer certificate named as the member.
 	ClientOnly bool
+	// Observer hears of the node's iterations, collectives, bytes on its actor and data
+	// planes, checkpoints and the recoveries of the jobs it coordinates, for its metrics
+	// (nil: none, at the cost of a nil check; see Observer for its concurrency rule).
+	Observer Observer
 }
 
 // Defaults of NodeConfig's limits.
@@ -446,10 +450,11 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	serverOpts = append(serverOpts, g.serverOptions()...)
 	// Connections read and write with raw system calls (rawIOCredentials), as the data
 	// plane's do.
-	var server, creds credentials.TransportCredentials = rawIOCredentials{insecure.NewCredentials()}, rawIOCredentials{insecure.NewCredentials()}
+	obs := cfg.Observer
+	var server, creds credentials.TransportCredentials = rawIOCredentials{insecure.NewCredentials(), obs}, rawIOCredentials{insecure.NewCredentials(), obs}
 	if cfg.TLS != nil {
-		server = limitHandshakes(rawIOCredentials{credentials.NewTLS(cfg.TLS.Server)}, maxRemoteHandshakes, maxRemoteHandshakesPerIP, lim.actor, lim.drop)
-		creds = rawIOCredentials{credentials.NewTLS(cfg.TLS.Client)}
+		server = limitHandshakes(rawIOCredentials{credentials.NewTLS(cfg.TLS.Server), obs}, maxRemoteHandshakes, maxRemoteHandshakesPerIP, lim.actor, lim.drop)
+		creds = rawIOCredentials{credentials.NewTLS(cfg.TLS.Client), obs}
 		if cfg.Members != nil {
 			creds = checkedCreds{creds, n.senders}
 		}

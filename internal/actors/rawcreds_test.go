@@ -47,14 +47,14 @@ func TestRawIOCredentials(t *testing.T) {
 					served <- side{err: err}
 					return
 				}
-				conn, _, err := rawIOCredentials{c.server}.Clone().ServerHandshake(raw)
+				conn, _, err := rawIOCredentials{TransportCredentials: c.server}.Clone().ServerHandshake(raw)
 				served <- side{conn, err}
 			}()
 			raw, err := net.Dial("tcp", lis.Addr().String())
 			if err != nil {
 				t.Fatal(err)
 			}
-			client, _, err := rawIOCredentials{c.client}.ClientHandshake(context.Background(), "127.0.0.1", raw)
+			client, _, err := rawIOCredentials{TransportCredentials: c.client}.ClientHandshake(context.Background(), "127.0.0.1", raw)
 			if err != nil {
 				t.Fatal(err)
 			}

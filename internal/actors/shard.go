@@ -64,6 +64,9 @@ type shard struct {
 	// waitingSince is when the shard sent its partial of an iteration's collective (zero when
 	// it waits for none): the wait for the result goes into its counters.
 	waitingSince time.Time
+	// iterBegan is when the iteration under way began, kept by shard 0 for its node's
+	// Observer (zero: none under way, or no Observer).
+	iterBegan time.Time
 
 	// restarted is set on an instance its host's supervisor made after a panic: it waits for
 	// the coordinator's recovery assignment instead of starting on its own.
@@ -215,6 +218,9 @@ func (s *shard) advance(ctx actor.Context) bool {
 		s.fail(ctx, err)
 		return true
 	}
+	if obs := s.node.cfg.Observer; obs != nil && s.a.Shard == 0 && !st.Init {
+		s.observeIteration(obs, began, st.Kind != kernels.StepCollective)
+	}
 	if st.Kind == kernels.StepCollective {
 		s.meter.init = st.Init
 		s.pending = &st
@@ -229,6 +235,20 @@ func (s *shard) advance(ctx actor.Context) bool {
 	}
 	s.feed(ctx, ev)
 	return true
+}
+
+// observeIteration tells obs of an iteration shard 0 ended (boundary), which began when the
+// first step of it did (began, the step's start, for the first step after a boundary or a
+// (re)build of the machine).
+func (s *shard) observeIteration(obs Observer, began time.Time, boundary bool) {
+	if s.iterBegan.IsZero() {
+		s.iterBegan = began
+	}
+	if boundary {
+		now := time.Now()
+		obs.IterationDone(now.Sub(s.iterBegan))
+		s.iterBegan = now
+	}
 }
 
 // sendPartial sends the machine's contribution to its reducer, numbered seq, in chunks if it
@@ -270,8 +290,12 @@ func (s *shard) takeResult(ctx actor.Context, m *messages.Reduced) {
 // deliver gives the machine the awaited result.
 func (s *shard) deliver() {
 	if !s.pending.Init && !s.waitingSince.IsZero() {
-		s.meter.c.WaitSeconds += time.Since(s.waitingSince).Seconds()
+		waited := time.Since(s.waitingSince)
+		s.meter.c.WaitSeconds += waited.Seconds()
 		s.waitingSince = time.Time{}
+		if obs := s.node.cfg.Observer; obs != nil {
+			obs.CollectiveDone(waited)
+		}
 	}
 	s.pending = nil
 	s.machine.Deliver(s.result)

@@ -370,6 +370,7 @@ func (s *shard) closeMachine() {
 		s.machine.Close()
 		s.machine = nil
 	}
+	s.iterBegan = time.Time{} // a rebuilt machine's next iteration begins anew
 }
 
 // readCustomInit reads the whole initial basis and this shard's rows of the initial

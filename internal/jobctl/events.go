@@ -161,7 +161,7 @@ func (j *Job) Step(now time.Time, ev any) error {
 			case messages.ActorRole_ACTOR_ROLE_REDUCER:
 				what = "reducer " + e.Actor
 			}
-			j.failure(now, what+" panicked on node "+e.Node+" ("+e.Reason+")", nil)
+			j.failure(now, CauseActorPanic, what+" panicked on node "+e.Node+" ("+e.Reason+")", nil)
 		}
 	case *messages.JobError:
 		if e.JobId == j.id {
@@ -242,7 +242,7 @@ func (j *Job) onStall(now time.Time) {
 	}
 	quiet := now.Sub(j.progressAt)
 	if quiet >= j.stallAfter() {
-		j.failure(now, fmt.Sprintf("the job made no progress for %v (a message lost?)", quiet.Round(time.Millisecond)), nil)
+		j.failure(now, CauseStall, fmt.Sprintf("the job made no progress for %v (a message lost?)", quiet.Round(time.Millisecond)), nil)
 		return
 	}
 	j.stallNext = j.stallAfter() - quiet // check again when it would be due

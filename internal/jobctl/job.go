@@ -243,6 +243,9 @@ type Ready struct {
 	RemovePartials bool
 	// Over is set once: the job ended; the runtime stops its actor and forgets the job.
 	Over bool
+	// Recoveries are the recoveries that began, by cause: one each time the job rolls
+	// back with none under way (causes added to a recovery under way are not told again).
+	Recoveries []RecoveryCause
 }
 
 // Ready returns what the control asks for since the last call, and forgets it.

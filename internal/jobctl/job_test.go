@@ -1,6 +1,7 @@
 package jobctl
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -271,5 +272,32 @@ func TestStepRefusesUnknownEvents(t *testing.T) {
 		if err := h.j.Step(h.now, ev); err == nil || !strings.Contains(err.Error(), "takes no") {
 			t.Errorf("%T: %v", ev, err)
 		}
+	}
+}
+
+// TestReadyTellsEachRecoveryOnceWithItsCause checks Ready.Recoveries: a recovery that begins
+// is told once, by the class of its cause; a second cause joining a recovery under way is
+// not told again.
+func TestReadyTellsEachRecoveryOnceWithItsCause(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ev   any
+		want RecoveryCause
+	}{
+		{"node dead", MemberEvent{Addr: "b", Name: "b", Dead: true, Workers: []string{"a", "c"}}, CauseNodeDead},
+		{"node left", MemberEvent{Addr: "b", Name: "b", Workers: []string{"a", "c"}}, CauseNodeLeft},
+		{"actor panic", &messages.ActorFailed{JobId: "j", Role: messages.ActorRole_ACTOR_ROLE_SHARD, Shard: 1, Node: "b", Reason: "boom"}, CauseActorPanic},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, Config{QuorumWait: time.Minute})
+			h.iteration(3, 1)
+			if rd := h.step(c.ev); !slices.Equal(rd.Recoveries, []RecoveryCause{c.want}) {
+				t.Fatalf("Ready.Recoveries %v, want [%s]", rd.Recoveries, c.want)
+			}
+			// Another node lost while the recovery waits for its pings: the same recovery.
+			if rd := h.step(MemberEvent{Addr: "c", Name: "c", Dead: true, Workers: []string{"a"}}); len(rd.Recoveries) != 0 {
+				t.Fatalf("a cause joining a recovery under way told again: %v", rd.Recoveries)
+			}
+		})
 	}
 }

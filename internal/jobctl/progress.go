@@ -28,7 +28,7 @@ func (j *Job) onPlaced(now time.Time, m *messages.Placed) {
 		bad := j.lastCommitted()
 		j.ft.committed = j.ft.committed[:max(len(j.ft.committed)-1, 0)]
 		j.log(warn, "checkpoint unusable, falling back to an older one", slog.Int64("iteration", bad), slog.String("error", m.CheckpointError))
-		j.failure(now, fmt.Sprintf("checkpoint at iteration %d unusable (%s)", bad, m.CheckpointError), nil)
+		j.failure(now, CauseCheckpoint, fmt.Sprintf("checkpoint at iteration %d unusable (%s)", bad, m.CheckpointError), nil)
 		return
 	}
 	if m.Error != "" {

@@ -14,6 +14,23 @@ import (
 // MaxRecoveries caps a job's rollbacks: a fault that comes back every time fails the job.
 const MaxRecoveries = 50
 
+// RecoveryCause says why a job began a recovery, in one word of a fixed set (for metrics,
+// which must not take the free-form cause of messages.Recovery as a label).
+type RecoveryCause string
+
+// The causes of recoveries.
+const (
+	CauseNodeLeft        RecoveryCause = "node_left"           // a node of the job left the cluster
+	CauseNodeDead        RecoveryCause = "node_dead"           // a node of the job was declared dead
+	CauseActorPanic      RecoveryCause = "actor_panic"         // a shard or reducer panicked
+	CauseStall           RecoveryCause = "stall"               // the job made no progress (a message lost)
+	CauseCheckpoint      RecoveryCause = "checkpoint_unusable" // the checkpoint to resume from had no valid copy
+	CauseCoordinatorLost RecoveryCause = "coordinator_lost"    // this node took the job over from its coordinator's
+)
+
+// RecoveryCauses lists every RecoveryCause.
+var RecoveryCauses = []RecoveryCause{CauseNodeLeft, CauseNodeDead, CauseActorPanic, CauseStall, CauseCheckpoint, CauseCoordinatorLost}
+
 // faultState is what the control keeps to recover its job from failures.
 type faultState struct {
 	shardNode []string   // actor address of each shard's node
@@ -43,7 +60,8 @@ type faultState struct {
 	epochAt    float64
 	recoveries []*messages.Recovery
 	recovering *messages.Recovery
-	paused     bool // the job waits for a quorum
+	why        RecoveryCause // of recovering
+	paused     bool          // the job waits for a quorum
 	pauseCause string
 	// pending is a recovery that waits for the pings of the live nodes (Pongs of its epoch).
 	pending *pendingRecovery
@@ -100,16 +118,16 @@ func (j *Job) onMember(now time.Time, e MemberEvent) {
 		// recovered: recover again with it, since messages to it may have been lost.
 		if e.Worker && (j.ft.paused || (!j.running && j.ft.recovering != nil)) {
 			delete(j.ft.lost, e.Addr)
-			j.recover(now, cmp.Or(j.ft.pauseCause, j.ft.recovering.GetCause()), nil)
+			j.recover(now, j.ft.why, cmp.Or(j.ft.pauseCause, j.ft.recovering.GetCause()), nil)
 		}
 		return
 	}
 	if !j.ft.involved[e.Addr] || j.ft.lost[e.Addr] {
 		return
 	}
-	how := "left the cluster"
+	how, why := "left the cluster", CauseNodeLeft
 	if e.Dead {
-		how = "died (declared dead by the gossip)"
+		how, why = "died (declared dead by the gossip)", CauseNodeDead
 	}
 	if e.Addr == j.ft.standby && !j.holdsActors(e.Addr) && !slices.Contains(j.ft.buddy, e.Addr) {
 		j.ft.lost[e.Addr] = true
@@ -118,7 +136,7 @@ func (j *Job) onMember(now time.Time, e MemberEvent) {
 		j.sendState()
 		return
 	}
-	j.failure(now, fmt.Sprintf("node %s (%s) %s", e.Name, e.Addr, how), []string{e.Addr})
+	j.failure(now, why, fmt.Sprintf("node %s (%s) %s", e.Name, e.Addr, how), []string{e.Addr})
 }
 
 // onTimer ends a wait for a quorum that did not come.
@@ -143,18 +161,19 @@ func (j *Job) onTimer(now time.Time, t Timer) {
 // failure records a failure noticed (a FAILURE event with its cause) and recovers the job
 // from it (see recover); a recovery tried again (a node back while the job waits for a
 // quorum or its pings) calls recover itself, being no new failure.
-func (j *Job) failure(now time.Time, cause string, lost []string) {
+func (j *Job) failure(now time.Time, why RecoveryCause, cause string, lost []string) {
 	if !j.over {
 		j.event(now, messages.JobEventKind_JOB_EVENT_KIND_FAILURE, j.ft.lastIter, cause)
 	}
-	j.recover(now, cause, lost)
+	j.recover(now, why, cause, lost)
 }
 
 // recover rolls the job back to its last committed checkpoint in a new epoch: shards on lost
 // nodes are placed anew (on a node that holds a copy of their checkpoint when one is alive),
 // a new reduce tree is built over the same shard ids and every shard resumes from the
-// checkpoint. Without a majority of the nodes known at the start, it waits.
-func (j *Job) recover(now time.Time, cause string, lost []string) {
+// checkpoint. Without a majority of the nodes known at the start, it waits. why classifies
+// cause; a recovery that begins (none was under way) is told in Ready.Recoveries.
+func (j *Job) recover(now time.Time, why RecoveryCause, cause string, lost []string) {
 	if j.over {
 		return
 	}
@@ -170,7 +189,7 @@ func (j *Job) recover(now time.Time, cause string, lost []string) {
 		}
 	}
 	if 2*up <= j.ft.quorumOf {
-		j.pause(now, cause, up)
+		j.pause(now, why, cause, up)
 		return
 	}
 	if j.ft.paused {
@@ -193,6 +212,7 @@ func (j *Job) recover(now time.Time, cause string, lost []string) {
 	seconds := now.Sub(j.started).Seconds()
 	if j.ft.recovering == nil {
 		j.ft.recovering = &messages.Recovery{Cause: cause, Noticed: seconds, FromIteration: resume, Redone: max(j.ft.lastIter-resume, 0)}
+		j.began(why)
 	} else {
 		j.ft.recovering.Cause += "; " + cause
 		j.ft.recovering.FromIteration = resume
@@ -228,14 +248,21 @@ func (j *Job) recover(now time.Time, cause string, lost []string) {
 	j.ready.Pings = &PingRequest{Epoch: j.epoch, Nodes: slices.Clone(alive)}
 }
 
+// began records that a recovery began (the job's recovering record was made), for Ready.
+func (j *Job) began(why RecoveryCause) {
+	j.ft.why = why
+	j.ready.Recoveries = append(j.ready.Recoveries, why)
+}
+
 // pause stops the job until a majority of its nodes is back, or the quorum wait ends.
-func (j *Job) pause(now time.Time, cause string, up int) {
+func (j *Job) pause(now time.Time, why RecoveryCause, cause string, up int) {
 	j.publish(now, messages.JobPhase_JOB_PHASE_PAUSED, true)
 	if !j.ft.paused {
 		pause := fmt.Sprintf("%s; paused: only %d of the job's %d nodes reachable, not a majority", cause, up, j.ft.quorumOf)
 		if j.ft.recovering == nil {
 			j.ft.recovering = &messages.Recovery{Cause: pause, Noticed: now.Sub(j.started).Seconds(), FromIteration: j.lastCommitted(),
 				Redone: max(j.ft.lastIter-j.lastCommitted(), 0)}
+			j.began(why)
 		} else {
 			j.ft.recovering.Cause += "; " + pause
 		}
@@ -404,7 +431,7 @@ func (j *Job) takeOver(now time.Time, t TakeOver) {
 	j.announce()
 	j.ft.ring = uniqueStrings(append(slices.Clone(j.ft.startSet), j.ft.shardNode...))
 	old := st.GetCoordinator().GetAddress()
-	j.failure(now, t.Cause, []string{old})
+	j.failure(now, CauseCoordinatorLost, t.Cause, []string{old})
 }
 
 // iterSecondsOf rebuilds the seconds of every iteration from a history (iterations in a gap
