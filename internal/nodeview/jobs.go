@@ -215,5 +215,3 @@ func resultOf(j *didnmf.Job, a *actors.Result) *didnmf.Result {
 			Reductions: c.GetReductions(), InitReductions: c.GetInitReductions(), Duplicates: c.GetDuplicates(), Stale: c.GetStale(),
 			ComputeSeconds: c.GetComputeSeconds(), WaitSeconds: c.GetWaitSeconds()}}
 }
-
-
