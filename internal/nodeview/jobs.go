@@ -1,10 +1,12 @@
 package nodeview
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"time"
 
@@ -30,19 +32,10 @@ func (v *View) Jobs(ctx context.Context, owner string) ([]httpapi.JobView, error
 	}
 	v.mu.Unlock()
 	slices.SortFunc(out, func(a, b httpapi.JobView) int {
-		if a.SubmittedUnixMs != b.SubmittedUnixMs {
-			if a.SubmittedUnixMs > b.SubmittedUnixMs {
-				return -1
-			}
-			return 1
+		if c := cmp.Compare(b.SubmittedUnixMs, a.SubmittedUnixMs); c != 0 {
+			return c
 		}
-		if a.ID < b.ID {
-			return -1
-		}
-		if a.ID > b.ID {
-			return 1
-		}
-		return 0
+		return strings.Compare(a.ID, b.ID)
 	})
 	return out, nil
 }
@@ -178,6 +171,7 @@ func (v *View) collectJob(j *didnmf.Job, a *attachedJob) {
 		end.History = historyOf(r.History)
 	}
 	a.end = &end
+	v.forgetEnded()
 	v.mu.Unlock()
 }
 
@@ -214,4 +208,28 @@ func resultOf(j *didnmf.Job, a *actors.Result) *didnmf.Result {
 		Traffic: didnmf.Traffic{Messages: c.GetMessages(), Bytes: c.GetBytes(), InitMessages: c.GetInitMessages(), InitBytes: c.GetInitBytes(),
 			Reductions: c.GetReductions(), InitReductions: c.GetInitReductions(), Duplicates: c.GetDuplicates(), Stale: c.GetStale(),
 			ComputeSeconds: c.GetComputeSeconds(), WaitSeconds: c.GetWaitSeconds()}}
+}
+
+// forgetEnded forgets the ended attached jobs beyond KeepOutputs, those that ended first
+// (under mu).
+func (v *View) forgetEnded() {
+	var ended []string
+	for id, a := range v.attached {
+		if a.end != nil {
+			ended = append(ended, id)
+		}
+	}
+	if len(ended) <= v.cfg.KeepOutputs {
+		return
+	}
+	slices.SortFunc(ended, func(x, y string) int {
+		ex, ey := v.attached[x].end.EndedUnixMs, v.attached[y].end.EndedUnixMs
+		if ex != ey {
+			return cmp.Compare(ex, ey)
+		}
+		return strings.Compare(x, y)
+	})
+	for _, id := range ended[:len(ended)-v.cfg.KeepOutputs] {
+		delete(v.attached, id)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,6 +29,7 @@ var outputNames = []string{"report.json", "coef.npy", "basis.npy", "figures/conv
 type outputs struct {
 	base string
 	keep int
+	log  *slog.Logger
 	mu   sync.Mutex
 	jobs map[string]*jobFiles
 }
@@ -41,12 +43,15 @@ type jobFiles struct {
 
 // openOutputs makes DataDir/http-jobs and lists the jobs' outputs it holds already (from
 // before a restart).
-func openOutputs(dataDir string, keep int) (*outputs, error) {
+func openOutputs(dataDir string, keep int, log *slog.Logger) (*outputs, error) {
 	base := filepath.Join(dataDir, "http-jobs")
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		return nil, fmt.Errorf("nodeview: outputs directory: %w", err)
 	}
-	o := &outputs{base: base, keep: keep, jobs: map[string]*jobFiles{}}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	o := &outputs{base: base, keep: keep, log: log, jobs: map[string]*jobFiles{}}
 	entries, err := os.ReadDir(base)
 	if err != nil {
 		return nil, fmt.Errorf("nodeview: outputs directory: %w", err)
@@ -90,9 +95,11 @@ func (o *outputs) write(id string, res *didnmf.Result) error {
 	if err := res.Save(dir, nil); err != nil {
 		return err
 	}
-	// The pictures are a convenience: a result without them (a history too short to plot)
-	// is still whole.
-	_, _ = figures.WriteResult(dir, filepath.Join(dir, "figures"), figures.Options{})
+	// The pictures are a convenience: a result without them (no history to plot) is still
+	// whole.
+	if _, err := figures.WriteResult(dir, filepath.Join(dir, "figures"), figures.Options{}); err != nil {
+		o.log.Warn("nodeview: cannot draw a job's pictures", "job", id, "err", err)
+	}
 	o.mu.Lock()
 	o.jobs[id] = &jobFiles{dir: dir, names: present(dir), at: time.Now()}
 	o.prune()

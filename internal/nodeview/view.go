@@ -48,7 +48,8 @@ type Config struct {
 	// attached jobs are refused; submit them with out_shared).
 	DataDir string
 	// KeepOutputs is how many attached jobs' outputs are kept (0: 32); the oldest are
-	// removed.
+	// removed. As many ended attached jobs are remembered for Job and Jobs when no member
+	// lists them any more.
 	KeepOutputs int
 	// Version is this node's build, shown as ClusterView.Version.
 	Version string
@@ -101,7 +102,7 @@ func New(cfg Config) (*View, error) {
 	v := &View{cfg: cfg, srv: cfg.Server, log: logger, updated: make(chan struct{}), attached: map[string]*attachedJob{},
 		cpu: map[string]cpuSample{}, drop: map[string]int64{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if cfg.DataDir != "" {
-		o, err := openOutputs(cfg.DataDir, cfg.KeepOutputs)
+		o, err := openOutputs(cfg.DataDir, cfg.KeepOutputs, logger)
 		if err != nil {
 			return nil, err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/didnmf/didnmf/internal/jobspec"
 	"github.com/didnmf/didnmf/internal/server"
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/usererr"
 )
 
@@ -102,6 +103,15 @@ func TestView(t *testing.T) {
 	if c, _ := v.Cluster(ctx); c.Self != "a" || c.Version != "v-test" || c.UnixMs == 0 {
 		t.Errorf("cluster %+v", c)
 	}
+	// Not ready: the node's memory all reserved, or its host silent.
+	full := &View{srv: members[0], snap: snapshot{self: &messages.Pong{Memory: 1 << 20, Reserved: 1 << 20}}}
+	if err := full.Ready(); err == nil || !strings.Contains(err.Error(), "no memory free") {
+		t.Errorf("Ready with every byte reserved: %v", err)
+	}
+	silent := &View{srv: members[0], snap: snapshot{selfErr: errors.New("timeout")}}
+	if err := silent.Ready(); err == nil || !strings.Contains(err.Error(), "did not answer") {
+		t.Errorf("Ready without its host's answer: %v", err)
+	}
 
 	// An attached job runs to its end; its outputs are the Runner's bits.
 	spec := jobspec.New([]string{"synthetic:m=6,n=600,k=3,seed=3"}, kernels.DID, 3, 6)
@@ -131,7 +141,7 @@ func TestView(t *testing.T) {
 	if list, _ := v.Jobs(ctx, "bob"); len(list) != 0 {
 		t.Errorf("bob's jobs %+v", list)
 	}
-	for _, name := range []string{"report.json", "coef.npy", "basis.npy"} {
+	for _, name := range []string{"report.json", "coef.npy", "basis.npy", "figures/convergence.png", "figures/basis.png"} {
 		if !slices.Contains(job.Outputs, name) {
 			t.Errorf("outputs %v lack %s", job.Outputs, name)
 		}
