@@ -186,7 +186,7 @@ type Membership struct {
 
 	updateMu sync.Mutex // serializes UpdateMeta
 
-	mu    sync.Mutex // guards local and table
+	mu    sync.Mutex // guards local, table, since and gone
 	local Member
 	table map[string]Member
 	since map[string]time.Time  // when each listed member was listed (for Known)
