@@ -86,6 +86,9 @@ func (m *Membership) Known() []KnownMember {
 // noteGone records a member gone from the table (under mu).
 func (m *Membership) noteGone(mem Member, dead bool, at time.Time) {
 	delete(m.since, mem.Name)
+	if m.gone == nil {
+		m.gone = map[string]goneMember{}
+	}
 	if _, ok := m.gone[mem.Name]; !ok && len(m.gone) >= maxGone {
 		var oldest string
 		var when time.Time
@@ -102,5 +105,8 @@ func (m *Membership) noteGone(mem Member, dead bool, at time.Time) {
 // noteListed records a member (re)entering the table (under mu).
 func (m *Membership) noteListed(name string, at time.Time) {
 	delete(m.gone, name)
+	if m.since == nil {
+		m.since = map[string]time.Time{}
+	}
 	m.since[name] = at
 }

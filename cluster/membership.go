@@ -324,8 +324,6 @@ func Start(cfg Config) (*Membership, error) {
 		onEvent: cfg.OnEvent,
 		metaEnc: metaEnc,
 		table:   make(map[string]Member),
-		since:   map[string]time.Time{},
-		gone:    map[string]goneMember{},
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		lost:    map[string]lostPeer{},
