@@ -26,6 +26,12 @@ import (
 // first, and closes them at the end of the test.
 func startCluster(t *testing.T, names ...string) []*server.Server {
 	t.Helper()
+	return startClusterWith(t, "", names...)
+}
+
+// startClusterWith starts the cluster with root the members' data root ("": none).
+func startClusterWith(t *testing.T, root string, names ...string) []*server.Server {
+	t.Helper()
 	key := make([]byte, 16)
 	_, _ = rand.Read(key)
 	pool := kernels.NewPool(2)
@@ -36,6 +42,9 @@ func startCluster(t *testing.T, names ...string) []*server.Server {
 		cfg := server.LocalNode()
 		cfg.Name, cfg.Secret = name, key
 		cfg.Node.Pool, cfg.Node.DataDir = pool, filepath.Join(dir, name)
+		if root != "" {
+			cfg.DataRoots = []string{root}
+		}
 		if i > 0 {
 			cfg.Join = []string{members[0].Gossip()}
 		}
@@ -210,15 +219,19 @@ func TestView(t *testing.T) {
 	if _, err := v.Submit(ctx, "alice", bad); !errors.Is(err, usererr.ErrUser) || !strings.Contains(err.Error(), "rank") {
 		t.Errorf("rank 0: %v", err)
 	}
+	var ue *usererr.Error
 	big := jobspec.New([]string{"synthetic:m=6,n=600,k=3,seed=3"}, kernels.DID, 9, 3)
-	if _, err := v.Submit(ctx, "alice", big); !errors.Is(err, usererr.ErrUser) {
-		t.Errorf("rank above the features: %v", err)
+	if _, err := v.Submit(ctx, "alice", big); !errors.As(err, &ue) || ue.Field != "rank" {
+		t.Errorf("rank above the features (the node's check against the data): %v", err)
 	}
 	stream := jobspec.New([]string{"x.npy"}, kernels.DID, 3, 3)
 	stream.Ingest = jobspec.IngestStream
-	var ue *usererr.Error
 	if _, err := v.Submit(ctx, "alice", stream); !errors.As(err, &ue) || ue.Field != "ingest" {
 		t.Errorf("ingest stream: %v", err)
+	}
+	missing := jobspec.New([]string{"/nonexistent/x.npy"}, kernels.DID, 3, 3)
+	if _, err := v.Submit(ctx, "alice", missing); !errors.Is(err, usererr.ErrUser) {
+		t.Errorf("an input the node cannot read: %v", err)
 	}
 
 	// A member that crashes is dead, one that leaves left.
@@ -257,4 +270,42 @@ func readOutput(t *testing.T, v *View, id, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestViewDetached: a job with out_shared runs detached: Submit returns at once, the job
+// writes its outputs there, and the view serves none of its own.
+func TestViewDetached(t *testing.T) {
+	root := t.TempDir()
+	members := startClusterWith(t, root, "a", "b")
+	ctx := context.Background()
+	v, err := New(Config{Server: members[0], Refresh: 50 * time.Millisecond, DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Close)
+	waitFor(t, 10*time.Second, "the node is ready", func() bool { return v.Ready() == nil && len(states(t, v)) == 2 })
+	spec := jobspec.New([]string{"synthetic:m=6,n=600,k=3,seed=3"}, kernels.DID, 3, 4)
+	spec.Seed, spec.Stop.MaxIter, spec.OutShared = 2, 10, filepath.Join(root, "out")
+	id, err := v.Submit(ctx, "carol", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the detached job writes its report", func() bool {
+		_, err := os.Stat(filepath.Join(root, "out", "report.json"))
+		return err == nil
+	})
+	if r, err := v.Output(ctx, id, "report.json"); !errors.Is(err, httpapi.ErrNotFound) {
+		if r != nil {
+			r.Close()
+		}
+		t.Errorf("Output of a detached job: %v", err)
+	}
+	if j, err := v.Job(ctx, id); err == nil && (!j.Detached || j.OutShared != spec.OutShared || j.Owner != "carol" || len(j.Outputs) != 0) {
+		t.Errorf("detached job %+v", j)
+	}
+	outside := jobspec.New([]string{"synthetic:m=6,n=600,k=3,seed=3"}, kernels.DID, 3, 4)
+	outside.OutShared = filepath.Join(t.TempDir(), "out")
+	if _, err := v.Submit(ctx, "carol", outside); !errors.Is(err, usererr.ErrUser) {
+		t.Errorf("out_shared outside the data roots: %v", err)
+	}
 }
