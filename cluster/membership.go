@@ -186,9 +186,11 @@ type Membership struct {
 
 	updateMu sync.Mutex // serializes UpdateMeta
 
-	mu    sync.Mutex // guards local and table
+	mu    sync.Mutex // guards local, table, since and gone
 	local Member
 	table map[string]Member
+	since map[string]time.Time  // when each listed member was listed (for Known)
+	gone  map[string]goneMember // members gone from the table, for Known (at most maxGone)
 
 	qmu    sync.Mutex // guards queue and closed
 	queue  []Event
@@ -889,8 +891,10 @@ func (m *Membership) observe(kind EventKind, n *memberlist.Node) {
 		m.table[n.Name] = mem
 		switch {
 		case !had:
+			m.noteListed(n.Name, now)
 			m.enqueue(Event{Kind: EventJoin, Member: mem, At: now})
 		case old.Meta.Started != meta.Started:
+			m.noteListed(n.Name, now)
 			m.log.Info("cluster: node restarted", "peer", n.Name, "gossip", mem.Gossip)
 			m.enqueue(Event{Kind: EventLeave, Member: old, Dead: true, At: now})
 			m.enqueue(Event{Kind: EventJoin, Member: mem, At: now})
@@ -902,6 +906,9 @@ func (m *Membership) observe(kind EventKind, n *memberlist.Node) {
 		// memberlist never fills in Node.State for its delegates, so whether the node left
 		// or died is told by the Leaving flag it advertised before leaving.
 		dead := !meta.Leaving && !(had && old.Meta.Leaving)
+		if had {
+			m.noteGone(mem, dead, now)
+		}
 		m.log.Info("cluster: node gone", "peer", n.Name, "gossip", mem.Gossip, "dead", dead)
 		m.enqueue(Event{Kind: EventLeave, Member: mem, Dead: dead, At: now})
 	}
@@ -935,6 +942,7 @@ func (m *Membership) confirmGone(mem Member, kind EventKind, leaving bool) {
 		if !alive {
 			delete(m.doubted, mem.Name)
 			delete(m.table, mem.Name)
+			m.noteGone(mem, !leaving, time.Now())
 			if m.adm != nil {
 				m.admMu.Lock()
 				m.adm.Forget(ClaimOf(mem))

@@ -177,6 +177,13 @@ func (c *Client) Close() {
 // Submit sends a job to the host of the node at address (spec.Nodes[0] when address is empty),
 // which starts its coordinator, and returns once the coordinator accepted or refused it.
 func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobSpec) (*Job, error) {
+	return c.SubmitAs(ctx, address, "", spec)
+}
+
+// SubmitAs is Submit naming the job's owner. Only a host in the client's own process takes
+// the name (the node's HTTP service submits for the identity it authenticated); any other
+// host makes the job its authenticated caller's, whatever the name.
+func (c *Client) SubmitAs(ctx context.Context, address, owner string, spec *messages.JobSpec) (*Job, error) {
 	if address == "" {
 		if len(spec.GetNodes()) == 0 {
 			return nil, fmt.Errorf("submit: no node address given")
@@ -216,7 +223,7 @@ func (c *Client) Submit(ctx context.Context, address string, spec *messages.JobS
 			"or the node may be refusing this client's connections past its certificate name's share (%d streams at a node, shared by every client process with the same certificate name: with the cluster's secret, every process of one user)",
 			address, c.timeouts.Ping, err, maxClientStreams)
 	}
-	c.system.Root.Send(HostPID(address), &messages.SubmitJob{Spec: spec, Client: wirePid(c.pid), JobId: j.ID, OwnerToken: j.token})
+	c.system.Root.Send(HostPID(address), &messages.SubmitJob{Spec: spec, Client: wirePid(c.pid), JobId: j.ID, OwnerToken: j.token, Owner: owner})
 	select {
 	case <-j.accepted:
 		return j, nil

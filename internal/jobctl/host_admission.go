@@ -42,9 +42,15 @@ func (h *Host) submit(e HostSubmit) {
 		refuse("node %s runs %d jobs, its limit (serve --max-jobs): try again later", h.cfg.Node, len(jobs))
 		return
 	}
-	m.Owner = e.Caller // who the guard authenticated, whatever the message says
-	if e.Local {
+	// The owner is who the guard authenticated, whatever the message says; a submission
+	// from this process (the node's own HTTP service submits for the identity it
+	// authenticated) keeps the owner it names, "local" when it names none.
+	switch {
+	case e.Local && m.Owner != "":
+	case e.Local:
 		m.Owner = "local"
+	default:
+		m.Owner = e.Caller
 	}
 	if jobs, _ := h.ownerUse(m.Owner); h.cfg.OwnerMaxJobs > 0 && len(jobs) >= h.cfg.OwnerMaxJobs {
 		refuse("%s runs %d jobs on node %s, its quota (serve --owner-max-jobs): try again when one ends", OwnerName(m.Owner), len(jobs), h.cfg.Node)

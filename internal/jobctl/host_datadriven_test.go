@@ -87,6 +87,7 @@ func (e *hostEnv) handle(t *testing.T, td *datadriven.TestData) string {
 		return "ok"
 	case "submit":
 		sub := &messages.SubmitJob{JobId: job, Client: hostClient, OwnerToken: "token-of-" + job}
+		td.MaybeScanArgs(t, "says", &sub.Owner) // the owner the message names
 		ev := HostSubmit{Submit: sub, Peer: td.HasArg("peer") || local, Local: local, Caller: owner}
 		var specErr string
 		td.MaybeScanArgs(t, "spec-error", &specErr)
