@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/url"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -58,45 +60,85 @@ type Meta struct {
 	// than a death. (Memberlist itself does not tell its event delegate which of the two
 	// happened.)
 	Leaving bool
+	// Version is the node's build version as `didnmf --version` names it (e.g. "v0.4.0" or
+	// "(devel)"): at most MaxVersionBytes, printable UTF-8 without spaces; "" when unknown
+	// (a node of a build from before it was advertised). Members of one cluster that
+	// advertise different versions are shown as such (status, the dashboard).
+	Version string
+	// HTTP is the base URL of the node's HTTP service (serve --http), "http://" or
+	// "https://" with a host and an optional port and nothing else (no user, path beyond
+	// "/", query or fragment), e.g. "https://10.0.0.5:8265"; at most MaxHTTPBytes; "" when it
+	// serves none. Other members' pages link to it, so it is checked as strictly as a link
+	// one would follow.
+	HTTP string
 }
+
+// Bounds of Meta's strings.
+const (
+	// MaxVersionBytes bounds Meta.Version.
+	MaxVersionBytes = 64
+	// MaxHTTPBytes bounds Meta.HTTP.
+	MaxHTTPBytes = 128
+)
 
 // flagLeaving is bit 0 of the flags byte; the other bits must be zero.
 const flagLeaving = 1
 
-// metaVersion is the first byte of an encoded Meta. A decoder rejects any other version, so a
-// change of layout must bump it (all nodes of a cluster run the same build).
-const metaVersion = 1
+// The first byte of an encoded Meta is its layout's version. Version 1 has no Version and
+// HTTP; version 2 appends them. A decoder rejects any other version, so a change of layout
+// must bump it.
+const (
+	metaVersion1 = 1
+	metaVersion2 = 2
+	// metaVersion is the newest layout, the one this build writes when there is a Version
+	// or an HTTP to carry.
+	metaVersion = metaVersion2
+)
 
-// Encode returns the compact binary form of m: the version byte (1), the role byte, a flags
-// byte (bit 0: Leaving), then as minimal unsigned varints len(Actor), the Actor bytes, Cores,
-// Memory, Capacity and Started.
+// Encode returns the compact binary form of m: the version byte, the role byte, a flags byte
+// (bit 0: Leaving), then as minimal unsigned varints len(Actor), the Actor bytes, Cores,
+// Memory, Capacity and Started; in version 2, then len(Version), the Version bytes, len(HTTP)
+// and the HTTP bytes. The encoding is canonical: it is version 1 (the layout builds from
+// before version 2 read, byte for byte) when Version and HTTP are both empty, else version 2.
 // It fails if a field is invalid (see Meta) or the result exceeds memberlist.MetaMaxSize.
 func (m Meta) Encode() ([]byte, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, 3+len(m.Actor)+4*binary.MaxVarintLen64)
+	b := make([]byte, 0, 3+len(m.Actor)+len(m.Version)+len(m.HTTP)+6*binary.MaxVarintLen64)
 	var flags byte
 	if m.Leaving {
 		flags |= flagLeaving
 	}
-	b = append(b, metaVersion, byte(m.Role), flags)
+	version := byte(metaVersion1)
+	if m.Version != "" || m.HTTP != "" {
+		version = metaVersion2
+	}
+	b = append(b, version, byte(m.Role), flags)
 	b = binary.AppendUvarint(b, uint64(len(m.Actor)))
 	b = append(b, m.Actor...)
 	b = binary.AppendUvarint(b, uint64(m.Cores))
 	b = binary.AppendUvarint(b, uint64(m.Memory))
 	b = binary.AppendUvarint(b, uint64(m.Capacity))
 	b = binary.AppendUvarint(b, uint64(m.Started))
+	if version == metaVersion2 {
+		b = binary.AppendUvarint(b, uint64(len(m.Version)))
+		b = append(b, m.Version...)
+		b = binary.AppendUvarint(b, uint64(len(m.HTTP)))
+		b = append(b, m.HTTP...)
+	}
 	if len(b) > memberlist.MetaMaxSize {
-		return nil, fmt.Errorf("cluster: node meta is %d bytes encoded, more than memberlist's limit of %d (actor address is %d bytes)",
-			len(b), memberlist.MetaMaxSize, len(m.Actor))
+		return nil, fmt.Errorf("cluster: node meta is %d bytes encoded, more than memberlist's limit of %d (actor address is %d bytes, version %d, HTTP URL %d)",
+			len(b), memberlist.MetaMaxSize, len(m.Actor), len(m.Version), len(m.HTTP))
 	}
 	return b, nil
 }
 
-// DecodeMeta parses the output of Meta.Encode. It returns a descriptive error, and never
-// panics, on empty, truncated, oversized or trailing input, an unknown version, non-minimal
-// varints, out-of-range numbers or invalid fields; a successful decode re-encodes to b exactly.
+// DecodeMeta parses the output of Meta.Encode, of either version (a version 1 meta, from a
+// build from before version 2, has Version and HTTP ""). It returns a descriptive error, and
+// never panics, on empty, truncated, oversized or trailing input, an unknown version, non-minimal
+// varints, out-of-range numbers, invalid fields or a version 2 meta that carries neither
+// Version nor HTTP (not canonical); a successful decode re-encodes to b exactly.
 func DecodeMeta(b []byte) (Meta, error) {
 	var m Meta
 	if len(b) == 0 {
@@ -105,8 +147,9 @@ func DecodeMeta(b []byte) (Meta, error) {
 	if len(b) > memberlist.MetaMaxSize {
 		return m, fmt.Errorf("cluster: node meta is %d bytes, more than the limit of %d", len(b), memberlist.MetaMaxSize)
 	}
-	if b[0] != metaVersion {
-		return m, fmt.Errorf("cluster: node meta has unknown version %d (this build reads version %d; run the same build on every node)", b[0], metaVersion)
+	version := b[0]
+	if version != metaVersion1 && version != metaVersion2 {
+		return m, fmt.Errorf("cluster: node meta has unknown version %d (this build reads versions 1 and 2; run the same build on every node)", b[0])
 	}
 	if len(b) < 3 {
 		return m, errors.New("cluster: node meta truncated before the role and flags")
@@ -117,18 +160,18 @@ func DecodeMeta(b []byte) (Meta, error) {
 	}
 	m.Leaving = b[2]&flagLeaving != 0
 	r := metaReader{b: b, off: 3}
-	n := r.uvarint("actor length")
-	if r.err == nil && n > uint64(len(b)-r.off) {
-		r.err = fmt.Errorf("cluster: node meta truncated in the actor address (needs %d bytes, %d left)", n, len(b)-r.off)
-	}
-	if r.err == nil {
-		m.Actor = string(b[r.off : r.off+int(n)])
-		r.off += int(n)
-	}
+	m.Actor = r.string("the actor address")
 	m.Cores = r.int("cores")
 	m.Memory = r.int64("memory")
 	m.Capacity = r.int("capacity")
 	m.Started = r.int64("started")
+	if version == metaVersion2 {
+		m.Version = r.string("the version")
+		m.HTTP = r.string("the HTTP URL")
+		if r.err == nil && m.Version == "" && m.HTTP == "" {
+			r.err = errors.New("cluster: node meta of version 2 carries neither a version nor an HTTP URL (not canonical: that is version 1)")
+		}
+	}
 	if r.err != nil {
 		return Meta{}, r.err
 	}
@@ -166,6 +209,20 @@ func (r *metaReader) uvarint(field string) uint64 {
 	}
 	r.off += n
 	return v
+}
+
+// string reads a length (a uvarint) and that many bytes.
+func (r *metaReader) string(field string) string {
+	n := r.uvarint(field + " length")
+	if r.err == nil && n > uint64(len(r.b)-r.off) {
+		r.err = fmt.Errorf("cluster: node meta truncated in %s (needs %d bytes, %d left)", field, n, len(r.b)-r.off)
+	}
+	if r.err != nil {
+		return ""
+	}
+	s := string(r.b[r.off : r.off+int(n)])
+	r.off += int(n)
+	return s
 }
 
 func (r *metaReader) int64(field string) int64 {
@@ -217,19 +274,20 @@ func (m Meta) validate() error {
 	if m.Capacity < 0 {
 		return fmt.Errorf("cluster: node meta capacity %d is negative", m.Capacity)
 	}
+	if err := validVersion(m.Version); err != nil {
+		return err
+	}
+	if err := validHTTP(m.HTTP); err != nil {
+		return err
+	}
 	if m.Actor == "" {
 		if m.Role == RoleMember {
 			return errors.New("cluster: node meta has no actor address: a member must advertise its host:port")
 		}
 		return nil
 	}
-	if !utf8.ValidString(m.Actor) {
-		return fmt.Errorf("cluster: node meta actor address %q is not valid UTF-8", m.Actor)
-	}
-	for _, c := range m.Actor {
-		if unicode.IsSpace(c) || !unicode.IsPrint(c) {
-			return fmt.Errorf("cluster: node meta actor address %q contains a space or control character", m.Actor)
-		}
+	if err := printable("actor address", m.Actor); err != nil {
+		return err
 	}
 	host, port, err := net.SplitHostPort(m.Actor)
 	if err != nil {
@@ -240,6 +298,58 @@ func (m Meta) validate() error {
 	}
 	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 || strconv.FormatUint(p, 10) != port {
 		return fmt.Errorf("cluster: node meta actor address %q needs a port in 1..65535", m.Actor)
+	}
+	return nil
+}
+
+// printable checks that s is valid UTF-8 without spaces or control characters.
+func printable(what, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("cluster: node meta %s %q is not valid UTF-8", what, s)
+	}
+	for _, c := range s {
+		if unicode.IsSpace(c) || !unicode.IsPrint(c) {
+			return fmt.Errorf("cluster: node meta %s %q contains a space or control character", what, s)
+		}
+	}
+	return nil
+}
+
+// validVersion checks Meta.Version's rules.
+func validVersion(v string) error {
+	if len(v) > MaxVersionBytes {
+		return fmt.Errorf("cluster: node meta version is %d bytes, more than %d", len(v), MaxVersionBytes)
+	}
+	return printable("version", v)
+}
+
+// validHTTP checks Meta.HTTP's rules.
+func validHTTP(s string) error {
+	if s == "" {
+		return nil
+	}
+	if len(s) > MaxHTTPBytes {
+		return fmt.Errorf("cluster: node meta HTTP URL is %d bytes, more than %d", len(s), MaxHTTPBytes)
+	}
+	if err := printable("HTTP URL", s); err != nil {
+		return err
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("cluster: node meta HTTP URL %q: %v", s, err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("cluster: node meta HTTP URL %q: the scheme must be http or https", s)
+	case u.Opaque != "" || u.Host == "" || u.Hostname() == "":
+		return fmt.Errorf("cluster: node meta HTTP URL %q has no host", s)
+	case u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#"):
+		return fmt.Errorf("cluster: node meta HTTP URL %q is more than scheme://host[:port]", s)
+	}
+	if p := u.Port(); p != "" || strings.HasSuffix(u.Host, ":") {
+		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 || strconv.FormatUint(n, 10) != p {
+			return fmt.Errorf("cluster: node meta HTTP URL %q needs a port in 1..65535", s)
+		}
 	}
 	return nil
 }

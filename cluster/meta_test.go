@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"encoding/hex"
 	"math"
 	"strings"
 	"testing"
@@ -22,6 +23,14 @@ func TestMetaRoundTrip(t *testing.T) {
 		{"maxima", Meta{Role: RoleMember, Actor: "h:9", Cores: math.MaxInt, Memory: math.MaxInt64, Capacity: math.MaxInt, Started: math.MaxInt64}},
 		{"long host", Meta{Role: RoleMember, Actor: strings.Repeat("a", 400) + ":1", Capacity: 1}},
 		{"leaving", Meta{Role: RoleMember, Actor: "n:2", Capacity: 4, Started: 5, Leaving: true}},
+		{"version", Meta{Role: RoleMember, Actor: "n:2", Capacity: 1, Version: "v0.4.0"}},
+		{"http", Meta{Role: RoleMember, Actor: "n:2", Capacity: 1, HTTP: "https://10.0.0.5:8265"}},
+		{"version and http", Meta{Role: RoleMember, Actor: "10.0.0.5:7947", Cores: 8, Memory: 1 << 30, Capacity: 1, Started: 9,
+			Version: "(devel)", HTTP: "http://127.0.0.1:8265", Leaving: true}},
+		{"http ipv6 and slash", Meta{Role: RoleMember, Actor: "[::1]:2", Capacity: 1, HTTP: "https://[::1]:8265/"}},
+		{"http host name without port", Meta{Role: RoleMember, Actor: "n:2", Capacity: 1, HTTP: "https://didnmf-0.didnmf.default.svc"}},
+		{"longest version and http", Meta{Role: RoleMember, Actor: "n:2", Capacity: 1,
+			Version: strings.Repeat("v", MaxVersionBytes), HTTP: "https://" + strings.Repeat("h", MaxHTTPBytes-len("https://:1")) + ":1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -29,8 +38,13 @@ func TestMetaRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Encode: %v", err)
 			}
-			if b[0] != metaVersion {
-				t.Errorf("first byte %d, want version %d", b[0], metaVersion)
+			// Canonical: version 1 (what older builds read) unless there is a version or URL to carry.
+			want := byte(metaVersion1)
+			if tt.meta.Version != "" || tt.meta.HTTP != "" {
+				want = metaVersion2
+			}
+			if b[0] != want {
+				t.Errorf("first byte %d, want version %d", b[0], want)
 			}
 			if len(b) > memberlist.MetaMaxSize {
 				t.Errorf("encoded %d bytes > %d", len(b), memberlist.MetaMaxSize)
@@ -43,6 +57,36 @@ func TestMetaRoundTrip(t *testing.T) {
 				t.Errorf("round trip: got %+v, want %+v", got, tt.meta)
 			}
 		})
+	}
+}
+
+// TestDecodeMetaVersion1: a meta as the builds before version 2 encoded it (these bytes were
+// written by one) decodes, with Version and HTTP empty, and encodes back to the same bytes:
+// a new node reads an old one.
+func TestDecodeMetaVersion1(t *testing.T) {
+	t.Parallel()
+	old, err := hex.DecodeString("0101010d31302e302e302e373a3830393002808080801001959a97ece39fe7cb17")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Meta{Role: RoleMember, Actor: "10.0.0.7:8090", Cores: 2, Memory: 4 << 30, Capacity: 1, Started: 1_700_000_000_123_456_789, Leaving: true}
+	got, err := DecodeMeta(old)
+	if err != nil || got != want {
+		t.Fatalf("DecodeMeta(version 1) = %+v, %v; want %+v", got, err, want)
+	}
+	again, err := got.Encode()
+	if err != nil || !bytes.Equal(again, old) {
+		t.Errorf("re-encoded as %x, %v; want the version 1 bytes %x", again, err, old)
+	}
+	// The same meta with a version is version 2: the version 1 bytes, then the two strings.
+	got.Version = "v1"
+	v2, err := got.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantV2 := append(append([]byte{metaVersion2}, old[1:]...), 2, 'v', '1', 0)
+	if !bytes.Equal(v2, wantV2) {
+		t.Errorf("with Version v1: %x, want %x", v2, wantV2)
 	}
 }
 
@@ -95,6 +139,25 @@ func TestMetaInvalid(t *testing.T) {
 		{"actor port too big", Meta{Role: RoleMember, Actor: "h:65536", Capacity: 1}, "port"},
 		{"actor with space", Meta{Role: RoleClient, Actor: "h :1"}, "space"},
 		{"actor not utf-8", Meta{Role: RoleClient, Actor: "h\xff:1"}, "UTF-8"},
+		{"version too long", Meta{Role: RoleClient, Version: strings.Repeat("v", MaxVersionBytes+1)}, "version is 65 bytes"},
+		{"version with space", Meta{Role: RoleClient, Version: "v1 beta"}, "space"},
+		{"version with newline", Meta{Role: RoleClient, Version: "v1\n"}, "control"},
+		{"version not utf-8", Meta{Role: RoleClient, Version: "v\xff"}, "UTF-8"},
+		{"http too long", Meta{Role: RoleClient, HTTP: "https://" + strings.Repeat("h", MaxHTTPBytes)}, "more than 128"},
+		{"http javascript", Meta{Role: RoleClient, HTTP: "javascript:alert(1)"}, "scheme"},
+		{"http ftp", Meta{Role: RoleClient, HTTP: "ftp://h:1"}, "scheme"},
+		{"http no scheme", Meta{Role: RoleClient, HTTP: "10.0.0.5:8265"}, "HTTP URL"},
+		{"http no host", Meta{Role: RoleClient, HTTP: "https://"}, "no host"},
+		{"http port only", Meta{Role: RoleClient, HTTP: "https://:8265"}, "no host"},
+		{"http user", Meta{Role: RoleClient, HTTP: "https://u:p@h:1"}, "more than"},
+		{"http path", Meta{Role: RoleClient, HTTP: "https://h:1/x"}, "more than"},
+		{"http query", Meta{Role: RoleClient, HTTP: "https://h:1?a=b"}, "more than"},
+		{"http empty query", Meta{Role: RoleClient, HTTP: "https://h:1?"}, "more than"},
+		{"http fragment", Meta{Role: RoleClient, HTTP: "https://h:1#x"}, "more than"},
+		{"http port 0", Meta{Role: RoleClient, HTTP: "https://h:0"}, "port"},
+		{"http port too big", Meta{Role: RoleClient, HTTP: "https://h:65536"}, "port"},
+		{"http empty port", Meta{Role: RoleClient, HTTP: "https://h:"}, "port"},
+		{"http space", Meta{Role: RoleClient, HTTP: "https://h :1"}, "space"},
 	}
 	for _, tt := range tests {
 		_, err := tt.meta.Encode()
@@ -118,7 +181,15 @@ func TestDecodeMetaGarbage(t *testing.T) {
 		{"nil", nil, "empty"},
 		{"version only", []byte{1}, "truncated"},
 		{"no flags", []byte{1, 2}, "truncated"},
-		{"unknown version", append([]byte{2}, good[1:]...), "unknown version 2"},
+		{"unknown version", append([]byte{3}, good[1:]...), "unknown version 3"},
+		{"version 2 without the strings", append([]byte{2}, good[1:]...), "truncated in the version length"},
+		{"version 2 carrying nothing", append(append([]byte{2}, good[1:]...), 0, 0), "not canonical"},
+		{"version 2 truncated in the version", append(append([]byte{2}, good[1:]...), 5, 'v'), "truncated in the version"},
+		{"version 2 without the URL", append(append([]byte{2}, good[1:]...), 1, 'v'), "truncated in the HTTP URL length"},
+		{"version 2 truncated in the URL", append(append([]byte{2}, good[1:]...), 0, 9, 'h'), "truncated in the HTTP URL"},
+		{"version 2 trailing byte", append(append([]byte{2}, good[1:]...), 1, 'v', 0, 0), "trailing"},
+		{"version 2 bad URL", append(append([]byte{2}, good[1:]...), 0, 8, 'f', 't', 'p', ':', '/', '/', 'h', 'h'), "scheme"},
+		{"version 2 version with newline", append(append([]byte{2}, good[1:]...), 2, 'v', '\n', 0), "control"},
 		{"version zero", []byte{0, 1, 0}, "unknown version 0"},
 		{"unknown flag", []byte{1, 2, 2, 0, 0, 0, 0, 0}, "unknown flags 0x02"},
 		{"truncated actor", good[:6], "truncated in the actor"},
@@ -139,11 +210,17 @@ func TestDecodeMetaGarbage(t *testing.T) {
 	}
 }
 
+// FuzzDecodeMeta: whatever decodes is valid and canonical, whatever does not leaves the Meta
+// zero, and nothing panics. The seeds are here and in testdata/fuzz/FuzzDecodeMeta (a version 1
+// meta written by a build from before version 2, and version 2 metas, good and bad).
 func FuzzDecodeMeta(f *testing.F) {
 	for _, m := range []Meta{
 		{Role: RoleMember, Actor: "10.0.0.7:8090", Cores: 2, Memory: 4 << 30, Capacity: 1, Started: 1_700_000_000_123_456_789},
 		{Role: RoleClient},
 		{Role: RoleMember, Actor: "[::1]:1", Cores: math.MaxInt, Memory: math.MaxInt64, Capacity: 3, Started: math.MaxInt64, Leaving: true},
+		{Role: RoleMember, Actor: "10.0.0.7:8090", Cores: 2, Memory: 4 << 30, Capacity: 1, Started: 1, Version: "v0.4.0", HTTP: "https://10.0.0.7:8265"},
+		{Role: RoleMember, Actor: "h:1", Capacity: 1, Version: "(devel)"},
+		{Role: RoleClient, HTTP: "http://[::1]:8265/"},
 	} {
 		b, err := m.Encode()
 		if err != nil {
@@ -155,6 +232,9 @@ func FuzzDecodeMeta(f *testing.F) {
 	f.Add([]byte{1, 1, 0, 0xff})
 	f.Add([]byte{1, 2, 3, 0, 0, 0, 0, 0})
 	f.Add([]byte{2, 1, 0, 0, 0, 0, 1, 0})
+	f.Add([]byte{2, 2, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{2, 2, 0, 0, 0, 0, 0, 0, 1, 'v', 0})
+	f.Add([]byte{3, 2, 0, 0, 0, 0, 0, 0, 1, 'v', 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := DecodeMeta(b)
 		if err != nil {

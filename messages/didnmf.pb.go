@@ -6010,7 +6010,11 @@ type ViewMember struct {
 	Started int64 `protobuf:"varint,7,opt,name=started,proto3" json:"started,omitempty"`
 	// Leaving is set once the member has begun to leave (cluster.Meta.Leaving). Only a
 	// ClusterView's self may have it: its members are workers, none leaving.
-	Leaving       bool `protobuf:"varint,8,opt,name=leaving,proto3" json:"leaving,omitempty"`
+	Leaving bool `protobuf:"varint,8,opt,name=leaving,proto3" json:"leaving,omitempty"`
+	// Version is the member's build version and http the base URL of its HTTP service
+	// (cluster.Meta.Version and HTTP; "" when it advertises none).
+	Version       string `protobuf:"bytes,9,opt,name=version,proto3" json:"version,omitempty"`
+	Http          string `protobuf:"bytes,10,opt,name=http,proto3" json:"http,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6099,6 +6103,20 @@ func (x *ViewMember) GetLeaving() bool {
 		return x.Leaving
 	}
 	return false
+}
+
+func (x *ViewMember) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *ViewMember) GetHttp() string {
+	if x != nil {
+		return x.Http
+	}
+	return ""
 }
 
 var File_didnmf_proto protoreflect.FileDescriptor
@@ -6599,7 +6617,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\titeration\x18\x03 \x01(\x03R\titeration\"c\n" +
 	"\vClusterView\x12,\n" +
 	"\amembers\x18\x01 \x03(\v2\x12.didnmf.ViewMemberR\amembers\x12&\n" +
-	"\x04self\x18\x02 \x01(\v2\x12.didnmf.ViewMemberR\x04self\"\xcc\x01\n" +
+	"\x04self\x18\x02 \x01(\v2\x12.didnmf.ViewMemberR\x04self\"\xfa\x01\n" +
 	"\n" +
 	"ViewMember\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
@@ -6609,7 +6627,10 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x06memory\x18\x05 \x01(\x03R\x06memory\x12\x1a\n" +
 	"\bcapacity\x18\x06 \x01(\x03R\bcapacity\x12\x18\n" +
 	"\astarted\x18\a \x01(\x03R\astarted\x12\x18\n" +
-	"\aleaving\x18\b \x01(\bR\aleaving*\xf4\x01\n" +
+	"\aleaving\x18\b \x01(\bR\aleaving\x12\x18\n" +
+	"\aversion\x18\t \x01(\tR\aversion\x12\x12\n" +
+	"\x04http\x18\n" +
+	" \x01(\tR\x04http*\xf4\x01\n" +
 	"\tAlgorithm\x12\x19\n" +
 	"\x15ALGORITHM_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rALGORITHM_DID\x10\x01\x12\x12\n" +

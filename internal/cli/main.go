@@ -79,39 +79,62 @@ func run(args []string, stdout, stderr io.Writer) int {
 		printVersion(stdout)
 		return exitOK
 	}
-	var err error
-	switch args[0] {
-	case "factorize":
-		err = cmdFactorize(args[1:], stdout, stderr)
-	case "transform":
-		err = cmdTransform(args[1:], stdout, stderr)
-	case "sweep":
-		err = cmdSweep(args[1:], stdout, stderr)
-	case "bench":
-		err = cmdBench(args[1:], stdout, stderr)
-	case "demo":
-		err = cmdDemo(args[1:], stdout, stderr)
-	case "serve":
-		err = cmdServe(args[1:], stdout, stderr)
-	case "status":
-		err = cmdStatus(args[1:], stdout, stderr)
-	case "jobs":
-		err = cmdJobs(args[1:], stdout, stderr)
-	case "cancel":
-		err = cmdCancel(args[1:], stdout, stderr)
-	case "certs":
-		err = cmdCerts(args[1:], stdout, stderr)
-	case "convert":
-		err = cmdConvert(args[1:], stdout, stderr)
-	case "plot":
-		err = cmdPlot(args[1:], stdout, stderr)
-	case "help", "-h", "-help", "--help":
+	if args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		return cmdHelp(args[1:], stdout, stderr)
-	default:
+	}
+	cmd := command(args[0])
+	if cmd == nil {
 		fmt.Fprintf(stderr, "didnmf: unknown command %q: the commands are %s (see didnmf help)\n", args[0], strings.Join(commandNames(), ", "))
 		return exitUsage
 	}
-	return exitStatus(err, stdout, stderr)
+	return exitStatus(cmd(args[1:], stdout, stderr), stdout, stderr)
+}
+
+// command returns the function that runs the command named name, nil for an unknown name
+// (help, which returns an exit status, is run's own).
+func command(name string) func(args []string, stdout, stderr io.Writer) error {
+	switch name {
+	case "factorize":
+		return cmdFactorize
+	case "transform":
+		return cmdTransform
+	case "sweep":
+		return cmdSweep
+	case "bench":
+		return cmdBench
+	case "demo":
+		return cmdDemo
+	case "serve":
+		return cmdServe
+	case "status":
+		return cmdStatus
+	case "jobs":
+		return cmdJobs
+	case "cancel":
+		return cmdCancel
+	case "certs":
+		return cmdCerts
+	case "convert":
+		return cmdConvert
+	case "plot":
+		return cmdPlot
+	}
+	return nil
+}
+
+// CommandFlags returns the names (without dashes) of the flags the command cmd takes, sorted,
+// as `didnmf CMD -h` lists them; deploy's tests check every flag the recipes pass to `didnmf
+// serve` against it. It runs the command with -h only, which does nothing but parse its flags.
+func CommandFlags(cmd string) ([]string, error) {
+	run := command(cmd)
+	if run == nil {
+		return nil, fmt.Errorf("didnmf: unknown command %q", cmd)
+	}
+	var he helpError
+	if err := run([]string{"-h"}, io.Discard, io.Discard); !errors.As(err, &he) {
+		return nil, fmt.Errorf("didnmf %s -h: %v, want its help", cmd, err)
+	}
+	return he.flags, nil
 }
 
 // badInput returns an error of the user's input or flags (exit status 2): a *usererr.Error

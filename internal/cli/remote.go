@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -52,7 +54,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	sec.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: didnmf status --cluster IP:PORT [flags]\n\n"+
-			"lists the cluster's members (clients are not members) with their cores, memory, load and running\njobs (a client sees only its own)\n\nflags:\n")
+			"lists the cluster's members (clients are not members) with their version, cores, memory, load and\nrunning jobs (a client sees only its own), and warns when the members run different versions\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -78,6 +80,10 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 		Reserved int64    `json:"reserved"`
 		Actors   int64    `json:"actors"`
 		Jobs     []string `json:"jobs"`
+		// Version is the build the member runs, as it advertises it ("": a build from before
+		// versions were advertised); HTTP the base URL of its dashboard and API ("": none).
+		Version string `json:"version"`
+		HTTP    string `json:"http,omitempty"`
 		// Drops are what the member refused from the network, by cause (peers only).
 		Drops []string `json:"drops,omitempty"`
 		Error string   `json:"error,omitempty"`
@@ -85,7 +91,8 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	var rows []row
 	for _, s := range st { // the members: clients are not in the cluster's view
 		r := row{Name: s.Member.Name, Role: s.Member.Meta.Role.String(), Gossip: s.Member.Gossip, Actor: s.Member.Meta.Actor,
-			Cores: s.Member.Meta.Cores, Capacity: s.Member.Meta.Capacity, Memory: s.Member.Meta.Memory, Jobs: []string{}}
+			Cores: s.Member.Meta.Cores, Capacity: s.Member.Meta.Capacity, Memory: s.Member.Meta.Memory, Jobs: []string{},
+			Version: s.Member.Meta.Version, HTTP: s.Member.Meta.HTTP}
 		if s.Load != nil {
 			r.Reserved, r.Actors, r.Jobs, r.Drops = s.Load.Reserved, s.Load.Actors, append(r.Jobs, s.Load.JobIds...), s.Load.Drops
 		} else if s.Err != nil {
@@ -98,13 +105,21 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	if jobs == nil {
 		jobs = []*messages.JobInfo{}
 	}
+	versions := make([]memberVersion, len(rows))
+	for i, r := range rows {
+		versions[i] = memberVersion{r.Name, r.Version}
+	}
+	warnings := []string{}
+	if w := versionWarning(versions); w != "" {
+		warnings = append(warnings, w)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"members": rows, "jobs": jobs})
+		return enc.Encode(map[string]any{"members": rows, "jobs": jobs, "warnings": warnings})
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tROLE\tGOSSIP\tACTOR\tCORES\tCAPACITY\tMEMORY\tRESERVED\tACTORS\tJOBS")
+	fmt.Fprintln(tw, "NAME\tROLE\tGOSSIP\tACTOR\tVERSION\tCORES\tCAPACITY\tMEMORY\tRESERVED\tACTORS\tJOBS")
 	for _, r := range rows {
 		jobs := fmt.Sprint(len(r.Jobs))
 		if len(r.Jobs) > 0 {
@@ -113,7 +128,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 		if r.Error != "" {
 			jobs = "unreachable: " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n", r.Name, r.Role, r.Gossip, r.Actor, r.Cores, r.Capacity,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n", r.Name, r.Role, r.Gossip, r.Actor, shownVersion(r.Version), r.Cores, r.Capacity,
 			cluster.FormatBytes(r.Memory), cluster.FormatBytes(r.Reserved), r.Actors, jobs)
 	}
 	if err := tw.Flush(); err != nil {
@@ -124,8 +139,49 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%s refused: %s\n", r.Name, strings.Join(r.Drops, ", "))
 		}
 	}
+	for _, r := range rows {
+		if r.HTTP != "" {
+			fmt.Fprintf(stdout, "%s serves its dashboard and API at %s\n", r.Name, r.HTTP)
+		}
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
 	fmt.Fprintln(stdout, "\nyour jobs:")
 	return printJobs(stdout, jobs, false)
+}
+
+// memberVersion is a member's name and the version it advertises.
+type memberVersion struct{ name, version string }
+
+// shownVersion is a member's version as status shows it: "unknown" for a build from before
+// versions were advertised.
+func shownVersion(v string) string {
+	if v == "" {
+		return "unknown"
+	}
+	return v
+}
+
+// versionWarning returns the warning about members that run different versions, "" when they
+// all run one: each version with its members, the versions and the names sorted, e.g.
+// "the members run 2 different versions: v0.4.0 (a, b); v0.5.0 (c); run one build on every node".
+func versionWarning(members []memberVersion) string {
+	on := map[string][]string{}
+	for _, m := range members {
+		on[m.version] = append(on[m.version], m.name)
+	}
+	if len(on) < 2 {
+		return ""
+	}
+	var parts []string
+	for _, v := range slices.Sorted(maps.Keys(on)) {
+		names := on[v]
+		slices.Sort(names)
+		parts = append(parts, fmt.Sprintf("%s (%s)", shownVersion(v), strings.Join(names, ", ")))
+	}
+	return fmt.Sprintf("the members run %d different versions: %s; run one build on every node",
+		len(on), strings.Join(parts, "; "))
 }
 
 // cmdCerts makes a cluster's certificate authority (once) and a certificate for a node.

@@ -15,8 +15,12 @@ import (
 // anything else: -h, -help or --help returns a helpError with the command's help, which run
 // prints on stdout (exit 0); a flag error returns a flagError, one line on stderr (exit 2).
 
-// helpError is returned when -h was asked: text is the command's help (its fs.Usage).
-type helpError struct{ text string }
+// helpError is returned when -h was asked: text is the command's help (its fs.Usage), flags
+// the names of its flags, sorted (CommandFlags).
+type helpError struct {
+	text  string
+	flags []string
+}
 
 func (e helpError) Error() string { return "help" }
 func (e helpError) Unwrap() error { return errHelp }
@@ -27,7 +31,9 @@ func helpOf(fs *flag.FlagSet) error {
 	fs.SetOutput(&b)
 	fs.Usage()
 	fs.SetOutput(io.Discard)
-	return helpError{b.String()}
+	var flags []string
+	fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) }) // in lexical order
+	return helpError{text: b.String(), flags: flags}
 }
 
 // flagError is a usage error in a command's flags or arguments, printed as one line that

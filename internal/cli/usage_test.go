@@ -114,6 +114,43 @@ func TestUsageHelpEveryCommand(t *testing.T) {
 	}
 }
 
+// TestCommandFlags: CommandFlags lists, for every command, every flag its help lists (demo's
+// help shows only some of the factorize flags it takes), for serve exactly those (the deploy
+// recipes' flags are checked against it), and refuses an unknown command.
+func TestCommandFlags(t *testing.T) {
+	flagEntry := regexp.MustCompile(`(?m)^  -([a-z0-9][a-z0-9-]*)(?: .*)?\n    \t`) // as flag.PrintDefaults writes one
+	for _, name := range commandNames() {
+		got, err := CommandFlags(name)
+		if err != nil {
+			t.Errorf("CommandFlags(%s): %v", name, err)
+			continue
+		}
+		_, help, _ := runNode(t, name, "-h")
+		var listed []string
+		for _, m := range flagEntry.FindAllStringSubmatch(help, -1) {
+			listed = append(listed, m[1])
+		}
+		slices.Sort(listed)
+		if len(listed) == 0 || !slices.IsSorted(got) {
+			t.Errorf("CommandFlags(%s) = %v; its help lists %v", name, got, listed)
+		}
+		for _, f := range listed {
+			if !slices.Contains(got, f) {
+				t.Errorf("CommandFlags(%s) = %v lacks -%s, which its help lists", name, got, f)
+			}
+		}
+		if name == "serve" && !slices.Equal(got, listed) {
+			t.Errorf("CommandFlags(serve) = %v, its help lists %v", got, listed)
+		}
+	}
+	if got, err := CommandFlags("serve"); err != nil || !slices.Contains(got, "bind") || !slices.Contains(got, "secret-file") || slices.Contains(got, "rank") {
+		t.Errorf("CommandFlags(serve) = %v, %v", got, err)
+	}
+	if got, err := CommandFlags("nosuch"); err == nil {
+		t.Errorf("CommandFlags(nosuch) = %v, want an error", got)
+	}
+}
+
 // TestHelpCommand: "didnmf help CMD" prints exactly what "didnmf CMD -h" prints; "didnmf help" and
 // "didnmf -h" print the general help; an unknown command is a usage error of one line.
 func TestHelpCommand(t *testing.T) {

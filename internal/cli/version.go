@@ -6,7 +6,11 @@ import (
 	"log/slog"
 	"runtime"
 	"runtime/debug"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/kernels"
 )
 
@@ -51,6 +55,31 @@ func (v buildVersion) commit() string {
 		return v.Commit + "+modified"
 	}
 	return v.Commit
+}
+
+// advertised is the version a node advertises in its gossip meta (cluster.Meta.Version), which
+// status and the dashboard compare across members: the module version; for a build from a
+// source tree ("(devel)"), with the commit's first 12 digits (and "+modified"), so that nodes
+// built from different commits differ. At most cluster.MaxVersionBytes, printable, no spaces.
+func (v buildVersion) advertised() string {
+	s := v.Version
+	if s == "(devel)" && v.Commit != "" {
+		s += "@" + v.Commit[:min(len(v.Commit), 12)]
+		if v.Modified {
+			s += "+modified"
+		}
+	}
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return '_'
+		}
+		return r
+	}, s)
+	for len(s) > cluster.MaxVersionBytes { // by whole runes, so that the cut stays UTF-8
+		_, n := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-n]
+	}
+	return s
 }
 
 // versionLine is the line `didnmf --version` and `didnmf CMD --version` print: version, commit,

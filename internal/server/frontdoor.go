@@ -141,7 +141,8 @@ func encodeView(members []cluster.Member, self *cluster.Member) ([]byte, error) 
 
 func toView(m cluster.Member) *messages.ViewMember {
 	return &messages.ViewMember{Name: m.Name, Gossip: m.Gossip, Actor: m.Meta.Actor, Cores: int64(m.Meta.Cores),
-		Memory: m.Meta.Memory, Capacity: int64(m.Meta.Capacity), Started: m.Meta.Started, Leaving: m.Meta.Leaving}
+		Memory: m.Meta.Memory, Capacity: int64(m.Meta.Capacity), Started: m.Meta.Started, Leaving: m.Meta.Leaving,
+		Version: m.Meta.Version, Http: m.Meta.HTTP}
 }
 
 // readView reads a front door's answer from r: the length, at most maxViewBytes, then the
@@ -168,7 +169,8 @@ func readView(r io.Reader) (clusterView, error) {
 // decodeView decodes and checks a messages.ClusterView: no unknown fields, at most
 // maxViewMembers members, each with a name (printable, at most maxNameBytes), a gossip
 // address IP:PORT and what a member may advertise (cluster.Meta's rules for a member: an
-// actor address host:port, capacity >= 1, cores, memory and start time >= 0), none leaving;
+// actor address host:port, capacity >= 1, cores, memory and start time >= 0, a version and
+// an HTTP URL as cluster.Meta allows them, "" from a build from before them), none leaving;
 // no two members share a name, a gossip address or an actor address. Self, the answering
 // member's own entry, is checked as a member is (it may be leaving). It may be absent: a
 // build from before it sends none, and a client reading such a view only misses nothing it
@@ -228,7 +230,7 @@ func viewMember(vm *messages.ViewMember) (cluster.Member, error) {
 		return cluster.Member{}, fmt.Errorf("%s: cores %d or capacity %d out of range", vm.Name, vm.Cores, vm.Capacity)
 	}
 	meta := cluster.Meta{Role: cluster.RoleMember, Actor: vm.Actor, Cores: int(vm.Cores), Memory: vm.Memory,
-		Capacity: int(vm.Capacity), Started: vm.Started, Leaving: vm.Leaving}
+		Capacity: int(vm.Capacity), Started: vm.Started, Leaving: vm.Leaving, Version: vm.Version, HTTP: vm.Http}
 	if _, err := meta.Encode(); err != nil { // Encode checks Meta's rules
 		return cluster.Member{}, fmt.Errorf("%s: %v", vm.Name, err)
 	}

@@ -285,6 +285,12 @@ func TestDecodeView(t *testing.T) {
 	if v, err = decodeView(selfViewBytes(t, goodMember("a", 7000), goodMember("a", 7000), goodMember("b", 7010))); err != nil || v.Self == nil || len(v.Members) != 2 {
 		t.Fatalf("a view whose self is among its members: %+v, %v", v, err)
 	}
+	// A member's version and HTTP URL come through; "" is a build's from before them.
+	versioned := with(func(m *messages.ViewMember) { m.Version, m.Http = "v0.4.0", "https://127.0.0.1:8265" })
+	if v, err = decodeView(viewBytes(t, versioned, goodMember("b", 7010))); err != nil || v.Members[0].Meta.Version != "v0.4.0" ||
+		v.Members[0].Meta.HTTP != "https://127.0.0.1:8265" || v.Members[1].Meta.Version != "" || v.Members[1].Meta.HTTP != "" {
+		t.Fatalf("a view with a version and an HTTP URL: %+v, %v", v, err)
+	}
 	many := make([]*messages.ViewMember, maxViewMembers+1)
 	for i := range many {
 		many[i] = goodMember("n"+strconv.Itoa(i), 2000+2*i)
@@ -317,6 +323,10 @@ func TestDecodeView(t *testing.T) {
 		{"self's capacity 0", selfViewBytes(t, with(func(m *messages.ViewMember) { m.Capacity = 0 })), "self: a: cluster: node meta capacity 0"},
 		{"self's negative start", selfViewBytes(t, with(func(m *messages.ViewMember) { m.Started = -1 })), "self: a:"},
 		{"self with an unknown field", selfUnknown(t), "self: fields this build does not know"},
+		{"version with a newline", viewBytes(t, with(func(m *messages.ViewMember) { m.Version = "v1\n" })), "a: cluster: node meta version"},
+		{"long version", viewBytes(t, with(func(m *messages.ViewMember) { m.Version = strings.Repeat("v", 65) })), "more than 64"},
+		{"javascript URL", viewBytes(t, with(func(m *messages.ViewMember) { m.Http = "javascript:alert(1)" })), "scheme must be http or https"},
+		{"self's URL with a path", selfViewBytes(t, with(func(m *messages.ViewMember) { m.Http = "https://h:1/evil" })), "self: a: cluster: node meta HTTP URL"},
 	} {
 		if ms, err := decodeView(c.b); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, %v; want an error saying %q", c.name, ms, err, c.want)
@@ -350,6 +360,9 @@ func FuzzDecodeView(f *testing.F) {
 	f.Add(viewBytes(f))
 	f.Add([]byte("\x0a\x03\x0a\x01a"))
 	f.Add(selfViewBytes(f, goodMember("a", 7000), goodMember("a", 7000), goodMember("b", 7010)))
+	versioned := goodMember("c", 7020)
+	versioned.Version, versioned.Http = "v0.4.0", "https://[::1]:8265"
+	f.Add(viewBytes(f, goodMember("a", 7000), versioned))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := decodeView(b)
 		if err != nil {

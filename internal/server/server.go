@@ -68,6 +68,12 @@ type Config struct {
 	Insecure  bool
 	// Logger receives joins, leaves and errors, the gossip's and the node's (nil: discarded).
 	Logger *slog.Logger
+	// Version is the node's build version (serve: the binary's, as --version prints it) and
+	// HTTP the base URL of its HTTP service ("": none). Both go into the node's gossip meta
+	// (cluster.Meta.Version and HTTP, whose rules they must meet), so every member and client
+	// sees which build each member runs and where its dashboard is.
+	Version string
+	HTTP    string
 }
 
 // Server is a running member node.
@@ -223,6 +229,10 @@ func Start(cfg Config) (*Server, error) {
 	if ncfg.Memory < 0 {
 		return nil, fmt.Errorf("--memory must be >= 0, got %d", ncfg.Memory)
 	}
+	// The meta's rules for the version and URL, checked before anything starts.
+	if _, err := (cluster.Meta{Role: cluster.RoleClient, Version: cfg.Version, HTTP: cfg.HTTP}).Encode(); err != nil {
+		return nil, fmt.Errorf("server: Config.Version %q or Config.HTTP %q: %v", cfg.Version, cfg.HTTP, err)
+	}
 	s := &Server{}
 	if ncfg.DataDir != "" {
 		// The node's own: other users must not list its jobs' checkpoints (their names are the
@@ -306,7 +316,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	members.name = cfg.Name
 	members.meta = cluster.Meta{Role: cluster.RoleMember, Actor: s.Node.Address(), Cores: cores, Memory: ncfg.Memory,
-		Capacity: ncfg.Capacity, Started: time.Now().UnixNano()}
+		Capacity: ncfg.Capacity, Started: time.Now().UnixNano(), Version: cfg.Version, HTTP: cfg.HTTP}
 	l := listener
 	listener = nil // cluster.Start owns it
 	s.Members, err = cluster.Start(cluster.Config{Name: cfg.Name, Bind: cfg.Bind, Listener: l, Prove: prove, Confirm: confirm, Join: cfg.Join, SecretKey: cfg.GossipKey, Logger: logger,

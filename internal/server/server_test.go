@@ -61,6 +61,11 @@ func TestStartRefusesBadConfig(t *testing.T) {
 		{Config{Bind: "127.0.0.1:0", Insecure: true, Node: actors.NodeConfig{Host: "127.0.0.2"}}, "leave Config.Node.Host unset"},
 		{Config{Bind: "127.0.0.1:0", Insecure: true, Node: actors.NodeConfig{Insecure: true, TLS: &pki.Config{}}}, "leave Config.Node.TLS, Insecure unset"},
 		{Config{Bind: "127.0.0.1:0", Insecure: true, Node: actors.NodeConfig{Partition: cluster.NewPartition()}}, "leave Config.Node.Partition unset"},
+		// The version and URL go into the gossip meta, under its rules.
+		{Config{Bind: "127.0.0.1:0", Insecure: true, Version: "v1 beta"}, "Config.Version"},
+		{Config{Bind: "127.0.0.1:0", Insecure: true, Version: strings.Repeat("v", cluster.MaxVersionBytes+1)}, "more than 64"},
+		{Config{Bind: "127.0.0.1:0", Insecure: true, HTTP: "javascript:alert(1)"}, "scheme must be http or https"},
+		{Config{Bind: "127.0.0.1:0", Insecure: true, HTTP: "127.0.0.1:8265"}, "Config.HTTP"},
 	} {
 		c.cfg.Node.DataDir = filepath.Join(dir, "d")
 		if s, err := Start(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -195,6 +200,54 @@ func TestClusterInProcess(t *testing.T) {
 			t.Fatalf("a lists %d workers, the client %d, after c left", len(members[0].Members.Workers()), len(client.Members.Workers()))
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestVersionInMeta: a member's Config.Version and HTTP are in its gossip meta: every member
+// and a client (through a front door's view) see them; a member that advertises neither (as a
+// build from before them, whose meta is version 1) is seen with both empty.
+func TestVersionInMeta(t *testing.T) {
+	key := testKey()
+	dir := t.TempDir()
+	want := map[string][2]string{"a": {"v0.4.0", "https://127.0.0.1:8265"}, "b": {"(devel)", ""}, "c": {"", ""}}
+	var members []*Server
+	defer func() {
+		for _, m := range members {
+			m.Close()
+		}
+	}()
+	for i, name := range []string{"a", "b", "c"} {
+		cfg := Config{Name: name, Bind: "127.0.0.1:0", Node: actors.NodeConfig{Threads: 1, DataDir: filepath.Join(dir, name)}, Secret: key,
+			Version: want[name][0], HTTP: want[name][1]}
+		if i > 0 {
+			cfg.Join = []string{members[0].Gossip()}
+		}
+		s, err := Start(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, s)
+	}
+	client, err := Connect(ClientConfig{Cluster: []string{members[2].Gossip()}, Secret: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	views := map[string]func() []cluster.Member{"client": client.Members.Workers}
+	for _, m := range members {
+		views[m.Name()] = m.Members.Members
+	}
+	for who, list := range views {
+		for deadline := time.Now().Add(10 * time.Second); len(list()) < 3; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s sees %d members, want 3", who, len(list()))
+			}
+		}
+		for _, m := range list() {
+			if got := [2]string{m.Meta.Version, m.Meta.HTTP}; got != want[m.Name] {
+				t.Errorf("%s sees %s with version and HTTP %q, want %q", who, m.Name, got, want[m.Name])
+			}
+		}
 	}
 }
 
