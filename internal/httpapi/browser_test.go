@@ -1,0 +1,831 @@
+package httpapi
+
+// The dashboard in a real browser: Debian's chromium, headless, driven through the DevTools
+// protocol with chromedp. The test logs in with the login URL, sees the members, follows a
+// running job's iterations over server-sent events, sees a member die (its row, the warning,
+// the failure and the recovery on the job's timeline), checks the phone-width layout, the
+// ended job's outputs and pictures, the escaping of hostile strings, the cancel button, and
+// the "node went away" banner and its retry; it saves screenshots (DIDNMF_SCREENSHOT names
+// the desktop one; the phone one is beside it with "-390" before the extension).
+//
+// Skipped when no chromium is found: apt-get install -y chromium (or set DIDNMF_CHROMIUM to
+// the binary).
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/didnmf/didnmf/internal/jobspec"
+)
+
+// ---- a fake Backend the test drives step by step ----
+
+// fakeBackend is a cluster of three members and a few jobs whose state the test changes
+// explicitly (advance, kill), each change waking the streams through Updated.
+type fakeBackend struct {
+	mu       sync.Mutex
+	cluster  ClusterView
+	jobs     []*JobView // full, with history and events
+	outputs  map[string][]byte
+	updated  chan struct{}
+	canceled []string
+}
+
+var _ Backend = (*fakeBackend)(nil)
+
+const hostileOwner = `<img src=x onerror="window.pwned=1">`
+
+func newFakeBackend(t *testing.T, selfHTTP string) *fakeBackend {
+	t.Helper()
+	now := time.Now().UnixMilli()
+	b := &fakeBackend{updated: make(chan struct{}), outputs: map[string][]byte{}}
+	member := func(name, actor, http string, offered, reserved int64, load float64) MemberView {
+		return MemberView{
+			Name: name, State: "alive", Role: "member", Gossip: actor[:strings.LastIndex(actor, ":")] + ":7946",
+			Actor: actor, HTTP: http, Machine: "host-" + name, Version: "v0.33.0", Cores: 8, Threads: 16,
+			MemoryOffered: offered, MemoryReserved: reserved, Jobs: 1, Shards: 2, Actors: 5, Load: load,
+			StartedUnixMs: now - 3600_000,
+		}
+	}
+	b.cluster = ClusterView{
+		Self: "n1", Version: "v0.33.0", UnixMs: now,
+		Members: []MemberView{
+			member("n1", "10.0.0.1:8090", selfHTTP, 8<<30, 3<<30, 0.42),
+			member("n2", "10.0.0.2:8090", "http://127.0.0.2:8265/", 8<<30, 7<<30+900<<20, 0.91),
+			member("n3", "10.0.0.3:8090", "", 16<<30, 1<<30, 0.05),
+		},
+	}
+	run := &JobView{
+		ID: "job-run", Owner: "alice", Coordinator: "n1", Algorithm: "mu", Rank: 12, Shards: 4,
+		Samples: 60000, Features: 784, State: "running", MaxIter: 100, StopRule: "max_iter 100 or tol 1e-6",
+		ShardNodes:      []string{"10.0.0.1:8090", "10.0.0.2:8090", "10.0.0.3:8090", "10.0.0.1:8090"},
+		SubmittedUnixMs: now - 30_000, Epoch: 1,
+		Events: []EventView{{UnixMs: now - 30_000, Kind: "started", Text: "4 shards placed"}},
+	}
+	b.jobs = append(b.jobs, run)
+	b.advanceLocked(run, 5)
+	done := &JobView{
+		ID: "job-done", Owner: "bob", Coordinator: "n2", Algorithm: "hals", Rank: 8, Shards: 2,
+		Samples: 1000, Features: 300, State: "done", Iteration: 200, MaxIter: 200, RelErr2: 0.0123,
+		StopRule: "max_iter 200", Stop: "max_iter reached", ShardNodes: []string{"10.0.0.2:8090", "10.0.0.3:8090"},
+		SubmittedUnixMs: now - 600_000, EndedUnixMs: now - 500_000, Checkpoints: 2,
+		Outputs: []string{"report.json", "coef.npy", "basis.npy", "figures/convergence.png"},
+		Events: []EventView{
+			{UnixMs: now - 600_000, Kind: "started"},
+			{UnixMs: now - 560_000, Kind: "checkpoint", Iteration: 100},
+			{UnixMs: now - 500_000, Kind: "ended", Iteration: 200, Text: "max_iter reached"},
+		},
+	}
+	for i := int64(0); i <= 200; i += 10 {
+		done.History = append(done.History, PointView{Iteration: i, Seconds: float64(i) / 2,
+			RelErr2: 0.9*pow(0.97, i) + 0.0123, TestRelErr2: 0.95*pow(0.97, i) + 0.02})
+	}
+	failed := &JobView{
+		ID: "job-failed", Owner: hostileOwner, Coordinator: "n1", Algorithm: "mu", Rank: 3, Shards: 1,
+		State: "failed", Iteration: 7, MaxIter: 50, SubmittedUnixMs: now - 900_000, EndedUnixMs: now - 899_000,
+		Error: &ErrorView{Kind: "user", Field: "input", Message: "input: row 3 column 2: value -1 is negative"},
+	}
+	b.jobs = append(b.jobs, done, failed)
+	b.outputs["job-done/report.json"] = []byte(`{"iterations":200}`)
+	b.outputs["job-done/coef.npy"] = []byte("\x93NUMPY fake")
+	b.outputs["job-done/basis.npy"] = []byte("\x93NUMPY fake")
+	b.outputs["job-done/figures/convergence.png"] = testPNG(t)
+	return b
+}
+
+func pow(x float64, n int64) float64 {
+	r := 1.0
+	for range n {
+		r *= x
+	}
+	return r
+}
+
+// testPNG is a small real picture, so that the page's <img> decodes it.
+func testPNG(t *testing.T) []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 160, 90))
+	for y := range 90 {
+		for x := range 160 {
+			img.Set(x, y, color.RGBA{uint8(x), uint8(y * 2), 180, 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// notifyLocked wakes every stream waiting on Updated.
+func (b *fakeBackend) notifyLocked() {
+	b.cluster.UnixMs = time.Now().UnixMilli()
+	close(b.updated)
+	b.updated = make(chan struct{})
+}
+
+func (b *fakeBackend) advanceLocked(j *JobView, n int) {
+	for range n {
+		j.Iteration++
+		j.RelErr2 = 0.8*pow(0.9, j.Iteration) + 1e-4
+		j.Seconds = float64(j.Iteration) * 0.25
+		j.History = append(j.History, PointView{Iteration: j.Iteration, Seconds: j.Seconds, RelErr2: j.RelErr2})
+	}
+	j.Rate = 4
+	j.ETASeconds = float64(j.MaxIter-j.Iteration) / j.Rate
+}
+
+// advance runs job id n iterations further.
+func (b *fakeBackend) advance(id string, n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.advanceLocked(b.findLocked(id), n)
+	b.notifyLocked()
+}
+
+// kill marks member name dead, warns, and puts a failure and its recovery on the running
+// job's timeline (its shard there moved to n1), as a node's view would after a crash.
+func (b *fakeBackend) kill(name, jobID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var actor string
+	for i := range b.cluster.Members {
+		m := &b.cluster.Members[i]
+		if m.Name == name {
+			m.State, m.Load, m.Error, actor = "dead", 0, "no answer: member is dead", m.Actor
+		}
+	}
+	b.cluster.Warnings = append(b.cluster.Warnings, "member "+name+" is dead")
+	j := b.findLocked(jobID)
+	now := time.Now().UnixMilli()
+	j.Events = append(j.Events,
+		EventView{UnixMs: now - 2000, Kind: "checkpoint", Iteration: j.Iteration - 2},
+		EventView{UnixMs: now - 1000, Kind: "failure", Iteration: j.Iteration, Text: "member " + name + " died: shard 2 lost"},
+		EventView{UnixMs: now, Kind: "recovered", Iteration: j.Iteration - 2, Text: "shard 2 moved to n1; resumed from the checkpoint"})
+	for i, a := range j.ShardNodes {
+		if a == actor {
+			j.ShardNodes[i] = b.cluster.Members[0].Actor
+		}
+	}
+	j.Recoveries++
+	j.Checkpoints++
+	j.Epoch++
+	b.notifyLocked()
+}
+
+func (b *fakeBackend) findLocked(id string) *JobView {
+	for _, j := range b.jobs {
+		if j.ID == id {
+			return j
+		}
+	}
+	return nil
+}
+
+func (b *fakeBackend) canceledIDs() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.canceled)
+}
+
+func copyJob(j *JobView, detail bool) JobView {
+	c := *j
+	c.ShardNodes = slices.Clone(j.ShardNodes)
+	c.Outputs = slices.Clone(j.Outputs)
+	if j.Error != nil {
+		e := *j.Error
+		c.Error = &e
+	}
+	c.History, c.Events = nil, nil
+	if detail {
+		c.History = slices.Clone(j.History)
+		c.Events = slices.Clone(j.Events)
+	}
+	return c
+}
+
+func (b *fakeBackend) Cluster(ctx context.Context) (ClusterView, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.cluster
+	c.Members = slices.Clone(b.cluster.Members)
+	c.Warnings = slices.Clone(b.cluster.Warnings)
+	return c, nil
+}
+
+func (b *fakeBackend) Jobs(ctx context.Context, owner string) ([]JobView, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []JobView
+	for _, j := range b.jobs {
+		if owner == "" || j.Owner == owner {
+			out = append(out, copyJob(j, false))
+		}
+	}
+	return out, nil
+}
+
+func (b *fakeBackend) Job(ctx context.Context, id string) (JobView, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if j := b.findLocked(id); j != nil {
+		return copyJob(j, true), nil
+	}
+	return JobView{}, ErrNotFound
+}
+
+func (b *fakeBackend) Submit(ctx context.Context, owner string, spec *jobspec.Spec) (string, error) {
+	return "", errors.New("the browser test's backend takes no submissions")
+}
+
+func (b *fakeBackend) Cancel(ctx context.Context, id string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	j := b.findLocked(id)
+	if j == nil || j.EndedUnixMs != 0 {
+		return ErrNotFound
+	}
+	b.canceled = append(b.canceled, id)
+	j.State, j.EndedUnixMs, j.Stop = "canceled", time.Now().UnixMilli(), "canceled"
+	j.Error = &ErrorView{Kind: "canceled", Message: "canceled by its owner"}
+	j.Events = append(j.Events, EventView{UnixMs: j.EndedUnixMs, Kind: "ended", Iteration: j.Iteration, Text: "canceled"})
+	b.notifyLocked()
+	return nil
+}
+
+func (b *fakeBackend) Output(ctx context.Context, id, name string) (io.ReadCloser, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	data, ok := b.outputs[id+"/"+name]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return io.NopCloser(bytes.NewReader(data)), nil
+}
+
+func (b *fakeBackend) Ready() error { return nil }
+
+func (b *fakeBackend) Updated() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.updated
+}
+
+// ---- a stand-in for the service, to the routes and events of the design ----
+
+//go:embed web
+var browserTestWeb embed.FS
+
+// fakeService serves the embedded page and the API routes the page uses, with a cookie
+// session made by /login?token=, the CSRF header on DELETE, and the CSP of the real service.
+type fakeService struct {
+	b        *fakeBackend
+	token    string
+	mu       sync.Mutex
+	sessions map[string]bool
+}
+
+func (s *fakeService) handler() http.Handler {
+	web, err := fs.Sub(browserTestWeb, "web")
+	if err != nil {
+		panic(err)
+	}
+	mux := http.NewServeMux()
+	page := func(name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			data, err := fs.ReadFile(web, name)
+			if err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Write(data)
+		}
+	}
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		if s.authed(r) {
+			page("index.html")(w, r)
+		} else {
+			page("login.html")(w, r)
+		}
+	})
+	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("token") != s.token {
+			writeJSON(w, 401, ErrorView{Kind: "auth", Message: "bad token"})
+			return
+		}
+		s.mu.Lock()
+		id := fmt.Sprintf("s%d", len(s.sessions)+1)
+		s.sessions[id] = true
+		s.mu.Unlock()
+		http.SetCookie(w, &http.Cookie{Name: "didnmf_session", Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+	})
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(web)))
+	api := func(pattern string, h http.HandlerFunc) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			if !s.authed(r) {
+				writeJSON(w, 401, ErrorView{Kind: "auth", Message: "log in"})
+				return
+			}
+			h(w, r)
+		})
+	}
+	api("GET /api/v1/whoami", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]string{"name": "operator", "role": "operator"})
+	})
+	api("GET /api/v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
+		j, err := s.b.Job(r.Context(), r.PathValue("id"))
+		if err != nil {
+			writeJSON(w, 404, ErrorView{Kind: "not_found", Message: "no job " + r.PathValue("id")})
+			return
+		}
+		writeJSON(w, 200, j)
+	})
+	api("DELETE /api/v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Didnmf-CSRF") != "1" {
+			writeJSON(w, 403, ErrorView{Kind: "forbidden", Message: "no CSRF header"})
+			return
+		}
+		if err := s.b.Cancel(r.Context(), r.PathValue("id")); err != nil {
+			writeJSON(w, 404, ErrorView{Kind: "not_found", Message: "no job " + r.PathValue("id")})
+			return
+		}
+		writeJSON(w, 202, map[string]string{"id": r.PathValue("id")})
+	})
+	api("GET /api/v1/jobs/{id}/outputs/{name...}", func(w http.ResponseWriter, r *http.Request) {
+		rc, err := s.b.Output(r.Context(), r.PathValue("id"), r.PathValue("name"))
+		if err != nil {
+			writeJSON(w, 404, ErrorView{Kind: "not_found", Message: "no such output"})
+			return
+		}
+		defer rc.Close()
+		if strings.HasSuffix(r.PathValue("name"), ".png") {
+			w.Header().Set("Content-Type", "image/png")
+		}
+		io.Copy(w, rc)
+	})
+	api("GET /api/v1/events", s.clusterEvents)
+	api("GET /api/v1/jobs/{id}/events", s.jobEvents)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (s *fakeService) authed(r *http.Request) bool {
+	c, err := r.Cookie("didnmf_session")
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[c.Value]
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func sse(w http.ResponseWriter, event string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data); err != nil {
+		return err
+	}
+	return http.NewResponseController(w).Flush()
+}
+
+func (s *fakeService) clusterEvents(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	for {
+		updated := s.b.Updated()
+		c, _ := s.b.Cluster(r.Context())
+		jobs, _ := s.b.Jobs(r.Context(), "")
+		if sse(w, "cluster", c) != nil || sse(w, "jobs", map[string]any{"jobs": jobs}) != nil {
+			return
+		}
+		select {
+		case <-updated:
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func (s *fakeService) jobEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	j, err := s.b.Job(r.Context(), id)
+	if err != nil {
+		writeJSON(w, 404, ErrorView{Kind: "not_found", Message: "no job " + id})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	updated := s.b.Updated()
+	if sse(w, "job", j) != nil {
+		return
+	}
+	sentPoints, sentEvents := len(j.History), len(j.Events)
+	for j.EndedUnixMs == 0 {
+		select {
+		case <-updated:
+		case <-r.Context().Done():
+			return
+		}
+		updated = s.b.Updated()
+		if j, err = s.b.Job(r.Context(), id); err != nil {
+			return
+		}
+		p := j
+		p.History, p.Events = j.History[sentPoints:], j.Events[sentEvents:]
+		sentPoints, sentEvents = len(j.History), len(j.Events)
+		if sse(w, "progress", p) != nil {
+			return
+		}
+	}
+	sse(w, "end", j)
+}
+
+// ---- the browser ----
+
+// chromiumPath finds a Chromium or Chrome binary, or "".
+func chromiumPath() string {
+	if p := os.Getenv("DIDNMF_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// browser is a headless chromium with one tab; it records the page's JavaScript exceptions
+// and the CSP refusals it logs, which fail the test.
+type browser struct {
+	t        *testing.T
+	ctx      context.Context
+	mu       sync.Mutex
+	problems []string
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	bin := chromiumPath()
+	if bin == "" {
+		t.Skip("no chromium: apt-get install -y chromium (Debian), or set DIDNMF_CHROMIUM to a Chromium or Chrome binary")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 900),
+	)
+	if os.Geteuid() == 0 {
+		// Chromium refuses to run as root with its sandbox (CI and containers run as root).
+		opts = append(opts, chromedp.NoSandbox)
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	br := &browser{t: t, ctx: ctx}
+	// The first Run starts the browser, on a context without a deadline (it lives as long as
+	// the context).
+	if err := chromedp.Listen(ctx, br.listen); err != nil {
+		t.Fatalf("start chromium %s: %v", bin, err)
+	}
+	return br
+}
+
+func (br *browser) listen(ev any) {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	switch ev := ev.(type) {
+	case *runtime.EventExceptionThrown:
+		br.problems = append(br.problems, "exception: "+(&chromedp.ExceptionError{ExceptionDetails: ev.ExceptionDetails}).Error())
+	case *log.EventEntryAdded:
+		if ev.Entry.Source == log.EntrySourceSecurity || strings.Contains(ev.Entry.Text, "Content Security Policy") {
+			br.problems = append(br.problems, "security: "+ev.Entry.Text)
+		}
+	}
+}
+
+// check fails the test with the page's exceptions and CSP refusals, if any.
+func (br *browser) check() {
+	br.t.Helper()
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	if len(br.problems) > 0 {
+		br.t.Fatalf("the page had problems:\n%s", strings.Join(br.problems, "\n"))
+	}
+}
+
+// do runs actions under a 20 s limit.
+func (br *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	br.t.Helper()
+	ctx, cancel := context.WithTimeout(br.ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		br.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// wait waits until the JavaScript expression is truthy; on timeout it fails with the value of
+// show (an expression that explains what the page shows instead).
+func (br *browser) wait(what, expr, show string) {
+	br.t.Helper()
+	ctx, cancel := context.WithTimeout(br.ctx, 20*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		got, _ := evalString(br.ctx, show)
+		br.t.Fatalf("%s: %v\nthe page shows: %s", what, err, got)
+	}
+	br.check()
+}
+
+func evalString(ctx context.Context, expr string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[string]("String("+expr+")"))
+}
+
+// eval returns a JavaScript expression's value as a string.
+func (br *browser) eval(expr string) string {
+	br.t.Helper()
+	s, err := evalString(br.ctx, expr)
+	if err != nil {
+		br.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return s
+}
+
+func (br *browser) screenshot(path string) {
+	br.t.Helper()
+	ctx, cancel := context.WithTimeout(br.ctx, 20*time.Second)
+	defer cancel()
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		br.t.Fatalf("screenshot: %v", err)
+	}
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
+		br.t.Fatal(err)
+	}
+	br.t.Logf("screenshot: %s", path)
+}
+
+// screenshotPaths returns where the desktop and the phone screenshots go.
+func screenshotPaths(t *testing.T) (desktop, phone string) {
+	desktop = os.Getenv("DIDNMF_SCREENSHOT")
+	if desktop == "" {
+		desktop = filepath.Join(t.TempDir(), "dashboard.png")
+	}
+	ext := filepath.Ext(desktop)
+	return desktop, strings.TrimSuffix(desktop, ext) + "-390" + ext
+}
+
+// ---- the service under test, stoppable and restartable on one address ----
+
+type testService struct {
+	t    *testing.T
+	addr string
+	h    http.Handler
+	srv  *http.Server
+}
+
+func startService(t *testing.T, h http.Handler) *testService {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &testService{t: t, addr: ln.Addr().String(), h: h}
+	s.serve(ln)
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+func (s *testService) serve(ln net.Listener) {
+	s.srv = &http.Server{Handler: s.h, ReadHeaderTimeout: 5 * time.Second}
+	go s.srv.Serve(ln)
+}
+
+func (s *testService) url() string { return "http://" + s.addr }
+
+// stop closes the listener and every connection, the streams too, as a node that dies.
+func (s *testService) stop() {
+	if s.srv != nil {
+		s.srv.Close()
+		s.srv = nil
+	}
+}
+
+// restart serves again on the same address.
+func (s *testService) restart() {
+	s.t.Helper()
+	var ln net.Listener
+	var err error
+	for range 50 {
+		if ln, err = net.Listen("tcp", s.addr); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		s.t.Fatalf("listen again on %s: %v", s.addr, err)
+	}
+	s.serve(ln)
+}
+
+// ---- the test ----
+
+func TestDashboardInBrowser(t *testing.T) {
+	br := newBrowser(t)
+	desktopShot, phoneShot := screenshotPaths(t)
+
+	// The member list names this node's own URL, which is known once it listens: the fake
+	// backend gets it after the start.
+	b := newFakeBackend(t, "")
+	svc := &fakeService{b: b, token: strings.Repeat("ab", 32), sessions: map[string]bool{}}
+	ts := startService(t, svc.handler())
+	b.mu.Lock()
+	b.cluster.Members[0].HTTP = ts.url() + "/"
+	b.mu.Unlock()
+	loginURL := ts.url() + "/login?token=" + svc.token
+
+	// Without a session, the page is the login form.
+	br.do("open the page without a session", chromedp.Navigate(ts.url()+"/"))
+	br.wait("login form", `document.querySelector('#login-form input[name=token]') !== null`, `document.body.innerText`)
+
+	// The printed URL logs in and lands on the dashboard with the members.
+	br.do("log in", chromedp.Navigate(loginURL))
+	br.wait("members listed",
+		`document.querySelectorAll('#members tbody tr[data-member]').length === 3`,
+		`document.querySelector('#members').innerText`)
+	if got := br.eval(`location.pathname + location.search`); got != "/" {
+		t.Errorf("after login the address bar holds %q, want / (the token must leave it)", got)
+	}
+	if got := br.eval(`document.getElementById('node-name').textContent`); got != "n1" {
+		t.Errorf("header node name = %q, want n1", got)
+	}
+	if got := br.eval(`document.getElementById('whoami').textContent`); !strings.Contains(got, "operator") {
+		t.Errorf("whoami = %q, want the operator", got)
+	}
+	for _, m := range []string{"n1", "n2", "n3"} {
+		if got := br.eval(`document.querySelector('#members tr[data-member="` + m + `"] .state').className`); !strings.Contains(got, "state-alive") {
+			t.Errorf("member %s state badge class %q, want state-alive", m, got)
+		}
+	}
+	if got := br.eval(`document.querySelector('#members tr[data-member="n2"] a') && document.querySelector('#members tr[data-member="n2"] a').href`); got != "http://127.0.0.2:8265/" {
+		t.Errorf("n2's name links to %q, want its HTTP URL", got)
+	}
+	if got := br.eval(`document.querySelector('#members tr[data-member="n3"] a') === null`); got != "true" {
+		t.Errorf("n3 serves no HTTP but its name is a link")
+	}
+	// n2 has nearly all its memory reserved: its bar says so.
+	if got := br.eval(`document.querySelector('#members tr[data-member="n2"] .bar-fill').className`); !strings.Contains(got, "full") {
+		t.Errorf("n2's memory bar class %q, want full (7.9 of 8 GiB reserved)", got)
+	}
+
+	// Jobs: running and ended in their tables; hostile strings stay text.
+	br.wait("jobs listed", `document.querySelector('#running tr[data-job="job-run"]') && document.querySelector('#ended tr[data-job="job-done"]') && document.querySelector('#ended tr[data-job="job-failed"]')`,
+		`document.querySelector('#jobs-section').innerText`)
+	if got := br.eval(`document.querySelector('#ended tr[data-job="job-failed"] td[data-label=owner]').textContent`); got != hostileOwner {
+		t.Errorf("hostile owner shown as %q, want the text itself", got)
+	}
+	if got := br.eval(`document.querySelectorAll('main img[src="x"]').length + ':' + (window.pwned === undefined)`); got != "0:true" {
+		t.Errorf("a string from the API became markup: imgs:pwned-undefined = %s", got)
+	}
+	if got := br.eval(`document.querySelector('#ended tr[data-job="job-failed"] td[data-label=error]').textContent`); !strings.Contains(got, "row 3 column 2") || !strings.Contains(got, "input") {
+		t.Errorf("failed job's error shown as %q", got)
+	}
+	if got := br.eval(`document.querySelector('#running tr[data-job="job-run"] td[data-label="shards on"]').textContent`); !strings.Contains(got, "n1: shard 0, 3") || !strings.Contains(got, "n3: shard 2") {
+		t.Errorf("running job's shard places %q, want them by member name", got)
+	}
+
+	// Follow the running job: its iteration advances over the stream.
+	br.do("select the running job", chromedp.Click(chromedp.CSS(`#running tr[data-job="job-run"] td[data-label=owner]`)))
+	br.wait("job detail at iteration 5", `document.getElementById('detail-iteration').dataset.iteration === '5'`,
+		`document.getElementById('job-detail').innerText`)
+	b.advance("job-run", 7)
+	br.wait("iteration advances to 12", `document.getElementById('detail-iteration').dataset.iteration === '12' &&
+		document.querySelector('#chart svg').dataset.points === '12' &&
+		document.querySelector('#running tr[data-job="job-run"] .iter').textContent.startsWith('12 /')`,
+		`document.getElementById('detail-iteration').textContent + ' | ' + document.querySelector('#running tr[data-job="job-run"]').innerText`)
+	// The chart's y axis is a log axis with decade labels that do not overprint.
+	ticks := br.eval(`JSON.stringify([...document.querySelectorAll('#chart .tick-y')].map(t => [t.textContent, Math.round(t.getBBox().y), Math.round(t.getBBox().height)]))`)
+	var yt [][]any
+	if err := json.Unmarshal([]byte(ticks), &yt); err != nil || len(yt) < 2 {
+		t.Fatalf("chart y ticks %s: want at least two decades (%v)", ticks, err)
+	}
+	for i := 1; i < len(yt); i++ {
+		if !strings.HasPrefix(yt[i][0].(string), "10") {
+			t.Errorf("y tick %q is not a power of ten", yt[i][0])
+		}
+		// Decades go up the axis: each label sits above the one before, clear of it.
+		if below, above := yt[i-1][1].(float64), yt[i][1].(float64); below-above < yt[i][2].(float64) {
+			t.Errorf("y tick labels overlap: %s", ticks)
+		}
+	}
+
+	// A member dies: its row turns dead, the warning shows, the timeline has the failure and
+	// the recovery, the shard moved.
+	b.kill("n3", "job-run")
+	br.wait("n3 dead", `document.querySelector('#members tr[data-member="n3"]').dataset.state === 'dead' &&
+		document.querySelector('#members tr[data-member="n3"] .state').classList.contains('state-dead')`,
+		`document.querySelector('#members').innerText`)
+	br.wait("warning banner", `!document.getElementById('warnings').hidden && document.getElementById('warnings').textContent.includes('member n3 is dead')`,
+		`document.getElementById('warnings').outerHTML`)
+	br.wait("failure and recovery on the timeline", `document.querySelector('#timeline svg [data-kind=failure]') &&
+		document.querySelector('#timeline svg [data-kind=recovered]') &&
+		document.querySelector('#timeline-legend [data-kind=failure]') &&
+		document.querySelector('#events tr[data-kind=failure]')`,
+		`document.getElementById('timeline').innerHTML + document.getElementById('events').innerText`)
+	if got := br.eval(`document.querySelector('#events tr[data-kind=failure] td[data-label=what]').textContent`); !strings.Contains(got, "member n3 died") {
+		t.Errorf("failure event text %q", got)
+	}
+	br.do("timeline by iteration", chromedp.Click(chromedp.CSS(`input[name=tl-axis][value=iteration]`)))
+	br.wait("timeline redrawn by iteration", `[...document.querySelectorAll('#timeline svg text')].some(t => t.textContent === 'iteration')`,
+		`document.getElementById('timeline').innerHTML`)
+	br.screenshot(desktopShot)
+
+	// Phone width: the tables become cards and nothing scrolls sideways.
+	br.do("390 px", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	br.wait("cards at 390 px", `getComputedStyle(document.querySelector('#members thead')).display === 'none' &&
+		getComputedStyle(document.querySelector('#members tbody tr')).display === 'block'`,
+		`window.innerWidth + ' ' + getComputedStyle(document.querySelector('#members thead')).display`)
+	br.wait("chart redrawn for 390 px", `+document.querySelector('#chart svg').getAttribute('width') <= 390`,
+		`document.querySelector('#chart svg').getAttribute('width')`)
+	if got := br.eval(`document.documentElement.scrollWidth`); got != "390" {
+		t.Errorf("at 390 px the page is %s px wide, want 390 (nothing may scroll sideways)", got)
+	}
+	br.screenshot(phoneShot)
+	br.do("back to desktop", chromedp.EmulateViewport(1280, 900))
+
+	// An ended job: its outputs as links and its pictures.
+	br.do("select the ended job", chromedp.Click(chromedp.CSS(`#ended tr[data-job="job-done"] td[data-label=owner]`)))
+	br.wait("outputs and picture", `!document.getElementById('outputs-block').hidden &&
+		document.querySelectorAll('#outputs a').length === 4 &&
+		document.querySelector('#figures img') && document.querySelector('#figures img').complete &&
+		document.querySelector('#figures img').naturalWidth === 160`,
+		`document.getElementById('outputs-block').outerHTML`)
+	if got := br.eval(`document.querySelector('#outputs a[download="coef.npy"]').getAttribute('href')`); got != "/api/v1/jobs/job-done/outputs/coef.npy" {
+		t.Errorf("coef.npy link %q", got)
+	}
+	br.wait("test error as a second series", `document.querySelector('#chart .series-test') !== null`, `document.getElementById('chart').innerHTML`)
+
+	// The node goes away: the banner names it and offers the members that serve a dashboard;
+	// when it is back, the page reconnects by itself.
+	ts.stop()
+	br.wait("went-away banner", `!document.getElementById('away').hidden &&
+		document.getElementById('away-text').textContent.includes('node n1 went away') &&
+		document.querySelector('#away-others a[data-member=n2]') !== null &&
+		document.querySelector('#away-others a[data-member=n3]') === null`,
+		`document.getElementById('away').outerHTML`)
+	if got := br.eval(`document.querySelector('#away-others a[data-member=n2]').href`); got != "http://127.0.0.2:8265/" {
+		t.Errorf("the banner offers %q for n2", got)
+	}
+	ts.restart()
+	br.wait("reconnected", `document.getElementById('away').hidden && document.getElementById('conn').textContent === 'live'`,
+		`document.getElementById('away').outerHTML + document.getElementById('conn').textContent`)
+
+	// Cancel a running job: two clicks (arm, confirm) send the DELETE with the CSRF header.
+	br.do("arm cancel", chromedp.Click(chromedp.CSS(`button[data-cancel="job-run"]`)))
+	br.wait("cancel armed", `document.querySelector('button[data-cancel="job-run"]').classList.contains('armed')`, `document.querySelector('#running').innerText`)
+	br.do("confirm cancel", chromedp.Click(chromedp.CSS(`button[data-cancel="job-run"]`)))
+	br.wait("job canceled", `document.querySelector('#ended tr[data-job="job-run"][data-state=canceled]') !== null`, `document.getElementById('jobs-section').innerText`)
+	if got := b.canceledIDs(); !slices.Equal(got, []string{"job-run"}) {
+		t.Errorf("backend canceled %v, want [job-run]", got)
+	}
+	br.check()
+}
