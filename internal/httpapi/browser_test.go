@@ -615,56 +615,97 @@ func screenshotPaths(t *testing.T) (desktop, phone string) {
 	return desktop, strings.TrimSuffix(desktop, ext) + "-390" + ext
 }
 
-// ---- the service under test, stoppable and restartable on one address ----
+// ---- the network between the browser and the node, cut and healed at will ----
 
-type testService struct {
-	t    *testing.T
-	addr string
-	h    http.Handler
-	srv  *http.Server
+// cuttableListener accepts connections until cut: then it closes every open one (the
+// streams too) and every new one at once, as a node the browser cannot reach, until healed.
+// The service behind it keeps running (and keeps its sessions).
+type cuttableListener struct {
+	net.Listener
+	mu    sync.Mutex
+	down  bool
+	conns map[net.Conn]struct{}
 }
 
-func startService(t *testing.T, h http.Handler) *testService {
+func newCuttableListener(t *testing.T) *cuttableListener {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &testService{t: t, addr: ln.Addr().String(), h: h}
-	s.serve(ln)
-	t.Cleanup(func() { s.stop() })
-	return s
+	return &cuttableListener{Listener: ln, conns: map[net.Conn]struct{}{}}
 }
 
-func (s *testService) serve(ln net.Listener) {
-	s.srv = &http.Server{Handler: s.h, ReadHeaderTimeout: 5 * time.Second}
-	go s.srv.Serve(ln)
-}
-
-func (s *testService) url() string { return "http://" + s.addr }
-
-// stop closes the listener and every connection, the streams too, as a node that dies.
-func (s *testService) stop() {
-	if s.srv != nil {
-		s.srv.Close()
-		s.srv = nil
-	}
-}
-
-// restart serves again on the same address.
-func (s *testService) restart() {
-	s.t.Helper()
-	var ln net.Listener
-	var err error
-	for range 50 {
-		if ln, err = net.Listen("tcp", s.addr); err == nil {
-			break
+func (l *cuttableListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
 		}
-		time.Sleep(100 * time.Millisecond)
+		l.mu.Lock()
+		if l.down {
+			l.mu.Unlock()
+			c.Close()
+			continue
+		}
+		l.conns[c] = struct{}{}
+		l.mu.Unlock()
+		return &trackedConn{Conn: c, l: l}, nil
 	}
-	if err != nil {
-		s.t.Fatalf("listen again on %s: %v", s.addr, err)
+}
+
+func (l *cuttableListener) cut() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.down = true
+	for c := range l.conns {
+		c.Close()
 	}
-	s.serve(ln)
+	clear(l.conns)
+}
+
+func (l *cuttableListener) heal() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.down = false
+}
+
+type trackedConn struct {
+	net.Conn
+	l *cuttableListener
+}
+
+func (c *trackedConn) Close() error {
+	c.l.mu.Lock()
+	delete(c.l.conns, c.Conn)
+	c.l.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// dashboardUnderTest is the service the browser talks to and the test's levers on it.
+type dashboardUnderTest struct {
+	url      string // base URL
+	loginURL string // the URL with ?token= that serve prints
+	ln       *cuttableListener
+	// forget makes the service forget its sessions, as a node that restarted.
+	forget func()
+}
+
+// startFakeDashboard serves the page and the API with the stand-in service over b.
+func startFakeDashboard(t *testing.T, b *fakeBackend) *dashboardUnderTest {
+	ln := newCuttableListener(t)
+	svc := &fakeService{b: b, token: strings.Repeat("ab", 32), sessions: map[string]bool{}}
+	srv := &http.Server{Handler: svc.handler(), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	url := "http://" + ln.Addr().String()
+	return &dashboardUnderTest{
+		url: url, loginURL: url + "/login?token=" + svc.token, ln: ln,
+		forget: func() {
+			svc.mu.Lock()
+			clear(svc.sessions)
+			svc.mu.Unlock()
+		},
+	}
 }
 
 // ---- the test ----
@@ -673,22 +714,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	br := newBrowser(t)
 	desktopShot, phoneShot := screenshotPaths(t)
 
-	// The member list names this node's own URL, which is known once it listens: the fake
-	// backend gets it after the start.
 	b := newFakeBackend(t, "")
-	svc := &fakeService{b: b, token: strings.Repeat("ab", 32), sessions: map[string]bool{}}
-	ts := startService(t, svc.handler())
+	d := startFakeDashboard(t, b)
+	// The member list names this node's own URL, known once it listens.
 	b.mu.Lock()
-	b.cluster.Members[0].HTTP = ts.url() + "/"
+	b.cluster.Members[0].HTTP = d.url + "/"
 	b.mu.Unlock()
-	loginURL := ts.url() + "/login?token=" + svc.token
 
 	// Without a session, the page is the login form.
-	br.do("open the page without a session", chromedp.Navigate(ts.url()+"/"))
+	br.do("open the page without a session", chromedp.Navigate(d.url+"/"))
 	br.wait("login form", `document.querySelector('#login-form input[name=token]') !== null`, `document.body.innerText`)
 
 	// The printed URL logs in and lands on the dashboard with the members.
-	br.do("log in", chromedp.Navigate(loginURL))
+	br.do("log in", chromedp.Navigate(d.loginURL))
 	br.wait("members listed",
 		`document.querySelectorAll('#members tbody tr[data-member]').length === 3`,
 		`document.querySelector('#members').innerText`)
@@ -774,6 +812,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := br.eval(`document.querySelector('#events tr[data-kind=failure] td[data-label=what]').textContent`); !strings.Contains(got, "member n3 died") {
 		t.Errorf("failure event text %q", got)
 	}
+	if got := br.eval(`[...document.querySelectorAll('#timeline svg text')].map(t => t.textContent).join(' ')`); !strings.Contains(got, "time since submission") || !strings.Contains(got, "0s") {
+		t.Errorf("timeline's time axis labels: %q", got)
+	}
 	br.do("timeline by iteration", chromedp.Click(chromedp.CSS(`input[name=tl-axis][value=iteration]`)))
 	br.wait("timeline redrawn by iteration", `[...document.querySelectorAll('#timeline svg text')].some(t => t.textContent === 'iteration')`,
 		`document.getElementById('timeline').innerHTML`)
@@ -806,7 +847,7 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// The node goes away: the banner names it and offers the members that serve a dashboard;
 	// when it is back, the page reconnects by itself.
-	ts.stop()
+	d.ln.cut()
 	br.wait("went-away banner", `!document.getElementById('away').hidden &&
 		document.getElementById('away-text').textContent.includes('node n1 went away') &&
 		document.querySelector('#away-others a[data-member=n2]') !== null &&
@@ -815,9 +856,22 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := br.eval(`document.querySelector('#away-others a[data-member=n2]').href`); got != "http://127.0.0.2:8265/" {
 		t.Errorf("the banner offers %q for n2", got)
 	}
-	ts.restart()
+	d.ln.heal()
 	br.wait("reconnected", `document.getElementById('away').hidden && document.getElementById('conn').textContent === 'live'`,
 		`document.getElementById('away').outerHTML + document.getElementById('conn').textContent`)
+	// The node restarts and forgets the session: the page says so and offers the login form
+	// (it does not reload itself in a loop); the printed URL logs in again.
+	d.ln.cut()
+	br.wait("went away again", `!document.getElementById('away').hidden`, `document.getElementById('away').outerHTML`)
+	d.forget()
+	d.ln.heal()
+	br.wait("logged out", `document.getElementById('conn').textContent === 'logged out' &&
+		document.getElementById('away-text').textContent.includes('not logged in') &&
+		document.querySelector('#away-others a[href="/"]') !== null`,
+		`document.getElementById('away').outerHTML + document.getElementById('conn').textContent`)
+	br.do("log in again", chromedp.Navigate(d.loginURL))
+	br.wait("live again", `document.getElementById('conn').textContent === 'live' && document.querySelector('button[data-cancel="job-run"]') !== null`,
+		`document.body.innerText`)
 
 	// Cancel a running job: two clicks (arm, confirm) send the DELETE with the CSRF header.
 	br.do("arm cancel", chromedp.Click(chromedp.CSS(`button[data-cancel="job-run"]`)))

@@ -213,9 +213,29 @@
       others.textContent = "No other member with a dashboard is known.";
     }
     $("away").hidden = false;
+    document.body.classList.add("stale");
   }
 
-  function hideAway() { $("away").hidden = true; }
+  function hideAway() {
+    $("away").hidden = true;
+    document.body.classList.remove("stale");
+  }
+
+  // loggedOut stops the streams and offers the login form: the session expired, or the node
+  // restarted and forgot it. (No automatic navigation: a page that reloads itself on 401 could
+  // loop.)
+  function loggedOut() {
+    clearTimeout(retryTimer);
+    if (clusterStream) { clusterStream.close(); clusterStream = null; }
+    stopFollowing();
+    setConn("down", "logged out");
+    $("away-text").textContent = "You are not logged in to node " + (state.cluster ? state.cluster.self : location.host) + " (the session ended or the node restarted).";
+    const a = el("a", "", "log in again");
+    a.href = "/";
+    $("away-others").replaceChildren(a);
+    $("away").hidden = false;
+    document.body.classList.add("stale");
+  }
 
   // ---- members ----
 
@@ -889,7 +909,7 @@
     retryTimer = setTimeout(async () => {
       try {
         const r = await fetch("/api/v1/whoami", { credentials: "same-origin", cache: "no-store" });
-        if (r.status === 401) { location.assign("/"); return; }
+        if (r.status === 401) { loggedOut(); return; }
         if (!r.ok) throw new Error(String(r.status));
         state.who = await r.json();
         renderHeader();
@@ -904,7 +924,7 @@
   async function whoami() {
     try {
       const r = await fetch("/api/v1/whoami", { credentials: "same-origin", cache: "no-store" });
-      if (r.status === 401) { location.assign("/"); return; }
+      if (r.status === 401) { loggedOut(); return; }
       if (r.ok) { state.who = await r.json(); renderHeader(); }
     } catch (e) { /* the stream's error handling says the node is away */ }
   }
