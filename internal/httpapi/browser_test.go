@@ -106,7 +106,7 @@ func newFakeBackend(t *testing.T, selfHTTP string) *fakeBackend {
 	failed := &JobView{
 		ID: "job-failed", Owner: hostileOwner, Coordinator: "n1", Algorithm: "mu", Rank: 3, Shards: 1,
 		State: "failed", Iteration: 7, MaxIter: 50, SubmittedUnixMs: now - 900_000, EndedUnixMs: now - 899_000,
-		Error: &ErrorView{Kind: "user", Field: "input", Message: "input: row 3 column 2: value -1 is negative"},
+		Error: &ErrorView{Kind: "user", Field: "input", Message: "input: row 3 column 2: value -1 is negative " + hostileOwner},
 	}
 	b.jobs = append(b.jobs, done, failed)
 	b.outputs["job-done/report.json"] = []byte(`{"iterations":200}`)
@@ -177,7 +177,7 @@ func (b *fakeBackend) kill(name, jobID string) {
 			m.State, m.Load, m.Error, actor = "dead", 0, "no answer: member is dead", m.Actor
 		}
 	}
-	b.cluster.Warnings = append(b.cluster.Warnings, "member "+name+" is dead")
+	b.cluster.Warnings = append(b.cluster.Warnings, "member "+name+" is dead", "a hostile warning "+hostileOwner)
 	j := b.findLocked(jobID)
 	now := time.Now().UnixMilli()
 	j.Events = append(j.Events,
@@ -761,7 +761,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := br.eval(`document.querySelector('#ended tr[data-job="job-failed"] td[data-label=owner]').textContent`); got != hostileOwner {
 		t.Errorf("hostile owner shown as %q, want the text itself", got)
 	}
-	if got := br.eval(`document.querySelectorAll('main img[src="x"]').length + ':' + (window.pwned === undefined)`); got != "0:true" {
+	if got := br.eval(`document.querySelectorAll('img[src="x"]').length + ':' + (window.pwned === undefined)`); got != "0:true" {
 		t.Errorf("a string from the API became markup: imgs:pwned-undefined = %s", got)
 	}
 	if got := br.eval(`document.querySelector('#ended tr[data-job="job-failed"] td[data-label=error]').textContent`); !strings.Contains(got, "row 3 column 2") || !strings.Contains(got, "input") {
@@ -809,6 +809,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		document.querySelector('#timeline-legend [data-kind=failure]') &&
 		document.querySelector('#events tr[data-kind=failure]')`,
 		`document.getElementById('timeline').innerHTML + document.getElementById('events').innerText`)
+	if got := br.eval(`document.querySelectorAll('img[src="x"]').length + ':' + (window.pwned === undefined)`); got != "0:true" {
+		t.Errorf("a warning became markup: imgs:pwned-undefined = %s", got)
+	}
 	if got := br.eval(`document.querySelector('#events tr[data-kind=failure] td[data-label=what]').textContent`); !strings.Contains(got, "member n3 died") {
 		t.Errorf("failure event text %q", got)
 	}

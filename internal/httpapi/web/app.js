@@ -267,7 +267,10 @@
       addrs.append(el("div", "", "actor " + (m.actor || "?")), el("div", "", "gossip " + (m.gossip || "?")));
       if (m.http) addrs.append(el("div", "", "http " + m.http));
       tr.append(cell("addresses", addrs));
-      tr.append(cell("machine", m.machine || ""));
+      const mach = el("div");
+      if (m.machine) mach.append(el("div", "", m.machine));
+      if (m.started_unix_ms && m.state === "alive") mach.append(el("div", "small muted", "up " + duration((Date.now() - m.started_unix_ms) / 1000)));
+      tr.append(cell("machine", mach.childNodes.length ? mach : ""));
       tr.append(numCell("cores", m.cores ? m.cores + (m.threads && m.threads !== m.cores ? " (" + m.threads + " threads)" : "") : ""));
       const off = m.memory_offered || 0, res = m.memory_reserved || 0;
       const mem = el("div");
