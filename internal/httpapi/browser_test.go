@@ -543,8 +543,9 @@ type dashboardUnderTest struct {
 	url      string // base URL
 	loginURL string // the URL with ?token= that serve prints
 	ln       *cuttableListener
-	// forget makes the service forget its sessions, as a node that restarted.
-	forget func()
+	// restart restarts the service on the same address (reachable again), its sessions
+	// forgotten, as a node that restarted.
+	restart func()
 }
 
 // startFakeDashboard serves the page and the API with the stand-in service over b.
@@ -557,10 +558,11 @@ func startFakeDashboard(t *testing.T, b *fakeBackend) *dashboardUnderTest {
 	url := "http://" + ln.Addr().String()
 	return &dashboardUnderTest{
 		url: url, loginURL: url + "/login?token=" + svc.token, ln: ln,
-		forget: func() {
+		restart: func() {
 			svc.mu.Lock()
 			clear(svc.sessions)
 			svc.mu.Unlock()
+			ln.heal()
 		},
 	}
 }
@@ -723,8 +725,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// (it does not reload itself in a loop); the printed URL logs in again.
 	d.ln.cut()
 	br.wait("went away again", `!document.getElementById('away').hidden`, `document.getElementById('away').outerHTML`)
-	d.forget()
-	d.ln.heal()
+	d.restart()
 	br.wait("logged out", `document.getElementById('conn').textContent === 'logged out' &&
 		document.getElementById('away-text').textContent.includes('not logged in') &&
 		document.querySelector('#away-others a[href="/"]') !== null`,
