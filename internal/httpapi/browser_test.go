@@ -38,9 +38,9 @@ import (
 
 // ---- a fake Backend the test drives step by step ----
 
-// fakeBackend is a cluster of three members and a few jobs whose state the test changes
+// dashBackend is a cluster of three members and a few jobs whose state the test changes
 // explicitly (advance, kill), each change waking the streams through Updated.
-type fakeBackend struct {
+type dashBackend struct {
 	mu       sync.Mutex
 	cluster  ClusterView
 	jobs     []*JobView // full, with history and events
@@ -49,14 +49,14 @@ type fakeBackend struct {
 	canceled []string
 }
 
-var _ Backend = (*fakeBackend)(nil)
+var _ Backend = (*dashBackend)(nil)
 
 const hostileOwner = `<img src=x onerror="window.pwned=1">`
 
-func newFakeBackend(t *testing.T, selfHTTP string) *fakeBackend {
+func newDashBackend(t *testing.T, selfHTTP string) *dashBackend {
 	t.Helper()
 	now := time.Now().UnixMilli()
-	b := &fakeBackend{updated: make(chan struct{}), outputs: map[string][]byte{}}
+	b := &dashBackend{updated: make(chan struct{}), outputs: map[string][]byte{}}
 	member := func(name, actor, http string, offered, reserved int64, load float64) MemberView {
 		return MemberView{
 			Name: name, State: "alive", Role: "member", Gossip: actor[:strings.LastIndex(actor, ":")] + ":7946",
@@ -135,13 +135,13 @@ func testPNG(t *testing.T) []byte {
 }
 
 // notifyLocked wakes every stream waiting on Updated.
-func (b *fakeBackend) notifyLocked() {
+func (b *dashBackend) notifyLocked() {
 	b.cluster.UnixMs = time.Now().UnixMilli()
 	close(b.updated)
 	b.updated = make(chan struct{})
 }
 
-func (b *fakeBackend) advanceLocked(j *JobView, n int) {
+func (b *dashBackend) advanceLocked(j *JobView, n int) {
 	for range n {
 		j.Iteration++
 		j.RelErr2 = 0.8*pow(0.9, j.Iteration) + 1e-4
@@ -153,7 +153,7 @@ func (b *fakeBackend) advanceLocked(j *JobView, n int) {
 }
 
 // advance runs job id n iterations further.
-func (b *fakeBackend) advance(id string, n int) {
+func (b *dashBackend) advance(id string, n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.advanceLocked(b.findLocked(id), n)
@@ -162,7 +162,7 @@ func (b *fakeBackend) advance(id string, n int) {
 
 // kill marks member name dead, warns, and puts a failure and its recovery on the running
 // job's timeline (its shard there moved to n1), as a node's view would after a crash.
-func (b *fakeBackend) kill(name, jobID string) {
+func (b *dashBackend) kill(name, jobID string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var actor string
@@ -190,7 +190,7 @@ func (b *fakeBackend) kill(name, jobID string) {
 	b.notifyLocked()
 }
 
-func (b *fakeBackend) findLocked(id string) *JobView {
+func (b *dashBackend) findLocked(id string) *JobView {
 	for _, j := range b.jobs {
 		if j.ID == id {
 			return j
@@ -199,7 +199,7 @@ func (b *fakeBackend) findLocked(id string) *JobView {
 	return nil
 }
 
-func (b *fakeBackend) canceledIDs() []string {
+func (b *dashBackend) canceledIDs() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(b.canceled)
@@ -221,7 +221,7 @@ func copyJob(j *JobView, detail bool) JobView {
 	return c
 }
 
-func (b *fakeBackend) Cluster(ctx context.Context) (ClusterView, error) {
+func (b *dashBackend) Cluster(ctx context.Context) (ClusterView, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	c := b.cluster
@@ -230,7 +230,7 @@ func (b *fakeBackend) Cluster(ctx context.Context) (ClusterView, error) {
 	return c, nil
 }
 
-func (b *fakeBackend) Jobs(ctx context.Context, owner string) ([]JobView, error) {
+func (b *dashBackend) Jobs(ctx context.Context, owner string) ([]JobView, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []JobView
@@ -242,7 +242,7 @@ func (b *fakeBackend) Jobs(ctx context.Context, owner string) ([]JobView, error)
 	return out, nil
 }
 
-func (b *fakeBackend) Job(ctx context.Context, id string) (JobView, error) {
+func (b *dashBackend) Job(ctx context.Context, id string) (JobView, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if j := b.findLocked(id); j != nil {
@@ -251,11 +251,11 @@ func (b *fakeBackend) Job(ctx context.Context, id string) (JobView, error) {
 	return JobView{}, ErrNotFound
 }
 
-func (b *fakeBackend) Submit(ctx context.Context, owner string, spec *jobspec.Spec) (string, error) {
+func (b *dashBackend) Submit(ctx context.Context, owner string, spec *jobspec.Spec) (string, error) {
 	return "", errors.New("the browser test's backend takes no submissions")
 }
 
-func (b *fakeBackend) Cancel(ctx context.Context, id string) error {
+func (b *dashBackend) Cancel(ctx context.Context, id string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	j := b.findLocked(id)
@@ -270,7 +270,7 @@ func (b *fakeBackend) Cancel(ctx context.Context, id string) error {
 	return nil
 }
 
-func (b *fakeBackend) Output(ctx context.Context, id, name string) (io.ReadCloser, error) {
+func (b *dashBackend) Output(ctx context.Context, id, name string) (io.ReadCloser, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	data, ok := b.outputs[id+"/"+name]
@@ -280,9 +280,9 @@ func (b *fakeBackend) Output(ctx context.Context, id, name string) (io.ReadClose
 	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
-func (b *fakeBackend) Ready() error { return nil }
+func (b *dashBackend) Ready() error { return nil }
 
-func (b *fakeBackend) Updated() <-chan struct{} {
+func (b *dashBackend) Updated() <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.updated
@@ -296,7 +296,7 @@ var browserTestWeb embed.FS
 // fakeService serves the embedded page and the API routes the page uses, with a cookie
 // session made by /login?token=, the CSRF header on DELETE, and the CSP of the real service.
 type fakeService struct {
-	b        *fakeBackend
+	b        *dashBackend
 	token    string
 	mu       sync.Mutex
 	sessions map[string]bool
@@ -328,7 +328,7 @@ func (s *fakeService) handler() http.Handler {
 	})
 	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("token") != s.token {
-			writeJSON(w, 401, ErrorView{Kind: "auth", Message: "bad token"})
+			fakeWriteJSON(w, 401, ErrorView{Kind: "auth", Message: "bad token"})
 			return
 		}
 		s.mu.Lock()
@@ -342,38 +342,38 @@ func (s *fakeService) handler() http.Handler {
 	api := func(pattern string, h http.HandlerFunc) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			if !s.authed(r) {
-				writeJSON(w, 401, ErrorView{Kind: "auth", Message: "log in"})
+				fakeWriteJSON(w, 401, ErrorView{Kind: "auth", Message: "log in"})
 				return
 			}
 			h(w, r)
 		})
 	}
 	api("GET /api/v1/whoami", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, map[string]string{"name": "operator", "role": "operator"})
+		fakeWriteJSON(w, 200, map[string]string{"name": "operator", "role": "operator"})
 	})
 	api("GET /api/v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
 		j, err := s.b.Job(r.Context(), r.PathValue("id"))
 		if err != nil {
-			writeJSON(w, 404, ErrorView{Kind: "not_found", Message: "no job " + r.PathValue("id")})
+			fakeWriteJSON(w, 404, ErrorView{Kind: "not_found", Message: "no job " + r.PathValue("id")})
 			return
 		}
-		writeJSON(w, 200, j)
+		fakeWriteJSON(w, 200, j)
 	})
 	api("DELETE /api/v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Didnmf-CSRF") != "1" {
-			writeJSON(w, 403, ErrorView{Kind: "forbidden", Message: "no CSRF header"})
+			fakeWriteJSON(w, 403, ErrorView{Kind: "forbidden", Message: "no CSRF header"})
 			return
 		}
 		if err := s.b.Cancel(r.Context(), r.PathValue("id")); err != nil {
-			writeJSON(w, 404, ErrorView{Kind: "not_found", Message: "no job " + r.PathValue("id")})
+			fakeWriteJSON(w, 404, ErrorView{Kind: "not_found", Message: "no job " + r.PathValue("id")})
 			return
 		}
-		writeJSON(w, 202, map[string]string{"id": r.PathValue("id")})
+		fakeWriteJSON(w, 202, map[string]string{"id": r.PathValue("id")})
 	})
 	api("GET /api/v1/jobs/{id}/outputs/{name...}", func(w http.ResponseWriter, r *http.Request) {
 		rc, err := s.b.Output(r.Context(), r.PathValue("id"), r.PathValue("name"))
 		if err != nil {
-			writeJSON(w, 404, ErrorView{Kind: "not_found", Message: "no such output"})
+			fakeWriteJSON(w, 404, ErrorView{Kind: "not_found", Message: "no such output"})
 			return
 		}
 		defer rc.Close()
@@ -403,13 +403,13 @@ func (s *fakeService) authed(r *http.Request) bool {
 	return s.sessions[c.Value]
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+func fakeWriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
 }
 
-func sse(w http.ResponseWriter, event string, v any) error {
+func fakeSSE(w http.ResponseWriter, event string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -427,7 +427,7 @@ func (s *fakeService) clusterEvents(w http.ResponseWriter, r *http.Request) {
 		updated := s.b.Updated()
 		c, _ := s.b.Cluster(r.Context())
 		jobs, _ := s.b.Jobs(r.Context(), "")
-		if sse(w, "cluster", c) != nil || sse(w, "jobs", map[string]any{"jobs": jobs}) != nil {
+		if fakeSSE(w, "cluster", c) != nil || fakeSSE(w, "jobs", map[string]any{"jobs": jobs}) != nil {
 			return
 		}
 		select {
@@ -442,13 +442,13 @@ func (s *fakeService) jobEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	j, err := s.b.Job(r.Context(), id)
 	if err != nil {
-		writeJSON(w, 404, ErrorView{Kind: "not_found", Message: "no job " + id})
+		fakeWriteJSON(w, 404, ErrorView{Kind: "not_found", Message: "no job " + id})
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	updated := s.b.Updated()
-	if sse(w, "job", j) != nil {
+	if fakeSSE(w, "job", j) != nil {
 		return
 	}
 	sentPoints, sentEvents := len(j.History), len(j.Events)
@@ -465,11 +465,11 @@ func (s *fakeService) jobEvents(w http.ResponseWriter, r *http.Request) {
 		p := j
 		p.History, p.Events = j.History[sentPoints:], j.Events[sentEvents:]
 		sentPoints, sentEvents = len(j.History), len(j.Events)
-		if sse(w, "progress", p) != nil {
+		if fakeSSE(w, "progress", p) != nil {
 			return
 		}
 	}
-	sse(w, "end", j)
+	fakeSSE(w, "end", j)
 }
 
 // ---- the network between the browser and the node, cut and healed at will ----
@@ -549,7 +549,7 @@ type dashboardUnderTest struct {
 }
 
 // startFakeDashboard serves the page and the API with the stand-in service over b.
-func startFakeDashboard(t *testing.T, b *fakeBackend) *dashboardUnderTest {
+func startFakeDashboard(t *testing.T, b *dashBackend) *dashboardUnderTest {
 	ln := newCuttableListener(t)
 	svc := &fakeService{b: b, token: strings.Repeat("ab", 32), sessions: map[string]bool{}}
 	srv := &http.Server{Handler: svc.handler(), ReadHeaderTimeout: 5 * time.Second}
@@ -573,7 +573,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	br := newBrowser(t)
 	desktopShot, phoneShot := screenshotPaths(t)
 
-	b := newFakeBackend(t, "")
+	b := newDashBackend(t, "")
 	d := startFakeDashboard(t, b)
 	// The member list names this node's own URL, known once it listens.
 	b.mu.Lock()
