@@ -308,7 +308,7 @@ func (s *fakeService) handler() http.Handler {
 		panic(err)
 	}
 	mux := http.NewServeMux()
-	page := func(name string) http.HandlerFunc {
+	page := func(name string, status int) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			data, err := fs.ReadFile(web, name)
 			if err != nil {
@@ -316,19 +316,20 @@ func (s *fakeService) handler() http.Handler {
 				return
 			}
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(status)
 			w.Write(data)
 		}
 	}
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		if s.authed(r) {
-			page("index.html")(w, r)
+			page("index.html", 200)(w, r)
 		} else {
-			page("login.html")(w, r)
+			page("login.html", 200)(w, r)
 		}
 	})
 	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("token") != s.token {
-			fakeWriteJSON(w, 401, ErrorView{Kind: "auth", Message: "bad token"})
+			page("login.html", 401)(w, r)
 			return
 		}
 		s.mu.Lock()
@@ -584,6 +585,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	br.do("open the page without a session", chromedp.Navigate(d.url+"/"))
 	br.wait("login form", `document.querySelector('#login-form input[name=token]') !== null`, `document.body.innerText`)
 
+	// A wrong token: the form says so, and the token leaves the address bar.
+	br.do("log in with a wrong token", chromedp.Navigate(d.url+"/login?token="+strings.Repeat("0", 64)))
+	br.wait("token refused", `!document.getElementById('login-error').hidden && location.search === ''`,
+		`location.href + ' ' + document.body.innerText`)
+
 	// The printed URL logs in and lands on the dashboard with the members.
 	br.do("log in", chromedp.Navigate(d.loginURL))
 	br.wait("members listed",
@@ -702,7 +708,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		document.querySelector('#figures img') && document.querySelector('#figures img').complete &&
 		document.querySelector('#figures img').naturalWidth === 160`,
 		`document.getElementById('outputs-block').outerHTML`)
-	if got := br.eval(`document.querySelector('#outputs a[download="coef.npy"]').getAttribute('href')`); got != "/api/v1/jobs/job-done/outputs/coef.npy" {
+	if got := br.eval(`document.querySelector('#outputs a[download="job-done-coef.npy"]').getAttribute('href')`); got != "/api/v1/jobs/job-done/outputs/coef.npy" {
 		t.Errorf("coef.npy link %q", got)
 	}
 	br.wait("test error as a second series", `document.querySelector('#chart .series-test') !== null`, `document.getElementById('chart').innerHTML`)

@@ -618,7 +618,8 @@
       const li = el("li");
       const a = el("a", "", name);
       a.href = outputURL(j.id, name);
-      a.setAttribute("download", name.split("/").pop());
+      // The arrays download; the report and the pictures open in the browser.
+      if (name.endsWith(".npy")) a.setAttribute("download", j.id + "-" + name.split("/").pop());
       li.append(a);
       ul.append(li);
       if (/^figures\/[^/]+\.png$/.test(name)) {
