@@ -664,6 +664,16 @@
     }
   }
 
+  // timeTicks places ticks on [0, span] ms at round durations (1 s … 1 d), labels apart.
+  function timeTicks(span, width) {
+    const steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400].map((x) => x * 1000);
+    const most = Math.max(1, Math.floor(width / 90));
+    const step = steps.find((st) => span / st <= most) || Math.ceil(span / most / 86400000) * 86400000;
+    const ticks = [];
+    for (let v = 0; v <= span + 1e-6; v += step) ticks.push(v);
+    return ticks;
+  }
+
   // decadeLabel writes 10^k as "10" with a raised exponent.
   function decadeLabel(t, k) {
     t.append(document.createTextNode("10"));
@@ -786,11 +796,13 @@
     return s;
   }
 
+  // relTime writes a duration in ms as the time axis labels it: 45s, 1m30s, 2h15m, 1d.
   function relTime(ms) {
-    const s = ms / 1000;
-    if (s < 60) return Math.round(s) + "s";
-    if (s < 3600) return (s / 60).toFixed(s < 600 ? 1 : 0).replace(/\.0$/, "") + "m";
-    return (s / 3600).toFixed(1).replace(/\.0$/, "") + "h";
+    const s = Math.round(ms / 1000);
+    if (s < 60) return s + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m" + (s % 60 ? (s % 60) + "s" : "");
+    if (s < 86400) return Math.floor(s / 3600) + "h" + (s % 3600 ? Math.round((s % 3600) / 60) + "m" : "");
+    return Math.floor(s / 86400) + "d" + (s % 86400 >= 3600 ? Math.floor((s % 86400) / 3600) + "h" : "");
   }
 
   // drawTimeline puts a job's events on one lane per kind, along time (since submission) or
@@ -836,7 +848,7 @@
     });
     const axisY = m.t + lane * kinds.length;
     s.append(svg("line", { x1: m.l, x2: m.l + pw, y1: axisY, y2: axisY, class: "axis" }));
-    for (const v of linearTicks(x0, x1, pw, fmt)) {
+    for (const v of byIter ? linearTicks(x0, x1, pw, fmt) : timeTicks(x1, pw)) {
       const x = X(v);
       s.append(svg("line", { x1: x, x2: x, y1: axisY, y2: axisY + 4, class: "axis" }));
       s.append(svg("text", { x, y: axisY + 16, "text-anchor": "middle" }, fmt(v)));
