@@ -8,23 +8,22 @@ package httpapi
 // the "node went away" banner and its retry; it saves screenshots (DIDNMF_SCREENSHOT names
 // the desktop one; the phone one is beside it with "-390" before the extension).
 //
+// The service is the real one (New) over a backend the test drives (dashBackend); the network
+// between the browser and it is cut and healed by the test (cuttableListener).
+//
 // Skipped when no chromium is found: apt-get install -y chromium (or set DIDNMF_CHROMIUM to
 // the binary).
 
 import (
 	"bytes"
 	"context"
-	"embed"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"io"
-	"io/fs"
 	"net"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -288,191 +287,6 @@ func (b *dashBackend) Updated() <-chan struct{} {
 	return b.updated
 }
 
-// ---- a stand-in for the service, to the routes and events of the design ----
-
-//go:embed web
-var browserTestWeb embed.FS
-
-// fakeService serves the embedded page and the API routes the page uses, with a cookie
-// session made by /login?token=, the CSRF header on DELETE, and the CSP of the real service.
-type fakeService struct {
-	b        *dashBackend
-	token    string
-	mu       sync.Mutex
-	sessions map[string]bool
-}
-
-func (s *fakeService) handler() http.Handler {
-	web, err := fs.Sub(browserTestWeb, "web")
-	if err != nil {
-		panic(err)
-	}
-	mux := http.NewServeMux()
-	page := func(name string, status int) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			data, err := fs.ReadFile(web, name)
-			if err != nil {
-				http.Error(w, err.Error(), 500)
-				return
-			}
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			w.WriteHeader(status)
-			w.Write(data)
-		}
-	}
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		if s.authed(r) {
-			page("index.html", 200)(w, r)
-		} else {
-			page("login.html", 200)(w, r)
-		}
-	})
-	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("token") != s.token {
-			page("login.html", 401)(w, r)
-			return
-		}
-		s.mu.Lock()
-		id := fmt.Sprintf("s%d", len(s.sessions)+1)
-		s.sessions[id] = true
-		s.mu.Unlock()
-		http.SetCookie(w, &http.Cookie{Name: "didnmf_session", Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		http.Redirect(w, r, "/", http.StatusSeeOther)
-	})
-	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(web)))
-	api := func(pattern string, h http.HandlerFunc) {
-		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			if !s.authed(r) {
-				fakeWriteJSON(w, 401, ErrorView{Kind: "auth", Message: "log in"})
-				return
-			}
-			h(w, r)
-		})
-	}
-	api("GET /api/v1/whoami", func(w http.ResponseWriter, r *http.Request) {
-		fakeWriteJSON(w, 200, map[string]string{"name": "operator", "role": "operator"})
-	})
-	api("GET /api/v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
-		j, err := s.b.Job(r.Context(), r.PathValue("id"))
-		if err != nil {
-			fakeWriteJSON(w, 404, ErrorView{Kind: "not_found", Message: "no job " + r.PathValue("id")})
-			return
-		}
-		fakeWriteJSON(w, 200, j)
-	})
-	api("DELETE /api/v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Didnmf-CSRF") != "1" {
-			fakeWriteJSON(w, 403, ErrorView{Kind: "forbidden", Message: "no CSRF header"})
-			return
-		}
-		if err := s.b.Cancel(r.Context(), r.PathValue("id")); err != nil {
-			fakeWriteJSON(w, 404, ErrorView{Kind: "not_found", Message: "no job " + r.PathValue("id")})
-			return
-		}
-		fakeWriteJSON(w, 202, map[string]string{"id": r.PathValue("id")})
-	})
-	api("GET /api/v1/jobs/{id}/outputs/{name...}", func(w http.ResponseWriter, r *http.Request) {
-		rc, err := s.b.Output(r.Context(), r.PathValue("id"), r.PathValue("name"))
-		if err != nil {
-			fakeWriteJSON(w, 404, ErrorView{Kind: "not_found", Message: "no such output"})
-			return
-		}
-		defer rc.Close()
-		if strings.HasSuffix(r.PathValue("name"), ".png") {
-			w.Header().Set("Content-Type", "image/png")
-		}
-		io.Copy(w, rc)
-	})
-	api("GET /api/v1/events", s.clusterEvents)
-	api("GET /api/v1/jobs/{id}/events", s.jobEvents)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'self'")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		mux.ServeHTTP(w, r)
-	})
-}
-
-func (s *fakeService) authed(r *http.Request) bool {
-	c, err := r.Cookie("didnmf_session")
-	if err != nil {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sessions[c.Value]
-}
-
-func fakeWriteJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
-
-func fakeSSE(w http.ResponseWriter, event string, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data); err != nil {
-		return err
-	}
-	return http.NewResponseController(w).Flush()
-}
-
-func (s *fakeService) clusterEvents(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	for {
-		updated := s.b.Updated()
-		c, _ := s.b.Cluster(r.Context())
-		jobs, _ := s.b.Jobs(r.Context(), "")
-		if fakeSSE(w, "cluster", c) != nil || fakeSSE(w, "jobs", map[string]any{"jobs": jobs}) != nil {
-			return
-		}
-		select {
-		case <-updated:
-		case <-r.Context().Done():
-			return
-		}
-	}
-}
-
-func (s *fakeService) jobEvents(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	j, err := s.b.Job(r.Context(), id)
-	if err != nil {
-		fakeWriteJSON(w, 404, ErrorView{Kind: "not_found", Message: "no job " + id})
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	updated := s.b.Updated()
-	if fakeSSE(w, "job", j) != nil {
-		return
-	}
-	sentPoints, sentEvents := len(j.History), len(j.Events)
-	for j.EndedUnixMs == 0 {
-		select {
-		case <-updated:
-		case <-r.Context().Done():
-			return
-		}
-		updated = s.b.Updated()
-		if j, err = s.b.Job(r.Context(), id); err != nil {
-			return
-		}
-		p := j
-		p.History, p.Events = j.History[sentPoints:], j.Events[sentEvents:]
-		sentPoints, sentEvents = len(j.History), len(j.Events)
-		if fakeSSE(w, "progress", p) != nil {
-			return
-		}
-	}
-	fakeSSE(w, "end", j)
-}
-
 // ---- the network between the browser and the node, cut and healed at will ----
 
 // cuttableListener accepts connections until cut: then it closes every open one (the
@@ -485,8 +299,17 @@ type cuttableListener struct {
 	conns map[net.Conn]struct{}
 }
 
-func newCuttableListener(t *testing.T) *cuttableListener {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// newCuttableListener listens on addr (retrying a little: the address may be one a closed
+// server just left).
+func newCuttableListener(t *testing.T, addr string) *cuttableListener {
+	var ln net.Listener
+	var err error
+	for range 50 {
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,23 +372,29 @@ type dashboardUnderTest struct {
 	restart func()
 }
 
-// startFakeDashboard serves the page and the API with the stand-in service over b.
-func startFakeDashboard(t *testing.T, b *dashBackend) *dashboardUnderTest {
-	ln := newCuttableListener(t)
-	svc := &fakeService{b: b, token: strings.Repeat("ab", 32), sessions: map[string]bool{}}
-	srv := &http.Server{Handler: svc.handler(), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	url := "http://" + ln.Addr().String()
-	return &dashboardUnderTest{
-		url: url, loginURL: url + "/login?token=" + svc.token, ln: ln,
-		restart: func() {
-			svc.mu.Lock()
-			clear(svc.sessions)
-			svc.mu.Unlock()
-			ln.heal()
-		},
+// startDashboard serves the page and the API with the service (New) over b, on loopback as
+// `serve --http 127.0.0.1:PORT` does, with a cluster secret.
+func startDashboard(t *testing.T, b *dashBackend) *dashboardUnderTest {
+	secret := []byte("the browser test's cluster secret, 32+ bytes")
+	d := &dashboardUnderTest{ln: newCuttableListener(t, "127.0.0.1:0")}
+	addr := d.ln.Addr().String()
+	var srv *Server
+	start := func() {
+		var err error
+		if srv, err = New(Config{Addr: addr, Backend: b, Secret: secret}); err != nil {
+			t.Fatal(err)
+		}
+		go srv.Serve(d.ln)
+		d.url, d.loginURL = srv.URL(), srv.LoginURL()
 	}
+	start()
+	t.Cleanup(func() { srv.Close() })
+	d.restart = func() {
+		srv.Close()
+		d.ln = newCuttableListener(t, addr)
+		start()
+	}
+	return d
 }
 
 // ---- the test ----
@@ -575,7 +404,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	desktopShot, phoneShot := screenshotPaths(t)
 
 	b := newDashBackend(t, "")
-	d := startFakeDashboard(t, b)
+	d := startDashboard(t, b)
 	// The member list names this node's own URL, known once it listens.
 	b.mu.Lock()
 	b.cluster.Members[0].HTTP = d.url + "/"
