@@ -496,6 +496,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	br.wait("n3 dead", `document.querySelector('#members tr[data-member="n3"]').dataset.state === 'dead' &&
 		document.querySelector('#members tr[data-member="n3"] .state').classList.contains('state-dead')`,
 		`document.querySelector('#members').innerText`)
+	br.wait("the lost shard shown on its new node", `document.querySelector('#running tr[data-job="job-run"] td[data-label="shards on"]').textContent.includes('n1: shard 0, 2, 3')`,
+		`document.querySelector('#running tr[data-job="job-run"]').innerText`)
 	br.wait("warning banner", `!document.getElementById('warnings').hidden && document.getElementById('warnings').textContent.includes('member n3 is dead')`,
 		`document.getElementById('warnings').outerHTML`)
 	br.wait("failure and recovery on the timeline", `document.querySelector('#timeline svg [data-kind=failure]') &&
