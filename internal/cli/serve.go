@@ -213,6 +213,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	historyTime := new(time.Duration)
 	durationFlag(fs, historyTime, "history-time", actors.DefaultHistoryTime, "keep an ended job's record this long, a `DURATION` (e.g. 72h)")
 	chaosDelay := fs.Duration("chaos-delay", 0, "chaos drills only: every shard on this node sleeps this long at each iteration boundary, so that faults land mid-job (default 0: off)")
+	var hf httpFlags
+	hf.register(fs)
 	var sec securityFlags
 	sec.registerMember(fs)
 	fs.Usage = func() {
@@ -311,20 +313,46 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		dir = filepath.Join("didnmf-data", n)
 	}
 	logger := slog.New(handler)
+	version := readBuildVersion().advertised()
+	web, err := hf.open(cr, version, logger)
+	if err != nil {
+		return err
+	}
+	var observer actors.Observer
+	var webURL string
+	if web != nil {
+		observer, webURL = web.metrics, web.url
+	}
 	srv, err := server.Start(server.Config{Name: *name, Bind: *bind, Join: splitList(*join), DataRoots: roots,
-		GossipKey: cr.gossipKey, TLS: cr.tls, Secret: cr.secret, Insecure: cr.insecure, Logger: logger, Version: readBuildVersion().advertised(),
+		GossipKey: cr.gossipKey, TLS: cr.tls, Secret: cr.secret, Insecure: cr.insecure, Logger: logger, Version: version, HTTP: webURL,
 		Node: actors.NodeConfig{Port: *actorPort, DataPort: *dataPort, DataDir: dir, Capacity: *capacity, Memory: mem, Machine: machineName(*machine),
 			Threads: *threads, CheckpointQuota: quotaBytes, Faults: faults, MaxJobTime: *maxJobTime, Lease: *lease,
 			MaxShards: *maxShards, MaxJobs: *maxJobs, MaxRestarts: *maxRestarts, OwnerMaxJobs: *ownerJobs, OwnerMaxShards: *ownerShards, OwnerMemory: ownerMem,
-			OwnerMaxStreams: *ownerStreams, HistoryMax: *historyMax, HistoryTime: *historyTime}})
+			OwnerMaxStreams: *ownerStreams, HistoryMax: *historyMax, HistoryTime: *historyTime, Observer: observer}})
 	if err != nil {
+		if web != nil {
+			web.ln.Close()
+		}
 		return usererr.Wrap(err)
+	}
+	if web != nil {
+		if err := web.start(srv, dir, version, logger); err != nil {
+			srv.Close()
+			return err
+		}
+		defer web.close()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger.Info("serving", slog.String("name", srv.Name()), slog.String("gossip", srv.Gossip()), slog.String("actor", srv.Node.Address()),
 		slog.String("data", dir), slog.Int("members", len(srv.Members.Workers())), slog.Group("", versionAttrs()...))
 	fmt.Fprintf(stdout, "node %s serving: gossip %s, actor %s, data %s, kernels %s, %d member(s)\n", srv.Name(), srv.Gossip(), srv.Node.Address(), dir, kernels.ActiveKernelPath(), len(srv.Members.Workers()))
+	if web != nil {
+		// The log (which others may read) has the address; the token goes only to stdout,
+		// the terminal of whoever started the node, as Jupyter prints its own.
+		logger.Info("dashboard and HTTP API", slog.String("url", web.url))
+		fmt.Fprintf(stdout, "dashboard, HTTP API and /metrics of node %s: open\n    %s\n", srv.Name(), web.loginURL())
+	}
 	<-ctx.Done()
 	logger.Info("leaving the cluster")
 	if err := srv.Leave(5 * time.Second); err != nil {

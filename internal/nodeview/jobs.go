@@ -77,8 +77,14 @@ func (a *attachedJob) ended() bool {
 func (a *attachedJob) merge(jobs map[string]httpapi.JobView, id string) {
 	if j, ok := jobs[id]; ok {
 		a.last = j
-		if a.end != nil && j.EndedUnixMs == 0 {
+		switch {
+		case a.end != nil && j.EndedUnixMs == 0:
 			jobs[id] = *a.end // the coordinator still winds it down
+		case a.end == nil && j.EndedUnixMs != 0:
+			// The members' record says it ended, but this view has not yet written its
+			// outputs: it is not over for the API until they can be fetched.
+			j.State, j.EndedUnixMs, j.Error, j.Outputs = "running", 0, nil, nil
+			jobs[id] = j
 		}
 		return
 	}

@@ -141,7 +141,7 @@ func errText(err error) string {
 // memberView is a known member before its host answers.
 func memberView(k cluster.KnownMember) httpapi.MemberView {
 	return httpapi.MemberView{Name: k.Name, State: string(k.State), Role: "member", Gossip: k.Gossip, Actor: k.Meta.Actor,
-		Cores: k.Meta.Cores, MemoryOffered: k.Meta.Memory, StartedUnixMs: k.Meta.Started / int64(time.Millisecond)}
+		Version: k.Meta.Version, HTTP: k.Meta.HTTP, Cores: k.Meta.Cores, MemoryOffered: k.Meta.Memory, StartedUnixMs: k.Meta.Started / int64(time.Millisecond)}
 }
 
 // fromPong fills in a member's load from its host's answer, and adds the warnings it calls

@@ -86,7 +86,12 @@ type Server struct {
 	unlock  func()
 	closed  atomic.Bool
 	prof    *profiles
+	tls     *pki.Config
 }
+
+// TLS returns the node's mutual TLS (its certificate and the cluster's authority, from the
+// certificate files or derived from the secret); nil for a node run without credentials.
+func (s *Server) TLS() *pki.Config { return s.tls }
 
 // lateMembers lets the actor node see the membership that starts after it (the membership
 // advertises the node's actor address, which is only known once the node listens).
@@ -275,6 +280,7 @@ func Start(cfg Config) (*Server, error) {
 	if err := CheckSecurity(host, cfg.GossipKey, cfg.TLS, cfg.Insecure); err != nil {
 		return fail(err)
 	}
+	s.tls = cfg.TLS
 	if s.roots, err = fsroot.Open(cfg.DataRoots...); err != nil {
 		return fail(fmt.Errorf("--data-root: %w", err))
 	}
