@@ -56,6 +56,7 @@ commands:
   status      list a cluster's members, their load and running jobs
   jobs        list your jobs on a cluster, with their progress
   cancel      cancel one of your jobs on a cluster
+  dashboard   print the login URLs of the members' dashboards and HTTP API (serve --http), for the secret's holder
   certs       make a cluster's certificate authority and node certificates for mutual TLS
   bench       time an algorithm per iteration against its memory and compute floors, print figures
   demo        start a 3-node cluster on loopback and factorize Fashion-MNIST (or a synthetic matrix) on it
@@ -112,6 +113,8 @@ func command(name string) func(args []string, stdout, stderr io.Writer) error {
 		return cmdJobs
 	case "cancel":
 		return cmdCancel
+	case "dashboard":
+		return cmdDashboard
 	case "certs":
 		return cmdCerts
 	case "convert":
