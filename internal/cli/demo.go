@@ -1,14 +1,18 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/didnmf/didnmf/internal/actors"
@@ -59,10 +63,14 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	// and a bad flag end here.
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	registerFactorize(fs, new(jobFlags))
+	stay := fs.Bool("stay", false, "")
 	fs.Usage = func() { demoUsage(fs.Output()) }
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
+	args = slices.DeleteFunc(slices.Clone(args), func(a string) bool { // demo's own flag, not factorize's
+		return strings.TrimLeft(a, "-") == "stay" || strings.HasPrefix(strings.TrimLeft(a, "-"), "stay=")
+	})
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var defaults []string
@@ -106,7 +114,16 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if err := cmdFactorize(append(defaults, args...), stdout, stderr); err != nil {
 		return err
 	}
-	return demoSummary(stderr, out, names, ref)
+	if err := demoSummary(stderr, out, names, ref); err != nil {
+		return err
+	}
+	if *stay && !given["nodes"] && !given["cluster"] {
+		fmt.Fprintln(stderr, "demo: the cluster stays up for its dashboard (the job is listed as ended, with its pictures and outputs): Ctrl-C stops it")
+		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer cancel()
+		<-ctx.Done()
+	}
+	return nil
 }
 
 // peerReference is what scikit-learn's NMF with its defaults reached on a demo input, measured
@@ -203,6 +220,7 @@ func demoUsage(w io.Writer) {
 	h.String("out", "", "output `DIR` (default: a new directory didnmf-demo-* in $TMPDIR)")
 	h.String("nodes", "", "run on `N` actor systems in this process without gossip instead of the 3-node cluster (0: no actors)")
 	h.String("cluster", "", "run on the running cluster at `IP:PORT` instead of starting one")
+	h.Bool("stay", false, "keep the demo's cluster and its dashboard up after the job, until Ctrl-C")
 	h.PrintDefaults()
 }
 
@@ -227,19 +245,43 @@ func startDemoCluster(n int, roots []string, stderr io.Writer) (string, string, 
 		os.RemoveAll(dir)
 		return "", "", nil, nil, err
 	}
-	for i := 0; i < n; i++ {
-		cfg := server.Config{Name: fmt.Sprintf("demo-%d", i+1), Bind: "127.0.0.1:0", Secret: secret, DataRoots: roots,
-			Node: actors.NodeConfig{Pool: pool, DataDir: filepath.Join(dir, fmt.Sprint(i+1)), MaxJobTime: demoMaxJobTime, Machine: server.MachineID()}}
-		if i > 0 {
-			cfg.Join = []string{nodes[0].Gossip()}
+	version := readBuildVersion().advertised()
+	var webs []*nodeHTTP
+	stop = func() {
+		for _, w := range webs {
+			w.close()
 		}
-		s, err := server.Start(cfg)
+		for _, s := range nodes {
+			_ = s.Leave(time.Second)
+		}
+		pool.Close()
+	}
+	for i := 0; i < n; i++ {
+		// Every member serves its dashboard on loopback, as serve --http does.
+		web, err := httpFlags{addr: "127.0.0.1:0"}.open(creds{secret: secret}, version, nil)
 		if err != nil {
 			stop()
 			os.RemoveAll(dir)
 			return "", "", nil, nil, err
 		}
-		nodes = append(nodes, s)
+		cfg := server.Config{Name: fmt.Sprintf("demo-%d", i+1), Bind: "127.0.0.1:0", Secret: secret, DataRoots: roots, Version: version, HTTP: web.url,
+			Node: actors.NodeConfig{Pool: pool, DataDir: filepath.Join(dir, fmt.Sprint(i+1)), MaxJobTime: demoMaxJobTime, Machine: server.MachineID(), Observer: web.metrics}}
+		if i > 0 {
+			cfg.Join = []string{nodes[0].Gossip()}
+		}
+		s, err := server.Start(cfg)
+		if err == nil {
+			nodes = append(nodes, s)
+			err = web.start(s, cfg.Node.DataDir, version, slog.New(slog.DiscardHandler))
+		} else {
+			web.ln.Close()
+		}
+		if err != nil {
+			stop()
+			os.RemoveAll(dir)
+			return "", "", nil, nil, err
+		}
+		webs = append(webs, web)
 	}
 	for deadline := time.Now().Add(10 * time.Second); len(nodes[0].Members.Workers()) < n; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -255,6 +297,7 @@ func startDemoCluster(n int, roots []string, stderr io.Writer) (string, string, 
 		byActor[s.Node.Address()] = s.Name()
 	}
 	fmt.Fprintf(stderr, "demo: cluster up: %s\n", strings.Join(names, ", "))
+	fmt.Fprintf(stderr, "demo: its dashboard (members, the job's live convergence and timeline): open\n    %s\n", webs[0].loginURL())
 	return nodes[0].Gossip(), secretFile, byActor, func() {
 		stop()
 		os.RemoveAll(dir)
