@@ -2008,6 +2008,8 @@ type JobInfo struct {
 	Error         string    `protobuf:"bytes,28,opt,name=error,proto3" json:"error,omitempty"`
 	ErrorField    string    `protobuf:"bytes,29,opt,name=error_field,json=errorField,proto3" json:"error_field,omitempty"`
 	ErrorTemplate string    `protobuf:"bytes,34,opt,name=error_template,json=errorTemplate,proto3" json:"error_template,omitempty"`
+	// With ListJobs.detail, and in an ended job's record: the job's spec, as submitted.
+	Spec *JobSpec `protobuf:"bytes,35,opt,name=spec,proto3" json:"spec,omitempty"`
 	// Recoveries and checkpoints committed so far; the coordinator's epoch.
 	Recoveries  int64  `protobuf:"varint,30,opt,name=recoveries,proto3" json:"recoveries,omitempty"`
 	Checkpoints int64  `protobuf:"varint,31,opt,name=checkpoints,proto3" json:"checkpoints,omitempty"`
@@ -2242,6 +2244,13 @@ func (x *JobInfo) GetErrorTemplate() string {
 		return x.ErrorTemplate
 	}
 	return ""
+}
+
+func (x *JobInfo) GetSpec() *JobSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
 }
 
 func (x *JobInfo) GetRecoveries() int64 {
@@ -6226,7 +6235,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\aunix_ms\x18\x01 \x01(\x03R\x06unixMs\x12(\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x14.didnmf.JobEventKindR\x04kind\x12\x1c\n" +
 	"\titeration\x18\x03 \x01(\x03R\titeration\x12\x12\n" +
-	"\x04text\x18\x04 \x01(\tR\x04text\"\xf4\a\n" +
+	"\x04text\x18\x04 \x01(\tR\x04text\"\x99\b\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12 \n" +
@@ -6259,7 +6268,8 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x05error\x18\x1c \x01(\tR\x05error\x12\x1f\n" +
 	"\verror_field\x18\x1d \x01(\tR\n" +
 	"errorField\x12%\n" +
-	"\x0eerror_template\x18\" \x01(\tR\rerrorTemplate\x12\x1e\n" +
+	"\x0eerror_template\x18\" \x01(\tR\rerrorTemplate\x12#\n" +
+	"\x04spec\x18# \x01(\v2\x0f.didnmf.JobSpecR\x04spec\x12\x1e\n" +
 	"\n" +
 	"recoveries\x18\x1e \x01(\x03R\n" +
 	"recoveries\x12 \n" +
@@ -6804,49 +6814,50 @@ var file_didnmf_proto_depIdxs = []int32{
 	46, // 16: didnmf.JobInfo.history:type_name -> didnmf.HistoryPoint
 	24, // 17: didnmf.JobInfo.events:type_name -> didnmf.JobEvent
 	7,  // 18: didnmf.JobInfo.error_kind:type_name -> didnmf.ErrorKind
-	25, // 19: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
-	15, // 20: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
-	12, // 21: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
-	12, // 22: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
-	12, // 23: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
-	12, // 24: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
-	12, // 25: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
-	12, // 26: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
-	12, // 27: didnmf.Placed.pid:type_name -> didnmf.Pid
-	12, // 28: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
-	13, // 29: didnmf.Partial.chunk:type_name -> didnmf.Chunk
-	13, // 30: didnmf.Reduced.chunk:type_name -> didnmf.Chunk
-	16, // 31: didnmf.IterationDone.mask:type_name -> didnmf.MaskStats
-	41, // 32: didnmf.ShardDone.counters:type_name -> didnmf.Counters
-	41, // 33: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
-	12, // 34: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
-	13, // 35: didnmf.ResultChunk.chunk:type_name -> didnmf.Chunk
-	46, // 36: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
-	41, // 37: didnmf.JobResult.counters:type_name -> didnmf.Counters
-	48, // 38: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
-	16, // 39: didnmf.JobResult.mask:type_name -> didnmf.MaskStats
-	12, // 40: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
-	10, // 41: didnmf.BlockChunk.part:type_name -> didnmf.BlockPart
-	13, // 42: didnmf.BlockChunk.chunk:type_name -> didnmf.Chunk
-	12, // 43: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
-	13, // 44: didnmf.CheckpointCopy.chunk:type_name -> didnmf.Chunk
-	12, // 45: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
-	12, // 46: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
-	12, // 47: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
-	11, // 48: didnmf.ActorFailed.role:type_name -> didnmf.ActorRole
-	17, // 49: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
-	46, // 50: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
-	12, // 51: didnmf.JobState.coordinator:type_name -> didnmf.Pid
-	48, // 52: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
-	24, // 53: didnmf.JobState.events:type_name -> didnmf.JobEvent
-	25, // 54: didnmf.JobRecord.info:type_name -> didnmf.JobInfo
-	63, // 55: didnmf.ClusterView.members:type_name -> didnmf.ViewMember
-	63, // 56: didnmf.ClusterView.self:type_name -> didnmf.ViewMember
-	57, // [57:57] is the sub-list for method output_type
-	57, // [57:57] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	15, // 19: didnmf.JobInfo.spec:type_name -> didnmf.JobSpec
+	25, // 20: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
+	15, // 21: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
+	12, // 22: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
+	12, // 23: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
+	12, // 24: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
+	12, // 25: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
+	12, // 26: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
+	12, // 27: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
+	12, // 28: didnmf.Placed.pid:type_name -> didnmf.Pid
+	12, // 29: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
+	13, // 30: didnmf.Partial.chunk:type_name -> didnmf.Chunk
+	13, // 31: didnmf.Reduced.chunk:type_name -> didnmf.Chunk
+	16, // 32: didnmf.IterationDone.mask:type_name -> didnmf.MaskStats
+	41, // 33: didnmf.ShardDone.counters:type_name -> didnmf.Counters
+	41, // 34: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
+	12, // 35: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
+	13, // 36: didnmf.ResultChunk.chunk:type_name -> didnmf.Chunk
+	46, // 37: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
+	41, // 38: didnmf.JobResult.counters:type_name -> didnmf.Counters
+	48, // 39: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
+	16, // 40: didnmf.JobResult.mask:type_name -> didnmf.MaskStats
+	12, // 41: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
+	10, // 42: didnmf.BlockChunk.part:type_name -> didnmf.BlockPart
+	13, // 43: didnmf.BlockChunk.chunk:type_name -> didnmf.Chunk
+	12, // 44: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
+	13, // 45: didnmf.CheckpointCopy.chunk:type_name -> didnmf.Chunk
+	12, // 46: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
+	12, // 47: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
+	12, // 48: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
+	11, // 49: didnmf.ActorFailed.role:type_name -> didnmf.ActorRole
+	17, // 50: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
+	46, // 51: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
+	12, // 52: didnmf.JobState.coordinator:type_name -> didnmf.Pid
+	48, // 53: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
+	24, // 54: didnmf.JobState.events:type_name -> didnmf.JobEvent
+	25, // 55: didnmf.JobRecord.info:type_name -> didnmf.JobInfo
+	63, // 56: didnmf.ClusterView.members:type_name -> didnmf.ViewMember
+	63, // 57: didnmf.ClusterView.self:type_name -> didnmf.ViewMember
+	58, // [58:58] is the sub-list for method output_type
+	58, // [58:58] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_didnmf_proto_init() }

@@ -85,7 +85,7 @@ func (h *host) status(ctx actor.Context) *messages.Pong {
 // listJobs answers ListJobs: the jobs coordinated here, as their coordinators published them,
 // and with ended the records of ended jobs the host keeps (a job both running here and
 // recorded is listed once: the record, unless the running one is of a later epoch). A client
-// sees only its own. Without detail each job's history and events are left out.
+// sees only its own. Without detail each job's history, events and spec are left out.
 func (h *host) listJobs(ctx actor.Context, m *messages.ListJobs) *messages.JobList {
 	caller := callerOf(ctx)
 	mine := func(j *messages.JobInfo) bool { return caller.Peer() || j.Owner == caller.Name }
@@ -108,10 +108,10 @@ func (h *host) listJobs(ctx actor.Context, m *messages.ListJobs) *messages.JobLi
 	}
 	if !m.Detail {
 		for i, j := range jobs {
-			if len(j.History) > 0 || len(j.Events) > 0 {
+			if len(j.History) > 0 || len(j.Events) > 0 || j.Spec != nil {
 				// The board's and the host's entries are shared: a copy loses them.
 				c := proto.Clone(j).(*messages.JobInfo)
-				c.History, c.Events = nil, nil
+				c.History, c.Events, c.Spec = nil, nil, nil
 				jobs[i] = c
 			}
 		}

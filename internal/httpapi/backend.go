@@ -128,9 +128,11 @@ type JobView struct {
 	Error *ErrorView `json:"error,omitempty"`
 	// Outputs names the outputs Output serves for it (empty: none here).
 	Outputs []string `json:"outputs,omitempty"`
-	// History and Events come with one job (Job), not in lists.
-	History []PointView `json:"history,omitempty"`
-	Events  []EventView `json:"events,omitempty"`
+	// History, Events and Spec (the job's spec as EncodeSpec shows it: submitted again, the
+	// same job) come with one job (Job), not in lists.
+	History []PointView    `json:"history,omitempty"`
+	Events  []EventView    `json:"events,omitempty"`
+	Spec    map[string]any `json:"spec,omitempty"`
 }
 
 // PointView is one point of a job's convergence history.

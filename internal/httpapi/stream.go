@@ -296,6 +296,7 @@ func progressOf(prev, cur JobView) (JobView, bool) {
 		}
 	}
 	p.Events = newEvents(prev.Events, cur.Events)
+	p.Spec = nil // the job event and the end carry it
 	a, b := prev, cur
 	a.History, a.Events, b.History, b.Events = nil, nil, nil, nil
 	ja, _ := json.Marshal(a)

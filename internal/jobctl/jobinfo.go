@@ -78,7 +78,7 @@ func (j *Job) info(now time.Time, state messages.JobPhase) *messages.JobInfo {
 		Samples: int64(j.n), Features: int64(j.m), ShardNodes: append([]string(nil), j.ft.shardNode...),
 		StopRule: StopRuleWords(spec.GetStop()), Recoveries: int64(len(j.ft.recoveries)), Checkpoints: j.ft.checkpoints,
 		Epoch: j.epoch, OutShared: spec.GetOutShared(), History: ThinHistory(j.history, MaxInfoHistory),
-		Events: slices.Clone(j.events)}
+		Events: slices.Clone(j.events), Spec: spec}
 	if !j.submitted.IsZero() {
 		info.SubmittedUnixMs = j.submitted.UnixMilli()
 	}

@@ -26,7 +26,7 @@ func (v *View) Jobs(ctx context.Context, owner string) ([]httpapi.JobView, error
 		if owner != "" && j.Owner != owner {
 			continue
 		}
-		j.History, j.Events = nil, nil
+		j.History, j.Events, j.Spec = nil, nil, nil
 		j.ShardNodes, j.Outputs = slices.Clone(j.ShardNodes), slices.Clone(j.Outputs)
 		out = append(out, j)
 	}

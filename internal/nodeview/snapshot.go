@@ -252,6 +252,11 @@ func jobView(j *messages.JobInfo) httpapi.JobView {
 	if a, err := jobspec.AlgorithmOf(j.GetAlgorithm()); err == nil {
 		jv.Algorithm = string(a)
 	}
+	if w := j.GetSpec(); w != nil {
+		if spec, err := jobspec.FromWire(w); err == nil {
+			jv.Spec = httpapi.EncodeSpec(spec)
+		}
+	}
 	if !ended(j) && jv.Rate > 0 && jv.MaxIter > jv.Iteration {
 		jv.ETASeconds = float64(jv.MaxIter-jv.Iteration) / jv.Rate
 	}

@@ -144,7 +144,10 @@ func TestView(t *testing.T) {
 		job.Algorithm != string(kernels.DID) || job.Rank != 3 || job.Shards != 6 {
 		t.Errorf("ended job %+v", job)
 	}
-	if list, _ := v.Jobs(ctx, "alice"); len(list) != 1 || list[0].ID != id || list[0].History != nil {
+	if job.Spec["rank"] != 3 || job.Spec["shards"] != 6 || job.Spec["algorithm"] != string(kernels.DID) {
+		t.Errorf("ended job's spec %v, want the submitted one", job.Spec)
+	}
+	if list, _ := v.Jobs(ctx, "alice"); len(list) != 1 || list[0].ID != id || list[0].History != nil || list[0].Spec != nil {
 		t.Errorf("alice's jobs %+v", list)
 	}
 	if list, _ := v.Jobs(ctx, "bob"); len(list) != 0 {
