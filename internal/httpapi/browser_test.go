@@ -78,6 +78,7 @@ func newDashBackend(t *testing.T, selfHTTP string) *dashBackend {
 		ShardNodes:      []string{"10.0.0.1:8090", "10.0.0.2:8090", "10.0.0.3:8090", "10.0.0.1:8090"},
 		SubmittedUnixMs: now - 30_000, Epoch: 1,
 		Events: []EventView{{UnixMs: now - 30_000, Kind: "started", Text: "4 shards placed"}},
+		Spec:   map[string]any{"input": []string{"/data/<b>x</b>.npy"}, "rank": 12, "algorithm": "mu"},
 	}
 	b.jobs = append(b.jobs, run)
 	b.advanceLocked(run, 5)
@@ -469,6 +470,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	br.do("select the running job", chromedp.Click(chromedp.CSS(`#running tr[data-job="job-run"] td[data-label=owner]`)))
 	br.wait("job detail at iteration 5", `document.getElementById('detail-iteration').dataset.iteration === '5'`,
 		`document.getElementById('job-detail').innerText`)
+	// Its spec, as the API takes it, shown as text.
+	br.wait("the job's spec", `!document.getElementById('detail-spec').hidden &&
+		JSON.parse(document.getElementById('detail-spec-json').textContent).input[0] === '/data/<b>x</b>.npy' &&
+		document.querySelector('#detail-spec-json b') === null`, `document.getElementById('detail-spec').outerHTML`)
 	b.advance("job-run", 7)
 	br.wait("iteration advances to 12", `document.getElementById('detail-iteration').dataset.iteration === '12' &&
 		document.querySelector('#chart svg').dataset.points === '12' &&

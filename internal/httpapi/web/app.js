@@ -575,6 +575,8 @@
     const de = $("detail-error");
     de.hidden = !j.error;
     de.textContent = errorText(j.error);
+    $("detail-spec").hidden = !j.spec;
+    $("detail-spec-json").textContent = j.spec ? JSON.stringify(j.spec, null, 2) : "";
     drawConvergence($("chart"), j.history || [], j.events || []);
     drawTimeline($("timeline"), j);
     renderEvents(j.events || []);
