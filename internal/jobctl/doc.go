@@ -76,6 +76,25 @@
 // machine asks its runtime to do, readable without Go (run the tests with -rewrite after a
 // deliberate change, and read the diff).
 //
+// Job history. A Job publishes its JobInfo for its node's job board (Ready.Info): sizes,
+// placement, the stop rule in words, the submit time, recoveries, checkpoints, epoch, its spec,
+// its convergence history thinned to MaxInfoHistory points (evenly, the last kept) and its
+// timeline of events (started, checkpoint, failure, recovered, takeover, paused, resumed,
+// ended; the latest MaxInfoEvents), every time taken from the events stepped. When it ends it
+// builds its record (Ready.Record: state done, failed or canceled, with why it stopped or the
+// error's kind, message, field and template) and sends it as a JobRecord, after its StopJobs,
+// to its own node's host and to its standby's. A Host keeps one record per job (a later
+// epoch's replaces an earlier one's) for HostConfig.HistoryTime, at most HostConfig.HistoryMax
+// of them, the oldest first to go (HostRecord; Records lists them), and a record ends the
+// standby state of the job it replaces. A recovery that begins is told in Ready.Recoveries
+// with its RecoveryCause, for the node's metrics.
+//
+// Owners. A submission from the node's own process (Local) keeps the owner its SubmitJob
+// names, or "local" when it names none: the node's HTTP service submits through a client actor
+// in the node's actor system for the identity it authenticated, so that the job, its quotas
+// on every node and its listing are that identity's. A submission from a client or a peer is
+// always its authenticated caller's, whatever the message says.
+//
 // The coordinator, host, shard, reducer and client actors (package actors) are adapters around these
 // machines: they run pings and file I/O outside their mailboxes and feed their completions
 // back as events.
