@@ -95,14 +95,18 @@ func startWebNode(t *testing.T, name, root string, extra ...string) *webNode {
 	return w
 }
 
-// startWebCluster starts the nodes a, b, c with --http, b and c joining a, and waits until a
-// lists them all.
-func startWebCluster(t *testing.T, root string, extra ...string) []*webNode {
+// startWebCluster starts nodes of these names with --http, each after the first joining it.
+func startWebCluster(t *testing.T, root string, names []string, extra ...string) []*webNode {
 	t.Helper()
-	a := startWebNode(t, "a", root, extra...)
-	b := startWebNode(t, "b", root, append(slices.Clone(extra), "--join", a.Gossip)...)
-	c := startWebNode(t, "c", root, append(slices.Clone(extra), "--join", a.Gossip)...)
-	return []*webNode{a, b, c}
+	var nodes []*webNode
+	for i, name := range names {
+		args := extra
+		if i > 0 {
+			args = append(slices.Clone(extra), "--join", nodes[0].Gossip)
+		}
+		nodes = append(nodes, startWebNode(t, name, root, args...))
+	}
+	return nodes
 }
 
 // api is an HTTP client of one node with one credential ("" for none).
@@ -253,7 +257,7 @@ func TestHTTPAPIEndToEnd(t *testing.T) {
 	}
 	isolateGossip(t)
 	root := t.TempDir()
-	nodes := startWebCluster(t, root)
+	nodes := startWebCluster(t, root, []string{"a", "b", "c"})
 	a := nodes[0]
 	op := api{t: t, base: a.base, token: a.token}
 	secret := testSecret(t)
