@@ -115,6 +115,19 @@ func TestDashboardAgainstACluster(t *testing.T) {
 	}
 	br.check()
 
+	// Following the link: the other member's page (a session of its own: the login form,
+	// unless the browser's session cookie, shared by every port of a host, is one it made),
+	// then its login URL shows the job there.
+	link := br.eval(`document.querySelector('#away-others a[data-member="` + survivor.name + `"]').href`)
+	br.do("follow the away banner's link", chromedp.Navigate(link))
+	br.wait(survivor.name+"'s page", `location.origin === '`+survivor.base+`' && document.readyState === 'complete'`, `location.href`)
+	t.Logf("%s's page before its login: %.200q", survivor.name, br.eval(`document.body.innerText`))
+	br.do("log in to "+survivor.name, chromedp.Navigate(survivor.loginURL))
+	br.wait("the job on "+survivor.name+"'s page", `document.getElementById('node-name').textContent === '`+survivor.name+`' &&
+		document.querySelector('tr[data-job="`+id+`"]') !== null &&
+		document.querySelector('#members tr[data-member="a"]').dataset.state !== 'alive'`,
+		`document.body.innerText.slice(0, 2000)`)
+
 	// The job lives on: the survivor's API shows it running on (its iteration advancing) or
 	// done.
 	other := api{t: t, base: survivor.base, token: survivor.token}
