@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"testing"
@@ -180,14 +181,14 @@ func TestLoginAndCSRF(t *testing.T) {
 	resp := http.Response{Header: hdr}
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == sessionCookie {
+		if c.Name == ts.cookieName() {
 			cookie = c
 		}
 	}
 	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/" || cookie.Secure {
 		t.Fatalf("session cookie %+v", cookie)
 	}
-	cookieHdr := sessionCookie + "=" + cookie.Value
+	cookieHdr := ts.cookieName() + "=" + cookie.Value
 	code, body, _ = ts.do(t, "GET", "/", "", "", "Cookie", cookieHdr)
 	if code != 200 || strings.Contains(body, `action="/login"`) {
 		t.Errorf("the page with a session: %d, the login form", code)
@@ -238,8 +239,8 @@ func TestLoginAndCSRF(t *testing.T) {
 	_, _, hdr = ts.do(t, "GET", "/login?token="+url.QueryEscape(ClientToken(testSecret, "alice")), "", "")
 	resp = http.Response{Header: hdr}
 	for _, c := range resp.Cookies() {
-		if c.Name == sessionCookie {
-			cookieHdr = sessionCookie + "=" + c.Value
+		if c.Name == ts.cookieName() {
+			cookieHdr = ts.cookieName() + "=" + c.Value
 		}
 	}
 	if code, body, _ := ts.do(t, "GET", "/api/v1/whoami", "", "", "Cookie", cookieHdr); code != 200 || !strings.Contains(body, `"name":"alice"`) {
@@ -264,5 +265,42 @@ func TestSessionsBounded(t *testing.T) {
 	v := expired.add(identity{name: "a"})
 	if _, ok := expired.get(v); ok {
 		t.Error("an expired session was taken")
+	}
+}
+
+// TestSessionsOfOneHostsPorts: a browser keeps one cookie of a name per host whatever the
+// port, so two nodes of one machine (the demo's) name their cookies apart: logging in to the
+// second does not log the first out.
+func TestSessionsOfOneHostsPorts(t *testing.T) {
+	a, b := startServer(t, Config{}), startServer(t, Config{})
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &http.Client{Jar: jar}
+	whoami := func(ts *testServer) int {
+		t.Helper()
+		resp, err := cl.Get(ts.base + "/api/v1/whoami")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, ts := range []*testServer{a, b} {
+		resp, err := cl.Get(ts.LoginURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if code := whoami(ts); code != 200 {
+			t.Fatalf("whoami after the login to %s: %d", ts.base, code)
+		}
+	}
+	if code := whoami(a); code != 200 {
+		t.Errorf("logging in to %s logged %s out: whoami %d", b.base, a.base, code)
+	}
+	if a.cookieName() == b.cookieName() {
+		t.Errorf("both servers name their cookie %s", a.cookieName())
 	}
 }

@@ -137,7 +137,7 @@ func (s *Server) authenticate(r *http.Request) (identity, error) {
 		}
 		return identity{name: name, role: roleOperator, via: "certificate"}, nil
 	}
-	if c, err := r.Cookie(sessionCookie); err == nil {
+	if c, err := r.Cookie(s.cookieName()); err == nil {
 		if id, ok := s.sessions.get(c.Value); ok {
 			id.via = "session"
 			return id, nil
@@ -221,8 +221,19 @@ func remoteIP(r *http.Request) netip.Addr {
 
 // Sessions.
 
-// sessionCookie names the login cookie.
+// sessionCookie is the login cookie's name, before the server's port (see cookieName).
 const sessionCookie = "didnmf_session"
+
+// cookieName is the name of this server's login cookie: didnmf_session_PORT. Browsers keep
+// one cookie of a name per host whatever the port (RFC 6265, 8.5: cookies do not isolate by
+// port), so with one name the nodes of one machine (the demo's three, say) would share it, and
+// logging in to one node's page would log the others' pages out.
+func (s *Server) cookieName() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, port, _ := net.SplitHostPort(s.addr)
+	return sessionCookie + "_" + port
+}
 
 // sessions are the login sessions: by the SHA-256 of their cookie (so that a lookup's time
 // says nothing of the secret value), bounded in count (the oldest goes first) and life.

@@ -41,8 +41,10 @@
 // minute is answered 429 until the minute ends. The route table (routes.go) lists each route
 // with the roles it allows, and guard is the one place that authorizes.
 //
-// The session cookie (didnmf_session) is HttpOnly, SameSite=Strict, Secure under TLS, kept
-// server-side (at most MaxSessions, for SessionTTL). A mutating request authenticated by it
+// The session cookie (didnmf_session_PORT: a name for each port, as browsers do not isolate a
+// host's cookies by port, and the nodes of one machine must not log each other out) is
+// HttpOnly, SameSite=Strict, Secure under TLS, kept server-side (at most MaxSessions, for
+// SessionTTL). A mutating request authenticated by it
 // must send Content-Type: application/json or X-Didnmf-CSRF: 1, and no Origin other than the
 // server's own (nor Sec-Fetch-Site cross-site): another site cannot make a browser submit or
 // cancel. A bearer token or a certificate needs neither (no browser sends them on its own).

@@ -161,7 +161,7 @@ func TestMTLS(t *testing.T) {
 	resp.Body.Close()
 	var secure bool
 	for _, c := range resp.Request.Response.Cookies() {
-		secure = secure || c.Name == sessionCookie && c.Secure
+		secure = secure || c.Name == s.cookieName() && c.Secure
 	}
 	if !secure {
 		t.Error("no Secure session cookie under TLS")

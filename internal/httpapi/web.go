@@ -100,7 +100,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ identity) error
 		s.loginPage(w, http.StatusUnauthorized)
 		return nil
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.sessions.add(id), Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: s.sessions.add(id), Path: "/", HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int(s.cfg.SessionTTL.Seconds())})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 	return nil
@@ -112,10 +112,10 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ identity) erro
 	if err := s.csrf.Check(r); err != nil {
 		return errorf(http.StatusForbidden, "forbidden", "cross-origin request refused")
 	}
-	if c, err := r.Cookie(sessionCookie); err == nil {
+	if c, err := r.Cookie(s.cookieName()); err == nil {
 		s.sessions.remove(c.Value)
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: r.TLS != nil,
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: "", Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 		SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -40,6 +40,9 @@ type Options struct {
 	// to run the node in a network namespace; see internal/netns). The wrapper must exec the
 	// node in place, so that Kill and Cmd.Process reach the node itself.
 	Wrap []string
+	// Stdout receives the node's standard output (nil: discarded), e.g. to read the login URL
+	// of serve --http, which goes there only.
+	Stdout io.Writer
 }
 
 // Record is one line of a node's log.
@@ -109,6 +112,9 @@ func Start(opts Options, args ...string) (*Node, error) {
 		return nil, err
 	}
 	cmd.Stdout = io.Discard
+	if opts.Stdout != nil {
+		cmd.Stdout = opts.Stdout
+	}
 	n := &Node{Cmd: cmd, exited: make(chan struct{})}
 	n.changed = sync.NewCond(&n.mu)
 	n.Started = time.Now()
