@@ -118,7 +118,18 @@ type senders struct {
 	proven map[netip.AddrPort]provenAddr
 	failed map[failedKey]time.Time
 	jobs   map[string]jobClient // by job id
+	// dialed are the members' addresses this node dialed, and when: a connection to one that
+	// died or left is redialed by gRPC's backoff for a while (a request sent as it died),
+	// which the node refuses without counting a drop (it is its own, not the network's).
+	dialed map[string]time.Time
 }
+
+// Bounds of senders.dialed: how long a former member's redials are not counted, and how
+// many addresses are remembered (the oldest forgotten first).
+const (
+	formerMemberFor = 10 * time.Minute
+	maxDialed       = 1024
+)
 
 type failedKey struct {
 	addr netip.AddrPort
@@ -127,7 +138,31 @@ type failedKey struct {
 
 func newSenders(n *Node, client *tls.Config) *senders {
 	return &senders{n: n, client: client, proofs: make(chan struct{}, maxProofs), proven: map[netip.AddrPort]provenAddr{}, failed: map[failedKey]time.Time{},
-		jobs: map[string]jobClient{}}
+		jobs: map[string]jobClient{}, dialed: map[string]time.Time{}}
+}
+
+// noteDialed remembers that the node dialed a member at addr.
+func (s *senders) noteDialed(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.dialed[addr]; !ok && len(s.dialed) >= maxDialed {
+		oldest := ""
+		for a, at := range s.dialed {
+			if oldest == "" || at.Before(s.dialed[oldest]) {
+				oldest = a
+			}
+		}
+		delete(s.dialed, oldest)
+	}
+	s.dialed[addr] = time.Now()
+}
+
+// formerMember tells whether addr is a member's the node dialed within formerMemberFor.
+func (s *senders) formerMember(addr string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.dialed[addr]
+	return ok && time.Since(at) < formerMemberFor
 }
 
 // isNodeAddress tells whether an address is this node's or a live member's actor address.
@@ -386,8 +421,13 @@ func (s *senders) resolvesToMember(ctx context.Context, addr string) bool {
 // resolved again to compare).
 func (s *senders) dial(ctx context.Context, addr string) (net.Conn, error) {
 	if !s.mayDial(addr) && !s.resolvesToMember(ctx, addr) {
-		s.n.guard.drop(dropDialRefused, 1)
+		if !s.formerMember(addr) {
+			s.n.guard.drop(dropDialRefused, 1)
+		}
 		return nil, fmt.Errorf("node %s does not dial %s: not a member, a proven client or a job's client", s.n.Address(), addr)
+	}
+	if s.isNodeAddress(addr) {
+		s.noteDialed(addr)
 	}
 	return s.n.dialer().DialContext(ctx, "tcp", addr)
 }

@@ -470,3 +470,34 @@ func TestDataPlaneDialsOnlyTheMember(t *testing.T) {
 		t.Fatalf("refused for another reason: %v", err)
 	}
 }
+
+// TestFormerMemberRedialsAreNotDrops: a member the node talked to and that then died is no
+// longer dialed, and gRPC's redials of it are refused without counting a drop (they are the
+// node's own, not the network's; the dashboard warned of "refused messages" on healthy
+// members for them); an address that never was a member still counts.
+func TestFormerMemberRedialsAreNotDrops(t *testing.T) {
+	ca, err := pki.CAFromSecret(pki.NewSecret())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, members := memberNodes(t, ca, 2)
+	members.set(member("node", nodes[0].Address()), member("node", nodes[1].Address()))
+	root := nodes[0].System().Root
+	if _, err := root.RequestFuture(HostPID(nodes[1].Address()), &messages.Ping{}, 5*time.Second).Result(); err != nil {
+		t.Fatalf("a member does not answer: %v", err)
+	}
+	gone := nodes[1].Address()
+	members.set(member("node", nodes[0].Address())) // the second member died
+	s := nodes[0].senders
+	for range 3 {
+		if _, err := s.dial(context.Background(), gone); err == nil {
+			t.Fatal("a former member was dialed")
+		}
+	}
+	if d := nodes[0].Drops()[dropDialRefused]; d != 0 {
+		t.Errorf("redials of a former member counted as %d drops", d)
+	}
+	if _, err := s.dial(context.Background(), "127.0.0.1:1"); err == nil || nodes[0].Drops()[dropDialRefused] != 1 {
+		t.Errorf("a dial to no member: %v, %d drops counted, want 1", err, nodes[0].Drops()[dropDialRefused])
+	}
+}

@@ -58,7 +58,10 @@ func (v *View) refresh() {
 			continue // clients are not members (a cluster without proofs lists them)
 		}
 		a := asked{k: k}
-		if k.State == cluster.StateAlive || k.State == cluster.StateSuspect {
+		// Only live members are asked: a suspect one is being reported gone, and a request to
+		// a node that dies would leave an endpoint redialing it after its death was handled
+		// (the node's own dialer refusing each attempt, counted as drops).
+		if k.State == cluster.StateAlive {
 			pid := actors.HostPID(k.Meta.Actor)
 			a.status = root.RequestFuture(pid, &messages.HostStatus{}, v.cfg.AskTimeout)
 			a.list = root.RequestFuture(pid, &messages.ListJobs{Detail: true, Ended: true}, v.cfg.AskTimeout)
