@@ -159,11 +159,33 @@ func TestSubmitErrors(t *testing.T) {
 		{`{"input": "synthetic:m=5,n=4,k=2", "rank": 2, "fan_in": 3}`, "fan_in", "fan_in must be a power of two"},
 		{`{"input": "/missing.npy", "rank": 2}`, "fan_in", "input /missing.npy: no such file (and fan_in 8)"},
 		{`not json`, "", "not valid JSON"},
+		{`{"input": "x", "rank": 0}`, "rank", "rank must be >= 1, got 0"},
 	} {
 		code, body, _ := ts.do(t, "POST", "/api/v1/jobs", ts.op, tt.body)
 		var ev ErrorView
 		if code != 400 || json.Unmarshal([]byte(body), &ev) != nil || ev.Kind != "user" || ev.Field != tt.field || !strings.Contains(ev.Message, tt.msg) {
 			t.Errorf("submit %s: %d %s, want 400 field %q message with %q", tt.body, code, body, tt.field, tt.msg)
+		}
+		if strings.ContainsAny(tt.msg, "<>&") && !strings.Contains(body, tt.msg) {
+			t.Errorf("submit %s: the answer escapes the message for HTML: %s", tt.body, body)
+		}
+	}
+}
+
+// TestJSONNotEscapedForHTML: the API's JSON (answers and SSE data) keeps <, > and & as they
+// are, and stays one line (newlines and the JavaScript line separators escaped).
+func TestJSONNotEscapedForHTML(t *testing.T) {
+	for _, tt := range []struct {
+		v    any
+		want string
+	}{
+		{ErrorView{Kind: "user", Field: "rank", Message: "rank must be >= 1, got 0"}, `{"kind":"user","field":"rank","message":"rank must be >= 1, got 0"}`},
+		{ErrorView{Message: "a<b & c>d"}, `{"kind":"","message":"a<b & c>d"}`},
+		{ErrorView{Message: "two\nlines\r\u2028\u2029"}, `{"kind":"","message":"two\nlines\r\u2028\u2029"}`},
+	} {
+		b, err := marshalJSON(tt.v)
+		if err != nil || string(b) != tt.want {
+			t.Errorf("marshalJSON(%+v) = %s, %v; want %s", tt.v, b, err, tt.want)
 		}
 	}
 }

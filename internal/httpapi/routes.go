@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,9 +188,23 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, ae.status, ae.view)
 }
 
+// marshalJSON is json.Marshal without the escaping of <, > and & for HTML ("rank must be
+// >= 1" reads as written): the API's JSON is never put into HTML as markup (the dashboard
+// sets it as text). Newlines, U+2028 and U+2029 in strings are still escaped, so the JSON is
+// one line, as an SSE data line must be.
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // writeJSON writes v as the JSON answer with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := marshalJSON(v)
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"kind":"failure","message":"cannot encode the answer"}`)
 	}
