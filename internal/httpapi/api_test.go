@@ -288,3 +288,38 @@ func TestSessionsBounded(t *testing.T) {
 		t.Error("an expired session was taken")
 	}
 }
+
+// TestMethodNotAllowed: a path a route serves by other methods answers 405 with the Allow
+// header and a JSON body (after the credentials its routes need), an unknown path 404.
+func TestMethodNotAllowed(t *testing.T) {
+	ts := startServer(t, Config{})
+	ts.b.update(func(b *fakeBackend) { b.jobs["j1"] = JobView{ID: "j1", Owner: "x", State: "running"} })
+	for _, tt := range []struct {
+		method, path, auth string
+		code               int
+		allow              string
+	}{
+		{"POST", "/healthz", "", 405, "GET, HEAD"},
+		{"DELETE", "/readyz", "", 405, "GET, HEAD"},
+		{"GET", "/logout", "", 405, "POST"},
+		{"PUT", "/api/v1/jobs", ts.op, 405, "GET, HEAD, POST"},
+		{"PATCH", "/api/v1/jobs/j1", ts.op, 405, "GET, HEAD, DELETE"},
+		{"POST", "/api/v1/jobs/j1/events", ts.op, 405, "GET, HEAD"},
+		{"DELETE", "/metrics", ts.op, 405, "GET, HEAD"},
+		{"POST", "/api/v1/jobs/j1", "", 401, ""}, // the API's routes need credentials first
+		{"POST", "/api/v1/nothing", ts.op, 404, ""},
+		{"GET", "/api/v1/jobs", ts.op, 200, ""},
+	} {
+		code, body, hdr := ts.do(t, tt.method, tt.path, tt.auth, "")
+		if code != tt.code || hdr.Get("Allow") != tt.allow {
+			t.Errorf("%s %s: %d Allow %q, want %d Allow %q: %s", tt.method, tt.path, code, hdr.Get("Allow"), tt.code, tt.allow, body)
+			continue
+		}
+		var ev ErrorView
+		if code == 405 && (json.Unmarshal([]byte(body), &ev) != nil || ev.Kind != "method_not_allowed" ||
+			!strings.Contains(ev.Message, tt.method+" "+tt.path+": method not allowed (allowed: "+tt.allow+")") ||
+			!strings.HasPrefix(hdr.Get("Content-Type"), "application/json")) {
+			t.Errorf("%s %s: body %s, type %s", tt.method, tt.path, body, hdr.Get("Content-Type"))
+		}
+	}
+}
