@@ -2,6 +2,7 @@ package cli
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +44,26 @@ func TestNodeErrorsNameFlags(t *testing.T) {
 				t.Errorf("exit %d:\n%s\nwant exit 2 and\n%s", code, stderr, tc.want)
 			}
 		})
+	}
+}
+
+// TestCertsRefusesReservedClientNames: certs makes no client certificate named as an owner
+// that is no client's (the node's own process, the HTTP operator), which every node would
+// refuse; a peer may be named so.
+func TestCertsRefusesReservedClientNames(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--name", "local", "--client"}, 2},
+		{[]string{"--name", "Operator", "--client"}, 2},
+		{[]string{"--name", "alice", "--client"}, 0},
+		{[]string{"--name", "operator"}, 0},
+	} {
+		code, _, stderr := runNode(t, append([]string{"certs", "--dir", dir}, tc.args...)...)
+		if code != tc.code || code == 2 && !strings.Contains(stderr, "choose another name") {
+			t.Errorf("certs %v: exit %d, %s", tc.args, code, stderr)
+		}
 	}
 }

@@ -121,6 +121,16 @@ func TestClientSeesOwnJobs(t *testing.T) {
 	if owner != "alice" {
 		t.Errorf("alice's job is owned by %q", owner)
 	}
+	// The operator's jobs are owned by "operator", a name no client may have (CheckClientName).
+	if code, _, _ := ts.do(t, "POST", "/api/v1/jobs", ts.op, `{"input": "synthetic:m=5,n=4,k=2", "rank": 2}`); code != 202 {
+		t.Fatalf("the operator's submit: %d", code)
+	}
+	ts.b.mu.Lock()
+	owner = ts.b.submitted[1].owner
+	ts.b.mu.Unlock()
+	if owner != "operator" || CheckClientName(owner) == nil {
+		t.Errorf("the operator's job is owned by %q, a name a client may have", owner)
+	}
 }
 
 // TestBodyBounds checks that a body over MaxBody is refused with 413 as JSON, whether its
