@@ -1,6 +1,7 @@
 package nodeview
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -34,11 +35,11 @@ func TestSubmitErrorsNameJSONKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := filepath.Join(root, "x.npy")
-	var buf strings.Builder
-	if err := matio.WriteNPY(&stringWriter{&buf}, 8, 3, make([]float64, 24)); err != nil {
+	var buf bytes.Buffer
+	if err := matio.WriteNPY(&buf, 8, 3, make([]float64, 24)); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(x, []byte(buf.String()), 0o644); err != nil {
+	if err := os.WriteFile(x, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	outside := t.TempDir()
@@ -72,8 +73,3 @@ func TestSubmitErrorsNameJSONKeys(t *testing.T) {
 		})
 	}
 }
-
-// stringWriter adapts a strings.Builder to io.Writer (as matio.WriteNPY takes).
-type stringWriter struct{ b *strings.Builder }
-
-func (w *stringWriter) Write(p []byte) (int, error) { return w.b.Write(p) }
