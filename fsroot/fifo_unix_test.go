@@ -17,7 +17,7 @@ func TestOpenFIFODoesNotBlock(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		f, err := r.Open("--input", base+"/data/fifo.npy")
+		f, err := r.Open("input", base+"/data/fifo.npy")
 		if err == nil {
 			st, serr := f.Stat()
 			if serr == nil && st.Mode().IsRegular() {

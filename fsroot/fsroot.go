@@ -19,10 +19,11 @@
 //     [Roots.Commit] moves a finished temporary file to its final name with link(2), which
 //     fails when the name is taken, unless overwrite is set.
 //
-// Every error of a Roots method is an [*Error] that names the flag the path came with, the
-// path, and what to do:
+// Every error of a Roots method is an [*Error] that names the job spec's field the path came
+// with (as a {field} of package usererr, which each front end names its way: the CLI's
+// --input, the HTTP API's input), the path, and what to do:
 //
-//	--input /etc/shadow is outside the node's data roots (/data, /scratch): use a path under one of them, or start the node with --data-root
+//	input /etc/shadow is outside the node's data roots (/data, /scratch): use a path under one of them (or start the node with serve --data-root DIR)
 //
 // A nil *Roots, and the Roots of [Open] with no directories, refuse every path: a node without
 // --data-root reads and writes no file of a job. No confinement at all is only had by asking
@@ -37,7 +38,7 @@
 //
 // Roots are safe for concurrent use. Their methods' openers plug into matio:
 //
-//	src, err := matio.OpenAllWith(roots.Opener("--input"), inputs)
+//	src, err := matio.OpenAllWith(roots.Opener("input"), inputs)
 package fsroot
 
 import (
@@ -161,14 +162,14 @@ func (r *Roots) Close() error {
 
 // Resolve checks path lexically, without I/O: it must be absolute and, once cleaned, equal a
 // root or lie under one. It returns that root and the name relative to it ("." for the root
-// itself), through which every access must then go. flag names where the path came from in
-// errors ("--input"). Resolve fails with [ErrUnconfined] on [Unconfined] roots, which have no
+// itself), through which every access must then go. field names the spec's field the path
+// came with in errors, by its wire name ("input"; "": none). Resolve fails with [ErrUnconfined] on [Unconfined] roots, which have no
 // [os.Root]: use the other methods, which work on both.
-func (r *Roots) Resolve(flag, path string) (*os.Root, string, error) {
+func (r *Roots) Resolve(field, path string) (*os.Root, string, error) {
 	if r != nil && r.unconfined {
-		return nil, "", r.newError(flag, path, ErrUnconfined, "")
+		return nil, "", r.newError(field, path, ErrUnconfined, "")
 	}
-	n, rel, err := r.resolve(flag, path)
+	n, rel, err := r.resolve(field, path)
 	if err != nil {
 		return nil, "", err
 	}
@@ -177,19 +178,19 @@ func (r *Roots) Resolve(flag, path string) (*os.Root, string, error) {
 
 // resolve is Resolve, returning the root's name too; on Unconfined roots it returns a zero
 // rootName and the path unchanged.
-func (r *Roots) resolve(flag, path string) (rootName, string, error) {
+func (r *Roots) resolve(field, path string) (rootName, string, error) {
 	switch {
 	case r == nil:
-		return rootName{}, "", r.newError(flag, path, ErrNoRoots, "")
+		return rootName{}, "", r.newError(field, path, ErrNoRoots, "")
 	case r.unconfined:
 		if path == "" {
-			return rootName{}, "", r.newError(flag, path, ErrNotAbsolute, "")
+			return rootName{}, "", r.newError(field, path, ErrNotAbsolute, "")
 		}
 		return rootName{}, path, nil
 	case path == "" || !filepath.IsAbs(path):
-		return rootName{}, "", r.newError(flag, path, ErrNotAbsolute, "")
+		return rootName{}, "", r.newError(field, path, ErrNotAbsolute, "")
 	case len(r.dirs) == 0:
-		return rootName{}, "", r.newError(flag, path, ErrNoRoots, "")
+		return rootName{}, "", r.newError(field, path, ErrNoRoots, "")
 	}
 	p := filepath.Clean(path)
 	for _, n := range r.names {
@@ -197,7 +198,7 @@ func (r *Roots) resolve(flag, path string) (rootName, string, error) {
 			return n, rel, nil
 		}
 	}
-	return rootName{}, "", r.newError(flag, path, ErrOutside, "")
+	return rootName{}, "", r.newError(field, path, ErrOutside, "")
 }
 
 // within returns p relative to dir when p is dir or lies under it; both are clean and
@@ -242,8 +243,8 @@ func (osFS) MkdirAll(name string, perm fs.FileMode) error {
 }
 
 // at resolves path to the file system and name to use.
-func (r *Roots) at(flag, path string) (fsys, string, rootName, error) {
-	n, rel, err := r.resolve(flag, path)
+func (r *Roots) at(field, path string) (fsys, string, rootName, error) {
+	n, rel, err := r.resolve(field, path)
 	if err != nil {
 		return nil, "", n, err
 	}
@@ -255,13 +256,13 @@ func (r *Roots) at(flag, path string) (fsys, string, rootName, error) {
 
 // Open opens path for reading. On Unix it opens without blocking, so that a FIFO cannot hang
 // the node (a reader must still check that it got a regular file, as matio does).
-func (r *Roots) Open(flag, path string) (*os.File, error) {
-	return r.OpenFile(flag, path, readFlags, 0)
+func (r *Roots) Open(field, path string) (*os.File, error) {
+	return r.OpenFile(field, path, readFlags, 0)
 }
 
 // OpenFile opens path with the flags and permissions of [os.OpenFile], through its root.
-func (r *Roots) OpenFile(flag, path string, mode int, perm fs.FileMode) (*os.File, error) {
-	fsys, rel, n, err := r.at(flag, path)
+func (r *Roots) OpenFile(field, path string, mode int, perm fs.FileMode) (*os.File, error) {
+	fsys, rel, n, err := r.at(field, path)
 	if err != nil {
 		return nil, err
 	}
@@ -269,41 +270,40 @@ func (r *Roots) OpenFile(flag, path string, mode int, perm fs.FileMode) (*os.Fil
 	if err != nil {
 		if mode&os.O_EXCL != 0 && errors.Is(err, fs.ErrExist) {
 			// Not --overwrite's business: a new file's name is taken, by a leftover or a plant.
-			e := r.newError(flag, path, ErrExists, n.dir)
-			e.msg = e.Flag + " " + path + " already exists and this job did not create it: refusing to use it (remove it if it is a leftover)"
+			e := r.newError(field, path, ErrExists, n.dir).withMessage(" already exists and this job did not create it: refusing to use it (remove it if it is a leftover)")
 			return nil, e
 		}
-		return nil, r.osError(flag, path, n.dir, err)
+		return nil, r.osError(field, path, n.dir, err)
 	}
 	return f, nil
 }
 
-// Opener returns [Roots.Open] for paths given with flag, in the form matio.OpenWith takes.
-func (r *Roots) Opener(flag string) func(path string) (*os.File, error) {
-	return func(path string) (*os.File, error) { return r.Open(flag, path) }
+// Opener returns [Roots.Open] for paths given as field, in the form matio.OpenWith takes.
+func (r *Roots) Opener(field string) func(path string) (*os.File, error) {
+	return func(path string) (*os.File, error) { return r.Open(field, path) }
 }
 
 // WriteOpener returns an opener of existing files for reading and writing (never creating
 // one), for matio.WriteNPYRowsWith.
-func (r *Roots) WriteOpener(flag string) func(path string) (*os.File, error) {
-	return func(path string) (*os.File, error) { return r.OpenFile(flag, path, os.O_RDWR, 0) }
+func (r *Roots) WriteOpener(field string) func(path string) (*os.File, error) {
+	return func(path string) (*os.File, error) { return r.OpenFile(field, path, os.O_RDWR, 0) }
 }
 
 // CreateExclusive creates path, which must not exist (O_EXCL: not even as a symbolic link),
 // for reading and writing. When it exists the error wraps [ErrExists].
-func (r *Roots) CreateExclusive(flag, path string, perm fs.FileMode) (*os.File, error) {
-	return r.OpenFile(flag, path, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+func (r *Roots) CreateExclusive(field, path string, perm fs.FileMode) (*os.File, error) {
+	return r.OpenFile(field, path, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 }
 
 // Stat returns the FileInfo of path, following symbolic links inside its root.
-func (r *Roots) Stat(flag, path string) (fs.FileInfo, error) {
-	fsys, rel, n, err := r.at(flag, path)
+func (r *Roots) Stat(field, path string) (fs.FileInfo, error) {
+	fsys, rel, n, err := r.at(field, path)
 	if err != nil {
 		return nil, err
 	}
 	st, err := fsys.Stat(rel)
 	if err != nil {
-		return nil, r.osError(flag, path, n.dir, err)
+		return nil, r.osError(field, path, n.dir, err)
 	}
 	return st, nil
 }
@@ -312,51 +312,51 @@ func (r *Roots) Stat(flag, path string) (fs.FileInfo, error) {
 // its directory exists in its root, and, unless overwrite, nothing has the name yet (the
 // error then wraps [ErrExists]). Commit checks again: a file appearing in between is still
 // not replaced.
-func (r *Roots) CheckNew(flag, path string, overwrite bool) error {
-	fsys, rel, n, err := r.at(flag, path)
+func (r *Roots) CheckNew(field, path string, overwrite bool) error {
+	fsys, rel, n, err := r.at(field, path)
 	if err != nil {
 		return err
 	}
 	if st, err := fsys.Stat(filepath.Dir(rel)); err != nil {
-		return r.osError(flag, path, n.dir, err)
+		return r.osError(field, path, n.dir, err)
 	} else if !st.IsDir() {
-		return r.newError(flag, path, errNotDirParent, n.dir)
+		return r.newError(field, path, errNotDirParent, n.dir)
 	}
 	st, err := fsys.Lstat(rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return r.osError(flag, path, n.dir, err)
+		return r.osError(field, path, n.dir, err)
 	case st.IsDir():
-		return r.newError(flag, path, errIsDir, n.dir)
+		return r.newError(field, path, errIsDir, n.dir)
 	case !overwrite:
-		return r.newError(flag, path, ErrExists, n.dir)
+		return r.newError(field, path, ErrExists, n.dir)
 	}
 	return nil
 }
 
 // MkdirAll makes the directory path and any parents it lacks, through its root (so that
 // neither a symbolic link nor `..` can make one outside it); a directory that exists is fine.
-func (r *Roots) MkdirAll(flag, path string, perm fs.FileMode) error {
-	fsys, rel, n, err := r.at(flag, path)
+func (r *Roots) MkdirAll(field, path string, perm fs.FileMode) error {
+	fsys, rel, n, err := r.at(field, path)
 	if err != nil {
 		return err
 	}
 	if err := fsys.MkdirAll(rel, perm); err != nil {
-		return r.osError(flag, path, n.dir, err)
+		return r.osError(field, path, n.dir, err)
 	}
 	return nil
 }
 
 // Remove removes path (not following a symbolic link in its last element).
-func (r *Roots) Remove(flag, path string) error {
-	fsys, rel, n, err := r.at(flag, path)
+func (r *Roots) Remove(field, path string) error {
+	fsys, rel, n, err := r.at(field, path)
 	if err != nil {
 		return err
 	}
 	if err := fsys.Remove(rel); err != nil {
-		return r.osError(flag, path, n.dir, err)
+		return r.osError(field, path, n.dir, err)
 	}
 	return nil
 }
@@ -366,26 +366,26 @@ func (r *Roots) Remove(flag, path string) error {
 // [ErrExists] and tmp stays), then removes tmp. On a file system without hard links it checks
 // that final does not exist and renames, which a file created in between could race. With
 // overwrite it renames, atomically replacing any file named final.
-func (r *Roots) Commit(flag, tmp, final string, overwrite bool) error {
-	fsys, relTmp, nt, err := r.at(flag, tmp)
+func (r *Roots) Commit(field, tmp, final string, overwrite bool) error {
+	fsys, relTmp, nt, err := r.at(field, tmp)
 	if err != nil {
 		return err
 	}
-	_, relFinal, nf, err := r.at(flag, final)
+	_, relFinal, nf, err := r.at(field, final)
 	if err != nil {
 		return err
 	}
 	if nt.root != nf.root {
-		return r.newError(flag, final, errOtherRoot, nf.dir)
+		return r.newError(field, final, errOtherRoot, nf.dir)
 	}
-	return r.commit(fsys, flag, relTmp, relFinal, final, nf.dir, overwrite)
+	return r.commit(fsys, field, relTmp, relFinal, final, nf.dir, overwrite)
 }
 
 // commit is Commit in fsys, with names relative to it; final and root are for messages.
-func (r *Roots) commit(fsys fsys, flag, relTmp, relFinal, final, root string, overwrite bool) error {
+func (r *Roots) commit(fsys fsys, field, relTmp, relFinal, final, root string, overwrite bool) error {
 	if overwrite {
 		if err := fsys.Rename(relTmp, relFinal); err != nil {
-			return r.osError(flag, final, root, err)
+			return r.osError(field, final, root, err)
 		}
 		return nil
 	}
@@ -395,18 +395,18 @@ func (r *Roots) commit(fsys fsys, flag, relTmp, relFinal, final, root string, ov
 		_ = fsys.Remove(relTmp) // final is in place; a leftover second name of it is harmless
 		return nil
 	case errors.Is(err, fs.ErrExist):
-		return r.newError(flag, final, ErrExists, root)
+		return r.newError(field, final, ErrExists, root)
 	case !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, fs.ErrPermission):
-		return r.osError(flag, final, root, err)
+		return r.osError(field, final, root, err)
 	}
 	// No hard links here (EPERM, EOPNOTSUPP): check, then rename.
 	if _, err := fsys.Lstat(relFinal); err == nil {
-		return r.newError(flag, final, ErrExists, root)
+		return r.newError(field, final, ErrExists, root)
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return r.osError(flag, final, root, err)
+		return r.osError(field, final, root, err)
 	}
 	if err := fsys.Rename(relTmp, relFinal); err != nil {
-		return r.osError(flag, final, root, err)
+		return r.osError(field, final, root, err)
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // tree makes a temporary directory with two roots, data and scratch, a sibling data2 (the
@@ -93,12 +95,12 @@ func TestResolveLexical(t *testing.T) {
 		{"empty", "", "", "", ErrNotAbsolute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root, rel, err := r.Resolve("--input", tc.path)
+			root, rel, err := r.Resolve("input", tc.path)
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) || root != nil {
 					t.Fatalf("Resolve(%q) = %v, %q, %v; want %v", tc.path, root, rel, err, tc.err)
 				}
-				if !Refused(err) || !strings.HasPrefix(err.Error(), "--input ") {
+				if !Refused(err) || !strings.HasPrefix(err.Error(), "input ") {
 					t.Errorf("error %q: not a refusal naming the flag", err)
 				}
 				return
@@ -137,7 +139,7 @@ func TestOpenEscapes(t *testing.T) {
 		{"dangling", base + "/data/dangling", "", fs.ErrNotExist},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := r.Open("--input", tc.path)
+			f, err := r.Open("input", tc.path)
 			if tc.err != nil {
 				if f != nil {
 					f.Close()
@@ -146,7 +148,7 @@ func TestOpenEscapes(t *testing.T) {
 					t.Fatalf("Open(%q): %v, want %v", tc.path, err, tc.err)
 				}
 				var e *Error
-				if !errors.As(err, &e) || e.Flag != "--input" || e.Path != tc.path || !strings.Contains(err.Error(), tc.path) {
+				if !errors.As(err, &e) || e.Field != "input" || e.Path != tc.path || !strings.Contains(err.Error(), tc.path) {
 					t.Errorf("error %q (%#v) does not name the flag and path", err, e)
 				}
 				return
@@ -162,10 +164,10 @@ func TestOpenEscapes(t *testing.T) {
 		})
 	}
 	// Stat and Remove refuse the same way, and leave the target alone.
-	if _, err := r.Stat("--input", base+"/data/out"); !errors.Is(err, ErrEscapes) {
+	if _, err := r.Stat("input", base+"/data/out"); !errors.Is(err, ErrEscapes) {
 		t.Errorf("Stat through a symlink out: %v", err)
 	}
-	if err := r.Remove("--out-shared", base+"/data/dirout/secret"); !errors.Is(err, ErrEscapes) {
+	if err := r.Remove("out_shared", base+"/data/dirout/secret"); !errors.Is(err, ErrEscapes) {
 		t.Errorf("Remove through a symlinked directory out: %v", err)
 	}
 	if _, err := os.Stat(base + "/secret"); err != nil {
@@ -182,35 +184,54 @@ func TestErrorTexts(t *testing.T) {
 	}
 	var nilRoots *Roots
 	exist := func(*testing.T) error {
-		return r.CheckNew("--out-shared", base+"/data/x.npy", false)
+		return r.CheckNew("out_shared", base+"/data/x.npy", false)
 	}
 	for _, tc := range []struct {
 		name string
 		err  func(*testing.T) error
 		want string
 	}{
-		{"outside", func(*testing.T) error { _, err := r.Open("--input", "/etc/shadow"); return err },
-			"--input /etc/shadow is outside the node's data roots " + roots + ": use a path under one of them, or start the node with --data-root"},
-		{"relative", func(*testing.T) error { _, err := r.Open("--init-basis", "b.npy"); return err },
-			"--init-basis b.npy is not an absolute path: a node resolves only absolute paths, under its data roots " + roots},
-		{"escapes", func(*testing.T) error { _, err := r.Open("--input", base+"/data/out"); return err },
-			"--input " + base + "/data/out leads outside the data root " + base + "/data (through a symbolic link that points outside, is absolute, or climbs out with ..): refused"},
-		{"no roots", func(*testing.T) error { _, err := empty.Open("--input", "/data/x.npy"); return err },
-			"--input /data/x.npy: the node has no data roots, so it reads and writes no file of a job: start it with --data-root DIR"},
-		{"nil roots", func(*testing.T) error { _, err := nilRoots.Open("--input", "/data/x.npy"); return err },
-			"--input /data/x.npy: the node has no data roots, so it reads and writes no file of a job: start it with --data-root DIR"},
+		{"outside", func(*testing.T) error { _, err := r.Open("input", "/etc/shadow"); return err },
+			"input /etc/shadow is outside the node's data roots " + roots + ": use a path under one of them (or start the node with serve --data-root DIR)"},
+		{"relative", func(*testing.T) error { _, err := r.Open("init_basis", "b.npy"); return err },
+			"init_basis b.npy is not an absolute path: a node resolves only absolute paths, under its data roots " + roots},
+		{"escapes", func(*testing.T) error { _, err := r.Open("input", base+"/data/out"); return err },
+			"input " + base + "/data/out leads outside the data root " + base + "/data (through a symbolic link that points outside, is absolute, or climbs out with ..): refused"},
+		{"no roots", func(*testing.T) error { _, err := empty.Open("input", "/data/x.npy"); return err },
+			"input /data/x.npy: the node has no data roots, so it reads and writes no file of a job (start it with serve --data-root DIR)"},
+		{"nil roots", func(*testing.T) error { _, err := nilRoots.Open("input", "/data/x.npy"); return err },
+			"input /data/x.npy: the node has no data roots, so it reads and writes no file of a job (start it with serve --data-root DIR)"},
 		{"exists", exist,
-			"--out-shared " + base + "/data/x.npy already exists and this job did not create it: give --overwrite to replace it"},
+			"out_shared " + base + "/data/x.npy already exists and this job did not create it: give overwrite to replace it"},
 		{"exists, exclusive", func(*testing.T) error {
-			_, err := r.CreateExclusive("--out-shared", base+"/data/x.npy", 0o644)
+			_, err := r.CreateExclusive("out_shared", base+"/data/x.npy", 0o644)
 			return err
-		}, "--out-shared " + base + "/data/x.npy already exists and this job did not create it: refusing to use it (remove it if it is a leftover)"},
-		{"missing", func(*testing.T) error { _, err := r.Open("--input", base+"/data/nope.npy"); return err },
-			"--input " + base + "/data/nope.npy: no such file or directory"},
+		}, "out_shared " + base + "/data/x.npy already exists and this job did not create it: refusing to use it (remove it if it is a leftover)"},
+		{"missing", func(*testing.T) error { _, err := r.Open("input", base+"/data/nope.npy"); return err },
+			"input " + base + "/data/nope.npy: no such file or directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.err(t); err == nil || err.Error() != tc.want {
-				t.Errorf("got  %v\nwant %s", err, tc.want)
+			err := tc.err(t)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("got  %v\nwant %s", err, tc.want)
+			}
+			// A front end names the fields its way: the path's field leads, and the advice
+			// to give overwrite names that field too.
+			field, rest, _ := strings.Cut(tc.want, " ")
+			want := "<" + field + "> " + strings.Replace(rest, "give overwrite", "give <overwrite>", 1)
+			ue := User(err)
+			var u *usererr.Error
+			if !errors.As(ue, &u) || u.Field != field || !errors.Is(ue, usererr.ErrUser) {
+				t.Fatalf("User(err) = %#v: not a *usererr.Error of field %s", ue, field)
+			}
+			if got := u.Text(func(f string) string { return "<" + f + ">" }); got != want {
+				t.Errorf("Text:\ngot  %s\nwant %s", got, want)
+			}
+			if errors.Is(err, usererr.ErrUser) {
+				t.Error("a Roots error itself wraps usererr.ErrUser (a write failing during a run is no user's fault)")
+			}
+			if got := usererr.FromTemplate(u.Field, u.Template()).Error(); got != tc.want {
+				t.Errorf("over the wire: %s", got)
 			}
 		})
 	}
@@ -228,10 +249,10 @@ func TestConfinementIsExplicit(t *testing.T) {
 		if !r.Confined() {
 			t.Errorf("%s: not confined", name)
 		}
-		if _, _, err := r.Resolve("--input", base+"/data/x.npy"); !errors.Is(err, ErrNoRoots) {
+		if _, _, err := r.Resolve("input", base+"/data/x.npy"); !errors.Is(err, ErrNoRoots) {
 			t.Errorf("%s: Resolve: %v", name, err)
 		}
-		if _, err := r.CreateExclusive("--out-shared", base+"/data/new", 0o644); !errors.Is(err, ErrNoRoots) {
+		if _, err := r.CreateExclusive("out_shared", base+"/data/new", 0o644); !errors.Is(err, ErrNoRoots) {
 			t.Errorf("%s: CreateExclusive: %v", name, err)
 		}
 		if err := r.Close(); err != nil {
@@ -243,7 +264,7 @@ func TestConfinementIsExplicit(t *testing.T) {
 		t.Errorf("Unconfined: Confined %v, %s", u.Confined(), u)
 	}
 	for _, p := range []string{base + "/secret", base + "/data/out", base + "/data/../secret"} {
-		f, err := u.Open("--input", p)
+		f, err := u.Open("input", p)
 		if err != nil {
 			t.Errorf("Unconfined Open(%s): %v", p, err)
 			continue
@@ -251,12 +272,12 @@ func TestConfinementIsExplicit(t *testing.T) {
 		f.Close()
 	}
 	t.Chdir(base)
-	if f, err := u.Open("--input", "secret"); err != nil {
+	if f, err := u.Open("input", "secret"); err != nil {
 		t.Errorf("Unconfined relative Open: %v", err)
 	} else {
 		f.Close()
 	}
-	if _, _, err := u.Resolve("--input", base+"/secret"); !errors.Is(err, ErrUnconfined) {
+	if _, _, err := u.Resolve("input", base+"/secret"); !errors.Is(err, ErrUnconfined) {
 		t.Errorf("Unconfined Resolve: %v", err)
 	}
 }
@@ -298,21 +319,21 @@ func TestOpenRoots(t *testing.T) {
 				}
 			case "nested":
 				// The innermost root holds the path.
-				root, rel, err := r.Resolve("--input", base+"/data/sub/y.npy")
+				root, rel, err := r.Resolve("input", base+"/data/sub/y.npy")
 				if err != nil || root.Name() != base+"/data/sub" || rel != "y.npy" {
 					t.Errorf("Resolve: %v %q %v", root, rel, err)
 				}
 			case "through a symlink":
 				// Recognised by its name and by the directory it resolves to.
 				for _, p := range []string{base + "/alias/x.npy", base + "/data/x.npy"} {
-					f, err := r.Open("--input", p)
+					f, err := r.Open("input", p)
 					if err != nil {
 						t.Errorf("Open(%s): %v", p, err)
 						continue
 					}
 					f.Close()
 				}
-				if _, err := r.Open("--input", base+"/data/out"); !errors.Is(err, ErrEscapes) {
+				if _, err := r.Open("input", base+"/data/out"); !errors.Is(err, ErrEscapes) {
 					t.Errorf("symlink out under the resolved name: %v", err)
 				}
 			}
@@ -346,7 +367,7 @@ func TestCreateExclusive(t *testing.T) {
 		{"missing directory", base + "/data/nodir/new", fs.ErrNotExist},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := r.CreateExclusive("--out-shared", tc.path, 0o644)
+			f, err := r.CreateExclusive("out_shared", tc.path, 0o644)
 			if tc.err != nil {
 				if f != nil {
 					f.Close()
@@ -376,7 +397,7 @@ func TestCreateExclusive(t *testing.T) {
 			t.Errorf("%s was created", p)
 		}
 	}
-	_, err := r.CreateExclusive("--out-shared", base+"/data/x.npy", 0o644)
+	_, err := r.CreateExclusive("out_shared", base+"/data/x.npy", 0o644)
 	if !errors.Is(err, fs.ErrExist) {
 		t.Errorf("ErrExists is not fs.ErrExist: %v", err)
 	}
@@ -405,7 +426,7 @@ func TestCommit(t *testing.T) {
 			base, r := tree(t)
 			tmp := base + "/data/.coef.npy.job.partial"
 			final := base + "/" + tc.final
-			f, err := r.CreateExclusive("--out-shared", tmp, 0o644)
+			f, err := r.CreateExclusive("out_shared", tmp, 0o644)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -416,10 +437,10 @@ func TestCommit(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := r.CheckNew("--out-shared", final, tc.overwrite); tc.checkErr == nil && err != nil || !errors.Is(err, tc.checkErr) {
+			if err := r.CheckNew("out_shared", final, tc.overwrite); tc.checkErr == nil && err != nil || !errors.Is(err, tc.checkErr) {
 				t.Errorf("CheckNew: %v, want %v", err, tc.checkErr)
 			}
-			err = r.Commit("--out-shared", tmp, final, tc.overwrite)
+			err = r.Commit("out_shared", tmp, final, tc.overwrite)
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("Commit: %v, want %v", err, tc.err)
@@ -467,7 +488,7 @@ func TestCheckNew(t *testing.T) {
 		{"outside", "/tmp/coef.npy", true, ErrOutside},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := r.CheckNew("--out-shared", tc.path, tc.overwrite)
+			err := r.CheckNew("out_shared", tc.path, tc.overwrite)
 			if tc.err == nil && err != nil || tc.err != nil && !errors.Is(err, tc.err) {
 				t.Errorf("CheckNew(%s, %v): %v, want %v", tc.path, tc.overwrite, err, tc.err)
 			}
@@ -479,7 +500,7 @@ func TestCheckNew(t *testing.T) {
 func TestConcurrentWriters(t *testing.T) {
 	base, r := tree(t)
 	tmp := base + "/data/shared.partial"
-	f, err := r.CreateExclusive("--out-shared", tmp, 0o644)
+	f, err := r.CreateExclusive("out_shared", tmp, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +508,7 @@ func TestConcurrentWriters(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			f, err := r.WriteOpener("--out-shared")(tmp)
+			f, err := r.WriteOpener("out_shared")(tmp)
 			if err != nil {
 				t.Error(err)
 				return
@@ -503,7 +524,7 @@ func TestConcurrentWriters(t *testing.T) {
 		t.Errorf("got %q", b)
 	}
 	// WriteOpener never creates.
-	if _, err := r.WriteOpener("--out-shared")(base + "/data/absent"); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := r.WriteOpener("out_shared")(base + "/data/absent"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("WriteOpener of an absent file: %v", err)
 	}
 }
@@ -532,7 +553,7 @@ func TestCommitWithoutLinks(t *testing.T) {
 		} {
 			t.Run(fmt.Sprint(linkErr, "/", tc.name), func(t *testing.T) {
 				base, r := tree(t)
-				root, _, err := r.Resolve("--out-shared", base+"/data")
+				root, _, err := r.Resolve("out_shared", base+"/data")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -540,7 +561,7 @@ func TestCommitWithoutLinks(t *testing.T) {
 				if tc.existing {
 					os.WriteFile(base+"/data/coef.npy", []byte("earlier"), 0o644)
 				}
-				err = r.commit(noLinks{root, linkErr}, "--out-shared", "tmp", "coef.npy", base+"/data/coef.npy", base+"/data", false)
+				err = r.commit(noLinks{root, linkErr}, "out_shared", "tmp", "coef.npy", base+"/data/coef.npy", base+"/data", false)
 				want := "result"
 				if tc.existing {
 					want = "earlier"

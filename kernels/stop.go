@@ -81,11 +81,15 @@ type Stopper struct {
 func NewStopper(rule StopRule) *Stopper { return &Stopper{rule: rule} }
 
 // window returns the stall rule's look-back in iterations.
-func (s *Stopper) window() int {
-	if s.rule.StallWindow == 0 {
+func (s *Stopper) window() int { return s.rule.Window() }
+
+// Window returns the number of iterations the stall rule looks back: StallWindow, or its
+// default (10) when that is 0.
+func (r StopRule) Window() int {
+	if r.StallWindow == 0 {
 		return defaultStallWindow
 	}
-	return s.rule.StallWindow
+	return r.StallWindow
 }
 
 // History returns a copy of the objectives the stall rule remembers (the last StallWindow+1

@@ -188,7 +188,7 @@ func (b *BlockBuilder) AddDense(offset int, values []float64) error {
 		}
 		if what := badValue(v); what != "" {
 			p := offset + k
-			return chunkError("sample %d of the block, feature %d (0-based): %s %s", p/b.rows, p%b.rows, what, ruleFor(what))
+			return chunkError("sample %d of the block, feature %d (0-based): %s %s", p/b.rows, p%b.rows, what, entryRule)
 		}
 		if v == 0 {
 			v = 0 // a negative zero becomes zero
@@ -269,7 +269,7 @@ func (b *BlockBuilder) AddSparse(colLo int, colPtr []int64, rowIdx []int32, valu
 			if isMissing(v, b.missing) {
 				v = missingNaN
 			} else if what := badValue(v); what != "" {
-				return undo(chunkError("sample %d of the block, feature %d (0-based): %s %s", col, r, what, ruleFor(what)))
+				return undo(chunkError("sample %d of the block, feature %d (0-based): %s %s", col, r, what, entryRule))
 			}
 			if v == 0 {
 				continue

@@ -57,10 +57,12 @@ func badValue(v float64) string {
 const entryRule = "(NMF needs finite nonnegative entries)"
 
 // ruleFor is entryRule for a sample's bad value described by what (see badValue), with the
-// way to keep NaN entries, as missing values, when the value is NaN.
+// way to keep NaN entries, as missing values, when the value is NaN: the job spec's field
+// named {missing} (package usererr), which each front end names its way (the CLI's
+// "--missing nan"). It holds no '%' and no value: the callers put it in their format.
 func ruleFor(what string) string {
 	if strings.HasPrefix(what, "NaN") {
-		return entryRule + ": give --missing nan to read NaN entries as missing values"
+		return entryRule + ": to read NaN entries as missing values, give {missing}"
 	}
 	return entryRule
 }
@@ -87,7 +89,7 @@ func checkDense(name string, d *kernels.Dense, lo int, matrix, missing bool) (sa
 		if matrix {
 			return false, inputErrorf(name, "row %d, column %d (0-based): %s %s", j, i, badValue(v), entryRule)
 		}
-		return false, inputErrorf(name, "sample %d, feature %d (0-based): %s %s", j, i, badValue(v), ruleFor(badValue(v)))
+		return false, inputErrorf(name, "sample %d, feature %d (0-based): %s "+ruleFor(badValue(v)), j, i, badValue(v))
 	}
 	return sawNaN, nil
 }

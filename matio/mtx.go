@@ -60,7 +60,7 @@ func (p *mtxParser) checkValue(r, c int64, v float64) (float64, error) {
 		return missingNaN, nil
 	}
 	if what := badValue(v); what != "" {
-		return 0, inputErrorf(p.at(), "row %d, column %d: %s %s", r, c, what, ruleFor(what))
+		return 0, inputErrorf(p.at(), "row %d, column %d: %s "+ruleFor(what), r, c, what)
 	}
 	return v, nil
 }

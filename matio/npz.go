@@ -762,7 +762,7 @@ func finishRows[T float32 | float64](name string, lo int, ptr []int64, idx []int
 	w := 0
 	var tmp []npzPair[T]
 	bad := func(j int, i int32, v T) error {
-		return inputErrorf(name, "sample %d, feature %d (0-based): %s %s", lo+j, i, badValue(float64(v)), ruleFor(badValue(float64(v))))
+		return inputErrorf(name, "sample %d, feature %d (0-based): %s "+ruleFor(badValue(float64(v))), lo+j, i, badValue(float64(v)))
 	}
 	for j := range n {
 		a, b := int(ptr[j]), int(ptr[j+1])
@@ -902,7 +902,7 @@ func (s *npzSource) transpose() (Source, error) {
 		v := e.v
 		if !(v >= 0 && v <= math.MaxFloat64) {
 			if !isMissing(v, s.opts.Missing) {
-				return nil, inputErrorf(s.name, "sample %d, feature %d (0-based): %s %s", e.s, e.f, badValue(v), ruleFor(badValue(v)))
+				return nil, inputErrorf(s.name, "sample %d, feature %d (0-based): %s "+ruleFor(badValue(v)), e.s, e.f, badValue(v))
 			}
 			e.v, sawNaN = missingNaN, true
 		}

@@ -56,8 +56,10 @@ func Open(spec string) (Source, error) {
 // fsroot), and the parsing code is the same whatever opened the file.
 //
 // An error that is an [*fs.PathError] (as those of os.Open and os.Root are) is reported as
-// "PATH: cannot open: REASON"; any other error is reported with its own text, which should
-// name the path (fsroot's errors name the flag and the path). Either wraps [usererr.ErrUser].
+// "PATH: cannot open: REASON"; an error with a method UserError() *usererr.Error (fsroot's
+// errors, which name the job spec's field and the path) as the *usererr.Error it returns, so
+// that a front end names the field its way; any other error with its own text, which should
+// name the path. Each wraps [usererr.ErrUser].
 type Opener func(path string) (*os.File, error)
 
 // OpenWith is [Open] with the file opened by open, which must not be nil. A synthetic spec
@@ -252,6 +254,10 @@ func hdf5Error(path string) error {
 
 // openError wraps an Opener's error: see [Opener].
 func openError(path string, err error) error {
+	var fe interface{ UserError() *usererr.Error }
+	if errors.As(err, &fe) {
+		return fe.UserError()
+	}
 	if errors.As(err, new(*fs.PathError)) {
 		return ioError(path, "cannot open", err)
 	}

@@ -118,7 +118,7 @@ func TestOpenWithRootSameBits(t *testing.T) {
 	}
 	defer root.Close()
 	openers := map[string]Opener{
-		"fsroot":  roots.Opener("--input"),
+		"fsroot":  roots.Opener("input"),
 		"os.Root": func(p string) (*os.File, error) { return root.Open(filepath.Base(p)) },
 	}
 	for _, name := range names {
@@ -153,7 +153,7 @@ func TestOpenAllWithRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer want.Close()
-	got, err := OpenAllWith(roots.Opener("--input"), specs)
+	got, err := OpenAllWith(roots.Opener("input"), specs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestOpenAllWithRoot(t *testing.T) {
 	sameSource(t, got, want)
 	// A synthetic spec opens no file, even with roots that refuse every path.
 	none := openRoots(t)
-	syn, err := OpenAllWith(none.Opener("--input"), []string{"synthetic:m=5,n=4,k=2,seed=9"})
+	syn, err := OpenAllWith(none.Opener("input"), []string{"synthetic:m=5,n=4,k=2,seed=9"})
 	if err != nil {
 		t.Fatalf("synthetic spec with no roots: %v", err)
 	}
@@ -174,7 +174,7 @@ func TestReadNPYMatrixWithRoot(t *testing.T) {
 	for _, name := range []string{"c_f8.npy", "f_f4.npy", "c_f8.npy.gz", "fortran.npy"} {
 		path := filepath.Join(dir, name)
 		r1, c1, d1, err1 := ReadNPYMatrix(path)
-		r2, c2, d2, err2 := ReadNPYMatrixWith(roots.Opener("--init-basis"), path)
+		r2, c2, d2, err2 := ReadNPYMatrixWith(roots.Opener("init_basis"), path)
 		if err1 != nil || err2 != nil || r1 != r2 || c1 != c2 || !sameBits(d1, d2) {
 			t.Errorf("%s: %d x %d %v vs %d x %d %v, or the data differ", name, r1, c1, err1, r2, c2, err2)
 		}
@@ -220,9 +220,9 @@ func TestOpenWithRefused(t *testing.T) {
 		{"missing", dir + "/missing.npy", fs.ErrNotExist},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			open := roots.Opener("--input")
+			open := roots.Opener("input")
 			_, err := OpenWith(open, tc.path)
-			wantInputError(t, err, "--input "+tc.path)
+			wantInputError(t, err, "input "+tc.path)
 			if !errors.Is(err, tc.err) {
 				t.Errorf("OpenWith: %v, want %v", err, tc.err)
 			}
@@ -230,8 +230,8 @@ func TestOpenWithRefused(t *testing.T) {
 			if !errors.Is(err, usererr.ErrUser) || !errors.Is(err, tc.err) {
 				t.Errorf("OpenAllWith: %v", err)
 			}
-			_, _, _, err = ReadNPYMatrixWith(roots.Opener("--init-coef"), tc.path)
-			if !errors.Is(err, usererr.ErrUser) || !errors.Is(err, tc.err) || !strings.Contains(err.Error(), "--init-coef ") {
+			_, _, _, err = ReadNPYMatrixWith(roots.Opener("init_coef"), tc.path)
+			if !errors.Is(err, usererr.ErrUser) || !errors.Is(err, tc.err) || !strings.Contains(err.Error(), "init_coef ") {
 				t.Errorf("ReadNPYMatrixWith: %v", err)
 			}
 		})
@@ -270,7 +270,7 @@ func TestOpenerErrors(t *testing.T) {
 // the coordinator checks it and commits it to final. It returns Commit's error.
 func sharedCoef(t *testing.T, roots *fsroot.Roots, part, final string, rows, cols, shards int, data []float64, overwrite bool) error {
 	t.Helper()
-	f, err := roots.CreateExclusive("--out-shared", part, 0o644)
+	f, err := roots.CreateExclusive("out_shared", part, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,13 +283,13 @@ func sharedCoef(t *testing.T, roots *fsroot.Roots, part, final string, rows, col
 	for s := range shards {
 		wg.Go(func() {
 			lo, hi := cuts[s], cuts[s+1]
-			if err := WriteNPYRowsWith(roots.WriteOpener("--out-shared"), part, rows, cols, lo, data[lo*cols:hi*cols]); err != nil {
+			if err := WriteNPYRowsWith(roots.WriteOpener("out_shared"), part, rows, cols, lo, data[lo*cols:hi*cols]); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	f, err = roots.Open("--out-shared", part)
+	f, err = roots.Open("out_shared", part)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func sharedCoef(t *testing.T, roots *fsroot.Roots, part, final string, rows, col
 		t.Error(err)
 	}
 	f.Close()
-	return roots.Commit("--out-shared", part, final, overwrite)
+	return roots.Commit("out_shared", part, final, overwrite)
 }
 
 func TestNPYRowsShared(t *testing.T) {
@@ -321,18 +321,18 @@ func TestNPYRowsShared(t *testing.T) {
 	data2 := genX(cols, rows, 0.8, 6)
 	part2 := dir + "/.coef.npy.job2.partial"
 	if err := sharedCoef(t, roots, part2, final, rows, cols, 3, data2, false); !errors.Is(err, fsroot.ErrExists) ||
-		!strings.Contains(err.Error(), "--overwrite") {
+		!strings.Contains(err.Error(), "give overwrite") {
 		t.Fatalf("commit over an earlier coef.npy: %v", err)
 	}
 	if got, _ := os.ReadFile(final); !bytes.Equal(got, want.Bytes()) {
 		t.Fatal("the earlier coef.npy changed")
 	}
 	// ... which a job cannot create again (another job's, or a planted file)...
-	if _, err := roots.CreateExclusive("--out-shared", part2, 0o644); !errors.Is(err, fsroot.ErrExists) {
+	if _, err := roots.CreateExclusive("out_shared", part2, 0o644); !errors.Is(err, fsroot.ErrExists) {
 		t.Fatalf("creating an existing partial file: %v", err)
 	}
 	// ... but the job can commit with overwrite.
-	if err := roots.Commit("--out-shared", part2, final, true); err != nil {
+	if err := roots.Commit("out_shared", part2, final, true); err != nil {
 		t.Fatal(err)
 	}
 	want.Reset()
@@ -351,7 +351,7 @@ func TestWriteNPYRowsRefuses(t *testing.T) {
 	roots := openRoots(t, dir)
 	rows, cols := 50, 3
 	prepared := func(name string, r, c int) string {
-		f, err := roots.CreateExclusive("--out-shared", dir+"/"+name, 0o644)
+		f, err := roots.CreateExclusive("out_shared", dir+"/"+name, 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -386,14 +386,14 @@ func TestWriteNPYRowsRefuses(t *testing.T) {
 		{"other shape", transposed, 0, nil, "does not start with the header of a 50 x 3 float64 .npy file"},
 		{"truncated", truncated, 0, nil, "has 200 bytes, want 1328"},
 		{"not prepared", dir + "/plain.npy", 0, nil, "has 100 bytes"},
-		{"absolute symlink out", dir + "/abs", 0, fsroot.ErrEscapes, "--out-shared " + dir + "/abs leads outside"},
+		{"absolute symlink out", dir + "/abs", 0, fsroot.ErrEscapes, "out_shared " + dir + "/abs leads outside"},
 		{"relative symlink out", dir + "/rel", 0, fsroot.ErrEscapes, "leads outside"},
 		{"outside", outside, 0, fsroot.ErrOutside, "is outside"},
 		{"rows past the end", prepared("ok", rows, cols), 45, nil, "30 values at row 45 of a 50 x 3 matrix"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before, _ := os.ReadFile(tc.path)
-			err := WriteNPYRowsWith(roots.WriteOpener("--out-shared"), tc.path, rows, cols, tc.lo, ones)
+			err := WriteNPYRowsWith(roots.WriteOpener("out_shared"), tc.path, rows, cols, tc.lo, ones)
 			if err == nil || tc.is != nil && !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.text) {
 				t.Fatalf("got %v, want %v containing %q", err, tc.is, tc.text)
 			}
@@ -409,7 +409,7 @@ func TestWriteNPYRowsRefuses(t *testing.T) {
 		t.Error("a writer of rows created a file")
 	}
 	// PrepareNPYRows wants a new, empty file.
-	f, err := roots.OpenFile("--out-shared", dir+"/plain.npy", os.O_RDWR, 0)
+	f, err := roots.OpenFile("out_shared", dir+"/plain.npy", os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,7 +190,7 @@ func TestStoreConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer roots.Close()
-	open := roots.Opener("--input")
+	open := roots.Opener("input")
 	src, err := OpenWith(open, store)
 	if err != nil {
 		t.Fatal(err)
@@ -231,14 +231,14 @@ func TestSparseInputsThroughRoots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := OpenWith(roots.Opener("--input"), p)
+		got, err := OpenWith(roots.Opener("input"), p)
 		if err != nil {
 			t.Fatalf("%s through the roots: %v", name, err)
 		}
 		sameSource(t, got, want)
 		got.Close()
 		want.Close()
-		gn, err := ReadNames(roots.Opener("--input"), []string{p})
+		gn, err := ReadNames(roots.Opener("input"), []string{p})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,6 +248,6 @@ func TestSparseInputsThroughRoots(t *testing.T) {
 		}
 	}
 	// Outside the roots: refused.
-	_, err = OpenWith(roots.Opener("--input"), filepath.Dir(dir))
+	_, err = OpenWith(roots.Opener("input"), filepath.Dir(dir))
 	wantInputError(t, err, "outside the node's data roots")
 }

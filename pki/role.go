@@ -3,6 +3,7 @@ package pki
 import (
 	"crypto/x509"
 	"slices"
+	"strings"
 )
 
 // Role is what a certificate lets its holder do in a cluster. Every certificate names one in
@@ -47,4 +48,20 @@ func RoleOf(cert *x509.Certificate) Role {
 		return RoleClient
 	}
 	return RolePeer
+}
+
+// Owner names that are no client's: a job's owner is the name of who submitted it, and these
+// name submitters that hold no client certificate. LocalOwner owns the jobs a node's own
+// process submits without naming an owner; OperatorOwner those the HTTP operator submits
+// with its token or session.
+const (
+	LocalOwner    = "local"
+	OperatorOwner = "operator"
+)
+
+// ReservedClientName reports whether name (compared without case) is one no client may act
+// under, a client certificate's common name or an HTTP client token's name: a client named
+// so would share those owners' quotas and see, and cancel, their jobs.
+func ReservedClientName(name string) bool {
+	return strings.EqualFold(name, LocalOwner) || strings.EqualFold(name, OperatorOwner)
 }

@@ -213,9 +213,10 @@ func (r *Report) Write(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// StopSentence says in words which rule ended a run, as a user reads it: "converged: ..." for
-// the two rules that mean the error stopped moving (--tol, --stall-tol), and for the limits
-// (--max-iter, --time-limit) whether the error was still falling when they cut the run short.
+// StopSentence says in words which rule ended a run, as a user reads it, naming no flag or
+// key (the CLI and the HTTP API write the same report): "converged: ..." for the two rules
+// that mean the error stopped moving (tol, stall tol), and for the limits (the iteration
+// limit, the time limit) whether the error was still falling when they cut the run short.
 func StopSentence(why kernels.StopReason, rule kernels.StopRule, hist []kernels.HistoryPoint) string {
 	window := rule.StallWindow
 	if window == 0 {
@@ -223,15 +224,15 @@ func StopSentence(why kernels.StopReason, rule kernels.StopRule, hist []kernels.
 	}
 	switch why {
 	case kernels.StopConverged:
-		return fmt.Sprintf("converged: the error fell to %s of the initial error (--tol %g)", percent(rule.Tol), rule.Tol)
+		return fmt.Sprintf("converged: the error fell to %s of the initial error (tol %g)", percent(rule.Tol), rule.Tol)
 	case kernels.StopStalled:
-		return fmt.Sprintf("converged: the error fell by less than %s over the last %d iterations (--stall-tol %g)", percent(rule.StallTol), window, rule.StallTol)
+		return fmt.Sprintf("converged: the error fell by less than %s over the last %d iterations (stall tol %g)", percent(rule.StallTol), window, rule.StallTol)
 	case kernels.StopCanceled:
 		return "interrupted: the factors are the last finished iteration's, partly updated by the interrupted one (still nonnegative); the errors are those of these factors"
 	}
-	limit := fmt.Sprintf("stopped at --max-iter %d", rule.MaxIter)
+	limit := fmt.Sprintf("stopped at the iteration limit (%d)", rule.MaxIter)
 	if why == kernels.StopTimeLimit {
-		limit = fmt.Sprintf("stopped at --time-limit %v", rule.TimeLimit)
+		limit = fmt.Sprintf("stopped at the time limit (%v)", rule.TimeLimit)
 	}
 	if fall, span, ok := recentFall(hist, window); ok {
 		window = span

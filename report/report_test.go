@@ -26,14 +26,14 @@ func TestStopSentence(t *testing.T) {
 		hist []kernels.HistoryPoint
 		want []string
 	}{
-		{kernels.StopConverged, falling, []string{"converged: the error fell to 0.0001% of the initial error (--tol 1e-06)"}},
-		{kernels.StopStalled, flat, []string{"converged: the error fell by less than 0.01% over the last 10 iterations (--stall-tol 0.0001)"}},
-		{kernels.StopMaxIter, falling, []string{"stopped at --max-iter 20 while the error was still falling (by 65.1% over the last 10 iterations)", "raise it"}},
-		{kernels.StopMaxIter, flat, []string{"stopped at --max-iter 20; the error had stopped falling"}},
+		{kernels.StopConverged, falling, []string{"converged: the error fell to 0.0001% of the initial error (tol 1e-06)"}},
+		{kernels.StopStalled, flat, []string{"converged: the error fell by less than 0.01% over the last 10 iterations (stall tol 0.0001)"}},
+		{kernels.StopMaxIter, falling, []string{"stopped at the iteration limit (20) while the error was still falling (by 65.1% over the last 10 iterations)", "raise it"}},
+		{kernels.StopMaxIter, flat, []string{"stopped at the iteration limit (20); the error had stopped falling"}},
 		// Shorter than the window: the fall over what there is.
-		{kernels.StopMaxIter, falling[:5], []string{"stopped at --max-iter 20 while the error was still falling (by 34.4% over the last 4 iterations)"}},
-		{kernels.StopMaxIter, falling[:1], []string{"stopped at --max-iter 20"}},
-		{kernels.StopTimeLimit, falling, []string{"stopped at --time-limit 10m0s while the error was still falling"}},
+		{kernels.StopMaxIter, falling[:5], []string{"stopped at the iteration limit (20) while the error was still falling (by 34.4% over the last 4 iterations)"}},
+		{kernels.StopMaxIter, falling[:1], []string{"stopped at the iteration limit (20)"}},
+		{kernels.StopTimeLimit, falling, []string{"stopped at the time limit (10m0s) while the error was still falling"}},
 		{kernels.StopCanceled, falling, []string{"interrupted", "partly updated"}},
 	}
 	for _, tt := range tests {

@@ -263,7 +263,9 @@ func (g *guard) partyOf(ctx context.Context) (party, bool) {
 		return party{}, false
 	}
 	role, name := roleOf(info.State)
-	if role == 0 {
+	if role == 0 || role == pki.RoleClient && pki.ReservedClientName(name) {
+		// A client named as an owner that is no client's (the node's own process, the HTTP
+		// operator) would share its quotas and own its jobs: refused as no credential.
 		return party{}, false
 	}
 	who := newParty(role, name)

@@ -53,7 +53,7 @@ func TestEndedJobsListed(t *testing.T) {
 			running = jobs[0]
 		}
 	}
-	if running.Samples != 600 || running.Features != 5 || len(running.ShardNodes) != 3 || running.StopRule != "at most 100000 iterations" ||
+	if running.Samples != 600 || running.Features != 5 || len(running.ShardNodes) != 3 || running.StopRule != "100000 iterations (no convergence test)" ||
 		running.SubmittedUnixMs == 0 || len(running.History) == 0 || len(running.Events) == 0 ||
 		running.Events[0].Kind != messages.JobEventKind_JOB_EVENT_KIND_STARTED {
 		t.Errorf("the running job's detail: %v", running)

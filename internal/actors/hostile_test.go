@@ -31,6 +31,7 @@ import (
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/pki"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // hostileSetup is a 3-node cluster with credentials from a test secret, a legitimate client
@@ -530,7 +531,11 @@ func TestDataRootsConfineJobFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(shared, "coef.npy"), []byte("precious"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := job(filepath.Join(root, "x.npy"), shared, false); err == nil || !strings.Contains(err.Error(), "--overwrite") {
+	// The refusal crosses the wire naming its fields, which the client names its way.
+	err = job(filepath.Join(root, "x.npy"), shared, false)
+	var ue *usererr.Error
+	if !errors.As(err, &ue) || ue.Field != "out_shared" ||
+		!strings.HasSuffix(ue.Text(func(f string) string { return "--" + strings.ReplaceAll(f, "_", "-") }), "this job did not create it: give --overwrite to replace it") {
 		t.Fatalf("a second job into the same directory: %v", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(shared, "coef.npy")); string(b) != "precious" {

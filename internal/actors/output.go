@@ -13,6 +13,7 @@ import (
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
 	"github.com/didnmf/didnmf/report"
+	"github.com/didnmf/didnmf/usererr"
 )
 
 // A job with --out-shared has its nodes write its output into a directory they share: the
@@ -35,22 +36,28 @@ func sharedBasisPartial(dir, job string) string {
 // does; under the node's data roots), checks it (without a coef.npy unless the job may
 // overwrite it) and creates the files the shards fill in.
 func prepareSharedCoef(roots *fsroot.Roots, spec *messages.JobSpec, job string, m, n int) error {
-	if err := roots.MkdirAll("--out-shared", spec.OutShared, 0o755); err != nil {
+	// A refused directory is the user's to fix, named as the front end names out_shared.
+	return fsroot.User(prepareSharedFiles(roots, spec, job, m, n))
+}
+
+// prepareSharedFiles is prepareSharedCoef's work; its errors of the roots are fsroot's.
+func prepareSharedFiles(roots *fsroot.Roots, spec *messages.JobSpec, job string, m, n int) error {
+	if err := roots.MkdirAll("out_shared", spec.OutShared, 0o755); err != nil {
 		return err
 	}
-	st, err := roots.Stat("--out-shared", spec.OutShared)
+	st, err := roots.Stat("out_shared", spec.OutShared)
 	if err != nil {
 		return err
 	}
 	if !st.IsDir() {
-		return fmt.Errorf("--out-shared %s: not a directory", spec.OutShared)
+		return usererr.Field("out_shared", "{out_shared} %s: not a directory", spec.OutShared)
 	}
-	if err := roots.CheckNew("--out-shared", filepath.Join(spec.OutShared, "coef.npy"), spec.Overwrite); err != nil {
+	if err := roots.CheckNew("out_shared", filepath.Join(spec.OutShared, "coef.npy"), spec.Overwrite); err != nil {
 		return err
 	}
 	if spec.Detached {
 		for _, name := range []string{"basis.npy", "report.json"} {
-			if err := roots.CheckNew("--out-shared", filepath.Join(spec.OutShared, name), spec.Overwrite); err != nil {
+			if err := roots.CheckNew("out_shared", filepath.Join(spec.OutShared, name), spec.Overwrite); err != nil {
 				return err
 			}
 		}
@@ -66,13 +73,13 @@ func prepareSharedCoef(roots *fsroot.Roots, spec *messages.JobSpec, job string, 
 
 // removePartials removes a failed job's partial output files.
 func removePartials(roots *fsroot.Roots, dir, job string) {
-	_ = roots.Remove("--out-shared", sharedCoefPartial(dir, job))
-	_ = roots.Remove("--out-shared", sharedBasisPartial(dir, job))
+	_ = roots.Remove("out_shared", sharedCoefPartial(dir, job))
+	_ = roots.Remove("out_shared", sharedBasisPartial(dir, job))
 }
 
 // prepareNPY creates a rows x cols .npy file under the roots for shards to fill in.
 func prepareNPY(roots *fsroot.Roots, path string, rows, cols int) error {
-	f, err := roots.CreateExclusive("--out-shared", path, 0o644)
+	f, err := roots.CreateExclusive("out_shared", path, 0o644)
 	if err != nil {
 		return err
 	}
@@ -81,7 +88,7 @@ func prepareNPY(roots *fsroot.Roots, path string, rows, cols int) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("--out-shared: %v", err)
+		return usererr.Field("out_shared", "{out_shared}: preparing %s: %v", filepath.Base(path), err)
 	}
 	return nil
 }
@@ -112,7 +119,7 @@ func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error 
 	if c.spec.Ingest == jobspec.IngestShared {
 		// As the client of an attached job says it: the images' shape, when the inputs are
 		// IDX image files (read through the node's roots, headers only).
-		if h, w, ok := matio.PeekImageShapeWith(c.node.cfg.Roots.Opener("--input"), c.spec.Inputs); ok && h*w == r.M {
+		if h, w, ok := matio.PeekImageShapeWith(c.node.cfg.Roots.Opener("input"), c.spec.Inputs); ok && h*w == r.M {
 			rep.ImageShape = []int{h, w}
 		}
 	}
@@ -121,7 +128,7 @@ func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error 
 		return err
 	}
 	roots, tmp := c.node.cfg.Roots, filepath.Join(dir, ".report.json."+c.job+".partial")
-	w, err := roots.CreateExclusive("--out-shared", tmp, 0o644)
+	w, err := roots.CreateExclusive("out_shared", tmp, 0o644)
 	if err != nil {
 		return err
 	}
@@ -130,10 +137,10 @@ func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error 
 		err = cerr
 	}
 	if err == nil {
-		err = roots.Commit("--out-shared", tmp, filepath.Join(dir, "report.json"), c.spec.Overwrite)
+		err = roots.Commit("out_shared", tmp, filepath.Join(dir, "report.json"), c.spec.Overwrite)
 	}
 	if err != nil {
-		_ = roots.Remove("--out-shared", tmp)
+		_ = roots.Remove("out_shared", tmp)
 	}
 	return err
 }
@@ -142,16 +149,16 @@ func (c *coordinator) commitDetached(dir string, res *messages.JobResult) error 
 // puts it in place under its final name.
 func (c *coordinator) commitNPY(part, final string, rows int) error {
 	roots := c.node.cfg.Roots
-	f, err := roots.Open("--out-shared", part)
+	f, err := roots.Open("out_shared", part)
 	if err != nil {
 		return err
 	}
 	err = matio.CheckNPYRows(f, rows, c.spec.Rank)
 	f.Close()
 	if err != nil {
-		return fmt.Errorf("--out-shared: %s: %v: do all nodes see the same directory?", filepath.Base(final), err)
+		return fmt.Errorf("the shared output directory %s: %s: %v: do all nodes see the same directory?", filepath.Dir(final), filepath.Base(final), err)
 	}
-	return roots.Commit("--out-shared", part, final, c.spec.Overwrite)
+	return roots.Commit("out_shared", part, final, c.spec.Overwrite)
 }
 
 // ErrorFile is what a detached job that failed or was canceled writes into its --out-shared
@@ -183,11 +190,11 @@ func writeErrorFile(roots *fsroot.Roots, dir, job string, rec *messages.JobInfo)
 	if err != nil {
 		return err
 	}
-	if err := roots.MkdirAll("--out-shared", dir, 0o755); err != nil {
+	if err := roots.MkdirAll("out_shared", dir, 0o755); err != nil {
 		return err
 	}
 	tmp := filepath.Join(dir, ".error.json."+job+".partial")
-	w, err := roots.CreateExclusive("--out-shared", tmp, 0o644)
+	w, err := roots.CreateExclusive("out_shared", tmp, 0o644)
 	if err != nil {
 		return err
 	}
@@ -196,10 +203,10 @@ func writeErrorFile(roots *fsroot.Roots, dir, job string, rec *messages.JobInfo)
 		err = cerr
 	}
 	if err == nil {
-		err = roots.Commit("--out-shared", tmp, filepath.Join(dir, "error.json"), true)
+		err = roots.Commit("out_shared", tmp, filepath.Join(dir, "error.json"), true)
 	}
 	if err != nil {
-		_ = roots.Remove("--out-shared", tmp)
+		_ = roots.Remove("out_shared", tmp)
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -104,7 +105,7 @@ func readShape(roots *fsroot.Roots, spec *messages.JobSpec, maxBytes int64) (job
 		return jobspec.Shape{Name: strings.Join(spec.Inputs, " + ") + " (streamed by the client)", Samples: int(spec.Samples),
 			Features: int(spec.Features), StoredEntries: spec.StoredEntries}, nil
 	}
-	src, err := matio.OpenAllWithOptions(roots.Opener("--input"), spec.Inputs, matio.ReadOptions{Missing: spec.Missing, MaxBytes: maxBytes})
+	src, err := matio.OpenAllWithOptions(roots.Opener("input"), spec.Inputs, matio.ReadOptions{Missing: spec.Missing, MaxBytes: maxBytes})
 	if err != nil {
 		return jobspec.Shape{}, err
 	}
@@ -123,8 +124,12 @@ func readShape(roots *fsroot.Roots, spec *messages.JobSpec, maxBytes int64) (job
 		if f.path == "" {
 			continue // a transform's optional warm start
 		}
-		src, err := matio.OpenWith(roots.Opener("--"+strings.ReplaceAll(f.field, "_", "-")), f.path)
-		if err != nil {
+		src, err := matio.OpenWith(roots.Opener(f.field), f.path)
+		var ue *usererr.Error
+		switch {
+		case errors.As(err, &ue) && ue.Field == f.field && ue.Error() == err.Error():
+			return jobspec.Shape{}, err // the node's refusal of the path names the field already
+		case err != nil:
 			return jobspec.Shape{}, usererr.Field(f.field, "{"+f.field+"}: %w", err)
 		}
 		*f.shape = &[2]int{src.Samples(), src.Features()}

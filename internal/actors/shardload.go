@@ -305,7 +305,7 @@ func (s *shard) check() error {
 func (s *shard) read() (kernels.Block, error) {
 	a := s.a
 	// Storage: the block comes stored as build will store it (no float64 copy of counts).
-	src, err := matio.OpenAllWithOptions(s.node.cfg.Roots.Opener("--input"), s.spec.Inputs,
+	src, err := matio.OpenAllWithOptions(s.node.cfg.Roots.Opener("input"), s.spec.Inputs,
 		matio.ReadOptions{Missing: s.spec.Missing, Storage: s.spec.Storage, MaxBytes: s.node.cfg.inputBytes()})
 	if err != nil {
 		return nil, err
@@ -376,7 +376,7 @@ func (s *shard) closeMachine() {
 // readCustomInit reads the whole initial basis and this shard's rows of the initial
 // coefficients.
 func readCustomInit(roots *fsroot.Roots, spec *jobspec.Spec, m, n, k, lo, hi int) (b0, c0 []float64, err error) {
-	rows, cols, b, err := matio.ReadNPYMatrixWith(roots.Opener("--init-basis"), spec.InitBasis)
+	rows, cols, b, err := matio.ReadNPYMatrixWith(roots.Opener("init_basis"), spec.InitBasis)
 	if err != nil {
 		return nil, nil, fmt.Errorf("init basis: %w", err)
 	}
@@ -387,7 +387,7 @@ func readCustomInit(roots *fsroot.Roots, spec *jobspec.Spec, m, n, k, lo, hi int
 	if spec.InitCoef == "" {
 		return b0, nil, nil // a transform without a warm start: C starts at 0
 	}
-	src, err := matio.OpenWith(roots.Opener("--init-coef"), spec.InitCoef)
+	src, err := matio.OpenWith(roots.Opener("init_coef"), spec.InitCoef)
 	if err != nil {
 		return nil, nil, fmt.Errorf("init coef: %w", err)
 	}

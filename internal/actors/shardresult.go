@@ -25,8 +25,8 @@ func (s *shard) finish(ctx actor.Context, end jobctl.ShardDriverFinish) {
 	if dir := s.spec.OutShared; dir != "" {
 		k := s.spec.Rank
 		// C is K x n_i column-major: the shard's rows of the N x K row-major coef.npy.
-		if err := matio.WriteNPYRowsWith(s.node.cfg.Roots.WriteOpener("--out-shared"), sharedCoefPartial(dir, s.a.JobId), int(s.a.TotalCols), k, int(s.a.ColLo), s.machine.Coef()); err != nil {
-			s.fail(ctx, fmt.Errorf("--out-shared: writing rows %d to %d: %w", s.a.ColLo, s.a.ColHi, err))
+		if err := matio.WriteNPYRowsWith(s.node.cfg.Roots.WriteOpener("out_shared"), sharedCoefPartial(dir, s.a.JobId), int(s.a.TotalCols), k, int(s.a.ColLo), s.machine.Coef()); err != nil {
+			s.fail(ctx, fmt.Errorf("writing rows %d to %d of the coef into the shared output directory: %w", s.a.ColLo, s.a.ColHi, err))
 			return
 		}
 	} else {
@@ -35,9 +35,9 @@ func (s *shard) finish(ctx actor.Context, end jobctl.ShardDriverFinish) {
 	if s.a.Shard == 0 && s.spec.Detached {
 		// No client waits for B: it goes next to C, as basis.npy (features x K, row-major).
 		m, k := s.machineRows(), s.spec.Rank
-		if err := matio.WriteNPYRowsWith(s.node.cfg.Roots.WriteOpener("--out-shared"), sharedBasisPartial(s.spec.OutShared, s.a.JobId), m, k, 0,
+		if err := matio.WriteNPYRowsWith(s.node.cfg.Roots.WriteOpener("out_shared"), sharedBasisPartial(s.spec.OutShared, s.a.JobId), m, k, 0,
 			kernels.Transpose(s.machine.Basis(), m, k)); err != nil {
-			s.fail(ctx, fmt.Errorf("--out-shared: writing the basis: %w", err))
+			s.fail(ctx, fmt.Errorf("writing the basis into the shared output directory: %w", err))
 			return
 		}
 	} else if s.a.Shard == 0 {

@@ -208,7 +208,7 @@ func TestMissingValues(t *testing.T) {
 		}
 	}
 	code, _, stderr := runNode(t, "factorize", "--input", x, "--rank", "3", "--out", filepath.Join(dir, "refused"))
-	if code != 2 || !strings.Contains(stderr, "NaN value") {
+	if code != 2 || !strings.Contains(stderr, "NaN value") || !strings.Contains(stderr, "to read NaN entries as missing values, give --missing nan") {
 		t.Errorf("a NaN without --missing nan: exit %d, %q", code, stderr)
 	}
 	code, _, stderr = runNode(t, "factorize", "--input", x, "--rank", "3", "--missing", "nan", "--algo", "anls", "--out", filepath.Join(dir, "anls"))

@@ -368,7 +368,8 @@ var fieldFlags = map[string]string{
 	"l1_ratio": "--l1-ratio", "loss": "--loss", "missing": "--missing nan", "test_fraction": "--test-fraction",
 	"fan-in": "--fan-in", "ingest": "--ingest", "out_shared": "--out-shared", "detached": "--detach",
 	"natural_layout": "--input", "stop": "--tol, --max-iter, --time-limit or --stall-tol",
-	"nodes": "--nodes", "threads": "--threads", "cluster": "--cluster",
+	"nodes": "--nodes", "threads": "--threads", "cluster": "--cluster", "overwrite": "--overwrite",
+	"tol": "--tol", "max_iter": "--max-iter", "time_limit": "--time-limit", "stall_tol": "--stall-tol",
 	"ranks": "--ranks", "seeds": "--seeds", "parallel": "--parallel",
 }
 

@@ -201,6 +201,10 @@ func cmdCerts(args []string, stdout, stderr io.Writer) error {
 	if *name == "" || filepath.Base(*name) != *name {
 		return badInput("--name is required (a file name, no directories)")
 	}
+	if *client && pki.ReservedClientName(*name) {
+		return badInput("--name %s: no client may be named %s or %s (they own the jobs of a node's own process and of the HTTP operator); choose another name",
+			*name, pki.LocalOwner, pki.OperatorOwner)
+	}
 	if err := os.MkdirAll(*dir, 0o700); err != nil {
 		return badInput("--dir: %v", err)
 	}

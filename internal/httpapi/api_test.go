@@ -122,6 +122,16 @@ func TestClientSeesOwnJobs(t *testing.T) {
 	if owner != "alice" {
 		t.Errorf("alice's job is owned by %q", owner)
 	}
+	// The operator's jobs are owned by "operator", a name no client may have (CheckClientName).
+	if code, _, _ := ts.do(t, "POST", "/api/v1/jobs", ts.op, `{"input": "synthetic:m=5,n=4,k=2", "rank": 2}`); code != 202 {
+		t.Fatalf("the operator's submit: %d", code)
+	}
+	ts.b.mu.Lock()
+	owner = ts.b.submitted[1].owner
+	ts.b.mu.Unlock()
+	if owner != "operator" || CheckClientName(owner) == nil {
+		t.Errorf("the operator's job is owned by %q, a name a client may have", owner)
+	}
 }
 
 // TestBodyBounds checks that a body over MaxBody is refused with 413 as JSON, whether its
@@ -160,11 +170,33 @@ func TestSubmitErrors(t *testing.T) {
 		{`{"input": "synthetic:m=5,n=4,k=2", "rank": 2, "fan_in": 3}`, "fan_in", "fan_in must be a power of two"},
 		{`{"input": "/missing.npy", "rank": 2}`, "fan_in", "input /missing.npy: no such file (and fan_in 8)"},
 		{`not json`, "", "not valid JSON"},
+		{`{"input": "x", "rank": 0}`, "rank", "rank must be >= 1, got 0"},
 	} {
 		code, body, _ := ts.do(t, "POST", "/api/v1/jobs", ts.op, tt.body)
 		var ev ErrorView
 		if code != 400 || json.Unmarshal([]byte(body), &ev) != nil || ev.Kind != "user" || ev.Field != tt.field || !strings.Contains(ev.Message, tt.msg) {
 			t.Errorf("submit %s: %d %s, want 400 field %q message with %q", tt.body, code, body, tt.field, tt.msg)
+		}
+		if strings.ContainsAny(tt.msg, "<>&") && !strings.Contains(body, tt.msg) {
+			t.Errorf("submit %s: the answer escapes the message for HTML: %s", tt.body, body)
+		}
+	}
+}
+
+// TestJSONNotEscapedForHTML: the API's JSON (answers and SSE data) keeps <, > and & as they
+// are, and stays one line (newlines and the JavaScript line separators escaped).
+func TestJSONNotEscapedForHTML(t *testing.T) {
+	for _, tt := range []struct {
+		v    any
+		want string
+	}{
+		{ErrorView{Kind: "user", Field: "rank", Message: "rank must be >= 1, got 0"}, `{"kind":"user","field":"rank","message":"rank must be >= 1, got 0"}`},
+		{ErrorView{Message: "a<b & c>d"}, `{"kind":"","message":"a<b & c>d"}`},
+		{ErrorView{Message: "two\nlines\r\u2028\u2029"}, `{"kind":"","message":"two\nlines\r\u2028\u2029"}`},
+	} {
+		b, err := marshalJSON(tt.v)
+		if err != nil || string(b) != tt.want {
+			t.Errorf("marshalJSON(%+v) = %s, %v; want %s", tt.v, b, err, tt.want)
 		}
 	}
 }
@@ -302,5 +334,40 @@ func TestSessionsOfOneHostsPorts(t *testing.T) {
 	}
 	if a.cookieName() == b.cookieName() {
 		t.Errorf("both servers name their cookie %s", a.cookieName())
+	}
+}
+
+// TestMethodNotAllowed: a path a route serves by other methods answers 405 with the Allow
+// header and a JSON body (after the credentials its routes need), an unknown path 404.
+func TestMethodNotAllowed(t *testing.T) {
+	ts := startServer(t, Config{})
+	ts.b.update(func(b *fakeBackend) { b.jobs["j1"] = JobView{ID: "j1", Owner: "x", State: "running"} })
+	for _, tt := range []struct {
+		method, path, auth string
+		code               int
+		allow              string
+	}{
+		{"POST", "/healthz", "", 405, "GET, HEAD"},
+		{"DELETE", "/readyz", "", 405, "GET, HEAD"},
+		{"GET", "/logout", "", 405, "POST"},
+		{"PUT", "/api/v1/jobs", ts.op, 405, "GET, HEAD, POST"},
+		{"PATCH", "/api/v1/jobs/j1", ts.op, 405, "GET, HEAD, DELETE"},
+		{"POST", "/api/v1/jobs/j1/events", ts.op, 405, "GET, HEAD"},
+		{"DELETE", "/metrics", ts.op, 405, "GET, HEAD"},
+		{"POST", "/api/v1/jobs/j1", "", 401, ""}, // the API's routes need credentials first
+		{"POST", "/api/v1/nothing", ts.op, 404, ""},
+		{"GET", "/api/v1/jobs", ts.op, 200, ""},
+	} {
+		code, body, hdr := ts.do(t, tt.method, tt.path, tt.auth, "")
+		if code != tt.code || hdr.Get("Allow") != tt.allow {
+			t.Errorf("%s %s: %d Allow %q, want %d Allow %q: %s", tt.method, tt.path, code, hdr.Get("Allow"), tt.code, tt.allow, body)
+			continue
+		}
+		var ev ErrorView
+		if code == 405 && (json.Unmarshal([]byte(body), &ev) != nil || ev.Kind != "method_not_allowed" ||
+			!strings.Contains(ev.Message, tt.method+" "+tt.path+": method not allowed (allowed: "+tt.allow+")") ||
+			!strings.HasPrefix(hdr.Get("Content-Type"), "application/json")) {
+			t.Errorf("%s %s: body %s, type %s", tt.method, tt.path, body, hdr.Get("Content-Type"))
+		}
 	}
 }

@@ -52,10 +52,15 @@ func clientMAC(secret []byte, name string) []byte {
 }
 
 // CheckClientName returns an error when name cannot be a client's: 1 to 64 characters of
-// letters, digits, '-', '_', '.' and '@'.
+// letters, digits, '-', '_', '.' and '@', and none of the owners no client is (local, the
+// jobs of the node's own process; operator, the HTTP operator's: pki.ReservedClientName).
 func CheckClientName(name string) error {
 	if name == "" || len(name) > maxClientName {
 		return fmt.Errorf("client name %q: want 1 to %d characters", name, maxClientName)
+	}
+	if pki.ReservedClientName(name) {
+		return fmt.Errorf("client name %q is reserved: %q owns the jobs of a node's own process and %q the HTTP operator's; choose another name",
+			name, pki.LocalOwner, pki.OperatorOwner)
 	}
 	for _, c := range name {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_.@", c)) {
@@ -102,8 +107,10 @@ func (id identity) filter() string {
 	return id.name
 }
 
-// operatorName is the name of the operator authenticated by token or session.
-const operatorName = "operator"
+// operatorName is the name of the operator authenticated by token or session, and the owner
+// of the jobs it submits: a name no client may have (CheckClientName), so that no client
+// sees those jobs as its own.
+const operatorName = pki.OperatorOwner
 
 // errNoCredentials and errBadCredentials are the 401s of authenticate.
 var (

@@ -157,7 +157,8 @@ type EventView struct {
 // ended job's error.
 type ErrorView struct {
 	// Kind is "user" (the request or spec is the caller's to fix), "auth", "forbidden",
-	// "not_found", "limit", "canceled" or "failure".
+	// "not_found", "method_not_allowed" (with an Allow header), "limit", "canceled" or
+	// "failure".
 	Kind string `json:"kind"`
 	// Field is the spec field at fault (its JSON name), when one is.
 	Field   string `json:"field,omitempty"`

@@ -101,8 +101,9 @@
 // Every 4xx and 5xx answers an ErrorView {kind, field, message}: the user's fault 400 (kind
 // user, field the JSON key), no or bad credentials 401 (auth), a role refused or a request
 // that fails the CSRF rules 403 (forbidden), an unknown job or one of another client 404
-// (not_found), limits 413 and 429 (limit), a panic 500, the backend's failures 502 and 503
-// (failure).
+// (not_found), a method a path's routes do not take 405 (method_not_allowed, with an Allow
+// header; after the credentials those routes need), limits 413 and 429 (limit), a panic 500,
+// the backend's failures 502 and 503 (failure). The JSON escapes no <, > or & for HTML.
 //
 // # Streams
 //

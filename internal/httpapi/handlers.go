@@ -46,6 +46,10 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request, _ identity) err
 }
 
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request, _ identity) error {
+	if allow, _ := s.allowed(r); len(allow) > 0 {
+		s.methodNotAllowed(w, r, allow)
+		return nil
+	}
 	return errorf(http.StatusNotFound, "not_found", "no route %s %s", r.Method, r.URL.Path)
 }
 

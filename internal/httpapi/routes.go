@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,18 +48,65 @@ var routeTable = []route{
 	{pattern: "GET /api/v1/jobs/{id}/outputs/{name...}", roles: anyRole, handle: (*Server).output},
 	{pattern: "GET /api/v1/events", roles: anyRole, handle: (*Server).clusterEvents},
 	{pattern: "GET /api/v1/jobs/{id}/events", roles: anyRole, handle: (*Server).jobEvents},
-	// Anything else: 404 (to whoever has credentials).
-	{pattern: "/", roles: anyRole, handle: (*Server).noRoute},
+	// Anything else: 405 for a path a route serves by another method, else 404 (to whoever
+	// has credentials; a path only open routes serve answers its 405 to anyone).
+	{pattern: catchAll, roles: anyRole, handle: (*Server).noRoute},
 }
+
+// catchAll is the pattern of the route that takes what no other route does.
+const catchAll = "/"
 
 // routes returns the service's handler: the route table behind the recover, the security
 // headers and the body bound.
 func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
+	s.mux = http.NewServeMux()
+	s.routeOf = map[string]route{}
 	for _, rt := range routeTable {
-		mux.Handle(rt.pattern, s.guard(rt))
+		s.mux.Handle(rt.pattern, s.guard(rt))
+		s.routeOf[rt.pattern] = rt
 	}
-	return s.recoverer(s.headers(mux))
+	dispatch := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := s.mux.Handler(r); pattern == catchAll {
+			if allow, open := s.allowed(r); len(allow) > 0 && open {
+				s.methodNotAllowed(w, r, allow)
+				return
+			}
+		}
+		s.mux.ServeHTTP(w, r)
+	})
+	return s.recoverer(s.headers(dispatch))
+}
+
+// routeMethods are the methods the route table's patterns name, in the order an Allow header
+// lists them.
+var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete}
+
+// allowed returns the methods by which a route other than the catch-all serves r's path
+// (none: no route serves it), and whether every such route is open (needs no credentials).
+func (s *Server) allowed(r *http.Request) (methods []string, open bool) {
+	open = true
+	for _, m := range routeMethods {
+		if m == r.Method {
+			continue
+		}
+		probe := *r
+		probe.Method = m
+		_, pattern := s.mux.Handler(&probe)
+		rt, ok := s.routeOf[pattern]
+		if !ok || pattern == catchAll {
+			continue
+		}
+		methods = append(methods, m)
+		open = open && rt.roles == 0
+	}
+	return methods, open
+}
+
+// methodNotAllowed answers 405 with the Allow header and a JSON body.
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow []string) {
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	s.writeError(w, r, errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s %s: method not allowed (allowed: %s)",
+		r.Method, r.URL.Path, strings.Join(allow, ", ")))
 }
 
 // apiError is an error with its HTTP status and its JSON body.
@@ -187,9 +235,23 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, ae.status, ae.view)
 }
 
+// marshalJSON is json.Marshal without the escaping of <, > and & for HTML ("rank must be
+// >= 1" reads as written): the API's JSON is never put into HTML as markup (the dashboard
+// sets it as text). Newlines, U+2028 and U+2029 in strings are still escaped, so the JSON is
+// one line, as an SSE data line must be.
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // writeJSON writes v as the JSON answer with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := marshalJSON(v)
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"kind":"failure","message":"cannot encode the answer"}`)
 	}

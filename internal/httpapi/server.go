@@ -107,6 +107,9 @@ type Server struct {
 	operator string // the operator token
 	http     *http.Server
 	handler  http.Handler
+	// mux routes the route table; routeOf is each route by its pattern (for 405's Allow).
+	mux      *http.ServeMux
+	routeOf  map[string]route
 	sessions *sessions
 	fails    *failLimiter
 	streams  *streamSlots

@@ -33,6 +33,8 @@ func TestAuth(t *testing.T) {
 		{"client token of another secret", "GET", "/api/v1/cluster", other, 401, "auth"},
 		{"client token with a changed name", "GET", "/api/v1/cluster", bearer(strings.Replace(ClientToken(testSecret, "alice"), "alice", "mallory", 1)), 401, "auth"},
 		{"client token of a bad name", "GET", "/api/v1/cluster", bearer(ClientToken(testSecret, "a/b")), 401, "auth"},
+		{"client token named local", "GET", "/api/v1/jobs", bearer(ClientToken(testSecret, "local")), 401, "auth"},
+		{"client token named operator", "GET", "/api/v1/jobs", bearer(ClientToken(testSecret, "operator")), 401, "auth"},
 		{"metrics needs the operator", "GET", "/metrics", alice, 403, "forbidden"},
 		{"metrics without a handler", "GET", "/metrics", ts.op, 404, "not_found"},
 		{"jobs need credentials", "GET", "/api/v1/jobs", "", 401, "auth"},
@@ -133,7 +135,9 @@ func TestTokens(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		ok   bool
-	}{{"alice", true}, {"a.b-c_d@e", true}, {"", false}, {"a b", false}, {"a/b", false}, {strings.Repeat("a", 65), false}, {"é", false}} {
+	}{{"alice", true}, {"a.b-c_d@e", true}, {"", false}, {"a b", false}, {"a/b", false}, {strings.Repeat("a", 65), false}, {"é", false},
+		// Owners that are no client's: the node's own process, the HTTP operator.
+		{"local", false}, {"LOCAL", false}, {"operator", false}, {"Operator", false}, {"local2", true}, {"operators", true}} {
 		if err := CheckClientName(tt.name); (err == nil) != tt.ok {
 			t.Errorf("CheckClientName(%q) = %v", tt.name, err)
 		}

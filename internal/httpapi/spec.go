@@ -175,9 +175,6 @@ func specOf(v map[string]any) (*jobspec.Spec, error) {
 	if s.Stop.Tol == 0 && !stallSet {
 		s.Stop.StallTol = 0 // tol 0 runs exactly max_iter iterations
 	}
-	if err := checkStop(s.Stop); err != nil {
-		return nil, err
-	}
 	if s.Overwrite && s.OutShared == "" {
 		return nil, usererr.Field("overwrite", "{overwrite} is for {out_shared}")
 	}
@@ -187,21 +184,6 @@ func specOf(v map[string]any) (*jobspec.Spec, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// checkStop checks the stop rule, naming its keys (kernels.StopRule.Validate names flags).
-func checkStop(r kernels.StopRule) error {
-	switch {
-	case !(r.Tol >= 0) || math.IsInf(r.Tol, 0):
-		return usererr.Field("tol", "{tol} must be a finite number >= 0, got %v", r.Tol)
-	case r.MaxIter < 1:
-		return usererr.Field("max_iter", "{max_iter} must be >= 1, got %d", r.MaxIter)
-	case r.TimeLimit < 0:
-		return usererr.Field("time_limit", "{time_limit} must be >= 0, got %v", r.TimeLimit)
-	case !(r.StallTol >= 0) || r.StallTol >= 1:
-		return usererr.Field("stall_tol", "{stall_tol} must be in [0, 1), got %v", r.StallTol)
-	}
-	return nil
 }
 
 // specDecoder reads typed values out of the decoded JSON, keeping the first error.

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -107,7 +106,7 @@ func (e *sse) write(p []byte) error {
 func (e *sse) event(name string, data []byte) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "event: %s\ndata: ", name)
-	b.Write(data) // JSON has no newline (json.Marshal escapes them in strings)
+	b.Write(data) // JSON has no newline (marshalJSON escapes them in strings)
 	b.WriteString("\n\n")
 	return e.write(b.Bytes())
 }
@@ -150,13 +149,13 @@ func (s *Server) runClusterEvents(ctx context.Context, e *sse, who identity) err
 		if err != nil {
 			return err
 		}
-		if cb, err := json.Marshal(normCluster(c)); err == nil && !bytes.Equal(cb, lastCluster) {
+		if cb, err := marshalJSON(normCluster(c)); err == nil && !bytes.Equal(cb, lastCluster) {
 			if err := e.event("cluster", cb); err != nil {
 				return err
 			}
 			lastCluster = cb
 		}
-		if jb, err := json.Marshal(jobsView{Jobs: jobs}); err == nil && !bytes.Equal(jb, lastJobs) {
+		if jb, err := marshalJSON(jobsView{Jobs: jobs}); err == nil && !bytes.Equal(jb, lastJobs) {
 			if err := e.event("jobs", jb); err != nil {
 				return err
 			}
@@ -247,7 +246,7 @@ func (s *Server) runJobEvents(ctx context.Context, e *sse, who identity, j JobVi
 		cancel()
 		var ae *apiError
 		if errors.As(err, &ae) && ae.status == http.StatusNotFound {
-			b, _ := json.Marshal(ErrorView{Kind: "not_found", Message: "job " + last.ID + " is no longer known to the cluster"})
+			b, _ := marshalJSON(ErrorView{Kind: "not_found", Message: "job " + last.ID + " is no longer known to the cluster"})
 			return e.event("error", b)
 		}
 		if err != nil {
@@ -274,7 +273,7 @@ func (s *Server) runJobEvents(ctx context.Context, e *sse, who identity, j JobVi
 
 // jobEvent writes a job as event name.
 func (s *Server) jobEvent(e *sse, name string, j JobView) error {
-	b, err := json.Marshal(j)
+	b, err := marshalJSON(j)
 	if err != nil {
 		return err
 	}
@@ -299,8 +298,8 @@ func progressOf(prev, cur JobView) (JobView, bool) {
 	p.Spec = nil // the job event and the end carry it
 	a, b := prev, cur
 	a.History, a.Events, b.History, b.Events = nil, nil, nil, nil
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
+	ja, _ := marshalJSON(a)
+	jb, _ := marshalJSON(b)
 	return p, len(p.History) > 0 || len(p.Events) > 0 || !bytes.Equal(ja, jb)
 }
 

@@ -102,6 +102,9 @@ func TestMTLS(t *testing.T) {
 	}{
 		{"client certificate", certs.client(t, certs.ca, "carol", pki.RoleClient), "", 200, "carol", "client", true},
 		{"peer certificate", certs.client(t, certs.ca, "node2", pki.RolePeer), "", 200, "node2", "operator", true},
+		// A client certificate named as an owner that is no client's would see its jobs.
+		{"client certificate named local", certs.client(t, certs.ca, "local", pki.RoleClient), "", 401, "", "", true},
+		{"client certificate named operator", certs.client(t, certs.ca, "operator", pki.RoleClient), "", 401, "", "", true},
 		{"no certificate", certs.client(t, certs.ca, "", 0), "", 401, "", "", true},
 		{"no certificate, a token", certs.client(t, certs.ca, "", 0), bearer(ClientToken(testSecret, "dave")), 200, "dave", "client", true},
 		{"another CA's certificate", certs.client(t, stranger, "eve", pki.RolePeer), "", 0, "", "", false},

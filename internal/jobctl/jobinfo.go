@@ -3,9 +3,11 @@ package jobctl
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -46,18 +48,31 @@ func ThinHistory(h []*messages.HistoryPoint, limit int) []*messages.HistoryPoint
 	return out
 }
 
-// StopRuleWords is a spec's stop rule as a person reads it: "at most 200 iterations,
-// tol 0.0001, time limit 1m0s".
+// StopRuleWords is a spec's stop rule as a person reads it, naming no flag or key (the CLI
+// and the HTTP API show it alike): "until the error falls to 0.0001% of the initial error or
+// by less than 0.01% over 10 iterations; at most 1000 iterations; time limit 1h0m0s". A
+// rule with neither convergence test runs its iterations: "50 iterations (no convergence
+// test)".
 func StopRuleWords(r *messages.StopRule) string {
-	var parts []string
-	if r.GetMaxIter() > 0 {
-		parts = append(parts, fmt.Sprintf("at most %d iterations", r.GetMaxIter()))
+	if r == nil {
+		return "no stop rule"
 	}
+	var tests, parts []string
 	if r.GetTol() > 0 {
-		parts = append(parts, fmt.Sprintf("tol %g", r.GetTol()))
+		tests = append(tests, "to "+percentWords(r.GetTol())+" of the initial error")
 	}
 	if r.GetStallTol() > 0 {
-		parts = append(parts, fmt.Sprintf("stall tol %g over %d iterations", r.GetStallTol(), r.GetStallWindow()))
+		window := kernels.StopRule{StallWindow: int(r.GetStallWindow())}.Window()
+		tests = append(tests, fmt.Sprintf("by less than %s over %d iterations", percentWords(r.GetStallTol()), window))
+	}
+	switch {
+	case len(tests) > 0:
+		parts = append(parts, "until the error falls "+strings.Join(tests, " or "))
+		if r.GetMaxIter() > 0 {
+			parts = append(parts, fmt.Sprintf("at most %d iterations", r.GetMaxIter()))
+		}
+	case r.GetMaxIter() > 0:
+		parts = append(parts, fmt.Sprintf("%d iterations (no convergence test)", r.GetMaxIter()))
 	}
 	if s := r.GetTimeLimitSeconds(); s > 0 {
 		parts = append(parts, "time limit "+time.Duration(s*float64(time.Second)).String())
@@ -65,7 +80,12 @@ func StopRuleWords(r *messages.StopRule) string {
 	if len(parts) == 0 {
 		return "no stop rule"
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, "; ")
+}
+
+// percentWords writes a fraction as a percentage of three significant digits ("0.01%").
+func percentWords(f float64) string {
+	return strconv.FormatFloat(100*f, 'g', 3, 64) + "%"
 }
 
 // info is the job's state at now: everything a JobInfo carries, its history thinned to

@@ -54,9 +54,15 @@ func TestStopRuleWords(t *testing.T) {
 		want string
 	}{
 		{nil, "no stop rule"},
-		{&messages.StopRule{MaxIter: 200, Tol: 1e-4}, "at most 200 iterations, tol 0.0001"},
-		{&messages.StopRule{MaxIter: 50, TimeLimitSeconds: 90}, "at most 50 iterations, time limit 1m30s"},
-		{&messages.StopRule{StallTol: 1e-6, StallWindow: 10}, "stall tol 1e-06 over 10 iterations"},
+		{&messages.StopRule{}, "no stop rule"},
+		// A default job: the paper's tol, the stall rule over its default window.
+		{&messages.StopRule{MaxIter: 100, Tol: 1e-6, StallTol: 1e-4},
+			"until the error falls to 0.0001% of the initial error or by less than 0.01% over 10 iterations; at most 100 iterations"},
+		{&messages.StopRule{MaxIter: 200, Tol: 1e-4}, "until the error falls to 0.01% of the initial error; at most 200 iterations"},
+		{&messages.StopRule{MaxIter: 50, TimeLimitSeconds: 90}, "50 iterations (no convergence test); time limit 1m30s"},
+		{&messages.StopRule{StallTol: 1e-6, StallWindow: 20}, "until the error falls by less than 0.0001% over 20 iterations"},
+		{&messages.StopRule{MaxIter: 1000, StallTol: 1e-3, TimeLimitSeconds: 3600},
+			"until the error falls by less than 0.1% over 10 iterations; at most 1000 iterations; time limit 1h0m0s"},
 	} {
 		if got := StopRuleWords(c.rule); got != c.want {
 			t.Errorf("StopRuleWords(%v) = %q, want %q", c.rule, got, c.want)

@@ -416,7 +416,7 @@ func (w *LeaseWatch) Step(ev any) error {
 		}
 		w.over = true
 		w.ready.End = &LeaseEnd{Verdict: LeaseExpired, Reason: fmt.Sprintf(
-			"job %s canceled: its client sent no word for %v (killed, or cut off from the cluster); submit with --detach for a job that runs on without its client",
+			"job %s canceled: its client sent no word for %v (killed, or cut off from the cluster); submit it detached (factorize --detach; over HTTP, with out_shared) for a job that runs on without its client",
 			w.jobID, w.lease)}
 	default:
 		return fmt.Errorf("lease watch: unknown event %T", ev)

@@ -146,7 +146,7 @@ func (s *Spec) Check() error {
 			return fieldErr("init_basis", "a transform needs the basis: {init} custom with {init_basis}")
 		}
 		if s.Stop.MaxIter != 1 {
-			return fieldErr("stop", "a transform solves every sample exactly in one pass: max-iter must be 1, got %d", s.Stop.MaxIter)
+			return fieldErr("max_iter", "a transform solves every sample exactly in one pass: {max_iter} must be 1, got %d", s.Stop.MaxIter)
 		}
 	} else if custom && (s.InitBasis == "" || s.InitCoef == "") {
 		return fieldErr("init", "{init} custom needs both {init_basis} and {init_coef}")
@@ -177,11 +177,31 @@ func (s *Spec) Check() error {
 	if err := s.validateMask(); err != nil {
 		return err
 	}
-	if err := s.Stop.Validate(); err != nil {
-		return usererr.Field("stop", "%v", err)
+	if err := s.validateStop(); err != nil {
+		return err
 	}
 	if s.FanIn < 2 || s.FanIn > maxFanIn || s.FanIn&(s.FanIn-1) != 0 {
 		return fieldErr("fan-in", "{fan-in} must be a power of two >= 2, got %d", s.FanIn)
+	}
+	return nil
+}
+
+// validateStop checks the stop rule, naming the field at fault as {field}, so that each
+// front end names it its way (the CLI's --max-iter, the HTTP API's max_iter).
+func (s *Spec) validateStop() error {
+	r := s.Stop
+	switch {
+	case !(r.Tol >= 0) || math.IsInf(r.Tol, 0):
+		return fieldErr("tol", "{tol} must be a finite number >= 0, got %v", r.Tol)
+	case r.MaxIter < 1:
+		return fieldErr("max_iter", "{max_iter} must be >= 1, got %d", r.MaxIter)
+	case r.TimeLimit < 0:
+		return fieldErr("time_limit", "{time_limit} must be >= 0, got %v", r.TimeLimit)
+	case !(r.StallTol >= 0) || r.StallTol >= 1:
+		return fieldErr("stall_tol", "{stall_tol} must be in [0, 1), got %v", r.StallTol)
+	}
+	if err := r.Validate(); err != nil {
+		return usererr.Field("stop", "%v", err)
 	}
 	return nil
 }

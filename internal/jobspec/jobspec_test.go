@@ -64,10 +64,10 @@ func TestCheck(t *testing.T) {
 		{"rho 0", func(s *Spec) { s.Rho = 0 }, "rho", "rho must be a positive number, got 0", "--rho must be a positive number, got 0"},
 		{"rho NaN", func(s *Spec) { s.Rho = math.NaN() }, "rho", "rho must be a positive number, got NaN", "--rho must be"},
 		{"rho Inf", func(s *Spec) { s.Rho = math.Inf(1) }, "rho", "rho must be a positive number, got +Inf", "--rho must be"},
-		{"tol negative", func(s *Spec) { s.Stop.Tol = -1 }, "stop", "--tol must be a finite number >= 0", "--tol must be"},
-		{"max-iter 0", func(s *Spec) { s.Stop.MaxIter = 0 }, "stop", "--max-iter must be >= 1, got 0", "--max-iter must be"},
-		{"time limit negative", func(s *Spec) { s.Stop.TimeLimit = -time.Second }, "stop", "--time-limit must be >= 0", "--time-limit"},
-		{"stall tol 1", func(s *Spec) { s.Stop.StallTol = 1 }, "stop", "--stall-tol must be in [0, 1)", "--stall-tol"},
+		{"tol negative", func(s *Spec) { s.Stop.Tol = -1 }, "tol", "tol must be a finite number >= 0, got -1", "--tol must be a finite number >= 0, got -1"},
+		{"max-iter 0", func(s *Spec) { s.Stop.MaxIter = 0 }, "max_iter", "max_iter must be >= 1, got 0", "--max-iter must be >= 1, got 0"},
+		{"time limit negative", func(s *Spec) { s.Stop.TimeLimit = -time.Second }, "time_limit", "time_limit must be >= 0, got -1s", "--time-limit must be >= 0, got -1s"},
+		{"stall tol 1", func(s *Spec) { s.Stop.StallTol = 1 }, "stall_tol", "stall_tol must be in [0, 1), got 1", "--stall-tol must be in [0, 1), got 1"},
 		{"fan-in 0", func(s *Spec) { s.FanIn = 0 }, "fan-in", "fan-in must be a power of two >= 2, got 0", "--fan-in must be a power of two >= 2, got 0"},
 		{"fan-in 3", func(s *Spec) { s.FanIn = 3 }, "fan-in", "fan-in must be a power of two >= 2, got 3", "--fan-in must be"},
 		{"fan-in 1", func(s *Spec) { s.FanIn = 1 }, "fan-in", "got 1", "--fan-in must be"},
@@ -83,7 +83,7 @@ func TestCheck(t *testing.T) {
 			"init_basis", "a transform needs the basis: init custom with init_basis", "a transform needs the basis: --init custom with --init-basis"},
 		{"transform of many passes", func(s *Spec) {
 			s.Algo, s.Init, s.InitBasis, s.Layout = kernels.Transform, kernels.InitCustom, "/b.npy", matio.LayoutAuto
-		}, "stop", "max-iter must be 1, got 50", "max-iter must be 1, got 50"},
+		}, "max_iter", "max_iter must be 1, got 50", "--max-iter must be 1, got 50"},
 		{"kl on did", func(s *Spec) { s.Loss = kernels.LossKL }, "loss", "loss kl needs algorithm mu (multiplicative updates); did, dbcd",
 			"--loss kl needs --algo mu (multiplicative updates); did, dbcd"},
 		{"beta NaN", func(s *Spec) { s.Algo, s.Loss, s.Layout = kernels.MU, kernels.BetaLoss(math.NaN()), matio.LayoutAuto }, "loss",
@@ -209,8 +209,8 @@ func TestFromWireHostile(t *testing.T) {
 		{"NaN tol", func(s *messages.JobSpec) *messages.JobSpec {
 			s.Stop = &messages.StopRule{MaxIter: 5, Tol: math.NaN()}
 			return s
-		}, "--tol must be"},
-		{"max-iter 0", func(s *messages.JobSpec) *messages.JobSpec { s.Stop = &messages.StopRule{}; return s }, "--max-iter must be >= 1"},
+		}, "tol must be a finite number >= 0, got NaN"},
+		{"max-iter 0", func(s *messages.JobSpec) *messages.JobSpec { s.Stop = &messages.StopRule{}; return s }, "max_iter must be >= 1, got 0"},
 		{"unknown init", func(s *messages.JobSpec) *messages.JobSpec { s.Init = 99; return s }, "init: unknown value 99 on the wire (known: random, nndsvd, nndsvda, kmeans, custom)"},
 		{"custom without files", func(s *messages.JobSpec) *messages.JobSpec { s.Init = messages.Init_INIT_CUSTOM; return s }, "init custom needs both"},
 		{"files without custom", func(s *messages.JobSpec) *messages.JobSpec { s.InitCoef = "/c.npy"; return s }, "need init custom"},
