@@ -176,6 +176,7 @@ func (v *View) collectJob(j *didnmf.Job, a *attachedJob) {
 		end.Checkpoints, end.Recoveries = res.Checkpoints, int64(len(res.Recoveries))
 		end.History = historyOf(r.History)
 	}
+	finiteJob(&end)
 	a.end = &end
 	v.forgetEnded()
 	v.mu.Unlock()

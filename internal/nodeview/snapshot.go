@@ -2,6 +2,7 @@ package nodeview
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -160,7 +161,7 @@ func (v *View) fromPong(mv *httpapi.MemberView, k cluster.KnownMember, p *messag
 	if had && prev.started == k.Meta.Started {
 		wall := now.Sub(prev.at).Seconds()
 		if wall > 0 && mv.Cores > 0 {
-			mv.Load = min(max((p.GetCpuSeconds()-prev.seconds)/wall/float64(mv.Cores), 0), 1)
+			mv.Load = finite(min(max((p.GetCpuSeconds()-prev.seconds)/wall/float64(mv.Cores), 0), 1))
 		}
 	}
 	v.cpu[k.Name] = cpuSample{started: k.Meta.Started, at: now, seconds: p.GetCpuSeconds()}
@@ -277,6 +278,7 @@ func jobView(j *messages.JobInfo) httpapi.JobView {
 		jv.Events = append(jv.Events, httpapi.EventView{UnixMs: e.GetUnixMs(), Kind: eventKind(e.GetKind()),
 			Iteration: e.GetIteration(), Text: e.GetText()})
 	}
+	finiteJob(&jv)
 	return jv
 }
 
@@ -340,4 +342,30 @@ func eventKind(k messages.JobEventKind) string {
 		return "ended"
 	}
 	return "unknown"
+}
+
+// finiteJob replaces the numbers of a job that JSON cannot carry (NaN, infinities: a job
+// whose loss diverged) by 0, so that one such job cannot make the answers that list it
+// unencodable.
+func finiteJob(jv *httpapi.JobView) {
+	for _, x := range []*float64{&jv.Seconds, &jv.RelErr2, &jv.Rate, &jv.ETASeconds} {
+		*x = finite(*x)
+	}
+	for i := range jv.History {
+		p := &jv.History[i]
+		p.Seconds, p.RelErr2, p.TestRelErr2 = finite(p.Seconds), finite(p.RelErr2), finite(p.TestRelErr2)
+	}
+	for k, v := range jv.Spec {
+		if f, ok := v.(float64); ok {
+			jv.Spec[k] = finite(f)
+		}
+	}
+}
+
+// finite is x, or 0 when x is NaN or infinite.
+func finite(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return x
 }

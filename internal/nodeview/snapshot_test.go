@@ -2,8 +2,10 @@ package nodeview
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -182,5 +184,20 @@ func TestStateWarnings(t *testing.T) {
 	}
 	if got := stateWarnings([]httpapi.MemberView{{Name: "a", State: "alive", Version: "1"}, {Name: "d", State: "left", Version: "0"}}); len(got) != 0 {
 		t.Errorf("warnings %q", got)
+	}
+}
+
+// TestDivergedJobStaysEncodable: a job whose loss diverged (NaN and infinite errors, as a beta
+// loss of -1e308 gives) is shown with 0 in their place, so that the lists that carry it stay
+// JSON; the reviewer's 500 on every member's job list for a day.
+func TestDivergedJobStaysEncodable(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	jv := jobView(&messages.JobInfo{JobId: "j1", State: messages.JobPhase_JOB_PHASE_RUNNING, RelErr2: nan, Rate: inf, Seconds: 1, Iteration: 3, MaxIter: 10,
+		History: []*messages.HistoryPoint{{Iteration: 1, RelErr2: nan, TestRelErr2: inf}, {Iteration: 2, RelErr2: 0.5}}})
+	if _, err := json.Marshal(jv); err != nil {
+		t.Fatalf("a diverged job is not JSON: %v", err)
+	}
+	if jv.RelErr2 != 0 || jv.Rate != 0 || jv.History[0].RelErr2 != 0 || jv.History[1].RelErr2 != 0.5 || jv.Seconds != 1 {
+		t.Errorf("diverged job %+v", jv)
 	}
 }
