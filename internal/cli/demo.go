@@ -118,7 +118,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *stay && !given["nodes"] && !given["cluster"] {
-		fmt.Fprintln(stderr, "demo: the cluster stays up for its dashboard (the job is listed as ended, with its pictures and outputs): Ctrl-C stops it")
+		fmt.Fprintln(stderr, "demo: the cluster stays up for its dashboard (the login URL printed above; the job is listed as ended, with its pictures and outputs): Ctrl-C stops it")
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer cancel()
 		<-ctx.Done()

@@ -53,7 +53,9 @@ type webNode struct {
 	token    string // the operator token of the login URL
 }
 
-var loginLine = regexp.MustCompile(`(http://[0-9.:]+)/login\?token=([0-9a-f]+)`)
+// servingLine is what serve prints on a stdout that is no terminal: the address, not the
+// token (didnmf dashboard prints the login URL).
+var servingLine = regexp.MustCompile(`/metrics of node \S+ at (http://[0-9.:]+) \(its login URL, with the token: didnmf dashboard`)
 
 // startWebNode starts `didnmf serve --http 127.0.0.1:0` named name, reading and writing job
 // files under root, with extra args, and waits until it printed its login URL (on stdout
@@ -79,13 +81,18 @@ func startWebNode(t *testing.T, name, root string, extra ...string) *webNode {
 		p.exited <- n.Err()
 	}()
 	w := &webNode{serveProc: p, stdout: out}
-	waitFor(t, name+"'s login URL on stdout", 10*time.Second, func() bool {
-		m := loginLine.FindStringSubmatch(out.String())
+	waitFor(t, name+"'s address on stdout", 10*time.Second, func() bool {
+		m := servingLine.FindStringSubmatch(out.String())
 		if m != nil {
-			w.loginURL, w.base, w.token = m[0], m[1], m[2]
+			w.base = m[1]
 		}
 		return m != nil
 	}, func() string { return "stdout: " + out.String() + "\nlog: " + n.Log() })
+	w.token = httpapi.OperatorToken(testSecret(t))
+	w.loginURL = w.base + "/login?token=" + w.token
+	if strings.Contains(out.String(), w.token) {
+		t.Errorf("%s printed the operator token on a stdout that is no terminal", name)
+	}
 	if r, err := n.WaitFor(5*time.Second, "dashboard and HTTP API"); err != nil || r.Attr("url") != w.base {
 		t.Fatalf("%s's log names the URL %q, its stdout %q (%v)", name, r.Attr("url"), w.base, err)
 	}

@@ -348,10 +348,16 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		slog.String("data", dir), slog.Int("members", len(srv.Members.Workers())), slog.Group("", versionAttrs()...))
 	fmt.Fprintf(stdout, "node %s serving: gossip %s, actor %s, data %s, kernels %s, %d member(s)\n", srv.Name(), srv.Gossip(), srv.Node.Address(), dir, kernels.ActiveKernelPath(), len(srv.Members.Workers()))
 	if web != nil {
-		// The log (which others may read) has the address; the token goes only to stdout,
-		// the terminal of whoever started the node, as Jupyter prints its own.
+		// The log (which others may read) has the address. The login URL, which carries the
+		// operator token, goes to stdout only when it is the terminal of whoever started the
+		// node (as Jupyter prints its own): under systemd, Docker or Kubernetes stdout is a
+		// log others read, and didnmf dashboard prints the URL for the secret's holder.
 		logger.Info("dashboard and HTTP API", slog.String("url", web.url))
-		fmt.Fprintf(stdout, "dashboard, HTTP API and /metrics of node %s: open\n    %s\n", srv.Name(), web.loginURL())
+		if isTerminal(stdout) {
+			fmt.Fprintf(stdout, "dashboard, HTTP API and /metrics of node %s: open\n    %s\n", srv.Name(), web.loginURL())
+		} else {
+			fmt.Fprintf(stdout, "dashboard, HTTP API and /metrics of node %s at %s (its login URL, with the token: didnmf dashboard --cluster %s)\n", srv.Name(), web.url, srv.Gossip())
+		}
 	}
 	<-ctx.Done()
 	logger.Info("leaving the cluster")
