@@ -20,6 +20,7 @@ import (
 
 // Jobs implements httpapi.Backend: the newest submitted first, without history or events.
 func (v *View) Jobs(ctx context.Context, owner string) ([]httpapi.JobView, error) {
+	v.use()
 	v.mu.Lock()
 	out := make([]httpapi.JobView, 0, len(v.snap.jobs))
 	for _, j := range v.snap.jobs {
@@ -42,6 +43,7 @@ func (v *View) Jobs(ctx context.Context, owner string) ([]httpapi.JobView, error
 
 // Job implements httpapi.Backend.
 func (v *View) Job(ctx context.Context, id string) (httpapi.JobView, error) {
+	v.use()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	j, ok := v.snap.jobs[id]
@@ -99,6 +101,7 @@ func (a *attachedJob) merge(jobs map[string]httpapi.JobView, id string) {
 // cluster, then by the node's host (against the members) and its coordinator (against the
 // data it reads under its data roots); errors that are the user's wrap usererr.ErrUser.
 func (v *View) Submit(ctx context.Context, owner string, spec *jobspec.Spec) (string, error) {
+	v.use()
 	if spec == nil {
 		return "", usererr.Errorf("no job spec")
 	}

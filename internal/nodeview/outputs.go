@@ -141,6 +141,7 @@ func (v *View) outputNames(id string) []string { return v.outputs.names(id) }
 // Output implements httpapi.Backend: an attached job's output this view wrote; a job
 // submitted elsewhere has none here.
 func (v *View) Output(ctx context.Context, id, name string) (io.ReadCloser, error) {
+	v.use()
 	i := slices.Index(outputNames, name)
 	if i < 0 || v.outputs == nil {
 		return nil, httpapi.ErrNotFound

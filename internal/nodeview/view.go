@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/didnmf/didnmf/cluster"
@@ -39,8 +40,13 @@ type Config struct {
 	Server *server.Server
 	// Logger receives the view's errors (writing a job's outputs); nil discards them.
 	Logger *slog.Logger
-	// Refresh is how often the snapshot is taken (0: 500 ms).
+	// Refresh is how often the snapshot is taken while the view is used (0: 500 ms).
 	Refresh time.Duration
+	// Idle is how long after its last use (a request, or a stream waiting for the next
+	// snapshot) the view counts as idle (0: 10 s): an idle view asks the members only every
+	// IdleRefresh (0: 10 s), so that a node nobody watches costs its cluster next to
+	// nothing; the first use after takes a snapshot at once.
+	Idle, IdleRefresh time.Duration
 	// AskTimeout bounds each member's answer to a snapshot's questions (0: 1 s). A member
 	// that does not answer in time is shown with the error and its last jobs are not listed.
 	AskTimeout time.Duration
@@ -73,6 +79,8 @@ type View struct {
 	cpu  map[string]cpuSample // each member's last CPU time, for Load (loop goroutine only)
 	drop map[string]int64     // each member's refused messages at the last snapshot (loop only)
 
+	lastUse atomic.Int64  // unix nanoseconds of the last use
+	kick    chan struct{} // a use after idleness: take a snapshot now
 	stop    chan struct{}
 	done    chan struct{}
 	collect sync.WaitGroup
@@ -92,6 +100,12 @@ func New(cfg Config) (*View, error) {
 	if cfg.AskTimeout <= 0 {
 		cfg.AskTimeout = time.Second
 	}
+	if cfg.Idle <= 0 {
+		cfg.Idle = 10 * time.Second
+	}
+	if cfg.IdleRefresh <= 0 {
+		cfg.IdleRefresh = 10 * time.Second
+	}
 	if cfg.KeepOutputs <= 0 {
 		cfg.KeepOutputs = 32
 	}
@@ -100,7 +114,8 @@ func New(cfg Config) (*View, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	v := &View{cfg: cfg, srv: cfg.Server, log: logger, updated: make(chan struct{}), attached: map[string]*attachedJob{},
-		cpu: map[string]cpuSample{}, drop: map[string]int64{}, stop: make(chan struct{}), done: make(chan struct{})}
+		cpu: map[string]cpuSample{}, drop: map[string]int64{}, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	v.lastUse.Store(time.Now().UnixNano())
 	if cfg.DataDir != "" {
 		o, err := openOutputs(cfg.DataDir, cfg.KeepOutputs, logger)
 		if err != nil {
@@ -125,23 +140,47 @@ func (v *View) Close() {
 	})
 }
 
-// loop takes a snapshot every Refresh until Close.
+// loop takes a snapshot every Refresh while the view is used, every IdleRefresh while it is
+// idle, and at once on the first use after idleness, until Close.
 func (v *View) loop() {
 	defer close(v.done)
 	tick := time.NewTicker(v.cfg.Refresh)
 	defer tick.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-v.stop:
 			return
-		case <-tick.C:
-			v.refresh()
+		case <-v.kick:
+		case now := <-tick.C:
+			if v.idle(now) && now.Sub(last) < v.cfg.IdleRefresh {
+				continue
+			}
+		}
+		v.refresh()
+		last = time.Now()
+	}
+}
+
+// use records a use of the view; the first after idleness asks for a snapshot at once.
+func (v *View) use() {
+	now := time.Now()
+	if prev := v.lastUse.Swap(now.UnixNano()); now.Sub(time.Unix(0, prev)) >= v.cfg.Idle {
+		select {
+		case v.kick <- struct{}{}:
+		default:
 		}
 	}
 }
 
+// idle tells whether the view was last used Idle or more before now.
+func (v *View) idle(now time.Time) bool {
+	return now.Sub(time.Unix(0, v.lastUse.Load())) >= v.cfg.Idle
+}
+
 // Updated implements httpapi.Backend.
 func (v *View) Updated() <-chan struct{} {
+	v.use()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.updated
@@ -149,6 +188,7 @@ func (v *View) Updated() <-chan struct{} {
 
 // Cluster implements httpapi.Backend.
 func (v *View) Cluster(ctx context.Context) (httpapi.ClusterView, error) {
+	v.use()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	c := v.snap.cluster
@@ -195,6 +235,7 @@ func (v *View) Ready() error {
 // Cancel implements httpapi.Backend: the node asks every member's host to cancel the job,
 // as a peer (which may cancel any job: the HTTP service checks who owns it).
 func (v *View) Cancel(ctx context.Context, id string) error {
+	v.use()
 	v.mu.Lock()
 	j, listed := v.snap.jobs[id]
 	a := v.attached[id]

@@ -312,3 +312,29 @@ func TestViewDetached(t *testing.T) {
 		t.Errorf("out_shared outside the data roots: %v", err)
 	}
 }
+
+// TestIdleViewAsksNothing: a view nobody uses stops asking the members (a node nobody watches
+// costs its cluster nothing), and the first use after takes a snapshot at once.
+func TestIdleViewAsksNothing(t *testing.T) {
+	members := startCluster(t, "a")
+	v, err := New(Config{Server: members[0], Refresh: 10 * time.Millisecond, Idle: 200 * time.Millisecond, IdleRefresh: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(v.Close)
+	taken := func() int64 {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return v.snap.cluster.UnixMs
+	}
+	waitFor(t, 10*time.Second, "the view idle", func() bool { return v.idle(time.Now().Add(-100 * time.Millisecond)) })
+	before := taken()
+	time.Sleep(300 * time.Millisecond) // 30 refresh periods
+	if after := taken(); after != before {
+		t.Fatalf("an idle view took a snapshot (at %d, after %d)", after, before)
+	}
+	if _, err := v.Cluster(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "a snapshot on the first use", func() bool { return taken() > before })
+}
