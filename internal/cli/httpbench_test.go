@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -571,19 +572,31 @@ func procRSS(pid int) int64 {
 	return 0
 }
 
+// streamsSpec is a JSON job spec with the keys given and a fixed number of iterations, its
+// shards placed on the cluster's other nodes than the first (which serves the streams, so
+// that its CPU is theirs and the coordinator's).
+func streamsSpec(c *httpCluster, keys string) string {
+	var nodes []string
+	for _, n := range c.nodes[1:] {
+		nodes = append(nodes, strconv.Quote(n.Actor))
+	}
+	return `{` + keys + `, "tol": 0, "stall_tol": 0, "nodes": [` + strings.Join(nodes, ", ") + `]}`
+}
+
 // hundredStreamClients are 4 client names with 25 streams each: 100 streams, within the
 // per-identity limit of 32 (httpapi.DefaultMaxStreamsPerIdentity).
 var hundredStreamClients = []string{"alice", "bob", "carol", "dave"}
 
 const hundredStreamsPerClient = 25
 
-// TestHundredProgressStreams follows 4 clients' jobs on one node with 25 progress streams
-// each (100) and the operator's cluster stream: every stream gets the job first and its end
-// last, and the jobs finish.
+// TestHundredProgressStreams follows 4 clients' jobs, submitted to one node and running on the
+// two others, with 25 progress streams each (100) and the operator's cluster stream: every
+// stream gets the job first and its end last, and the jobs finish.
 func TestHundredProgressStreams(t *testing.T) {
 	c := startHTTPCluster(t, 3, true)
-	spec := `{"input": "synthetic:m=20,n=50000,k=5,seed=3", "rank": 5, "shards": 2, "max_iter": 60, "tol": 0, "stall_tol": 0}`
+	spec := streamsSpec(c, `"input": "synthetic:m=20,n=50000,k=5,seed=3", "rank": 5, "shards": 2, "max_iter": 200`)
 	_, _, _, streams := streamsRun(t, c, hundredStreamClients, hundredStreamsPerClient, spec)
+	progress := 0
 	if len(streams) != len(hundredStreamClients)*hundredStreamsPerClient {
 		t.Fatalf("%d streams ended, want %d", len(streams), len(hundredStreamClients)*hundredStreamsPerClient)
 	}
@@ -591,7 +604,11 @@ func TestHundredProgressStreams(t *testing.T) {
 		if len(ev) < 2 || ev[0] != "job" || ev[len(ev)-1] != "end" {
 			t.Errorf("stream %d: events %v, want job first and end last", i, ev)
 		}
+		if slices.Contains(ev, "progress") {
+			progress++
+		}
 	}
+	t.Logf("%d of %d streams got progress events before the end", progress, len(streams))
 	if code, body := c.get(c.urls[0] + "/readyz"); code != 200 {
 		t.Errorf("after the streams: /readyz %d %s", code, body)
 	}
@@ -601,11 +618,11 @@ func TestHundredProgressStreams(t *testing.T) {
 // streams and the dashboard's stream on the node they were submitted to, alternately, and
 // reports the medians of the seconds per iteration and the node's CPU and peak RSS.
 func BenchmarkHundredStreams(b *testing.B) {
-	spec := `{"input": "synthetic:m=100,n=100000,k=10,seed=1", "rank": 10, "shards": 2, "max_iter": 100, "tol": 0, "stall_tol": 0}`
 	var without, with, ratios, cpuWithout, cpuWith, rssWithout, rssWith []float64
 	for i := 0; i < benchPairs(); i++ {
 		for _, per := range []int{0, hundredStreamsPerClient} {
 			c := startHTTPCluster(b, 3, true)
+			spec := streamsSpec(c, `"input": "synthetic:m=100,n=100000,k=10,seed=1", "rank": 10, "shards": 2, "max_iter": 100`)
 			spi, cpu, rss, streams := streamsRun(b, c, hundredStreamClients, per, spec)
 			for _, n := range c.nodes {
 				n.Kill()
