@@ -292,9 +292,9 @@ func overheadRun(tb testing.TB, arm overheadArm, iters int) overheadTiming {
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
+	id := ""
 	if arm == armBrowser {
 		// The browser follows the job from its start: find its id, open #job=ID.
-		id := ""
 		deadline := time.Now().Add(60 * time.Second)
 		for id == "" {
 			_, body := c.get(c.urls[0] + "/api/v1/jobs")
@@ -322,7 +322,8 @@ func overheadRun(tb testing.TB, arm overheadArm, iters int) overheadTiming {
 	t := overheadTiming{nodeCPU: nodesCPU() - node0, browserCPU: browserCPU(profile) - browser0}
 	if arm == armBrowser {
 		// The page followed the job to its end: its stream delivered the ended state.
-		browserWait(tb, browser, "the job's page shows it done", `document.body.innerText.includes("done")`)
+		browserWait(tb, browser, "the job's page shows it done", fmt.Sprintf(`document.getElementById("detail-id").textContent === %q && `+
+			`document.getElementById("detail-iteration").getAttribute("data-iteration") === "%d" && document.getElementById("detail-state").innerText.includes("done")`, id, iters))
 	}
 	stop()
 	wg.Wait()
