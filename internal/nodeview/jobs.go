@@ -129,19 +129,38 @@ func (v *View) Submit(ctx context.Context, owner string, spec *jobspec.Spec) (st
 		}
 		return "", fmt.Errorf("submit to node %s: %w", self.Name, err)
 	}
+	placing := httpapi.JobView{ID: job.ID, Owner: owner, Coordinator: self.Meta.Actor, Algorithm: string(s.Algo),
+		Rank: int64(s.Rank), Shards: int64(s.Shards), MaxIter: int64(s.Stop.MaxIter), State: "placing",
+		SubmittedUnixMs: time.Now().UnixMilli(), Detached: s.Detached, OutShared: s.OutShared}
 	if s.Detached {
 		job.Release()
+		v.mu.Lock()
+		v.listSubmitted(placing)
+		v.mu.Unlock()
 		return job.ID, nil
 	}
-	now := time.Now().UnixMilli()
-	a := &attachedJob{job: job, last: httpapi.JobView{ID: job.ID, Owner: owner, Coordinator: self.Meta.Actor, Algorithm: string(s.Algo),
-		Rank: int64(s.Rank), Shards: int64(s.Shards), MaxIter: int64(s.Stop.MaxIter), State: "placing", SubmittedUnixMs: now}}
+	a := &attachedJob{job: job, last: placing}
 	v.mu.Lock()
 	v.attached[job.ID] = a
+	v.listSubmitted(placing)
 	v.mu.Unlock()
 	v.collect.Add(1)
 	go v.collectJob(j, a)
 	return job.ID, nil
+}
+
+// listSubmitted puts a job just submitted into the published snapshot (under the view's mu)
+// until the next refresh lists it, so that the id Submit returns can be followed at once
+// (GET /api/v1/jobs/{id} and its events) instead of being unknown until that refresh. A
+// detached job may still drop out of a refresh that asked the members before it was
+// submitted, for one refresh period.
+func (v *View) listSubmitted(j httpapi.JobView) {
+	if v.snap.jobs == nil {
+		v.snap.jobs = map[string]httpapi.JobView{}
+	}
+	if _, ok := v.snap.jobs[j.ID]; !ok {
+		v.snap.jobs[j.ID] = j
+	}
 }
 
 // collectJob waits for an attached job, writes its outputs, and records how it ended.

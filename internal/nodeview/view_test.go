@@ -130,6 +130,10 @@ func TestView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Known at once, before the next refresh: a client follows the id Submit returned.
+	if j, err := v.Job(ctx, id); err != nil || j.Owner != "alice" {
+		t.Errorf("the job right after its submission: %+v, %v", j, err)
+	}
 	select {
 	case <-updated:
 	case <-time.After(10 * time.Second):
@@ -292,6 +296,9 @@ func TestViewDetached(t *testing.T) {
 	id, err := v.Submit(ctx, "carol", spec)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if j, err := v.Job(ctx, id); err != nil || j.Owner != "carol" || !j.Detached {
+		t.Errorf("the detached job right after its submission: %+v, %v", j, err)
 	}
 	waitFor(t, 30*time.Second, "the detached job writes its report", func() bool {
 		_, err := os.Stat(filepath.Join(root, "out", "report.json"))
