@@ -32,7 +32,7 @@ for rep in $(seq "$REPS"); do
 			[ -z "$join" ] && join=$(grep -o '"gossip":"[^"]*"' "$W/log-1" | head -1 | cut -d'"' -f4)
 		done
 		sleep 3
-		tok=$(grep -o 'token=[0-9a-f]*' "$W/out-1" | head -1 | cut -d= -f2 || true)
+		tok=$("$B" dashboard --token) # the operator token, from the secret
 		t0=$(ticks "${pids[@]}")
 		end=$((SECONDS + SECS))
 		while [ $SECONDS -lt $end ]; do
