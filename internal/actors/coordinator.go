@@ -103,7 +103,12 @@ func (c *coordinator) Receive(ctx actor.Context) {
 			c.node.guard.drop(dropOwnerPrefix+"CancelJob", 1)
 			return
 		}
-		c.step(ctx, jobctl.Cancel{})
+		c.step(ctx, jobctl.Cancel{By: canceler(callerOf(ctx), c.sub)})
+	case *cancelFor:
+		// Its host passes on a cancel it checked (a local message: no remote party sends one).
+		if m.job == c.job {
+			c.step(ctx, jobctl.Cancel{By: m.by})
+		}
 	case *messages.Placed, *messages.IterationDone, *messages.ShardDone, *messages.ReducerDone, *messages.CheckpointDone,
 		*messages.ActorFailed, *messages.JobError:
 		c.step(ctx, m)
