@@ -5,6 +5,9 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/didnmf/didnmf/messages"
+	"github.com/didnmf/didnmf/pki"
 )
 
 // TestCancelInterruptsALongStep: a rank-3000 job's first step takes minutes here (3000 x 4000
@@ -47,5 +50,24 @@ func TestCancelInterruptsALongStep(t *testing.T) {
 	// The step alone takes minutes: ending within this bound means it was interrupted.
 	if took > 20*time.Second {
 		t.Fatalf("the cancel took %v: the step was not interrupted", took)
+	}
+}
+
+// TestCancelerSaysWho: a canceled job's error says who canceled it, as far as the node knows.
+func TestCancelerSaysWho(t *testing.T) {
+	sub := &messages.SubmitJob{Owner: "alice"}
+	for _, c := range []struct {
+		caller Caller
+		want   string
+	}{
+		{Caller{}, "the coordinator's node"},
+		{Caller{Role: pki.RolePeer, Name: "n2"}, "node n2"},
+		{Caller{Role: pki.RolePeer, Name: "insecure"}, "a remote party (the cluster runs without TLS: not named)"},
+		{Caller{Role: pki.RoleClient, Name: "alice"}, "its owner alice"},
+		{Caller{Role: pki.RoleClient, Name: "bob"}, "client bob (holding its owner token)"},
+	} {
+		if got := canceler(c.caller, sub); got != c.want {
+			t.Errorf("canceler(%+v) = %q, want %q", c.caller, got, c.want)
+		}
 	}
 }

@@ -24,6 +24,9 @@ type coordinator struct {
 	job  string
 	spec *jobspec.Spec
 	ctl  *jobctl.Job
+	// refused: the job ended before it started, its spec or its data refused (the submitter
+	// heard why), so it leaves no error.json in its --out-shared directory.
+	refused bool
 
 	watch *eventstream.Subscription // membership events, on a cluster
 	// ticks stops the coordinator's clock and its goroutines' sends when it stops.
@@ -70,6 +73,9 @@ func (c *coordinator) Receive(ctx actor.Context) {
 	case coordTick:
 		c.step(ctx, jobctl.Tick{})
 	case *setupDone:
+		if _, ok := m.event.(jobctl.Abort); ok {
+			c.refused = true
+		}
 		c.step(ctx, m.event)
 	case *ctlEvent:
 		c.step(ctx, m.event)
@@ -97,7 +103,12 @@ func (c *coordinator) Receive(ctx actor.Context) {
 			c.node.guard.drop(dropOwnerPrefix+"CancelJob", 1)
 			return
 		}
-		c.step(ctx, jobctl.Cancel{})
+		c.step(ctx, jobctl.Cancel{By: canceler(callerOf(ctx), c.sub)})
+	case *cancelFor:
+		// Its host passes on a cancel it checked (a local message: no remote party sends one).
+		if m.job == c.job {
+			c.step(ctx, jobctl.Cancel{By: m.by})
+		}
 	case *messages.Placed, *messages.IterationDone, *messages.ShardDone, *messages.ReducerDone, *messages.CheckpointDone,
 		*messages.ActorFailed, *messages.JobError:
 		c.step(ctx, m)
@@ -130,6 +141,7 @@ func (c *coordinator) started(ctx actor.Context) {
 	case err != nil && c.takeover != nil:
 		c.step(ctx, jobctl.Abort{Kind: KindFailure, Message: c.takeoverCause + "; taking the job over: " + err.Error()})
 	case err != nil:
+		c.refused = true
 		c.step(ctx, jobctl.Abort{Kind: KindInput, Message: err.Error(), Err: err})
 	case c.takeover != nil:
 		c.step(ctx, jobctl.TakeOver{State: c.takeover, Cause: c.takeoverCause, Workers: c.workers()})
@@ -194,8 +206,18 @@ func (c *coordinator) apply(ctx actor.Context, rd jobctl.Ready) {
 		go func() { back(jobctl.OutputCommitted{Err: c.commitOutput(cm)}) }()
 	}
 	roots, job, logger, wire := c.node.cfg.Roots, c.job, c.node.logger, c.sub.GetSpec()
-	failed := rd.Record != nil && rd.Record.State != messages.JobPhase_JOB_PHASE_DONE && wire.GetDetached() && wire.GetOutShared() != ""
+	failed := rd.Record != nil && rd.Record.State != messages.JobPhase_JOB_PHASE_DONE && wire.GetDetached() && wire.GetOutShared() != "" && !c.refused
 	removed := rd.RemovePartials && c.spec != nil && c.spec.OutShared != ""
+	// An overwrite job that committed its outputs replaced the directory's results: an
+	// error.json there tells of a job they no longer come from.
+	stale := rd.Record != nil && rd.Record.State == messages.JobPhase_JOB_PHASE_DONE && wire.GetOverwrite() && wire.GetOutShared() != ""
+	if stale {
+		go func() {
+			if err := removeStaleErrorFile(roots, wire.GetOutShared()); err != nil {
+				logger.Warn("cannot remove a stale error.json", slog.String("job", job), slog.Any("error", err))
+			}
+		}()
+	}
 	if failed || removed {
 		rec := rd.Record
 		go func() {
@@ -204,7 +226,7 @@ func (c *coordinator) apply(ctx actor.Context, rd jobctl.Ready) {
 			}
 			if failed {
 				// A detached job has no client to tell: its directory says why it ended.
-				if err := writeErrorFile(roots, wire.GetOutShared(), job, rec); err != nil {
+				if err := writeErrorFile(roots, wire.GetOutShared(), job, rec, wire.GetOverwrite()); err != nil {
 					logger.Warn("cannot write the failed job's error.json", slog.String("job", job), slog.Any("error", err))
 				}
 			}

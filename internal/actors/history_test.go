@@ -77,7 +77,7 @@ func TestEndedJobsListed(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if rec.JobId != job.ID || rec.State != messages.JobPhase_JOB_PHASE_CANCELED || rec.ErrorKind != messages.ErrorKind_ERROR_KIND_CANCELED ||
-		rec.Error == "" || rec.EndedUnixMs < rec.SubmittedUnixMs || rec.Owner != "alice" || len(rec.History) == 0 ||
+		rec.Error != "job canceled by its owner alice" || rec.EndedUnixMs < rec.SubmittedUnixMs || rec.Owner != "alice" || len(rec.History) == 0 ||
 		len(rec.History) > jobctl.MaxInfoHistory || rec.Events[len(rec.Events)-1].Kind != messages.JobEventKind_JOB_EVENT_KIND_ENDED {
 		t.Errorf("the canceled job's record: %v", rec)
 	}

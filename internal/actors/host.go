@@ -148,7 +148,7 @@ func (h *host) Receive(ctx actor.Context) {
 			h.node.guard.drop(dropOwnerPrefix+"CancelJob", 1)
 			return
 		}
-		ctx.Send(actor.NewPID(ctx.Self().Address, HostName+"/"+jobctl.CoordinatorName(m.JobId)), &messages.CancelJob{JobId: m.JobId, OwnerToken: sub.OwnerToken})
+		ctx.Send(actor.NewPID(ctx.Self().Address, HostName+"/"+jobctl.CoordinatorName(m.JobId)), &cancelFor{job: m.JobId, by: canceler(callerOf(ctx), sub)})
 	case *childFailed:
 		h.step(ctx, jobctl.HostChildFailed{ID: m.child.Id, Reason: fmt.Sprint(m.reason)})
 	case *actor.Terminated:

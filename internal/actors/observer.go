@@ -136,12 +136,16 @@ func DropClass(cause string) string {
 // those the shards placed on it reserve now. It may be called from any goroutine.
 func (n *Node) Memory() (offered, reserved int64) { return n.cfg.Memory, n.mem.used() }
 
-// JobsByState counts the jobs coordinated on this node by state, named as JobState names
-// them ("placing", "running", ...): summed over the members, every job counts once. It may
-// be called from any goroutine.
+// JobsByState counts the live jobs coordinated on this node by state, named as JobState
+// names them ("placing", "running", "recovering", "paused"); an ended job, which its board
+// may show for a moment, is not counted. It may be called from any goroutine.
 func (n *Node) JobsByState() map[string]int {
 	out := map[string]int{}
 	for _, j := range n.board.list(func(*messages.JobInfo) bool { return true }) {
+		switch j.State {
+		case messages.JobPhase_JOB_PHASE_DONE, messages.JobPhase_JOB_PHASE_FAILED, messages.JobPhase_JOB_PHASE_CANCELED:
+			continue
+		}
 		out[JobState(j.State)]++
 	}
 	return out

@@ -3,7 +3,9 @@ package actors
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -179,10 +181,11 @@ type ErrorFile struct {
 	Coordinator string `json:"coordinator"`
 }
 
-// writeErrorFile writes a failed detached job's error.json into its --out-shared directory
-// (made if missing, as for its outputs): whole or not at all, through a partial file renamed
-// over any error.json an earlier job left there.
-func writeErrorFile(roots *fsroot.Roots, dir, job string, rec *messages.JobInfo) error {
+// writeErrorFile writes a failed detached job's error.json into its --out-shared directory,
+// whole or not at all, through a partial file. The directory must exist (it makes none), and
+// unless overwrite (the spec's Overwrite) it never replaces a file: an error.json already there
+// (the user's own, or one a job left) stays, and the error says so.
+func writeErrorFile(roots *fsroot.Roots, dir, job string, rec *messages.JobInfo, overwrite bool) error {
 	ef := ErrorFile{Job: job, Owner: rec.GetOwner(), State: rec.GetState().Name(), Kind: rec.GetErrorKind().Name(), Field: rec.GetErrorField(),
 		Message: rec.GetError(), Ended: time.UnixMilli(rec.GetEndedUnixMs()).UTC().Format(time.RFC3339Nano), Iteration: rec.GetIteration(),
 		Coordinator: rec.GetCoordinator()}
@@ -190,8 +193,15 @@ func writeErrorFile(roots *fsroot.Roots, dir, job string, rec *messages.JobInfo)
 	if err != nil {
 		return err
 	}
-	if err := roots.MkdirAll("out_shared", dir, 0o755); err != nil {
+	if fi, err := roots.Stat("out_shared", dir); err != nil {
 		return err
+	} else if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if !overwrite {
+		if _, err := roots.Stat("out_shared", filepath.Join(dir, "error.json")); err == nil {
+			return fmt.Errorf("%s already exists (an overwrite job may replace it)", filepath.Join(dir, "error.json"))
+		}
 	}
 	tmp := filepath.Join(dir, ".error.json."+job+".partial")
 	w, err := roots.CreateExclusive("out_shared", tmp, 0o644)
@@ -203,10 +213,21 @@ func writeErrorFile(roots *fsroot.Roots, dir, job string, rec *messages.JobInfo)
 		err = cerr
 	}
 	if err == nil {
-		err = roots.Commit("out_shared", tmp, filepath.Join(dir, "error.json"), true)
+		err = roots.Commit("out_shared", tmp, filepath.Join(dir, "error.json"), overwrite)
 	}
 	if err != nil {
 		_ = roots.Remove("out_shared", tmp)
+	}
+	return err
+}
+
+// removeStaleErrorFile removes the error.json in a job's --out-shared directory once an
+// overwrite job committed its outputs there: the job replaced the directory's results, so a
+// failure an earlier job recorded there no longer describes them.
+func removeStaleErrorFile(roots *fsroot.Roots, dir string) error {
+	err := roots.Remove("out_shared", filepath.Join(dir, "error.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
 	return err
 }

@@ -50,3 +50,24 @@ func (n *Node) ownerOK(ctx actor.Context, what, token, want string) bool {
 	n.guard.drop(dropOwnerPrefix+what, 1)
 	return false
 }
+
+// cancelFor is a host passing on to its coordinator a cancel of the job it checked, with who
+// asked (canceler).
+type cancelFor struct{ job, by string }
+
+// canceler says who cancels a job, for its error: its owner, a client holding its owner
+// token, a node (a peer: an operator's command or a node's HTTP API, which checked who asked),
+// or the coordinator's own node.
+func canceler(c Caller, sub *messages.SubmitJob) string {
+	switch {
+	case c.Local():
+		return "the coordinator's node"
+	case c.Peer() && (c.Name == "" || c.Name == "insecure"):
+		return "a remote party (the cluster runs without TLS: not named)"
+	case c.Peer():
+		return "node " + c.Name
+	case sub.GetOwner() != "" && c.Name == sub.GetOwner():
+		return "its owner " + c.Name
+	}
+	return "client " + c.Name + " (holding its owner token)"
+}

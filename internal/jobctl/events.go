@@ -58,8 +58,9 @@ type Abort struct {
 	Err error
 }
 
-// Cancel is the job's owner canceling it (the runtime checked the sender owns the job).
-type Cancel struct{}
+// Cancel is the job's owner canceling it (the runtime checked the sender owns the job). By
+// says who, for the job's error ("its owner alice", "node n2"; "": "the client").
+type Cancel struct{ By string }
 
 // LeaseRenewed is the job's client renewing its lease (checked as for Cancel).
 type LeaseRenewed struct{}
@@ -109,7 +110,11 @@ func (j *Job) Step(now time.Time, ev any) error {
 	case Abort:
 		j.failWith(e.Kind, e.Message, e.Err)
 	case Cancel:
-		j.fail(messages.ErrorKind_ERROR_KIND_CANCELED, "job canceled by the client")
+		by := e.By
+		if by == "" {
+			by = "the client"
+		}
+		j.fail(messages.ErrorKind_ERROR_KIND_CANCELED, "job canceled by "+by)
 	case LeaseRenewed:
 		_ = j.lease.Step(LeaseRenewalCame{At: now})
 	case Tick:

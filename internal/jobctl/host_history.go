@@ -12,8 +12,11 @@ import (
 // state done, failed or canceled, with its outcome, its history thinned and its events (Job's
 // Ready.Record). Its coordinator sends it to its own node's host and to its standby's, so that
 // the record outlives the coordinator's node; each keeps one record per job (a later epoch's
-// replaces an earlier one's) for HostConfig.HistoryTime, at most HostConfig.HistoryMax of them
-// (the oldest go first). ListJobs with ended lists them. Times come with the events.
+// replaces an earlier one's) for HostConfig.HistoryTime, at most HostConfig.HistoryMax of them.
+// Past the count the oldest record of the owner holding the most goes (the newcomer counted
+// among its owner's), as internal/slots evicts: a client that floods the host with jobs (even
+// refused ones) pushes out only its own records, never another owner's while it holds more.
+// ListJobs with ended lists them. Times come with the events.
 
 // The defaults of HostConfig.HistoryMax and HistoryTime.
 const (
@@ -47,7 +50,8 @@ func (c HostConfig) historyLimits() (int, time.Duration) {
 }
 
 // keepRecord keeps an ended job's record, unless the host keeps one of a later epoch of the
-// job: the expired records go, then the oldest while the count would pass its bound. The job
+// job: the expired records go, then while the count would pass its bound the oldest of the
+// owner holding the most (evictable). The job
 // ended: a standby state of it from that coordinator's epoch or before is dropped, as its
 // StopJob drops it (which may come late, or be lost in a cut), so that this node does not
 // take over a job that ended should the coordinator's node go now.
@@ -68,17 +72,47 @@ func (h *Host) keepRecord(e HostRecord) {
 	}
 	delete(h.records, info.JobId)
 	for len(h.records) > 0 && len(h.records) >= limit {
-		oldest := ""
-		for job, r := range h.records {
-			if o, ok := h.records[oldest]; !ok || r.at.Before(o.at) || r.at.Equal(o.at) && job < oldest {
-				oldest = job
-			}
-		}
-		delete(h.records, oldest)
+		delete(h.records, h.evictable(info.Owner))
 	}
 	if limit > 0 {
 		h.records[info.JobId] = keptRecord{info: info, at: e.At}
 	}
+}
+
+// evictable returns the record to drop for a newcomer of owner: the oldest of the owner
+// holding the most records, the newcomer counted (of two holding as many, the one whose
+// oldest record is older; of records as old, the lesser job id).
+func (h *Host) evictable(owner string) string {
+	type held struct {
+		n      int
+		oldest string
+	}
+	byOwner := map[string]*held{owner: {n: 1}}
+	older := func(a, b string) bool {
+		ra, rb := h.records[a], h.records[b]
+		return ra.at.Before(rb.at) || ra.at.Equal(rb.at) && a < b
+	}
+	for job, r := range h.records {
+		o := byOwner[r.info.Owner]
+		if o == nil {
+			o = &held{}
+			byOwner[r.info.Owner] = o
+		}
+		o.n++
+		if o.oldest == "" || older(job, o.oldest) {
+			o.oldest = job
+		}
+	}
+	var best *held
+	for _, o := range byOwner {
+		if o.oldest == "" {
+			continue // the newcomer's owner holds no record here
+		}
+		if best == nil || o.n > best.n || o.n == best.n && older(o.oldest, best.oldest) {
+			best = o
+		}
+	}
+	return best.oldest
 }
 
 // recordExpired tells whether a record was kept longer than HostConfig.HistoryTime at now.

@@ -28,7 +28,7 @@ type stateCollector struct {
 func newStateCollector(cfg Config, m *Metrics) *stateCollector {
 	return &stateCollector{cfg: cfg, m: m,
 		members: prometheus.NewDesc("didnmf_members", "Members this node's gossip knows, by state.", []string{"state"}, nil),
-		jobs: prometheus.NewDesc("didnmf_jobs", "Jobs coordinated on this node, by state (summed over the members, every job counts once).",
+		jobs: prometheus.NewDesc("didnmf_jobs", "Live jobs coordinated on this node, by state (placing, running, recovering, paused).",
 			[]string{"state"}, nil),
 		offered: prometheus.NewDesc("didnmf_memory_offered_bytes", "Bytes of job data the node offers (0: no limit).", nil, nil),
 		reserved: prometheus.NewDesc("didnmf_memory_reserved_bytes", "Bytes of job data the shards placed on the node reserve.",

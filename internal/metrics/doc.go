@@ -14,7 +14,7 @@
 // values are unbounded (no job ids; causes and states from fixed sets, "other" for the rest):
 //
 //	didnmf_members{state}                       gauge: members this node's gossip knows, by state (alive, suspect, dead, left)
-//	didnmf_jobs{state}                          gauge: jobs coordinated here, by state (placing, running, recovering, paused, done, failed, canceled)
+//	didnmf_jobs{state}                          gauge: live jobs coordinated here, by state (placing, running, recovering, paused)
 //	didnmf_iterations_total                     counter: job iterations ended by the shard 0s on this node (once per iteration across the cluster)
 //	didnmf_iteration_duration_seconds           histogram: their wall time
 //	didnmf_allreduce_duration_seconds           histogram: a collective's latency, for each shard here, from sending its part to having the result

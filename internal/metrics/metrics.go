@@ -25,8 +25,9 @@ type Config struct {
 	// Members counts the members this node's gossip knows by state: "alive", "suspect",
 	// "dead", "left" (other states count as "other").
 	Members func() map[string]int
-	// Jobs counts the jobs coordinated on this node by state, as actors.JobState names them
-	// (actors.Node.JobsByState).
+	// Jobs counts the live jobs coordinated on this node by state, as actors.JobState names
+	// them (actors.Node.JobsByState): an ended job is no longer coordinated, so done, failed
+	// and canceled have no series (the jobs' history tells of ended jobs).
 	Jobs func() map[string]int
 	// Memory is the bytes of job data the node offers (0: no limit) and those reserved
 	// (actors.Node.Memory).
@@ -45,7 +46,7 @@ type Config struct {
 // The states of members and jobs with a series of their own (others count as "other").
 var (
 	MemberStates = []string{"alive", "suspect", "dead", "left"}
-	JobStates    = []string{"placing", "running", "recovering", "paused", "done", "failed", "canceled"}
+	JobStates    = []string{"placing", "running", "recovering", "paused"}
 )
 
 // other is the label value of a state or cause not in its fixed set.

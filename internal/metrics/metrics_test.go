@@ -159,6 +159,18 @@ func TestEveryFamilyIsExposedWithItsType(t *testing.T) {
 	for _, s := range append(JobStates, "other") {
 		value(t, fams, "didnmf_jobs", "state", s)
 	}
+	// An ended job is coordinated nowhere: no series would ever leave 0, and the help says
+	// one thing, true of each node.
+	for _, m := range fams["didnmf_jobs"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if v := l.GetValue(); v == "done" || v == "failed" || v == "canceled" {
+				t.Errorf("didnmf_jobs has a series for ended jobs: %s", v)
+			}
+		}
+	}
+	if h := fams["didnmf_jobs"].GetHelp(); strings.Contains(h, "summed") || !strings.Contains(h, "Live jobs coordinated on this node") {
+		t.Errorf("didnmf_jobs help: %q", h)
+	}
 	for _, p := range []string{"actor", "data", "gossip"} {
 		value(t, fams, "didnmf_sent_bytes_total", "plane", p)
 		value(t, fams, "didnmf_received_bytes_total", "plane", p)

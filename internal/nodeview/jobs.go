@@ -168,8 +168,11 @@ func (v *View) collectJob(j *didnmf.Job, a *attachedJob) {
 	defer v.collect.Done()
 	res, err := a.job.Wait(context.Background())
 	id := a.job.ID
+	v.mu.Lock()
+	owner := a.last.Owner
+	v.mu.Unlock()
 	if err == nil && res != nil {
-		if werr := v.outputs.write(id, resultOf(j, res)); werr != nil {
+		if werr := v.outputs.write(id, owner, resultOf(j, res)); werr != nil {
 			v.log.Error("nodeview: cannot write a job's outputs", "job", id, "err", werr)
 			err = fmt.Errorf("the job ended, but its outputs could not be written on node %s: %w", v.srv.Name(), werr)
 		}
@@ -239,26 +242,19 @@ func resultOf(j *didnmf.Job, a *actors.Result) *didnmf.Result {
 			ComputeSeconds: c.GetComputeSeconds(), WaitSeconds: c.GetWaitSeconds()}}
 }
 
-// forgetEnded forgets the ended attached jobs beyond KeepOutputs, those that ended first
+// forgetEnded forgets the ended attached jobs beyond KeepOutputs, each the oldest (first
+// ended) of the owner holding the most, so that one client's many jobs push out only its own
 // (under mu).
 func (v *View) forgetEnded() {
-	var ended []string
+	ended := map[string]*attachedJob{}
 	for id, a := range v.attached {
 		if a.end != nil {
-			ended = append(ended, id)
+			ended[id] = a
 		}
 	}
-	if len(ended) <= v.cfg.KeepOutputs {
-		return
-	}
-	slices.SortFunc(ended, func(x, y string) int {
-		ex, ey := v.attached[x].end.EndedUnixMs, v.attached[y].end.EndedUnixMs
-		if ex != ey {
-			return cmp.Compare(ex, ey)
-		}
-		return strings.Compare(x, y)
-	})
-	for _, id := range ended[:len(ended)-v.cfg.KeepOutputs] {
+	for len(ended) > v.cfg.KeepOutputs {
+		id := evictee(ended, func(a *attachedJob) (string, int64) { return a.last.Owner, a.end.EndedUnixMs })
+		delete(ended, id)
 		delete(v.attached, id)
 	}
 }

@@ -25,7 +25,10 @@ import (
 var outputNames = []string{"report.json", "coef.npy", "basis.npy", "figures/convergence.png", "figures/basis.png"}
 
 // outputs are the directories of attached jobs' outputs, DataDir/http-jobs/ID, at most keep
-// of them (the oldest removed). Safe for concurrent use.
+// of them: past it the oldest of the owner holding the most goes (evictee), so that one
+// client's many jobs push out only its own outputs, never another's while it holds more.
+// Each directory names its owner in a file ownerFile, which Output never serves. Safe for
+// concurrent use.
 type outputs struct {
 	base string
 	keep int
@@ -34,12 +37,17 @@ type outputs struct {
 	jobs map[string]*jobFiles
 }
 
-// jobFiles is one job's output directory and the outputs it holds.
+// jobFiles is one job's output directory, the outputs it holds and its owner.
 type jobFiles struct {
 	dir   string
 	names []string
 	at    time.Time
+	owner string
 }
+
+// ownerFile is the file in a job's output directory that names its owner ("" in a directory
+// without it: an earlier version's).
+const ownerFile = ".owner"
 
 // openOutputs makes DataDir/http-jobs and lists the jobs' outputs it holds already (from
 // before a restart).
@@ -65,7 +73,8 @@ func openOutputs(dataDir string, keep int, log *slog.Logger) (*outputs, error) {
 			continue
 		}
 		dir := filepath.Join(base, e.Name())
-		o.jobs[e.Name()] = &jobFiles{dir: dir, names: present(dir), at: info.ModTime()}
+		owner, _ := os.ReadFile(filepath.Join(dir, ownerFile))
+		o.jobs[e.Name()] = &jobFiles{dir: dir, names: present(dir), at: info.ModTime(), owner: string(owner)}
 	}
 	o.prune()
 	return o, nil
@@ -83,13 +92,16 @@ func present(dir string) []string {
 }
 
 // write writes a job's result (report.json, the factors, the .tsv files) and its pictures
-// into the job's directory, then removes the oldest jobs' beyond keep.
-func (o *outputs) write(id string, res *didnmf.Result) error {
+// into the job's directory, with its owner, then removes jobs' beyond keep (prune).
+func (o *outputs) write(id, owner string, res *didnmf.Result) error {
 	if !jobctl.IsJobID(id) {
 		return fmt.Errorf("job id %q", id) // the client made it: cannot happen
 	}
 	dir := filepath.Join(o.base, id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(owner), 0o600); err != nil {
 		return err
 	}
 	if err := res.Save(dir, nil); err != nil {
@@ -101,25 +113,54 @@ func (o *outputs) write(id string, res *didnmf.Result) error {
 		o.log.Warn("nodeview: cannot draw a job's pictures", "job", id, "err", err)
 	}
 	o.mu.Lock()
-	o.jobs[id] = &jobFiles{dir: dir, names: present(dir), at: time.Now()}
+	o.jobs[id] = &jobFiles{dir: dir, names: present(dir), at: time.Now(), owner: owner}
 	o.prune()
 	o.mu.Unlock()
 	return nil
 }
 
-// prune removes the oldest jobs' directories beyond keep (under mu, or before o is shared).
+// prune removes jobs' directories beyond keep, each the oldest of the owner holding the most
+// (under mu, or before o is shared).
 func (o *outputs) prune() {
 	for len(o.jobs) > o.keep {
-		var oldest string
-		var at time.Time
-		for id, f := range o.jobs {
-			if oldest == "" || f.at.Before(at) || (f.at.Equal(at) && id < oldest) {
-				oldest, at = id, f.at
-			}
-		}
-		_ = os.RemoveAll(o.jobs[oldest].dir)
-		delete(o.jobs, oldest)
+		id := evictee(o.jobs, func(f *jobFiles) (string, int64) { return f.owner, f.at.UnixNano() })
+		_ = os.RemoveAll(o.jobs[id].dir)
+		delete(o.jobs, id)
 	}
+}
+
+// evictee returns the job to forget when too many are kept: the oldest of the owner holding
+// the most (of owners holding as many, the one whose oldest job is older; of jobs as old, the
+// lesser id), as internal/slots evicts connections. of gives a job's owner and age (smaller:
+// older). jobs is not empty.
+func evictee[T any](jobs map[string]T, of func(T) (owner string, at int64)) string {
+	type held struct {
+		n      int
+		oldest string
+		at     int64
+	}
+	older := func(id string, at int64, thanID string, thanAt int64) bool {
+		return at < thanAt || at == thanAt && id < thanID
+	}
+	byOwner := map[string]*held{}
+	for id, j := range jobs {
+		owner, at := of(j)
+		h := byOwner[owner]
+		if h == nil {
+			h = &held{oldest: id, at: at}
+			byOwner[owner] = h
+		} else if older(id, at, h.oldest, h.at) {
+			h.oldest, h.at = id, at
+		}
+		h.n++
+	}
+	var best *held
+	for _, h := range byOwner {
+		if best == nil || h.n > best.n || h.n == best.n && older(h.oldest, h.at, best.oldest, best.at) {
+			best = h
+		}
+	}
+	return best.oldest
 }
 
 // names returns the outputs kept for a job (nil: none).

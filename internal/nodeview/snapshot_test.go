@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -199,5 +200,71 @@ func TestDivergedJobStaysEncodable(t *testing.T) {
 	}
 	if jv.RelErr2 != 0 || jv.Rate != 0 || jv.History[0].RelErr2 != 0 || jv.History[1].RelErr2 != 0.5 || jv.Seconds != 1 {
 		t.Errorf("diverged job %+v", jv)
+	}
+}
+
+// TestOutputsFloodEvictsTheFlooder: one client's many attached jobs push out only its own
+// outputs and ended jobs, not the operator's older ones: past the bound the oldest of the
+// owner holding the most goes, on disk (found at start, by the owner each directory names)
+// and in the view.
+func TestOutputsFloodEvictsTheFlooder(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "http-jobs")
+	start := time.Now().Add(-time.Hour)
+	mk := func(i int, id, owner string) {
+		d := filepath.Join(base, id)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "report.json"), []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, ownerFile), []byte(owner), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		at := start.Add(time.Duration(i) * time.Second)
+		if err := os.Chtimes(d, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(0, "op-1", "operator")
+	mk(1, "op-2", "operator")
+	for i := range 34 {
+		mk(2+i, fmt.Sprintf("m-%02d", i), "mallory")
+	}
+	o, err := openOutputs(dir, 32, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &View{outputs: o}
+	for _, id := range []string{"op-1", "op-2", "m-04", "m-33"} {
+		if v.outputNames(id) == nil {
+			t.Errorf("the outputs of %s were removed", id)
+		}
+	}
+	for _, id := range []string{"m-00", "m-01", "m-02", "m-03"} {
+		if _, err := os.Stat(filepath.Join(base, id)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the flooder's oldest outputs %s stay: %v", id, err)
+		}
+	}
+	if r, err := v.Output(context.Background(), "op-1", ownerFile); !errors.Is(err, httpapi.ErrNotFound) {
+		if r != nil {
+			r.Close()
+		}
+		t.Errorf("the owner file is served: %v", err)
+	}
+
+	// The view's ended jobs: the same rule.
+	v = &View{cfg: Config{KeepOutputs: 32}, attached: map[string]*attachedJob{}}
+	end := func(id, owner string, at int64) {
+		v.attached[id] = &attachedJob{last: httpapi.JobView{ID: id, Owner: owner}, end: &httpapi.JobView{ID: id, Owner: owner, EndedUnixMs: at}}
+	}
+	end("op-1", "operator", 1)
+	for i := range 34 {
+		end(fmt.Sprintf("m-%02d", i), "mallory", int64(2+i))
+		v.forgetEnded()
+	}
+	if len(v.attached) != 32 || v.attached["op-1"] == nil || v.attached["m-02"] != nil || v.attached["m-03"] == nil {
+		t.Errorf("after the flood the view keeps %d jobs; the operator's: %v", len(v.attached), v.attached["op-1"] != nil)
 	}
 }
