@@ -144,3 +144,20 @@ func TestCancelEnded(t *testing.T) {
 		}
 	}
 }
+
+// TestUnspecifiedAddr: New refuses a wildcard address, which URL and LoginURL would advertise.
+func TestUnspecifiedAddr(t *testing.T) {
+	for _, tt := range []struct {
+		addr string
+		ok   bool
+	}{
+		{"0.0.0.0:28270", false},
+		{"[::]:28270", false},
+		{"127.0.0.1:28270", true},
+	} {
+		_, err := New(Config{Addr: tt.addr, Backend: newFakeBackend(), Secret: testSecret})
+		if (err == nil) != tt.ok || err != nil && !strings.Contains(err.Error(), "give the IP others reach this node at") {
+			t.Errorf("%s: %v", tt.addr, err)
+		}
+	}
+}

@@ -134,6 +134,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("http address %q: want IP:PORT, e.g. 127.0.0.1:8265", cfg.Addr)
 	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.IsUnspecified() {
+		return nil, fmt.Errorf("http address %s is unspecified: the server advertises its address in links and to the cluster, so give the IP others reach this node at (or 127.0.0.1)", cfg.Addr)
+	}
 	cfg.MaxBody = orDefault(cfg.MaxBody, DefaultMaxBody)
 	cfg.MaxStreams = orDefault(cfg.MaxStreams, DefaultMaxStreams)
 	cfg.MaxStreamsPerIdentity = orDefault(cfg.MaxStreamsPerIdentity, DefaultMaxStreamsPerIdentity)
