@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/didnmf/didnmf/internal/flood"
+	"github.com/didnmf/didnmf/internal/slots"
 )
 
 // TestFailLimitAfterAuth: bad tokens past the limit do not lock the operator's valid token
@@ -159,5 +162,31 @@ func TestUnspecifiedAddr(t *testing.T) {
 		if (err == nil) != tt.ok || err != nil && !strings.Contains(err.Error(), "give the IP others reach this node at") {
 			t.Errorf("%s: %v", tt.addr, err)
 		}
+	}
+}
+
+// TestConnFlood: connections held from 127.0.0.2-.5 past every bound do not keep the
+// operator (127.0.0.1) or the readiness probe out.
+func TestConnFlood(t *testing.T) {
+	ts := startServer(t, Config{}, func(s *Server) { s.conns = slots.New(40, 10) })
+	host := strings.TrimPrefix(ts.base, "http://")
+	f := flood.Hold(host, []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}, 20, 50*time.Millisecond)
+	defer f.Stop()
+	if !f.WaitOpen(80, 10*time.Second) {
+		t.Fatalf("flood opened %d connections", f.Opened())
+	}
+	if n := ts.conns.InUse(); n > 40 {
+		t.Fatalf("%d connections held, bound 40", n)
+	}
+	for i := 0; i < 5; i++ {
+		if code, body, _ := ts.do(t, "GET", "/api/v1/whoami", ts.op, ""); code != 200 {
+			t.Fatalf("operator under the flood: %d %s", code, body)
+		}
+		if code, body, _ := ts.do(t, "GET", "/readyz", "", ""); code != 200 {
+			t.Fatalf("/readyz under the flood: %d %s", code, body)
+		}
+	}
+	if ts.conns.Evicted() == 0 {
+		t.Error("no connection evicted: the flood did not fill the bounds")
 	}
 }
