@@ -129,7 +129,7 @@
 //
 // A request's body is at most MaxBody (413), its headers 16 KiB (431); headers must arrive in
 // 5 s and a request in 30 s; an idle connection is closed after 60 s; at most 512
-// connections are served at once, 64 from one remote address (internal/slots): a newcomer
+// connections are served at once, MaxStreams+64 (320) from one remote address (internal/slots): a newcomer
 // past either bound closes the oldest connection of its own address, or of the address
 // holding the most, so that connections held from a few addresses cannot keep the operator
 // or a probe out. A panic in a handler or the

@@ -37,7 +37,9 @@ const (
 	readTimeout       = 30 * time.Second
 	idleTimeout       = 60 * time.Second
 	maxConns          = 512
-	maxConnsPerIP     = 64
+	// maxConnsPerIP is how many connections past MaxStreams one remote address may hold
+	// (a client's streams each hold one under HTTP/1.1).
+	maxConnsPerIP = 64
 	// pingEvery is the period of a stream's heartbeat comment.
 	pingEvery = 15 * time.Second
 	// settleWait bounds the wait of a job not found for the backend's next snapshot (taken
@@ -147,7 +149,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.MaxSessions = orDefault(cfg.MaxSessions, DefaultMaxSessions)
 	cfg.SessionTTL = orDefault(cfg.SessionTTL, DefaultSessionTTL)
 	s := &Server{cfg: cfg, log: cfg.Logger, addr: cfg.Addr, done: make(chan struct{}), ping: pingEvery, settle: settleWait,
-		conns: slots.New(maxConns, maxConnsPerIP)}
+		conns: slots.New(maxConns, min(maxConns, cfg.MaxStreams+maxConnsPerIP))}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
