@@ -57,6 +57,9 @@ func (h httpFlags) open(cr creds, version string, logger *slog.Logger) (*nodeHTT
 	if err != nil || ip == nil {
 		return nil, badInput("--http %q: want IP:PORT, e.g. 127.0.0.1:8265", h.addr)
 	}
+	if ip.IsUnspecified() {
+		return nil, badInput("--http %s: give the IP others reach this node at (or 127.0.0.1), not an unspecified address: the node advertises it in links and to the cluster", h.addr)
+	}
 	if (h.cert == "") != (h.key == "") {
 		return nil, badInput("--http-cert and --http-key go together: give both or neither")
 	}

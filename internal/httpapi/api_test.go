@@ -65,6 +65,7 @@ func TestJobsAPI(t *testing.T) {
 			t.Errorf("output %s: type %q disposition %q", tt.name, hdr.Get("Content-Type"), hdr.Get("Content-Disposition"))
 		}
 	}
+	ts.b.update(func(b *fakeBackend) { j := b.jobs[sub.ID]; j.State = "running"; b.jobs[sub.ID] = j }) // an ended one is 409 (TestCancelEnded)
 	code, body, _ = ts.do(t, "DELETE", sub.URL, ts.op, "")
 	if code != 202 || !strings.Contains(body, sub.ID) {
 		t.Fatalf("cancel: %d %s", code, body)
@@ -283,7 +284,7 @@ func TestLoginAndCSRF(t *testing.T) {
 // TestSessionsBounded checks that sessions are bounded: past MaxSessions the oldest goes.
 func TestSessionsBounded(t *testing.T) {
 	ss := newSessions(3, DefaultSessionTTL)
-	first := ss.add(identity{name: "a", role: roleOperator})
+	first := ss.add(identity{name: "b", role: roleOperator}) // one identity: its oldest goes (TestSessionEviction)
 	for i := 0; i < 10; i++ {
 		ss.add(identity{name: "b", role: roleOperator})
 	}

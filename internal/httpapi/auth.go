@@ -243,7 +243,7 @@ func (s *Server) cookieName() string {
 }
 
 // sessions are the login sessions: by the SHA-256 of their cookie (so that a lookup's time
-// says nothing of the secret value), bounded in count (the oldest goes first) and life.
+// says nothing of the secret value), bounded in count (the oldest of the identity holding the most goes first) and life.
 type sessions struct {
 	max int
 	ttl time.Duration
@@ -269,23 +269,41 @@ func (ss *sessions) add(id identity) string {
 	now := time.Now()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	id.via = ""
 	if len(ss.m) >= ss.max {
-		var oldest [32]byte
-		var at time.Time
+		// Full: the expired go; if still full, the oldest session of the identity holding
+		// the most (so that one client logging in again and again evicts only its own).
+		type held struct {
+			n      int
+			oldest [32]byte
+			at     time.Time
+		}
+		by := map[identity]*held{}
 		for k, s := range ss.m {
 			if now.Sub(s.created) > ss.ttl {
 				delete(ss.m, k)
 				continue
 			}
-			if at.IsZero() || s.created.Before(at) {
-				oldest, at = k, s.created
+			h := by[s.id]
+			if h == nil {
+				h = &held{}
+				by[s.id] = h
+			}
+			h.n++
+			if h.at.IsZero() || s.created.Before(h.at) {
+				h.oldest, h.at = k, s.created
 			}
 		}
 		if len(ss.m) >= ss.max {
-			delete(ss.m, oldest)
+			var most *held
+			for _, h := range by {
+				if most == nil || h.n > most.n || h.n == most.n && h.at.Before(most.at) {
+					most = h
+				}
+			}
+			delete(ss.m, most.oldest)
 		}
 	}
-	id.via = ""
 	ss.m[sha256.Sum256([]byte(v))] = session{id: id, created: now}
 	return v
 }

@@ -20,7 +20,9 @@
 //
 // An address that is not loopback needs TLS: Config.Certificate (the node's own certificate)
 // or CertFile and KeyFile; with Config.CA, client certificates of the cluster's CA
-// authenticate too. New refuses a plain address that is not loopback, saying so.
+// authenticate too. New refuses a plain address that is not loopback, saying so, and an
+// unspecified one (0.0.0.0, [::]): URL and LoginURL advertise the address, so it must be the
+// IP others reach the node at.
 //
 // # Who may do what
 //
@@ -38,13 +40,17 @@
 //     only a node with the secret takes it), as a bearer or through /login.
 //
 // Tokens are compared in constant time. An address that fails to authenticate 20 times in a
-// minute is answered 429 until the minute ends. The route table (routes.go) lists each route
+// minute has its failing requests answered 429 (not 401) until the minute ends; credentials
+// are checked first, so valid ones from that address are still served. The route table (routes.go) lists each route
 // with the roles it allows, and guard is the one place that authorizes.
 //
 // The session cookie (didnmf_session_PORT: a name for each port, as browsers do not isolate a
 // host's cookies by port, and the nodes of one machine must not log each other out) is
 // HttpOnly, SameSite=Strict, Secure under TLS, kept server-side (at most MaxSessions, for
-// SessionTTL). A mutating request authenticated by it
+// SessionTTL; when full, the oldest session of the identity holding the most goes, so that
+// one client logging in again and again logs out only itself). GET /login is refused (403)
+// when the request's Sec-Fetch-Site is other than none (a typed or pasted link) or
+// same-origin: another site cannot log a browser in with the other site's token. A mutating request authenticated by it
 // must send Content-Type: application/json or X-Didnmf-CSRF: 1, and no Origin other than the
 // server's own (nor Sec-Fetch-Site cross-site): another site cannot make a browser submit or
 // cancel. A bearer token or a certificate needs neither (no browser sends them on its own).
@@ -101,9 +107,11 @@
 // Every 4xx and 5xx answers an ErrorView {kind, field, message}: the user's fault 400 (kind
 // user, field the JSON key), no or bad credentials 401 (auth), a role refused or a request
 // that fails the CSRF rules 403 (forbidden), an unknown job or one of another client 404
-// (not_found), a method a path's routes do not take 405 (method_not_allowed, with an Allow
+// (not_found), cancelling a job that already ended 409 (conflict, naming its state), a method a path's routes do not take 405 (method_not_allowed, with an Allow
 // header; after the credentials those routes need), limits 413 and 429 (limit), a panic 500,
-// the backend's failures 502 and 503 (failure). The JSON escapes no <, > or & for HTML.
+// the backend's failures 502 and 503 (failure). The JSON escapes no <, > or & for HTML. The
+// field is at most 64 bytes and the message 1 KiB (cut with "..."): both may quote the
+// request.
 //
 // # Streams
 //
@@ -121,9 +129,13 @@
 //
 // A request's body is at most MaxBody (413), its headers 16 KiB (431); headers must arrive in
 // 5 s and a request in 30 s; an idle connection is closed after 60 s; at most 512
-// connections are served at once (more wait to be accepted). A panic in a handler or the
+// connections are served at once, MaxStreams+64 (320) from one remote address (internal/slots): a newcomer
+// past either bound closes the oldest connection of its own address, or of the address
+// holding the most, so that connections held from a few addresses cannot keep the operator
+// or a probe out. A panic in a handler or the
 // backend answers 500 and is logged; the server keeps serving. Every answer carries
 // Content-Security-Policy default-src 'self', X-Content-Type-Options nosniff,
-// X-Frame-Options DENY and Referrer-Policy no-referrer; the dashboard loads nothing from
+// X-Frame-Options DENY and Referrer-Policy no-referrer, and an HTTPS one
+// Strict-Transport-Security max-age=31536000; the dashboard loads nothing from
 // the internet.
 package httpapi

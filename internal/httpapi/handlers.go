@@ -203,6 +203,10 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request, who identity) er
 	if err != nil {
 		return err
 	}
+	switch j.State {
+	case "done", "failed", "canceled":
+		return errorf(http.StatusConflict, "conflict", "job %s already ended (%s): nothing to cancel", j.ID, j.State)
+	}
 	if err := s.cfg.Backend.Cancel(ctx, j.ID); err != nil {
 		return err
 	}

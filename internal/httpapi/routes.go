@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"runtime/debug"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/didnmf/didnmf/usererr"
 )
@@ -128,10 +129,6 @@ func (s *Server) guard(rt route) http.Handler {
 		var who identity
 		if rt.roles != 0 {
 			ip := remoteIP(r)
-			if s.fails.limited(ip) {
-				s.writeError(w, r, errorf(http.StatusTooManyRequests, "limit", "too many failed authentications from %s: wait a minute", ip))
-				return
-			}
 			id, err := s.authenticate(r)
 			if err != nil {
 				if rt.page && errors.Is(err, errNoCredentials) {
@@ -139,6 +136,10 @@ func (s *Server) guard(rt route) http.Handler {
 					return
 				}
 				if errors.Is(err, errBadCredentials) {
+					if s.fails.limited(ip) {
+						s.writeError(w, r, errorf(http.StatusTooManyRequests, "limit", "too many failed authentications from %s: wait a minute", ip))
+						return
+					}
 					s.failedAuth(ip)
 				}
 				w.Header().Set("WWW-Authenticate", `Bearer realm="didnmf"`)
@@ -178,6 +179,9 @@ func (s *Server) headers(next http.Handler) http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-store")
+		if r.TLS != nil {
+			h.Set("Strict-Transport-Security", "max-age=31536000")
+		}
 		if r.ContentLength > s.cfg.MaxBody {
 			s.writeError(w, r, errorf(http.StatusRequestEntityTooLarge, "limit", "request body of %d bytes: at most %d", r.ContentLength, s.cfg.MaxBody))
 			return
@@ -229,10 +233,31 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		ae = errorf(http.StatusBadGateway, "failure", "%v", err)
 	}
+	ae.view.Field = clip(ae.view.Field, maxErrorField)
+	ae.view.Message = clip(ae.view.Message, maxErrorMessage)
 	if ae.status >= 500 {
 		s.log.Warn("http request failed", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", ae.view.Message))
 	}
 	writeJSON(w, ae.status, ae.view)
+}
+
+// The bounds of an error answer's field and message: both may quote the request (an unknown
+// JSON key, a bad value), which must not come back whole.
+const (
+	maxErrorField   = 64
+	maxErrorMessage = 1024
+)
+
+// clip returns s cut to at most max bytes (on a UTF-8 boundary), ending in "..." when cut.
+func clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	n := max - 3
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // marshalJSON is json.Marshal without the escaping of <, > and & for HTML ("rank must be

@@ -16,8 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/net/netutil"
-
+	"github.com/didnmf/didnmf/internal/slots"
 	"github.com/didnmf/didnmf/pki"
 )
 
@@ -38,6 +37,9 @@ const (
 	readTimeout       = 30 * time.Second
 	idleTimeout       = 60 * time.Second
 	maxConns          = 512
+	// maxConnsPerIP is how many connections past MaxStreams one remote address may hold
+	// (a client's streams each hold one under HTTP/1.1).
+	maxConnsPerIP = 64
 	// pingEvery is the period of a stream's heartbeat comment.
 	pingEvery = 15 * time.Second
 	// settleWait bounds the wait of a job not found for the backend's next snapshot (taken
@@ -113,7 +115,10 @@ type Server struct {
 	sessions *sessions
 	fails    *failLimiter
 	streams  *streamSlots
-	csrf     *http.CrossOriginProtection
+	// conns bounds the connections, in all and per remote address (slots evicts the oldest
+	// of the address holding the most for a newcomer).
+	conns *slots.Limiter
+	csrf  *http.CrossOriginProtection
 	// ping is the heartbeat period of streams (pingEvery), settle the longest a job not
 	// found waits for the next snapshot (settleWait); tests shorten them.
 	ping, settle time.Duration
@@ -134,13 +139,17 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("http address %q: want IP:PORT, e.g. 127.0.0.1:8265", cfg.Addr)
 	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.IsUnspecified() {
+		return nil, fmt.Errorf("http address %s is unspecified: the server advertises its address in links and to the cluster, so give the IP others reach this node at (or 127.0.0.1)", cfg.Addr)
+	}
 	cfg.MaxBody = orDefault(cfg.MaxBody, DefaultMaxBody)
 	cfg.MaxStreams = orDefault(cfg.MaxStreams, DefaultMaxStreams)
 	cfg.MaxStreamsPerIdentity = orDefault(cfg.MaxStreamsPerIdentity, DefaultMaxStreamsPerIdentity)
 	cfg.WriteTimeout = orDefault(cfg.WriteTimeout, DefaultWriteTimeout)
 	cfg.MaxSessions = orDefault(cfg.MaxSessions, DefaultMaxSessions)
 	cfg.SessionTTL = orDefault(cfg.SessionTTL, DefaultSessionTTL)
-	s := &Server{cfg: cfg, log: cfg.Logger, addr: cfg.Addr, done: make(chan struct{}), ping: pingEvery, settle: settleWait}
+	s := &Server{cfg: cfg, log: cfg.Logger, addr: cfg.Addr, done: make(chan struct{}), ping: pingEvery, settle: settleWait,
+		conns: slots.New(maxConns, min(maxConns, cfg.MaxStreams+maxConnsPerIP))}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -245,7 +254,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.addr = ln.Addr().String()
 	}
 	s.mu.Unlock()
-	ln = netutil.LimitListener(ln, maxConns)
+	ln = &slotListener{Listener: ln, slots: s.conns}
 	if s.tls != nil {
 		return s.http.ServeTLS(ln, "", "")
 	}
@@ -303,4 +312,34 @@ func ReadTokenFile(path string) (string, error) {
 		}
 	}
 	return tok, nil
+}
+
+// slotListener gives each accepted connection a slot of its remote address: a full Limiter
+// closes the oldest connection of the address holding the most (or the newcomer's own
+// address's oldest), so that a flood of held connections from a few addresses cannot keep
+// the operator, a probe or a client out (netutil.LimitListener made them wait).
+type slotListener struct {
+	net.Listener
+	slots *slots.Limiter
+}
+
+func (l *slotListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	sc := &slotConn{Conn: c}
+	sc.slot = l.slots.Take(slots.RemoteIP(c), func() { c.Close() })
+	return sc, nil
+}
+
+// slotConn gives its slot back when closed.
+type slotConn struct {
+	net.Conn
+	slot *slots.Slot
+}
+
+func (c *slotConn) Close() error {
+	c.slot.Release()
+	return c.Conn.Close()
 }

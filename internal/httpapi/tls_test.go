@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,6 +163,9 @@ func TestMTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+	if hsts := resp.Header.Get("Strict-Transport-Security"); !strings.HasPrefix(hsts, "max-age=31536000") {
+		t.Errorf("HTTPS answer without HSTS: %q", hsts)
+	}
 	var secure bool
 	for _, c := range resp.Request.Response.Cookies() {
 		secure = secure || c.Name == s.cookieName() && c.Secure

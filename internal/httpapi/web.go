@@ -86,8 +86,8 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request, _ identity) erro
 // counted against the address and answers the login form with 401.
 func (s *Server) login(w http.ResponseWriter, r *http.Request, _ identity) error {
 	ip := remoteIP(r)
-	if s.fails.limited(ip) {
-		return errorf(http.StatusTooManyRequests, "limit", "too many failed authentications from %s: wait a minute", ip)
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "none" && site != "same-origin" {
+		return errorf(http.StatusForbidden, "forbidden", "login from another site (Sec-Fetch-Site %s) refused: open the login link yourself", clip(site, 32))
 	}
 	tok := r.URL.Query().Get("token")
 	if tok == "" {
@@ -96,6 +96,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ identity) error
 	}
 	id, ok := s.tokenIdentity(tok)
 	if !ok {
+		if s.fails.limited(ip) {
+			return errorf(http.StatusTooManyRequests, "limit", "too many failed authentications from %s: wait a minute", ip)
+		}
 		s.failedAuth(ip)
 		s.loginPage(w, http.StatusUnauthorized)
 		return nil
