@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didnmf/didnmf/internal/browsertest"
+
 	"github.com/chromedp/chromedp"
 
 	"github.com/didnmf/didnmf/internal/httpapi"
@@ -26,7 +28,7 @@ func TestDashboardAgainstACluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes and a browser")
 	}
-	if chromiumPath() == "" {
+	if browsertest.Path() == "" {
 		t.Skip("no chromium: apt-get install -y chromium (Debian), or set DIDNMF_CHROMIUM to a Chromium or Chrome binary")
 	}
 	isolateGossip(t)
@@ -37,13 +39,13 @@ func TestDashboardAgainstACluster(t *testing.T) {
 	a := nodes[0]
 	op := api{t: t, base: a.base, token: a.token}
 
-	br := newBrowser(t)
-	br.timeout = 60 * time.Second // memberlist takes seconds to declare a node dead
-	br.do("log in", chromedp.Navigate(a.loginURL))
-	br.wait("5 members listed", `document.querySelectorAll('#members tbody tr[data-member]').length === 5 &&
+	br := browsertest.New(t)
+	br.Timeout = 60 * time.Second // memberlist takes seconds to declare a node dead
+	br.Do("log in", chromedp.Navigate(a.loginURL))
+	br.Wait("5 members listed", `document.querySelectorAll('#members tbody tr[data-member]').length === 5 &&
 		[...document.querySelectorAll('#members tbody tr[data-member]')].every(r => r.dataset.state === 'alive')`,
 		`document.getElementById('members').innerText`)
-	if got := br.eval(`location.pathname + location.search`); got != "/" {
+	if got := br.Eval(`location.pathname + location.search`); got != "/" {
 		t.Errorf("after the login the address bar shows %q (the token must leave it)", got)
 	}
 
@@ -55,11 +57,11 @@ func TestDashboardAgainstACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := op.submit(fmt.Sprintf(`{"input":"synthetic:m=6,n=30000,k=3,seed=4","rank":3,"shards":10,"max_iter":4000,"tol":0,"checkpoint_every":5,"out_shared":%q}`, shared))
-	br.do("open the job", chromedp.Navigate(a.base+"/#job="+id))
-	br.wait("the job's detail", `document.getElementById('detail-iteration') && +document.getElementById('detail-iteration').dataset.iteration > 0`,
+	br.Do("open the job", chromedp.Navigate(a.base+"/#job="+id))
+	br.Wait("the job's detail", `document.getElementById('detail-iteration') && +document.getElementById('detail-iteration').dataset.iteration > 0`,
 		`document.body.innerText`)
-	first, _ := strconv.Atoi(br.eval(`document.getElementById('detail-iteration').dataset.iteration`))
-	br.wait("the iteration advances", `+document.getElementById('detail-iteration').dataset.iteration > `+strconv.Itoa(first+10),
+	first, _ := strconv.Atoi(br.Eval(`document.getElementById('detail-iteration').dataset.iteration`))
+	br.Wait("the iteration advances", `+document.getElementById('detail-iteration').dataset.iteration > `+strconv.Itoa(first+10),
 		`document.getElementById('detail-iteration').dataset.iteration`)
 
 	// The victim: a node holding shards of the job that neither coordinates it nor serves the
@@ -86,44 +88,44 @@ func TestDashboardAgainstACluster(t *testing.T) {
 	}
 	t.Logf("job %s: coordinator %s, shards %v; killing %s (%s)", id, job.Coordinator, job.ShardNodes, victim.name, victim.Actor)
 	victim.Kill()
-	br.wait(victim.name+" marked dead", `document.querySelector('#members tr[data-member="`+victim.name+`"]').dataset.state === 'dead'`,
+	br.Wait(victim.name+" marked dead", `document.querySelector('#members tr[data-member="`+victim.name+`"]').dataset.state === 'dead'`,
 		`document.getElementById('members').innerText`)
-	br.wait("failure and recovery on the timeline", `document.querySelector('#timeline svg [data-kind=recovered]') &&
+	br.Wait("failure and recovery on the timeline", `document.querySelector('#timeline svg [data-kind=recovered]') &&
 		(document.querySelector('#timeline svg [data-kind=failure]') || document.querySelector('#timeline svg [data-kind=takeover]'))`,
 		`document.getElementById('timeline').innerHTML.slice(0, 2000)`)
-	after, _ := strconv.Atoi(br.eval(`document.getElementById('detail-iteration').dataset.iteration`))
-	br.wait("the iteration advances after the recovery", `+document.getElementById('detail-iteration').dataset.iteration > `+strconv.Itoa(after+5),
+	after, _ := strconv.Atoi(br.Eval(`document.getElementById('detail-iteration').dataset.iteration`))
+	br.Wait("the iteration advances after the recovery", `+document.getElementById('detail-iteration').dataset.iteration > `+strconv.Itoa(after+5),
 		`document.getElementById('detail-iteration').dataset.iteration`)
-	desktop, phone := screenshotPaths(t)
-	br.screenshot(desktop)
-	br.do("390 px", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
-	br.wait("chart redrawn for 390 px", `document.querySelector('#chart svg') && +document.querySelector('#chart svg').getAttribute('width') <= 390`,
+	desktop, phone := browsertest.ScreenshotPaths(t)
+	br.Screenshot(desktop)
+	br.Do("390 px", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	br.Wait("chart redrawn for 390 px", `document.querySelector('#chart svg') && +document.querySelector('#chart svg').getAttribute('width') <= 390`,
 		`document.querySelector('#chart').innerHTML.slice(0, 300)`)
-	br.screenshot(phone)
-	br.do("back to desktop", chromedp.EmulateViewport(1280, 900))
+	br.Screenshot(phone)
+	br.Do("back to desktop", chromedp.EmulateViewport(1280, 900))
 
 	// The page's own node dies: the page says so and offers the surviving member's dashboard.
 	a.Kill()
-	br.wait("node a went away", `!document.getElementById('away').hidden &&
+	br.Wait("node a went away", `!document.getElementById('away').hidden &&
 		document.querySelector('#away-others a[data-member="`+survivor.name+`"]') !== null`,
 		`document.getElementById('away').innerText`)
-	if got := br.eval(`document.querySelector('#away-others a[data-member="` + survivor.name + `"]').getAttribute('href')`); got != survivor.base && got != survivor.base+"/" {
+	if got := br.Eval(`document.querySelector('#away-others a[data-member="` + survivor.name + `"]').getAttribute('href')`); got != survivor.base && got != survivor.base+"/" {
 		t.Errorf("the away banner links %s to %q, want its dashboard %s", survivor.name, got, survivor.base)
 	}
-	if got := br.eval(`document.querySelector('#away-others a[data-member="` + victim.name + `"]') === null`); got != "true" {
+	if got := br.Eval(`document.querySelector('#away-others a[data-member="` + victim.name + `"]') === null`); got != "true" {
 		t.Errorf("the away banner offers the dead %s", victim.name)
 	}
-	br.check()
+	br.Check()
 
 	// Following the link: the other member's page (a session of its own: the login form,
 	// unless the browser's session cookie, shared by every port of a host, is one it made),
 	// then its login URL shows the job there.
-	link := br.eval(`document.querySelector('#away-others a[data-member="` + survivor.name + `"]').href`)
-	br.do("follow the away banner's link", chromedp.Navigate(link))
-	br.wait(survivor.name+"'s page", `location.origin === '`+survivor.base+`' && document.readyState === 'complete'`, `location.href`)
-	t.Logf("%s's page before its login: %.200q", survivor.name, br.eval(`document.body.innerText`))
-	br.do("log in to "+survivor.name, chromedp.Navigate(survivor.loginURL))
-	br.wait("the job on "+survivor.name+"'s page", `document.getElementById('node-name').textContent === '`+survivor.name+`' &&
+	link := br.Eval(`document.querySelector('#away-others a[data-member="` + survivor.name + `"]').href`)
+	br.Do("follow the away banner's link", chromedp.Navigate(link))
+	br.Wait(survivor.name+"'s page", `location.origin === '`+survivor.base+`' && document.readyState === 'complete'`, `location.href`)
+	t.Logf("%s's page before its login: %.200q", survivor.name, br.Eval(`document.body.innerText`))
+	br.Do("log in to "+survivor.name, chromedp.Navigate(survivor.loginURL))
+	br.Wait("the job on "+survivor.name+"'s page", `document.getElementById('node-name').textContent === '`+survivor.name+`' &&
 		document.querySelector('tr[data-job="`+id+`"]') !== null &&
 		document.querySelector('#members tr[data-member="a"]').dataset.state !== 'alive'`,
 		`document.body.innerText.slice(0, 2000)`)

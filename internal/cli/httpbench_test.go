@@ -28,6 +28,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didnmf/didnmf/internal/browsertest"
+
 	"github.com/chromedp/chromedp"
 
 	"github.com/didnmf/didnmf/bench"
@@ -160,16 +162,7 @@ func (c *httpCluster) scrape(ctx context.Context) int {
 // skips the benchmark when there is none.
 func startBrowser(tb testing.TB, url, token, profile string) context.Context {
 	tb.Helper()
-	bin := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			bin = p
-			break
-		}
-	}
-	if p := os.Getenv("DIDNMF_CHROMIUM"); p != "" {
-		bin = p
-	}
+	bin := browsertest.Path()
 	if bin == "" {
 		tb.Skip("no chromium: apt-get install -y chromium (Debian), or set DIDNMF_CHROMIUM")
 	}

@@ -30,6 +30,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/didnmf/didnmf/internal/browsertest"
+
 	"github.com/chromedp/chromedp"
 
 	"github.com/didnmf/didnmf/internal/jobspec"
@@ -401,8 +403,8 @@ func startDashboard(t *testing.T, b *dashBackend) *dashboardUnderTest {
 // ---- the test ----
 
 func TestDashboardInBrowser(t *testing.T) {
-	br := newBrowser(t)
-	desktopShot, phoneShot := screenshotPaths(t)
+	br := browsertest.New(t)
+	desktopShot, phoneShot := browsertest.ScreenshotPaths(t)
 
 	b := newDashBackend(t, "")
 	d := startDashboard(t, b)
@@ -412,75 +414,75 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.mu.Unlock()
 
 	// Without a session, the page is the login form.
-	br.do("open the page without a session", chromedp.Navigate(d.url+"/"))
-	br.wait("login form", `document.querySelector('#login-form input[name=token]') !== null`, `document.body.innerText`)
+	br.Do("open the page without a session", chromedp.Navigate(d.url+"/"))
+	br.Wait("login form", `document.querySelector('#login-form input[name=token]') !== null`, `document.body.innerText`)
 
 	// A wrong token: the form says so, and the token leaves the address bar.
-	br.do("log in with a wrong token", chromedp.Navigate(d.url+"/login?token="+strings.Repeat("0", 64)))
-	br.wait("token refused", `!document.getElementById('login-error').hidden && location.search === ''`,
+	br.Do("log in with a wrong token", chromedp.Navigate(d.url+"/login?token="+strings.Repeat("0", 64)))
+	br.Wait("token refused", `!document.getElementById('login-error').hidden && location.search === ''`,
 		`location.href + ' ' + document.body.innerText`)
 
 	// The printed URL logs in and lands on the dashboard with the members.
-	br.do("log in", chromedp.Navigate(d.loginURL))
-	br.wait("members listed",
+	br.Do("log in", chromedp.Navigate(d.loginURL))
+	br.Wait("members listed",
 		`document.querySelectorAll('#members tbody tr[data-member]').length === 3`,
 		`document.querySelector('#members').innerText`)
-	if got := br.eval(`location.pathname + location.search`); got != "/" {
+	if got := br.Eval(`location.pathname + location.search`); got != "/" {
 		t.Errorf("after login the address bar holds %q, want / (the token must leave it)", got)
 	}
-	if got := br.eval(`document.getElementById('node-name').textContent`); got != "n1" {
+	if got := br.Eval(`document.getElementById('node-name').textContent`); got != "n1" {
 		t.Errorf("header node name = %q, want n1", got)
 	}
-	if got := br.eval(`document.getElementById('whoami').textContent`); !strings.Contains(got, "operator") {
+	if got := br.Eval(`document.getElementById('whoami').textContent`); !strings.Contains(got, "operator") {
 		t.Errorf("whoami = %q, want the operator", got)
 	}
 	for _, m := range []string{"n1", "n2", "n3"} {
-		if got := br.eval(`document.querySelector('#members tr[data-member="` + m + `"] .state').className`); !strings.Contains(got, "state-alive") {
+		if got := br.Eval(`document.querySelector('#members tr[data-member="` + m + `"] .state').className`); !strings.Contains(got, "state-alive") {
 			t.Errorf("member %s state badge class %q, want state-alive", m, got)
 		}
 	}
-	if got := br.eval(`document.querySelector('#members tr[data-member="n2"] a') && document.querySelector('#members tr[data-member="n2"] a').href`); got != "http://127.0.0.2:8265/" {
+	if got := br.Eval(`document.querySelector('#members tr[data-member="n2"] a') && document.querySelector('#members tr[data-member="n2"] a').href`); got != "http://127.0.0.2:8265/" {
 		t.Errorf("n2's name links to %q, want its HTTP URL", got)
 	}
-	if got := br.eval(`document.querySelector('#members tr[data-member="n3"] a') === null`); got != "true" {
+	if got := br.Eval(`document.querySelector('#members tr[data-member="n3"] a') === null`); got != "true" {
 		t.Errorf("n3 serves no HTTP but its name is a link")
 	}
 	// n2 has nearly all its memory reserved: its bar says so.
-	if got := br.eval(`document.querySelector('#members tr[data-member="n2"] .bar-fill').className`); !strings.Contains(got, "full") {
+	if got := br.Eval(`document.querySelector('#members tr[data-member="n2"] .bar-fill').className`); !strings.Contains(got, "full") {
 		t.Errorf("n2's memory bar class %q, want full (7.9 of 8 GiB reserved)", got)
 	}
 
 	// Jobs: running and ended in their tables; hostile strings stay text.
-	br.wait("jobs listed", `document.querySelector('#running tr[data-job="job-run"]') && document.querySelector('#ended tr[data-job="job-done"]') && document.querySelector('#ended tr[data-job="job-failed"]')`,
+	br.Wait("jobs listed", `document.querySelector('#running tr[data-job="job-run"]') && document.querySelector('#ended tr[data-job="job-done"]') && document.querySelector('#ended tr[data-job="job-failed"]')`,
 		`document.querySelector('#jobs-section').innerText`)
-	if got := br.eval(`document.querySelector('#ended tr[data-job="job-failed"] td[data-label=owner]').textContent`); got != hostileOwner {
+	if got := br.Eval(`document.querySelector('#ended tr[data-job="job-failed"] td[data-label=owner]').textContent`); got != hostileOwner {
 		t.Errorf("hostile owner shown as %q, want the text itself", got)
 	}
-	if got := br.eval(`document.querySelectorAll('img[src="x"]').length + ':' + (window.pwned === undefined)`); got != "0:true" {
+	if got := br.Eval(`document.querySelectorAll('img[src="x"]').length + ':' + (window.pwned === undefined)`); got != "0:true" {
 		t.Errorf("a string from the API became markup: imgs:pwned-undefined = %s", got)
 	}
-	if got := br.eval(`document.querySelector('#ended tr[data-job="job-failed"] td[data-label=error]').textContent`); !strings.Contains(got, "row 3 column 2") || !strings.Contains(got, "input") {
+	if got := br.Eval(`document.querySelector('#ended tr[data-job="job-failed"] td[data-label=error]').textContent`); !strings.Contains(got, "row 3 column 2") || !strings.Contains(got, "input") {
 		t.Errorf("failed job's error shown as %q", got)
 	}
-	if got := br.eval(`document.querySelector('#running tr[data-job="job-run"] td[data-label="shards on"]').textContent`); !strings.Contains(got, "n1: shard 0, 3") || !strings.Contains(got, "n3: shard 2") {
+	if got := br.Eval(`document.querySelector('#running tr[data-job="job-run"] td[data-label="shards on"]').textContent`); !strings.Contains(got, "n1: shard 0, 3") || !strings.Contains(got, "n3: shard 2") {
 		t.Errorf("running job's shard places %q, want them by member name", got)
 	}
 
 	// Follow the running job: its iteration advances over the stream.
-	br.do("select the running job", chromedp.Click(chromedp.CSS(`#running tr[data-job="job-run"] td[data-label=owner]`)))
-	br.wait("job detail at iteration 5", `document.getElementById('detail-iteration').dataset.iteration === '5'`,
+	br.Do("select the running job", chromedp.Click(chromedp.CSS(`#running tr[data-job="job-run"] td[data-label=owner]`)))
+	br.Wait("job detail at iteration 5", `document.getElementById('detail-iteration').dataset.iteration === '5'`,
 		`document.getElementById('job-detail').innerText`)
 	// Its spec, as the API takes it, shown as text.
-	br.wait("the job's spec", `!document.getElementById('detail-spec').hidden &&
+	br.Wait("the job's spec", `!document.getElementById('detail-spec').hidden &&
 		JSON.parse(document.getElementById('detail-spec-json').textContent).input[0] === '/data/<b>x</b>.npy' &&
 		document.querySelector('#detail-spec-json b') === null`, `document.getElementById('detail-spec').outerHTML`)
 	b.advance("job-run", 7)
-	br.wait("iteration advances to 12", `document.getElementById('detail-iteration').dataset.iteration === '12' &&
+	br.Wait("iteration advances to 12", `document.getElementById('detail-iteration').dataset.iteration === '12' &&
 		document.querySelector('#chart svg').dataset.points === '12' &&
 		document.querySelector('#running tr[data-job="job-run"] .iter').textContent.startsWith('12 /')`,
 		`document.getElementById('detail-iteration').textContent + ' | ' + document.querySelector('#running tr[data-job="job-run"]').innerText`)
 	// The chart's y axis is a log axis with decade labels that do not overprint.
-	ticks := br.eval(`JSON.stringify([...document.querySelectorAll('#chart .tick-y')].map(t => [t.textContent, Math.round(t.getBBox().y), Math.round(t.getBBox().height)]))`)
+	ticks := br.Eval(`JSON.stringify([...document.querySelectorAll('#chart .tick-y')].map(t => [t.textContent, Math.round(t.getBBox().y), Math.round(t.getBBox().height)]))`)
 	var yt [][]any
 	if err := json.Unmarshal([]byte(ticks), &yt); err != nil || len(yt) < 2 {
 		t.Fatalf("chart y ticks %s: want at least two decades (%v)", ticks, err)
@@ -498,91 +500,91 @@ func TestDashboardInBrowser(t *testing.T) {
 	// A member dies: its row turns dead, the warning shows, the timeline has the failure and
 	// the recovery, the shard moved.
 	b.kill("n3", "job-run")
-	br.wait("n3 dead", `document.querySelector('#members tr[data-member="n3"]').dataset.state === 'dead' &&
+	br.Wait("n3 dead", `document.querySelector('#members tr[data-member="n3"]').dataset.state === 'dead' &&
 		document.querySelector('#members tr[data-member="n3"] .state').classList.contains('state-dead')`,
 		`document.querySelector('#members').innerText`)
-	br.wait("the lost shard shown on its new node", `document.querySelector('#running tr[data-job="job-run"] td[data-label="shards on"]').textContent.includes('n1: shard 0, 2, 3')`,
+	br.Wait("the lost shard shown on its new node", `document.querySelector('#running tr[data-job="job-run"] td[data-label="shards on"]').textContent.includes('n1: shard 0, 2, 3')`,
 		`document.querySelector('#running tr[data-job="job-run"]').innerText`)
-	br.wait("warning banner", `!document.getElementById('warnings').hidden && document.getElementById('warnings').textContent.includes('member n3 is dead')`,
+	br.Wait("warning banner", `!document.getElementById('warnings').hidden && document.getElementById('warnings').textContent.includes('member n3 is dead')`,
 		`document.getElementById('warnings').outerHTML`)
-	br.wait("failure and recovery on the timeline", `document.querySelector('#timeline svg [data-kind=failure]') &&
+	br.Wait("failure and recovery on the timeline", `document.querySelector('#timeline svg [data-kind=failure]') &&
 		document.querySelector('#timeline svg [data-kind=recovered]') &&
 		document.querySelector('#timeline-legend [data-kind=failure]') &&
 		document.querySelector('#events tr[data-kind=failure]')`,
 		`document.getElementById('timeline').innerHTML + document.getElementById('events').innerText`)
-	if got := br.eval(`document.querySelectorAll('img[src="x"]').length + ':' + (window.pwned === undefined)`); got != "0:true" {
+	if got := br.Eval(`document.querySelectorAll('img[src="x"]').length + ':' + (window.pwned === undefined)`); got != "0:true" {
 		t.Errorf("a warning became markup: imgs:pwned-undefined = %s", got)
 	}
-	if got := br.eval(`document.querySelector('#events tr[data-kind=failure] td[data-label=what]').textContent`); !strings.Contains(got, "member n3 died") {
+	if got := br.Eval(`document.querySelector('#events tr[data-kind=failure] td[data-label=what]').textContent`); !strings.Contains(got, "member n3 died") {
 		t.Errorf("failure event text %q", got)
 	}
-	if got := br.eval(`[...document.querySelectorAll('#timeline svg text')].map(t => t.textContent).join(' ')`); !strings.Contains(got, "time since submission") || !strings.Contains(got, "0s") {
+	if got := br.Eval(`[...document.querySelectorAll('#timeline svg text')].map(t => t.textContent).join(' ')`); !strings.Contains(got, "time since submission") || !strings.Contains(got, "0s") {
 		t.Errorf("timeline's time axis labels: %q", got)
 	}
-	br.do("timeline by iteration", chromedp.Click(chromedp.CSS(`input[name=tl-axis][value=iteration]`)))
-	br.wait("timeline redrawn by iteration", `[...document.querySelectorAll('#timeline svg text')].some(t => t.textContent === 'iteration')`,
+	br.Do("timeline by iteration", chromedp.Click(chromedp.CSS(`input[name=tl-axis][value=iteration]`)))
+	br.Wait("timeline redrawn by iteration", `[...document.querySelectorAll('#timeline svg text')].some(t => t.textContent === 'iteration')`,
 		`document.getElementById('timeline').innerHTML`)
-	br.screenshot(desktopShot)
+	br.Screenshot(desktopShot)
 
 	// Phone width: the tables become cards and nothing scrolls sideways.
-	br.do("390 px", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
-	br.wait("cards at 390 px", `getComputedStyle(document.querySelector('#members thead')).display === 'none' &&
+	br.Do("390 px", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	br.Wait("cards at 390 px", `getComputedStyle(document.querySelector('#members thead')).display === 'none' &&
 		getComputedStyle(document.querySelector('#members tbody tr')).display === 'block'`,
 		`window.innerWidth + ' ' + getComputedStyle(document.querySelector('#members thead')).display`)
-	br.wait("chart redrawn for 390 px", `+document.querySelector('#chart svg').getAttribute('width') <= 390`,
+	br.Wait("chart redrawn for 390 px", `+document.querySelector('#chart svg').getAttribute('width') <= 390`,
 		`document.querySelector('#chart svg').getAttribute('width')`)
-	if got := br.eval(`document.documentElement.scrollWidth`); got != "390" {
+	if got := br.Eval(`document.documentElement.scrollWidth`); got != "390" {
 		t.Errorf("at 390 px the page is %s px wide, want 390 (nothing may scroll sideways)", got)
 	}
-	br.screenshot(phoneShot)
-	br.do("back to desktop", chromedp.EmulateViewport(1280, 900))
+	br.Screenshot(phoneShot)
+	br.Do("back to desktop", chromedp.EmulateViewport(1280, 900))
 
 	// An ended job: its outputs as links and its pictures.
-	br.do("select the ended job", chromedp.Click(chromedp.CSS(`#ended tr[data-job="job-done"] td[data-label=owner]`)))
-	br.wait("outputs and picture", `!document.getElementById('outputs-block').hidden &&
+	br.Do("select the ended job", chromedp.Click(chromedp.CSS(`#ended tr[data-job="job-done"] td[data-label=owner]`)))
+	br.Wait("outputs and picture", `!document.getElementById('outputs-block').hidden &&
 		document.querySelectorAll('#outputs a').length === 4 &&
 		document.querySelector('#figures img') && document.querySelector('#figures img').complete &&
 		document.querySelector('#figures img').naturalWidth === 160`,
 		`document.getElementById('outputs-block').outerHTML`)
-	if got := br.eval(`document.querySelector('#outputs a[download="job-done-coef.npy"]').getAttribute('href')`); got != "/api/v1/jobs/job-done/outputs/coef.npy" {
+	if got := br.Eval(`document.querySelector('#outputs a[download="job-done-coef.npy"]').getAttribute('href')`); got != "/api/v1/jobs/job-done/outputs/coef.npy" {
 		t.Errorf("coef.npy link %q", got)
 	}
-	br.wait("test error as a second series", `document.querySelector('#chart .series-test') !== null`, `document.getElementById('chart').innerHTML`)
+	br.Wait("test error as a second series", `document.querySelector('#chart .series-test') !== null`, `document.getElementById('chart').innerHTML`)
 
 	// The node goes away: the banner names it and offers the members that serve a dashboard;
 	// when it is back, the page reconnects by itself.
 	d.ln.cut()
-	br.wait("went-away banner", `!document.getElementById('away').hidden &&
+	br.Wait("went-away banner", `!document.getElementById('away').hidden &&
 		document.getElementById('away-text').textContent.includes('node n1 went away') &&
 		document.querySelector('#away-others a[data-member=n2]') !== null &&
 		document.querySelector('#away-others a[data-member=n3]') === null`,
 		`document.getElementById('away').outerHTML`)
-	if got := br.eval(`document.querySelector('#away-others a[data-member=n2]').href`); got != "http://127.0.0.2:8265/" {
+	if got := br.Eval(`document.querySelector('#away-others a[data-member=n2]').href`); got != "http://127.0.0.2:8265/" {
 		t.Errorf("the banner offers %q for n2", got)
 	}
 	d.ln.heal()
-	br.wait("reconnected", `document.getElementById('away').hidden && document.getElementById('conn').textContent === 'live'`,
+	br.Wait("reconnected", `document.getElementById('away').hidden && document.getElementById('conn').textContent === 'live'`,
 		`document.getElementById('away').outerHTML + document.getElementById('conn').textContent`)
 	// The node restarts and forgets the session: the page says so and offers the login form
 	// (it does not reload itself in a loop); the printed URL logs in again.
 	d.ln.cut()
-	br.wait("went away again", `!document.getElementById('away').hidden`, `document.getElementById('away').outerHTML`)
+	br.Wait("went away again", `!document.getElementById('away').hidden`, `document.getElementById('away').outerHTML`)
 	d.restart()
-	br.wait("logged out", `document.getElementById('conn').textContent === 'logged out' &&
+	br.Wait("logged out", `document.getElementById('conn').textContent === 'logged out' &&
 		document.getElementById('away-text').textContent.includes('not logged in') &&
 		document.querySelector('#away-others a[href="/"]') !== null`,
 		`document.getElementById('away').outerHTML + document.getElementById('conn').textContent`)
-	br.do("log in again", chromedp.Navigate(d.loginURL))
-	br.wait("live again", `document.getElementById('conn').textContent === 'live' && document.querySelector('button[data-cancel="job-run"]') !== null`,
+	br.Do("log in again", chromedp.Navigate(d.loginURL))
+	br.Wait("live again", `document.getElementById('conn').textContent === 'live' && document.querySelector('button[data-cancel="job-run"]') !== null`,
 		`document.body.innerText`)
 
 	// Cancel a running job: two clicks (arm, confirm) send the DELETE with the CSRF header.
-	br.do("arm cancel", chromedp.Click(chromedp.CSS(`button[data-cancel="job-run"]`)))
-	br.wait("cancel armed", `document.querySelector('button[data-cancel="job-run"]').classList.contains('armed')`, `document.querySelector('#running').innerText`)
-	br.do("confirm cancel", chromedp.Click(chromedp.CSS(`button[data-cancel="job-run"]`)))
-	br.wait("job canceled", `document.querySelector('#ended tr[data-job="job-run"][data-state=canceled]') !== null`, `document.getElementById('jobs-section').innerText`)
+	br.Do("arm cancel", chromedp.Click(chromedp.CSS(`button[data-cancel="job-run"]`)))
+	br.Wait("cancel armed", `document.querySelector('button[data-cancel="job-run"]').classList.contains('armed')`, `document.querySelector('#running').innerText`)
+	br.Do("confirm cancel", chromedp.Click(chromedp.CSS(`button[data-cancel="job-run"]`)))
+	br.Wait("job canceled", `document.querySelector('#ended tr[data-job="job-run"][data-state=canceled]') !== null`, `document.getElementById('jobs-section').innerText`)
 	if got := b.canceledIDs(); !slices.Equal(got, []string{"job-run"}) {
 		t.Errorf("backend canceled %v, want [job-run]", got)
 	}
-	br.check()
+	br.Check()
 }

@@ -1,8 +1,11 @@
-package cli
-
-// A headless Chromium for the dashboard's tests, driven through the DevTools protocol with
-// chromedp. This file depends on nothing of the package: a test elsewhere (a real cluster's)
-// can take it as it is.
+// Package browsertest drives a headless Chromium (Debian's chromium, or any Chrome) through
+// the DevTools protocol with chromedp, for the tests of the dashboard: the HTTP service's
+// with a stand-in backend, and a real cluster's. A test without a Chromium skips, saying how
+// to install one (DIDNMF_CHROMIUM names a binary). Only tests import it.
+//
+// The browser records the page's JavaScript exceptions and its Content-Security-Policy
+// refusals; every Wait fails the test on them.
+package browsertest
 
 import (
 	"context"
@@ -19,8 +22,8 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// chromiumPath finds a Chromium or Chrome binary, or "".
-func chromiumPath() string {
+// Path finds a Chromium or Chrome binary, or "".
+func Path() string {
 	if p := os.Getenv("DIDNMF_CHROMIUM"); p != "" {
 		return p
 	}
@@ -32,21 +35,23 @@ func chromiumPath() string {
 	return ""
 }
 
-// browser is a headless chromium with one tab; it records the page's JavaScript exceptions
+// Browser is a headless chromium with one tab; it records the page's JavaScript exceptions
 // and the CSP refusals it logs, which fail the test.
-type browser struct {
+type Browser struct {
 	t   *testing.T
 	ctx context.Context
-	// timeout bounds each wait (15 s unless changed: a real cluster's failure detection
+	// Timeout bounds each wait (15 s unless changed: a real cluster's failure detection
 	// needs more).
-	timeout  time.Duration
+	Timeout  time.Duration
 	mu       sync.Mutex
 	problems []string
 }
 
-func newBrowser(t *testing.T) *browser {
+// New starts a headless Chromium for the test (it is stopped when the test ends), or skips
+// the test, saying how to install one, when none is found.
+func New(t *testing.T) *Browser {
 	t.Helper()
-	bin := chromiumPath()
+	bin := Path()
 	if bin == "" {
 		t.Skip("no chromium: apt-get install -y chromium (Debian), or set DIDNMF_CHROMIUM to a Chromium or Chrome binary")
 	}
@@ -63,7 +68,7 @@ func newBrowser(t *testing.T) *browser {
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(func() { cancel(); cancelAlloc() })
-	br := &browser{t: t, ctx: ctx, timeout: 15 * time.Second}
+	br := &Browser{t: t, ctx: ctx, Timeout: 15 * time.Second}
 	// The first Run starts the browser, on a context without a deadline (it lives as long as
 	// the context).
 	if err := chromedp.Listen(ctx, br.listen); err != nil {
@@ -72,7 +77,7 @@ func newBrowser(t *testing.T) *browser {
 	return br
 }
 
-func (br *browser) listen(ev any) {
+func (br *Browser) listen(ev any) {
 	br.mu.Lock()
 	defer br.mu.Unlock()
 	switch ev := ev.(type) {
@@ -85,8 +90,8 @@ func (br *browser) listen(ev any) {
 	}
 }
 
-// check fails the test with the page's exceptions and CSP refusals, if any.
-func (br *browser) check() {
+// Check fails the test with the page's exceptions and CSP refusals, if any.
+func (br *Browser) Check() {
 	br.t.Helper()
 	br.mu.Lock()
 	defer br.mu.Unlock()
@@ -95,8 +100,8 @@ func (br *browser) check() {
 	}
 }
 
-// do runs actions under a 20 s limit.
-func (br *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+// Do runs actions under a 20 s limit.
+func (br *Browser) Do(what string, actions ...chromedp.Action[chromedp.Void]) {
 	br.t.Helper()
 	ctx, cancel := context.WithTimeout(br.ctx, 20*time.Second)
 	defer cancel()
@@ -105,18 +110,18 @@ func (br *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// wait waits until the JavaScript expression is truthy; on timeout it fails with the value of
+// Wait waits until the JavaScript expression is truthy; on timeout it fails with the value of
 // show (an expression that explains what the page shows instead).
-func (br *browser) wait(what, expr, show string) {
+func (br *Browser) Wait(what, expr, show string) {
 	br.t.Helper()
-	ctx, cancel := context.WithTimeout(br.ctx, br.timeout+5*time.Second)
+	ctx, cancel := context.WithTimeout(br.ctx, br.Timeout+5*time.Second)
 	defer cancel()
-	poll := chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(br.timeout))
+	poll := chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(br.Timeout))
 	if _, err := chromedp.Run(ctx, poll); err != nil {
 		got, _ := evalString(br.ctx, show)
 		br.t.Fatalf("%s: %v\nthe page shows: %s", what, err, got)
 	}
-	br.check()
+	br.Check()
 }
 
 func evalString(ctx context.Context, expr string) (string, error) {
@@ -125,8 +130,8 @@ func evalString(ctx context.Context, expr string) (string, error) {
 	return chromedp.Run(ctx, chromedp.Evaluate[string]("String("+expr+")"))
 }
 
-// eval returns a JavaScript expression's value as a string.
-func (br *browser) eval(expr string) string {
+// Eval returns a JavaScript expression's value as a string.
+func (br *Browser) Eval(expr string) string {
 	br.t.Helper()
 	s, err := evalString(br.ctx, expr)
 	if err != nil {
@@ -135,7 +140,8 @@ func (br *browser) eval(expr string) string {
 	return s
 }
 
-func (br *browser) screenshot(path string) {
+// Screenshot saves a screenshot of the whole page, as PNG, to path.
+func (br *Browser) Screenshot(path string) {
 	br.t.Helper()
 	ctx, cancel := context.WithTimeout(br.ctx, 20*time.Second)
 	defer cancel()
@@ -149,8 +155,10 @@ func (br *browser) screenshot(path string) {
 	br.t.Logf("screenshot: %s", path)
 }
 
-// screenshotPaths returns where the desktop and the phone screenshots go.
-func screenshotPaths(t *testing.T) (desktop, phone string) {
+// ScreenshotPaths returns where the desktop and the phone screenshots go: $DIDNMF_SCREENSHOT
+// (else a file in the test's temporary directory) and the same name with -390 before its
+// extension.
+func ScreenshotPaths(t *testing.T) (desktop, phone string) {
 	desktop = os.Getenv("DIDNMF_SCREENSHOT")
 	if desktop == "" {
 		desktop = filepath.Join(t.TempDir(), "dashboard.png")
