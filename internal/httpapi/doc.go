@@ -138,4 +138,16 @@
 // X-Frame-Options DENY and Referrer-Policy no-referrer, and an HTTPS one
 // Strict-Transport-Security max-age=31536000; the dashboard loads nothing from
 // the internet.
+//
+// # The dashboard
+//
+// The page is embedded from web/ (index.html, app.js, style.css; login.html and login.js for
+// a browser without a session): plain HTML, CSS and JavaScript that put every string from the
+// API in as text. It follows /api/v1/events for the members and jobs and
+// /api/v1/jobs/{id}/events for the selected job: its convergence chart (rel_err2 on a log
+// axis, the held-out error when there is one), its timeline of checkpoints, failures,
+// recoveries and takeovers, its spec, and, once ended, its outputs and pictures. It cancels
+// with DELETE and the X-Didnmf-CSRF header. When its node stops answering it says so, links
+// the other members' dashboards (MemberView.HTTP) and retries; at phone width its tables
+// become cards. TestDashboardInBrowser drives it in headless Chromium (internal/browsertest).
 package httpapi
