@@ -87,6 +87,11 @@ func (a *attachedJob) merge(jobs map[string]httpapi.JobView, id string) {
 			// outputs: it is not over for the API until they can be fetched.
 			j.State, j.EndedUnixMs, j.Error, j.Outputs = "running", 0, nil, nil
 			jobs[id] = j
+		case a.end != nil && a.end.Error != nil && j.Error == nil:
+			// The job ended well, but this view could not write its outputs: for the API it
+			// failed, and says why (the members' record cannot know).
+			j.State, j.Error, j.Outputs = a.end.State, a.end.Error, nil
+			jobs[id] = j
 		}
 		return
 	}

@@ -268,3 +268,16 @@ func TestOutputsFloodEvictsTheFlooder(t *testing.T) {
 		t.Errorf("after the flood the view keeps %d jobs; the operator's: %v", len(v.attached), v.attached["op-1"] != nil)
 	}
 }
+
+// TestUnwrittenOutputsFailTheJob: a job the members list as done whose outputs this view could
+// not write (a diverged job's report cannot hold its NaN) is shown failed with the reason, not
+// done with outputs that 404.
+func TestUnwrittenOutputsFailTheJob(t *testing.T) {
+	why := &httpapi.ErrorView{Kind: "failure", Message: "the job ended, but its outputs could not be written on node a: json: unsupported value: NaN"}
+	a := &attachedJob{end: &httpapi.JobView{ID: "j", State: "failed", Error: why, EndedUnixMs: 7}}
+	jobs := map[string]httpapi.JobView{"j": {ID: "j", State: "done", EndedUnixMs: 5, Iteration: 20, Outputs: []string{"coef.npy"}}}
+	a.merge(jobs, "j")
+	if j := jobs["j"]; j.State != "failed" || j.Error != why || j.Outputs != nil || j.Iteration != 20 {
+		t.Errorf("merged %+v, want the members' record failed with the view's reason", j)
+	}
+}
