@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -8,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
@@ -15,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/didnmf/didnmf/internal/evict"
 
 	"github.com/didnmf/didnmf/pki"
 )
@@ -273,35 +277,17 @@ func (ss *sessions) add(id identity) string {
 	if len(ss.m) >= ss.max {
 		// Full: the expired go; if still full, the oldest session of the identity holding
 		// the most (so that one client logging in again and again evicts only its own).
-		type held struct {
-			n      int
-			oldest [32]byte
-			at     time.Time
-		}
-		by := map[identity]*held{}
-		for k, s := range ss.m {
-			if now.Sub(s.created) > ss.ttl {
-				delete(ss.m, k)
-				continue
-			}
-			h := by[s.id]
-			if h == nil {
-				h = &held{}
-				by[s.id] = h
-			}
-			h.n++
-			if h.at.IsZero() || s.created.Before(h.at) {
-				h.oldest, h.at = k, s.created
-			}
-		}
+		maps.DeleteFunc(ss.m, func(_ [32]byte, s session) bool { return now.Sub(s.created) > ss.ttl })
 		if len(ss.m) >= ss.max {
-			var most *held
-			for _, h := range by {
-				if most == nil || h.n > most.n || h.n == most.n && h.at.Before(most.at) {
-					most = h
+			all := func(yield func(evict.Entry[[32]byte, identity]) bool) {
+				for k, s := range ss.m {
+					if !yield(evict.Entry[[32]byte, identity]{Key: k, Owner: s.id, At: s.created.UnixNano()}) {
+						return
+					}
 				}
 			}
-			delete(ss.m, most.oldest)
+			k, _ := evict.Choose(all, nil, func(a, b [32]byte) bool { return bytes.Compare(a[:], b[:]) < 0 })
+			delete(ss.m, k)
 		}
 	}
 	ss.m[sha256.Sum256([]byte(v))] = session{id: id, created: now}

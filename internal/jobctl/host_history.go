@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/didnmf/didnmf/internal/evict"
+
 	"github.com/didnmf/didnmf/messages"
 )
 
@@ -83,36 +85,15 @@ func (h *Host) keepRecord(e HostRecord) {
 // holding the most records, the newcomer counted (of two holding as many, the one whose
 // oldest record is older; of records as old, the lesser job id).
 func (h *Host) evictable(owner string) string {
-	type held struct {
-		n      int
-		oldest string
-	}
-	byOwner := map[string]*held{owner: {n: 1}}
-	older := func(a, b string) bool {
-		ra, rb := h.records[a], h.records[b]
-		return ra.at.Before(rb.at) || ra.at.Equal(rb.at) && a < b
-	}
-	for job, r := range h.records {
-		o := byOwner[r.info.Owner]
-		if o == nil {
-			o = &held{}
-			byOwner[r.info.Owner] = o
-		}
-		o.n++
-		if o.oldest == "" || older(job, o.oldest) {
-			o.oldest = job
+	records := func(yield func(evict.Entry[string, string]) bool) {
+		for job, r := range h.records {
+			if !yield(evict.Entry[string, string]{Key: job, Owner: r.info.Owner, At: r.at.UnixNano()}) {
+				return
+			}
 		}
 	}
-	var best *held
-	for _, o := range byOwner {
-		if o.oldest == "" {
-			continue // the newcomer's owner holds no record here
-		}
-		if best == nil || o.n > best.n || o.n == best.n && older(o.oldest, best.oldest) {
-			best = o
-		}
-	}
-	return best.oldest
+	job, _ := evict.Choose(records, &owner, func(a, b string) bool { return a < b })
+	return job
 }
 
 // recordExpired tells whether a record was kept longer than HostConfig.HistoryTime at now.

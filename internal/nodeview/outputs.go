@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/didnmf/didnmf/internal/evict"
+
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/figures"
 	"github.com/didnmf/didnmf/internal/httpapi"
@@ -129,38 +131,19 @@ func (o *outputs) prune() {
 	}
 }
 
-// evictee returns the job to forget when too many are kept: the oldest of the owner holding
-// the most (of owners holding as many, the one whose oldest job is older; of jobs as old, the
-// lesser id), as internal/slots evicts connections. of gives a job's owner and age (smaller:
-// older). jobs is not empty.
+// evictee returns the job of jobs to drop: the oldest (by at) of the owner holding the most,
+// of jobs as old the lesser id (evict.Choose).
 func evictee[T any](jobs map[string]T, of func(T) (owner string, at int64)) string {
-	type held struct {
-		n      int
-		oldest string
-		at     int64
-	}
-	older := func(id string, at int64, thanID string, thanAt int64) bool {
-		return at < thanAt || at == thanAt && id < thanID
-	}
-	byOwner := map[string]*held{}
-	for id, j := range jobs {
-		owner, at := of(j)
-		h := byOwner[owner]
-		if h == nil {
-			h = &held{oldest: id, at: at}
-			byOwner[owner] = h
-		} else if older(id, at, h.oldest, h.at) {
-			h.oldest, h.at = id, at
-		}
-		h.n++
-	}
-	var best *held
-	for _, h := range byOwner {
-		if best == nil || h.n > best.n || h.n == best.n && older(h.oldest, h.at, best.oldest, best.at) {
-			best = h
+	entries := func(yield func(evict.Entry[string, string]) bool) {
+		for id, j := range jobs {
+			owner, at := of(j)
+			if !yield(evict.Entry[string, string]{Key: id, Owner: owner, At: at}) {
+				return
+			}
 		}
 	}
-	return best.oldest
+	id, _ := evict.Choose(entries, nil, func(a, b string) bool { return a < b })
+	return id
 }
 
 // names returns the outputs kept for a job (nil: none).
