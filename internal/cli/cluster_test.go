@@ -65,6 +65,13 @@ func startServeArgs(t *testing.T, name string, args []string) *serveProc {
 // proccluster.Options.Wrap; nil: none).
 func startServeUnder(t *testing.T, wrap []string, name string, args []string) *serveProc {
 	t.Helper()
+	return startServeWith(t, proccluster.Options{Wrap: wrap}, name, args)
+}
+
+// startServeWith is startServeArgs with the launcher's options (its Exe and Env are the
+// test binary's and nodeEnv's).
+func startServeWith(t *testing.T, opts proccluster.Options, name string, args []string) *serveProc {
+	t.Helper()
 	if !slices.Contains(args, "--data-root") {
 		args = append(slices.Clone(args), "--data-root", os.TempDir())
 	}
@@ -72,7 +79,8 @@ func startServeUnder(t *testing.T, wrap []string, name string, args []string) *s
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := proccluster.Start(proccluster.Options{Exe: exe, Env: nodeEnv(), Wrap: wrap}, args...)
+	opts.Exe, opts.Env = exe, nodeEnv()
+	n, err := proccluster.Start(opts, args...)
 	if err != nil {
 		t.Fatalf("serve %s: %v", name, err)
 	}

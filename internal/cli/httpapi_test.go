@@ -64,22 +64,9 @@ func startWebNode(t *testing.T, name, root string, extra ...string) *webNode {
 	t.Helper()
 	args := append([]string{"serve", "--bind", "127.0.0.1:0", "--name", name, "--data-dir", filepath.Join(t.TempDir(), name),
 		"--threads", "1", "--http", "127.0.0.1:0", "--data-root", root}, extra...)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := &lockedBuffer{}
-	n, err := proccluster.Start(proccluster.Options{Exe: exe, Env: nodeEnv(), Stdout: out}, args...)
-	if err != nil {
-		t.Fatalf("serve %s: %v", name, err)
-	}
-	t.Cleanup(n.Kill)
-	serving, _ := n.WaitFor(0, "serving")
-	p := &serveProc{Node: n, name: name, serving: serving, exited: make(chan error, 1)}
-	go func() {
-		<-n.Exited()
-		p.exited <- n.Err()
-	}()
+	p := startServeWith(t, proccluster.Options{Stdout: out}, name, args)
+	n := p.Node
 	w := &webNode{serveProc: p, stdout: out}
 	waitFor(t, name+"'s address on stdout", 10*time.Second, func() bool {
 		m := servingLine.FindStringSubmatch(out.String())
