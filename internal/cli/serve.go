@@ -209,7 +209,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	ownerShards := fs.Int("owner-max-shards", 0, "at most `N` shards of one owner's jobs on this node at once (default 0: a quarter of --max-shards)")
 	ownerMemory := fs.String("owner-memory", "", "bytes of job data this node accepts for one owner's jobs, a `SIZE`, e.g. 2GiB (default: three quarters of --memory)")
 	ownerStreams := fs.Int("owner-max-streams", 0, "at most `N` streamed inputs of one owner's shards received by this node at once; more wait their turn (default 0: "+strconv.Itoa(actors.DefaultOwnerMaxStreams)+")")
-	historyMax := fs.Int("history-max", actors.DefaultHistoryMax, "keep the records of at most `N` ended jobs coordinated here (or whose standby this node was), for didnmf jobs --all; the oldest go first (0: keep none)")
+	historyMax := fs.Int("history-max", actors.DefaultHistoryMax, "keep the records of at most `N` ended jobs coordinated here (or whose standby this node was), for didnmf jobs --all; past it the oldest record of the owner holding the most goes (0: keep none)")
 	historyTime := new(time.Duration)
 	durationFlag(fs, historyTime, "history-time", actors.DefaultHistoryTime, "keep an ended job's record this long, a `DURATION` (e.g. 72h)")
 	chaosDelay := fs.Duration("chaos-delay", 0, "chaos drills only: every shard on this node sleeps this long at each iteration boundary, so that faults land mid-job (default 0: off)")
