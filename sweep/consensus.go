@@ -77,27 +77,8 @@ type Stability struct {
 // modified. Errors (no bases, m < 1, k < 1, a base of the wrong length, a NaN or infinite
 // value, more than MaxPoints components) wrap usererr.ErrUser.
 func Consensus(bases [][]float64, m, k int, seed uint64) (Stability, error) {
-	switch {
-	case m < 1:
-		return Stability{}, inputErrorf("consensus: m must be >= 1, got %d", m)
-	case k < 1:
-		return Stability{}, inputErrorf("consensus: k must be >= 1, got %d", k)
-	case len(bases) == 0:
-		return Stability{}, inputErrorf("consensus: no bases")
-	case k > MaxPoints || len(bases) > MaxPoints/k:
-		return Stability{}, inputErrorf("consensus: %d bases of rank %d make more than %d components", len(bases), k, MaxPoints)
-	case m > math.MaxInt/(k*len(bases)):
-		return Stability{}, inputErrorf("consensus: %d bases of %d x %d are too large", len(bases), m, k)
-	}
-	for s, b := range bases {
-		if len(b) != m*k {
-			return Stability{}, inputErrorf("consensus: base %d has %d values, want m*k = %d*%d = %d", s, len(b), m, k, m*k)
-		}
-		for i, v := range b {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return Stability{}, inputErrorf("consensus: base %d: value %v at feature %d of column %d", s, v, i%m, i/m)
-			}
-		}
+	if err := checkBases("consensus", bases, m, k); err != nil {
+		return Stability{}, err
 	}
 	nSeeds := len(bases)
 	n := nSeeds * k
@@ -105,40 +86,11 @@ func Consensus(bases [][]float64, m, k int, seed uint64) (Stability, error) {
 	d2 := pairwiseSquared(x, n, m)
 	labels := bestKMeans(d2, n, k, seed)
 
-	// Number the clusters by size, largest first, then by first member.
-	sizes := make([]int, k)
-	first := make([]int, k)
-	for c := range first {
-		first[c] = n
-	}
-	for i, c := range labels {
-		sizes[c]++
-		first[c] = min(first[c], i)
-	}
-	order := make([]int, k) // order[new] = old
-	for c := range order {
-		order[c] = c
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		if sizes[a] != sizes[b] {
-			return cmp.Compare(sizes[b], sizes[a])
-		}
-		return cmp.Compare(first[a], first[b])
-	})
-	rename := make([]int, k) // rename[old] = new
-	for c, old := range order {
-		rename[old] = c
-	}
-	st := Stability{M: m, K: k, Seeds: nSeeds, Labels: make([]int, n), ClusterSizes: make([]int, k)}
-	for i, c := range labels {
-		st.Labels[i] = rename[c]
-	}
-	for c, old := range order {
-		st.ClusterSizes[c] = sizes[old]
-	}
+	st := Stability{M: m, K: k, Seeds: nSeeds}
+	st.Labels, st.ClusterSizes = orderClusters(labels, k)
 	st.Silhouette, st.ClusterSilhouettes = silhouette(d2, st.Labels, n, k)
 	st.Agreement = agreement(st.Labels, nSeeds, k)
-	st.Basis = medians(x, st.Labels, n, m, k)
+	st.Basis = medians(x, st.Labels, n, m, k, unitNorm)
 	return st, nil
 }
 
@@ -253,9 +205,9 @@ func agreement(labels []int, nSeeds, k int) float64 {
 }
 
 // medians returns the m x k column-major consensus: column c is the elementwise median of
-// the rows of x (n x m) labelled c, scaled to unit L2 norm. The median of an even number of
-// values is the mean of the middle two.
-func medians(x []float64, labels []int, n, m, k int) []float64 {
+// the rows of x (n x m) labelled c, scaled by scale (unitNorm, or sumToOne). The median of an
+// even number of values is the mean of the middle two.
+func medians(x []float64, labels []int, n, m, k int, scale func([]float64)) []float64 {
 	members := make([][]int, k)
 	for i, c := range labels {
 		members[c] = append(members[c], i)
@@ -276,7 +228,170 @@ func medians(x []float64, labels []int, n, m, k int) []float64 {
 				col[f] = (vals[h-1] + vals[h]) / 2
 			}
 		}
-		unitNorm(col)
+		scale(col)
 	})
 	return out
+}
+
+// checkBases tells what is wrong with bases for Consensus (and the functions like it, whose
+// name starts the message): m, k >= 1, at least one base, at most MaxPoints components, each
+// base of m*k finite values.
+func checkBases(what string, bases [][]float64, m, k int) error {
+	switch {
+	case m < 1:
+		return inputErrorf("%s: m must be >= 1, got %d", what, m)
+	case k < 1:
+		return inputErrorf("%s: k must be >= 1, got %d", what, k)
+	case len(bases) == 0:
+		return inputErrorf("%s: no bases", what)
+	case k > MaxPoints || len(bases) > MaxPoints/k:
+		return inputErrorf("%s: %d bases of rank %d make more than %d components", what, len(bases), k, MaxPoints)
+	case m > math.MaxInt/(k*len(bases)):
+		return inputErrorf("%s: %d bases of %d x %d are too large", what, len(bases), m, k)
+	}
+	for s, b := range bases {
+		if len(b) != m*k {
+			return inputErrorf("%s: base %d has %d values, want m*k = %d*%d = %d", what, s, len(b), m, k, m*k)
+		}
+		for i, v := range b {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return inputErrorf("%s: base %d: value %v at feature %d of column %d", what, s, v, i%m, i/m)
+			}
+		}
+	}
+	return nil
+}
+
+// orderClusters renumbers the clusters of labels (0..k-1) by size, largest first, then by
+// first member, and returns the new labels and the clusters' sizes in the new order.
+func orderClusters(labels []int, k int) ([]int, []int) {
+	n := len(labels)
+	sizes := make([]int, k)
+	first := make([]int, k)
+	for c := range first {
+		first[c] = n
+	}
+	for i, c := range labels {
+		sizes[c]++
+		first[c] = min(first[c], i)
+	}
+	order := make([]int, k) // order[new] = old
+	for c := range order {
+		order[c] = c
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if sizes[a] != sizes[b] {
+			return cmp.Compare(sizes[b], sizes[a])
+		}
+		return cmp.Compare(first[a], first[b])
+	})
+	rename := make([]int, k) // rename[old] = new
+	for c, old := range order {
+		rename[old] = c
+	}
+	out := make([]int, n)
+	for i, c := range labels {
+		out[i] = rename[c]
+	}
+	newSizes := make([]int, k)
+	for c, old := range order {
+		newSizes[c] = sizes[old]
+	}
+	return out, newSizes
+}
+
+// sumToOne scales v (nonnegative) to sum 1; a v of sum 0 stays as it is.
+func sumToOne(v []float64) {
+	var s float64
+	for _, e := range v {
+		s += e
+	}
+	if s <= 0 {
+		return
+	}
+	for i := range v {
+		v[i] /= s
+	}
+}
+
+// Filtered is the outcome of FilteredConsensus: cNMF's consensus of the components of
+// several runs of one rank, after its density filter.
+type Filtered struct {
+	// M is the number of features, K the rank, Runs the number of runs (bases).
+	M, K, Runs int
+	// Density is the filter's outcome for every component (component r*K+p is column p of
+	// run r).
+	Density Density
+	// Labels gives the cluster (the column of Basis) of every component, -1 for one the
+	// filter dropped.
+	Labels []int
+	// ClusterSizes is the number of kept components in each cluster, in the order of
+	// Basis's columns (largest first, then by the cluster's first component); they sum to
+	// Density.NumKept.
+	ClusterSizes []int
+	// Silhouette is the mean silhouette of the kept components in their clusters (cNMF's
+	// stability), and ClusterSilhouettes each cluster's; NaN when not defined (K = 1, or
+	// fewer than K+1 components kept).
+	Silhouette         float64
+	ClusterSilhouettes []float64
+	// Basis is the consensus basis, M x K column-major: column p is the elementwise median
+	// of the unit-norm components of cluster p, scaled to sum 1 as cNMF scales its median
+	// spectra (each column a distribution over the features, so that a sample's usage of a
+	// program is the part of the sample's total it explains). A zero median stays zero.
+	Basis []float64
+}
+
+// FilteredConsensus is cNMF's consensus in full over the components of bases, the bases of
+// runs of one rank k (each m x k column-major, as for Consensus): the components are scaled
+// to unit L2 norm, the density filter f drops the outliers (DensityFilter), the kept ones are
+// clustered into k clusters by the k-means of Consensus (KMeansRestarts k-means++ starts from
+// seed, the lowest inertia kept), and each cluster's elementwise median, scaled to sum 1, is
+// a consensus component. Consensus is this with no filter and unit-norm medians.
+//
+// It is deterministic (the same bits whatever the number of threads) and costs what
+// Consensus costs. Errors (those of DensityFilter, and a filter that keeps fewer than k
+// components) wrap usererr.ErrUser.
+func FilteredConsensus(bases [][]float64, m, k int, seed uint64, f Filter) (Filtered, error) {
+	if err := checkBases("consensus", bases, m, k); err != nil {
+		return Filtered{}, err
+	}
+	if err := f.check(len(bases), k); err != nil {
+		return Filtered{}, err
+	}
+	runs := len(bases)
+	n := runs * k
+	x := normalizeColumns(bases, m, k)
+	d2 := pairwiseSquared(x, n, m)
+	dens := densityOf(d2, n, runs, f)
+	out := Filtered{M: m, K: k, Runs: runs, Density: dens, Labels: make([]int, n)}
+	if dens.NumKept < k {
+		return Filtered{}, inputErrorf("consensus: the density filter (threshold %v, %d neighbours) kept %d of %d components, fewer than K = %d: raise the threshold (2 keeps every one)",
+			f.Threshold, dens.Neighbors, dens.NumKept, n, k)
+	}
+	kept := make([]int, 0, dens.NumKept) // kept[i] = the component
+	for i, ok := range dens.Kept {
+		if ok {
+			kept = append(kept, i)
+		}
+	}
+	nk := len(kept)
+	xk := make([]float64, nk*m)
+	d2k := make([]float64, nk*nk)
+	for a, i := range kept {
+		copy(xk[a*m:(a+1)*m], x[i*m:(i+1)*m])
+		for b, j := range kept {
+			d2k[a*nk+b] = d2[i*n+j]
+		}
+	}
+	labels, sizes := orderClusters(bestKMeans(d2k, nk, k, seed), k)
+	out.ClusterSizes = sizes
+	for i := range out.Labels {
+		out.Labels[i] = -1
+	}
+	for a, i := range kept {
+		out.Labels[i] = labels[a]
+	}
+	out.Silhouette, out.ClusterSilhouettes = silhouette(d2k, labels, nk, k)
+	out.Basis = medians(xk, labels, nk, m, k, sumToOne)
+	return out, nil
 }
