@@ -80,6 +80,9 @@ type SweepReportRank struct {
 	MeanIterations float64  `json:"mean_iterations"`
 	MeanSeconds    float64  `json:"mean_seconds"`
 	ConsensusBasis string   `json:"consensus_basis"`
+	// Spectra is the file of every run's basis with unit-norm columns (spectra_K.npy,
+	// features x (K*runs)), which didnmf consensus reads.
+	Spectra string `json:"spectra,omitempty"`
 }
 
 // Report is the sweep's sweep.json (without the consensus bases' file names, which Save
@@ -127,7 +130,8 @@ func (r SweepReport) CappedByRank() map[int]int {
 }
 
 // Save writes into dir sweep.json (Report), sweep.tsv (a run a line), the consensus basis of
-// every rank (consensus_basis_K.npy, features x K) and sweep.png and sweep.svg (error and
+// every rank (consensus_basis_K.npy, features x K), every rank's runs' bases with unit-norm
+// columns (spectra_K.npy, features x (K*runs), for didnmf consensus) and sweep.png and sweep.svg (error and
 // stability against the rank, the suggested rank and the capped runs marked).
 func (s *SweepResult) Save(dir string) error {
 	rep := s.Report()
@@ -141,6 +145,9 @@ func (s *SweepResult) Save(dir string) error {
 			return err
 		}
 		rep.PerRank[i].ConsensusBasis = name
+	}
+	if err := s.saveSpectra(dir, &rep); err != nil {
+		return err
 	}
 	// Every file is written whole or not at all (atomicfile), sweep.json last: when it is
 	// there, so is the rest.

@@ -1,0 +1,296 @@
+package didnmf
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/didnmf/didnmf/internal/atomicfile"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/sweep"
+	"github.com/didnmf/didnmf/usererr"
+)
+
+// cNMF's consensus in full (Kotliar et al., eLife 2019), on a saved sweep: the spectra of
+// one rank's runs (spectra_K.npy, which SweepResult.Save writes) are filtered by their local
+// density, clustered, and each cluster's median is a consensus program (ReadSpectra,
+// Spectra.Consensus); the usages are then refit against the consensus programs by the
+// distributed transform (Runner.Consensus), so no samples x features dense matrix is ever
+// formed.
+
+// MaxSweepReportBytes bounds the sweep.json that ReadSpectra reads.
+const MaxSweepReportBytes = 64 << 20
+
+// Spectra are the spectra of one rank of a saved sweep: every run's basis, columns scaled to
+// unit L2 norm.
+type Spectra struct {
+	// Dir is the sweep's directory; File the spectra's file in it.
+	Dir, File string
+	// K is the rank, M the number of features.
+	K, M int
+	// Runs are the runs whose bases these are, in the order of Bases (sweep.json's runs of
+	// rank K).
+	Runs []SweepReportRun
+	// Bases are the runs' bases, each M x K column-major (column p of run r is
+	// Bases[r][p*M:(p+1)*M]).
+	Bases [][]float64
+}
+
+// ReadSpectra reads the spectra of rank k from the sweep saved in dir: dir/sweep.json and
+// the spectra file its summary of rank k names. Both are checked as hostile: a file that
+// cannot be read, a rank the sweep did not run, a spectra file that is not a plain name in
+// dir, of the wrong shape (features x (K x runs), runs those of rank k in sweep.json), or
+// with a NaN, an infinite or a negative value, is the user's error (usererr), naming the
+// file and the field or entry.
+func ReadSpectra(dir string, k int) (*Spectra, error) {
+	jsonPath := filepath.Join(dir, "sweep.json")
+	f, err := os.Open(jsonPath)
+	if err != nil {
+		return nil, usererr.At(jsonPath, "cannot read the sweep's report (is %s the --out of a didnmf sweep?): %v", dir, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxSweepReportBytes+1))
+	f.Close()
+	if err != nil {
+		return nil, usererr.At(jsonPath, "%v", err)
+	}
+	if len(data) > MaxSweepReportBytes {
+		return nil, usererr.At(jsonPath, "larger than %d bytes", MaxSweepReportBytes)
+	}
+	var rep SweepReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, usererr.At(jsonPath, "not a sweep report: %v", err)
+	}
+	ri := slices.IndexFunc(rep.PerRank, func(r SweepReportRank) bool { return r.K == k })
+	if ri < 0 {
+		ks := make([]string, len(rep.PerRank))
+		for i, r := range rep.PerRank {
+			ks[i] = fmt.Sprint(r.K)
+		}
+		return nil, usererr.At(jsonPath, "ranks_summary has no rank K = %d (the sweep summarized K = %s)", k, strings.Join(ks, ", "))
+	}
+	name := rep.PerRank[ri].Spectra
+	switch {
+	case name == "":
+		return nil, usererr.At(jsonPath, "ranks_summary[%d] (K = %d) names no spectra file: the sweep was saved by a didnmf that did not write them; run the sweep again", ri, k)
+	case name != filepath.Base(name) || name == "." || name == ".." || strings.ContainsAny(name, `/\`):
+		return nil, usererr.At(jsonPath, "ranks_summary[%d].spectra %q is not a file name in the sweep's directory", ri, name)
+	}
+	var runs []SweepReportRun
+	for _, r := range rep.Runs {
+		if r.K == k {
+			runs = append(runs, r)
+		}
+	}
+	if len(runs) == 0 {
+		return nil, usererr.At(jsonPath, "runs holds no run of rank K = %d, yet ranks_summary does", k)
+	}
+	if k < 1 || len(runs) > sweep.MaxPoints/k {
+		return nil, usererr.At(jsonPath, "%d runs of rank %d make more than %d spectra", len(runs), k, sweep.MaxPoints)
+	}
+	path := filepath.Join(dir, name)
+	rows, cols, vals, err := matio.ReadNPYMatrix(path)
+	if err != nil {
+		return nil, usererr.At(path, "%v", err)
+	}
+	if rows < 1 || cols != k*len(runs) {
+		return nil, usererr.At(path, "shape %d x %d; want features x (K x runs) = features x (%d x %d) = features x %d, as %s says",
+			rows, cols, k, len(runs), k*len(runs), jsonPath)
+	}
+	sp := &Spectra{Dir: dir, File: name, K: k, M: rows, Runs: runs, Bases: make([][]float64, len(runs))}
+	for r := range sp.Bases {
+		b := make([]float64, rows*k)
+		for p := 0; p < k; p++ {
+			c := r*k + p
+			for f := 0; f < rows; f++ {
+				v := vals[f*cols+c]
+				if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+					return nil, usererr.At(path, "value %v at row (feature) %d, column %d (run %d, component %d): spectra are finite and nonnegative", v, f, c, r, p)
+				}
+				b[p*rows+f] = v
+			}
+		}
+		sp.Bases[r] = b
+	}
+	return sp, nil
+}
+
+// ConsensusOptions are the options of Spectra.Consensus.
+type ConsensusOptions struct {
+	// Filter is cNMF's density filter; a zero Threshold or NeighborhoodSize is cNMF's
+	// default (sweep.DefaultFilter).
+	Filter sweep.Filter
+	// Seed seeds the k-means++ starts (sweep.ConsensusSeed is what the sweep's summary
+	// uses).
+	Seed uint64
+}
+
+// Consensus is the consensus of one rank of a sweep: Spectra.Consensus's result.
+type Consensus struct {
+	// Spectra are the spectra it was made from.
+	Spectra *Spectra
+	// Options are the options it was made with (the filter's defaults filled in).
+	Options ConsensusOptions
+	// Filtered is the filter's and the clustering's outcome (sweep.FilteredConsensus):
+	// densities, labels, cluster sizes, silhouette and the consensus basis, column-major.
+	Filtered sweep.Filtered
+}
+
+// Consensus filters the spectra by their local density, clusters the kept ones into K
+// programs and takes each cluster's median (scaled to sum 1, as cNMF does): see
+// sweep.FilteredConsensus. Errors are the user's (usererr).
+func (sp *Spectra) Consensus(o ConsensusOptions) (*Consensus, error) {
+	d := sweep.DefaultFilter()
+	if o.Filter.Threshold == 0 {
+		o.Filter.Threshold = d.Threshold
+	}
+	if o.Filter.NeighborhoodSize == 0 {
+		o.Filter.NeighborhoodSize = d.NeighborhoodSize
+	}
+	fc, err := sweep.FilteredConsensus(sp.Bases, sp.M, sp.K, o.Seed, o.Filter)
+	if err != nil {
+		return nil, err
+	}
+	return &Consensus{Spectra: sp, Options: o, Filtered: fc}, nil
+}
+
+// Basis is the consensus basis as basis.npy holds it: M x K row-major.
+func (c *Consensus) Basis() []float64 {
+	return kernels.Transpose(c.Filtered.Basis, c.Filtered.M, c.Filtered.K)
+}
+
+// WriteBasis writes the consensus basis to path as .npy (features x K), whole or not at
+// all: the file a transform reads.
+func (c *Consensus) WriteBasis(path string) error {
+	return writeNPYFile(path, c.Filtered.M, c.Filtered.K, c.Basis())
+}
+
+// ConsensusReport is consensus.json: what the filter and the clustering did.
+type ConsensusReport struct {
+	Sweep   string `json:"sweep"`
+	Spectra string `json:"spectra"`
+	K       int    `json:"k"`
+	// Runs is the number of runs, Spectra K x Runs of them.
+	Runs       int `json:"runs"`
+	Components int `json:"components"`
+	// DensityThreshold and LocalNeighborhoodSize are the filter's (cNMF's names), Neighbors
+	// the nearest components each density is over.
+	DensityThreshold      float64 `json:"density_threshold"`
+	LocalNeighborhoodSize float64 `json:"local_neighborhood_size"`
+	Neighbors             int     `json:"neighbors"`
+	KMeansSeed            uint64  `json:"kmeans_seed"`
+	Kept                  int     `json:"kept"`
+	FilteredCount         int     `json:"filtered"`
+	// Silhouette is the mean silhouette of the kept spectra in their clusters (null when not
+	// defined), ClusterSilhouettes each cluster's, ClusterSizes each cluster's kept spectra,
+	// in the order of the basis's columns.
+	Silhouette         *float64   `json:"silhouette"`
+	ClusterSilhouettes []*float64 `json:"cluster_silhouettes"`
+	ClusterSizes       []int      `json:"cluster_sizes"`
+	// Density sums up the local densities of all the spectra.
+	Density ConsensusDensity `json:"density"`
+	// FilteredSpectra are the spectra the filter dropped.
+	FilteredSpectra []FilteredSpectrum `json:"filtered_spectra"`
+	// Basis normalization, in words.
+	BasisScale string `json:"basis_scale"`
+}
+
+// ConsensusDensity sums up the local densities.
+type ConsensusDensity struct {
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+// FilteredSpectrum is a spectrum the density filter dropped: column Column of the spectra
+// file, component Component of run Run (0-based among the rank's runs in sweep.json) of
+// seed Seed.
+type FilteredSpectrum struct {
+	Column    int     `json:"column"`
+	Run       int     `json:"run"`
+	Seed      int     `json:"seed"`
+	Component int     `json:"component"`
+	Density   float64 `json:"density"`
+}
+
+// Report is consensus.json's content.
+func (c *Consensus) Report() ConsensusReport {
+	fc, sp := c.Filtered, c.Spectra
+	rep := ConsensusReport{Sweep: sp.Dir, Spectra: sp.File, K: fc.K, Runs: fc.Runs, Components: fc.K * fc.Runs,
+		DensityThreshold: c.Options.Filter.Threshold, LocalNeighborhoodSize: c.Options.Filter.NeighborhoodSize,
+		Neighbors: fc.Density.Neighbors, KMeansSeed: c.Options.Seed, Kept: fc.Density.NumKept,
+		FilteredCount: fc.K*fc.Runs - fc.Density.NumKept, Silhouette: jsonNumber(fc.Silhouette),
+		ClusterSizes: fc.ClusterSizes, FilteredSpectra: []FilteredSpectrum{},
+		BasisScale: "each column is the median of its cluster's unit-norm spectra, scaled to sum 1 (cNMF's)"}
+	for _, s := range fc.ClusterSilhouettes {
+		rep.ClusterSilhouettes = append(rep.ClusterSilhouettes, jsonNumber(s))
+	}
+	for i, ok := range fc.Density.Kept {
+		if !ok {
+			r := i / fc.K
+			rep.FilteredSpectra = append(rep.FilteredSpectra, FilteredSpectrum{Column: i, Run: r, Seed: sp.Runs[r].Seed,
+				Component: i % fc.K, Density: fc.Density.Values[i]})
+		}
+	}
+	v := slices.Sorted(slices.Values(fc.Density.Values))
+	med := v[len(v)/2]
+	if len(v)%2 == 0 {
+		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	rep.Density = ConsensusDensity{Min: v[0], Median: med, Max: v[len(v)-1]}
+	return rep
+}
+
+// WriteReport writes consensus.json into dir, whole or not at all.
+func (c *Consensus) WriteReport(dir string) error {
+	js, err := json.MarshalIndent(c.Report(), "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(dir, "consensus.json"), append(js, '\n'), 0o644)
+}
+
+// TransformSpec edits a job's spec into the transform of its input for the basis in the
+// file basisFile (features x k): what `didnmf transform --basis` runs. basisFile should be
+// absolute on a cluster, whose nodes read it.
+func TransformSpec(basisFile string, k int) func(*Spec) {
+	return func(s *Spec) {
+		s.Algo, s.Init, s.InitBasis, s.InitCoef, s.Rank = Transform, kernels.InitCustom, basisFile, "", k
+		s.Stop.Tol, s.Stop.MaxIter, s.Stop.StallTol = 0, 1, 0
+		if s.Layout == matio.LayoutAutoPath { // an opened job's auto, for an algorithm whose bits do not depend on it
+			s.Layout = matio.LayoutAuto
+		}
+	}
+}
+
+// Consensus refits the usages of c's consensus programs on j's input: it writes the
+// consensus basis to basisFile (.npy, features x K; absolute on a cluster, whose nodes read
+// it) and runs the transform of j's input for it on r's target (the job `didnmf transform
+// --basis basisFile` runs: nonnegative least squares per sample, distributed over the
+// shards; no samples x features dense matrix is formed). The result's basis is the
+// consensus basis and its coef the usages. j must have been opened on r's target; it is not
+// changed.
+func (r *Runner) Consensus(ctx context.Context, j *Job, c *Consensus, basisFile string, opts Options) (*Result, error) {
+	if c == nil || j == nil {
+		return nil, errors.New("consensus: no job or no consensus")
+	}
+	if j.Features > 0 && j.Features != c.Filtered.M {
+		return nil, usererr.Errorf("consensus: the input %s has %d features, the spectra %s %d", j.Name(), j.Features, filepath.Join(c.Spectra.Dir, c.Spectra.File), c.Filtered.M)
+	}
+	if err := c.WriteBasis(basisFile); err != nil {
+		return nil, err
+	}
+	t, err := j.Derive(TransformSpec(basisFile, c.Filtered.K))
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	return r.Run(ctx, t, opts)
+}

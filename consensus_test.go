@@ -1,0 +1,216 @@
+package didnmf_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/didnmf/didnmf"
+	"github.com/didnmf/didnmf/internal/jobspec"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/sweep"
+	"github.com/didnmf/didnmf/usererr"
+)
+
+// consensusSweep sweeps K = 2, 3 with 6 seeds over a small planted-rank-3 input and saves
+// it into a temp dir.
+func consensusSweep(t *testing.T) (*didnmf.Runner, *didnmf.Job, *didnmf.SweepResult, string) {
+	t.Helper()
+	spec := jobspec.New([]string{"synthetic:m=12,n=300,k=3,seed=5"}, kernels.DID, 3, 2)
+	spec.Stop.MaxIter = 150
+	r, err := didnmf.NewRunner(didnmf.Local(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := didnmf.Open(spec, didnmf.Local(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close(); r.Close() })
+	res, err := r.Sweep(context.Background(), j, didnmf.SweepOptions{Ranks: []int{2, 3}, Seeds: 6, FirstSeed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := res.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	return r, j, res, dir
+}
+
+func TestSweepSavesSpectra(t *testing.T) {
+	_, _, res, dir := consensusSweep(t)
+	var rep didnmf.SweepReport
+	if data, err := os.ReadFile(filepath.Join(dir, "sweep.json")); err != nil || json.Unmarshal(data, &rep) != nil {
+		t.Fatalf("sweep.json: %v", err)
+	}
+	for _, rank := range rep.PerRank {
+		if rank.Spectra != didnmf.SpectraFile(rank.K) {
+			t.Fatalf("K=%d: spectra %q", rank.K, rank.Spectra)
+		}
+		rows, cols, data, err := matio.ReadNPYMatrix(filepath.Join(dir, rank.Spectra))
+		if err != nil || rows != 12 || cols != rank.K*6 {
+			t.Fatalf("%s: %d x %d, %v", rank.Spectra, rows, cols, err)
+		}
+		// Column r*K+p is column p of the r-th run of rank K, scaled to unit norm.
+		r := 0
+		for _, run := range res.Runs {
+			if run.K != rank.K {
+				continue
+			}
+			for p := 0; p < rank.K; p++ {
+				col := run.Result.B[p*12 : (p+1)*12]
+				var norm float64
+				for _, v := range col {
+					norm += v * v
+				}
+				norm = math.Sqrt(norm)
+				for f, v := range col {
+					if got := data[f*cols+r*rank.K+p]; math.Abs(got-v/norm) > 1e-14 {
+						t.Fatalf("%s: feature %d, run %d, component %d: %v, want %v", rank.Spectra, f, r, p, got, v/norm)
+					}
+				}
+			}
+			r++
+		}
+	}
+}
+
+// TestConsensusRefitIsTransform: the Go API's refit is the transform of the input for the
+// consensus basis, to the bit, and the consensus basis is FilteredConsensus's.
+func TestConsensusRefitIsTransform(t *testing.T) {
+	r, j, _, dir := consensusSweep(t)
+	sp, err := didnmf.ReadSpectra(dir, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.K != 3 || sp.M != 12 || len(sp.Bases) != 6 || len(sp.Runs) != 6 {
+		t.Fatalf("spectra: K=%d M=%d, %d bases, %d runs", sp.K, sp.M, len(sp.Bases), len(sp.Runs))
+	}
+	c, err := sp.Consensus(didnmf.ConsensusOptions{Seed: sweep.ConsensusSeed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := sweep.FilteredConsensus(sp.Bases, 12, 3, sweep.ConsensusSeed, sweep.DefaultFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(bitsOf(c.Filtered.Basis), bitsOf(want.Basis)) || c.Options.Filter != sweep.DefaultFilter() {
+		t.Errorf("the consensus differs from FilteredConsensus with cNMF's defaults (options %+v)", c.Options)
+	}
+	out := t.TempDir()
+	basisFile := filepath.Join(out, "basis.npy")
+	res, err := r.Consensus(context.Background(), j, c, basisFile, didnmf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := jobspec.New([]string{"synthetic:m=12,n=300,k=3,seed=5"}, kernels.DID, 3, 2)
+	didnmf.TransformSpec(basisFile, 3)(spec)
+	tj, err := didnmf.Open(spec, didnmf.Local(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tj.Close()
+	tr, err := r.Run(context.Background(), tj, didnmf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(bitsOf(res.C), bitsOf(tr.C)) || !slices.Equal(bitsOf(res.B), bitsOf(tr.B)) {
+		t.Error("the consensus's refit differs from the transform for its basis")
+	}
+	if !slices.Equal(bitsOf(res.B), bitsOf(c.Filtered.Basis)) {
+		t.Error("the refit's basis is not the consensus basis")
+	}
+	rep := c.Report()
+	if rep.K != 3 || rep.Runs != 6 || rep.Kept+rep.FilteredCount != 18 || len(rep.FilteredSpectra) != rep.FilteredCount || rep.Neighbors != 1 {
+		t.Errorf("report: %+v", rep)
+	}
+}
+
+func bitsOf(v []float64) []uint64 {
+	out := make([]uint64, len(v))
+	for i, x := range v {
+		out[i] = math.Float64bits(x)
+	}
+	return out
+}
+
+// TestReadSpectraHostile: a sweep directory that is not what sweep.json says is the user's
+// error, naming the file.
+func TestReadSpectraHostile(t *testing.T) {
+	_, _, _, good := consensusSweep(t)
+	type edit func(t *testing.T, dir string)
+	writeSpectra := func(rows, cols int, bad float64) edit {
+		return func(t *testing.T, dir string) {
+			data := make([]float64, rows*cols)
+			for i := range data {
+				data[i] = 0.5
+			}
+			data[len(data)-1] = bad
+			f, err := os.Create(filepath.Join(dir, "spectra_3.npy"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := matio.WriteNPY(f, rows, cols, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	editJSON := func(fn func(*didnmf.SweepReport)) edit {
+		return func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "sweep.json")
+			data, _ := os.ReadFile(p)
+			var rep didnmf.SweepReport
+			if err := json.Unmarshal(data, &rep); err != nil {
+				t.Fatal(err)
+			}
+			fn(&rep)
+			data, _ = json.Marshal(rep)
+			os.WriteFile(p, data, 0o644)
+		}
+	}
+	cases := []struct {
+		name string
+		k    int
+		edit edit
+		file string // the file the error names
+		want string
+	}{
+		{"no sweep.json", 3, func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "sweep.json")) }, "sweep.json", "cannot read the sweep's report"},
+		{"sweep.json not JSON", 3, func(t *testing.T, dir string) { os.WriteFile(filepath.Join(dir, "sweep.json"), []byte("{"), 0o644) }, "sweep.json", "not a sweep report"},
+		{"K not swept", 7, nil, "sweep.json", "no rank K = 7 (the sweep summarized K = 2, 3)"},
+		{"no spectra file", 3, func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "spectra_3.npy")) }, "spectra_3.npy", "no such file"},
+		{"spectra not named", 3, editJSON(func(r *didnmf.SweepReport) { r.PerRank[1].Spectra = "" }), "sweep.json", "names no spectra file"},
+		{"spectra outside", 3, editJSON(func(r *didnmf.SweepReport) { r.PerRank[1].Spectra = "../x.npy" }), "sweep.json", "ranks_summary[1].spectra"},
+		{"fewer runs than columns", 3, editJSON(func(r *didnmf.SweepReport) { r.Runs = r.Runs[:len(r.Runs)-1] }), "spectra_3.npy", "shape 12 x 18; want features x (K x runs) = features x (3 x 5)"},
+		{"wrong shape", 3, writeSpectra(12, 17, 0.5), "spectra_3.npy", "shape 12 x 17"},
+		{"NaN", 3, writeSpectra(12, 18, math.NaN()), "spectra_3.npy", "NaN"},
+		{"negative", 3, writeSpectra(12, 18, -1), "spectra_3.npy", "-1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, name := range []string{"sweep.json", "spectra_2.npy", "spectra_3.npy"} {
+				data, err := os.ReadFile(filepath.Join(good, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				os.WriteFile(filepath.Join(dir, name), data, 0o644)
+			}
+			if c.edit != nil {
+				c.edit(t, dir)
+			}
+			_, err := didnmf.ReadSpectra(dir, c.k)
+			if err == nil || !usererr.Is(err) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), filepath.Join(dir, c.file)) {
+				t.Errorf("error %v; want a user's error naming %s and saying %q", err, c.file, c.want)
+			}
+		})
+	}
+}
