@@ -64,8 +64,9 @@ type Stability struct {
 // each run stops when no assignment changes or after KMeansMaxIterations iterations. An
 // empty cluster takes the point farthest from its centroid. The silhouette, the agreement
 // and the consensus basis (the median of each cluster) are described with Stability.
-// Unlike cNMF, no component is dropped as an outlier before clustering (cNMF's
-// density_threshold at its default of 2, which keeps every component).
+// Unlike cNMF's consensus, no component is dropped as an outlier before clustering (cNMF's
+// density_threshold of 2, which keeps every component, as its K-selection plot does):
+// FilteredConsensus is cNMF's consensus with its density filter.
 //
 // The result depends only on the arguments: the same inputs give the same bits, whatever
 // the number of threads (on one architecture: a compiler may fuse multiply-adds on

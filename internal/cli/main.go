@@ -52,6 +52,7 @@ commands:
               in this process, or on a running cluster with --cluster IP:PORT
   transform   project new samples onto a fixed basis: their coef by exact NNLS (as factorize --fix-basis)
   sweep       choose the rank: factorize at many ranks and seeds, report error, stability and a suggestion
+  consensus   cNMF's consensus of a sweep's runs at one rank: outliers dropped, medians, usages refit by NNLS
   serve       run a cluster member: join by gossip (--join), take shards, leave on SIGINT/SIGTERM
   status      list a cluster's members, their load and running jobs
   jobs        list your jobs on a cluster, with their progress
@@ -101,6 +102,8 @@ func command(name string) func(args []string, stdout, stderr io.Writer) error {
 		return cmdTransform
 	case "sweep":
 		return cmdSweep
+	case "consensus":
+		return cmdConsensus
 	case "bench":
 		return cmdBench
 	case "demo":

@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/didnmf/didnmf"
+	"github.com/didnmf/didnmf/figures"
+	"github.com/didnmf/didnmf/sweep"
+)
+
+// notForConsensus are the flags of factorize that consensus does not take: those a transform
+// does not (notForTransform), the seed (the k-means has its own, --kmeans-seed), --detach
+// (consensus.json and the figure are written by this client) and --coef-tsv (coef.tsv is
+// always written, but with --out-shared).
+var notForConsensus = map[string]bool{"seed": true, "detach": true, "coef-tsv": true}
+
+func cmdConsensus(args []string, stdout, stderr io.Writer) error {
+	all := flag.NewFlagSet("factorize", flag.ContinueOnError)
+	var jf jobFlags
+	of := registerFactorize(all, &jf)
+	fs := flag.NewFlagSet("consensus", flag.ContinueOnError)
+	all.VisitAll(func(f *flag.Flag) {
+		if !notForTransform[f.Name] && !notForConsensus[f.Name] {
+			fs.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	sweepDir := fs.String("sweep", "", "the `DIR` of a didnmf sweep (its --out): sweep.json and spectra_K.npy are read from it")
+	k := fs.Int("k", 0, "the rank `K` whose runs' spectra are combined (one of the sweep's ranks)")
+	threshold := fs.Float64("density-threshold", sweep.DefaultDensityThreshold, "drop a spectrum whose local density is this `VALUE` or more (cNMF's density_threshold; 2 keeps every one)")
+	neighborhood := fs.Float64("local-neighborhood-size", sweep.DefaultNeighborhoodSize, "the local density is the mean distance to the nearest int(`FRACTION` x runs) spectra (cNMF's local_neighborhood_size)")
+	kmSeed := fs.Uint64("kmeans-seed", sweep.ConsensusSeed, "the `SEED` of the k-means++ starts (the sweep's stability uses the default)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: didnmf consensus --sweep DIR --k K --input PATH --out OUT [flags]\n\n"+
+			"cNMF's consensus (Kotliar et al., eLife 2019) of the runs of rank K of a sweep: the spectra of every run\n"+
+			"(DIR/spectra_K.npy, unit-norm basis columns) whose local density is at or above --density-threshold are\n"+
+			"dropped as outliers, the rest are clustered into K programs by k-means, and each program is its cluster's\n"+
+			"median, scaled to sum 1. The usages of --input are then refit against the programs exactly (nonnegative\n"+
+			"least squares per sample, the job of didnmf transform --basis: distributed over --nodes or a --cluster, no\n"+
+			"samples x features dense matrix is formed). Writes into OUT basis.npy (features x K), coef.npy (samples x\n"+
+			"K; also as consensus_basis_K.npy, the file the transform read), basis.tsv, coef.tsv and top_features.tsv (named by the input's names, or --feature-names and\n"+
+			"--sample-names), report.json, consensus.json (the filter's counts, the dropped spectra, the silhouette\n"+
+			"and the cluster sizes) and density_K.png/.svg (the histogram of local densities with the threshold).\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	switch {
+	case *sweepDir == "":
+		return badInput("--sweep is required: the --out of a didnmf sweep")
+	case *k < 1:
+		return badInput("--k is required: one of the sweep's ranks (>= 1), got %d", *k)
+	case *of.out == "":
+		return badInput("--out is required")
+	}
+	of.names.coefTSV = jf.outShared == ""
+	sp, err := didnmf.ReadSpectra(*sweepDir, *k)
+	if err != nil {
+		return err
+	}
+	c, err := sp.Consensus(didnmf.ConsensusOptions{Filter: sweep.Filter{Threshold: *threshold, NeighborhoodSize: *neighborhood}, Seed: *kmSeed})
+	if err != nil {
+		return badInput("--sweep %s --k %d: %w", *sweepDir, *k, err)
+	}
+	rep := c.Report()
+	if !*of.quiet {
+		sil := "not defined"
+		if rep.Silhouette != nil {
+			sil = fmt.Sprintf("%.4f", *rep.Silhouette)
+		}
+		fmt.Fprintf(stderr, "consensus of K=%d over %d runs: kept %d of %d spectra (local density over %d neighbours < %g), dropped %d; silhouette %s, cluster sizes %v\n",
+			rep.K, rep.Runs, rep.Kept, rep.Components, rep.Neighbors, rep.DensityThreshold, rep.FilteredCount, sil, rep.ClusterSizes)
+	}
+	dir, cleanup, err := prepareOutDir(*of.out)
+	if err != nil {
+		return err
+	}
+	// The transform reads the consensus basis from a file in OUT (by its absolute path: a
+	// cluster's nodes read it), consensus_basis_K.npy; the result's basis.npy is the same
+	// matrix. Nothing else in OUT is touched before the refit succeeds.
+	basisFile, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("consensus_basis_%d.npy", *k)))
+	if err != nil {
+		cleanup()
+		return badInput("--out: %v", err)
+	}
+	if err := c.WriteBasis(basisFile); err != nil {
+		cleanup()
+		return err
+	}
+	failed := func(err error) error {
+		_ = os.Remove(basisFile)
+		cleanup()
+		return err
+	}
+	if err := jf.setTransform(basisFile, fmt.Sprintf("--sweep %s --k %d: the consensus basis", *sweepDir, *k)); err != nil {
+		return failed(err)
+	}
+	if err := runFactorize(&jf, of, stdout, stderr); err != nil {
+		return failed(err)
+	}
+	if err := c.WriteReport(dir); err != nil {
+		return err
+	}
+	fig, err := figures.Density(fmt.Sprintf("local density of the %d spectra of K=%d (%s)", rep.Components, rep.K, *sweepDir), c.Filtered.Density)
+	if err != nil {
+		return err
+	}
+	base := fmt.Sprintf("density_%d", rep.K)
+	if _, err := fig.Save(dir, base); err != nil {
+		return err
+	}
+	if !*of.quiet {
+		fmt.Fprintf(stderr, "wrote %s, %s.png, %s.svg\n", filepath.Join(dir, "consensus.json"), filepath.Join(dir, base), filepath.Join(dir, base))
+	}
+	return nil
+}

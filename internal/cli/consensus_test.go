@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/didnmf/didnmf"
+	"github.com/didnmf/didnmf/matio"
+)
+
+// consensusInput writes a small planted-rank-3 input as X.npy with its features' and
+// samples' names beside it (X.features.tsv, X.samples.tsv), sweeps it at K = 2, 3 with 6
+// seeds, and returns the input and the sweep's directory.
+func consensusInput(t *testing.T, dir string) (input, sweepDir string) {
+	t.Helper()
+	input = filepath.Join(dir, "X.npy")
+	if code, _, stderr := runNode(t, "convert", "--input", "synthetic:m=12,n=300,k=3,seed=5,noise=0.02", "--out", input); code != 0 {
+		t.Fatal(stderr)
+	}
+	var feats, samples strings.Builder
+	for i := 0; i < 12; i++ {
+		fmt.Fprintf(&feats, "gene%d\n", i)
+	}
+	for j := 0; j < 300; j++ {
+		fmt.Fprintf(&samples, "cell%d\n", j)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "X.features.tsv"), []byte(feats.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "X.samples.tsv"), []byte(samples.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sweepDir = filepath.Join(dir, "sweep")
+	if code, _, stderr := runNode(t, "sweep", "--input", input, "--ranks", "2:3", "--seeds", "6", "--max-iter", "100", "--quiet", "--out", sweepDir); code != 0 {
+		t.Fatalf("sweep: exit %d: %s", code, stderr)
+	}
+	return input, sweepDir
+}
+
+// TestConsensusCommand: didnmf consensus writes the consensus basis, the usages refit by the
+// transform (the same coef bits as didnmf transform --basis on its basis, in this process
+// and on 3 actor systems), the .tsv files under the input's names, consensus.json and the
+// density figure.
+func TestConsensusCommand(t *testing.T) {
+	dir := t.TempDir()
+	input, sweepDir := consensusInput(t, dir)
+	outs := map[string]string{}
+	for name, extra := range map[string][]string{
+		"driver": nil,
+		"nodes":  {"--nodes", "3", "--shards", "3"},
+		"keep":   {"--density-threshold", "2"},
+	} {
+		out := filepath.Join(dir, name)
+		args := append([]string{"consensus", "--sweep", sweepDir, "--k", "3", "--input", input, "--out", out}, extra...)
+		code, _, stderr := runNode(t, args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, stderr)
+		}
+		if !strings.Contains(stderr, "consensus of K=3 over 6 runs: kept") || !strings.Contains(stderr, "density_3.png") {
+			t.Errorf("%s: stderr %q", name, stderr)
+		}
+		outs[name] = out
+	}
+	sameResult(t, outs["driver"], outs["nodes"])
+	// The refit is the transform of the input for the consensus basis, to the bit.
+	tr := filepath.Join(dir, "transform")
+	if code, _, stderr := runNode(t, "transform", "--basis", filepath.Join(outs["driver"], "basis.npy"), "--input", input, "--quiet", "--out", tr); code != 0 {
+		t.Fatalf("transform: %s", stderr)
+	}
+	sameResult(t, outs["driver"], tr)
+
+	out := outs["driver"]
+	for _, name := range []string{"basis.npy", "coef.npy", "basis.tsv", "coef.tsv", "top_features.tsv", "report.json", "consensus.json", "density_3.png", "density_3.svg"} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Error(err)
+		}
+	}
+	// The basis is the consensus of the sweep's spectra, columns of sum 1.
+	sp, err := didnmf.ReadSpectra(sweepDir, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sp.Consensus(didnmf.ConsensusOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, cols, basis, err := matio.ReadNPYMatrix(filepath.Join(out, "basis.npy"))
+	if err != nil || rows != 12 || cols != 3 {
+		t.Fatalf("basis.npy: %d x %d, %v", rows, cols, err)
+	}
+	want := c.Basis()
+	for p := 0; p < 3; p++ {
+		var s float64
+		for f := 0; f < 12; f++ {
+			if basis[f*3+p] != want[f*3+p] {
+				t.Fatalf("basis.npy (%d, %d) = %v, the consensus's %v", f, p, basis[f*3+p], want[f*3+p])
+			}
+			s += basis[f*3+p]
+		}
+		if math.Abs(s-1) > 1e-12 {
+			t.Errorf("basis column %d sums to %v, want 1", p, s)
+		}
+	}
+	// Named by the input's names.
+	for file, first := range map[string]string{"basis.tsv": "gene0\t", "coef.tsv": "cell0\t"} {
+		data, err := os.ReadFile(filepath.Join(out, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(data), "\n")
+		if len(lines) < 2 || !strings.HasPrefix(lines[1], first) {
+			t.Errorf("%s starts %q, want its first row named %q", file, lines[:min(2, len(lines))], first)
+		}
+	}
+	var rep didnmf.ConsensusReport
+	for name, o := range map[string]string{"driver": out, "keep": outs["keep"]} {
+		data, err := os.ReadFile(filepath.Join(o, "consensus.json"))
+		if err != nil || json.Unmarshal(data, &rep) != nil {
+			t.Fatalf("%s: consensus.json: %v", name, err)
+		}
+		sizes := 0
+		for _, s := range rep.ClusterSizes {
+			sizes += s
+		}
+		if rep.K != 3 || rep.Runs != 6 || rep.Components != 18 || rep.Kept+rep.FilteredCount != 18 || sizes != rep.Kept ||
+			len(rep.FilteredSpectra) != rep.FilteredCount || rep.Neighbors != 1 || rep.Spectra != "spectra_3.npy" {
+			t.Errorf("%s: consensus.json: %+v", name, rep)
+		}
+		if name == "keep" && (rep.FilteredCount != 0 || rep.DensityThreshold != 2) {
+			t.Errorf("--density-threshold 2 dropped %d spectra (threshold %v)", rep.FilteredCount, rep.DensityThreshold)
+		}
+	}
+}
+
+// TestConsensusCommandBadInput: a sweep directory that is missing, not what its sweep.json
+// says, or of another input is exit 2 with one message naming the file; nothing is refit.
+func TestConsensusCommandBadInput(t *testing.T) {
+	dir := t.TempDir()
+	input, good := consensusInput(t, dir)
+	copySweep := func(t *testing.T) string {
+		d := t.TempDir()
+		for _, name := range []string{"sweep.json", "spectra_2.npy", "spectra_3.npy"} {
+			data, err := os.ReadFile(filepath.Join(good, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	writeSpectra := func(rows, cols int, last float64) func(t *testing.T, d string) {
+		return func(t *testing.T, d string) {
+			data := make([]float64, rows*cols)
+			for i := range data {
+				data[i] = 0.3
+			}
+			data[len(data)-1] = last
+			f, err := os.Create(filepath.Join(d, "spectra_3.npy"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := matio.WriteNPY(f, rows, cols, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cases := []struct {
+		name  string
+		edit  func(t *testing.T, d string)
+		args  []string // instead of --k 3 --input X
+		names string   // in the message: the file (relative to the sweep dir) or text
+		want  string
+	}{
+		{name: "missing sweep.json", edit: func(t *testing.T, d string) { os.Remove(filepath.Join(d, "sweep.json")) }, names: "sweep.json", want: "cannot read the sweep's report"},
+		{name: "missing spectra", edit: func(t *testing.T, d string) { os.Remove(filepath.Join(d, "spectra_3.npy")) }, names: "spectra_3.npy", want: "no such file"},
+		{name: "wrong shape", edit: writeSpectra(12, 15, 0.3), names: "spectra_3.npy", want: "shape 12 x 15"},
+		{name: "NaN", edit: writeSpectra(12, 18, math.NaN()), names: "spectra_3.npy", want: "NaN"},
+		{name: "K not in the sweep", args: []string{"--k", "5", "--input", input}, names: "sweep.json", want: "no rank K = 5"},
+		{name: "another input", args: []string{"--k", "3", "--input", "synthetic:m=9,n=50,k=2,seed=1"}, names: "basis", want: "12"},
+		{name: "threshold keeps too few", args: []string{"--k", "3", "--input", input, "--density-threshold", "1e-12"}, names: "sweep", want: "fewer than K = 3"},
+		{name: "no neighbour", args: []string{"--k", "3", "--input", input, "--local-neighborhood-size", "0.1"}, names: "sweep", want: "makes 0 neighbours"},
+		{name: "no --k", args: []string{"--input", input}, names: "--k", want: "--k is required"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := copySweep(t)
+			if c.edit != nil {
+				c.edit(t, d)
+			}
+			args := c.args
+			if args == nil {
+				args = []string{"--k", "3", "--input", input}
+			}
+			out := filepath.Join(t.TempDir(), "out")
+			code, stdout, stderr := runNode(t, append([]string{"consensus", "--sweep", d, "--quiet", "--out", out}, args...)...)
+			if code != exitUsage || stdout != "" || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, c.names) {
+				t.Errorf("exit %d, stderr %q; want exit 2 naming %q and saying %q", code, stderr, c.names, c.want)
+			}
+			if strings.Contains(c.names, ".") && !strings.Contains(stderr, filepath.Join(d, c.names)) {
+				t.Errorf("stderr %q does not name %s", stderr, filepath.Join(d, c.names))
+			}
+			if _, err := os.Stat(filepath.Join(out, "coef.npy")); err == nil {
+				t.Error("coef.npy written")
+			}
+		})
+	}
+}
