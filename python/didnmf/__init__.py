@@ -2,7 +2,7 @@
 
 ``didnmf.NMF`` is scikit-learn's NMF (same parameters, attributes and methods) fitted by the
 ``didnmf`` command, in this process's machine or on a running cluster; ``didnmf.sweep``
-chooses the rank; ``didnmf.fit_anndata`` fits an AnnData and writes the results back into it;
+chooses the rank; ``didnmf.consensus`` combines a sweep's runs at one rank as cNMF does; ``didnmf.fit_anndata`` fits an AnnData and writes the results back into it;
 ``didnmf.convert`` turns an ``.h5ad`` or 10x ``.h5`` into a store the command reads. numpy and
 scipy (and scikit-learn for the estimator) are all this package imports; pandas only when a
 sweep runs, h5py only when a file is converted.
@@ -10,6 +10,7 @@ sweep runs, h5py only when a file is converted.
 
 from ._anndata import fit_anndata
 from ._binary import BinaryNotFoundError, find_binary
+from ._consensus import ConsensusResult, consensus
 from ._convert import convert
 from ._estimator import NMF
 from ._run import DidnmfError, DidnmfInputError
@@ -23,6 +24,8 @@ __all__ = [
     "convert",
     "sweep",
     "SweepResult",
+    "consensus",
+    "ConsensusResult",
     "DidnmfError",
     "DidnmfInputError",
     "BinaryNotFoundError",

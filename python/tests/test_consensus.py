@@ -1,0 +1,40 @@
+"""didnmf.consensus against the consensus and transform commands."""
+
+import numpy as np
+import pytest
+
+import didnmf
+
+
+def test_consensus_matches_the_command(counts, tmp_path, cli):
+    np.save(tmp_path / "x.npy", counts)
+    sweep_dir = tmp_path / "sweep"
+    cli("sweep", "--input", tmp_path / "x.npy", "--ranks", "4,5", "--seeds", 6, "--max-iter", 100,
+        "--out", sweep_dir, "--quiet")
+    res = didnmf.consensus(counts, sweep_dir, 5)
+    assert res.basis.shape == (40, 5) and res.usages.shape == (300, 5)
+    np.testing.assert_allclose(res.basis.sum(axis=0), 1, rtol=1e-12)
+    assert res.report["k"] == 5 and res.report["runs"] == 6
+    assert res.report["kept"] + res.report["filtered"] == 30
+    assert res.run_report["algo"] == "transform"
+    assert res.png.startswith(b"\x89PNG\r\n\x1a\n")
+    # The command itself, and the transform of its basis: the same bits.
+    out = tmp_path / "cli"
+    cli("consensus", "--sweep", sweep_dir, "--k", 5, "--input", tmp_path / "x.npy", "--out", out, "--quiet")
+    assert res.basis.tobytes() == np.load(out / "basis.npy").tobytes()
+    assert res.usages.tobytes() == np.load(out / "coef.npy").tobytes()
+    tr = tmp_path / "tr"
+    cli("transform", "--basis", out / "basis.npy", "--input", tmp_path / "x.npy", "--out", tr, "--quiet")
+    assert res.usages.tobytes() == np.load(tr / "coef.npy").tobytes()
+    # Threshold 2 keeps every spectrum; out keeps the files.
+    kept = didnmf.consensus(tmp_path / "x.npy", sweep_dir, 5, density_threshold=2, out=tmp_path / "keep")
+    assert kept.report["filtered"] == 0 and (tmp_path / "keep" / "density_5.svg").exists()
+
+
+def test_consensus_errors(counts, tmp_path):
+    with pytest.raises(ValueError, match="k must be an int >= 1"):
+        didnmf.consensus(counts, tmp_path, 0)
+    with pytest.raises(ValueError, match="density_threshold must be a number > 0"):
+        didnmf.consensus(counts, tmp_path, 3, density_threshold=-1)
+    with pytest.raises(didnmf.DidnmfInputError, match="sweep.json"):
+        didnmf.consensus(counts, tmp_path, 3)
