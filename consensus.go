@@ -98,6 +98,9 @@ func ReadSpectra(dir string, k int) (*Spectra, error) {
 	path := filepath.Join(dir, name)
 	rows, cols, vals, err := matio.ReadNPYMatrix(path)
 	if err != nil {
+		if strings.Contains(err.Error(), path) { // matio's and os's errors name the file
+			return nil, usererr.Wrap(err)
+		}
 		return nil, usererr.At(path, "%v", err)
 	}
 	if rows < 1 || cols != k*len(runs) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -210,6 +211,106 @@ func TestReadSpectraHostile(t *testing.T) {
 			_, err := didnmf.ReadSpectra(dir, c.k)
 			if err == nil || !usererr.Is(err) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), filepath.Join(dir, c.file)) {
 				t.Errorf("error %v; want a user's error naming %s and saying %q", err, c.file, c.want)
+			}
+		})
+	}
+}
+
+// TestConsensusPlantedOutliers: a sweep directory of 10 runs of 6 planted programs (5%
+// noise), two of whose spectra are outliers that no other run found: cNMF's filter drops
+// exactly those two, consensus.json says which run, seed and column each was, and the
+// consensus recovers every program (cosine > 0.99), its columns summing to 1.
+func TestConsensusPlantedOutliers(t *testing.T) {
+	const m, k, runs = 120, 6, 10
+	bump := func(centre float64) []float64 {
+		v := make([]float64, m)
+		for f := range v {
+			d := (float64(f) - centre) / 4
+			v[f] = math.Exp(-d*d/2) + 0.01
+		}
+		return v
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	cols := k * runs
+	data := make([]float64, m*cols) // features x (K*runs), row-major
+	rep := didnmf.SweepReport{Ranks: []int{k}, PerRank: []didnmf.SweepReportRank{{K: k, Runs: runs, Spectra: didnmf.SpectraFile(k)}}}
+	for r := 0; r < runs; r++ {
+		rep.Runs = append(rep.Runs, didnmf.SweepReportRun{K: k, Seed: 11 + r})
+		for p, src := range rng.Perm(k) {
+			v := bump((float64(src) + 0.5) * m / k)
+			if (r == 2 || r == 7) && p == 3 {
+				v = bump(float64(2+2*(r/7)) * m / k) // at 40 or 80, between two programs: an outlier
+			}
+			for f, x := range v {
+				data[f*cols+r*k+p] = x * (1 + 0.05*rng.NormFloat64()) * (1 + float64(p))
+			}
+		}
+	}
+	dir := t.TempDir()
+	js, _ := json.Marshal(rep)
+	if err := os.WriteFile(filepath.Join(dir, "sweep.json"), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, didnmf.SpectraFile(k)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := matio.WriteNPY(f, m, cols, data); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	sp, err := didnmf.ReadSpectra(dir, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		filter  sweep.Filter
+		dropped []didnmf.FilteredSpectrum
+	}{
+		{"cNMF's defaults", sweep.Filter{}, []didnmf.FilteredSpectrum{{Column: 2*k + 3, Run: 2, Seed: 13, Component: 3}, {Column: 7*k + 3, Run: 7, Seed: 18, Component: 3}}},
+		{"threshold 2", sweep.Filter{Threshold: 2}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := sp.Consensus(didnmf.ConsensusOptions{Filter: tc.filter, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := c.Report()
+			if len(got.FilteredSpectra) != len(tc.dropped) || got.FilteredCount != len(tc.dropped) || got.Kept != cols-len(tc.dropped) {
+				t.Fatalf("dropped %+v, want %+v", got.FilteredSpectra, tc.dropped)
+			}
+			for i, d := range got.FilteredSpectra {
+				d.Density = 0
+				if d != tc.dropped[i] {
+					t.Errorf("dropped %+v, want %+v", d, tc.dropped[i])
+				}
+			}
+			basis := c.Basis() // features x K, row-major
+			for p := 0; p < k; p++ {
+				want := bump((float64(p) + 0.5) * m / k)
+				best := 0.0
+				for q := 0; q < k; q++ {
+					var ab, aa, bb float64
+					for f := 0; f < m; f++ {
+						ab += want[f] * basis[f*k+q]
+						aa += want[f] * want[f]
+						bb += basis[f*k+q] * basis[f*k+q]
+					}
+					best = max(best, ab/math.Sqrt(aa*bb))
+				}
+				if !(best > 0.99) {
+					t.Errorf("program %d: best cosine %.5f", p, best)
+				}
+			}
+			for q := 0; q < k; q++ {
+				var s float64
+				for f := 0; f < m; f++ {
+					s += basis[f*k+q]
+				}
+				if math.Abs(s-1) > 1e-12 {
+					t.Errorf("column %d sums to %v", q, s)
+				}
 			}
 		})
 	}
