@@ -274,8 +274,8 @@ func TransformSpec(basisFile string, k int) func(*Spec) {
 }
 
 // Consensus refits the usages of c's consensus programs on j's input: it writes the
-// consensus basis to basisFile (.npy, features x K; absolute on a cluster, whose nodes read
-// it) and runs the transform of j's input for it on r's target (the job `didnmf transform
+// consensus basis to basisFile (.npy, features x K; made absolute, and on a cluster a path
+// its nodes can read) and runs the transform of j's input for it on r's target (the job `didnmf transform
 // --basis basisFile` runs: nonnegative least squares per sample, distributed over the
 // shards; no samples x features dense matrix is formed). The result's basis is the
 // consensus basis and its coef the usages. j must have been opened on r's target; it is not
@@ -286,6 +286,9 @@ func (r *Runner) Consensus(ctx context.Context, j *Job, c *Consensus, basisFile 
 	}
 	if j.Features > 0 && j.Features != c.Filtered.M {
 		return nil, usererr.Errorf("consensus: the input %s has %d features, the spectra %s %d", j.Name(), j.Features, filepath.Join(c.Spectra.Dir, c.Spectra.File), c.Filtered.M)
+	}
+	if abs, err := filepath.Abs(basisFile); err == nil {
+		basisFile = abs // a cluster's nodes resolve only absolute paths
 	}
 	if err := c.WriteBasis(basisFile); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -163,6 +164,15 @@ func TestFilteredConsensusDeterministicAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := FilteredConsensus(bases, m, k, 5, DefaultFilter())
+	// 300 components: the densities, as the distances, are computed on several threads.
+	big := plantedBases(rand.New(rand.NewPCG(7, 8)), 100, 8, 10, 30, 0.05)
+	many, err := FilteredConsensus(big, 100, 10, 5, DefaultFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := runtime.GOMAXPROCS(1)
+	one, _ := FilteredConsensus(big, 100, 10, 5, DefaultFilter())
+	runtime.GOMAXPROCS(prev)
 	bits := func(v []float64) []uint64 {
 		out := make([]uint64, len(v))
 		for i, x := range v {
@@ -172,6 +182,10 @@ func TestFilteredConsensusDeterministicAndErrors(t *testing.T) {
 	}
 	if !slices.Equal(bits(a.Basis), bits(b.Basis)) || !slices.Equal(a.Labels, b.Labels) || math.Float64bits(a.Silhouette) != math.Float64bits(b.Silhouette) {
 		t.Error("two calls differ")
+	}
+	if !slices.Equal(bits(many.Basis), bits(one.Basis)) || !slices.Equal(bits(many.Density.Values), bits(one.Density.Values)) ||
+		!slices.Equal(many.Labels, one.Labels) || math.Float64bits(many.Silhouette) != math.Float64bits(one.Silhouette) {
+		t.Error("one thread and several differ")
 	}
 	// A threshold below every density keeps fewer than K components.
 	if _, err := FilteredConsensus(bases, m, k, 1, Filter{Threshold: 1e-9, NeighborhoodSize: 0.3}); err == nil || !errors.Is(err, usererr.ErrUser) ||
