@@ -63,9 +63,12 @@ func Density(title string, d sweep.Density) (*Figure, error) {
 		p.Add(hist)
 		p.Legend.Add(h.name, hist)
 	}
-	p.Legend.Top = true
 	p.X.Min = 0
 	p.X.Max = hi * 1.05
+	// The legend goes to the top corner away from the threshold's label, which is written at
+	// the top beside the line.
+	p.Legend.Top = true
+	p.Legend.Left = d.Threshold > p.X.Max/2
 	p.Y.Min = 0
 	top := 0.0
 	for _, b := range slices.Concat(kept, dropped) {
