@@ -40,10 +40,13 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 			"dropped as outliers, the rest are clustered into K programs by k-means, and each program is its cluster's\n"+
 			"median, scaled to sum 1. The usages of --input are then refit against the programs exactly (nonnegative\n"+
 			"least squares per sample, the job of didnmf transform --basis: distributed over --nodes or a --cluster, no\n"+
-			"samples x features dense matrix is formed). Writes into OUT basis.npy (features x K), coef.npy (samples x\n"+
-			"K; also as consensus_basis_K.npy, the file the transform read), basis.tsv, coef.tsv and top_features.tsv (named by the input's names, or --feature-names and\n"+
-			"--sample-names), report.json, consensus.json (the filter's counts, the dropped spectra, the silhouette\n"+
-			"and the cluster sizes) and density_K.png/.svg (the histogram of local densities with the threshold).\n\nflags:\n")
+			"samples x features dense matrix is formed). Writes into OUT basis.npy (features x K; the same matrix as\n"+
+			"consensus_basis_K.npy, the file the transform reads), coef.npy (samples x K), basis.tsv, coef.tsv and\n"+
+			"top_features.tsv (named by the input's names, or --feature-names and --sample-names), report.json,\n"+
+			"consensus.json (the filter's counts, the dropped spectra, the silhouette and the cluster sizes) and\n"+
+			"density_K.png/.svg (the histogram of the local densities with the threshold). On a --cluster with\n"+
+			"--ingest shared the nodes read consensus_basis_K.npy from OUT, as transform's --basis: give an OUT they\n"+
+			"can read, or --ingest stream.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
