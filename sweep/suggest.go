@@ -69,7 +69,13 @@ const (
 // (CannotTell, K = 0): no rank fits the held-out entries better than the smallest by more
 // than the folds' spread, which is what a signal below the noise looks like (and also a
 // rank below the smallest tried). With one fold there is no spread over folds: the K of the
-// lowest mean test error, said so. Runs that stopped at a cap are named in Unreliable.
+// lowest mean test error, said so. Runs that stopped at a cap at the ranks the rule compares
+// (up to the lowest test error's) are named in Unreliable: their test errors are not those
+// of fitted models. Capped runs above that rank are named in the rule only: a rank above the
+// data's overfits the held-out entries more as its fit converges (on the planted-rank bank
+// their test errors rose from 1000 to 5000 iterations), so converging would not have made
+// it the lowest. (Masked fits above the data's rank converge slowly: on the bank they are
+// most of the runs that hit the cap.)
 //
 // The summaries need not be sorted; Suggest returns K = 0 and "no ranks" for none.
 func Suggest(summaries []RankSummary) Suggestion {
@@ -79,10 +85,9 @@ func Suggest(summaries []RankSummary) Suggestion {
 	s := slices.Clone(summaries)
 	slices.SortStableFunc(s, func(a, b RankSummary) int { return cmp.Compare(a.K, b.K) })
 	if sg, ok := suggestByTest(s); ok {
-		sg.Unreliable = unreliable(s)
 		return sg
 	}
-	out := Suggestion{Unreliable: unreliable(s)}
+	out := Suggestion{Unreliable: unreliable(s, s)}
 	k, rule, ok := suggestByStability(s)
 	if ok {
 		out.K, out.Rule, out.Name = k, rule, RuleStability
@@ -101,12 +106,14 @@ func Suggest(summaries []RankSummary) Suggestion {
 	return out
 }
 
-// unreliable names the capped runs of s ("" for none).
-func unreliable(s []RankSummary) string {
+// unreliable names the capped runs of the ranks rest, of all the ranks s ("" for none).
+func unreliable(rest, s []RankSummary) string {
 	n, runs := 0, 0
 	var ks []string
 	for _, r := range s {
 		runs += r.Runs
+	}
+	for _, r := range rest {
 		if r.Capped > 0 {
 			n += r.Capped
 			ks = append(ks, fmt.Sprint(r.K))
@@ -177,6 +184,7 @@ func suggestByTest(s []RankSummary) (Suggestion, bool) {
 		}
 	}
 	if pick == 0 && len(t) > 1 {
+		out.Unreliable = unreliable(s, s)
 		out.CannotTell = true
 		out.Reason = fmt.Sprintf("cannot tell: no rank fits the held-out entries better than the smallest tried (K=%d, test error %.4g) by more than "+
 			"the spread over folds; the signal beyond %s is below the noise, or the rank is below %d (sweep smaller ranks)",
@@ -188,7 +196,32 @@ func suggestByTest(s []RankSummary) (Suggestion, bool) {
 	if best == len(t)-1 && len(t) > 1 {
 		out.Rule += "; the lowest is at the largest rank tried: larger ranks may do better"
 	}
+	out.Unreliable = unreliable(s[:slices.IndexFunc(s, func(r RankSummary) bool { return r.K == b.K })+1], s)
+	if above := cappedAbove(s, b.K); above != "" {
+		out.Rule += "; " + above
+	}
 	return out, true
+}
+
+// cappedAbove says how many runs above rank k hit a cap ("" for none). The rule does not rest
+// on them as it does on the ranks up to the lowest test error's: a rank above the data's
+// overfits the held-out entries more as its fit converges (on the planted-rank bank, their
+// test errors rose from 1000 to 5000 iterations), so a converged run there would have done no
+// better than the capped one.
+func cappedAbove(s []RankSummary, k int) string {
+	n := 0
+	var ks []string
+	for _, r := range s {
+		if r.K > k && r.Capped > 0 {
+			n += r.Capped
+			ks = append(ks, fmt.Sprint(r.K))
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d runs above K=%d (K=%s) stopped at the iteration cap or the time limit: ranks above the data's only overfit "+
+		"held-out entries more as their fits converge, so the suggestion does not rest on them", n, k, strings.Join(ks, ", "))
 }
 
 // components is "one component" or "K components".

@@ -519,6 +519,8 @@ func TestSuggestCV(t *testing.T) {
 			[]string{"the K of the lowest mean test error (K=6: 0.1); one held-out set (fold)"}, ""},
 		{"capped runs", foldCurves(ks, planted5, []int{0, 0, 0, 2, 5, 0, 0}), 5, false, nil,
 			"7 of 35 runs (K=5, 6) stopped at the iteration cap or the time limit before converging"},
+		{"capped above the lowest only: named in the rule", foldCurves(ks, planted5, []int{0, 0, 0, 0, 0, 3, 5}), 5, false,
+			[]string{"8 runs above K=6 (K=7, 8) stopped at the iteration cap or the time limit", "the suggestion does not rest on them"}, ""},
 		{"every run capped", foldCurves([]int{2, 3}, curve(0.5, 0.3), []int{5, 5}), 3, false, nil,
 			"10 of 10 runs (K=2, 3) stopped at the iteration cap or the time limit before converging: their errors (every run) are not those of fitted models"},
 	} {
