@@ -260,8 +260,8 @@ func rankList(ks []int) string {
 }
 
 // cappedLine is the console's line on the runs that hit a cap: "15 of 24 runs hit the
-// iteration cap or time limit (K=5, 6, 7): their errors are not converged" or "no run hit
-// the iteration cap or time limit".
+// iteration cap or time limit (K=5, 6, 7): their errors are not converged", with what that
+// means for the suggestion, or "no run hit the iteration cap or time limit".
 func cappedLine(rep didnmf.SweepReport) string {
 	runs, byRank := rep.Runs, rep.CappedByRank()
 	if len(byRank) == 0 {
@@ -274,6 +274,9 @@ func cappedLine(rep didnmf.SweepReport) string {
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)
-	return fmt.Sprintf("%d of %d runs hit the iteration cap or time limit (K=%s): their errors are not converged; "+
-		"raise --max-iter (or the time limit) before trusting the suggestion", n, len(runs), rankList(ks))
+	line := fmt.Sprintf("%d of %d runs hit the iteration cap or time limit (K=%s): their errors are not converged", n, len(runs), rankList(ks))
+	if rep.Unreliable == "" && rep.RuleName == sweep.RuleCV {
+		return line + "; they are above the rank of the lowest test error, and the suggestion does not rest on them"
+	}
+	return line + "; raise --max-iter (or the time limit) before trusting the suggestion"
 }
