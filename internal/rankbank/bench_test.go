@@ -26,7 +26,7 @@ var (
 	benchOnly     = flag.String("rankbank.only", "", "sweep only the cases whose name contains this")
 	benchMaxK     = flag.Int("rankbank.max-k", 0, "sweep only the cases of planted rank up to this (0: all)")
 	benchSave     = flag.String("rankbank.save", "", "write the outcomes to this `FILE` (gob), for rescoring rules with -rankbank.load")
-	benchLoad     = flag.String("rankbank.load", "", "start from the outcomes of this `FILE` (-rankbank.save's), sweeping only the cases it lacks")
+	benchLoad     = flag.String("rankbank.load", "", "start from the outcomes of these `FILES` (comma-separated, -rankbank.save's), sweeping only the cases they lack")
 	benchNoSweep  = flag.Bool("rankbank.score-only", false, "with -rankbank.load, score its outcomes (those -rankbank.only and -rankbank.max-k select) and sweep nothing")
 )
 
@@ -38,17 +38,28 @@ func BenchmarkRankBank(b *testing.B) {
 		cpu0 := cpuusage.Now()
 		start := time.Now()
 		var outs []*Outcome
-		if *benchLoad != "" {
-			f, err := os.Open(*benchLoad)
+		for _, name := range strings.Split(*benchLoad, ",") {
+			if name == "" {
+				continue
+			}
+			f, err := os.Open(name)
 			if err != nil {
 				b.Fatal(err)
 			}
-			err = gob.NewDecoder(f).Decode(&outs)
+			var more []*Outcome
+			err = gob.NewDecoder(f).Decode(&more)
 			f.Close()
 			if err != nil {
 				b.Fatal(err)
 			}
+			outs = append(outs, more...)
 		}
+		// The bank's order, whichever file a case came from.
+		order := map[string]int{}
+		for i, c := range Full() {
+			order[c.Name()] = i
+		}
+		slices.SortStableFunc(outs, func(x, y *Outcome) int { return order[x.Case.Name()] - order[y.Case.Name()] })
 		selected := func(c Case) bool {
 			return (*benchOnly == "" || strings.Contains(c.Name(), *benchOnly)) && (*benchMaxK == 0 || c.K <= *benchMaxK)
 		}
