@@ -148,6 +148,9 @@ func TestSweepFolds(t *testing.T) {
 	if rep.Folds != 2 || rep.RuleName != sweep.RuleCV || rep.Runs[7].Fold != 1 || rep.Runs[7].TestSeed != j.Spec.TestSeed+1 || rep.PerRank[0].Folds != 2 {
 		t.Errorf("sweep.json: folds %d, rule %q, run 7 %+v", rep.Folds, rep.RuleName, rep.Runs[7])
 	}
+	if svg, err := os.ReadFile(filepath.Join(dir, "sweep.svg")); err != nil || !strings.Contains(string(svg), "test error over 2 folds") {
+		t.Errorf("sweep.svg does not say the folds: %v", err)
+	}
 	tsv, err := os.ReadFile(filepath.Join(dir, "sweep.tsv"))
 	if err != nil || !strings.HasPrefix(string(tsv), "k\tseed\tfold\t") || !strings.Contains(string(tsv), "\n3\t4\t1\t") {
 		t.Errorf("sweep.tsv: %v\n%s", err, tsv)

@@ -65,7 +65,8 @@ type SweepNote struct {
 // defined. A dashed orange line marks note.Suggested in both panels, labelled
 // "suggested K=7", when it is one of the ranks, and note.Rule is written, wrapped to the
 // figure's width, under the panels, with note.Unreliable after "unreliable:" when set; the
-// subtitle says "cannot tell the rank" when note.CannotTell. Tick labels are thinned so that no two overprint. title
+// subtitle says "cannot tell the rank" when note.CannotTell, and how many folds (held-out
+// sets) the test error's mean and standard error are over. Tick labels are thinned so that no two overprint. title
 // heads the figure. Errors (no summaries) wrap ErrInput.
 func Sweep(title string, s []sweep.RankSummary, note SweepNote) (*Figure, error) {
 	if len(s) == 0 {
@@ -230,8 +231,17 @@ func Sweep(title string, s []sweep.RankSummary, note SweepNote) (*Figure, error)
 	if oneSeed {
 		subtitle = "one seed per rank: no error bars, no stability"
 	}
-	if !hasTest {
+	folds := 0
+	for _, r := range s {
+		folds = max(folds, len(r.Folds))
+	}
+	switch {
+	case !hasTest:
 		subtitle += "; no test set: train error only"
+	case folds > 1:
+		subtitle += fmt.Sprintf("; test error over %d folds (held-out sets)", folds)
+	default:
+		subtitle += "; one held-out set: no spread of the test error"
 	}
 	if logScale {
 		subtitle += "; error on a log scale"

@@ -487,7 +487,8 @@ func TestSweepFigureCannotTell(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, svg := render(t, fig)
-	for _, want := range []string{"cannot tell the rank", "rule: cannot tell: no rank fits", "unreliable: 4 of 4 runs (K=2, 4)", "4 of 4 runs hit a cap"} {
+	for _, want := range []string{"cannot tell the rank", "rule: cannot tell: no rank fits", "unreliable: 4 of 4 runs (K=2, 4)", "4 of 4 runs hit a cap",
+		"one held-out set"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("sweep.svg lacks %q", want)
 		}
