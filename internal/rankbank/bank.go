@@ -141,15 +141,16 @@ type Score struct {
 	Visible, Exact, Within1, FalseCannot int
 	// Below counts the cases below the noise, Cannot those where the rule said it cannot tell.
 	Below, Cannot int
-	// ByFamily is Exact / Visible by family (sparse families apart).
-	ByFamily map[string][2]int
+	// ByFamily is Exact / Visible by family (sparse families apart), ByVisibility by the
+	// cases' visibility.
+	ByFamily, ByVisibility map[string][2]int
 }
 
 // Scores scores each rule on the outcomes.
 func Scores(outs []*Outcome, rules []Rule) []Score {
 	var out []Score
 	for _, r := range rules {
-		sc := Score{Rule: r.Name, ByFamily: map[string][2]int{}}
+		sc := Score{Rule: r.Name, ByFamily: map[string][2]int{}, ByVisibility: map[string][2]int{}}
 		for _, o := range outs {
 			k := r.Pick(o.Summary)
 			fam := string(o.Case.Family)
@@ -164,8 +165,10 @@ func Scores(outs []*Outcome, rules []Rule) []Score {
 				continue
 			}
 			sc.Visible++
-			f := sc.ByFamily[fam]
+			vis := fmt.Sprintf("v=%g", o.Case.Visibility)
+			f, v := sc.ByFamily[fam], sc.ByVisibility[vis]
 			f[1]++
+			v[1]++
 			switch {
 			case k == 0:
 				sc.FalseCannot++
@@ -173,10 +176,11 @@ func Scores(outs []*Outcome, rules []Rule) []Score {
 				sc.Exact++
 				sc.Within1++
 				f[0]++
+				v[0]++
 			case k == o.Case.K-1 || k == o.Case.K+1:
 				sc.Within1++
 			}
-			sc.ByFamily[fam] = f
+			sc.ByFamily[fam], sc.ByVisibility[vis] = f, v
 		}
 		out = append(out, sc)
 	}
@@ -190,23 +194,34 @@ func pct(a, b int) string {
 	return fmt.Sprintf("%.0f%% (%d/%d)", 100*float64(a)/float64(b), a, b)
 }
 
-// WriteTable writes the scores as a Markdown table.
+// WriteTable writes the scores as a Markdown table: exact, within one, cannot tell, and the
+// exact share by family and by visibility.
 func WriteTable(w io.Writer, scores []Score) {
-	var fams []string
+	var fams, viss []string
 	for _, s := range scores {
 		for f := range s.ByFamily {
 			if !slices.Contains(fams, f) {
 				fams = append(fams, f)
 			}
 		}
+		for v := range s.ByVisibility {
+			if !slices.Contains(viss, v) {
+				viss = append(viss, v)
+			}
+		}
 	}
 	slices.Sort(fams)
-	fmt.Fprintf(w, "| rule | exact | within ±1 | cannot tell, below the noise | cannot tell, visible (wrong) | %s |\n", strings.Join(fams, " | "))
-	fmt.Fprintf(w, "|---|---|---|---|---|%s\n", strings.Repeat("---|", len(fams)))
+	slices.Sort(viss)
+	cols := slices.Concat(fams, viss)
+	fmt.Fprintf(w, "| rule | exact | within ±1 | cannot tell, below the noise | cannot tell, visible (wrong) | %s |\n", strings.Join(cols, " | "))
+	fmt.Fprintf(w, "|---|---|---|---|---|%s\n", strings.Repeat("---|", len(cols)))
 	for _, s := range scores {
 		var fs []string
 		for _, f := range fams {
 			fs = append(fs, pct(s.ByFamily[f][0], s.ByFamily[f][1]))
+		}
+		for _, v := range viss {
+			fs = append(fs, pct(s.ByVisibility[v][0], s.ByVisibility[v][1]))
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", s.Rule, pct(s.Exact, s.Visible), pct(s.Within1, s.Visible), pct(s.Cannot, s.Below),
 			pct(s.FalseCannot, s.Visible), strings.Join(fs, " | "))
