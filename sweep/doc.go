@@ -104,16 +104,16 @@
 // the data's rank a masked fit overfits the held-out entries, and their error rises
 // steeply (often by orders of magnitude two ranks past it), so the curve's minimum is sharp
 // and RcppML's minimum, the one-SE rules (paired or not, one or two SE), a paired step test
-// and the first K improving by less than 1% agree. On the 43 cases the session's run covered
-// (K up to 12, the sparse and two wide-range ones; the table in BENCHMARKS.md) the shipped
-// rule found the planted rank in 69% of the visible cases (100% of the Gaussian and
-// uniform ones, at every visibility), within one in 77%, and said "cannot tell" in all 8
-// cases below the noise; RcppML's minimum scored 69% and 80%, the minimum of the folds'
-// median 71% and 80% (one case more: within the bank's noise), the unpaired one-SE rule 63%
-// and 71%. The stability rule cNMF's users read off its plot (the largest K within 0.05 of
-// the best silhouette) found 51% and never said "cannot tell" (0 of 8): the components of
+// and the first K improving by less than 1% agree. On the 46 of the bank's 56 cases swept so far
+// (K up to 15, the sparse ones and three wide ranges; the table in BENCHMARKS.md) the
+// shipped rule found the planted rank in 68% of the visible cases (100% of the Gaussian and
+// uniform ones, at every visibility; 100% at visibility 4, 91% at 2), within one in 79%,
+// and said "cannot tell" in all 8 cases below the noise; RcppML's minimum scored 68% and
+// 82%, the minimum of the folds' median 71% and 82% (one case more: within the bank's
+// noise), the unpaired one-SE rule 63% and 74%. The stability rule cNMF's users read off its plot (the largest K within 0.05 of
+// the best silhouette) found 50% and never said "cannot tell" (0 of 8): the components of
 // noise fitted at a small K agree across seeds. The first K improving by less than 5%
-// found 43%. The shipped rule ties with the minimum on the exact rank (one case fewer
+// found 45%. The shipped rule ties with the minimum on the exact rank (one case fewer
 // within one); it is the one whose "cannot tell" rests on the folds'
 // spread (no rank better than the smallest by more than a paired standard error) rather
 // than on the smallest rank being the lowest by any margin, and it moves to a smaller rank
