@@ -35,6 +35,13 @@ type SweepOptions struct {
 	// Seeds is the runs per rank, with seeds FirstSeed, FirstSeed+1, ... (1 to MaxSweepSeeds).
 	Seeds     int
 	FirstSeed uint64
+	// Folds is the number of held-out sets (0 is 1), at most Seeds; more than one needs the
+	// job's test fraction. The run of seed index s (seed FirstSeed+s) holds out fold
+	// s mod Folds, the entries of test seed spec.TestSeed + fold: with Folds = Seeds every run
+	// has its own seed and its own held-out set, as RcppML's replicates do, and the test
+	// error's spread over the folds is the test error's, not the optimizer's (package sweep,
+	// Summarize). The CLI's default is one fold per seed (see internal/cli's sweep).
+	Folds int
 	// Parallel is how many jobs run at once (0: Runner.Parallelism).
 	Parallel int
 	// OnRun, when set, is told of every run that ends or is tried again, one call at a time.
@@ -44,7 +51,7 @@ type SweepOptions struct {
 // SweepEvent is a run of a sweep that ended (Err nil: with Result) or failed and runs again
 // (Retry).
 type SweepEvent struct {
-	K, Seed int
+	K, Seed, Fold int
 	// Done of Total runs have ended (a retry is not an end).
 	Done, Total int
 	Retry       bool
@@ -57,8 +64,16 @@ type SweepEvent struct {
 // SweepRun is one run of a sweep: its result, or why it failed.
 type SweepRun struct {
 	K, Seed int
-	Result  *Result
-	Err     error
+	// Fold is the run's held-out set: its test seed is the job's TestSeed + Fold.
+	Fold   int
+	Result *Result
+	Err    error
+}
+
+// Capped tells whether the run ended at its iteration cap or time limit rather than by
+// converging (false for a failed run).
+func (r SweepRun) Capped() bool {
+	return r.Err == nil && r.Result != nil && (r.Result.StopReason == kernels.StopMaxIter || r.Result.StopReason == kernels.StopTimeLimit)
 }
 
 // SweepResult is a sweep's outcome.
@@ -72,13 +87,17 @@ type SweepResult struct {
 	Ranks     []int
 	Seeds     int
 	FirstSeed uint64
+	// Folds is the sweep's number of held-out sets (1 without a test set).
+	Folds int
 	// Runs are every run, by rank then seed; a run that failed has Err set.
 	Runs []SweepRun
-	// Summary is the runs that ended with a result, summarized per rank; Suggested the rank
-	// chosen from it and Rule the rule that chose it, in words.
-	Summary   []sweep.RankSummary
-	Suggested int
-	Rule      string
+	// Summary is the runs that ended with a result, summarized per rank; Suggestion the
+	// rank suggested from it and why (sweep.Suggest), and Suggested and Rule its K (0 when it
+	// cannot tell) and rule, in words.
+	Summary    []sweep.RankSummary
+	Suggestion sweep.Suggestion
+	Suggested  int
+	Rule       string
 	// Seconds is the sweep's wall time.
 	Seconds float64
 	// Busy is how busy the target's cores were during the sweep, and BusyMissing the cluster
@@ -99,8 +118,9 @@ func (s *SweepResult) Failed() []SweepRun {
 }
 
 // Check tells what is wrong with the options for a sweep of spec's job, as the user's error
-// naming the field ("ranks", "seeds", "parallel"): the ranks increasing and >= 1, the seeds
-// between 1 and MaxSweepSeeds, at most MaxSweepRuns runs, and more than one seed only for an
+// naming the field ("ranks", "seeds", "folds", "parallel"): the ranks increasing and >= 1, the
+// seeds between 1 and MaxSweepSeeds, at most MaxSweepRuns runs, the folds between 0 and the
+// seeds and more than one only with a test fraction, and more than one seed only for an
 // initialisation that depends on it.
 func (o SweepOptions) Check(spec *Spec) error {
 	if len(o.Ranks) == 0 {
@@ -116,6 +136,12 @@ func (o SweepOptions) Check(spec *Spec) error {
 	}
 	if n := len(o.Ranks) * o.Seeds; n > MaxSweepRuns {
 		return usererr.Field("ranks", "{ranks} and {seeds} make %d runs; at most %d", n, MaxSweepRuns)
+	}
+	if o.Folds < 0 || o.Folds > o.Seeds {
+		return usererr.Field("folds", "{folds} must be between 1 and {seeds} (%d), got %d", o.Seeds, o.Folds)
+	}
+	if o.Folds > 1 && spec != nil && !(spec.TestFraction > 0) {
+		return usererr.Field("folds", "{folds} %d needs held-out entries: set {test_fraction}", o.Folds)
 	}
 	if o.Parallel < 0 {
 		return usererr.Field("parallel", "{parallel} must be >= 0, got %d", o.Parallel)
@@ -141,10 +167,10 @@ func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResu
 		p = r.Parallelism()
 	}
 	out := &SweepResult{Inputs: j0.Spec.Inputs, Algo: string(j0.Spec.Algo), Shards: j0.Spec.Shards, Where: r.target.String(),
-		Ranks: o.Ranks, Seeds: o.Seeds, FirstSeed: o.FirstSeed}
+		Ranks: o.Ranks, Seeds: o.Seeds, FirstSeed: o.FirstSeed, Folds: max(o.Folds, 1)}
 	for _, k := range o.Ranks {
 		for s := range o.Seeds {
-			out.Runs = append(out.Runs, SweepRun{K: k, Seed: int(o.FirstSeed) + s})
+			out.Runs = append(out.Runs, SweepRun{K: k, Seed: int(o.FirstSeed) + s, Fold: s % out.Folds})
 		}
 	}
 	usageBefore, usageErr := r.Usage(5 * time.Second)
@@ -171,11 +197,11 @@ func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResu
 			defer wg.Done()
 			for i := range next {
 				run := &out.Runs[i]
-				run.Result, run.Err = r.sweepRun(ctx, j0, run.K, run.Seed, func(err error) {
-					tell(SweepEvent{K: run.K, Seed: run.Seed, Retry: true, Err: err})
+				run.Result, run.Err = r.sweepRun(ctx, j0, run.K, run.Seed, run.Fold, func(err error) {
+					tell(SweepEvent{K: run.K, Seed: run.Seed, Fold: run.Fold, Retry: true, Err: err})
 				})
 				if ctx.Err() == nil {
-					tell(SweepEvent{K: run.K, Seed: run.Seed, Result: run.Result, Err: run.Err})
+					tell(SweepEvent{K: run.K, Seed: run.Seed, Fold: run.Fold, Result: run.Result, Err: run.Err})
 				}
 			}
 		}()
@@ -215,14 +241,15 @@ feed:
 	if out.Summary, err = sweep.Summarize(runs); err != nil {
 		return nil, err
 	}
-	out.Suggested, out.Rule = sweep.Suggest(out.Summary)
+	out.Suggestion = sweep.Suggest(out.Summary)
+	out.Suggested, out.Rule = out.Suggestion.K, out.Suggestion.Rule
 	return out, nil
 }
 
-// sweepRun runs the sweep's job of rank k and seed, again when it failed for a reason that
-// is not its input's; retried tells of each retry.
-func (r *Runner) sweepRun(ctx context.Context, j0 *Job, k, seed int, retried func(error)) (*Result, error) {
-	j, err := j0.Derive(func(s *Spec) { s.Rank, s.Seed = k, uint64(seed) })
+// sweepRun runs the sweep's job of rank k, seed and fold (test seed j0's + fold), again when
+// it failed for a reason that is not its input's; retried tells of each retry.
+func (r *Runner) sweepRun(ctx context.Context, j0 *Job, k, seed, fold int, retried func(error)) (*Result, error) {
+	j, err := j0.Derive(func(s *Spec) { s.Rank, s.Seed, s.TestSeed = k, uint64(seed), s.TestSeed+uint64(fold) })
 	if err != nil {
 		return nil, err
 	}
@@ -242,8 +269,8 @@ func (r *Runner) sweepRun(ctx context.Context, j0 *Job, k, seed int, retried fun
 // sweepRunOf is what package sweep summarizes of a run.
 func sweepRunOf(run SweepRun) sweep.Run {
 	res := run.Result
-	out := sweep.Run{K: run.K, Seed: run.Seed, M: res.M, Basis: res.B, TrainRelErr2: res.RelErr2(), TestRelErr2: math.NaN(),
-		Iterations: res.Iterations, Seconds: res.Seconds}
+	out := sweep.Run{K: run.K, Seed: run.Seed, Fold: run.Fold, M: res.M, Basis: res.B, TrainRelErr2: res.RelErr2(), TestRelErr2: math.NaN(),
+		Iterations: res.Iterations, Seconds: res.Seconds, Capped: run.Capped()}
 	if res.TestCount > 0 {
 		out.TestRelErr2 = res.TestRelErr2()
 	}

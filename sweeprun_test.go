@@ -14,6 +14,7 @@ import (
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/internal/jobspec"
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/sweep"
 	"github.com/didnmf/didnmf/usererr"
 )
 
@@ -96,6 +97,66 @@ func TestSweepRunsEveryRankAndSeed(t *testing.T) {
 	}
 }
 
+// TestSweepFolds: with folds, the run of seed index s holds out fold s mod Folds (test seed
+// TestSeed + fold), is the job with that test seed run alone, and the test error's spread is
+// over the folds.
+func TestSweepFolds(t *testing.T) {
+	r, j := sweepJob(t, 4)
+	defer r.Close()
+	defer j.Close()
+	res, err := r.Sweep(context.Background(), j, didnmf.SweepOptions{Ranks: []int{2, 3, 4}, Seeds: 4, Folds: 2, FirstSeed: 1, Parallel: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Folds != 2 || len(res.Runs) != 12 {
+		t.Fatalf("%d folds, %d runs", res.Folds, len(res.Runs))
+	}
+	for i, run := range res.Runs {
+		if run.Fold != i%2 || run.Seed != 1+i%4 || run.Result.Job.Spec.TestSeed != j.Spec.TestSeed+uint64(i%2) {
+			t.Errorf("run %d: K=%d seed %d fold %d (test seed %d)", i, run.K, run.Seed, run.Fold, run.Result.Job.Spec.TestSeed)
+		}
+	}
+	for _, s := range res.Summary {
+		if s.Test.N != 2 || !slices.Equal(s.Folds, []int{0, 1}) || len(s.FoldTest) != 2 || s.Runs != 4 {
+			t.Errorf("K=%d: test over %d folds %v, %d runs", s.K, s.Test.N, s.Folds, s.Runs)
+		}
+	}
+	if res.Suggestion.Name != sweep.RuleCV || res.Suggested != res.Suggestion.K || res.Rule != res.Suggestion.Rule {
+		t.Errorf("suggestion %+v, suggested %d (%q)", res.Suggestion, res.Suggested, res.Rule)
+	}
+	// Run K=3, seed 4 holds out fold 1: the job with test seed + 1, run alone.
+	one, err := j.Derive(func(s *jobspec.Spec) { s.Rank, s.Seed, s.TestSeed = 3, 4, s.TestSeed+1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	alone, err := r.Run(context.Background(), one, didnmf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Runs[7]; got.K != 3 || got.Seed != 4 || fmt.Sprint(alone.B) != fmt.Sprint(got.Result.B) || alone.TestRelErr2() != got.Result.TestRelErr2() {
+		t.Error("the sweep's run K=3 seed 4 fold 1 differs from the job run alone")
+	}
+	dir := t.TempDir()
+	if err := res.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	var rep didnmf.SweepReport
+	if data, err := os.ReadFile(filepath.Join(dir, "sweep.json")); err != nil || json.Unmarshal(data, &rep) != nil {
+		t.Fatalf("sweep.json: %v", err)
+	}
+	if rep.Folds != 2 || rep.RuleName != sweep.RuleCV || rep.Runs[7].Fold != 1 || rep.Runs[7].TestSeed != j.Spec.TestSeed+1 || rep.PerRank[0].Folds != 2 {
+		t.Errorf("sweep.json: folds %d, rule %q, run 7 %+v", rep.Folds, rep.RuleName, rep.Runs[7])
+	}
+	if svg, err := os.ReadFile(filepath.Join(dir, "sweep.svg")); err != nil || !strings.Contains(string(svg), "test error over 2 folds") {
+		t.Errorf("sweep.svg does not say the folds: %v", err)
+	}
+	tsv, err := os.ReadFile(filepath.Join(dir, "sweep.tsv"))
+	if err != nil || !strings.HasPrefix(string(tsv), "k\tseed\tfold\t") || !strings.Contains(string(tsv), "\n3\t4\t1\t") {
+		t.Errorf("sweep.tsv: %v\n%s", err, tsv)
+	}
+}
+
 func TestSweepCanceled(t *testing.T) {
 	r, j := sweepJob(t, 3)
 	defer r.Close()
@@ -111,6 +172,8 @@ func TestSweepOptionsCheck(t *testing.T) {
 	spec := jobspec.New([]string{"synthetic:m=12,n=600,k=3,seed=5"}, kernels.DID, 3, 2)
 	nndsvd := *spec
 	nndsvd.Init = kernels.InitNNDSVD
+	withTest := *spec
+	withTest.TestFraction = 0.1
 	for _, tc := range []struct {
 		name  string
 		o     didnmf.SweepOptions
@@ -127,6 +190,10 @@ func TestSweepOptionsCheck(t *testing.T) {
 		{"negative parallel", didnmf.SweepOptions{Ranks: []int{2}, Seeds: 1, Parallel: -1}, spec, "parallel", ">= 0"},
 		{"seedless init", didnmf.SweepOptions{Ranks: []int{2}, Seeds: 2}, &nndsvd, "seeds", "does not depend on the seed"},
 		{"seedless init, one seed", didnmf.SweepOptions{Ranks: []int{2}, Seeds: 1}, &nndsvd, "", ""},
+		{"folds, no test set", didnmf.SweepOptions{Ranks: []int{2}, Seeds: 2, Folds: 2}, spec, "folds", "needs held-out entries"},
+		{"folds above seeds", didnmf.SweepOptions{Ranks: []int{2}, Seeds: 2, Folds: 3}, &withTest, "folds", "between 1 and seeds (2), got 3"},
+		{"negative folds", didnmf.SweepOptions{Ranks: []int{2}, Seeds: 2, Folds: -1}, &withTest, "folds", "got -1"},
+		{"folds", didnmf.SweepOptions{Ranks: []int{2}, Seeds: 4, Folds: 2}, &withTest, "", ""},
 	} {
 		err := tc.o.Check(tc.spec)
 		var ue *usererr.Error

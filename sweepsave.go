@@ -20,17 +20,29 @@ import (
 // SweepReport is sweep.json, what SweepResult.Save writes: the sweep's job, every run, each
 // rank's summary and the suggested rank.
 type SweepReport struct {
-	Input     []string         `json:"input"`
-	Algo      string           `json:"algo"`
-	Ranks     []int            `json:"ranks"`
-	Seeds     int              `json:"seeds"`
-	FirstSeed uint64           `json:"first_seed"`
-	Shards    int              `json:"shards"`
-	Where     string           `json:"where"`
-	Seconds   float64          `json:"seconds"`
-	Busy      *SweepReportBusy `json:"cores_busy,omitempty"`
-	Suggested int              `json:"suggested_k"`
-	Rule      string           `json:"rule"`
+	Input     []string `json:"input"`
+	Algo      string   `json:"algo"`
+	Ranks     []int    `json:"ranks"`
+	Seeds     int      `json:"seeds"`
+	FirstSeed uint64   `json:"first_seed"`
+	// Folds is the number of held-out sets (folds): the run of seed index s holds out fold
+	// s mod Folds.
+	Folds   int              `json:"folds"`
+	Shards  int              `json:"shards"`
+	Where   string           `json:"where"`
+	Seconds float64          `json:"seconds"`
+	Busy    *SweepReportBusy `json:"cores_busy,omitempty"`
+	// Suggested is the suggested rank, 0 when the sweep cannot tell (CannotTell, with the
+	// Reason); Rule says how it was chosen, in words, and RuleName names the rule
+	// (sweep.RuleCV, ...).
+	Suggested  int    `json:"suggested_k"`
+	Rule       string `json:"rule"`
+	RuleName   string `json:"rule_name"`
+	CannotTell bool   `json:"cannot_tell"`
+	Reason     string `json:"reason,omitempty"`
+	// Unreliable, when not empty, says why the suggestion may be wrong: the runs that
+	// stopped at a cap.
+	Unreliable string `json:"unreliable,omitempty"`
 	// CappedRuns counts the runs that stopped at the iteration cap or the time limit, and
 	// CappedRanks are their ranks (none: empty), as sweep.png says.
 	CappedRuns  int               `json:"capped_runs"`
@@ -54,6 +66,8 @@ type SweepReportBusy struct {
 type SweepReportRun struct {
 	K            int      `json:"k"`
 	Seed         int      `json:"seed"`
+	Fold         int      `json:"fold"`
+	TestSeed     uint64   `json:"test_seed"`
 	TrainRelErr2 float64  `json:"train_rel_err2"`
 	TestRelErr2  *float64 `json:"test_rel_err2,omitempty"`
 	Iterations   int      `json:"iterations"`
@@ -75,6 +89,8 @@ type SweepReportRank struct {
 	TrainSE        *float64 `json:"train_rel_err2_se,omitempty"`
 	TestMean       *float64 `json:"test_rel_err2_mean,omitempty"`
 	TestSE         *float64 `json:"test_rel_err2_se,omitempty"`
+	Folds          int      `json:"folds"`
+	Capped         int      `json:"capped_runs"`
 	Silhouette     *float64 `json:"stability_silhouette,omitempty"`
 	Agreement      *float64 `json:"stability_agreement,omitempty"`
 	MeanIterations float64  `json:"mean_iterations"`
@@ -88,14 +104,15 @@ type SweepReportRank struct {
 // Report is the sweep's sweep.json (without the consensus bases' file names, which Save
 // fills in as it writes them).
 func (s *SweepResult) Report() SweepReport {
-	rep := SweepReport{Input: s.Inputs, Algo: s.Algo, Ranks: s.Ranks, Seeds: s.Seeds, FirstSeed: s.FirstSeed, Shards: s.Shards,
-		Where: s.Where, Suggested: s.Suggested, Rule: s.Rule, Seconds: s.Seconds, CappedRanks: []int{}}
+	rep := SweepReport{Input: s.Inputs, Algo: s.Algo, Ranks: s.Ranks, Seeds: s.Seeds, FirstSeed: s.FirstSeed, Folds: max(s.Folds, 1),
+		Shards: s.Shards, Where: s.Where, Suggested: s.Suggested, Rule: s.Rule, RuleName: s.Suggestion.Name,
+		CannotTell: s.Suggestion.CannotTell, Reason: s.Suggestion.Reason, Unreliable: s.Suggestion.Unreliable, Seconds: s.Seconds, CappedRanks: []int{}}
 	if b := s.Busy; b != nil {
 		rep.Busy = &SweepReportBusy{CPUSeconds: b.CPUSeconds, Cores: b.Cores, Share: b.Share, Missing: s.BusyMissing}
 	}
 	for _, run := range s.Runs {
 		if run.Err != nil {
-			rep.Failed = append(rep.Failed, fmt.Sprintf("K=%d seed %d: %v", run.K, run.Seed, run.Err))
+			rep.Failed = append(rep.Failed, fmt.Sprintf("K=%d seed %d fold %d: %v", run.K, run.Seed, run.Fold, run.Err))
 			continue
 		}
 		res := run.Result
@@ -103,8 +120,12 @@ func (s *SweepResult) Report() SweepReport {
 		if res.TestCount > 0 {
 			test = jsonNumber(res.TestRelErr2())
 		}
-		rep.Runs = append(rep.Runs, SweepReportRun{K: run.K, Seed: run.Seed, TrainRelErr2: res.RelErr2(), TestRelErr2: test,
-			Iterations: res.Iterations, Seconds: res.Seconds, StopReason: string(res.StopReason)})
+		var testSeed uint64
+		if res.Job != nil {
+			testSeed = res.Job.Spec.TestSeed
+		}
+		rep.Runs = append(rep.Runs, SweepReportRun{K: run.K, Seed: run.Seed, Fold: run.Fold, TestSeed: testSeed,
+			TrainRelErr2: res.RelErr2(), TestRelErr2: test, Iterations: res.Iterations, Seconds: res.Seconds, StopReason: string(res.StopReason)})
 	}
 	for _, r := range s.Summary {
 		rep.PerRank = append(rep.PerRank, rankRow(r))
@@ -152,7 +173,7 @@ func (s *SweepResult) Save(dir string) error {
 	// Every file is written whole or not at all (atomicfile), sweep.json last: when it is
 	// there, so is the rest.
 	err := atomicfile.Write(filepath.Join(dir, "sweep.tsv"), 0o644, func(tw io.Writer) error {
-		if _, err := fmt.Fprintln(tw, "k\tseed\ttrain_rel_err2\ttest_rel_err2\titerations\tseconds\tstop_reason"); err != nil {
+		if _, err := fmt.Fprintln(tw, "k\tseed\tfold\ttrain_rel_err2\ttest_rel_err2\titerations\tseconds\tstop_reason"); err != nil {
 			return err
 		}
 		for _, r := range rep.Runs {
@@ -160,7 +181,7 @@ func (s *SweepResult) Save(dir string) error {
 			if r.TestRelErr2 != nil {
 				test = strconv.FormatFloat(*r.TestRelErr2, 'g', 8, 64)
 			}
-			if _, err := fmt.Fprintf(tw, "%d\t%d\t%.8g\t%s\t%d\t%.4g\t%s\n", r.K, r.Seed, r.TrainRelErr2, test, r.Iterations, r.Seconds, r.StopReason); err != nil {
+			if _, err := fmt.Fprintf(tw, "%d\t%d\t%d\t%.8g\t%s\t%d\t%.4g\t%s\n", r.K, r.Seed, r.Fold, r.TrainRelErr2, test, r.Iterations, r.Seconds, r.StopReason); err != nil {
 				return err
 			}
 		}
@@ -169,7 +190,7 @@ func (s *SweepResult) Save(dir string) error {
 	if err != nil {
 		return err
 	}
-	note := figures.SweepNote{Suggested: rep.Suggested, Rule: rep.Rule, Capped: rep.CappedByRank()}
+	note := figures.SweepNote{Suggested: rep.Suggested, Rule: rep.Rule, Capped: rep.CappedByRank(), CannotTell: rep.CannotTell, Unreliable: rep.Unreliable}
 	fig, err := figures.Sweep(fmt.Sprintf("%s: error and stability against the rank", strings.Join(rep.Input, " + ")), s.Summary, note)
 	if err != nil {
 		return err
@@ -191,7 +212,7 @@ func writeNPYFile(path string, rows, cols int, data []float64) error {
 
 // rankRow is one rank's summary for sweep.json.
 func rankRow(s sweep.RankSummary) SweepReportRank {
-	r := SweepReportRank{K: s.K, Runs: s.Runs, TrainMean: s.Train.Mean, MeanIterations: s.MeanIterations, MeanSeconds: s.MeanSeconds,
+	r := SweepReportRank{K: s.K, Runs: s.Runs, Folds: len(s.Folds), Capped: s.Capped, TrainMean: s.Train.Mean, MeanIterations: s.MeanIterations, MeanSeconds: s.MeanSeconds,
 		Silhouette: jsonNumber(s.Stability.Silhouette), Agreement: jsonNumber(s.Stability.Agreement)}
 	if s.Runs > 1 {
 		r.TrainSE = jsonNumber(s.Train.SE)

@@ -43,6 +43,11 @@ type SweepNote struct {
 	// Capped counts, for each rank, its runs that stopped at the iteration cap or the time
 	// limit ("max-iter", "time-limit"): their rank's points are drawn as red triangles.
 	Capped map[int]int
+	// CannotTell is set when the sweep could not tell the rank (Suggested is then 0): the
+	// figure says so in its subtitle. Unreliable, when not empty, says why the suggestion
+	// may be wrong; it is written under the rule.
+	CannotTell bool
+	Unreliable string
 }
 
 // Sweep draws a rank sweep (sweep.Summarize's summaries, one per rank): two panels that
@@ -59,7 +64,9 @@ type SweepNote struct {
 // found exactly once by every seed), from 0 to 1; with one seed a note says that they are not
 // defined. A dashed orange line marks note.Suggested in both panels, labelled
 // "suggested K=7", when it is one of the ranks, and note.Rule is written, wrapped to the
-// figure's width, under the panels. Tick labels are thinned so that no two overprint. title
+// figure's width, under the panels, with note.Unreliable after "unreliable:" when set; the
+// subtitle says "cannot tell the rank" when note.CannotTell, and how many folds (held-out
+// sets) the test error's mean and standard error are over. Tick labels are thinned so that no two overprint. title
 // heads the figure. Errors (no summaries) wrap ErrInput.
 func Sweep(title string, s []sweep.RankSummary, note SweepNote) (*Figure, error) {
 	if len(s) == 0 {
@@ -224,8 +231,17 @@ func Sweep(title string, s []sweep.RankSummary, note SweepNote) (*Figure, error)
 	if oneSeed {
 		subtitle = "one seed per rank: no error bars, no stability"
 	}
-	if !hasTest {
+	folds := 0
+	for _, r := range s {
+		folds = max(folds, len(r.Folds))
+	}
+	switch {
+	case !hasTest:
 		subtitle += "; no test set: train error only"
+	case folds > 1:
+		subtitle += fmt.Sprintf("; test error over %d folds (held-out sets)", folds)
+	default:
+		subtitle += "; one held-out set: no spread of the test error"
 	}
 	if logScale {
 		subtitle += "; error on a log scale"
@@ -236,11 +252,17 @@ func Sweep(title string, s []sweep.RankSummary, note SweepNote) (*Figure, error)
 	if capped > 0 {
 		subtitle += fmt.Sprintf("; red triangles: %d of %d runs hit a cap", capped, total)
 	}
+	if note.CannotTell {
+		subtitle += "; cannot tell the rank"
+	}
 	w, h := vg.Length(sweepWidth), vg.Length(sweepHeight)
 	ruleStyle := textStyle(smallSize+1, noteColor, text.XLeft, text.YTop)
 	var ruleLines []string
 	if note.Rule != "" {
 		ruleLines = wrapText(ruleStyle, "rule: "+note.Rule, w-40)
+	}
+	if note.Unreliable != "" {
+		ruleLines = append(ruleLines, wrapText(ruleStyle, "unreliable: "+note.Unreliable, w-40)...)
 	}
 	lineH := ruleStyle.FontExtents().Height
 	footer := vg.Length(len(ruleLines))*lineH + 10

@@ -149,7 +149,7 @@ func TestSweepFigureFromSummarize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, _ := sweep.Suggest(s)
+	k := sweep.Suggest(s).K
 	fig, err := Sweep("from runs", s, SweepNote{Suggested: k})
 	if err != nil {
 		t.Fatal(err)
@@ -474,5 +474,26 @@ func TestSweepFigureLabelsApart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSweepFigureCannotTell: a sweep that cannot tell says so in the subtitle, marks no
+// rank, and writes why the suggestion is unreliable under the rule.
+func TestSweepFigureCannotTell(t *testing.T) {
+	note := SweepNote{Rule: "cannot tell: no rank fits the held-out entries better than the smallest tried", CannotTell: true,
+		Unreliable: "4 of 4 runs (K=2, 4) stopped at the iteration cap", Capped: map[int]int{2: 2, 4: 2}}
+	fig, err := Sweep("noise", sweepSummaries([]int{2, 4}, 2, true), note)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, svg := render(t, fig)
+	for _, want := range []string{"cannot tell the rank", "rule: cannot tell: no rank fits", "unreliable: 4 of 4 runs (K=2, 4)", "4 of 4 runs hit a cap",
+		"one held-out set"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("sweep.svg lacks %q", want)
+		}
+	}
+	if strings.Contains(svg, "suggested K=") {
+		t.Error("a rank is marked suggested")
 	}
 }

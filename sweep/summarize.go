@@ -13,10 +13,14 @@ import (
 // summary depends on the runs only.
 const ConsensusSeed uint64 = 1
 
-// Run is one factorization of a sweep: its rank, its seed, its basis and its errors.
+// Run is one factorization of a sweep: its rank, its seed, its fold, its basis and its
+// errors.
 type Run struct {
 	// K is the rank, Seed the seed of the run's initialization.
 	K, Seed int
+	// Fold numbers the run's held-out set (0, 1, ...): runs of one fold hold out the same
+	// entries. A sweep without a test set, or with one held-out set, has every run in fold 0.
+	Fold int
 	// M is the number of features (the rows of Basis), the same for every run of a sweep.
 	M int
 	// Basis is the run's basis, M x K column-major: column p (component p) is
@@ -29,6 +33,10 @@ type Run struct {
 	// Iterations and Seconds are what the run took.
 	Iterations int
 	Seconds    float64
+	// Capped is set when the run stopped at its iteration cap or time limit rather than by
+	// converging: its errors are not those of a fit, and a comparison that rests on them is
+	// unreliable (Suggestion.Unreliable).
+	Capped bool
 }
 
 // ErrorStats sums up one error over the seeds of a rank.
@@ -39,7 +47,9 @@ type ErrorStats struct {
 	// Mean, Min and Max are over those runs.
 	Mean, Min, Max float64
 	// SE is the standard error of Mean: the sample standard deviation (with N-1) over √N.
-	// It is NaN when N < 2.
+	// It is NaN when N < 2. For the test error, N, Mean and SE are over the folds (see
+	// RankSummary.FoldTest), never over the seeds of one held-out set, whose spread is the
+	// optimizer's and not the test error's.
 	SE float64
 }
 
@@ -50,9 +60,19 @@ type RankSummary struct {
 	K     int
 	Runs  int
 	Seeds []int
-	// Train and Test are the train and test errors (TrainRelErr2, TestRelErr2) over the
-	// runs; Test.N is 0 without a test set.
-	Train, Test ErrorStats
+	// Train is the train error (TrainRelErr2) over the runs.
+	Train ErrorStats
+	// Folds are the folds of the runs with a test error, in increasing order, and FoldTest
+	// the mean test error of each fold's runs (over its seeds), in the same order; both
+	// are empty without a test set.
+	Folds    []int
+	FoldTest []float64
+	// Test is the test error over the folds: Test.N is the number of folds (0 without a
+	// test set), Mean the mean of FoldTest and SE its standard error (NaN with one fold);
+	// Min and Max are over the runs.
+	Test ErrorStats
+	// Capped counts the runs that hit their iteration cap or time limit (Run.Capped).
+	Capped int
 	// MeanIterations and MeanSeconds are the means over the runs.
 	MeanIterations, MeanSeconds float64
 	// Stability is the consensus of the runs' bases (Consensus, with the bases in the order
@@ -63,8 +83,10 @@ type RankSummary struct {
 
 // Summarize groups the runs by rank and sums up each rank: one RankSummary per rank, in
 // increasing order of K. The order of runs does not matter: each rank's runs are taken in
-// the order of their seeds. Errors wrap usererr.ErrUser: no runs; a K or M below 1; runs of
-// different M; two runs of the same K and Seed; a basis that is not M x K or holds a NaN
+// the order of their seeds, then folds. The test error's spread is over folds: each fold's
+// runs are averaged (over their seeds) first, and the standard error is that of the mean
+// over the folds. Errors wrap usererr.ErrUser: no runs; a K or M below 1; a negative fold;
+// runs of different M; two runs of the same K, Seed and Fold; a basis that is not M x K or holds a NaN
 // or an infinity; a train error that is not a finite number >= 0, a test error that is
 // negative or infinite (NaN is "no test set"); negative Iterations; Seconds not a finite
 // number >= 0.
@@ -77,6 +99,8 @@ func Summarize(runs []Run) ([]RankSummary, error) {
 		switch {
 		case r.K < 1:
 			return nil, inputErrorf("summarize: run %d (seed %d): K must be >= 1, got %d", i, r.Seed, r.K)
+		case r.Fold < 0:
+			return nil, inputErrorf("summarize: run %d (K=%d, seed %d): fold %d, want >= 0", i, r.K, r.Seed, r.Fold)
 		case r.M < 1:
 			return nil, inputErrorf("summarize: run %d (K=%d, seed %d): M must be >= 1, got %d", i, r.K, r.Seed, r.M)
 		case r.M != m:
@@ -103,11 +127,11 @@ func Summarize(runs []Run) ([]RankSummary, error) {
 		sorted[i] = &runs[i]
 	}
 	slices.SortStableFunc(sorted, func(a, b *Run) int {
-		return cmp.Or(cmp.Compare(a.K, b.K), cmp.Compare(a.Seed, b.Seed))
+		return cmp.Or(cmp.Compare(a.K, b.K), cmp.Compare(a.Seed, b.Seed), cmp.Compare(a.Fold, b.Fold))
 	})
 	for i := 1; i < len(sorted); i++ {
-		if a, b := sorted[i-1], sorted[i]; a.K == b.K && a.Seed == b.Seed {
-			return nil, inputErrorf("summarize: two runs of K=%d and seed %d", a.K, a.Seed)
+		if a, b := sorted[i-1], sorted[i]; a.K == b.K && a.Seed == b.Seed && a.Fold == b.Fold {
+			return nil, inputErrorf("summarize: two runs of K=%d, seed %d and fold %d", a.K, a.Seed, a.Fold)
 		}
 	}
 	var out []RankSummary
@@ -124,7 +148,9 @@ func Summarize(runs []Run) ([]RankSummary, error) {
 		bases := make([][]float64, len(group))
 		var iters, secs float64
 		for i, r := range group {
-			rs.Seeds = append(rs.Seeds, r.Seed)
+			if i == 0 || r.Seed != group[i-1].Seed {
+				rs.Seeds = append(rs.Seeds, r.Seed)
+			}
 			train = append(train, r.TrainRelErr2)
 			if !math.IsNaN(r.TestRelErr2) {
 				test = append(test, r.TestRelErr2)
@@ -132,8 +158,16 @@ func Summarize(runs []Run) ([]RankSummary, error) {
 			bases[i] = r.Basis
 			iters += float64(r.Iterations)
 			secs += r.Seconds
+			if r.Capped {
+				rs.Capped++
+			}
 		}
-		rs.Train, rs.Test = errorStats(train), errorStats(test)
+		rs.Train = errorStats(train)
+		rs.Folds, rs.FoldTest = foldMeans(group)
+		rs.Test = errorStats(rs.FoldTest)
+		if len(test) > 0 {
+			rs.Test.Min, rs.Test.Max = slices.Min(test), slices.Max(test)
+		}
 		rs.MeanIterations, rs.MeanSeconds = iters/float64(len(group)), secs/float64(len(group))
 		st, err := Consensus(bases, m, k, ConsensusSeed)
 		if err != nil {
@@ -149,6 +183,30 @@ func Summarize(runs []Run) ([]RankSummary, error) {
 		out = append(out, rs)
 	}
 	return out, nil
+}
+
+// foldMeans is the folds of the runs with a test error, increasing, and each one's mean
+// test error over its runs (summed in the runs' order, which is by seed).
+func foldMeans(group []*Run) (folds []int, means []float64) {
+	for _, r := range group {
+		if !math.IsNaN(r.TestRelErr2) {
+			folds = append(folds, r.Fold)
+		}
+	}
+	slices.Sort(folds)
+	folds = slices.Compact(folds)
+	means = make([]float64, len(folds))
+	for i, f := range folds {
+		n := 0
+		for _, r := range group {
+			if r.Fold == f && !math.IsNaN(r.TestRelErr2) {
+				means[i] += r.TestRelErr2
+				n++
+			}
+		}
+		means[i] /= float64(n)
+	}
+	return folds, means
 }
 
 // errorStats sums up the values v.

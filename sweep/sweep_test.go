@@ -314,7 +314,10 @@ func plantedRuns(rng *rand.Rand, m int, ks []int, nSeeds int, test bool) []Run {
 			r := Run{K: k, Seed: 100 + s, M: m, Basis: bases[s], Iterations: 10 * k, Seconds: 0.1 * float64(k), TestRelErr2: math.NaN()}
 			r.TrainRelErr2 = 0.01 + 0.3*math.Max(0, float64(4-k)) - 0.0005*float64(k) + 0.0002*rng.Float64()
 			if test {
-				r.TestRelErr2 = 0.012 + 0.3*math.Max(0, float64(4-k)) + 0.0004*math.Max(0, float64(k-4)) + 0.0003*rng.Float64()
+				// Each seed holds out its own fold, some harder than others (0.001 a fold, the
+				// same at every rank): only a comparison over paired folds sees K=5's 0.0004.
+				r.Fold = s
+				r.TestRelErr2 = 0.012 + 0.001*float64(s) + 0.3*math.Max(0, float64(4-k)) + 0.0004*math.Max(0, float64(k-4)) + 0.0001*rng.Float64()
 			}
 			runs = append(runs, r)
 		}
@@ -333,8 +336,13 @@ func TestSummarize(t *testing.T) {
 	var ks []int
 	for _, s := range sum {
 		ks = append(ks, s.K)
-		if s.Runs != 6 || !slices.Equal(s.Seeds, []int{100, 101, 102, 103, 104, 105}) || s.Train.N != 6 || s.Test.N != 6 {
-			t.Errorf("K=%d: runs %d, seeds %v, N %d %d", s.K, s.Runs, s.Seeds, s.Train.N, s.Test.N)
+		if s.Runs != 6 || !slices.Equal(s.Seeds, []int{100, 101, 102, 103, 104, 105}) || s.Train.N != 6 || s.Test.N != 6 ||
+			!slices.Equal(s.Folds, []int{0, 1, 2, 3, 4, 5}) || len(s.FoldTest) != 6 {
+			t.Errorf("K=%d: runs %d, seeds %v, N %d %d, folds %v", s.K, s.Runs, s.Seeds, s.Train.N, s.Test.N, s.Folds)
+		}
+		// The test error's SE is over the folds: their spread (0.001 a fold) shows.
+		if !(s.Test.SE > 0.0005) || s.Test.Min != s.FoldTest[0] || s.Test.Max != s.FoldTest[5] {
+			t.Errorf("K=%d: test %+v, folds %v", s.K, s.Test, s.FoldTest)
 		}
 		if s.MeanIterations != float64(10*s.K) || math.Abs(s.MeanSeconds-0.1*float64(s.K)) > 1e-12 {
 			t.Errorf("K=%d: iterations %v, seconds %v", s.K, s.MeanIterations, s.MeanSeconds)
@@ -354,8 +362,8 @@ func TestSummarize(t *testing.T) {
 	if sil := sum[2].Stability.Silhouette; !(sil > 0.95) || sum[2].Stability.Agreement != 1 || !(sum[4].Stability.Silhouette < sil) {
 		t.Errorf("silhouettes: K=4 %v, K=6 %v", sil, sum[4].Stability.Silhouette)
 	}
-	if k, rule := Suggest(sum); k != 4 || !strings.Contains(rule, "one standard error") {
-		t.Errorf("Suggest: %d, %q", k, rule)
+	if sg := Suggest(sum); sg.K != 4 || sg.Name != RuleCV || !strings.Contains(sg.Rule, "one standard error (over 6 folds, paired)") {
+		t.Errorf("Suggest: %+v", sg)
 	}
 
 	// The order of the runs does not matter.
@@ -367,7 +375,7 @@ func TestSummarize(t *testing.T) {
 	}
 	for i := range sum {
 		a, b := sum[i], again[i]
-		if !sameBits(a.Stability, b.Stability) || a.Train != b.Train || a.Test != b.Test || a.K != b.K {
+		if !sameBits(a.Stability, b.Stability) || a.Train != b.Train || a.Test != b.Test || a.K != b.K || !slices.Equal(a.FoldTest, b.FoldTest) {
 			t.Errorf("K=%d: another summary after shuffling the runs", a.K)
 		}
 	}
@@ -413,7 +421,8 @@ func TestSummarizeErrors(t *testing.T) {
 		{"different M", with(func(r *Run) { r.M, r.Seed, r.Basis = 1, 2, []float64{1, 2} }), "has M=1, run 0 M=2"},
 		{"basis length", with(func(r *Run) { r.Seed, r.Basis = 2, []float64{1, 2, 3} }), "the basis has 3 values, want M*K = 2*2"},
 		{"NaN basis", with(func(r *Run) { r.Seed, r.Basis = 2, []float64{1, 2, math.NaN(), 0} }), "basis value NaN at feature 0 of column 1"},
-		{"duplicate", with(func(r *Run) {}), "two runs of K=2 and seed 1"},
+		{"duplicate", with(func(r *Run) {}), "two runs of K=2, seed 1 and fold 0"},
+		{"negative fold", with(func(r *Run) { r.Seed, r.Fold = 2, -1 }), "fold -1, want >= 0"},
 		{"NaN train", with(func(r *Run) { r.Seed, r.TrainRelErr2 = 2, math.NaN() }), "train error NaN"},
 		{"negative train", with(func(r *Run) { r.Seed, r.TrainRelErr2 = 2, -1 }), "train error -1"},
 		{"Inf test", with(func(r *Run) { r.Seed, r.TestRelErr2 = 2, math.Inf(1) }), "test error +Inf"},
@@ -451,56 +460,123 @@ func curves(ks []int, train, test, testSE, sil []float64) []RankSummary {
 	return out
 }
 
+// foldCurves makes summaries of ranks ks from each rank's fold test errors (fold f is the
+// f-th value), with capped[i] runs capped at rank i (nil: none).
+func foldCurves(ks []int, folds [][]float64, capped []int) []RankSummary {
+	var out []RankSummary
+	for i, k := range ks {
+		nan := math.NaN()
+		s := RankSummary{K: k, Runs: len(folds[i]), Train: ErrorStats{N: 1, Mean: 0.1, SE: nan}, FoldTest: folds[i],
+			Stability: Stability{Silhouette: nan, Agreement: nan}}
+		for f := range folds[i] {
+			s.Folds = append(s.Folds, f)
+		}
+		s.Test = errorStats(folds[i])
+		if capped != nil {
+			s.Capped = capped[i]
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestSuggestCV(t *testing.T) {
+	ks := []int{2, 3, 4, 5, 6, 7, 8}
+	// Folds differ by 0.01 (their difficulty): an unpaired standard error of the mean
+	// is about 0.007, larger than the ranks' differences, which pairing sees.
+	fold := []float64{0, 0.01, 0.02, 0.03, 0.04}
+	curve := func(base ...float64) [][]float64 {
+		var out [][]float64
+		for i, b := range base {
+			var f []float64
+			for j, d := range fold {
+				f = append(f, b+d+0.0001*float64((i*7+j*3)%5)) // a small jitter
+			}
+			out = append(out, f)
+		}
+		return out
+	}
+	planted5 := curve(0.5, 0.3, 0.2, 0.10001, 0.1, 0.1005, 0.101)
+	for _, tc := range []struct {
+		name       string
+		s          []RankSummary
+		want       int
+		cannot     bool
+		ruleHas    []string
+		unreliable string
+	}{
+		{"paired: K=5 within a paired SE of the lowest (6)", foldCurves(ks, planted5, nil), 5, false,
+			[]string{"the smallest K whose test error is within one standard error (over 5 folds, paired) of the lowest's (K=6: 0.12", "K=5, 0.1202, worse by"}, ""},
+		{"paired: every smaller rank measurably worse", foldCurves(ks, curve(0.5, 0.3, 0.2, 0.15, 0.1, 0.1005, 0.101), nil), 6, false,
+			[]string{"the lowest itself (K=6: 0.12"}, ""},
+		{"lowest at the largest", foldCurves(ks, curve(0.5, 0.3, 0.2, 0.15, 0.12, 0.11, 0.1), nil), 8, false,
+			[]string{"larger ranks may do better"}, ""},
+		{"below the noise: the smallest is the lowest", foldCurves(ks, curve(0.9, 0.95, 0.97, 1.0, 1.2, 1.5, 3), nil), 0, true,
+			[]string{"cannot tell: no rank fits the held-out entries better than the smallest tried (K=2", "the signal beyond 2 components is below the noise"}, ""},
+		{"below the noise: no rank better than the smallest by a paired SE", foldCurves(ks, curve(0.9, 0.8999, 0.97, 1.0, 1.2, 1.5, 3), nil), 0, true,
+			[]string{"cannot tell"}, ""},
+		{"one fold: the lowest", foldCurves(ks, [][]float64{{0.5}, {0.3}, {0.2}, {0.11}, {0.1}, {0.12}, {0.13}}, nil), 6, false,
+			[]string{"the K of the lowest mean test error (K=6: 0.1); one held-out set (fold)"}, ""},
+		{"capped runs", foldCurves(ks, planted5, []int{0, 0, 0, 2, 5, 0, 0}), 5, false, nil,
+			"7 of 35 runs (K=5, 6) stopped at the iteration cap or the time limit before converging"},
+		{"capped above the lowest only: named in the rule", foldCurves(ks, planted5, []int{0, 0, 0, 0, 0, 3, 5}), 5, false,
+			[]string{"8 runs above K=6 (K=7, 8) stopped at the iteration cap or the time limit", "the suggestion does not rest on them"}, ""},
+		{"every run capped", foldCurves([]int{2, 3}, curve(0.5, 0.3), []int{5, 5}), 3, false, nil,
+			"10 of 10 runs (K=2, 3) stopped at the iteration cap or the time limit before converging: their errors (every run) are not those of fitted models"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sg := Suggest(tc.s)
+			if sg.K != tc.want || sg.CannotTell != tc.cannot || sg.Name != RuleCV || (sg.Reason != "") != tc.cannot {
+				t.Errorf("%+v, want K=%d, cannot tell %v", sg, tc.want, tc.cannot)
+			}
+			for _, h := range tc.ruleHas {
+				if !strings.Contains(sg.Rule, h) {
+					t.Errorf("rule %q lacks %q", sg.Rule, h)
+				}
+			}
+			if !strings.HasPrefix(sg.Unreliable, tc.unreliable) || (tc.unreliable == "") != (sg.Unreliable == "") {
+				t.Errorf("unreliable %q, want %q", sg.Unreliable, tc.unreliable)
+			}
+		})
+	}
+}
+
 func TestSuggest(t *testing.T) {
 	ks := []int{2, 3, 4, 5, 6, 7, 8}
 	train := []float64{0.40, 0.20, 0.020, 0.018, 0.017, 0.016, 0.015} // elbow at 4
-	test := []float64{0.41, 0.21, 0.0250, 0.0240, 0.0236, 0.0238, 0.0245}
-	se := []float64{0.01, 0.01, 0.0003, 0.0003, 0.0005, 0.0004, 0.0004}
 	sil := []float64{0.97, 0.98, 0.99, 0.75, 0.62, 0.60, 0.55}
 	for _, tc := range []struct {
 		name     string
 		s        []RankSummary
 		want     int
+		ruleName string
 		ruleHas  []string
-		shuffled bool
 	}{
-		{"one standard error", curves(ks, train, test, se, sil), 5,
-			[]string{"the smallest K whose mean test error is within one standard error of the lowest (K=6: 0.0236 ± 0.0005): K=5, 0.024"}, false},
-		{"one standard error: the lowest itself", curves(ks, train, test, []float64{0.01, 0.01, 0.0003, 0.0003, 0.0001, 0.0004, 0.0004}, nil), 6,
-			[]string{"the lowest itself (K=6: 0.0236 ± 0.0001)"}, false},
-		{"one standard error, unsorted", curves([]int{8, 2, 6, 4, 3, 5, 7},
-			[]float64{0.015, 0.4, 0.017, 0.02, 0.2, 0.018, 0.016},
-			[]float64{0.0245, 0.41, 0.0236, 0.025, 0.21, 0.024, 0.0238},
-			[]float64{0.0004, 0.01, 0.0005, 0.0003, 0.01, 0.0003, 0.0004}, nil), 5, []string{"K=5"}, true},
-		{"test, one seed: the lowest", curves(ks, train, test, nil, nil), 6,
-			[]string{"the K of the lowest mean test error (K=6: 0.0236)", "no standard error"}, false},
-		{"stability", curves(ks, train, nil, nil, sil), 4,
-			[]string{"the largest K whose stability (silhouette of the seeds' components) is within 0.05 of the best: the best itself (K=4: 0.990)", "no test set"}, false},
-		{"stability above the best", curves(ks, train, nil, nil, []float64{0.80, 0.95, 0.99, 0.93, 0.70, 0.95, 0.5}), 7,
-			[]string{"within 0.05 of the best (K=4: 0.990, so at least 0.940): K=7, 0.950"}, false},
-		{"stability with gaps", curves(ks, train, nil, nil, []float64{math.NaN(), 0.95, 0.9, 0.93, math.NaN(), 0.2, 0.5}), 5, []string{"K=5"}, false},
-		{"stable to the end", curves(ks, train, nil, nil, []float64{0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9}), 8, []string{"the largest rank tried"}, false},
-		{"test lowest at the end", curves(ks, train, []float64{0.5, 0.4, 0.3, 0.2, 0.1, 0.05, 0.01}, se, nil), 8,
-			[]string{"the lowest itself (K=8: 0.01 ± 0.0004)", "larger ranks may do better"}, false},
-		{"nothing stable: elbow", curves(ks, train, nil, nil, []float64{-0.1, -0.05, -0.2, -0.3, -0.3, -0.3, -0.3}), 4,
-			[]string{"the elbow of the train error", "K=4", "no rank is stable across seeds (the best silhouette is -0.05, at K=3)"}, false},
-		{"elbow", curves(ks, train, nil, nil, nil), 4,
-			[]string{"the elbow of the train error: the K where the mean train error bends most against K, the largest change of its slope (K=4: 0.02)", "one seed per rank: no stability"}, false},
-		{"elbow, uneven steps", curves([]int{2, 4, 8, 16, 32}, []float64{0.5, 0.3, 0.05, 0.04, 0.03}, nil, nil, nil), 8, []string{"K=8"}, false},
-		{"no elbow: straight line", curves([]int{3, 4, 5}, []float64{0.3, 0.2, 0.1}, nil, nil, nil), 3, []string{"does not bend upwards"}, false},
-		{"one rank", curves([]int{5}, []float64{0.3}, nil, nil, nil), 5, []string{"the only rank tried (K=5)"}, false},
-		{"two ranks", curves([]int{5, 9}, []float64{0.3, 0.1}, nil, nil, nil), 5, []string{"the smaller of two ranks (K=5)"}, false},
-		{"none", nil, 0, []string{"no ranks"}, false},
+		{"stability", curves(ks, train, nil, nil, sil), 4, RuleStability,
+			[]string{"the largest K whose stability (silhouette of the seeds' components) is within 0.05 of the best: the best itself (K=4: 0.990)", "no test set"}},
+		{"stability above the best", curves(ks, train, nil, nil, []float64{0.80, 0.95, 0.99, 0.93, 0.70, 0.95, 0.5}), 7, RuleStability,
+			[]string{"within 0.05 of the best (K=4: 0.990, so at least 0.940): K=7, 0.950"}},
+		{"stability with gaps", curves(ks, train, nil, nil, []float64{math.NaN(), 0.95, 0.9, 0.93, math.NaN(), 0.2, 0.5}), 5, RuleStability, []string{"K=5"}},
+		{"stable to the end", curves(ks, train, nil, nil, []float64{0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9}), 8, RuleStability, []string{"the largest rank tried"}},
+		{"nothing stable: elbow", curves(ks, train, nil, nil, []float64{-0.1, -0.05, -0.2, -0.3, -0.3, -0.3, -0.3}), 4, RuleElbow,
+			[]string{"the elbow of the train error", "K=4", "no rank is stable across seeds (the best silhouette is -0.05, at K=3)"}},
+		{"elbow", curves(ks, train, nil, nil, nil), 4, RuleElbow,
+			[]string{"the elbow of the train error: the K where the mean train error bends most against K, the largest change of its slope (K=4: 0.02)", "one seed per rank: no stability"}},
+		{"elbow, uneven steps", curves([]int{2, 4, 8, 16, 32}, []float64{0.5, 0.3, 0.05, 0.04, 0.03}, nil, nil, nil), 8, RuleElbow, []string{"K=8"}},
+		{"no elbow: straight line", curves([]int{3, 4, 5}, []float64{0.3, 0.2, 0.1}, nil, nil, nil), 3, RuleElbow, []string{"does not bend upwards"}},
+		{"one rank", curves([]int{5}, []float64{0.3}, nil, nil, nil), 5, RuleElbow, []string{"the only rank tried (K=5)"}},
+		{"two ranks", curves([]int{5, 9}, []float64{0.3, 0.1}, nil, nil, nil), 5, RuleElbow, []string{"the smaller of two ranks (K=5)"}},
+		{"none", nil, 0, "", []string{"no ranks"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := slices.Clone(tc.s)
-			k, rule := Suggest(tc.s)
-			if k != tc.want {
-				t.Errorf("K=%d (%s), want %d", k, rule, tc.want)
+			sg := Suggest(tc.s)
+			if sg.K != tc.want || sg.Name != tc.ruleName || sg.CannotTell {
+				t.Errorf("%+v, want K=%d by %s", sg, tc.want, tc.ruleName)
 			}
 			for _, h := range tc.ruleHas {
-				if !strings.Contains(rule, h) {
-					t.Errorf("rule %q lacks %q", rule, h)
+				if !strings.Contains(sg.Rule, h) {
+					t.Errorf("rule %q lacks %q", sg.Rule, h)
 				}
 			}
 			for i := range in {
@@ -525,11 +601,11 @@ func TestSuggestPlanted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k, rule := Suggest(sum); k != 4 || !strings.Contains(rule, tc.rule) {
+		if sg := Suggest(sum); sg.K != 4 || !strings.Contains(sg.Rule, tc.rule) {
 			for _, s := range sum {
 				t.Logf("K=%d silhouette %.3f train %.4f", s.K, s.Stability.Silhouette, s.Train.Mean)
 			}
-			t.Errorf("%d seeds: K=%d (%s), want 4 by %s", tc.seeds, k, rule, tc.rule)
+			t.Errorf("%d seeds: %+v, want 4 by %s", tc.seeds, sg, tc.rule)
 		}
 	}
 }

@@ -370,7 +370,7 @@ var fieldFlags = map[string]string{
 	"natural_layout": "--input", "stop": "--tol, --max-iter, --time-limit or --stall-tol",
 	"nodes": "--nodes", "threads": "--threads", "cluster": "--cluster", "overwrite": "--overwrite",
 	"tol": "--tol", "max_iter": "--max-iter", "time_limit": "--time-limit", "stall_tol": "--stall-tol",
-	"ranks": "--ranks", "seeds": "--seeds", "parallel": "--parallel",
+	"ranks": "--ranks", "seeds": "--seeds", "folds": "--folds", "parallel": "--parallel",
 }
 
 // flagOf returns the flag of a field (the field itself when no flag sets it).

@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/didnmf/didnmf"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/sweep"
 )
 
 // notForSweep are the flags of factorize a sweep does not take: it chooses the rank and the
@@ -25,21 +27,28 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	all := flag.NewFlagSet("factorize", flag.ContinueOnError)
 	var jf jobFlags
 	of := registerFactorize(all, &jf)
+	sweepDefaults(all, &jf)
 	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
 	all.VisitAll(func(f *flag.Flag) {
 		if !notForSweep[f.Name] {
 			fs.Var(f.Value, f.Name, f.Usage)
 		}
 	})
-	ranks, seeds, firstSeed, parallel := registerSweep(fs)
+	ranks, seeds, firstSeed, parallel, folds := registerSweep(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: didnmf sweep --input PATH --ranks FROM:TO[:STEP] [--seeds N] --out DIR [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: didnmf sweep --input PATH --ranks FROM:TO[:STEP] [--seeds N] [--folds F] --out DIR [flags]\n\n"+
 			"chooses the rank: factorizes the input at every rank of --ranks with --seeds seeds each (concurrently on\n"+
 			"--nodes or a --cluster, each job surviving node loss like any), and writes into --out sweep.json and\n"+
-			"sweep.tsv (the train error, iterations and seconds of every run, and per rank their spread and the\n"+
-			"stability of the bases across seeds: cNMF's consensus, a silhouette of the seeds' components), the\n"+
+			"sweep.tsv (the train and test errors, iterations and seconds of every run, and per rank their spread and\n"+
+			"the stability of the bases across seeds: cNMF's consensus, a silhouette of the seeds' components), the\n"+
 			"consensus basis of every rank (consensus_basis_K.npy, features x K), the suggested rank with the rule\n"+
-			"used, and sweep.png/.svg (error and stability against the rank)\n\nflags:\n")
+			"used, and sweep.png/.svg (error and stability against the rank).\n\n"+
+			"By default the sweep cross-validates: every run holds out --test-fraction (0.1) of the entries, each seed\n"+
+			"its own set (fold f holds out the entries of test seed --test-seed + f), and the suggested rank is the\n"+
+			"smallest whose test error is within one standard error over the folds (paired) of the lowest; when no rank\n"+
+			"does better than the smallest tried by more than that, it says it cannot tell. The runs go to convergence\n"+
+			"(--max-iter 2000, --stall-tol 1e-5 by default here); a run that hits a cap makes the suggestion unreliable,\n"+
+			"and the sweep says so. --test-fraction 0 turns cross-validation off (the rank is then the most stable).\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -52,7 +61,19 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := didnmf.SweepOptions{Ranks: ks, Seeds: *seeds, FirstSeed: *firstSeed, Parallel: *parallel}
+	if *folds < 0 || *folds > *seeds {
+		return badInput("--folds must be between 1 and --seeds (%d), or 0 for one per seed; got %d", *seeds, *folds)
+	}
+	if *folds > 1 && jf.testFraction == 0 {
+		return badInput("--folds %d needs held-out entries: --test-fraction is 0", *folds)
+	}
+	if *folds == 0 { // one held-out set per seed, or none
+		*folds = 1
+		if jf.testFraction > 0 {
+			*folds = *seeds
+		}
+	}
+	opts := didnmf.SweepOptions{Ranks: ks, Seeds: *seeds, Folds: *folds, FirstSeed: *firstSeed, Parallel: *parallel}
 	if err := opts.Check(nil); err != nil {
 		return err
 	}
@@ -84,20 +105,28 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	if !*of.quiet {
 		p := cmp.Or(*parallel, runner.Parallelism())
-		fmt.Fprintf(stderr, "sweep: %s, ranks %s, %d seed(s): %d jobs, %d at once on %s\n", j0.Name(), rankList(ks), *seeds, len(ks)**seeds, p, j0.Target)
+		cv := "no test set"
+		if jf.testFraction > 0 {
+			cv = fmt.Sprintf("%d fold(s) of %g held out", *folds, jf.testFraction)
+		}
+		fmt.Fprintf(stderr, "sweep: %s, ranks %s, %d seed(s), %s: %d jobs, %d at once on %s\n", j0.Name(), rankList(ks), *seeds, cv,
+			len(ks)**seeds, p, j0.Target)
 		opts.OnRun = func(e didnmf.SweepEvent) {
 			switch {
 			case e.Retry:
-				fmt.Fprintf(stderr, "  K=%d seed %d failed (%v); running it again\n", e.K, e.Seed, e.Err)
+				fmt.Fprintf(stderr, "  K=%d seed %d fold %d failed (%v); running it again\n", e.K, e.Seed, e.Fold, e.Err)
 			case e.Err != nil:
-				fmt.Fprintf(stderr, "  [%d/%d] K=%d seed %d: failed: %v\n", e.Done, e.Total, e.K, e.Seed, e.Err)
+				fmt.Fprintf(stderr, "  [%d/%d] K=%d seed %d fold %d: failed: %v\n", e.Done, e.Total, e.K, e.Seed, e.Fold, e.Err)
 			default:
-				res, test := e.Result, ""
+				res, test, capped := e.Result, "", ""
 				if res.TestCount > 0 {
 					test = fmt.Sprintf(", test %.4g", res.TestRelErr2())
 				}
-				fmt.Fprintf(stderr, "  [%d/%d] K=%d seed %d: %d iterations in %s, rel_err2 %.4g%s (%s elapsed)\n", e.Done, e.Total, e.K, e.Seed,
-					res.Iterations, secondsText(res.Seconds), res.RelErr2(), test, secondsText(e.Elapsed.Seconds()))
+				if res.StopReason == kernels.StopMaxIter || res.StopReason == kernels.StopTimeLimit {
+					capped = fmt.Sprintf(", stopped at the cap (%s): not converged", res.StopReason)
+				}
+				fmt.Fprintf(stderr, "  [%d/%d] K=%d seed %d fold %d: %d iterations in %s, rel_err2 %.4g%s%s (%s elapsed)\n", e.Done, e.Total, e.K, e.Seed,
+					e.Fold, res.Iterations, secondsText(res.Seconds), res.RelErr2(), test, capped, secondsText(e.Elapsed.Seconds()))
 			}
 		}
 	}
@@ -121,8 +150,8 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		if b := sw.Busy; b != nil {
 			fmt.Fprintf(stderr, "; the cores were %.0f%% busy (%s of CPU on %d cores)", 100*b.Share, secondsText(b.CPUSeconds), b.Cores)
 		}
-		fmt.Fprintf(stderr, "\n%s\nsuggested rank: %d (%s)\nwrote sweep.json, sweep.tsv, sweep.png, sweep.svg and consensus_basis_K.npy for each rank into %s\n",
-			cappedLine(rep), sw.Suggested, sw.Rule, dir)
+		fmt.Fprintf(stderr, "\n%s\n%s\nwrote sweep.json, sweep.tsv, sweep.png, sweep.svg and consensus_basis_K.npy for each rank into %s\n",
+			cappedLine(rep), suggestionLine(sw.Suggestion), dir)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("sweep: %d of %d jobs failed (listed in sweep.json); the first: K=%d seed %d: %w", len(failed), len(sw.Runs),
@@ -131,13 +160,45 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// The defaults a sweep changes from factorize's: a sweep cross-validates (10% of the entries
+// held out) and runs each fit to convergence of the masked fit before comparing ranks. The
+// planted-rank bank (internal/rankbank) chose them: see sweep/doc.go.
+const (
+	sweepTestFraction = 0.1
+	sweepMaxIter      = 2000
+	sweepStallTol     = 1e-5
+)
+
+// sweepDefaults sets the defaults a sweep changes in factorize's flags (before parsing).
+func sweepDefaults(fs *flag.FlagSet, jf *jobFlags) {
+	jf.testFraction, jf.maxIter, jf.stallTol = sweepTestFraction, sweepMaxIter, sweepStallTol
+	for name, v := range map[string]string{"test-fraction": strconv.FormatFloat(sweepTestFraction, 'g', -1, 64),
+		"max-iter": strconv.Itoa(sweepMaxIter), "stall-tol": strconv.FormatFloat(sweepStallTol, 'g', -1, 64)} {
+		fs.Lookup(name).DefValue = v
+	}
+}
+
+// suggestionLine is the console's line on the suggested rank: "suggested rank: 6 (rule)",
+// or "cannot tell the rank: reason", and what makes it unreliable.
+func suggestionLine(s sweep.Suggestion) string {
+	line := fmt.Sprintf("suggested rank: %d (%s)", s.K, s.Rule)
+	if s.CannotTell {
+		line = "suggested rank: cannot tell (" + s.Rule + ")"
+	}
+	if s.Unreliable != "" {
+		line += "\nthe suggestion is unreliable: " + s.Unreliable
+	}
+	return line
+}
+
 // registerSweep adds the flags of sweep's own to fs.
-func registerSweep(fs *flag.FlagSet) (ranks *string, seeds *int, firstSeed *uint64, parallel *int) {
+func registerSweep(fs *flag.FlagSet) (ranks *string, seeds *int, firstSeed *uint64, parallel, folds *int) {
 	ranks = fs.String("ranks", "", "the ranks to try, `FROM:TO[:STEP]` (e.g. 2:30 or 2:30:2), or a comma-separated list")
 	seeds = fs.Int("seeds", 5, "runs per rank, with seeds `SEED`, SEED+1, ...: their spread and the stability of their bases across seeds")
 	firstSeed = fs.Uint64("seed", 1, "the first `SEED` (synthetic inputs are generated from it, the same for every run)")
 	parallel = fs.Int("parallel", 0, "jobs at once (0: one in this process, one per node with --nodes or per member with --cluster)")
-	return ranks, seeds, firstSeed, parallel
+	folds = fs.Int("folds", 0, "held-out sets per rank, `F` <= --seeds: the run of seed SEED+s holds out fold s mod F (test seed --test-seed + fold), and the test error's standard error is over the folds; 0: one per seed with a --test-fraction, 1 without")
+	return ranks, seeds, firstSeed, parallel, folds
 }
 
 // parseRanks parses --ranks: FROM:TO[:STEP] or a comma-separated list, each rank >= 1.
@@ -199,8 +260,8 @@ func rankList(ks []int) string {
 }
 
 // cappedLine is the console's line on the runs that hit a cap: "15 of 24 runs hit the
-// iteration cap or time limit (K=5, 6, 7): their errors are not converged" or "no run hit
-// the iteration cap or time limit".
+// iteration cap or time limit (K=5, 6, 7): their errors are not converged", with what that
+// means for the suggestion, or "no run hit the iteration cap or time limit".
 func cappedLine(rep didnmf.SweepReport) string {
 	runs, byRank := rep.Runs, rep.CappedByRank()
 	if len(byRank) == 0 {
@@ -213,6 +274,9 @@ func cappedLine(rep didnmf.SweepReport) string {
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)
-	return fmt.Sprintf("%d of %d runs hit the iteration cap or time limit (K=%s): their errors are not converged; "+
-		"raise --max-iter (or the time limit) before trusting the suggestion", n, len(runs), rankList(ks))
+	line := fmt.Sprintf("%d of %d runs hit the iteration cap or time limit (K=%s): their errors are not converged", n, len(runs), rankList(ks))
+	if rep.Unreliable == "" && rep.RuleName == sweep.RuleCV {
+		return line + "; they are above the rank of the lowest test error, and the suggestion does not rest on them"
+	}
+	return line + "; raise --max-iter (or the time limit) before trusting the suggestion"
 }

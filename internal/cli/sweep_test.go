@@ -57,9 +57,15 @@ func TestSweepCommand(t *testing.T) {
 	if code, _, stderr := runNode(t, "sweep", "--input", sweepInput, "--ranks", "2:6", "--seeds", "3", "--quiet", "--out", local); code != 0 {
 		t.Fatal(stderr)
 	}
+	// By default a sweep cross-validates: 10% held out, one fold per seed.
 	r := readSweep(t, local)
-	if r.Suggested != 4 || !strings.Contains(r.Rule, "silhouette") || len(r.Runs) != 15 || len(r.PerRank) != 5 {
-		t.Errorf("suggested K=%d by %q; %d runs, %d ranks", r.Suggested, r.Rule, len(r.Runs), len(r.PerRank))
+	if r.Suggested != 4 || r.RuleName != "cv-paired-one-se" || r.CannotTell || r.Folds != 3 || len(r.Runs) != 15 || len(r.PerRank) != 5 {
+		t.Errorf("suggested K=%d by %s (%q), %d folds; %d runs, %d ranks", r.Suggested, r.RuleName, r.Rule, r.Folds, len(r.Runs), len(r.PerRank))
+	}
+	for i, run := range r.Runs {
+		if run.Fold != i%3 || run.TestSeed != 1+uint64(i%3) || run.TestRelErr2 == nil {
+			t.Errorf("run %d: fold %d, test seed %d", i, run.Fold, run.TestSeed)
+		}
 	}
 	if b := r.Busy; b == nil || b.CPUSeconds <= 0 || b.Cores < 1 || b.Share <= 0 {
 		t.Errorf("sweep.json says nothing of how busy the cores were: %+v", b)
@@ -70,7 +76,7 @@ func TestSweepCommand(t *testing.T) {
 		}
 	}
 	tsv := strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(local, "sweep.tsv")))), "\n")
-	if len(tsv) != 16 || !strings.HasPrefix(tsv[0], "k\tseed\ttrain_rel_err2") {
+	if len(tsv) != 16 || !strings.HasPrefix(tsv[0], "k\tseed\tfold\ttrain_rel_err2") {
 		t.Errorf("sweep.tsv: %d lines, header %q", len(tsv), tsv[0])
 	}
 	// The same sweep (shorter) in this process and on 3 actor systems, 3 jobs at once.
@@ -103,7 +109,10 @@ func TestSweepRefuses(t *testing.T) {
 		{"unsorted list", []string{"--input", sweepInput, "--ranks", "3,2"}, "increasing order"},
 		{"rank above the features", []string{"--input", sweepInput, "--ranks", "2:21"}, "--rank: rank 21 out of range"},
 		{"no seeds", []string{"--input", sweepInput, "--ranks", "2:3", "--seeds", "0"}, "--seeds must be between 1 and 1000"},
-		{"seedless init", []string{"--input", sweepInput, "--ranks", "2:3", "--init", "nndsvd"}, "--init nndsvd does not depend on the seed"},
+		{"seedless init", []string{"--input", sweepInput, "--ranks", "2:3", "--init", "nndsvd", "--test-fraction", "0"}, "--init nndsvd does not depend on the seed"},
+		{"seedless init, cross-validated", []string{"--input", sweepInput, "--ranks", "2:3", "--init", "nndsvd", "--seeds", "1"}, "--init nndsvd needs every entry of X: with --test-fraction"},
+		{"folds above seeds", []string{"--input", sweepInput, "--ranks", "2:3", "--seeds", "2", "--folds", "3"}, "--folds must be between 1 and --seeds (2)"},
+		{"folds, no test set", []string{"--input", sweepInput, "--ranks", "2:3", "--folds", "2", "--test-fraction", "0"}, "--folds 2 needs held-out entries"},
 		{"rank flag", []string{"--input", sweepInput, "--ranks", "2:3", "--rank", "3"}, "flag provided but not defined: -rank"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -230,19 +239,57 @@ func TestSweepSaysCapped(t *testing.T) {
 	if code != 0 {
 		t.Fatal(stderr)
 	}
-	if want := "4 of 4 runs hit the iteration cap or time limit (K=2,3)"; !strings.Contains(stderr, want) {
-		t.Errorf("the console does not say %q:\n%s", want, stderr)
+	for _, want := range []string{"4 of 4 runs hit the iteration cap or time limit (K=2,3)",
+		"the suggestion is unreliable: 4 of 4 runs (K=2, 3) stopped at the iteration cap or the time limit before converging: their errors (every run)"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the console does not say %q:\n%s", want, stderr)
+		}
 	}
-	if svg := string(mustRead(t, filepath.Join(out, "sweep.svg"))); !strings.Contains(svg, "4 of 4 runs hit the iteration cap") {
-		t.Error("sweep.svg does not count the capped runs")
+	svg := string(mustRead(t, filepath.Join(out, "sweep.svg")))
+	for _, want := range []string{"4 of 4 runs hit the iteration cap", "unreliable: 4 of 4 runs"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("sweep.svg does not say %q", want)
+		}
 	}
 	rep := readSweep(t, out)
-	if rep.CappedRuns != 4 || !slices.Equal(rep.CappedRanks, []int{2, 3}) {
-		t.Errorf("sweep.json: %d capped runs at ranks %v, want 4 at [2 3]", rep.CappedRuns, rep.CappedRanks)
+	if rep.CappedRuns != 4 || !slices.Equal(rep.CappedRanks, []int{2, 3}) || !strings.HasPrefix(rep.Unreliable, "4 of 4 runs (K=2, 3) stopped at the iteration cap") {
+		t.Errorf("sweep.json: %d capped runs at ranks %v, unreliable %q; want 4 at [2 3], said", rep.CappedRuns, rep.CappedRanks, rep.Unreliable)
 	}
 	for _, r := range rep.Runs {
 		if r.StopReason != "max-iter" {
 			t.Errorf("K=%d seed %d stopped by %q", r.K, r.Seed, r.StopReason)
 		}
+	}
+}
+
+// TestSweepCannotTell: on noise, with no planted rank, the sweep says it cannot tell, in
+// sweep.json, on the console and on the figure, and suggests no number.
+func TestSweepCannotTell(t *testing.T) {
+	dir := t.TempDir()
+	// Uniform noise: nothing but its mean fits held-out entries.
+	data := make([]float64, 300*20)
+	x := uint64(12345)
+	for i := range data {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		data[i] = float64(x>>11) / (1 << 53)
+	}
+	in := filepath.Join(dir, "noise.npy")
+	writeNPY(t, in, 300, 20, data)
+	out := filepath.Join(dir, "out")
+	code, _, stderr := runNode(t, "sweep", "--input", in, "--ranks", "1:4", "--seeds", "3", "--out", out)
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	if want := "suggested rank: cannot tell (cannot tell: no rank fits the held-out entries better than the smallest tried (K=1"; !strings.Contains(stderr, want) {
+		t.Errorf("the console does not say %q:\n%s", want, stderr)
+	}
+	rep := readSweep(t, out)
+	if !rep.CannotTell || rep.Suggested != 0 || !strings.Contains(rep.Reason, "the signal beyond one component is below the noise") || rep.Folds != 3 {
+		t.Errorf("sweep.json: cannot tell %v, K=%d, reason %q, %d folds", rep.CannotTell, rep.Suggested, rep.Reason, rep.Folds)
+	}
+	if svg := string(mustRead(t, filepath.Join(out, "sweep.svg"))); !strings.Contains(svg, "cannot tell the rank") {
+		t.Error("sweep.svg does not say it cannot tell")
 	}
 }

@@ -30,14 +30,25 @@ class SweepResult:
     Attributes
     ----------
     runs : pandas.DataFrame
-        One row per run: k, seed, train_rel_err2 (and test_rel_err2 with a test set),
-        iterations, seconds, stop_reason.
+        One row per run: k, seed, fold and test_seed (its held-out set), train_rel_err2 (and
+        test_rel_err2 with a test set), iterations, seconds, stop_reason ("max-iter" or
+        "time-limit": the run hit a cap and did not converge).
     ranks : pandas.DataFrame
-        One row per rank: runs, mean train (and test) error and its standard error,
-        stability_silhouette and stability_agreement across the seeds, mean iterations and
-        seconds.
-    suggested_rank : int
-        The rank the sweep suggests; ``rule`` says why.
+        One row per rank: runs, folds, capped_runs, mean train (and test) error and its
+        standard error (the test error's over the folds), stability_silhouette and
+        stability_agreement across the runs, mean iterations and seconds.
+    suggested_rank : int or None
+        The rank the sweep suggests; ``rule`` says why, and ``rule_name`` names the rule.
+        None when the sweep cannot tell (``cannot_tell``; ``reason`` says why: no rank fits
+        the held-out entries better than the smallest tried by more than the spread over
+        the folds, as when the signal is below the noise).
+    cannot_tell : bool
+    reason : str
+        Why the sweep cannot tell ('' when it can).
+    unreliable : str
+        When not '', why the suggestion may be wrong: which runs stopped at a cap.
+    folds : int
+        The number of held-out sets (folds).
     consensus_bases : dict of int to ndarray
         The consensus basis of every rank (n_features x K, as ``components_.T``).
     report : dict
@@ -50,15 +61,20 @@ class SweepResult:
         self.report = report
         self.runs = runs
         self.ranks = ranks
-        self.suggested_rank = int(report["suggested_k"])
+        self.cannot_tell = bool(report.get("cannot_tell", False))
+        self.suggested_rank = None if self.cannot_tell else int(report["suggested_k"])
         self.rule = report["rule"]
+        self.rule_name = report.get("rule_name", "")
+        self.reason = report.get("reason", "")
+        self.unreliable = report.get("unreliable", "")
+        self.folds = int(report.get("folds", 1))
         self.consensus_bases = consensus_bases
         self.png = png
 
     def __repr__(self):
         return (
             f"SweepResult(ranks={list(self.ranks['k'])}, runs={len(self.runs)}, "
-            f"suggested_rank={self.suggested_rank})"
+            f"suggested_rank={self.suggested_rank}, cannot_tell={self.cannot_tell})"
         )
 
     def plot(self, out=None):
@@ -105,16 +121,17 @@ def sweep(
     X,
     ranks,
     seeds=5,
-    test_fraction=0.0,
+    test_fraction=0.1,
     *,
+    folds=None,
     seed=1,
     parallel=0,
     init=None,
     solver="cd",
     algo=None,
     beta_loss="frobenius",
-    tol=1e-4,
-    max_iter=200,
+    tol=1e-5,
+    max_iter=2000,
     alpha_W=0.0,
     alpha_H="same",
     l1_ratio=0.0,
@@ -143,10 +160,16 @@ def sweep(
     to it, which the nodes read).
     ``ranks``: 'FROM:TO[:STEP]', e.g. '2:10', or a list of ints; ``seeds``: runs per rank
     (seeds ``seed``, ``seed``+1, ...); ``test_fraction``: hold this fraction of the entries out
-    (the test error then guides the suggestion, as cross-validation). ``parallel``: jobs at
+    (the default, 0.1, cross-validates: the test error then guides the suggestion; 0 turns it
+    off, and the most stable rank is suggested); ``folds``: the held-out sets, at most
+    ``seeds`` (None: one per seed, each run its own; the run of seed index s holds out fold
+    s mod folds), over which the test error's standard error is taken. ``parallel``: jobs at
     once (0: one here, one per node with nodes or cluster). ``init``: None is the command's
-    'random' (the seeds must give different runs; 'nndsvd' and 'nndsvda' need seeds=1). The
-    other parameters are ``NMF``'s; tol and max_iter default to scikit-learn's.
+    'random' (the seeds must give different runs; 'nndsvd' and 'nndsvda' need seeds=1 and
+    test_fraction=0). The other parameters are ``NMF``'s; tol (the stall tolerance) and
+    max_iter default to the command's for a sweep (1e-5 and 2000), which let the masked fits
+    converge before their test errors are compared: a run that hits max_iter makes the
+    suggestion unreliable (``unreliable``).
     """
     import pandas as pd
 
@@ -156,6 +179,10 @@ def sweep(
         raise ValueError(f"seed must be an int in [0, 2**64). Got {seed!r} instead.")
     if not (isinstance(parallel, numbers.Integral) and parallel >= 0):
         raise ValueError(f"parallel must be an int >= 0. Got {parallel!r} instead.")
+    if folds is not None and not (
+        isinstance(folds, numbers.Integral) and not isinstance(folds, bool) and 1 <= folds <= seeds
+    ):
+        raise ValueError(f"folds must be None or an int between 1 and seeds ({seeds}). Got {folds!r} instead.")
     ranks_flag = _ranks_flag(ranks)
     est = NMF(
         init=init,
@@ -203,6 +230,10 @@ def sweep(
             args += ["--init", p["init"]]
         if parallel:
             args += ["--parallel", parallel]
+        if folds is not None:
+            args += ["--folds", folds]
+        if not test_fraction:  # the command cross-validates unless told not to
+            args += ["--test-fraction", "0"]
         args += _params.model_flags(p) + _params.run_flags(p, in_memory)
         run(args, verbose=p["verbose"], binary=binary)
         with open(os.path.join(out, "sweep.json"), encoding="utf-8") as f:

@@ -33,17 +33,21 @@ def fake_ipython(monkeypatch):
 
 
 def test_sweep_matches_the_command(counts, tmp_path, cli):
-    res = didnmf.sweep(counts, ranks=[3, 5, 7], seeds=2, test_fraction=0.1)
+    # The defaults are the command's: cross-validated, one fold per seed.
+    res = didnmf.sweep(counts, ranks=[3, 5, 7], seeds=2)
     assert isinstance(res.runs, pd.DataFrame) and len(res.runs) == 6
     assert list(res.runs["k"]) == [3, 3, 5, 5, 7, 7] and list(res.runs["seed"]) == [1, 2] * 3
+    assert list(res.runs["fold"]) == [0, 1] * 3 and list(res.runs["test_seed"]) == [1, 2] * 3
     assert res.runs["test_rel_err2"].notna().all()
     assert list(res.ranks["k"]) == [3, 5, 7] and "stability_silhouette" in res.ranks
-    assert res.suggested_rank in (3, 5, 7) and res.rule
+    assert list(res.ranks["folds"]) == [2, 2, 2] and res.folds == 2
+    assert res.rule and res.rule_name == "cv-paired-one-se"
+    assert (res.suggested_rank is None) == res.cannot_tell == bool(res.reason)
+    assert res.suggested_rank in (None, 3, 5, 7) and isinstance(res.unreliable, str)
     assert res.png.startswith(PNG)
     np.save(tmp_path / "x.npy", counts)
     out = tmp_path / "cli"
-    cli("sweep", "--input", tmp_path / "x.npy", "--ranks", "3,5,7", "--seeds", 2, "--test-fraction", 0.1,
-        "--max-iter", 200, "--stall-tol", 0.0001, "--out", out, "--quiet")
+    cli("sweep", "--input", tmp_path / "x.npy", "--ranks", "3,5,7", "--seeds", 2, "--out", out, "--quiet")
     for k in (3, 5, 7):
         want = np.load(out / f"consensus_basis_{k}.npy")
         assert res.consensus_bases[k].shape == (40, k)
@@ -51,6 +55,23 @@ def test_sweep_matches_the_command(counts, tmp_path, cli):
     table = pd.read_csv(out / "sweep.tsv", sep="\t")
     np.testing.assert_allclose(res.runs["train_rel_err2"], table["train_rel_err2"], rtol=1e-6)
     assert list(res.runs["iterations"]) == list(table["iterations"])
+
+
+def test_sweep_cannot_tell(tmp_path):
+    """On noise the sweep cannot tell: suggested_rank None, with the reason."""
+    rng = np.random.default_rng(3)
+    res = didnmf.sweep(rng.random((300, 20)), ranks="1:4", seeds=3)
+    assert res.cannot_tell and res.suggested_rank is None and "below the noise" in res.reason
+    assert res.report["cannot_tell"] and res.report["suggested_k"] == 0
+
+
+def test_sweep_folds_and_no_test_set(counts):
+    res = didnmf.sweep(counts, ranks=[2, 3], seeds=4, folds=2, max_iter=50)
+    assert list(res.runs["fold"]) == [0, 1, 0, 1] * 2 and res.folds == 2
+    plain = didnmf.sweep(counts, ranks=[2, 3], seeds=2, test_fraction=0)
+    assert plain.folds == 1 and "test_rel_err2" not in plain.runs and plain.rule_name == "stability"
+    with pytest.raises(ValueError, match="folds must be None or an int between 1 and seeds"):
+        didnmf.sweep(counts, ranks=[2], seeds=2, folds=3)
 
 
 def test_sweep_ranks_forms(counts):

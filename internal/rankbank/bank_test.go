@@ -1,0 +1,104 @@
+package rankbank
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
+)
+
+// reducedScore is what the shipped rule scores on the reduced bank today: a change of the
+// rule or of the sweep's defaults that scores less fails TestReducedBank.
+var reducedScore = Score{Visible: 5, Exact: 5, Within1: 5, Below: 1, Cannot: 1}
+
+// TestReducedBank sweeps the reduced bank through the real Runner.Sweep with the CLI's
+// defaults and fails when the shipped rule finds fewer planted ranks, or says "cannot tell"
+// less often below the noise, than it does today.
+func TestReducedBank(t *testing.T) {
+	var outs []*Outcome
+	for _, c := range Reduced() {
+		out, err := Sweep(context.Background(), c, t.TempDir(), Defaults)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, out)
+	}
+	var b strings.Builder
+	WriteCases(&b, outs)
+	t.Logf("the reduced bank:\n%s", b.String())
+	got := Scores(outs, []Rule{Shipped})[0]
+	if got.Exact < reducedScore.Exact || got.Within1 < reducedScore.Within1 || got.Cannot < reducedScore.Cannot ||
+		got.Visible != reducedScore.Visible || got.Below != reducedScore.Below {
+		t.Errorf("the shipped rule scores exact %d, within ±1 %d of %d visible, cannot tell %d of %d below the noise; today's: %d, %d, %d",
+			got.Exact, got.Within1, got.Visible, got.Cannot, got.Below, reducedScore.Exact, reducedScore.Within1, reducedScore.Cannot)
+	}
+	for _, o := range outs {
+		if o.Suggestion.CannotTell && !strings.Contains(o.Suggestion.Reason, "cannot tell") {
+			t.Errorf("%s: cannot tell without the reason: %+v", o.Case.Name(), o.Suggestion)
+		}
+		// Runs above the data's rank may hit the cap (their masked fits converge slowly);
+		// those the suggestion rests on must not, with the default stop rule.
+		if o.Suggestion.Unreliable != "" {
+			t.Errorf("%s: %s", o.Case.Name(), o.Suggestion.Unreliable)
+		}
+	}
+}
+
+// TestGenerate: a case is the same matrix from the same seed, has its planted visibility,
+// and a sparse case's .mtx reads back as the matrix.
+func TestGenerate(t *testing.T) {
+	for _, c := range Reduced() {
+		a, err := c.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := c.Generate()
+		if !slices.Equal(a.X, b.X) {
+			t.Errorf("%s: another matrix from the same seed", c.Name())
+		}
+		which := c.K - 1
+		if c.BelowNoise() {
+			which = 1
+		}
+		edge := Edge(c.Samples, c.Features)
+		if v := a.Singular[which] / (a.Sigma * edge); math.Abs(v-c.Visibility) > 1e-6*c.Visibility {
+			t.Errorf("%s: visibility %v", c.Name(), v)
+		}
+		for _, x := range a.X {
+			if !(x >= 0) {
+				t.Fatalf("%s: entry %v", c.Name(), x)
+			}
+		}
+		if !c.BelowNoise() && a.Clipped > 0.001 {
+			t.Errorf("%s: %.3f of the entries clipped", c.Name(), a.Clipped)
+		}
+		path, err := c.Write(t.TempDir(), a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (filepath.Ext(path) == ".mtx") != c.Sparse {
+			t.Errorf("%s written as %s", c.Name(), path)
+		}
+		src, err := matio.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, m := src.Samples(), src.Features()
+		blk, err := src.Read(0, n, matio.LayoutDense)
+		src.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := blk.(*kernels.Dense).Data // M x N column-major: samples x features row-major
+		if n != c.Samples || m != c.Features || !slices.Equal(got, a.X) {
+			t.Errorf("%s: %s reads back as %d x %d, other values", c.Name(), path, n, m)
+		}
+		os.Remove(path)
+	}
+}
