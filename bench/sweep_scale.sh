@@ -171,9 +171,11 @@ print("sweep_scale summary")
 print("  matrix      %s: $rows x $cols, density $density, K=$k planted" % "$x")
 print("  sweep       ranks %s x %d seeds = %d runs, %d shards a run, on 3 members; %d failed" % (rep["ranks"], rep["seeds"], len(runs), rep["shards"], len(failed)))
 print("  kill        scale-3 killed with SIGKILL after $kill_after runs ended%s" % ("; restarted $restart_after s later" if "$restart" == "yes" else "; not restarted"))
+import glob
 log = open("$run/sweep.log").read()
-print("  recovery    %d rollbacks and takeovers, %d runs run again (sweep.log's warnings)" % (
-    sum(1 for l in log.splitlines() if "warning:" in l), log.count("; running it again")))
+recovered = sum(open(f).read().count('msg="recovering the job"') for f in glob.glob("$run/node*.log"))
+print("  recovery    %d job recoveries logged by the members (rollbacks, takeovers), %d runs run again" % (
+    recovered, log.count("; running it again")))
 print("  suggested   K=%d (%s); %d runs capped" % (rep["suggested_k"], rep["rule"], rep["capped_runs"]))
 print("  wall        %.0f s (sweep.json %.0f s); per run: median %.1f s, min %.1f, max %.1f; iterations median %d" % (
     $end - $start, rep["seconds"], statistics.median(secs), min(secs), max(secs), statistics.median(r["iterations"] for r in runs)))
