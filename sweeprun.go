@@ -48,8 +48,8 @@ type SweepOptions struct {
 	OnRun func(SweepEvent)
 }
 
-// SweepEvent is a run of a sweep that ended (Err nil: with Result) or failed and runs again
-// (Retry).
+// SweepEvent is a run of a sweep that ended (Err nil: with Result, which like SweepRun's
+// has no coefficients) or failed and runs again (Retry).
 type SweepEvent struct {
 	K, Seed, Fold int
 	// Done of Total runs have ended (a retry is not an end).
@@ -61,7 +61,9 @@ type SweepEvent struct {
 	Elapsed time.Duration
 }
 
-// SweepRun is one run of a sweep: its result, or why it failed.
+// SweepRun is one run of a sweep: its result, or why it failed. The result holds the run's
+// basis, errors, stop reason and history but not its coefficients (Result.C is nil): a
+// sweep's memory grows with its runs' bases (features x K each), not with the samples.
 type SweepRun struct {
 	K, Seed int
 	// Fold is the run's held-out set: its test seed is the job's TestSeed + Fold.
@@ -247,7 +249,8 @@ feed:
 }
 
 // sweepRun runs the sweep's job of rank k, seed and fold (test seed j0's + fold), again when
-// it failed for a reason that is not its input's; retried tells of each retry.
+// it failed for a reason that is not its input's; retried tells of each retry. The result it
+// returns has no coefficients (C nil).
 func (r *Runner) sweepRun(ctx context.Context, j0 *Job, k, seed, fold int, retried func(error)) (*Result, error) {
 	j, err := j0.Derive(func(s *Spec) { s.Rank, s.Seed, s.TestSeed = k, uint64(seed), s.TestSeed+uint64(fold) })
 	if err != nil {
@@ -257,6 +260,10 @@ func (r *Runner) sweepRun(ctx context.Context, j0 *Job, k, seed, fold int, retri
 	for attempt := 1; ; attempt++ {
 		res, err := r.Run(ctx, j, Options{})
 		if err == nil {
+			// The sweep keeps a run's basis, errors and history, never its coefficients:
+			// C is K x samples, and a sweep's runs would hold them all (260 runs over
+			// 200,000 samples: GBs) for nothing it summarizes or saves.
+			res.C = nil
 			return res, nil
 		}
 		if usererr.Is(err) || ctx.Err() != nil || attempt == SweepAttempts {

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# The sweep at the scale of the people who ask (issue 34): a rank sweep over a large sparse
+# count matrix with planted programs, on 3 local `didnmf serve` members, one of which is
+# killed with SIGKILL mid-sweep; then checks that every run ended and prints one summary
+# (wall time, runs, per-run seconds, peak RSS of each member and of the sweep's driver,
+# CPU seconds, the load average, the bytes of spectra the driver held).
+#
+#   bench/sweep_scale.sh                                   # the issue's: 200,000 x 20,000, 2%, K=5..30 x 10
+#   bench/sweep_scale.sh --ranks 5:30:5 --seeds 3          # a reduction
+#   bench/sweep_scale.sh --rows 20000 --cols 2000 --ranks 5:20:5 --seeds 2 --kill-after 2
+#   bench/sweep_scale.sh ... -- --max-iter 200             # flags after -- go to `didnmf sweep`
+#
+# Flags (defaults: the issue's):
+#   --rows N (200000) --cols N (20000) --density D (0.02) --k K (15, planted)   the matrix
+#   --ranks LIST (5:30) --seeds N (10) --shards N (3)                           the sweep
+#   --work DIR (/tmp/didnmf-sweep-scale)   binaries, the matrix (kept: made once), nodes, output
+#   --kill-after N (3)      kill the third member with SIGKILL once N runs have ended
+#   --restart yes|no (yes)  start it again (same name and data dir) --restart-after seconds later
+#   --restart-after S (20)
+#   --port P (27950)        members gossip on 127.0.0.1:P+1..P+3
+# Run it from anywhere inside the repository (it builds ./cmd/didnmf and ./bench/sweepscale);
+# run it under `nice` on a shared machine: the members and the driver inherit it.
+#
+# The sweep runs with --test-fraction 0: a held-out set over a sparse matrix holds every
+# held-out entry, zeros included (32 bytes each on the shards: 10% of 200,000 x 20,000 is
+# 12.8 GB), so at this scale the sweep chooses by stability, as cNMF does. Give
+# `-- --test-fraction F` to try otherwise.
+set -euo pipefail
+
+rows=200000 cols=20000 density=0.02 k=15
+ranks=5:30 seeds=10 shards=3
+work=/tmp/didnmf-sweep-scale
+kill_after=3 restart=yes restart_after=20 port=27950
+extra=()
+while (($#)); do
+	case $1 in
+	--rows) rows=$2; shift 2 ;;
+	--cols) cols=$2; shift 2 ;;
+	--density) density=$2; shift 2 ;;
+	--k) k=$2; shift 2 ;;
+	--ranks) ranks=$2; shift 2 ;;
+	--seeds) seeds=$2; shift 2 ;;
+	--shards) shards=$2; shift 2 ;;
+	--work) work=$2; shift 2 ;;
+	--kill-after) kill_after=$2; shift 2 ;;
+	--restart) restart=$2; shift 2 ;;
+	--restart-after) restart_after=$2; shift 2 ;;
+	--port) port=$2; shift 2 ;;
+	--) shift; extra=("$@"); break ;;
+	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "sweep_scale.sh: unknown flag $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+case $restart in yes | no) ;; *) echo "sweep_scale.sh: --restart yes or no, got $restart" >&2; exit 2 ;; esac
+
+say() { echo "sweep_scale: $*" >&2; }
+root=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$work/bin"
+work=$(cd "$work" && pwd)
+say "building didnmf and the generator into $work/bin"
+(cd "$root" && go build -o "$work/bin/didnmf" ./cmd/didnmf && go build -o "$work/bin/sweepscale" ./bench/sweepscale)
+didnmf=$work/bin/didnmf
+
+# The matrix, made once per shape.
+x=$work/x_${rows}x${cols}_d${density}_k${k}.npz
+if [[ ! -f $x ]]; then
+	say "generating $x"
+	/usr/bin/time -f "sweep_scale: generated in %e s wall, %U+%S s CPU, %M KB peak" \
+		"$work/bin/sweepscale" -rows "$rows" -cols "$cols" -density "$density" -k "$k" -out "$x"
+fi
+
+# A fresh run directory: the nodes' data dirs, the secret, the logs and the sweep's output.
+run=$work/run-$(date -u +%Y%m%dT%H%M%S)
+mkdir -p "$run"
+secret=$run/cluster.secret
+declare -a pids
+cleanup() {
+	for p in "${pids[@]}"; do
+		[[ -n $p ]] && kill "$p" 2>/dev/null || true
+	done
+}
+trap cleanup EXIT
+gossip() { echo "127.0.0.1:$((port + $1))"; }
+start_member() { # start_member I [LOG SUFFIX]
+	local i=$1 join=()
+	((i > 1)) && join=(--join "$(gossip 1)")
+	"$didnmf" serve --bind "$(gossip "$i")" --name "scale-$i" --data-dir "$run/node$i" --data-root "$work" \
+		--secret-file "$secret" "${join[@]}" >"$run/node$i${2:-}.log" 2>&1 &
+	pids[i]=$!
+	disown "${pids[i]}" # its SIGKILL is ours: no job-control notice
+}
+members() { "$didnmf" status --cluster "$(gossip 1)" --secret-file "$secret" 2>/dev/null | awk '$2 == "member"' | wc -l; }
+wait_members() { # wait_members N
+	for _ in $(seq 1 120); do
+		(($(members) == $1)) && return 0
+		sleep 1
+	done
+	say "the cluster did not reach $1 members"; return 1
+}
+# hwm PID: the process's peak resident set (kB); cpu PID: its user+system seconds.
+hwm() { awk '/^VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / t}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+
+for i in 1 2 3; do
+	start_member "$i"
+	((i == 1)) && for _ in $(seq 1 50); do [[ -f $secret ]] && break; sleep 0.2; done
+done
+wait_members 3
+say "3 members up on $(gossip 1)..$(gossip 3); sweeping $x (ranks $ranks, $seeds seeds, $shards shards)"
+
+out=$run/sweep
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+start=$(date +%s.%N)
+/usr/bin/time -o "$run/driver.time" -f "%e %U %S %M" \
+	"$didnmf" sweep --cluster "$(gossip 1)" --secret-file "$secret" --input "$x" --ranks "$ranks" --seeds "$seeds" \
+	--shards "$shards" --test-fraction 0 --out "$out" "${extra[@]}" >"$run/sweep.log" 2>&1 &
+sweep_pid=$!
+
+# Follow the sweep: kill the third member once kill_after runs ended, restart it if asked;
+# sample the load average every 5 s.
+killed_at="" restarted_at="" killed_hwm=0 killed_cpu=0 killed_pid=${pids[3]}
+: >"$run/load"
+while kill -0 "$sweep_pid" 2>/dev/null; do
+	sleep 5
+	cut -d' ' -f1 /proc/loadavg >>"$run/load"
+	ended=$(grep -c '^  \[[0-9]*/[0-9]*\]' "$run/sweep.log" || true)
+	if [[ -z $killed_at ]] && ((ended >= kill_after)); then
+		killed_hwm=$(hwm "$killed_pid") killed_cpu=$(cpu "$killed_pid")
+		kill -9 "$killed_pid"
+		killed_at=$SECONDS
+		say "killed scale-3 (pid $killed_pid) with SIGKILL after $ended runs ended"
+		pids[3]=""
+	fi
+	if [[ $restart == yes && -n $killed_at && -z $restarted_at ]] && ((SECONDS - killed_at >= restart_after)); then
+		start_member 3 .restarted
+		restarted_at=$SECONDS
+		say "restarted scale-3 (pid ${pids[3]})"
+	fi
+done
+status=0
+wait "$sweep_pid" || status=$?
+end=$(date +%s.%N)
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+[[ $restart == yes && -n $restarted_at ]] && wait_members 3 || true
+read -r d_wall d_user d_sys d_kb <"$run/driver.time" || true
+declare -A m_hwm m_cpu
+for i in 1 2 3; do
+	if [[ -n ${pids[i]:-} ]]; then m_hwm[$i]=$(hwm "${pids[i]}") m_cpu[$i]=$(cpu "${pids[i]}"); else m_hwm[$i]=0 m_cpu[$i]=0; fi
+done
+tail -n 6 "$run/sweep.log" >&2
+if ((status != 0)) || [[ ! -f $out/sweep.json ]]; then
+	say "the sweep failed (exit status $status): $run/sweep.log"
+	exit 1
+fi
+[[ -n $killed_at ]] || say "warning: the sweep ended before $kill_after runs had: no member was killed"
+
+# The summary, from sweep.json and the measurements.
+python3 - "$out/sweep.json" <<EOF
+import json, os, statistics, sys
+rep = json.load(open(sys.argv[1]))
+runs = rep["runs"]
+secs = [r["seconds"] for r in runs]
+features = $cols
+spectra = sum(r["k"] * features * 8 for r in runs)
+files = sum(os.path.getsize(os.path.join(os.path.dirname(sys.argv[1]), f)) for f in os.listdir(os.path.dirname(sys.argv[1])) if f.endswith(".npy"))
+loads = [float(l) for l in open("$run/load") if l.strip()] or [0]
+busy = rep.get("cores_busy") or {}
+failed = rep.get("failed") or []
+kb = lambda v: "%.0f MB" % (int(v) / 1024)
+print("sweep_scale summary")
+print("  matrix      %s: $rows x $cols, density $density, K=$k planted" % "$x")
+print("  sweep       ranks %s x %d seeds = %d runs, %d shards a run, on 3 members; %d failed" % (rep["ranks"], rep["seeds"], len(runs), rep["shards"], len(failed)))
+print("  kill        scale-3 killed with SIGKILL after $kill_after runs ended%s" % ("; restarted $restart_after s later" if "$restart" == "yes" else "; not restarted"))
+import glob
+log = open("$run/sweep.log").read()
+recovered = sum(open(f).read().count('msg="recovering the job"') for f in glob.glob("$run/node*.log"))
+print("  recovery    %d job recoveries logged by the members (rollbacks, takeovers), %d runs run again" % (
+    recovered, log.count("; running it again")))
+print("  suggested   K=%d (%s); %d runs capped" % (rep["suggested_k"], rep["rule"], rep["capped_runs"]))
+print("  wall        %.0f s (sweep.json %.0f s); per run: median %.1f s, min %.1f, max %.1f; iterations median %d" % (
+    $end - $start, rep["seconds"], statistics.median(secs), min(secs), max(secs), statistics.median(r["iterations"] for r in runs)))
+print("  CPU         members %.0f s (sweep.json cores_busy; %.0f%% of %d cores), driver %.1f s; load average 1-min: %.1f..%.1f (mean %.1f; at start %s, at end %s)" % (
+    busy.get("cpu_seconds", 0), 100 * busy.get("share", 0), busy.get("cores", 0), float("${d_user:-0}") + float("${d_sys:-0}"),
+    min(loads), max(loads), statistics.mean(loads), "$load0", "$load1"))
+print("  members     CPU s: scale-1 ${m_cpu[1]}, scale-2 ${m_cpu[2]}, scale-3 ${killed_cpu} (killed) + ${m_cpu[3]} (restarted)")
+print("  peak RSS    scale-1 %s, scale-2 %s, scale-3 %s (until killed) / %s (restarted), driver %s" % (
+    kb(${m_hwm[1]}), kb(${m_hwm[2]}), kb($killed_hwm), kb(${m_hwm[3]}), kb(${d_kb:-0})))
+print("  spectra     the driver held %d runs' bases: %.1f MB (sum of K x %d features x 8 bytes); .npy written: %.1f MB" % (
+    len(runs), spectra / 1e6, features, files / 1e6))
+print("  output      $out")
+if failed or rep["suggested_k"] <= 0 and not rep.get("cannot_tell"):
+    sys.exit(1)
+EOF
