@@ -75,6 +75,7 @@ type Client struct {
 	takeoverWait time.Duration
 	mu           sync.Mutex
 	watches      map[string][]*actors.Job // coordinator's actor address -> jobs it coordinates
+	following    map[*actors.Job]bool     // the jobs in watches: each is dropped when it ends
 	submits      map[string][]*submitting // node's actor address -> submissions it has not accepted yet
 	failed       map[string]time.Time     // front doors that did not answer, when (refresh's own)
 	known        []string                 // the gossip addresses of the last view that listed members
@@ -262,7 +263,7 @@ func Connect(cfg ClientConfig) (*Client, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Client{seeds: cfg.Cluster, Members: &View{}, log: logger, watches: map[string][]*actors.Job{},
+	c := &Client{seeds: cfg.Cluster, Members: &View{}, log: logger, watches: map[string][]*actors.Job{}, following: map[*actors.Job]bool{},
 		submits: map[string][]*submitting{}, failed: map[string]time.Time{}}
 	var err error
 	// A client takes part in no collective: it opens no data plane, and runs no host.
@@ -490,10 +491,45 @@ func (c *Client) Submit(ctx context.Context, spec *messages.JobSpec) (*actors.Jo
 // submitting is a submission waiting for its node to accept the job.
 type submitting struct{ cancel context.CancelCauseFunc }
 
+// watch follows job, coordinated at coordinator, for memberGone. A job is followed until it
+// ends and no longer: an ended job holds its result (the coefficients, K x samples), and a
+// client that runs many jobs (a sweep: hundreds) must not keep them all.
 func (c *Client) watch(job *actors.Job, coordinator string) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-job.Done():
+		return // ended while it was being followed elsewhere: nothing to follow
+	default:
+	}
 	c.watches[coordinator] = append(c.watches[coordinator], job)
-	c.mu.Unlock()
+	if !c.following[job] {
+		c.following[job] = true
+		go c.unwatchWhenDone(job)
+	}
+}
+
+// unwatchWhenDone drops job from watches once it ended (Client.Close ends every job).
+func (c *Client) unwatchWhenDone(job *actors.Job) {
+	<-job.Done()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.following, job)
+	for addr, jobs := range c.watches {
+		jobs = slices.DeleteFunc(jobs, func(j *actors.Job) bool { return j == job })
+		if len(jobs) == 0 {
+			delete(c.watches, addr)
+		} else {
+			c.watches[addr] = jobs
+		}
+	}
+}
+
+// watched is the number of jobs the client follows (for tests).
+func (c *Client) watched() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.following)
 }
 
 // memberGone follows the jobs whose coordinator's node is no longer in the cluster's view (it

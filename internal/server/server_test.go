@@ -146,6 +146,13 @@ func TestClusterInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An ended job is no longer followed: a client running hundreds of jobs (a sweep) must
+	// not keep each one's coefficients.
+	for deadline := time.Now().Add(5 * time.Second); client.watched() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the client still follows %d job(s) after the job ended", client.watched())
+		}
+	}
 	src, err := matio.Open(spec.Inputs[0])
 	if err != nil {
 		t.Fatal(err)
