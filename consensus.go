@@ -214,11 +214,12 @@ type ConsensusDensity struct {
 
 // FilteredSpectrum is a spectrum the density filter dropped: column Column of the spectra
 // file, component Component of run Run (0-based among the rank's runs in sweep.json) of
-// seed Seed.
+// seed Seed and fold Fold.
 type FilteredSpectrum struct {
 	Column    int     `json:"column"`
 	Run       int     `json:"run"`
 	Seed      int     `json:"seed"`
+	Fold      int     `json:"fold"`
 	Component int     `json:"component"`
 	Density   float64 `json:"density"`
 }
@@ -239,7 +240,7 @@ func (c *Consensus) Report() ConsensusReport {
 		if !ok {
 			r := i / fc.K
 			rep.FilteredSpectra = append(rep.FilteredSpectra, FilteredSpectrum{Column: i, Run: r, Seed: sp.Runs[r].Seed,
-				Component: i % fc.K, Density: fc.Density.Values[i]})
+				Fold: sp.Runs[r].Fold, Component: i % fc.K, Density: fc.Density.Values[i]})
 		}
 	}
 	v := slices.Sorted(slices.Values(fc.Density.Values))

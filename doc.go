@@ -83,6 +83,26 @@
 //	fmt.Println(res.Suggested, res.Rule)
 //	_ = res.Save(dir)
 //
+// With a test set (Spec.TestFraction), the sweep cross-validates: run s of a rank holds out
+// fold s mod SweepOptions.Folds (test seed Spec.TestSeed + fold), the test error's standard
+// error is over the folds, and res.Suggestion may say that it cannot tell (CannotTell, with
+// the Reason) or that runs it rests on hit a cap (Unreliable). A sweep keeps, of each run, its
+// basis, errors, stop reason, iterations and history, never its coefficients
+// (SweepRun.Result.C is nil): what it holds grows with replicates x K x features.
+//
+// # cNMF's consensus
+//
+// SweepResult.Save also writes every run's basis with unit-norm columns (spectra_K.npy).
+// ReadSpectra reads one rank's back from a sweep's directory, checking them as hostile;
+// Spectra.Consensus drops the outliers by cNMF's local-density filter and combines the rest
+// into K programs (sweep.FilteredConsensus: k-means, medians scaled to sum 1); and
+// Runner.Consensus refits the input's usages against them by the transform job, distributed,
+// with no samples x features dense matrix:
+//
+//	sp, err := didnmf.ReadSpectra(dir, 8)
+//	c, err := sp.Consensus(didnmf.ConsensusOptions{Seed: sweep.ConsensusSeed})
+//	res, err := runner.Consensus(ctx, job, c, filepath.Join(out, "consensus_basis.npy"), didnmf.Options{})
+//
 // # Errors
 //
 // Every entry point (this package, the CLI, a node's submit, the Python package) checks a job

@@ -125,6 +125,7 @@ def sweep(
     *,
     folds=None,
     seed=1,
+    out=None,
     parallel=0,
     init=None,
     solver="cd",
@@ -163,7 +164,10 @@ def sweep(
     (the default, 0.1, cross-validates: the test error then guides the suggestion; 0 turns it
     off, and the most stable rank is suggested); ``folds``: the held-out sets, at most
     ``seeds`` (None: one per seed, each run its own; the run of seed index s holds out fold
-    s mod folds), over which the test error's standard error is taken. ``parallel``: jobs at
+    s mod folds), over which the test error's standard error is taken. ``out``: a directory
+    to keep the command's files in (sweep.json, sweep.tsv, the figures, consensus_basis_K.npy
+    and spectra_K.npy, which ``didnmf.consensus(X, out, k)`` reads); default: a temporary
+    one, removed. ``parallel``: jobs at
     once (0: one here, one per node with nodes or cluster). ``init``: None is the command's
     'random' (the seeds must give different runs; 'nndsvd' and 'nndsvda' need seeds=1 and
     test_fraction=0). The other parameters are ``NMF``'s; tol (the stall tolerance) and
@@ -221,7 +225,7 @@ def sweep(
             inputs = [write_matrix(est._check_X(X, reset=True), tmp, binary)]
         else:
             inputs = as_paths(X)
-        out = os.path.join(tmp, "out")
+        out = os.fspath(out) if out is not None else os.path.join(tmp, "out")
         args = ["sweep"]
         for path in inputs:
             args += ["--input", path]

@@ -38,3 +38,14 @@ def test_consensus_errors(counts, tmp_path):
         didnmf.consensus(counts, tmp_path, 3, density_threshold=-1)
     with pytest.raises(didnmf.DidnmfInputError, match="sweep.json"):
         didnmf.consensus(counts, tmp_path, 3)
+
+
+def test_sweep_out_feeds_consensus(counts, tmp_path):
+    # didnmf.sweep keeps its files with out=, and didnmf.consensus reads them: the notebook's
+    # cNMF workflow, with no command line.
+    sw = didnmf.sweep(counts, [4, 5], seeds=4, max_iter=60, test_fraction=0, out=tmp_path / "sweep")
+    assert (tmp_path / "sweep" / "spectra_5.npy").exists()
+    assert set(sw.consensus_bases) == {4, 5}
+    res = didnmf.consensus(counts, tmp_path / "sweep", 5, density_threshold=2)
+    assert res.basis.shape == (40, 5) and res.usages.shape == (300, 5)
+    assert res.report["runs"] == 4 and res.report["filtered"] == 0
