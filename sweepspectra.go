@@ -2,8 +2,9 @@ package didnmf
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
+
+	"github.com/didnmf/didnmf/sweep"
 )
 
 // SpectraFile is the name Save gives the spectra of rank k (see saveSpectra), which
@@ -34,7 +35,7 @@ func (s *SweepResult) saveSpectra(dir string, rep *SweepReport) error {
 		for ri, b := range bases {
 			for p := 0; p < k; p++ {
 				copy(col, b[p*m:(p+1)*m])
-				unitL2(col)
+				sweep.UnitNorm(col)
 				c := ri*k + p
 				for f, v := range col {
 					data[f*cols+c] = v
@@ -48,25 +49,4 @@ func (s *SweepResult) saveSpectra(dir string, rep *SweepReport) error {
 		rep.PerRank[i].Spectra = name
 	}
 	return nil
-}
-
-// unitL2 scales v to unit L2 norm, by its largest magnitude first so that no square
-// overflows; a zero v stays zero.
-func unitL2(v []float64) {
-	var big float64
-	for _, e := range v {
-		big = max(big, e, -e)
-	}
-	if big == 0 {
-		return
-	}
-	var ss float64
-	for i, e := range v {
-		v[i] = e / big
-		ss += v[i] * v[i]
-	}
-	norm := math.Sqrt(ss)
-	for i := range v {
-		v[i] /= norm
-	}
 }

@@ -91,7 +91,7 @@ func Consensus(bases [][]float64, m, k int, seed uint64) (Stability, error) {
 	st.Labels, st.ClusterSizes = orderClusters(labels, k)
 	st.Silhouette, st.ClusterSilhouettes = silhouette(d2, st.Labels, n, k)
 	st.Agreement = agreement(st.Labels, nSeeds, k)
-	st.Basis = medians(x, st.Labels, n, m, k, unitNorm)
+	st.Basis = medians(x, st.Labels, n, m, k, UnitNorm)
 	return st, nil
 }
 
@@ -104,15 +104,17 @@ func normalizeColumns(bases [][]float64, m, k int) []float64 {
 			col := b[p*m : (p+1)*m]
 			out := x[(s*k+p)*m : (s*k+p+1)*m]
 			copy(out, col)
-			unitNorm(out)
+			UnitNorm(out)
 		}
 	}
 	return x
 }
 
-// unitNorm scales v to unit L2 norm, in two steps (by its largest magnitude, then by the
-// norm of the result) so that no square overflows or underflows; a zero v stays zero.
-func unitNorm(v []float64) {
+// UnitNorm scales v to unit L2 norm in place, in two steps (by its largest magnitude, then
+// by the norm of the result) so that no square overflows or underflows; a zero v stays
+// zero. Consensus scales every component so before clustering it, and a sweep's
+// spectra_K.npy holds the runs' bases scaled by it.
+func UnitNorm(v []float64) {
 	var big float64
 	for _, e := range v {
 		big = max(big, math.Abs(e))
@@ -206,7 +208,7 @@ func agreement(labels []int, nSeeds, k int) float64 {
 }
 
 // medians returns the m x k column-major consensus: column c is the elementwise median of
-// the rows of x (n x m) labelled c, scaled by scale (unitNorm, or sumToOne). The median of an
+// the rows of x (n x m) labelled c, scaled by scale (UnitNorm, or sumToOne). The median of an
 // even number of values is the mean of the middle two.
 func medians(x []float64, labels []int, n, m, k int, scale func([]float64)) []float64 {
 	members := make([][]int, k)
