@@ -170,7 +170,11 @@ kb = lambda v: "%.0f MB" % (int(v) / 1024)
 print("sweep_scale summary")
 print("  matrix      %s: $rows x $cols, density $density, K=$k planted" % "$x")
 print("  sweep       ranks %s x %d seeds = %d runs, %d shards a run, on 3 members; %d failed" % (rep["ranks"], rep["seeds"], len(runs), rep["shards"], len(failed)))
-print("  kill        scale-3 killed with SIGKILL after $kill_after runs ended%s" % ("; restarted $restart_after s later" if "$restart" == "yes" else "; not restarted"))
+killed = "$killed_at" != ""
+if killed:
+    print("  kill        scale-3 killed with SIGKILL after $kill_after runs ended%s" % ("; restarted $restart_after s later" if "$restart" == "yes" else "; not restarted"))
+else:
+    print("  kill        none: the sweep ended before $kill_after runs had")
 import glob
 log = open("$run/sweep.log").read()
 recovered = sum(open(f).read().count('msg="recovering the job"') for f in glob.glob("$run/node*.log"))
@@ -182,9 +186,14 @@ print("  wall        %.0f s (sweep.json %.0f s); per run: median %.1f s, min %.1
 print("  CPU         members %.0f s (sweep.json cores_busy; %.0f%% of %d cores), driver %.1f s; load average 1-min: %.1f..%.1f (mean %.1f; at start %s, at end %s)" % (
     busy.get("cpu_seconds", 0), 100 * busy.get("share", 0), busy.get("cores", 0), float("${d_user:-0}") + float("${d_sys:-0}"),
     min(loads), max(loads), statistics.mean(loads), "$load0", "$load1"))
-print("  members     CPU s: scale-1 ${m_cpu[1]}, scale-2 ${m_cpu[2]}, scale-3 ${killed_cpu} (killed) + ${m_cpu[3]} (restarted)")
-print("  peak RSS    scale-1 %s, scale-2 %s, scale-3 %s (until killed) / %s (restarted), driver %s" % (
-    kb(${m_hwm[1]}), kb(${m_hwm[2]}), kb($killed_hwm), kb(${m_hwm[3]}), kb(${d_kb:-0})))
+if killed:
+    print("  members     CPU s: scale-1 ${m_cpu[1]}, scale-2 ${m_cpu[2]}, scale-3 ${killed_cpu} (killed) + ${m_cpu[3]} (restarted)")
+    print("  peak RSS    scale-1 %s, scale-2 %s, scale-3 %s (until killed) / %s (restarted), driver %s" % (
+        kb(${m_hwm[1]}), kb(${m_hwm[2]}), kb($killed_hwm), kb(${m_hwm[3]}), kb(${d_kb:-0})))
+else:
+    print("  members     CPU s: scale-1 ${m_cpu[1]}, scale-2 ${m_cpu[2]}, scale-3 ${m_cpu[3]}")
+    print("  peak RSS    scale-1 %s, scale-2 %s, scale-3 %s, driver %s" % (
+        kb(${m_hwm[1]}), kb(${m_hwm[2]}), kb(${m_hwm[3]}), kb(${d_kb:-0})))
 print("  spectra     the driver held %d runs' bases: %.1f MB (sum of K x %d features x 8 bytes); .npy written: %.1f MB" % (
     len(runs), spectra / 1e6, features, files / 1e6))
 print("  output      $out")
