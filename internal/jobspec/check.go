@@ -181,9 +181,25 @@ func (s *Spec) Footprint(d *Shape) []int64 {
 	cols := kernels.ColumnRanges(d.Samples, s.Shards)
 	need := make([]int64, s.Shards)
 	for i := range need {
-		need[i] = ShardFootprint(int64(d.Features), int64(cols[i+1]-cols[i]), int64(s.Rank), d.Density(), s.Layout)
+		m, n := int64(d.Features), int64(cols[i+1]-cols[i])
+		need[i] = ShardFootprint(m, n, int64(s.Rank), d.Density(), s.Layout) + HeldOutFootprint(m, n, d.Density(), s.TestFraction, s.Layout)
 	}
 	return need
+}
+
+// HeldOutFootprint estimates the bytes a shard of m features and cols samples holds for a
+// test set of fraction frac (0: none): the held-out entries, zeros of a sparse block
+// included, listed by column and by row (32 bytes each: kernels' shard mask), and the copy
+// of the block without them that the masked fit reads. On a large sparse matrix this is
+// most of a shard's memory (10% of 200,000 x 20,000 is 12.8 GB), so placement reserves it
+// and a job that cannot have it is refused before any shard allocates it. Missing values
+// (NaN) are not counted: their number is unknown before the data is read.
+func HeldOutFootprint(m, cols int64, density, frac float64, layout matio.Layout) int64 {
+	if !(frac > 0) {
+		return 0
+	}
+	x := ShardFootprint(m, cols, 0, density, layout) - ShardOverhead // the block of X
+	return int64(32*frac*float64(m)*float64(cols)) + x
 }
 
 // ShardFootprint estimates the bytes a shard of m features, cols samples and rank k holds:

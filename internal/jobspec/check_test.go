@@ -126,3 +126,31 @@ func TestCheckBeforeData(t *testing.T) {
 		t.Errorf("fan-in 3 with rank 0, with the data: %v", err)
 	}
 }
+
+// TestHeldOutFootprint: a test set adds its held-out entries (32 bytes each, zeros of a
+// sparse block included) and the masked copy of the block to each shard's estimate, so that
+// a cross-validated job over a large sparse matrix is placed, or refused, for what it holds.
+func TestHeldOutFootprint(t *testing.T) {
+	s := good(t)
+	d := &Shape{Samples: 200000, Features: 20000, StoredEntries: 80000000}
+	plain := s.Footprint(d)
+	s.TestFraction = 0.1
+	held := s.Footprint(d)
+	cols := kernels.ColumnRanges(d.Samples, s.Shards)
+	var extra int64
+	for i := range held {
+		n := int64(cols[i+1] - cols[i])
+		x := ShardFootprint(20000, n, 0, d.Density(), s.Layout) - ShardOverhead
+		want := int64(32*0.1*20000*float64(n)) + x
+		if got := held[i] - plain[i]; got != want {
+			t.Errorf("shard %d: a test fraction of 0.1 adds %d bytes, want %d", i, got, want)
+		}
+		extra += held[i] - plain[i]
+	}
+	if extra < 12_800_000_000 {
+		t.Errorf("10%% of 200,000 x 20,000 held out adds %d bytes in all, want at least 12.8 GB", extra)
+	}
+	if got := HeldOutFootprint(10, 10, 1, 0, s.Layout); got != 0 {
+		t.Errorf("no test set: %d bytes, want 0", got)
+	}
+}
