@@ -48,10 +48,15 @@ type Spectra struct {
 // the spectra file its summary of rank k names. Both are checked as hostile: a file that
 // cannot be read, a rank the sweep did not run, a spectra file that is not a plain name in
 // dir, of the wrong shape (features x (K x runs), runs those of rank k in sweep.json), or
-// with a NaN, an infinite or a negative value, is the user's error (usererr), naming the
+// with a NaN, an infinite or a negative value or fewer than k columns that are not zero, or
+// a FIFO or device in place of a file, is the user's error (usererr), naming the
 // file and the field or entry.
 func ReadSpectra(dir string, k int) (*Spectra, error) {
 	jsonPath := filepath.Join(dir, "sweep.json")
+	// A FIFO or a device would block the open or never end: refused first.
+	if fi, err := os.Stat(jsonPath); err == nil && !fi.Mode().IsRegular() {
+		return nil, usererr.At(jsonPath, "not a regular file (%s)", fi.Mode().Type())
+	}
 	f, err := os.Open(jsonPath)
 	if err != nil {
 		return nil, usererr.At(jsonPath, "cannot read the sweep's report (is %s the --out of a didnmf sweep?): %v", dir, err)
@@ -96,6 +101,9 @@ func ReadSpectra(dir string, k int) (*Spectra, error) {
 		return nil, usererr.At(jsonPath, "%d runs of rank %d make more than %d spectra", len(runs), k, sweep.MaxPoints)
 	}
 	path := filepath.Join(dir, name)
+	if err := regularFile(path); err != nil {
+		return nil, err
+	}
 	rows, cols, vals, err := matio.ReadNPYMatrix(path)
 	if err != nil {
 		if strings.Contains(err.Error(), path) { // matio's and os's errors name the file
@@ -122,7 +130,34 @@ func ReadSpectra(dir string, k int) (*Spectra, error) {
 		}
 		sp.Bases[r] = b
 	}
+	// A column is a run's component (scaled to unit L2 norm by the sweep; the consensus
+	// scales it again, so its scale does not matter) or zero, a component the run switched
+	// off. A consensus needs K components that are not zero.
+	nonzero := 0
+	for _, b := range sp.Bases {
+		for p := 0; p < k; p++ {
+			if slices.ContainsFunc(b[p*rows:(p+1)*rows], func(v float64) bool { return v != 0 }) {
+				nonzero++
+			}
+		}
+	}
+	if nonzero < k {
+		return nil, usererr.At(path, "%d of its %d columns are zero: a consensus of K = %d needs at least %d components the runs did not switch off", k*len(runs)-nonzero, k*len(runs), k, k)
+	}
 	return sp, nil
+}
+
+// regularFile refuses path unless it is a regular file (after symbolic links): a FIFO or a
+// device would block the reader or never end.
+func regularFile(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return usererr.At(path, "cannot read it: %v", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return usererr.At(path, "not a regular file (%s)", fi.Mode().Type())
+	}
+	return nil
 }
 
 // ConsensusOptions are the options of Spectra.Consensus.

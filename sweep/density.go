@@ -43,8 +43,8 @@ func (f Filter) Neighbors(runs int) int {
 // check tells what is wrong with f for runs runs of rank k.
 func (f Filter) check(runs, k int) error {
 	switch {
-	case math.IsNaN(f.Threshold) || f.Threshold <= 0:
-		return inputErrorf("density filter: the threshold must be > 0 (2 keeps every component), got %v", f.Threshold)
+	case math.IsNaN(f.Threshold) || math.IsInf(f.Threshold, 0) || f.Threshold <= 0:
+		return inputErrorf("density filter: the threshold must be > 0 and finite (2 keeps every component), got %v", f.Threshold)
 	case math.IsNaN(f.NeighborhoodSize) || f.NeighborhoodSize <= 0 || f.NeighborhoodSize > 1:
 		return inputErrorf("density filter: the local neighborhood size must be in (0, 1], got %v", f.NeighborhoodSize)
 	}

@@ -198,7 +198,7 @@ func suggestByTest(s []RankSummary) (Suggestion, bool) {
 		out.Reason = fmt.Sprintf("cannot tell: no rank fits the held-out entries better than the smallest tried (K=%d, test error %.4g) by more than "+
 			"the spread over folds; the signal beyond %s is below the noise, or the rank is below %d (sweep smaller ranks)",
 			t[0].K, t[0].Test.Mean, components(t[0].K), t[0].K)
-		out.Rule = out.Reason + " (" + out.Rule + ")"
+		out.Rule = out.Reason // the paired rule's own pick, the smallest rank, is what it cannot tell
 		return out, true
 	}
 	out.K = t[pick].K

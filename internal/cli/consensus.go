@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -59,6 +60,13 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 		return badInput("--k is required: one of the sweep's ranks (>= 1), got %d", *k)
 	case *of.out == "":
 		return badInput("--out is required")
+	case !(*threshold > 0) || math.IsInf(*threshold, 0):
+		return badInput("--density-threshold must be a number > 0 (2 keeps every spectrum), got %v", *threshold)
+	case !(*neighborhood > 0 && *neighborhood <= 1):
+		return badInput("--local-neighborhood-size must be a number in (0, 1], got %v", *neighborhood)
+	}
+	if same, err := sameDir(*of.out, *sweepDir); err == nil && same {
+		return badInput("--out %s is the --sweep directory: consensus would overwrite the sweep's consensus_basis_%d.npy; give another --out", *of.out, *k)
 	}
 	of.names.coefTSV = jf.outShared == ""
 	sp, err := didnmf.ReadSpectra(*sweepDir, *k)
@@ -77,6 +85,11 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stderr, "consensus of K=%d over %d runs: kept %d of %d spectra (local density over %d neighbours < %g), dropped %d; silhouette %s, cluster sizes %v\n",
 			rep.K, rep.Runs, rep.Kept, rep.Components, rep.Neighbors, rep.DensityThreshold, rep.FilteredCount, sil, rep.ClusterSizes)
+	}
+	// The figure is drawn before anything is written, so that it cannot fail after the refit.
+	fig, err := figures.Density(fmt.Sprintf("local density of the %d spectra of K=%d (%s)", rep.Components, rep.K, *sweepDir), c.Filtered.Density)
+	if err != nil {
+		return err
 	}
 	dir, cleanup, err := prepareOutDir(*of.out)
 	if err != nil {
@@ -106,18 +119,27 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 		return failed(err)
 	}
 	if err := c.WriteReport(dir); err != nil {
-		return err
-	}
-	fig, err := figures.Density(fmt.Sprintf("local density of the %d spectra of K=%d (%s)", rep.Components, rep.K, *sweepDir), c.Filtered.Density)
-	if err != nil {
-		return err
+		return failed(err)
 	}
 	base := fmt.Sprintf("density_%d", rep.K)
 	if _, err := fig.Save(dir, base); err != nil {
-		return err
+		return failed(err)
 	}
 	if !*of.quiet {
 		fmt.Fprintf(stderr, "wrote %s, %s.png, %s.svg\n", filepath.Join(dir, "consensus.json"), filepath.Join(dir, base), filepath.Join(dir, base))
 	}
 	return nil
+}
+
+// sameDir tells whether the paths a and b name one directory (b must exist; a need not).
+func sameDir(a, b string) (bool, error) {
+	fb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(fa, fb), nil
 }

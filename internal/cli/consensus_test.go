@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/didnmf/didnmf"
@@ -188,6 +189,25 @@ func TestConsensusCommandBadInput(t *testing.T) {
 		{name: "threshold keeps too few", args: []string{"--k", "3", "--input", input, "--density-threshold", "1e-12"}, names: "sweep", want: "fewer than K = 3"},
 		{name: "no neighbour", args: []string{"--k", "3", "--input", input, "--local-neighborhood-size", "0.1"}, names: "sweep", want: "makes 0 neighbours"},
 		{name: "no --k", args: []string{"--input", input}, names: "--k", want: "--k is required"},
+		{name: "threshold inf", args: []string{"--k", "3", "--input", input, "--density-threshold", "inf"}, names: "--density-threshold", want: "must be a number > 0"},
+		{name: "threshold 0", args: []string{"--k", "3", "--input", input, "--density-threshold", "0"}, names: "--density-threshold", want: "must be a number > 0"},
+		{name: "neighbourhood 0", args: []string{"--k", "3", "--input", input, "--local-neighborhood-size", "0"}, names: "--local-neighborhood-size", want: "in (0, 1]"},
+		{name: "zero spectra", edit: func(t *testing.T, d string) {
+			f, err := os.Create(filepath.Join(d, "spectra_3.npy"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := matio.WriteNPY(f, 12, 18, make([]float64, 12*18)); err != nil {
+				t.Fatal(err)
+			}
+		}, names: "spectra_3.npy", want: "columns are zero"},
+		{name: "FIFO", edit: func(t *testing.T, d string) {
+			os.Remove(filepath.Join(d, "sweep.json"))
+			if err := syscall.Mkfifo(filepath.Join(d, "sweep.json"), 0o644); err != nil {
+				t.Skip(err)
+			}
+		}, names: "sweep.json", want: "not a regular file"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -212,4 +232,14 @@ func TestConsensusCommandBadInput(t *testing.T) {
 			}
 		})
 	}
+	t.Run("out is the sweep", func(t *testing.T) {
+		d := copySweep(t)
+		code, _, stderr := runNode(t, "consensus", "--sweep", d, "--quiet", "--out", d+"/.", "--k", "3", "--input", input)
+		if code != exitUsage || !strings.Contains(stderr, "is the --sweep directory") {
+			t.Errorf("exit %d, stderr %q; want exit 2 refusing to write into the sweep", code, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(d, "coef.npy")); err == nil {
+			t.Error("coef.npy written into the sweep")
+		}
+	})
 }

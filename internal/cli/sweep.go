@@ -179,11 +179,11 @@ func sweepDefaults(fs *flag.FlagSet, jf *jobFlags) {
 }
 
 // suggestionLine is the console's line on the suggested rank: "suggested rank: 6 (rule)",
-// or "cannot tell the rank: reason", and what makes it unreliable.
+// or "suggested rank: cannot tell: reason", and what makes it unreliable.
 func suggestionLine(s sweep.Suggestion) string {
 	line := fmt.Sprintf("suggested rank: %d (%s)", s.K, s.Rule)
 	if s.CannotTell {
-		line = "suggested rank: cannot tell (" + s.Rule + ")"
+		line = "suggested rank: " + s.Reason // "cannot tell: ..."
 	}
 	if s.Unreliable != "" {
 		line += "\nthe suggestion is unreliable: " + s.Unreliable

@@ -282,7 +282,7 @@ func TestSweepCannotTell(t *testing.T) {
 	if code != 0 {
 		t.Fatal(stderr)
 	}
-	if want := "suggested rank: cannot tell (cannot tell: no rank fits the held-out entries better than the smallest tried (K=1"; !strings.Contains(stderr, want) {
+	if want := "suggested rank: cannot tell: no rank fits the held-out entries better than the smallest tried (K=1"; !strings.Contains(stderr, want) {
 		t.Errorf("the console does not say %q:\n%s", want, stderr)
 	}
 	rep := readSweep(t, out)
