@@ -198,18 +198,22 @@ func HeldOutFootprint(m, cols int64, density, frac float64, layout matio.Layout)
 	if !(frac > 0) {
 		return 0
 	}
-	x := ShardFootprint(m, cols, 0, density, layout) - ShardOverhead // the block of X
-	return int64(32*frac*float64(m)*float64(cols)) + x
+	return int64(32*frac*float64(m)*float64(cols)) + blockBytes(m, cols, density, layout)
 }
 
 // ShardFootprint estimates the bytes a shard of m features, cols samples and rank k holds:
 // its block of X (dense, or CSC when the input's density is known and the layout makes it
 // sparse), C and its work copies, and the replicas of B and the products the algorithms keep.
 func ShardFootprint(m, cols, k int64, density float64, layout matio.Layout) int64 {
-	x := 8 * m * cols
+	return ShardOverhead + blockBytes(m, cols, density, layout) + 8*4*cols*k + 8*8*m*k + 8*4*k*k
+}
+
+// blockBytes estimates the bytes of a shard's block of X: dense, or CSC when the input's
+// density is known and the layout makes it sparse.
+func blockBytes(m, cols int64, density float64, layout matio.Layout) int64 {
 	sparse := layout == matio.LayoutSparse || (layout != matio.LayoutDense && density < layout.Crossing())
 	if density > 0 && density < 1 && sparse {
-		x = int64(12*density*float64(m*cols)) + 8*(cols+1)
+		return int64(12*density*float64(m*cols)) + 8*(cols+1)
 	}
-	return ShardOverhead + x + 8*4*cols*k + 8*8*m*k + 8*4*k*k
+	return 8 * m * cols
 }
