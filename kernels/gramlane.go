@@ -62,6 +62,13 @@ type gramKernels struct {
 	// m <= maxFusedM rows for k <= 4 (kp = 4); g4 and i4 hold each value of -G and 1/diag(G)
 	// four times, and i4 then l1 (the L1 penalty subtracted from h after step 1) four times.
 	fused func(x, bp, g4, i4, c []float64, m, k, ngroups int, a, v []float64)
+	// sweeps runs accelerated DID's further C sweeps (step 2b, sweepCoefsGo's semantics) on
+	// ncols columns after update: old holds their coefficients before update.
+	sweeps func(h, cs, c, old, gneg, ginv []float64, k, kp, ncols, extra int, eps2 float64)
+	// fusedAccel, when set, is fused with accelerated DID's further C sweeps: on the same
+	// columns it gives the bits of dotsDense, subtractL1, update, sweeps (extra further sweeps
+	// at most, stopping at eps2, as sweepCoefsGo) and accDense. i4 and g4 as for fused.
+	fusedAccel func(x, bp, g4, i4, c []float64, m, k, ngroups, extra int, eps2 float64, a, v []float64)
 	// cols, when set, runs steps 1 and 3 of dense blocks of at least colsMinRows rows with
 	// the vector lanes over columns and rows (see denseCols).
 	cols *denseCols
@@ -110,6 +117,7 @@ var genericGram = gramKernels{
 	accV:       accVGo,
 	accVIdx:    accVIdxGo,
 	accAIdx:    accAIdxGo,
+	sweeps:     sweepCoefsGo,
 }
 
 // gramBatchCols is the most columns a lane carries through the steps at a time, and

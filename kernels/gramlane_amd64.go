@@ -27,6 +27,7 @@ var avx2Gram = gramKernels{
 	accV:       accVAVX2Checked,
 	accVIdx:    accVIdxAVX2Checked,
 	accAIdx:    accAIdxAVX2Checked,
+	sweeps:     sweepCoefsGo,
 }
 
 // avx512Gram uses 8-lane ZMM vectors where a step streams long rows of components (the dots
@@ -43,6 +44,7 @@ var avx512Gram = gramKernels{
 	accV:       accVAVX2Checked,
 	accVIdx:    accVIdxAVX512Checked,
 	accAIdx:    accAIdxAVX2Checked,
+	sweeps:     sweepCoefsGo,
 	fused:      fusedAVX512Checked,
 	cols: &denseCols{
 		dots64: dotsDenseColsF64Checked,

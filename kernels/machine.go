@@ -81,6 +81,9 @@ func NewMachine(spec ShardSpec) (*Machine, error) {
 	if err := spec.Options.ValidateMask(spec.Algo, spec.Init.Method); err != nil {
 		return nil, err
 	}
+	if err := spec.Options.ValidateAccel(spec.Algo); err != nil {
+		return nil, err
+	}
 	if spec.Resume != nil {
 		spec.Resume = spec.Resume.clone()
 	}

@@ -165,6 +165,11 @@ type Options struct {
 	// depends on it; naming one lets runs on different paths go side by side in one process
 	// (the tests that compare paths do).
 	Kernel KernelPath
+	// Accel sets accelerated DID's adaptive inner loops (accel.go, "Accelerated DID" in
+	// doc.go): further sweeps over each column of C and over B within an iteration, with no
+	// further allreduce. The zero value is the plain algorithm, bit for bit. did, bcd and hals
+	// take it (ValidateAccel).
+	Accel Accel
 	// maskTuning, when set, replaces masked DID's internal choices (didMaskDefaults): tests
 	// move them to check that every choice gives the same bits.
 	maskTuning *didMaskTuning
