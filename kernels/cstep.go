@@ -1,5 +1,7 @@
 package kernels
 
+import "math"
+
 // cStep is the local half of a DID iteration on one block: the coordinate descent update of
 // every column of C with B fixed, plus W = E C^T (E = X - B C after the C update), V = C C^T and
 // the objective before and after the C update. It runs lanes of columns on the pool and adds
@@ -34,6 +36,8 @@ type cStep struct {
 	// by coefNorms, so that they cost no pass of their own over C.
 	norms     bool
 	laneNorms []normSums
+	// sweeps, per lane, are accelerated DID's further C sweeps (setAccel; nil: plain DID).
+	sweeps []*coefSweeps
 	// Gram form only.
 	kern     *gramKernels
 	path     *gramKernels // the run's kernels (kern is them, or generic, in the Gram form)
@@ -256,12 +260,29 @@ func (s *cStep) lane(l int) {
 		*norms = normSums{}
 	}
 	if s.form == FormResidual {
-		prev, post = residualCols(s.x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k, s.l1, s.l2, s.flag)
+		prev, post = residualCols(s.x, lo, hi, s.b, s.g, s.c, w, v, s.scratch[l], s.k, s.l1, s.l2, s.laneSweeps(l), s.flag)
 		norms.push(s.c[lo*s.k : hi*s.k])
 	} else {
-		gramLaneShift(s.kern, s.x, s.k, lo, hi, s.bp, s.gneg, s.ginv, s.l1, s.c, w, v, s.scratch[l], &s.widening[l], norms, s.flag)
+		gramLaneSweep(s.kern, s.x, s.k, lo, hi, s.bp, s.gneg, s.ginv, s.l1, s.c, w, v, s.scratch[l], &s.widening[l], norms, s.laneSweeps(l), s.flag)
 	}
 	s.laneObj[l] = [2]float64{prev, post}
+}
+
+// setAccel makes the C update of every later run make accel's further sweeps over each column
+// (accel.go). The zero Accel is plain DID.
+func (s *cStep) setAccel(a Accel) {
+	s.sweeps = make([]*coefSweeps, len(s.lanes)-1)
+	for l := range s.sweeps {
+		s.sweeps[l] = newCoefSweeps(a, s.k)
+	}
+}
+
+// laneSweeps returns lane l's further C sweeps (nil: plain DID).
+func (s *cStep) laneSweeps(l int) *coefSweeps {
+	if s.sweeps == nil {
+		return nil
+	}
+	return s.sweeps[l]
 }
 
 // coefNorms returns ||C||_1 and ||C||^2 of the C the last run left (s.norms set), the lanes'
@@ -354,11 +375,40 @@ func residualCoefPenalized(e, b, g, cj []float64, m, k int, l1, l2 float64) {
 	}
 }
 
+// residualCoefSweeps is residualCoef followed, with sw set, by accelerated DID's further
+// sweeps over the column (accel.go's stop rule on the column's steps; each sweep is
+// residualCoef, so the residual form's arithmetic).
+func residualCoefSweeps(e, b, g, cj []float64, m, k int, l1, l2 float64, sw *coefSweeps) {
+	if sw == nil {
+		residualCoef(e, b, g, cj, m, k, l1, l2)
+		return
+	}
+	old := sw.old[:k]
+	copy(old, cj)
+	residualCoef(e, b, g, cj, m, k, l1, l2)
+	var first float64
+	for p, v := range cj {
+		d := v - old[p]
+		first = math.FMA(d, d, first)
+	}
+	thr := first * sw.eps2
+	st := first
+	for l := 0; l < sw.extra && st > thr; l++ {
+		copy(old, cj)
+		residualCoef(e, b, g, cj, m, k, l1, l2)
+		st = 0
+		for p, v := range cj {
+			d := v - old[p]
+			st = math.FMA(d, d, st)
+		}
+	}
+}
+
 // residualCol runs the residual-form update on one column: e holds x_j - B c_j on entry; on
 // return c_j is updated, e = x_j - B c_j_new, W += e c^T and V += c c^T.
-func residualCol(e, b, g, cj, w, v []float64, m, k int, l1, l2 float64) (prev, post float64) {
+func residualCol(e, b, g, cj, w, v []float64, m, k int, l1, l2 float64, sw *coefSweeps) (prev, post float64) {
 	prev = dot(e, e)
-	residualCoef(e, b, g, cj, m, k, l1, l2)
+	residualCoefSweeps(e, b, g, cj, m, k, l1, l2, sw)
 	post = dot(e, e)
 	for p, cp := range cj {
 		if cp != 0 {
@@ -373,11 +423,11 @@ func residualCol(e, b, g, cj, w, v []float64, m, k int, l1, l2 float64) (prev, p
 // dense case has its own loop: a call on either branch of a shared loop costs the short
 // columns of the paper's shapes about 70% more time (measured at M=5). It returns early
 // (with partial sums) when the machine is interrupted. l1 and l2 are the penalty on C.
-func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, l1, l2 float64, flag *interruptFlag) (prev, post float64) {
+func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, l1, l2 float64, sw *coefSweeps, flag *interruptFlag) (prev, post float64) {
 	m, _ := x.Dims()
 	e = e[:m]
 	if flag.big(4*m*k + k*k) {
-		return residualColsBig(x, lo, hi, b, g, c, w, v, e, k, l1, l2, flag)
+		return residualColsBig(x, lo, hi, b, g, c, w, v, e, k, l1, l2, sw, flag)
 	}
 	span := flag.span(4*m*k+k*k, 1)
 	if dense, ok := x.(*Dense); ok && dense.Data != nil {
@@ -387,7 +437,7 @@ func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, l1, l2
 			}
 			for j, j1 := j0, min(j0+span, hi); j < j1; j++ {
 				copy(e, dense.Data[j*m:(j+1)*m])
-				p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k, l1, l2)
+				p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k, l1, l2, sw)
 				prev, post = prev+p0, post+p1
 			}
 		}
@@ -399,7 +449,7 @@ func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, l1, l2
 		}
 		for j, j1 := j0, min(j0+span, hi); j < j1; j++ {
 			columnInto(x, j, e)
-			p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k, l1, l2)
+			p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k, l1, l2, sw)
 			prev, post = prev+p0, post+p1
 		}
 	}
@@ -409,7 +459,7 @@ func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, l1, l2
 // residualColsBig is residualCols for columns of several blocks of work each (rank in the
 // thousands): the same operations in the same order, looking at the flag before each column
 // and between its passes over B.
-func residualColsBig(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, l1, l2 float64, flag *interruptFlag) (prev, post float64) {
+func residualColsBig(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, l1, l2 float64, sw *coefSweeps, flag *interruptFlag) (prev, post float64) {
 	m := len(e)
 	for j := lo; j < hi; j++ {
 		if flag.stopped() {
@@ -426,7 +476,7 @@ func residualColsBig(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, l1,
 			return prev, post
 		}
 		p0 := dot(e, e)
-		residualCoef(e, b, g, cj, m, k, l1, l2)
+		residualCoefSweeps(e, b, g, cj, m, k, l1, l2, sw)
 		p1 := dot(e, e)
 		if flag.stopped() {
 			return prev, post
@@ -443,11 +493,11 @@ func residualColsBig(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, l1,
 }
 
 // residualFromColumn turns e = x_j into x_j - B c_j and runs residualCol.
-func residualFromColumn(e, b, g, cj, w, v []float64, m, k int, l1, l2 float64) (prev, post float64) {
+func residualFromColumn(e, b, g, cj, w, v []float64, m, k int, l1, l2 float64, sw *coefSweeps) (prev, post float64) {
 	for p, cp := range cj {
 		if cp != 0 {
 			axpy(e, -cp, b[p*m:(p+1)*m])
 		}
 	}
-	return residualCol(e, b, g, cj, w, v, m, k, l1, l2)
+	return residualCol(e, b, g, cj, w, v, m, k, l1, l2, sw)
 }

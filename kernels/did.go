@@ -59,6 +59,8 @@ func runDID(e *shardEnv) {
 	w := make([]float64, m*k)
 	v := make([]float64, k*k)
 	db := make([]float64, m*k)
+	st.setAccel(e.spec.Accel)
+	bs := newBasisSweeps(e.spec.Accel, m, k)
 	var c1, c2 float64 // ||C_i||_1 and ||C_i||^2 of the C the next C update starts from
 	if pen.coef() {
 		c1, c2 = st.normsByLane(e.C)
@@ -97,7 +99,10 @@ func runDID(e *shardEnv) {
 		if it == 1 {
 			initial = prev
 		}
-		obj := incrementalBUpdate(e.B, w, v, db, m, k, post, e.flag)
+		bs.begin(e.B)
+		incrementalBStep(e.B, w, v, db, m, k, e.flag)
+		bs.sweep(e.B, w, v, db, m, k, e.flag)
+		obj := basisObjective(w, v, db, m, k, post, e.flag)
 		e.iterationDone(it, obj, initial)
 	}
 }
@@ -124,11 +129,48 @@ func didState(s *ShardSpec) []stateSlot {
 	return []stateSlot{{"A = X_i C_i^T (M x K)", m * s.K}, {"V = C_i C_i^T (K x K)", s.K * s.K}}
 }
 
+// basisSweeps holds accelerated DID's further B sweeps (nil: plain DID): B before the
+// iteration's first sweep.
+type basisSweeps struct {
+	extra int
+	eps2  float64
+	old   []float64
+}
+
+// newBasisSweeps returns the further B sweeps of accel for an M x K basis (nil without any).
+func newBasisSweeps(a Accel, m, k int) *basisSweeps {
+	if a.bExtra() == 0 {
+		return nil
+	}
+	return &basisSweeps{extra: a.bExtra(), eps2: a.eps2(), old: make([]float64, m*k)}
+}
+
+// begin keeps B before the iteration's first sweep.
+func (s *basisSweeps) begin(b []float64) {
+	if s != nil {
+		copy(s.old, b)
+	}
+}
+
+// sweep runs the further sweeps (sweepBasis) after the first, db holding the first's steps.
+func (s *basisSweeps) sweep(b, w, v, db []float64, m, k int, flag *interruptFlag) {
+	if s != nil {
+		sweepBasis(b, s.old, w, v, db, m, k, s.extra, s.eps2, flag)
+	}
+}
+
 // incrementalBUpdate applies DID's B update in place given the reduced W (M x K column-major)
 // and V (K x K full symmetric), storing the steps in db, and returns the objective after it
-// given post = ||X - B_old C_new||^2. A component with v_kk = 0 (no mass in C) keeps its b_k.
-// It polls flag before each component.
+// given post = ||X - B_old C_new||^2 (incrementalBStep, then basisObjective).
 func incrementalBUpdate(b, w, v, db []float64, m, k int, post float64, flag *interruptFlag) float64 {
+	incrementalBStep(b, w, v, db, m, k, flag)
+	return basisObjective(w, v, db, m, k, post, flag)
+}
+
+// incrementalBStep is DID's B sweep: it updates b in place from the reduced W and V and stores
+// the steps in db. A component with v_kk = 0 (no mass in C) keeps its b_k. It polls flag before
+// each component.
+func incrementalBStep(b, w, v, db []float64, m, k int, flag *interruptFlag) {
 	for p := 0; p < k; p++ {
 		flag.poll()
 		bp, wp, dbp := b[p*m:(p+1)*m], w[p*m:(p+1)*m], db[p*m:(p+1)*m]
@@ -151,7 +193,11 @@ func incrementalBUpdate(b, w, v, db []float64, m, k int, post float64, flag *int
 			bp[i] = nb
 		}
 	}
-	// ||E_new||^2 = post - 2<dB, W> + <dB^T dB, V>
+}
+
+// basisObjective returns ||X - B_new C_new||^2 = post - 2<dB, W> + <dB^T dB, V> (clamped at 0)
+// given post = ||X - B_old C_new||^2 and dB = B_new - B_old.
+func basisObjective(w, v, db []float64, m, k int, post float64, flag *interruptFlag) float64 {
 	obj := post - float64(2*frob(db, w))
 	for p := 0; p < k; p++ {
 		flag.poll()

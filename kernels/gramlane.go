@@ -174,6 +174,13 @@ func gramLane(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv, c, a, v
 // scratch (gramLaneScratch long) must be all 0 on its first use, and then be used by
 // gramLaneShift alone: it keeps what needs to stay 0 at 0.
 func gramLaneShift(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, c, a, v, scratch []float64, ws *widening, norms *normSums, flag *interruptFlag) {
+	gramLaneSweep(kern, x, k, lo, hi, bp, gneg, ginv, l1, c, a, v, scratch, ws, norms, nil, flag)
+}
+
+// gramLaneSweep is gramLaneShift for accelerated DID: with sw set, every column's update is
+// followed by its further sweeps (step 2b, kern.sweeps, or kern.fusedAccel on the fused
+// shapes), which read the same h. sw nil is gramLaneShift.
+func gramLaneSweep(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, c, a, v, scratch []float64, ws *widening, norms *normSums, sw *coefSweeps, flag *interruptFlag) {
 	m, _ := x.Dims()
 	kp := paddedK(k)
 	h := scratch[:gramBatchCols*kp]
@@ -186,7 +193,11 @@ func gramLaneShift(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []f
 		ws = &widening{}
 	}
 	dn, _ := x.(*Dense)
-	if kern.fused != nil && dn != nil && dn.Data != nil && kp == 4 && m <= maxFusedM {
+	fused := kern.fused != nil
+	if sw != nil {
+		fused = kern.fusedAccel != nil
+	}
+	if fused && dn != nil && dn.Data != nil && kp == 4 && m <= maxFusedM {
 		extra := scratch[2*gramBatchCols*kp:]
 		g4, i4 := extra[:4*k*k], extra[4*k*k:4*k*k+4*k+4]
 		repeat4(g4, gneg[:k*k])
@@ -194,13 +205,13 @@ func gramLaneShift(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []f
 		for u := 4 * k; u < len(i4); u++ {
 			i4[u] = l1
 		}
-		gramLaneFused(kern, dn, k, lo, hi, bp, gneg, ginv, l1, g4, i4, c, a, v, h, cs, norms, flag)
+		gramLaneFused(kern, dn, k, lo, hi, bp, gneg, ginv, l1, g4, i4, c, a, v, h, cs, norms, sw, flag)
 		return
 	}
 	if cols := kern.cols; cols != nil && dn != nil && m >= colsMinRows && len(bp) >= colsRows(m)*kp {
 		at := scratch[2*gramBatchCols*kp : 2*gramBatchCols*kp+m*k]
 		unpackRows(at, a, m, k) // at is A column-major: at[p*m+i] = A[i, p]
-		gramLaneCols(kern, cols, dn, k, lo, hi, bp, gneg, ginv, l1, c, at, v, h, cs, ws, norms, flag)
+		gramLaneCols(kern, cols, dn, k, lo, hi, bp, gneg, ginv, l1, c, at, v, h, cs, ws, norms, sw, flag)
 		for p := 0; p < k; p++ { // not packRows: a's pads keep their values
 			for i := range m {
 				a[i*kp+p] = at[p*m+i]
@@ -232,7 +243,7 @@ func gramLaneShift(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []f
 		if big && flag.stopped() {
 			return
 		}
-		kern.update(h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb)
+		updateSweep(kern, h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb, sw)
 		norms.push(c[j0*k : j1*k])
 		if big && flag.stopped() {
 			return
@@ -249,7 +260,7 @@ func gramLaneShift(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []f
 // gramLaneFused is gramLane for a small dense float64 block on the fused kernel: groups of
 // four columns in one pass, the last columns of a batch (fewer than four) by the separate
 // steps after them, so that A and V still accumulate in column order.
-func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, g4, i4, c, a, v, h, cs []float64, norms *normSums, flag *interruptFlag) {
+func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, g4, i4, c, a, v, h, cs []float64, norms *normSums, sw *coefSweeps, flag *interruptFlag) {
 	m := x.Rows
 	kp := paddedK(k)
 	span := flag.span(m*kp+k*k+k*kp+m*kp, 4)
@@ -259,7 +270,11 @@ func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv []
 		}
 		j1 := min(hi, j0+span)
 		if n4 := (j1 - j0) / 4; n4 > 0 {
-			kern.fused(x.Data[j0*m:(j0+4*n4)*m], bp, g4, i4, c[j0*k:(j0+4*n4)*k], m, k, n4, a, v)
+			if sw != nil {
+				kern.fusedAccel(x.Data[j0*m:(j0+4*n4)*m], bp, g4, i4, c[j0*k:(j0+4*n4)*k], m, k, n4, sw.extra, sw.eps2, a, v)
+			} else {
+				kern.fused(x.Data[j0*m:(j0+4*n4)*m], bp, g4, i4, c[j0*k:(j0+4*n4)*k], m, k, n4, a, v)
+			}
 			norms.push(c[j0*k : (j0+4*n4)*k])
 			j0 += 4 * n4
 		}
@@ -268,7 +283,7 @@ func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv []
 			xd := x.Data[j0*m : j1*m]
 			kern.dotsDense(bp, xd, m, kp, nb, h[:nb*kp])
 			subtractL1(h, l1, k, kp, nb)
-			kern.update(h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb)
+			updateSweep(kern, h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb, sw)
 			norms.push(c[j0*k : j1*k])
 			kern.accDense(xd, m, k, kp, nb, cs[:nb*kp], a, v)
 			j0 = j1
@@ -278,7 +293,7 @@ func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv []
 
 // gramLaneCols is gramLane for a dense block on the column-lane kernels, with A transposed
 // in at.
-func gramLaneCols(kern *gramKernels, cols *denseCols, x *Dense, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, c, at, v, h, cs []float64, ws *widening, norms *normSums, flag *interruptFlag) {
+func gramLaneCols(kern *gramKernels, cols *denseCols, x *Dense, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, c, at, v, h, cs []float64, ws *widening, norms *normSums, sw *coefSweeps, flag *interruptFlag) {
 	m := x.Rows
 	kp := paddedK(k)
 	tail := colsTailMask(m)
@@ -315,7 +330,7 @@ func gramLaneCols(kern *gramKernels, cols *denseCols, x *Dense, k, lo, hi int, b
 		if big && flag.stopped() {
 			return
 		}
-		kern.update(h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb)
+		updateSweep(kern, h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb, sw)
 		norms.push(c[j0*k : j1*k])
 		if big && flag.stopped() {
 			return
@@ -328,6 +343,35 @@ func gramLaneCols(kern *gramKernels, cols *denseCols, x *Dense, k, lo, hi int, b
 		kern.accV(cs[:nb*kp], k, kp, nb, v)
 		j0 = j1
 	}
+}
+
+// coefSweeps is a lane's setting and scratch for accelerated DID's further C sweeps; a nil
+// *coefSweeps is plain DID.
+type coefSweeps struct {
+	extra int     // further sweeps at most (Accel.CSweeps - 1)
+	eps2  float64 // Accel.eps2()
+	old   []float64
+}
+
+// newCoefSweeps returns the lane scratch of accelerated C sweeps for rank k (nil without
+// further C sweeps): old holds a batch's coefficients before the first sweep.
+func newCoefSweeps(a Accel, k int) *coefSweeps {
+	if a.cExtra() == 0 {
+		return nil
+	}
+	return &coefSweeps{extra: a.cExtra(), eps2: a.eps2(), old: make([]float64, gramBatchCols*k)}
+}
+
+// updateSweep runs step 2 on a batch of ncols columns and, with sw set, their further sweeps.
+func updateSweep(kern *gramKernels, h, cs, c, gneg, ginv []float64, k, kp, ncols int, sw *coefSweeps) {
+	if sw == nil {
+		kern.update(h, cs, c, gneg, ginv, k, kp, ncols)
+		return
+	}
+	old := sw.old[:ncols*k]
+	copy(old, c[:ncols*k])
+	kern.update(h, cs, c, gneg, ginv, k, kp, ncols)
+	kern.sweeps(h, cs, c, old, gneg, ginv, k, kp, ncols, sw.extra, sw.eps2)
 }
 
 // subtractL1 sets h_j[p] = h_j[p] - l1 for p < k of ncols columns (kp per column): the L1

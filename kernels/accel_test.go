@@ -1,0 +1,189 @@
+package kernels
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestParseAccel(t *testing.T) {
+	cases := []struct {
+		in      string
+		want    Accel
+		wantErr string
+	}{
+		{"off", Accel{}, ""},
+		{"", Accel{}, ""},
+		{"1,1", Accel{}, ""},
+		{"auto", AccelAuto, ""},
+		{"3,5", Accel{3, 5, AccelAuto.Eps}, ""},
+		{"2,1,0.3", Accel{2, 1, 0.3}, ""},
+		{" 4 , 6 , 0.05", Accel{4, 6, 0.05}, ""},
+		{"3", Accel{}, "want off, auto, C,B or C,B,eps"},
+		{"3,5,0.1,9", Accel{}, "want off, auto"},
+		{"x,5", Accel{}, `C sweeps "x" is not an integer`},
+		{"3,y", Accel{}, `B sweeps "y" is not an integer`},
+		{"3,5,z", Accel{}, `eps "z" is not a number`},
+		{"3,5,1", Accel{}, "eps must be a number in (0, 1), got 1"},
+		{"3,5,0", Accel{}, "eps must be a number in (0, 1)"},
+		{"3,5,NaN", Accel{}, "eps must be a number in (0, 1), got NaN"},
+		{"-1,5", Accel{}, "sweeps must be in 1..100"},
+		{"3,101", Accel{}, "sweeps must be in 1..100"},
+		{"1000000000000,2", Accel{}, "sweeps must be in 1..100, got C 1000000000000"},
+	}
+	for _, c := range cases {
+		got, err := ParseAccel(c.in)
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("ParseAccel(%q) = %v, %v; want an error containing %q", c.in, got, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("ParseAccel(%q) = %+v, %v; want %+v", c.in, got, err, c.want)
+		}
+		if back, err := ParseAccel(got.String()); err != nil || back != got {
+			t.Errorf("ParseAccel(%q).String() = %q does not read back: %+v, %v", c.in, got.String(), back, err)
+		}
+	}
+}
+
+func TestValidateAccel(t *testing.T) {
+	for _, a := range []Algorithm{DID, BCD, HALS, DBCD, MU, ANLS, ADMM, DADMM, HPCANLS} {
+		err := Options{Accel: AccelAuto}.ValidateAccel(a)
+		accel := a == DID || a == BCD || a == HALS
+		if accel != (err == nil) {
+			t.Errorf("%s: ValidateAccel(auto) = %v", a, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "the algorithms that have are did, bcd, hals") {
+			t.Errorf("%s: %v does not name the algorithms that take it", a, err)
+		}
+		if err := (Options{}).ValidateAccel(a); err != nil {
+			t.Errorf("%s: ValidateAccel(off) = %v", a, err)
+		}
+	}
+	if err := (Options{Accel: Accel{CSweeps: 3, BSweeps: 2, Eps: 2}}).ValidateAccel(DID); err == nil {
+		t.Error("eps 2 accepted")
+	}
+}
+
+// accelCases are the blocks and settings the accelerated DID tests run: dense (fused and
+// column-lane shapes), sparse, penalized, both forms.
+type accelCase struct {
+	name string
+	x    Block
+	k    int
+	opt  Options
+}
+
+func accelCases() []accelCase {
+	small := synthDense(5, 3000, 3, 11, 0)   // the paper's shape: the fused kernel
+	mid := synthDense(40, 1200, 6, 12, 0.01) // column-lane kernels
+	odd := synthDense(13, 900, 5, 13, 0.02)  // the batched path
+	sparse := ToCSC(sparsify(synthDense(30, 1500, 4, 14, 0.05), 0.7, 3))
+	auto := Options{Accel: AccelAuto}
+	return []accelCase{
+		{"dense m5 k3", small, 3, auto},
+		{"dense m5 k3 eps0.5", small, 3, Options{Accel: Accel{4, 8, 0.5}}},
+		{"dense m40 k6", mid, 6, auto},
+		{"dense m13 k5", odd, 5, Options{Accel: Accel{5, 2, 0.05}}},
+		{"sparse m30 k4", sparse, 4, auto},
+		{"dense m13 k5 residual", odd, 5, Options{Accel: AccelAuto, Form: FormResidual}},
+		{"penalized m40 k6", mid, 6, Options{Accel: AccelAuto, AlphaCoef: 0.001, AlphaBasis: 0.002, L1Ratio: 0.4}},
+		{"C only", mid, 6, Options{Accel: Accel{3, 1, 0.1}}},
+		{"B only", mid, 6, Options{Accel: Accel{1, 5, 0.1}}},
+	}
+}
+
+// TestAccelSameBitsEverywhere: accelerated DID's iterates on a shard count do not depend on
+// the thread count or the kernel path (bitwise), and they agree across shard counts to
+// round-off, as plain DID's do (the allreduce adds the shards' partials in another grouping).
+func TestAccelSameBitsEverywhere(t *testing.T) {
+	for _, c := range accelCases() {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := baseConfig(DID, c.k, StopRule{MaxIter: 25})
+			cfg.Options = c.opt
+			cfg.Options.Kernel = KernelGeneric
+			cfg.Threads = 1
+			one := mustRun(t, c.x, 1, cfg)
+			for _, shards := range []int{1, 3, 8} {
+				cfg.Options.Kernel = KernelGeneric
+				cfg.Threads = 1
+				ref := mustRun(t, c.x, shards, cfg)
+				if d := max(maxRelDiff(one.B, ref.B), maxRelDiff(one.C, ref.C)); d > 1e-11 {
+					t.Errorf("%d shards: iterates differ from 1 shard's by %.3g relative", shards, d)
+				}
+				for _, path := range AvailableKernelPaths() {
+					cfg.Options.Kernel = path
+					cfg.Threads = 2
+					got := mustRun(t, c.x, shards, cfg)
+					if !bitwiseEqual(got.B, ref.B) || !bitwiseEqual(got.C, ref.C) ||
+						math.Float64bits(got.Objective) != math.Float64bits(ref.Objective) {
+						t.Errorf("%d shards, %s, 2 threads: iterates differ from the generic path on 1 thread (B %.3g, C %.3g relative)",
+							shards, path, maxRelDiff(ref.B, got.B), maxRelDiff(ref.C, got.C))
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAccelObjectiveExactAndMonotone: the tracked objective is ||X - BC||^2 (plus the
+// penalties) of the factors, and it never increases.
+func TestAccelObjectiveExactAndMonotone(t *testing.T) {
+	for _, c := range accelCases() {
+		t.Run(c.name, func(t *testing.T) {
+			prev := math.Inf(1)
+			for _, iters := range []int{1, 2, 5, 12, 30} {
+				cfg := baseConfig(DID, c.k, StopRule{MaxIter: iters})
+				cfg.Options = c.opt
+				res := mustRun(t, c.x, 3, cfg)
+				want := ResidualSq(c.x, res.B, res.C, c.k, nil)
+				if c.opt.AlphaCoef != 0 || c.opt.AlphaBasis != 0 {
+					m, n := c.x.Dims()
+					pen := newPenalty(c.opt, m, n)
+					want += pen.coefPenalty(res.C, nil) + pen.basisPenalty(res.B, nil)
+				}
+				if d := math.Abs(res.Objective-want) / want; d > 1e-9 {
+					t.Errorf("%d iterations: tracked objective %.17g, recomputed %.17g (%.3g relative)", iters, res.Objective, want, d)
+				}
+				if res.Objective > prev*(1+1e-12) {
+					t.Errorf("%d iterations: objective %.17g rose from %.17g", iters, res.Objective, prev)
+				}
+				prev = res.Objective
+			}
+		})
+	}
+}
+
+// TestAccelFewerIterations: accelerated DID reaches plain DID's 300-iteration objective in
+// fewer iterations (the paper's shape, exact data, and a noisy one).
+func TestAccelFewerIterations(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		x    Block
+		k    int
+	}{
+		{"m5 k3 exact", synthDense(5, 4000, 3, 21, 0), 3},
+		{"m40 k6 noisy", synthDense(40, 1500, 6, 22, 0.05), 6},
+	} {
+		plain := baseConfig(DID, c.k, StopRule{MaxIter: 300})
+		ref := mustRun(t, c.x, 2, plain)
+		acc := plain
+		acc.Options.Accel = AccelAuto
+		acc.Stop = StopRule{MaxIter: 300}
+		res := mustRun(t, c.x, 2, acc)
+		at := -1
+		for _, h := range res.History {
+			if h.Ratio*ref.Initial <= ref.Objective {
+				at = h.Iteration
+				break
+			}
+		}
+		t.Logf("%s: plain's 300-iteration objective %.6g reached by accelerated DID at iteration %d", c.name, ref.Objective, at)
+		if at < 0 || at >= 300 {
+			t.Errorf("%s: accelerated DID did not reach plain's 300-iteration objective %.6g in 300 iterations (its own: %.6g)",
+				c.name, ref.Objective, res.Objective)
+		}
+	}
+}
