@@ -36,19 +36,29 @@ type Accel struct {
 	// sweeps again only while the squared norm of its last step exceeds Eps^2 times that of
 	// its first.
 	Eps float64
+	// Extrapolate adds Ang & Gillis's extrapolation with restarts (2019) to DID: each
+	// iteration's C (in the same pass) and the next iteration's starting B move on along their
+	// last step by a factor beta that grows while the objective falls and shrinks, with a
+	// restart from the plain iterate, when it rises (see extrapolation in did.go). beta
+	// depends only on the replicated objective, so the iterates stay independent of the
+	// sharding.
+	Extrapolate bool
 }
 
 // AccelAuto is the inner loops --accel auto selects: at most 3 sweeps over each column of C
 // and 5 over B, stopping at a tenth of the first step (chosen on the bank of BENCHMARKS.md,
 // "Fewer passes").
-var AccelAuto = Accel{CSweeps: 3, BSweeps: 5, Eps: 0.1}
+var AccelAuto = Accel{CSweeps: 3, BSweeps: 5, Eps: 0.1, Extrapolate: true}
 
 // MaxAccelSweeps bounds CSweeps and BSweeps: more sweeps than this cost more than the pass
 // they save on every problem measured.
 const MaxAccelSweeps = 100
 
 // On reports whether a makes any extra sweep.
-func (a Accel) On() bool { return a.CSweeps > 1 || a.BSweeps > 1 }
+func (a Accel) On() bool { return a.sweeps() || a.Extrapolate }
+
+// sweeps reports whether a makes further inner sweeps.
+func (a Accel) sweeps() bool { return a.CSweeps > 1 || a.BSweeps > 1 }
 
 // cExtra and bExtra are the sweeps beyond the first.
 func (a Accel) cExtra() int { return max(a.CSweeps-1, 0) }
@@ -57,29 +67,43 @@ func (a Accel) bExtra() int { return max(a.BSweeps-1, 0) }
 // eps2 is Eps^2, rounded once: the factor of a loop's first step below which it stops.
 func (a Accel) eps2() float64 { return a.Eps * a.Eps }
 
-// String gives the form ParseAccel reads: "off", "auto" for AccelAuto, else "C,B,eps".
+// String gives the form ParseAccel reads: "off", "auto" for AccelAuto, "x" for extrapolation
+// alone, else "C,B,eps" with ",x" when it extrapolates.
 func (a Accel) String() string {
 	switch {
 	case !a.On():
 		return "off"
 	case a == AccelAuto:
 		return "auto"
+	case !a.sweeps():
+		return "x"
 	}
-	return fmt.Sprintf("%d,%d,%s", max(a.CSweeps, 1), max(a.BSweeps, 1), strconv.FormatFloat(a.Eps, 'g', -1, 64))
+	s := fmt.Sprintf("%d,%d,%s", max(a.CSweeps, 1), max(a.BSweeps, 1), strconv.FormatFloat(a.Eps, 'g', -1, 64))
+	if a.Extrapolate {
+		s += ",x"
+	}
+	return s
 }
 
 // ParseAccel reads --accel: "off" (plain DID), "auto" (AccelAuto), "C,B" (at most C sweeps
-// over each column of C and B over B, stopping at AccelAuto's Eps) or "C,B,eps".
+// over each column of C and B over B, stopping at AccelAuto's Eps) or "C,B,eps", each
+// followed by ",x" to extrapolate as well, or "x" (extrapolation alone).
 func ParseAccel(s string) (Accel, error) {
 	switch strings.TrimSpace(s) {
 	case "", "off", "none", "1,1":
 		return Accel{}, nil
 	case "auto", "on":
 		return AccelAuto, nil
+	case "x":
+		return Accel{Extrapolate: true}, nil
 	}
 	parts := strings.Split(s, ",")
+	extrap := len(parts) > 2 && strings.TrimSpace(parts[len(parts)-1]) == "x"
+	if extrap {
+		parts = parts[:len(parts)-1]
+	}
 	if len(parts) < 2 || len(parts) > 3 {
-		return Accel{}, fmt.Errorf("accel %q: want off, auto, C,B or C,B,eps (C sweeps over each column of C, B over B, eps the relative step that stops them)", s)
+		return Accel{}, fmt.Errorf("accel %q: want off, auto, x, C,B or C,B,eps, optionally followed by ,x (C sweeps over each column of C, B over B, eps the relative step that stops them, x to extrapolate)", s)
 	}
 	var a Accel
 	var err error
@@ -95,11 +119,12 @@ func ParseAccel(s string) (Accel, error) {
 			return Accel{}, fmt.Errorf("accel %q: eps %q is not a number", s, parts[2])
 		}
 	}
+	a.Extrapolate = extrap
 	if err := a.check(); err != nil {
 		return Accel{}, fmt.Errorf("accel %q: %v", s, err)
 	}
-	if !a.On() {
-		return Accel{}, nil
+	if !a.sweeps() {
+		return Accel{Extrapolate: extrap}, nil
 	}
 	return a, nil
 }
@@ -126,7 +151,7 @@ func (a Accel) check() error {
 	if a.CSweeps < 0 || a.CSweeps > MaxAccelSweeps || a.BSweeps < 0 || a.BSweeps > MaxAccelSweeps {
 		return fmt.Errorf("sweeps must be in 1..%d, got C %d and B %d", MaxAccelSweeps, a.CSweeps, a.BSweeps)
 	}
-	if a.On() && !(a.Eps > 0 && a.Eps < 1) {
+	if a.sweeps() && !(a.Eps > 0 && a.Eps < 1) {
 		return fmt.Errorf("eps must be a number in (0, 1), got %v", a.Eps)
 	}
 	return nil
@@ -138,11 +163,20 @@ var accelAlgorithms = []Algorithm{DID, BCD, HALS}
 // AccelAlgorithms lists the algorithms that take Options.Accel.
 func AccelAlgorithms() []Algorithm { return slices.Clone(accelAlgorithms) }
 
-// ValidateAccel checks Options.Accel for an algorithm: counts in range, Eps in (0, 1), and
-// extra sweeps only for did, bcd and hals. NewMachine (and so Run) calls it.
+// ValidateAccel checks Options.Accel for an algorithm: counts in range, Eps in (0, 1), extra
+// sweeps only for did, bcd and hals, and extrapolation only for did without missing values or
+// a test set. NewMachine (and so Run) calls it.
 func (o Options) ValidateAccel(algo Algorithm) error {
 	if err := o.Accel.check(); err != nil {
 		return fmt.Errorf("accel: %v", err)
+	}
+	if o.Accel.Extrapolate {
+		if algo != DID {
+			return fmt.Errorf("algorithm %s does not extrapolate (--accel %s): only did does; use --accel C,B for its inner sweeps alone", algo, o.Accel)
+		}
+		if o.Masked() {
+			return fmt.Errorf("did cannot extrapolate (--accel %s) with %s yet: use --accel C,B (inner sweeps alone), which can", o.Accel, o.maskWhat())
+		}
 	}
 	if !o.Accel.On() || slices.Contains(accelAlgorithms, algo) {
 		return nil

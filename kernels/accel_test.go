@@ -1,7 +1,9 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -16,11 +18,16 @@ func TestParseAccel(t *testing.T) {
 		{"", Accel{}, ""},
 		{"1,1", Accel{}, ""},
 		{"auto", AccelAuto, ""},
-		{"3,5", Accel{3, 5, AccelAuto.Eps}, ""},
-		{"2,1,0.3", Accel{2, 1, 0.3}, ""},
-		{" 4 , 6 , 0.05", Accel{4, 6, 0.05}, ""},
-		{"3", Accel{}, "want off, auto, C,B or C,B,eps"},
+		{"3,5", Accel{3, 5, AccelAuto.Eps, false}, ""},
+		{"2,1,0.3", Accel{2, 1, 0.3, false}, ""},
+		{" 4 , 6 , 0.05", Accel{4, 6, 0.05, false}, ""},
+		{"x", Accel{Extrapolate: true}, ""},
+		{"1,1,x", Accel{Extrapolate: true}, ""},
+		{"3,5,x", Accel{3, 5, AccelAuto.Eps, true}, ""},
+		{"3,5,0.2,x", Accel{3, 5, 0.2, true}, ""},
+		{"3", Accel{}, "want off, auto, x, C,B or C,B,eps"},
 		{"3,5,0.1,9", Accel{}, "want off, auto"},
+		{"x,3,5", Accel{}, `C sweeps "x" is not an integer`},
 		{"x,5", Accel{}, `C sweeps "x" is not an integer`},
 		{"3,y", Accel{}, `B sweeps "y" is not an integer`},
 		{"3,5,z", Accel{}, `eps "z" is not a number`},
@@ -50,7 +57,7 @@ func TestParseAccel(t *testing.T) {
 
 func TestValidateAccel(t *testing.T) {
 	for _, a := range []Algorithm{DID, BCD, HALS, DBCD, MU, ANLS, ADMM, DADMM, HPCANLS} {
-		err := Options{Accel: AccelAuto}.ValidateAccel(a)
+		err := Options{Accel: Accel{CSweeps: 3, BSweeps: 5, Eps: 0.1}}.ValidateAccel(a)
 		accel := a == DID || a == BCD || a == HALS
 		if accel != (err == nil) {
 			t.Errorf("%s: ValidateAccel(auto) = %v", a, err)
@@ -64,6 +71,23 @@ func TestValidateAccel(t *testing.T) {
 	}
 	if err := (Options{Accel: Accel{CSweeps: 3, BSweeps: 2, Eps: 2}}).ValidateAccel(DID); err == nil {
 		t.Error("eps 2 accepted")
+	}
+	for _, c := range []struct {
+		algo Algorithm
+		opt  Options
+		want string
+	}{
+		{BCD, Options{Accel: Accel{Extrapolate: true}}, "algorithm bcd does not extrapolate (--accel x): only did does"},
+		{HALS, Options{Accel: AccelAuto}, "algorithm hals does not extrapolate (--accel auto)"},
+		{DID, Options{Accel: AccelAuto, Missing: true}, "did cannot extrapolate (--accel auto) with missing values yet"},
+		{DID, Options{Accel: Accel{Extrapolate: true}, TestFraction: 0.1}, "did cannot extrapolate (--accel x) with held-out entries"},
+	} {
+		if err := c.opt.ValidateAccel(c.algo); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %+v: %v, want %q", c.algo, c.opt, err, c.want)
+		}
+	}
+	if err := (Options{Accel: Accel{CSweeps: 3, BSweeps: 5, Eps: 0.1}, Missing: true}).ValidateAccel(DID); err != nil {
+		t.Errorf("inner sweeps with missing values: %v", err)
 	}
 }
 
@@ -84,14 +108,18 @@ func accelCases() []accelCase {
 	auto := Options{Accel: AccelAuto}
 	return []accelCase{
 		{"dense m5 k3", small, 3, auto},
-		{"dense m5 k3 eps0.5", small, 3, Options{Accel: Accel{4, 8, 0.5}}},
+		{"dense m5 k3 eps0.5", small, 3, Options{Accel: Accel{4, 8, 0.5, false}}},
 		{"dense m40 k6", mid, 6, auto},
-		{"dense m13 k5", odd, 5, Options{Accel: Accel{5, 2, 0.05}}},
+		{"dense m13 k5", odd, 5, Options{Accel: Accel{5, 2, 0.05, false}}},
 		{"sparse m30 k4", sparse, 4, auto},
 		{"dense m13 k5 residual", odd, 5, Options{Accel: AccelAuto, Form: FormResidual}},
 		{"penalized m40 k6", mid, 6, Options{Accel: AccelAuto, AlphaCoef: 0.001, AlphaBasis: 0.002, L1Ratio: 0.4}},
-		{"C only", mid, 6, Options{Accel: Accel{3, 1, 0.1}}},
-		{"B only", mid, 6, Options{Accel: Accel{1, 5, 0.1}}},
+		{"C only", mid, 6, Options{Accel: Accel{3, 1, 0.1, false}}},
+		{"B only", mid, 6, Options{Accel: Accel{1, 5, 0.1, false}}},
+		{"extrapolation m5 k3", small, 3, Options{Accel: Accel{Extrapolate: true}}},
+		{"extrapolation sparse", sparse, 4, Options{Accel: Accel{Extrapolate: true}}},
+		{"extrapolation residual", odd, 5, Options{Accel: AccelAuto, Form: FormResidual}},
+		{"extrapolation penalized", mid, 6, Options{Accel: Accel{2, 3, 0.2, true}, AlphaCoef: 0.001, AlphaBasis: 0.002, L1Ratio: 0.4}},
 	}
 }
 
@@ -147,7 +175,7 @@ func TestAccelObjectiveExactAndMonotone(t *testing.T) {
 				if d := math.Abs(res.Objective-want) / want; d > 1e-9 {
 					t.Errorf("%d iterations: tracked objective %.17g, recomputed %.17g (%.3g relative)", iters, res.Objective, want, d)
 				}
-				if res.Objective > prev*(1+1e-12) {
+				if !c.opt.Accel.Extrapolate && res.Objective > prev*(1+1e-12) {
 					t.Errorf("%d iterations: objective %.17g rose from %.17g", iters, res.Objective, prev)
 				}
 				prev = res.Objective
@@ -184,6 +212,84 @@ func TestAccelFewerIterations(t *testing.T) {
 		if at < 0 || at >= 300 {
 			t.Errorf("%s: accelerated DID did not reach plain's 300-iteration objective %.6g in 300 iterations (its own: %.6g)",
 				c.name, ref.Objective, res.Objective)
+		}
+	}
+}
+
+// TestAccelResumeBitwise: a run resumed from a snapshot of accelerated DID (inner sweeps,
+// extrapolation, both) takes bitwise the original's steps.
+func TestAccelResumeBitwise(t *testing.T) {
+	const last = 12
+	snapAt := []int{1, 2, 5, 9}
+	dense := synthDense(14, 800, 5, 41, 0.05)
+	pool := NewPool(2)
+	defer pool.Close()
+	for _, a := range []Accel{AccelAuto, {Extrapolate: true}, {CSweeps: 3, BSweeps: 4, Eps: 0.2}} {
+		for _, in := range []struct {
+			name string
+			x    Block
+		}{{"dense", dense}, {"sparse", ToCSC(sparsify(dense, 0.5, 1))}} {
+			for _, form := range []Form{FormGram, FormResidual} {
+				for _, p := range []int{1, 3} {
+					t.Run(fmt.Sprintf("%s/%s/%s/P=%d", a, in.name, form, p), func(t *testing.T) {
+						specs := shardSpecs(t, in.x, p, DID, form, pool)
+						for s := range specs {
+							specs[s].Accel = a
+						}
+						ref := newMachines(t, specs, nil)
+						snaps := map[int][]Snapshot{}
+						refSteps := driveMachines(t, ref, last, func(it int) {
+							if it == last || slices.Contains(snapAt, it) {
+								snaps[it] = snapshotAll(t, ref)
+							}
+						})
+						for _, at := range snapAt {
+							resumed := newMachines(t, specs, snaps[at])
+							got := driveMachines(t, resumed, last, nil)
+							sameStepsAfter(t, "snapshot", refSteps, got, at, nil)
+							for s, snap := range snapshotAll(t, resumed) {
+								if d := sameSnapshot(snap, snaps[last][s]); d != "" {
+									t.Fatalf("resumed at %d: shard %d at iteration %d: %s", at, s, last, d)
+								}
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestStallFollowsLowest: the stall rule follows the lowest objective so far, so one rise (an
+// extrapolation's restart) inside the window does not stop a run that is still improving, and
+// a monotone sequence stops where it always did.
+func TestStallFollowsLowest(t *testing.T) {
+	rule := StopRule{MaxIter: 1000, StallTol: 1e-3, StallWindow: 3}
+	cases := []struct {
+		name string
+		objs []float64
+		stop int // the iteration it stops after (0: none)
+	}{
+		{"monotone, stalls", []float64{100, 90, 89.99, 89.98, 89.97, 89.96}, 5},
+		{"monotone, improving", []float64{100, 90, 80, 70, 60, 50}, 0},
+		{"a rise while improving", []float64{100, 90, 80, 95, 60, 50}, 0},
+		{"a rise above the window's start", []float64{100, 90, 80, 120, 70, 60}, 0},
+		{"a rise, then flat", []float64{100, 50, 60, 50, 50, 50, 50}, 5},
+	}
+	for _, c := range cases {
+		s := NewStopper(rule)
+		stopped := 0
+		for i, o := range c.objs {
+			if stop, reason := s.Observe(i+1, o, 1000, 0); stop {
+				if reason != StopStalled {
+					t.Fatalf("%s: stopped for %s", c.name, reason)
+				}
+				stopped = i + 1
+				break
+			}
+		}
+		if stopped != c.stop {
+			t.Errorf("%s: stopped after %d, want %d", c.name, stopped, c.stop)
 		}
 	}
 }

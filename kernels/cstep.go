@@ -277,6 +277,14 @@ func (s *cStep) setAccel(a Accel) {
 	}
 }
 
+// setExtrapolation sets the extrapolation of the next run (Accel.Extrapolate): beta and the
+// shard's previous plain coefficients, which the run replaces with its new ones.
+func (s *cStep) setExtrapolation(beta float64, cprev []float64) {
+	for _, sw := range s.sweeps {
+		sw.beta, sw.cprev = beta, cprev
+	}
+}
+
 // laneSweeps returns lane l's further C sweeps (nil: plain DID).
 func (s *cStep) laneSweeps(l int) *coefSweeps {
 	if s.sweeps == nil {
@@ -378,7 +386,7 @@ func residualCoefPenalized(e, b, g, cj []float64, m, k int, l1, l2 float64) {
 // residualCoefSweeps is residualCoef followed, with sw set, by accelerated DID's further
 // sweeps over the column (accel.go's stop rule on the column's steps; each sweep is
 // residualCoef, so the residual form's arithmetic).
-func residualCoefSweeps(e, b, g, cj []float64, m, k int, l1, l2 float64, sw *coefSweeps) {
+func residualCoefSweeps(e, b, g, cj []float64, m, k, j int, l1, l2 float64, sw *coefSweeps) {
 	if sw == nil {
 		residualCoef(e, b, g, cj, m, k, l1, l2)
 		return
@@ -402,13 +410,34 @@ func residualCoefSweeps(e, b, g, cj []float64, m, k int, l1, l2 float64, sw *coe
 			st = math.FMA(d, d, st)
 		}
 	}
+	residualExtrapolate(e, b, cj, m, k, j, sw)
+}
+
+// residualExtrapolate is extrapolateCoefs on column j in the residual form: e = x_j - B c_j
+// follows the moved coefficients.
+func residualExtrapolate(e, b, cj []float64, m, k, j int, sw *coefSweeps) {
+	if !sw.extrap {
+		return
+	}
+	pj := sw.cprev[j*k : j*k+k]
+	for p, v := range cj {
+		n := math.FMA(sw.beta, v-pj[p], v)
+		if n < 0 {
+			n = 0
+		}
+		pj[p] = v
+		cj[p] = n
+		if d := n - v; d != 0 {
+			axpy(e, -d, b[p*m:(p+1)*m])
+		}
+	}
 }
 
 // residualCol runs the residual-form update on one column: e holds x_j - B c_j on entry; on
 // return c_j is updated, e = x_j - B c_j_new, W += e c^T and V += c c^T.
-func residualCol(e, b, g, cj, w, v []float64, m, k int, l1, l2 float64, sw *coefSweeps) (prev, post float64) {
+func residualCol(e, b, g, cj, w, v []float64, m, k, j int, l1, l2 float64, sw *coefSweeps) (prev, post float64) {
 	prev = dot(e, e)
-	residualCoefSweeps(e, b, g, cj, m, k, l1, l2, sw)
+	residualCoefSweeps(e, b, g, cj, m, k, j, l1, l2, sw)
 	post = dot(e, e)
 	for p, cp := range cj {
 		if cp != 0 {
@@ -437,7 +466,7 @@ func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, l1, l2
 			}
 			for j, j1 := j0, min(j0+span, hi); j < j1; j++ {
 				copy(e, dense.Data[j*m:(j+1)*m])
-				p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k, l1, l2, sw)
+				p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k, j, l1, l2, sw)
 				prev, post = prev+p0, post+p1
 			}
 		}
@@ -449,7 +478,7 @@ func residualCols(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, l1, l2
 		}
 		for j, j1 := j0, min(j0+span, hi); j < j1; j++ {
 			columnInto(x, j, e)
-			p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k, l1, l2, sw)
+			p0, p1 := residualFromColumn(e, b, g, c[j*k:(j+1)*k], w, v, m, k, j, l1, l2, sw)
 			prev, post = prev+p0, post+p1
 		}
 	}
@@ -476,7 +505,7 @@ func residualColsBig(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, l1,
 			return prev, post
 		}
 		p0 := dot(e, e)
-		residualCoefSweeps(e, b, g, cj, m, k, l1, l2, sw)
+		residualCoefSweeps(e, b, g, cj, m, k, j, l1, l2, sw)
 		p1 := dot(e, e)
 		if flag.stopped() {
 			return prev, post
@@ -493,11 +522,11 @@ func residualColsBig(x Block, lo, hi int, b, g, c, w, v, e []float64, k int, l1,
 }
 
 // residualFromColumn turns e = x_j into x_j - B c_j and runs residualCol.
-func residualFromColumn(e, b, g, cj, w, v []float64, m, k int, l1, l2 float64, sw *coefSweeps) (prev, post float64) {
+func residualFromColumn(e, b, g, cj, w, v []float64, m, k, j int, l1, l2 float64, sw *coefSweeps) (prev, post float64) {
 	for p, cp := range cj {
 		if cp != 0 {
 			axpy(e, -cp, b[p*m:(p+1)*m])
 		}
 	}
-	return residualCol(e, b, g, cj, w, v, m, k, l1, l2, sw)
+	return residualCol(e, b, g, cj, w, v, m, k, j, l1, l2, sw)
 }

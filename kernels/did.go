@@ -1,5 +1,7 @@
 package kernels
 
+import "math"
+
 // DID (Gao & Chu 2018, Algorithm 3). Each iteration a shard updates its columns of C by
 // coordinate descent with the current B, forms W_i = E_i C_i^T and V_i = C_i C_i^T, and one
 // allreduce gives W and V to every shard, which then update B column by column:
@@ -47,11 +49,15 @@ func runDID(e *shardEnv) {
 		return
 	}
 	st := newCStep(e.spec.X, e.k, e.spec.Pool, e.spec.Form, e.flag, e.gram())
-	if first > 1 {
-		st.restore(state)
-	}
-	e.state = st.state
 	m, k := e.rows, e.k
+	ex := newExtrapolation(e.spec.Accel, m, k, e.cols)
+	if first > 1 {
+		ex.restore(state[len(state)-ex.slots():])
+		st.restore(state[:len(state)-ex.slots()])
+	} else {
+		ex.begin(e.B, e.C)
+	}
+	e.state = func() [][]float64 { return append(st.state(), ex.state()...) }
 	pen := e.penalty()
 	st.l1, st.l2, st.norms = pen.l1C, pen.l2C, pen.coef()
 	partial := make([]float64, didPartialLen(m, k, pen.coef()))
@@ -66,6 +72,10 @@ func runDID(e *shardEnv) {
 		c1, c2 = st.normsByLane(e.C)
 	}
 	for it := first; ; it++ {
+		if ex != nil {
+			ex.start(e.B, e.C)
+			st.setExtrapolation(ex.beta, ex.cprev)
+		}
 		prev, post := st.run(e.B, e.C, w, v)
 		copy(partial, w)
 		packLower(partial[m*k:], v, k)
@@ -103,6 +113,7 @@ func runDID(e *shardEnv) {
 		incrementalBStep(e.B, w, v, db, m, k, e.flag)
 		bs.sweep(e.B, w, v, db, m, k, e.flag)
 		obj := basisObjective(w, v, db, m, k, post, e.flag)
+		ex.finish(obj)
 		e.iterationDone(it, obj, initial)
 	}
 }
@@ -116,17 +127,147 @@ func shiftBasisStep(w, v, b []float64, m, k int, l1, l2 float64) {
 	shiftGram(v, k, l2)
 }
 
-// didState is DID's Snapshot.State layout: the Gram form's cache (see cStep.state).
+// didState is DID's Snapshot.State layout: the Gram form's cache (see cStep.state), then with
+// Accel.Extrapolate the extrapolation's state (see extrapolation.state).
 func didState(s *ShardSpec) []stateSlot {
 	form := s.Form
 	if form == FormAuto {
 		form = ChooseForm(s.X, s.K)
 	}
-	if form != FormGram {
+	m, n := s.X.Dims()
+	var slots []stateSlot
+	if form == FormGram {
+		slots = []stateSlot{{"A = X_i C_i^T (M x K)", m * s.K}, {"V = C_i C_i^T (K x K)", s.K * s.K}}
+	}
+	if s.Accel.Extrapolate {
+		slots = append(slots, stateSlot{"previous plain C_i (K x n)", s.K * n}, stateSlot{"previous plain B (M x K)", m * s.K},
+			stateSlot{"extrapolation: beta, its cap, last objective, restart, beta of the last iteration", extrapScalars})
+	}
+	return slots
+}
+
+// Extrapolation (Ang & Gillis, "Accelerating nonnegative matrix factorization algorithms
+// using extrapolation", Neural Computation 2019: their HER scheme on DID's two blocks). Every
+// iteration n, with plain iterates B_n, C_n (what DID's updates give from the iteration's
+// starting point) and beta_n:
+//
+//	C^_n = max(0, C_n + beta_n (C_n - C_{n-1}))   (each column in its update's pass)
+//	B_n from the reduced W, V of C^_n             (DID's B update, and its further sweeps)
+//	e_n = ||X - B_n C^_n||^2                       (DID's identity: exact, and what is reported)
+//
+// and the next iteration starts from C^_n and B^_n = max(0, B_n + beta_n (B_n - B_{n-1})).
+// If e_n > e_{n-1} it restarts instead, from the plain C_n and the plain B_{n-1} (B_n was fitted
+// to the C^_n that overshot: starting from it, measured on the paper's synthetic, undid tens of
+// iterations' progress), with cap = beta_n and beta = beta_n / 1.5; otherwise beta =
+// min(cap, 1.05 beta_n), cap = min(1, 1.01 cap). beta_1 = 0.5, cap 1, e_0 = +Inf. The machine holds (B_n, C^_n) at an iteration boundary, the pair whose
+// objective e_n is, so results and snapshots are consistent; B^_n is formed when the next
+// iteration starts. The objective can rise at a restart; it falls otherwise.
+type extrapolation struct {
+	beta, cap, last float64
+	restart         bool
+	used            float64   // beta of the last iteration (B^ of the next start moves by it)
+	cprev, bprev    []float64 // C_{n-1}'s columns of this shard (replaced as the lanes go), B_{n-1}
+	started         bool
+}
+
+// The extrapolation's constants (Ang & Gillis's defaults) and its scalar state's length.
+const (
+	extrapBeta0   = 0.5
+	extrapShrink  = 1.5
+	extrapGrow    = 1.05
+	extrapCapGrow = 1.01
+	extrapScalars = 5
+)
+
+// newExtrapolation returns the extrapolation of accel for an M x K basis and n columns of C
+// (nil without Accel.Extrapolate).
+func newExtrapolation(a Accel, m, k, n int) *extrapolation {
+	if !a.Extrapolate {
 		return nil
 	}
-	m, _ := s.X.Dims()
-	return []stateSlot{{"A = X_i C_i^T (M x K)", m * s.K}, {"V = C_i C_i^T (K x K)", s.K * s.K}}
+	return &extrapolation{cprev: make([]float64, k*n), bprev: make([]float64, m*k)}
+}
+
+// slots is the number of Snapshot.State slices the extrapolation adds.
+func (x *extrapolation) slots() int {
+	if x == nil {
+		return 0
+	}
+	return 3
+}
+
+// begin starts a fresh run from B0, C0.
+func (x *extrapolation) begin(b, c []float64) {
+	if x == nil {
+		return
+	}
+	copy(x.cprev, c)
+	copy(x.bprev, b)
+	x.beta, x.cap, x.last, x.restart, x.used, x.started = extrapBeta0, 1, math.Inf(1), false, 0, false
+}
+
+// start forms the iteration's starting point in b and c from the last iteration's (B_n, C^_n):
+// B^_n (or, after a restart, B_{n-1} and C_n).
+func (x *extrapolation) start(b, c []float64) {
+	if !x.started {
+		x.started = true // iteration 1 starts from B0, C0
+		return
+	}
+	if x.restart {
+		copy(c, x.cprev)
+		copy(b, x.bprev)
+		return
+	}
+	for i, v := range b {
+		n := math.FMA(x.used, v-x.bprev[i], v)
+		if n < 0 {
+			n = 0
+		}
+		x.bprev[i] = v
+		b[i] = n
+	}
+}
+
+// finish takes the iteration's objective and sets the next beta (restarting when it rose).
+func (x *extrapolation) finish(obj float64) {
+	if x == nil {
+		return
+	}
+	x.used = x.beta
+	if obj > x.last {
+		x.restart = true
+		x.cap = x.beta
+		x.beta = x.beta / extrapShrink
+	} else {
+		x.restart = false
+		x.beta = min(x.cap, extrapGrow*x.beta)
+		x.cap = min(1, extrapCapGrow*x.cap)
+	}
+	x.last = obj
+}
+
+// state returns the extrapolation's Snapshot.State slices (nil when off): C_{n-1}, B_{n-1}
+// and [beta, cap, last objective, restart (0 or 1), beta of the last iteration].
+func (x *extrapolation) state() [][]float64 {
+	if x == nil {
+		return nil
+	}
+	r := 0.0
+	if x.restart {
+		r = 1
+	}
+	return cloneAll(x.cprev, x.bprev, []float64{x.beta, x.cap, x.last, r, x.used})
+}
+
+// restore sets the state that state returned, as if the machine had run to the snapshot.
+func (x *extrapolation) restore(st [][]float64) {
+	if x == nil {
+		return
+	}
+	copy(x.cprev, st[0])
+	copy(x.bprev, st[1])
+	sc := st[2]
+	x.beta, x.cap, x.last, x.restart, x.used, x.started = sc[0], sc[1], sc[2], sc[3] != 0, sc[4], true
 }
 
 // basisSweeps holds accelerated DID's further B sweeps (nil: plain DID): B before the

@@ -195,7 +195,7 @@ func gramLaneSweep(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []f
 	dn, _ := x.(*Dense)
 	fused := kern.fused != nil
 	if sw != nil {
-		fused = kern.fusedAccel != nil
+		fused = kern.fusedAccel != nil && sw.fusable()
 	}
 	if fused && dn != nil && dn.Data != nil && kp == 4 && m <= maxFusedM {
 		extra := scratch[2*gramBatchCols*kp:]
@@ -243,7 +243,7 @@ func gramLaneSweep(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []f
 		if big && flag.stopped() {
 			return
 		}
-		updateSweep(kern, h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb, sw)
+		updateSweep(kern, h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb, j0, sw)
 		norms.push(c[j0*k : j1*k])
 		if big && flag.stopped() {
 			return
@@ -283,7 +283,7 @@ func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv []
 			xd := x.Data[j0*m : j1*m]
 			kern.dotsDense(bp, xd, m, kp, nb, h[:nb*kp])
 			subtractL1(h, l1, k, kp, nb)
-			updateSweep(kern, h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb, sw)
+			updateSweep(kern, h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb, j0, sw)
 			norms.push(c[j0*k : j1*k])
 			kern.accDense(xd, m, k, kp, nb, cs[:nb*kp], a, v)
 			j0 = j1
@@ -330,7 +330,7 @@ func gramLaneCols(kern *gramKernels, cols *denseCols, x *Dense, k, lo, hi int, b
 		if big && flag.stopped() {
 			return
 		}
-		updateSweep(kern, h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb, sw)
+		updateSweep(kern, h, cs, c[j0*k:j1*k], gneg, ginv, k, kp, nb, j0, sw)
 		norms.push(c[j0*k : j1*k])
 		if big && flag.stopped() {
 			return
@@ -345,33 +345,67 @@ func gramLaneCols(kern *gramKernels, cols *denseCols, x *Dense, k, lo, hi int, b
 	}
 }
 
-// coefSweeps is a lane's setting and scratch for accelerated DID's further C sweeps; a nil
-// *coefSweeps is plain DID.
+// coefSweeps is a lane's setting and scratch for accelerated DID's C update beyond plain
+// DID's one sweep: further sweeps and extrapolation. A nil *coefSweeps is plain DID.
 type coefSweeps struct {
 	extra int     // further sweeps at most (Accel.CSweeps - 1)
 	eps2  float64 // Accel.eps2()
 	old   []float64
+	// With extrapolation: beta this iteration and the shard's previous plain coefficients
+	// (K x n_i, column-major), which each column's update replaces with its new ones.
+	extrap bool
+	beta   float64
+	cprev  []float64
 }
 
-// newCoefSweeps returns the lane scratch of accelerated C sweeps for rank k (nil without
-// further C sweeps): old holds a batch's coefficients before the first sweep.
+// newCoefSweeps returns the lane setting of accel's C update for rank k (nil for plain
+// DID's): old holds a batch's coefficients before the first sweep.
 func newCoefSweeps(a Accel, k int) *coefSweeps {
-	if a.cExtra() == 0 {
+	if a.cExtra() == 0 && !a.Extrapolate {
 		return nil
 	}
-	return &coefSweeps{extra: a.cExtra(), eps2: a.eps2(), old: make([]float64, gramBatchCols*k)}
+	return &coefSweeps{extra: a.cExtra(), eps2: a.eps2(), old: make([]float64, gramBatchCols*k), extrap: a.Extrapolate}
 }
 
-// updateSweep runs step 2 on a batch of ncols columns and, with sw set, their further sweeps.
-func updateSweep(kern *gramKernels, h, cs, c, gneg, ginv []float64, k, kp, ncols int, sw *coefSweeps) {
+// fusable reports whether a lane with this setting may take a fused kernel's accelerated form.
+func (sw *coefSweeps) fusable() bool { return !sw.extrap }
+
+// updateSweep runs step 2 on the batch of ncols columns that starts at column j0 of the
+// shard and, with sw set, their further sweeps and their extrapolation (extrapolateCoefs).
+func updateSweep(kern *gramKernels, h, cs, c, gneg, ginv []float64, k, kp, ncols, j0 int, sw *coefSweeps) {
 	if sw == nil {
 		kern.update(h, cs, c, gneg, ginv, k, kp, ncols)
 		return
 	}
-	old := sw.old[:ncols*k]
-	copy(old, c[:ncols*k])
-	kern.update(h, cs, c, gneg, ginv, k, kp, ncols)
-	kern.sweeps(h, cs, c, old, gneg, ginv, k, kp, ncols, sw.extra, sw.eps2)
+	if sw.extra > 0 {
+		old := sw.old[:ncols*k]
+		copy(old, c[:ncols*k])
+		kern.update(h, cs, c, gneg, ginv, k, kp, ncols)
+		kern.sweeps(h, cs, c, old, gneg, ginv, k, kp, ncols, sw.extra, sw.eps2)
+	} else {
+		kern.update(h, cs, c, gneg, ginv, k, kp, ncols)
+	}
+	if sw.extrap {
+		extrapolateCoefs(cs, c, sw.cprev[j0*k:(j0+ncols)*k], sw.beta, k, kp, ncols)
+	}
+}
+
+// extrapolateCoefs moves each of ncols columns on along its last step: with c the new plain
+// coefficients and p the previous plain ones, c_p <- max(0, fma(beta, c_p - p_p, c_p)) (NaN
+// kept), p_p <- the plain c_p, and cs (kp per column) takes the moved values.
+func extrapolateCoefs(cs, c, prev []float64, beta float64, k, kp, ncols int) {
+	for j := 0; j < ncols; j++ {
+		cj, pj, row := c[j*k:j*k+k], prev[j*k:j*k+k], cs[j*kp:j*kp+k]
+		for p, v := range cj {
+			n := math.FMA(beta, v-pj[p], v)
+			if n < 0 {
+				n = 0
+			}
+			pj[p] = v
+			cj[p] = n
+			row[p] = n
+		}
+	}
 }
 
 // subtractL1 sets h_j[p] = h_j[p] - l1 for p < k of ncols columns (kp per column): the L1

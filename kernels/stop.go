@@ -17,7 +17,10 @@ type StopRule struct {
 	// TimeLimit caps the wall time; 0 means none.
 	TimeLimit time.Duration
 	// StallTol, when > 0, also stops a run whose objective fell by less than this fraction over
-	// the last StallWindow iterations: for inexact data, where Tol may be out of reach.
+	// the last StallWindow iterations: for inexact data, where Tol may be out of reach. The
+	// objective it follows is the lowest so far, so that an algorithm whose objective may rise
+	// for an iteration (accelerated DID's extrapolation, at a restart) is not taken as stalled
+	// by that rise; for a monotone algorithm it is the objective itself.
 	StallTol float64
 	// StallWindow is the number of iterations StallTol looks back (default 10).
 	StallWindow int
@@ -74,7 +77,7 @@ func Ratio(objective, initial float64) float64 {
 // shard of a job, or its coordinator) decides the same way.
 type Stopper struct {
 	rule StopRule
-	objs []float64 // objectives of the last StallWindow+1 iterations
+	objs []float64 // the lowest objectives so far as of each of the last StallWindow+1 iterations
 }
 
 // NewStopper returns a Stopper for rule.
@@ -110,8 +113,12 @@ func (s *Stopper) Restore(objs []float64) {
 func (s *Stopper) Observe(iter int, objective, initial float64, elapsed time.Duration) (bool, StopReason) {
 	r := s.rule
 	window := s.window()
+	best := objective
 	if r.StallTol > 0 {
-		s.objs = append(s.objs, objective)
+		if n := len(s.objs); n > 0 && s.objs[n-1] < best {
+			best = s.objs[n-1]
+		}
+		s.objs = append(s.objs, best)
 		if len(s.objs) > window+1 {
 			s.objs = s.objs[1:]
 		}
@@ -119,7 +126,7 @@ func (s *Stopper) Observe(iter int, objective, initial float64, elapsed time.Dur
 	switch {
 	case initial <= 0 || (r.Tol > 0 && objective <= r.Tol*initial):
 		return true, StopConverged
-	case r.StallTol > 0 && len(s.objs) == window+1 && s.objs[0]-objective < r.StallTol*s.objs[0]:
+	case r.StallTol > 0 && len(s.objs) == window+1 && s.objs[0]-best < r.StallTol*s.objs[0]:
 		return true, StopStalled
 	case iter >= r.MaxIter:
 		return true, StopMaxIter

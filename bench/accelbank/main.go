@@ -1,0 +1,241 @@
+// Command accelbank is issue 35's bank of problems for deciding accelerated DID: for each
+// problem it runs plain DID for -ref iterations (its objective there is the target), then every
+// -settings value of --accel (the plain one included), and reports, per setting, the passes
+// over X and the seconds (medians of -repeats runs) to reach the target, and the passes,
+// seconds and rel_err2 at the default stop (--tol 1e-6 / the problem's cap, --stall-tol 1e-5
+// of the fit as factorize runs it). Every run of a problem reads the same bytes, in this
+// process, on -shards shards and -threads threads.
+//
+//	go run ./bench/accelbank -problems all -json > bank.jsonl
+//	go run ./bench/accelbank -problems syn1e5,fmnist10 -settings 'off;auto;1,5' -repeats 1
+//
+// Problems: syn1e5, syn1e6, syn1e7 (the paper's synthetic M=5, K=3, to tol 1e-6, random
+// init); fmnist10, fmnist40 (Fashion-MNIST's 70000 images, K=10 and 40, k-means init);
+// counts (a 2%-dense planted count matrix, K=20, from -counts, written by bench/sweepscale);
+// missing (Fashion-MNIST K=10 with 5% of its entries NaN, fitted as missing values);
+// penalized (Fashion-MNIST K=10, --alpha-coef 0.01 --l1-ratio 0.5 on both factors).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/didnmf/didnmf"
+	"github.com/didnmf/didnmf/kernels"
+)
+
+// problem is one row group of the bank.
+type problem struct {
+	name    string
+	inputs  []string
+	k       int
+	init    kernels.InitMethod
+	tol     float64
+	maxIter int
+	opt     kernels.Options
+	nanFrac float64 // share of entries made NaN (missing values)
+}
+
+// result is one line of the bank's output.
+type result struct {
+	Problem  string `json:"problem"`
+	Setting  string `json:"accel"`
+	M        int    `json:"m"`
+	N        int    `json:"n"`
+	K        int    `json:"k"`
+	RefIters int    `json:"ref_iterations"`
+	// Target is plain DID's objective after RefIters iterations.
+	Target float64 `json:"target_objective"`
+	// ToTarget: the passes (iterations) and seconds (median over the repeats) to reach it.
+	PassesToTarget  int     `json:"passes_to_target"`
+	SecondsToTarget float64 `json:"seconds_to_target"`
+	Reached         bool    `json:"reached"`
+	// At the default stop.
+	PassesToStop  int       `json:"passes_to_stop"`
+	SecondsToStop float64   `json:"seconds_to_stop"`
+	Stop          string    `json:"stop"`
+	RelErr2       float64   `json:"rel_err2"`
+	TimesToTarget []float64 `json:"times_to_target"`
+	TimesToStop   []float64 `json:"times_to_stop"`
+}
+
+func main() {
+	problems := flag.String("problems", "all", "comma-separated problems (all: every one)")
+	settings := flag.String("settings", "off;auto;1,5;2,5;3,5,0.3", "--accel values to compare, separated by ';'")
+	repeats := flag.Int("repeats", 3, "runs of each setting (the seconds are their median)")
+	ref := flag.Int("ref", 300, "plain DID's iterations that set the target")
+	shards := flag.Int("shards", 2, "shards")
+	threads := flag.Int("threads", 2, "threads")
+	fm := flag.String("fashion-mnist", "/usr/share/datasets/fashion-mnist", "Fashion-MNIST's directory")
+	counts := flag.String("counts", "/tmp/accelbank/counts.npz", "the count matrix (go run ./bench/sweepscale -rows 50000 -cols 5000 -k 20 -out FILE)")
+	asJSON := flag.Bool("json", false, "one JSON line per problem and setting")
+	flag.Parse()
+	fmFiles := []string{filepath.Join(*fm, "train-images-idx3-ubyte.gz"), filepath.Join(*fm, "t10k-images-idx3-ubyte.gz")}
+	syn := func(n int) []string { return []string{fmt.Sprintf("synthetic:m=5,n=%d,k=3,seed=1", n)} }
+	pen := kernels.Options{AlphaCoef: 0.01, AlphaBasis: 0.01, L1Ratio: 0.5}
+	all := []problem{
+		{name: "syn1e5", inputs: syn(100000), k: 3, init: kernels.InitRandom, tol: 1e-6, maxIter: 5000},
+		{name: "syn1e6", inputs: syn(1000000), k: 3, init: kernels.InitRandom, tol: 1e-6, maxIter: 5000},
+		{name: "syn1e7", inputs: syn(10000000), k: 3, init: kernels.InitRandom, tol: 1e-6, maxIter: 5000},
+		{name: "fmnist10", inputs: fmFiles, k: 10, init: kernels.InitKMeans, tol: 1e-6, maxIter: 1000},
+		{name: "fmnist40", inputs: fmFiles, k: 40, init: kernels.InitKMeans, tol: 1e-6, maxIter: 1000},
+		{name: "counts", inputs: []string{*counts}, k: 20, init: kernels.InitRandom, tol: 1e-6, maxIter: 1000},
+		{name: "missing", inputs: fmFiles, k: 10, init: kernels.InitRandom, tol: 1e-6, maxIter: 1000, opt: kernels.Options{Missing: true}, nanFrac: 0.05},
+		{name: "penalized", inputs: fmFiles, k: 10, init: kernels.InitKMeans, tol: 1e-6, maxIter: 1000, opt: pen},
+	}
+	var chosen []problem
+	for _, p := range all {
+		if *problems == "all" || slices.Contains(strings.Split(*problems, ","), p.name) {
+			chosen = append(chosen, p)
+		}
+	}
+	var accels []kernels.Accel
+	for _, s := range strings.Split(*settings, ";") {
+		a, err := kernels.ParseAccel(s)
+		if err != nil {
+			fail(err)
+		}
+		accels = append(accels, a)
+	}
+	for _, p := range chosen {
+		if err := runProblem(p, accels, *repeats, *ref, *shards, *threads, *asJSON); err != nil {
+			fail(fmt.Errorf("%s: %w", p.name, err))
+		}
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "accelbank:", err)
+	os.Exit(2)
+}
+
+// runProblem reads the problem once and runs the reference and every setting on it.
+func runProblem(p problem, accels []kernels.Accel, repeats, ref, shards, threads int, asJSON bool) error {
+	spec := didnmf.NewSpec(p.inputs, kernels.DID, p.k, shards)
+	spec.Init = p.init
+	spec.Missing = p.opt.Missing
+	if p.nanFrac > 0 {
+		spec.Storage = kernels.StorageFloat64 // withNaN writes into float64 blocks
+	}
+	job, err := didnmf.Open(spec, didnmf.Local(threads))
+	if err != nil {
+		return err
+	}
+	blocks, err := job.ReadBlocks()
+	m, n := job.Features, job.Samples
+	job.Close()
+	if err != nil {
+		return err
+	}
+	if p.nanFrac > 0 {
+		blocks = withNaN(blocks, p.nanFrac)
+	}
+	base := kernels.Config{Algo: kernels.DID, K: p.k, Seed: 1, Init: kernels.InitSpec{Method: p.init}, Options: p.opt, Threads: threads}
+	cfg := base
+	cfg.Stop = kernels.StopRule{MaxIter: ref}
+	res, err := kernels.Run(context.Background(), blocks, cfg)
+	if err != nil {
+		return err
+	}
+	target := res.Objective
+	if !asJSON {
+		fmt.Printf("%s (%d x %d, K=%d): plain DID's %d-iteration objective %.6g (rel_err2 %.6g)\n", p.name, m, n, p.k, ref, target, res.RelErr2())
+		fmt.Printf("  %-12s %8s %10s %8s %10s %10s  %s\n", "accel", "passes", "s", "passes", "s", "rel_err2", "stop")
+		fmt.Printf("  %-12s %8s %10s %8s %10s %10s\n", "", "to target", "", "to stop", "", "")
+	}
+	for _, a := range accels {
+		r := result{Problem: p.name, Setting: a.String(), M: m, N: n, K: p.k, RefIters: ref, Target: target}
+		for rep := 0; rep < repeats; rep++ {
+			// To the target: stop at the first iteration at or below it.
+			c := base
+			c.Options.Accel = a
+			c.Stop = kernels.StopRule{MaxIter: max(4*ref, p.maxIter)}
+			ctx, cancel := context.WithCancel(context.Background())
+			reachedAt, reachedSec := -1, 0.0
+			t0 := time.Now()
+			_, err := kernels.Run(ctx, blocks, c, func(pr kernels.Progress) {
+				if reachedAt < 0 && pr.Iteration > 0 && pr.Objective <= target {
+					reachedAt, reachedSec = pr.Iteration, time.Since(t0).Seconds()-pr.InitSeconds
+					cancel()
+				}
+			})
+			cancel()
+			if err != nil && reachedAt < 0 && !strings.Contains(err.Error(), "cancel") {
+				return err
+			}
+			if reachedAt > 0 {
+				r.Reached, r.PassesToTarget = true, reachedAt
+				r.TimesToTarget = append(r.TimesToTarget, reachedSec)
+			}
+			// To the default stop.
+			c.Stop = kernels.StopRule{Tol: p.tol, MaxIter: p.maxIter, StallTol: 1e-5}
+			res, err := kernels.Run(context.Background(), blocks, c)
+			if err != nil {
+				return err
+			}
+			var iterSec float64
+			for _, s := range res.IterSeconds {
+				iterSec += s
+			}
+			r.PassesToStop, r.Stop, r.RelErr2 = res.Iterations, string(res.StopReason), res.RelErr2()
+			r.TimesToStop = append(r.TimesToStop, iterSec)
+		}
+		r.SecondsToTarget, r.SecondsToStop = median(r.TimesToTarget), median(r.TimesToStop)
+		if asJSON {
+			line, _ := json.Marshal(r)
+			fmt.Println(string(line))
+			continue
+		}
+		to := "not reached"
+		if r.Reached {
+			to = fmt.Sprintf("%8d %10.3f", r.PassesToTarget, r.SecondsToTarget)
+		}
+		fmt.Printf("  %-12s %19s %8d %10.3f %10.6g  %s\n", r.Setting, to, r.PassesToStop, r.SecondsToStop, r.RelErr2, r.Stop)
+	}
+	return nil
+}
+
+// withNaN returns copies of dense blocks with a deterministic share of entries NaN.
+func withNaN(blocks []kernels.Block, frac float64) []kernels.Block {
+	out := make([]kernels.Block, len(blocks))
+	col := 0
+	for s, b := range blocks {
+		d, ok := b.(*kernels.Dense)
+		if !ok || d.Data == nil {
+			fail(fmt.Errorf("missing: the input is not a dense float64 block"))
+		}
+		c := &kernels.Dense{Rows: d.Rows, Cols: d.Cols, Data: slices.Clone(d.Data)}
+		for j := 0; j < c.Cols; j++ {
+			r := kernels.NewRNG(99, 7, uint64(col+j))
+			for i := 0; i < c.Rows; i++ {
+				if r.Float64() < frac {
+					c.Data[j*c.Rows+i] = math.NaN()
+				}
+			}
+		}
+		col += c.Cols
+		out[s] = c
+	}
+	return out
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
