@@ -119,7 +119,7 @@ func inputNames(inputs []string, nf *namesFlags, warn func(string)) (matio.Names
 	if len(inputs) == 0 || (nf.features != "" && (nf.samples != "" || !nf.coefTSV)) {
 		return matio.Names{}, nil
 	}
-	names, err := matio.ReadNames(os.Open, inputs)
+	names, err := matio.ReadNames(matio.OpenInput, inputs)
 	switch {
 	case err == nil:
 		return names, nil
