@@ -82,7 +82,8 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	jf.seed, jf.rank, jf.rankSet, jf.errOut = *firstSeed, ks[len(ks)-1], true, stderr
 	j0, err := jf.open()
 	if err != nil {
-		return err
+		// The job's rank is --ranks' largest: its errors name --ranks, not factorize's --rank.
+		return &withFlags{err, map[string]string{"rank": "--ranks"}}
 	}
 	defer j0.Close()
 	if err := opts.Check(j0.Spec); err != nil {
@@ -223,8 +224,11 @@ func parseRanks(s string) ([]int, error) {
 			}
 			v[i] = n
 		}
-		if v[0] < 1 || v[1] < v[0] || v[2] < 1 || (v[1]-v[0])/v[2] >= didnmf.MaxSweepRuns {
+		if v[0] < 1 || v[1] < v[0] || v[2] < 1 {
 			return nil, bad()
+		}
+		if n := (v[1]-v[0])/v[2] + 1; n > didnmf.MaxSweepRuns {
+			return nil, tooManyRanks(s, n)
 		}
 		for k := v[0]; k <= v[1]; k += v[2] {
 			ks = append(ks, k)
@@ -240,11 +244,16 @@ func parseRanks(s string) ([]int, error) {
 			return nil, badInput("--ranks %q: list the ranks in increasing order, each once", s)
 		}
 		ks = append(ks, n)
-	}
-	if len(ks) > didnmf.MaxSweepRuns {
-		return nil, bad()
+		if len(ks) > didnmf.MaxSweepRuns {
+			return nil, tooManyRanks(s, strings.Count(s, ",")+1)
+		}
 	}
 	return ks, nil
+}
+
+// tooManyRanks is the error for --ranks s that gives n ranks, more than a sweep runs jobs.
+func tooManyRanks(s string, n int) error {
+	return badInput("--ranks %q gives %d ranks: a sweep runs at most %d jobs (ranks x --seeds)", s, n, didnmf.MaxSweepRuns)
 }
 
 // rankList shows the ranks briefly: 2..30 when they are consecutive.
