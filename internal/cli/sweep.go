@@ -269,7 +269,7 @@ func rankList(ks []int) string {
 }
 
 // cappedLine is the console's line on the runs that hit a cap: "15 of 24 runs hit the
-// iteration cap or time limit (K=5, 6, 7): their errors are not converged", with what that
+// iteration cap or time limit (K=5, 6, 7): their fits did not converge", with what that
 // means for the suggestion, or "no run hit the iteration cap or time limit".
 func cappedLine(rep didnmf.SweepReport) string {
 	runs, byRank := rep.Runs, rep.CappedByRank()
@@ -283,7 +283,7 @@ func cappedLine(rep didnmf.SweepReport) string {
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)
-	line := fmt.Sprintf("%d of %d runs hit the iteration cap or time limit (K=%s): their errors are not converged", n, len(runs), rankList(ks))
+	line := fmt.Sprintf("%d of %d runs hit the iteration cap or time limit (K=%s): their fits did not converge", n, len(runs), rankList(ks))
 	if rep.Unreliable == "" && rep.RuleName == sweep.RuleCV {
 		return line + "; they are above the rank of the lowest test error, and the suggestion does not rest on them"
 	}
