@@ -245,6 +245,7 @@ func TestBadInput(t *testing.T) {
 		{"input a FIFO", []string{"--input", fifo, "--rank", "2"}, fifo + ": not a regular file: it is a FIFO (named pipe)"},
 		{"input a directory", []string{"--input", aDir, "--rank", "2"}, aDir + ": is a directory, but neither a didnmf block store"},
 		{"init basis a FIFO", []string{"--input", good, "--rank", "2", "--init", "custom", "--init-basis", fifo, "--init-coef", okC}, fifo + ": not a regular file: it is a FIFO"},
+		{"feature names a FIFO", []string{"--input", good, "--rank", "2", "--feature-names", fifo}, "--feature-names " + fifo + ": not a regular file: it is a FIFO"},
 		{"init basis a directory", []string{"--input", good, "--rank", "2", "--init", "custom", "--init-basis", aDir, "--init-coef", okC}, aDir + ": is a directory, not a file"},
 		{"rank 0", []string{"--input", good, "--rank", "0"}, "rank 0 out of range"},
 		{"rank negative", []string{"--input", good, "--rank", "-1"}, "rank -1 out of range"},
