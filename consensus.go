@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -53,13 +53,13 @@ type Spectra struct {
 // file and the field or entry.
 func ReadSpectra(dir string, k int) (*Spectra, error) {
 	jsonPath := filepath.Join(dir, "sweep.json")
-	// A FIFO or a device would block the open or never end: refused first.
-	if fi, err := os.Stat(jsonPath); err == nil && !fi.Mode().IsRegular() {
-		return nil, usererr.At(jsonPath, "not a regular file (%s)", fi.Mode().Type())
+	// matio's open never blocks, and refuses a FIFO or a device (which would never end).
+	f, err := matio.OpenRegular(jsonPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, usererr.At(jsonPath, "cannot read the sweep's report (is %s the --out of a didnmf sweep?): no such file", dir)
 	}
-	f, err := os.Open(jsonPath)
 	if err != nil {
-		return nil, usererr.At(jsonPath, "cannot read the sweep's report (is %s the --out of a didnmf sweep?): %v", dir, err)
+		return nil, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxSweepReportBytes+1))
 	f.Close()
@@ -101,9 +101,6 @@ func ReadSpectra(dir string, k int) (*Spectra, error) {
 		return nil, usererr.At(jsonPath, "%d runs of rank %d make more than %d spectra", len(runs), k, sweep.MaxPoints)
 	}
 	path := filepath.Join(dir, name)
-	if err := regularFile(path); err != nil {
-		return nil, err
-	}
 	rows, cols, vals, err := matio.ReadNPYMatrix(path)
 	if err != nil {
 		if strings.Contains(err.Error(), path) { // matio's and os's errors name the file
@@ -145,19 +142,6 @@ func ReadSpectra(dir string, k int) (*Spectra, error) {
 		return nil, usererr.At(path, "%d of its %d columns are zero: a consensus of K = %d needs at least %d components the runs did not switch off", k*len(runs)-nonzero, k*len(runs), k, k)
 	}
 	return sp, nil
-}
-
-// regularFile refuses path unless it is a regular file (after symbolic links): a FIFO or a
-// device would block the reader or never end.
-func regularFile(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return usererr.At(path, "cannot read it: %v", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return usererr.At(path, "not a regular file (%s)", fi.Mode().Type())
-	}
-	return nil
 }
 
 // ConsensusOptions are the options of Spectra.Consensus.

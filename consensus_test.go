@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/didnmf/didnmf"
@@ -177,6 +178,24 @@ func TestReadSpectraHostile(t *testing.T) {
 			os.WriteFile(p, data, 0o644)
 		}
 	}
+	// fifo and directory put a FIFO (with no writer: a blocking open would hang) or a
+	// directory in place of a file.
+	fifo := func(name string) edit {
+		return func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, name))
+			if err := syscall.Mkfifo(filepath.Join(dir, name), 0o644); err != nil {
+				t.Skip("no FIFOs here:", err)
+			}
+		}
+	}
+	directory := func(name string) edit {
+		return func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, name))
+			if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	cases := []struct {
 		name string
 		k    int
@@ -194,6 +213,10 @@ func TestReadSpectraHostile(t *testing.T) {
 		{"wrong shape", 3, writeSpectra(12, 17, 0.5), "spectra_3.npy", "shape 12 x 17"},
 		{"NaN", 3, writeSpectra(12, 18, math.NaN()), "spectra_3.npy", "NaN"},
 		{"negative", 3, writeSpectra(12, 18, -1), "spectra_3.npy", "-1"},
+		{"sweep.json a FIFO", 3, fifo("sweep.json"), "sweep.json", "not a regular file: it is a FIFO"},
+		{"spectra a FIFO", 3, fifo("spectra_3.npy"), "spectra_3.npy", "not a regular file: it is a FIFO"},
+		{"sweep.json a directory", 3, directory("sweep.json"), "sweep.json", "is a directory"},
+		{"spectra a directory", 3, directory("spectra_3.npy"), "spectra_3.npy", "is a directory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

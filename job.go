@@ -2,7 +2,6 @@ package didnmf
 
 import (
 	"errors"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -83,7 +82,7 @@ func Open(spec *Spec, t Target) (*Job, error) {
 	start := time.Now()
 	// Storage: the blocks come stored as ReadBlocks will store them, so a counts matrix never
 	// has a float64 copy.
-	src, err := matio.OpenAllWithOptions(os.Open, spec.Inputs, matio.ReadOptions{Missing: spec.Missing, Storage: spec.Storage})
+	src, err := matio.OpenAllWithOptions(matio.OpenInput, spec.Inputs, matio.ReadOptions{Missing: spec.Missing, Storage: spec.Storage})
 	if err != nil {
 		return nil, usererr.Wrap(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/didnmf/didnmf/matio"
 )
 
 // MaxNamesBytes is the largest features.txt read.
@@ -47,23 +49,14 @@ func ReadFeatureNames(path string, m int) ([]string, error) {
 }
 
 // openRegular opens path if it is a regular file: nil and no error when it does not exist,
-// an error (wrapping ErrInput when it is not a regular file) otherwise.
+// an error (wrapping ErrInput, naming path and what it is) otherwise. A FIFO or a device is
+// refused without blocking (matio.OpenRegular).
 func openRegular(path string) (*os.File, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+	f, err := matio.OpenRegular(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
 	}
-	if st, err := f.Stat(); err != nil {
-		f.Close()
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, inputErrorf("%s: not a regular file", path)
-	}
-	return f, nil
+	return f, err
 }
 
 // Bounds of a basis.tsv read for its names.

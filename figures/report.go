@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/usererr"
 )
 
@@ -73,23 +74,17 @@ type Rollback struct {
 }
 
 // ReadReport reads and checks the report.json at path (see ParseReport). Errors name path and
-// wrap ErrInput, except for I/O errors other than a missing file.
+// wrap ErrInput (a file that cannot be opened, or is not a regular file, included), except
+// for read errors. A FIFO or a device at path is refused without blocking (matio.OpenRegular).
 func ReadReport(path string) (*Report, error) {
-	f, err := os.Open(path)
+	f, err := matio.OpenRegular(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, usererr.New(path+": no such file", err)
+	}
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, usererr.New(path+": no such file", err)
-		}
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, inputErrorf("%s: not a regular file", path)
-	}
 	// The size is checked on what is read, not on Stat, which a growing file can outrun.
 	data, err := io.ReadAll(io.LimitReader(f, MaxReportBytes+1))
 	if err != nil {

@@ -127,7 +127,7 @@ func TestReadReportFiles(t *testing.T) {
 	if _, err := ReadReport(filepath.Join(dir, "report.json")); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("missing file: %v", err)
 	}
-	if _, err := ReadReport(dir); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "not a regular file") {
+	if _, err := ReadReport(dir); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), dir+": is a directory") {
 		t.Errorf("a directory: %v", err)
 	}
 	big := filepath.Join(dir, "big.json")

@@ -148,6 +148,7 @@ func Sweep(title string, s []sweep.RankSummary, note SweepNote) (*Figure, error)
 			return nil, err
 		}
 		errLegend.add(ser.name, thumbs...)
+		errLegend.avoid(ser.s)
 	}
 	if capped > 0 {
 		errLegend.add(fmt.Sprintf("a rank with runs that hit a cap: %d of %d runs hit the iteration cap or time limit", capped, total),
@@ -159,8 +160,8 @@ func Sweep(title string, s []sweep.RankSummary, note SweepNote) (*Figure, error)
 	if len(all) > 0 {
 		setYRange(errPanel, all, logScale)
 	}
-	errLegend.l.Top = true             // errors fall with K: the upper right is free
-	errLegend.l.YOffs = -vg.Points(24) // below the suggestion's label
+	errLegend.l.Top = true             // errors fall with K: the upper right is most often free
+	errLegend.topOffs = -vg.Points(24) // below the suggestion's label
 
 	// The stability panel.
 	var sil, agree sweepSeries
@@ -192,12 +193,14 @@ func Sweep(title string, s []sweep.RankSummary, note SweepNote) (*Figure, error)
 			return nil, err
 		}
 		stLegend.add(ser.name, thumbs...)
+		stLegend.avoid(ser.s)
 		for _, p := range ser.s.xy {
 			lo = min(lo, p.Y)
 		}
 	}
 	stPanel.Y.Min, stPanel.Y.Max = lo-0.05, 1.05
-	stLegend.l.Left = true // stability is highest at small K: the lower left is free
+	stLegend.l.Left = true // stability is highest at small K: the lower left is most often free
+	stLegend.topOffs = -vg.Points(24)
 	if len(sil.xy) == 0 && len(agree.xy) == 0 {
 		note := "not defined: it needs two seeds or more per rank"
 		if !oneSeed {
@@ -444,10 +447,15 @@ func (m sweepMark) Plot(c draw.Canvas, p *plot.Plot) {
 }
 
 // sweepLegend draws a legend on a translucent white box, over the curves and the mark (a
-// plot's own legend has no box, and is drawn under nothing).
+// plot's own legend has no box, and is drawn under nothing), in the corner of its panel that
+// covers the fewest of the panel's points, then the fewest stretches of its curves and bars
+// (ties go to the corner its Legend's Top and Left name, then to the top right, top left,
+// bottom left and bottom right), so that no point hides under it when a corner is free.
 type sweepLegend struct {
-	l     plot.Legend
-	names []string
+	l       plot.Legend
+	names   []string
+	series  []*sweepSeries
+	topOffs vg.Length // moves the legend down in a top corner (below the suggestion's label)
 }
 
 // add adds an entry.
@@ -456,8 +464,15 @@ func (g *sweepLegend) add(name string, thumbs ...plot.Thumbnailer) {
 	g.names = append(g.names, name)
 }
 
+// avoid adds a series whose points and curve the legend should not cover.
+func (g *sweepLegend) avoid(s *sweepSeries) { g.series = append(g.series, s) }
+
+// legendPad is the room between the legend's text and the edge of its box, and between the
+// box and the panel's edges.
+const legendPad = 4
+
 // Plot draws the legend, if it has entries.
-func (g *sweepLegend) Plot(c draw.Canvas, _ *plot.Plot) {
+func (g *sweepLegend) Plot(c draw.Canvas, p *plot.Plot) {
 	n := len(g.names)
 	if n == 0 {
 		return
@@ -469,19 +484,80 @@ func (g *sweepLegend) Plot(c draw.Canvas, _ *plot.Plot) {
 		enth = max(enth, sty.Rectangle(name).Max.Y)
 	}
 	height := vg.Length(n)*enth + vg.Length(n-1)*g.l.Padding + sty.FontExtents().Descent
-	box := vg.Rectangle{Min: vg.Point{X: c.Max.X - width, Y: c.Min.Y}}
-	if g.l.Left {
-		box.Min.X = c.Min.X
+	// box is the legend's box in a corner, its padding included.
+	box := func(top, left bool) vg.Rectangle {
+		r := vg.Rectangle{Min: vg.Point{X: c.Max.X - width - 2*legendPad, Y: c.Min.Y + 2*legendPad}}
+		if left {
+			r.Min.X = c.Min.X + 2*legendPad
+		}
+		if top {
+			r.Min.Y = c.Max.Y - height - 2*legendPad + g.topOffs
+		}
+		r.Min.X, r.Min.Y = r.Min.X-legendPad, r.Min.Y-legendPad
+		r.Max = vg.Point{X: r.Min.X + width + 2*legendPad, Y: r.Min.Y + height + 2*legendPad}
+		return r
 	}
-	if g.l.Top {
-		box.Min.Y = c.Max.Y - height
+	type corner struct{ top, left bool }
+	corners := []corner{{g.l.Top, g.l.Left}, {true, false}, {true, true}, {false, true}, {false, false}}
+	best, bestCost := corners[0], math.Inf(1)
+	for _, cn := range corners {
+		if cost := g.cover(c, p, box(cn.top, cn.left)); cost < bestCost {
+			best, bestCost = cn, cost
+		}
 	}
-	box.Min.X, box.Min.Y = box.Min.X+g.l.XOffs, box.Min.Y+g.l.YOffs
-	box.Max = vg.Point{X: box.Min.X + width, Y: box.Min.Y + height}
-	const pad = 4
-	box.Min.X, box.Min.Y, box.Max.X, box.Max.Y = box.Min.X-pad, box.Min.Y-pad, box.Max.X+pad, box.Max.Y+pad
-	c.FillPolygon(color.NRGBA{R: 0xff, G: 0xff, B: 0xff, A: 0xe0}, []vg.Point{box.Min, {X: box.Max.X, Y: box.Min.Y}, box.Max, {X: box.Min.X, Y: box.Max.Y}})
-	g.l.Draw(c)
+	b := box(best.top, best.left)
+	c.FillPolygon(color.NRGBA{R: 0xff, G: 0xff, B: 0xff, A: 0xe0}, []vg.Point{b.Min, {X: b.Max.X, Y: b.Min.Y}, b.Max, {X: b.Min.X, Y: b.Max.Y}})
+	l := g.l
+	l.Top, l.Left = best.top, best.left
+	// The legend draws its entries from the canvas's edge: moved in to the box.
+	l.XOffs, l.YOffs = -2*legendPad, 2*legendPad
+	if best.left {
+		l.XOffs = 2 * legendPad
+	}
+	if best.top {
+		l.YOffs = g.topOffs - 2*legendPad
+	}
+	l.Draw(c)
+}
+
+// cover is how much of the series a legend in box r would hide: 1000 for each point (with
+// its glyph), and 1 for each of the samples, 2 points apart, of the curves and bars under r.
+func (g *sweepLegend) cover(c draw.Canvas, p *plot.Plot, r vg.Rectangle) float64 {
+	trX, trY := p.Transforms(&c)
+	in := func(x, y vg.Length, margin vg.Length) bool {
+		return x >= r.Min.X-margin && x <= r.Max.X+margin && y >= r.Min.Y-margin && y <= r.Max.Y+margin
+	}
+	segment := func(x0, y0, x1, y1 vg.Length) float64 {
+		steps := int(math.Hypot(float64(x1-x0), float64(y1-y0))/2) + 1
+		n := 0.0
+		for i := 0; i <= steps; i++ {
+			f := vg.Length(float64(i) / float64(steps))
+			if in(x0+f*(x1-x0), y0+f*(y1-y0), 0) {
+				n++
+			}
+		}
+		return n
+	}
+	cost := 0.0
+	for _, s := range g.series {
+		for i, pt := range s.xy {
+			x, y := trX(pt.X), trY(pt.Y)
+			if in(x, y, capGlyph.Radius) {
+				cost += 1000
+			}
+			if i > 0 {
+				cost += segment(trX(s.xy[i-1].X), trY(s.xy[i-1].Y), x, y)
+			}
+			if se := s.se[i]; finite(se) && se > 0 {
+				hi, lo := min(c.Max.Y, trY(pt.Y+se)), c.Min.Y
+				if _, logScale := p.Y.Scale.(plot.LogScale); !logScale || pt.Y-se > 0 {
+					lo = max(c.Min.Y, trY(pt.Y-se))
+				}
+				cost += segment(x, lo, x, hi)
+			}
+		}
+	}
+	return cost
 }
 
 // sweepNote writes a note in the middle of a panel that has no data.

@@ -497,3 +497,75 @@ func TestSweepFigureCannotTell(t *testing.T) {
 		t.Error("a rank is marked suggested")
 	}
 }
+
+// TestSweepLegendAvoidsPoints: the legends go to the emptiest corner of their panel, so that
+// no point of a curve is under them: the PNG has each curve's colour at each of its
+// vertices (read from the SVG), in the noise sweep (the test error rising with K to
+// the upper right, where the legend used to cover the point at the largest K), in a planted
+// sweep (errors falling: the upper right is free) and with points near three corners.
+func TestSweepLegendAvoidsPoints(t *testing.T) {
+	nan := math.NaN()
+	// summaries of 3 seeds and folds; the test errors' standard error is 2% of their mean.
+	summaries := func(ks []int, train, test, sil []float64) []sweep.RankSummary {
+		var s []sweep.RankSummary
+		for i, k := range ks {
+			s = append(s, sweep.RankSummary{K: k, Runs: 3, Folds: []int{0, 1, 2},
+				Train:     sweep.ErrorStats{N: 3, Mean: train[i], SE: 0.002 * train[i]},
+				Test:      sweep.ErrorStats{N: 3, Mean: test[i], SE: 0.02 * test[i]},
+				Stability: sweep.Stability{K: k, Seeds: 3, Silhouette: sil[i], Agreement: 1}})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		s    []sweep.RankSummary
+		note SweepNote
+	}{
+		{"noise: the test error rises to the upper right", summaries([]int{1, 2, 3, 4}, // internal/cli's TestSweepCannotTell
+			[]float64{0.2364, 0.2157, 0.1962, 0.1781}, []float64{0.2539, 0.2850, 0.3143, 0.3467}, []float64{nan, 0.485, 0.452, 0.286}),
+			SweepNote{Rule: "cannot tell", CannotTell: true}},
+		{"planted: errors fall", sweepSummaries([]int{2, 3, 4, 5, 6, 7, 8, 9, 10}, 3, true), SweepNote{Suggested: 5, Rule: "x"}},
+		{"points near three corners", summaries([]int{2, 3, 4, 5, 6},
+			[]float64{0.1, 0.05, 0.03, 0.05, 0.1}, []float64{0.011, 0.05, 0.09, 0.05, 0.011}, []float64{0.9, 0.1, 0.5, 0.1, 0.9}),
+			SweepNote{Suggested: 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fig, err := Sweep("legend", tc.s, tc.note)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pngPath, svg := render(t, fig)
+			img := readPNG(t, pngPath)
+			h := float64(img.Bounds().Dy())
+			// A point's pixel has the colour of a curve or of the mark drawn over it; under
+			// the legend's box it would be washed out to near white, or be the legend's text.
+			colours := [][3]int{{0x1f, 0x77, 0xb4}, {0x9e, 0xc5, 0xe5}, {0x2c, 0xa0, 0x2c}, {0x80, 0x80, 0x80}, {0xff, 0x7f, 0x0e}, {0xd6, 0x27, 0x28}}
+			for _, curve := range []struct{ name, style string }{
+				{"test error", "stroke:#1F77B4;stroke-width:2"},
+				{"train error", "stroke:#9EC5E5;stroke-width:2"},
+				{"silhouette", "stroke:#2CA02C;stroke-width:2"},
+				{"agreement", "stroke:#808080;stroke-width:2"},
+			} {
+				n := 0
+				for _, p := range svgPaths(t, svg, curve.style) {
+					if len(p) <= 2 { // a legend's thumbnail
+						continue
+					}
+					for i, v := range p {
+						r, g, b, _ := img.At(int(v.x), int(h-v.y)).RGBA()
+						got := [3]int{int(r >> 8), int(g >> 8), int(b >> 8)}
+						if !slices.ContainsFunc(colours, func(c [3]int) bool {
+							return max(abs(got[0]-c[0]), abs(got[1]-c[1]), abs(got[2]-c[2])) <= 12
+						}) {
+							t.Errorf("%s point %d at (%.0f, %.0f): PNG colour %x, no curve's: covered", curve.name, i, v.x, h-v.y, got)
+						}
+						n++
+					}
+				}
+				if n == 0 {
+					t.Errorf("no %s curve found", curve.name)
+				}
+			}
+		})
+	}
+}

@@ -33,33 +33,15 @@ func openDir(open Opener, dir string, opts ReadOptions) (Source, error) {
 func openFirst(open Opener, dir string, names ...string) (string, *os.File, error) {
 	for _, name := range names {
 		p := filepath.Join(dir, name)
-		f, err := open(p)
-		if err == nil && f != nil {
+		f, err := openInput(open, p, false)
+		if err == nil {
 			return p, f, nil
 		}
-		if err == nil {
-			return "", nil, inputErrorf(p, "cannot open: the opener returned no file")
-		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return "", nil, openError(p, err)
+			return "", nil, err
 		}
 	}
 	return "", nil, nil
-}
-
-// regularFile checks that f, opened as path, is a regular file.
-func regularFile(path string, f *os.File) error {
-	st, err := f.Stat()
-	if err != nil {
-		return ioError(path, "cannot open", err)
-	}
-	if st.IsDir() {
-		return inputErrorf(path, "is a directory")
-	}
-	if !st.Mode().IsRegular() {
-		return inputErrorf(path, "not a regular file")
-	}
-	return nil
 }
 
 // plainReader returns a buffered reader of f's content, decompressed when it is gzip data.
@@ -135,11 +117,6 @@ func openTenX(open Opener, dir string, opts ReadOptions) (Source, error) {
 			f.Close()
 		}
 	}()
-	for i, f := range files {
-		if err := regularFile(paths[i], f); err != nil {
-			return nil, err
-		}
-	}
 	r, done, err := plainReader(paths[0], files[0])
 	if err != nil {
 		return nil, err

@@ -23,5 +23,9 @@
 // [OpenAllWithOptions], [NewBlockBuilderWithOptions]) a NaN entry is a missing value instead:
 // the blocks hold NaN there, as kernels.Options.Missing expects.
 //
+// Every file is opened through an [Opener] that does not block ([OpenInput] by default, or a
+// node's confined opener) and checked on the opened descriptor: a FIFO, a socket or a device
+// in place of a file is refused, naming it, and a directory where a file is wanted too.
+//
 // Every error about the input wraps [usererr.ErrUser] and starts with the file path or the spec.
 package matio

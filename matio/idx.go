@@ -185,7 +185,7 @@ func (s *idxSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 // agree: what ImageShape would say of the opened, stacked inputs, without reading their data
 // (a client of a cluster whose nodes read the files).
 func PeekImageShape(specs []string) (h, w int, ok bool) {
-	return PeekImageShapeWith(os.Open, specs)
+	return PeekImageShapeWith(OpenInput, specs)
 }
 
 // PeekImageShapeWith is PeekImageShape opening the files with open (a node's confined
@@ -203,7 +203,7 @@ func PeekImageShapeWith(open Opener, specs []string) (h, w int, ok bool) {
 
 // peekIDXImage reads the IDX header of one file (through gzip) for its image shape.
 func peekIDXImage(open Opener, path string) (h, w int, ok bool) {
-	f, err := open(path)
+	f, err := openInput(open, path, false)
 	if err != nil {
 		return 0, 0, false
 	}

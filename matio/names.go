@@ -207,7 +207,7 @@ func readNamesOne(open Opener, spec string) (Names, error) {
 	}
 	dir, err := statPath(open, spec)
 	if err != nil {
-		return Names{}, openError(spec, err)
+		return Names{}, err
 	}
 	if !dir {
 		return readBesideNames(open, spec)
@@ -302,10 +302,11 @@ func readBesideNames(open Opener, spec string) (Names, error) {
 	return out, nil
 }
 
-// statPath reports whether path is a directory, opening it with open.
+// statPath reports whether path is a directory, opening it with open; anything but a
+// directory or a regular file is refused.
 func statPath(open Opener, path string) (bool, error) {
-	f, err := open(path)
-	if err != nil || f == nil {
+	f, err := openInput(open, path, true)
+	if err != nil {
 		return false, err
 	}
 	defer f.Close()
@@ -318,21 +319,15 @@ func statPath(open Opener, path string) (bool, error) {
 
 // readNamesAt opens path, which must exist, and reads its names.
 func readNamesAt(open Opener, path string, want int, what string, col nameColumn) ([]string, error) {
-	f, err := open(path)
+	f, err := openInput(open, path, false)
 	if err != nil {
-		return nil, openError(path, err)
-	}
-	if f == nil {
-		return nil, inputErrorf(path, "cannot open: the opener returned no file")
+		return nil, err
 	}
 	return readNamesOpened(path, f, want, what, col)
 }
 
-// readNamesOpened reads the names of f, opened as path, and closes it.
+// readNamesOpened reads the names of f, a regular file opened as path, and closes it.
 func readNamesOpened(path string, f *os.File, want int, what string, col nameColumn) ([]string, error) {
 	defer f.Close()
-	if err := regularFile(path, f); err != nil {
-		return nil, err
-	}
 	return readNames(path, f, want, what, col, true)
 }

@@ -2,15 +2,14 @@ package matio
 
 import (
 	"errors"
-	"os"
 )
 
 // ReadNPYMatrix reads a whole 2-D .npy file (any supported dtype and order, optionally
 // gzip-compressed) into row-major float64 data, for small files such as initial factors.
 // Entries are validated like Read does; errors name the 0-based row and column.
-// It opens the file with os.Open: it is [ReadNPYMatrixWith] with [os.Open].
+// It opens the file with [OpenInput]: it is [ReadNPYMatrixWith] with [OpenInput].
 func ReadNPYMatrix(path string) (rows, cols int, data []float64, err error) {
-	return ReadNPYMatrixWith(os.Open, path)
+	return ReadNPYMatrixWith(OpenInput, path)
 }
 
 // ReadNPYMatrixWith is [ReadNPYMatrix] with the file opened by open (see [OpenWith]).
@@ -18,7 +17,7 @@ func ReadNPYMatrixWith(open Opener, path string) (rows, cols int, data []float64
 	if open == nil {
 		return 0, 0, nil, errors.New("matio: ReadNPYMatrixWith: nil Opener")
 	}
-	src, err := openFileWith(open, path, ReadOptions{}) // factors hold no missing values
+	src, err := openPath(open, path, ReadOptions{}, false) // a file; factors hold no missing values
 	if err != nil {
 		return 0, 0, nil, err
 	}

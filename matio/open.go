@@ -46,14 +46,19 @@ import (
 // Every entry must be finite and nonnegative; [OpenWithOptions] with [ReadOptions] Missing
 // reads NaN entries as missing values instead.
 //
-// Open opens files with os.Open: it is [OpenWith] with [os.Open].
+// Open opens files with [OpenInput], which never blocks: it is [OpenWith] with [OpenInput].
+// A FIFO, a socket or a device in place of a file is refused, naming it.
 func Open(spec string) (Source, error) {
-	return OpenWith(os.Open, spec)
+	return OpenWith(OpenInput, spec)
 }
 
-// Opener opens a file for reading, like [os.Open]. An opener confines what can be read: a
-// node's opener opens paths only under its data roots, through an [os.Root] (see package
-// fsroot), and the parsing code is the same whatever opened the file.
+// Opener opens a file for reading, like [os.Open], but without blocking (with O_NONBLOCK on
+// Unix), as [OpenInput] and fsroot's openers do: os.Open itself would hang on a FIFO with no
+// writer before matio could refuse it. An opener confines what can be read: a node's opener
+// opens paths only under its data roots, through an [os.Root] (see package fsroot), and the
+// parsing code is the same whatever opened the file. What an opener returns is checked on the
+// opened descriptor: anything but a regular file (or a directory, where an input may be one)
+// is refused, naming the path and what it is.
 //
 // An error that is an [*fs.PathError] (as those of os.Open and os.Root are) is reported as
 // "PATH: cannot open: REASON"; an error with a method UserError() *usererr.Error (fsroot's
@@ -132,7 +137,7 @@ func sniffFormat(head []byte) fileFormat {
 }
 
 func openFile(path string) (Source, error) {
-	return openFileWith(os.Open, path, ReadOptions{})
+	return openFileWith(OpenInput, path, ReadOptions{})
 }
 
 func openFileWith(open Opener, path string, opts ReadOptions) (Source, error) {
@@ -141,14 +146,11 @@ func openFileWith(open Opener, path string, opts ReadOptions) (Source, error) {
 
 // openPath opens a file, or with dirs a directory (a 10x directory or a block store) too.
 func openPath(open Opener, path string, opts ReadOptions, dirs bool) (Source, error) {
-	f, err := open(path)
+	f, err := openInput(open, path, dirs)
 	if err != nil {
-		return nil, openError(path, err)
+		return nil, err
 	}
-	if f == nil {
-		return nil, inputErrorf(path, "cannot open: the opener returned no file")
-	}
-	if st, err := f.Stat(); err == nil && st.IsDir() && dirs {
+	if st, err := f.Stat(); err == nil && st.IsDir() {
 		f.Close()
 		return openDir(open, path, opts)
 	}
@@ -176,16 +178,11 @@ func formatOf(path string, f *os.File) fileFormat {
 	return sniffFormat(head[:n])
 }
 
+// openOpenedFile opens f, a regular file opened as path (openInput checked it).
 func openOpenedFile(path string, f *os.File, opts ReadOptions) (Source, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, ioError(path, "cannot open", err)
-	}
-	if st.IsDir() {
-		return nil, inputErrorf(path, "is a directory")
-	}
-	if !st.Mode().IsRegular() {
-		return nil, inputErrorf(path, "not a regular file")
 	}
 	size := st.Size()
 	if size == 0 {

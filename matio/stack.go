@@ -3,7 +3,6 @@ package matio
 import (
 	"errors"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/didnmf/didnmf/kernels"
@@ -12,10 +11,10 @@ import (
 
 // OpenAll opens several specs and stacks their matrices as rows (samples), in order. All must
 // have the same number of features. One spec gives that source itself. It opens files with
-// os.Open: it is [OpenAllWith] with [os.Open]. [OpenAllWithOptions] opens every spec with
-// [ReadOptions] (to read NaN entries as missing values).
+// [OpenInput], which never blocks: it is [OpenAllWith] with [OpenInput]. [OpenAllWithOptions]
+// opens every spec with [ReadOptions] (to read NaN entries as missing values).
 func OpenAll(specs []string) (Source, error) {
-	return OpenAllWith(os.Open, specs)
+	return OpenAllWith(OpenInput, specs)
 }
 
 // OpenAllWith is [OpenAll] with every file opened by open (see [OpenWith]).

@@ -176,10 +176,7 @@ type storeSource struct {
 
 // openStore opens the block store in dir from its manifest, opened as mpath.
 func openStore(open Opener, dir, mpath string, f *os.File, opts ReadOptions) (Source, error) {
-	defer f.Close()
-	if err := regularFile(mpath, f); err != nil {
-		return nil, err
-	}
+	defer f.Close() // openFirst checked that it is a regular file
 	man, err := parseManifest(mpath, f)
 	if err != nil {
 		return nil, err

@@ -588,6 +588,43 @@ func TestSuggest(t *testing.T) {
 	}
 }
 
+// TestSuggestCappedWithoutTestSet: without a test set, capped runs make the suggestion
+// unreliable in the terms of the rule that read them: the stability rule reads the runs'
+// bases (a capped run's silhouette moved by as much as the rule's margin when converged),
+// the elbow their train errors. With no capped run, neither says anything.
+func TestSuggestCappedWithoutTestSet(t *testing.T) {
+	ks := []int{2, 3, 4, 5}
+	train := []float64{0.4, 0.1, 0.02, 0.019}
+	capped := func(s []RankSummary, n ...int) []RankSummary {
+		for i := range s {
+			s[i].Capped = n[i]
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name, rule string
+		s          []RankSummary
+		want       string // the start of Unreliable; "" for none
+		not        string // what it must not say
+	}{
+		{"stability, capped", RuleStability, capped(curves(ks, train, nil, nil, []float64{0.9, 0.95, 0.97, 0.5}), 0, 0, 2, 5),
+			"7 of 20 runs (K=4, 5) stopped at the iteration cap or the time limit before converging: their bases are not those of fitted models, " +
+				"and the stability rule compares how the seeds' bases agree, so the ranks' stabilities may be misjudged", "errors"},
+		{"stability, none capped", RuleStability, curves(ks, train, nil, nil, []float64{0.9, 0.95, 0.97, 0.5}), "", ""},
+		{"elbow, capped", RuleElbow, capped(curves(ks, train, nil, nil, nil), 0, 1, 0, 0),
+			"1 of 4 runs (K=3) stopped at the iteration cap or the time limit before converging: their errors are not those of fitted models, " +
+				"so the comparison of ranks may be wrong", "stabilit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sg := Suggest(tc.s)
+			if sg.Name != tc.rule || !strings.HasPrefix(sg.Unreliable, tc.want) || (tc.want == "") != (sg.Unreliable == "") ||
+				tc.not != "" && strings.Contains(sg.Unreliable, tc.not) {
+				t.Errorf("%s: unreliable %q; want %s saying %q", sg.Name, sg.Unreliable, tc.rule, tc.want)
+			}
+		})
+	}
+}
+
 // TestSuggestPlanted: a sweep on K*=4 data without a test set, with seeds (stability) and
 // with one seed (elbow), suggests 4.
 func TestSuggestPlanted(t *testing.T) {

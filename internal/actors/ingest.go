@@ -2,7 +2,6 @@ package actors
 
 import (
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -52,7 +51,7 @@ type blockStream struct {
 // layout the nodes need, since they cannot read the files, and checks the job against them
 // (jobspec.Spec.CheckOn), a custom initialisation's shapes included.
 func openStreams(spec *messages.JobSpec) (*blockStreams, error) {
-	src, err := matio.OpenAllWithOptions(os.Open, spec.Inputs, matio.ReadOptions{Missing: spec.Missing})
+	src, err := matio.OpenAllWithOptions(matio.OpenInput, spec.Inputs, matio.ReadOptions{Missing: spec.Missing})
 	if err != nil {
 		return nil, err
 	}

@@ -208,6 +208,12 @@ func TestConsensusCommandBadInput(t *testing.T) {
 				t.Skip(err)
 			}
 		}, names: "sweep.json", want: "not a regular file"},
+		{name: "spectra a FIFO", edit: func(t *testing.T, d string) {
+			os.Remove(filepath.Join(d, "spectra_3.npy"))
+			if err := syscall.Mkfifo(filepath.Join(d, "spectra_3.npy"), 0o644); err != nil {
+				t.Skip(err)
+			}
+		}, names: "spectra_3.npy", want: "not a regular file: it is a FIFO"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/didnmf/didnmf/bench"
@@ -221,6 +222,15 @@ func TestBadInput(t *testing.T) {
 	writeNPY(t, okC, 20, 2, make([]float64, 40))
 	empty := filepath.Join(dir, "empty.npy")
 	writeNPY(t, empty, 0, 4, nil)
+	// A FIFO with no writer hangs a blocking open; a directory named like a file is no file.
+	fifo := filepath.Join(dir, "fifo.npy")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	aDir := filepath.Join(dir, "dir.npy")
+	if err := os.Mkdir(aDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 
 	cases := []struct {
 		name string
@@ -232,6 +242,11 @@ func TestBadInput(t *testing.T) {
 		{"truncated", []string{"--input", trunc, "--rank", "2"}, "truncated"},
 		{"missing file", []string{"--input", filepath.Join(dir, "nope.npy"), "--rank", "2"}, "nope.npy"},
 		{"empty", []string{"--input", empty, "--rank", "1"}, "empty"},
+		{"input a FIFO", []string{"--input", fifo, "--rank", "2"}, fifo + ": not a regular file: it is a FIFO (named pipe)"},
+		{"input a directory", []string{"--input", aDir, "--rank", "2"}, aDir + ": is a directory, but neither a didnmf block store"},
+		{"init basis a FIFO", []string{"--input", good, "--rank", "2", "--init", "custom", "--init-basis", fifo, "--init-coef", okC}, fifo + ": not a regular file: it is a FIFO"},
+		{"feature names a FIFO", []string{"--input", good, "--rank", "2", "--feature-names", fifo}, "--feature-names " + fifo + ": not a regular file: it is a FIFO"},
+		{"init basis a directory", []string{"--input", good, "--rank", "2", "--init", "custom", "--init-basis", aDir, "--init-coef", okC}, aDir + ": is a directory, not a file"},
 		{"rank 0", []string{"--input", good, "--rank", "0"}, "rank 0 out of range"},
 		{"rank negative", []string{"--input", good, "--rank", "-1"}, "rank -1 out of range"},
 		{"rank too big", []string{"--input", good, "--rank", "5"}, "min(M, N)"},

@@ -119,7 +119,7 @@ func inputNames(inputs []string, nf *namesFlags, warn func(string)) (matio.Names
 	if len(inputs) == 0 || (nf.features != "" && (nf.samples != "" || !nf.coefTSV)) {
 		return matio.Names{}, nil
 	}
-	names, err := matio.ReadNames(os.Open, inputs)
+	names, err := matio.ReadNames(matio.OpenInput, inputs)
 	switch {
 	case err == nil:
 		return names, nil
@@ -176,10 +176,13 @@ func countErr(flagName, path string, got, want int, what string) error {
 // Errors are input errors naming the flag, the file and the line. It keeps no more than want
 // names in memory: past them it only counts the lines, for the error.
 func readNamesFile(flagName, path string, want int, what string) ([]string, error) {
-	f, err := os.Open(path)
+	f, err := matio.OpenInput(path) // never blocks: a FIFO or a device is refused, by name
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
+		switch {
+		case errors.Is(err, os.ErrNotExist):
 			return nil, badInput("%s %s: no such file", flagName, path)
+		case usererr.Is(err):
+			return nil, badInput("%s %v", flagName, err)
 		}
 		return nil, badInput("%s %s: %v", flagName, path, err)
 	}

@@ -82,7 +82,8 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	jf.seed, jf.rank, jf.rankSet, jf.errOut = *firstSeed, ks[len(ks)-1], true, stderr
 	j0, err := jf.open()
 	if err != nil {
-		return err
+		// The job's rank is --ranks' largest: its errors name --ranks, not factorize's --rank.
+		return &withFlags{err, map[string]string{"rank": "--ranks"}}
 	}
 	defer j0.Close()
 	if err := opts.Check(j0.Spec); err != nil {
@@ -223,8 +224,11 @@ func parseRanks(s string) ([]int, error) {
 			}
 			v[i] = n
 		}
-		if v[0] < 1 || v[1] < v[0] || v[2] < 1 || (v[1]-v[0])/v[2] >= didnmf.MaxSweepRuns {
+		if v[0] < 1 || v[1] < v[0] || v[2] < 1 {
 			return nil, bad()
+		}
+		if n := (v[1]-v[0])/v[2] + 1; n > didnmf.MaxSweepRuns {
+			return nil, tooManyRanks(s, n)
 		}
 		for k := v[0]; k <= v[1]; k += v[2] {
 			ks = append(ks, k)
@@ -240,11 +244,16 @@ func parseRanks(s string) ([]int, error) {
 			return nil, badInput("--ranks %q: list the ranks in increasing order, each once", s)
 		}
 		ks = append(ks, n)
-	}
-	if len(ks) > didnmf.MaxSweepRuns {
-		return nil, bad()
+		if len(ks) > didnmf.MaxSweepRuns {
+			return nil, tooManyRanks(s, strings.Count(s, ",")+1)
+		}
 	}
 	return ks, nil
+}
+
+// tooManyRanks is the error for --ranks s that gives n ranks, more than a sweep runs jobs.
+func tooManyRanks(s string, n int) error {
+	return badInput("--ranks %q gives %d ranks: a sweep runs at most %d jobs (ranks x --seeds)", s, n, didnmf.MaxSweepRuns)
 }
 
 // rankList shows the ranks briefly: 2..30 when they are consecutive.
@@ -260,7 +269,7 @@ func rankList(ks []int) string {
 }
 
 // cappedLine is the console's line on the runs that hit a cap: "15 of 24 runs hit the
-// iteration cap or time limit (K=5, 6, 7): their errors are not converged", with what that
+// iteration cap or time limit (K=5, 6, 7): their fits did not converge", with what that
 // means for the suggestion, or "no run hit the iteration cap or time limit".
 func cappedLine(rep didnmf.SweepReport) string {
 	runs, byRank := rep.Runs, rep.CappedByRank()
@@ -274,7 +283,7 @@ func cappedLine(rep didnmf.SweepReport) string {
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)
-	line := fmt.Sprintf("%d of %d runs hit the iteration cap or time limit (K=%s): their errors are not converged", n, len(runs), rankList(ks))
+	line := fmt.Sprintf("%d of %d runs hit the iteration cap or time limit (K=%s): their fits did not converge", n, len(runs), rankList(ks))
 	if rep.Unreliable == "" && rep.RuleName == sweep.RuleCV {
 		return line + "; they are above the rank of the lowest test error, and the suggestion does not rest on them"
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -99,6 +100,10 @@ func TestSweepCommand(t *testing.T) {
 // TestSweepRefuses: what a sweep cannot do is said before any job runs.
 func TestSweepRefuses(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
+	long := make([]string, 10002)
+	for i := range long {
+		long[i] = strconv.Itoa(i + 1)
+	}
 	for _, c := range []struct {
 		name string
 		args []string
@@ -107,7 +112,11 @@ func TestSweepRefuses(t *testing.T) {
 		{"no ranks", []string{"--input", sweepInput}, "--ranks is required"},
 		{"bad ranks", []string{"--input", sweepInput, "--ranks", "5:2"}, `--ranks "5:2": want FROM:TO[:STEP]`},
 		{"unsorted list", []string{"--input", sweepInput, "--ranks", "3,2"}, "increasing order"},
-		{"rank above the features", []string{"--input", sweepInput, "--ranks", "2:21"}, "--rank: rank 21 out of range"},
+		{"rank above the features", []string{"--input", sweepInput, "--ranks", "2:21"}, "--ranks: rank 21 out of range"},
+		{"too many ranks", []string{"--input", sweepInput, "--ranks", "2:100000"}, `--ranks "2:100000" gives 99999 ranks: a sweep runs at most 10000 jobs (ranks x --seeds)`},
+		{"too many ranks by step", []string{"--input", sweepInput, "--ranks", "1:20001:2"}, `--ranks "1:20001:2" gives 10001 ranks: a sweep runs at most 10000 jobs`},
+		{"too long a list", []string{"--input", sweepInput, "--ranks", strings.Join(long, ",")}, `gives 10002 ranks: a sweep runs at most 10000 jobs`},
+		{"too many runs", []string{"--input", sweepInput, "--ranks", "1:3000", "--seeds", "5"}, "--ranks and --seeds make 15000 runs; at most 10000"},
 		{"no seeds", []string{"--input", sweepInput, "--ranks", "2:3", "--seeds", "0"}, "--seeds must be between 1 and 1000"},
 		{"seedless init", []string{"--input", sweepInput, "--ranks", "2:3", "--init", "nndsvd", "--test-fraction", "0"}, "--init nndsvd does not depend on the seed"},
 		{"seedless init, cross-validated", []string{"--input", sweepInput, "--ranks", "2:3", "--init", "nndsvd", "--seeds", "1"}, "--init nndsvd needs every entry of X: with --test-fraction"},
