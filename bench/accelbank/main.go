@@ -153,6 +153,12 @@ func runProblem(p problem, accels []kernels.Accel, repeats, ref, shards, threads
 		fmt.Printf("  %-12s %8s %10s %8s %10s %10s\n", "", "to target", "", "to stop", "", "")
 	}
 	for _, a := range accels {
+		if err := (kernels.Options{Accel: a, Missing: p.opt.Missing}).ValidateAccel(kernels.DID); err != nil {
+			if !asJSON {
+				fmt.Printf("  %-12s refused: %v\n", a, err)
+			}
+			continue
+		}
 		r := result{Problem: p.name, Setting: a.String(), M: m, N: n, K: p.k, RefIters: ref, Target: target}
 		for rep := 0; rep < repeats; rep++ {
 			// To the target: stop at the first iteration at or below it.
