@@ -345,3 +345,230 @@ func TestAccelDIDMatchesBCD(t *testing.T) {
 		}
 	}
 }
+
+// denseOf returns x as plain column-major values.
+func denseOf(x Block) (m, n int, v []float64) {
+	m, n = x.Dims()
+	v = make([]float64, m*n)
+	for j := 0; j < n; j++ {
+		columnInto(x, j, v[j*m:(j+1)*m])
+	}
+	return m, n, v
+}
+
+// refSweeps runs sweep up to most times, the second and later only while the squared norm of
+// the last step exceeds eps2 times the first's: the inner loops' stop rule, written from the
+// description in accel.go.
+func refSweeps(most int, eps2 float64, sweep func() float64) {
+	first := sweep()
+	for l, st := 1, first; l < most && st > eps2*first; l++ {
+		st = sweep()
+	}
+}
+
+// refAccelDID is accelerated DID written from its description (accel.go, design of issue 35)
+// in plain loops over a dense X (M x N column-major), with the penalty pen: per column of C the
+// coordinate sweep from h_j = B^T x_j and G = B^T B, repeated by the stop rule; then from
+// W = X C^T - B C C^T and V = C C^T (penalty-shifted) the incremental B sweep, repeated by the
+// stop rule with the step measured against the B the iteration started from.
+func refAccelDID(x []float64, m, n, k int, b, c []float64, iters int, acc Accel, pen penalty) {
+	eps2 := acc.Eps * acc.Eps
+	g := make([]float64, k*k)
+	v := make([]float64, k*k)
+	w := make([]float64, m*k)
+	db := make([]float64, m*k)
+	h := make([]float64, k)
+	for it := 0; it < iters; it++ {
+		for p := 0; p < k; p++ {
+			for q := 0; q < k; q++ {
+				g[p*k+q] = dot(b[p*m:(p+1)*m], b[q*m:(q+1)*m])
+			}
+		}
+		for j := 0; j < n; j++ {
+			cj := c[j*k : (j+1)*k]
+			for p := range h {
+				h[p] = dot(b[p*m:(p+1)*m], x[j*m:(j+1)*m])
+			}
+			refSweeps(max(acc.CSweeps, 1), eps2, func() (st float64) {
+				for p := 0; p < k; p++ {
+					hpp := g[p*k+p] + pen.l2C
+					if !(hpp > 0) {
+						continue
+					}
+					num := h[p] - pen.l1C
+					for q := 0; q < k; q++ {
+						if q != p {
+							num -= g[p*k+q] * cj[q]
+						}
+					}
+					nc := max(num/hpp, 0)
+					st += (nc - cj[p]) * (nc - cj[p])
+					cj[p] = nc
+				}
+				return st
+			})
+		}
+		for p := 0; p < k; p++ {
+			for q := 0; q < k; q++ {
+				var s float64
+				for j := 0; j < n; j++ {
+					s += c[j*k+p] * c[j*k+q]
+				}
+				v[p*k+q] = s
+			}
+			v[p*k+p] += pen.l2B
+		}
+		for i := 0; i < m; i++ {
+			for p := 0; p < k; p++ {
+				var s float64
+				for j := 0; j < n; j++ {
+					s += x[j*m+i] * c[j*k+p]
+				}
+				for q := 0; q < k; q++ {
+					s -= b[q*m+i] * v[q*k+p] // v includes l2B on the diagonal: the shift of W
+				}
+				w[p*m+i] = s - pen.l1B
+			}
+		}
+		clear64(db)
+		refSweeps(max(acc.BSweeps, 1), eps2, func() (st float64) {
+			for p := 0; p < k; p++ {
+				vpp := v[p*k+p]
+				if !(vpp > 0) {
+					continue
+				}
+				for i := 0; i < m; i++ {
+					num := w[p*m+i]
+					for q := 0; q < k; q++ {
+						num -= v[p*k+q] * db[q*m+i]
+					}
+					nb := max(b[p*m+i]+num/vpp, 0)
+					d := nb - b[p*m+i]
+					st += d * d
+					db[p*m+i] += d
+					b[p*m+i] = nb
+				}
+			}
+			return st
+		})
+	}
+}
+
+// refAccelHALS is accelerated HALS written from its description (hals.go) in plain loops:
+// from A = X C^T and V = C C^T the HALS sweeps over B's components, then from H = B^T X and
+// G = B^T B those over C's rows, each repeated by the stop rule on the whole factor's step.
+func refAccelHALS(x []float64, m, n, k int, b, c []float64, iters int, acc Accel, pen penalty) {
+	eps2 := acc.Eps * acc.Eps
+	a := make([]float64, m*k)
+	v := make([]float64, k*k)
+	h := make([]float64, k*n)
+	g := make([]float64, k*k)
+	for it := 0; it < iters; it++ {
+		for p := 0; p < k; p++ {
+			for i := 0; i < m; i++ {
+				var s float64
+				for j := 0; j < n; j++ {
+					s += x[j*m+i] * c[j*k+p]
+				}
+				a[p*m+i] = s
+			}
+			for q := 0; q < k; q++ {
+				var s float64
+				for j := 0; j < n; j++ {
+					s += c[j*k+p] * c[j*k+q]
+				}
+				v[p*k+q] = s
+			}
+		}
+		refSweeps(max(acc.BSweeps, 1), eps2, func() (st float64) {
+			for p := 0; p < k; p++ {
+				hpp := v[p*k+p] + pen.l2B
+				if !(hpp > 0) {
+					continue
+				}
+				for i := 0; i < m; i++ {
+					num := a[p*m+i] - pen.l1B
+					for q := 0; q < k; q++ {
+						if q != p {
+							num -= b[q*m+i] * v[q*k+p]
+						}
+					}
+					nb := max(num/hpp, 0)
+					st += (nb - b[p*m+i]) * (nb - b[p*m+i])
+					b[p*m+i] = nb
+				}
+			}
+			return st
+		})
+		for p := 0; p < k; p++ {
+			for j := 0; j < n; j++ {
+				h[j*k+p] = dot(b[p*m:(p+1)*m], x[j*m:(j+1)*m])
+			}
+			for q := 0; q < k; q++ {
+				g[p*k+q] = dot(b[p*m:(p+1)*m], b[q*m:(q+1)*m])
+			}
+		}
+		refSweeps(max(acc.CSweeps, 1), eps2, func() (st float64) {
+			for p := 0; p < k; p++ {
+				hpp := g[p*k+p] + pen.l2C
+				if !(hpp > 0) {
+					continue
+				}
+				for j := 0; j < n; j++ {
+					num := h[j*k+p] - pen.l1C
+					for q := 0; q < k; q++ {
+						if q != p {
+							num -= g[p*k+q] * c[j*k+q]
+						}
+					}
+					nc := max(num/hpp, 0)
+					st += (nc - c[j*k+p]) * (nc - c[j*k+p])
+					c[j*k+p] = nc
+				}
+			}
+			return st
+		})
+	}
+}
+
+// TestAccelHBMatchesReference: accelerated bcd gives the iterates of accelerated DID and
+// accelerated hals those of Gillis and Glineur's accelerated HALS, each written from its
+// description in plain loops (refAccelDID, refAccelHALS), up to round-off, dense and sparse,
+// with and without penalties, for two settings of the inner loops. The stop decisions compare
+// step norms that round differently here and there; a decision that flipped would show as a
+// difference far above round-off.
+func TestAccelHBMatchesReference(t *testing.T) {
+	const k, iters = 4, 12
+	for _, in := range accelHBInputs(18, 400, k) {
+		m, n, xd := denseOf(in.x)
+		b0, c0 := penaltyStart(m, n, k)
+		for _, pc := range accelHBPenalties {
+			pen := newPenalty(pc.options(), m, n)
+			for _, acc := range []Accel{AccelAuto, {CSweeps: 5, BSweeps: 3, Eps: 0.3}} {
+				for _, algo := range []Algorithm{BCD, HALS} {
+					what := fmt.Sprintf("%s/%s/%v/accel=%v", algo, in.name, pc, acc)
+					cfg := customConfig(algo, k, b0, c0, iters, pc)
+					cfg.Options.Accel = acc
+					got := mustRun(t, in.x, 1, cfg)
+					b, c := slices.Clone(b0), slices.Clone(c0)
+					if algo == BCD {
+						refAccelDID(xd, m, n, k, b, c, iters, acc, pen)
+					} else {
+						refAccelHALS(xd, m, n, k, b, c, iters, acc, pen)
+					}
+					if d := maxRelDiff(b, got.B); !(d <= 1e-10) {
+						t.Errorf("%s: B differs from the reference by %.3g relative", what, d)
+					}
+					if d := maxRelDiff(c, got.C); !(d <= 1e-10) {
+						t.Errorf("%s: C differs from the reference by %.3g relative", what, d)
+					}
+					plain := cfg
+					plain.Options.Accel = Accel{}
+					if p := mustRun(t, in.x, 1, plain); maxRelDiff(p.B, got.B) < 1e-6 {
+						t.Errorf("%s: the accelerated run is plain's", what)
+					}
+				}
+			}
+		}
+	}
+}
