@@ -26,9 +26,13 @@ package kernels
 //     and residual while the squared norm of the last sweep's step exceeds Eps^2 times the
 //     first's, at most CSweeps in all (sweepCoefsGo's stop rule, with math.FMA in component
 //     order);
-//   - B: with BSweeps > 1 the C update also sums W = E' C^T and V = C C^T (E' = X - B_old C,
-//     lane partials added in lane order), DID's reduced products; after bcd's usual B update
-//     (which is DID's first B sweep) sweepBasis runs the further sweeps from them, the
+//   - B: with BSweeps > 1, DID's products W = E' C^T (E' = X - B_old C) and V = C C^T: the C
+//     update also sums V (lane partials added in lane order), and W comes from the sums bcd's
+//     B update forms anyway, without another product with the residual: component p's sum
+//     is E^(p-1) c_p^T = W_p - sum_{q<p} v_qp db_q (E^(p-1) the residual after the steps of
+//     components q < p), so W_p = E^(p-1) c_p^T + sum_{q<p} v_qp db_q (products rounded,
+//     added in q order). After bcd's usual B update (which is DID's first B sweep)
+//     sweepBasis runs the further sweeps from W and V, the
 //     objective comes from DID's identity ||E_new||^2 = ||E'||^2 - 2 <dB, W> + <dB^T dB, V>
 //     with dB the total change of B (W and V penalty-shifted as in DID when B is penalized),
 //     and the further change of B is left pending on the residual as a whole M x K step,
@@ -64,13 +68,14 @@ type residualShard struct {
 	// pen is the job's penalty (zero without one).
 	pen penalty
 	// Accelerated BCD (setAccel): cExtra further C sweeps per column, stopping below eps2
-	// times the first step; with wv the C update also sums W' = E' C^T and V = C C^T into
-	// laneW (M K + K(K+1)/2 per lane).
+	// times the first step; with wv the C update also sums V = C C^T into laneV (its lower
+	// triangle, packed) and columnSums keeps component p's E^(p-1) c_p^T in rawW's column p.
 	cExtra  int
 	eps2    float64
 	wv      bool
 	laneOld [][]float64 // per lane, two columns of coefficients (before a sweep)
-	laneW   [][]float64
+	laneV   [][]float64
+	rawW    []float64
 	// A pending step of all of B not yet applied to e (after pendK's): e -= pendFull C, over
 	// the components p with pendCols[p].
 	pendAll  bool
@@ -129,11 +134,12 @@ func (s *residualShard) setAccel(a Accel) {
 	}
 	perCol := (3*m*k + m) * (s.cExtra + 1)
 	if s.wv {
-		perCol += m*k + k*k
-		s.laneW = make([][]float64, nl)
-		for l := range s.laneW {
-			s.laneW[l] = make([]float64, m*k+lowerLen(k))
+		perCol += k * k
+		s.laneV = make([][]float64, nl)
+		for l := range s.laneV {
+			s.laneV[l] = make([]float64, lowerLen(k))
 		}
+		s.rawW = make([]float64, m*k)
 		s.pendFull = make([]float64, m*k)
 		s.pendCols = make([]bool, k)
 	}
@@ -184,13 +190,13 @@ func (s *residualShard) updateC() (prev, post float64) {
 func (s *residualShard) cLane(l int) {
 	m, k := s.m, s.k
 	var prev, post float64
-	var old, w, v []float64
+	var old, v []float64
 	if s.cExtra > 0 {
 		old = s.laneOld[l]
 	}
 	if s.wv {
-		w, v = s.laneW[l][:m*k], s.laneW[l][m*k:]
-		clear64(s.laneW[l])
+		v = s.laneV[l]
+		clear64(v)
 	}
 	for j0, hi := s.lanes[l], s.lanes[l+1]; j0 < hi; j0 += s.cSpan {
 		if s.flag.stopped() {
@@ -209,12 +215,7 @@ func (s *residualShard) cLane(l int) {
 				s.coefSweeps(ej, cj, old[:k], old[k:])
 			}
 			post += dot(ej, ej)
-			if w != nil {
-				for p, cp := range cj {
-					if cp != 0 {
-						axpy(w[p*m:(p+1)*m], cp, ej)
-					}
-				}
+			if v != nil {
 				addOuterLowerPacked(v, cj, k)
 			}
 		}
@@ -262,18 +263,28 @@ func addOuterLowerPacked(v, c []float64, k int) {
 	}
 }
 
-// basisProducts writes the W = E' C^T (M x K column-major) and V = C C^T (K x K full) the last
-// C update summed (with wv), lane partials added in lane order.
-func (s *residualShard) basisProducts(w, v []float64) {
-	mk := s.m * s.k
-	acc := s.laneW[0]
-	for l := 1; l < len(s.laneW); l++ {
-		for i, x := range s.laneW[l] {
+// basisProducts writes DID's W = E' C^T (M x K column-major) and V = C C^T (K x K full) of
+// the last iteration (with wv), after its B update made the step db = B - B_old (see the file
+// comment): V's lane partials added in lane order, W_p = rawW_p + sum_{q<p} v_qp db_q.
+func (s *residualShard) basisProducts(w, v, db []float64) {
+	m, k := s.m, s.k
+	acc := s.laneV[0]
+	for l := 1; l < len(s.laneV); l++ {
+		for i, x := range s.laneV[l] {
 			acc[i] += x
 		}
 	}
-	copy(w, acc[:mk])
-	unpackLower(v, acc[mk:], s.k)
+	unpackLower(v, acc, k)
+	copy(w, s.rawW)
+	for p := 1; p < k; p++ {
+		s.flag.poll()
+		wp := w[p*m : (p+1)*m]
+		for q := 0; q < p; q++ {
+			if vq := v[q*k+p]; vq != 0 {
+				axpy(wp, vq, db[q*m:(q+1)*m])
+			}
+		}
+	}
 }
 
 // pendBasis leaves the step B - b1 pending on the residual (b1: B before the further sweeps).
@@ -307,6 +318,9 @@ func (s *residualShard) columnSums(k int, y []float64) (z float64) {
 			y[i] += v
 		}
 		z += s.laneZ[l]
+	}
+	if s.wv {
+		copy(s.rawW[k*s.m:(k+1)*s.m], y)
 	}
 	axpy(y, z, s.b[k*s.m:(k+1)*s.m])
 	return z
@@ -449,7 +463,6 @@ func runResidualBCD(e *shardEnv, distributed bool) {
 			penB0 = pen.basisPenalty(e.B, e.flag)
 		}
 		if accB {
-			sh.basisProducts(w, v)
 			copy(bOld, e.B)
 		}
 		for p := 0; p < k; p++ {
@@ -485,13 +498,14 @@ func runResidualBCD(e *shardEnv, distributed bool) {
 		if accB {
 			// The further B sweeps and the objective from DID's identity (see the file
 			// comment); obj, bcd's tracked value after the first sweep, is replaced.
+			for i, bi := range e.B {
+				db[i] = bi - bOld[i]
+			}
+			sh.basisProducts(w, v, db)
 			obj = post
 			if pen.basis() {
 				obj += pen.basisPenalty(bOld, e.flag)
 				shiftBasisStep(w, v, bOld, m, k, pen.l1B, pen.l2B)
-			}
-			for i, bi := range e.B {
-				db[i] = bi - bOld[i]
 			}
 			copy(b1, e.B)
 			sweepBasis(e.B, bOld, w, v, db, m, k, acc.bExtra(), acc.eps2(), e.flag)
