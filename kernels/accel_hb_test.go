@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -91,7 +92,7 @@ func TestAccelHBObjective(t *testing.T) {
 	for _, algo := range []Algorithm{HALS, BCD} {
 		for _, in := range accelHBInputs(30, 700, k) {
 			for _, pc := range accelHBPenalties {
-				for _, accel := range []Accel{AccelAuto, {CSweeps: 4, BSweeps: 8, Eps: 0.01}} {
+				for _, accel := range []Accel{AccelAuto, {CSweeps: 4, BSweeps: 8, Eps: 0.01}, {CSweeps: 3, BSweeps: 1, Eps: 0.1}, {CSweeps: 1, BSweeps: 4, Eps: 0.1}} {
 					name := fmt.Sprintf("%s/%s/%v/accel=%v", algo, in.name, pc, accel)
 					t.Run(name, func(t *testing.T) {
 						m := newMachines(t, []ShardSpec{accelHBSpec(algo, in.x, k, accel, pc, pool)}, nil)[0]
@@ -206,24 +207,77 @@ func TestAccelHBFewerIterations(t *testing.T) {
 	t.Log("iterations to plain's 200-iteration objective:\n" + strings.Join(table, "\n"))
 }
 
-// TestAccelHBSameBitsAnyThreads: the accelerated iterates do not depend on the thread count
-// (the inner loops' decisions are per column or from values summed in lane order).
-func TestAccelHBSameBitsAnyThreads(t *testing.T) {
+// TestAccelHBSameBitsAnyPath: the accelerated iterates do not depend on the thread count,
+// the kernel path, float32 storage of an exactly representable block, or (bcd, which is
+// layout invariant) the layout: the inner loops' decisions are per column or from values
+// summed in an order fixed by the lanes, and every product they use is pinned.
+func TestAccelHBSameBitsAnyPath(t *testing.T) {
 	const k = 5
+	counts := countsBlock(30, 500, 61) // small integers: float32 holds them exactly
 	for _, algo := range []Algorithm{HALS, BCD} {
-		for _, in := range accelHBInputs(25, 900, k) {
-			var ref *Result
-			for _, threads := range []int{1, 2, 4} {
-				cfg := baseConfig(algo, k, StopRule{MaxIter: 15})
-				cfg.Options.Accel = AccelAuto
-				cfg.Threads = threads
-				got := mustRun(t, in.x, 1, cfg)
-				if ref == nil {
-					ref = got
-					continue
+		for _, in := range append(accelHBInputs(25, 600, k), accelHBInput{"counts", counts}, accelHBInput{"counts-csc", ToCSC(counts)}) {
+			for _, pc := range accelHBPenalties {
+				var ref *Result
+				for _, p := range AvailableKernelPaths() {
+					for _, threads := range []int{1, 2, 4} {
+						for _, storage := range []Storage{StorageAsIs, StorageFloat32} {
+							if storage == StorageFloat32 && !strings.HasPrefix(in.name, "counts") {
+								continue
+							}
+							cfg := baseConfig(algo, k, StopRule{MaxIter: 12})
+							cfg.Options = pc.options()
+							cfg.Options.Accel = AccelAuto
+							cfg.Options.Kernel, cfg.Options.Storage, cfg.Threads = p, storage, threads
+							got := mustRun(t, in.x, 1, cfg)
+							if ref == nil {
+								ref = got
+								continue
+							}
+							if !bitwiseEqual(ref.B, got.B) || !bitwiseEqual(ref.C, got.C) ||
+								math.Float64bits(ref.Objective) != math.Float64bits(got.Objective) {
+								t.Errorf("%s/%s/%v: path %s, %d threads, storage %v differ from the first run (B %.3g, C %.3g)",
+									algo, in.name, pc, p, threads, storage, maxRelDiff(ref.B, got.B), maxRelDiff(ref.C, got.C))
+							}
+						}
+					}
 				}
-				if !slices.Equal(ref.B, got.B) || !slices.Equal(ref.C, got.C) || ref.Objective != got.Objective {
-					t.Errorf("%s/%s: %d threads give other factors than 1", algo, in.name, threads)
+			}
+		}
+		cfg := baseConfig(algo, k, StopRule{MaxIter: 12})
+		cfg.Options.Accel = AccelAuto
+		dense, sparse := mustRun(t, counts, 1, cfg), mustRun(t, ToCSC(counts), 1, cfg)
+		if algo == BCD && (!bitwiseEqual(dense.B, sparse.B) || !bitwiseEqual(dense.C, sparse.C)) {
+			t.Errorf("bcd: CSC differs from dense (B %.3g, C %.3g)", maxRelDiff(dense.B, sparse.B), maxRelDiff(dense.C, sparse.C))
+		}
+	}
+}
+
+// TestAccelHBInterruptChecksKeepBits: looking at the interrupt flag every column changes no
+// bit of accelerated hals's and bcd's steps (TestInterruptChecksKeepBits for the plain ones).
+func TestAccelHBInterruptChecksKeepBits(t *testing.T) {
+	pool := NewPool(2)
+	defer pool.Close()
+	for _, algo := range []Algorithm{HALS, BCD} {
+		for _, in := range accelHBInputs(20, 900, 4) {
+			mk := func(fine bool) [][]Step {
+				ms := newMachines(t, []ShardSpec{accelHBSpec(algo, in.x, 4, AccelAuto, accelHBPenalties[1], pool)}, nil)
+				var looks atomic.Int64
+				if fine {
+					ms[0].intr.work = 1
+					ms[0].intr.hook = func() { looks.Add(1) }
+				}
+				steps := driveMachines(t, ms, 4, nil)
+				if fine && looks.Load() == 0 {
+					t.Errorf("%s/%s: no looks at the flag", algo, in.name)
+				}
+				return append(steps, []Step{{Data: ms[0].Basis()}, {Data: ms[0].Coef()}})
+			}
+			coarse, fine := mk(false), mk(true)
+			for s := range coarse {
+				for i := range coarse[s] {
+					if d := sameStep(coarse[s][i], fine[s][i]); d != "" {
+						t.Fatalf("%s/%s: step %d of %d: %s", algo, in.name, i, s, d)
+					}
 				}
 			}
 		}
@@ -534,7 +588,8 @@ func refAccelHALS(x []float64, m, n, k int, b, c []float64, iters int, acc Accel
 // TestAccelHBMatchesReference: accelerated bcd gives the iterates of accelerated DID and
 // accelerated hals those of Gillis and Glineur's accelerated HALS, each written from its
 // description in plain loops (refAccelDID, refAccelHALS), up to round-off, dense and sparse,
-// with and without penalties, for two settings of the inner loops. The stop decisions compare
+// with and without penalties, for four settings of the inner loops (both loops, C's alone,
+// B's alone). The stop decisions compare
 // step norms that round differently here and there; a decision that flipped would show as a
 // difference far above round-off.
 func TestAccelHBMatchesReference(t *testing.T) {
@@ -544,7 +599,7 @@ func TestAccelHBMatchesReference(t *testing.T) {
 		b0, c0 := penaltyStart(m, n, k)
 		for _, pc := range accelHBPenalties {
 			pen := newPenalty(pc.options(), m, n)
-			for _, acc := range []Accel{AccelAuto, {CSweeps: 5, BSweeps: 3, Eps: 0.3}} {
+			for _, acc := range []Accel{AccelAuto, {CSweeps: 5, BSweeps: 3, Eps: 0.3}, {CSweeps: 3, BSweeps: 1, Eps: 0.1}, {CSweeps: 1, BSweeps: 4, Eps: 0.1}} {
 				for _, algo := range []Algorithm{BCD, HALS} {
 					what := fmt.Sprintf("%s/%s/%v/accel=%v", algo, in.name, pc, acc)
 					cfg := customConfig(algo, k, b0, c0, iters, pc)
