@@ -242,6 +242,7 @@ func runHALSAccel(e *shardEnv, first int, initial float64) {
 	v := make([]float64, k*k) // C C^T
 	h := make([]float64, k*n) // B^T X
 	g := make([]float64, k*k) // B^T B
+	num := make([]float64, m) // scratch of the B sweeps
 	cs := newHALSCoefSweeper(ops, c, h, g, pen.l1C, pen.l2C)
 	if first == 1 {
 		initial = residualSq(x, b, c, k, e.spec.Pool, e.flag)
@@ -252,7 +253,7 @@ func runHALSAccel(e *shardEnv, first int, initial float64) {
 	ops.cct(c, v)
 	for it := first; ; it++ {
 		ops.xct(c, a)
-		halsBasisSweeps(b, a, v, m, k, max(acc.BSweeps, 1), acc.eps2(), pen.l1B, pen.l2B, e.flag)
+		halsBasisSweeps(b, a, v, num, m, k, max(acc.BSweeps, 1), acc.eps2(), pen.l1B, pen.l2B, e.flag)
 		ops.btx(b, h)
 		gramCols(b, m, k, g, e.flag)
 		cross := cs.sweeps(max(acc.CSweeps, 1), acc.eps2())
@@ -268,9 +269,8 @@ func runHALSAccel(e *shardEnv, first int, initial float64) {
 // halsBasisSweeps runs up to sweeps HALS sweeps over the components of B (M x K column-major)
 // from a = X C^T (M x K column-major) and v = C C^T (K x K full), with the penalty l1, l2 on B,
 // stopping after a sweep whose step is at most eps2 times the first's. A component with
-// v_pp + l2 <= 0 keeps its value. It polls flag before each component.
-func halsBasisSweeps(b, a, v []float64, m, k, sweeps int, eps2, l1, l2 float64, flag *interruptFlag) {
-	num := make([]float64, m)
+// v_pp + l2 <= 0 keeps its value. num is scratch (M). It polls flag before each component.
+func halsBasisSweeps(b, a, v, num []float64, m, k, sweeps int, eps2, l1, l2 float64, flag *interruptFlag) {
 	var thr float64
 	for l := 1; ; l++ {
 		var st float64
