@@ -1,6 +1,9 @@
 package kernels
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // Masked DBCD, BCD and HALS (see "Missing values" in doc.go). A shard keeps the masked residual
 // E_i: e_ij = x_ij - b_i c_j on the observed entries and 0 on the unobserved ones, so that
@@ -22,6 +25,16 @@ import "slices"
 // HALS: for p = 1..K the B step of component p, then the C step of component p alone, on the
 // same residual; the objective is ||E||^2 summed directly after each iteration and the
 // held-out error directly from B and C.
+
+// refuseMaskedAccel stops a masked bcd or hals run with Options.Accel on: their masked forms
+// have no accelerated inner loops yet (masked did has them). The machine returns the error
+// from its first Next, before any iteration.
+func refuseMaskedAccel(e *shardEnv) {
+	if e.spec.Accel.On() {
+		panic(fmt.Errorf("algorithm %s has no accelerated inner loops with %s (--accel %s): use --accel off, or algorithm did",
+			e.spec.Algo, e.spec.Options.maskWhat(), e.spec.Accel))
+	}
+}
 
 // maskedResidual is the masked residual of a block and its lanes.
 type maskedResidual struct {
@@ -385,6 +398,7 @@ func (s *maskedResidual) sqLane(l int) {
 
 // runResidualBCDMasked is runResidualBCD on a masked block.
 func runResidualBCDMasked(e *shardEnv, distributed bool, first int, initial float64, state [][]float64) {
+	refuseMaskedAccel(e)
 	ms := e.m.mask
 	m, k := e.rows, e.k
 	var res []float64
@@ -486,6 +500,7 @@ func runResidualBCDMasked(e *shardEnv, distributed bool, first int, initial floa
 
 // runHALSMasked is HALS on a masked block.
 func runHALSMasked(e *shardEnv, first int, initial float64, state [][]float64) {
+	refuseMaskedAccel(e)
 	ms := e.m.mask
 	sm := ms.sm
 	m, k := e.rows, e.k

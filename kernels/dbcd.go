@@ -17,8 +17,32 @@ package kernels
 // replica, C's from ||C_i||_1 and ||C_i||^2, which phase 0's allreduce carries as four extra
 // scalars (before and after the C update; only when C is penalized, so the unpenalized payload
 // keeps its length). No extra collective.
+//
+// Accelerated BCD (Options.Accel, sequential bcd only: dbcd has no accelerated form) runs the
+// inner loops of accelerated DID (accel.go) in the residual form, so that its iterates are
+// DID's with the same Accel up to round-off:
+//
+//   - C: after a column's coordinate sweep (residualCoef), further sweeps on the same column
+//     and residual while the squared norm of the last sweep's step exceeds Eps^2 times the
+//     first's, at most CSweeps in all (sweepCoefsGo's stop rule, with math.FMA in component
+//     order);
+//   - B: with BSweeps > 1, DID's products W = E' C^T (E' = X - B_old C) and V = C C^T: the C
+//     update also sums V (lane partials added in lane order), and W comes from the sums bcd's
+//     B update forms anyway, without another product with the residual: component p's sum
+//     is E^(p-1) c_p^T = W_p - sum_{q<p} v_qp db_q (E^(p-1) the residual after the steps of
+//     components q < p), so W_p = E^(p-1) c_p^T + sum_{q<p} v_qp db_q (products rounded,
+//     added in q order). After bcd's usual B update (which is DID's first B sweep)
+//     sweepBasis runs the further sweeps from W and V, the
+//     objective comes from DID's identity ||E_new||^2 = ||E'||^2 - 2 <dB, W> + <dB^T dB, V>
+//     with dB the total change of B (W and V penalty-shifted as in DID when B is penalized),
+//     and the further change of B is left pending on the residual as a whole M x K step,
+//     applied by the next C update (and by residual, for a snapshot) as the one-column steps
+//     are. Still no extra pass over the residual.
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // residualShard holds the residual of a block and runs DBCD's local work on lanes.
 type residualShard struct {
@@ -43,6 +67,20 @@ type residualShard struct {
 	cSpan, ySpan int
 	// pen is the job's penalty (zero without one).
 	pen penalty
+	// Accelerated BCD (setAccel): cExtra further C sweeps per column, stopping below eps2
+	// times the first step; with wv the C update also sums V = C C^T into laneV (its lower
+	// triangle, packed) and columnSums keeps component p's E^(p-1) c_p^T in rawW's column p.
+	cExtra  int
+	eps2    float64
+	wv      bool
+	laneOld [][]float64 // per lane, two columns of coefficients (before a sweep)
+	laneV   [][]float64
+	rawW    []float64
+	// A pending step of all of B not yet applied to e (after pendK's): e -= pendFull C, over
+	// the components p with pendCols[p].
+	pendAll  bool
+	pendFull []float64
+	pendCols []bool
 }
 
 // newResidualShard starts from the residual e (M x n, taken over) or, when e is nil, from
@@ -85,6 +123,29 @@ func newResidualShard(x Block, k int, pool *Pool, b, c, e []float64, flag *inter
 	return s
 }
 
+// setAccel turns on accelerated BCD's inner loops (see the file comment).
+func (s *residualShard) setAccel(a Accel) {
+	m, k := s.m, s.k
+	s.cExtra, s.eps2, s.wv = a.cExtra(), a.eps2(), a.bExtra() > 0
+	nl := len(s.lanes) - 1
+	s.laneOld = make([][]float64, nl)
+	for l := range s.laneOld {
+		s.laneOld[l] = make([]float64, 2*k)
+	}
+	perCol := (3*m*k + m) * (s.cExtra + 1)
+	if s.wv {
+		perCol += k * k
+		s.laneV = make([][]float64, nl)
+		for l := range s.laneV {
+			s.laneV[l] = make([]float64, lowerLen(k))
+		}
+		s.rawW = make([]float64, m*k)
+		s.pendFull = make([]float64, m*k)
+		s.pendCols = make([]bool, k)
+	}
+	s.cSpan = s.flag.span(perCol, 1)
+}
+
 // residual returns a copy of E = X - B C with the pending step applied, bitwise as the next
 // C update applies it.
 func (s *residualShard) residual() []float64 {
@@ -95,11 +156,20 @@ func (s *residualShard) residual() []float64 {
 	return e
 }
 
-// applyPending applies the pending B column step to column j of e.
+// applyPending applies the pending B column step, then the pending step of all of B
+// (accelerated BCD), to column j of e.
 func (s *residualShard) applyPending(ej []float64, j int) {
 	if s.pendK >= 0 {
 		if cp := s.c[j*s.k+s.pendK]; cp != 0 {
 			axpy(ej, -cp, s.pendDB)
+		}
+	}
+	if s.pendAll {
+		m := s.m
+		for p, cp := range s.c[j*s.k : (j+1)*s.k] {
+			if cp != 0 && s.pendCols[p] {
+				axpy(ej, -cp, s.pendFull[p*m:(p+1)*m])
+			}
 		}
 	}
 }
@@ -109,7 +179,7 @@ func (s *residualShard) updateC() (prev, post float64) {
 	gramCols(s.b, s.m, s.k, s.g, s.flag)
 	s.pool.Run(len(s.lanes)-1, s.cFn)
 	s.flag.poll()
-	s.pendK = -1
+	s.pendK, s.pendAll = -1, false
 	for _, o := range s.laneObj {
 		prev += o[0]
 		post += o[1]
@@ -120,19 +190,118 @@ func (s *residualShard) updateC() (prev, post float64) {
 func (s *residualShard) cLane(l int) {
 	m, k := s.m, s.k
 	var prev, post float64
+	var old, v []float64
+	if s.cExtra > 0 {
+		old = s.laneOld[l]
+	}
+	if s.wv {
+		v = s.laneV[l]
+		clear64(v)
+	}
 	for j0, hi := s.lanes[l], s.lanes[l+1]; j0 < hi; j0 += s.cSpan {
 		if s.flag.stopped() {
 			return
 		}
 		for j, j1 := j0, min(j0+s.cSpan, hi); j < j1; j++ {
 			ej := s.e[j*m : (j+1)*m]
+			cj := s.c[j*k : (j+1)*k]
 			s.applyPending(ej, j)
 			prev += dot(ej, ej)
-			residualCoef(ej, s.b, s.g, s.c[j*k:(j+1)*k], m, k, s.pen.l1C, s.pen.l2C)
+			if old != nil {
+				copy(old[:k], cj)
+			}
+			residualCoef(ej, s.b, s.g, cj, m, k, s.pen.l1C, s.pen.l2C)
+			if old != nil {
+				s.coefSweeps(ej, cj, old[:k], old[k:])
+			}
 			post += dot(ej, ej)
+			if v != nil {
+				addOuterLowerPacked(v, cj, k)
+			}
 		}
 	}
 	s.laneObj[l] = [2]float64{prev, post}
+}
+
+// coefSweeps runs accelerated BCD's further coordinate sweeps on one column: e is its
+// residual and cj its coefficients after the first sweep, c0 them before it; prev is scratch
+// (K). The stop rule and its arithmetic are sweepCoefsGo's.
+func (s *residualShard) coefSweeps(e, cj, c0, prev []float64) {
+	var first float64
+	for p, v := range cj {
+		d := v - c0[p]
+		first = math.FMA(d, d, first)
+	}
+	thr := first * s.eps2
+	st := first
+	for l := 0; l < s.cExtra && st > thr; l++ {
+		copy(prev, cj)
+		residualCoef(e, s.b, s.g, cj, s.m, s.k, s.pen.l1C, s.pen.l2C)
+		st = 0
+		for p, v := range cj {
+			d := v - prev[p]
+			st = math.FMA(d, d, st)
+		}
+	}
+}
+
+// addOuterLowerPacked adds the lower triangle of c c^T to v, packed row by row (packLower's
+// layout), with addOuterLower's operations.
+func addOuterLowerPacked(v, c []float64, k int) {
+	n := 0
+	for p := 0; p < k; p++ {
+		cp := c[p]
+		if cp == 0 {
+			n += p + 1
+			continue
+		}
+		row := v[n : n+p+1]
+		for q := range row {
+			row[q] += float64(cp * c[q])
+		}
+		n += p + 1
+	}
+}
+
+// basisProducts writes DID's W = E' C^T (M x K column-major) and V = C C^T (K x K full) of
+// the last iteration (with wv), after its B update made the step db = B - B_old (see the file
+// comment): V's lane partials added in lane order, W_p = rawW_p + sum_{q<p} v_qp db_q.
+func (s *residualShard) basisProducts(w, v, db []float64) {
+	m, k := s.m, s.k
+	acc := s.laneV[0]
+	for l := 1; l < len(s.laneV); l++ {
+		for i, x := range s.laneV[l] {
+			acc[i] += x
+		}
+	}
+	unpackLower(v, acc, k)
+	copy(w, s.rawW)
+	for p := 1; p < k; p++ {
+		s.flag.poll()
+		wp := w[p*m : (p+1)*m]
+		for q := 0; q < p; q++ {
+			if vq := v[q*k+p]; vq != 0 {
+				axpy(wp, vq, db[q*m:(q+1)*m])
+			}
+		}
+	}
+}
+
+// pendBasis leaves the step B - b1 pending on the residual (b1: B before the further sweeps).
+func (s *residualShard) pendBasis(b1 []float64) {
+	m := s.m
+	s.pendAll = false
+	for p := range s.pendCols {
+		s.pendCols[p] = false
+		for i := p * m; i < (p+1)*m; i++ {
+			d := s.b[i] - b1[i]
+			s.pendFull[i] = d
+			if d != 0 {
+				s.pendCols[p] = true
+			}
+		}
+		s.pendAll = s.pendAll || s.pendCols[p]
+	}
 }
 
 // columnSums returns y = sum_j (e_j + b_k c_kj) c_kj (written into y) and z = sum_j c_kj^2,
@@ -149,6 +318,9 @@ func (s *residualShard) columnSums(k int, y []float64) (z float64) {
 			y[i] += v
 		}
 		z += s.laneZ[l]
+	}
+	if s.wv {
+		copy(s.rawW[k*s.m:(k+1)*s.m], y)
 	}
 	axpy(y, z, s.b[k*s.m:(k+1)*s.m])
 	return z
@@ -252,6 +424,18 @@ func runResidualBCD(e *shardEnv, distributed bool) {
 	sh := newResidualShard(e.spec.X, k, e.spec.Pool, e.B, e.C, res, e.flag)
 	pen := e.penalty()
 	sh.pen = pen
+	// dbcd has no accelerated form (ValidateAccel refuses it): its B sweeps would need W and V
+	// reduced over the shards.
+	acc := e.spec.Accel
+	accB := !distributed && acc.bExtra() > 0
+	if !distributed && acc.On() {
+		sh.setAccel(acc)
+	}
+	var w, v, bOld, b1, db []float64
+	if accB {
+		w, v = make([]float64, m*k), make([]float64, k*k)
+		bOld, b1, db = make([]float64, m*k), make([]float64, m*k), make([]float64, m*k)
+	}
 	e.state = func() [][]float64 { return [][]float64{sh.residual()} }
 	nNorms := 0
 	if pen.coef() {
@@ -277,6 +461,9 @@ func runResidualBCD(e *shardEnv, distributed bool) {
 		var penB0 float64 // the penalty of B before the B update (iteration 1 only)
 		if pen.on() && it == 1 {
 			penB0 = pen.basisPenalty(e.B, e.flag)
+		}
+		if accB {
+			copy(bOld, e.B)
 		}
 		for p := 0; p < k; p++ {
 			z := sh.columnSums(p, y)
@@ -308,9 +495,47 @@ func runResidualBCD(e *shardEnv, distributed bool) {
 			}
 			obj += sh.stepB(p, y, z)
 		}
-		if pen.on() {
+		if accB {
+			// The further B sweeps and the objective from DID's identity (see the file
+			// comment); obj, bcd's tracked value after the first sweep, is replaced.
+			for i, bi := range e.B {
+				db[i] = bi - bOld[i]
+			}
+			sh.basisProducts(w, v, db)
+			obj = post
+			if pen.basis() {
+				obj += pen.basisPenalty(bOld, e.flag)
+				shiftBasisStep(w, v, bOld, m, k, pen.l1B, pen.l2B)
+			}
+			copy(b1, e.B)
+			sweepBasis(e.B, bOld, w, v, db, m, k, acc.bExtra(), acc.eps2(), e.flag)
+			sh.pendBasis(b1)
+			obj = basisStepObjective(obj, w, v, db, m, k, e.flag)
+			if pen.coef() {
+				obj += pen.coefValue(norms[2], norms[3])
+			}
+		} else if pen.on() {
 			obj = obj + pen.coefValue(norms[2], norms[3]) + pen.basisPenalty(e.B, e.flag)
 		}
 		e.iterationDone(it, obj, initial)
 	}
+}
+
+// basisStepObjective returns DID's objective after a B update, ||E'||^2 - 2 <dB, W> +
+// <dB^T dB, V> with post = ||E'||^2 (plus the penalty of B_old when W and V are shifted),
+// clamped at 0, with incrementalBUpdate's operations. It polls flag before each component.
+func basisStepObjective(post float64, w, v, db []float64, m, k int, flag *interruptFlag) float64 {
+	obj := post - float64(2*frob(db, w))
+	for p := 0; p < k; p++ {
+		flag.poll()
+		for q := 0; q < k; q++ {
+			if v[p*k+q] != 0 {
+				obj += float64(v[p*k+q] * dot(db[p*m:(p+1)*m], db[q*m:(q+1)*m]))
+			}
+		}
+	}
+	if obj < 0 {
+		obj = 0
+	}
+	return obj
 }
