@@ -178,6 +178,9 @@ func (o Options) ValidateAccel(algo Algorithm) error {
 			return fmt.Errorf("did cannot extrapolate (--accel %s) with %s yet: use --accel C,B (inner sweeps alone), which can", o.Accel, o.maskWhat())
 		}
 	}
+	if o.Accel.On() && o.Masked() && (algo == BCD || algo == HALS) {
+		return fmt.Errorf("algorithm %s has no accelerated inner loops with %s (--accel %s): use --accel off, or algorithm did", algo, o.maskWhat(), o.Accel)
+	}
 	if !o.Accel.On() || slices.Contains(accelAlgorithms, algo) {
 		return nil
 	}

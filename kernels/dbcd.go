@@ -510,7 +510,7 @@ func runResidualBCD(e *shardEnv, distributed bool) {
 			copy(b1, e.B)
 			sweepBasis(e.B, bOld, w, v, db, m, k, acc.bExtra(), acc.eps2(), e.flag)
 			sh.pendBasis(b1)
-			obj = basisStepObjective(obj, w, v, db, m, k, e.flag)
+			obj = basisObjective(w, v, db, m, k, obj, e.flag)
 			if pen.coef() {
 				obj += pen.coefValue(norms[2], norms[3])
 			}
@@ -519,23 +519,4 @@ func runResidualBCD(e *shardEnv, distributed bool) {
 		}
 		e.iterationDone(it, obj, initial)
 	}
-}
-
-// basisStepObjective returns DID's objective after a B update, ||E'||^2 - 2 <dB, W> +
-// <dB^T dB, V> with post = ||E'||^2 (plus the penalty of B_old when W and V are shifted),
-// clamped at 0, with incrementalBUpdate's operations. It polls flag before each component.
-func basisStepObjective(post float64, w, v, db []float64, m, k int, flag *interruptFlag) float64 {
-	obj := post - float64(2*frob(db, w))
-	for p := 0; p < k; p++ {
-		flag.poll()
-		for q := 0; q < k; q++ {
-			if v[p*k+q] != 0 {
-				obj += float64(v[p*k+q] * dot(db[p*m:(p+1)*m], db[q*m:(q+1)*m]))
-			}
-		}
-	}
-	if obj < 0 {
-		obj = 0
-	}
-	return obj
 }
