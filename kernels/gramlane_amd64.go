@@ -44,7 +44,7 @@ var avx512Gram = gramKernels{
 	accV:       accVAVX2Checked,
 	accVIdx:    accVIdxAVX512Checked,
 	accAIdx:    accAIdxAVX2Checked,
-	sweeps:     sweepCoefsGo,
+	sweeps:     sweepsAVX512Checked,
 	fused:      fusedAVX512Checked,
 	cols: &denseCols{
 		dots64: dotsDenseColsF64Checked,
@@ -348,4 +348,58 @@ var fusedKernels = [maxFusedM][4]func(x, bp, gneg4, ginv4, c []float64, ngroups 
 	{fusedM6K1AVX512, fusedM6K2AVX512, fusedM6K3AVX512, fusedM6K4AVX512},
 	{fusedM7K1AVX512, fusedM7K2AVX512, fusedM7K3AVX512, fusedM7K4AVX512},
 	{fusedM8K1AVX512, fusedM8K2AVX512, fusedM8K3AVX512, fusedM8K4AVX512},
+}
+
+// maxSweepsK bounds the rank of the assembly sweeps (their scratch, 64·k values, is a stack
+// array), and smallSweepsK the ranks that take the smaller array (Go clears it at each call).
+const (
+	maxSweepsK   = 64
+	smallSweepsK = 12
+)
+
+// sweepsAVX512Checked is sweepCoefsGo on AVX-512: 32 columns at a time (four groups of eight
+// interleaved), then eight at a time, the last ncols mod 8 columns and ranks above maxSweepsK
+// in Go. Columns are independent, so the split gives the same bits.
+func sweepsAVX512Checked(h, cs, c, old, gneg, ginv []float64, k, kp, ncols, extra int, eps2 float64) {
+	mustGram(k >= 1 && kp == paddedK(k) && ncols >= 0 && len(h) >= ncols*kp && len(cs) >= ncols*kp &&
+		len(c) >= ncols*k && len(old) >= ncols*k && len(gneg) >= k*k && len(ginv) >= k)
+	if extra <= 0 {
+		return
+	}
+	if ncols < 8 || k > maxSweepsK {
+		sweepCoefsGo(h, cs, c, old, gneg, ginv, k, kp, ncols, extra, eps2)
+		return
+	}
+	if k <= smallSweepsK {
+		var t [64 * smallSweepsK]float64
+		sweepsAVX512With(h, cs, c, old, gneg, ginv, k, kp, ncols, extra, eps2, t[:64*k])
+		return
+	}
+	var t [64 * maxSweepsK]float64
+	sweepsAVX512With(h, cs, c, old, gneg, ginv, k, kp, ncols, extra, eps2, t[:64*k])
+}
+
+// sweepsAVX512With is sweepsAVX512Checked with its scratch t (64·k values).
+func sweepsAVX512With(h, cs, c, old, gneg, ginv []float64, k, kp, ncols, extra int, eps2 float64, t []float64) {
+	if n := ncols / 32; n > 0 {
+		var idx [64]int64 // u·kp, then u·k, for the 32 columns of a block
+		for u := range 32 {
+			idx[u], idx[32+u] = int64(u*kp), int64(u*k)
+		}
+		sweepsG4AVX512(h, cs, c, old, gneg, ginv, t, idx[:], k, kp, n, extra, eps2)
+		done := 32 * n
+		h, cs, c, old, ncols = h[done*kp:], cs[done*kp:], c[done*k:], old[done*k:], ncols-done
+	}
+	if n := ncols / 8; n > 0 {
+		var idx [16]int64
+		for u := range 8 {
+			idx[u], idx[8+u] = int64(u*kp), int64(u*k)
+		}
+		sweepsG1AVX512(h, cs, c, old, gneg, ginv, t, idx[:], k, kp, n, extra, eps2)
+		done := 8 * n
+		h, cs, c, old, ncols = h[done*kp:], cs[done*kp:], c[done*k:], old[done*k:], ncols-done
+	}
+	if ncols > 0 {
+		sweepCoefsGo(h, cs, c, old, gneg, ginv, k, kp, ncols, extra, eps2)
+	}
 }

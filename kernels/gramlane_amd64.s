@@ -43818,3 +43818,470 @@ end:
 	VMOVUPD Y11, 96(CX)
 	VZEROUPPER
 	RET
+
+// func sweepsG4AVX512(h []float64, cs []float64, c []float64, old []float64, gneg []float64, ginv []float64, t []float64, idx []int64, k int, kp int, n int, extra int, eps2 float64)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·sweepsG4AVX512(SB), NOSPLIT, $48-232
+	MOVQ      h_base+0(FP), AX
+	MOVQ      AX, (SP)
+	MOVQ      cs_base+24(FP), AX
+	MOVQ      AX, 8(SP)
+	MOVQ      c_base+48(FP), AX
+	MOVQ      AX, 16(SP)
+	MOVQ      old_base+72(FP), AX
+	MOVQ      AX, 24(SP)
+	MOVQ      n+208(FP), AX
+	MOVQ      AX, 32(SP)
+	MOVQ      idx_base+168(FP), AX
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 256(AX), Z1
+	VMOVDQU64 64(AX), Z2
+	VMOVDQU64 320(AX), Z3
+	VMOVDQU64 128(AX), Z4
+	VMOVDQU64 384(AX), Z5
+	VMOVDQU64 192(AX), Z6
+	VMOVDQU64 448(AX), Z7
+	VXORPD    Z8, Z8, Z8
+
+block:
+	VXORPD Z9, Z9, Z9
+	VXORPD Z11, Z11, Z11
+	VXORPD Z13, Z13, Z13
+	VXORPD Z15, Z15, Z15
+	MOVQ   t_base+144(FP), AX
+	MOVQ   k+192(FP), CX
+	IMUL3Q $0x00000100, CX, CX
+	ADDQ   AX, CX
+	MOVQ   (SP), DX
+	MOVQ   8(SP), BX
+	MOVQ   24(SP), SI
+	MOVQ   k+192(FP), DI
+
+gather:
+	VXORPD      Z10, Z10, Z10
+	VXORPD      Z12, Z12, Z12
+	VXORPD      Z14, Z14, Z14
+	MOVL        $0x000000ff, R8
+	KMOVB       R8, K1
+	VGATHERQPD  (DX)(Z0*8), K1, Z10
+	VMOVUPD     Z10, (AX)
+	MOVL        $0x000000ff, R8
+	KMOVB       R8, K1
+	VGATHERQPD  (BX)(Z0*8), K1, Z12
+	VMOVUPD     Z12, (CX)
+	MOVL        $0x000000ff, R8
+	KMOVB       R8, K1
+	VGATHERQPD  (SI)(Z1*8), K1, Z14
+	VSUBPD      Z14, Z12, Z10
+	VFMADD231PD Z10, Z10, Z9
+	VXORPD      Z10, Z10, Z10
+	VXORPD      Z12, Z12, Z12
+	VXORPD      Z14, Z14, Z14
+	MOVL        $0x000000ff, R8
+	KMOVB       R8, K1
+	VGATHERQPD  (DX)(Z2*8), K1, Z10
+	VMOVUPD     Z10, 64(AX)
+	MOVL        $0x000000ff, R8
+	KMOVB       R8, K1
+	VGATHERQPD  (BX)(Z2*8), K1, Z12
+	VMOVUPD     Z12, 64(CX)
+	MOVL        $0x000000ff, R8
+	KMOVB       R8, K1
+	VGATHERQPD  (SI)(Z3*8), K1, Z14
+	VSUBPD      Z14, Z12, Z10
+	VFMADD231PD Z10, Z10, Z11
+	VXORPD      Z10, Z10, Z10
+	VXORPD      Z12, Z12, Z12
+	VXORPD      Z14, Z14, Z14
+	MOVL        $0x000000ff, R8
+	KMOVB       R8, K1
+	VGATHERQPD  (DX)(Z4*8), K1, Z10
+	VMOVUPD     Z10, 128(AX)
+	MOVL        $0x000000ff, R8
+	KMOVB       R8, K1
+	VGATHERQPD  (BX)(Z4*8), K1, Z12
+	VMOVUPD     Z12, 128(CX)
+	MOVL        $0x000000ff, R8
+	KMOVB       R8, K1
+	VGATHERQPD  (SI)(Z5*8), K1, Z14
+	VSUBPD      Z14, Z12, Z10
+	VFMADD231PD Z10, Z10, Z13
+	VXORPD      Z10, Z10, Z10
+	VXORPD      Z12, Z12, Z12
+	VXORPD      Z14, Z14, Z14
+	MOVL        $0x000000ff, R8
+	KMOVB       R8, K1
+	VGATHERQPD  (DX)(Z6*8), K1, Z10
+	VMOVUPD     Z10, 192(AX)
+	MOVL        $0x000000ff, R8
+	KMOVB       R8, K1
+	VGATHERQPD  (BX)(Z6*8), K1, Z12
+	VMOVUPD     Z12, 192(CX)
+	MOVL        $0x000000ff, R8
+	KMOVB       R8, K1
+	VGATHERQPD  (SI)(Z7*8), K1, Z14
+	VSUBPD      Z14, Z12, Z10
+	VFMADD231PD Z10, Z10, Z15
+	ADDQ        $0x08, DX
+	ADDQ        $0x08, BX
+	ADDQ        $0x08, SI
+	ADDQ        $0x00000100, AX
+	ADDQ        $0x00000100, CX
+	DECQ        DI
+	JNZ         gather
+	VMULPD.BCST eps2+224(FP), Z9, Z10
+	VCMPPD      $0x1e, Z10, Z9, K1
+	VMULPD.BCST eps2+224(FP), Z11, Z12
+	VCMPPD      $0x1e, Z12, Z11, K2
+	VMULPD.BCST eps2+224(FP), Z13, Z14
+	VCMPPD      $0x1e, Z14, Z13, K3
+	VMULPD.BCST eps2+224(FP), Z15, Z16
+	VCMPPD      $0x1e, Z16, Z15, K4
+	MOVQ        extra+216(FP), AX
+	MOVQ        AX, 40(SP)
+
+sweep:
+	KMOVB    K1, K5
+	KORB     K2, K5, K5
+	KORB     K3, K5, K5
+	KORB     K4, K5, K5
+	KORTESTB K5, K5
+	JZ       scatter
+	VXORPD   Z9, Z9, Z9
+	VXORPD   Z11, Z11, Z11
+	VXORPD   Z13, Z13, Z13
+	VXORPD   Z15, Z15, Z15
+	MOVQ     k+192(FP), AX
+	MOVQ     t_base+144(FP), CX
+	MOVQ     AX, DX
+	IMUL3Q   $0x00000100, DX, DX
+	ADDQ     CX, DX
+	MOVQ     gneg_base+96(FP), BX
+	MOVQ     ginv_base+120(FP), SI
+	XORQ     DI, DI
+
+comp:
+	VMOVUPD (CX), Z17
+	VMOVUPD 64(CX), Z18
+	VMOVUPD 128(CX), Z19
+	VMOVUPD 192(CX), Z20
+	LEAQ    (BX)(DI*8), R8
+	MOVQ    DI, R9
+	IMUL3Q  $0x00000100, R9, R9
+	ADDQ    DX, R9
+	MOVQ    AX, R10
+	SUBQ    DI, R10
+
+old:
+	VBROADCASTSD (R8), Z21
+	VFMADD231PD  (R9), Z21, Z17
+	VFMADD231PD  64(R9), Z21, Z18
+	VFMADD231PD  128(R9), Z21, Z19
+	VFMADD231PD  192(R9), Z21, Z20
+	ADDQ         $0x08, R8
+	ADDQ         $0x00000100, R9
+	DECQ         R10
+	JNZ          old
+	MOVQ         BX, R8
+	MOVQ         DX, R9
+	MOVQ         DI, R10
+
+new:
+	TESTQ        R10, R10
+	JZ           apply
+	VBROADCASTSD (R8), Z21
+	VFMADD231PD  (R9), Z21, Z17
+	VFMADD231PD  64(R9), Z21, Z18
+	VFMADD231PD  128(R9), Z21, Z19
+	VFMADD231PD  192(R9), Z21, Z20
+	ADDQ         $0x08, R8
+	ADDQ         $0x00000100, R9
+	DECQ         R10
+	JMP          new
+
+apply:
+	VBROADCASTSD (SI)(DI*8), Z21
+	MOVQ         DI, R8
+	IMUL3Q       $0x00000100, R8, R8
+	ADDQ         DX, R8
+	VMOVUPD      (R8), Z22
+	VMOVAPD      Z22, Z23
+	VFMADD231PD  Z21, Z17, K1, Z23
+	VMAXPD       Z23, Z8, K1, Z23
+	VSUBPD       Z22, Z23, Z17
+	VFMADD231PD  Z17, Z17, Z9
+	VMOVUPD      Z23, (R8)
+	VMOVUPD      64(R8), Z17
+	VMOVAPD      Z17, Z22
+	VFMADD231PD  Z21, Z18, K2, Z22
+	VMAXPD       Z22, Z8, K2, Z22
+	VSUBPD       Z17, Z22, Z17
+	VFMADD231PD  Z17, Z17, Z11
+	VMOVUPD      Z22, 64(R8)
+	VMOVUPD      128(R8), Z17
+	VMOVAPD      Z17, Z18
+	VFMADD231PD  Z21, Z19, K3, Z18
+	VMAXPD       Z18, Z8, K3, Z18
+	VSUBPD       Z17, Z18, Z17
+	VFMADD231PD  Z17, Z17, Z13
+	VMOVUPD      Z18, 128(R8)
+	VMOVUPD      192(R8), Z17
+	VMOVAPD      Z17, Z18
+	VFMADD231PD  Z21, Z20, K4, Z18
+	VMAXPD       Z18, Z8, K4, Z18
+	VSUBPD       Z17, Z18, Z17
+	VFMADD231PD  Z17, Z17, Z15
+	VMOVUPD      Z18, 192(R8)
+	LEAQ         (BX)(AX*8), BX
+	ADDQ         $0x00000100, CX
+	INCQ         DI
+	CMPQ         DI, AX
+	JL           comp
+	VCMPPD       $0x1e, Z10, Z9, K1, K1
+	VCMPPD       $0x1e, Z12, Z11, K2, K2
+	VCMPPD       $0x1e, Z14, Z13, K3, K3
+	VCMPPD       $0x1e, Z16, Z15, K4, K4
+	DECQ         40(SP)
+	JNZ          sweep
+
+scatter:
+	MOVQ   k+192(FP), AX
+	MOVQ   AX, CX
+	IMUL3Q $0x00000100, CX, CX
+	MOVQ   t_base+144(FP), DX
+	ADDQ   DX, CX
+	MOVQ   8(SP), DX
+	MOVQ   16(SP), BX
+
+out:
+	VMOVUPD     (CX), Z9
+	MOVL        $0x000000ff, SI
+	KMOVB       SI, K1
+	VSCATTERQPD Z9, K1, (DX)(Z0*8)
+	MOVL        $0x000000ff, SI
+	KMOVB       SI, K1
+	VSCATTERQPD Z9, K1, (BX)(Z1*8)
+	VMOVUPD     64(CX), Z9
+	MOVL        $0x000000ff, SI
+	KMOVB       SI, K1
+	VSCATTERQPD Z9, K1, (DX)(Z2*8)
+	MOVL        $0x000000ff, SI
+	KMOVB       SI, K1
+	VSCATTERQPD Z9, K1, (BX)(Z3*8)
+	VMOVUPD     128(CX), Z9
+	MOVL        $0x000000ff, SI
+	KMOVB       SI, K1
+	VSCATTERQPD Z9, K1, (DX)(Z4*8)
+	MOVL        $0x000000ff, SI
+	KMOVB       SI, K1
+	VSCATTERQPD Z9, K1, (BX)(Z5*8)
+	VMOVUPD     192(CX), Z9
+	MOVL        $0x000000ff, SI
+	KMOVB       SI, K1
+	VSCATTERQPD Z9, K1, (DX)(Z6*8)
+	MOVL        $0x000000ff, SI
+	KMOVB       SI, K1
+	VSCATTERQPD Z9, K1, (BX)(Z7*8)
+	ADDQ        $0x08, DX
+	ADDQ        $0x08, BX
+	ADDQ        $0x00000100, CX
+	DECQ        AX
+	JNZ         out
+	MOVQ        kp+200(FP), AX
+	SHLQ        $0x06, AX
+	MOVQ        k+192(FP), CX
+	SHLQ        $0x06, CX
+	MOVQ        (SP), DX
+	ADDQ        AX, DX
+	ADDQ        AX, DX
+	ADDQ        AX, DX
+	ADDQ        AX, DX
+	MOVQ        DX, (SP)
+	MOVQ        8(SP), DX
+	ADDQ        AX, DX
+	ADDQ        AX, DX
+	ADDQ        AX, DX
+	ADDQ        AX, DX
+	MOVQ        DX, 8(SP)
+	MOVQ        16(SP), AX
+	ADDQ        CX, AX
+	ADDQ        CX, AX
+	ADDQ        CX, AX
+	ADDQ        CX, AX
+	MOVQ        AX, 16(SP)
+	MOVQ        24(SP), AX
+	ADDQ        CX, AX
+	ADDQ        CX, AX
+	ADDQ        CX, AX
+	ADDQ        CX, AX
+	MOVQ        AX, 24(SP)
+	DECQ        32(SP)
+	JNZ         block
+	VZEROUPPER
+	RET
+
+// func sweepsG1AVX512(h []float64, cs []float64, c []float64, old []float64, gneg []float64, ginv []float64, t []float64, idx []int64, k int, kp int, n int, extra int, eps2 float64)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·sweepsG1AVX512(SB), NOSPLIT, $48-232
+	MOVQ      h_base+0(FP), AX
+	MOVQ      AX, (SP)
+	MOVQ      cs_base+24(FP), AX
+	MOVQ      AX, 8(SP)
+	MOVQ      c_base+48(FP), AX
+	MOVQ      AX, 16(SP)
+	MOVQ      old_base+72(FP), AX
+	MOVQ      AX, 24(SP)
+	MOVQ      n+208(FP), AX
+	MOVQ      AX, 32(SP)
+	MOVQ      idx_base+168(FP), AX
+	VMOVDQU64 (AX), Z0
+	VMOVDQU64 64(AX), Z1
+	VXORPD    Z2, Z2, Z2
+
+block:
+	VXORPD Z3, Z3, Z3
+	MOVQ   t_base+144(FP), AX
+	MOVQ   k+192(FP), CX
+	IMUL3Q $0x00000040, CX, CX
+	ADDQ   AX, CX
+	MOVQ   (SP), DX
+	MOVQ   8(SP), BX
+	MOVQ   24(SP), SI
+	MOVQ   k+192(FP), DI
+
+gather:
+	VXORPD      Z4, Z4, Z4
+	VXORPD      Z5, Z5, Z5
+	VXORPD      Z6, Z6, Z6
+	MOVL        $0x000000ff, R8
+	KMOVB       R8, K1
+	VGATHERQPD  (DX)(Z0*8), K1, Z4
+	VMOVUPD     Z4, (AX)
+	MOVL        $0x000000ff, R8
+	KMOVB       R8, K1
+	VGATHERQPD  (BX)(Z0*8), K1, Z5
+	VMOVUPD     Z5, (CX)
+	MOVL        $0x000000ff, R8
+	KMOVB       R8, K1
+	VGATHERQPD  (SI)(Z1*8), K1, Z6
+	VSUBPD      Z6, Z5, Z4
+	VFMADD231PD Z4, Z4, Z3
+	ADDQ        $0x08, DX
+	ADDQ        $0x08, BX
+	ADDQ        $0x08, SI
+	ADDQ        $0x00000040, AX
+	ADDQ        $0x00000040, CX
+	DECQ        DI
+	JNZ         gather
+	VMULPD.BCST eps2+224(FP), Z3, Z4
+	VCMPPD      $0x1e, Z4, Z3, K1
+	MOVQ        extra+216(FP), AX
+	MOVQ        AX, 40(SP)
+
+sweep:
+	KMOVB    K1, K2
+	KORTESTB K2, K2
+	JZ       scatter
+	VXORPD   Z3, Z3, Z3
+	MOVQ     k+192(FP), AX
+	MOVQ     t_base+144(FP), CX
+	MOVQ     AX, DX
+	IMUL3Q   $0x00000040, DX, DX
+	ADDQ     CX, DX
+	MOVQ     gneg_base+96(FP), BX
+	MOVQ     ginv_base+120(FP), SI
+	XORQ     DI, DI
+
+comp:
+	VMOVUPD (CX), Z5
+	LEAQ    (BX)(DI*8), R8
+	MOVQ    DI, R9
+	IMUL3Q  $0x00000040, R9, R9
+	ADDQ    DX, R9
+	MOVQ    AX, R10
+	SUBQ    DI, R10
+
+old:
+	VBROADCASTSD (R8), Z6
+	VFMADD231PD  (R9), Z6, Z5
+	ADDQ         $0x08, R8
+	ADDQ         $0x00000040, R9
+	DECQ         R10
+	JNZ          old
+	MOVQ         BX, R8
+	MOVQ         DX, R9
+	MOVQ         DI, R10
+
+new:
+	TESTQ        R10, R10
+	JZ           apply
+	VBROADCASTSD (R8), Z6
+	VFMADD231PD  (R9), Z6, Z5
+	ADDQ         $0x08, R8
+	ADDQ         $0x00000040, R9
+	DECQ         R10
+	JMP          new
+
+apply:
+	VBROADCASTSD (SI)(DI*8), Z6
+	MOVQ         DI, R8
+	IMUL3Q       $0x00000040, R8, R8
+	ADDQ         DX, R8
+	VMOVUPD      (R8), Z7
+	VMOVAPD      Z7, Z8
+	VFMADD231PD  Z6, Z5, K1, Z8
+	VMAXPD       Z8, Z2, K1, Z8
+	VSUBPD       Z7, Z8, Z5
+	VFMADD231PD  Z5, Z5, Z3
+	VMOVUPD      Z8, (R8)
+	LEAQ         (BX)(AX*8), BX
+	ADDQ         $0x00000040, CX
+	INCQ         DI
+	CMPQ         DI, AX
+	JL           comp
+	VCMPPD       $0x1e, Z4, Z3, K1, K1
+	DECQ         40(SP)
+	JNZ          sweep
+
+scatter:
+	MOVQ   k+192(FP), AX
+	MOVQ   AX, CX
+	IMUL3Q $0x00000040, CX, CX
+	MOVQ   t_base+144(FP), DX
+	ADDQ   DX, CX
+	MOVQ   8(SP), DX
+	MOVQ   16(SP), BX
+
+out:
+	VMOVUPD     (CX), Z3
+	MOVL        $0x000000ff, SI
+	KMOVB       SI, K1
+	VSCATTERQPD Z3, K1, (DX)(Z0*8)
+	MOVL        $0x000000ff, SI
+	KMOVB       SI, K1
+	VSCATTERQPD Z3, K1, (BX)(Z1*8)
+	ADDQ        $0x08, DX
+	ADDQ        $0x08, BX
+	ADDQ        $0x00000040, CX
+	DECQ        AX
+	JNZ         out
+	MOVQ        kp+200(FP), AX
+	SHLQ        $0x06, AX
+	MOVQ        k+192(FP), CX
+	SHLQ        $0x06, CX
+	MOVQ        (SP), DX
+	ADDQ        AX, DX
+	MOVQ        DX, (SP)
+	MOVQ        8(SP), DX
+	ADDQ        AX, DX
+	MOVQ        DX, 8(SP)
+	MOVQ        16(SP), AX
+	ADDQ        CX, AX
+	MOVQ        AX, 16(SP)
+	MOVQ        24(SP), AX
+	ADDQ        CX, AX
+	MOVQ        AX, 24(SP)
+	DECQ        32(SP)
+	JNZ         block
+	VZEROUPPER
+	RET

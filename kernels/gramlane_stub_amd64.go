@@ -984,3 +984,17 @@ func fusedM8K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM8K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// sweepsG4AVX512 is sweepCoefsGo on 32·n columns, a column per ZMM lane, 4 group(s) of eight at a time
+// (AVX-512). t has room for 64·k values; idx holds the column offsets u·kp for u < 32, then u·k.
+// k, kp, n, extra >= 1.
+//
+//go:noescape
+func sweepsG4AVX512(h []float64, cs []float64, c []float64, old []float64, gneg []float64, ginv []float64, t []float64, idx []int64, k int, kp int, n int, extra int, eps2 float64)
+
+// sweepsG1AVX512 is sweepCoefsGo on 8·n columns, a column per ZMM lane, 1 group(s) of eight at a time
+// (AVX-512). t has room for 16·k values; idx holds the column offsets u·kp for u < 8, then u·k.
+// k, kp, n, extra >= 1.
+//
+//go:noescape
+func sweepsG1AVX512(h []float64, cs []float64, c []float64, old []float64, gneg []float64, ginv []float64, t []float64, idx []int64, k int, kp int, n int, extra int, eps2 float64)

@@ -83,6 +83,8 @@ func main() {
 			fusedSmall(m, k)
 		}
 	}
+	sweepsGroups("sweepsG4AVX512", 4)
+	sweepsGroups("sweepsG1AVX512", 1)
 	Generate()
 }
 
