@@ -129,7 +129,10 @@ func firstDiff(got, want []float64) string {
 			return fmt.Sprintf("[%d] = %v (%#x), want %v (%#x)", i, got[i], math.Float64bits(got[i]), want[i], math.Float64bits(want[i]))
 		}
 	}
-	return "lengths differ"
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d values, want %d", len(got), len(want))
+	}
+	return "equal"
 }
 
 // accelPaths are the assembly kernel tables this CPU runs.
@@ -227,6 +230,78 @@ func TestSweepsAsmChecksLengths(t *testing.T) {
 				}
 				sweeps(h, cs, c, old, gneg, ginv, 3, 4, 40, 2, 0.01)
 			}()
+		}
+	}
+}
+
+// fusedAccelReference is the batched sequence fusedAccel must match: dotsDense, subtractL1,
+// a copy of the old coefficients, update, sweeps and accDense on the same columns.
+func fusedAccelReference(x, bp, gneg, ginv, c []float64, m, k, ncols, extra int, eps2, l1 float64, a, v []float64) {
+	const kp = 4
+	h := make([]float64, ncols*kp)
+	dotsDenseGo(bp, x, m, kp, ncols, h)
+	subtractL1(h, l1, k, kp, ncols)
+	old := append([]float64(nil), c[:ncols*k]...)
+	cs := make([]float64, ncols*kp)
+	updateCoefsGo(h, cs, c, gneg, ginv, k, kp, ncols)
+	sweepCoefsGo(h, cs, c, old, gneg, ginv, k, kp, ncols, extra, eps2)
+	genericGram.accDense(x, m, k, kp, ncols, cs, a, v)
+}
+
+// TestFusedAccelBitwise checks the fused kernel with further sweeps against the batched
+// sequence for every m <= maxFusedM and k <= 4, one and several pairs of groups (the kernel
+// runs two groups interleaved, then one), with and without an L1 shift, extra 0..5, eps2 near
+// 0 and near 1, a dead component and columns whose first step is NaN or infinite.
+func TestFusedAccelBitwise(t *testing.T) {
+	if !hasAVX512 || avx512Gram.fusedAccel == nil {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	for m := 1; m <= maxFusedM; m++ {
+		for k := 1; k <= 4; k++ {
+			for _, ngroups := range []int{1, 2, 3, 6} {
+				ncols := 4 * ngroups
+				sc := newSweepsCase(m, k, ncols, uint64(100*m+10*k+ngroups), false)
+				x, c0 := sc.x, sc.old
+				if ngroups >= 2 {
+					x[1*m] = math.NaN() // column 1: NaN h, coefficients and steps
+					for p := 0; p < k; p++ {
+						c0[2*k+p] = math.Inf(1) // column 2: an infinite first step
+					}
+					c0[5*k] = math.Copysign(0, -1)
+				}
+				a0 := make([]float64, 4*m)
+				v0 := make([]float64, 4*k)
+				for i := range a0 {
+					a0[i] = float64(i%5) - 1.5
+				}
+				for i := range v0 {
+					v0[i] = float64(i%3) + 0.25
+				}
+				for _, l1 := range []float64{0, 0.05} {
+					g4, i4 := make([]float64, 4*k*k), make([]float64, 4*k+4)
+					repeat4(g4, sc.gneg)
+					repeat4(i4[:4*k], sc.ginv)
+					for u := 4 * k; u < len(i4); u++ {
+						i4[u] = l1
+					}
+					for extra := 0; extra <= 5; extra++ {
+						for _, eps2 := range []float64{1e-300, 0.01, 0.5, math.Nextafter(1, 0)} {
+							wc := append([]float64(nil), c0...)
+							wa := append([]float64(nil), a0...)
+							wv := append([]float64(nil), v0...)
+							fusedAccelReference(x, sc.bp, sc.gneg, sc.ginv, wc, m, k, ncols, extra, eps2, l1, wa, wv)
+							gc := append([]float64(nil), c0...)
+							ga := append([]float64(nil), a0...)
+							gv := append([]float64(nil), v0...)
+							avx512Gram.fusedAccel(x, sc.bp, g4, i4, gc, m, k, ngroups, extra, eps2, ga, gv)
+							if !sameBits(gc, wc) || !sameBits(ga, wa) || !sameBits(gv, wv) {
+								t.Fatalf("m=%d k=%d ngroups=%d l1=%v extra=%d eps2=%v: c %s; a %s; v %s", m, k, ngroups, l1, extra, eps2,
+									firstDiff(gc, wc), firstDiff(ga, wa), firstDiff(gv, wv))
+							}
+						}
+					}
+				}
+			}
 		}
 	}
 }

@@ -46,6 +46,7 @@ var avx512Gram = gramKernels{
 	accAIdx:    accAIdxAVX2Checked,
 	sweeps:     sweepsAVX512Checked,
 	fused:      fusedAVX512Checked,
+	fusedAccel: fusedAccelAVX512Checked,
 	cols: &denseCols{
 		dots64: dotsDenseColsF64Checked,
 		dots32: dotsDenseColsF32Checked,
@@ -402,4 +403,29 @@ func sweepsAVX512With(h, cs, c, old, gneg, ginv []float64, k, kp, ncols, extra i
 	if ncols > 0 {
 		sweepCoefsGo(h, cs, c, old, gneg, ginv, k, kp, ncols, extra, eps2)
 	}
+}
+
+// fusedAccelAVX512Checked is fusedAVX512Checked with accelerated DID's further C sweeps after
+// step 2: the bits of dotsDense, subtractL1, update, sweepCoefsGo (extra, eps2) and accDense on
+// the same columns. extra <= 0 is the plain fused kernel.
+func fusedAccelAVX512Checked(x, bp, g4, i4, c []float64, m, k, ngroups, extra int, eps2 float64, a, v []float64) {
+	mustGram(m >= 1 && m <= maxFusedM && k >= 1 && k <= 4 && ngroups >= 1 && len(x) >= 4*ngroups*m && len(bp) >= 4*m &&
+		len(g4) >= 4*k*k && len(i4) >= 4*k+4 && len(c) >= 4*ngroups*k && len(a) >= 4*m && len(v) >= 4*k)
+	if extra <= 0 {
+		fusedKernels[m-1][k-1](x, bp, g4, i4, c, ngroups, a, v)
+		return
+	}
+	fusedAccelKernels[m-1][k-1](x, bp, g4, i4, c, ngroups, extra, eps2, a, v)
+}
+
+// fusedAccelKernels holds the fused kernels with further sweeps by [m-1][k-1].
+var fusedAccelKernels = [maxFusedM][4]func(x, bp, gneg4, ginv4, c []float64, ngroups, extra int, eps2 float64, a, v []float64){
+	{fusedAccelM1K1AVX512, fusedAccelM1K2AVX512, fusedAccelM1K3AVX512, fusedAccelM1K4AVX512},
+	{fusedAccelM2K1AVX512, fusedAccelM2K2AVX512, fusedAccelM2K3AVX512, fusedAccelM2K4AVX512},
+	{fusedAccelM3K1AVX512, fusedAccelM3K2AVX512, fusedAccelM3K3AVX512, fusedAccelM3K4AVX512},
+	{fusedAccelM4K1AVX512, fusedAccelM4K2AVX512, fusedAccelM4K3AVX512, fusedAccelM4K4AVX512},
+	{fusedAccelM5K1AVX512, fusedAccelM5K2AVX512, fusedAccelM5K3AVX512, fusedAccelM5K4AVX512},
+	{fusedAccelM6K1AVX512, fusedAccelM6K2AVX512, fusedAccelM6K3AVX512, fusedAccelM6K4AVX512},
+	{fusedAccelM7K1AVX512, fusedAccelM7K2AVX512, fusedAccelM7K3AVX512, fusedAccelM7K4AVX512},
+	{fusedAccelM8K1AVX512, fusedAccelM8K2AVX512, fusedAccelM8K3AVX512, fusedAccelM8K4AVX512},
 }
