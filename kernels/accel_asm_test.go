@@ -249,8 +249,8 @@ func fusedAccelReference(x, bp, gneg, ginv, c []float64, m, k, ncols, extra int,
 }
 
 // TestFusedAccelBitwise checks the fused kernel with further sweeps against the batched
-// sequence for every m <= maxFusedM and k <= 4, one and several pairs of groups (the kernel
-// runs two groups interleaved, then one), with and without an L1 shift, extra 0..5, eps2 near
+// sequence for every m <= maxFusedM and k <= 4, on 1 to 9 groups of four columns (the kernel
+// runs four groups at a time, then two, then one), with and without an L1 shift, extra 0..5, eps2 near
 // 0 and near 1, a dead component and columns whose first step is NaN or infinite.
 func TestFusedAccelBitwise(t *testing.T) {
 	if !hasAVX512 || avx512Gram.fusedAccel == nil {
@@ -258,7 +258,7 @@ func TestFusedAccelBitwise(t *testing.T) {
 	}
 	for m := 1; m <= maxFusedM; m++ {
 		for k := 1; k <= 4; k++ {
-			for _, ngroups := range []int{1, 2, 3, 6} {
+			for _, ngroups := range []int{1, 2, 3, 4, 5, 6, 7, 9} {
 				ncols := 4 * ngroups
 				sc := newSweepsCase(m, k, ncols, uint64(100*m+10*k+ngroups), false)
 				x, c0 := sc.x, sc.old
