@@ -205,6 +205,7 @@ func TestSweepsAsmChecksLengths(t *testing.T) {
 	sc := newSweepsCase(6, 3, 40, 5, false)
 	for name, sweeps := range map[string]func(h, cs, c, old, gneg, ginv []float64, k, kp, ncols, extra int, eps2 float64){
 		"avx512": sweepsAVX512Checked,
+		"avx2":   sweepsAVX2Checked,
 	} {
 		for _, short := range []string{"h", "cs", "c", "old", "gneg", "ginv"} {
 			func() {

@@ -27,7 +27,7 @@ var avx2Gram = gramKernels{
 	accV:       accVAVX2Checked,
 	accVIdx:    accVIdxAVX2Checked,
 	accAIdx:    accAIdxAVX2Checked,
-	sweeps:     sweepCoefsGo,
+	sweeps:     sweepsAVX2Checked,
 }
 
 // avx512Gram uses 8-lane ZMM vectors where a step streams long rows of components (the dots
@@ -428,4 +428,29 @@ var fusedAccelKernels = [maxFusedM][4]func(x, bp, gneg4, ginv4, c []float64, ngr
 	{fusedAccelM6K1AVX512, fusedAccelM6K2AVX512, fusedAccelM6K3AVX512, fusedAccelM6K4AVX512},
 	{fusedAccelM7K1AVX512, fusedAccelM7K2AVX512, fusedAccelM7K3AVX512, fusedAccelM7K4AVX512},
 	{fusedAccelM8K1AVX512, fusedAccelM8K2AVX512, fusedAccelM8K3AVX512, fusedAccelM8K4AVX512},
+}
+
+// sweepsAVX2Checked is sweepCoefsGo on AVX2+FMA: eight columns at a time (two groups of four),
+// the last ncols mod 8 columns and ranks above maxSweepsK in Go.
+func sweepsAVX2Checked(h, cs, c, old, gneg, ginv []float64, k, kp, ncols, extra int, eps2 float64) {
+	mustGram(k >= 1 && kp == paddedK(k) && ncols >= 0 && len(h) >= ncols*kp && len(cs) >= ncols*kp &&
+		len(c) >= ncols*k && len(old) >= ncols*k && len(gneg) >= k*k && len(ginv) >= k)
+	if extra <= 0 {
+		return
+	}
+	n := ncols / 8
+	if n > 0 && k <= maxSweepsK {
+		if k <= smallSweepsK {
+			var t [16*smallSweepsK + 16]float64
+			sweepsAVX2(h, cs, c, old, gneg, ginv, t[:16*k+16], k, kp, n, extra, eps2)
+		} else {
+			var t [16*maxSweepsK + 16]float64
+			sweepsAVX2(h, cs, c, old, gneg, ginv, t[:16*k+16], k, kp, n, extra, eps2)
+		}
+		done := 8 * n
+		h, cs, c, old, ncols = h[done*kp:], cs[done*kp:], c[done*k:], old[done*k:], ncols-done
+	}
+	if ncols > 0 {
+		sweepCoefsGo(h, cs, c, old, gneg, ginv, k, kp, ncols, extra, eps2)
+	}
 }

@@ -63925,3 +63925,318 @@ out:
 	JNZ         block
 	VZEROUPPER
 	RET
+
+// func sweepsAVX2(h []float64, cs []float64, c []float64, old []float64, gneg []float64, ginv []float64, t []float64, k int, kp int, n int, extra int, eps2 float64)
+// Requires: AVX, FMA3
+TEXT ·sweepsAVX2(SB), NOSPLIT, $48-208
+	MOVQ h_base+0(FP), AX
+	MOVQ AX, (SP)
+	MOVQ cs_base+24(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ c_base+48(FP), AX
+	MOVQ AX, 16(SP)
+	MOVQ old_base+72(FP), AX
+	MOVQ AX, 24(SP)
+	MOVQ n+184(FP), AX
+	MOVQ AX, 32(SP)
+
+block:
+	MOVQ   kp+176(FP), AX
+	SHLQ   $0x03, AX
+	MOVQ   k+168(FP), CX
+	SHLQ   $0x03, CX
+	MOVQ   t_base+144(FP), DX
+	MOVQ   k+168(FP), BX
+	IMUL3Q $0x00000040, BX, BX
+	ADDQ   DX, BX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	MOVQ   (SP), SI
+	MOVQ   8(SP), DI
+	MOVQ   24(SP), R8
+	LEAQ   (SI)(AX*2), R9
+	ADDQ   AX, R9
+	LEAQ   (DI)(AX*2), R10
+	ADDQ   AX, R10
+	LEAQ   (R8)(CX*2), R11
+	ADDQ   CX, R11
+	MOVQ   DX, R12
+	MOVQ   BX, R13
+	MOVQ   k+168(FP), R14
+
+in0:
+	VMOVSD      (SI), X2
+	VMOVHPD     (SI)(AX*1), X2, X2
+	VMOVSD      (SI)(AX*2), X3
+	VMOVHPD     (R9), X3, X3
+	VINSERTF128 $0x01, X3, Y2, Y3
+	VMOVUPD     Y3, (R12)
+	VMOVSD      (DI), X2
+	VMOVHPD     (DI)(AX*1), X2, X2
+	VMOVSD      (DI)(AX*2), X3
+	VMOVHPD     (R10), X3, X3
+	VINSERTF128 $0x01, X3, Y2, Y3
+	VMOVUPD     Y3, (R13)
+	VMOVSD      (R8), X2
+	VMOVHPD     (R8)(CX*1), X2, X2
+	VMOVSD      (R8)(CX*2), X4
+	VMOVHPD     (R11), X4, X4
+	VINSERTF128 $0x01, X4, Y2, Y4
+	VSUBPD      Y4, Y3, Y3
+	VFMADD231PD Y3, Y3, Y0
+	ADDQ        $0x08, SI
+	ADDQ        $0x08, R9
+	ADDQ        $0x08, DI
+	ADDQ        $0x08, R10
+	ADDQ        $0x08, R8
+	ADDQ        $0x08, R11
+	ADDQ        $0x00000040, R12
+	ADDQ        $0x00000040, R13
+	DECQ        R14
+	JNZ         in0
+	MOVQ        (SP), SI
+	MOVQ        8(SP), DI
+	MOVQ        24(SP), R8
+	ADDQ        AX, SI
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        AX, SI
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        AX, SI
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	ADDQ        AX, SI
+	ADDQ        AX, DI
+	ADDQ        CX, R8
+	LEAQ        (SI)(AX*2), R9
+	ADDQ        AX, R9
+	LEAQ        (DI)(AX*2), R10
+	ADDQ        AX, R10
+	LEAQ        (R8)(CX*2), R11
+	ADDQ        CX, R11
+	MOVQ        DX, R12
+	MOVQ        k+168(FP), R13
+
+in1:
+	VMOVSD       (SI), X2
+	VMOVHPD      (SI)(AX*1), X2, X2
+	VMOVSD       (SI)(AX*2), X3
+	VMOVHPD      (R9), X3, X3
+	VINSERTF128  $0x01, X3, Y2, Y3
+	VMOVUPD      Y3, 32(R12)
+	VMOVSD       (DI), X2
+	VMOVHPD      (DI)(AX*1), X2, X2
+	VMOVSD       (DI)(AX*2), X3
+	VMOVHPD      (R10), X3, X3
+	VINSERTF128  $0x01, X3, Y2, Y3
+	VMOVUPD      Y3, 32(BX)
+	VMOVSD       (R8), X2
+	VMOVHPD      (R8)(CX*1), X2, X2
+	VMOVSD       (R8)(CX*2), X4
+	VMOVHPD      (R11), X4, X4
+	VINSERTF128  $0x01, X4, Y2, Y4
+	VSUBPD       Y4, Y3, Y3
+	VFMADD231PD  Y3, Y3, Y1
+	ADDQ         $0x08, SI
+	ADDQ         $0x08, R9
+	ADDQ         $0x08, DI
+	ADDQ         $0x08, R10
+	ADDQ         $0x08, R8
+	ADDQ         $0x08, R11
+	ADDQ         $0x00000040, R12
+	ADDQ         $0x00000040, BX
+	DECQ         R13
+	JNZ          in1
+	VBROADCASTSD eps2+200(FP), Y3
+	MOVQ         k+168(FP), AX
+	IMUL3Q       $0x00000080, AX, AX
+	ADDQ         DX, AX
+	VMULPD       Y3, Y0, Y4
+	VMOVUPD      Y4, (AX)
+	VCMPPD       $0x1e, Y4, Y0, Y0
+	VMOVUPD      Y0, 64(AX)
+	VMULPD       Y3, Y1, Y0
+	VMOVUPD      Y0, 32(AX)
+	VCMPPD       $0x1e, Y0, Y1, Y0
+	VMOVUPD      Y0, 96(AX)
+	MOVQ         extra+192(FP), AX
+	MOVQ         AX, 40(SP)
+
+sweep:
+	MOVQ    k+168(FP), AX
+	MOVQ    t_base+144(FP), CX
+	MOVQ    AX, DX
+	IMUL3Q  $0x00000040, DX, DX
+	ADDQ    CX, DX
+	MOVQ    AX, BX
+	IMUL3Q  $0x00000080, BX, BX
+	ADDQ    CX, BX
+	VMOVUPD 64(BX), Y0
+	VMOVUPD 96(BX), Y1
+	VORPD   Y1, Y0, Y3
+	VTESTPD Y3, Y3
+	JZ      scatter
+	VXORPD  Y3, Y3, Y3
+	VXORPD  Y4, Y4, Y4
+	VXORPD  Y5, Y5, Y5
+	MOVQ    gneg_base+96(FP), SI
+	MOVQ    ginv_base+120(FP), DI
+	XORQ    R8, R8
+
+comp2:
+	VMOVUPD (CX), Y6
+	VMOVUPD 32(CX), Y7
+	LEAQ    (SI)(R8*8), R9
+	MOVQ    R8, R10
+	IMUL3Q  $0x00000040, R10, R10
+	ADDQ    DX, R10
+	MOVQ    AX, R11
+	SUBQ    R8, R11
+
+old2:
+	VBROADCASTSD (R9), Y8
+	VFMADD231PD  (R10), Y8, Y6
+	VFMADD231PD  32(R10), Y8, Y7
+	ADDQ         $0x08, R9
+	ADDQ         $0x00000040, R10
+	DECQ         R11
+	JNZ          old2
+	MOVQ         SI, R9
+	MOVQ         DX, R10
+	MOVQ         R8, R11
+
+new2:
+	TESTQ        R11, R11
+	JZ           apply2
+	VBROADCASTSD (R9), Y8
+	VFMADD231PD  (R10), Y8, Y6
+	VFMADD231PD  32(R10), Y8, Y7
+	ADDQ         $0x08, R9
+	ADDQ         $0x00000040, R10
+	DECQ         R11
+	JMP          new2
+
+apply2:
+	VBROADCASTSD (DI)(R8*8), Y8
+	MOVQ         R8, R9
+	IMUL3Q       $0x00000040, R9, R9
+	ADDQ         DX, R9
+	VMOVUPD      (R9), Y9
+	VMOVAPD      Y9, Y10
+	VFMADD231PD  Y8, Y6, Y10
+	VMAXPD       Y10, Y5, Y10
+	VBLENDVPD    Y0, Y10, Y9, Y10
+	VSUBPD       Y9, Y10, Y6
+	VFMADD231PD  Y6, Y6, Y3
+	VMOVUPD      Y10, (R9)
+	VMOVUPD      32(R9), Y6
+	VMOVAPD      Y6, Y9
+	VFMADD231PD  Y8, Y7, Y9
+	VMAXPD       Y9, Y5, Y9
+	VBLENDVPD    Y1, Y9, Y6, Y9
+	VSUBPD       Y6, Y9, Y6
+	VFMADD231PD  Y6, Y6, Y4
+	VMOVUPD      Y9, 32(R9)
+	LEAQ         (SI)(AX*8), SI
+	ADDQ         $0x00000040, CX
+	INCQ         R8
+	CMPQ         R8, AX
+	JL           comp2
+	VCMPPD       $0x1e, (BX), Y3, Y3
+	VANDPD       Y0, Y3, Y3
+	VMOVUPD      Y3, 64(BX)
+	VCMPPD       $0x1e, 32(BX), Y4, Y0
+	VANDPD       Y1, Y0, Y0
+	VMOVUPD      Y0, 96(BX)
+	DECQ         40(SP)
+	JNZ          sweep
+
+scatter:
+	MOVQ   kp+176(FP), AX
+	SHLQ   $0x03, AX
+	MOVQ   k+168(FP), CX
+	SHLQ   $0x03, CX
+	MOVQ   k+168(FP), DX
+	IMUL3Q $0x00000040, DX, DX
+	MOVQ   t_base+144(FP), BX
+	ADDQ   BX, DX
+	MOVQ   8(SP), BX
+	MOVQ   16(SP), SI
+	LEAQ   (BX)(AX*2), DI
+	ADDQ   AX, DI
+	LEAQ   (SI)(CX*2), R8
+	ADDQ   CX, R8
+	MOVQ   DX, R9
+	MOVQ   k+168(FP), R10
+
+out0:
+	VMOVUPD      (R9), Y0
+	VMOVSD       X0, (BX)
+	VMOVHPD      X0, (BX)(AX*1)
+	VEXTRACTF128 $0x01, Y0, X1
+	VMOVSD       X1, (BX)(AX*2)
+	VMOVHPD      X1, (DI)
+	VMOVSD       X0, (SI)
+	VMOVHPD      X0, (SI)(CX*1)
+	VEXTRACTF128 $0x01, Y0, X0
+	VMOVSD       X0, (SI)(CX*2)
+	VMOVHPD      X0, (R8)
+	ADDQ         $0x08, BX
+	ADDQ         $0x08, DI
+	ADDQ         $0x08, SI
+	ADDQ         $0x08, R8
+	ADDQ         $0x00000040, R9
+	DECQ         R10
+	JNZ          out0
+	MOVQ         8(SP), BX
+	MOVQ         16(SP), SI
+	ADDQ         AX, BX
+	ADDQ         CX, SI
+	ADDQ         AX, BX
+	ADDQ         CX, SI
+	ADDQ         AX, BX
+	ADDQ         CX, SI
+	ADDQ         AX, BX
+	ADDQ         CX, SI
+	LEAQ         (BX)(AX*2), DI
+	ADDQ         AX, DI
+	LEAQ         (SI)(CX*2), R8
+	ADDQ         CX, R8
+	MOVQ         k+168(FP), R9
+
+out1:
+	VMOVUPD      32(DX), Y0
+	VMOVSD       X0, (BX)
+	VMOVHPD      X0, (BX)(AX*1)
+	VEXTRACTF128 $0x01, Y0, X1
+	VMOVSD       X1, (BX)(AX*2)
+	VMOVHPD      X1, (DI)
+	VMOVSD       X0, (SI)
+	VMOVHPD      X0, (SI)(CX*1)
+	VEXTRACTF128 $0x01, Y0, X0
+	VMOVSD       X0, (SI)(CX*2)
+	VMOVHPD      X0, (R8)
+	ADDQ         $0x08, BX
+	ADDQ         $0x08, DI
+	ADDQ         $0x08, SI
+	ADDQ         $0x08, R8
+	ADDQ         $0x00000040, DX
+	DECQ         R9
+	JNZ          out1
+	MOVQ         (SP), DX
+	LEAQ         (DX)(AX*8), DX
+	MOVQ         DX, (SP)
+	MOVQ         8(SP), DX
+	LEAQ         (DX)(AX*8), DX
+	MOVQ         DX, 8(SP)
+	MOVQ         16(SP), AX
+	LEAQ         (AX)(CX*8), AX
+	MOVQ         AX, 16(SP)
+	MOVQ         24(SP), AX
+	LEAQ         (AX)(CX*8), AX
+	MOVQ         AX, 24(SP)
+	DECQ         32(SP)
+	JNZ          block
+	VZEROUPPER
+	RET

@@ -1254,3 +1254,9 @@ func sweepsG4AVX512(h []float64, cs []float64, c []float64, old []float64, gneg 
 //
 //go:noescape
 func sweepsG1AVX512(h []float64, cs []float64, c []float64, old []float64, gneg []float64, ginv []float64, t []float64, idx []int64, k int, kp int, n int, extra int, eps2 float64)
+
+// sweepsAVX2 is sweepCoefsGo on 8·n columns, a column per YMM lane, two groups of four at a time (AVX2+FMA).
+// t has room for 16·k+16 values. k, kp, n, extra >= 1.
+//
+//go:noescape
+func sweepsAVX2(h []float64, cs []float64, c []float64, old []float64, gneg []float64, ginv []float64, t []float64, k int, kp int, n int, extra int, eps2 float64)

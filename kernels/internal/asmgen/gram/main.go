@@ -86,6 +86,7 @@ func main() {
 	}
 	sweepsGroups("sweepsG4AVX512", 4)
 	sweepsGroups("sweepsG1AVX512", 1)
+	sweepsAVX2()
 	Generate()
 }
 

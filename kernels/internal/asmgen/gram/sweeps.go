@@ -251,3 +251,294 @@ func allLanes() OpmaskVirtual {
 	KMOVB(r, k)
 	return k
 }
+
+// col4 addresses the same component of four columns stride bytes apart: base, base+stride,
+// base+2·stride and r3 = base+3·stride (both pointers advanced together).
+type col4 struct{ base, r3, stride GPVirtual }
+
+func newCol4(base, stride GPVirtual) col4 {
+	c := col4{base: base, r3: GP64(), stride: stride}
+	LEAQ(Mem{Base: base, Index: stride, Scale: 2}, c.r3)
+	ADDQ(stride, c.r3)
+	return c
+}
+
+func (c col4) at(u int) Mem {
+	switch u {
+	case 0:
+		return Mem{Base: c.base}
+	case 1:
+		return Mem{Base: c.base, Index: c.stride, Scale: 1}
+	case 2:
+		return Mem{Base: c.base, Index: c.stride, Scale: 2}
+	}
+	return Mem{Base: c.r3}
+}
+
+func (c col4) next() {
+	ADDQ(Imm(8), c.base)
+	ADDQ(Imm(8), c.r3)
+}
+
+// load gathers the four columns' values into a YMM (column u in lane u).
+func (c col4) load() VecVirtual {
+	lo, hi := XMM(), XMM()
+	VMOVSD(c.at(0), lo)
+	VMOVHPD(c.at(1), lo, lo)
+	VMOVSD(c.at(2), hi)
+	VMOVHPD(c.at(3), hi, hi)
+	v := YMM()
+	VINSERTF128(Imm(1), hi, lo.AsY(), v)
+	return v
+}
+
+// store scatters lane u of v to column u.
+func (c col4) store(v VecVirtual) {
+	VMOVSD(v.AsX(), c.at(0))
+	VMOVHPD(v.AsX(), c.at(1))
+	hi := XMM()
+	VEXTRACTF128(Imm(1), v, hi)
+	VMOVSD(hi, c.at(2))
+	VMOVHPD(hi, c.at(3))
+}
+
+// sweepsAVX2: the further sweeps on AVX2+FMA, two groups of four columns (a column per YMM
+// lane) at a time, as sweepsGroups but with the lane mask a vector (all ones for an active
+// lane) and the masked update a blend: c_p = active ? max(0, fma(s, 1/G_pp, c_p)) : c_p, which
+// gives an active lane the same bits as the generic code and leaves a stopped one as it was.
+// The columns' values are moved in and out lane by lane (AVX2 has no scatter).
+func sweepsAVX2() {
+	const groups = 2
+	name := "sweepsAVX2"
+	TEXT(name, NOSPLIT, "func(h, cs, c, old, gneg, ginv, t []float64, k, kp, n, extra int, eps2 float64)")
+	Pragma("noescape")
+	Doc(name+" is sweepCoefsGo on 8·n columns, a column per YMM lane, two groups of four at a time (AVX2+FMA).",
+		"t has room for 16·k+16 values. k, kp, n, extra >= 1.")
+	ptrs := make([]Mem, 4)
+	for i, nm := range []string{"h", "cs", "c", "old"} {
+		ptrs[i] = AllocLocal(8)
+		MOVQ(ldBase(nm), ptrs[i])
+	}
+	remSlot := AllocLocal(8)
+	MOVQ(ld("n"), remSlot)
+	const gw = 32 * groups
+	// t: th[p] at gw·p, tc[p] at gw·(k+p), thr at gw·2k.
+	Label("block")
+	{
+		kb := ld("kp")
+		SHLQ(Imm(3), kb)
+		ks := ld("k")
+		SHLQ(Imm(3), ks)
+		tp := ldBase("t")
+		ct := ld("k")
+		IMUL3Q(U32(gw), ct, ct)
+		ADDQ(tp, ct)
+		st := make([]VecVirtual, groups)
+		for g := range st {
+			st[g] = YMM()
+			VXORPD(st[g], st[g], st[g])
+		}
+		for g := 0; g < groups; g++ {
+			hb, cb, ob := GP64(), GP64(), GP64()
+			MOVQ(ptrs[0], hb)
+			MOVQ(ptrs[1], cb)
+			MOVQ(ptrs[3], ob)
+			for range 4 * g { // group g starts 4·g columns further
+				ADDQ(kb, hb)
+				ADDQ(kb, cb)
+				ADDQ(ks, ob)
+			}
+			hc, cc, oc := newCol4(hb, kb), newCol4(cb, kb), newCol4(ob, ks)
+			tpg, ctg := GP64(), GP64()
+			MOVQ(tp, tpg)
+			MOVQ(ct, ctg)
+			p := ld("k")
+			lbl := fmt.Sprintf("in%d", g)
+			Label(lbl)
+			hv := hc.load()
+			VMOVUPD(hv, Mem{Base: tpg, Disp: 32 * g})
+			cv := cc.load()
+			VMOVUPD(cv, Mem{Base: ctg, Disp: 32 * g})
+			ov := oc.load()
+			d := YMM()
+			VSUBPD(ov, cv, d) // c1[p] - c0[p]
+			VFMADD231PD(d, d, st[g])
+			hc.next()
+			cc.next()
+			oc.next()
+			ADDQ(U32(gw), tpg)
+			ADDQ(U32(gw), ctg)
+			DECQ(p)
+			JNZ(LabelRef(lbl))
+		}
+		// thr = first·eps2 (one rounding), kept in t; active = first > thr (all ones).
+		eps := YMM()
+		VBROADCASTSD(paramMem("eps2"), eps)
+		thrp := ld("k")
+		IMUL3Q(U32(2*gw), thrp, thrp)
+		ADDQ(tp, thrp)
+		for g := range st {
+			thr, act := YMM(), YMM()
+			VMULPD(eps, st[g], thr)
+			VMOVUPD(thr, Mem{Base: thrp, Disp: 32 * g})
+			VCMPPD(Imm(gtOQ), thr, st[g], act)
+			VMOVUPD(act, Mem{Base: thrp, Disp: gw + 32*g})
+		}
+	}
+	left := AllocLocal(8)
+	MOVQ(ld("extra"), left)
+	Label("sweep")
+	{
+		k := ld("k")
+		tp := ldBase("t")
+		ct := GP64()
+		MOVQ(k, ct)
+		IMUL3Q(U32(gw), ct, ct)
+		ADDQ(tp, ct)
+		thrp := GP64()
+		MOVQ(k, thrp)
+		IMUL3Q(U32(2*gw), thrp, thrp)
+		ADDQ(tp, thrp)
+		act := make([]VecVirtual, groups)
+		for g := range act {
+			act[g] = YMM()
+			VMOVUPD(Mem{Base: thrp, Disp: gw + 32*g}, act[g])
+		}
+		any := YMM()
+		VORPD(act[1], act[0], any)
+		VTESTPD(any, any) // ZF: no sign bit set, no lane active
+		JZ(LabelRef("scatter"))
+		st := make([]VecVirtual, groups)
+		for g := range st {
+			st[g] = YMM()
+			VXORPD(st[g], st[g], st[g])
+		}
+		zr := YMM()
+		VXORPD(zr, zr, zr)
+		grow := ldBase("gneg")
+		gi := ldBase("ginv")
+		p := GP64()
+		XORQ(p, p)
+		Label("comp2")
+		s := make([]VecVirtual, groups)
+		for g := range s {
+			s[g] = YMM()
+			VMOVUPD(Mem{Base: tp, Disp: 32 * g}, s[g])
+		}
+		term := func(gq, cq Register) {
+			gb := YMM()
+			VBROADCASTSD(Mem{Base: gq}, gb)
+			for g := range s {
+				VFMADD231PD(Mem{Base: cq, Disp: 32 * g}, gb, s[g])
+			}
+			ADDQ(Imm(8), gq)
+			ADDQ(U32(gw), cq)
+		}
+		gq, cq, cnt := GP64(), GP64(), GP64()
+		LEAQ(Mem{Base: grow, Index: p, Scale: 8}, gq)
+		MOVQ(p, cq)
+		IMUL3Q(U32(gw), cq, cq)
+		ADDQ(ct, cq)
+		MOVQ(k, cnt)
+		SUBQ(p, cnt)
+		Label("old2")
+		term(gq, cq)
+		DECQ(cnt)
+		JNZ(LabelRef("old2"))
+		MOVQ(grow, gq)
+		MOVQ(ct, cq)
+		MOVQ(p, cnt)
+		Label("new2")
+		TESTQ(cnt, cnt)
+		JZ(LabelRef("apply2"))
+		term(gq, cq)
+		DECQ(cnt)
+		JMP(LabelRef("new2"))
+		Label("apply2")
+		ib := YMM()
+		VBROADCASTSD(Mem{Base: gi, Index: p, Scale: 8}, ib)
+		cp := GP64()
+		MOVQ(p, cp)
+		IMUL3Q(U32(gw), cp, cp)
+		ADDQ(ct, cp)
+		for g := range s {
+			prev, nv, d := YMM(), YMM(), YMM()
+			VMOVUPD(Mem{Base: cp, Disp: 32 * g}, prev)
+			VMOVAPD(prev, nv)
+			VFMADD231PD(ib, s[g], nv)
+			VMAXPD(nv, zr, nv)
+			VBLENDVPD(act[g], nv, prev, nv) // active lanes take the new value
+			VSUBPD(prev, nv, d)
+			VFMADD231PD(d, d, st[g])
+			VMOVUPD(nv, Mem{Base: cp, Disp: 32 * g})
+		}
+		LEAQ(Mem{Base: grow, Index: k, Scale: 8}, grow)
+		ADDQ(U32(gw), tp)
+		INCQ(p)
+		CMPQ(p, k)
+		JL(LabelRef("comp2"))
+		for g := range st {
+			on := YMM()
+			VCMPPD(Imm(gtOQ), Mem{Base: thrp, Disp: 32 * g}, st[g], on) // st > thr
+			VANDPD(act[g], on, on)
+			VMOVUPD(on, Mem{Base: thrp, Disp: gw + 32*g})
+		}
+	}
+	DECQ(left)
+	JNZ(LabelRef("sweep"))
+
+	Label("scatter")
+	{
+		kb := ld("kp")
+		SHLQ(Imm(3), kb)
+		ks := ld("k")
+		SHLQ(Imm(3), ks)
+		ct := ld("k")
+		IMUL3Q(U32(gw), ct, ct)
+		ADDQ(ldBase("t"), ct)
+		for g := 0; g < groups; g++ {
+			cb, ccb := GP64(), GP64()
+			MOVQ(ptrs[1], cb)
+			MOVQ(ptrs[2], ccb)
+			for range 4 * g {
+				ADDQ(kb, cb)
+				ADDQ(ks, ccb)
+			}
+			csc, cc := newCol4(cb, kb), newCol4(ccb, ks)
+			ctg := GP64()
+			MOVQ(ct, ctg)
+			p := ld("k")
+			lbl := fmt.Sprintf("out%d", g)
+			Label(lbl)
+			v := YMM()
+			VMOVUPD(Mem{Base: ctg, Disp: 32 * g}, v)
+			csc.store(v)
+			cc.store(v)
+			csc.next()
+			cc.next()
+			ADDQ(U32(gw), ctg)
+			DECQ(p)
+			JNZ(LabelRef(lbl))
+		}
+		// The next block: eight columns further.
+		for i, stride := range []GPVirtual{kb, kb, ks, ks} {
+			r := GP64()
+			MOVQ(ptrs[i], r)
+			LEAQ(Mem{Base: r, Index: stride, Scale: 8}, r)
+			MOVQ(r, ptrs[i])
+		}
+	}
+	DECQ(remSlot)
+	JNZ(LabelRef("block"))
+	VZEROUPPER()
+	RET()
+}
+
+// paramMem is the memory operand of a parameter.
+func paramMem(name string) Mem {
+	a, err := Param(name).Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return a.Addr
+}
