@@ -27,7 +27,7 @@ var avx2Gram = gramKernels{
 	accV:       accVAVX2Checked,
 	accVIdx:    accVIdxAVX2Checked,
 	accAIdx:    accAIdxAVX2Checked,
-	sweeps:     sweepCoefsGo,
+	sweeps:     sweepsAVX2Checked,
 }
 
 // avx512Gram uses 8-lane ZMM vectors where a step streams long rows of components (the dots
@@ -44,8 +44,9 @@ var avx512Gram = gramKernels{
 	accV:       accVAVX2Checked,
 	accVIdx:    accVIdxAVX512Checked,
 	accAIdx:    accAIdxAVX2Checked,
-	sweeps:     sweepCoefsGo,
+	sweeps:     sweepsAVX512Checked,
 	fused:      fusedAVX512Checked,
+	fusedAccel: fusedAccelAVX512Checked,
 	cols: &denseCols{
 		dots64: dotsDenseColsF64Checked,
 		dots32: dotsDenseColsF32Checked,
@@ -348,4 +349,108 @@ var fusedKernels = [maxFusedM][4]func(x, bp, gneg4, ginv4, c []float64, ngroups 
 	{fusedM6K1AVX512, fusedM6K2AVX512, fusedM6K3AVX512, fusedM6K4AVX512},
 	{fusedM7K1AVX512, fusedM7K2AVX512, fusedM7K3AVX512, fusedM7K4AVX512},
 	{fusedM8K1AVX512, fusedM8K2AVX512, fusedM8K3AVX512, fusedM8K4AVX512},
+}
+
+// maxSweepsK bounds the rank of the assembly sweeps (their scratch, 64·k values, is a stack
+// array), and smallSweepsK the ranks that take the smaller array (Go clears it at each call).
+const (
+	maxSweepsK   = 64
+	smallSweepsK = 12
+)
+
+// sweepsAVX512Checked is sweepCoefsGo on AVX-512: 32 columns at a time (four groups of eight
+// interleaved), then eight at a time, the last ncols mod 8 columns and ranks above maxSweepsK
+// in Go. Columns are independent, so the split gives the same bits.
+func sweepsAVX512Checked(h, cs, c, old, gneg, ginv []float64, k, kp, ncols, extra int, eps2 float64) {
+	mustGram(k >= 1 && kp == paddedK(k) && ncols >= 0 && len(h) >= ncols*kp && len(cs) >= ncols*kp &&
+		len(c) >= ncols*k && len(old) >= ncols*k && len(gneg) >= k*k && len(ginv) >= k)
+	if extra <= 0 {
+		return
+	}
+	if ncols < 8 || k > maxSweepsK {
+		sweepCoefsGo(h, cs, c, old, gneg, ginv, k, kp, ncols, extra, eps2)
+		return
+	}
+	if k <= smallSweepsK {
+		var t [64 * smallSweepsK]float64
+		sweepsAVX512With(h, cs, c, old, gneg, ginv, k, kp, ncols, extra, eps2, t[:64*k])
+		return
+	}
+	var t [64 * maxSweepsK]float64
+	sweepsAVX512With(h, cs, c, old, gneg, ginv, k, kp, ncols, extra, eps2, t[:64*k])
+}
+
+// sweepsAVX512With is sweepsAVX512Checked with its scratch t (64·k values).
+func sweepsAVX512With(h, cs, c, old, gneg, ginv []float64, k, kp, ncols, extra int, eps2 float64, t []float64) {
+	if n := ncols / 32; n > 0 {
+		var idx [64]int64 // u·kp, then u·k, for the 32 columns of a block
+		for u := range 32 {
+			idx[u], idx[32+u] = int64(u*kp), int64(u*k)
+		}
+		sweepsG4AVX512(h, cs, c, old, gneg, ginv, t, idx[:], k, kp, n, extra, eps2)
+		done := 32 * n
+		h, cs, c, old, ncols = h[done*kp:], cs[done*kp:], c[done*k:], old[done*k:], ncols-done
+	}
+	if n := ncols / 8; n > 0 {
+		var idx [16]int64
+		for u := range 8 {
+			idx[u], idx[8+u] = int64(u*kp), int64(u*k)
+		}
+		sweepsG1AVX512(h, cs, c, old, gneg, ginv, t, idx[:], k, kp, n, extra, eps2)
+		done := 8 * n
+		h, cs, c, old, ncols = h[done*kp:], cs[done*kp:], c[done*k:], old[done*k:], ncols-done
+	}
+	if ncols > 0 {
+		sweepCoefsGo(h, cs, c, old, gneg, ginv, k, kp, ncols, extra, eps2)
+	}
+}
+
+// fusedAccelAVX512Checked is fusedAVX512Checked with accelerated DID's further C sweeps after
+// step 2: the bits of dotsDense, subtractL1, update, sweepCoefsGo (extra, eps2) and accDense on
+// the same columns. extra <= 0 is the plain fused kernel.
+func fusedAccelAVX512Checked(x, bp, g4, i4, c []float64, m, k, ngroups, extra int, eps2 float64, a, v []float64) {
+	mustGram(m >= 1 && m <= maxFusedM && k >= 1 && k <= 4 && ngroups >= 1 && len(x) >= 4*ngroups*m && len(bp) >= 4*m &&
+		len(g4) >= 4*k*k && len(i4) >= 4*k+4 && len(c) >= 4*ngroups*k && len(a) >= 4*m && len(v) >= 4*k)
+	if extra <= 0 {
+		fusedKernels[m-1][k-1](x, bp, g4, i4, c, ngroups, a, v)
+		return
+	}
+	fusedAccelKernels[m-1][k-1](x, bp, g4, i4, c, ngroups, extra, eps2, a, v)
+}
+
+// fusedAccelKernels holds the fused kernels with further sweeps by [m-1][k-1].
+var fusedAccelKernels = [maxFusedM][4]func(x, bp, gneg4, ginv4, c []float64, ngroups, extra int, eps2 float64, a, v []float64){
+	{fusedAccelM1K1AVX512, fusedAccelM1K2AVX512, fusedAccelM1K3AVX512, fusedAccelM1K4AVX512},
+	{fusedAccelM2K1AVX512, fusedAccelM2K2AVX512, fusedAccelM2K3AVX512, fusedAccelM2K4AVX512},
+	{fusedAccelM3K1AVX512, fusedAccelM3K2AVX512, fusedAccelM3K3AVX512, fusedAccelM3K4AVX512},
+	{fusedAccelM4K1AVX512, fusedAccelM4K2AVX512, fusedAccelM4K3AVX512, fusedAccelM4K4AVX512},
+	{fusedAccelM5K1AVX512, fusedAccelM5K2AVX512, fusedAccelM5K3AVX512, fusedAccelM5K4AVX512},
+	{fusedAccelM6K1AVX512, fusedAccelM6K2AVX512, fusedAccelM6K3AVX512, fusedAccelM6K4AVX512},
+	{fusedAccelM7K1AVX512, fusedAccelM7K2AVX512, fusedAccelM7K3AVX512, fusedAccelM7K4AVX512},
+	{fusedAccelM8K1AVX512, fusedAccelM8K2AVX512, fusedAccelM8K3AVX512, fusedAccelM8K4AVX512},
+}
+
+// sweepsAVX2Checked is sweepCoefsGo on AVX2+FMA: eight columns at a time (two groups of four),
+// the last ncols mod 8 columns and ranks above maxSweepsK in Go.
+func sweepsAVX2Checked(h, cs, c, old, gneg, ginv []float64, k, kp, ncols, extra int, eps2 float64) {
+	mustGram(k >= 1 && kp == paddedK(k) && ncols >= 0 && len(h) >= ncols*kp && len(cs) >= ncols*kp &&
+		len(c) >= ncols*k && len(old) >= ncols*k && len(gneg) >= k*k && len(ginv) >= k)
+	if extra <= 0 {
+		return
+	}
+	n := ncols / 8
+	if n > 0 && k <= maxSweepsK {
+		if k <= smallSweepsK {
+			var t [16*smallSweepsK + 16]float64
+			sweepsAVX2(h, cs, c, old, gneg, ginv, t[:16*k+16], k, kp, n, extra, eps2)
+		} else {
+			var t [16*maxSweepsK + 16]float64
+			sweepsAVX2(h, cs, c, old, gneg, ginv, t[:16*k+16], k, kp, n, extra, eps2)
+		}
+		done := 8 * n
+		h, cs, c, old, ncols = h[done*kp:], cs[done*kp:], c[done*k:], old[done*k:], ncols-done
+	}
+	if ncols > 0 {
+		sweepCoefsGo(h, cs, c, old, gneg, ginv, k, kp, ncols, extra, eps2)
+	}
 }

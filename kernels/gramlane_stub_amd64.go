@@ -737,6 +737,14 @@ func accDenseColsF32AVX512(x []float32, m int, k int, kp int, ncols int, tailmas
 //go:noescape
 func fusedM1K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM1K1AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 1, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM1K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM1K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 1, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -744,6 +752,14 @@ func fusedM1K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM1K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM1K2AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 1, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM1K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
 // fusedM1K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 1, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -753,6 +769,14 @@ func fusedM1K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedM1K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM1K3AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 1, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM1K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM1K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 1, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -760,6 +784,14 @@ func fusedM1K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM1K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM1K4AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 1, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM1K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
 // fusedM2K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 2, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -769,6 +801,14 @@ func fusedM1K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedM2K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM2K1AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 2, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM2K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM2K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 2, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -776,6 +816,14 @@ func fusedM2K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM2K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM2K2AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 2, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM2K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
 // fusedM2K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 2, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -785,6 +833,14 @@ func fusedM2K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedM2K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM2K3AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 2, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM2K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM2K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 2, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -792,6 +848,14 @@ func fusedM2K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM2K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM2K4AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 2, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM2K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
 // fusedM3K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 3, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -801,6 +865,14 @@ func fusedM2K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedM3K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM3K1AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 3, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM3K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM3K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 3, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -808,6 +880,14 @@ func fusedM3K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM3K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM3K2AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 3, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM3K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
 // fusedM3K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 3, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -817,6 +897,14 @@ func fusedM3K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedM3K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM3K3AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 3, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM3K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM3K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 3, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -824,6 +912,14 @@ func fusedM3K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM3K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM3K4AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 3, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM3K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
 // fusedM4K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 4, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -833,6 +929,14 @@ func fusedM3K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedM4K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM4K1AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 4, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM4K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM4K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 4, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -840,6 +944,14 @@ func fusedM4K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM4K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM4K2AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 4, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM4K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
 // fusedM4K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 4, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -849,6 +961,14 @@ func fusedM4K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedM4K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM4K3AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 4, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM4K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM4K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 4, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -856,6 +976,14 @@ func fusedM4K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM4K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM4K4AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 4, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM4K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
 // fusedM5K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 5, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -865,6 +993,14 @@ func fusedM4K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedM5K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM5K1AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 5, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM5K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM5K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 5, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -872,6 +1008,14 @@ func fusedM5K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM5K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM5K2AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 5, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM5K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
 // fusedM5K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 5, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -881,6 +1025,14 @@ func fusedM5K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedM5K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM5K3AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 5, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM5K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM5K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 5, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -888,6 +1040,14 @@ func fusedM5K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM5K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM5K4AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 5, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM5K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
 // fusedM6K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 6, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -897,6 +1057,14 @@ func fusedM5K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedM6K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM6K1AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 6, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM6K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM6K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 6, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -904,6 +1072,14 @@ func fusedM6K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM6K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM6K2AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 6, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM6K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
 // fusedM6K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 6, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -913,6 +1089,14 @@ func fusedM6K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedM6K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM6K3AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 6, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM6K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM6K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 6, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -920,6 +1104,14 @@ func fusedM6K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM6K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM6K4AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 6, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM6K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
 // fusedM7K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 7, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -929,6 +1121,14 @@ func fusedM6K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedM7K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM7K1AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 7, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM7K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM7K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 7, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -936,6 +1136,14 @@ func fusedM7K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM7K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM7K2AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 7, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM7K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
 // fusedM7K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 7, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -945,6 +1153,14 @@ func fusedM7K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedM7K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM7K3AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 7, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM7K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM7K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 7, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -952,6 +1168,14 @@ func fusedM7K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM7K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM7K4AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 7, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM7K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
 // fusedM8K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 8, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -961,6 +1185,14 @@ func fusedM7K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedM8K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM8K1AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 8, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM8K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM8K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 8, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -968,6 +1200,14 @@ func fusedM8K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM8K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM8K2AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 8, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM8K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
 // fusedM8K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 8, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -977,6 +1217,14 @@ func fusedM8K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedM8K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
 
+// fusedAccelM8K3AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 8, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM8K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
 // fusedM8K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 8, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -984,3 +1232,31 @@ func fusedM8K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedM8K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, a []float64, v []float64)
+
+// fusedAccelM8K4AVX512 runs steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2 for m = 8, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelM8K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// sweepsG4AVX512 is sweepCoefsGo on 32·n columns, a column per ZMM lane, 4 group(s) of eight at a time
+// (AVX-512). t has room for 64·k values; idx holds the column offsets u·kp for u < 32, then u·k.
+// k, kp, n, extra >= 1.
+//
+//go:noescape
+func sweepsG4AVX512(h []float64, cs []float64, c []float64, old []float64, gneg []float64, ginv []float64, t []float64, idx []int64, k int, kp int, n int, extra int, eps2 float64)
+
+// sweepsG1AVX512 is sweepCoefsGo on 8·n columns, a column per ZMM lane, 1 group(s) of eight at a time
+// (AVX-512). t has room for 16·k values; idx holds the column offsets u·kp for u < 8, then u·k.
+// k, kp, n, extra >= 1.
+//
+//go:noescape
+func sweepsG1AVX512(h []float64, cs []float64, c []float64, old []float64, gneg []float64, ginv []float64, t []float64, idx []int64, k int, kp int, n int, extra int, eps2 float64)
+
+// sweepsAVX2 is sweepCoefsGo on 8·n columns, a column per YMM lane, two groups of four at a time (AVX2+FMA).
+// t has room for 16·k+16 values. k, kp, n, extra >= 1.
+//
+//go:noescape
+func sweepsAVX2(h []float64, cs []float64, c []float64, old []float64, gneg []float64, ginv []float64, t []float64, k int, kp int, n int, extra int, eps2 float64)

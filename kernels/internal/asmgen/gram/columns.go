@@ -422,14 +422,30 @@ const (
 // per lane, the coordinate update of updateT4, C written back, and the new coefficients added
 // to A and V (held in registers across the call) column by column. The caller runs the last
 // columns (ncols mod 4) with the separate steps, after these.
-func fusedSmall(m, k int) {
+//
+// With accel (fusedAccelM*K*AVX512), accelerated DID's further C sweeps run in registers between
+// step 2 and steps 3-4, with sweepCoefsGo's operations lane by lane (see sweeps.go): step 2 sums
+// each column's first step on the way, h is kept in the frame, and a lane mask carries the stop
+// rule; at most extra (>= 1) further sweeps.
+func fusedSmall(m, k int, accel bool) {
 	name := fmt.Sprintf("fusedM%dK%dAVX512", m, k)
-	TEXT(name, NOSPLIT, "func(x, bp, gneg4, ginv4, c []float64, ngroups int, a, v []float64)")
+	sig := "func(x, bp, gneg4, ginv4, c []float64, ngroups int, a, v []float64)"
+	what := "steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo)"
+	if accel {
+		name = fmt.Sprintf("fusedAccelM%dK%dAVX512", m, k)
+		sig = "func(x, bp, gneg4, ginv4, c []float64, ngroups, extra int, eps2 float64, a, v []float64)"
+		what = "steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2"
+	}
+	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
-	Doc(fmt.Sprintf("%s runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = %d, k = %d (kp = 4)", name, m, k),
+	Doc(fmt.Sprintf("%s runs %s for m = %d, k = %d (kp = 4)", name, what, m, k),
 		"on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.",
 		"ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h",
 		"between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).")
+	var hsave Mem // h after the L1 shift, by group and component: the sweeps start from it
+	if accel {
+		hsave = AllocLocal(2 * 4 * 32)
+	}
 	ap := ldBase("a")
 	vp := ldBase("v")
 	acc := loadYMMs(ap, m)
@@ -471,6 +487,9 @@ func fusedSmall(m, k int) {
 			hv[g] = transpose4E(hr[g])
 			for p := 0; p < k; p++ {
 				VSUBPD(Mem{Base: gi, Disp: 32 * k}, hv[g][p], hv[g][p]) // h_j[p] - l1, as subtractL1
+				if accel {
+					VMOVUPD(hv[g][p], hsave.Offset(32*(4*g+p)))
+				}
 			}
 		}
 		// Step 2, as updateT4.
@@ -484,6 +503,13 @@ func fusedSmall(m, k int) {
 				}
 			}
 		}
+		first := make([]VecVirtual, ng) // the first step's squared norm, as sweepCoefsGo's
+		if accel {
+			for g := range first {
+				first[g] = YMM()
+				VXORPD(first[g], first[g], first[g])
+			}
+		}
 		for p := 0; p < k; p++ {
 			for q := 0; q < p; q++ {
 				for g := 0; g < ng; g++ {
@@ -491,9 +517,22 @@ func fusedSmall(m, k int) {
 				}
 			}
 			for g := 0; g < ng; g++ {
+				var c0 VecVirtual
+				if accel {
+					c0 = YMM()
+					VMOVAPD(cv[g][p], c0)
+				}
 				VFMADD231PD(Mem{Base: gi, Disp: 32 * p}, hv[g][p], cv[g][p])
 				VMAXPD(cv[g][p], zr, cv[g][p])
+				if accel {
+					d := YMM()
+					VSUBPD(c0, cv[g][p], d) // c1[p] - c0[p]
+					VFMADD231PD(d, d, first[g])
+				}
 			}
+		}
+		if accel {
+			fusedSweeps(ng, k, cv, first, hsave, gn, gi, zr)
 		}
 		for g := 0; g < ng; g++ {
 			for p := k; p < 4; p++ {
@@ -538,4 +577,71 @@ func fusedSmall(m, k int) {
 	storeYMMs(vacc, vp)
 	VZEROUPPER()
 	RET()
+}
+
+// fusedSweeps emits the further sweeps of the fused kernel on ng groups of four columns a YMM
+// (cv[g][p]: component p of group g's columns), from their first steps' squared norms first
+// and their h in hsave, at most the parameter extra times: sweepCoefsGo's operations lane by
+// lane, a stopped lane keeping its values (masked FMA and max).
+func fusedSweeps(ng, k int, cv [][]VecVirtual, first []VecVirtual, hsave Mem, gn, gi, zr Register) {
+	eps, err := Param("eps2").Resolve()
+	if err != nil {
+		panic(err)
+	}
+	thr := make([]VecVirtual, ng)
+	mk := make([]OpmaskVirtual, ng)
+	for g := range thr {
+		thr[g], mk[g] = YMM(), K()
+		VMULPD_BCST(eps.Addr, first[g], thr[g]) // thr = first·eps2, one rounding
+		VCMPPD(Imm(gtOQ), thr[g], first[g], mk[g])
+	}
+	left := ld("extra")
+	loop, done := fmt.Sprintf("sweep%d", ng), fmt.Sprintf("swept%d", ng)
+	Label(loop)
+	if ng == 1 {
+		KORTESTB(mk[0], mk[0])
+	} else {
+		KORTESTB(mk[0], mk[1])
+	}
+	JZ(LabelRef(done))
+	st := make([]VecVirtual, ng)
+	for g := range st {
+		st[g] = YMM()
+		VXORPD(st[g], st[g], st[g])
+	}
+	for p := 0; p < k; p++ {
+		s := make([]VecVirtual, ng)
+		for g := range s {
+			s[g] = YMM()
+			VMOVUPD(hsave.Offset(32*(4*g+p)), s[g])
+		}
+		for _, q := range append(seq(p, k), seq(0, p)...) {
+			for g := range s {
+				VFMADD231PD(Mem{Base: gn, Disp: 32 * (p*k + q)}, cv[g][q], s[g])
+			}
+		}
+		for g := range s {
+			prev, d := YMM(), YMM()
+			VMOVAPD(cv[g][p], prev)
+			VFMADD231PD(Mem{Base: gi, Disp: 32 * p}, s[g], mk[g], cv[g][p])
+			VMAXPD(cv[g][p], zr, mk[g], cv[g][p])
+			VSUBPD(prev, cv[g][p], d)
+			VFMADD231PD(d, d, st[g])
+		}
+	}
+	for g := range st {
+		VCMPPD(Imm(gtOQ), thr[g], st[g], mk[g], mk[g]) // still active: st > thr
+	}
+	DECQ(left)
+	JNZ(LabelRef(loop))
+	Label(done)
+}
+
+// seq returns lo, lo+1, ..., hi-1.
+func seq(lo, hi int) []int {
+	var r []int
+	for i := lo; i < hi; i++ {
+		r = append(r, i)
+	}
+	return r
 }

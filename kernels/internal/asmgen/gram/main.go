@@ -80,9 +80,13 @@ func main() {
 	}
 	for m := 1; m <= maxFusedM; m++ {
 		for k := 1; k <= maxFusedK; k++ {
-			fusedSmall(m, k)
+			fusedSmall(m, k, false)
+			fusedSmall(m, k, true)
 		}
 	}
+	sweepsGroups("sweepsG4AVX512", 4)
+	sweepsGroups("sweepsG1AVX512", 1)
+	sweepsAVX2()
 	Generate()
 }
 
