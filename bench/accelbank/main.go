@@ -78,6 +78,8 @@ func main() {
 	fm := flag.String("fashion-mnist", "/usr/share/datasets/fashion-mnist", "Fashion-MNIST's directory")
 	counts := flag.String("counts", "/tmp/accelbank/counts.npz", "the count matrix (go run ./bench/sweepscale -rows 50000 -cols 5000 -k 20 -out FILE)")
 	asJSON := flag.Bool("json", false, "one JSON line per problem and setting")
+	trace := flag.Int("trace", 0, "print each setting's rel_err2 for this many iterations instead of the bank")
+	toStop := flag.Bool("stop", true, "also run each setting to the default stop (false: to the target only)")
 	flag.Parse()
 	fmFiles := []string{filepath.Join(*fm, "train-images-idx3-ubyte.gz"), filepath.Join(*fm, "t10k-images-idx3-ubyte.gz")}
 	syn := func(n int) []string { return []string{fmt.Sprintf("synthetic:m=5,n=%d,k=3,seed=1", n)} }
@@ -107,7 +109,13 @@ func main() {
 		accels = append(accels, a)
 	}
 	for _, p := range chosen {
-		if err := runProblem(p, accels, *repeats, *ref, *shards, *threads, *asJSON); err != nil {
+		if *trace > 0 {
+			if err := traceProblem(p, accels, *trace, *shards, *threads); err != nil {
+				fail(fmt.Errorf("%s: %w", p.name, err))
+			}
+			continue
+		}
+		if err := runProblem(p, accels, *repeats, *ref, *shards, *threads, *asJSON, *toStop); err != nil {
 			fail(fmt.Errorf("%s: %w", p.name, err))
 		}
 	}
@@ -118,8 +126,8 @@ func fail(err error) {
 	os.Exit(2)
 }
 
-// runProblem reads the problem once and runs the reference and every setting on it.
-func runProblem(p problem, accels []kernels.Accel, repeats, ref, shards, threads int, asJSON bool) error {
+// readProblem reads a problem's blocks (NaN-holed for the missing-values problem).
+func readProblem(p problem, shards, threads int) (blocks []kernels.Block, m, n int, err error) {
 	spec := didnmf.NewSpec(p.inputs, kernels.DID, p.k, shards)
 	spec.Init = p.init
 	spec.Missing = p.opt.Missing
@@ -128,16 +136,48 @@ func runProblem(p problem, accels []kernels.Accel, repeats, ref, shards, threads
 	}
 	job, err := didnmf.Open(spec, didnmf.Local(threads))
 	if err != nil {
-		return err
+		return nil, 0, 0, err
 	}
-	blocks, err := job.ReadBlocks()
-	m, n := job.Features, job.Samples
+	blocks, err = job.ReadBlocks()
+	m, n = job.Features, job.Samples
 	job.Close()
 	if err != nil {
-		return err
+		return nil, 0, 0, err
 	}
 	if p.nanFrac > 0 {
 		blocks = withNaN(blocks, p.nanFrac)
+	}
+	return blocks, m, n, nil
+}
+
+// traceProblem prints each setting's rel_err2 over the first iters iterations.
+func traceProblem(p problem, accels []kernels.Accel, iters, shards, threads int) error {
+	blocks, _, _, err := readProblem(p, shards, threads)
+	if err != nil {
+		return err
+	}
+	for _, a := range accels {
+		c := kernels.Config{Algo: kernels.DID, K: p.k, Seed: 1, Init: kernels.InitSpec{Method: p.init}, Options: p.opt, Threads: threads}
+		c.Options.Accel = a
+		c.Stop = kernels.StopRule{MaxIter: iters}
+		res, err := kernels.Run(context.Background(), blocks, c)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s %s:", p.name, a)
+		for _, h := range res.History {
+			fmt.Printf(" %.6g", h.RelErr2)
+		}
+		fmt.Println()
+	}
+	return nil
+}
+
+// runProblem reads the problem once and runs the reference and every setting on it.
+func runProblem(p problem, accels []kernels.Accel, repeats, ref, shards, threads int, asJSON, toStop bool) error {
+	blocks, m, n, err := readProblem(p, shards, threads)
+	if err != nil {
+		return err
 	}
 	base := kernels.Config{Algo: kernels.DID, K: p.k, Seed: 1, Init: kernels.InitSpec{Method: p.init}, Options: p.opt, Threads: threads}
 	cfg := base
@@ -181,6 +221,9 @@ func runProblem(p problem, accels []kernels.Accel, repeats, ref, shards, threads
 			if reachedAt > 0 {
 				r.Reached, r.PassesToTarget = true, reachedAt
 				r.TimesToTarget = append(r.TimesToTarget, reachedSec)
+			}
+			if !toStop {
+				continue
 			}
 			// To the default stop.
 			c.Stop = kernels.StopRule{Tol: p.tol, MaxIter: p.maxIter, StallTol: 1e-5}
