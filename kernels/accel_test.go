@@ -293,3 +293,20 @@ func TestStallFollowsLowest(t *testing.T) {
 		}
 	}
 }
+
+func TestStopRuleForAccel(t *testing.T) {
+	for _, c := range []struct {
+		rule StopRule
+		a    Accel
+		want int
+	}{
+		{StopRule{StallTol: 1e-4}, Accel{}, 0},
+		{StopRule{StallTol: 1e-4}, Accel{CSweeps: 3, BSweeps: 5, Eps: 0.1}, 0},
+		{StopRule{StallTol: 1e-4}, AccelAuto, AccelStallWindow},
+		{StopRule{StallTol: 1e-4, StallWindow: 7}, AccelAuto, 7},
+	} {
+		if got := c.rule.ForAccel(c.a).StallWindow; got != c.want {
+			t.Errorf("%+v with %s: window %d, want %d", c.rule, c.a, got, c.want)
+		}
+	}
+}

@@ -218,6 +218,32 @@
 // on one shard, sum it directly. It matches a direct computation to about 1e-14 relative
 // (TestHeldOutErrorIsDirect, TestMaskedMUObjectiveAndHeldOutEachIteration).
 //
+// # Accelerated DID
+//
+// [Options] Accel ([Accel], [ParseAccel], --accel) makes DID need fewer passes over X, with
+// still one allreduce an iteration (the paper's future work; accel.go, did.go):
+//
+//   - Inner C sweeps (CSweeps): while a column's h_j = B^T x_j is at hand, further coordinate
+//     sweeps over c_j, K^2 each (Hsieh & Dhillon 2011; Gillis & Glineur 2012). A column stops
+//     when its last step's squared norm is at most Eps^2 times its first's.
+//   - Inner B sweeps (BSweeps): after the allreduce, further sweeps over B from the reduced W
+//     and V, M K^2 each and no data touched, with the same rule on all of B.
+//   - Extrapolation (Extrapolate; Ang & Gillis 2019, their HER scheme): C, in its update's
+//     pass, and the next iteration's starting B move on along their last step by beta, which
+//     grows while the objective falls; when it rises the next iteration restarts from the
+//     plain iterates with a smaller beta. The objective may then rise for an iteration, so
+//     the stall rule follows the lowest objective so far ([StopRule] StallTol).
+//
+// Every decision depends on a column's own values, on the replicated B, W and V, or on the
+// replicated objective: the iterates are bitwise the same on every kernel path, thread count
+// and node count, to round-off on other shard counts (as plain DID's), and through a snapshot
+// and resume (TestAccelSameBitsEverywhere, TestAccelResumeBitwise). The reported objective is
+// exact (DID's identity with B's total step). The zero Accel is plain DID, bit for bit. bcd
+// takes the inner sweeps in its residual form (its iterates are accelerated DID's to
+// round-off) and hals Gillis & Glineur's accelerated HALS; neither extrapolates, and masked
+// DID takes the inner sweeps but not the extrapolation. BENCHMARKS.md ("Fewer passes") has
+// the bank that chose [AccelAuto].
+//
 // # Narrow storage
 //
 // A block may store its values as float32 ([Dense.Data32], [CSC.Val32]) when every one of

@@ -79,6 +79,7 @@ func main() {
 	counts := flag.String("counts", "/tmp/accelbank/counts.npz", "the count matrix (go run ./bench/sweepscale -rows 50000 -cols 5000 -k 20 -out FILE)")
 	asJSON := flag.Bool("json", false, "one JSON line per problem and setting")
 	trace := flag.Int("trace", 0, "print each setting's rel_err2 for this many iterations instead of the bank")
+	stallWindow := flag.Int("stall-window", 0, "the default stop's stall window (0: kernels' default)")
 	toStop := flag.Bool("stop", true, "also run each setting to the default stop (false: to the target only)")
 	flag.Parse()
 	fmFiles := []string{filepath.Join(*fm, "train-images-idx3-ubyte.gz"), filepath.Join(*fm, "t10k-images-idx3-ubyte.gz")}
@@ -108,6 +109,7 @@ func main() {
 		}
 		accels = append(accels, a)
 	}
+	stallWin = *stallWindow
 	for _, p := range chosen {
 		if *trace > 0 {
 			if err := traceProblem(p, accels, *trace, *shards, *threads); err != nil {
@@ -120,6 +122,9 @@ func main() {
 		}
 	}
 }
+
+// stallWin is -stall-window.
+var stallWin int
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "accelbank:", err)
@@ -226,7 +231,7 @@ func runProblem(p problem, accels []kernels.Accel, repeats, ref, shards, threads
 				continue
 			}
 			// To the default stop.
-			c.Stop = kernels.StopRule{Tol: p.tol, MaxIter: p.maxIter, StallTol: 1e-5}
+			c.Stop = kernels.StopRule{Tol: p.tol, MaxIter: p.maxIter, StallTol: 1e-5, StallWindow: stallWin}
 			res, err := kernels.Run(context.Background(), blocks, c)
 			if err != nil {
 				return err
