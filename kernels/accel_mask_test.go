@@ -1,8 +1,12 @@
 package kernels
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -273,4 +277,232 @@ func TestMaskedAccelNoAllocations(t *testing.T) {
 			}
 		}
 	}
+}
+
+// plainAccelMasked runs accelerated masked DID's updates from b, c (updated in place) on the
+// dense x with observed(i, j), written plainly, with o's penalty: each column of C by
+// coordinate sweeps on its own G_j and h_j, summed afresh from X and B, further sweeps while
+// the column's step exceeds a.Eps^2 times its first; then each row of B likewise on its V_i
+// and a_i from the new C, further sweeps over all of B while the whole step exceeds a.Eps^2
+// times the first.
+func plainAccelMasked(x *Dense, observed func(i, j int) bool, b, c []float64, k, iters int, o Options) {
+	m, n := x.Rows, x.Cols
+	a := o.Accel
+	eps2 := a.Eps * a.Eps
+	pen := newPenalty(o, m, n)
+	g, h := make([]float64, k*k), make([]float64, k)
+	v, w := make([]float64, m*k*k), make([]float64, m*k)
+	// sweep runs one coordinate sweep of min y^T G y - 2 h^T y over y >= 0 (y strided) and
+	// returns the squared norm of its step.
+	sweep := func(y []float64, stride int, g, h []float64) float64 {
+		var st float64
+		for p := 0; p < k; p++ {
+			if !(g[p*k+p] > 0) {
+				continue
+			}
+			s := h[p]
+			for q := 0; q < k; q++ {
+				s -= g[p*k+q] * y[q*stride]
+			}
+			nb := math.Max(0, y[p*stride]+s/g[p*k+p])
+			st += (nb - y[p*stride]) * (nb - y[p*stride])
+			y[p*stride] = nb
+		}
+		return st
+	}
+	for it := 0; it < iters; it++ {
+		for j := 0; j < n; j++ {
+			clear(g)
+			clear(h)
+			for i := 0; i < m; i++ {
+				if !observed(i, j) {
+					continue
+				}
+				for p := 0; p < k; p++ {
+					h[p] += b[p*m+i] * x.Data[j*m+i]
+					for q := 0; q < k; q++ {
+						g[p*k+q] += b[p*m+i] * b[q*m+i]
+					}
+				}
+			}
+			for p := 0; p < k; p++ {
+				h[p] -= pen.l1C
+				g[p*k+p] += pen.l2C
+			}
+			cj := c[j*k : j*k+k]
+			first := sweep(cj, 1, g, h)
+			for l, st := 1, first; l < max(a.CSweeps, 1) && st > first*eps2; l++ {
+				st = sweep(cj, 1, g, h)
+			}
+		}
+		clear(v)
+		clear(w)
+		for i := 0; i < m; i++ {
+			vi, wi := v[i*k*k:(i+1)*k*k], w[i*k:(i+1)*k]
+			for j := 0; j < n; j++ {
+				if !observed(i, j) {
+					continue
+				}
+				for p := 0; p < k; p++ {
+					wi[p] += c[j*k+p] * x.Data[j*m+i]
+					for q := 0; q < k; q++ {
+						vi[p*k+q] += c[j*k+p] * c[j*k+q]
+					}
+				}
+			}
+			for p := 0; p < k; p++ {
+				wi[p] -= pen.l1B
+				vi[p*k+p] += pen.l2B
+			}
+		}
+		sweepB := func() float64 {
+			var st float64
+			for i := 0; i < m; i++ {
+				st += sweep(b[i:], m, v[i*k*k:(i+1)*k*k], w[i*k:(i+1)*k])
+			}
+			return st
+		}
+		first := sweepB()
+		for l, st := 1, first; l < max(a.BSweeps, 1) && st > first*eps2; l++ {
+			st = sweepB()
+		}
+	}
+}
+
+// TestMaskedAccelMatchesPlainSolver: accelerated masked DID (1 and 3 shards, both forms)
+// against plainAccelMasked from the same start, dense and sparse, with missing and held-out
+// entries and penalties: the same iterates to round-off, so the further sweeps run on each
+// column's and each row's own restricted Gram matrix and stop where the rule says.
+func TestMaskedAccelMatchesPlainSolver(t *testing.T) {
+	const iters, k = 20, 3
+	for _, acc := range maskAccels {
+		for _, in := range maskInputs() {
+			x := ToDense(in.x)
+			m, n := x.Rows, x.Cols
+			b0, c0 := penaltyStart(m, n, k)
+			for _, mo := range accelMaskOptions[1:] {
+				o := mo.o
+				o.Accel = acc
+				observed := func(i, j int) bool {
+					return !math.IsNaN(x.Data[j*m+i]) && !HeldOut(o.TestSeed, j, i, o.TestFraction)
+				}
+				b, c := slices.Clone(b0), slices.Clone(c0)
+				plainAccelMasked(x, observed, b, c, k, iters, o)
+				for _, v := range []struct {
+					p    int
+					form Form
+				}{{1, FormGram}, {3, FormResidual}} {
+					cfg := customConfig(DID, k, b0, c0, iters, penaltyCase{})
+					cfg.Options = o
+					cfg.Options.Form = v.form
+					got := mustRun(t, in.x, v.p, cfg)
+					name := fmt.Sprintf("%s/%s/%s/P=%d/%s", acc, in.name, mo.name, v.p, v.form)
+					if db, dc := maxRelDiff(b, got.B), maxRelDiff(c, got.C); db > 1e-10 || dc > 1e-10 {
+						t.Errorf("%s: differs from the plain accelerated solver: B by %.3g, C by %.3g", name, db, dc)
+					}
+					obj, test := directPenalized(in.x, b, c, k, o)
+					if d := relDiff(got.Objective, obj); d > 1e-9 {
+						t.Errorf("%s: objective %.15g, plain solver's %.15g", name, got.Objective, obj)
+					}
+					if d := relDiff(got.TestSSE, test); d > 1e-9 {
+						t.Errorf("%s: held-out error %.15g, plain solver's %.15g", name, got.TestSSE, test)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMaskedAccelInterrupt interrupts shard 0 of an accelerated masked DID job in iteration 2
+// at a look made by each of its loops (the column lanes with their further C sweeps, the
+// first B sweep, the further ones, the end of the B update, and sweepB between them), chosen
+// from an uninterrupted run: Next returns ErrInterrupted, every loop ends at its first look
+// after the interrupt, and the step makes fewer looks than the uninterrupted one. Looking at
+// the flag at every row and column changes no bit.
+func TestMaskedAccelInterrupt(t *testing.T) {
+	pool := NewPool(2)
+	defer pool.Close()
+	x := withNaN(synthDense(140, 600, 3, 51, 0.05), 0.1, 52)
+	o := Options{Missing: true, TestFraction: 0.1, TestSeed: 3, AlphaBasis: 0.01, Accel: AccelAuto}
+	specs := maskedSpecs(t, x, 2, DID, 3, o, nil, nil, pool)
+
+	// The uninterrupted run, with the site of every look of shard 0.
+	ref := &checkLog{}
+	ms := newMachines(t, specs, nil)
+	ref.watch(ms[0])
+	for _, m := range ms[1:] {
+		m.intr.work = 1
+	}
+	var mu sync.Mutex
+	sites := map[int64]string{}
+	ms[0].intr.hook = func() {
+		ref.look()
+		site := checkSite()
+		mu.Lock()
+		sites[ref.count.Load()] = site
+		mu.Unlock()
+	}
+	run := newStepper(t, ms, ref)
+	for run.boundaries[2] == 0 {
+		if err := run.round(); err != nil {
+			t.Fatalf("uninterrupted run: %v", err)
+		}
+	}
+	plain := mustRun(t, x, 2, Config{Algo: DID, K: 3, Seed: 3, Init: InitSpec{Method: InitRandom}, Options: o, Stop: StopRule{MaxIter: 2}})
+	if !bitwiseEqual(plain.B, ms[0].Basis()) || !bitwiseEqual(plain.C[:len(ms[0].Coef())], ms[0].Coef()) {
+		t.Errorf("looking at every row and column changed the bits")
+	}
+	// Iteration 2's looks by site (ascending); the middle one of each loop is the target.
+	bySite := map[string][]int64{}
+	for n := run.boundaries[1] + 1; n <= run.boundaries[2]; n++ {
+		site := sites[n]
+		if i := strings.LastIndex(site, "."); i >= 0 {
+			site = site[i+1:]
+		}
+		bySite[site] = append(bySite[site], n)
+	}
+	for _, site := range []string{"colLane", "bLane", "sweepB", "bSweepLane", "bDoneLane"} {
+		looks := bySite[site]
+		if len(looks) == 0 {
+			t.Errorf("%s never looked at the flag in iteration 2 (looks by site: %v)", site, siteCounts(bySite))
+			continue
+		}
+		target := looks[len(looks)/2]
+		refEnd := int64(0)
+		for _, e := range run.ends {
+			if e >= target {
+				refEnd = e
+				break
+			}
+		}
+		log := &checkLog{target: target}
+		ms := newMachines(t, specs, nil)
+		log.watch(ms[0])
+		for _, m := range ms[1:] {
+			m.intr.work = 1
+		}
+		st := newStepper(t, ms, log)
+		var err error
+		for err == nil && st.boundaries[2] == 0 {
+			err = st.round()
+		}
+		name := fmt.Sprintf("interrupted in %s at look %d", site, target)
+		if !errors.Is(err, ErrInterrupted) {
+			t.Errorf("%s: %v, want ErrInterrupted", name, err)
+			continue
+		}
+		if after := log.after.Load(); after > 2*maxLanes+2 || log.count.Load() >= refEnd {
+			t.Errorf("%s (%s): %d looks found the interrupt, %d in all; the step made %d", name, log.where, after, log.count.Load(), refEnd)
+		}
+		t.Logf("%s (%s): %d looks found it; %d looks in all, %d uninterrupted", name, log.where, log.after.Load(), log.count.Load(), refEnd)
+	}
+}
+
+// siteCounts summarises looks by site.
+func siteCounts(bySite map[string][]int64) map[string]int {
+	c := map[string]int{}
+	for s, l := range bySite {
+		c[s] = len(l)
+	}
+	return c
 }

@@ -70,6 +70,19 @@ import (
 //     held-out error changes likewise, by -2 db_i.Rt_i + db_i^T Vt_i db_i, from the directly
 //     summed postT: no cancellation but that of the change.
 //
+// Accelerated (Options.Accel, see "Accelerated DID" in accel.go): in step 2 each column
+// gets up to CSweeps - 1 further sweeps right after its first, on the form its first took (G
+// for a column without unobserved entries, its own G_j otherwise) and the same h_j, by the
+// kernel path's sweeps (sweepCoefsGo's operations and stop rule, per column); everything
+// after step 2 reads the final C. In step 8 every row of B then gets further sweeps on its own
+// V_i and w_i (penalty-shifted) with sweepBasis's arithmetic, the step db_i now the total
+// change from B_old: b_ip <- max(0, b_ip + (w_ip - sum_q V_i,pq db_iq) / V_i,pp). Whether
+// another sweep runs is one decision for all of B, sweepBasis's rule on the squared norms of
+// the sweeps' steps, each the rows' partials (fma over the components) added in row order,
+// all replicated values, so every shard takes the same decisions whatever the lanes. The
+// objective's and the held-out error's changes are the identities above with the total db_i,
+// so they stay exact. Still one allreduce per iteration.
+//
 // The updates are BCD's on the masked objective (bcdmask.go) in the same order, so the
 // iterates agree to round-off. Still one allreduce per iteration. Every sum is in an order
 // fixed by the data and the lanes (a function of the block's shape), and every kernel path
