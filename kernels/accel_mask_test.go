@@ -506,3 +506,32 @@ func siteCounts(bySite map[string][]int64) map[string]int {
 	}
 	return c
 }
+
+// TestMaskedAccelRank10Paths: at rank 10 (the AVX-512 indexed kernels, more than a vector of
+// components in the sweeps), accelerated masked DID gives the same bits on every kernel path
+// and thread count.
+func TestMaskedAccelRank10Paths(t *testing.T) {
+	t.Parallel()
+	for _, in := range maskInputs()[:2] {
+		for _, mo := range accelMaskOptions {
+			var ref *Result
+			for _, path := range AvailableKernelPaths() {
+				for _, threads := range []int{1, 2} {
+					cfg := baseConfig(DID, 10, StopRule{MaxIter: 8})
+					cfg.Options = mo.o
+					cfg.Options.Accel = AccelAuto
+					cfg.Threads = threads
+					cfg.Options.Kernel = path
+					res := mustRun(t, in.x, 2, cfg)
+					if ref == nil {
+						ref = res
+						continue
+					}
+					if d := sameResult(res, ref); d != "" {
+						t.Errorf("%s/%s: path %s, %d threads: %s", in.name, mo.name, path, threads, d)
+					}
+				}
+			}
+		}
+	}
+}
