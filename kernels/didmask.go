@@ -70,6 +70,19 @@ import (
 //     held-out error changes likewise, by -2 db_i.Rt_i + db_i^T Vt_i db_i, from the directly
 //     summed postT: no cancellation but that of the change.
 //
+// Accelerated (Options.Accel, see "Accelerated DID" in accel.go): in step 2 each column
+// gets up to CSweeps - 1 further sweeps right after its first, on the form its first took (G
+// for a column without unobserved entries, its own G_j otherwise) and the same h_j, by the
+// kernel path's sweeps (sweepCoefsGo's operations and stop rule, per column); everything
+// after step 2 reads the final C. In step 8 every row of B then gets further sweeps on its own
+// V_i and w_i (penalty-shifted) with sweepBasis's arithmetic, the step db_i now the total
+// change from B_old: b_ip <- max(0, b_ip + (w_ip - sum_q V_i,pq db_iq) / V_i,pp). Whether
+// another sweep runs is one decision for all of B, sweepBasis's rule on the squared norms of
+// the sweeps' steps, each the rows' partials (fma over the components) added in row order,
+// all replicated values, so every shard takes the same decisions whatever the lanes. The
+// objective's and the held-out error's changes are the identities above with the total db_i,
+// so they stay exact. Still one allreduce per iteration.
+//
 // The updates are BCD's on the masked objective (bcdmask.go) in the same order, so the
 // iterates agree to round-off. Still one allreduce per iteration. Every sum is in an order
 // fixed by the data and the lanes (a function of the block's shape), and every kernel path
@@ -229,6 +242,18 @@ type didMasked struct {
 	rowFn   func(int)
 	dirFn   func(int)
 	bFn     func(int)
+	// bSweepFn and bDoneFn run a further B sweep and the end of the B update on a row lane.
+	bSweepFn, bDoneFn func(int)
+
+	// Accelerated DID (Options.Accel): cExtra and bExtra further sweeps at most over each
+	// column of C and over B, stopping at eps2 times the first step's squared norm.
+	cExtra, bExtra int
+	eps2           float64
+	// With further B sweeps, per row (row-major M x K): bOld B before the iteration's first
+	// sweep, bCur B, bDB the total step B - B_old, bW the (penalty-shifted) w_i of the B
+	// update; rowStep each row's squared step norm of the last sweep.
+	bOld, bCur, bDB, bW []float64
+	rowStep             []float64
 }
 
 func newDIDMasked(e *shardEnv) *didMasked {
@@ -242,7 +267,12 @@ func newDIDMasked(e *shardEnv) *didMasked {
 		brow: make([]float64, m*k), vl: make([]float64, ll),
 		vfull: make([]float64, k*k), rows: rowLaneBounds(m), rowObj: make([]float64, m),
 		rowTest: make([]float64, m), l1: pen.l1C, l2: pen.l2C, pen: pen, test: sm.test,
-		direct: e.spec.Form == FormResidual, needDirect: make([]bool, m), tune: didMaskDefaults}
+		direct: e.spec.Form == FormResidual, needDirect: make([]bool, m), tune: didMaskDefaults,
+		cExtra: e.spec.Accel.cExtra(), bExtra: e.spec.Accel.bExtra(), eps2: e.spec.Accel.eps2()}
+	if d.bExtra > 0 {
+		d.bOld, d.bCur, d.bDB, d.bW = make([]float64, m*k), make([]float64, m*k), make([]float64, m*k), make([]float64, m*k)
+		d.rowStep = make([]float64, m)
+	}
 	if t := e.spec.maskTuning; t != nil {
 		d.tune = *t
 	}
@@ -276,10 +306,10 @@ func newDIDMasked(e *shardEnv) *didMasked {
 	d.useCols = d.kern.cols != nil && dn != nil && m >= colsMinRows
 	if d.useCols {
 		d.colsStep = min(max(8, colsBatchEntries/m/8*8), gramBatchCols)
-		perCol := 2*m*kp + k*k + k*kp
+		perCol := 2*m*kp + (1+d.cExtra)*k*k + k*kp
 		d.span, d.big = e.flag.span(perCol, 8), e.flag.big(perCol)
 	} else {
-		perCol := 2*colWork(sm.x, kp) + k*k + k*kp
+		perCol := 2*colWork(sm.x, kp) + (1+d.cExtra)*k*k + k*kp
 		d.span, d.big = e.flag.span(perCol, 1), e.flag.big(perCol)
 	}
 	if d.test {
@@ -362,6 +392,7 @@ func newDIDMasked(e *shardEnv) *didMasked {
 		d.laneRow[l] = make([]float64, 2*k*k+4*k)
 	}
 	d.laneFn, d.rowFn, d.dirFn, d.bFn = d.colLane, d.rowLane, d.directRow, d.bLane
+	d.bSweepFn, d.bDoneFn = d.bSweepLane, d.bDoneLane
 	return d
 }
 
@@ -613,14 +644,27 @@ func (d *didMasked) colLane(l int) {
 			mpos++
 		}
 		masked := d.mcols[mlo:mpos]
+		if d.cExtra > 0 {
+			// The coefficients before the update, from which the further sweeps measure
+			// each column's first step.
+			copy(ls.cold, cb)
+		}
 		switch {
 		case len(masked) == 0:
 			kern.update(h, cs, cb, d.gneg, d.ginv, k, kp, nb)
+			if d.cExtra > 0 {
+				kern.sweeps(h, cs, cb, ls.cold, d.gneg, d.ginv, k, kp, nb, d.cExtra, d.eps2)
+			}
 		case 2*len(masked) <= nb:
 			// Mostly observed: the whole batch on G, then the others again from their old
 			// coefficients.
-			copy(ls.cold, cb)
+			if d.cExtra == 0 {
+				copy(ls.cold, cb)
+			}
 			kern.update(h, cs, cb, d.gneg, d.ginv, k, kp, nb)
+			if d.cExtra > 0 {
+				d.observedSweeps(ls, j0, j1, masked, h, cs)
+			}
 			d.maskedUpdates(ls, j0, masked, h, cs, true)
 		default:
 			// Mostly unobserved: the runs of observed columns on G.
@@ -635,6 +679,9 @@ func (d *didMasked) colLane(l int) {
 			if run < j1 {
 				u0 := run - j0
 				kern.update(h[u0*kp:nb*kp], cs[u0*kp:nb*kp], c[run*k:j1*k], d.gneg, d.ginv, k, kp, j1-run)
+			}
+			if d.cExtra > 0 {
+				d.observedSweeps(ls, j0, j1, masked, h, cs)
 			}
 			d.maskedUpdates(ls, j0, masked, h, cs, false)
 		}
@@ -697,9 +744,34 @@ func (d *didMasked) maskedUpdates(ls *didMaskLane, j0 int, js []int32, h, cs []f
 				move(cj, ls.cold[u*k:(u+1)*k])
 			}
 			gneg, ginv := d.columnForm(ls, j, b)
-			d.kern.update(h[u*kp:(u+1)*kp], cs[u*kp:(u+1)*kp], cj, gneg, ginv, k, kp, 1)
+			hu, csu := h[u*kp:(u+1)*kp], cs[u*kp:(u+1)*kp]
+			d.kern.update(hu, csu, cj, gneg, ginv, k, kp, 1)
+			if d.cExtra > 0 {
+				d.kern.sweeps(hu, csu, cj, ls.cold[u*k:(u+1)*k], gneg, ginv, k, kp, 1, d.cExtra, d.eps2)
+			}
 		}
 	}
+}
+
+// observedSweeps runs accelerated DID's further C sweeps (sweepCoefsGo's) on the batch
+// [j0, j1)'s columns without unobserved entries, a run between two of masked (increasing) at
+// a time, on G, from their coefficients before the update in ls.cold. The columns with
+// unobserved entries get theirs on their own G_j in maskedUpdates.
+func (d *didMasked) observedSweeps(ls *didMaskLane, j0, j1 int, masked []int32, h, cs []float64) {
+	k, kp, c := d.k, d.kp, d.e.C
+	sweep := func(lo, hi int) {
+		if lo < hi {
+			u0, u1 := lo-j0, hi-j0
+			d.kern.sweeps(h[u0*kp:u1*kp], cs[u0*kp:u1*kp], c[lo*k:hi*k], ls.cold[u0*k:u1*k],
+				d.gneg, d.ginv, k, kp, hi-lo, d.cExtra, d.eps2)
+		}
+	}
+	run := j0
+	for _, j32 := range masked {
+		sweep(run, int(j32))
+		run = int(j32) + 1
+	}
+	sweep(run, j1)
 }
 
 // columnForm returns -G_j and 1/G_j,pp of column j, which has b unobserved entries (4: four
@@ -1303,6 +1375,9 @@ func (d *didMasked) updateB(sum []float64, post, postTest float64) (obj, test fl
 	d.sum = sum
 	d.pool.Run(len(d.rows)-1, d.bFn)
 	d.e.flag.poll()
+	if d.bExtra > 0 {
+		d.sweepB()
+	}
 	obj = post
 	for _, r := range d.rowObj {
 		obj += r
@@ -1317,6 +1392,36 @@ func (d *didMasked) updateB(sum []float64, post, postTest float64) (obj, test fl
 	return obj, test
 }
 
+// sweepB runs accelerated DID's further B sweeps after the first (bLane's), each row on its
+// own V_i and w_i (penalty-shifted as the first sweep's) with sweepBasis's arithmetic, and
+// then the end of the B update (bDoneLane) from the total step. The rows are independent
+// problems, but whether another sweep runs is one decision for all of B, taken as
+// sweepBasis takes it from the squared norms of the sweeps' steps, each the rows' partials
+// (rowStep) added in row order: replicated values in an order that depends on nothing but
+// the row index, so every shard, lane split and shard count takes the same decisions.
+func (d *didMasked) sweepB() {
+	first := d.stepNorm()
+	thr := first * d.eps2
+	st := first
+	for l := 0; l < d.bExtra && st > thr; l++ {
+		d.pool.Run(len(d.rows)-1, d.bSweepFn)
+		d.e.flag.poll()
+		st = d.stepNorm()
+	}
+	d.pool.Run(len(d.rows)-1, d.bDoneFn)
+	d.e.flag.poll()
+}
+
+// stepNorm returns the squared norm of the last B sweep's step: the rows' partials added in
+// row order.
+func (d *didMasked) stepNorm() float64 {
+	var s float64
+	for _, v := range d.rowStep {
+		s += v
+	}
+	return s
+}
+
 func (d *didMasked) bLane(l int) {
 	m, k, flag := d.m, d.k, d.e.flag
 	b, sum, lay := d.e.B, d.sum, d.lay
@@ -1326,6 +1431,7 @@ func (d *didMasked) bLane(l int) {
 	bi, w, db := s[2*k*k:2*k*k+k], s[2*k*k+k:2*k*k+2*k], s[2*k*k+2*k:2*k*k+3*k]
 	l1B, l2B := d.pen.l1B, d.pen.l2B
 	basis := d.pen.basis()
+	accel := d.bExtra > 0
 	span := flag.span(3*k*k, 1)
 	for i0, hi := d.rows[l], d.rows[l+1]; i0 < hi; i0 += span {
 		if flag.stopped() {
@@ -1350,6 +1456,9 @@ func (d *didMasked) bLane(l int) {
 				}
 				shiftGram(vi, k, l2B)
 			}
+			if accel {
+				copy(d.bOld[i*k:(i+1)*k], bi)
+			}
 			for p := 0; p < k; p++ {
 				vpp := vi[p*k+p]
 				if !(vpp > 0) {
@@ -1367,19 +1476,108 @@ func (d *didMasked) bLane(l int) {
 				db[p] = nb - bi[p]
 				bi[p] = nb
 			}
-			d.rowObj[i] = quadForm(vi, db, k) - float64(2*dot(db, w))
-			for p, bp := range bi {
-				b[p*m+i] = bp
-			}
-			if d.test {
-				// The held-out error changes by db^T Vt_i db - 2 db.Rt_i.
-				unpackLower(vt, sum[lay.vt+i*ll:lay.vt+(i+1)*ll], k)
-				var a float64
-				for p, dp := range db {
-					a += float64(dp * sum[lay.at+p*m+i])
+			if accel {
+				// The further sweeps start from here (sweepB); the step's squared norm
+				// as sweepBasis takes its first.
+				copy(d.bCur[i*k:(i+1)*k], bi)
+				copy(d.bDB[i*k:(i+1)*k], db)
+				copy(d.bW[i*k:(i+1)*k], w)
+				var st float64
+				for _, dp := range db {
+					st = math.FMA(dp, dp, st)
 				}
-				d.rowTest[i] = quadForm(vt, db, k) - float64(2*a)
+				d.rowStep[i] = st
+				continue
 			}
+			d.rowDone(i, vi, vt, bi, w, db)
+		}
+	}
+}
+
+// rowDone ends row i's B update: the objective's change -2 db.w + db^T V_i db (w and V_i
+// penalty-shifted, db the total step of the iteration), row i of B set to bi, and with a
+// test set the held-out error's change.
+func (d *didMasked) rowDone(i int, vi, vt, bi, w, db []float64) {
+	m, k, ll, b, sum, lay := d.m, d.k, d.ll, d.e.B, d.sum, d.lay
+	d.rowObj[i] = quadForm(vi, db, k) - float64(2*dot(db, w))
+	for p, bp := range bi {
+		b[p*m+i] = bp
+	}
+	if d.test {
+		// The held-out error changes by db^T Vt_i db - 2 db.Rt_i.
+		unpackLower(vt, sum[lay.vt+i*ll:lay.vt+(i+1)*ll], k)
+		var a float64
+		for p, dp := range db {
+			a += float64(dp * sum[lay.at+p*m+i])
+		}
+		d.rowTest[i] = quadForm(vt, db, k) - float64(2*a)
+	}
+}
+
+// rowV sets vi (K x K) to row i's V_i of the B update (penalty-shifted with a penalty on B).
+func (d *didMasked) rowV(vi []float64, i int) {
+	k, ll := d.k, d.ll
+	unpackLower(vi, d.sum[d.lay.v+i*ll:d.lay.v+(i+1)*ll], k)
+	if d.pen.basis() {
+		shiftGram(vi, k, d.pen.l2B)
+	}
+}
+
+// bSweepLane runs one further B sweep (sweepBasis's arithmetic) over the rows of row lane l,
+// each on its own V_i and w_i from its total step db_i:
+//
+//	b_ip <- max(0, b_ip + (w_ip - sum_q V_i,pq db_iq) / V_i,pp),  db_ip = b_ip - bOld_ip
+//
+// (components with V_i,pp > 0, in order; each product rounded, subtracted in q order), and
+// sets rowStep[i] to the squared norm of the row's step (fma, components in order).
+func (d *didMasked) bSweepLane(l int) {
+	k, flag := d.k, d.e.flag
+	vi := d.laneRow[l][:k*k]
+	span := flag.span(2*k*k, 1)
+	for i0, hi := d.rows[l], d.rows[l+1]; i0 < hi; i0 += span {
+		if flag.stopped() {
+			return
+		}
+		for i, i1 := i0, min(i0+span, hi); i < i1; i++ {
+			d.rowV(vi, i)
+			bi, db, w, bo := d.bCur[i*k:(i+1)*k], d.bDB[i*k:(i+1)*k], d.bW[i*k:(i+1)*k], d.bOld[i*k:(i+1)*k]
+			var st float64
+			for p := 0; p < k; p++ {
+				vpp := vi[p*k+p]
+				if !(vpp > 0) {
+					continue
+				}
+				num := w[p]
+				for q, vq := range vi[p*k : (p+1)*k] {
+					num -= float64(vq * db[q])
+				}
+				nb := bi[p] + num/vpp
+				if nb < 0 {
+					nb = 0
+				}
+				dd := nb - bi[p]
+				st = math.FMA(dd, dd, st)
+				bi[p] = nb
+				db[p] = nb - bo[p]
+			}
+			d.rowStep[i] = st
+		}
+	}
+}
+
+// bDoneLane ends the accelerated B update on row lane l (rowDone from the total step).
+func (d *didMasked) bDoneLane(l int) {
+	k, flag := d.k, d.e.flag
+	s := d.laneRow[l]
+	vi, vt := s[:k*k], s[k*k:2*k*k]
+	span := flag.span(3*k*k, 1)
+	for i0, hi := d.rows[l], d.rows[l+1]; i0 < hi; i0 += span {
+		if flag.stopped() {
+			return
+		}
+		for i, i1 := i0, min(i0+span, hi); i < i1; i++ {
+			d.rowV(vi, i)
+			d.rowDone(i, vi, vt, d.bCur[i*k:(i+1)*k], d.bW[i*k:(i+1)*k], d.bDB[i*k:(i+1)*k])
 		}
 	}
 }
