@@ -109,21 +109,43 @@ func TestAccelWire(t *testing.T) {
 	if w.AccelCSweeps != 3 || w.AccelBSweeps != 5 || w.AccelEps != 0.1 {
 		t.Errorf("wire accel %d, %d, %v; want 3, 5, 0.1", w.AccelCSweeps, w.AccelBSweeps, w.AccelEps)
 	}
-	// Through bytes, as a node receives it (and as a takeover's JobState keeps it).
-	b, err = proto.Marshal(&messages.JobState{Submit: &messages.SubmitJob{Spec: w}})
-	if err != nil {
-		t.Fatal(err)
+	// Through bytes, as every path a shard is (re)started by carries it: the submission, a
+	// takeover's JobState, and the assignment of each placement and recovery (the submitted
+	// spec, verbatim). A checkpoint is its job's (by job id), so a shard that resumes from one
+	// resumes with the accel the job was submitted with.
+	for name, m := range map[string]proto.Message{
+		"submit":     &messages.SubmitJob{Spec: w},
+		"takeover":   &messages.JobState{Submit: &messages.SubmitJob{Spec: w}},
+		"assignment": &messages.ShardAssignment{Spec: w, ResumeFrom: 40},
+	} {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := m.ProtoReflect().New().Interface()
+		if err := proto.Unmarshal(b, back); err != nil {
+			t.Fatal(err)
+		}
+		var spec *messages.JobSpec
+		switch v := back.(type) {
+		case *messages.SubmitJob:
+			spec = v.Spec
+		case *messages.JobState:
+			spec = v.Submit.Spec
+		case *messages.ShardAssignment:
+			spec = v.Spec
+		}
+		got, err := FromWire(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, acc) || got.Options().Accel != acc.Accel {
+			t.Errorf("%s: FromWire(Wire(s)) = %+v, want %+v", name, got, acc)
+		}
 	}
-	var st messages.JobState
-	if err := proto.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
-	got, err := FromWire(st.Submit.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, acc) {
-		t.Errorf("FromWire(Wire(s)) = %+v, want %+v", got, acc)
+	// Two jobs that differ only in accel are different specs on the wire.
+	if proto.Equal(plain.Wire(), acc.Wire()) {
+		t.Error("specs of accel off and auto are equal on the wire")
 	}
 }
 
