@@ -55,6 +55,13 @@ func TestEveryEntryPointRefusesAlike(t *testing.T) {
 			"loss kl needs algorithm mu (multiplicative updates)", "--loss kl needs --algo mu (multiplicative updates)"},
 		{"rho -1", []string{"--rho", "-1"}, func(s *jobspec.Spec) { s.Rho = -1 }, "rho",
 			"rho must be a positive number, got -1", "--rho must be a positive number, got -1"},
+		{"accel on mu", []string{"--algo", "mu", "--accel", "auto"}, func(s *jobspec.Spec) {
+			s.Algo, s.Accel, s.Layout = kernels.MU, kernels.AccelAuto, matio.AutoFor(kernels.MU, s.Layout)
+		}, "accel", "algorithm mu has no accelerated inner loops (accel auto): the algorithms that have are did, bcd, hals",
+			"--algo mu has no accelerated inner loops (--accel auto): the algorithms that have are did, bcd, hals"},
+		{"accel on dbcd", []string{"--algo", "dbcd", "--accel", "2,4,0.5"}, func(s *jobspec.Spec) {
+			s.Algo, s.Accel, s.Layout = kernels.DBCD, kernels.Accel{CSweeps: 2, BSweeps: 4, Eps: 0.5}, matio.AutoFor(kernels.DBCD, s.Layout)
+		}, "accel", "algorithm dbcd has no accelerated inner loops (accel 2,4,0.5)", "--algo dbcd has no accelerated inner loops (--accel 2,4,0.5)"},
 		{"shards above the samples", []string{"--shards", "41"}, func(s *jobspec.Spec) { s.Shards = 41 }, "shards",
 			"shards 41 is more than the 40 samples of " + input, "--shards 41 is more than the 40 samples of " + input},
 	} {

@@ -14,7 +14,8 @@ type Spec = jobspec.Spec
 
 // NewSpec returns the spec of a job on inputs (file paths, or synthetic:m=...,n=...,k=...
 // matrices) with every other field at the CLI's default: seed 1, random initialisation, tol
-// 1e-6, max-iter 1000, automatic checkpoints, shared ingest. Change what you need.
+// 1e-6, max-iter 1000, automatic checkpoints, shared ingest, accel DefaultAccel. Change what
+// you need.
 func NewSpec(inputs []string, algo Algorithm, rank, shards int) *Spec {
 	return jobspec.New(inputs, algo, rank, shards)
 }
@@ -36,6 +37,22 @@ const (
 	HPCANLS   = kernels.HPCANLS   // Kannan et al.'s HPC-ANLS with a 1-D column partition
 	Transform = kernels.Transform // the coefficients of every sample for a fixed basis (Spec.InitBasis), in one pass
 )
+
+// Accel is accelerated DID's inner loops (Spec.Accel): at most CSweeps coordinate sweeps over
+// each column of C and BSweeps over B an iteration, each loop stopping once its step falls
+// below Eps of its first, with no further allreduce. The zero value is the plain algorithm, bit
+// for bit; did, bcd and hals have the loops, Open refuses extra sweeps for the others.
+type Accel = kernels.Accel
+
+// AccelAuto is the inner loops of --accel auto.
+var AccelAuto = kernels.AccelAuto
+
+// DefaultAccel is the accel NewSpec gives a job (ParseAccel's form), as the CLI's and the
+// HTTP API's default.
+const DefaultAccel = jobspec.DefaultAccel
+
+// ParseAccel reads an accel as --accel does: "off", "auto", "C,B" or "C,B,eps".
+func ParseAccel(s string) (Accel, error) { return kernels.ParseAccel(s) }
 
 // How the nodes of a cluster get a job's input (Spec.Ingest).
 const (

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/kernels"
@@ -75,13 +77,16 @@ const (
 
 // Table2Row is one line of bench --table2: one algorithm on one data set.
 type Table2Row struct {
-	Data       string  `json:"data"` // "synthetic 1e5" or "fashion-mnist"
-	Input      string  `json:"input"`
-	M          int     `json:"m"`
-	N          int     `json:"n"`
-	K          int     `json:"k"`
-	Layout     string  `json:"layout"`
-	Algo       string  `json:"algo"`
+	Data   string `json:"data"` // "synthetic 1e5" or "fashion-mnist"
+	Input  string `json:"input"`
+	M      int    `json:"m"`
+	N      int    `json:"n"`
+	K      int    `json:"k"`
+	Layout string `json:"layout"`
+	Algo   string `json:"algo"`
+	// Accel is the inner loops the run had (kernels.Accel's form: "off", "auto", "C,B,eps"),
+	// for the algorithms that have them (did, bcd, hals); "" for the others.
+	Accel      string  `json:"accel,omitempty"`
 	Shards     int     `json:"shards"`
 	Threads    int     `json:"threads"`
 	Init       string  `json:"init"`
@@ -90,10 +95,13 @@ type Table2Row struct {
 	Iterations int     `json:"iterations"`
 	// Seconds is the time of the iterations (all algorithms start from the same point);
 	// InitSeconds the time of the initialisation before them.
-	Seconds        float64 `json:"seconds"`
-	InitSeconds    float64 `json:"init_seconds"`
-	SecPerIter     float64 `json:"sec_per_iter"`
-	StopReason     string  `json:"stop_reason"`
+	Seconds     float64 `json:"seconds"`
+	InitSeconds float64 `json:"init_seconds"`
+	SecPerIter  float64 `json:"sec_per_iter"`
+	StopReason  string  `json:"stop_reason"`
+	// Capped is the time cap that stopped the run (Table2Config.TimeCap, as "10m0s"), when it
+	// did: StopReason is then "capped", and the row's figures are those of the iterations done.
+	Capped         string  `json:"capped,omitempty"`
 	ObjectiveRatio float64 `json:"objective_ratio"`
 	// Error is set when the run failed (the other rows still run).
 	Error string `json:"error,omitempty"`
@@ -102,6 +110,32 @@ type Table2Row struct {
 	PaperIterations int     `json:"paper_iterations,omitempty"`
 	PaperSeconds    float64 `json:"paper_seconds,omitempty"`
 	GoVersion       string  `json:"go"`
+}
+
+// Label names the row's run in the text table: the algorithm, and its accel when not off
+// ("did", "did accel auto", "bcd accel 2,5,0.1").
+func (r Table2Row) Label() string {
+	if r.Accel == "" || r.Accel == "off" {
+		return r.Algo
+	}
+	return r.Algo + " accel " + r.Accel
+}
+
+// StopCapped is a row's StopReason when Table2Config.TimeCap stopped it.
+const StopCapped = "capped"
+
+// Table2Config are the settings of the table's runs beyond their data and algorithms.
+type Table2Config struct {
+	// Shards is P for the distributed algorithms (the others run on one shard); Threads the
+	// worker threads.
+	Shards, Threads int
+	// Accels are the inner-loop settings (kernels.Accel) each algorithm that has them
+	// (kernels.AccelAlgorithms) runs with, a row each, in order (nil: off only); the other
+	// algorithms run once, plain.
+	Accels []kernels.Accel
+	// TimeCap stops each run after this long, initialisation included (0: none); its row says
+	// so (Table2Row.Capped).
+	TimeCap time.Duration
 }
 
 // Table2Set is one data set of the table.
@@ -142,21 +176,51 @@ func FashionMNISTSet(dir string) (set Table2Set, missing []string) {
 }
 
 // Opener opens the job of one run of the table: set's inputs at its rank, initialisation and
-// cap, algo on shards shards, in this process. RunTable2Set closes it.
-type Opener func(set Table2Set, algo kernels.AlgorithmInfo, shards int) (*didnmf.Job, error)
+// cap, algo with accel on shards shards, in this process. RunTable2Set closes it.
+type Opener func(set Table2Set, algo kernels.AlgorithmInfo, accel kernels.Accel, shards int) (*didnmf.Job, error)
+
+// table2Run is one run of a set: an algorithm with an accel ("" for an algorithm without
+// inner loops).
+type table2Run struct {
+	algo  kernels.AlgorithmInfo
+	accel kernels.Accel
+	name  string
+}
+
+// table2Runs lists the runs of algos under cfg: each algorithm that has inner loops once per
+// accel of cfg, the others once.
+func table2Runs(algos []kernels.AlgorithmInfo, cfg Table2Config) []table2Run {
+	accels := cfg.Accels
+	if len(accels) == 0 {
+		accels = []kernels.Accel{{}}
+	}
+	var runs []table2Run
+	for _, a := range algos {
+		if !slices.Contains(kernels.AccelAlgorithms(), a.Name) {
+			runs = append(runs, table2Run{algo: a})
+			continue
+		}
+		for _, acc := range accels {
+			runs = append(runs, table2Run{algo: a, accel: acc, name: acc.String()})
+		}
+	}
+	return runs
+}
 
 // RunTable2Set reads a data set once (the first algorithm's job on one shard) and runs every
-// algorithm on it with the driver, on shards shards (one for an algorithm that is not
-// distributed) and threads threads, calling emit after each. A run that fails is a row with
-// its Error; an error is returned only when a job cannot be opened or split.
-func RunTable2Set(set Table2Set, algos []kernels.AlgorithmInfo, shards, threads int, open Opener, emit func(Table2Row)) ([]Table2Row, error) {
+// algorithm on it with the driver, once per accel of cfg for the algorithms that have inner
+// loops, on cfg.Shards shards (one for an algorithm that is not distributed) and cfg.Threads
+// threads, each run stopped after cfg.TimeCap, calling emit after each. A run that fails is a
+// row with its Error; an error is returned only when a job cannot be opened or split.
+func RunTable2Set(set Table2Set, algos []kernels.AlgorithmInfo, cfg Table2Config, open Opener, emit func(Table2Row)) ([]Table2Row, error) {
+	shards, threads := cfg.Shards, cfg.Threads
 	shardsOf := func(a kernels.AlgorithmInfo) int {
 		if !a.Distributed {
 			return 1
 		}
 		return shards
 	}
-	j, err := open(set, algos[0], 1)
+	j, err := open(set, algos[0], kernels.Accel{}, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -167,15 +231,16 @@ func RunTable2Set(set Table2Set, algos []kernels.AlgorithmInfo, shards, threads 
 	}
 	layout := LayoutOf(whole)
 	var rows []Table2Row
-	for _, a := range algos {
+	for _, run := range table2Runs(algos, cfg) {
+		a := run.algo
 		p := shardsOf(a)
-		j, err := open(set, a, p)
+		j, err := open(set, a, run.accel, p)
 		if err != nil {
 			return nil, err
 		}
 		j.Close()
 		row := Table2Row{Data: set.Data, Input: strings.Join(set.Inputs, " + "), M: j.Features, N: j.Samples, K: set.K, Layout: layout,
-			Algo: string(a.Name), Shards: p, Threads: threads, Init: string(set.Init), Tol: j.Spec.Stop.Tol, MaxIter: j.Spec.Stop.MaxIter,
+			Algo: string(a.Name), Accel: run.name, Shards: p, Threads: threads, Init: string(set.Init), Tol: j.Spec.Stop.Tol, MaxIter: j.Spec.Stop.MaxIter,
 			GoVersion: runtime.Version()}
 		if it, s, ok := PaperFigure(set.PaperRow, a.Name); ok {
 			row.PaperRow, row.PaperIterations, row.PaperSeconds = set.PaperRow, it, s
@@ -184,10 +249,21 @@ func RunTable2Set(set Table2Set, algos []kernels.AlgorithmInfo, shards, threads 
 		if err != nil {
 			return nil, usererr.Field("shards", "{shards}: %v", err)
 		}
-		res, err := kernels.Run(context.Background(), blocks, j.Config())
-		if err != nil {
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if cfg.TimeCap > 0 {
+			ctx, cancel = context.WithTimeout(ctx, cfg.TimeCap)
+		}
+		res, err := kernels.Run(ctx, blocks, j.Config())
+		cancel()
+		capped := err != nil && errors.Is(err, context.DeadlineExceeded)
+		if capped {
+			row.Capped, row.StopReason = cfg.TimeCap.String(), StopCapped
+		}
+		switch {
+		case capped && res == nil: // within the initialisation: no iteration to show
+		case err != nil && !capped:
 			row.Error = err.Error()
-		} else {
+		default:
 			var iterSec float64
 			for _, s := range res.IterSeconds {
 				iterSec += s
@@ -197,6 +273,9 @@ func RunTable2Set(set Table2Set, algos []kernels.AlgorithmInfo, shards, threads 
 				row.SecPerIter = iterSec / float64(res.Iterations)
 			}
 			row.StopReason, row.ObjectiveRatio = string(res.StopReason), kernels.Ratio(res.Objective, res.Initial)
+			if capped {
+				row.StopReason = StopCapped
+			}
 		}
 		emit(row)
 		rows = append(rows, row)
@@ -209,7 +288,7 @@ func RunTable2Set(set Table2Set, algos []kernels.AlgorithmInfo, shards, threads 
 func WriteTable2Header(w io.Writer, tol float64, shards, threads int) {
 	fmt.Fprintf(w, "Table 2 of Gao & Chu (AAAI 2018) on this machine: tol %g, distributed algorithms on P=%d shards, %d thread(s);\n", tol, shards, threads)
 	fmt.Fprintf(w, "paper: P=16 nodes of one core each; its real-data row is MNIST digits (Fashion-MNIST here has the same shape). seconds: the iterations, without the initialisation.\n")
-	fmt.Fprintf(w, "%-18s %-9s %6s %7s %7s %10s %10s %11s  %s\n", "data", "algo", "shards", "iters", "paper", "seconds", "paper s", "s/iter", "stop")
+	fmt.Fprintf(w, "%-18s %-20s %6s %7s %7s %10s %10s %11s  %s\n", "data", "algo", "shards", "iters", "paper", "seconds", "paper s", "s/iter", "stop")
 }
 
 // WriteTable2Row writes a row of the text table, beside the paper's figures ("-": none).
@@ -218,12 +297,20 @@ func WriteTable2Row(w io.Writer, r Table2Row) {
 	if r.PaperRow != "" {
 		paperIt, paperS = strconv.Itoa(r.PaperIterations), strconv.FormatFloat(r.PaperSeconds, 'f', 2, 64)
 	}
-	if r.Error != "" {
-		fmt.Fprintf(w, "%-18s %-9s %6d %7s %7s %10s %10s %11s  error: %s\n", r.Data, r.Algo, r.Shards, "-", paperIt, "-", paperS, "-", r.Error)
+	switch {
+	case r.Error != "":
+		fmt.Fprintf(w, "%-18s %-20s %6d %7s %7s %10s %10s %11s  error: %s\n", r.Data, r.Label(), r.Shards, "-", paperIt, "-", paperS, "-", r.Error)
+		return
+	case r.Capped != "" && r.Iterations == 0:
+		fmt.Fprintf(w, "%-18s %-20s %6d %7s %7s %10s %10s %11s  capped at %s in the initialisation\n", r.Data, r.Label(), r.Shards, "-", paperIt, "-", paperS, "-", r.Capped)
 		return
 	}
-	fmt.Fprintf(w, "%-18s %-9s %6d %7d %7s %10.3f %10s %11.4g  %s (ratio %.3g)\n", r.Data, r.Algo, r.Shards, r.Iterations, paperIt,
-		r.Seconds, paperS, r.SecPerIter, r.StopReason, r.ObjectiveRatio)
+	stop := r.StopReason
+	if r.Capped != "" {
+		stop = "capped at " + r.Capped
+	}
+	fmt.Fprintf(w, "%-18s %-20s %6d %7d %7s %10.3f %10s %11.4g  %s (ratio %.3g)\n", r.Data, r.Label(), r.Shards, r.Iterations, paperIt,
+		r.Seconds, paperS, r.SecPerIter, stop, r.ObjectiveRatio)
 }
 
 // ParseSizes parses a list of synthetic sizes: comma-separated sample counts, as integers or

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/internal/jobspec"
@@ -102,9 +103,10 @@ func TestPaperFigure(t *testing.T) {
 
 // tinyOpener opens the table's runs as didnmf.Open does for the command, to the tolerance.
 func tinyOpener(opened *[]int) Opener {
-	return func(set Table2Set, a kernels.AlgorithmInfo, shards int) (*didnmf.Job, error) {
+	return func(set Table2Set, a kernels.AlgorithmInfo, accel kernels.Accel, shards int) (*didnmf.Job, error) {
 		*opened = append(*opened, shards)
 		s := jobspec.New(set.Inputs, a.Name, set.K, shards)
+		s.Accel = accel
 		s.Init, s.Stop = set.Init, kernels.StopRule{Tol: 1e-6, MaxIter: set.MaxIter}
 		return didnmf.Open(s, didnmf.InProcess(0, 1))
 	}
@@ -123,7 +125,7 @@ func TestRunTable2Set(t *testing.T) {
 	set.MaxIter = 3000
 	var opened []int
 	var emitted []Table2Row
-	rows, err := RunTable2Set(set, algos, 4, 1, tinyOpener(&opened), func(r Table2Row) { emitted = append(emitted, r) })
+	rows, err := RunTable2Set(set, algos, Table2Config{Shards: 4, Threads: 1}, tinyOpener(&opened), func(r Table2Row) { emitted = append(emitted, r) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,10 +146,89 @@ func TestRunTable2Set(t *testing.T) {
 	}
 	// More shards than samples is the user's to fix, named by its field.
 	var opened2 []int
-	_, err = RunTable2Set(SyntheticSet(3, 1), algos[:1], 4, 1, tinyOpener(&opened2), func(Table2Row) {})
+	_, err = RunTable2Set(SyntheticSet(3, 1), algos[:1], Table2Config{Shards: 4, Threads: 1}, tinyOpener(&opened2), func(Table2Row) {})
 	var ue *usererr.Error
 	if !errors.As(err, &ue) || ue.Field != "shards" {
 		t.Errorf("4 shards of 3 samples: %v, want a usererr about shards", err)
+	}
+}
+
+// TestRunTable2SetAccel: did, bcd and hals run once per accel setting, in order, each row
+// naming its setting (and the job it ran having it); the other algorithms run once, plain.
+func TestRunTable2SetAccel(t *testing.T) {
+	set := SyntheticSet(300, 1)
+	set.MaxIter = 5
+	algos, err := ParseAlgos("did,mu,hals")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := kernels.Accel{CSweeps: 2, BSweeps: 4, Eps: 0.2}
+	var accels []kernels.Accel
+	open := func(set Table2Set, a kernels.AlgorithmInfo, accel kernels.Accel, shards int) (*didnmf.Job, error) {
+		j, err := tinyOpener(new([]int))(set, a, accel, shards)
+		if err == nil && j.Config().Options.Accel != accel {
+			t.Errorf("%s: the job's accel is %+v, want %+v", a.Name, j.Config().Options.Accel, accel)
+		}
+		accels = append(accels, accel)
+		return j, err
+	}
+	rows, err := RunTable2Set(set, algos, Table2Config{Shards: 2, Threads: 1, Accels: []kernels.Accel{{}, kernels.AccelAuto, c2}}, open, func(Table2Row) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ algo, accel, label string }{
+		{"did", "off", "did"}, {"did", "auto", "did accel auto"}, {"did", "2,4,0.2", "did accel 2,4,0.2"},
+		{"mu", "", "mu"},
+		{"hals", "off", "hals"}, {"hals", "auto", "hals accel auto"}, {"hals", "2,4,0.2", "hals accel 2,4,0.2"},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d: %+v", len(rows), len(want), rows)
+	}
+	for i, w := range want {
+		if r := rows[i]; r.Algo != w.algo || r.Accel != w.accel || r.Label() != w.label || r.Error != "" || r.Iterations != 5 {
+			t.Errorf("row %d: %s accel %q (%s), %d iterations, error %q; want %s accel %q (%s)", i, r.Algo, r.Accel, r.Label(), r.Iterations, r.Error, w.algo, w.accel, w.label)
+		}
+	}
+	// The first open reads the data, plain; then one per row.
+	if wantAccels := []kernels.Accel{{}, {}, kernels.AccelAuto, c2, {}, {}, kernels.AccelAuto, c2}; !slices.Equal(accels, wantAccels) {
+		t.Errorf("opened with accels %v, want %v", accels, wantAccels)
+	}
+}
+
+// TestRunTable2SetTimeCap: a run longer than the cap stops there, its row saying so with the
+// iterations it did; a run within it is not capped.
+func TestRunTable2SetTimeCap(t *testing.T) {
+	set := SyntheticSet(20000, 1)
+	set.MaxIter = 1 << 30
+	algos, err := ParseAlgos("mu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(set Table2Set, a kernels.AlgorithmInfo, accel kernels.Accel, shards int) (*didnmf.Job, error) {
+		s := jobspec.New(set.Inputs, a.Name, set.K, shards)
+		s.Init, s.Stop = set.Init, kernels.StopRule{Tol: 0, MaxIter: set.MaxIter} // never converges
+		return didnmf.Open(s, didnmf.InProcess(0, 1))
+	}
+	start := time.Now()
+	rows, err := RunTable2Set(set, algos, Table2Config{Shards: 1, Threads: 1, TimeCap: 300 * time.Millisecond}, open, func(Table2Row) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Errorf("a 300ms cap took %v", took)
+	}
+	if r := rows[0]; r.Capped != "300ms" || r.StopReason != StopCapped || r.Error != "" || r.Iterations < 1 || !(r.ObjectiveRatio < 1) {
+		t.Errorf("capped row %+v", r)
+	}
+	var w bytes.Buffer
+	WriteTable2Row(&w, rows[0])
+	if !strings.Contains(w.String(), "capped at 300ms (ratio") {
+		t.Errorf("capped row reads %q", w.String())
+	}
+	set.MaxIter = 3
+	rows, err = RunTable2Set(set, algos, Table2Config{Shards: 1, Threads: 1, TimeCap: time.Hour}, tinyOpener(new([]int)), func(Table2Row) {})
+	if err != nil || rows[0].Capped != "" || rows[0].StopReason != string(kernels.StopMaxIter) {
+		t.Errorf("uncapped row %+v, %v", rows[0], err)
 	}
 }
 
@@ -160,13 +241,24 @@ func TestTable2Text(t *testing.T) {
 		ObjectiveRatio: 9e-7, PaperRow: "1e5", PaperIterations: 549, PaperSeconds: 1.17})
 	WriteTable2Row(&w, Table2Row{Data: "synthetic 1e5", Algo: "mu", Shards: 1, Iterations: 2, Seconds: 0.25, SecPerIter: 0.125, StopReason: "max-iter", ObjectiveRatio: 0.5})
 	WriteTable2Row(&w, Table2Row{Data: "fashion-mnist", Algo: "admm", Shards: 1, Error: "boom", PaperRow: "MNIST", PaperIterations: 199, PaperSeconds: 610.65})
+	WriteTable2Row(&w, Table2Row{Data: "synthetic 1e5", Algo: "did", Accel: "off", Shards: 16, Iterations: 549, Seconds: 1.5, SecPerIter: 0.002, StopReason: "converged",
+		ObjectiveRatio: 9e-7})
+	WriteTable2Row(&w, Table2Row{Data: "synthetic 1e5", Algo: "did", Accel: "auto", Shards: 16, Iterations: 200, Seconds: 0.6, SecPerIter: 0.003, StopReason: "converged",
+		ObjectiveRatio: 9e-7})
+	WriteTable2Row(&w, Table2Row{Data: "synthetic 1e8", Algo: "anls", Shards: 1, Iterations: 7, Seconds: 590, SecPerIter: 84.3, StopReason: StopCapped, Capped: "10m0s",
+		ObjectiveRatio: 0.01, PaperRow: "1e8", PaperIterations: 163, PaperSeconds: 43197.12})
+	WriteTable2Row(&w, Table2Row{Data: "synthetic 1e8", Algo: "admm", Shards: 1, StopReason: StopCapped, Capped: "1s"})
 	want := []string{
 		"Table 2 of Gao & Chu (AAAI 2018) on this machine: tol 1e-06, distributed algorithms on P=16 shards, 2 thread(s);",
 		"paper: P=16 nodes of one core each; its real-data row is MNIST digits (Fashion-MNIST here has the same shape). seconds: the iterations, without the initialisation.",
-		"data               algo      shards   iters   paper    seconds    paper s      s/iter  stop",
-		"synthetic 1e5      did           16     549     549      1.500       1.17       0.002  converged (ratio 9e-07)",
-		"synthetic 1e5      mu             1       2       -      0.250          -       0.125  max-iter (ratio 0.5)",
-		"fashion-mnist      admm           1       -     199          -     610.65           -  error: boom",
+		"data               algo                 shards   iters   paper    seconds    paper s      s/iter  stop",
+		"synthetic 1e5      did                      16     549     549      1.500       1.17       0.002  converged (ratio 9e-07)",
+		"synthetic 1e5      mu                        1       2       -      0.250          -       0.125  max-iter (ratio 0.5)",
+		"fashion-mnist      admm                      1       -     199          -     610.65           -  error: boom",
+		"synthetic 1e5      did                      16     549       -      1.500          -       0.002  converged (ratio 9e-07)",
+		"synthetic 1e5      did accel auto           16     200       -      0.600          -       0.003  converged (ratio 9e-07)",
+		"synthetic 1e8      anls                      1       7     163    590.000   43197.12        84.3  capped at 10m0s (ratio 0.01)",
+		"synthetic 1e8      admm                      1       -       -          -          -           -  capped at 1s in the initialisation",
 	}
 	if got := strings.TrimSuffix(w.String(), "\n"); got != strings.Join(want, "\n") {
 		t.Errorf("text\n%s\nwant\n%s", got, strings.Join(want, "\n"))

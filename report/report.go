@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/didnmf/didnmf/internal/jobspec"
@@ -50,7 +51,10 @@ type Report struct {
 	TestCount    int64   `json:"test_count,omitempty"`
 	TestRelErr2  float64 `json:"test_rel_err2,omitempty"`
 	TestRMSE     float64 `json:"test_rmse,omitempty"`
-	Iterations   int     `json:"iterations"`
+	// Accel is accelerated DID's inner loops in effect (kernels.Accel's form: "off", "auto" or
+	// "C,B,eps"), for the algorithms that have them (did, bcd, hals).
+	Accel      string `json:"accel,omitempty"`
+	Iterations int    `json:"iterations"`
 	// Seconds is the run's wall time from the start of the initialisation (InitSeconds) to
 	// the end of the last iteration (IterateSeconds); ReadSeconds is the time this process
 	// took to read the input before (0 on a cluster, whose nodes read it).
@@ -168,6 +172,9 @@ func Build(spec *jobspec.Spec, run *Run) *Report {
 	}
 	if spec.AlphaCoef != 0 || spec.AlphaBasis != 0 {
 		r.AlphaCoef, r.AlphaBasis, r.L1Ratio, r.Objective = spec.AlphaCoef, spec.AlphaBasis, spec.L1Ratio, res.Objective
+	}
+	if slices.Contains(kernels.AccelAlgorithms(), spec.Algo) || spec.Accel.On() {
+		r.Accel = spec.Accel.String()
 	}
 	r.Kernel, r.Storage, r.XBytes = kernels.ActiveKernelPath().String(), run.Storage, run.XBytes
 	if !run.OnActors {

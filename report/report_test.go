@@ -93,6 +93,30 @@ func TestBuild(t *testing.T) {
 			}
 			return ""
 		}},
+		{"accel off", nil, nil, func(r *Report) string {
+			if r.Accel != "off" {
+				return "a plain did run does not say accel off"
+			}
+			return ""
+		}},
+		{"accel auto", func(s *jobspec.Spec) { s.Accel = kernels.AccelAuto }, nil, func(r *Report) string {
+			if r.Accel != "auto" {
+				return "accel auto not recorded"
+			}
+			return ""
+		}},
+		{"accel 2,4,0.2 on hals", func(s *jobspec.Spec) { s.Algo, s.Accel = kernels.HALS, kernels.Accel{CSweeps: 2, BSweeps: 4, Eps: 0.2} }, nil, func(r *Report) string {
+			if r.Accel != "2,4,0.2" {
+				return "accel 2,4,0.2 not recorded"
+			}
+			return ""
+		}},
+		{"no accel on mu", func(s *jobspec.Spec) { s.Algo = kernels.MU }, nil, func(r *Report) string {
+			if r.Accel != "" {
+				return "an algorithm without inner loops records an accel"
+			}
+			return ""
+		}},
 		{"transform", func(s *jobspec.Spec) { s.Algo = kernels.Transform }, nil, func(r *Report) string {
 			if r.StopReason != "solved" || !r.Converged {
 				return "a one-pass transform is not solved"

@@ -48,7 +48,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		}
 		return cmdTable2(&jf, t2, stdout, stderr)
 	}
-	for _, name := range []string{"sizes", "algos", "fashion-mnist"} {
+	for _, name := range []string{"sizes", "algos", "fashion-mnist", "time-cap"} {
 		if fs.Lookup(name).Value.String() != fs.Lookup(name).DefValue {
 			return badInput("--%s is for --table2", name)
 		}

@@ -97,6 +97,69 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
+// accelFlag is --accel: the settings given, in order (kernels.ParseAccel's forms). A fit
+// takes one (none given: jobspec.DefaultAccel); bench --table2 runs each, so a value may list
+// several, separated by ';' (a setting holds commas), or by commas when each is a name
+// ("off,auto"), and the flag may be repeated.
+type accelFlag struct {
+	list []kernels.Accel
+}
+
+func (a *accelFlag) String() string {
+	if a == nil || len(a.list) == 0 {
+		return ""
+	}
+	names := make([]string, len(a.list))
+	for i, v := range a.list {
+		names[i] = v.String()
+	}
+	return strings.Join(names, ";")
+}
+
+func (a *accelFlag) Set(s string) error {
+	for _, part := range strings.Split(s, ";") {
+		v, err := kernels.ParseAccel(part)
+		if err == nil {
+			a.list = append(a.list, v)
+			continue
+		}
+		names := strings.Split(part, ",")
+		for _, n := range names {
+			if _, named := accelNames[strings.TrimSpace(n)]; !named {
+				return err
+			}
+		}
+		for _, n := range names {
+			v, _ := kernels.ParseAccel(n)
+			a.list = append(a.list, v)
+		}
+	}
+	return nil
+}
+
+// accelNames are the settings kernels.ParseAccel reads by name.
+var accelNames = map[string]bool{"off": true, "none": true, "auto": true, "on": true}
+
+// one returns the one setting of a fit: the default when none was given, an error when
+// several were.
+func (a *accelFlag) one() (kernels.Accel, error) {
+	switch len(a.list) {
+	case 0:
+		v, err := kernels.ParseAccel(jobspec.DefaultAccel)
+		if err != nil {
+			return kernels.Accel{}, fmt.Errorf("jobspec.DefaultAccel: %v", err)
+		}
+		return v, nil
+	case 1:
+		return a.list[0], nil
+	}
+	return kernels.Accel{}, badInput("--accel %s: a fit takes one setting (bench --table2 takes several)", a)
+}
+
+// accelUsage is --accel's help.
+var accelUsage = fmt.Sprintf("accelerated DID's inner loops, a `SETTING`: off (plain DID), auto (%d,%d,%g, kernels.AccelAuto), C,B or C,B,eps: at most C coordinate sweeps over each column of C and B over B an iteration, each loop stopping once its step is below eps (default %g) of its first; no further allreduce (did, bcd, hals; default %s)",
+	kernels.AccelAuto.CSweeps, kernels.AccelAuto.BSweeps, kernels.AccelAuto.Eps, kernels.AccelAuto.Eps, jobspec.DefaultAccel)
+
 // defaultStallTol is --stall-tol's default (see jobspec.DefaultStallTol for how it was chosen).
 const defaultStallTol = jobspec.DefaultStallTol
 
@@ -135,8 +198,10 @@ type jobFlags struct {
 	missing      string
 	testFraction float64
 	testSeed     uint64
-	nodes        int
-	fanIn        int
+	// accel is --accel (see accelFlag).
+	accel accelFlag
+	nodes int
+	fanIn int
 	// checkpointEvery is the checkpoint interval of runs on actors (0: none, -1: automatic),
 	// parsed from checkpointFlag.
 	checkpointEvery int
@@ -187,6 +252,7 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.missing, "missing", "", "nan: read NaN entries as not observed (missing values, fitted around: did, dbcd, bcd, hals, and mu with every --loss) instead of refusing them")
 	fs.Float64Var(&f.testFraction, "test-fraction", 0, "hold this `FRACTION` of the entries out of the fit (chosen by a hash of --test-seed, sample and feature, so the same whatever the sharding) and report their error every iteration: RcppML's cross-validation of the rank (did, dbcd, bcd, hals, mu)")
 	fs.Uint64Var(&f.testSeed, "test-seed", 1, "seed of the held-out entries (the same test set for every --seed and --rank)")
+	fs.Var(&f.accel, "accel", accelUsage)
 	fs.Float64Var(&f.l1Ratio, "l1-ratio", 0, "share of L1 in the penalties, scikit-learn's l1_ratio: 0 is L2 only, 1 is L1 only (sparser factors)")
 	fs.IntVar(&f.nodes, "nodes", 0, "run on an in-process cluster of `N` actor systems on loopback, talking over gRPC (0: the in-process driver, no actors)")
 	fs.IntVar(&f.fanIn, "fan-in", 0, "fan-in of the reduce tree with --nodes or --cluster (a power of two; 0: the default)")
@@ -332,6 +398,10 @@ func (f *jobFlags) open() (*job, error) {
 	if f.fanIn != 0 && f.nodes == 0 && f.cluster == "" {
 		return nil, badInput("--fan-in shapes the reduce tree of actors: it needs --nodes N or --cluster")
 	}
+	accel, err := f.accel.one()
+	if err != nil {
+		return nil, err
+	}
 	if f.overwrite && f.outShared == "" {
 		return nil, badInput("--overwrite is for --out-shared")
 	}
@@ -339,7 +409,7 @@ func (f *jobFlags) open() (*job, error) {
 		Init: kernels.InitMethod(cmp.Or(f.init, string(kernels.InitRandom))), InitBasis: f.initBasis, InitCoef: f.initCoef, Form: form, Storage: storage, Layout: layout,
 		Stop: kernels.StopRule{Tol: f.tol, MaxIter: f.maxIter, TimeLimit: f.timeLimit, StallTol: f.stallTol},
 		Rho:  f.rho, AlphaCoef: f.alphaCoef, AlphaBasis: alphaBasis, L1Ratio: f.l1Ratio, Loss: f.loss,
-		Missing: f.missing == "nan", TestFraction: f.testFraction, TestSeed: f.testSeed, FanIn: cmp.Or(f.fanIn, jobspec.DefaultFanIn), CheckpointEvery: int64(f.checkpointEvery),
+		Missing: f.missing == "nan", TestFraction: f.testFraction, TestSeed: f.testSeed, Accel: accel, FanIn: cmp.Or(f.fanIn, jobspec.DefaultFanIn), CheckpointEvery: int64(f.checkpointEvery),
 		Ingest: f.ingest, OutShared: f.outShared, Overwrite: f.overwrite, Detached: f.detach}
 	target := didnmf.InProcess(f.nodes, f.threads)
 	if f.cluster != "" {
@@ -365,7 +435,7 @@ var fieldFlags = map[string]string{
 	"input": "--input", "algorithm": "--algo", "rank": "--rank", "shards": "--shards", "init": "--init",
 	"init_basis": "--init-basis", "init_coef": "--init-coef", "form": "--form", "storage": "--storage",
 	"layout": "--layout", "rho": "--rho", "alpha_coef": "--alpha-coef", "alpha_basis": "--alpha-basis",
-	"l1_ratio": "--l1-ratio", "loss": "--loss", "missing": "--missing nan", "test_fraction": "--test-fraction",
+	"l1_ratio": "--l1-ratio", "loss": "--loss", "missing": "--missing nan", "test_fraction": "--test-fraction", "accel": "--accel",
 	"fan-in": "--fan-in", "ingest": "--ingest", "out_shared": "--out-shared", "detached": "--detach",
 	"natural_layout": "--input", "stop": "--tol, --max-iter, --time-limit or --stall-tol",
 	"nodes": "--nodes", "threads": "--threads", "cluster": "--cluster", "overwrite": "--overwrite",

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/bench"
@@ -17,7 +19,9 @@ import (
 type table2Options struct {
 	sizes, algos, fashionMNIST string
 	asJSON                     bool
-	set                        map[string]bool // flags given on the command line
+	// timeCap is --time-cap: each run stops after it (0: none).
+	timeCap time.Duration
+	set     map[string]bool // flags given on the command line
 }
 
 // cmdTable2 runs bench --table2 (bench.RunTable2Set): every algorithm (or --algos) to the
@@ -35,6 +39,22 @@ func cmdTable2(jf *jobFlags, o table2Options, stdout, stderr io.Writer) error {
 	algos, err := bench.ParseAlgos(o.algos)
 	if err != nil {
 		return badInput("--algos: %v", err)
+	}
+	if o.timeCap < 0 {
+		return badInput("--time-cap must be >= 0, got %v", o.timeCap)
+	}
+	var accels []kernels.Accel // each setting once, in the order given
+	for _, a := range jf.accel.list {
+		if !slices.Contains(accels, a) {
+			accels = append(accels, a)
+		}
+	}
+	if len(accels) == 0 {
+		def, err := jf.accel.one()
+		if err != nil {
+			return err
+		}
+		accels = []kernels.Accel{def}
 	}
 	if !o.set["shards"] {
 		jf.shards = bench.Table2Shards
@@ -70,9 +90,10 @@ func cmdTable2(jf *jobFlags, o table2Options, stdout, stderr io.Writer) error {
 		bench.WriteTable2Header(stdout, jf.tol, jf.shards, threads)
 	}
 	// Each run's job is the flags' with the set's inputs, rank, initialisation and cap.
-	open := func(set bench.Table2Set, a kernels.AlgorithmInfo, shards int) (*didnmf.Job, error) {
+	open := func(set bench.Table2Set, a kernels.AlgorithmInfo, accel kernels.Accel, shards int) (*didnmf.Job, error) {
 		f := *jf
 		f.inputs, f.rank, f.algo, f.init = set.Inputs, set.K, string(a.Name), string(set.Init)
+		f.accel = accelFlag{list: []kernels.Accel{accel}}
 		f.shards, f.maxIter = shards, set.MaxIter
 		j, err := f.open()
 		if err != nil {
@@ -82,7 +103,8 @@ func cmdTable2(jf *jobFlags, o table2Options, stdout, stderr io.Writer) error {
 	}
 	failed := 0
 	for _, set := range sets {
-		rows, err := bench.RunTable2Set(set, algos, jf.shards, threads, open, func(r bench.Table2Row) {
+		cfg := bench.Table2Config{Shards: jf.shards, Threads: threads, Accels: accels, TimeCap: o.timeCap}
+		rows, err := bench.RunTable2Set(set, algos, cfg, open, func(r bench.Table2Row) {
 			if o.asJSON {
 				line, _ := json.Marshal(r)
 				fmt.Fprintln(stdout, string(line))
@@ -107,8 +129,9 @@ func cmdTable2(jf *jobFlags, o table2Options, stdout, stderr io.Writer) error {
 
 // registerTable2 adds bench's --table2 flags.
 func registerTable2(fs *flag.FlagSet, o *table2Options) *bool {
-	on := fs.Bool("table2", false, "run the paper's Table 2 on this machine: every algorithm to --tol on synthetic M=5, K=3 data of --sizes samples and on Fashion-MNIST (K=10, k-means init), one row each beside the paper's figures")
-	fs.StringVar(&o.sizes, "sizes", "1e5,1e6", "with --table2: synthetic sample counts, comma-separated (1e7 takes minutes per algorithm)")
+	on := fs.Bool("table2", false, "run the paper's Table 2 on this machine: every algorithm to --tol on synthetic M=5, K=3 data of --sizes samples and on Fashion-MNIST (K=10, k-means init), one row each beside the paper's figures; --accel takes a list there (off,auto or 'off;2,5;auto', or repeat it): did, bcd and hals run once per setting, side by side")
+	fs.StringVar(&o.sizes, "sizes", "1e5,1e6", "with --table2: synthetic sample counts, comma-separated, up to the paper's 1e7 and 1e8 (X is 4 GB at 1e8, DID's runs about 14 GB in all; the slow algorithms take hours there: see --time-cap)")
+	durationFlag(fs, &o.timeCap, "time-cap", 0, "with --table2: stop each run after this `DURATION` (e.g. 10m), initialisation included; its row says \"capped at\" with the iterations it did (0: no cap)")
 	fs.StringVar(&o.algos, "algos", "", "with --table2: algorithms to run, comma-separated (default all: "+algoNames()+")")
 	fs.StringVar(&o.fashionMNIST, "fashion-mnist", bench.DefaultFashionMNIST, "with --table2: `DIR` of Fashion-MNIST's train- and t10k-images-idx3-ubyte.gz (empty: no real-data rows)")
 	return on

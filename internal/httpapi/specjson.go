@@ -16,7 +16,7 @@ func EncodeSpec(s *jobspec.Spec) map[string]any {
 		"input": s.Inputs, "algorithm": string(s.Algo), "rank": s.Rank, "shards": s.Shards, "seed": s.Seed,
 		"init": string(s.Init), "form": s.Form.String(), "storage": s.Storage.String(), "layout": s.Layout.String(),
 		"rho": s.Rho, "alpha_coef": s.AlphaCoef, "alpha_basis": s.AlphaBasis, "l1_ratio": s.L1Ratio,
-		"loss": s.Loss.String(), "missing": s.Missing, "test_fraction": s.TestFraction, "test_seed": s.TestSeed,
+		"loss": s.Loss.String(), "missing": s.Missing, "test_fraction": s.TestFraction, "test_seed": s.TestSeed, "accel": s.Accel.String(),
 		"fan_in": s.FanIn, "checkpoint_every": s.CheckpointEvery, "max_iter": s.Stop.MaxIter, "tol": s.Stop.Tol,
 		"time_limit": s.Stop.TimeLimit.String(), "stall_tol": s.Stop.StallTol,
 	}

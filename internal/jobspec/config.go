@@ -23,7 +23,7 @@ func (s *Spec) Config(threads int) kernels.Config {
 // the kernels', for the driver and for every shard alike.
 func (s *Spec) Options() kernels.Options {
 	return kernels.Options{Form: s.Form, Rho: s.Rho, Storage: s.Storage, AlphaCoef: s.AlphaCoef, AlphaBasis: s.AlphaBasis, L1Ratio: s.L1Ratio, Loss: s.Loss,
-		Missing: s.Missing, TestFraction: s.TestFraction, TestSeed: s.TestSeed}
+		Missing: s.Missing, TestFraction: s.TestFraction, TestSeed: s.TestSeed, Accel: s.Accel}
 }
 
 // New returns the spec of a job on inputs with every other field at the CLI's default: seed
@@ -34,7 +34,44 @@ func New(inputs []string, algo kernels.Algorithm, rank, shards int) *Spec {
 	return &Spec{Inputs: inputs, Algo: algo, Rank: rank, Shards: shards, Seed: 1, Init: kernels.InitRandom,
 		Stop: kernels.StopRule{Tol: kernels.DefaultStopRule.Tol, MaxIter: kernels.DefaultStopRule.MaxIter, StallTol: DefaultStallTol},
 		Form: kernels.FormAuto, Storage: kernels.StorageAuto, Layout: matio.LayoutAuto, Rho: 1, FanIn: DefaultFanIn,
-		CheckpointEvery: -1, Ingest: IngestShared}
+		CheckpointEvery: -1, Ingest: IngestShared, Accel: defaultAccel()}
+}
+
+// defaultAccel is DefaultAccel parsed (a test holds it to parse).
+func defaultAccel() kernels.Accel {
+	a, _ := kernels.ParseAccel(DefaultAccel)
+	return a
+}
+
+// validateAccel checks the inner loops through kernels.ValidateAccel (the check every machine
+// makes): sweep counts in range, eps in (0, 1) with extra sweeps, and an algorithm that has
+// them. Its errors name the field accel.
+func (s *Spec) validateAccel() error {
+	err := s.Options().ValidateAccel(s.Algo)
+	if err == nil {
+		if e := s.Accel.Eps; !(e >= 0 && e < 1) { // harmless without extra sweeps, but not a setting
+			return fieldErr("accel", "{accel}: eps must be a number in (0, 1), got %v", e)
+		}
+		return nil
+	}
+	if msg, ok := strings.CutPrefix(err.Error(), "accel: "); ok {
+		return fieldErr("accel", "{accel} %s: %s", s.Accel, msg)
+	}
+	var with []string
+	for _, a := range kernels.AccelAlgorithms() {
+		with = append(with, string(a))
+	}
+	return fieldErr("accel", "{algorithm} %s has no accelerated inner loops ({accel} %s): the algorithms that have are %s",
+		s.Algo, s.Accel, strings.Join(with, ", "))
+}
+
+// accelOf reads the wire's accel fields, refusing sweep counts out of [0,
+// kernels.MaxAccelSweeps] before they become ints (Check then checks the rest, eps included).
+func accelOf(c, b int64, eps float64) (kernels.Accel, error) {
+	if c < 0 || c > kernels.MaxAccelSweeps || b < 0 || b > kernels.MaxAccelSweeps {
+		return kernels.Accel{}, fieldErr("accel", "{accel}: sweeps must be in 1..%d, got C %d and B %d on the wire", kernels.MaxAccelSweeps, c, b)
+	}
+	return kernels.Accel{CSweeps: int(c), BSweeps: int(b), Eps: eps}, nil
 }
 
 // validatePenalties checks the penalties: finite alphas >= 0, an L1 ratio in [0, 1], and an

@@ -27,6 +27,12 @@ const DefaultFanIn = 8
 // synthetic matrices reach --tol first (BENCHMARKS.md, "Stopping").
 const DefaultStallTol = 1e-4
 
+// DefaultAccel is the inner loops a job gets when it does not say (kernels.ParseAccel's form):
+// the CLI's --accel default, the HTTP API's and New's. Plain DID ("off") until the bank of
+// BENCHMARKS.md shows accelerated DID never slower; one constant, so that the CLI, the API and
+// the Go API change together. A wire spec always says (its zero accel fields are "off").
+const DefaultAccel = "off"
+
 // maxFanIn bounds the fan-in: a reducer of more children than this is a hostile spec.
 const maxFanIn = 1 << 16
 
@@ -81,6 +87,9 @@ type Spec struct {
 	Missing      bool
 	TestFraction float64
 	TestSeed     uint64
+	// Accel is accelerated DID's inner loops (kernels.Accel; the zero value is the plain
+	// algorithm): for did, bcd and hals only.
+	Accel kernels.Accel
 	// FanIn is the reduce tree's fan-in: a power of two in [2, 65536].
 	FanIn int
 	// CheckpointEvery is the checkpoint interval in iterations (0: none; negative: automatic).
@@ -175,6 +184,9 @@ func (s *Spec) Check() error {
 		return err
 	}
 	if err := s.validateMask(); err != nil {
+		return err
+	}
+	if err := s.validateAccel(); err != nil {
 		return err
 	}
 	if err := s.validateStop(); err != nil {
@@ -347,6 +359,7 @@ func (s *Spec) Wire() *messages.JobSpec {
 		Init: inits.wire(s.Init), InitBasis: s.InitBasis, InitCoef: s.InitCoef, Form: forms.wire(s.Form), Rho: s.Rho,
 		AlphaCoef: s.AlphaCoef, AlphaBasis: s.AlphaBasis, L1Ratio: s.L1Ratio, Loss: wireLoss(s.Loss), Beta: wireBeta(s.Loss),
 		Missing: s.Missing, TestFraction: s.TestFraction, TestSeed: s.TestSeed,
+		AccelCSweeps: int64(s.Accel.CSweeps), AccelBSweeps: int64(s.Accel.BSweeps), AccelEps: s.Accel.Eps,
 		CheckpointEvery: s.CheckpointEvery, Nodes: slices.Clone(s.Nodes), FanIn: int64(s.FanIn), Ingest: ingests.wire(s.Ingest),
 		Samples: s.Samples, Features: s.Features, NaturalLayout: layouts.wire(s.NaturalLayout), OutShared: s.OutShared,
 		StoredEntries: s.StoredEntries, Detached: s.Detached, Overwrite: s.Overwrite, Storage: storages.wire(s.Storage)}
@@ -377,6 +390,9 @@ func FromWire(w *messages.JobSpec) (*Spec, error) {
 		return nil, usererr.Errorf("rank %d, shards %d or fan-in %d out of range", w.Rank, w.Shards, w.FanIn)
 	}
 	if s.Loss, err = lossOf(w.Loss, w.Beta); err != nil {
+		return nil, err
+	}
+	if s.Accel, err = accelOf(w.AccelCSweeps, w.AccelBSweeps, w.AccelEps); err != nil {
 		return nil, err
 	}
 	if s.Init, err = inits.fromWire("init", w.Init); err != nil {

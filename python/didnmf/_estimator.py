@@ -93,6 +93,12 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     test_fraction : float, default=0.0
         Hold this fraction of the entries out of the fit and report their error
         (``report_['test_rel_err2']``).
+    accel : str or tuple, default='off'
+        Accelerated DID's inner loops (--accel): 'off' is the plain algorithm; 'auto' the
+        command's choice (3,5,0.1); 'C,B' or 'C,B,eps' (or a tuple) makes at most C coordinate
+        sweeps over each row of W and B over H an iteration, each loop stopping once its step
+        is below eps (default 0.1) of its first, with no further pass over X. For algo 'did',
+        'bcd' and 'hals' ('cd' is 'did'); ``report_['accel']`` says what ran.
     cluster : str or None, default=None
         'HOST:PORT' of a running cluster's member (comma-separated for several): the job runs
         there. An in-memory X is streamed to the shards; a path is read by the nodes.
@@ -144,6 +150,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         time_limit=None,
         missing=None,
         test_fraction=0.0,
+        accel=_params.DEFAULT_ACCEL,
         cluster=None,
         ingest=None,
         secret_file=None,
@@ -171,6 +178,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.time_limit = time_limit
         self.missing = missing
         self.test_fraction = test_fraction
+        self.accel = accel
         self.cluster = cluster
         self.ingest = ingest
         self.secret_file = secret_file

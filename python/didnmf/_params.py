@@ -21,12 +21,19 @@ __all__ = [
     "model_flags",
     "run_flags",
     "duration_flag",
+    "accel_flag",
+    "DEFAULT_ACCEL",
 ]
 
 # didnmf's algorithms (factorize --algo) and initialisations (--init).
 ALGOS = ("did", "dbcd", "bcd", "hals", "mu", "anls", "admm", "dadmm", "hpc-anls")
 INITS = ("random", "nndsvd", "nndsvda", "kmeans", "custom")
 SOLVERS = {"cd": "did", "mu": "mu"}
+# accel's default: plain DID, as the command's (jobspec.DefaultAccel); the command decides
+# what a setting means and refuses a bad one, accel_flag only gives it its form.
+DEFAULT_ACCEL = "off"
+ACCEL_NAMES = ("off", "auto")
+MAX_ACCEL_SWEEPS = 100
 BETA_NAMES = {"frobenius": 2.0, "kullback-leibler": 1.0, "itakura-saito": 0.0}
 
 
@@ -81,6 +88,7 @@ def _check_common(p, owner):
     duration_flag(p["time_limit"], owner)
     if p["missing"] not in (None, "nan"):
         raise _bad("missing", p["missing"], "None or 'nan'", owner)
+    accel_flag(p["accel"], owner)
     tf = p["test_fraction"]
     if not (_is_real(tf) and 0 <= tf < 1):
         raise _bad("test_fraction", tf, "a float in the range [0, 1)", owner)
@@ -188,8 +196,40 @@ def duration_flag(value, owner="NMF"):
     raise _bad("time_limit", value, "None, a number of seconds > 0, or a duration such as '10m'", owner)
 
 
+def accel_flag(value, owner="NMF"):
+    """--accel's value for accel: 'off' (plain DID), 'auto' (the command's AccelAuto), 'C,B' or
+    'C,B,eps' as a string, or a tuple (C, B) or (C, B, eps): at most C coordinate sweeps over
+    each row of W and B over H an iteration, each loop stopping once its step is below eps of
+    its first (did, bcd and hals only)."""
+    wants = (
+        "'off', 'auto', or 'C,B' / 'C,B,eps' (a str or a tuple): C and B ints in [1, 100] "
+        "(the most sweeps over W and over H an iteration), eps a float in (0, 1)"
+    )
+    if isinstance(value, str):
+        if value.strip() in ACCEL_NAMES:
+            return value.strip()
+        parts = [x.strip() for x in value.split(",")]
+    elif isinstance(value, (tuple, list)):
+        parts = list(value)
+    else:
+        raise _bad("accel", value, wants, owner)
+    if not 2 <= len(parts) <= 3:
+        raise _bad("accel", value, wants, owner)
+    try:
+        sweeps = [int(x) if isinstance(x, str) else x for x in parts[:2]]
+        eps = float(parts[2]) if len(parts) == 3 else None
+    except ValueError:
+        raise _bad("accel", value, wants, owner) from None
+    if not all(_is_int(c) and 1 <= c <= MAX_ACCEL_SWEEPS for c in sweeps):
+        raise _bad("accel", value, wants, owner)
+    if len(parts) == 3 and not (isinstance(parts[2], str) or _is_real(parts[2])) or eps is not None and not 0 < eps < 1:
+        raise _bad("accel", value, wants, owner)
+    flag = f"{int(sweeps[0])},{int(sweeps[1])}"
+    return flag if eps is None else f"{flag},{eps!r}"
+
+
 def model_flags(p):
-    """The flags of the fitted model and its stopping: algorithm, loss, penalties, tol,
+    """The flags of the fitted model and its stopping: algorithm, loss, penalties, accel, tol,
     max_iter. scikit-learn's tol (the relative fall of the error between checks) is didnmf's
     --stall-tol; tol=0 runs exactly max_iter iterations (--tol 0 --stall-tol 0)."""
     flags = ["--algo", algo_of(p), "--max-iter", p["max_iter"], "--stall-tol", repr(float(p["tol"]))]
@@ -199,6 +239,7 @@ def model_flags(p):
     if loss != "frobenius":
         flags += ["--loss", loss]
     flags += _penalty_flags(p, basis=True)
+    flags += ["--accel", accel_flag(p["accel"])]
     return flags
 
 

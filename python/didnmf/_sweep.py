@@ -136,6 +136,7 @@ def sweep(
     alpha_W=0.0,
     alpha_H="same",
     l1_ratio=0.0,
+    accel=_params.DEFAULT_ACCEL,
     verbose=0,
     shards=1,
     nodes=0,
@@ -170,7 +171,8 @@ def sweep(
     one, removed. ``parallel``: jobs at
     once (0: one here, one per node with nodes or cluster). ``init``: None is the command's
     'random' (the seeds must give different runs; 'nndsvd' and 'nndsvda' need seeds=1 and
-    test_fraction=0). The other parameters are ``NMF``'s; tol (the stall tolerance) and
+    test_fraction=0). The other parameters are ``NMF``'s (accel among them: every run's inner
+    loops); tol (the stall tolerance) and
     max_iter default to the command's for a sweep (1e-5 and 2000), which let the masked fits
     converge before their test errors are compared: a run that hits max_iter makes the
     suggestion unreliable (``unreliable``).
@@ -198,6 +200,7 @@ def sweep(
         alpha_W=alpha_W,
         alpha_H=alpha_H,
         l1_ratio=l1_ratio,
+        accel=accel,
         verbose=verbose,
         shards=shards,
         nodes=nodes,

@@ -1,0 +1,73 @@
+"""accel: accelerated DID's inner loops, from the estimator and sweep to the command's --accel,
+recorded in report_; a bad setting is a ValueError naming the parameter (here, or from the
+command's exit status 2)."""
+
+import numpy as np
+import pytest
+
+import didnmf
+from didnmf import _params, _sweep
+
+
+@pytest.fixture
+def small():
+    return np.random.default_rng(3).random((60, 8))
+
+
+def test_default_is_off_and_passed(small):
+    est = didnmf.NMF(2)
+    assert est.get_params()["accel"] == "off" == _params.DEFAULT_ACCEL
+    flags = _params.model_flags(_params.check_params(est))
+    i = flags.index("--accel")
+    assert flags[i + 1] == "off"
+
+
+@pytest.mark.parametrize(
+    "accel, flag",
+    [("off", "off"), ("auto", "auto"), ("2,4", "2,4"), (" 3, 5, 0.1 ", "3,5,0.1"), ((2, 4), "2,4"), ((2, 4, 0.25), "2,4,0.25"), (["3", "5", "0.5"], "3,5,0.5")],
+)
+def test_accel_flag_forms(accel, flag):
+    assert _params.accel_flag(accel) == flag
+
+
+@pytest.mark.parametrize("accel", ["fast", "", "3", "3,5,0.1,2", "0,5", "101,5", "3,5,1", "3,5,nan", "3,5,x", (3.5, 5), (3, 5, True), 5, None])
+def test_bad_accel_names_the_parameter(small, accel):
+    with pytest.raises(ValueError, match="The 'accel' parameter of NMF must be"):
+        didnmf.NMF(2, accel=accel).fit(small)
+
+
+@pytest.mark.parametrize("accel, recorded", [("off", "off"), ("auto", "auto"), ((2, 4, 0.25), "2,4,0.25"), ("3,5", "auto")])
+def test_report_records_the_accel(small, accel, recorded):
+    est = didnmf.NMF(2, accel=accel, random_state=0, max_iter=5, tol=0).fit(small)
+    assert est.report_["accel"] == recorded
+    assert est.n_iter_ == 5 and np.isfinite(est.components_).all()
+
+
+def test_hals_and_bcd_take_accel(small):
+    for algo in ("hals", "bcd"):
+        est = didnmf.NMF(2, algo=algo, accel="auto", random_state=0, max_iter=3, tol=0).fit(small)
+        assert est.report_["algo"] == algo and est.report_["accel"] == "auto"
+
+
+def test_an_algorithm_without_inner_loops_is_refused(small):
+    with pytest.raises(ValueError, match=r"--algo mu has no accelerated inner loops \(--accel auto\): the algorithms that have are did, bcd, hals"):
+        didnmf.NMF(2, solver="mu", accel="auto").fit(small)
+
+
+def test_sweep_passes_accel(small, monkeypatch):
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_run(args, **kw):
+        seen.append([str(a) for a in args])
+        raise Stop
+
+    monkeypatch.setattr(_sweep, "run", fake_run)
+    with pytest.raises(Stop):
+        didnmf.sweep(small, ranks=[2], seeds=1, accel=(2, 5))
+    args = seen[0]
+    assert args[0] == "sweep" and args[args.index("--accel") + 1] == "2,5"
+    with pytest.raises(ValueError, match="The 'accel' parameter of sweep must be"):
+        didnmf.sweep(small, ranks=[2], seeds=1, accel="sometimes")
