@@ -170,6 +170,26 @@ func (o Options) ValidateAccel(algo Algorithm) error {
 	if err := o.Accel.check(); err != nil {
 		return fmt.Errorf("accel: %v", err)
 	}
+	if o.Accel.On() && o.Masked() && (algo == BCD || algo == HALS) {
+		return fmt.Errorf("algorithm %s has no accelerated inner loops with %s (--accel %s): use --accel off, or algorithm did", algo, o.maskWhat(), o.Accel)
+	}
+	if !o.Accel.On() {
+		return nil
+	}
+	if slices.Contains(accelAlgorithms, algo) {
+		return o.validateExtrapolation(algo)
+	}
+	names := make([]string, len(accelAlgorithms))
+	for i, a := range accelAlgorithms {
+		names[i] = string(a)
+	}
+	return fmt.Errorf("algorithm %s has no accelerated inner loops (--accel %s): the algorithms that have are %s",
+		algo, o.Accel, strings.Join(names, ", "))
+}
+
+// validateExtrapolation refuses Accel.Extrapolate for an algorithm with inner loops other
+// than did, and for did with missing values or a test set.
+func (o Options) validateExtrapolation(algo Algorithm) error {
 	if o.Accel.Extrapolate {
 		if algo != DID {
 			return fmt.Errorf("algorithm %s does not extrapolate (--accel %s): only did does; use --accel C,B for its inner sweeps alone", algo, o.Accel)
@@ -178,18 +198,7 @@ func (o Options) ValidateAccel(algo Algorithm) error {
 			return fmt.Errorf("did cannot extrapolate (--accel %s) with %s yet: use --accel C,B (inner sweeps alone), which can", o.Accel, o.maskWhat())
 		}
 	}
-	if o.Accel.On() && o.Masked() && (algo == BCD || algo == HALS) {
-		return fmt.Errorf("algorithm %s has no accelerated inner loops with %s (--accel %s): use --accel off, or algorithm did", algo, o.maskWhat(), o.Accel)
-	}
-	if !o.Accel.On() || slices.Contains(accelAlgorithms, algo) {
-		return nil
-	}
-	names := make([]string, len(accelAlgorithms))
-	for i, a := range accelAlgorithms {
-		names[i] = string(a)
-	}
-	return fmt.Errorf("algorithm %s has no accelerated inner loops (--accel %s): the algorithms that have are %s",
-		algo, o.Accel, strings.Join(names, ", "))
+	return nil
 }
 
 // Pinned arithmetic of the inner loops (the assembly paths match it bit for bit).

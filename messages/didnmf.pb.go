@@ -1073,11 +1073,14 @@ type JobSpec struct {
 	// over each column of C and accel_b_sweeps over B an iteration, a loop stopping once its
 	// step's squared norm is at most accel_eps^2 times its first's. All 0 (or sweeps 1): the
 	// plain algorithm. Sweeps in [0, 100], eps in (0, 1) with extra sweeps; did, bcd and hals.
-	AccelCSweeps  int64   `protobuf:"varint,40,opt,name=accel_c_sweeps,json=accelCSweeps,proto3" json:"accel_c_sweeps,omitempty"`
-	AccelBSweeps  int64   `protobuf:"varint,41,opt,name=accel_b_sweeps,json=accelBSweeps,proto3" json:"accel_b_sweeps,omitempty"`
-	AccelEps      float64 `protobuf:"fixed64,42,opt,name=accel_eps,json=accelEps,proto3" json:"accel_eps,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AccelCSweeps int64   `protobuf:"varint,40,opt,name=accel_c_sweeps,json=accelCSweeps,proto3" json:"accel_c_sweeps,omitempty"`
+	AccelBSweeps int64   `protobuf:"varint,41,opt,name=accel_b_sweeps,json=accelBSweeps,proto3" json:"accel_b_sweeps,omitempty"`
+	AccelEps     float64 `protobuf:"fixed64,42,opt,name=accel_eps,json=accelEps,proto3" json:"accel_eps,omitempty"`
+	// With accel_extrapolate DID also extrapolates (kernels.Accel.Extrapolate: Ang & Gillis's
+	// scheme with restarts), which only did without missing values or a test set takes.
+	AccelExtrapolate bool `protobuf:"varint,43,opt,name=accel_extrapolate,json=accelExtrapolate,proto3" json:"accel_extrapolate,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -1353,6 +1356,13 @@ func (x *JobSpec) GetAccelEps() float64 {
 		return x.AccelEps
 	}
 	return 0
+}
+
+func (x *JobSpec) GetAccelExtrapolate() bool {
+	if x != nil {
+		return x.AccelExtrapolate
+	}
+	return false
 }
 
 // MaskStats are X's entries as a masked job sees them (kernels.MaskStats): observed,
@@ -6177,7 +6187,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bmax_iter\x18\x02 \x01(\x03R\amaxIter\x12,\n" +
 	"\x12time_limit_seconds\x18\x03 \x01(\x01R\x10timeLimitSeconds\x12\x1b\n" +
 	"\tstall_tol\x18\x04 \x01(\x01R\bstallTol\x12!\n" +
-	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\x8a\t\n" +
+	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\xb7\t\n" +
 	"\aJobSpec\x12\x16\n" +
 	"\x06inputs\x18\x01 \x03(\tR\x06inputs\x12&\n" +
 	"\x06layout\x18\x19 \x01(\x0e2\x0e.didnmf.LayoutR\x06layout\x12\x12\n" +
@@ -6218,7 +6228,8 @@ const file_didnmf_proto_rawDesc = "" +
 	"\ttest_seed\x18' \x01(\x04R\btestSeed\x12$\n" +
 	"\x0eaccel_c_sweeps\x18( \x01(\x03R\faccelCSweeps\x12$\n" +
 	"\x0eaccel_b_sweeps\x18) \x01(\x03R\faccelBSweeps\x12\x1b\n" +
-	"\taccel_eps\x18* \x01(\x01R\baccelEpsJ\x04\b\x02\x10\x03J\x04\b\x04\x10\x05J\x04\b\b\x10\tJ\x04\b\v\x10\fJ\x04\b\x10\x10\x11J\x04\b\x13\x10\x14J\x04\b\x18\x10\x19\"\xc4\x01\n" +
+	"\taccel_eps\x18* \x01(\x01R\baccelEps\x12+\n" +
+	"\x11accel_extrapolate\x18+ \x01(\bR\x10accelExtrapolateJ\x04\b\x02\x10\x03J\x04\b\x04\x10\x05J\x04\b\b\x10\tJ\x04\b\v\x10\fJ\x04\b\x10\x10\x11J\x04\b\x13\x10\x14J\x04\b\x18\x10\x19\"\xc4\x01\n" +
 	"\tMaskStats\x12\x1a\n" +
 	"\bobserved\x18\x01 \x01(\x03R\bobserved\x12\x18\n" +
 	"\amissing\x18\x02 \x01(\x03R\amissing\x12\x12\n" +

@@ -28,7 +28,8 @@ func TestAccelFlagReachesOptions(t *testing.T) {
 		{[]string{"--accel", "auto"}, kernels.AccelAuto},
 		{[]string{"--accel", "2,4"}, kernels.Accel{CSweeps: 2, BSweeps: 4, Eps: kernels.AccelAuto.Eps}},
 		{[]string{"--accel", "2,4,0.3", "--algo", "bcd"}, kernels.Accel{CSweeps: 2, BSweeps: 4, Eps: 0.3}},
-		{[]string{"--accel", "auto", "--algo", "hals"}, kernels.AccelAuto},
+		{[]string{"--accel", "3,5", "--algo", "hals"}, kernels.Accel{CSweeps: 3, BSweeps: 5, Eps: kernels.AccelAuto.Eps}},
+		{[]string{"--accel", "x"}, kernels.Accel{Extrapolate: true}},
 	} {
 		fs := flag.NewFlagSet("factorize", flag.ContinueOnError)
 		var jf jobFlags
@@ -56,7 +57,7 @@ func TestAccelFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"word", []string{"--accel", "fast"}, `invalid value "fast" for flag -accel: accel "fast": want off, auto, C,B or C,B,eps`},
+		{"word", []string{"--accel", "fast"}, `invalid value "fast" for flag -accel: accel "fast": want off, auto, x, C,B or C,B,eps`},
 		{"too many sweeps", []string{"--accel", "200,5"}, `invalid value "200,5" for flag -accel: accel "200,5": sweeps must be in 1..100, got C 200 and B 5`},
 		{"eps NaN", []string{"--accel", "3,5,NaN"}, `accel "3,5,NaN": eps must be a number in (0, 1), got NaN`},
 		{"eps 1", []string{"--accel", "3,5,1"}, `accel "3,5,1": eps must be a number in (0, 1), got 1`},

@@ -17,13 +17,14 @@ import (
 // message accounting.
 func TestFactorizeOnNodesSameBits(t *testing.T) {
 	dir := t.TempDir()
-	for _, algo := range []string{"did", "dbcd", "dadmm", "hpc-anls"} {
+	for _, run := range []struct{ algo, accel string }{{"did", "off"}, {"did", "auto"}, {"did", "3,4,0.2"}, {"dbcd", "off"}, {"dadmm", "off"}, {"hpc-anls", "off"}} {
+		algo := run.algo
 		var files [3][2][]byte
 		var reps [3]report.Report
 		for i, nodes := range []string{"0", "1", "3"} {
-			out := filepath.Join(dir, algo+nodes)
+			out := filepath.Join(dir, algo+run.accel+nodes)
 			code, _, stderr := runNode(t, "factorize", "--input", "synthetic:m=6,n=1500,k=3,seed=2,noise=0.01", "--rank", "3",
-				"--algo", algo, "--shards", "5", "--nodes", nodes, "--out", out, "--max-iter", "25", "--quiet")
+				"--algo", algo, "--accel", run.accel, "--shards", "5", "--nodes", nodes, "--out", out, "--max-iter", "25", "--quiet")
 			if code != 0 {
 				t.Fatalf("%s --nodes %s: exit %d: %s", algo, nodes, code, stderr)
 			}
@@ -33,7 +34,7 @@ func TestFactorizeOnNodesSameBits(t *testing.T) {
 		}
 		for i := 1; i < 3; i++ {
 			if !bytes.Equal(files[0][0], files[i][0]) || !bytes.Equal(files[0][1], files[i][1]) {
-				t.Fatalf("%s: factors on %d node(s) differ from the driver's", algo, reps[i].Nodes)
+				t.Fatalf("%s --accel %s: factors on %d node(s) differ from the driver's", algo, run.accel, reps[i].Nodes)
 			}
 			r := reps[i]
 			if r.MessagesPerIt == nil || *r.MessagesPerIt <= 0 || r.BytesPerIt == nil || *r.BytesPerIt <= 0 ||
@@ -85,5 +86,31 @@ func TestBenchOnNodesJSON(t *testing.T) {
 	// Every iteration's allreduce makes each shard wait a little, and each computes.
 	if !(r.ShardsBusy > 0 && r.ShardsBusy < 1) {
 		t.Errorf("shards_busy = %v, want in (0, 1)", r.ShardsBusy)
+	}
+}
+
+// TestAccelStallSameOnNodes: an extrapolating job stops by the same stall rule (its wider
+// window, kernels.StopRule.ForAccel) on the in-process driver and on nodes, at the same
+// iteration with the same bits.
+func TestAccelStallSameOnNodes(t *testing.T) {
+	dir := t.TempDir()
+	var files [2][]byte
+	var reps [2]report.Report
+	for i, nodes := range []string{"0", "3"} {
+		out := filepath.Join(dir, nodes)
+		code, _, stderr := runNode(t, "factorize", "--input", "synthetic:m=6,n=1500,k=3,seed=2,noise=0.05", "--rank", "3",
+			"--accel", "auto", "--shards", "4", "--nodes", nodes, "--out", out, "--max-iter", "3000", "--quiet")
+		if code != 0 {
+			t.Fatalf("--nodes %s: exit %d: %s", nodes, code, stderr)
+		}
+		files[i], _ = os.ReadFile(filepath.Join(out, "basis.npy"))
+		reps[i] = readReport(t, out)
+	}
+	if reps[0].StopReason != "stalled" {
+		t.Fatalf("the job stopped for %q after %d iterations, want stalled", reps[0].StopReason, reps[0].Iterations)
+	}
+	if reps[1].Iterations != reps[0].Iterations || reps[1].StopReason != reps[0].StopReason || !bytes.Equal(files[0], files[1]) {
+		t.Fatalf("on 3 nodes: %d iterations (%s), in process %d (%s); same basis %v", reps[1].Iterations, reps[1].StopReason,
+			reps[0].Iterations, reps[0].StopReason, bytes.Equal(files[0], files[1]))
 	}
 }

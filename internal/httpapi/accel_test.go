@@ -26,7 +26,8 @@ func TestDecodeSpecAccel(t *testing.T) {
 		{"", def},
 		{`"off"`, kernels.Accel{}},
 		{`"auto"`, kernels.AccelAuto},
-		{`"3,5,0.1"`, kernels.AccelAuto},
+		{`"3,5,0.1,x"`, kernels.AccelAuto},
+		{`"x"`, kernels.Accel{Extrapolate: true}},
 		{`"2,7"`, kernels.Accel{CSweeps: 2, BSweeps: 7, Eps: kernels.AccelAuto.Eps}},
 		{`"4,6,0.05"`, kernels.Accel{CSweeps: 4, BSweeps: 6, Eps: 0.05}},
 	} {
@@ -56,7 +57,7 @@ func TestDecodeSpecAccel(t *testing.T) {
 // TestDecodeSpecAccelErrors: a bad accel is the user's error naming the key accel.
 func TestDecodeSpecAccelErrors(t *testing.T) {
 	for _, tt := range []struct{ body, msg string }{
-		{`{"input": "x", "rank": 2, "accel": "fast"}`, `accel: accel "fast": want off, auto, C,B or C,B,eps`},
+		{`{"input": "x", "rank": 2, "accel": "fast"}`, `accel: accel "fast": want off, auto, x, C,B or C,B,eps`},
 		{`{"input": "x", "rank": 2, "accel": "1000000000,5"}`, "sweeps must be in 1..100"},
 		{`{"input": "x", "rank": 2, "accel": "3,5,NaN"}`, "eps must be a number in (0, 1), got NaN"},
 		{`{"input": "x", "rank": 2, "accel": 3}`, "accel must be a string, got 3"},

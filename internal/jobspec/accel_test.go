@@ -53,8 +53,10 @@ func TestCheckAccel(t *testing.T) {
 	}{
 		{"off", kernels.DID, kernels.Accel{}, "", ""},
 		{"auto on did", kernels.DID, kernels.AccelAuto, "", ""},
-		{"auto on bcd", kernels.BCD, kernels.AccelAuto, "", ""},
-		{"auto on hals", kernels.HALS, kernels.AccelAuto, "", ""},
+		{"sweeps on bcd", kernels.BCD, kernels.Accel{CSweeps: 3, BSweeps: 5, Eps: 0.1}, "", ""},
+		{"sweeps on hals", kernels.HALS, kernels.Accel{CSweeps: 3, BSweeps: 5, Eps: 0.1}, "", ""},
+		{"extrapolation on hals", kernels.HALS, kernels.AccelAuto,
+			"accel auto: algorithm hals does not extrapolate (--accel auto): only did does", "--accel auto: algorithm hals does not extrapolate"},
 		{"one sweep each on mu", kernels.MU, kernels.Accel{CSweeps: 1, BSweeps: 1}, "", ""},
 		{"auto on mu", kernels.MU, kernels.AccelAuto,
 			"algorithm mu has no accelerated inner loops (accel auto): the algorithms that have are did, bcd, hals",

@@ -57,6 +57,9 @@ func (s *Spec) validateAccel() error {
 	if msg, ok := strings.CutPrefix(err.Error(), "accel: "); ok {
 		return fieldErr("accel", "{accel} %s: %s", s.Accel, msg)
 	}
+	if s.Accel.Extrapolate && strings.Contains(err.Error(), "extrapolate") {
+		return fieldErr("accel", "{accel} %s: %s", s.Accel, err.Error())
+	}
 	var with []string
 	for _, a := range kernels.AccelAlgorithms() {
 		with = append(with, string(a))
@@ -67,11 +70,11 @@ func (s *Spec) validateAccel() error {
 
 // accelOf reads the wire's accel fields, refusing sweep counts out of [0,
 // kernels.MaxAccelSweeps] before they become ints (Check then checks the rest, eps included).
-func accelOf(c, b int64, eps float64) (kernels.Accel, error) {
+func accelOf(c, b int64, eps float64, extrapolate bool) (kernels.Accel, error) {
 	if c < 0 || c > kernels.MaxAccelSweeps || b < 0 || b > kernels.MaxAccelSweeps {
 		return kernels.Accel{}, fieldErr("accel", "{accel}: sweeps must be in 1..%d, got C %d and B %d on the wire", kernels.MaxAccelSweeps, c, b)
 	}
-	return kernels.Accel{CSweeps: int(c), BSweeps: int(b), Eps: eps}, nil
+	return kernels.Accel{CSweeps: int(c), BSweeps: int(b), Eps: eps, Extrapolate: extrapolate}, nil
 }
 
 // validatePenalties checks the penalties: finite alphas >= 0, an L1 ratio in [0, 1], and an

@@ -231,7 +231,7 @@ func (s *Spec) Info() kernels.AlgorithmInfo {
 // DeterministicRule is the part of the stop rule every shard applies on its own: everything
 // but the time limit, which only the coordinator can judge.
 func (s *Spec) DeterministicRule() kernels.StopRule {
-	r := s.Stop
+	r := s.Stop.ForAccel(s.Accel) // the rule the in-process driver stops by (kernels.Run)
 	r.TimeLimit = 0
 	return r
 }
@@ -359,7 +359,7 @@ func (s *Spec) Wire() *messages.JobSpec {
 		Init: inits.wire(s.Init), InitBasis: s.InitBasis, InitCoef: s.InitCoef, Form: forms.wire(s.Form), Rho: s.Rho,
 		AlphaCoef: s.AlphaCoef, AlphaBasis: s.AlphaBasis, L1Ratio: s.L1Ratio, Loss: wireLoss(s.Loss), Beta: wireBeta(s.Loss),
 		Missing: s.Missing, TestFraction: s.TestFraction, TestSeed: s.TestSeed,
-		AccelCSweeps: int64(s.Accel.CSweeps), AccelBSweeps: int64(s.Accel.BSweeps), AccelEps: s.Accel.Eps,
+		AccelCSweeps: int64(s.Accel.CSweeps), AccelBSweeps: int64(s.Accel.BSweeps), AccelEps: s.Accel.Eps, AccelExtrapolate: s.Accel.Extrapolate,
 		CheckpointEvery: s.CheckpointEvery, Nodes: slices.Clone(s.Nodes), FanIn: int64(s.FanIn), Ingest: ingests.wire(s.Ingest),
 		Samples: s.Samples, Features: s.Features, NaturalLayout: layouts.wire(s.NaturalLayout), OutShared: s.OutShared,
 		StoredEntries: s.StoredEntries, Detached: s.Detached, Overwrite: s.Overwrite, Storage: storages.wire(s.Storage)}
@@ -392,7 +392,7 @@ func FromWire(w *messages.JobSpec) (*Spec, error) {
 	if s.Loss, err = lossOf(w.Loss, w.Beta); err != nil {
 		return nil, err
 	}
-	if s.Accel, err = accelOf(w.AccelCSweeps, w.AccelBSweeps, w.AccelEps); err != nil {
+	if s.Accel, err = accelOf(w.AccelCSweeps, w.AccelBSweeps, w.AccelEps, w.AccelExtrapolate); err != nil {
 		return nil, err
 	}
 	if s.Init, err = inits.fromWire("init", w.Init); err != nil {

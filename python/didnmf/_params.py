@@ -32,7 +32,7 @@ SOLVERS = {"cd": "did", "mu": "mu"}
 # accel's default: plain DID, as the command's (jobspec.DefaultAccel); the command decides
 # what a setting means and refuses a bad one, accel_flag only gives it its form.
 DEFAULT_ACCEL = "off"
-ACCEL_NAMES = ("off", "auto")
+ACCEL_NAMES = ("off", "auto", "x")
 MAX_ACCEL_SWEEPS = 100
 BETA_NAMES = {"frobenius": 2.0, "kullback-leibler": 1.0, "itakura-saito": 0.0}
 
@@ -197,13 +197,15 @@ def duration_flag(value, owner="NMF"):
 
 
 def accel_flag(value, owner="NMF"):
-    """--accel's value for accel: 'off' (plain DID), 'auto' (the command's AccelAuto), 'C,B' or
-    'C,B,eps' as a string, or a tuple (C, B) or (C, B, eps): at most C coordinate sweeps over
-    each row of W and B over H an iteration, each loop stopping once its step is below eps of
-    its first (did, bcd and hals only)."""
+    """--accel's value for accel: 'off' (plain DID), 'auto' (the command's AccelAuto: inner
+    sweeps and extrapolation), 'x' (extrapolation alone), 'C,B' or 'C,B,eps' as a string, or a
+    tuple (C, B) or (C, B, eps), each optionally followed by 'x' (',x' in a string): at most C
+    coordinate sweeps over each row of W and B over H an iteration, each loop stopping once its
+    step is below eps of its first (did, bcd and hals), and with 'x' extrapolation (did only)."""
     wants = (
-        "'off', 'auto', or 'C,B' / 'C,B,eps' (a str or a tuple): C and B ints in [1, 100] "
-        "(the most sweeps over W and over H an iteration), eps a float in (0, 1)"
+        "'off', 'auto', 'x', or 'C,B' / 'C,B,eps' optionally followed by ',x' (a str or a tuple): "
+        "C and B ints in [1, 100] (the most sweeps over W and over H an iteration), eps a float "
+        "in (0, 1), x to extrapolate"
     )
     if isinstance(value, str):
         if value.strip() in ACCEL_NAMES:
@@ -213,6 +215,9 @@ def accel_flag(value, owner="NMF"):
         parts = list(value)
     else:
         raise _bad("accel", value, wants, owner)
+    extrapolate = len(parts) > 2 and parts[-1] == "x"
+    if extrapolate:
+        parts = parts[:-1]
     if not 2 <= len(parts) <= 3:
         raise _bad("accel", value, wants, owner)
     try:
@@ -225,7 +230,8 @@ def accel_flag(value, owner="NMF"):
     if len(parts) == 3 and not (isinstance(parts[2], str) or _is_real(parts[2])) or eps is not None and not 0 < eps < 1:
         raise _bad("accel", value, wants, owner)
     flag = f"{int(sweeps[0])},{int(sweeps[1])}"
-    return flag if eps is None else f"{flag},{eps!r}"
+    flag = flag if eps is None else f"{flag},{eps!r}"
+    return flag + ",x" if extrapolate else flag
 
 
 def model_flags(p):

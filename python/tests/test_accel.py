@@ -24,19 +24,19 @@ def test_default_is_off_and_passed(small):
 
 @pytest.mark.parametrize(
     "accel, flag",
-    [("off", "off"), ("auto", "auto"), ("2,4", "2,4"), (" 3, 5, 0.1 ", "3,5,0.1"), ((2, 4), "2,4"), ((2, 4, 0.25), "2,4,0.25"), (["3", "5", "0.5"], "3,5,0.5")],
+    [("off", "off"), ("auto", "auto"), ("2,4", "2,4"), (" 3, 5, 0.1 ", "3,5,0.1"), ((2, 4), "2,4"), ((2, 4, 0.25), "2,4,0.25"), (["3", "5", "0.5"], "3,5,0.5"), ("x", "x"), ("3,5,x", "3,5,x"), ((2, 4, 0.25, "x"), "2,4,0.25,x")],
 )
 def test_accel_flag_forms(accel, flag):
     assert _params.accel_flag(accel) == flag
 
 
-@pytest.mark.parametrize("accel", ["fast", "", "3", "3,5,0.1,2", "0,5", "101,5", "3,5,1", "3,5,nan", "3,5,x", (3.5, 5), (3, 5, True), 5, None])
+@pytest.mark.parametrize("accel", ["fast", "", "3", "3,5,0.1,2", "0,5", "101,5", "3,5,1", "3,5,nan", (3.5, 5), (3, 5, True), 5, None])
 def test_bad_accel_names_the_parameter(small, accel):
     with pytest.raises(ValueError, match="The 'accel' parameter of NMF must be"):
         didnmf.NMF(2, accel=accel).fit(small)
 
 
-@pytest.mark.parametrize("accel, recorded", [("off", "off"), ("auto", "auto"), ((2, 4, 0.25), "2,4,0.25"), ("3,5", "auto")])
+@pytest.mark.parametrize("accel, recorded", [("off", "off"), ("auto", "auto"), ((2, 4, 0.25), "2,4,0.25"), ("3,5,0.1,x", "auto"), ("x", "x")])
 def test_report_records_the_accel(small, accel, recorded):
     est = didnmf.NMF(2, accel=accel, random_state=0, max_iter=5, tol=0).fit(small)
     assert est.report_["accel"] == recorded
@@ -45,8 +45,8 @@ def test_report_records_the_accel(small, accel, recorded):
 
 def test_hals_and_bcd_take_accel(small):
     for algo in ("hals", "bcd"):
-        est = didnmf.NMF(2, algo=algo, accel="auto", random_state=0, max_iter=3, tol=0).fit(small)
-        assert est.report_["algo"] == algo and est.report_["accel"] == "auto"
+        est = didnmf.NMF(2, algo=algo, accel="3,5", random_state=0, max_iter=3, tol=0).fit(small)
+        assert est.report_["algo"] == algo and est.report_["accel"] == "3,5,0.1"
 
 
 def test_an_algorithm_without_inner_loops_is_refused(small):
