@@ -201,3 +201,13 @@ func fieldOf(e *usererr.Error) string {
 	}
 	return e.Field
 }
+
+// TestAccelFootprint: an extrapolating job reserves its shards' previous coefficients.
+func TestAccelFootprint(t *testing.T) {
+	if got := AccelFootprint(1000, 7, kernels.AccelAuto); got != 8*1000*7 {
+		t.Errorf("auto: %d bytes, want %d", got, 8*1000*7)
+	}
+	if got := AccelFootprint(1000, 7, kernels.Accel{CSweeps: 3, BSweeps: 5, Eps: 0.1}); got != 0 {
+		t.Errorf("sweeps alone: %d bytes, want 0", got)
+	}
+}

@@ -182,7 +182,8 @@ func (s *Spec) Footprint(d *Shape) []int64 {
 	need := make([]int64, s.Shards)
 	for i := range need {
 		m, n := int64(d.Features), int64(cols[i+1]-cols[i])
-		need[i] = ShardFootprint(m, n, int64(s.Rank), d.Density(), s.Layout) + HeldOutFootprint(m, n, d.Density(), s.TestFraction, s.Layout)
+		need[i] = ShardFootprint(m, n, int64(s.Rank), d.Density(), s.Layout) + HeldOutFootprint(m, n, d.Density(), s.TestFraction, s.Layout) +
+			AccelFootprint(n, int64(s.Rank), s.Accel)
 	}
 	return need
 }
@@ -199,6 +200,15 @@ func HeldOutFootprint(m, cols int64, density, frac float64, layout matio.Layout)
 		return 0
 	}
 	return int64(32*frac*float64(m)*float64(cols)) + blockBytes(m, cols, density, layout)
+}
+
+// AccelFootprint estimates the bytes a shard of cols samples and rank k holds beyond
+// ShardFootprint for accel: with extrapolation, the previous plain coefficients (K x n).
+func AccelFootprint(cols, k int64, a kernels.Accel) int64 {
+	if !a.Extrapolate {
+		return 0
+	}
+	return 8 * cols * k
 }
 
 // ShardFootprint estimates the bytes a shard of m features, cols samples and rank k holds:
