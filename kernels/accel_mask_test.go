@@ -16,7 +16,7 @@ import (
 // round-off across shard counts), after a resume; an exact objective and held-out error; a monotone objective; and
 // fewer iterations to plain DID's error.
 
-// maskAccels are the accelerated settings of the tests: AccelAuto and a looser one.
+// maskAccels are the accelerated settings of the tests: maskAccelSweeps and a looser one.
 var maskAccels = []Accel{{CSweeps: 3, BSweeps: 5, Eps: 0.1}, {CSweeps: 2, BSweeps: 3, Eps: 0.3}}
 
 // accelMaskOptions are the mask settings of the accelerated tests: missing values, a test
@@ -267,7 +267,7 @@ func TestMaskedAccelNoAllocations(t *testing.T) {
 		for _, in := range maskInputs()[:2] {
 			for _, mo := range accelMaskOptions {
 				o := mo.o
-				o.Accel = AccelAuto
+				o.Accel = maskAccelSweeps
 				ms := newMachines(t, maskedSpecs(t, in.x, 1, DID, k, o, nil, nil, pool), nil)
 				driveMachines(t, ms, 2, nil)
 				if a := allocsPerIteration(t, ms[0]); a != 0 {
@@ -423,7 +423,7 @@ func TestMaskedAccelInterrupt(t *testing.T) {
 	pool := NewPool(2)
 	defer pool.Close()
 	x := withNaN(synthDense(140, 600, 3, 51, 0.05), 0.1, 52)
-	o := Options{Missing: true, TestFraction: 0.1, TestSeed: 3, AlphaBasis: 0.01, Accel: AccelAuto}
+	o := Options{Missing: true, TestFraction: 0.1, TestSeed: 3, AlphaBasis: 0.01, Accel: maskAccelSweeps}
 	specs := maskedSpecs(t, x, 2, DID, 3, o, nil, nil, pool)
 
 	// The uninterrupted run, with the site of every look of shard 0.
@@ -519,7 +519,7 @@ func TestMaskedAccelRank10Paths(t *testing.T) {
 				for _, threads := range []int{1, 2} {
 					cfg := baseConfig(DID, 10, StopRule{MaxIter: 8})
 					cfg.Options = mo.o
-					cfg.Options.Accel = AccelAuto
+					cfg.Options.Accel = maskAccelSweeps
 					cfg.Threads = threads
 					cfg.Options.Kernel = path
 					res := mustRun(t, in.x, 2, cfg)
@@ -535,3 +535,7 @@ func TestMaskedAccelRank10Paths(t *testing.T) {
 		}
 	}
 }
+
+// maskAccelSweeps is AccelAuto's inner sweeps without its extrapolation, which masked DID
+// does not have.
+var maskAccelSweeps = Accel{CSweeps: AccelAuto.CSweeps, BSweeps: AccelAuto.BSweeps, Eps: AccelAuto.Eps}
