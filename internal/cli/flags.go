@@ -138,7 +138,7 @@ func (a *accelFlag) Set(s string) error {
 }
 
 // accelNames are the settings kernels.ParseAccel reads by name.
-var accelNames = map[string]bool{"off": true, "none": true, "auto": true, "on": true}
+var accelNames = map[string]bool{"off": true, "none": true, "auto": true, "on": true, "x": true}
 
 // one returns the one setting of a fit: the default when none was given, an error when
 // several were.
@@ -157,7 +157,7 @@ func (a *accelFlag) one() (kernels.Accel, error) {
 }
 
 // accelUsage is --accel's help.
-var accelUsage = fmt.Sprintf("accelerated DID's inner loops, a `SETTING`: off (plain DID), auto (%d,%d,%g, kernels.AccelAuto), C,B or C,B,eps: at most C coordinate sweeps over each column of C and B over B an iteration, each loop stopping once its step is below eps (default %g) of its first; no further allreduce (did, bcd, hals; default %s)",
+var accelUsage = fmt.Sprintf("accelerated DID, a `SETTING`: off (plain DID), auto (%d,%d,%g,x, kernels.AccelAuto), x (extrapolation alone), C,B or C,B,eps, optionally followed by ,x: at most C coordinate sweeps over each column of C and B over B an iteration, each loop stopping once its step is below eps (default %g) of its first, and with x extrapolation with restarts (did without --missing or --test-fraction); no further allreduce (sweeps: did, bcd, hals; default %s)",
 	kernels.AccelAuto.CSweeps, kernels.AccelAuto.BSweeps, kernels.AccelAuto.Eps, kernels.AccelAuto.Eps, jobspec.DefaultAccel)
 
 // defaultStallTol is --stall-tol's default (see jobspec.DefaultStallTol for how it was chosen).
