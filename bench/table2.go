@@ -188,7 +188,8 @@ type table2Run struct {
 }
 
 // table2Runs lists the runs of algos under cfg: each algorithm that has inner loops once per
-// accel of cfg, the others once.
+// accel of cfg, the others once. bcd and hals, which do not extrapolate, run a setting's
+// sweeps alone (named so), and a setting that is then one they already run is not repeated.
 func table2Runs(algos []kernels.AlgorithmInfo, cfg Table2Config) []table2Run {
 	accels := cfg.Accels
 	if len(accels) == 0 {
@@ -200,7 +201,18 @@ func table2Runs(algos []kernels.AlgorithmInfo, cfg Table2Config) []table2Run {
 			runs = append(runs, table2Run{algo: a})
 			continue
 		}
+		var seen []kernels.Accel
 		for _, acc := range accels {
+			if a.Name != kernels.DID {
+				acc.Extrapolate = false // only did extrapolates: the others run the setting's sweeps
+				if !acc.On() {
+					acc = kernels.Accel{}
+				}
+			}
+			if slices.Contains(seen, acc) {
+				continue
+			}
+			seen = append(seen, acc)
 			runs = append(runs, table2Run{algo: a, accel: acc, name: acc.String()})
 		}
 	}
