@@ -245,21 +245,7 @@ func sweepCoefsGo(h, cs, c, old, gneg, ginv []float64, k, kp, ncols, extra int, 
 		st := first
 		for l := 0; l < extra && st > thr; l++ {
 			copy(prev, row)
-			for p := range row {
-				s := hj[p]
-				gp := gneg[p*k : p*k+k]
-				for q := p; q < k; q++ {
-					s = math.FMA(gp[q], row[q], s)
-				}
-				for q := 0; q < p; q++ {
-					s = math.FMA(gp[q], row[q], s)
-				}
-				n := math.FMA(s, ginv[p], row[p])
-				if n < 0 {
-					n = 0
-				}
-				row[p] = n
-			}
+			updateCoefRow(row, hj, gneg, ginv, k)
 			st = 0
 			for p, v := range row {
 				d := v - prev[p]

@@ -496,22 +496,28 @@ func updateCoefsGo(h, cs, c, gneg, ginv []float64, k, kp, ncols int) {
 		row := cs[j*kp : j*kp+k]
 		hj := h[j*kp : j*kp+k]
 		copy(row, cj)
-		for p := range row {
-			s := hj[p]
-			gp := gneg[p*k : p*k+k]
-			for q := p; q < k; q++ {
-				s = math.FMA(gp[q], row[q], s)
-			}
-			for q := 0; q < p; q++ {
-				s = math.FMA(gp[q], row[q], s)
-			}
-			n := math.FMA(s, ginv[p], row[p])
-			if n < 0 {
-				n = 0
-			}
-			row[p] = n
-		}
+		updateCoefRow(row, hj, gneg, ginv, k)
 		copy(cj, row)
+	}
+}
+
+// updateCoefRow is step 2 on one column: row holds its K coefficients, updated in place from
+// hj (its h_j), -G and 1/diag(G), in the pinned order (gramlane.go's header).
+func updateCoefRow(row, hj, gneg, ginv []float64, k int) {
+	for p := range row {
+		s := hj[p]
+		gp := gneg[p*k : p*k+k]
+		for q := p; q < k; q++ {
+			s = math.FMA(gp[q], row[q], s)
+		}
+		for q := 0; q < p; q++ {
+			s = math.FMA(gp[q], row[q], s)
+		}
+		n := math.FMA(s, ginv[p], row[p])
+		if n < 0 {
+			n = 0
+		}
+		row[p] = n
 	}
 }
 
