@@ -38,8 +38,9 @@ type Accel struct {
 	Eps float64
 	// Extrapolate adds Ang & Gillis's extrapolation with restarts (2019) to DID: each
 	// iteration's C (in the same pass) and the next iteration's starting B move on along their
-	// last step by a factor beta that grows while the objective falls and shrinks, with a
-	// restart from the plain iterate, when it rises (see extrapolation in did.go). beta
+	// last step by a factor beta that grows while the objective keeps its lowest value and
+	// shrinks, with a restart from the plain iterate, when it is above it (see extrapolation
+	// in did.go). beta
 	// depends only on the replicated objective, so the iterates stay independent of the
 	// sharding.
 	Extrapolate bool

@@ -294,19 +294,31 @@ func TestStallFollowsLowest(t *testing.T) {
 	}
 }
 
-func TestStopRuleForAccel(t *testing.T) {
-	for _, c := range []struct {
-		rule StopRule
-		a    Accel
-		want int
+// TestExtrapolationRestartsAboveLowest: the extrapolation restarts whenever an objective is
+// above the lowest so far, not only when it rose from the one before: after an overshoot, the
+// iterations that come down again but stay above the best are restarts too (Ang & Gillis's
+// comparison with the previous objective alone counted them as successes and grew beta from a
+// bad point).
+func TestExtrapolationRestartsAboveLowest(t *testing.T) {
+	x := newExtrapolation(AccelAuto, 2, 1, 1)
+	x.begin([]float64{1, 1}, []float64{1})
+	b := extrapBeta0
+	for i, c := range []struct {
+		obj     float64
+		restart bool
 	}{
-		{StopRule{StallTol: 1e-4}, Accel{}, 0},
-		{StopRule{StallTol: 1e-4}, Accel{CSweeps: 3, BSweeps: 5, Eps: 0.1}, 0},
-		{StopRule{StallTol: 1e-4}, AccelAuto, AccelStallWindow},
-		{StopRule{StallTol: 1e-4, StallWindow: 7}, AccelAuto, 7},
+		{10, false}, {8, false}, {12, true}, {9, true}, {8, false}, {math.NaN(), true}, {7.5, false},
 	} {
-		if got := c.rule.ForAccel(c.a).StallWindow; got != c.want {
-			t.Errorf("%+v with %s: window %d, want %d", c.rule, c.a, got, c.want)
+		x.finish(c.obj)
+		if x.restart != c.restart {
+			t.Fatalf("objective %d (%g): restart %v, want %v", i, c.obj, x.restart, c.restart)
 		}
+		if c.restart && x.beta != b/extrapShrink || !c.restart && !(x.beta > b) {
+			t.Fatalf("objective %d (%g): beta %g after %g, restart %v", i, c.obj, x.beta, b, c.restart)
+		}
+		b = x.beta
+	}
+	if x.best != 7.5 {
+		t.Fatalf("lowest objective %g, want 7.5", x.best)
 	}
 }

@@ -230,9 +230,10 @@
 //     and V, M K^2 each and no data touched, with the same rule on all of B.
 //   - Extrapolation (Extrapolate; Ang & Gillis 2019, their HER scheme): C, in its update's
 //     pass, and the next iteration's starting B move on along their last step by beta, which
-//     grows while the objective falls; when it rises the next iteration restarts from the
-//     plain iterates with a smaller beta. The objective may then rise for an iteration, so
-//     the stall rule follows the lowest objective so far ([StopRule] StallTol).
+//     grows while each objective is the lowest so far; when one is above it, the next
+//     iteration restarts from the plain iterates with a smaller beta. The objective may then
+//     stay above its lowest for an iteration or two, so the stall rule follows the lowest
+//     objective so far ([StopRule] StallTol).
 //
 // Every decision depends on a column's own values, on the replicated B, W and V, or on the
 // replicated objective: the iterates are bitwise the same on every kernel path, thread count

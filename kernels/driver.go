@@ -265,7 +265,7 @@ func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progr
 			pt.TestRelErr2, pt.TestRMSE = ObservedErrors(sse, res.TestSqNorm, res.TestCount)
 		}
 	}
-	stopper := NewStopper(cfg.Stop.ForAccel(cfg.Options.Accel))
+	stopper := NewStopper(cfg.Stop)
 	start := time.Now()
 	iterStart := start
 	steps := make([]Step, p)

@@ -86,21 +86,6 @@ func NewStopper(rule StopRule) *Stopper { return &Stopper{rule: rule} }
 // window returns the stall rule's look-back in iterations.
 func (s *Stopper) window() int { return s.rule.Window() }
 
-// ForAccel returns the rule a run with accel stops by: with extrapolation and the default
-// stall window, a window of AccelStallWindow iterations, since an extrapolating run's lowest
-// objective may stay put for a few iterations after a restart while it is still far from
-// stalled (measured on the paper's synthetic: with 10, accelerated DID stalled at 8x plain's
-// converged error; with 40 it converged). Every other rule is returned as it is.
-func (r StopRule) ForAccel(a Accel) StopRule {
-	if a.Extrapolate && r.StallWindow == 0 {
-		r.StallWindow = AccelStallWindow
-	}
-	return r
-}
-
-// AccelStallWindow is the stall window of an extrapolating run that sets none (ForAccel).
-const AccelStallWindow = 4 * defaultStallWindow
-
 // Window returns the number of iterations the stall rule looks back: StallWindow, or its
 // default (10) when that is 0.
 func (r StopRule) Window() int {

@@ -89,9 +89,9 @@ func TestBenchOnNodesJSON(t *testing.T) {
 	}
 }
 
-// TestAccelStallSameOnNodes: an extrapolating job stops by the same stall rule (its wider
-// window, kernels.StopRule.ForAccel) on the in-process driver and on nodes, at the same
-// iteration with the same bits.
+// TestAccelStallSameOnNodes: an extrapolating job, whose objective can stay above its lowest
+// for an iteration after a restart, stops by the same stall rule on the in-process driver and
+// on nodes, at the same iteration with the same bits.
 func TestAccelStallSameOnNodes(t *testing.T) {
 	dir := t.TempDir()
 	var files [2][]byte

@@ -231,7 +231,7 @@ func (s *Spec) Info() kernels.AlgorithmInfo {
 // DeterministicRule is the part of the stop rule every shard applies on its own: everything
 // but the time limit, which only the coordinator can judge.
 func (s *Spec) DeterministicRule() kernels.StopRule {
-	r := s.Stop.ForAccel(s.Accel) // the rule the in-process driver stops by (kernels.Run)
+	r := s.Stop
 	r.TimeLimit = 0
 	return r
 }
