@@ -404,6 +404,15 @@ func TestFusedExtrapBitwise(t *testing.T) {
 									t.Fatalf("m=%d k=%d ngroups=%d l1=%v extra=%d eps2=%v beta=%v: c %s; cprev %s; a %s; v %s",
 										m, k, ngroups, l1, extra, eps2, beta, firstDiff(gc, wc), firstDiff(gp, wp), firstDiff(ga, wa), firstDiff(gv, wv))
 								}
+								if extra == 0 { // the form with sweeps takes extra = 0 as none as well
+									gc, gp = append(gc[:0], c0...), append(gp[:0], p0...)
+									ga, gv = append(ga[:0], a0...), append(gv[:0], v0...)
+									fusedAccelExtrapKernels[m-1][k-1](x, sc.bp, g4, i4, gc, ngroups, 0, eps2, gp, beta, ga, gv)
+									if !sameBits(gc, wc) || !sameBits(gp, wp) || !sameBits(ga, wa) || !sameBits(gv, wv) {
+										t.Fatalf("fusedAccelExtrap m=%d k=%d ngroups=%d l1=%v extra=0 beta=%v: c %s; cprev %s; a %s; v %s",
+											m, k, ngroups, l1, beta, firstDiff(gc, wc), firstDiff(gp, wp), firstDiff(ga, wa), firstDiff(gv, wv))
+									}
+								}
 								for i, v := range wc {
 									if beta > 0 && v == 0 && wp[i] > 0 {
 										clipped++

@@ -745,7 +745,7 @@ func fusedM1K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM1K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM1K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 1, k = 1 (kp = 4)
+// fusedExtrapM1K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -753,7 +753,7 @@ func fusedAccelM1K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM1K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM1K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 1, k = 1 (kp = 4)
+// fusedAccelExtrapM1K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -777,7 +777,7 @@ func fusedM1K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM1K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM1K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 1, k = 2 (kp = 4)
+// fusedExtrapM1K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -785,7 +785,7 @@ func fusedAccelM1K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM1K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM1K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 1, k = 2 (kp = 4)
+// fusedAccelExtrapM1K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -809,7 +809,7 @@ func fusedM1K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM1K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM1K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 1, k = 3 (kp = 4)
+// fusedExtrapM1K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -817,7 +817,7 @@ func fusedAccelM1K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM1K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM1K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 1, k = 3 (kp = 4)
+// fusedAccelExtrapM1K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -841,7 +841,7 @@ func fusedM1K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM1K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM1K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 1, k = 4 (kp = 4)
+// fusedExtrapM1K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -849,7 +849,7 @@ func fusedAccelM1K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM1K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM1K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 1, k = 4 (kp = 4)
+// fusedAccelExtrapM1K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -873,7 +873,7 @@ func fusedM2K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM2K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM2K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 2, k = 1 (kp = 4)
+// fusedExtrapM2K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -881,7 +881,7 @@ func fusedAccelM2K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM2K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM2K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 2, k = 1 (kp = 4)
+// fusedAccelExtrapM2K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -905,7 +905,7 @@ func fusedM2K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM2K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM2K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 2, k = 2 (kp = 4)
+// fusedExtrapM2K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -913,7 +913,7 @@ func fusedAccelM2K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM2K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM2K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 2, k = 2 (kp = 4)
+// fusedAccelExtrapM2K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -937,7 +937,7 @@ func fusedM2K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM2K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM2K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 2, k = 3 (kp = 4)
+// fusedExtrapM2K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -945,7 +945,7 @@ func fusedAccelM2K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM2K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM2K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 2, k = 3 (kp = 4)
+// fusedAccelExtrapM2K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -969,7 +969,7 @@ func fusedM2K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM2K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM2K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 2, k = 4 (kp = 4)
+// fusedExtrapM2K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -977,7 +977,7 @@ func fusedAccelM2K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM2K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM2K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 2, k = 4 (kp = 4)
+// fusedAccelExtrapM2K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1001,7 +1001,7 @@ func fusedM3K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM3K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM3K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 3, k = 1 (kp = 4)
+// fusedExtrapM3K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1009,7 +1009,7 @@ func fusedAccelM3K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM3K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM3K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 3, k = 1 (kp = 4)
+// fusedAccelExtrapM3K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1033,7 +1033,7 @@ func fusedM3K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM3K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM3K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 3, k = 2 (kp = 4)
+// fusedExtrapM3K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1041,7 +1041,7 @@ func fusedAccelM3K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM3K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM3K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 3, k = 2 (kp = 4)
+// fusedAccelExtrapM3K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1065,7 +1065,7 @@ func fusedM3K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM3K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM3K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 3, k = 3 (kp = 4)
+// fusedExtrapM3K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1073,7 +1073,7 @@ func fusedAccelM3K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM3K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM3K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 3, k = 3 (kp = 4)
+// fusedAccelExtrapM3K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1097,7 +1097,7 @@ func fusedM3K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM3K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM3K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 3, k = 4 (kp = 4)
+// fusedExtrapM3K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1105,7 +1105,7 @@ func fusedAccelM3K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM3K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM3K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 3, k = 4 (kp = 4)
+// fusedAccelExtrapM3K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1129,7 +1129,7 @@ func fusedM4K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM4K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM4K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 4, k = 1 (kp = 4)
+// fusedExtrapM4K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1137,7 +1137,7 @@ func fusedAccelM4K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM4K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM4K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 4, k = 1 (kp = 4)
+// fusedAccelExtrapM4K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1161,7 +1161,7 @@ func fusedM4K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM4K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM4K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 4, k = 2 (kp = 4)
+// fusedExtrapM4K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1169,7 +1169,7 @@ func fusedAccelM4K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM4K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM4K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 4, k = 2 (kp = 4)
+// fusedAccelExtrapM4K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1193,7 +1193,7 @@ func fusedM4K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM4K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM4K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 4, k = 3 (kp = 4)
+// fusedExtrapM4K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1201,7 +1201,7 @@ func fusedAccelM4K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM4K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM4K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 4, k = 3 (kp = 4)
+// fusedAccelExtrapM4K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1225,7 +1225,7 @@ func fusedM4K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM4K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM4K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 4, k = 4 (kp = 4)
+// fusedExtrapM4K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1233,7 +1233,7 @@ func fusedAccelM4K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM4K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM4K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 4, k = 4 (kp = 4)
+// fusedAccelExtrapM4K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1257,7 +1257,7 @@ func fusedM5K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM5K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM5K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 5, k = 1 (kp = 4)
+// fusedExtrapM5K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1265,7 +1265,7 @@ func fusedAccelM5K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM5K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM5K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 5, k = 1 (kp = 4)
+// fusedAccelExtrapM5K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1289,7 +1289,7 @@ func fusedM5K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM5K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM5K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 5, k = 2 (kp = 4)
+// fusedExtrapM5K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1297,7 +1297,7 @@ func fusedAccelM5K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM5K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM5K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 5, k = 2 (kp = 4)
+// fusedAccelExtrapM5K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1321,7 +1321,7 @@ func fusedM5K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM5K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM5K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 5, k = 3 (kp = 4)
+// fusedExtrapM5K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1329,7 +1329,7 @@ func fusedAccelM5K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM5K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM5K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 5, k = 3 (kp = 4)
+// fusedAccelExtrapM5K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1353,7 +1353,7 @@ func fusedM5K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM5K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM5K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 5, k = 4 (kp = 4)
+// fusedExtrapM5K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1361,7 +1361,7 @@ func fusedAccelM5K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM5K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM5K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 5, k = 4 (kp = 4)
+// fusedAccelExtrapM5K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1385,7 +1385,7 @@ func fusedM6K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM6K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM6K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 6, k = 1 (kp = 4)
+// fusedExtrapM6K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1393,7 +1393,7 @@ func fusedAccelM6K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM6K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM6K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 6, k = 1 (kp = 4)
+// fusedAccelExtrapM6K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1417,7 +1417,7 @@ func fusedM6K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM6K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM6K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 6, k = 2 (kp = 4)
+// fusedExtrapM6K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1425,7 +1425,7 @@ func fusedAccelM6K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM6K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM6K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 6, k = 2 (kp = 4)
+// fusedAccelExtrapM6K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1449,7 +1449,7 @@ func fusedM6K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM6K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM6K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 6, k = 3 (kp = 4)
+// fusedExtrapM6K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1457,7 +1457,7 @@ func fusedAccelM6K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM6K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM6K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 6, k = 3 (kp = 4)
+// fusedAccelExtrapM6K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1481,7 +1481,7 @@ func fusedM6K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM6K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM6K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 6, k = 4 (kp = 4)
+// fusedExtrapM6K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1489,7 +1489,7 @@ func fusedAccelM6K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM6K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM6K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 6, k = 4 (kp = 4)
+// fusedAccelExtrapM6K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1513,7 +1513,7 @@ func fusedM7K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM7K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM7K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 7, k = 1 (kp = 4)
+// fusedExtrapM7K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1521,7 +1521,7 @@ func fusedAccelM7K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM7K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM7K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 7, k = 1 (kp = 4)
+// fusedAccelExtrapM7K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1545,7 +1545,7 @@ func fusedM7K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM7K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM7K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 7, k = 2 (kp = 4)
+// fusedExtrapM7K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1553,7 +1553,7 @@ func fusedAccelM7K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM7K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM7K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 7, k = 2 (kp = 4)
+// fusedAccelExtrapM7K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1577,7 +1577,7 @@ func fusedM7K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM7K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM7K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 7, k = 3 (kp = 4)
+// fusedExtrapM7K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1585,7 +1585,7 @@ func fusedAccelM7K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM7K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM7K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 7, k = 3 (kp = 4)
+// fusedAccelExtrapM7K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1609,7 +1609,7 @@ func fusedM7K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM7K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM7K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 7, k = 4 (kp = 4)
+// fusedExtrapM7K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1617,7 +1617,7 @@ func fusedAccelM7K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM7K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM7K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 7, k = 4 (kp = 4)
+// fusedAccelExtrapM7K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1641,7 +1641,7 @@ func fusedM8K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM8K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM8K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 8, k = 1 (kp = 4)
+// fusedExtrapM8K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1649,7 +1649,7 @@ func fusedAccelM8K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM8K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM8K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 8, k = 1 (kp = 4)
+// fusedAccelExtrapM8K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1673,7 +1673,7 @@ func fusedM8K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM8K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM8K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 8, k = 2 (kp = 4)
+// fusedExtrapM8K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1681,7 +1681,7 @@ func fusedAccelM8K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM8K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM8K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 8, k = 2 (kp = 4)
+// fusedAccelExtrapM8K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1705,7 +1705,7 @@ func fusedM8K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM8K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM8K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 8, k = 3 (kp = 4)
+// fusedExtrapM8K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1713,7 +1713,7 @@ func fusedAccelM8K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM8K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM8K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 8, k = 3 (kp = 4)
+// fusedAccelExtrapM8K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1737,7 +1737,7 @@ func fusedM8K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM8K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
-// fusedExtrapM8K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs) after step 2 for m = 8, k = 4 (kp = 4)
+// fusedExtrapM8K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
@@ -1745,7 +1745,7 @@ func fusedAccelM8K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []fl
 //go:noescape
 func fusedExtrapM8K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
 
-// fusedAccelExtrapM8K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2 for m = 8, k = 4 (kp = 4)
+// fusedAccelExtrapM8K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
 // between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).

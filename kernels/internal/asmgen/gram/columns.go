@@ -437,13 +437,13 @@ func fusedSmall(m, k int, f fusedForm) {
 	switch {
 	case f.sweeps && f.extrap:
 		sig = "func(x, bp, gneg4, ginv4, c []float64, ngroups, extra int, eps2 float64, cprev []float64, beta float64, a, v []float64)"
-		what = "steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs) after step 2"
+		what = "steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2"
 	case f.sweeps:
 		sig = "func(x, bp, gneg4, ginv4, c []float64, ngroups, extra int, eps2 float64, a, v []float64)"
 		what = "steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2"
 	case f.extrap:
 		sig = "func(x, bp, gneg4, ginv4, c []float64, ngroups int, cprev []float64, beta float64, a, v []float64)"
-		what = "steps 1-4 with the extrapolation (extrapolateCoefs) after step 2"
+		what = "steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2"
 	}
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
