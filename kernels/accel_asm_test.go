@@ -306,3 +306,222 @@ func TestFusedAccelBitwise(t *testing.T) {
 		}
 	}
 }
+
+// fusedExtrapReference is the batched sequence fusedExtrap must match: fusedAccelReference's
+// steps with extrapolateCoefs (cprev, beta) between the sweeps and accDense, as updateSweep
+// runs them.
+func fusedExtrapReference(x, bp, gneg, ginv, c []float64, m, k, ncols, extra int, eps2, l1 float64, cprev []float64, beta float64, a, v []float64) {
+	const kp = 4
+	h := make([]float64, ncols*kp)
+	dotsDenseGo(bp, x, m, kp, ncols, h)
+	subtractL1(h, l1, k, kp, ncols)
+	old := append([]float64(nil), c[:ncols*k]...)
+	cs := make([]float64, ncols*kp)
+	updateCoefsGo(h, cs, c, gneg, ginv, k, kp, ncols)
+	sweepCoefsGo(h, cs, c, old, gneg, ginv, k, kp, ncols, extra, eps2)
+	extrapolateCoefs(cs, c, cprev, beta, k, kp, ncols)
+	genericGram.accDense(x, m, k, kp, ncols, cs, a, v)
+}
+
+// extrapPrev returns previous plain coefficients for ncols columns of rank k near c0 (some
+// above, so that the moved value falls below 0 and is clipped, some equal), with NaN, an
+// infinity and a -0 among them.
+func extrapPrev(c0 []float64, k, ncols int, seed uint64) []float64 {
+	r := rand.New(rand.NewPCG(seed, 7))
+	p := make([]float64, ncols*k)
+	for i := range p {
+		switch r.IntN(6) {
+		case 0:
+			p[i] = c0[i]
+		case 1:
+			p[i] = c0[i] + 3 + r.Float64() // far above: the moved value is negative, clipped to 0
+		default:
+			p[i] = c0[i] * (0.5 + r.Float64())
+		}
+	}
+	if ncols >= 8 {
+		p[3*k] = math.NaN()
+		p[4*k+k-1] = math.Inf(-1)
+		p[6*k] = math.Copysign(0, -1)
+		p[7*k] = math.Inf(1)
+	}
+	return p
+}
+
+// TestFusedExtrapBitwise checks the fused extrapolating kernels (with and without further
+// sweeps) against the batched sequence for every m <= maxFusedM and k <= 4, on 1 to 5 groups of
+// four columns (pairs and a single group), with and without an L1 shift, extra 0..3, several
+// eps2 and betas (0 included), a dead component, NaN and infinite coefficients and previous
+// coefficients that send the moved value below 0: C, the previous coefficients, A and V.
+func TestFusedExtrapBitwise(t *testing.T) {
+	if !hasAVX512 || avx512Gram.fusedExtrap == nil {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	clipped := 0
+	for m := 1; m <= maxFusedM; m++ {
+		for k := 1; k <= 4; k++ {
+			for _, ngroups := range []int{1, 2, 3, 5} {
+				ncols := 4 * ngroups
+				sc := newSweepsCase(m, k, ncols, uint64(1000+100*m+10*k+ngroups), false)
+				x, c0 := sc.x, sc.old
+				if ngroups >= 2 {
+					x[1*m] = math.NaN() // column 1: NaN h, coefficients and steps
+					for p := 0; p < k; p++ {
+						c0[2*k+p] = math.Inf(1) // column 2: an infinite first step
+					}
+					c0[5*k] = math.Copysign(0, -1)
+				}
+				p0 := extrapPrev(c0, k, ncols, uint64(m*10+k))
+				a0 := make([]float64, 4*m)
+				v0 := make([]float64, 4*k)
+				for i := range a0 {
+					a0[i] = float64(i%5) - 1.5
+				}
+				for i := range v0 {
+					v0[i] = float64(i%3) + 0.25
+				}
+				for _, l1 := range []float64{0, 0.05} {
+					g4, i4 := make([]float64, 4*k*k), make([]float64, 4*k+4)
+					repeat4(g4, sc.gneg)
+					repeat4(i4[:4*k], sc.ginv)
+					for u := 4 * k; u < len(i4); u++ {
+						i4[u] = l1
+					}
+					for extra := 0; extra <= 3; extra++ {
+						for _, eps2 := range []float64{1e-300, 0.01, math.Nextafter(1, 0)} {
+							for _, beta := range []float64{0, 0.3, 0.7501, 1} {
+								wc := append([]float64(nil), c0...)
+								wp := append([]float64(nil), p0...)
+								wa := append([]float64(nil), a0...)
+								wv := append([]float64(nil), v0...)
+								fusedExtrapReference(x, sc.bp, sc.gneg, sc.ginv, wc, m, k, ncols, extra, eps2, l1, wp, beta, wa, wv)
+								gc := append([]float64(nil), c0...)
+								gp := append([]float64(nil), p0...)
+								ga := append([]float64(nil), a0...)
+								gv := append([]float64(nil), v0...)
+								avx512Gram.fusedExtrap(x, sc.bp, g4, i4, gc, m, k, ngroups, extra, eps2, gp, beta, ga, gv)
+								if !sameBits(gc, wc) || !sameBits(gp, wp) || !sameBits(ga, wa) || !sameBits(gv, wv) {
+									t.Fatalf("m=%d k=%d ngroups=%d l1=%v extra=%d eps2=%v beta=%v: c %s; cprev %s; a %s; v %s",
+										m, k, ngroups, l1, extra, eps2, beta, firstDiff(gc, wc), firstDiff(gp, wp), firstDiff(ga, wa), firstDiff(gv, wv))
+								}
+								if extra == 0 { // the form with sweeps takes extra = 0 as none as well
+									gc, gp = append(gc[:0], c0...), append(gp[:0], p0...)
+									ga, gv = append(ga[:0], a0...), append(gv[:0], v0...)
+									fusedAccelExtrapKernels[m-1][k-1](x, sc.bp, g4, i4, gc, ngroups, 0, eps2, gp, beta, ga, gv)
+									if !sameBits(gc, wc) || !sameBits(gp, wp) || !sameBits(ga, wa) || !sameBits(gv, wv) {
+										t.Fatalf("fusedAccelExtrap m=%d k=%d ngroups=%d l1=%v extra=0 beta=%v: c %s; cprev %s; a %s; v %s",
+											m, k, ngroups, l1, beta, firstDiff(gc, wc), firstDiff(gp, wp), firstDiff(ga, wa), firstDiff(gv, wv))
+									}
+								}
+								for i, v := range wc {
+									if beta > 0 && v == 0 && wp[i] > 0 {
+										clipped++
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if clipped == 0 {
+		t.Fatal("no moved coefficient was clipped to 0: the cases do not test the max")
+	}
+}
+
+// TestFusedExtrapLaneBitwise runs gramLaneSweep with an extrapolating setting on the AVX-512
+// kernels (the fused extrapolating kernel for the groups of four, the separate steps for the
+// last ncols mod 4 columns of a span) and on the generic ones, over every fused shape and
+// lane bounds that leave 0 to 3 tail columns: C, the previous coefficients, A and V must have
+// the same bits, and the fused kernel must have run.
+func TestFusedExtrapLaneBitwise(t *testing.T) {
+	if !hasAVX512 || avx512Gram.fusedExtrap == nil {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	calls := 0
+	kern := avx512Gram
+	kern.fusedExtrap = func(x, bp, g4, i4, c []float64, m, k, ngroups, extra int, eps2 float64, cprev []float64, beta float64, a, v []float64) {
+		calls++
+		avx512Gram.fusedExtrap(x, bp, g4, i4, c, m, k, ngroups, extra, eps2, cprev, beta, a, v)
+	}
+	run := func(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, c0, p0 []float64, a Accel, beta float64) (c, cprev, av, vv []float64) {
+		m, _ := x.Dims()
+		kp := paddedK(k)
+		c, cprev = append([]float64(nil), c0...), append([]float64(nil), p0...)
+		av, vv = make([]float64, m*kp), make([]float64, k*kp)
+		for i := range av {
+			av[i] = float64(i%5) / 8
+		}
+		for i := range vv {
+			vv[i] = float64(i%3) / 4
+		}
+		sw := newCoefSweeps(a, k)
+		sw.beta, sw.cprev = beta, cprev
+		gramLaneSweep(kern, x, k, lo, hi, bp, gneg, ginv, l1, c, av, vv, make([]float64, gramLaneScratch(m, k)), nil, nil, sw, nil)
+		return c, cprev, av, vv
+	}
+	for m := 1; m <= maxFusedM; m++ {
+		for k := 1; k <= 4; k++ {
+			for _, n := range []int{5, 14, 41, 263} {
+				x, bp, gneg, ginv, c0 := gramLaneCase(m, n, k, false, uint64(m*100+k+n))
+				p0 := extrapPrev(c0, k, n, uint64(n))
+				for _, lo := range []int{0, 1, 2, 3} {
+					for _, a := range []Accel{{Extrapolate: true}, {CSweeps: 3, BSweeps: 1, Eps: 0.1, Extrapolate: true}} {
+						for _, l1 := range []float64{0, 0.03} {
+							for _, beta := range []float64{0, 0.55} {
+								wc, wp, wa, wv := run(&genericGram, x, k, lo, n, bp, gneg, ginv, l1, c0, p0, a, beta)
+								before := calls
+								gc, gp, ga, gv := run(&kern, x, k, lo, n, bp, gneg, ginv, l1, c0, p0, a, beta)
+								if n-lo >= 4 && calls == before {
+									t.Fatalf("m=%d k=%d n=%d lo=%d: the fused extrapolating kernel did not run", m, k, n, lo)
+								}
+								if !sameBits(gc, wc) || !sameBits(gp, wp) || !sameBits(ga, wa) || !sameBits(gv, wv) {
+									t.Fatalf("m=%d k=%d n=%d lo=%d accel=%v l1=%v beta=%v: c %s; cprev %s; a %s; v %s", m, k, n, lo, a, l1, beta,
+										firstDiff(gc, wc), firstDiff(gp, wp), firstDiff(ga, wa), firstDiff(gv, wv))
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestFusedExtrapChecksLengths: the checked wrapper refuses a short slice (cprev included)
+// instead of reading or writing past it.
+func TestFusedExtrapChecksLengths(t *testing.T) {
+	if !hasAVX512 {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	const m, k, ngroups = 5, 3, 2
+	sc := newSweepsCase(m, k, 4*ngroups, 9, false)
+	g4, i4 := make([]float64, 4*k*k), make([]float64, 4*k+4)
+	cprev := make([]float64, 4*ngroups*k)
+	for _, short := range []string{"x", "c", "cprev", "a", "v"} {
+		for _, extra := range []int{0, 2} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("extra=%d: fusedExtrap with a short %s did not panic", extra, short)
+					}
+				}()
+				x, c, p, a, v := sc.x, append([]float64(nil), sc.old...), cprev, make([]float64, 4*m), make([]float64, 4*k)
+				switch short {
+				case "x":
+					x = x[:len(x)-1]
+				case "c":
+					c = c[:len(c)-1]
+				case "cprev":
+					p = p[:len(p)-1]
+				case "a":
+					a = a[:len(a)-1]
+				case "v":
+					v = v[:len(v)-1]
+				}
+				fusedExtrapAVX512Checked(x, sc.bp, g4, i4, c, m, k, ngroups, extra, 0.01, p, 0.5, a, v)
+			}()
+		}
+	}
+}

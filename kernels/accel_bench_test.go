@@ -49,8 +49,12 @@ func BenchmarkSweeps(b *testing.B) {
 // (X is 40 MB, C 24 MB, so memory is in play): the fused
 // kernel (plain DID), the fused kernel with at most extra = 2 further sweeps (eps2 = 0.01), and
 // the batched steps with the sweeps between update and accDense (the path an accelerated run
-// takes without fusedAccel). C is restored outside the timer before each pass, so each pass
-// starts from the same coefficients. ns/col is per column.
+// takes without fusedAccel); then the extrapolating forms: the fused kernel with the sweeps
+// and the extrapolation (fusedExtrap, --accel auto's C update), with the extrapolation alone
+// (fusedExtrapOnly, --accel x), and the batched steps with extrapolateCoefs after the sweeps
+// (batchedExtrap: what an extrapolating run took before fusedExtrap). C (and the previous
+// coefficients) are restored outside the timer before each pass, so each pass starts from the
+// same coefficients. ns/col is per column.
 //
 //	go test -run '^$' -bench BenchmarkFusedAccel -benchtime 20x ./kernels
 func BenchmarkFusedAccel(b *testing.B) {
@@ -71,6 +75,12 @@ func benchFusedAccel(b *testing.B, ncols int) {
 	repeat4(g4, sc.gneg)
 	repeat4(i4[:4*k], sc.ginv)
 	c := make([]float64, len(sc.old))
+	const beta = 0.5
+	prev0 := make([]float64, len(sc.old)) // previous plain coefficients, near C
+	for i, v := range sc.old {
+		prev0[i] = v * (0.75 + float64(i%5)/8)
+	}
+	prev := make([]float64, len(prev0))
 	a, v := make([]float64, 4*m), make([]float64, 4*k)
 	h, cs, old := make([]float64, gramBatchCols*kp), make([]float64, gramBatchCols*kp), make([]float64, gramBatchCols*k)
 	runs := []struct {
@@ -90,12 +100,29 @@ func benchFusedAccel(b *testing.B, ncols int) {
 				kern.accDense(xb, m, k, kp, nb, cs, a, v)
 			}
 		}},
+		{"fusedExtrap", func() {
+			kern.fusedExtrap(sc.x, sc.bp, g4, i4, c, m, k, ncols/4, extra, eps2, prev, beta, a, v)
+		}},
+		{"fusedExtrapOnly", func() { kern.fusedExtrap(sc.x, sc.bp, g4, i4, c, m, k, ncols/4, 0, eps2, prev, beta, a, v) }},
+		{"batchedExtrap", func() {
+			for j0 := 0; j0 < ncols; j0 += gramBatchCols {
+				nb := min(gramBatchCols, ncols-j0)
+				xb, cb := sc.x[j0*m:(j0+nb)*m], c[j0*k:(j0+nb)*k]
+				kern.dotsDense(sc.bp, xb, m, kp, nb, h)
+				copy(old, cb)
+				kern.update(h, cs, cb, sc.gneg, sc.ginv, k, kp, nb)
+				kern.sweeps(h, cs, cb, old, sc.gneg, sc.ginv, k, kp, nb, extra, eps2)
+				extrapolateCoefs(cs, cb, prev[j0*k:(j0+nb)*k], beta, k, kp, nb)
+				kern.accDense(xb, m, k, kp, nb, cs, a, v)
+			}
+		}},
 	}
 	for _, r := range runs {
 		b.Run(r.name, func(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				copy(c, sc.old)
+				copy(prev, prev0)
 				b.StartTimer()
 				r.pass()
 			}

@@ -69,6 +69,11 @@ type gramKernels struct {
 	// columns it gives the bits of dotsDense, subtractL1, update, sweeps (extra further sweeps
 	// at most, stopping at eps2, as sweepCoefsGo) and accDense. i4 and g4 as for fused.
 	fusedAccel func(x, bp, g4, i4, c []float64, m, k, ngroups, extra int, eps2 float64, a, v []float64)
+	// fusedExtrap, when set, is fusedAccel with accelerated DID's extrapolation after the
+	// sweeps (extra >= 0: none when 0): the bits of dotsDense, subtractL1, update, sweeps,
+	// extrapolateCoefs (cprev: the columns' previous plain coefficients, k a column, which
+	// take the new plain ones; beta) and accDense on the moved coefficients.
+	fusedExtrap func(x, bp, g4, i4, c []float64, m, k, ngroups, extra int, eps2 float64, cprev []float64, beta float64, a, v []float64)
 	// cols, when set, runs steps 1 and 3 of dense blocks of at least colsMinRows rows with
 	// the vector lanes over columns and rows (see denseCols).
 	cols *denseCols
@@ -195,7 +200,7 @@ func gramLaneSweep(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []f
 	dn, _ := x.(*Dense)
 	fused := kern.fused != nil
 	if sw != nil {
-		fused = kern.fusedAccel != nil && sw.fusable()
+		fused = sw.fusable(kern)
 	}
 	if fused && dn != nil && dn.Data != nil && kp == 4 && m <= maxFusedM {
 		extra := scratch[2*gramBatchCols*kp:]
@@ -259,7 +264,9 @@ func gramLaneSweep(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []f
 
 // gramLaneFused is gramLane for a small dense float64 block on the fused kernel: groups of
 // four columns in one pass, the last columns of a batch (fewer than four) by the separate
-// steps after them, so that A and V still accumulate in column order.
+// steps after them, so that A and V still accumulate in column order. With sw set, the
+// accelerated form: further sweeps (fusedAccel) and, when sw extrapolates, the extrapolation
+// (fusedExtrap, on sw.cprev's columns), as updateSweep runs them on the last columns.
 func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv []float64, l1 float64, g4, i4, c, a, v, h, cs []float64, norms *normSums, sw *coefSweeps, flag *interruptFlag) {
 	m := x.Rows
 	kp := paddedK(k)
@@ -270,10 +277,14 @@ func gramLaneFused(kern *gramKernels, x *Dense, k, lo, hi int, bp, gneg, ginv []
 		}
 		j1 := min(hi, j0+span)
 		if n4 := (j1 - j0) / 4; n4 > 0 {
-			if sw != nil {
-				kern.fusedAccel(x.Data[j0*m:(j0+4*n4)*m], bp, g4, i4, c[j0*k:(j0+4*n4)*k], m, k, n4, sw.extra, sw.eps2, a, v)
-			} else {
-				kern.fused(x.Data[j0*m:(j0+4*n4)*m], bp, g4, i4, c[j0*k:(j0+4*n4)*k], m, k, n4, a, v)
+			xg, cg := x.Data[j0*m:(j0+4*n4)*m], c[j0*k:(j0+4*n4)*k]
+			switch {
+			case sw == nil:
+				kern.fused(xg, bp, g4, i4, cg, m, k, n4, a, v)
+			case sw.extrap:
+				kern.fusedExtrap(xg, bp, g4, i4, cg, m, k, n4, sw.extra, sw.eps2, sw.cprev[j0*k:(j0+4*n4)*k], sw.beta, a, v)
+			default:
+				kern.fusedAccel(xg, bp, g4, i4, cg, m, k, n4, sw.extra, sw.eps2, a, v)
 			}
 			norms.push(c[j0*k : (j0+4*n4)*k])
 			j0 += 4 * n4
@@ -367,8 +378,11 @@ func newCoefSweeps(a Accel, k int) *coefSweeps {
 	return &coefSweeps{extra: a.cExtra(), eps2: a.eps2(), old: make([]float64, gramBatchCols*k), extrap: a.Extrapolate}
 }
 
-// fusable reports whether a lane with this setting may take a fused kernel's accelerated form.
-func (sw *coefSweeps) fusable() bool { return !sw.extrap }
+// fusable reports whether a lane with this setting may take a fused kernel of kern: its
+// accelerated form, with the extrapolation when the setting extrapolates.
+func (sw *coefSweeps) fusable(kern *gramKernels) bool {
+	return kern.fusedAccel != nil && (!sw.extrap || kern.fusedExtrap != nil)
+}
 
 // updateSweep runs step 2 on the batch of ncols columns that starts at column j0 of the
 // shard and, with sw set, their further sweeps and their extrapolation (extrapolateCoefs).

@@ -34,19 +34,20 @@ var avx2Gram = gramKernels{
 // and accumulations over many rows); the coordinate update and the register-resident small
 // shapes are the AVX2 code, which AVX-512 would not shorten.
 var avx512Gram = gramKernels{
-	dotsDense:  dotsDenseAVX512Checked,
-	dotsSparse: dotsSparseAVX512Checked,
-	update:     updateAVX2Checked,
-	accDense:   accDenseAVX2Checked, // rows in registers: the same code
-	accSparse:  accSparseAVX512Checked,
-	accDenseA:  accDenseAAVX2Checked,
-	accSparseA: accSparseAAVX512Checked,
-	accV:       accVAVX2Checked,
-	accVIdx:    accVIdxAVX512Checked,
-	accAIdx:    accAIdxAVX2Checked,
-	sweeps:     sweepsAVX512Checked,
-	fused:      fusedAVX512Checked,
-	fusedAccel: fusedAccelAVX512Checked,
+	dotsDense:   dotsDenseAVX512Checked,
+	dotsSparse:  dotsSparseAVX512Checked,
+	update:      updateAVX2Checked,
+	accDense:    accDenseAVX2Checked, // rows in registers: the same code
+	accSparse:   accSparseAVX512Checked,
+	accDenseA:   accDenseAAVX2Checked,
+	accSparseA:  accSparseAAVX512Checked,
+	accV:        accVAVX2Checked,
+	accVIdx:     accVIdxAVX512Checked,
+	accAIdx:     accAIdxAVX2Checked,
+	sweeps:      sweepsAVX512Checked,
+	fused:       fusedAVX512Checked,
+	fusedAccel:  fusedAccelAVX512Checked,
+	fusedExtrap: fusedExtrapAVX512Checked,
 	cols: &denseCols{
 		dots64: dotsDenseColsF64Checked,
 		dots32: dotsDenseColsF32Checked,
@@ -428,6 +429,46 @@ var fusedAccelKernels = [maxFusedM][4]func(x, bp, gneg4, ginv4, c []float64, ngr
 	{fusedAccelM6K1AVX512, fusedAccelM6K2AVX512, fusedAccelM6K3AVX512, fusedAccelM6K4AVX512},
 	{fusedAccelM7K1AVX512, fusedAccelM7K2AVX512, fusedAccelM7K3AVX512, fusedAccelM7K4AVX512},
 	{fusedAccelM8K1AVX512, fusedAccelM8K2AVX512, fusedAccelM8K3AVX512, fusedAccelM8K4AVX512},
+}
+
+// fusedExtrapAVX512Checked is fusedAccelAVX512Checked with accelerated DID's extrapolation
+// after the sweeps: the bits of dotsDense, subtractL1, update, sweepCoefsGo (extra, eps2),
+// extrapolateCoefs (cprev, beta) and accDense on the same columns. extra <= 0 extrapolates
+// without further sweeps.
+func fusedExtrapAVX512Checked(x, bp, g4, i4, c []float64, m, k, ngroups, extra int, eps2 float64, cprev []float64, beta float64, a, v []float64) {
+	mustGram(m >= 1 && m <= maxFusedM && k >= 1 && k <= 4 && ngroups >= 1 && len(x) >= 4*ngroups*m && len(bp) >= 4*m &&
+		len(g4) >= 4*k*k && len(i4) >= 4*k+4 && len(c) >= 4*ngroups*k && len(cprev) >= 4*ngroups*k && len(a) >= 4*m && len(v) >= 4*k)
+	if extra <= 0 {
+		fusedExtrapKernels[m-1][k-1](x, bp, g4, i4, c, ngroups, cprev, beta, a, v)
+		return
+	}
+	fusedAccelExtrapKernels[m-1][k-1](x, bp, g4, i4, c, ngroups, extra, eps2, cprev, beta, a, v)
+}
+
+// fusedExtrapKernels holds the fused kernels with the extrapolation and no further sweeps by
+// [m-1][k-1].
+var fusedExtrapKernels = [maxFusedM][4]func(x, bp, gneg4, ginv4, c []float64, ngroups int, cprev []float64, beta float64, a, v []float64){
+	{fusedExtrapM1K1AVX512, fusedExtrapM1K2AVX512, fusedExtrapM1K3AVX512, fusedExtrapM1K4AVX512},
+	{fusedExtrapM2K1AVX512, fusedExtrapM2K2AVX512, fusedExtrapM2K3AVX512, fusedExtrapM2K4AVX512},
+	{fusedExtrapM3K1AVX512, fusedExtrapM3K2AVX512, fusedExtrapM3K3AVX512, fusedExtrapM3K4AVX512},
+	{fusedExtrapM4K1AVX512, fusedExtrapM4K2AVX512, fusedExtrapM4K3AVX512, fusedExtrapM4K4AVX512},
+	{fusedExtrapM5K1AVX512, fusedExtrapM5K2AVX512, fusedExtrapM5K3AVX512, fusedExtrapM5K4AVX512},
+	{fusedExtrapM6K1AVX512, fusedExtrapM6K2AVX512, fusedExtrapM6K3AVX512, fusedExtrapM6K4AVX512},
+	{fusedExtrapM7K1AVX512, fusedExtrapM7K2AVX512, fusedExtrapM7K3AVX512, fusedExtrapM7K4AVX512},
+	{fusedExtrapM8K1AVX512, fusedExtrapM8K2AVX512, fusedExtrapM8K3AVX512, fusedExtrapM8K4AVX512},
+}
+
+// fusedAccelExtrapKernels holds the fused kernels with further sweeps and the extrapolation by
+// [m-1][k-1].
+var fusedAccelExtrapKernels = [maxFusedM][4]func(x, bp, gneg4, ginv4, c []float64, ngroups, extra int, eps2 float64, cprev []float64, beta float64, a, v []float64){
+	{fusedAccelExtrapM1K1AVX512, fusedAccelExtrapM1K2AVX512, fusedAccelExtrapM1K3AVX512, fusedAccelExtrapM1K4AVX512},
+	{fusedAccelExtrapM2K1AVX512, fusedAccelExtrapM2K2AVX512, fusedAccelExtrapM2K3AVX512, fusedAccelExtrapM2K4AVX512},
+	{fusedAccelExtrapM3K1AVX512, fusedAccelExtrapM3K2AVX512, fusedAccelExtrapM3K3AVX512, fusedAccelExtrapM3K4AVX512},
+	{fusedAccelExtrapM4K1AVX512, fusedAccelExtrapM4K2AVX512, fusedAccelExtrapM4K3AVX512, fusedAccelExtrapM4K4AVX512},
+	{fusedAccelExtrapM5K1AVX512, fusedAccelExtrapM5K2AVX512, fusedAccelExtrapM5K3AVX512, fusedAccelExtrapM5K4AVX512},
+	{fusedAccelExtrapM6K1AVX512, fusedAccelExtrapM6K2AVX512, fusedAccelExtrapM6K3AVX512, fusedAccelExtrapM6K4AVX512},
+	{fusedAccelExtrapM7K1AVX512, fusedAccelExtrapM7K2AVX512, fusedAccelExtrapM7K3AVX512, fusedAccelExtrapM7K4AVX512},
+	{fusedAccelExtrapM8K1AVX512, fusedAccelExtrapM8K2AVX512, fusedAccelExtrapM8K3AVX512, fusedAccelExtrapM8K4AVX512},
 }
 
 // sweepsAVX2Checked is sweepCoefsGo on AVX2+FMA: eight columns at a time (two groups of four),

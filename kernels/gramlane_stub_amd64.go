@@ -745,6 +745,22 @@ func fusedM1K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM1K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM1K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM1K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM1K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM1K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM1K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 1, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -760,6 +776,22 @@ func fusedM1K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM1K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM1K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM1K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM1K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM1K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // fusedM1K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 1, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -777,6 +809,22 @@ func fusedM1K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM1K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM1K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM1K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM1K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM1K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM1K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 1, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -792,6 +840,22 @@ func fusedM1K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM1K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM1K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM1K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM1K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 1, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM1K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // fusedM2K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 2, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -809,6 +873,22 @@ func fusedM2K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM2K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM2K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM2K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM2K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM2K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM2K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 2, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -824,6 +904,22 @@ func fusedM2K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM2K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM2K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM2K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM2K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM2K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // fusedM2K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 2, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -841,6 +937,22 @@ func fusedM2K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM2K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM2K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM2K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM2K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM2K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM2K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 2, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -856,6 +968,22 @@ func fusedM2K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM2K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM2K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM2K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM2K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 2, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM2K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // fusedM3K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 3, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -873,6 +1001,22 @@ func fusedM3K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM3K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM3K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM3K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM3K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM3K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM3K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 3, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -888,6 +1032,22 @@ func fusedM3K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM3K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM3K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM3K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM3K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM3K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // fusedM3K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 3, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -905,6 +1065,22 @@ func fusedM3K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM3K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM3K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM3K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM3K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM3K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM3K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 3, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -920,6 +1096,22 @@ func fusedM3K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM3K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM3K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM3K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM3K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 3, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM3K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // fusedM4K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 4, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -937,6 +1129,22 @@ func fusedM4K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM4K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM4K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM4K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM4K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM4K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM4K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 4, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -952,6 +1160,22 @@ func fusedM4K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM4K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM4K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM4K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM4K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM4K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // fusedM4K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 4, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -969,6 +1193,22 @@ func fusedM4K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM4K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM4K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM4K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM4K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM4K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM4K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 4, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -984,6 +1224,22 @@ func fusedM4K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM4K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM4K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM4K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM4K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 4, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM4K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // fusedM5K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 5, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -1001,6 +1257,22 @@ func fusedM5K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM5K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM5K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM5K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM5K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM5K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM5K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 5, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -1016,6 +1288,22 @@ func fusedM5K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM5K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM5K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM5K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM5K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM5K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // fusedM5K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 5, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -1033,6 +1321,22 @@ func fusedM5K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM5K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM5K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM5K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM5K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM5K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM5K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 5, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -1048,6 +1352,22 @@ func fusedM5K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM5K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM5K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM5K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM5K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 5, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM5K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // fusedM6K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 6, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -1065,6 +1385,22 @@ func fusedM6K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM6K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM6K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM6K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM6K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM6K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM6K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 6, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -1080,6 +1416,22 @@ func fusedM6K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM6K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM6K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM6K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM6K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM6K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // fusedM6K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 6, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -1097,6 +1449,22 @@ func fusedM6K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM6K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM6K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM6K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM6K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM6K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM6K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 6, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -1112,6 +1480,22 @@ func fusedM6K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM6K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM6K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM6K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM6K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 6, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM6K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // fusedM7K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 7, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -1129,6 +1513,22 @@ func fusedM7K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM7K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM7K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM7K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM7K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM7K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM7K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 7, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -1144,6 +1544,22 @@ func fusedM7K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM7K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM7K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM7K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM7K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM7K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // fusedM7K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 7, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -1161,6 +1577,22 @@ func fusedM7K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM7K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM7K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM7K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM7K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM7K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM7K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 7, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -1176,6 +1608,22 @@ func fusedM7K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM7K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM7K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM7K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM7K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 7, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM7K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // fusedM8K1AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 8, k = 1 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -1193,6 +1641,22 @@ func fusedM8K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM8K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM8K1AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM8K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM8K1AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 1 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM8K1AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM8K2AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 8, k = 2 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -1208,6 +1672,22 @@ func fusedM8K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM8K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM8K2AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM8K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM8K2AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 2 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM8K2AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // fusedM8K3AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 8, k = 3 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
@@ -1225,6 +1705,22 @@ func fusedM8K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //go:noescape
 func fusedAccelM8K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
 
+// fusedExtrapM8K3AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM8K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM8K3AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 3 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM8K3AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
+
 // fusedM8K4AVX512 runs steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo) for m = 8, k = 4 (kp = 4)
 // on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
 // ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
@@ -1240,6 +1736,22 @@ func fusedM8K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64
 //
 //go:noescape
 func fusedAccelM8K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, a []float64, v []float64)
+
+// fusedExtrapM8K4AVX512 runs steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedExtrapM8K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, cprev []float64, beta float64, a []float64, v []float64)
+
+// fusedAccelExtrapM8K4AVX512 runs steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2 for m = 8, k = 4 (kp = 4)
+// on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.
+// ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h
+// between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).
+//
+//go:noescape
+func fusedAccelExtrapM8K4AVX512(x []float64, bp []float64, gneg4 []float64, ginv4 []float64, c []float64, ngroups int, extra int, eps2 float64, cprev []float64, beta float64, a []float64, v []float64)
 
 // sweepsG4AVX512 is sweepCoefsGo on 32·n columns, a column per ZMM lane, 4 group(s) of eight at a time
 // (AVX-512). t has room for 64·k values; idx holds the column offsets u·kp for u < 32, then u·k.

@@ -423,18 +423,27 @@ const (
 // to A and V (held in registers across the call) column by column. The caller runs the last
 // columns (ncols mod 4) with the separate steps, after these.
 //
-// With accel (fusedAccelM*K*AVX512), accelerated DID's further C sweeps run in registers between
+// With f.sweeps (fusedAccel*), accelerated DID's further C sweeps run in registers between
 // step 2 and steps 3-4, with sweepCoefsGo's operations lane by lane (see sweeps.go): step 2 sums
 // each column's first step on the way, h is kept in the frame, and a lane mask carries the stop
-// rule; at most extra (>= 1) further sweeps.
-func fusedSmall(m, k int, accel bool) {
-	name := fmt.Sprintf("fusedM%dK%dAVX512", m, k)
+// rule; at most extra further sweeps (extra >= 1, or >= 0 with f.extrap). With f.extrap
+// (fused*Extrap*), the columns are then extrapolated as extrapolateCoefs does, lane by lane:
+// with p the previous plain coefficients (cprev, k a column), n = max(0, fma(beta, c - p, c)),
+// cprev takes c and steps 3-4 and C take n.
+func fusedSmall(m, k int, f fusedForm) {
+	name := fmt.Sprintf("fused%sM%dK%dAVX512", f, m, k)
 	sig := "func(x, bp, gneg4, ginv4, c []float64, ngroups int, a, v []float64)"
 	what := "steps 1-4 (dotsDenseGo, updateCoefsGo, accDenseGo, accVGo)"
-	if accel {
-		name = fmt.Sprintf("fusedAccelM%dK%dAVX512", m, k)
+	switch {
+	case f.sweeps && f.extrap:
+		sig = "func(x, bp, gneg4, ginv4, c []float64, ngroups, extra int, eps2 float64, cprev []float64, beta float64, a, v []float64)"
+		what = "steps 1-4 with at most extra >= 0 further sweeps (sweepCoefsGo) and the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2"
+	case f.sweeps:
 		sig = "func(x, bp, gneg4, ginv4, c []float64, ngroups, extra int, eps2 float64, a, v []float64)"
 		what = "steps 1-4 with at most extra >= 1 further sweeps (sweepCoefsGo) after step 2"
+	case f.extrap:
+		sig = "func(x, bp, gneg4, ginv4, c []float64, ngroups int, cprev []float64, beta float64, a, v []float64)"
+		what = "steps 1-4 with the extrapolation (extrapolateCoefs: cprev takes the plain coefficients, C, A and V the moved ones) after step 2"
 	}
 	TEXT(name, NOSPLIT, sig)
 	Pragma("noescape")
@@ -442,6 +451,7 @@ func fusedSmall(m, k int, accel bool) {
 		"on 4·ngroups dense float64 columns, A and V in registers (AVX-512VL: 32 vector registers). ngroups >= 1.",
 		"ginv4 holds 1/G_pp four times for each p < k, then l1 four times: the L1 penalty subtracted from h",
 		"between steps 1 and 2 (subtractL1; 0 without a penalty, which changes no bit).")
+	accel := f.sweeps
 	var hsave Mem // h after the L1 shift, by group and component: the sweeps start from it
 	if accel {
 		hsave = AllocLocal(2 * 4 * 32)
@@ -455,6 +465,10 @@ func fusedSmall(m, k int, accel bool) {
 	gn := ldBase("gneg4")
 	gi := ldBase("ginv4")
 	cp := ldBase("c")
+	var pp GPVirtual // cprev, in step with cp
+	if f.extrap {
+		pp = ldBase("cprev")
+	}
 	rem := ld("ngroups")
 	zr := YMM()
 	VXORPD(zr, zr, zr)
@@ -532,7 +546,10 @@ func fusedSmall(m, k int, accel bool) {
 			}
 		}
 		if accel {
-			fusedSweeps(ng, k, cv, first, hsave, gn, gi, zr)
+			fusedSweeps(ng, k, cv, first, hsave, gn, gi, zr, f.extrap)
+		}
+		if f.extrap {
+			fusedExtrapolate(ng, k, cv, pp, zr)
 		}
 		for g := 0; g < ng; g++ {
 			for p := k; p < 4; p++ {
@@ -566,6 +583,9 @@ func fusedSmall(m, k int, accel bool) {
 	steps34(steps12(2))
 	ADDQ(U32(uint64(64*m)), xp)
 	ADDQ(U32(uint64(64*k)), cp)
+	if f.extrap {
+		ADDQ(U32(uint64(64*k)), pp)
+	}
 	SUBQ(Imm(2), rem)
 	JMP(LabelRef("pair"))
 	Label("single")
@@ -583,7 +603,9 @@ func fusedSmall(m, k int, accel bool) {
 // (cv[g][p]: component p of group g's columns), from their first steps' squared norms first
 // and their h in hsave, at most the parameter extra times: sweepCoefsGo's operations lane by
 // lane, a stopped lane keeping its values (masked FMA and max).
-func fusedSweeps(ng, k int, cv [][]VecVirtual, first []VecVirtual, hsave Mem, gn, gi, zr Register) {
+//
+// With mayBeZero, extra may be 0 (no sweep).
+func fusedSweeps(ng, k int, cv [][]VecVirtual, first []VecVirtual, hsave Mem, gn, gi, zr Register, mayBeZero bool) {
 	eps, err := Param("eps2").Resolve()
 	if err != nil {
 		panic(err)
@@ -597,6 +619,10 @@ func fusedSweeps(ng, k int, cv [][]VecVirtual, first []VecVirtual, hsave Mem, gn
 	}
 	left := ld("extra")
 	loop, done := fmt.Sprintf("sweep%d", ng), fmt.Sprintf("swept%d", ng)
+	if mayBeZero {
+		TESTQ(left, left)
+		JZ(LabelRef(done))
+	}
 	Label(loop)
 	if ng == 1 {
 		KORTESTB(mk[0], mk[0])
@@ -635,6 +661,52 @@ func fusedSweeps(ng, k int, cv [][]VecVirtual, first []VecVirtual, hsave Mem, gn
 	DECQ(left)
 	JNZ(LabelRef(loop))
 	Label(done)
+}
+
+// fusedForm is what a fused small-shape kernel adds to plain DID's steps 1-4: further C sweeps,
+// extrapolation, both or neither. String gives the part of the kernel's name that says so.
+type fusedForm struct{ sweeps, extrap bool }
+
+func (f fusedForm) String() string {
+	s := ""
+	if f.sweeps {
+		s += "Accel"
+	}
+	if f.extrap {
+		s += "Extrap"
+	}
+	return s
+}
+
+// fusedForms are the fused kernels generated for each shape.
+var fusedForms = []fusedForm{{false, false}, {true, false}, {false, true}, {true, true}}
+
+// fusedExtrapolate emits extrapolateCoefs on ng groups of four columns a YMM (cv[g][p]: the new
+// plain component p of group g's columns), the previous plain coefficients at pp (k a column,
+// group g at 32·k·g): lane by lane d = c - p, n = fma(beta, d, c) (d·beta + c, the same exact
+// product), n = max(0, n) with n kept when it is NaN or -0 (VMAXPD returns its second operand
+// then), cprev <- c and cv <- n. Every component of cprev's group is rewritten, so the 4-wide
+// stores' pads that spill into the next column are overwritten as in storeCoefs4.
+func fusedExtrapolate(ng, k int, cv [][]VecVirtual, pp, zr Register) {
+	beta, err := Param("beta").Resolve()
+	if err != nil {
+		panic(err)
+	}
+	for g := 0; g < ng; g++ {
+		pv := transpose4E(loadCoefs4(pp, 32*k*g, k))
+		for p := k; p < 4; p++ {
+			VXORPD(cv[g][p], cv[g][p], cv[g][p])
+		}
+		storeCoefs4(transpose4E(cv[g]), pp, 32*k*g, k, true)
+		for p := 0; p < k; p++ {
+			d, n := YMM(), YMM()
+			VSUBPD(pv[p], cv[g][p], d) // c - p
+			VMOVAPD(cv[g][p], n)
+			VFMADD231PD_BCST(beta.Addr, d, n) // d·beta + c
+			VMAXPD(n, zr, n)
+			cv[g][p] = n
+		}
+	}
 }
 
 // seq returns lo, lo+1, ..., hi-1.

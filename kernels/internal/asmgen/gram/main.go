@@ -80,8 +80,9 @@ func main() {
 	}
 	for m := 1; m <= maxFusedM; m++ {
 		for k := 1; k <= maxFusedK; k++ {
-			fusedSmall(m, k, false)
-			fusedSmall(m, k, true)
+			for _, f := range fusedForms {
+				fusedSmall(m, k, f)
+			}
 		}
 	}
 	sweepsGroups("sweepsG4AVX512", 4)
