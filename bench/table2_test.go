@@ -179,7 +179,7 @@ func TestRunTable2SetAccel(t *testing.T) {
 	want := []struct{ algo, accel, label string }{
 		{"did", "off", "did"}, {"did", "auto", "did accel auto"}, {"did", "2,4,0.2", "did accel 2,4,0.2"},
 		{"mu", "", "mu"},
-		{"hals", "off", "hals"}, {"hals", "3,5,0.1", "hals accel 3,5,0.1"}, {"hals", "2,4,0.2", "hals accel 2,4,0.2"},
+		{"hals", "off", "hals"}, {"hals", "3,20,0.1", "hals accel 3,20,0.1"}, {"hals", "2,4,0.2", "hals accel 2,4,0.2"},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d: %+v", len(rows), len(want), rows)

@@ -26,7 +26,7 @@ func TestDecodeSpecAccel(t *testing.T) {
 		{"", def},
 		{`"off"`, kernels.Accel{}},
 		{`"auto"`, kernels.AccelAuto},
-		{`"3,5,0.1,x"`, kernels.AccelAuto},
+		{`"3,20,0.1,x"`, kernels.AccelAuto},
 		{`"x"`, kernels.Accel{Extrapolate: true}},
 		{`"2,7"`, kernels.Accel{CSweeps: 2, BSweeps: 7, Eps: kernels.AccelAuto.Eps}},
 		{`"4,6,0.05"`, kernels.Accel{CSweeps: 4, BSweeps: 6, Eps: 0.05}},

@@ -95,7 +95,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         (``report_['test_rel_err2']``).
     accel : str or tuple, default='off'
         Accelerated DID's inner loops (--accel): 'off' is the plain algorithm; 'auto' the
-        command's choice (3,5,0.1 with extrapolation); 'x' extrapolation alone; 'C,B' or 'C,B,eps' (or a tuple) makes at most C coordinate
+        command's choice (3,20,0.1 with extrapolation); 'x' extrapolation alone; 'C,B' or 'C,B,eps' (or a tuple) makes at most C coordinate
         sweeps over each row of W and B over H an iteration, each loop stopping once its step
         is below eps (default 0.1) of its first, with no further pass over X. For algo 'did',
         'bcd' and 'hals' ('cd' is 'did'); ``report_['accel']`` says what ran.
