@@ -98,8 +98,10 @@ type SweepResult struct {
 	// Folds is the sweep's number of held-out sets (1 without a test set).
 	Folds int
 	// Transform is what the runs fitted (SweepOptions.Transform; TransformNone for none):
-	// their train and test errors, bases and consensus spectra are of the transformed
-	// values.
+	// their train errors, histories, bases and consensus spectra are of the transformed
+	// values. With TransformSqrt a run's TestSSE and TestSqNorm (and so the test error the
+	// summary and the rule read) are of the input's values: the held-out squared error of
+	// the model's square (see TransformSqrt).
 	Transform SweepTransform
 	// Runs are every run, by rank then seed; a run that failed has Err set.
 	Runs []SweepRun
@@ -276,6 +278,11 @@ func (r *Runner) sweepRun(ctx context.Context, j0 *Job, tr SweepTransform, k, se
 	j.Source = tr.wrap(j.Source) // borrowed: j's Close leaves it open
 	for attempt := 1; ; attempt++ {
 		res, err := r.Run(ctx, j, Options{})
+		if err == nil && tr == TransformSqrt && res.TestCount > 0 {
+			// The test error on the input's scale (see TransformSqrt), from the run's factors
+			// and the input as it is: j0's source, not j's square roots.
+			res.TestSSE, res.TestSqNorm, err = sqrtTestError(j0.Source, &res.Result, j.Spec.TestSeed, j.Spec.TestFraction)
+		}
 		if err == nil {
 			// The sweep keeps a run's basis, errors and history, never its coefficients:
 			// C is K x samples, and a sweep's runs would hold them all (260 runs over

@@ -17,7 +17,8 @@ import (
 )
 
 // TestSweepTransformSqrt: a sweep with the transform sqrt fits √X: its run is, bit for bit,
-// the run of the same job on a file of √X, and its result and report say sqrt. On actor
+// the run of the same job on a file of √X, its test error is that fit's on X's scale, and its
+// result and report say sqrt. On actor
 // systems, whose nodes read the input themselves, it is refused.
 func TestSweepTransformSqrt(t *testing.T) {
 	r, j := sweepJob(t, 3)
@@ -35,8 +36,9 @@ func TestSweepTransformSqrt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := blk.(*kernels.Dense).Data // features x samples column-major: samples x features row-major
-	for i, v := range x {
+	raw := blk.(*kernels.Dense).Data // features x samples column-major: samples x features row-major
+	x := make([]float64, len(raw))
+	for i, v := range raw {
 		x[i] = math.Sqrt(v)
 	}
 	path := filepath.Join(t.TempDir(), "sqrt.npy")
@@ -60,9 +62,29 @@ func TestSweepTransformSqrt(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := res.Runs[0].Result
-	if got.TestSSE != want.TestSSE || got.Residual != want.Residual || got.Iterations != want.Iterations || got.TestSSE == 0 {
-		t.Errorf("swept with sqrt: test SSE %v, residual %v, %d iterations; on a file of sqrt(X): %v, %v, %d",
-			got.TestSSE, got.Residual, got.Iterations, want.TestSSE, want.Residual, want.Iterations)
+	if got.Residual != want.Residual || got.Iterations != want.Iterations || got.TestCount != want.TestCount {
+		t.Errorf("swept with sqrt: residual %v, %d iterations; on a file of sqrt(X): %v, %d", got.Residual, got.Iterations, want.Residual, want.Iterations)
+	}
+	// The test error is on X's scale: the held-out squared error of max(BC, 0)² against X.
+	m, k := j.Features, 3
+	var sse, sq float64
+	for jj := range j.Samples {
+		for i := range m {
+			if !kernels.HeldOut(j.Spec.TestSeed, jj, i, j.Spec.TestFraction) {
+				continue
+			}
+			var y float64
+			for p := range k {
+				y += want.B[p*m+i] * want.C[jj*k+p]
+			}
+			y = max(y, 0)
+			e := raw[jj*m+i] - y*y
+			sse += e * e
+			sq += raw[jj*m+i] * raw[jj*m+i]
+		}
+	}
+	if got.TestSSE != sse || got.TestSqNorm != sq || sse == 0 || sse == want.TestSSE {
+		t.Errorf("swept with sqrt: test SSE %v of %v; want %v of %v, on X's scale (sqrt(X)'s: %v)", got.TestSSE, got.TestSqNorm, sse, sq, want.TestSSE)
 	}
 	for i := range want.B {
 		if got.B[i] != want.B[i] {

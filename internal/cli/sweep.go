@@ -35,9 +35,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		}
 	})
 	ranks, seeds, firstSeed, parallel, folds := registerSweep(fs)
-	transform := fs.String("transform", "none", "what the runs fit and hold out: none (the input's values) or sqrt (their square roots: for counts, whose "+
-		"noise grows with their mean, it found planted ranks the raw counts' test error missed; the errors and bases are then of sqrt(X)); "+
-		"applied as this process reads the input, so not with --nodes or --cluster")
+	transform := fs.String("transform", "none", "what the runs fit: none (the input's values) or sqrt (their square roots, for counts, whose noise grows with "+
+		"their mean; the test error is then the model's square's against X, the train errors and bases of sqrt(X)); applied as this process "+
+		"reads the input, so not with --nodes or --cluster")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: didnmf sweep --input PATH --ranks FROM:TO[:STEP] [--seeds N] [--folds F] --out DIR [flags]\n\n"+
 			"chooses the rank: factorizes the input at every rank of --ranks with --seeds seeds each (concurrently on\n"+
@@ -53,8 +53,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 			"(--max-iter 2000, --stall-tol 1e-5 by default here); a run that hits a cap makes the suggestion unreliable,\n"+
 			"and the sweep says so. --test-fraction 0 turns cross-validation off (the rank is then the most stable).\n\n"+
 			"For counts (scRNA-seq, words), use --transform sqrt: the runs then fit sqrt(X), whose noise is about as large\n"+
-			"at every mean, and on the planted-rank bank's count matrices it found the planted rank in 68%% of the cases\n"+
-			"against 50%% for the raw counts, never a worse one (the errors, bases and consensus are then of sqrt(X)).\n\nflags:\n")
+			"at every mean, and the test error is that of the model's square against X. On the planted-rank bank's count\n"+
+			"matrices it found the planted rank in 77%% of the cases (91%% within one) against 50%% (64%%) for the raw counts,\n"+
+			"and the same ranks on Gaussian and uniform noise. The train errors and the bases are then of sqrt(X).\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {

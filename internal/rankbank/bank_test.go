@@ -54,7 +54,8 @@ func TestReducedBank(t *testing.T) {
 // countCase is a negative-binomial case of the full bank (K=5 at visibility 2, 100 x 300)
 // whose planted rank the raw counts' held-out error misses (it picks 4: the fifth program
 // gains less on the held-out squared error than the extra component overfits the largest,
-// noisiest counts) and a sweep of √X finds (BenchmarkCountCV).
+// noisiest counts) and a sweep of √X (didnmf.TransformSqrt) finds (BenchmarkCountCV: the
+// study's fit sqrt, held-out error sse).
 const countCase = "negbin-wide-100x300-K5-v2-near"
 
 // TestReducedBankSqrt sweeps countCase with the transform sqrt and the CLI's other defaults,

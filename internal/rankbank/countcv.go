@@ -34,6 +34,7 @@ const (
 	FitRaw Fit = "raw"
 	// FitSqrt fits √X in the Frobenius loss (DID), a variance-stabilizing transform of
 	// counts (zeros stay zeros: a sparse input stays sparse); the model's count is its square.
+	// `didnmf sweep --transform sqrt` (didnmf.TransformSqrt) is this fit, read by MetricSSE.
 	FitSqrt Fit = "sqrt"
 	// FitAnscombe fits Anscombe's 2√(X+3/8) in the Frobenius loss (DID): the exact
 	// variance stabilizer of Poisson counts, but every zero becomes 1.22 (dense).
