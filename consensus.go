@@ -73,6 +73,11 @@ func ReadSpectra(dir string, k int) (*Spectra, error) {
 	if err := json.Unmarshal(data, &rep); err != nil {
 		return nil, usererr.At(jsonPath, "not a sweep report: %v", err)
 	}
+	if rep.Transform != "" && rep.Transform != string(TransformNone) {
+		// The spectra are of the transformed values; a refit against the input would mix scales.
+		return nil, usererr.At(jsonPath, "the sweep fitted %s(X) (transform %s): its spectra are of %s(X), not of the input; "+
+			"sweep the chosen rank again with transform none for a consensus", rep.Transform, rep.Transform, rep.Transform)
+	}
 	ri := slices.IndexFunc(rep.PerRank, func(r SweepReportRank) bool { return r.K == k })
 	if ri < 0 {
 		ks := make([]string, len(rep.PerRank))

@@ -1,6 +1,7 @@
 package didnmf
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -44,6 +45,11 @@ type SweepOptions struct {
 	Folds int
 	// Parallel is how many jobs run at once (0: Runner.Parallelism).
 	Parallel int
+	// Transform is what the runs fit and hold out instead of the input's values: "" or
+	// TransformNone the values, TransformSqrt their square roots (for counts: see
+	// SweepTransform). A transform is applied as this process reads the input, so it needs a
+	// target that reads it here (not --nodes or a cluster).
+	Transform SweepTransform
 	// OnRun, when set, is told of every run that ends or is tried again, one call at a time.
 	OnRun func(SweepEvent)
 }
@@ -91,6 +97,12 @@ type SweepResult struct {
 	FirstSeed uint64
 	// Folds is the sweep's number of held-out sets (1 without a test set).
 	Folds int
+	// Transform is what the runs fitted (SweepOptions.Transform; TransformNone for none):
+	// their train errors, histories, bases and consensus spectra are of the transformed
+	// values. With TransformSqrt a run's TestSSE and TestSqNorm (and so the test error the
+	// summary and the rule read) are of the input's values: the held-out squared error of
+	// the model's square (see TransformSqrt).
+	Transform SweepTransform
 	// Runs are every run, by rank then seed; a run that failed has Err set.
 	Runs []SweepRun
 	// Summary is the runs that ended with a result, summarized per rank; Suggestion the
@@ -148,6 +160,9 @@ func (o SweepOptions) Check(spec *Spec) error {
 	if o.Parallel < 0 {
 		return usererr.Field("parallel", "{parallel} must be >= 0, got %d", o.Parallel)
 	}
+	if o.Transform != "" && o.Transform != TransformNone && o.Transform != TransformSqrt {
+		return usererr.Field("transform", "{transform} %q: want none or sqrt", string(o.Transform))
+	}
 	if spec != nil && spec.Init != kernels.InitRandom && spec.Init != kernels.InitKMeans && o.Seeds > 1 {
 		return usererr.Field("seeds", "{init} %s does not depend on the seed: {seeds} %d would repeat one run; use {init} random or kmeans, or {seeds} 1",
 			spec.Init, o.Seeds)
@@ -164,12 +179,15 @@ func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResu
 	if err := o.Check(j0.Spec); err != nil {
 		return nil, err
 	}
+	if err := o.Transform.check(r.target); err != nil {
+		return nil, err
+	}
 	p := o.Parallel
 	if p == 0 {
 		p = r.Parallelism()
 	}
 	out := &SweepResult{Inputs: j0.Spec.Inputs, Algo: string(j0.Spec.Algo), Shards: j0.Spec.Shards, Where: r.target.String(),
-		Ranks: o.Ranks, Seeds: o.Seeds, FirstSeed: o.FirstSeed, Folds: max(o.Folds, 1)}
+		Ranks: o.Ranks, Seeds: o.Seeds, FirstSeed: o.FirstSeed, Folds: max(o.Folds, 1), Transform: cmp.Or(o.Transform, TransformNone)}
 	for _, k := range o.Ranks {
 		for s := range o.Seeds {
 			out.Runs = append(out.Runs, SweepRun{K: k, Seed: int(o.FirstSeed) + s, Fold: s % out.Folds})
@@ -199,7 +217,7 @@ func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResu
 			defer wg.Done()
 			for i := range next {
 				run := &out.Runs[i]
-				run.Result, run.Err = r.sweepRun(ctx, j0, run.K, run.Seed, run.Fold, func(err error) {
+				run.Result, run.Err = r.sweepRun(ctx, j0, o.Transform, run.K, run.Seed, run.Fold, func(err error) {
 					tell(SweepEvent{K: run.K, Seed: run.Seed, Fold: run.Fold, Retry: true, Err: err})
 				})
 				if ctx.Err() == nil {
@@ -248,17 +266,23 @@ feed:
 	return out, nil
 }
 
-// sweepRun runs the sweep's job of rank k, seed and fold (test seed j0's + fold), again when
-// it failed for a reason that is not its input's; retried tells of each retry. The result it
-// returns has no coefficients (C nil).
-func (r *Runner) sweepRun(ctx context.Context, j0 *Job, k, seed, fold int, retried func(error)) (*Result, error) {
+// sweepRun runs the sweep's job of rank k, seed and fold (test seed j0's + fold) on the input
+// read through tr, again when it failed for a reason that is not its input's; retried tells
+// of each retry. The result it returns has no coefficients (C nil).
+func (r *Runner) sweepRun(ctx context.Context, j0 *Job, tr SweepTransform, k, seed, fold int, retried func(error)) (*Result, error) {
 	j, err := j0.Derive(func(s *Spec) { s.Rank, s.Seed, s.TestSeed = k, uint64(seed), s.TestSeed+uint64(fold) })
 	if err != nil {
 		return nil, err
 	}
 	defer j.Close()
+	j.Source = tr.wrap(j.Source) // borrowed: j's Close leaves it open
 	for attempt := 1; ; attempt++ {
 		res, err := r.Run(ctx, j, Options{})
+		if err == nil && tr == TransformSqrt && res.TestCount > 0 {
+			// The test error on the input's scale (see TransformSqrt), from the run's factors
+			// and the input as it is: j0's source, not j's square roots.
+			res.TestSSE, res.TestSqNorm, err = sqrtTestError(j0.Source, &res.Result, j.Spec.TestSeed, j.Spec.TestFraction)
+		}
 		if err == nil {
 			// The sweep keeps a run's basis, errors and history, never its coefficients:
 			// C is K x samples, and a sweep's runs would hold them all (260 runs over

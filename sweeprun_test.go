@@ -194,6 +194,8 @@ func TestSweepOptionsCheck(t *testing.T) {
 		{"folds above seeds", didnmf.SweepOptions{Ranks: []int{2}, Seeds: 2, Folds: 3}, &withTest, "folds", "between 1 and seeds (2), got 3"},
 		{"negative folds", didnmf.SweepOptions{Ranks: []int{2}, Seeds: 2, Folds: -1}, &withTest, "folds", "got -1"},
 		{"folds", didnmf.SweepOptions{Ranks: []int{2}, Seeds: 4, Folds: 2}, &withTest, "", ""},
+		{"transform", didnmf.SweepOptions{Ranks: []int{2}, Seeds: 1, Transform: didnmf.TransformSqrt}, spec, "", ""},
+		{"unknown transform", didnmf.SweepOptions{Ranks: []int{2}, Seeds: 1, Transform: "log"}, spec, "transform", `"log": want none or sqrt`},
 	} {
 		err := tc.o.Check(tc.spec)
 		var ue *usererr.Error

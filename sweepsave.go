@@ -1,6 +1,7 @@
 package didnmf
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,11 +28,14 @@ type SweepReport struct {
 	FirstSeed uint64   `json:"first_seed"`
 	// Folds is the number of held-out sets (folds): the run of seed index s holds out fold
 	// s mod Folds.
-	Folds   int              `json:"folds"`
-	Shards  int              `json:"shards"`
-	Where   string           `json:"where"`
-	Seconds float64          `json:"seconds"`
-	Busy    *SweepReportBusy `json:"cores_busy,omitempty"`
+	Folds int `json:"folds"`
+	// Transform is what the runs fitted and held out (SweepOptions.Transform): "none", the
+	// input's values, or "sqrt", their square roots; the errors and bases are of that.
+	Transform string           `json:"transform"`
+	Shards    int              `json:"shards"`
+	Where     string           `json:"where"`
+	Seconds   float64          `json:"seconds"`
+	Busy      *SweepReportBusy `json:"cores_busy,omitempty"`
 	// Suggested is the suggested rank, 0 when the sweep cannot tell (CannotTell, with the
 	// Reason); Rule says how it was chosen, in words, and RuleName names the rule
 	// (sweep.RuleCV, ...).
@@ -105,7 +109,7 @@ type SweepReportRank struct {
 // fills in as it writes them).
 func (s *SweepResult) Report() SweepReport {
 	rep := SweepReport{Input: s.Inputs, Algo: s.Algo, Ranks: s.Ranks, Seeds: s.Seeds, FirstSeed: s.FirstSeed, Folds: max(s.Folds, 1),
-		Shards: s.Shards, Where: s.Where, Suggested: s.Suggested, Rule: s.Rule, RuleName: s.Suggestion.Name,
+		Transform: string(cmp.Or(s.Transform, TransformNone)), Shards: s.Shards, Where: s.Where, Suggested: s.Suggested, Rule: s.Rule, RuleName: s.Suggestion.Name,
 		CannotTell: s.Suggestion.CannotTell, Reason: s.Suggestion.Reason, Unreliable: s.Suggestion.Unreliable, Seconds: s.Seconds, CappedRanks: []int{}}
 	if b := s.Busy; b != nil {
 		rep.Busy = &SweepReportBusy{CPUSeconds: b.CPUSeconds, Cores: b.Cores, Share: b.Share, Missing: s.BusyMissing}

@@ -123,6 +123,8 @@ func TestSweepRefuses(t *testing.T) {
 		{"folds above seeds", []string{"--input", sweepInput, "--ranks", "2:3", "--seeds", "2", "--folds", "3"}, "--folds must be between 1 and --seeds (2)"},
 		{"folds, no test set", []string{"--input", sweepInput, "--ranks", "2:3", "--folds", "2", "--test-fraction", "0"}, "--folds 2 needs held-out entries"},
 		{"rank flag", []string{"--input", sweepInput, "--ranks", "2:3", "--rank", "3"}, "flag provided but not defined: -rank"},
+		{"unknown transform", []string{"--input", sweepInput, "--ranks", "2:3", "--transform", "log"}, `--transform "log": want none or sqrt`},
+		{"transform on nodes", []string{"--input", sweepInput, "--ranks", "2:3", "--transform", "sqrt", "--nodes", "2"}, "--transform sqrt is applied as this process reads the input"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := runNode(t, append(append([]string{"sweep"}, c.args...), "--out", out)...)
@@ -300,5 +302,26 @@ func TestSweepCannotTell(t *testing.T) {
 	}
 	if svg := string(mustRead(t, filepath.Join(out, "sweep.svg"))); !strings.Contains(svg, "cannot tell the rank") {
 		t.Error("sweep.svg does not say it cannot tell")
+	}
+}
+
+// TestSweepTransform: --transform sqrt sweeps sqrt(X) and sweep.json says so (and "none"
+// without it), with other test errors than the raw input's.
+func TestSweepTransform(t *testing.T) {
+	dir := t.TempDir()
+	var reps []didnmf.SweepReport
+	for _, tr := range []string{"none", "sqrt"} {
+		out := filepath.Join(dir, tr)
+		if code, _, stderr := runNode(t, "sweep", "--input", sweepInput, "--ranks", "3:4", "--seeds", "2", "--transform", tr, "--quiet", "--out", out); code != 0 {
+			t.Fatal(stderr)
+		}
+		rep := readSweep(t, out)
+		if rep.Transform != tr {
+			t.Errorf("--transform %s: sweep.json says %q", tr, rep.Transform)
+		}
+		reps = append(reps, rep)
+	}
+	if a, b := reps[0].Runs[0].TestRelErr2, reps[1].Runs[0].TestRelErr2; a == nil || b == nil || *a == *b {
+		t.Errorf("the same test error with and without sqrt: %v, %v", a, b)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 )
@@ -47,6 +48,39 @@ func TestReducedBank(t *testing.T) {
 		if o.Suggestion.Unreliable != "" {
 			t.Errorf("%s: %s", o.Case.Name(), o.Suggestion.Unreliable)
 		}
+	}
+}
+
+// countCase is a negative-binomial case of the full bank (K=5 at visibility 2, 100 x 300)
+// whose planted rank the raw counts' held-out error misses (it picks 4: the fifth program
+// gains less on the held-out squared error than the extra component overfits the largest,
+// noisiest counts) and a sweep of √X (didnmf.TransformSqrt) finds (BenchmarkCountCV: the
+// study's fit sqrt, held-out error sse).
+const countCase = "negbin-wide-100x300-K5-v2-near"
+
+// TestReducedBankSqrt sweeps countCase with the transform sqrt and the CLI's other defaults,
+// and fails unless the shipped rule finds the planted rank: with the input fitted as it is
+// (a transform that does nothing) it finds 4.
+func TestReducedBankSqrt(t *testing.T) {
+	i := slices.IndexFunc(Full(), func(c Case) bool { return c.Name() == countCase })
+	if i < 0 {
+		t.Fatalf("the full bank has no case %s", countCase)
+	}
+	c := Full()[i]
+	o := Defaults
+	o.Transform = didnmf.TransformSqrt
+	out, err := Sweep(context.Background(), c, t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	WriteCases(&b, []*Outcome{out})
+	t.Logf("%s, sqrt:\n%s", c.Name(), b.String())
+	if k := Shipped.Pick(out.Summary); k != c.K {
+		t.Errorf("%s swept as sqrt(X): the shipped rule picks %d (0: cannot tell), want the planted %d: %s", c.Name(), k, c.K, out.Suggestion.Rule)
+	}
+	if out.Suggestion.Unreliable != "" {
+		t.Errorf("%s: %s", c.Name(), out.Suggestion.Unreliable)
 	}
 }
 

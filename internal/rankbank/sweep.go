@@ -19,6 +19,8 @@ type Options struct {
 	StallTol     float64
 	// Parallel is how many runs go at once (each on one thread).
 	Parallel int
+	// Transform is what the runs fit (didnmf.SweepOptions.Transform; "" is none).
+	Transform didnmf.SweepTransform
 }
 
 // Outcome is one case swept: its matrix's numbers, the sweep's summaries and suggestion,
@@ -65,7 +67,7 @@ func Sweep(ctx context.Context, c Case, dir string, o Options) (*Outcome, error)
 		return nil, err
 	}
 	defer r.Close()
-	res, err := r.Sweep(ctx, j, didnmf.SweepOptions{Ranks: c.Ranks, Seeds: o.Seeds, Folds: o.Folds, FirstSeed: 1, Parallel: max(o.Parallel, 1)})
+	res, err := r.Sweep(ctx, j, didnmf.SweepOptions{Ranks: c.Ranks, Seeds: o.Seeds, Folds: o.Folds, FirstSeed: 1, Parallel: max(o.Parallel, 1), Transform: o.Transform})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Name(), err)
 	}

@@ -1,0 +1,134 @@
+package didnmf_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/didnmf/didnmf"
+	"github.com/didnmf/didnmf/internal/jobspec"
+	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
+	"github.com/didnmf/didnmf/usererr"
+)
+
+// TestSweepTransformSqrt: a sweep with the transform sqrt fits √X: its run is, bit for bit,
+// the run of the same job on a file of √X, its test error is that fit's on X's scale, and its
+// result and report say sqrt. On actor
+// systems, whose nodes read the input themselves, it is refused.
+func TestSweepTransformSqrt(t *testing.T) {
+	r, j := sweepJob(t, 3)
+	defer r.Close()
+	defer j.Close()
+	res, err := r.Sweep(context.Background(), j, didnmf.SweepOptions{Ranks: []int{3}, Seeds: 1, FirstSeed: 2, Transform: didnmf.TransformSqrt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Transform != didnmf.TransformSqrt || res.Report().Transform != "sqrt" {
+		t.Errorf("the result says %q, its report %q", res.Transform, res.Report().Transform)
+	}
+	// The same job on a file of √X.
+	blk, err := j.Source.Read(0, j.Samples, matio.LayoutDense)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := blk.(*kernels.Dense).Data // features x samples column-major: samples x features row-major
+	x := make([]float64, len(raw))
+	for i, v := range raw {
+		x[i] = math.Sqrt(v)
+	}
+	path := filepath.Join(t.TempDir(), "sqrt.npy")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := matio.WriteNPY(f, j.Samples, j.Features, x); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	spec := *j.Spec
+	spec.Inputs, spec.Rank, spec.Seed = []string{path}, 3, 2
+	js, err := didnmf.Open(&spec, didnmf.Local(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Close()
+	want, err := r.Run(context.Background(), js, didnmf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.Runs[0].Result
+	if got.Residual != want.Residual || got.Iterations != want.Iterations || got.TestCount != want.TestCount {
+		t.Errorf("swept with sqrt: residual %v, %d iterations; on a file of sqrt(X): %v, %d", got.Residual, got.Iterations, want.Residual, want.Iterations)
+	}
+	// The test error is on X's scale: the held-out squared error of max(BC, 0)² against X.
+	m, k := j.Features, 3
+	var sse, sq float64
+	for jj := range j.Samples {
+		for i := range m {
+			if !kernels.HeldOut(j.Spec.TestSeed, jj, i, j.Spec.TestFraction) {
+				continue
+			}
+			var y float64
+			for p := range k {
+				y += want.B[p*m+i] * want.C[jj*k+p]
+			}
+			y = max(y, 0)
+			e := raw[jj*m+i] - y*y
+			sse += e * e
+			sq += raw[jj*m+i] * raw[jj*m+i]
+		}
+	}
+	if got.TestSSE != sse || got.TestSqNorm != sq || sse == 0 || sse == want.TestSSE {
+		t.Errorf("swept with sqrt: test SSE %v of %v; want %v of %v, on X's scale (sqrt(X)'s: %v)", got.TestSSE, got.TestSqNorm, sse, sq, want.TestSSE)
+	}
+	for i := range want.B {
+		if got.B[i] != want.B[i] {
+			t.Fatalf("basis entry %d: %v against %v", i, got.B[i], want.B[i])
+		}
+	}
+	plain, err := r.Sweep(context.Background(), j, didnmf.SweepOptions{Ranks: []int{3}, Seeds: 1, FirstSeed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Transform != didnmf.TransformNone || plain.Runs[0].Result.TestSSE == got.TestSSE {
+		t.Errorf("without a transform: %q, test SSE %v (sqrt's %v)", plain.Transform, plain.Runs[0].Result.TestSSE, got.TestSSE)
+	}
+
+	// On actor systems in this process: refused, naming the field.
+	spec2 := jobspec.New([]string{"synthetic:m=12,n=600,k=3,seed=5"}, kernels.DID, 3, 2)
+	spec2.TestFraction = 0.1
+	nodes := didnmf.Target{Nodes: 2}
+	rn, err := didnmf.NewRunner(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rn.Close()
+	jn, err := didnmf.Open(spec2, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jn.Close()
+	_, err = rn.Sweep(context.Background(), jn, didnmf.SweepOptions{Ranks: []int{3}, Seeds: 1, Transform: didnmf.TransformSqrt})
+	var ue *usererr.Error
+	if !errors.As(err, &ue) || ue.Field != "transform" || !strings.Contains(err.Error(), "the nodes read it") {
+		t.Errorf("a sqrt sweep on actor systems: %v", err)
+	}
+}
+
+// TestReadSpectraRefusesTransform: a sweep that fitted sqrt(X) has spectra of sqrt(X), which a
+// consensus refit against the input would mix with X's scale: ReadSpectra refuses it.
+func TestReadSpectraRefusesTransform(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "sweep.json"), []byte(`{"transform":"sqrt","ranks_summary":[{"k":3}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := didnmf.ReadSpectra(dir, 3)
+	if !usererr.Is(err) || !strings.Contains(err.Error(), "its spectra are of sqrt(X)") {
+		t.Errorf("ReadSpectra of a sqrt sweep: %v", err)
+	}
+}
