@@ -86,10 +86,11 @@ func (r SweepRun) Capped() bool {
 
 // SweepResult is a sweep's outcome.
 type SweepResult struct {
-	// Inputs, Algo and Shards are the job's; Where its target; Ranks, Seeds and FirstSeed
-	// the sweep's options.
+	// Inputs, Algo, Accel and Shards are the job's; Where its target; Ranks, Seeds and
+	// FirstSeed the sweep's options.
 	Inputs    []string
 	Algo      string
+	Accel     kernels.Accel
 	Shards    int
 	Where     string
 	Ranks     []int
@@ -186,7 +187,7 @@ func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResu
 	if p == 0 {
 		p = r.Parallelism()
 	}
-	out := &SweepResult{Inputs: j0.Spec.Inputs, Algo: string(j0.Spec.Algo), Shards: j0.Spec.Shards, Where: r.target.String(),
+	out := &SweepResult{Inputs: j0.Spec.Inputs, Algo: string(j0.Spec.Algo), Accel: j0.Spec.Accel, Shards: j0.Spec.Shards, Where: r.target.String(),
 		Ranks: o.Ranks, Seeds: o.Seeds, FirstSeed: o.FirstSeed, Folds: max(o.Folds, 1), Transform: cmp.Or(o.Transform, TransformNone)}
 	for _, k := range o.Ranks {
 		for s := range o.Seeds {

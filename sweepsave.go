@@ -21,11 +21,13 @@ import (
 // SweepReport is sweep.json, what SweepResult.Save writes: the sweep's job, every run, each
 // rank's summary and the suggested rank.
 type SweepReport struct {
-	Input     []string `json:"input"`
-	Algo      string   `json:"algo"`
-	Ranks     []int    `json:"ranks"`
-	Seeds     int      `json:"seeds"`
-	FirstSeed uint64   `json:"first_seed"`
+	Input []string `json:"input"`
+	Algo  string   `json:"algo"`
+	// Accel is the runs' accelerated DID setting (kernels.Accel's String: "off", "auto", ...).
+	Accel     string `json:"accel"`
+	Ranks     []int  `json:"ranks"`
+	Seeds     int    `json:"seeds"`
+	FirstSeed uint64 `json:"first_seed"`
 	// Folds is the number of held-out sets (folds): the run of seed index s holds out fold
 	// s mod Folds.
 	Folds int `json:"folds"`
@@ -108,7 +110,7 @@ type SweepReportRank struct {
 // Report is the sweep's sweep.json (without the consensus bases' file names, which Save
 // fills in as it writes them).
 func (s *SweepResult) Report() SweepReport {
-	rep := SweepReport{Input: s.Inputs, Algo: s.Algo, Ranks: s.Ranks, Seeds: s.Seeds, FirstSeed: s.FirstSeed, Folds: max(s.Folds, 1),
+	rep := SweepReport{Input: s.Inputs, Algo: s.Algo, Accel: s.Accel.String(), Ranks: s.Ranks, Seeds: s.Seeds, FirstSeed: s.FirstSeed, Folds: max(s.Folds, 1),
 		Transform: string(cmp.Or(s.Transform, TransformNone)), Shards: s.Shards, Where: s.Where, Suggested: s.Suggested, Rule: s.Rule, RuleName: s.Suggestion.Name,
 		CannotTell: s.Suggestion.CannotTell, Reason: s.Suggestion.Reason, Unreliable: s.Suggestion.Unreliable, Seconds: s.Seconds, CappedRanks: []int{}}
 	if b := s.Busy; b != nil {

@@ -325,3 +325,21 @@ func TestSweepTransform(t *testing.T) {
 		t.Errorf("the same test error with and without sqrt: %v, %v", a, b)
 	}
 }
+
+// TestSweepRecordsAccel: sweep.json says which accelerated DID setting the runs used.
+func TestSweepRecordsAccel(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ flag, want string }{{"", "off"}, {"2,4", "2,4,0.1"}, {"3,20,0.2", "3,20,0.2"}} {
+		out := filepath.Join(dir, "a"+c.want)
+		args := []string{"sweep", "--input", sweepInput, "--ranks", "3:4", "--seeds", "2", "--quiet", "--out", out}
+		if c.flag != "" {
+			args = append(args, "--accel", c.flag)
+		}
+		if code, _, stderr := runNode(t, args...); code != 0 {
+			t.Fatal(stderr)
+		}
+		if got := readSweep(t, out).Accel; got != c.want {
+			t.Errorf("--accel %q: sweep.json says accel %q, want %q", c.flag, got, c.want)
+		}
+	}
+}
