@@ -124,6 +124,7 @@ def sweep(
     test_fraction=0.1,
     *,
     folds=None,
+    transform="none",
     seed=1,
     out=None,
     parallel=0,
@@ -165,7 +166,11 @@ def sweep(
     (the default, 0.1, cross-validates: the test error then guides the suggestion; 0 turns it
     off, and the most stable rank is suggested); ``folds``: the held-out sets, at most
     ``seeds`` (None: one per seed, each run its own; the run of seed index s holds out fold
-    s mod folds), over which the test error's standard error is taken. ``out``: a directory
+    s mod folds), over which the test error's standard error is taken. ``transform``:
+    'none' fits X; 'sqrt' fits sqrt(X) and compares ranks by the held-out squared error of the
+    model's square against X, which finds count data's planted ranks far more often (see
+    ``didnmf sweep -h``); it needs the input read by this process (not ``nodes`` or
+    ``cluster``). ``out``: a directory
     to keep the command's files in (sweep.json, sweep.tsv, the figures, consensus_basis_K.npy
     and spectra_K.npy, which ``didnmf.consensus(X, out, k)`` reads); default: a temporary
     one, removed. ``parallel``: jobs at
@@ -189,6 +194,8 @@ def sweep(
         isinstance(folds, numbers.Integral) and not isinstance(folds, bool) and 1 <= folds <= seeds
     ):
         raise ValueError(f"folds must be None or an int between 1 and seeds ({seeds}). Got {folds!r} instead.")
+    if transform not in ("none", "sqrt"):
+        raise ValueError(f"transform must be 'none' or 'sqrt'. Got {transform!r} instead.")
     ranks_flag = _ranks_flag(ranks)
     est = NMF(
         init=init,
@@ -239,6 +246,8 @@ def sweep(
             args += ["--parallel", parallel]
         if folds is not None:
             args += ["--folds", folds]
+        if transform != "none":
+            args += ["--transform", transform]
         if not test_fraction:  # the command cross-validates unless told not to
             args += ["--test-fraction", "0"]
         args += _params.model_flags(p) + _params.run_flags(p, in_memory)

@@ -121,3 +121,12 @@ def test_estimator_plot(counts, tmp_path, monkeypatch, fake_ipython):
 def test_sweep_parameter_errors_name_sweep(counts):
     with pytest.raises(ValueError, match=r"The 'max_iter' parameter of sweep must be an int in the range \[1, inf\)"):
         didnmf.sweep(counts, ranks=[2], max_iter=0)
+
+
+def test_sweep_transform(counts):
+    raw = didnmf.sweep(counts, ranks=[2, 3], seeds=2, max_iter=50)
+    sq = didnmf.sweep(counts, ranks=[2, 3], seeds=2, max_iter=50, transform="sqrt")
+    assert raw.report["transform"] == "none" and sq.report["transform"] == "sqrt"
+    assert not np.allclose(raw.runs["test_rel_err2"], sq.runs["test_rel_err2"])
+    with pytest.raises(ValueError, match="transform must be 'none' or 'sqrt'"):
+        didnmf.sweep(counts, ranks=[2], transform="log")
