@@ -680,7 +680,10 @@ def test_cli_signal_removes_the_partial_output(tmp_path, sig, status):
     env = dict(os.environ, PYTHONPATH=str(PYDIR))
     p = subprocess.Popen([sys.executable, "-m", "didnmf", "convert", str(path), str(dst),
                           "--block-rows", "1"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env)
+                         stderr=subprocess.PIPE, text=True, env=env,
+                         # the signal's default disposition, whatever this test inherited (under
+                         # nohup SIGHUP is ignored, and the converter rightly keeps ignoring it)
+                         preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
