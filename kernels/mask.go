@@ -14,7 +14,7 @@ import (
 // being observed zeros (a stored 0 is an observed zero too). With Options.TestFraction the
 // entries that HeldOut selects are unobserved for the fit as well and make up the test set.
 // A masked shard (Options.Missing or TestFraction > 0) builds, once, a shardMask: the lists of
-// its unobserved entries by column and by row, and X_o, its block with every unobserved entry
+// its unobserved entries by column (and by row, for DID and MU), and X_o, its block with every unobserved entry
 // zeroed (dense) or dropped (sparse), which the kernels read instead of X.
 
 // maskAlgorithms are the algorithms that fit with missing values and held-out entries.
@@ -153,6 +153,16 @@ func ObservedErrors(objective, sqNorm float64, count int64) (relErr2, rmse float
 	return relErr2, rmse
 }
 
+// MaskEntryBytes bounds the bytes a masked shard keeps per unobserved entry (held out or
+// missing; a held-out zero of a sparse block counts like any other), whatever the algorithm:
+// its column lists (a row index and a value, 12 bytes, plus up to a quarter more of slack from
+// growing them while the block is scanned), the row lists of DID and MU (12 more) and the
+// per-entry list of the algorithm's masked code (DID's column index, 4; DBCD's, BCD's and HALS's
+// residual of each held-out entry, 8, without the row lists). X_o, the block without its
+// unobserved entries, is not counted: it is a copy of the block when some stored entry is
+// unobserved. TestShardMaskBytes measures it.
+const MaskEntryBytes = 32
+
 // shardMask is a masked shard's view of its block.
 type shardMask struct {
 	m, n int
@@ -164,11 +174,13 @@ type shardMask struct {
 	uptr []int
 	urow []int32
 	uval []float64
-	// The same entries by row: row i's are rptr[i] <= t < rptr[i+1], in column rcol[t]
-	// (increasing), entry rent[t] of the column lists, with rval[t] = uval[rent[t]].
+	// The same entries by row, built (by byRow) only for the algorithms that read them (DID
+	// and MU; see rowView), nil otherwise: row i's are rptr[i] <= t < rptr[i+1], in column
+	// rcol[t] (increasing), with rval[t] the value of that entry in the column lists. 12 bytes
+	// an entry (the column lists' 12 again), so a bcd, dbcd or hals shard keeps 12 bytes per
+	// unobserved entry and a did or mu shard 24.
 	rptr []int
 	rcol []int32
-	rent []int
 	rval []float64
 	// colSq[j] is ||x_o,j||^2, summed in row order.
 	colSq []float64
@@ -336,9 +348,13 @@ func scanMask(x Block, colOffset int, o Options, keep bool, flag *interruptFlag)
 	if len(s.urow) > 0 {
 		s.x = observedBlock(x, s, dropped)
 	}
-	s.byRow()
 	return s
 }
+
+// rowView reports whether algo's masked code reads the shard mask's by-row lists (rptr, rcol,
+// rval): DID's B step and MU's do; the masked residual of DBCD, BCD and HALS reads only the
+// column lists, so their shards do not build them.
+func rowView(algo Algorithm) bool { return algo == DID || algo == MU }
 
 // observedBlock returns X_o for a block with unobserved entries.
 func observedBlock(x Block, s *shardMask, dropped bool) Block {
@@ -395,7 +411,7 @@ func observedBlock(x Block, s *shardMask, dropped bool) Block {
 	panic(fmt.Sprintf("kernels: unknown block type %T", x))
 }
 
-// byRow builds the row lists from the column lists.
+// byRow builds the row lists from the column lists (see rowView).
 func (s *shardMask) byRow() {
 	s.rptr = make([]int, s.m+1)
 	for _, i := range s.urow {
@@ -405,14 +421,12 @@ func (s *shardMask) byRow() {
 		s.rptr[i+1] += s.rptr[i]
 	}
 	s.rcol = make([]int32, len(s.urow))
-	s.rent = make([]int, len(s.urow))
 	s.rval = make([]float64, len(s.urow))
 	next := slices.Clone(s.rptr[:s.m])
 	for j := 0; j < s.n; j++ {
 		for t := s.uptr[j]; t < s.uptr[j+1]; t++ {
 			i := s.urow[t]
 			s.rcol[next[i]] = int32(j)
-			s.rent[next[i]] = t
 			s.rval[next[i]] = s.uval[t]
 			next[i]++
 		}
@@ -449,6 +463,9 @@ func maskSlotOn(v []float64) bool { return v[1]+v[2] > 0 }
 func (e *shardEnv) beginMask(resume bool, state [][]float64) [][]float64 {
 	ms := e.m.mask
 	ms.sm = scanMask(e.spec.X, e.spec.ColOffset, e.spec.Options, true, e.flag)
+	if rowView(e.spec.Algo) {
+		ms.sm.byRow()
+	}
 	if err := ms.sm.local.checkMissing(e.spec.Options); err != nil {
 		panic(err)
 	}

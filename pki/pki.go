@@ -61,9 +61,19 @@ func NewCA(name string) (*CA, error) {
 	return &CA{cert: cert, key: key, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), KeyPEM: keyPEM}, nil
 }
 
-// LoadCA reads a certificate authority's certificate and key (PEM; ECDSA or Ed25519).
+// LoadCA reads a certificate authority's certificate and key (PEM; ECDSA or Ed25519). Each
+// must be a regular file of at most 1 MiB: a FIFO, a device or a directory is refused by name
+// without blocking.
 func LoadCA(certFile, keyFile string) (*CA, error) {
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	certPEM, err := readSmallFile(certFile, "certificate authority certificate", maxPEMFile)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := readSmallFile(keyFile, "certificate authority key", maxPEMFile)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("certificate authority %s / %s: %w", certFile, keyFile, err)
 	}
@@ -77,14 +87,6 @@ func LoadCA(certFile, keyFile string) (*CA, error) {
 	}
 	if !cert.IsCA {
 		return nil, fmt.Errorf("certificate %s is not a certificate authority", certFile)
-	}
-	certPEM, err := os.ReadFile(certFile)
-	if err != nil {
-		return nil, err
-	}
-	keyPEM, err := os.ReadFile(keyFile)
-	if err != nil {
-		return nil, err
 	}
 	return &CA{cert: cert, key: key, CertPEM: certPEM, KeyPEM: keyPEM}, nil
 }
@@ -171,15 +173,24 @@ type Config struct {
 }
 
 // Load reads a node's certificate and key and the cluster's CA certificate (PEM files) and
-// returns its mutual TLS configuration.
+// returns its mutual TLS configuration. Each must be a regular file of at most 1 MiB: a FIFO,
+// a device or a directory is refused by name without blocking.
 func Load(certFile, keyFile, caFile string) (*Config, error) {
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	certPEM, err := readSmallFile(certFile, "--tls-cert", maxPEMFile)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := readSmallFile(keyFile, "--tls-key", maxPEMFile)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("--tls-cert %s / --tls-key %s: %w", certFile, keyFile, err)
 	}
-	caPEM, err := os.ReadFile(caFile)
+	caPEM, err := readSmallFile(caFile, "--tls-ca", maxPEMFile)
 	if err != nil {
-		return nil, fmt.Errorf("--tls-ca: %w", err)
+		return nil, err
 	}
 	return FromPEM(pair, caPEM, caFile)
 }

@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/didnmf/didnmf/matio"
 )
 
 // A cluster secret is the credential of a cluster run without certificate files, in the way
@@ -77,19 +79,17 @@ func LoadSecret(path string) ([]byte, error) {
 
 // ReadPrivateFile reads a file that holds a secret (what names it in errors): a regular file
 // of at most limit bytes, that belongs to this user and that no other user may read or write
-// (as ssh does with keys). The errors say what to do.
+// (as ssh does with keys). The errors say what to do. A FIFO, a socket, a device or a
+// directory is refused by name without blocking (see [matio.OpenRegular]).
 func ReadPrivateFile(path, what string, limit int) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := matio.OpenRegular(path) // never blocks: a FIFO or a device is refused by name
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s %s is not a regular file", what, path)
 	}
 	if st.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("%s %s is open to other users (mode %04o): run chmod 600 %s", what, path, st.Mode().Perm(), path)

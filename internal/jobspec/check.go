@@ -190,16 +190,17 @@ func (s *Spec) Footprint(d *Shape) []int64 {
 
 // HeldOutFootprint estimates the bytes a shard of m features and cols samples holds for a
 // test set of fraction frac (0: none): the held-out entries, zeros of a sparse block
-// included, listed by column and by row (32 bytes each: kernels' shard mask), and the copy
-// of the block without them that the masked fit reads. On a large sparse matrix this is
-// most of a shard's memory (10% of 200,000 x 20,000 is 12.8 GB), so placement reserves it
+// included (at most kernels.MaskEntryBytes, 32 bytes, each, whatever the algorithm: about 30
+// for did, 24 for bcd, dbcd and hals, 27 for mu, measured by kernels' TestShardMaskBytes),
+// and the copy of the block without them that the masked fit reads. On a large sparse matrix
+// this is most of a shard's memory (10% of 200,000 x 20,000 is 12.8 GB), so placement reserves it
 // and a job that cannot have it is refused before any shard allocates it. Missing values
 // (NaN) are not counted: their number is unknown before the data is read.
 func HeldOutFootprint(m, cols int64, density, frac float64, layout matio.Layout) int64 {
 	if !(frac > 0) {
 		return 0
 	}
-	return int64(32*frac*float64(m)*float64(cols)) + blockBytes(m, cols, density, layout)
+	return int64(kernels.MaskEntryBytes*frac*float64(m)*float64(cols)) + blockBytes(m, cols, density, layout)
 }
 
 // AccelFootprint estimates the bytes a shard of cols samples and rank k holds beyond
