@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/didnmf/didnmf"
@@ -309,33 +308,10 @@ func ScoreStudy(outs []*StudyOutcome, rule Rule) []StudyScore {
 // within one, cannot tell (visible: wrong; below the noise: right), and the exact share by
 // family and by visibility.
 func WriteStudyTable(w io.Writer, scores []StudyScore) {
-	var fams, viss []string
-	for _, s := range scores {
-		for f := range s.ByFamily {
-			if !slices.Contains(fams, f) {
-				fams = append(fams, f)
-			}
-		}
-		for v := range s.ByVisibility {
-			if !slices.Contains(viss, v) {
-				viss = append(viss, v)
-			}
-		}
+	leads := make([][]string, len(scores))
+	plain := make([]Score, len(scores))
+	for i, s := range scores {
+		leads[i], plain[i] = []string{fmt.Sprint(s.Fit), fmt.Sprint(s.Metric)}, s.Score
 	}
-	slices.Sort(fams)
-	slices.Sort(viss)
-	cols := slices.Concat(fams, viss)
-	fmt.Fprintf(w, "| fit | held-out error | exact | within ±1 | cannot tell, below the noise | cannot tell, visible (wrong) | %s |\n", strings.Join(cols, " | "))
-	fmt.Fprintf(w, "|---|---|---|---|---|---|%s\n", strings.Repeat("---|", len(cols)))
-	for _, s := range scores {
-		var fs []string
-		for _, f := range fams {
-			fs = append(fs, pct(s.ByFamily[f][0], s.ByFamily[f][1]))
-		}
-		for _, v := range viss {
-			fs = append(fs, pct(s.ByVisibility[v][0], s.ByVisibility[v][1]))
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", s.Fit, s.Metric, pct(s.Exact, s.Visible), pct(s.Within1, s.Visible),
-			pct(s.Cannot, s.Below), pct(s.FalseCannot, s.Visible), strings.Join(fs, " | "))
-	}
+	writeScores(w, []string{"fit", "held-out error"}, leads, plain)
 }
