@@ -180,7 +180,7 @@ func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResu
 	if err := o.Check(j0.Spec); err != nil {
 		return nil, err
 	}
-	if err := o.Transform.check(r.target); err != nil {
+	if err := o.Transform.Check(r.target); err != nil {
 		return nil, err
 	}
 	p := o.Parallel

@@ -35,8 +35,9 @@ const (
 // SweepTransforms are the transforms a sweep knows.
 var SweepTransforms = []SweepTransform{TransformNone, TransformSqrt}
 
-// check tells what is wrong with the transform for a sweep on target t.
-func (tr SweepTransform) check(t Target) error {
+// Check tells what is wrong with the transform for a sweep on target t: an unknown name, or
+// a transform on a target whose nodes read the input (Runner.Sweep checks it too).
+func (tr SweepTransform) Check(t Target) error {
 	switch tr {
 	case "", TransformNone:
 		return nil

@@ -435,7 +435,7 @@ var fieldFlags = map[string]string{
 	"input": "--input", "algorithm": "--algo", "rank": "--rank", "shards": "--shards", "init": "--init",
 	"init_basis": "--init-basis", "init_coef": "--init-coef", "form": "--form", "storage": "--storage",
 	"layout": "--layout", "rho": "--rho", "alpha_coef": "--alpha-coef", "alpha_basis": "--alpha-basis",
-	"l1_ratio": "--l1-ratio", "loss": "--loss", "missing": "--missing nan", "test_fraction": "--test-fraction", "accel": "--accel",
+	"l1_ratio": "--l1-ratio", "loss": "--loss", "missing": "--missing nan", "test_fraction": "--test-fraction", "accel": "--accel", "transform": "--transform",
 	"fan-in": "--fan-in", "ingest": "--ingest", "out_shared": "--out-shared", "detached": "--detach",
 	"natural_layout": "--input", "stop": "--tol, --max-iter, --time-limit or --stall-tol",
 	"nodes": "--nodes", "threads": "--threads", "cluster": "--cluster", "overwrite": "--overwrite",

@@ -81,13 +81,6 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	tr := didnmf.SweepTransform(*transform)
-	if !slices.Contains(didnmf.SweepTransforms, tr) {
-		return badInput("--transform %q: want none or sqrt", *transform)
-	}
-	if tr != didnmf.TransformNone && (jf.nodes > 0 || jf.cluster != "") {
-		return badInput("--transform %s is applied as this process reads the input, and with --nodes or --cluster the nodes read it: "+
-			"run the sweep in this process, or transform the input's values beforehand", tr)
-	}
 	opts := didnmf.SweepOptions{Ranks: ks, Seeds: *seeds, Folds: *folds, FirstSeed: *firstSeed, Parallel: *parallel, Transform: tr}
 	if err := opts.Check(nil); err != nil {
 		return err
@@ -102,6 +95,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	}
 	defer j0.Close()
 	if err := opts.Check(j0.Spec); err != nil {
+		return err
+	}
+	if err := tr.Check(j0.Target); err != nil {
 		return err
 	}
 	dir, cleanup, err := prepareOutDir(*of.out)
