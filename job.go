@@ -2,6 +2,7 @@ package didnmf
 
 import (
 	"errors"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -95,11 +96,15 @@ func Open(spec *Spec, t Target) (*Job, error) {
 	return j, nil
 }
 
-// cluster returns what the check knows of where the job runs.
+// cluster returns what the check knows of where the job runs. For a job in this process the
+// memory available is read after this process has given back what earlier jobs freed (a
+// sweep's or a benchmark's runs one after another): otherwise the freed heap it still holds
+// counts as used, and at 1e8 samples `bench --table2` refused every row after the first.
 func (j *Job) cluster() jobspec.Cluster {
 	if !j.Target.readsInput() {
 		return jobspec.Cluster{Where: jobspec.Submitted}
 	}
+	debug.FreeOSMemory()
 	return jobspec.Cluster{Where: jobspec.InProcess, Memory: server.AvailableMemory()}
 }
 

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -247,9 +246,6 @@ func RunTable2Set(set Table2Set, algos []kernels.AlgorithmInfo, cfg Table2Config
 	for _, run := range table2Runs(algos, cfg) {
 		a := run.algo
 		p := shardsOf(a)
-		// The last row's factors are garbage by now: give their pages back before the job's
-		// memory check reads what is available (at 1e8 the rows after the first were refused).
-		debug.FreeOSMemory()
 		j, err := open(set, a, run.accel, p)
 		if err != nil {
 			return nil, err
