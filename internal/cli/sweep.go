@@ -34,10 +34,8 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 			fs.Var(f.Value, f.Name, f.Usage)
 		}
 	})
-	ranks, seeds, firstSeed, parallel, folds := registerSweep(fs)
-	transform := fs.String("transform", "none", "what the runs fit: none (the input's values) or sqrt (their square roots, for counts, whose noise grows with "+
-		"their mean; the test error is then the model's square's against X, the train errors and bases of sqrt(X)); applied as this process "+
-		"reads the input, so not with --nodes or --cluster")
+	sf := registerSweep(fs)
+	ranks, seeds, firstSeed, parallel, folds, transform := sf.ranks, sf.seeds, sf.firstSeed, sf.parallel, sf.folds, sf.transform
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: didnmf sweep --input PATH --ranks FROM:TO[:STEP] [--seeds N] [--folds F] --out DIR [flags]\n\n"+
 			"chooses the rank: factorizes the input at every rank of --ranks with --seeds seeds each (concurrently on\n"+
@@ -206,14 +204,28 @@ func suggestionLine(s sweep.Suggestion) string {
 	return line
 }
 
+// sweepFlags are sweep's own flags, beside the factorize flags it shares.
+type sweepFlags struct {
+	ranks     *string
+	seeds     *int
+	firstSeed *uint64
+	parallel  *int
+	folds     *int
+	transform *string
+}
+
 // registerSweep adds the flags of sweep's own to fs.
-func registerSweep(fs *flag.FlagSet) (ranks *string, seeds *int, firstSeed *uint64, parallel, folds *int) {
-	ranks = fs.String("ranks", "", "the ranks to try, `FROM:TO[:STEP]` (e.g. 2:30 or 2:30:2), or a comma-separated list")
-	seeds = fs.Int("seeds", 5, "runs per rank, with seeds `SEED`, SEED+1, ...: their spread and the stability of their bases across seeds")
-	firstSeed = fs.Uint64("seed", 1, "the first `SEED` (synthetic inputs are generated from it, the same for every run)")
-	parallel = fs.Int("parallel", 0, "jobs at once (0: one in this process, one per node with --nodes or per member with --cluster)")
-	folds = fs.Int("folds", 0, "held-out sets per rank, `F` <= --seeds: the run of seed SEED+s holds out fold s mod F (test seed --test-seed + fold), and the test error's standard error is over the folds; 0: one per seed with a --test-fraction, 1 without")
-	return ranks, seeds, firstSeed, parallel, folds
+func registerSweep(fs *flag.FlagSet) sweepFlags {
+	var f sweepFlags
+	f.ranks = fs.String("ranks", "", "the ranks to try, `FROM:TO[:STEP]` (e.g. 2:30 or 2:30:2), or a comma-separated list")
+	f.seeds = fs.Int("seeds", 5, "runs per rank, with seeds `SEED`, SEED+1, ...: their spread and the stability of their bases across seeds")
+	f.firstSeed = fs.Uint64("seed", 1, "the first `SEED` (synthetic inputs are generated from it, the same for every run)")
+	f.parallel = fs.Int("parallel", 0, "jobs at once (0: one in this process, one per node with --nodes or per member with --cluster)")
+	f.folds = fs.Int("folds", 0, "held-out sets per rank, `F` <= --seeds: the run of seed SEED+s holds out fold s mod F (test seed --test-seed + fold), and the test error's standard error is over the folds; 0: one per seed with a --test-fraction, 1 without")
+	f.transform = fs.String("transform", "none", "what the runs fit: none (the input's values) or sqrt (their square roots, for counts, whose noise grows with "+
+		"their mean; the test error is then the model's square's against X, the train errors and bases of sqrt(X)); applied as this process "+
+		"reads the input, so not with --nodes or --cluster")
+	return f
 }
 
 // parseRanks parses --ranks: FROM:TO[:STEP] or a comma-separated list, each rank >= 1.
