@@ -1,7 +1,7 @@
 package kernels
 
 import (
-	"runtime"
+	"reflect"
 	"testing"
 )
 
@@ -22,12 +22,79 @@ func sparseCounts(m, n int, density float64, seed uint64) *CSC {
 	return x
 }
 
-// heapInUse returns the live heap after a collection.
-func heapInUse() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
+// reachableBytes returns the bytes of the arrays, maps' entries and pointed-to values that v
+// reaches (the struct's own header not counted), each array once. It measures what a value
+// keeps alive exactly, whatever else the process allocates or frees meanwhile (the live heap
+// read before and after is not: CI saw it fall by 47 MB around this test).
+func reachableBytes(v any) uint64 {
+	seen := map[uintptr]bool{}
+	var walk func(reflect.Value) uint64
+	walk = func(v reflect.Value) uint64 {
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if v.IsNil() {
+				return 0
+			}
+			if v.Kind() == reflect.Interface {
+				return walk(v.Elem())
+			}
+			if seen[v.Pointer()] {
+				return 0
+			}
+			seen[v.Pointer()] = true
+			return uint64(v.Type().Elem().Size()) + walk(v.Elem())
+		case reflect.Slice:
+			if v.Cap() == 0 || seen[v.Pointer()] {
+				return 0
+			}
+			seen[v.Pointer()] = true
+			n := uint64(v.Cap()) * uint64(v.Type().Elem().Size())
+			for i := 0; i < v.Len() && hasPointers(v.Type().Elem()); i++ {
+				n += walk(v.Index(i))
+			}
+			return n
+		case reflect.Struct:
+			var n uint64
+			for i := 0; i < v.NumField(); i++ {
+				n += walk(v.Field(i))
+			}
+			return n
+		case reflect.Array:
+			var n uint64
+			for i := 0; i < v.Len() && hasPointers(v.Type().Elem()); i++ {
+				n += walk(v.Index(i))
+			}
+			return n
+		case reflect.Map:
+			var n uint64
+			it := v.MapRange()
+			for it.Next() {
+				n += uint64(it.Key().Type().Size()+it.Value().Type().Size()) + walk(it.Key()) + walk(it.Value())
+			}
+			return n
+		case reflect.String:
+			return uint64(v.Len())
+		}
+		return 0
+	}
+	return walk(reflect.ValueOf(v))
+}
+
+// hasPointers reports whether values of t can reach other memory.
+func hasPointers(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Slice, reflect.Map, reflect.String, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		return true
+	case reflect.Array:
+		return hasPointers(t.Elem())
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if hasPointers(t.Field(i).Type) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // TestShardMaskBytes measures the heap a shard mask keeps on a sparse count block at the
@@ -43,7 +110,6 @@ func TestShardMaskBytes(t *testing.T) {
 		name string
 		algo Algorithm
 	}{{"did", DID}, {"bcd", BCD}} {
-		before := heapInUse()
 		sm := scanMask(x, 0, o, true, nil)
 		if rowView(c.algo) {
 			sm.byRow()
@@ -52,12 +118,16 @@ func TestShardMaskBytes(t *testing.T) {
 		if c.algo == DID {
 			ucol = make([]int32, len(sm.urow)) // newDIDMasked's column of each entry
 		}
-		after := heapInUse()
 		entries := uint64(len(sm.urow))
 		if entries < uint64(0.09*m*n) || entries > uint64(0.11*m*n) {
 			t.Fatalf("%s: %d unobserved entries of %d, want about %v of them", c.name, entries, m*n, frac)
 		}
-		kept := after - before
+		// What the shard keeps: the mask (with X_o) and DID's column index; the block itself is
+		// the shard's already, so it is not counted when X_o is the block.
+		kept := reachableBytes(sm) + uint64(4*cap(ucol))
+		if sm.x == Block(x) {
+			kept -= reachableBytes(x)
+		}
 		bound := MaskEntryBytes*entries + blockBytes
 		t.Logf("%s: %d entries, %d bytes kept (%.1f an entry, X_o a copy: %v), bound %d", c.name, entries, kept,
 			float64(kept)/float64(entries), sm.x != Block(x), bound)
@@ -65,7 +135,5 @@ func TestShardMaskBytes(t *testing.T) {
 			t.Errorf("%s: the shard mask keeps %d bytes, more than MaskEntryBytes (%d) x %d entries + the block (%d)",
 				c.name, kept, MaskEntryBytes, entries, blockBytes)
 		}
-		runtime.KeepAlive(sm)
-		runtime.KeepAlive(ucol)
 	}
 }
