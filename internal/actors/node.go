@@ -279,10 +279,17 @@ type Node struct {
 	committedMu sync.Mutex
 	committed   map[string]int64     // each job's newest committed checkpoint, as its host heard
 	ended       map[string]time.Time // jobs that ended here, and when
+	// ckptWrites serialize the writes of a shard's checkpoints of one kind (striped by a hash
+	// of kind, job and shard), each with the pruning after it, so that a slow disk queues the
+	// writers instead of letting each leave its file before any prunes (see keepCheckpoint).
+	ckptWrites [ckptWriteStripes]sync.Mutex
 
 	machinesMu sync.Mutex
 	machines   map[string]map[*kernels.Machine]bool // each job's live machines, to interrupt
 }
+
+// ckptWriteStripes is the number of locks that serialize checkpoint writes (Node.ckptWrites).
+const ckptWriteStripes = 64
 
 // addMachine registers a shard's machine, so that stopping its job interrupts its kernels.
 func (n *Node) addMachine(job string, m *kernels.Machine) {
