@@ -196,7 +196,7 @@ func newExtrapolation(a Accel, m, k, n int) *extrapolation {
 	if !a.Extrapolate {
 		return nil
 	}
-	return &extrapolation{cprev: make([]float64, k*n), bprev: make([]float64, m*k)}
+	return &extrapolation{cprev: makeFloats(k * n), bprev: make([]float64, m*k)}
 }
 
 // slots is the number of Snapshot.State slices the extrapolation adds.

@@ -111,17 +111,25 @@ func (e *shardEnv) initRandom() (b, c []float64) {
 			b[i] = scale * math.Abs(rb.Norm())
 		}
 	}
-	c = make([]float64, k*n)
+	// C0's columns are drawn on the pool's workers: each column's stream is its own, so the
+	// bits do not depend on who draws it.
+	c = makeFloats(k * n)
 	span = e.flag.span(normWork*k, 1)
-	for j0 := 0; j0 < n; j0 += span {
-		e.flag.poll()
-		for j, j1 := j0, min(j0+span, n); j < j1; j++ {
-			rc := NewRNG(e.spec.Seed, DomainInitC, uint64(e.spec.ColOffset+j))
-			for p := 0; p < k; p++ {
-				c[j*k+p] = scale * math.Abs(rc.Norm())
+	lanes := ColumnRanges(n, max(1, min(4*e.spec.Pool.Workers(), n/span)))
+	e.spec.Pool.Run(len(lanes)-1, func(l int) {
+		for j0 := lanes[l]; j0 < lanes[l+1]; j0 += span {
+			if e.flag.stopped() {
+				return
+			}
+			for j, j1 := j0, min(j0+span, lanes[l+1]); j < j1; j++ {
+				rc := NewRNG(e.spec.Seed, DomainInitC, uint64(e.spec.ColOffset+j))
+				for p := 0; p < k; p++ {
+					c[j*k+p] = scale * math.Abs(rc.Norm())
+				}
 			}
 		}
-	}
+	})
+	e.flag.poll()
 	return b, c
 }
 

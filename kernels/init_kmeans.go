@@ -179,7 +179,7 @@ func (e *shardEnv) initKMeans() (b, c []float64) {
 		cp := centers[p*m : (p+1)*m]
 		cnorm[p] = dot(cp, cp)
 	}
-	c = make([]float64, k*n)
+	c = makeFloats(k * n)
 	for j0 := 0; j0 < n; j0 += spanK {
 		e.flag.poll()
 		for j, j1 := j0, min(j0+spanK, n); j < j1; j++ {

@@ -99,7 +99,7 @@ func (e *shardEnv) initNNDSVD(fillMean bool) (b, c []float64) {
 	norms = e.allReduce("init.svd.norms", 0, norms)
 
 	b = make([]float64, m*k)
-	c = make([]float64, k*n)
+	c = makeFloats(k * n)
 	for p := 0; p < k; p++ {
 		e.flag.poll()
 		up := u[p*m : (p+1)*m]

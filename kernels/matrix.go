@@ -26,7 +26,7 @@ type Dense struct {
 
 // NewDense allocates a zero M x N dense block.
 func NewDense(rows, cols int) *Dense {
-	return &Dense{Rows: rows, Cols: cols, Data: make([]float64, rows*cols)}
+	return &Dense{Rows: rows, Cols: cols, Data: makeFloats(rows * cols)}
 }
 
 // Dims implements Block.

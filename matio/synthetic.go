@@ -3,6 +3,7 @@ package matio
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -181,6 +182,10 @@ func (s *syntheticSource) Samples() int  { return s.n }
 func (s *syntheticSource) Features() int { return s.m }
 func (s *syntheticSource) Close() error  { return nil }
 
+// syntheticParallelCols is the block width from which a synthetic block is generated on every
+// processor.
+const syntheticParallelCols = 1 << 16
+
 func (s *syntheticSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 	if err := checkRead(s.spec, s.n, lo, hi, layout); err != nil {
 		return nil, err
@@ -190,10 +195,22 @@ func (s *syntheticSource) Read(lo, hi int, layout Layout) (kernels.Block, error)
 		return nil, err
 	}
 	s.once.Do(func() { s.b = s.basis() })
-	c := make([]float64, s.k)
-	for j := lo; j < hi; j++ {
-		s.column(s.b, j, c, d.Col(j-lo))
+	// Columns are generated on every processor: each depends only on (spec, j).
+	parts := 1
+	if hi-lo >= syntheticParallelCols {
+		parts = runtime.GOMAXPROCS(0)
 	}
+	bounds := kernels.ColumnRanges(hi-lo, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() {
+			c := make([]float64, s.k)
+			for j := lo + bounds[p]; j < lo+bounds[p+1]; j++ {
+				s.column(s.b, j, c, d.Col(j-lo))
+			}
+		})
+	}
+	wg.Wait()
 	if _, err := checkDense(s.spec, d, lo, false, false); err != nil {
 		return nil, fmt.Errorf("%w (synthetic data should never be invalid)", err)
 	}
