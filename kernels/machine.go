@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"time"
 )
 
 // StepKind tells what a shard machine stopped at.
@@ -186,6 +187,12 @@ func (m *Machine) Close() { m.stop() }
 // valid). Basis and Coef then hold the last boundary's factors as far as the interrupted step
 // had updated them in place: nonnegative, a mix of two iterates. Close it as usual.
 func (m *Machine) Interrupt() { m.intr.set.Store(true) }
+
+// InitEnded returns when the machine had its initial B and C (drawn, computed or resumed):
+// the end of its initialisation's local work, which comes after the initialisation's last
+// collective (random draws, NNDSVD's last products). Zero before. Like Basis, read it between
+// calls to Next.
+func (m *Machine) InitEnded() time.Time { return m.env.initEnded }
 
 // Basis returns the shard's replica of B (M x K, column-major). Valid at iteration boundaries;
 // the slice is the machine's own and changes with the next iteration.

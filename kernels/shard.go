@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Algorithm names an NMF algorithm.
@@ -290,6 +291,8 @@ type shardEnv struct {
 	yield func(Step) bool
 	// B and C are the factors the machine reports (M x K and K x n_i, column-major).
 	B, C []float64
+	// initEnded is when begin had B and C: the initialisation's local work done.
+	initEnded time.Time
 	// state, set by the body, returns deep copies of its Snapshot.State at a boundary.
 	state func() [][]float64
 	// flag is the machine's interrupt flag (see interrupt.go).

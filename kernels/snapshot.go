@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Snapshot is a shard's state at an iteration boundary: enough to build a fresh machine (with
@@ -138,6 +139,7 @@ func (e *shardEnv) begin() (first int, initial float64, state [][]float64) {
 	if e.m != nil && e.m.mask != nil {
 		state = e.beginMask(r != nil, state)
 	}
+	defer func() { e.initEnded = time.Now() }()
 	if r == nil {
 		e.B, e.C = e.initialize()
 		return 1, 0, nil

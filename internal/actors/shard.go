@@ -229,7 +229,8 @@ func (s *shard) advance(ctx actor.Context) bool {
 	}
 	s.meter.init = false
 	s.node.hooks.shardBoundary(s.a.Shard, s.a.Shards, int64(st.Iteration))
-	ev := jobctl.ShardDriverBoundary{Iteration: int64(st.Iteration), Objective: st.Objective, Initial: st.Initial, At: time.Now()}
+	ev := jobctl.ShardDriverBoundary{Iteration: int64(st.Iteration), Objective: st.Objective, Initial: st.Initial, At: time.Now(),
+		InitEnded: s.machine.InitEnded()}
 	if s.spec.Options().Masked() {
 		ev.Mask, ev.TestSSE, ev.InitialTestSSE = maskStatsOf(st.Mask), st.TestSSE, st.InitialTestSSE
 	}

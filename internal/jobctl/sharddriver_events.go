@@ -94,9 +94,13 @@ type ShardDriverBoundary struct {
 	Iteration          int64
 	Objective, Initial float64
 	At                 time.Time
-	Mask               *messages.MaskStats
-	TestSSE            float64
-	InitialTestSSE     float64
+	// InitEnded is when the machine had its initial factors (kernels.Machine.InitEnded),
+	// zero if unknown: the initialisation's time runs to it when it is later than the last
+	// initialisation collective's result.
+	InitEnded      time.Time
+	Mask           *messages.MaskStats
+	TestSSE        float64
+	InitialTestSSE float64
 }
 
 // ShardDriverFailed tells that the shard failed (its machine, a result, or writing its

@@ -457,3 +457,42 @@ func TestShardDriverCheckpointErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestShardDriverInitSecondsRunToInitEnded: the initialisation's time reported with the
+// first iteration runs to the machine's InitEnded when that comes after the last
+// initialisation collective (a random C drawn after the mean's allreduce), and stays at the
+// collective when InitEnded is unknown, earlier, or after the boundary itself.
+func TestShardDriverInitSecondsRunToInitEnded(t *testing.T) {
+	sec := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	for _, tc := range []struct {
+		name      string
+		initEnded time.Time
+		want      float64
+	}{
+		{"unknown", time.Time{}, 0.5},
+		{"after the collective", sec(1.75), 1.75},
+		{"before the collective", sec(0.25), 0.5},
+		{"after the boundary", sec(3), 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := NewShardDriver(ShardDriverConfig{Job: "j", Shard: 0, Node: "n"})
+			for _, ev := range []any{ShardDriverAssign{Job: "j", Epoch: 1}, ShardDriverBuilt{Rule: kernels.StopRule{MaxIter: 1}},
+				ShardDriverStart{Job: "j", Epoch: 1, Granted: NoGrant, At: t0}, ShardDriverCollective{Iteration: 0, Init: true},
+				ShardDriverReduced{At: sec(0.5)}, ShardDriverCollective{Iteration: 1}, ShardDriverReduced{At: sec(1.9)},
+				ShardDriverBoundary{Iteration: 1, Objective: 1, Initial: 2, At: sec(2), InitEnded: tc.initEnded}} {
+				if err := d.Step(ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []float64
+			for _, m := range d.Ready().Sends {
+				if done, ok := m.(*messages.IterationDone); ok {
+					got = append(got, done.InitSeconds)
+				}
+			}
+			if len(got) != 1 || math.Abs(got[0]-tc.want) > 1e-9 {
+				t.Errorf("reported init seconds %v, want [%v]", got, tc.want)
+			}
+		})
+	}
+}
