@@ -69,9 +69,9 @@ func parseSyntheticSpec(spec string) (*syntheticSpec, error) {
 func (s *syntheticSpec) set(key, val string) error {
 	switch key {
 	case "m", "n", "k":
-		v, err := strconv.Atoi(val)
+		v, err := parseCount(val)
 		if err != nil {
-			return inputErrorf(s.spec, "%s=%q is not an integer", key, val)
+			return inputErrorf(s.spec, "%s=%q is not an integer (e.g. 1000000 or 1e6)", key, val)
 		}
 		if v < 1 {
 			return inputErrorf(s.spec, "%s must be >= 1", key)
@@ -103,6 +103,19 @@ func (s *syntheticSpec) set(key, val string) error {
 		return inputErrorf(s.spec, "unknown key %q (want m, n, k, seed, noise)", key)
 	}
 	return nil
+}
+
+// parseCount parses a size: a decimal integer, or one written with an exponent (1e7, 2.5e6)
+// whose value is an exact integer that an int holds.
+func parseCount(val string) (int, error) {
+	if v, err := strconv.Atoi(val); err == nil || !strings.ContainsAny(val, "eE") {
+		return v, err
+	}
+	f, err := strconv.ParseFloat(val, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, fmt.Errorf("%q is not an integer", val)
+	}
+	return int(f), nil
 }
 
 // basis returns B*, M x K column-major: entry k*M+i is the (k*M+i)-th draw of one stream.

@@ -101,7 +101,12 @@ func TestSyntheticBadSpec(t *testing.T) {
 		{"synthetic:", "missing m"},
 		{"synthetic:m=5,n=10,k=3,seed=1,color=red", "unknown key \"color\""},
 		{"synthetic:m=5,n=10,k=3,seed=1,m=4", "m given twice"},
-		{"synthetic:m=five,n=10,k=3,seed=1", "m=\"five\" is not an integer"},
+		{"synthetic:m=five,n=10,k=3,seed=1", "m=\"five\" is not an integer (e.g. 1000000 or 1e6)"},
+		{"synthetic:m=5,n=1.5e0,k=3,seed=1", "n=\"1.5e0\" is not an integer"},
+		{"synthetic:m=5,n=1e300,k=3,seed=1", "n=\"1e300\" is not an integer"},
+		{"synthetic:m=5,n=1e-3,k=3,seed=1", "n=\"1e-3\" is not an integer"},
+		{"synthetic:m=5,n=-1e3,k=3,seed=1", "n must be >= 1"},
+		{"synthetic:m=5,n=NaNe,k=3,seed=1", "n=\"NaNe\" is not an integer"},
 		{"synthetic:m=5,n=10,k=3,seed=-1", "seed=\"-1\" is not an unsigned integer"},
 		{"synthetic:m=5,n=10,k=3,seed=1,noise=-0.1", "noise must be finite and >= 0"},
 		{"synthetic:m=5,n=10,k=3,seed=1,noise=NaN", "noise must be finite and >= 0"},
@@ -157,5 +162,26 @@ func TestDefaultSeed(t *testing.T) {
 	}
 	if !sameData(denseData(mustRead(t, a, 0, 6, LayoutDense)), denseData(mustRead(t, b, 0, 6, LayoutDense))) {
 		t.Error("the default seed gives other data than the same seed given")
+	}
+}
+
+// TestSyntheticSizesWithExponents: sizes may be written as the paper writes them (n=1e7).
+func TestSyntheticSizesWithExponents(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		m, n int
+	}{
+		{"synthetic:m=5,n=1e7,k=3,seed=1", 5, 10000000},
+		{"synthetic:m=5,n=2.5E6,k=3,seed=1", 5, 2500000},
+		{"synthetic:m=5e0,n=100,k=3,seed=1", 5, 100},
+	} {
+		src, err := Open(tc.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.spec, err)
+		}
+		if src.Features() != tc.m || src.Samples() != tc.n {
+			t.Errorf("%s: %d x %d, want %d features x %d samples", tc.spec, src.Features(), src.Samples(), tc.m, tc.n)
+		}
+		src.Close()
 	}
 }
