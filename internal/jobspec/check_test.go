@@ -154,3 +154,30 @@ func TestHeldOutFootprint(t *testing.T) {
 		t.Errorf("no test set: %d bytes, want 0", got)
 	}
 }
+
+// TestFootprintCountsDenseWorkArrays: the algorithms that keep a dense M x n array per shard
+// (the residual of bcd, dbcd and masked hals; dadmm's Y and U) have it in the footprint
+// placement reserves, whatever the density of X, and the others do not.
+func TestFootprintCountsDenseWorkArrays(t *testing.T) {
+	const m, n = 20000, 25000
+	d := &Shape{Name: "counts.mtx", Samples: n, Features: m, StoredEntries: m * n / 50} // 2% dense
+	for _, tc := range []struct {
+		algo   kernels.Algorithm
+		masked bool
+		extra  int64
+	}{
+		{kernels.DID, false, 0}, {kernels.DID, true, 0}, {kernels.MU, true, 0}, {kernels.HALS, false, 0},
+		{kernels.HALS, true, 8 * m * n}, {kernels.BCD, false, 8 * m * n}, {kernels.BCD, true, 8 * m * n},
+		{kernels.DBCD, false, 8 * m * n}, {kernels.DADMM, false, 16 * m * n},
+	} {
+		s := New([]string{"/counts.mtx"}, tc.algo, 10, 1)
+		s.Layout = matio.LayoutSparse
+		if tc.masked {
+			s.Missing = true
+		}
+		base := ShardFootprint(m, n, 10, d.Density(), s.Layout) + AccelFootprint(n, 10, s.Accel)
+		if got := s.Footprint(d)[0] - base; got != tc.extra {
+			t.Errorf("%s (masked %v): %d bytes beyond the block and factors, want %d", tc.algo, tc.masked, got, tc.extra)
+		}
+	}
+}
