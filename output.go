@@ -134,6 +134,9 @@ func (r *Result) SaveWith(dir string, o SaveOptions) error {
 	if res.C != nil {
 		files = append(files, file{"coef.npy", func(w io.Writer) error {
 			// C is K x N column-major, which is the N x K row-major coef matrix.
+			if t, ok := w.(*atomicfile.File); ok {
+				return matio.WriteNPYFile(t.OS(), res.N, res.K, res.C)
+			}
 			bw := bufio.NewWriterSize(w, 1<<20)
 			if err := matio.WriteNPY(bw, res.N, res.K, res.C); err != nil {
 				return err
