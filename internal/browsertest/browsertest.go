@@ -100,10 +100,11 @@ func (br *Browser) Check() {
 	}
 }
 
-// Do runs actions under a 20 s limit.
+// Do runs actions under a 60 s limit: a limit against a browser that hangs, not a timing
+// check (CI saw a viewport change take more than 20 s on cores shared with a cluster's job).
 func (br *Browser) Do(what string, actions ...chromedp.Action[chromedp.Void]) {
 	br.t.Helper()
-	ctx, cancel := context.WithTimeout(br.ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(br.ctx, 60*time.Second)
 	defer cancel()
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		br.t.Fatalf("%s: %v", what, err)
