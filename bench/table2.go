@@ -246,17 +246,26 @@ func RunTable2Set(set Table2Set, algos []kernels.AlgorithmInfo, cfg Table2Config
 	for _, run := range table2Runs(algos, cfg) {
 		a := run.algo
 		p := shardsOf(a)
-		j, err := open(set, a, run.accel, p)
-		if err != nil {
-			return nil, err
-		}
-		j.Close()
-		row := Table2Row{Data: set.Data, Input: strings.Join(set.Inputs, " + "), M: j.Features, N: j.Samples, K: set.K, Layout: layout,
-			Algo: string(a.Name), Accel: run.name, Shards: p, Threads: threads, Init: string(set.Init), Tol: j.Spec.Stop.Tol, MaxIter: j.Spec.Stop.MaxIter,
-			GoVersion: runtime.Version()}
+		row := Table2Row{Data: set.Data, Input: strings.Join(set.Inputs, " + "), K: set.K, Layout: layout,
+			Algo: string(a.Name), Accel: run.name, Shards: p, Threads: threads, Init: string(set.Init), GoVersion: runtime.Version()}
 		if it, s, ok := PaperFigure(set.PaperRow, a.Name); ok {
 			row.PaperRow, row.PaperIterations, row.PaperSeconds = set.PaperRow, it, s
 		}
+		j, err := open(set, a, run.accel, p)
+		var ue *usererr.Error
+		if errors.As(err, &ue) && ue.Field == "shards" {
+			return nil, err // --shards is the user's to fix, for every distributed row
+		}
+		if err != nil {
+			// A row this machine cannot run (dadmm's Y and U at N=1e8 need more memory than
+			// it has) is a row of the table that says why; the others still run.
+			row.Error = err.Error()
+			emit(row)
+			rows = append(rows, row)
+			continue
+		}
+		j.Close()
+		row.M, row.N, row.Tol, row.MaxIter = j.Features, j.Samples, j.Spec.Stop.Tol, j.Spec.Stop.MaxIter
 		blocks, err := kernels.Split(whole[0], p)
 		if err != nil {
 			return nil, usererr.Field("shards", "{shards}: %v", err)

@@ -266,3 +266,43 @@ func TestTable2Text(t *testing.T) {
 		t.Errorf("text\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 	}
 }
+
+// TestRunTable2SetRefusedRow: a row whose job this machine refuses (here dbcd, as dadmm at
+// N=1e8 is refused for memory) is a row with the refusal as its error, and the rows after it
+// still run.
+func TestRunTable2SetRefusedRow(t *testing.T) {
+	set := SyntheticSet(300, 1)
+	set.MaxIter = 50
+	algos, err := ParseAlgos("did,dbcd,bcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiny := tinyOpener(new([]int))
+	refusal := usererr.Field("input", "synthetic 300 needs about 20 GiB of memory; this machine has 18 GiB available")
+	open := func(s Table2Set, a kernels.AlgorithmInfo, accel kernels.Accel, shards int) (*didnmf.Job, error) {
+		if a.Name == kernels.DBCD {
+			return nil, refusal
+		}
+		return tiny(s, a, accel, shards)
+	}
+	rows, err := RunTable2Set(set, algos, Table2Config{Shards: 2, Threads: 1}, open, func(Table2Row) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want 3: %+v", len(rows), rows)
+	}
+	if rows[1].Algo != "dbcd" || rows[1].Error != refusal.Error() || rows[1].Iterations != 0 {
+		t.Errorf("the refused row: %+v", rows[1])
+	}
+	for _, i := range []int{0, 2} {
+		if rows[i].Error != "" || rows[i].Iterations == 0 {
+			t.Errorf("row %d (%s) after a refused row: %+v", i, rows[i].Algo, rows[i])
+		}
+	}
+	var text bytes.Buffer
+	WriteTable2Row(&text, rows[1])
+	if !strings.Contains(text.String(), "error: "+refusal.Error()) {
+		t.Errorf("the refused row reads %q", text.String())
+	}
+}
