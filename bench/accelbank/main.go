@@ -12,6 +12,8 @@
 // Problems: syn1e5, syn1e6, syn1e7 (the paper's synthetic M=5, K=3, to tol 1e-6, random
 // init); fmnist10, fmnist40 (Fashion-MNIST's 70000 images, K=10 and 40, k-means init);
 // counts (a 2%-dense planted count matrix, K=20, from -counts, written by bench/sweepscale);
+// countsdense (the same read as dense blocks); text (a 1%-dense text-like count matrix, K=10,
+// from -text, also written by bench/sweepscale);
 // missing (Fashion-MNIST K=10 with 5% of its entries NaN, fitted as missing values);
 // penalized (Fashion-MNIST K=10, --alpha-coef 0.01 --l1-ratio 0.5 on both factors).
 package main
@@ -31,6 +33,7 @@ import (
 
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
 )
 
 // problem is one row group of the bank.
@@ -43,6 +46,7 @@ type problem struct {
 	maxIter int
 	opt     kernels.Options
 	nanFrac float64 // share of entries made NaN (missing values)
+	dense   bool    // read as dense blocks whatever the input's density
 }
 
 // result is one line of the bank's output.
@@ -77,6 +81,7 @@ func main() {
 	threads := flag.Int("threads", 2, "threads")
 	fm := flag.String("fashion-mnist", "/usr/share/datasets/fashion-mnist", "Fashion-MNIST's directory")
 	counts := flag.String("counts", "/tmp/accelbank/counts.npz", "the count matrix (go run ./bench/sweepscale -rows 50000 -cols 5000 -k 20 -out FILE)")
+	text := flag.String("text", "/tmp/accelbank/text.npz", "the text-like count matrix (go run ./bench/sweepscale -rows 20000 -cols 10000 -k 10 -density 0.01 -out FILE)")
 	asJSON := flag.Bool("json", false, "one JSON line per problem and setting")
 	trace := flag.Int("trace", 0, "print each setting's rel_err2 for this many iterations instead of the bank")
 	stallWindow := flag.Int("stall-window", 0, "the default stop's stall window (0: kernels' default)")
@@ -92,6 +97,8 @@ func main() {
 		{name: "fmnist10", inputs: fmFiles, k: 10, init: kernels.InitKMeans, tol: 1e-6, maxIter: 1000},
 		{name: "fmnist40", inputs: fmFiles, k: 40, init: kernels.InitKMeans, tol: 1e-6, maxIter: 1000},
 		{name: "counts", inputs: []string{*counts}, k: 20, init: kernels.InitRandom, tol: 1e-6, maxIter: 1000},
+		{name: "countsdense", inputs: []string{*counts}, k: 20, init: kernels.InitRandom, tol: 1e-6, maxIter: 1000, dense: true},
+		{name: "text", inputs: []string{*text}, k: 10, init: kernels.InitRandom, tol: 1e-6, maxIter: 1000},
 		{name: "missing", inputs: fmFiles, k: 10, init: kernels.InitRandom, tol: 1e-6, maxIter: 1000, opt: kernels.Options{Missing: true}, nanFrac: 0.05},
 		{name: "penalized", inputs: fmFiles, k: 10, init: kernels.InitKMeans, tol: 1e-6, maxIter: 1000, opt: pen},
 	}
@@ -136,6 +143,9 @@ func readProblem(p problem, shards, threads int) (blocks []kernels.Block, m, n i
 	spec := didnmf.NewSpec(p.inputs, kernels.DID, p.k, shards)
 	spec.Init = p.init
 	spec.Missing = p.opt.Missing
+	if p.dense {
+		spec.Layout = matio.LayoutDense
+	}
 	if p.nanFrac > 0 {
 		spec.Storage = kernels.StorageFloat64 // withNaN writes into float64 blocks
 	}
