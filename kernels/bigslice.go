@@ -11,6 +11,11 @@ const hugeMin = 8 << 20
 // 240 MB C took 0.85-1.0 s with 4 KB pages and 0.3-0.55 s with huge pages: the random
 // initialisation, the extrapolation's copy of C and the generation of X paid that before the
 // first iteration ended. The values and the results are the same either way.
+//
+// The advice is taken back when the slice dies (adviseHuge): left on the heap's memory, the
+// kernel's collapser could rebuild huge pages over ranges the Go runtime has returned and
+// reused for small objects, the memory growth that made Go itself stop advising (Go 1.21.4,
+// golang/go#64332), and a node process that runs job after job would collect it.
 func makeFloats(n int) []float64 {
 	s := make([]float64, n)
 	if 8*n >= hugeMin {
@@ -18,6 +23,3 @@ func makeFloats(n int) []float64 {
 	}
 	return s
 }
-
-// MakeFloats is makeFloats for the packages that fill large blocks (matio's readers).
-func MakeFloats(n int) []float64 { return makeFloats(n) }

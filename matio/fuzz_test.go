@@ -235,6 +235,8 @@ func FuzzSyntheticSpec(f *testing.F) {
 	f.Add("m=1,n=1,k=1,seed=0,noise=1e308")
 	f.Add("m=2147483647,n=9223372036854775807,k=1,seed=18446744073709551615")
 	f.Add("m=268435456,n=1,k=1,seed=1")
+	f.Add("m=5e0,n=1.5e3,k=3,seed=1")
+	f.Add("m=5,n=1.00000000000000001e3,k=3,seed=1")
 	f.Fuzz(func(t *testing.T, spec string) {
 		// Only synthetic specs: an arbitrary string could name any file on the machine.
 		spec = syntheticPrefix + spec

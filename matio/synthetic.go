@@ -1,6 +1,7 @@
 package matio
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -71,7 +72,7 @@ func (s *syntheticSpec) set(key, val string) error {
 	case "m", "n", "k":
 		v, err := parseCount(val)
 		if err != nil {
-			return inputErrorf(s.spec, "%s=%q is not an integer (e.g. 1000000 or 1e6)", key, val)
+			return inputErrorf(s.spec, "%s=%v (e.g. 1000000 or 1e6)", key, err)
 		}
 		if v < 1 {
 			return inputErrorf(s.spec, "%s must be >= 1", key)
@@ -106,16 +107,43 @@ func (s *syntheticSpec) set(key, val string) error {
 }
 
 // parseCount parses a size: a decimal integer, or one written with an exponent (1e7, 2.5e6)
-// whose value is an exact integer that an int holds.
+// whose value is exactly an integer (read digit by digit: 1.00000000000000001e3 is not 1000)
+// that an int holds.
 func parseCount(val string) (int, error) {
-	if v, err := strconv.Atoi(val); err == nil || !strings.ContainsAny(val, "eE") {
-		return v, err
+	bad := fmt.Errorf("%q is not an integer", val)
+	if v, err := strconv.Atoi(val); err == nil {
+		return v, nil
+	} else if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%q is too large", val)
+	} else if !strings.ContainsAny(val, "eE") {
+		return 0, bad
 	}
-	f, err := strconv.ParseFloat(val, 64)
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return 0, fmt.Errorf("%q is not an integer", val)
+	mant, exp, _ := strings.Cut(strings.ToLower(val), "e")
+	sign := ""
+	if mant != "" && (mant[0] == '-' || mant[0] == '+') {
+		sign, mant = mant[:1], mant[1:]
 	}
-	return int(f), nil
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := whole + frac
+	e, err := strconv.Atoi(exp)
+	if digits == "" || strings.Trim(digits, "0123456789") != "" || err != nil || e < -30 || e > 30 {
+		return 0, bad
+	}
+	point := len(whole) + e // digits[:point] is the integer part
+	if point < 0 {
+		point = 0
+	}
+	for len(digits) < point {
+		digits += "0"
+	}
+	if strings.Trim(digits[point:], "0") != "" {
+		return 0, bad
+	}
+	v, err := strconv.Atoi(sign + "0" + digits[:point])
+	if err != nil {
+		return 0, fmt.Errorf("%q is too large", val)
+	}
+	return v, nil
 }
 
 // basis returns B*, M x K column-major: entry k*M+i is the (k*M+i)-th draw of one stream.

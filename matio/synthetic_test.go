@@ -107,6 +107,13 @@ func TestSyntheticBadSpec(t *testing.T) {
 		{"synthetic:m=5,n=1e-3,k=3,seed=1", "n=\"1e-3\" is not an integer"},
 		{"synthetic:m=5,n=-1e3,k=3,seed=1", "n must be >= 1"},
 		{"synthetic:m=5,n=NaNe,k=3,seed=1", "n=\"NaNe\" is not an integer"},
+		{"synthetic:m=5,n=1.00000000000000001e3,k=3,seed=1", "n=\"1.00000000000000001e3\" is not an integer"},
+		{"synthetic:m=5,n=1000.00000000000001e0,k=3,seed=1", "is not an integer"},
+		{"synthetic:m=5,n=1e19,k=3,seed=1", "n=\"1e19\" is too large"},
+		{"synthetic:m=5,n=99999999999999999999,k=3,seed=1", "n=\"99999999999999999999\" is too large"},
+		{"synthetic:m=5,n=1e,k=3,seed=1", "n=\"1e\" is not an integer"},
+		{"synthetic:m=5,n=e5,k=3,seed=1", "n=\"e5\" is not an integer"},
+		{"synthetic:m=5,n=1e3.5,k=3,seed=1", "n=\"1e3.5\" is not an integer"},
 		{"synthetic:m=5,n=10,k=3,seed=-1", "seed=\"-1\" is not an unsigned integer"},
 		{"synthetic:m=5,n=10,k=3,seed=1,noise=-0.1", "noise must be finite and >= 0"},
 		{"synthetic:m=5,n=10,k=3,seed=1,noise=NaN", "noise must be finite and >= 0"},
@@ -174,6 +181,9 @@ func TestSyntheticSizesWithExponents(t *testing.T) {
 		{"synthetic:m=5,n=1e7,k=3,seed=1", 5, 10000000},
 		{"synthetic:m=5,n=2.5E6,k=3,seed=1", 5, 2500000},
 		{"synthetic:m=5e0,n=100,k=3,seed=1", 5, 100},
+		{"synthetic:m=5,n=12345.0e0,k=3,seed=1", 5, 12345},
+		{"synthetic:m=5,n=0.5e1,k=3,seed=1", 5, 5},
+		{"synthetic:m=5,n=+1E3,k=3,seed=1", 5, 1000},
 	} {
 		src, err := Open(tc.spec)
 		if err != nil {
