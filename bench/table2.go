@@ -222,8 +222,9 @@ func table2Runs(algos []kernels.AlgorithmInfo, cfg Table2Config) []table2Run {
 // RunTable2Set reads a data set once (the first algorithm's job on one shard) and runs every
 // algorithm on it with the driver, once per accel of cfg for the algorithms that have inner
 // loops, on cfg.Shards shards (one for an algorithm that is not distributed) and cfg.Threads
-// threads, each run stopped after cfg.TimeCap, calling emit after each. A run that fails is a
-// row with its Error; an error is returned only when a job cannot be opened or split.
+// threads, each run stopped after cfg.TimeCap, calling emit after each. A run that fails, or
+// whose job this machine refuses (memory), is a row with its Error; an error is returned only
+// when the data set cannot be read, a block cannot be split, or --shards does not fit it.
 func RunTable2Set(set Table2Set, algos []kernels.AlgorithmInfo, cfg Table2Config, open Opener, emit func(Table2Row)) ([]Table2Row, error) {
 	shards, threads := cfg.Shards, cfg.Threads
 	shardsOf := func(a kernels.AlgorithmInfo) int {

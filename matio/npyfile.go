@@ -2,6 +2,7 @@ package matio
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"unsafe"
@@ -28,9 +29,9 @@ func WriteNPYFile(f *os.File, rows, cols int, data []float64) error {
 	if !nativeLittle || len(data) == 0 {
 		return WriteNPY(f, rows, cols, data)
 	}
-	off, err := f.Seek(0, 1)
-	if err != nil {
-		return err
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil { // a pipe or a terminal: no offsets to start writeback at
+		return WriteNPY(f, rows, cols, data)
 	}
 	header := NPYHeader(rows, cols)
 	if _, err := f.Write(header); err != nil {

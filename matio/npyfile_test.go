@@ -2,6 +2,7 @@ package matio
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -72,5 +73,31 @@ func TestWriteNPYFileShape(t *testing.T) {
 	}
 	if fi, _ := f.Stat(); fi.Size() != 0 {
 		t.Errorf("%d bytes written by refused calls", fi.Size())
+	}
+}
+
+// TestWriteNPYFilePipe: to a pipe, which has no offsets, WriteNPYFile writes what WriteNPY
+// writes.
+func TestWriteNPYFilePipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []float64{1, 2.5, -3, 4, 5, 6}
+	got := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(r)
+		got <- b
+	}()
+	if err := WriteNPYFile(w, 3, 2, data); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	var want bytes.Buffer
+	if err := WriteNPY(&want, 3, 2, data); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-got; !bytes.Equal(b, want.Bytes()) {
+		t.Errorf("through a pipe: %d bytes, not WriteNPY's %d", len(b), want.Len())
 	}
 }

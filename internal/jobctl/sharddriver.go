@@ -78,7 +78,10 @@ type ShardDriver struct {
 	boundary int64 // the iteration the machine sits at the end of (-1: none)
 	finished bool
 	lastIter int64
-	initDone time.Duration // from the start to the initialisation's last collective result
+	// initDone is from the start to the end of the initialisation: the later of its last
+	// collective's result and the machine's InitEnded (reported with iteration 1). A cluster
+	// reports shard 0's; a shard that drew its C later shows in iteration 1's allreduce wait.
+	initDone time.Duration
 
 	seq       uint64 // the last collective sent up
 	awaiting  bool   // the result of collective seq is awaited
