@@ -225,3 +225,26 @@ func TestNNDSVDAFillsZeros(t *testing.T) {
 		t.Fatal("nndsvd produced no zero to fill; the test data does not exercise nndsvda")
 	}
 }
+
+// TestRandomInitSameOnAnyThreads: the random C0 is drawn on the pool's workers, in lanes whose
+// bounds depend on the worker count; each column's draw is keyed by the column, so 1, 2 and 5
+// workers give the same bits (checked on the factors after two iterations, which start from
+// it).
+func TestRandomInitSameOnAnyThreads(t *testing.T) {
+	const m, n, k = 4, 20000, 3 // about 7 lanes of draws: n is several interrupt spans
+	x := synthDense(m, n, k, 5, 0.01)
+	var ref *Result
+	for _, threads := range []int{1, 2, 5} {
+		cfg := baseConfig(DID, k, StopRule{MaxIter: 2})
+		cfg.Threads = threads
+		res := mustRun(t, x, 1, cfg)
+		if ref == nil {
+			ref = res
+			continue
+		}
+		if !sameBits(res.B, ref.B) || !sameBits(res.C, ref.C) {
+			t.Errorf("%d threads: the factors after two iterations differ from 1 thread's", threads)
+		}
+	}
+}
+
