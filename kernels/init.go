@@ -121,17 +121,46 @@ func (e *shardEnv) initRandom() (b, c []float64) {
 			if e.flag.stopped() {
 				return
 			}
-			for j, j1 := j0, min(j0+span, lanes[l+1]); j < j1; j++ {
-				rc := NewRNG(e.spec.Seed, DomainInitC, uint64(e.spec.ColOffset+j))
-				for p := 0; p < k; p++ {
-					c[j*k+p] = scale * math.Abs(rc.Norm())
-				}
-			}
+			drawInitC(c, e.spec.Seed, e.spec.ColOffset, j0, min(j0+span, lanes[l+1]), k, scale)
 		}
 	})
 	e.flag.poll()
 	return b, c
 }
+
+// drawInitC writes columns [j0, j1) of the random initial C (k values per column, column j at
+// c[j*k:]): scale·|Norm()| of the stream (seed, DomainInitC, colOffset+j), k draws in order.
+// Eight columns at a time go through normDraw8 when the CPU has it (the same bits, drawn eight
+// streams at once), the rest through RNG.Norm.
+func drawInitC(c []float64, seed uint64, colOffset, j0, j1, k int, scale float64) {
+	if draw := normDraw8; draw != nil && !forceScalarNorm && j1-j0 >= 8 {
+		base := streamBase(seed, DomainInitC)
+		buf := make([]float64, 8*k)
+		for ; j0+8 <= j1; j0 += 8 {
+			draw(base, uint64(colOffset+j0), scale, buf)
+			cc := c[j0*k : (j0+8)*k]
+			for l := range 8 {
+				col := cc[l*k : (l+1)*k]
+				for p := range col {
+					col[p] = buf[8*p+l]
+				}
+			}
+		}
+	}
+	for j := j0; j < j1; j++ {
+		rc := NewRNG(seed, DomainInitC, uint64(colOffset+j))
+		for p := 0; p < k; p++ {
+			c[j*k+p] = scale * math.Abs(rc.Norm())
+		}
+	}
+}
+
+// normDraw8, when not nil, is the AVX-512 draw of eight initial-C columns (normDrawAVX512);
+// forceScalarNorm is the tests' hook that sends every column through RNG.Norm instead.
+var (
+	normDraw8       func(base, index uint64, scale float64, out []float64)
+	forceScalarNorm bool
+)
 
 // normWork is the cost of one RNG.Norm in multiply-adds, roughly, for the interrupt checks.
 const normWork = 32

@@ -28,10 +28,15 @@ type RNG struct{ state uint64 }
 
 // NewRNG returns the generator for (seed, domain, index).
 func NewRNG(seed uint64, d Domain, index uint64) RNG {
+	return RNG{state: mix64(streamBase(seed, d) ^ (index * 0x94d049bb133111eb))}
+}
+
+// streamBase is the part of NewRNG's state that does not depend on the index: the streams of
+// one (seed, domain) differ only in the last mix64, which the AVX-512 draw of the initial C
+// (normDrawAVX512) computes for eight indices at once.
+func streamBase(seed uint64, d Domain) uint64 {
 	s := mix64(seed + 0x9e3779b97f4a7c15)
-	s = mix64(s ^ (uint64(d) * 0xbf58476d1ce4e5b9))
-	s = mix64(s ^ (index * 0x94d049bb133111eb))
-	return RNG{state: s}
+	return mix64(s ^ (uint64(d) * 0xbf58476d1ce4e5b9))
 }
 
 func mix64(z uint64) uint64 {
@@ -48,7 +53,12 @@ func (r *RNG) Uint64() uint64 {
 
 // Float64 returns a uniform value in [0, 1) with 53 random bits.
 func (r *RNG) Float64() float64 {
-	return float64(r.Uint64()>>11) * (1.0 / (1 << 53))
+	return uniform53(r.Uint64())
+}
+
+// uniform53 is Float64's value for the random word u.
+func uniform53(u uint64) float64 {
+	return float64(u>>11) * (1.0 / (1 << 53))
 }
 
 // Norm returns a standard normal value (Box-Muller, one value per call).
@@ -57,8 +67,14 @@ func (r *RNG) Float64() float64 {
 // GOAMD64 as the program, and under v3 math.Cos's polynomial is fused, so it would give other
 // bits. math.Log is assembly on amd64 and math.Sqrt is exact, so they are the same everywhere.
 func (r *RNG) Norm() float64 {
-	u1 := 1 - r.Float64() // (0, 1]
-	u2 := r.Float64()
+	a := r.Uint64()
+	return normOf(a, r.Uint64())
+}
+
+// normOf is Norm's value when its two random words are a and b.
+func normOf(a, b uint64) float64 {
+	u1 := 1 - uniform53(a) // (0, 1]
+	u2 := uniform53(b)
 	return math.Sqrt(-2*math.Log(u1)) * cos(2*math.Pi*u2)
 }
 
