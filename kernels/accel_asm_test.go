@@ -1,4 +1,4 @@
-//go:build !purego
+//go:build amd64 && !purego
 
 package kernels
 
@@ -110,17 +110,6 @@ func (sc *sweepsCase) sweepCounts(extra int, eps2 float64) []int {
 	return counts
 }
 
-func sameBits(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
-			return false
-		}
-	}
-	return true
-}
 
 // firstDiff describes the first differing value of got and want.
 func firstDiff(got, want []float64) string {

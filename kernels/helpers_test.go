@@ -71,3 +71,16 @@ func maxRelDiff(a, b []float64) float64 {
 	}
 	return d / s
 }
+
+// sameBits reports whether a and b hold the same float64 values, bit for bit.
+func sameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
