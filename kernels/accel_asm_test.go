@@ -110,7 +110,6 @@ func (sc *sweepsCase) sweepCounts(extra int, eps2 float64) []int {
 	return counts
 }
 
-
 // firstDiff describes the first differing value of got and want.
 func firstDiff(got, want []float64) string {
 	for i := range got {

@@ -247,4 +247,3 @@ func TestRandomInitSameOnAnyThreads(t *testing.T) {
 		}
 	}
 }
-
