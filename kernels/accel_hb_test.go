@@ -233,7 +233,7 @@ func TestAccelHBSameBitsAnyPath(t *testing.T) {
 								ref = got
 								continue
 							}
-							if !bitwiseEqual(ref.B, got.B) || !bitwiseEqual(ref.C, got.C) ||
+							if !sameBits(ref.B, got.B) || !sameBits(ref.C, got.C) ||
 								math.Float64bits(ref.Objective) != math.Float64bits(got.Objective) {
 								t.Errorf("%s/%s/%v: path %s, %d threads, storage %v differ from the first run (B %.3g, C %.3g)",
 									algo, in.name, pc, p, threads, storage, maxRelDiff(ref.B, got.B), maxRelDiff(ref.C, got.C))
@@ -246,7 +246,7 @@ func TestAccelHBSameBitsAnyPath(t *testing.T) {
 		cfg := baseConfig(algo, k, StopRule{MaxIter: 12})
 		cfg.Options.Accel = accelSweepsOnly
 		dense, sparse := mustRun(t, counts, 1, cfg), mustRun(t, ToCSC(counts), 1, cfg)
-		if algo == BCD && (!bitwiseEqual(dense.B, sparse.B) || !bitwiseEqual(dense.C, sparse.C)) {
+		if algo == BCD && (!sameBits(dense.B, sparse.B) || !sameBits(dense.C, sparse.C)) {
 			t.Errorf("bcd: CSC differs from dense (B %.3g, C %.3g)", maxRelDiff(dense.B, sparse.B), maxRelDiff(dense.C, sparse.C))
 		}
 	}

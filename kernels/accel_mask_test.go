@@ -84,7 +84,7 @@ func TestMaskedAccelSameBits(t *testing.T) {
 					c.Options.Accel = v.a
 					got := mustRun(t, in.x, 1, c)
 					for other, r := range runs {
-						if bitwiseEqual(got.B, r.B) || bitwiseEqual(got.C, r.C) {
+						if sameBits(got.B, r.B) || sameBits(got.C, r.C) {
 							t.Errorf("%s: %s gives the factors of %s: an inner loop does nothing", name, v.name, other)
 						}
 					}
@@ -99,7 +99,7 @@ func TestMaskedAccelSameBits(t *testing.T) {
 // objective and held-out error, and the history.
 func sameResult(got, want *Result) string {
 	switch {
-	case !bitwiseEqual(got.B, want.B) || !bitwiseEqual(got.C, want.C):
+	case !sameBits(got.B, want.B) || !sameBits(got.C, want.C):
 		return fmt.Sprintf("factors differ (B %.3g, C %.3g)", maxRelDiff(got.B, want.B), maxRelDiff(got.C, want.C))
 	case math.Float64bits(got.Objective) != math.Float64bits(want.Objective) ||
 		math.Float64bits(got.TestSSE) != math.Float64bits(want.TestSSE):
@@ -449,7 +449,7 @@ func TestMaskedAccelInterrupt(t *testing.T) {
 		}
 	}
 	plain := mustRun(t, x, 2, Config{Algo: DID, K: 3, Seed: 3, Init: InitSpec{Method: InitRandom}, Options: o, Stop: StopRule{MaxIter: 2}})
-	if !bitwiseEqual(plain.B, ms[0].Basis()) || !bitwiseEqual(plain.C[:len(ms[0].Coef())], ms[0].Coef()) {
+	if !sameBits(plain.B, ms[0].Basis()) || !sameBits(plain.C[:len(ms[0].Coef())], ms[0].Coef()) {
 		t.Errorf("looking at every row and column changed the bits")
 	}
 	// Iteration 2's looks by site (ascending); the middle one of each loop is the target.

@@ -145,7 +145,7 @@ func TestAccelSameBitsEverywhere(t *testing.T) {
 					cfg.Options.Kernel = path
 					cfg.Threads = 2
 					got := mustRun(t, c.x, shards, cfg)
-					if !bitwiseEqual(got.B, ref.B) || !bitwiseEqual(got.C, ref.C) ||
+					if !sameBits(got.B, ref.B) || !sameBits(got.C, ref.C) ||
 						math.Float64bits(got.Objective) != math.Float64bits(ref.Objective) {
 						t.Errorf("%d shards, %s, 2 threads: iterates differ from the generic path on 1 thread (B %.3g, C %.3g relative)",
 							shards, path, maxRelDiff(ref.B, got.B), maxRelDiff(ref.C, got.C))

@@ -212,23 +212,11 @@ func TestShardCountAndDeterminism(t *testing.T) {
 			}
 			cfg.Threads = 1
 			again := mustRun(t, x, p, cfg)
-			if !bitwiseEqual(got.B, again.B) || !bitwiseEqual(got.C, again.C) {
+			if !sameBits(got.B, again.B) || !sameBits(got.C, again.C) {
 				t.Errorf("%s: %d shards: not bitwise identical across runs / thread counts", a, p)
 			}
 		}
 	}
-}
-
-func bitwiseEqual(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // TestSparseDenseSameFactors: the same matrix stored sparse and dense gives the same factors.

@@ -335,7 +335,7 @@ func TestLossShardCounts(t *testing.T) {
 						ref = res
 						continue
 					}
-					if !bitwiseEqual(res.B, ref.B) || !bitwiseEqual(res.C, ref.C) ||
+					if !sameBits(res.B, ref.B) || !sameBits(res.C, ref.C) ||
 						math.Float64bits(res.Objective) != math.Float64bits(ref.Objective) ||
 						math.Float64bits(res.Initial) != math.Float64bits(ref.Initial) {
 						t.Errorf("%s P=%d: path %s with %d threads differs (B %.3g, C %.3g)", c, p, path, threads,
@@ -464,7 +464,7 @@ func TestLossLayoutStorageResume(t *testing.T) {
 				res := mustRun(t, x, 2, cfg)
 				if ref == nil {
 					ref = res
-				} else if !bitwiseEqual(res.B, ref.B) || !bitwiseEqual(res.C, ref.C) ||
+				} else if !sameBits(res.B, ref.B) || !sameBits(res.C, ref.C) ||
 					math.Float64bits(res.Objective) != math.Float64bits(ref.Objective) {
 					t.Errorf("%s %T %s: differs from the dense float64 block (B %.3g, C %.3g)", loss, x, st,
 						maxRelDiff(ref.B, res.B), maxRelDiff(ref.C, res.C))
@@ -536,7 +536,7 @@ func TestLossInterrupt(t *testing.T) {
 	if looks > 50+2*maxLanes {
 		t.Errorf("%d looks after the interrupt", looks-50)
 	}
-	if !bitwiseEqual(ms[0].Basis(), ref[0].Basis()) || !bitwiseEqual(ms[0].Coef(), ref[0].Coef()) {
+	if !sameBits(ms[0].Basis(), ref[0].Basis()) || !sameBits(ms[0].Coef(), ref[0].Coef()) {
 		t.Errorf("the interrupted iteration 3 left other factors than the (B_3, C_3) it reports")
 	}
 }
@@ -993,7 +993,7 @@ func TestLossSparseSameBits(t *testing.T) {
 								ref = res
 								continue
 							}
-							if !bitwiseEqual(res.B, ref.B) || !bitwiseEqual(res.C, ref.C) ||
+							if !sameBits(res.B, ref.B) || !sameBits(res.C, ref.C) ||
 								math.Float64bits(res.Objective) != math.Float64bits(ref.Objective) ||
 								math.Float64bits(res.Initial) != math.Float64bits(ref.Initial) {
 								t.Errorf("%s P=%d %T %s %s %d threads: differs from the dense block (B %.3g, C %.3g)", loss, p, x, st, path,

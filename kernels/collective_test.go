@@ -33,7 +33,7 @@ func TestTreeSumFanIn(t *testing.T) {
 				}
 				level = next
 			}
-			if !bitwiseEqual(level[0], want) {
+			if !sameBits(level[0], want) {
 				t.Fatalf("p=%d fan-in %d: tree result differs from TreeSum", p, fan)
 			}
 		}

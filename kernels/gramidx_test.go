@@ -48,12 +48,12 @@ func TestAccVIdxPaths(t *testing.T) {
 					kern := gramKernelsFor(p)
 					got := append([]float64(nil), v0...)
 					kern.accVIdx(src[:(rows-1)*stride+k], stride, idx, k, kp, got)
-					if !bitwiseEqual(got, want) {
+					if !sameBits(got, want) {
 						t.Errorf("accVIdx k=%d stride=%d n=%d path %s: bits differ", k, stride, n, p)
 					}
 					gotA := append([]float64(nil), a0...)
 					kern.accAIdx(src[:(rows-1)*stride+k], stride, idx, w, k, kp, gotA)
-					if !bitwiseEqual(gotA, wantA) {
+					if !sameBits(gotA, wantA) {
 						t.Errorf("accAIdx k=%d stride=%d n=%d path %s: bits differ", k, stride, n, p)
 					}
 				}

@@ -86,12 +86,12 @@ func TestGramLanePathsBitwise(t *testing.T) {
 				x, bp, gneg, ginv, c0 := gramLaneCase(m, n, k, sparse, uint64(m*100+k))
 				for _, l1 := range []float64{0, 0.03} { // without and with an L1 penalty on C
 					wc, wa, wv := runGramLaneL1(&genericGram, x, k, bp, gneg, ginv, l1, c0)
-					if bitwiseEqual(wc, c0) {
+					if sameBits(wc, c0) {
 						t.Fatalf("m=%d k=%d l1=%v: the generic kernel changed no coefficient", m, k, l1)
 					}
 					for _, p := range paths[1:] {
 						gc, ga, gv := runGramLaneL1(gramKernelsFor(p), x, k, bp, gneg, ginv, l1, c0)
-						if !bitwiseEqual(gc, wc) || !bitwiseEqual(ga, wa) || !bitwiseEqual(gv[:k*paddedK(k)], wv) {
+						if !sameBits(gc, wc) || !sameBits(ga, wa) || !sameBits(gv[:k*paddedK(k)], wv) {
 							t.Errorf("%s sparse=%v m=%d k=%d l1=%v: differs from generic (C %.3g, A %.3g, V %.3g)", p, sparse, m, k, l1,
 								maxRelDiff(gc, wc), maxRelDiff(ga, wa), maxRelDiff(gv, wv))
 						}
@@ -127,7 +127,7 @@ func TestGramLaneSpec(t *testing.T) {
 		want[p] = math.Max(0, math.FMA(s, ginv[p], want[p]))
 	}
 	c, a, v := runGramLane(&genericGram, x, k, bp, gneg, ginv, c0)
-	if !bitwiseEqual(c, want) {
+	if !sameBits(c, want) {
 		t.Errorf("C = %v, want %v", c, want)
 	}
 	for i := 0; i < m; i++ {
@@ -170,7 +170,7 @@ func TestKernelPathsSameFactors(t *testing.T) {
 							ref = res
 							continue
 						}
-						if !bitwiseEqual(res.B, ref.B) || !bitwiseEqual(res.C, ref.C) {
+						if !sameBits(res.B, ref.B) || !sameBits(res.C, ref.C) {
 							t.Errorf("%s %s P=%d: path %s with %d threads differs from generic (B %.3g, C %.3g)",
 								info.Name, name, shards, p, threads, maxRelDiff(res.B, ref.B), maxRelDiff(res.C, ref.C))
 						}
@@ -311,7 +311,7 @@ func TestDenseColsBitwise(t *testing.T) {
 				for _, kern := range paths {
 					for _, xb := range []Block{d, x32} {
 						gc, ga, gv := runGramLane(kern, xb, k, bp, gneg, ginv, c0)
-						if !bitwiseEqual(gc, wc) || !bitwiseEqual(ga, wa) || !bitwiseEqual(gv[:k*paddedK(k)], wv) {
+						if !sameBits(gc, wc) || !sameBits(ga, wa) || !sameBits(gv[:k*paddedK(k)], wv) {
 							t.Errorf("m=%d k=%d n=%d narrow=%v: differs from generic (C %.3g, A %.3g, V %.3g)", m, k, n, IsNarrow(xb),
 								maxRelDiff(gc, wc), maxRelDiff(ga, wa), maxRelDiff(gv, wv))
 						}
@@ -382,7 +382,7 @@ func TestGramLaneScratchReused(t *testing.T) {
 					for round := 0; round < 3; round++ {
 						c, a, v := run(kern, x, k, bp, gneg, ginv, c0, scratch)
 						fc, fa, fv := run(kern, x, k, bp, gneg, ginv, c0, make([]float64, len(scratch)))
-						if !bitwiseEqual(c, fc) || !bitwiseEqual(a, fa) || !bitwiseEqual(v, fv) {
+						if !sameBits(c, fc) || !sameBits(a, fa) || !sameBits(v, fv) {
 							t.Fatalf("%s sparse=%v m=%d k=%d round %d: a used scratch gives other bits than a fresh one", p, sparse, m, k, round)
 						}
 					}

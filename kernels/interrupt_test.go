@@ -416,7 +416,7 @@ func TestInterruptGramLaneRank3000(t *testing.T) {
 	}
 	changed := 0
 	for j := 0; j < n; j++ {
-		if !bitwiseEqual(c[j*k:(j+1)*k], c0[j*k:(j+1)*k]) {
+		if !sameBits(c[j*k:(j+1)*k], c0[j*k:(j+1)*k]) {
 			changed = j + 1
 		}
 	}

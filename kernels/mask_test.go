@@ -279,7 +279,7 @@ func TestMaskAllObservedSameBits(t *testing.T) {
 					cfg.Options.Missing, cfg.Options.TestFraction, cfg.Options.TestSeed = mo.Missing, mo.TestFraction, mo.TestSeed
 					got := mustRun(t, in.x, p, cfg)
 					name := fmt.Sprintf("%s/%s/%v/missing=%v,test=%v", in.name, a, pen, mo.Missing, mo.TestFraction)
-					if !bitwiseEqual(ref.B, got.B) || !bitwiseEqual(ref.C, got.C) {
+					if !sameBits(ref.B, got.B) || !sameBits(ref.C, got.C) {
 						t.Errorf("%s: not the unmasked bits (B %.3g, C %.3g)", name, maxRelDiff(ref.B, got.B), maxRelDiff(ref.C, got.C))
 					}
 					for i := range ref.History {
@@ -363,7 +363,7 @@ func TestMissingEntriesDoNotMatter(t *testing.T) {
 			ref := mustRun(t, pr.x, p, cfg)
 			cfg.Options.Storage = pr.storage
 			got := mustRun(t, pr.y, p, cfg)
-			if !bitwiseEqual(ref.B, got.B) || !bitwiseEqual(ref.C, got.C) || math.Float64bits(ref.Objective) != math.Float64bits(got.Objective) {
+			if !sameBits(ref.B, got.B) || !sameBits(ref.C, got.C) || math.Float64bits(ref.Objective) != math.Float64bits(got.Objective) {
 				t.Errorf("%s/%s: changing unobserved entries changed the fit (B %.3g, C %.3g)", pr.name, a, maxRelDiff(ref.B, got.B), maxRelDiff(ref.C, got.C))
 			}
 			if ref.TestSSE == got.TestSSE {
@@ -399,7 +399,7 @@ func TestMaskedBitsAcrossPathsAndThreads(t *testing.T) {
 								ref = res
 								continue
 							}
-							if !bitwiseEqual(res.B, ref.B) || !bitwiseEqual(res.C, ref.C) ||
+							if !sameBits(res.B, ref.B) || !sameBits(res.C, ref.C) ||
 								math.Float64bits(res.TestSSE) != math.Float64bits(ref.TestSSE) {
 								t.Errorf("%s/%s/P=%d: path %s, %d threads, %s storage: bits differ (B %.3g, C %.3g)",
 									in.name, a, p, path, threads, st, maxRelDiff(res.B, ref.B), maxRelDiff(res.C, ref.C))
@@ -609,7 +609,7 @@ func TestTestFractionIsAMask(t *testing.T) {
 				got := mustRun(t, in.x, p, cfg)
 				cfg.Options = Options{Missing: true}
 				want := mustRun(t, ex, p, cfg)
-				if !bitwiseEqual(got.B, want.B) || !bitwiseEqual(got.C, want.C) {
+				if !sameBits(got.B, want.B) || !sameBits(got.C, want.C) {
 					t.Errorf("%s/%s/P=%d: test fraction differs from the explicit mask (B %.3g, C %.3g)",
 						in.name, a, p, maxRelDiff(got.B, want.B), maxRelDiff(got.C, want.C))
 				}
@@ -941,7 +941,7 @@ func TestMaskedInterrupt(t *testing.T) {
 				}
 			}
 			plain := mustRun(t, in.x, p, Config{Algo: a, K: 3, Seed: 3, Init: InitSpec{Method: InitRandom}, Options: o, Stop: StopRule{MaxIter: 2}})
-			if !bitwiseEqual(plain.B, ms[0].Basis()) {
+			if !sameBits(plain.B, ms[0].Basis()) {
 				t.Errorf("%s/%s: looking at every column changed the bits", in.name, a)
 			}
 			tried := 0
@@ -1016,7 +1016,7 @@ func TestMaskedDIDVariantsSameBits(t *testing.T) {
 					for _, v := range variants {
 						cfg.Options.maskTuning = tuning(v.v)
 						got := mustRun(t, in.x, p, cfg)
-						if !bitwiseEqual(got.B, ref.B) || !bitwiseEqual(got.C, ref.C) ||
+						if !sameBits(got.B, ref.B) || !sameBits(got.C, ref.C) ||
 							math.Float64bits(got.TestSSE) != math.Float64bits(ref.TestSSE) ||
 							math.Float64bits(got.Objective) != math.Float64bits(ref.Objective) {
 							t.Errorf("K=%d %s/%s/P=%d: %s: bits differ (B %.3g, C %.3g)", k, in.name, mo.name, p, v.name,
@@ -1047,7 +1047,7 @@ func TestMaskedDIDRank10Paths(t *testing.T) {
 						ref = res
 						continue
 					}
-					if !bitwiseEqual(res.B, ref.B) || !bitwiseEqual(res.C, ref.C) ||
+					if !sameBits(res.B, ref.B) || !sameBits(res.C, ref.C) ||
 						math.Float64bits(res.TestSSE) != math.Float64bits(ref.TestSSE) {
 						t.Errorf("%s/%s: path %s, %d threads: bits differ", in.name, mo.name, path, threads)
 					}

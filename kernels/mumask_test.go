@@ -303,7 +303,7 @@ func TestMaskedMUAllObservedSameBits(t *testing.T) {
 						cfg.Options.Missing, cfg.Options.TestFraction, cfg.Options.TestSeed = mo.Missing, mo.TestFraction, mo.TestSeed
 						got := mustRun(t, x, p, cfg)
 						name := fmt.Sprintf("%s/%T/%v/P=%d/missing=%v,test=%v", loss, x, pc, p, mo.Missing, mo.TestFraction)
-						if !bitwiseEqual(ref.B, got.B) || !bitwiseEqual(ref.C, got.C) ||
+						if !sameBits(ref.B, got.B) || !sameBits(ref.C, got.C) ||
 							math.Float64bits(ref.Objective) != math.Float64bits(got.Objective) ||
 							math.Float64bits(ref.Initial) != math.Float64bits(got.Initial) {
 							t.Errorf("%s: not the unmasked bits (B %.3g, C %.3g)", name, maxRelDiff(ref.B, got.B), maxRelDiff(ref.C, got.C))
@@ -354,7 +354,7 @@ func TestMaskedMUMissingEntriesDoNotMatter(t *testing.T) {
 				cfg.Options.Storage = pr.storage
 				got := mustRun(t, pr.y, p, cfg)
 				name := fmt.Sprintf("%s/%s/P=%d", loss, pr.name, p)
-				if !bitwiseEqual(ref.B, got.B) || !bitwiseEqual(ref.C, got.C) || math.Float64bits(ref.Objective) != math.Float64bits(got.Objective) {
+				if !sameBits(ref.B, got.B) || !sameBits(ref.C, got.C) || math.Float64bits(ref.Objective) != math.Float64bits(got.Objective) {
 					t.Errorf("%s: changing unobserved entries changed the fit (B %.3g, C %.3g)", name, maxRelDiff(ref.B, got.B), maxRelDiff(ref.C, got.C))
 				}
 				if ref.TestSSE == got.TestSSE {
@@ -396,7 +396,7 @@ func TestMaskedMUBitsAcrossPathsThreadsShards(t *testing.T) {
 								ref = res
 								continue
 							}
-							if !bitwiseEqual(res.B, ref.B) || !bitwiseEqual(res.C, ref.C) ||
+							if !sameBits(res.B, ref.B) || !sameBits(res.C, ref.C) ||
 								math.Float64bits(res.TestSSE) != math.Float64bits(ref.TestSSE) ||
 								math.Float64bits(res.Objective) != math.Float64bits(ref.Objective) {
 								t.Errorf("%s/%s/P=%d: path %s, %d threads, %s storage: bits differ (B %.3g, C %.3g)",

@@ -350,7 +350,7 @@ func TestPenalizedKernelPathsSameFactors(t *testing.T) {
 								ref = res
 								continue
 							}
-							if !bitwiseEqual(res.B, ref.B) || !bitwiseEqual(res.C, ref.C) ||
+							if !sameBits(res.B, ref.B) || !sameBits(res.C, ref.C) ||
 								math.Float64bits(res.Objective) != math.Float64bits(ref.Objective) {
 								t.Errorf("%s %s %s P=%d: path %s with %d threads differs from generic (B %.3g, C %.3g)",
 									info.Name, in.name, pc, shards, p, threads, maxRelDiff(res.B, ref.B), maxRelDiff(res.C, ref.C))
@@ -380,9 +380,9 @@ func TestPenalizedShardCounts(t *testing.T) {
 		for _, p := range []int{2, 3, 7} {
 			plainCfg := baseConfig(info.Name, 5, stop)
 			plain := mustRun(t, x, p, plainCfg)
-			plainBitwise := bitwiseEqual(plain.B, plain1.B) && bitwiseEqual(plain.C, plain1.C)
+			plainBitwise := sameBits(plain.B, plain1.B) && sameBits(plain.C, plain1.C)
 			got := mustRun(t, x, p, cfg)
-			bitwise := bitwiseEqual(got.B, one.B) && bitwiseEqual(got.C, one.C)
+			bitwise := sameBits(got.B, one.B) && sameBits(got.C, one.C)
 			tol := 1e-11
 			if info.Name == HPCANLS {
 				tol = 1e-8 // BPP's pivoting amplifies round-off where a constraint is nearly active
@@ -397,7 +397,7 @@ func TestPenalizedShardCounts(t *testing.T) {
 			cfg1 := cfg
 			cfg1.Threads = 1
 			again := mustRun(t, x, p, cfg1)
-			if !bitwiseEqual(got.B, again.B) || !bitwiseEqual(got.C, again.C) {
+			if !sameBits(got.B, again.B) || !sameBits(got.C, again.C) {
 				t.Errorf("%s: %d shards: not bitwise identical across thread counts", info.Name, p)
 			}
 			t.Logf("%-8s P=%d: unpenalized bitwise to P=1: %v, penalized: %v", info.Name, p, plainBitwise, bitwise)
@@ -423,7 +423,7 @@ func TestPenalizedLayoutAndStorageSameBits(t *testing.T) {
 			cfg.Options.Kernel = p
 			a := mustRun(t, dense, shards, cfg)
 			b := mustRun(t, sparse, shards, cfg)
-			if info.LayoutInvariant && (!bitwiseEqual(a.B, b.B) || !bitwiseEqual(a.C, b.C)) {
+			if info.LayoutInvariant && (!sameBits(a.B, b.B) || !sameBits(a.C, b.C)) {
 				t.Errorf("%s on %s: CSC differs from dense (B %.3g, C %.3g)", info.Name, p, maxRelDiff(a.B, b.B), maxRelDiff(a.C, b.C))
 			}
 			for name, x := range map[string]Block{"dense": dense, "sparse": sparse} {
@@ -434,7 +434,7 @@ func TestPenalizedLayoutAndStorageSameBits(t *testing.T) {
 				narrow := cfg
 				narrow.Options.Storage = StorageFloat32
 				n := mustRun(t, x, shards, narrow)
-				if !bitwiseEqual(n.B, wide.B) || !bitwiseEqual(n.C, wide.C) {
+				if !sameBits(n.B, wide.B) || !sameBits(n.C, wide.C) {
 					t.Errorf("%s %s on %s: float32 storage differs from float64", info.Name, name, p)
 				}
 			}
@@ -629,7 +629,7 @@ func TestZeroPenaltyBitwise(t *testing.T) {
 				cfg := baseConfig(info.Name, 4, StopRule{MaxIter: 20})
 				cfg.Options = o
 				got := mustRun(t, x, p, cfg)
-				same := bitwiseEqual(got.B, ref.B) && bitwiseEqual(got.C, ref.C) &&
+				same := sameBits(got.B, ref.B) && sameBits(got.C, ref.C) &&
 					math.Float64bits(got.Objective) == math.Float64bits(ref.Objective) &&
 					math.Float64bits(got.Initial) == math.Float64bits(ref.Initial) &&
 					got.Comm == ref.Comm && len(got.History) == len(ref.History)

@@ -122,7 +122,7 @@ func sameStep(a, b Step) string {
 	case a.Kind != b.Kind || a.Op != b.Op || a.Label != b.Label || a.Init != b.Init || a.Iteration != b.Iteration:
 		return fmt.Sprintf("%v/%s/%s init=%v it=%d vs %v/%s/%s init=%v it=%d",
 			a.Kind, a.Op, a.Label, a.Init, a.Iteration, b.Kind, b.Op, b.Label, b.Init, b.Iteration)
-	case !slices.Equal(a.Segments, b.Segments) || !bitwiseEqual(a.Data, b.Data):
+	case !slices.Equal(a.Segments, b.Segments) || !sameBits(a.Data, b.Data):
 		return fmt.Sprintf("%s it=%d: data differs", a.Label, a.Iteration)
 	case math.Float64bits(a.Objective) != math.Float64bits(b.Objective) || math.Float64bits(a.Initial) != math.Float64bits(b.Initial):
 		return fmt.Sprintf("it=%d: objective %v initial %v vs %v %v", a.Iteration, a.Objective, a.Initial, b.Objective, b.Initial)
@@ -136,15 +136,15 @@ func sameSnapshot(a, b Snapshot) string {
 	case a.Iteration != b.Iteration || math.Float64bits(a.Initial) != math.Float64bits(b.Initial) ||
 		math.Float64bits(a.Objective) != math.Float64bits(b.Objective):
 		return fmt.Sprintf("iteration %d %v %v vs %d %v %v", a.Iteration, a.Initial, a.Objective, b.Iteration, b.Initial, b.Objective)
-	case !bitwiseEqual(a.B, b.B):
+	case !sameBits(a.B, b.B):
 		return "B differs"
-	case !bitwiseEqual(a.C, b.C):
+	case !sameBits(a.C, b.C):
 		return "C differs"
 	case len(a.State) != len(b.State):
 		return fmt.Sprintf("%d state slices vs %d", len(a.State), len(b.State))
 	}
 	for i := range a.State {
-		if !bitwiseEqual(a.State[i], b.State[i]) {
+		if !sameBits(a.State[i], b.State[i]) {
 			return fmt.Sprintf("state %d differs", i)
 		}
 	}

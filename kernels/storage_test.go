@@ -43,7 +43,7 @@ func TestNarrowStorageSameBits(t *testing.T) {
 				cfg.Options.Kernel = p
 				a := mustRun(t, x, shards, cfg)
 				b := mustRun(t, narrow, shards, cfg)
-				if !bitwiseEqual(a.B, b.B) || !bitwiseEqual(a.C, b.C) || a.Objective != b.Objective {
+				if !sameBits(a.B, b.B) || !sameBits(a.C, b.C) || a.Objective != b.Objective {
 					t.Errorf("%s %s on %s: float32 storage differs (B %.3g, C %.3g)", info.Name, name, p,
 						maxRelDiff(a.B, b.B), maxRelDiff(a.C, b.C))
 				}
@@ -82,7 +82,7 @@ func TestWidenRoundTrip(t *testing.T) {
 		}
 		back := ToDense(Widen(n))
 		want := ToDense(x.ColSlice(4, 19))
-		if !bitwiseEqual(back.Data, want.Data) {
+		if !sameBits(back.Data, want.Data) {
 			t.Errorf("%s: round trip changed values", name)
 		}
 		if !IsNarrow(n.ColSlice(2, 5)) {
@@ -90,7 +90,7 @@ func TestWidenRoundTrip(t *testing.T) {
 		}
 		col := make([]float64, 7)
 		columnInto(n, 3, col)
-		if !bitwiseEqual(col, want.Col(3)) {
+		if !sameBits(col, want.Col(3)) {
 			t.Errorf("%s: columnInto of a narrow block: %v, want %v", name, col, want.Col(3))
 		}
 	}
@@ -120,7 +120,7 @@ func TestLayoutSameBits(t *testing.T) {
 			cfg.Options.Kernel = p
 			a := mustRun(t, dense, shards, cfg)
 			b := mustRun(t, sparse, shards, cfg)
-			if !bitwiseEqual(a.B, b.B) || !bitwiseEqual(a.C, b.C) {
+			if !sameBits(a.B, b.B) || !sameBits(a.C, b.C) {
 				t.Errorf("%s on %s: CSC differs from dense (B %.3g, C %.3g)", info.Name, p,
 					maxRelDiff(a.B, b.B), maxRelDiff(a.C, b.C))
 			}
