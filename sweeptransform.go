@@ -104,7 +104,7 @@ func sqrt32(v []float32) {
 func sqrtTestError(src matio.Source, res *kernels.Result, testSeed uint64, frac float64) (sse, sqNorm float64, err error) {
 	m, n, k := res.M, res.N, res.K
 	if len(res.B) != m*k || len(res.C) != k*n || src.Features() != m || src.Samples() != n {
-		return 0, 0, fmt.Errorf("%s: a %d x %d input and factors of %d x %d, rank %d", src.Name(), n, m, n, m, k)
+		return 0, 0, fmt.Errorf("%s: a %d x %d input and factors of %d x %d, rank %d", src.Name(), src.Samples(), src.Features(), n, m, k)
 	}
 	step := max(1, (1<<22)/max(m, 1)) // samples a block: at most 32 MB of float64
 	for lo := 0; lo < n; lo += step {
@@ -123,12 +123,7 @@ func sqrtTestError(src matio.Source, res *kernels.Result, testSeed uint64, frac 
 				if !kernels.HeldOut(testSeed, j, i, frac) {
 					continue
 				}
-				var x float64
-				if d.Data != nil {
-					x = d.Data[(j-lo)*m+i]
-				} else {
-					x = float64(d.Data32[(j-lo)*m+i])
-				}
+				x := d.At(i, j-lo)
 				if math.IsNaN(x) {
 					continue
 				}
