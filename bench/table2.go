@@ -16,6 +16,7 @@ import (
 
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/usererr"
 )
 
@@ -344,11 +345,11 @@ func ParseSizes(s string) ([]int, error) {
 		if f == "" {
 			continue
 		}
-		v, err := strconv.ParseFloat(f, 64)
-		if err != nil || v != math.Trunc(v) || v < 1 || v > 1e9 {
+		v, err := matio.ParseCount(f)
+		if err != nil || v < 1 || v > 1e9 {
 			return nil, fmt.Errorf("%q is not a number of samples between 1 and 1e9", f)
 		}
-		out = append(out, int(v))
+		out = append(out, v)
 	}
 	return out, nil
 }

@@ -28,6 +28,8 @@ func TestParseSizes(t *testing.T) {
 		{"1.5", nil, true},
 		{"0", nil, true},
 		{"2e9", nil, true},
+		{"1.00000000000000001e3", nil, true},
+		{"2.5e3", []int{2500}, false},
 		{"many", nil, true},
 	} {
 		got, err := ParseSizes(tc.in)

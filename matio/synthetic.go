@@ -70,7 +70,7 @@ func parseSyntheticSpec(spec string) (*syntheticSpec, error) {
 func (s *syntheticSpec) set(key, val string) error {
 	switch key {
 	case "m", "n", "k":
-		v, err := parseCount(val)
+		v, err := ParseCount(val)
 		if err != nil {
 			return inputErrorf(s.spec, "%s=%v (e.g. 1000000 or 1e6)", key, err)
 		}
@@ -106,10 +106,10 @@ func (s *syntheticSpec) set(key, val string) error {
 	return nil
 }
 
-// parseCount parses a size: a decimal integer, or one written with an exponent (1e7, 2.5e6)
+// ParseCount parses a size: a decimal integer, or one written with an exponent (1e7, 2.5e6)
 // whose value is exactly an integer (read digit by digit: 1.00000000000000001e3 is not 1000)
 // that an int holds.
-func parseCount(val string) (int, error) {
+func ParseCount(val string) (int, error) {
 	bad := fmt.Errorf("%q is not an integer", val)
 	if v, err := strconv.Atoi(val); err == nil {
 		return v, nil
