@@ -65,11 +65,11 @@ func NewCA(name string) (*CA, error) {
 // must be a regular file of at most 1 MiB: a FIFO, a device or a directory is refused by name
 // without blocking.
 func LoadCA(certFile, keyFile string) (*CA, error) {
-	certPEM, err := readSmallFile(certFile, "certificate authority certificate", maxPEMFile)
+	certPEM, err := readSmallFile(certFile, "certificate authority certificate", maxPEMFile, nil)
 	if err != nil {
 		return nil, err
 	}
-	keyPEM, err := readSmallFile(keyFile, "certificate authority key", maxPEMFile)
+	keyPEM, err := readSmallFile(keyFile, "certificate authority key", maxPEMFile, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -176,11 +176,11 @@ type Config struct {
 // returns its mutual TLS configuration. Each must be a regular file of at most 1 MiB: a FIFO,
 // a device or a directory is refused by name without blocking.
 func Load(certFile, keyFile, caFile string) (*Config, error) {
-	certPEM, err := readSmallFile(certFile, "--tls-cert", maxPEMFile)
+	certPEM, err := readSmallFile(certFile, "--tls-cert", maxPEMFile, nil)
 	if err != nil {
 		return nil, err
 	}
-	keyPEM, err := readSmallFile(keyFile, "--tls-key", maxPEMFile)
+	keyPEM, err := readSmallFile(keyFile, "--tls-key", maxPEMFile, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func Load(certFile, keyFile, caFile string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--tls-cert %s / --tls-key %s: %w", certFile, keyFile, err)
 	}
-	caPEM, err := readSmallFile(caFile, "--tls-ca", maxPEMFile)
+	caPEM, err := readSmallFile(caFile, "--tls-ca", maxPEMFile, nil)
 	if err != nil {
 		return nil, err
 	}

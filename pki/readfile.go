@@ -3,6 +3,7 @@ package pki
 import (
 	"fmt"
 	"io"
+	"io/fs"
 
 	"github.com/didnmf/didnmf/matio"
 )
@@ -12,13 +13,14 @@ import (
 const maxPEMFile = 1 << 20
 
 // readSmallFile reads the regular file at path (what names it in errors: "certificate",
-// "--tls-ca", ...) of at most limit bytes. It opens the file with [matio.OpenRegular], the
-// repository's one non-blocking opener: a FIFO, a socket, a device or a directory given as
-// path is refused by name, checked on the opened descriptor, instead of hanging the process
-// (os.ReadFile blocks on a FIFO with no writer and never ends on /dev/zero). A file larger
-// than limit is refused before a byte is read, and one that grows past it while read is
-// refused too. A missing file's error satisfies errors.Is(err, fs.ErrNotExist).
-func readSmallFile(path, what string, limit int64) ([]byte, error) {
+// "--tls-ca", ...) of at most limit bytes, after check (nil: none) accepted its FileInfo. It
+// opens the file with [matio.OpenRegular], the repository's one non-blocking opener: a FIFO,
+// a socket, a device or a directory given as path is refused by name, checked on the opened
+// descriptor, instead of hanging the process (os.ReadFile blocks on a FIFO with no writer and
+// never ends on /dev/zero). A file larger than limit is refused before a byte is read, and one
+// that grows past it while read is refused too. A missing file's error satisfies
+// errors.Is(err, fs.ErrNotExist).
+func readSmallFile(path, what string, limit int64, check func(fs.FileInfo) error) ([]byte, error) {
 	f, err := matio.OpenRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -27,6 +29,11 @@ func readSmallFile(path, what string, limit int64) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	if check != nil {
+		if err := check(st); err != nil {
+			return nil, err
+		}
 	}
 	if st.Size() > limit {
 		return nil, fmt.Errorf("%s %s: %d bytes, more than the %d a %s may have", what, path, st.Size(), limit, what)

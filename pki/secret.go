@@ -12,15 +12,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/didnmf/didnmf/matio"
 )
 
 // A cluster secret is the credential of a cluster run without certificate files, in the way
@@ -80,31 +77,17 @@ func LoadSecret(path string) ([]byte, error) {
 // ReadPrivateFile reads a file that holds a secret (what names it in errors): a regular file
 // of at most limit bytes, that belongs to this user and that no other user may read or write
 // (as ssh does with keys). The errors say what to do. A FIFO, a socket, a device or a
-// directory is refused by name without blocking (see [matio.OpenRegular]).
+// directory is refused by name without blocking (see readSmallFile).
 func ReadPrivateFile(path, what string, limit int) ([]byte, error) {
-	f, err := matio.OpenRegular(path) // never blocks: a FIFO or a device is refused by name
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("%s %s is open to other users (mode %04o): run chmod 600 %s", what, path, st.Mode().Perm(), path)
-	}
-	if uid, ok := fileOwner(st); ok && uid != os.Geteuid() {
-		return nil, fmt.Errorf("%s %s belongs to user %d, not to this user (%d): another user made it", what, path, uid, os.Geteuid())
-	}
-	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", what, path, err)
-	}
-	if len(data) > limit {
-		return nil, fmt.Errorf("%s %s: longer than %d bytes", what, path, limit)
-	}
-	return data, nil
+	return readSmallFile(path, what, int64(limit), func(st fs.FileInfo) error {
+		if st.Mode().Perm()&0o077 != 0 {
+			return fmt.Errorf("%s %s is open to other users (mode %04o): run chmod 600 %s", what, path, st.Mode().Perm(), path)
+		}
+		if uid, ok := fileOwner(st); ok && uid != os.Geteuid() {
+			return fmt.Errorf("%s %s belongs to user %d, not to this user (%d): another user made it", what, path, uid, os.Geteuid())
+		}
+		return nil
+	})
 }
 
 // WriteSecret writes a new secret file (mode 0600, in a directory made 0700 if missing),
