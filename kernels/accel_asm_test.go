@@ -24,6 +24,30 @@ type sweepsCase struct {
 
 const padMark = 42.5
 
+// newFusedCase is a case of the fused kernels' tests: ngroups groups of four columns with
+// newSweepsCase's data and, from two groups on, a NaN in column 1 (NaN h, coefficients and
+// steps), infinite coefficients in column 2 (an infinite first step) and a -0 in column 5; and
+// A and V to accumulate into (a0, 4m; v0, 4k).
+func newFusedCase(m, k, ngroups int, seed uint64) (sc *sweepsCase, x, c0, a0, v0 []float64) {
+	sc = newSweepsCase(m, k, 4*ngroups, seed, false)
+	x, c0 = sc.x, sc.old
+	if ngroups >= 2 {
+		x[1*m] = math.NaN()
+		for p := 0; p < k; p++ {
+			c0[2*k+p] = math.Inf(1)
+		}
+		c0[5*k] = math.Copysign(0, -1)
+	}
+	a0, v0 = make([]float64, 4*m), make([]float64, 4*k)
+	for i := range a0 {
+		a0[i] = float64(i%5) - 1.5
+	}
+	for i := range v0 {
+		v0[i] = float64(i%3) + 0.25
+	}
+	return sc, x, c0, a0, v0
+}
+
 func newSweepsCase(m, k, ncols int, seed uint64, specials bool) *sweepsCase {
 	r := rand.New(rand.NewPCG(seed, 99))
 	kp := paddedK(k)
@@ -249,30 +273,10 @@ func TestFusedAccelBitwise(t *testing.T) {
 		for k := 1; k <= 4; k++ {
 			for _, ngroups := range []int{1, 2, 3, 4, 5, 6, 7, 9} {
 				ncols := 4 * ngroups
-				sc := newSweepsCase(m, k, ncols, uint64(100*m+10*k+ngroups), false)
-				x, c0 := sc.x, sc.old
-				if ngroups >= 2 {
-					x[1*m] = math.NaN() // column 1: NaN h, coefficients and steps
-					for p := 0; p < k; p++ {
-						c0[2*k+p] = math.Inf(1) // column 2: an infinite first step
-					}
-					c0[5*k] = math.Copysign(0, -1)
-				}
-				a0 := make([]float64, 4*m)
-				v0 := make([]float64, 4*k)
-				for i := range a0 {
-					a0[i] = float64(i%5) - 1.5
-				}
-				for i := range v0 {
-					v0[i] = float64(i%3) + 0.25
-				}
+				sc, x, c0, a0, v0 := newFusedCase(m, k, ngroups, uint64(100*m+10*k+ngroups))
 				for _, l1 := range []float64{0, 0.05} {
 					g4, i4 := make([]float64, 4*k*k), make([]float64, 4*k+4)
-					repeat4(g4, sc.gneg)
-					repeat4(i4[:4*k], sc.ginv)
-					for u := 4 * k; u < len(i4); u++ {
-						i4[u] = l1
-					}
+					fusedScalars(g4, i4, sc.gneg, sc.ginv, k, l1)
 					for extra := 0; extra <= 5; extra++ {
 						for _, eps2 := range []float64{1e-300, 0.01, 0.5, math.Nextafter(1, 0)} {
 							wc := append([]float64(nil), c0...)
@@ -350,31 +354,11 @@ func TestFusedExtrapBitwise(t *testing.T) {
 		for k := 1; k <= 4; k++ {
 			for _, ngroups := range []int{1, 2, 3, 5} {
 				ncols := 4 * ngroups
-				sc := newSweepsCase(m, k, ncols, uint64(1000+100*m+10*k+ngroups), false)
-				x, c0 := sc.x, sc.old
-				if ngroups >= 2 {
-					x[1*m] = math.NaN() // column 1: NaN h, coefficients and steps
-					for p := 0; p < k; p++ {
-						c0[2*k+p] = math.Inf(1) // column 2: an infinite first step
-					}
-					c0[5*k] = math.Copysign(0, -1)
-				}
+				sc, x, c0, a0, v0 := newFusedCase(m, k, ngroups, uint64(1000+100*m+10*k+ngroups))
 				p0 := extrapPrev(c0, k, ncols, uint64(m*10+k))
-				a0 := make([]float64, 4*m)
-				v0 := make([]float64, 4*k)
-				for i := range a0 {
-					a0[i] = float64(i%5) - 1.5
-				}
-				for i := range v0 {
-					v0[i] = float64(i%3) + 0.25
-				}
 				for _, l1 := range []float64{0, 0.05} {
 					g4, i4 := make([]float64, 4*k*k), make([]float64, 4*k+4)
-					repeat4(g4, sc.gneg)
-					repeat4(i4[:4*k], sc.ginv)
-					for u := 4 * k; u < len(i4); u++ {
-						i4[u] = l1
-					}
+					fusedScalars(g4, i4, sc.gneg, sc.ginv, k, l1)
 					for extra := 0; extra <= 3; extra++ {
 						for _, eps2 := range []float64{1e-300, 0.01, math.Nextafter(1, 0)} {
 							for _, beta := range []float64{0, 0.3, 0.7501, 1} {

@@ -72,8 +72,7 @@ func benchFusedAccel(b *testing.B, ncols int) {
 	sc := newSweepsCase(m, k, ncols, 35, false)
 	kern := &avx512Gram
 	g4, i4 := make([]float64, 4*k*k), make([]float64, 4*k+4)
-	repeat4(g4, sc.gneg)
-	repeat4(i4[:4*k], sc.ginv)
+	fusedScalars(g4, i4, sc.gneg, sc.ginv, k, 0)
 	c := make([]float64, len(sc.old))
 	const beta = 0.5
 	prev0 := make([]float64, len(sc.old)) // previous plain coefficients, near C

@@ -152,6 +152,16 @@ func repeat4(dst, src []float64) {
 	}
 }
 
+// fusedScalars fills the fused kernels' broadcast scalars: g4 (4k^2) the copies of -G, and i4
+// (4k+4) those of 1/diag(G) followed by four copies of the L1 penalty l1.
+func fusedScalars(g4, i4, gneg, ginv []float64, k int, l1 float64) {
+	repeat4(g4, gneg[:k*k])
+	repeat4(i4[:4*k], ginv[:k])
+	for u := 4 * k; u < 4*k+4; u++ {
+		i4[u] = l1
+	}
+}
+
 // widening is a lane's scratch for the widened values of a batch of a block stored as float32.
 type widening struct {
 	vals []float64
@@ -205,11 +215,7 @@ func gramLaneSweep(kern *gramKernels, x Block, k, lo, hi int, bp, gneg, ginv []f
 	if fused && dn != nil && dn.Data != nil && kp == 4 && m <= maxFusedM {
 		extra := scratch[2*gramBatchCols*kp:]
 		g4, i4 := extra[:4*k*k], extra[4*k*k:4*k*k+4*k+4]
-		repeat4(g4, gneg[:k*k])
-		repeat4(i4[:4*k], ginv[:k])
-		for u := 4 * k; u < len(i4); u++ {
-			i4[u] = l1
-		}
+		fusedScalars(g4, i4, gneg, ginv, k, l1)
 		gramLaneFused(kern, dn, k, lo, hi, bp, gneg, ginv, l1, g4, i4, c, a, v, h, cs, norms, sw, flag)
 		return
 	}
