@@ -77,7 +77,7 @@ func Open(spec *Spec, t Target) (*Job, error) {
 		return j, j.check()
 	}
 	// The spec first: a spec that breaks a rule opens no file.
-	if err := spec.CheckBeforeData(j.cluster()); err != nil {
+	if err := spec.CheckBeforeData(j.cluster(false)); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -96,16 +96,22 @@ func Open(spec *Spec, t Target) (*Job, error) {
 	return j, nil
 }
 
-// cluster returns what the check knows of where the job runs. For a job in this process the
-// memory available is read after this process has given back what earlier jobs freed (a
-// sweep's or a benchmark's runs one after another): otherwise the freed heap it still holds
-// counts as used, and at 1e8 samples `bench --table2` refused every row after the first.
-func (j *Job) cluster() jobspec.Cluster {
+// cluster returns what the check knows of where the job runs; withData adds, for a job in
+// this process, the memory available, which only the check against the data reads. That is
+// read after this process has given back what earlier jobs freed (a sweep's or a benchmark's
+// runs one after another): otherwise the freed heap it still holds counts as used, and at 1e8
+// samples `bench --table2` refused every row after the first. Giving it back costs a
+// collection, so the check before the data, which has no use for the figure, skips it.
+func (j *Job) cluster(withData bool) jobspec.Cluster {
 	if !j.Target.readsInput() {
 		return jobspec.Cluster{Where: jobspec.Submitted}
 	}
-	debug.FreeOSMemory()
-	return jobspec.Cluster{Where: jobspec.InProcess, Memory: server.AvailableMemory()}
+	c := jobspec.Cluster{Where: jobspec.InProcess}
+	if withData {
+		debug.FreeOSMemory()
+		c.Memory = server.AvailableMemory()
+	}
+	return c
 }
 
 // check is the job's one check (jobspec.Spec.CheckOn): against its open input, after reading
@@ -114,7 +120,7 @@ func (j *Job) cluster() jobspec.Cluster {
 func (j *Job) check() error {
 	s := j.Spec
 	if j.Source == nil {
-		return s.CheckOn(nil, j.cluster())
+		return s.CheckOn(nil, j.cluster(false))
 	}
 	d := &jobspec.Shape{Name: j.Source.Name(), Samples: j.Samples, Features: j.Features}
 	if stored, ok := matio.StoredEntries(j.Source); ok {
@@ -132,7 +138,7 @@ func (j *Job) check() error {
 			}
 		}
 	}
-	if err := s.CheckOn(d, j.cluster()); err != nil {
+	if err := s.CheckOn(d, j.cluster(true)); err != nil {
 		return err
 	}
 	if s.Init == kernels.InitCustom {
