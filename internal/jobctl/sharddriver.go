@@ -369,7 +369,7 @@ func (d *ShardDriver) onBoundary(e ShardDriverBoundary) error {
 		return err
 	}
 	d.boundary, d.lastIter = e.Iteration, e.Iteration
-	if e.Iteration == 1 && e.InitEnded.After(d.started) && e.InitEnded.Sub(d.started) > d.initDone && !e.InitEnded.After(e.At) {
+	if e.Iteration == 1 && e.InitEnded.Sub(d.started) > d.initDone && !e.InitEnded.After(e.At) { // zero InitEnded: far before
 		d.initDone = e.InitEnded.Sub(d.started)
 	}
 	stop, why := d.stopper.Observe(int(e.Iteration), e.Objective, e.Initial, 0)
