@@ -9,9 +9,10 @@ import (
 	"testing"
 )
 
-// TestWriteNPYFileSameBytes: WriteNPYFile writes the bytes WriteNPY writes, for empty, small,
-// odd and multi-chunk matrices, and from the file's current offset.
-func TestWriteNPYFileSameBytes(t *testing.T) {
+// TestWriteNPYToFileSameBytes: WriteNPY to a file (straight from memory, writeFloatsFile)
+// writes the bytes it writes to a buffer (converted), for empty, small, odd and multi-chunk
+// matrices, and from the file's current offset.
+func TestWriteNPYToFileSameBytes(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		rows, cols int
@@ -41,7 +42,7 @@ func TestWriteNPYFileSameBytes(t *testing.T) {
 			if _, err := f.WriteString(tc.prefix); err != nil {
 				t.Fatal(err)
 			}
-			if err := WriteNPYFile(f, tc.rows, tc.cols, data); err != nil {
+			if err := WriteNPY(f, tc.rows, tc.cols, data); err != nil {
 				t.Fatal(err)
 			}
 			if err := f.Close(); err != nil {
@@ -58,16 +59,16 @@ func TestWriteNPYFileSameBytes(t *testing.T) {
 	}
 }
 
-// TestWriteNPYFileShape: a shape that does not match the data is refused before anything is
-// written.
-func TestWriteNPYFileShape(t *testing.T) {
+// TestWriteNPYToFileShape: to a file too, a shape that does not match the data is refused
+// before anything is written.
+func TestWriteNPYToFileShape(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "x.npy"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	for _, tc := range []struct{ rows, cols, n int }{{2, 3, 5}, {-1, 3, 0}, {math.MaxInt, 2, 4}} {
-		if err := WriteNPYFile(f, tc.rows, tc.cols, make([]float64, tc.n)); err == nil {
+		if err := WriteNPY(f, tc.rows, tc.cols, make([]float64, tc.n)); err == nil {
 			t.Errorf("%d x %d with %d values: no error", tc.rows, tc.cols, tc.n)
 		}
 	}
@@ -76,9 +77,9 @@ func TestWriteNPYFileShape(t *testing.T) {
 	}
 }
 
-// TestWriteNPYFilePipe: to a pipe, which has no offsets, WriteNPYFile writes what WriteNPY
-// writes.
-func TestWriteNPYFilePipe(t *testing.T) {
+// TestWriteNPYToPipe: to a pipe, which has no offsets, WriteNPY converts as it does for a
+// buffer, and writes the same bytes.
+func TestWriteNPYToPipe(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +90,7 @@ func TestWriteNPYFilePipe(t *testing.T) {
 		b, _ := io.ReadAll(r)
 		got <- b
 	}()
-	if err := WriteNPYFile(w, 3, 2, data); err != nil {
+	if err := WriteNPY(w, 3, 2, data); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
