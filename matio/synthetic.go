@@ -72,7 +72,7 @@ func (s *syntheticSpec) set(key, val string) error {
 	case "m", "n", "k":
 		v, err := ParseCount(val)
 		if err != nil {
-			return inputErrorf(s.spec, "%s=%v (e.g. 1000000 or 1e6)", key, err)
+			return inputErrorf(s.spec, "%s=%v", key, err)
 		}
 		if v < 1 {
 			return inputErrorf(s.spec, "%s must be >= 1", key)
@@ -110,11 +110,11 @@ func (s *syntheticSpec) set(key, val string) error {
 // whose value is exactly an integer (read digit by digit: 1.00000000000000001e3 is not 1000)
 // that an int holds.
 func ParseCount(val string) (int, error) {
-	bad := fmt.Errorf("%q is not an integer", val)
+	bad := fmt.Errorf("%q is not an integer (e.g. 1000000 or 1e6)", val)
 	if v, err := strconv.Atoi(val); err == nil {
 		return v, nil
 	} else if errors.Is(err, strconv.ErrRange) {
-		return 0, fmt.Errorf("%q is too large", val)
+		return 0, fmt.Errorf("%q is too large (at most %d)", val, math.MaxInt)
 	} else if !strings.ContainsAny(val, "eE") {
 		return 0, bad
 	}
@@ -141,7 +141,7 @@ func ParseCount(val string) (int, error) {
 	}
 	v, err := strconv.Atoi(sign + "0" + digits[:point])
 	if err != nil {
-		return 0, fmt.Errorf("%q is too large", val)
+		return 0, fmt.Errorf("%q is too large (at most %d)", val, math.MaxInt)
 	}
 	return v, nil
 }
