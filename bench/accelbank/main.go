@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +54,7 @@ type problem struct {
 type result struct {
 	Problem  string `json:"problem"`
 	Setting  string `json:"accel"`
+	Seed     uint64 `json:"seed"`
 	M        int    `json:"m"`
 	N        int    `json:"n"`
 	K        int    `json:"k"`
@@ -85,6 +87,8 @@ func main() {
 	asJSON := flag.Bool("json", false, "one JSON line per problem and setting")
 	trace := flag.Int("trace", 0, "print each setting's rel_err2 for this many iterations instead of the bank")
 	stallWindow := flag.Int("stall-window", 0, "the default stop's stall window (0: kernels' default)")
+	flag.Uint64Var(&seed, "seed", 1, "the runs' seed (their random initialisation)")
+	extra := flag.String("extra", "", "further problems, separated by ';': NAME=INPUT@K (random init, to tol 1e-6, at most 1000 passes), e.g. 'noisy=synthetic:m=50,n=100000,k=5,seed=1,noise=3@5'")
 	toStop := flag.Bool("stop", true, "also run each setting to the default stop (false: to the target only)")
 	flag.Parse()
 	fmFiles := []string{filepath.Join(*fm, "train-images-idx3-ubyte.gz"), filepath.Join(*fm, "t10k-images-idx3-ubyte.gz")}
@@ -101,6 +105,16 @@ func main() {
 		{name: "text", inputs: []string{*text}, k: 10, init: kernels.InitRandom, tol: 1e-6, maxIter: 1000},
 		{name: "missing", inputs: fmFiles, k: 10, init: kernels.InitRandom, tol: 1e-6, maxIter: 1000, opt: kernels.Options{Missing: true}, nanFrac: 0.05},
 		{name: "penalized", inputs: fmFiles, k: 10, init: kernels.InitKMeans, tol: 1e-6, maxIter: 1000, opt: pen},
+	}
+	for _, e := range strings.Split(*extra, ";") {
+		if strings.TrimSpace(e) == "" {
+			continue
+		}
+		p, err := parseExtra(e)
+		if err != nil {
+			fail(err)
+		}
+		all = append(all, p)
 	}
 	var chosen []problem
 	for _, p := range all {
@@ -129,6 +143,23 @@ func main() {
 		}
 	}
 }
+
+// parseExtra reads one -extra problem, NAME=INPUT@K.
+func parseExtra(e string) (problem, error) {
+	name, rest, ok := strings.Cut(strings.TrimSpace(e), "=")
+	at := strings.LastIndex(rest, "@")
+	if !ok || name == "" || at < 1 {
+		return problem{}, fmt.Errorf("-extra %q: want NAME=INPUT@K", e)
+	}
+	k, err := strconv.Atoi(rest[at+1:])
+	if err != nil || k < 1 {
+		return problem{}, fmt.Errorf("-extra %q: rank %q is not a positive integer", e, rest[at+1:])
+	}
+	return problem{name: name, inputs: []string{rest[:at]}, k: k, init: kernels.InitRandom, tol: 1e-6, maxIter: 1000}, nil
+}
+
+// seed is -seed.
+var seed uint64
 
 // stallWin is -stall-window.
 var stallWin int
@@ -172,7 +203,7 @@ func traceProblem(p problem, accels []kernels.Accel, iters, shards, threads int)
 		return err
 	}
 	for _, a := range accels {
-		c := kernels.Config{Algo: kernels.DID, K: p.k, Seed: 1, Init: kernels.InitSpec{Method: p.init}, Options: p.opt, Threads: threads}
+		c := kernels.Config{Algo: kernels.DID, K: p.k, Seed: seed, Init: kernels.InitSpec{Method: p.init}, Options: p.opt, Threads: threads}
 		c.Options.Accel = a
 		c.Stop = kernels.StopRule{MaxIter: iters}
 		res, err := kernels.Run(context.Background(), blocks, c)
@@ -194,7 +225,7 @@ func runProblem(p problem, accels []kernels.Accel, repeats, ref, shards, threads
 	if err != nil {
 		return err
 	}
-	base := kernels.Config{Algo: kernels.DID, K: p.k, Seed: 1, Init: kernels.InitSpec{Method: p.init}, Options: p.opt, Threads: threads}
+	base := kernels.Config{Algo: kernels.DID, K: p.k, Seed: seed, Init: kernels.InitSpec{Method: p.init}, Options: p.opt, Threads: threads}
 	cfg := base
 	cfg.Stop = kernels.StopRule{MaxIter: ref}
 	res, err := kernels.Run(context.Background(), blocks, cfg)
@@ -214,7 +245,7 @@ func runProblem(p problem, accels []kernels.Accel, repeats, ref, shards, threads
 			}
 			continue
 		}
-		r := result{Problem: p.name, Setting: a.String(), M: m, N: n, K: p.k, RefIters: ref, Target: target}
+		r := result{Problem: p.name, Setting: a.String(), Seed: seed, M: m, N: n, K: p.k, RefIters: ref, Target: target}
 		for rep := 0; rep < repeats; rep++ {
 			// To the target: stop at the first iteration at or below it.
 			c := base
