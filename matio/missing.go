@@ -36,6 +36,11 @@ type ReadOptions struct {
 	// (StorageAsIs) or StorageFloat64, give float64 values.
 	Storage kernels.Storage
 
+	// Transform is applied to the values as they are read (see [Transform]), after they
+	// were checked: a source opened with TransformSqrt hands out the square roots of its
+	// values, and is named sqrt(name).
+	Transform Transform
+
 	// MaxBytes bounds the memory a source may take to read its file (0: no bound), checked
 	// against what the file declares before anything is allocated: the inputs read whole
 	// when opened (a .mtx, a 10x directory's matrix.mtx, a CSC .npz: wholeEntryBytes an
@@ -76,7 +81,11 @@ func OpenWithOptions(open Opener, spec string, opts ReadOptions) (Source, error)
 	if open == nil {
 		return nil, errors.New("matio: OpenWithOptions: nil Opener")
 	}
-	return openSpec(open, spec, opts)
+	src, err := openSpec(open, spec, opts)
+	if err != nil {
+		return nil, err
+	}
+	return opts.Transform.Apply(src), nil
 }
 
 // OpenAllWithOptions is [OpenAllWith] reading the entries of every input as opts says (see
@@ -101,6 +110,7 @@ var (
 	_ missingSeer = (*stackSource)(nil)
 	_ missingSeer = (*npzSource)(nil)
 	_ missingSeer = (*storeSource)(nil)
+	_ missingSeer = sqrtSource{}
 )
 
 // MissingSeen reports whether src, opened with [ReadOptions] Missing, has met a missing (NaN)

@@ -70,6 +70,8 @@ func StoredEntries(src Source) (n int64, ok bool) {
 			return int64(s.n) * int64(s.m), true
 		}
 		return int64(len(s.val)), true
+	case sqrtSource:
+		return StoredEntries(s.Source)
 	case *stackSource:
 		for _, part := range s.srcs {
 			k, ok := StoredEntries(part)

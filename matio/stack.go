@@ -55,13 +55,13 @@ func openAll(open Opener, specs []string, opts ReadOptions) (Source, error) {
 		offs = append(offs, last+s.Samples())
 	}
 	if len(srcs) == 1 {
-		return srcs[0], nil
+		return opts.Transform.Apply(srcs[0]), nil
 	}
 	names := make([]string, len(srcs))
 	for i, s := range srcs {
 		names[i] = s.Name()
 	}
-	return &stackSource{name: strings.Join(names, " + "), srcs: srcs, offs: offs}, nil
+	return opts.Transform.Apply(&stackSource{name: strings.Join(names, " + "), srcs: srcs, offs: offs}), nil
 }
 
 // stackSource stacks sources as rows: source i holds samples [offs[i], offs[i+1]).
