@@ -376,6 +376,14 @@ func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progr
 			res.Residual += mc.LocalResidual()
 		}
 	}
+	if cfg.Options.TestOfSquares && res.TestCount > 0 {
+		res.TestSSE, res.TestSqNorm = 0, 0
+		for _, mc := range machines {
+			sse, sq := mc.HeldOutOfSquares()
+			res.TestSSE += sse
+			res.TestSqNorm += sq
+		}
+	}
 	if !direct {
 		res.Residual = res.Objective
 	}

@@ -213,6 +213,17 @@ func (m *Machine) LocalResidual() float64 {
 	return ResidualSq(m.spec.X, m.env.basis(), m.env.coef(), m.spec.K, m.spec.Pool)
 }
 
+// HeldOutOfSquares returns, over the shard's held-out entries v (missing ones left out), the
+// squared error of the model's square against v^2, sum (v^2 - max(b_i . c_j, 0)^2)^2, and the
+// sum of (v^2)^2 (0, 0 without a test set): the test error of Options.TestOfSquares, on the
+// shard's pool, the same bits on any number of threads. Valid at iteration boundaries.
+func (m *Machine) HeldOutOfSquares() (sse, sqNorm float64) {
+	if !m.env.masked() || !m.mask.sm.test {
+		return 0, 0
+	}
+	return heldOutOfSquares(m.mask.sm, m.env.basis(), m.env.coef(), m.spec.K, m.spec.Pool)
+}
+
 // LocalTestSSE returns the squared error over the shard's held-out entries, computed
 // directly from B and C_i (0 without a test set). Valid at iteration boundaries.
 func (m *Machine) LocalTestSSE() float64 {

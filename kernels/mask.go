@@ -559,6 +559,52 @@ func addHeldOutSq(s float64, sm *shardMask, b, c []float64, k, lo, hi int) float
 	return s
 }
 
+// heldOutOfSquares returns Machine.HeldOutOfSquares' sums for the shard's mask: over spans of
+// heldOutSpan columns on the pool, each span's sums in column and row order, the spans' added
+// in order, so the bits do not depend on the threads.
+func heldOutOfSquares(sm *shardMask, b, c []float64, k int, pool *Pool) (sse, sqNorm float64) {
+	spans := (sm.n + heldOutSpan - 1) / heldOutSpan
+	parts := make([][2]float64, spans)
+	run := func(q int) {
+		parts[q][0], parts[q][1] = heldOutOfSquaresCols(sm, b, c, k, q*heldOutSpan, min(sm.n, (q+1)*heldOutSpan))
+	}
+	if pool == nil {
+		for q := range parts {
+			run(q)
+		}
+	} else {
+		pool.Run(spans, run)
+	}
+	for _, p := range parts {
+		sse += p[0]
+		sqNorm += p[1]
+	}
+	return sse, sqNorm
+}
+
+// heldOutSpan is the columns of one of heldOutOfSquares' spans.
+const heldOutSpan = 1024
+
+// heldOutOfSquaresCols returns heldOutOfSquares' sums over the columns [lo, hi).
+func heldOutOfSquaresCols(sm *shardMask, b, c []float64, k, lo, hi int) (sse, sqNorm float64) {
+	m := sm.m
+	for j := lo; j < hi; j++ {
+		cj := c[j*k : (j+1)*k]
+		for t := sm.uptr[j]; t < sm.uptr[j+1]; t++ {
+			v := sm.uval[t]
+			if v != v {
+				continue
+			}
+			x := float64(v * v)
+			y := max(rowDot(b, int(sm.urow[t]), m, cj), 0)
+			r := x - float64(y*y)
+			sse += float64(r * r)
+			sqNorm += float64(x * x)
+		}
+	}
+	return sse, sqNorm
+}
+
 // rowDot returns b_i . c = sum_p B[i, p] c_p for a column-major B with m rows.
 func rowDot(b []float64, i, m int, c []float64) float64 {
 	var s float64
