@@ -46,7 +46,14 @@ func (j *Job) Derive(edit func(*Spec)) (*Job, error) {
 		return nil, errors.New("a derived job reads the same inputs")
 	}
 	s.Layout = matio.AutoFor(s.Algo, s.Layout)
-	d := &Job{Spec: &s, Target: j.Target, Source: j.Source, Samples: j.Samples, Features: j.Features,
+	src := j.Source
+	switch {
+	case s.Transform.On() && !j.Spec.Transform.On():
+		src = s.Transform.Apply(src) // the derived job reads the values through its transform
+	case s.Transform.On() != j.Spec.Transform.On() || s.Transform.On() && s.Transform != j.Spec.Transform:
+		return nil, errors.New("a derived job reads its input through its parent's transform, or adds one to a job without")
+	}
+	d := &Job{Spec: &s, Target: j.Target, Source: src, Samples: j.Samples, Features: j.Features,
 		init: kernels.InitSpec{Method: s.Init}, borrowed: true}
 	if err := d.check(); err != nil {
 		return nil, err
@@ -83,7 +90,7 @@ func Open(spec *Spec, t Target) (*Job, error) {
 	start := time.Now()
 	// Storage: the blocks come stored as ReadBlocks will store them, so a counts matrix never
 	// has a float64 copy.
-	src, err := matio.OpenAllWithOptions(matio.OpenInput, spec.Inputs, matio.ReadOptions{Missing: spec.Missing, Storage: spec.Storage})
+	src, err := matio.OpenAllWithOptions(matio.OpenInput, spec.Inputs, spec.ReadOptions())
 	if err != nil {
 		return nil, usererr.Wrap(err)
 	}

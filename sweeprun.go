@@ -46,9 +46,9 @@ type SweepOptions struct {
 	// Parallel is how many jobs run at once (0: Runner.Parallelism).
 	Parallel int
 	// Transform is what the runs fit and hold out instead of the input's values: "" or
-	// TransformNone the values, TransformSqrt their square roots (for counts: see
-	// SweepTransform). A transform is applied as this process reads the input, so it needs a
-	// target that reads it here (not --nodes or a cluster).
+	// TransformNone the job's own (its Spec.Transform, by default none: the values),
+	// TransformSqrt their square roots (for counts: see SweepTransform). Whoever reads the
+	// input applies it: this process, or the nodes of --nodes or a cluster.
 	Transform SweepTransform
 	// OnRun, when set, is told of every run that ends or is tried again, one call at a time.
 	OnRun func(SweepEvent)
@@ -180,15 +180,16 @@ func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResu
 	if err := o.Check(j0.Spec); err != nil {
 		return nil, err
 	}
-	if err := o.Transform.Check(r.target); err != nil {
-		return nil, err
-	}
 	p := o.Parallel
 	if p == 0 {
 		p = r.Parallelism()
 	}
+	tr := o.Transform
+	if !tr.On() {
+		tr = j0.Spec.Transform
+	}
 	out := &SweepResult{Inputs: j0.Spec.Inputs, Algo: string(j0.Spec.Algo), Accel: j0.Spec.Accel, Shards: j0.Spec.Shards, Where: r.target.String(),
-		Ranks: o.Ranks, Seeds: o.Seeds, FirstSeed: o.FirstSeed, Folds: max(o.Folds, 1), Transform: cmp.Or(o.Transform, TransformNone)}
+		Ranks: o.Ranks, Seeds: o.Seeds, FirstSeed: o.FirstSeed, Folds: max(o.Folds, 1), Transform: cmp.Or(tr, TransformNone)}
 	for _, k := range o.Ranks {
 		for s := range o.Seeds {
 			out.Runs = append(out.Runs, SweepRun{K: k, Seed: int(o.FirstSeed) + s, Fold: s % out.Folds})
@@ -218,7 +219,7 @@ func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResu
 			defer wg.Done()
 			for i := range next {
 				run := &out.Runs[i]
-				run.Result, run.Err = r.sweepRun(ctx, j0, o.Transform, run.K, run.Seed, run.Fold, func(err error) {
+				run.Result, run.Err = r.sweepRun(ctx, j0, tr, run.K, run.Seed, run.Fold, func(err error) {
 					tell(SweepEvent{K: run.K, Seed: run.Seed, Fold: run.Fold, Retry: true, Err: err})
 				})
 				if ctx.Err() == nil {
@@ -268,22 +269,18 @@ feed:
 }
 
 // sweepRun runs the sweep's job of rank k, seed and fold (test seed j0's + fold) on the input
-// read through tr, again when it failed for a reason that is not its input's; retried tells
+// read through tr (the job's transform, Spec.Transform), again when it failed for a reason that is not its input's; retried tells
 // of each retry. The result it returns has no coefficients (C nil).
 func (r *Runner) sweepRun(ctx context.Context, j0 *Job, tr SweepTransform, k, seed, fold int, retried func(error)) (*Result, error) {
-	j, err := j0.Derive(func(s *Spec) { s.Rank, s.Seed, s.TestSeed = k, uint64(seed), s.TestSeed+uint64(fold) })
+	j, err := j0.Derive(func(s *Spec) {
+		s.Rank, s.Seed, s.TestSeed, s.Transform = k, uint64(seed), s.TestSeed+uint64(fold), tr
+	})
 	if err != nil {
 		return nil, err
 	}
 	defer j.Close()
-	j.Source = tr.wrap(j.Source) // borrowed: j's Close leaves it open
 	for attempt := 1; ; attempt++ {
 		res, err := r.Run(ctx, j, Options{})
-		if err == nil && tr == TransformSqrt && res.TestCount > 0 {
-			// The test error on the input's scale (see TransformSqrt), from the run's factors
-			// and the input as it is: j0's source, not j's square roots.
-			res.TestSSE, res.TestSqNorm, err = sqrtTestError(j0.Source, &res.Result, j.Spec.TestSeed, j.Spec.TestFraction)
-		}
 		if err == nil {
 			// The sweep keeps a run's basis, errors and history, never its coefficients:
 			// C is K x samples, and a sweep's runs would hold them all (260 runs over

@@ -294,6 +294,57 @@ func (Layout) EnumDescriptor() ([]byte, []int) {
 }
 
 // Storage is how a shard stores its block of X (kernels.Storage).
+// Transform is what a job fits instead of the input's values (matio.Transform): the nodes read
+// the values through it.
+type Transform int32
+
+const (
+	// none: the values as they are. The default.
+	Transform_TRANSFORM_NONE Transform = 0
+	// sqrt: every value's square root; the held-out error a job ends with is that of the
+	// model's square against the values' squares (kernels.Options.TestOfSquares).
+	Transform_TRANSFORM_SQRT Transform = 1
+)
+
+// Enum value maps for Transform.
+var (
+	Transform_name = map[int32]string{
+		0: "TRANSFORM_NONE",
+		1: "TRANSFORM_SQRT",
+	}
+	Transform_value = map[string]int32{
+		"TRANSFORM_NONE": 0,
+		"TRANSFORM_SQRT": 1,
+	}
+)
+
+func (x Transform) Enum() *Transform {
+	p := new(Transform)
+	*p = x
+	return p
+}
+
+func (x Transform) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Transform) Descriptor() protoreflect.EnumDescriptor {
+	return file_didnmf_proto_enumTypes[4].Descriptor()
+}
+
+func (Transform) Type() protoreflect.EnumType {
+	return &file_didnmf_proto_enumTypes[4]
+}
+
+func (x Transform) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Transform.Descriptor instead.
+func (Transform) EnumDescriptor() ([]byte, []int) {
+	return file_didnmf_proto_rawDescGZIP(), []int{4}
+}
+
 type Storage int32
 
 const (
@@ -331,11 +382,11 @@ func (x Storage) String() string {
 }
 
 func (Storage) Descriptor() protoreflect.EnumDescriptor {
-	return file_didnmf_proto_enumTypes[4].Descriptor()
+	return file_didnmf_proto_enumTypes[5].Descriptor()
 }
 
 func (Storage) Type() protoreflect.EnumType {
-	return &file_didnmf_proto_enumTypes[4]
+	return &file_didnmf_proto_enumTypes[5]
 }
 
 func (x Storage) Number() protoreflect.EnumNumber {
@@ -344,7 +395,7 @@ func (x Storage) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Storage.Descriptor instead.
 func (Storage) EnumDescriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{4}
+	return file_didnmf_proto_rawDescGZIP(), []int{5}
 }
 
 // Ingest is how the shards get their blocks of X.
@@ -381,11 +432,11 @@ func (x Ingest) String() string {
 }
 
 func (Ingest) Descriptor() protoreflect.EnumDescriptor {
-	return file_didnmf_proto_enumTypes[5].Descriptor()
+	return file_didnmf_proto_enumTypes[6].Descriptor()
 }
 
 func (Ingest) Type() protoreflect.EnumType {
-	return &file_didnmf_proto_enumTypes[5]
+	return &file_didnmf_proto_enumTypes[6]
 }
 
 func (x Ingest) Number() protoreflect.EnumNumber {
@@ -394,7 +445,7 @@ func (x Ingest) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Ingest.Descriptor instead.
 func (Ingest) EnumDescriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{5}
+	return file_didnmf_proto_rawDescGZIP(), []int{6}
 }
 
 // Loss is the divergence a job minimises (kernels.Loss, scikit-learn's beta_loss).
@@ -438,11 +489,11 @@ func (x Loss) String() string {
 }
 
 func (Loss) Descriptor() protoreflect.EnumDescriptor {
-	return file_didnmf_proto_enumTypes[6].Descriptor()
+	return file_didnmf_proto_enumTypes[7].Descriptor()
 }
 
 func (Loss) Type() protoreflect.EnumType {
-	return &file_didnmf_proto_enumTypes[6]
+	return &file_didnmf_proto_enumTypes[7]
 }
 
 func (x Loss) Number() protoreflect.EnumNumber {
@@ -451,7 +502,7 @@ func (x Loss) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Loss.Descriptor instead.
 func (Loss) EnumDescriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{6}
+	return file_didnmf_proto_rawDescGZIP(), []int{7}
 }
 
 // ErrorKind classifies a job's error.
@@ -495,11 +546,11 @@ func (x ErrorKind) String() string {
 }
 
 func (ErrorKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_didnmf_proto_enumTypes[7].Descriptor()
+	return file_didnmf_proto_enumTypes[8].Descriptor()
 }
 
 func (ErrorKind) Type() protoreflect.EnumType {
-	return &file_didnmf_proto_enumTypes[7]
+	return &file_didnmf_proto_enumTypes[8]
 }
 
 func (x ErrorKind) Number() protoreflect.EnumNumber {
@@ -508,7 +559,7 @@ func (x ErrorKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ErrorKind.Descriptor instead.
 func (ErrorKind) EnumDescriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{7}
+	return file_didnmf_proto_rawDescGZIP(), []int{8}
 }
 
 // JobPhase is where a job stands, as ListJobs reports it.
@@ -566,11 +617,11 @@ func (x JobPhase) String() string {
 }
 
 func (JobPhase) Descriptor() protoreflect.EnumDescriptor {
-	return file_didnmf_proto_enumTypes[8].Descriptor()
+	return file_didnmf_proto_enumTypes[9].Descriptor()
 }
 
 func (JobPhase) Type() protoreflect.EnumType {
-	return &file_didnmf_proto_enumTypes[8]
+	return &file_didnmf_proto_enumTypes[9]
 }
 
 func (x JobPhase) Number() protoreflect.EnumNumber {
@@ -579,7 +630,7 @@ func (x JobPhase) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobPhase.Descriptor instead.
 func (JobPhase) EnumDescriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{8}
+	return file_didnmf_proto_rawDescGZIP(), []int{9}
 }
 
 // JobEventKind is what a JobEvent tells.
@@ -641,11 +692,11 @@ func (x JobEventKind) String() string {
 }
 
 func (JobEventKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_didnmf_proto_enumTypes[9].Descriptor()
+	return file_didnmf_proto_enumTypes[10].Descriptor()
 }
 
 func (JobEventKind) Type() protoreflect.EnumType {
-	return &file_didnmf_proto_enumTypes[9]
+	return &file_didnmf_proto_enumTypes[10]
 }
 
 func (x JobEventKind) Number() protoreflect.EnumNumber {
@@ -654,7 +705,7 @@ func (x JobEventKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobEventKind.Descriptor instead.
 func (JobEventKind) EnumDescriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{9}
+	return file_didnmf_proto_rawDescGZIP(), []int{10}
 }
 
 // BlockPart says what a BlockChunk carries: the shard's block of X, or (init custom) the
@@ -697,11 +748,11 @@ func (x BlockPart) String() string {
 }
 
 func (BlockPart) Descriptor() protoreflect.EnumDescriptor {
-	return file_didnmf_proto_enumTypes[10].Descriptor()
+	return file_didnmf_proto_enumTypes[11].Descriptor()
 }
 
 func (BlockPart) Type() protoreflect.EnumType {
-	return &file_didnmf_proto_enumTypes[10]
+	return &file_didnmf_proto_enumTypes[11]
 }
 
 func (x BlockPart) Number() protoreflect.EnumNumber {
@@ -710,7 +761,7 @@ func (x BlockPart) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BlockPart.Descriptor instead.
 func (BlockPart) EnumDescriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{10}
+	return file_didnmf_proto_rawDescGZIP(), []int{11}
 }
 
 // ActorRole is the kind of one of a job's actors.
@@ -754,11 +805,11 @@ func (x ActorRole) String() string {
 }
 
 func (ActorRole) Descriptor() protoreflect.EnumDescriptor {
-	return file_didnmf_proto_enumTypes[11].Descriptor()
+	return file_didnmf_proto_enumTypes[12].Descriptor()
 }
 
 func (ActorRole) Type() protoreflect.EnumType {
-	return &file_didnmf_proto_enumTypes[11]
+	return &file_didnmf_proto_enumTypes[12]
 }
 
 func (x ActorRole) Number() protoreflect.EnumNumber {
@@ -767,7 +818,7 @@ func (x ActorRole) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ActorRole.Descriptor instead.
 func (ActorRole) EnumDescriptor() ([]byte, []int) {
-	return file_didnmf_proto_rawDescGZIP(), []int{11}
+	return file_didnmf_proto_rawDescGZIP(), []int{12}
 }
 
 // Pid names an actor: the actor system's address (host:port) and the actor's id.
@@ -1079,8 +1130,10 @@ type JobSpec struct {
 	// With accel_extrapolate DID also extrapolates (kernels.Accel.Extrapolate: Ang & Gillis's
 	// scheme with restarts), which only did without missing values or a test set takes.
 	AccelExtrapolate bool `protobuf:"varint,43,opt,name=accel_extrapolate,json=accelExtrapolate,proto3" json:"accel_extrapolate,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// What the job fits instead of the input's values, read so by every node.
+	Transform     Transform `protobuf:"varint,44,opt,name=transform,proto3,enum=didnmf.Transform" json:"transform,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JobSpec) Reset() {
@@ -1363,6 +1416,13 @@ func (x *JobSpec) GetAccelExtrapolate() bool {
 		return x.AccelExtrapolate
 	}
 	return false
+}
+
+func (x *JobSpec) GetTransform() Transform {
+	if x != nil {
+		return x.Transform
+	}
+	return Transform_TRANSFORM_NONE
 }
 
 // MaskStats are X's entries as a masked job sees them (kernels.MaskStats): observed,
@@ -3966,8 +4026,13 @@ type ShardDone struct {
 	XBytes             int64   `protobuf:"varint,11,opt,name=x_bytes,json=xBytes,proto3" json:"x_bytes,omitempty"`
 	Threads            int64   `protobuf:"varint,12,opt,name=threads,proto3" json:"threads,omitempty"`
 	FloatsPerIteration float64 `protobuf:"fixed64,13,opt,name=floats_per_iteration,json=floatsPerIteration,proto3" json:"floats_per_iteration,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// With transform sqrt and a test set, the shard's held-out error of the model's square
+	// against the values' squares and the sum of the squares' squares
+	// (kernels.Machine.HeldOutOfSquares), which the coordinator adds in shard order.
+	TestSseOfSquares    float64 `protobuf:"fixed64,14,opt,name=test_sse_of_squares,json=testSseOfSquares,proto3" json:"test_sse_of_squares,omitempty"`
+	TestSqNormOfSquares float64 `protobuf:"fixed64,15,opt,name=test_sq_norm_of_squares,json=testSqNormOfSquares,proto3" json:"test_sq_norm_of_squares,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ShardDone) Reset() {
@@ -4087,6 +4152,20 @@ func (x *ShardDone) GetThreads() int64 {
 func (x *ShardDone) GetFloatsPerIteration() float64 {
 	if x != nil {
 		return x.FloatsPerIteration
+	}
+	return 0
+}
+
+func (x *ShardDone) GetTestSseOfSquares() float64 {
+	if x != nil {
+		return x.TestSseOfSquares
+	}
+	return 0
+}
+
+func (x *ShardDone) GetTestSqNormOfSquares() float64 {
+	if x != nil {
+		return x.TestSqNormOfSquares
 	}
 	return 0
 }
@@ -6187,7 +6266,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\bmax_iter\x18\x02 \x01(\x03R\amaxIter\x12,\n" +
 	"\x12time_limit_seconds\x18\x03 \x01(\x01R\x10timeLimitSeconds\x12\x1b\n" +
 	"\tstall_tol\x18\x04 \x01(\x01R\bstallTol\x12!\n" +
-	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\xb7\t\n" +
+	"\fstall_window\x18\x05 \x01(\x03R\vstallWindow\"\xe8\t\n" +
 	"\aJobSpec\x12\x16\n" +
 	"\x06inputs\x18\x01 \x03(\tR\x06inputs\x12&\n" +
 	"\x06layout\x18\x19 \x01(\x0e2\x0e.didnmf.LayoutR\x06layout\x12\x12\n" +
@@ -6229,7 +6308,8 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x0eaccel_c_sweeps\x18( \x01(\x03R\faccelCSweeps\x12$\n" +
 	"\x0eaccel_b_sweeps\x18) \x01(\x03R\faccelBSweeps\x12\x1b\n" +
 	"\taccel_eps\x18* \x01(\x01R\baccelEps\x12+\n" +
-	"\x11accel_extrapolate\x18+ \x01(\bR\x10accelExtrapolateJ\x04\b\x02\x10\x03J\x04\b\x04\x10\x05J\x04\b\b\x10\tJ\x04\b\v\x10\fJ\x04\b\x10\x10\x11J\x04\b\x13\x10\x14J\x04\b\x18\x10\x19\"\xc4\x01\n" +
+	"\x11accel_extrapolate\x18+ \x01(\bR\x10accelExtrapolate\x12/\n" +
+	"\ttransform\x18, \x01(\x0e2\x11.didnmf.TransformR\ttransformJ\x04\b\x02\x10\x03J\x04\b\x04\x10\x05J\x04\b\b\x10\tJ\x04\b\v\x10\fJ\x04\b\x10\x10\x11J\x04\b\x13\x10\x14J\x04\b\x18\x10\x19\"\xc4\x01\n" +
 	"\tMaskStats\x12\x1a\n" +
 	"\bobserved\x18\x01 \x01(\x03R\bobserved\x12\x18\n" +
 	"\amissing\x18\x02 \x01(\x03R\amissing\x12\x12\n" +
@@ -6478,7 +6558,7 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x05stale\x18\b \x01(\x03R\x05stale\x12'\n" +
 	"\x0fcompute_seconds\x18\t \x01(\x01R\x0ecomputeSeconds\x12!\n" +
 	"\fwait_seconds\x18\n" +
-	" \x01(\x01R\vwaitSeconds\"\xfb\x02\n" +
+	" \x01(\x01R\vwaitSeconds\"\xe0\x03\n" +
 	"\tShardDone\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x14\n" +
@@ -6493,7 +6573,9 @@ const file_didnmf_proto_rawDesc = "" +
 	" \x01(\tR\astorage\x12\x17\n" +
 	"\ax_bytes\x18\v \x01(\x03R\x06xBytes\x12\x18\n" +
 	"\athreads\x18\f \x01(\x03R\athreads\x120\n" +
-	"\x14floats_per_iteration\x18\r \x01(\x01R\x12floatsPerIteration\"\x9e\x01\n" +
+	"\x14floats_per_iteration\x18\r \x01(\x01R\x12floatsPerIteration\x12-\n" +
+	"\x13test_sse_of_squares\x18\x0e \x01(\x01R\x10testSseOfSquares\x124\n" +
+	"\x17test_sq_norm_of_squares\x18\x0f \x01(\x01R\x13testSqNormOfSquares\"\x9e\x01\n" +
 	"\vReducerDone\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x0e\n" +
 	"\x02lo\x18\x02 \x01(\x03R\x02lo\x12\x0e\n" +
@@ -6709,7 +6791,10 @@ const file_didnmf_proto_rawDesc = "" +
 	"\x06Layout\x12\x0f\n" +
 	"\vLAYOUT_AUTO\x10\x00\x12\x10\n" +
 	"\fLAYOUT_DENSE\x10\x01\x12\x11\n" +
-	"\rLAYOUT_SPARSE\x10\x02*E\n" +
+	"\rLAYOUT_SPARSE\x10\x02*3\n" +
+	"\tTransform\x12\x12\n" +
+	"\x0eTRANSFORM_NONE\x10\x00\x12\x12\n" +
+	"\x0eTRANSFORM_SQRT\x10\x01*E\n" +
 	"\aStorage\x12\x10\n" +
 	"\fSTORAGE_AUTO\x10\x00\x12\x13\n" +
 	"\x0fSTORAGE_FLOAT64\x10\x01\x12\x13\n" +
@@ -6768,138 +6853,140 @@ func file_didnmf_proto_rawDescGZIP() []byte {
 	return file_didnmf_proto_rawDescData
 }
 
-var file_didnmf_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
+var file_didnmf_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
 var file_didnmf_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_didnmf_proto_goTypes = []any{
 	(Algorithm)(0),              // 0: didnmf.Algorithm
 	(Init)(0),                   // 1: didnmf.Init
 	(Form)(0),                   // 2: didnmf.Form
 	(Layout)(0),                 // 3: didnmf.Layout
-	(Storage)(0),                // 4: didnmf.Storage
-	(Ingest)(0),                 // 5: didnmf.Ingest
-	(Loss)(0),                   // 6: didnmf.Loss
-	(ErrorKind)(0),              // 7: didnmf.ErrorKind
-	(JobPhase)(0),               // 8: didnmf.JobPhase
-	(JobEventKind)(0),           // 9: didnmf.JobEventKind
-	(BlockPart)(0),              // 10: didnmf.BlockPart
-	(ActorRole)(0),              // 11: didnmf.ActorRole
-	(*Pid)(nil),                 // 12: didnmf.Pid
-	(*Chunk)(nil),               // 13: didnmf.Chunk
-	(*StopRule)(nil),            // 14: didnmf.StopRule
-	(*JobSpec)(nil),             // 15: didnmf.JobSpec
-	(*MaskStats)(nil),           // 16: didnmf.MaskStats
-	(*SubmitJob)(nil),           // 17: didnmf.SubmitJob
-	(*JobAccepted)(nil),         // 18: didnmf.JobAccepted
-	(*JobError)(nil),            // 19: didnmf.JobError
-	(*CancelJob)(nil),           // 20: didnmf.CancelJob
-	(*LeaseRenew)(nil),          // 21: didnmf.LeaseRenew
-	(*LeaseAck)(nil),            // 22: didnmf.LeaseAck
-	(*ListJobs)(nil),            // 23: didnmf.ListJobs
-	(*JobEvent)(nil),            // 24: didnmf.JobEvent
-	(*JobInfo)(nil),             // 25: didnmf.JobInfo
-	(*JobList)(nil),             // 26: didnmf.JobList
-	(*Ping)(nil),                // 27: didnmf.Ping
-	(*Pong)(nil),                // 28: didnmf.Pong
-	(*HostStatus)(nil),          // 29: didnmf.HostStatus
-	(*ShardAssignment)(nil),     // 30: didnmf.ShardAssignment
-	(*ReducerAssignment)(nil),   // 31: didnmf.ReducerAssignment
-	(*Placed)(nil),              // 32: didnmf.Placed
-	(*StartJob)(nil),            // 33: didnmf.StartJob
-	(*Grant)(nil),               // 34: didnmf.Grant
-	(*Finish)(nil),              // 35: didnmf.Finish
-	(*StopJob)(nil),             // 36: didnmf.StopJob
-	(*Partial)(nil),             // 37: didnmf.Partial
-	(*Reduced)(nil),             // 38: didnmf.Reduced
-	(*IterationDone)(nil),       // 39: didnmf.IterationDone
-	(*Progress)(nil),            // 40: didnmf.Progress
-	(*Counters)(nil),            // 41: didnmf.Counters
-	(*ShardDone)(nil),           // 42: didnmf.ShardDone
-	(*ReducerDone)(nil),         // 43: didnmf.ReducerDone
-	(*ResultChunk)(nil),         // 44: didnmf.ResultChunk
-	(*ResultAck)(nil),           // 45: didnmf.ResultAck
-	(*HistoryPoint)(nil),        // 46: didnmf.HistoryPoint
-	(*JobResult)(nil),           // 47: didnmf.JobResult
-	(*Recovery)(nil),            // 48: didnmf.Recovery
-	(*BlockRequest)(nil),        // 49: didnmf.BlockRequest
-	(*BlockChunk)(nil),          // 50: didnmf.BlockChunk
-	(*BlockAck)(nil),            // 51: didnmf.BlockAck
-	(*CheckpointDone)(nil),      // 52: didnmf.CheckpointDone
-	(*CheckpointCopy)(nil),      // 53: didnmf.CheckpointCopy
-	(*Buddies)(nil),             // 54: didnmf.Buddies
-	(*CheckpointStored)(nil),    // 55: didnmf.CheckpointStored
-	(*CheckpointFetch)(nil),     // 56: didnmf.CheckpointFetch
-	(*ActorFailed)(nil),         // 57: didnmf.ActorFailed
-	(*JobState)(nil),            // 58: didnmf.JobState
-	(*JobRecord)(nil),           // 59: didnmf.JobRecord
-	(*CheckpointCommitted)(nil), // 60: didnmf.CheckpointCommitted
-	(*CheckpointAt)(nil),        // 61: didnmf.CheckpointAt
-	(*ClusterView)(nil),         // 62: didnmf.ClusterView
-	(*ViewMember)(nil),          // 63: didnmf.ViewMember
+	(Transform)(0),              // 4: didnmf.Transform
+	(Storage)(0),                // 5: didnmf.Storage
+	(Ingest)(0),                 // 6: didnmf.Ingest
+	(Loss)(0),                   // 7: didnmf.Loss
+	(ErrorKind)(0),              // 8: didnmf.ErrorKind
+	(JobPhase)(0),               // 9: didnmf.JobPhase
+	(JobEventKind)(0),           // 10: didnmf.JobEventKind
+	(BlockPart)(0),              // 11: didnmf.BlockPart
+	(ActorRole)(0),              // 12: didnmf.ActorRole
+	(*Pid)(nil),                 // 13: didnmf.Pid
+	(*Chunk)(nil),               // 14: didnmf.Chunk
+	(*StopRule)(nil),            // 15: didnmf.StopRule
+	(*JobSpec)(nil),             // 16: didnmf.JobSpec
+	(*MaskStats)(nil),           // 17: didnmf.MaskStats
+	(*SubmitJob)(nil),           // 18: didnmf.SubmitJob
+	(*JobAccepted)(nil),         // 19: didnmf.JobAccepted
+	(*JobError)(nil),            // 20: didnmf.JobError
+	(*CancelJob)(nil),           // 21: didnmf.CancelJob
+	(*LeaseRenew)(nil),          // 22: didnmf.LeaseRenew
+	(*LeaseAck)(nil),            // 23: didnmf.LeaseAck
+	(*ListJobs)(nil),            // 24: didnmf.ListJobs
+	(*JobEvent)(nil),            // 25: didnmf.JobEvent
+	(*JobInfo)(nil),             // 26: didnmf.JobInfo
+	(*JobList)(nil),             // 27: didnmf.JobList
+	(*Ping)(nil),                // 28: didnmf.Ping
+	(*Pong)(nil),                // 29: didnmf.Pong
+	(*HostStatus)(nil),          // 30: didnmf.HostStatus
+	(*ShardAssignment)(nil),     // 31: didnmf.ShardAssignment
+	(*ReducerAssignment)(nil),   // 32: didnmf.ReducerAssignment
+	(*Placed)(nil),              // 33: didnmf.Placed
+	(*StartJob)(nil),            // 34: didnmf.StartJob
+	(*Grant)(nil),               // 35: didnmf.Grant
+	(*Finish)(nil),              // 36: didnmf.Finish
+	(*StopJob)(nil),             // 37: didnmf.StopJob
+	(*Partial)(nil),             // 38: didnmf.Partial
+	(*Reduced)(nil),             // 39: didnmf.Reduced
+	(*IterationDone)(nil),       // 40: didnmf.IterationDone
+	(*Progress)(nil),            // 41: didnmf.Progress
+	(*Counters)(nil),            // 42: didnmf.Counters
+	(*ShardDone)(nil),           // 43: didnmf.ShardDone
+	(*ReducerDone)(nil),         // 44: didnmf.ReducerDone
+	(*ResultChunk)(nil),         // 45: didnmf.ResultChunk
+	(*ResultAck)(nil),           // 46: didnmf.ResultAck
+	(*HistoryPoint)(nil),        // 47: didnmf.HistoryPoint
+	(*JobResult)(nil),           // 48: didnmf.JobResult
+	(*Recovery)(nil),            // 49: didnmf.Recovery
+	(*BlockRequest)(nil),        // 50: didnmf.BlockRequest
+	(*BlockChunk)(nil),          // 51: didnmf.BlockChunk
+	(*BlockAck)(nil),            // 52: didnmf.BlockAck
+	(*CheckpointDone)(nil),      // 53: didnmf.CheckpointDone
+	(*CheckpointCopy)(nil),      // 54: didnmf.CheckpointCopy
+	(*Buddies)(nil),             // 55: didnmf.Buddies
+	(*CheckpointStored)(nil),    // 56: didnmf.CheckpointStored
+	(*CheckpointFetch)(nil),     // 57: didnmf.CheckpointFetch
+	(*ActorFailed)(nil),         // 58: didnmf.ActorFailed
+	(*JobState)(nil),            // 59: didnmf.JobState
+	(*JobRecord)(nil),           // 60: didnmf.JobRecord
+	(*CheckpointCommitted)(nil), // 61: didnmf.CheckpointCommitted
+	(*CheckpointAt)(nil),        // 62: didnmf.CheckpointAt
+	(*ClusterView)(nil),         // 63: didnmf.ClusterView
+	(*ViewMember)(nil),          // 64: didnmf.ViewMember
 }
 var file_didnmf_proto_depIdxs = []int32{
 	3,  // 0: didnmf.JobSpec.layout:type_name -> didnmf.Layout
 	0,  // 1: didnmf.JobSpec.algorithm:type_name -> didnmf.Algorithm
-	14, // 2: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
+	15, // 2: didnmf.JobSpec.stop:type_name -> didnmf.StopRule
 	1,  // 3: didnmf.JobSpec.init:type_name -> didnmf.Init
 	2,  // 4: didnmf.JobSpec.form:type_name -> didnmf.Form
-	5,  // 5: didnmf.JobSpec.ingest:type_name -> didnmf.Ingest
+	6,  // 5: didnmf.JobSpec.ingest:type_name -> didnmf.Ingest
 	3,  // 6: didnmf.JobSpec.natural_layout:type_name -> didnmf.Layout
-	4,  // 7: didnmf.JobSpec.storage:type_name -> didnmf.Storage
-	6,  // 8: didnmf.JobSpec.loss:type_name -> didnmf.Loss
-	15, // 9: didnmf.SubmitJob.spec:type_name -> didnmf.JobSpec
-	12, // 10: didnmf.SubmitJob.client:type_name -> didnmf.Pid
-	12, // 11: didnmf.JobAccepted.coordinator:type_name -> didnmf.Pid
-	7,  // 12: didnmf.JobError.kind:type_name -> didnmf.ErrorKind
-	9,  // 13: didnmf.JobEvent.kind:type_name -> didnmf.JobEventKind
-	0,  // 14: didnmf.JobInfo.algorithm:type_name -> didnmf.Algorithm
-	8,  // 15: didnmf.JobInfo.state:type_name -> didnmf.JobPhase
-	46, // 16: didnmf.JobInfo.history:type_name -> didnmf.HistoryPoint
-	24, // 17: didnmf.JobInfo.events:type_name -> didnmf.JobEvent
-	7,  // 18: didnmf.JobInfo.error_kind:type_name -> didnmf.ErrorKind
-	15, // 19: didnmf.JobInfo.spec:type_name -> didnmf.JobSpec
-	25, // 20: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
-	15, // 21: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
-	12, // 22: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
-	12, // 23: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
-	12, // 24: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
-	12, // 25: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
-	12, // 26: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
-	12, // 27: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
-	12, // 28: didnmf.Placed.pid:type_name -> didnmf.Pid
-	12, // 29: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
-	13, // 30: didnmf.Partial.chunk:type_name -> didnmf.Chunk
-	13, // 31: didnmf.Reduced.chunk:type_name -> didnmf.Chunk
-	16, // 32: didnmf.IterationDone.mask:type_name -> didnmf.MaskStats
-	41, // 33: didnmf.ShardDone.counters:type_name -> didnmf.Counters
-	41, // 34: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
-	12, // 35: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
-	13, // 36: didnmf.ResultChunk.chunk:type_name -> didnmf.Chunk
-	46, // 37: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
-	41, // 38: didnmf.JobResult.counters:type_name -> didnmf.Counters
-	48, // 39: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
-	16, // 40: didnmf.JobResult.mask:type_name -> didnmf.MaskStats
-	12, // 41: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
-	10, // 42: didnmf.BlockChunk.part:type_name -> didnmf.BlockPart
-	13, // 43: didnmf.BlockChunk.chunk:type_name -> didnmf.Chunk
-	12, // 44: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
-	13, // 45: didnmf.CheckpointCopy.chunk:type_name -> didnmf.Chunk
-	12, // 46: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
-	12, // 47: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
-	12, // 48: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
-	11, // 49: didnmf.ActorFailed.role:type_name -> didnmf.ActorRole
-	17, // 50: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
-	46, // 51: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
-	12, // 52: didnmf.JobState.coordinator:type_name -> didnmf.Pid
-	48, // 53: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
-	24, // 54: didnmf.JobState.events:type_name -> didnmf.JobEvent
-	25, // 55: didnmf.JobRecord.info:type_name -> didnmf.JobInfo
-	63, // 56: didnmf.ClusterView.members:type_name -> didnmf.ViewMember
-	63, // 57: didnmf.ClusterView.self:type_name -> didnmf.ViewMember
-	58, // [58:58] is the sub-list for method output_type
-	58, // [58:58] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	5,  // 7: didnmf.JobSpec.storage:type_name -> didnmf.Storage
+	7,  // 8: didnmf.JobSpec.loss:type_name -> didnmf.Loss
+	4,  // 9: didnmf.JobSpec.transform:type_name -> didnmf.Transform
+	16, // 10: didnmf.SubmitJob.spec:type_name -> didnmf.JobSpec
+	13, // 11: didnmf.SubmitJob.client:type_name -> didnmf.Pid
+	13, // 12: didnmf.JobAccepted.coordinator:type_name -> didnmf.Pid
+	8,  // 13: didnmf.JobError.kind:type_name -> didnmf.ErrorKind
+	10, // 14: didnmf.JobEvent.kind:type_name -> didnmf.JobEventKind
+	0,  // 15: didnmf.JobInfo.algorithm:type_name -> didnmf.Algorithm
+	9,  // 16: didnmf.JobInfo.state:type_name -> didnmf.JobPhase
+	47, // 17: didnmf.JobInfo.history:type_name -> didnmf.HistoryPoint
+	25, // 18: didnmf.JobInfo.events:type_name -> didnmf.JobEvent
+	8,  // 19: didnmf.JobInfo.error_kind:type_name -> didnmf.ErrorKind
+	16, // 20: didnmf.JobInfo.spec:type_name -> didnmf.JobSpec
+	26, // 21: didnmf.JobList.jobs:type_name -> didnmf.JobInfo
+	16, // 22: didnmf.ShardAssignment.spec:type_name -> didnmf.JobSpec
+	13, // 23: didnmf.ShardAssignment.coordinator:type_name -> didnmf.Pid
+	13, // 24: didnmf.ShardAssignment.reducer:type_name -> didnmf.Pid
+	13, // 25: didnmf.ShardAssignment.client:type_name -> didnmf.Pid
+	13, // 26: didnmf.ReducerAssignment.children:type_name -> didnmf.Pid
+	13, // 27: didnmf.ReducerAssignment.parent:type_name -> didnmf.Pid
+	13, // 28: didnmf.ReducerAssignment.coordinator:type_name -> didnmf.Pid
+	13, // 29: didnmf.Placed.pid:type_name -> didnmf.Pid
+	13, // 30: didnmf.StopJob.coordinator:type_name -> didnmf.Pid
+	14, // 31: didnmf.Partial.chunk:type_name -> didnmf.Chunk
+	14, // 32: didnmf.Reduced.chunk:type_name -> didnmf.Chunk
+	17, // 33: didnmf.IterationDone.mask:type_name -> didnmf.MaskStats
+	42, // 34: didnmf.ShardDone.counters:type_name -> didnmf.Counters
+	42, // 35: didnmf.ReducerDone.counters:type_name -> didnmf.Counters
+	13, // 36: didnmf.ResultChunk.sender:type_name -> didnmf.Pid
+	14, // 37: didnmf.ResultChunk.chunk:type_name -> didnmf.Chunk
+	47, // 38: didnmf.JobResult.history:type_name -> didnmf.HistoryPoint
+	42, // 39: didnmf.JobResult.counters:type_name -> didnmf.Counters
+	49, // 40: didnmf.JobResult.recoveries:type_name -> didnmf.Recovery
+	17, // 41: didnmf.JobResult.mask:type_name -> didnmf.MaskStats
+	13, // 42: didnmf.BlockRequest.shard_pid:type_name -> didnmf.Pid
+	11, // 43: didnmf.BlockChunk.part:type_name -> didnmf.BlockPart
+	14, // 44: didnmf.BlockChunk.chunk:type_name -> didnmf.Chunk
+	13, // 45: didnmf.BlockChunk.sender:type_name -> didnmf.Pid
+	14, // 46: didnmf.CheckpointCopy.chunk:type_name -> didnmf.Chunk
+	13, // 47: didnmf.CheckpointCopy.reply_to:type_name -> didnmf.Pid
+	13, // 48: didnmf.Buddies.coordinator:type_name -> didnmf.Pid
+	13, // 49: didnmf.CheckpointFetch.reply_to:type_name -> didnmf.Pid
+	12, // 50: didnmf.ActorFailed.role:type_name -> didnmf.ActorRole
+	18, // 51: didnmf.JobState.submit:type_name -> didnmf.SubmitJob
+	47, // 52: didnmf.JobState.history:type_name -> didnmf.HistoryPoint
+	13, // 53: didnmf.JobState.coordinator:type_name -> didnmf.Pid
+	49, // 54: didnmf.JobState.recoveries_done:type_name -> didnmf.Recovery
+	25, // 55: didnmf.JobState.events:type_name -> didnmf.JobEvent
+	26, // 56: didnmf.JobRecord.info:type_name -> didnmf.JobInfo
+	64, // 57: didnmf.ClusterView.members:type_name -> didnmf.ViewMember
+	64, // 58: didnmf.ClusterView.self:type_name -> didnmf.ViewMember
+	59, // [59:59] is the sub-list for method output_type
+	59, // [59:59] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_didnmf_proto_init() }
@@ -6912,7 +6999,7 @@ func file_didnmf_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_didnmf_proto_rawDesc), len(file_didnmf_proto_rawDesc)),
-			NumEnums:      12,
+			NumEnums:      13,
 			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   0,

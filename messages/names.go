@@ -113,6 +113,15 @@ func (x Storage) MarshalText() ([]byte, error) { return []byte(Name(x)), nil }
 // UnmarshalText reads a word MarshalText wrote.
 func (x *Storage) UnmarshalText(text []byte) error { return unmarshalName(x, text) }
 
+// Name returns the value's word, e.g. "sqrt".
+func (x Transform) Name() string { return Name(x) }
+
+// MarshalText returns the value's word.
+func (x Transform) MarshalText() ([]byte, error) { return []byte(Name(x)), nil }
+
+// UnmarshalText reads a word MarshalText wrote.
+func (x *Transform) UnmarshalText(text []byte) error { return unmarshalName(x, text) }
+
 // Name returns the value's word, e.g. "stream".
 func (x Ingest) Name() string { return Name(x) }
 

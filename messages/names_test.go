@@ -50,6 +50,7 @@ func TestNameWords(t *testing.T) {
 		{Form_FORM_GRAM, "gram"},
 		{Layout_LAYOUT_SPARSE, "sparse"},
 		{Storage_STORAGE_FLOAT32, "float32"},
+		{Transform_TRANSFORM_SQRT, "sqrt"},
 		{Ingest_INGEST_STREAM, "stream"},
 		{JobPhase_JOB_PHASE_PLACING, "placing"},
 		{JobPhase_JOB_PHASE_RUNNING, "running"},

@@ -130,8 +130,10 @@
 // one, against 50% and 64% for the raw counts, and it kept every Gaussian and uniform case
 // checked and every "cannot tell" below the noise (internal/rankbank, BenchmarkCountCV). The
 // Poisson deviance and Pearson's chi-square, as held-out errors, did worse than squared errors
-// on either fit; a KL fit (MU) was no better and costs twice the CPU. The transform is applied
-// as the sweep's own process reads the input, so it is not the default yet.
+// on either fit; a KL fit (MU) was no better and costs twice the CPU. Whoever reads the input
+// applies the transform (the sweep's own process, or every node of a cluster, which also
+// computes the held-out error on the counts' scale where the data are). It is not the default:
+// it changes what is fitted (the bases are of sqrt(X)), which a user asks for.
 //
 // The grid: on the bank's 28 cases of K <= 6, five runs per rank with one fold each and six
 // runs over three folds (two seeds each) found the same ranks; pairing each seed with its

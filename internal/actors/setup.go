@@ -94,6 +94,14 @@ func workerAddrs(members Members) []string {
 	return addrs
 }
 
+// readOptions are the options a node reads a wire spec's input with, at most maxBytes an
+// input.
+func readOptions(spec *messages.JobSpec, maxBytes int64) matio.ReadOptions {
+	o := jobspec.ReadOptionsOf(spec)
+	o.MaxBytes = maxBytes
+	return o
+}
+
 // readShape reads the job's shape, and a custom initialisation's shapes when the nodes read
 // its files: from the inputs when the nodes read them, from the spec when the client streams
 // them (the client read the factor files and checked them; the shards check what comes).
@@ -105,7 +113,7 @@ func readShape(roots *fsroot.Roots, spec *messages.JobSpec, maxBytes int64) (job
 		return jobspec.Shape{Name: strings.Join(spec.Inputs, " + ") + " (streamed by the client)", Samples: int(spec.Samples),
 			Features: int(spec.Features), StoredEntries: spec.StoredEntries}, nil
 	}
-	src, err := matio.OpenAllWithOptions(roots.Opener("input"), spec.Inputs, matio.ReadOptions{Missing: spec.Missing, MaxBytes: maxBytes})
+	src, err := matio.OpenAllWithOptions(roots.Opener("input"), spec.Inputs, readOptions(spec, maxBytes))
 	if err != nil {
 		return jobspec.Shape{}, err
 	}

@@ -305,8 +305,9 @@ func (s *shard) check() error {
 func (s *shard) read() (kernels.Block, error) {
 	a := s.a
 	// Storage: the block comes stored as build will store it (no float64 copy of counts).
-	src, err := matio.OpenAllWithOptions(s.node.cfg.Roots.Opener("input"), s.spec.Inputs,
-		matio.ReadOptions{Missing: s.spec.Missing, Storage: s.spec.Storage, MaxBytes: s.node.cfg.inputBytes()})
+	opts := s.spec.ReadOptions()
+	opts.MaxBytes = s.node.cfg.inputBytes()
+	src, err := matio.OpenAllWithOptions(s.node.cfg.Roots.Opener("input"), s.spec.Inputs, opts)
 	if err != nil {
 		return nil, err
 	}

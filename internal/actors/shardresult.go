@@ -77,6 +77,9 @@ func (s *shard) reportDone(ctx actor.Context) {
 	done := &messages.ShardDone{JobId: s.a.JobId, Epoch: s.a.Epoch, Shard: s.a.Shard, Iteration: s.end.Iteration,
 		Stop: string(s.end.Reason), Residual: s.machine.LocalResidual(), SqNormX: s.sqNormX(), Counters: proto.Clone(&s.meter.c).(*messages.Counters),
 		Threads: int64(s.node.pool.Workers())}
+	if s.spec.Options().TestOfSquares {
+		done.TestSseOfSquares, done.TestSqNormOfSquares = s.machine.HeldOutOfSquares()
+	}
 	done.Storage, done.XBytes = kernels.StoredAs([]kernels.Block{s.x})
 	if ran := s.end.Iteration - s.floatsFrom; ran > 0 {
 		done.FloatsPerIteration = float64(s.floats) / float64(ran)

@@ -95,9 +95,6 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	if err := opts.Check(j0.Spec); err != nil {
 		return err
 	}
-	if err := tr.Check(j0.Target); err != nil {
-		return err
-	}
 	dir, cleanup, err := prepareOutDir(*of.out)
 	if err != nil {
 		return err
@@ -223,8 +220,8 @@ func registerSweep(fs *flag.FlagSet) sweepFlags {
 	f.parallel = fs.Int("parallel", 0, "jobs at once (0: one in this process, one per node with --nodes or per member with --cluster)")
 	f.folds = fs.Int("folds", 0, "held-out sets per rank, `F` <= --seeds: the run of seed SEED+s holds out fold s mod F (test seed --test-seed + fold), and the test error's standard error is over the folds; 0: one per seed with a --test-fraction, 1 without")
 	f.transform = fs.String("transform", "none", "what the runs fit: none (the input's values) or sqrt (their square roots, for counts, whose noise grows with "+
-		"their mean; the test error is then the model's square's against X, the train errors and bases of sqrt(X)); applied as this process "+
-		"reads the input, so not with --nodes or --cluster")
+		"their mean; the test error is then the model's square's against X, the train errors and bases of sqrt(X)); applied by whoever reads "+
+		"the input: this process, or the nodes of --nodes or --cluster")
 	return f
 }
 

@@ -124,7 +124,6 @@ func TestSweepRefuses(t *testing.T) {
 		{"folds, no test set", []string{"--input", sweepInput, "--ranks", "2:3", "--folds", "2", "--test-fraction", "0"}, "--folds 2 needs held-out entries"},
 		{"rank flag", []string{"--input", sweepInput, "--ranks", "2:3", "--rank", "3"}, "flag provided but not defined: -rank"},
 		{"unknown transform", []string{"--input", sweepInput, "--ranks", "2:3", "--transform", "log"}, `--transform "log": want none or sqrt`},
-		{"transform on nodes", []string{"--input", sweepInput, "--ranks", "2:3", "--transform", "sqrt", "--nodes", "2"}, "--transform sqrt is applied as this process reads the input"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := runNode(t, append(append([]string{"sweep"}, c.args...), "--out", out)...)
@@ -323,6 +322,21 @@ func TestSweepTransform(t *testing.T) {
 	}
 	if a, b := reps[0].Runs[0].TestRelErr2, reps[1].Runs[0].TestRelErr2; a == nil || b == nil || *a == *b {
 		t.Errorf("the same test error with and without sqrt: %v, %v", a, b)
+	}
+	// On 2 nodes, which read the input and apply the transform themselves: the same runs.
+	out := filepath.Join(dir, "nodes")
+	if code, _, stderr := runNode(t, "sweep", "--input", sweepInput, "--ranks", "3:4", "--seeds", "2", "--transform", "sqrt", "--nodes", "2", "--quiet", "--out", out); code != 0 {
+		t.Fatal(stderr)
+	}
+	rep := readSweep(t, out)
+	if rep.Transform != "sqrt" || len(rep.Runs) != len(reps[1].Runs) {
+		t.Fatalf("on 2 nodes: transform %q, %d runs", rep.Transform, len(rep.Runs))
+	}
+	for i, run := range rep.Runs {
+		local := reps[1].Runs[i]
+		if run.TestRelErr2 == nil || local.TestRelErr2 == nil || *run.TestRelErr2 != *local.TestRelErr2 || run.Iterations != local.Iterations {
+			t.Errorf("run %d on 2 nodes: test rel_err2 %v, %d iterations; in this process %v, %d", i, run.TestRelErr2, run.Iterations, local.TestRelErr2, local.Iterations)
+		}
 	}
 }
 

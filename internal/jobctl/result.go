@@ -60,8 +60,11 @@ func (j *Job) onReducerDone(now time.Time, m *messages.ReducerDone) {
 	for _, s := range j.shards {
 		res.ShardNodes = append(res.ShardNodes, s.Address)
 	}
+	var sseOfSquares, sqNormOfSquares float64
 	for s := int64(0); s < int64(len(j.shards)); s++ {
 		d := j.done[s]
+		sseOfSquares += d.TestSseOfSquares
+		sqNormOfSquares += d.TestSqNormOfSquares
 		res.Iterations, res.Stop = d.Iteration, d.Stop
 		res.Residual += d.Residual
 		res.SqNormX += d.SqNormX
@@ -76,6 +79,13 @@ func (j *Job) onReducerDone(now time.Time, m *messages.ReducerDone) {
 		}
 	}
 	spec := j.sub.GetSpec()
+	if spec.GetTransform() == messages.Transform_TRANSFORM_SQRT && res.Mask.GetTest() > 0 {
+		// The held-out error on the input's scale (kernels.Options.TestOfSquares), as the
+		// in-process driver adds it: the shards' sums in shard order.
+		res.TestSse = sseOfSquares
+		res.Mask = proto.Clone(res.Mask).(*messages.MaskStats)
+		res.Mask.TestSqNorm = sqNormOfSquares
+	}
 	if spec.GetOutShared() != "" {
 		j.committing = res
 		j.ready.Commit = &Commit{Dir: spec.GetOutShared(), Detached: spec.GetDetached(), Result: res}

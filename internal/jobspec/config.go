@@ -23,7 +23,23 @@ func (s *Spec) Config(threads int) kernels.Config {
 // the kernels', for the driver and for every shard alike.
 func (s *Spec) Options() kernels.Options {
 	return kernels.Options{Form: s.Form, Rho: s.Rho, Storage: s.Storage, AlphaCoef: s.AlphaCoef, AlphaBasis: s.AlphaBasis, L1Ratio: s.L1Ratio, Loss: s.Loss,
-		Missing: s.Missing, TestFraction: s.TestFraction, TestSeed: s.TestSeed, Accel: s.Accel}
+		Missing: s.Missing, TestFraction: s.TestFraction, TestSeed: s.TestSeed, Accel: s.Accel,
+		TestOfSquares: s.Transform == matio.TransformSqrt}
+}
+
+// ReadOptions returns how the job's input is read: the one place a spec's knobs become the
+// reader's, in this process and on every node (ReadOptionsOf).
+func (s *Spec) ReadOptions() matio.ReadOptions {
+	return matio.ReadOptions{Missing: s.Missing, Storage: s.Storage, Transform: s.Transform}
+}
+
+// ReadOptionsOf returns a wire spec's ReadOptions, what of them a node or a client that
+// streams the input needs before the spec is parsed (missing values and the transform; the
+// storage stays as is): a transform no enum defines, which FromWire refuses, reads as none.
+func ReadOptionsOf(w *messages.JobSpec) matio.ReadOptions {
+	o := matio.ReadOptions{Missing: w.GetMissing()}
+	o.Transform, _ = transforms.fromWire("transform", w.GetTransform())
+	return o
 }
 
 // New returns the spec of a job on inputs with every other field at the CLI's default: seed

@@ -100,6 +100,14 @@ func TestWireEveryEnumValue(t *testing.T) {
 			})
 		}
 	}
+	t.Run("transform sqrt", func(t *testing.T) {
+		s := good(t)
+		s.Transform = matio.TransformSqrt
+		checkWord(t, roundTrip(t, s).Transform, matio.TransformSqrt)
+	})
+	t.Run("transform none", func(t *testing.T) {
+		checkWord(t, roundTrip(t, good(t)).Transform, matio.TransformNone)
+	})
 	t.Run("ingest shared", func(t *testing.T) {
 		checkWord(t, roundTrip(t, good(t)).Ingest, IngestShared)
 	})
@@ -131,6 +139,7 @@ func TestEveryWireValueIsRead(t *testing.T) {
 		{"storage", messages.Storage(0).Descriptor(), func(w *messages.JobSpec, n protoreflect.EnumNumber) { w.Storage = messages.Storage(n) }},
 		{"layout", messages.Layout(0).Descriptor(), func(w *messages.JobSpec, n protoreflect.EnumNumber) { w.Layout = messages.Layout(n) }},
 		{"ingest", messages.Ingest(0).Descriptor(), func(w *messages.JobSpec, n protoreflect.EnumNumber) { w.Ingest = messages.Ingest(n) }},
+		{"transform", messages.Transform(0).Descriptor(), func(w *messages.JobSpec, n protoreflect.EnumNumber) { w.Transform = messages.Transform(n) }},
 		{"natural_layout", messages.Layout(0).Descriptor(), func(w *messages.JobSpec, n protoreflect.EnumNumber) { w.NaturalLayout = messages.Layout(n) }},
 	}
 	for _, f := range fields {
@@ -178,6 +187,7 @@ func TestFromWireOutOfRange(t *testing.T) {
 		"layout":         func(w *messages.JobSpec, v int32) { w.Layout = messages.Layout(v) },
 		"ingest":         func(w *messages.JobSpec, v int32) { w.Ingest = messages.Ingest(v) },
 		"natural_layout": func(w *messages.JobSpec, v int32) { w.NaturalLayout = messages.Layout(v) },
+		"transform":      func(w *messages.JobSpec, v int32) { w.Transform = messages.Transform(v) },
 	}
 	for field, set := range fields {
 		for _, v := range []int32{99, -1, 1 << 30, -1 << 31} {
@@ -212,6 +222,7 @@ func TestWireWithoutAnEnum(t *testing.T) {
 		{"layout 9", "layout", func(s *Spec) { s.Layout = 9 }},
 		{"ingest empty", "ingest", func(s *Spec) { s.Ingest = "" }},
 		{"natural layout 9", "natural_layout", func(s *Spec) { s.NaturalLayout = 9 }},
+		{"transform log", "transform", func(s *Spec) { s.Transform = "log" }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -90,6 +90,12 @@ type Spec struct {
 	// Accel is accelerated DID's inner loops (kernels.Accel; the zero value is the plain
 	// algorithm): for did, bcd and hals only.
 	Accel kernels.Accel
+	// Transform is what the job fits instead of the input's values: "" or none the values,
+	// sqrt their square roots (matio.TransformSqrt), read so by whoever reads the input (this
+	// process or every node). With a test set, the held-out error the job ends with is then
+	// that of the model's square against the values' squares (kernels.Options.TestOfSquares);
+	// the iterations' errors, the factors and the objective are of the square roots.
+	Transform matio.Transform
 	// FanIn is the reduce tree's fan-in: a power of two in [2, 65536].
 	FanIn int
 	// CheckpointEvery is the checkpoint interval in iterations (0: none; negative: automatic).
@@ -167,6 +173,9 @@ func (s *Spec) Check() error {
 	}
 	if _, ok := forms.toWire(s.Form); !ok {
 		return fieldErr("form", "{form}: unknown kernel form %d (known: auto, residual, gram)", s.Form)
+	}
+	if _, err := matio.ParseTransform(string(s.Transform)); err != nil {
+		return fieldErr("transform", "{transform} %q: want none or sqrt", string(s.Transform))
 	}
 	if _, err := kernels.ParseStorage(s.Storage.String()); err != nil {
 		return fieldErr("storage", "{storage}: %v", err)
@@ -289,6 +298,11 @@ var (
 		{kernels.StorageFloat64, messages.Storage_STORAGE_FLOAT64},
 		{kernels.StorageFloat32, messages.Storage_STORAGE_FLOAT32},
 	}
+	transforms = enumTable[matio.Transform, messages.Transform]{
+		{"", messages.Transform_TRANSFORM_NONE},
+		{matio.TransformNone, messages.Transform_TRANSFORM_NONE},
+		{matio.TransformSqrt, messages.Transform_TRANSFORM_SQRT},
+	}
 	ingests = enumTable[string, messages.Ingest]{
 		{IngestShared, messages.Ingest_INGEST_SHARED},
 		{IngestStream, messages.Ingest_INGEST_STREAM},
@@ -362,7 +376,8 @@ func (s *Spec) Wire() *messages.JobSpec {
 		AccelCSweeps: int64(s.Accel.CSweeps), AccelBSweeps: int64(s.Accel.BSweeps), AccelEps: s.Accel.Eps, AccelExtrapolate: s.Accel.Extrapolate,
 		CheckpointEvery: s.CheckpointEvery, Nodes: slices.Clone(s.Nodes), FanIn: int64(s.FanIn), Ingest: ingests.wire(s.Ingest),
 		Samples: s.Samples, Features: s.Features, NaturalLayout: layouts.wire(s.NaturalLayout), OutShared: s.OutShared,
-		StoredEntries: s.StoredEntries, Detached: s.Detached, Overwrite: s.Overwrite, Storage: storages.wire(s.Storage)}
+		StoredEntries: s.StoredEntries, Detached: s.Detached, Overwrite: s.Overwrite, Storage: storages.wire(s.Storage),
+		Transform: transforms.wire(s.Transform)}
 }
 
 // FromWire parses a wire spec, fills in the defaults of the fields it leaves out (init random;
@@ -399,6 +414,9 @@ func FromWire(w *messages.JobSpec) (*Spec, error) {
 		return nil, err
 	}
 	if s.Form, err = forms.fromWire("form", w.Form); err != nil {
+		return nil, err
+	}
+	if s.Transform, err = transforms.fromWire("transform", w.Transform); err != nil {
 		return nil, err
 	}
 	if s.Storage, err = storages.fromWire("storage", w.Storage); err != nil {
