@@ -63,6 +63,10 @@ type result struct {
 	Target float64 `json:"target_objective"`
 	// ToTarget: the passes (iterations) and seconds (median over the repeats) to reach it.
 	PassesToTarget  int     `json:"passes_to_target"`
+	// PassesToNear is the first pass at or below Target x (1 + -near) (0: not reached): on
+	// a problem plain DID has converged on before RefIters, the target itself is its
+	// objective's rounding floor, which another path to the same minimum may never touch.
+	PassesToNear int `json:"passes_to_near"`
 	SecondsToTarget float64 `json:"seconds_to_target"`
 	Reached         bool    `json:"reached"`
 	// At the default stop.
@@ -87,6 +91,7 @@ func main() {
 	asJSON := flag.Bool("json", false, "one JSON line per problem and setting")
 	trace := flag.Int("trace", 0, "print each setting's rel_err2 for this many iterations instead of the bank")
 	stallWindow := flag.Int("stall-window", 0, "the default stop's stall window (0: kernels' default)")
+	flag.Float64Var(&nearTol, "near", 1e-9, "the relative distance to the target within which passes_to_near counts it reached")
 	flag.Uint64Var(&seed, "seed", 1, "the runs' seed (their random initialisation)")
 	extra := flag.String("extra", "", "further problems, separated by ';': NAME=INPUT@K (random init, to tol 1e-6, at most 1000 passes), e.g. 'noisy=synthetic:m=50,n=100000,k=5,seed=1,noise=3@5'")
 	toStop := flag.Bool("stop", true, "also run each setting to the default stop (false: to the target only)")
@@ -158,8 +163,11 @@ func parseExtra(e string) (problem, error) {
 	return problem{name: name, inputs: []string{rest[:at]}, k: k, init: kernels.InitRandom, tol: 1e-6, maxIter: 1000}, nil
 }
 
-// seed is -seed.
-var seed uint64
+// seed is -seed; nearTol is -near.
+var (
+	seed    uint64
+	nearTol float64
+)
 
 // stallWin is -stall-window.
 var stallWin int
@@ -255,6 +263,9 @@ func runProblem(p problem, accels []kernels.Accel, repeats, ref, shards, threads
 			reachedAt, reachedSec := -1, 0.0
 			t0 := time.Now()
 			_, err := kernels.Run(ctx, blocks, c, func(pr kernels.Progress) {
+				if r.PassesToNear == 0 && pr.Iteration > 0 && pr.Objective <= target*(1+nearTol) {
+					r.PassesToNear = pr.Iteration
+				}
 				if reachedAt < 0 && pr.Iteration > 0 && pr.Objective <= target {
 					reachedAt, reachedSec = pr.Iteration, time.Since(t0).Seconds()-pr.InitSeconds
 					cancel()
@@ -286,7 +297,17 @@ func runProblem(p problem, accels []kernels.Accel, repeats, ref, shards, threads
 		}
 		r.SecondsToTarget, r.SecondsToStop = median(r.TimesToTarget), median(r.TimesToStop)
 		if asJSON {
-			line, _ := json.Marshal(r)
+			// JSON has no NaN: a median of no run (the target not reached, or no run to
+			// the stop) is written as -1.
+			for _, v := range []*float64{&r.SecondsToTarget, &r.SecondsToStop, &r.RelErr2} {
+				if math.IsNaN(*v) {
+					*v = -1
+				}
+			}
+			line, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
 			fmt.Println(string(line))
 			continue
 		}
