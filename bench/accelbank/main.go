@@ -62,11 +62,11 @@ type result struct {
 	// Target is plain DID's objective after RefIters iterations.
 	Target float64 `json:"target_objective"`
 	// ToTarget: the passes (iterations) and seconds (median over the repeats) to reach it.
-	PassesToTarget  int     `json:"passes_to_target"`
+	PassesToTarget int `json:"passes_to_target"`
 	// PassesToNear is the first pass at or below Target x (1 + -near) (0: not reached): on
 	// a problem plain DID has converged on before RefIters, the target itself is its
 	// objective's rounding floor, which another path to the same minimum may never touch.
-	PassesToNear int `json:"passes_to_near"`
+	PassesToNear    int     `json:"passes_to_near"`
 	SecondsToTarget float64 `json:"seconds_to_target"`
 	Reached         bool    `json:"reached"`
 	// At the default stop.
