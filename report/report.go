@@ -51,6 +51,10 @@ type Report struct {
 	TestCount    int64   `json:"test_count,omitempty"`
 	TestRelErr2  float64 `json:"test_rel_err2,omitempty"`
 	TestRMSE     float64 `json:"test_rmse,omitempty"`
+	// Transform is what the job fitted instead of the input's values ("sqrt": their square
+	// roots; absent: the values). The errors and factors are then of sqrt(X), and TestRelErr2
+	// and TestRMSE of the model's square against X (kernels.Options.TestOfSquares).
+	Transform string `json:"transform,omitempty"`
 	// Accel is accelerated DID's inner loops in effect (kernels.Accel's form: "off", "auto" or
 	// "C,B,eps"), for the algorithms that have them (did, bcd, hals).
 	Accel      string `json:"accel,omitempty"`
@@ -175,6 +179,9 @@ func Build(spec *jobspec.Spec, run *Run) *Report {
 	}
 	if slices.Contains(kernels.AccelAlgorithms(), spec.Algo) || spec.Accel.On() {
 		r.Accel = spec.Accel.String()
+	}
+	if spec.Transform.On() {
+		r.Transform = string(spec.Transform)
 	}
 	r.Kernel, r.Storage, r.XBytes = kernels.ActiveKernelPath().String(), run.Storage, run.XBytes
 	if !run.OnActors {

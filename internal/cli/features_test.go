@@ -53,6 +53,15 @@ var jobFeatures = []struct {
 			t.Errorf("report: loss %q, %d held out, test rel_err2 %v", r.Loss, r.TestCount, r.TestRelErr2)
 		}
 	}},
+	{"sqrt transform, held-out test set", []string{"--transform", "sqrt", "--test-fraction", "0.1"}, func(t *testing.T, out string) {
+		// The fit is of sqrt(X): the history's test errors are too, the job's last one is the
+		// model's square's against X (computed by the shards where the data are).
+		r := readReport(t, out)
+		last := r.History[len(r.History)-1]
+		if r.Transform != "sqrt" || r.TestCount == 0 || !(r.TestRelErr2 > 0) || !(last.TestRelErr2 > 0) || last.TestRelErr2 == r.TestRelErr2 {
+			t.Errorf("report: transform %q, %d held out, test rel_err2 %v (the last iteration's, of sqrt(X): %v)", r.Transform, r.TestCount, r.TestRelErr2, last.TestRelErr2)
+		}
+	}},
 	{"l1 penalty, alpha-basis same", []string{"--alpha-coef", "0.01", "--l1-ratio", "1", "--algo", "dbcd"}, func(t *testing.T, out string) {
 		if r := readReport(t, out); r.AlphaBasis != 0.01 {
 			t.Errorf("--alpha-basis same: report alpha_basis %v, want 0.01", r.AlphaBasis)

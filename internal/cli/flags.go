@@ -197,6 +197,7 @@ type jobFlags struct {
 	// Missing values and the held-out test set.
 	missing      string
 	testFraction float64
+	transform    string
 	testSeed     uint64
 	// accel is --accel (see accelFlag).
 	accel accelFlag
@@ -251,6 +252,9 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.loss, "loss", "the divergence to minimise, scikit-learn's beta_loss: frobenius, kl (Kullback-Leibler: counts), is (Itakura-Saito: spectra, X > 0), or a number beta; all but frobenius need --algo mu (default frobenius)")
 	fs.StringVar(&f.missing, "missing", "", "nan: read NaN entries as not observed (missing values, fitted around: did, dbcd, bcd, hals, and mu with every --loss) instead of refusing them")
 	fs.Float64Var(&f.testFraction, "test-fraction", 0, "hold this `FRACTION` of the entries out of the fit (chosen by a hash of --test-seed, sample and feature, so the same whatever the sharding) and report their error every iteration: RcppML's cross-validation of the rank (did, dbcd, bcd, hals, mu)")
+	fs.StringVar(&f.transform, "transform", "none", "what the job fits: none (the input's values) or sqrt (their square roots, for counts, whose noise grows with "+
+		"their mean: the factors, train errors and objective are then of sqrt(X), and a held-out error is the model's square's against X); applied by "+
+		"whoever reads the input: this process, or the nodes of --nodes or --cluster")
 	fs.Uint64Var(&f.testSeed, "test-seed", 1, "seed of the held-out entries (the same test set for every --seed and --rank)")
 	fs.Var(&f.accel, "accel", accelUsage)
 	fs.Float64Var(&f.l1Ratio, "l1-ratio", 0, "share of L1 in the penalties, scikit-learn's l1_ratio: 0 is L2 only, 1 is L1 only (sparser factors)")
@@ -405,12 +409,19 @@ func (f *jobFlags) open() (*job, error) {
 	if f.overwrite && f.outShared == "" {
 		return nil, badInput("--overwrite is for --out-shared")
 	}
+	transform, err := matio.ParseTransform(f.transform)
+	if err != nil {
+		return nil, badInput("--transform %q: want none or sqrt", f.transform)
+	}
+	if !transform.On() {
+		transform = ""
+	}
 	spec := &jobspec.Spec{Inputs: f.inputs, Algo: kernels.Algorithm(f.algo), Rank: f.rank, Shards: f.shards, Seed: f.seed,
 		Init: kernels.InitMethod(cmp.Or(f.init, string(kernels.InitRandom))), InitBasis: f.initBasis, InitCoef: f.initCoef, Form: form, Storage: storage, Layout: layout,
 		Stop: kernels.StopRule{Tol: f.tol, MaxIter: f.maxIter, TimeLimit: f.timeLimit, StallTol: f.stallTol},
 		Rho:  f.rho, AlphaCoef: f.alphaCoef, AlphaBasis: alphaBasis, L1Ratio: f.l1Ratio, Loss: f.loss,
 		Missing: f.missing == "nan", TestFraction: f.testFraction, TestSeed: f.testSeed, Accel: accel, FanIn: cmp.Or(f.fanIn, jobspec.DefaultFanIn), CheckpointEvery: int64(f.checkpointEvery),
-		Ingest: f.ingest, OutShared: f.outShared, Overwrite: f.overwrite, Detached: f.detach}
+		Ingest: f.ingest, OutShared: f.outShared, Overwrite: f.overwrite, Detached: f.detach, Transform: transform}
 	target := didnmf.InProcess(f.nodes, f.threads)
 	if f.cluster != "" {
 		cfg, err := clientConfig(f.cluster, &f.sec, f.clientBind, cmp.Or[io.Writer](f.errOut, io.Discard))

@@ -35,7 +35,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		}
 	})
 	sf := registerSweep(fs)
-	ranks, seeds, firstSeed, parallel, folds, transform := sf.ranks, sf.seeds, sf.firstSeed, sf.parallel, sf.folds, sf.transform
+	ranks, seeds, firstSeed, parallel, folds := sf.ranks, sf.seeds, sf.firstSeed, sf.parallel, sf.folds
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: didnmf sweep --input PATH --ranks FROM:TO[:STEP] [--seeds N] [--folds F] --out DIR [flags]\n\n"+
 			"chooses the rank: factorizes the input at every rank of --ranks with --seeds seeds each (concurrently on\n"+
@@ -78,8 +78,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 			*folds = *seeds
 		}
 	}
-	tr := didnmf.SweepTransform(*transform)
-	opts := didnmf.SweepOptions{Ranks: ks, Seeds: *seeds, Folds: *folds, FirstSeed: *firstSeed, Parallel: *parallel, Transform: tr}
+	opts := didnmf.SweepOptions{Ranks: ks, Seeds: *seeds, Folds: *folds, FirstSeed: *firstSeed, Parallel: *parallel}
 	if err := opts.Check(nil); err != nil {
 		return err
 	}
@@ -95,6 +94,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	if err := opts.Check(j0.Spec); err != nil {
 		return err
 	}
+	tr := cmp.Or(j0.Spec.Transform, didnmf.TransformNone) // --transform, a job flag
 	dir, cleanup, err := prepareOutDir(*of.out)
 	if err != nil {
 		return err
@@ -208,7 +208,6 @@ type sweepFlags struct {
 	firstSeed *uint64
 	parallel  *int
 	folds     *int
-	transform *string
 }
 
 // registerSweep adds the flags of sweep's own to fs.
@@ -219,9 +218,6 @@ func registerSweep(fs *flag.FlagSet) sweepFlags {
 	f.firstSeed = fs.Uint64("seed", 1, "the first `SEED` (synthetic inputs are generated from it, the same for every run)")
 	f.parallel = fs.Int("parallel", 0, "jobs at once (0: one in this process, one per node with --nodes or per member with --cluster)")
 	f.folds = fs.Int("folds", 0, "held-out sets per rank, `F` <= --seeds: the run of seed SEED+s holds out fold s mod F (test seed --test-seed + fold), and the test error's standard error is over the folds; 0: one per seed with a --test-fraction, 1 without")
-	f.transform = fs.String("transform", "none", "what the runs fit: none (the input's values) or sqrt (their square roots, for counts, whose noise grows with "+
-		"their mean; the test error is then the model's square's against X, the train errors and bases of sqrt(X)); applied by whoever reads "+
-		"the input: this process, or the nodes of --nodes or --cluster")
 	return f
 }
 

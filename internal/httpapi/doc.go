@@ -97,7 +97,8 @@
 // shards, seed, init, init_basis, init_coef, form, storage, layout, rho, alpha_coef,
 // alpha_basis (a number or "same"), l1_ratio, loss (a name or a beta), missing (bool),
 // test_fraction, test_seed, fan_in, checkpoint_every (a number or "auto"), max_iter, tol,
-// time_limit ("90s", or seconds), stall_tol, out_shared, overwrite, nodes. The rest is as
+// time_limit ("90s", or seconds), stall_tol, out_shared, overwrite, nodes, transform ("none"
+// or "sqrt", see matio.Transform). The rest is as
 // the CLI's defaults (tol 0 turns the stall rule off unless stall_tol is given); inputs are
 // always read by the nodes (shared ingest). An unknown key, a key given twice, a value of the
 // wrong type are 400s naming the key.

@@ -23,7 +23,7 @@ var specKeys = []string{
 	"input", "algorithm", "rank", "shards", "seed", "init", "init_basis", "init_coef", "form", "storage",
 	"layout", "rho", "alpha_coef", "alpha_basis", "l1_ratio", "loss", "missing", "test_fraction",
 	"test_seed", "accel", "fan_in", "checkpoint_every", "max_iter", "tol", "time_limit", "stall_tol",
-	"out_shared", "overwrite", "nodes",
+	"out_shared", "overwrite", "nodes", "transform",
 }
 
 // Bounds of a spec's lists and strings.
@@ -150,6 +150,9 @@ func specOf(v map[string]any) (*jobspec.Spec, error) {
 	s.TestFraction = d.float("test_fraction", 0)
 	s.TestSeed = d.uint("test_seed", 1)
 	s.Accel = enum(&d, "accel", s.Accel, kernels.ParseAccel) // "off", "auto", "C,B" or "C,B,eps"
+	if tr := enum(&d, "transform", matio.TransformNone, matio.ParseTransform); tr.On() {
+		s.Transform = tr // "none" (the default) or "sqrt"
+	}
 	s.FanIn = d.int("fan_in", s.FanIn)
 	if x, ok := v["checkpoint_every"]; ok && x != "auto" {
 		s.CheckpointEvery = int64(d.int("checkpoint_every", 0))

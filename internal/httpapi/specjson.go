@@ -23,6 +23,9 @@ func EncodeSpec(s *jobspec.Spec) map[string]any {
 	if s.CheckpointEvery < 0 {
 		out["checkpoint_every"] = "auto"
 	}
+	if s.Transform.On() {
+		out["transform"] = string(s.Transform)
+	}
 	if s.InitBasis != "" || s.InitCoef != "" {
 		out["init_basis"], out["init_coef"] = s.InitBasis, s.InitCoef
 	}
