@@ -164,8 +164,8 @@ type Options struct {
 	// TestOfSquares says X's values are the square roots of the input's (a sqrt transform):
 	// the held-out error a run ends with (Result.TestSSE and TestSqNorm) is then that of the
 	// model's square against the values' squares, the input's scale: the sum of
-	// (v^2 - max(b_i . c_j, 0)^2)^2 and of (v^2)^2 over the held-out values v (Machine.
-	// HeldOutOfSquares). The iterations' test errors stay those of the values.
+	// (v^2 - max(b_i . c_j, 0)^2)^2 and of (v^2)^2 over the held-out values v
+	// (Machine.HeldOutOfSquares). The iterations' test errors stay those of the values.
 	TestOfSquares bool
 	// Kernel is the kernel path this run's kernels use; KernelAuto (the zero value) takes the
 	// process's (SetKernelPath). Every path computes the same bits, so only the speed

@@ -46,6 +46,8 @@ func ImageShape(src Source) (h, w int, ok bool) {
 	switch s := src.(type) {
 	case *idxSource:
 		return s.h, s.w, s.h > 0
+	case sqrtSource:
+		return ImageShape(s.Source)
 	case *stackSource:
 		for i, part := range s.srcs {
 			ph, pw, pok := ImageShape(part)

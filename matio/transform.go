@@ -19,8 +19,10 @@ const (
 	// negative values are refused before it applies). For counts it stabilizes the variance
 	// (a Poisson count's square root has variance about 1/4 whatever its mean), so that a
 	// least-squares fit weighs every entry alike instead of chasing the largest, noisiest
-	// counts; zeros stay zeros, so a sparse input stays sparse. A float32 value's square root
-	// is rounded to float32.
+	// counts; zeros stay zeros, so a sparse input stays sparse. The square roots are float64
+	// whatever the reader stored (a count stored as float32 is widened first), so the same
+	// values give the same bits from every format and every reader, and storage float32,
+	// which would have to round them, cannot take them.
 	TransformSqrt Transform = "sqrt"
 )
 
@@ -57,19 +59,18 @@ type sqrtSource struct{ Source }
 // Name names the source as read: sqrt(name).
 func (s sqrtSource) Name() string { return "sqrt(" + s.Source.Name() + ")" }
 
-// Read reads the block and takes the square root of its values in place.
+// Read reads the block, widened to float64, and takes the square root of its values.
 func (s sqrtSource) Read(lo, hi int, layout Layout) (kernels.Block, error) {
 	b, err := s.Source.Read(lo, hi, layout)
 	if err != nil {
 		return nil, err
 	}
+	b = kernels.Widen(b) // the square roots in float64, whatever the reader stored
 	switch b := b.(type) {
 	case *kernels.Dense:
 		sqrt64(b.Data)
-		sqrt32(b.Data32)
 	case *kernels.CSC:
 		sqrt64(b.Val)
-		sqrt32(b.Val32)
 	default:
 		return nil, fmt.Errorf("%s: a %T block cannot be transformed", s.Name(), b)
 	}
@@ -82,11 +83,5 @@ func (s sqrtSource) missingSeen() bool     { return MissingSeen(s.Source) }
 func sqrt64(v []float64) {
 	for i, x := range v {
 		v[i] = math.Sqrt(x)
-	}
-}
-
-func sqrt32(v []float32) {
-	for i, x := range v {
-		v[i] = float32(math.Sqrt(float64(x)))
 	}
 }

@@ -293,7 +293,6 @@ func (Layout) EnumDescriptor() ([]byte, []int) {
 	return file_didnmf_proto_rawDescGZIP(), []int{3}
 }
 
-// Storage is how a shard stores its block of X (kernels.Storage).
 // Transform is what a job fits instead of the input's values (matio.Transform): the nodes read
 // the values through it.
 type Transform int32
@@ -345,6 +344,7 @@ func (Transform) EnumDescriptor() ([]byte, []int) {
 	return file_didnmf_proto_rawDescGZIP(), []int{4}
 }
 
+// Storage is how a shard stores its block of X (kernels.Storage).
 type Storage int32
 
 const (

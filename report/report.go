@@ -52,8 +52,9 @@ type Report struct {
 	TestRelErr2  float64 `json:"test_rel_err2,omitempty"`
 	TestRMSE     float64 `json:"test_rmse,omitempty"`
 	// Transform is what the job fitted instead of the input's values ("sqrt": their square
-	// roots; absent: the values). The errors and factors are then of sqrt(X), and TestRelErr2
-	// and TestRMSE of the model's square against X (kernels.Options.TestOfSquares).
+	// roots; absent: the values). The errors and factors are then of sqrt(X), and so are the
+	// history's test errors, while the final TestRelErr2 and TestRMSE are of the model's
+	// square against X (kernels.Options.TestOfSquares): the last history point's differ.
 	Transform string `json:"transform,omitempty"`
 	// Accel is accelerated DID's inner loops in effect (kernels.Accel's form: "off", "auto" or
 	// "C,B,eps"), for the algorithms that have them (did, bcd, hals).

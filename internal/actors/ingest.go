@@ -51,7 +51,11 @@ type blockStream struct {
 // layout the nodes need, since they cannot read the files, and checks the job against them
 // (jobspec.Spec.CheckOn), a custom initialisation's shapes included.
 func openStreams(spec *messages.JobSpec) (*blockStreams, error) {
-	src, err := matio.OpenAllWithOptions(matio.OpenInput, spec.Inputs, jobspec.ReadOptionsOf(spec))
+	opts, err := jobspec.ReadOptionsOf(spec)
+	if err != nil {
+		return nil, err
+	}
+	src, err := matio.OpenAllWithOptions(matio.OpenInput, spec.Inputs, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -96,10 +96,10 @@ func workerAddrs(members Members) []string {
 
 // readOptions are the options a node reads a wire spec's input with, at most maxBytes an
 // input.
-func readOptions(spec *messages.JobSpec, maxBytes int64) matio.ReadOptions {
-	o := jobspec.ReadOptionsOf(spec)
+func readOptions(spec *messages.JobSpec, maxBytes int64) (matio.ReadOptions, error) {
+	o, err := jobspec.ReadOptionsOf(spec)
 	o.MaxBytes = maxBytes
-	return o
+	return o, err
 }
 
 // readShape reads the job's shape, and a custom initialisation's shapes when the nodes read
@@ -113,7 +113,11 @@ func readShape(roots *fsroot.Roots, spec *messages.JobSpec, maxBytes int64) (job
 		return jobspec.Shape{Name: strings.Join(spec.Inputs, " + ") + " (streamed by the client)", Samples: int(spec.Samples),
 			Features: int(spec.Features), StoredEntries: spec.StoredEntries}, nil
 	}
-	src, err := matio.OpenAllWithOptions(roots.Opener("input"), spec.Inputs, readOptions(spec, maxBytes))
+	opts, err := readOptions(spec, maxBytes)
+	if err != nil {
+		return jobspec.Shape{}, err
+	}
+	src, err := matio.OpenAllWithOptions(roots.Opener("input"), spec.Inputs, opts)
 	if err != nil {
 		return jobspec.Shape{}, err
 	}

@@ -1,6 +1,7 @@
 package jobctl
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -299,5 +300,20 @@ func TestReadyTellsEachRecoveryOnceWithItsCause(t *testing.T) {
 				t.Fatalf("a cause joining a recovery under way told again: %v", rd.Recoveries)
 			}
 		})
+	}
+}
+
+// TestShardDoneWithHostileSquaresFailsTheJob: a shard's held-out sums of squares (transform
+// sqrt) that are NaN, infinite or negative fail the job, naming the shard, instead of becoming
+// its test error.
+func TestShardDoneWithHostileSquaresFailsTheJob(t *testing.T) {
+	for _, c := range []struct{ sse, sq float64 }{{math.NaN(), 1}, {1, math.Inf(1)}, {-1, 1}, {1, -0.5}} {
+		h := newHarness(t, Config{})
+		h.iteration(1, 1)
+		h.step(&messages.ShardDone{JobId: "j", Epoch: 1, Shard: 2, Iteration: 1, Stop: "converged", TestSseOfSquares: c.sse, TestSqNormOfSquares: c.sq})
+		je, _ := h.j.answer.(*messages.JobError)
+		if !h.j.over || je == nil || !strings.Contains(je.Message, "shard 2 reported a held-out error of squares") {
+			t.Errorf("sums %v of %v: over %v, answer %v", c.sse, c.sq, h.j.over, h.j.answer)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package jobctl
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 
@@ -20,6 +21,10 @@ func (j *Job) onShardDone(m *messages.ShardDone) {
 		return
 	}
 	if _, dup := j.done[m.Shard]; dup || m.Shard < 0 || m.Shard >= int64(len(j.shards)) {
+		return
+	}
+	if sse, sq := m.TestSseOfSquares, m.TestSqNormOfSquares; !(sse >= 0 && sq >= 0) || math.IsInf(sse, 0) || math.IsInf(sq, 0) {
+		j.fail(kindFailure, fmt.Sprintf("shard %d reported a held-out error of squares %v of %v: not finite numbers >= 0", m.Shard, sse, sq))
 		return
 	}
 	for _, d := range j.done {

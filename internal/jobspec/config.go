@@ -35,11 +35,14 @@ func (s *Spec) ReadOptions() matio.ReadOptions {
 
 // ReadOptionsOf returns a wire spec's ReadOptions, what of them a node or a client that
 // streams the input needs before the spec is parsed (missing values and the transform; the
-// storage stays as is): a transform no enum defines, which FromWire refuses, reads as none.
-func ReadOptionsOf(w *messages.JobSpec) matio.ReadOptions {
-	o := matio.ReadOptions{Missing: w.GetMissing()}
-	o.Transform, _ = transforms.fromWire("transform", w.GetTransform())
-	return o
+// storage stays as is). A transform no enum defines is an error naming the field, as
+// FromWire's.
+func ReadOptionsOf(w *messages.JobSpec) (matio.ReadOptions, error) {
+	tr, err := transforms.fromWire("transform", w.GetTransform())
+	if err != nil {
+		return matio.ReadOptions{}, err
+	}
+	return matio.ReadOptions{Missing: w.GetMissing(), Transform: tr}, nil
 }
 
 // New returns the spec of a job on inputs with every other field at the CLI's default: seed

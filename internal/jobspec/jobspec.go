@@ -177,6 +177,9 @@ func (s *Spec) Check() error {
 	if _, err := matio.ParseTransform(string(s.Transform)); err != nil {
 		return fieldErr("transform", "{transform} %q: want none or sqrt", string(s.Transform))
 	}
+	if s.Transform.On() && s.Storage == kernels.StorageFloat32 {
+		return fieldErr("storage", "{storage} float32 cannot hold the square roots {transform} %s fits (they are float64): use auto or float64", s.Transform)
+	}
 	if _, err := kernels.ParseStorage(s.Storage.String()); err != nil {
 		return fieldErr("storage", "{storage}: %v", err)
 	}
