@@ -42,6 +42,10 @@ type Spectra struct {
 	// Bases are the runs' bases, each M x K column-major (column p of run r is
 	// Bases[r][p*M:(p+1)*M]).
 	Bases [][]float64
+	// Transform is what the sweep fitted (sweep.json's transform; "" for none): with
+	// TransformSqrt the spectra are of sqrt(X), and Runner.Consensus refits the usages on
+	// sqrt(X) too.
+	Transform SweepTransform
 }
 
 // ReadSpectra reads the spectra of rank k from the sweep saved in dir: dir/sweep.json and
@@ -73,10 +77,9 @@ func ReadSpectra(dir string, k int) (*Spectra, error) {
 	if err := json.Unmarshal(data, &rep); err != nil {
 		return nil, usererr.At(jsonPath, "not a sweep report: %v", err)
 	}
-	if rep.Transform != "" && rep.Transform != string(TransformNone) {
-		// The spectra are of the transformed values; a refit against the input would mix scales.
-		return nil, usererr.At(jsonPath, "the sweep fitted %s(X) (transform %s): its spectra are of %s(X), not of the input; "+
-			"sweep the chosen rank again with transform none for a consensus", rep.Transform, rep.Transform, rep.Transform)
+	tr, err := matio.ParseTransform(rep.Transform)
+	if err != nil {
+		return nil, usererr.At(jsonPath, "%v", err)
 	}
 	ri := slices.IndexFunc(rep.PerRank, func(r SweepReportRank) bool { return r.K == k })
 	if ri < 0 {
@@ -118,6 +121,9 @@ func ReadSpectra(dir string, k int) (*Spectra, error) {
 			rows, cols, k, len(runs), k*len(runs), jsonPath)
 	}
 	sp := &Spectra{Dir: dir, File: name, K: k, M: rows, Runs: runs, Bases: make([][]float64, len(runs))}
+	if tr.On() {
+		sp.Transform = tr
+	}
 	for r := range sp.Bases {
 		b := make([]float64, rows*k)
 		for p := 0; p < k; p++ {
@@ -203,7 +209,10 @@ func (c *Consensus) WriteBasis(path string) error {
 type ConsensusReport struct {
 	Sweep   string `json:"sweep"`
 	Spectra string `json:"spectra"`
-	K       int    `json:"k"`
+	// Transform is what the sweep fitted and the refit reads ("sqrt"; absent: the input's
+	// values).
+	Transform string `json:"transform,omitempty"`
+	K         int    `json:"k"`
 	// Runs is the number of runs, Spectra K x Runs of them.
 	Runs       int `json:"runs"`
 	Components int `json:"components"`
@@ -251,7 +260,7 @@ type FilteredSpectrum struct {
 // Report is consensus.json's content.
 func (c *Consensus) Report() ConsensusReport {
 	fc, sp := c.Filtered, c.Spectra
-	rep := ConsensusReport{Sweep: sp.Dir, Spectra: sp.File, K: fc.K, Runs: fc.Runs, Components: fc.K * fc.Runs,
+	rep := ConsensusReport{Sweep: sp.Dir, Spectra: sp.File, Transform: string(sp.Transform), K: fc.K, Runs: fc.Runs, Components: fc.K * fc.Runs,
 		DensityThreshold: c.Options.Filter.Threshold, LocalNeighborhoodSize: c.Options.Filter.NeighborhoodSize,
 		Neighbors: fc.Density.Neighbors, KMeansSeed: c.Options.Seed, Kept: fc.Density.NumKept,
 		FilteredCount: fc.K*fc.Runs - fc.Density.NumKept, Silhouette: jsonNumber(fc.Silhouette),
@@ -304,7 +313,8 @@ func TransformSpec(basisFile string, k int) func(*Spec) {
 // --basis basisFile` runs: nonnegative least squares per sample, distributed over the
 // shards; no samples x features dense matrix is formed). The result's basis is the
 // consensus basis and its coef the usages. j must have been opened on r's target; it is not
-// changed.
+// changed. Spectra of a sweep that fitted sqrt(X) (Spectra.Transform) are refitted on sqrt(X):
+// the usages are then of sqrt(X), as the spectra are.
 func (r *Runner) Consensus(ctx context.Context, j *Job, c *Consensus, basisFile string, opts Options) (*Result, error) {
 	if c == nil || j == nil {
 		return nil, errors.New("consensus: no job or no consensus")
@@ -318,7 +328,16 @@ func (r *Runner) Consensus(ctx context.Context, j *Job, c *Consensus, basisFile 
 	if err := c.WriteBasis(basisFile); err != nil {
 		return nil, err
 	}
-	t, err := j.Derive(TransformSpec(basisFile, c.Filtered.K))
+	if j.Spec.Transform.On() && j.Spec.Transform != c.Spectra.Transform {
+		return nil, usererr.Field("transform", "consensus: the job reads its input through {transform} %s, the spectra %s are of the input as it is",
+			j.Spec.Transform, filepath.Join(c.Spectra.Dir, c.Spectra.File))
+	}
+	t, err := j.Derive(func(s *Spec) {
+		TransformSpec(basisFile, c.Filtered.K)(s)
+		if c.Spectra.Transform.On() {
+			s.Transform = c.Spectra.Transform // spectra of sqrt(X): the usages are of sqrt(X)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/didnmf/didnmf"
+	"github.com/didnmf/didnmf/internal/jobspec"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/usererr"
@@ -131,15 +132,68 @@ func TestSweepTransformSqrt(t *testing.T) {
 	}
 }
 
-// TestReadSpectraRefusesTransform: a sweep that fitted sqrt(X) has spectra of sqrt(X), which a
-// consensus refit against the input would mix with X's scale: ReadSpectra refuses it.
-func TestReadSpectraRefusesTransform(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "sweep.json"), []byte(`{"transform":"sqrt","ranks_summary":[{"k":3}]}`), 0o644); err != nil {
+// TestConsensusOfASqrtSweep: the spectra of a sweep that fitted sqrt(X) say so, and the
+// consensus refits the usages on sqrt(X) too: to the bit, the transform job for the consensus
+// basis on the input read through sqrt. An unknown transform in sweep.json is the user's
+// error.
+func TestConsensusOfASqrtSweep(t *testing.T) {
+	spec := jobspec.New([]string{"synthetic:m=12,n=300,k=3,seed=5"}, kernels.DID, 3, 2)
+	spec.Stop.MaxIter = 150
+	r, err := didnmf.NewRunner(didnmf.Local(1))
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err := didnmf.ReadSpectra(dir, 3)
-	if !usererr.Is(err) || !strings.Contains(err.Error(), "its spectra are of sqrt(X)") {
-		t.Errorf("ReadSpectra of a sqrt sweep: %v", err)
+	defer r.Close()
+	j, err := didnmf.Open(spec, didnmf.Local(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	res, err := r.Sweep(context.Background(), j, didnmf.SweepOptions{Ranks: []int{3}, Seeds: 6, FirstSeed: 1, Transform: didnmf.TransformSqrt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := res.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := didnmf.ReadSpectra(dir, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Transform != didnmf.TransformSqrt {
+		t.Fatalf("the spectra of a sqrt sweep say transform %q", sp.Transform)
+	}
+	c, err := sp.Consensus(didnmf.ConsensusOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	basisFile := filepath.Join(t.TempDir(), "basis.npy")
+	got, err := r.Consensus(context.Background(), j, c, basisFile, didnmf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *spec
+	didnmf.TransformSpec(basisFile, 3)(&want)
+	want.Transform = didnmf.TransformSqrt
+	tj, err := didnmf.Open(&want, didnmf.Local(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tj.Close()
+	wr, err := r.Run(context.Background(), tj, didnmf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range wr.C {
+		if got.C[i] != wr.C[i] {
+			t.Fatalf("usage %d: %v, the transform on sqrt(X) gives %v", i, got.C[i], wr.C[i])
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sweep.json"), []byte(`{"transform":"log","ranks_summary":[{"k":3}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := didnmf.ReadSpectra(dir, 3); !usererr.Is(err) || !strings.Contains(err.Error(), `transform "log"`) {
+		t.Errorf("ReadSpectra of a sweep with transform log: %v", err)
 	}
 }

@@ -249,3 +249,40 @@ func TestConsensusCommandBadInput(t *testing.T) {
 		}
 	})
 }
+
+// TestConsensusOfASqrtSweep: the consensus of a sweep with --transform sqrt refits the usages
+// on sqrt(X), in this process and on 3 actor systems (the same files), as didnmf transform
+// --transform sqrt does for the consensus basis; consensus.json and report.json say sqrt.
+// --transform sqrt against a plain sweep's spectra is refused.
+func TestConsensusOfASqrtSweep(t *testing.T) {
+	dir := t.TempDir()
+	input, plainSweep := consensusInput(t, dir)
+	sweepDir := filepath.Join(dir, "sqrt-sweep")
+	if code, _, stderr := runNode(t, "sweep", "--input", input, "--ranks", "3", "--seeds", "6", "--max-iter", "100", "--transform", "sqrt", "--quiet", "--out", sweepDir); code != 0 {
+		t.Fatalf("sweep: exit %d: %s", code, stderr)
+	}
+	outs := map[string]string{}
+	for name, extra := range map[string][]string{"driver": nil, "nodes": {"--nodes", "3", "--shards", "3"}} {
+		out := filepath.Join(dir, name)
+		if code, _, stderr := runNode(t, append([]string{"consensus", "--sweep", sweepDir, "--k", "3", "--input", input, "--quiet", "--out", out}, extra...)...); code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, stderr)
+		}
+		outs[name] = out
+	}
+	sameResult(t, outs["driver"], outs["nodes"])
+	tr := filepath.Join(dir, "transform")
+	if code, _, stderr := runNode(t, "transform", "--basis", filepath.Join(outs["driver"], "basis.npy"), "--input", input, "--transform", "sqrt", "--quiet", "--out", tr); code != 0 {
+		t.Fatalf("transform: %s", stderr)
+	}
+	sameResult(t, outs["driver"], tr)
+	if r := readReport(t, outs["driver"]); r.Transform != "sqrt" {
+		t.Errorf("report.json: transform %q", r.Transform)
+	}
+	if data, err := os.ReadFile(filepath.Join(outs["driver"], "consensus.json")); err != nil || !strings.Contains(string(data), `"transform": "sqrt"`) {
+		t.Errorf("consensus.json does not say sqrt (%v): %s", err, data)
+	}
+	code, _, stderr := runNode(t, "consensus", "--sweep", plainSweep, "--k", "3", "--input", input, "--transform", "sqrt", "--out", filepath.Join(dir, "mixed"))
+	if code != 2 || !strings.Contains(stderr, "are of the input's values") {
+		t.Errorf("--transform sqrt on a plain sweep's spectra: exit %d, %q", code, stderr)
+	}
+}
