@@ -147,7 +147,7 @@ def consensus(
             "--kmeans-seed", int(kmeans_seed),
             "--out", directory,
         ]
-        args += _params.run_flags(p, in_memory)
+        args += _params.run_flags(p, in_memory, fit=False)  # a refit: nothing held out
         run(args, verbose=p["verbose"], binary=binary)
         basis = np.load(os.path.join(directory, "basis.npy"), allow_pickle=False)
         usages = np.load(os.path.join(directory, "coef.npy"), allow_pickle=False)

@@ -93,6 +93,12 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     test_fraction : float, default=0.0
         Hold this fraction of the entries out of the fit and report their error
         (``report_['test_rel_err2']``).
+    value_transform : {'none', 'sqrt'}, default='none'
+        What is fitted (--transform): 'none' the values of X, 'sqrt' their square roots, for
+        counts, whose noise grows with their mean. W, H, ``reconstruction_err_`` and the
+        history are then of sqrt(X), and ``report_['test_rel_err2']`` (with a test_fraction)
+        the model's square's against X; ``transform`` reads new data through the same square
+        root. (Named so because ``transform`` is the estimator's method.)
     accel : str or tuple, default='off'
         Accelerated DID's inner loops (--accel): 'off' is the plain algorithm; 'auto' the
         command's choice (3,20,0.1 with extrapolation); 'x' extrapolation alone; 'C,B' or 'C,B,eps' (or a tuple) makes at most C coordinate
@@ -150,6 +156,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         time_limit=None,
         missing=None,
         test_fraction=0.0,
+        value_transform="none",
         accel=_params.DEFAULT_ACCEL,
         cluster=None,
         ingest=None,
@@ -178,6 +185,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.time_limit = time_limit
         self.missing = missing
         self.test_fraction = test_fraction
+        self.value_transform = value_transform
         self.accel = accel
         self.cluster = cluster
         self.ingest = ingest
@@ -367,7 +375,7 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             args = ["transform", "--basis", write_factor(self.components_.T, tmp, "basis")]
             for path in inputs:
                 args += ["--input", path]
-            args += ["--out", out] + _params.transform_flags(p) + _params.run_flags(p, in_memory)
+            args += ["--out", out] + _params.transform_flags(p) + _params.run_flags(p, in_memory, fit=False)
             run(args, verbose=p["verbose"], binary=binary)
             return np.load(os.path.join(out, "coef.npy"), allow_pickle=False)
 

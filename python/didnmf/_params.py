@@ -89,6 +89,8 @@ def _check_common(p, owner):
     if p["missing"] not in (None, "nan"):
         raise _bad("missing", p["missing"], "None or 'nan'", owner)
     accel_flag(p["accel"], owner)
+    if p.get("value_transform", "none") not in ("none", "sqrt"):
+        raise _bad("value_transform", p["value_transform"], "'none' or 'sqrt'", owner)
     tf = p["test_fraction"]
     if not (_is_real(tf) and 0 <= tf < 1):
         raise _bad("test_fraction", tf, "a float in the range [0, 1)", owner)
@@ -246,7 +248,14 @@ def model_flags(p):
         flags += ["--loss", loss]
     flags += _penalty_flags(p, basis=True)
     flags += ["--accel", accel_flag(p["accel"])]
-    return flags
+    return flags + _value_flags(p)
+
+
+def _value_flags(p):
+    """--transform for value_transform: what the model fits and new data are read as."""
+    if p.get("value_transform", "none") != "none":
+        return ["--transform", p["value_transform"]]
+    return []
 
 
 def _penalty_flags(p, basis):
@@ -261,16 +270,18 @@ def _penalty_flags(p, basis):
 
 
 def transform_flags(p):
-    """The penalty flags of a transform (scikit-learn's transform applies alpha_W)."""
-    return _penalty_flags(p, basis=False)
+    """The penalty flags of a transform (scikit-learn's transform applies alpha_W), and the
+    values' transform the model was fitted on."""
+    return _penalty_flags(p, basis=False) + _value_flags(p)
 
 
-def run_flags(p, in_memory, shards=True):
+def run_flags(p, in_memory, shards=True, fit=True):
     """The flags of where and how a job runs: shards, threads, in-process nodes or a cluster
     (with its security options), missing values, held-out entries, time limit, quiet.
 
     ``in_memory``: the input is a temporary file of this process, so on a cluster it is
-    streamed to the shards (--ingest stream) unless ingest says otherwise."""
+    streamed to the shards (--ingest stream) unless ingest says otherwise. ``fit``: the job
+    fits a model (not a transform for a fitted basis, which holds nothing out)."""
     flags = []
     if shards and p["shards"] != 1:
         flags += ["--shards", p["shards"]]
@@ -296,7 +307,7 @@ def run_flags(p, in_memory, shards=True):
         flags += ["--insecure"]
     if p["missing"]:
         flags += ["--missing", p["missing"]]
-    if p["test_fraction"]:
+    if p["test_fraction"] and fit:
         flags += ["--test-fraction", repr(float(p["test_fraction"]))]
     tl = duration_flag(p["time_limit"])
     if tl:
