@@ -430,6 +430,10 @@ func TestInterruptGramLaneRank3000(t *testing.T) {
 	t.Logf("rank %d, M = %d: between looks (the first pair touches fresh memory): %v", k, m, gaps)
 }
 
+// cancelBound is how long a cancelled rank-3000 job may take to return: far below the
+// minutes its iteration takes, far above what scheduling on loaded cores adds.
+const cancelBound = 15 * time.Second
+
 // TestRunCancelRank3000: cancelling a rank-3000 job, whose iteration takes minutes, returns
 // at once, wherever the job is.
 func TestRunCancelRank3000(t *testing.T) {
@@ -461,8 +465,11 @@ func TestRunCancelRank3000(t *testing.T) {
 		if !errors.Is(err, context.Canceled) || res != nil {
 			t.Errorf("%s/%s: %v, %v; want context.Canceled and no result", c.algo, c.init, res, err)
 		}
-		if took > 2*time.Second {
-			t.Errorf("%s/%s: Run returned %v after the cancel", c.algo, c.init, took)
+		// A bound against finishing the iteration (minutes at this rank), not a speed target:
+		// CI saw anls take 2.02 s with other packages' tests on the cores, and the previous
+		// bound of 2 s failed it.
+		if took > cancelBound {
+			t.Errorf("%s/%s: Run returned %v after the cancel (an iteration takes minutes)", c.algo, c.init, took)
 		}
 		t.Logf("%s/%s rank %d: returned %v after the cancel", c.algo, c.init, k, took)
 	}
