@@ -48,6 +48,22 @@ type Spectra struct {
 	Transform SweepTransform
 }
 
+// RefitTransform returns the transform a refit against sp's consensus reads the input with:
+// the sweep's, so that the usages are on the spectra's scale. asked is the job's own ("" or
+// none: take the sweep's); another transform than the sweep's is the user's error, naming the
+// field transform.
+func (sp *Spectra) RefitTransform(asked SweepTransform) (SweepTransform, error) {
+	if !asked.On() || asked == sp.Transform {
+		return sp.Transform, nil
+	}
+	scale := "the input's values"
+	if sp.Transform.On() {
+		scale = string(sp.Transform) + "(X)"
+	}
+	return "", usererr.Field("transform", "{transform} %s: the spectra %s are of %s; leave {transform} out, and the refit reads the input as the sweep did",
+		asked, filepath.Join(sp.Dir, sp.File), scale)
+}
+
 // ReadSpectra reads the spectra of rank k from the sweep saved in dir: dir/sweep.json and
 // the spectra file its summary of rank k names. Both are checked as hostile: a file that
 // cannot be read, a rank the sweep did not run, a spectra file that is not a plain name in
@@ -328,15 +344,13 @@ func (r *Runner) Consensus(ctx context.Context, j *Job, c *Consensus, basisFile 
 	if err := c.WriteBasis(basisFile); err != nil {
 		return nil, err
 	}
-	if j.Spec.Transform.On() && j.Spec.Transform != c.Spectra.Transform {
-		return nil, usererr.Field("transform", "consensus: the job reads its input through {transform} %s, the spectra %s are of the input as it is",
-			j.Spec.Transform, filepath.Join(c.Spectra.Dir, c.Spectra.File))
+	tr, err := c.Spectra.RefitTransform(j.Spec.Transform)
+	if err != nil {
+		return nil, err
 	}
 	t, err := j.Derive(func(s *Spec) {
 		TransformSpec(basisFile, c.Filtered.K)(s)
-		if c.Spectra.Transform.On() {
-			s.Transform = c.Spectra.Transform // spectra of sqrt(X): the usages are of sqrt(X)
-		}
+		s.Transform = tr // spectra of sqrt(X): the usages are of sqrt(X)
 	})
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -113,17 +114,11 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	// Spectra of sqrt(X) (a sweep with --transform sqrt) are refitted on sqrt(X).
-	switch {
-	case sp.Transform.On() && (jf.transform == "" || jf.transform == string(didnmf.TransformNone)):
-		jf.transform = string(sp.Transform)
-	case jf.transform != string(sp.Transform) && (sp.Transform.On() || jf.transform != string(didnmf.TransformNone)):
-		scale := "the input's values"
-		if sp.Transform.On() {
-			scale = string(sp.Transform) + "(X)"
-		}
-		return failed(badInput("--transform %s: the spectra of --sweep %s are of %s; leave --transform out, and the refit reads the input as the sweep did",
-			jf.transform, *sweepDir, scale))
+	tr, err := sp.RefitTransform(didnmf.SweepTransform(jf.transform))
+	if err != nil {
+		return failed(err)
 	}
+	jf.transform = string(cmp.Or(tr, didnmf.TransformNone))
 	if err := jf.setTransform(basisFile, fmt.Sprintf("--sweep %s --k %d: the consensus basis", *sweepDir, *k)); err != nil {
 		return failed(err)
 	}
