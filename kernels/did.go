@@ -45,7 +45,11 @@ const didNormsLen = 4
 func runDID(e *shardEnv) {
 	first, initial, state := e.begin()
 	if e.masked() {
-		runDIDMasked(e, first, initial)
+		if e.m.mask.sm.held != nil {
+			runDIDHeld(e, first, initial)
+		} else {
+			runDIDMasked(e, first, initial)
+		}
 		return
 	}
 	st := newCStep(e.spec.X, e.k, e.spec.Pool, e.spec.Form, e.flag, e.gram())

@@ -238,10 +238,13 @@ type didMasked struct {
 	test    bool
 	partial []float64
 	sum     []float64 // the reduced payload during the B update
-	laneFn  func(int)
-	rowFn   func(int)
-	dirFn   func(int)
-	bFn     func(int)
+	// vsrc are the V_i of the B update (M packed triangles): the payload's, or vrows when
+	// set (didHeld's, formed after the allreduce).
+	vsrc, vrows []float64
+	laneFn      func(int)
+	rowFn       func(int)
+	dirFn       func(int)
+	bFn         func(int)
 	// bSweepFn and bDoneFn run a further B sweep and the end of the B update on a row lane.
 	bSweepFn, bDoneFn func(int)
 
@@ -261,18 +264,14 @@ func newDIDMasked(e *shardEnv) *didMasked {
 	m, n, k := e.rows, e.cols, e.k
 	kp, ll := paddedK(k), lowerLen(k)
 	pen := e.penalty()
-	d := &didMasked{e: e, sm: sm, m: m, n: n, k: k, kp: kp, ll: ll, pool: e.spec.Pool,
-		lanes: laneBounds(sm.x, k), g: make([]float64, k*k), gRows: make([]float64, k*kp),
-		gneg: make([]float64, k*k), ginv: make([]float64, k), bp: make([]float64, colsRows(m)*kp),
-		brow: make([]float64, m*k), vl: make([]float64, ll),
-		vfull: make([]float64, k*k), rows: rowLaneBounds(m), rowObj: make([]float64, m),
-		rowTest: make([]float64, m), l1: pen.l1C, l2: pen.l2C, pen: pen, test: sm.test,
-		direct: e.spec.Form == FormResidual, needDirect: make([]bool, m), tune: didMaskDefaults,
-		cExtra: e.spec.Accel.cExtra(), bExtra: e.spec.Accel.bExtra(), eps2: e.spec.Accel.eps2()}
-	if d.bExtra > 0 {
-		d.bOld, d.bCur, d.bDB, d.bW = make([]float64, m*k), make([]float64, m*k), make([]float64, m*k), make([]float64, m*k)
-		d.rowStep = make([]float64, m)
-	}
+	d := newMaskedBUpdate(e, sm.test)
+	d.sm, d.n, d.kp = sm, n, kp
+	d.lanes, d.g, d.gRows = laneBounds(sm.x, k), make([]float64, k*k), make([]float64, k*kp)
+	d.gneg, d.ginv, d.bp = make([]float64, k*k), make([]float64, k), make([]float64, colsRows(m)*kp)
+	d.brow, d.vl, d.vfull = make([]float64, m*k), make([]float64, ll), make([]float64, k*k)
+	d.l1, d.l2 = pen.l1C, pen.l2C
+	d.direct, d.needDirect, d.tune = e.spec.Form == FormResidual, make([]bool, m), didMaskDefaults
+	d.cExtra = e.spec.Accel.cExtra()
 	if t := e.spec.maskTuning; t != nil {
 		d.tune = *t
 	}
@@ -387,12 +386,27 @@ func newDIDMasked(e *shardEnv) *didMasked {
 			d.rowSt1[l] = newRowStage(1, k, 256, true, nil)
 		}
 	}
+	d.laneFn, d.rowFn, d.dirFn = d.colLane, d.rowLane, d.directRow
+	return d
+}
+
+// newMaskedBUpdate returns the part of a masked DID shard that runs the B update (updateB):
+// its row lanes, scratch and accelerated sweeps; test says whether it updates a held-out
+// error from the payload's Rt_i and Vt_i.
+func newMaskedBUpdate(e *shardEnv, test bool) *didMasked {
+	m, k := e.rows, e.k
+	d := &didMasked{e: e, m: m, k: k, kp: paddedK(k), ll: lowerLen(k), pool: e.spec.Pool,
+		rows: rowLaneBounds(m), rowObj: make([]float64, m), rowTest: make([]float64, m),
+		pen: e.penalty(), test: test, bExtra: e.spec.Accel.bExtra(), eps2: e.spec.Accel.eps2()}
+	if d.bExtra > 0 {
+		d.bOld, d.bCur, d.bDB, d.bW = make([]float64, m*k), make([]float64, m*k), make([]float64, m*k), make([]float64, m*k)
+		d.rowStep = make([]float64, m)
+	}
 	d.laneRow = make([][]float64, len(d.rows)-1)
 	for l := range d.laneRow {
 		d.laneRow[l] = make([]float64, 2*k*k+4*k)
 	}
-	d.laneFn, d.rowFn, d.dirFn, d.bFn = d.colLane, d.rowLane, d.directRow, d.bLane
-	d.bSweepFn, d.bDoneFn = d.bSweepLane, d.bDoneLane
+	d.bFn, d.bSweepFn, d.bDoneFn = d.bLane, d.bSweepLane, d.bDoneLane
 	return d
 }
 
@@ -1373,6 +1387,10 @@ func (d *didMasked) directRow(t int) {
 // (postTest that of B_old with the new C).
 func (d *didMasked) updateB(sum []float64, post, postTest float64) (obj, test float64) {
 	d.sum = sum
+	d.vsrc = d.vrows
+	if d.vsrc == nil {
+		d.vsrc = sum[d.lay.v:]
+	}
 	d.pool.Run(len(d.rows)-1, d.bFn)
 	d.e.flag.poll()
 	if d.bExtra > 0 {
@@ -1438,7 +1456,7 @@ func (d *didMasked) bLane(l int) {
 			return
 		}
 		for i, i1 := i0, min(i0+span, hi); i < i1; i++ {
-			unpackLower(vi, sum[lay.v+i*ll:lay.v+(i+1)*ll], k)
+			unpackLower(vi, d.vsrc[i*ll:(i+1)*ll], k)
 			for p := range bi {
 				bi[p] = b[p*m+i]
 			}
@@ -1517,7 +1535,7 @@ func (d *didMasked) rowDone(i int, vi, vt, bi, w, db []float64) {
 // rowV sets vi (K x K) to row i's V_i of the B update (penalty-shifted with a penalty on B).
 func (d *didMasked) rowV(vi []float64, i int) {
 	k, ll := d.k, d.ll
-	unpackLower(vi, d.sum[d.lay.v+i*ll:d.lay.v+(i+1)*ll], k)
+	unpackLower(vi, d.vsrc[i*ll:(i+1)*ll], k)
 	if d.pen.basis() {
 		shiftGram(vi, k, d.pen.l2B)
 	}

@@ -70,14 +70,15 @@ func (o Options) ValidateMask(algo Algorithm, init InitMethod) error {
 }
 
 // HeldOut reports whether entry (sample j, feature i) of X, j and i global 0-based indices, is
-// held out with test fraction frac and seed: whether the i-th uniform value (Float64, counting
-// from 0) of the random stream (seed, DomainHeldOut, j) is below frac. It depends on nothing
-// else: not on the shard count, the layout or whether the entry is stored.
+// held out with test fraction frac and seed: whether feature i is in sample j's row pattern,
+// the i-th uniform value (Float64, counting from 0) of the random stream (seed, DomainHeldOut,
+// HeldOutPattern(seed, j)) below frac (see heldout.go). It depends on nothing else: not on the
+// shard count, the layout or whether the entry is stored.
 func HeldOut(seed uint64, sample, feature int, frac float64) bool {
 	if !(frac > 0) || sample < 0 || feature < 0 {
 		return false
 	}
-	r := NewRNG(seed, DomainHeldOut, uint64(sample))
+	r := NewRNG(seed, DomainHeldOut, uint64(HeldOutPattern(seed, sample)))
 	r.state += uint64(feature) * 0x9e3779b97f4a7c15 // skip the first i draws
 	return r.Float64() < frac
 }
@@ -136,7 +137,7 @@ func unpackMaskStats(v []float64) MaskStats {
 // or not o.Missing is set). It reads the block once and, with a test fraction, draws one hash
 // per entry, stored or not (M n_i draws).
 func ObservedStats(x Block, colOffset int, o Options) MaskStats {
-	return scanMask(x, colOffset, o, false, nil).local
+	return scanMask(x, colOffset, o, false, false, nil).local
 }
 
 // ObservedErrors returns rel_err2 = objective / sqNorm and RMSE = sqrt(objective / count) (0
@@ -189,6 +190,42 @@ type shardMask struct {
 	// test: the options hold entries out (TestFraction > 0), so the payloads carry the
 	// held-out sums (even when this block has no held-out entry).
 	test bool
+	// held, when set, makes the held-out entries implicit (masked DID without missing
+	// values, didheld.go): column j's held-out rows are held.rows[pat[j]], and the column
+	// lists hold only the stored held-out entries (of a dense block, all of them), so that
+	// the held-out zeros of a sparse block take no memory.
+	held *heldOutSet
+	pat  []uint8
+}
+
+// heldRows returns the held-out rows of column j of a mask with implicit held-out entries.
+func (s *shardMask) heldRows(j int) []int32 { return s.held.rows[s.pat[j]] }
+
+// eachHeldOut calls f for each held-out entry of column j that is not missing, rows in order,
+// with its value (0 for an unstored one).
+func (s *shardMask) eachHeldOut(j int, f func(i int32, v float64)) {
+	lo, hi := s.uptr[j], s.uptr[j+1]
+	if s.held == nil {
+		for t := lo; t < hi; t++ {
+			if v := s.uval[t]; v == v {
+				f(s.urow[t], v)
+			}
+		}
+		return
+	}
+	t := lo
+	for _, i := range s.heldRows(j) {
+		for t < hi && s.urow[t] < i {
+			t++
+		}
+		v := 0.0
+		if t < hi && s.urow[t] == i {
+			v = s.uval[t]
+		}
+		if v == v {
+			f(i, v)
+		}
+	}
 }
 
 // unobserved returns the range of column j's unobserved entries.
@@ -198,6 +235,11 @@ func (s *shardMask) unobserved(j int) (lo, hi int) { return s.uptr[j], s.uptr[j+
 func (s *shardMask) zeroUnobserved(e []float64, j int) {
 	for _, i := range s.urow[s.uptr[j]:s.uptr[j+1]] {
 		e[i] = 0
+	}
+	if s.held != nil {
+		for _, i := range s.heldRows(j) {
+			e[i] = 0
+		}
 	}
 }
 
@@ -235,12 +277,22 @@ func (a *maskAccum) finish() {
 }
 
 // scanMask classifies the entries of a block (first column colOffset of X) and returns their
-// counts; with keep it also builds the lists and X_o. It looks at flag between columns.
-func scanMask(x Block, colOffset int, o Options, keep bool, flag *interruptFlag) *shardMask {
+// counts; with keep it also builds the lists and X_o, and with implicit as well the lists
+// hold only the stored held-out entries (see shardMask.held). It looks at flag between
+// columns.
+func scanMask(x Block, colOffset int, o Options, keep, implicit bool, flag *interruptFlag) *shardMask {
 	m, n := x.Dims()
 	s := &shardMask{m: m, n: n, test: o.TestFraction > 0}
 	frac := o.TestFraction
 	test := frac > 0
+	var set *heldOutSet
+	if test {
+		set = newHeldOutSet(o.TestSeed, frac, m)
+		if implicit {
+			s.held = set
+			s.pat = make([]uint8, n)
+		}
+	}
 	var acc maskAccum
 	base := 0 // the position of the block's first stored value
 	switch xb := x.(type) {
@@ -267,9 +319,13 @@ func scanMask(x Block, colOffset int, o Options, keep bool, flag *interruptFlag)
 		if j%span == 0 {
 			flag.poll()
 		}
-		var r RNG
+		var hrows []int32 // the column's held-out rows
 		if test {
-			r = NewRNG(o.TestSeed, DomainHeldOut, uint64(colOffset+j))
+			p := HeldOutPattern(o.TestSeed, colOffset+j)
+			hrows = set.rows[p]
+			if s.pat != nil {
+				s.pat[j] = uint8(p)
+			}
 		}
 		acc.csq = 0
 		switch xb := x.(type) {
@@ -280,8 +336,12 @@ func scanMask(x Block, colOffset int, o Options, keep bool, flag *interruptFlag)
 				col = slices.Grow(col[:0], m)[:m]
 				widen(col, xb.Data32[j*m:(j+1)*m])
 			}
+			h := 0
 			for i, v := range col {
-				held := test && r.Float64() < frac
+				held := h < len(hrows) && int(hrows[h]) == i
+				if held {
+					h++
+				}
 				switch {
 				case v != v:
 					acc.st.Missing++
@@ -307,9 +367,20 @@ func scanMask(x Block, colOffset int, o Options, keep bool, flag *interruptFlag)
 				}
 				break
 			}
-			t := lo
-			for i := 0; i < m; i++ {
-				held := r.Float64() < frac
+			// The stored entries and the held-out rows, merged in row order.
+			t, h := lo, 0
+			for t < hi || h < len(hrows) {
+				i := m
+				if t < hi {
+					i = int(xb.RowIdx[t])
+				}
+				if h < len(hrows) {
+					i = min(i, int(hrows[h]))
+				}
+				held := h < len(hrows) && int(hrows[h]) == i
+				if held {
+					h++
+				}
 				stored := t < hi && int(xb.RowIdx[t]) == i
 				var v float64
 				q := t - base
@@ -324,7 +395,9 @@ func scanMask(x Block, colOffset int, o Options, keep bool, flag *interruptFlag)
 					dropped = true
 				case held:
 					acc.heldOut(v)
-					unobs(i, v)
+					if stored || !implicit {
+						unobs(i, v)
+					}
 					dropped = dropped || stored
 				case stored:
 					acc.observed(q, v)
@@ -462,8 +535,8 @@ func maskSlotOn(v []float64) bool { return v[1]+v[2] > 0 }
 // snapshot's first State slice, which it strips from the returned state.
 func (e *shardEnv) beginMask(resume bool, state [][]float64) [][]float64 {
 	ms := e.m.mask
-	ms.sm = scanMask(e.spec.X, e.spec.ColOffset, e.spec.Options, true, e.flag)
-	if rowView(e.spec.Algo) {
+	ms.sm = scanMask(e.spec.X, e.spec.ColOffset, e.spec.Options, true, heldImplicit(e.spec), e.flag)
+	if rowView(e.spec.Algo) && ms.sm.held == nil {
 		ms.sm.byRow()
 	}
 	if err := ms.sm.local.checkMissing(e.spec.Options); err != nil {
@@ -545,6 +618,16 @@ func heldOutSq(sm *shardMask, b, c []float64, k, lo, hi int) float64 {
 // one in its order (so that a lane's sum does not depend on how its columns are batched).
 func addHeldOutSq(s float64, sm *shardMask, b, c []float64, k, lo, hi int) float64 {
 	m := sm.m
+	if sm.held != nil {
+		for j := lo; j < hi; j++ {
+			cj := c[j*k : (j+1)*k]
+			sm.eachHeldOut(j, func(i int32, v float64) {
+				r := v - rowDot(b, int(i), m, cj)
+				s += float64(r * r)
+			})
+		}
+		return s
+	}
 	for j := lo; j < hi; j++ {
 		cj := c[j*k : (j+1)*k]
 		for t := sm.uptr[j]; t < sm.uptr[j+1]; t++ {
@@ -590,17 +673,13 @@ func heldOutOfSquaresCols(sm *shardMask, b, c []float64, k, lo, hi int) (sse, sq
 	m := sm.m
 	for j := lo; j < hi; j++ {
 		cj := c[j*k : (j+1)*k]
-		for t := sm.uptr[j]; t < sm.uptr[j+1]; t++ {
-			v := sm.uval[t]
-			if v != v {
-				continue
-			}
+		sm.eachHeldOut(j, func(i int32, v float64) {
 			x := float64(v * v)
-			y := max(rowDot(b, int(sm.urow[t]), m, cj), 0)
+			y := max(rowDot(b, int(i), m, cj), 0)
 			r := x - float64(y*y)
 			sse += float64(r * r)
 			sqNorm += float64(x * x)
-		}
+		})
 	}
 	return sse, sqNorm
 }

@@ -110,7 +110,7 @@ func TestShardMaskBytes(t *testing.T) {
 		name string
 		algo Algorithm
 	}{{"did", DID}, {"bcd", BCD}} {
-		sm := scanMask(x, 0, o, true, nil)
+		sm := scanMask(x, 0, o, true, false, nil)
 		if rowView(c.algo) {
 			sm.byRow()
 		}

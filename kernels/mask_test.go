@@ -570,8 +570,14 @@ func TestHeldOutSetIgnoresShards(t *testing.T) {
 			}
 		}
 	}
-	// HeldOut is the i-th draw of the sample's stream.
-	r := NewRNG(5, DomainHeldOut, 42)
+	// HeldOut is the i-th draw of the stream of the sample's pattern, the top byte of the
+	// first draw of the sample's pattern stream.
+	pr := NewRNG(5, DomainHeldOutPattern, 42)
+	pat := pr.Uint64() >> 56
+	if got := HeldOutPattern(5, 42); got != int(pat) {
+		t.Fatalf("HeldOutPattern(5, 42) = %d, the stream says %d", got, pat)
+	}
+	r := NewRNG(5, DomainHeldOut, pat)
 	for i := 0; i < 100; i++ {
 		if got, want := HeldOut(5, 42, i, 0.3), r.Float64() < 0.3; got != want {
 			t.Fatalf("HeldOut(5, 42, %d, 0.3) = %v, the stream says %v", i, got, want)
@@ -818,7 +824,7 @@ func TestObservedStatsMatchBlockSums(t *testing.T) {
 	}
 	nan := withNaN(d, 0.2, 4)
 	o := Options{Missing: true, TestFraction: 0.2, TestSeed: 1}
-	sm := scanMask(nan, 0, o, true, nil)
+	sm := scanMask(nan, 0, o, true, false, nil)
 	zeroed := ToDense(sm.x)
 	if st := sm.local; st.ObservedSqNorm != zeroed.SqNorm() || st.ObservedSum != zeroed.Sum() || st != ObservedStats(nan, 0, o) {
 		t.Errorf("masked sums %+v, X_o's %v %v", st, zeroed.Sum(), zeroed.SqNorm())
@@ -878,11 +884,26 @@ func TestMaskedBitsDoNotDependOnBuildFlags(t *testing.T) {
 			}
 		}
 	}
+	// DID with a held-out set and no missing values (didheld.go).
+	for _, in := range heldInputs() {
+		for _, pen := range []penaltyCase{{}, {0.02, 0.01, 0.5}} {
+			cfg := bitsConfig(DID, StopRule{MaxIter: 20})
+			cfg.K = 3
+			cfg.Options = pen.options()
+			cfg.Options.TestFraction, cfg.Options.TestSeed = o.TestFraction, o.TestSeed
+			res := mustRun(t, in.x, 3, cfg)
+			name := fmt.Sprintf("held/%s/did/p3/%v", in.name, pen)
+			got[name+"/B"] = hashFloats(res.B)
+			got[name+"/C"] = hashFloats(res.C)
+			got[name+"/test"] = hashFloats([]float64{res.TestSSE, res.Objective})
+		}
+	}
 	golden{path: maskBitsGolden, what: "masked factors", test: "TestMaskedBitsDoNotDependOnBuildFlags"}.check(t, got)
 }
 
 // TestMaskedCollectives: masked DID keeps one allreduce per iteration, of M K + M K(K+1)/2 + 2
-// values (twice the matrices and two more scalars with a test set); masked DBCD K, of 2M
+// values (twice the matrices and two more scalars with a test set; without missing values,
+// didheld.go's 2 M K + HeldOutPatterns K(K+1)/2 + 3); masked DBCD K, of 2M
 // values (4M with a test set) and the scalars of phase 0; the mask's counts come from one
 // init collective, which also gives random init its mean.
 func TestMaskedCollectives(t *testing.T) {
@@ -891,21 +912,27 @@ func TestMaskedCollectives(t *testing.T) {
 	const k, iters, p = 3, 9, 3
 	l := k * (k + 1) / 2
 	cases := []struct {
-		algo   Algorithm
-		test   float64
-		per    int
-		floats int // per shard per iteration
-		init   int
+		algo    Algorithm
+		test    float64
+		per     int
+		floats  int // per shard per iteration
+		init    int
+		missing bool
 	}{
-		{DID, 0, 1, m*k + m*l + 2, 1},
-		{DID, 0.1, 1, 2*(m*k+m*l) + 4, 1},
-		{DBCD, 0, k, k*2*m + 2, 1},
-		{DBCD, 0.1, k, k*4*m + 4, 1},
+		{DID, 0, 1, m*k + m*l + 2, 1, true},
+		{DID, 0.1, 1, 2*(m*k+m*l) + 4, 1, true},
+		{DID, 0.1, 1, 2*m*k + HeldOutPatterns*l + 3, 1, false}, // didheld.go
+		{DBCD, 0, k, k*2*m + 2, 1, true},
+		{DBCD, 0.1, k, k*4*m + 4, 1, true},
 	}
 	for _, c := range cases {
 		cfg := baseConfig(c.algo, k, StopRule{MaxIter: iters})
-		cfg.Options = Options{Missing: true, TestFraction: c.test}
-		res := mustRun(t, x, p, cfg)
+		cfg.Options = Options{Missing: c.missing, TestFraction: c.test}
+		in := x
+		if !c.missing {
+			in = heldInputs()[0].x
+		}
+		res := mustRun(t, in, p, cfg)
 		if res.Comm.PerIteration != float64(c.per) || res.Comm.InitCollectives != c.init {
 			t.Errorf("%s test=%v: %.2f collectives per iteration, %d init; want %d, %d", c.algo, c.test, res.Comm.PerIteration, res.Comm.InitCollectives, c.per, c.init)
 		}

@@ -20,7 +20,8 @@ const (
 	DomainInitC          Domain = 0x1c // random initial C, one stream per column
 	DomainSketch         Domain = 0x5d // the random test matrix of the randomized SVD (NNDSVD)
 	DomainKMeans         Domain = 0x4d // k-means++ seeding
-	DomainHeldOut        Domain = 0x7e // the held-out entries of Options.TestFraction, one stream per sample
+	DomainHeldOut        Domain = 0x7e // the held-out features of Options.TestFraction, one stream per row pattern
+	DomainHeldOutPattern Domain = 0x7f // the row pattern of each sample of a held-out set, one stream per sample
 )
 
 // RNG is a small deterministic generator (SplitMix64). The zero value is a valid generator.

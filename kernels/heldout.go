@@ -1,0 +1,76 @@
+package kernels
+
+// The held-out set of Options.TestFraction is built from row patterns: pattern l (0 <= l <
+// HeldOutPatterns) holds out feature i when the i-th uniform draw of the random stream (seed,
+// DomainHeldOut, l) is below the fraction, and sample j takes pattern HeldOutPattern(seed, j),
+// the top byte of the first draw of (seed, DomainHeldOutPattern, j). Each sample holds out
+// its pattern's features and each feature is held out of the samples of the patterns that
+// hold it: about the fraction of every row and column, as an entry-by-entry hash would, but
+// the samples of a pattern share their held-out rows, so that a fit can treat them together:
+// masked DID without missing values (didheld.go) corrects the Gram matrix of B once per
+// pattern instead of once per held-out entry and the row sums of its B step once per pattern
+// instead of once per held-out column, and keeps no list of held-out zeros. The held-out
+// blocks (a pattern's samples by its features) are Owen and Perry's bi-cross-validation
+// blocks, scattered.
+
+// HeldOutPatterns is the number of row patterns of a held-out set.
+const HeldOutPatterns = 256
+
+// HeldOutPattern returns the pattern of sample j under the test seed: a function of (seed, j)
+// alone.
+func HeldOutPattern(seed uint64, sample int) int {
+	r := NewRNG(seed, DomainHeldOutPattern, uint64(sample))
+	return int(r.Uint64() >> 56)
+}
+
+// heldOutSet is the row patterns of a held-out set over M features.
+type heldOutSet struct {
+	seed uint64
+	// rows[l] are pattern l's features, increasing.
+	rows [HeldOutPatterns][]int32
+	// of[i] are the patterns that hold feature i out, increasing.
+	ofPtr []int
+	of    []uint8
+}
+
+// newHeldOutSet draws the patterns of fraction frac over m features (M HeldOutPatterns
+// draws).
+func newHeldOutSet(seed uint64, frac float64, m int) *heldOutSet {
+	h := &heldOutSet{seed: seed, ofPtr: make([]int, m+1)}
+	for l := range h.rows {
+		r := NewRNG(seed, DomainHeldOut, uint64(l))
+		for i := 0; i < m; i++ {
+			if r.Float64() < frac {
+				h.rows[l] = append(h.rows[l], int32(i))
+				h.ofPtr[i+1]++
+			}
+		}
+	}
+	for i := 0; i < m; i++ {
+		h.ofPtr[i+1] += h.ofPtr[i]
+	}
+	h.of = make([]uint8, h.ofPtr[m])
+	next := append([]int(nil), h.ofPtr[:m]...)
+	for l := range h.rows {
+		for _, i := range h.rows[l] {
+			h.of[next[i]] = uint8(l)
+			next[i]++
+		}
+	}
+	return h
+}
+
+// patternsOf returns the patterns that hold feature i out, increasing.
+func (h *heldOutSet) patternsOf(i int) []uint8 { return h.of[h.ofPtr[i]:h.ofPtr[i+1]] }
+
+// columnRows returns the held-out features of sample j (global index), increasing.
+func (h *heldOutSet) columnRows(sample int) []int32 {
+	return h.rows[HeldOutPattern(h.seed, sample)]
+}
+
+// heldImplicit reports whether a shard keeps its held-out entries implicit (shardMask.held):
+// DID with a test set and without missing values runs didheld.go's algorithm, which needs
+// only the stored held-out entries; every other masked run keeps each unobserved entry.
+func heldImplicit(s ShardSpec) bool {
+	return s.Algo == DID && s.Options.TestFraction > 0 && !s.Options.Missing
+}
