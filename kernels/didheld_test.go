@@ -306,3 +306,45 @@ func TestHeldOutPatterns(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldOutBytes measures what a shard of DID with a held-out set keeps for it beyond X_o,
+// its mask and its work space, on sparse counts at the density (2%) and test fraction (10%)
+// of a large single-cell sweep and on a dense block, and checks that HeldOutBytes bounds it
+// (jobspec's HeldOutFootprint reserves it). Most of it is work space of a size fixed by M and
+// K (TestHeldDIDKeepsNoHeldOutZeros checks that the lists grow only with the stored held-out
+// entries).
+func TestHeldOutBytes(t *testing.T) {
+	const frac = 0.1
+	o := Options{TestFraction: frac, TestSeed: 9}
+	dense := synthDense(64, 3000, 5, 4, 0.1)
+	for _, c := range []struct {
+		name string
+		x    Block
+		k    int
+	}{
+		{"sparse K=10", sparseCounts(20000, 300, 0.02, 3), 10},
+		{"sparse K=30", sparseCounts(20000, 300, 0.02, 3), 30},
+		{"dense K=5", dense, 5},
+	} {
+		m, n := c.x.Dims()
+		stored := int64(m) * int64(n)
+		if sp, ok := c.x.(*CSC); ok {
+			stored = int64(sp.NNZ())
+		}
+		sm := scanMask(c.x, 0, o, true, true, nil)
+		mc := &Machine{mask: &maskState{sm: sm}}
+		e := newShardEnv(mc, ShardSpec{Algo: DID, X: sm.x, K: c.k, Options: o, Shards: 1, TotalCols: n})
+		d := newDIDHeld(e)
+		d.e, d.bs.e, d.sm = nil, nil, nil // the env and the mask are counted once, below
+		kept := reachableBytes(struct {
+			sm *shardMask
+			d  *didHeld
+		}{sm, d}) - reachableBytes(sm.x)
+		bound := uint64(HeldOutBytes(int64(m), int64(n), stored, c.k, frac))
+		explicit := uint64(float64(MaskEntryBytes) * frac * float64(m) * float64(n))
+		t.Logf("%s: %d bytes kept, bound %d, masked DID's lists about %d", c.name, kept, bound, explicit)
+		if kept > bound {
+			t.Errorf("%s: the shard keeps %d bytes for its held-out set, more than HeldOutBytes's %d", c.name, kept, bound)
+		}
+	}
+}

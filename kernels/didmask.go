@@ -5,7 +5,8 @@ import (
 	"slices"
 )
 
-// Masked DID (see "Missing values" in doc.go). With O the observed entries the objective is
+// Masked DID (see "Missing values" in doc.go), which runs with missing values (Options.Missing);
+// with a held-out set alone DID runs didheld.go's algorithm. With O the observed entries the objective is
 // sum over (i, j) in O of (x_ij - b_i c_j)^2, b_i row i of B and c_j column j of C. An
 // iteration of shard s makes one pass over X_o (X with zeros where it is unobserved) on the
 // Gram lane's kernels (gramlane.go), a lane of columns at a time and a batch of the lane's

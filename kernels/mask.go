@@ -134,8 +134,8 @@ func unpackMaskStats(v []float64) MaskStats {
 
 // ObservedStats returns the counts and sums of a block whose first column is sample colOffset
 // of X, under options o (TestFraction, TestSeed; NaN entries are counted as missing whether
-// or not o.Missing is set). It reads the block once and, with a test fraction, draws one hash
-// per entry, stored or not (M n_i draws).
+// or not o.Missing is set). It reads the block once and, with a test fraction, draws the
+// held-out patterns (M HeldOutPatterns draws) and one hash per sample.
 func ObservedStats(x Block, colOffset int, o Options) MaskStats {
 	return scanMask(x, colOffset, o, false, false, nil).local
 }
@@ -155,7 +155,8 @@ func ObservedErrors(objective, sqNorm float64, count int64) (relErr2, rmse float
 }
 
 // MaskEntryBytes bounds the bytes a masked shard keeps per unobserved entry (held out or
-// missing; a held-out zero of a sparse block counts like any other), whatever the algorithm:
+// missing; a held-out zero of a sparse block counts like any other), whatever the algorithm
+// (but DID without missing values: see HeldEntryBytes):
 // its column lists (a row index and a value, 12 bytes, plus up to a quarter more of slack from
 // growing them while the block is scanned), the row lists of DID and MU (12 more) and the
 // per-entry list of the algorithm's masked code (DID's column index, 4; DBCD's, BCD's and HALS's

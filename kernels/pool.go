@@ -116,16 +116,7 @@ const (
 // equal numbers of stored entries so lanes carry similar work.
 func laneBounds(x Block, k int) []int {
 	rows, cols := x.Dims()
-	lanes := (cols + minLaneCols - 1) / minLaneCols
-	if lanes > maxLanes {
-		lanes = maxLanes
-	}
-	if per := rows*k + k*k + 8; lanes*per > lanePartialBudget {
-		lanes = lanePartialBudget / per
-	}
-	if lanes < 1 {
-		lanes = 1
-	}
+	lanes := laneCount(rows, cols, k)
 	s, ok := x.(*CSC)
 	if !ok || lanes == 1 {
 		return ColumnRanges(cols, lanes)
@@ -147,4 +138,19 @@ func laneBounds(x Block, k int) []int {
 		bounds = append(bounds, cols)
 	}
 	return bounds
+}
+
+// laneCount is the number of lanes of laneBounds for a rows x cols block at rank k.
+func laneCount(rows, cols, k int) int {
+	lanes := (cols + minLaneCols - 1) / minLaneCols
+	if lanes > maxLanes {
+		lanes = maxLanes
+	}
+	if per := rows*k + k*k + 8; lanes*per > lanePartialBudget {
+		lanes = lanePartialBudget / per
+	}
+	if lanes < 1 {
+		lanes = 1
+	}
+	return lanes
 }

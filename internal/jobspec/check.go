@@ -182,23 +182,33 @@ func (s *Spec) Footprint(d *Shape) []int64 {
 	need := make([]int64, s.Shards)
 	for i := range need {
 		m, n := int64(d.Features), int64(cols[i+1]-cols[i])
-		need[i] = ShardFootprint(m, n, int64(s.Rank), d.Density(), s.Layout) + HeldOutFootprint(m, n, d.Density(), s.TestFraction, s.Layout) +
+		need[i] = ShardFootprint(m, n, int64(s.Rank), d.Density(), s.Layout) + HeldOutFootprint(s.Algo, m, n, int64(s.Rank), d.Density(), s.TestFraction, s.Layout, s.Missing) +
 			AccelFootprint(n, int64(s.Rank), s.Accel) + AlgoFootprint(s.Algo, m, n, s.Missing || s.TestFraction > 0)
 	}
 	return need
 }
 
-// HeldOutFootprint estimates the bytes a shard of m features and cols samples holds for a
-// test set of fraction frac (0: none): the held-out entries, zeros of a sparse block
-// included (at most kernels.MaskEntryBytes, 32 bytes, each, whatever the algorithm: about 30
-// for did, 24 for bcd, dbcd and hals, 27 for mu, measured by kernels' TestShardMaskBytes),
-// and the copy of the block without them that the masked fit reads. On a large sparse matrix
-// this is most of a shard's memory (10% of 200,000 x 20,000 is 12.8 GB), so placement reserves it
-// and a job that cannot have it is refused before any shard allocates it. Missing values
-// (NaN) are not counted: their number is unknown before the data is read.
-func HeldOutFootprint(m, cols int64, density, frac float64, layout matio.Layout) int64 {
+// HeldOutFootprint estimates the bytes a shard of m features and cols samples at rank k holds
+// for a test set of fraction frac (0: none), and the copy of the block without its held-out
+// entries that the masked fit reads. DID without missing values keeps only the stored
+// held-out entries and a work space fixed by m and k (kernels.HeldOutBytes, measured by
+// kernels' TestHeldOutBytes). Every other masked fit keeps every held-out entry, zeros of a
+// sparse block included, at most kernels.MaskEntryBytes (32 bytes) each (about 30 for did
+// with missing values, 24 for bcd, dbcd and hals, 27 for mu, measured by kernels'
+// TestShardMaskBytes): on a large sparse matrix that is most of a shard's memory (10% of
+// 200,000 x 20,000 is 12.8 GB), so placement reserves it and a job that cannot have it is
+// refused before any shard allocates it. Missing values (NaN) are not counted: their number
+// is unknown before the data is read.
+func HeldOutFootprint(algo kernels.Algorithm, m, cols, k int64, density, frac float64, layout matio.Layout, missing bool) int64 {
 	if !(frac > 0) {
 		return 0
+	}
+	if algo == kernels.DID && !missing {
+		stored := m * cols
+		if isSparse(density, layout) {
+			stored = int64(density * float64(m*cols))
+		}
+		return kernels.HeldOutBytes(m, cols, stored, int(k), frac) + blockBytes(m, cols, density, layout)
 	}
 	return int64(kernels.MaskEntryBytes*frac*float64(m)*float64(cols)) + blockBytes(m, cols, density, layout)
 }
@@ -235,11 +245,17 @@ func ShardFootprint(m, cols, k int64, density float64, layout matio.Layout) int6
 	return ShardOverhead + blockBytes(m, cols, density, layout) + 8*4*cols*k + 8*8*m*k + 8*4*k*k
 }
 
+// isSparse reports whether a shard's block is CSC: a density below the layout's crossing, or
+// the sparse layout.
+func isSparse(density float64, layout matio.Layout) bool {
+	sparse := layout == matio.LayoutSparse || (layout != matio.LayoutDense && density < layout.Crossing())
+	return density > 0 && density < 1 && sparse
+}
+
 // blockBytes estimates the bytes of a shard's block of X: dense, or CSC when the input's
 // density is known and the layout makes it sparse.
 func blockBytes(m, cols int64, density float64, layout matio.Layout) int64 {
-	sparse := layout == matio.LayoutSparse || (layout != matio.LayoutDense && density < layout.Crossing())
-	if density > 0 && density < 1 && sparse {
+	if isSparse(density, layout) {
 		return int64(12*density*float64(m*cols)) + 8*(cols+1)
 	}
 	return 8 * m * cols

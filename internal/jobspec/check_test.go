@@ -127,30 +127,42 @@ func TestCheckBeforeData(t *testing.T) {
 	}
 }
 
-// TestHeldOutFootprint: a test set adds its held-out entries (32 bytes each, zeros of a
-// sparse block included) and the masked copy of the block to each shard's estimate, so that
-// a cross-validated job over a large sparse matrix is placed, or refused, for what it holds.
+// TestHeldOutFootprint: a test set adds to each shard's estimate the masked copy of the block
+// and, for DID without missing values, only the stored held-out entries and a work space
+// fixed by M and K (kernels.HeldOutBytes); with missing values every held-out entry (32 bytes
+// each, zeros of a sparse block included). So a cross-validated job over a large sparse
+// matrix is placed, or refused, for what it holds.
 func TestHeldOutFootprint(t *testing.T) {
 	s := good(t)
+	s.Rank = 30
 	d := &Shape{Samples: 200000, Features: 20000, StoredEntries: 80000000}
 	plain := s.Footprint(d)
-	s.TestFraction = 0.1
-	held := s.Footprint(d)
 	cols := kernels.ColumnRanges(d.Samples, s.Shards)
-	var extra int64
-	for i := range held {
-		n := int64(cols[i+1] - cols[i])
-		x := ShardFootprint(20000, n, 0, d.Density(), s.Layout) - ShardOverhead
-		want := int64(32*0.1*20000*float64(n)) + x
-		if got := held[i] - plain[i]; got != want {
-			t.Errorf("shard %d: a test fraction of 0.1 adds %d bytes, want %d", i, got, want)
+	for _, missing := range []bool{false, true} {
+		s.TestFraction, s.Missing = 0.1, missing
+		held := s.Footprint(d)
+		var extra int64
+		for i := range held {
+			n := int64(cols[i+1] - cols[i])
+			x := ShardFootprint(20000, n, 0, d.Density(), s.Layout) - ShardOverhead
+			want := int64(32*0.1*20000*float64(n)) + x
+			if !missing {
+				want = kernels.HeldOutBytes(20000, n, int64(0.02*20000*float64(n)), 30, 0.1) + x
+			}
+			if got := held[i] - plain[i]; got != want {
+				t.Errorf("missing %v, shard %d: a test fraction of 0.1 adds %d bytes, want %d", missing, i, got, want)
+			}
+			extra += held[i] - plain[i]
 		}
-		extra += held[i] - plain[i]
+		if missing && extra < 12_800_000_000 {
+			t.Errorf("10%% of 200,000 x 20,000 held out with missing values adds %d bytes in all, want at least 12.8 GB", extra)
+		}
+		if !missing && extra > 3_000_000_000 {
+			t.Errorf("10%% of 200,000 x 20,000 held out by did adds %d bytes in all, want under 3 GB", extra)
+		}
+		t.Logf("missing %v: %.2f GB in all", missing, float64(extra)/1e9)
 	}
-	if extra < 12_800_000_000 {
-		t.Errorf("10%% of 200,000 x 20,000 held out adds %d bytes in all, want at least 12.8 GB", extra)
-	}
-	if got := HeldOutFootprint(10, 10, 1, 0, s.Layout); got != 0 {
+	if got := HeldOutFootprint(kernels.DID, 10, 10, 3, 1, 0, s.Layout, false); got != 0 {
 		t.Errorf("no test set: %d bytes, want 0", got)
 	}
 }
