@@ -950,62 +950,72 @@ func TestMaskedCollectives(t *testing.T) {
 func TestMaskedInterrupt(t *testing.T) {
 	pool := NewPool(2)
 	defer pool.Close()
-	o := Options{Missing: true, TestFraction: 0.1, TestSeed: 3}
-	for _, in := range maskInputs()[:2] {
-		for _, a := range MaskAlgorithms() {
-			p := 1
-			if info, _ := LookupAlgorithm(a); info.Distributed {
-				p = 2
-			}
-			specs := maskedSpecs(t, in.x, p, a, 3, o, nil, nil, pool)
-			ref := &checkLog{}
-			ms := newMachines(t, specs, nil)
-			ref.watch(ms[0])
-			run := newStepper(t, ms, ref)
-			for run.boundaries[2] == 0 {
-				if err := run.round(); err != nil {
-					t.Fatalf("%s/%s: uninterrupted run: %v", in.name, a, err)
+	cases := []struct {
+		inputs []maskInput
+		algos  []Algorithm
+		o      Options
+	}{
+		{maskInputs()[:2], MaskAlgorithms(), Options{Missing: true, TestFraction: 0.1, TestSeed: 3}},
+		{heldInputs()[:2], []Algorithm{DID}, Options{TestFraction: 0.1, TestSeed: 3}}, // didheld.go
+	}
+	for _, c := range cases {
+		o := c.o
+		for _, in := range c.inputs {
+			for _, a := range c.algos {
+				p := 1
+				if info, _ := LookupAlgorithm(a); info.Distributed {
+					p = 2
 				}
-			}
-			plain := mustRun(t, in.x, p, Config{Algo: a, K: 3, Seed: 3, Init: InitSpec{Method: InitRandom}, Options: o, Stop: StopRule{MaxIter: 2}})
-			if !sameBits(plain.B, ms[0].Basis()) {
-				t.Errorf("%s/%s: looking at every column changed the bits", in.name, a)
-			}
-			tried := 0
-			for i := range run.ends {
-				lo, hi := int64(0), run.ends[i]
-				if i > 0 {
-					lo = run.ends[i-1]
-				}
-				if hi-lo < 4 {
-					continue
-				}
-				tried++
-				target := lo + (hi-lo)/2
-				log := &checkLog{target: target}
+				specs := maskedSpecs(t, in.x, p, a, 3, o, nil, nil, pool)
+				ref := &checkLog{}
 				ms := newMachines(t, specs, nil)
-				log.watch(ms[0])
-				for _, m := range ms[1:] {
-					m.intr.work = 1
+				ref.watch(ms[0])
+				run := newStepper(t, ms, ref)
+				for run.boundaries[2] == 0 {
+					if err := run.round(); err != nil {
+						t.Fatalf("%s/%s: uninterrupted run: %v", in.name, a, err)
+					}
 				}
-				st := newStepper(t, ms, log)
-				var err error
-				for err == nil && st.boundaries[2] == 0 {
-					err = st.round()
+				plain := mustRun(t, in.x, p, Config{Algo: a, K: 3, Seed: 3, Init: InitSpec{Method: InitRandom}, Options: o, Stop: StopRule{MaxIter: 2}})
+				if !sameBits(plain.B, ms[0].Basis()) {
+					t.Errorf("%s/%s: looking at every column changed the bits", in.name, a)
 				}
-				name := fmt.Sprintf("%s/%s interrupted at look %d of step %d", in.name, a, target, i)
-				if !errors.Is(err, ErrInterrupted) {
-					t.Errorf("%s: %v, want ErrInterrupted", name, err)
-					continue
+				tried := 0
+				for i := range run.ends {
+					lo, hi := int64(0), run.ends[i]
+					if i > 0 {
+						lo = run.ends[i-1]
+					}
+					if hi-lo < 4 {
+						continue
+					}
+					tried++
+					target := lo + (hi-lo)/2
+					log := &checkLog{target: target}
+					ms := newMachines(t, specs, nil)
+					log.watch(ms[0])
+					for _, m := range ms[1:] {
+						m.intr.work = 1
+					}
+					st := newStepper(t, ms, log)
+					var err error
+					for err == nil && st.boundaries[2] == 0 {
+						err = st.round()
+					}
+					name := fmt.Sprintf("%s/%s interrupted at look %d of step %d", in.name, a, target, i)
+					if !errors.Is(err, ErrInterrupted) {
+						t.Errorf("%s: %v, want ErrInterrupted", name, err)
+						continue
+					}
+					if after := log.after.Load(); after > 2*maxLanes+2 || log.count.Load() >= hi {
+						t.Errorf("%s (%s): %d looks found the interrupt, %d in all; the step made %d", name, log.where, after, log.count.Load(), hi)
+					}
 				}
-				if after := log.after.Load(); after > 2*maxLanes+2 || log.count.Load() >= hi {
-					t.Errorf("%s (%s): %d looks found the interrupt, %d in all; the step made %d", name, log.where, after, log.count.Load(), hi)
+				if tried < 3 {
+					t.Errorf("%s/%s: only %d steps to interrupt", in.name, a, tried)
 				}
+				t.Logf("%s/%s: interrupted %d steps", in.name, a, tried)
 			}
-			if tried < 3 {
-				t.Errorf("%s/%s: only %d steps to interrupt", in.name, a, tried)
-			}
-			t.Logf("%s/%s: interrupted %d steps", in.name, a, tried)
 		}
 	}
 }
