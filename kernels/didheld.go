@@ -85,6 +85,7 @@ type didHeld struct {
 	pneg, pinv []float64
 	ps, po     []float64 // S_l, and G_l when summed directly (packed)
 	patFn      func(int)
+	patLanes   []int // the used patterns in lanes
 	lane       []*didHeldLane
 	laneFn     func(int)
 	rowLanes   []int
@@ -93,18 +94,21 @@ type didHeld struct {
 	rowQuad    []float64 // b_i^T V_i b_i
 	rowT       []float64 // b_i^T Vt_i b_i - 2 b_i.At_i
 	rowScratch [][]float64
-	l1, l2     float64
-	pen        penalty
-	direct     bool
-	first      bool // iteration 1: sum the initial factors' objective and held-out error
-	cExtra     int
-	eps2       float64
-	sqXo       float64
-	lay        didHeldLayout
-	partial    []float64
-	sum        []float64
-	v          []float64 // V = sum_l V_l (packed)
-	bs         *didMasked
+	// patSpan and rowSpan are the rows a pattern's Gram matrix and a row lane go between two
+	// looks at the interrupt flag.
+	patSpan, rowSpan int
+	l1, l2           float64
+	pen              penalty
+	direct           bool
+	first            bool // iteration 1: sum the initial factors' objective and held-out error
+	cExtra           int
+	eps2             float64
+	sqXo             float64
+	lay              didHeldLayout
+	partial          []float64
+	sum              []float64
+	v                []float64 // V = sum_l V_l (packed)
+	bs               *didMasked
 }
 
 // didHeldLayout places the parts of the payload.
@@ -132,7 +136,7 @@ func newDIDHeld(e *shardEnv) *didHeld {
 	kp, ll := paddedK(k), lowerLen(k)
 	pen := e.penalty()
 	d := &didHeld{e: e, sm: sm, m: m, n: n, k: k, kp: kp, ll: ll, pool: e.spec.Pool,
-		lanes: laneBounds(sm.x, k), g: make([]float64, k*k), bp: make([]float64, colsRows(m)*kp),
+		lanes: laneBoundsOf(sm.x, heldLaneCount(m, n, k)), g: make([]float64, k*k), bp: make([]float64, colsRows(m)*kp),
 		brow: make([]float64, m*k), l1: pen.l1C, l2: pen.l2C, pen: pen,
 		direct: e.spec.Form == FormResidual, cExtra: e.spec.Accel.cExtra(), eps2: e.spec.Accel.eps2(),
 		rowLanes: rowLaneBounds(m), rowQuad: make([]float64, m), rowT: make([]float64, m),
@@ -186,9 +190,13 @@ func newDIDHeld(e *shardEnv) *didHeld {
 	for l := range d.rowScratch {
 		d.rowScratch[l] = make([]float64, 2*k*k+ll)
 	}
+	d.patSpan = e.flag.span(ll, 1)
+	d.rowSpan = e.flag.span((len(sm.held.of)/max(m, 1)+2)*ll+k*k, 1)
 	d.bs = newMaskedBUpdate(e, false)
+	d.bs.lay.a = d.lay.a // the B update reads A from the payload, the V_i from vrows
 	d.bs.vrows = make([]float64, m*ll)
-	d.patFn, d.laneFn, d.rowFn, d.testFn = d.patternForm, d.colLane, d.rowLane, d.testLane
+	d.patLanes = ColumnRanges(len(d.used), max(1, min(len(d.used), maxLanes)))
+	d.patFn, d.laneFn, d.rowFn, d.testFn = d.patternLane, d.colLane, d.rowLane, d.testLane
 	return d
 }
 
@@ -248,7 +256,7 @@ func (d *didHeld) cStep() {
 	gramCols(b, m, k, d.g, flag)
 	packRows(d.bp, b, m, k)
 	transpose(d.brow, b, m, k)
-	d.pool.Run(len(d.used), d.patFn)
+	d.pool.Run(len(d.patLanes)-1, d.patFn)
 	flag.poll()
 	d.pool.Run(len(d.lane), d.laneFn)
 	flag.poll()
@@ -277,14 +285,28 @@ func (d *didHeld) cStep() {
 	}
 }
 
-// patternForm forms the update's form of the u-th used pattern (step 1).
-func (d *didHeld) patternForm(u int) {
+// patternLane forms the update's forms of the used patterns of lane l (step 1).
+func (d *didHeld) patternLane(l int) {
+	for u := d.patLanes[l]; u < d.patLanes[l+1]; u++ {
+		if !d.patternForm(u) {
+			return
+		}
+	}
+}
+
+// patternForm forms the update's form of the u-th used pattern (step 1); false when the
+// machine was interrupted meanwhile.
+func (d *didHeld) patternForm(u int) bool {
 	l := d.used[u]
 	k, kk, ll := d.k, d.k*d.k, d.ll
 	rows := d.sm.held.rows[l]
 	s := d.ps[l*ll : (l+1)*ll]
 	clear64(s)
-	for _, i := range rows {
+	flag := d.e.flag
+	for t, i := range rows {
+		if t%d.patSpan == 0 && flag.stopped() {
+			return false
+		}
 		addOuterFMA(s, d.brow[int(i)*k:(int(i)+1)*k])
 	}
 	gneg, ginv := d.pneg[l*kk:(l+1)*kk], d.pinv[l*k:(l+1)*k]
@@ -308,6 +330,9 @@ func (d *didHeld) patternForm(u int) {
 		clear64(o)
 		t := 0
 		for i := 0; i < d.m; i++ {
+			if i%d.patSpan == 0 && flag.stopped() {
+				return false
+			}
 			if t < len(rows) && int(rows[t]) == i {
 				t++
 				continue
@@ -323,6 +348,7 @@ func (d *didHeld) patternForm(u int) {
 		}
 	}
 	updateForm(gneg, ginv, d.l2)
+	return true
 }
 
 // colLane runs step 2 on column lane l.
@@ -563,7 +589,11 @@ func (d *didHeld) rowLane(l int) {
 	sc := d.rowScratch[l]
 	vi, bi := sc[:k*k], sc[k*k:k*k+k]
 	out := d.bs.vrows
+	flag := d.e.flag
 	for i := d.rowLanes[l]; i < d.rowLanes[l+1]; i++ {
+		if (i-d.rowLanes[l])%d.rowSpan == 0 && flag.stopped() {
+			return
+		}
 		dst := out[i*ll : (i+1)*ll]
 		pats := set.patternsOf(i)
 		direct := 2*len(pats) > HeldOutPatterns
@@ -625,7 +655,11 @@ func (d *didHeld) testLane(l int) {
 	at := d.sum[d.lay.at : d.lay.at+m*k]
 	sc := d.rowScratch[l]
 	bi, vt := sc[k*k:k*k+k], sc[k*k+k:k*k+k+ll]
+	flag := d.e.flag
 	for i := d.rowLanes[l]; i < d.rowLanes[l+1]; i++ {
+		if (i-d.rowLanes[l])%d.rowSpan == 0 && flag.stopped() {
+			return
+		}
 		for p := range bi {
 			bi[p] = d.e.B[p*m+i]
 		}
@@ -641,4 +675,16 @@ func (d *didHeld) testLane(l int) {
 		}
 		d.rowT[i] = d.packedQuad(vt, bi) - float64(2*a)
 	}
+}
+
+// heldLaneCount is the number of column lanes of didHeld: laneCount's, and fewer when the
+// lanes' partial sums (A in two layouts, At and the patterns' triangles) would exceed
+// lanePartialBudget floats in total.
+func heldLaneCount(m, n, k int) int {
+	lanes := laneCount(m, n, k)
+	per := 2*m*k + m*paddedK(k) + HeldOutPatterns*lowerLen(k)
+	if lanes*per > lanePartialBudget {
+		lanes = max(1, lanePartialBudget/per)
+	}
+	return lanes
 }

@@ -85,15 +85,17 @@ const HeldEntryBytes = 15
 // block, rank k, test fraction frac) keeps for its held-out set beyond X_o, the block without
 // its held-out entries: the stored held-out entries (HeldEntryBytes each), the patterns (4
 // bytes per held-out feature of a pattern, 1 per pattern of a feature, 8 per feature), 17
-// bytes per sample (its pattern, column pointer and squared norm), and didheld.go's work space: per column lane A in two layouts, At and the
-// patterns' C C^T; the B update's V_i; the patterns' update forms; and the payload and its
-// sum. TestHeldOutBytes measures it.
+// bytes per sample (its pattern, column pointer and squared norm), and didheld.go's work
+// space: per column lane A in two layouts, At, the patterns' C C^T and the residual form's
+// scratch; the B update's V_i and its accelerated sweeps' rows; the patterns' update forms;
+// and the payload and its sum. TestHeldOutBytes measures it, with and without the options
+// that add to it.
 func HeldOutBytes(m, cols, stored int64, k int, frac float64) int64 {
 	kk, kp := int64(k), int64(paddedK(k))
 	ll := kk * (kk + 1) / 2
-	lanes := int64(laneCount(int(m), int(cols), k))
+	lanes := int64(heldLaneCount(int(m), int(cols), k))
 	entries := int64(HeldEntryBytes*frac*float64(stored)) + int64(5*frac*float64(m)*HeldOutPatterns) + 8*(m+1) + 17*(cols+1)
-	work := lanes*(2*m*kk+m*kp+HeldOutPatterns*ll+2*gramBatchCols*kp+gramBatchCols*kk+kk*kp) + m*ll +
+	work := lanes*(2*m*kk+m*kp+HeldOutPatterns*ll+2*gramBatchCols*kp+gramBatchCols*kk+kk*kp+m) + m*ll + 4*m*kk + m +
 		HeldOutPatterns*(kk*kk+kk+2*ll) + 2*(2*m*kk+HeldOutPatterns*ll+8) + 3*m*kk + 4*m
 	return entries + 8*work
 }

@@ -119,8 +119,14 @@ func (s MaskStats) checkMissing(o Options) error {
 }
 
 // maskSlotLen is the length of a masked machine's first Snapshot.State slice: the global
-// MaskStats (6 values) and the held-out error of the initial factors.
-const maskSlotLen = 7
+// MaskStats (6 values), the held-out error of the initial factors and heldOutScheme.
+const maskSlotLen = 8
+
+// heldOutScheme names how held-out sets are drawn: 2, row patterns (heldout.go); before it,
+// entry by entry. A snapshot records it and the shards' "init.mask" allreduce sums it, so
+// that a snapshot of the other scheme, or a shard running it, is refused instead of fitting
+// with a held-out set that is not the one the totals describe.
+const heldOutScheme = 2
 
 func (s MaskStats) pack(dst []float64) {
 	dst[0], dst[1], dst[2] = float64(s.Observed), float64(s.Missing), float64(s.Test)
@@ -525,6 +531,7 @@ func (ms *maskState) slot() []float64 {
 	v := make([]float64, maskSlotLen)
 	ms.totals.pack(v)
 	v[6] = ms.initialTest
+	v[7] = heldOutScheme
 	return v
 }
 
@@ -536,6 +543,12 @@ func maskSlotOn(v []float64) bool { return v[1]+v[2] > 0 }
 // snapshot's first State slice, which it strips from the returned state.
 func (e *shardEnv) beginMask(resume bool, state [][]float64) [][]float64 {
 	ms := e.m.mask
+	if sp, ok := e.spec.X.(*CSC); ok && e.spec.Options.TestFraction > 0 {
+		// The scan merges each column's rows with its held-out rows: they must increase.
+		if err := sp.Validate(); err != nil {
+			panic(fmt.Errorf("cannot hold entries of shard %d's sparse block out: %w", e.spec.Shard, err))
+		}
+	}
 	ms.sm = scanMask(e.spec.X, e.spec.ColOffset, e.spec.Options, true, heldImplicit(e.spec), e.flag)
 	if rowView(e.spec.Algo) && ms.sm.held == nil {
 		ms.sm.byRow()
@@ -548,9 +561,14 @@ func (e *shardEnv) beginMask(resume bool, state [][]float64) [][]float64 {
 		ms.initialTest = state[0][6]
 		state = state[1:]
 	} else {
-		local := make([]float64, 6)
+		local := make([]float64, 7)
 		ms.sm.local.pack(local)
-		ms.totals = unpackMaskStats(e.allReduce("init.mask", 0, local))
+		local[6] = heldOutScheme
+		sum := e.allReduce("init.mask", 0, local)
+		if want := float64(heldOutScheme * e.spec.Shards); sum[6] != want {
+			panic(fmt.Errorf("the shards draw held-out sets by different schemes (sum %v, want %v): every node must run the same version of didnmf", sum[6], want))
+		}
+		ms.totals = unpackMaskStats(sum)
 	}
 	ms.on = ms.totals.Unobserved() > 0
 	if ms.on && ms.totals.Observed == 0 {

@@ -116,7 +116,12 @@ const (
 // equal numbers of stored entries so lanes carry similar work.
 func laneBounds(x Block, k int) []int {
 	rows, cols := x.Dims()
-	lanes := laneCount(rows, cols, k)
+	return laneBoundsOf(x, laneCount(rows, cols, k))
+}
+
+// laneBoundsOf cuts a block into the given number of lanes, as laneBounds does.
+func laneBoundsOf(x Block, lanes int) []int {
+	_, cols := x.Dims()
 	s, ok := x.(*CSC)
 	if !ok || lanes == 1 {
 		return ColumnRanges(cols, lanes)

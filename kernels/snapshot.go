@@ -85,7 +85,13 @@ func (s *ShardSpec) validateResume(info AlgorithmInfo) error {
 		// the rest is the masked code's state when X has unobserved entries, the unmasked
 		// code's otherwise.
 		if len(r.State) < 1 || len(r.State[0]) != maskSlotLen {
+			if len(r.State) >= 1 && len(r.State[0]) == maskSlotLen-1 {
+				return fmt.Errorf("resume: the snapshot's held-out set was drawn entry by entry, by an older version of didnmf; this one draws row patterns, so the run cannot go on from it: start the job again")
+			}
 			return fmt.Errorf("resume: a snapshot of a run with %s starts its state with the %d mask totals", s.Options.maskWhat(), maskSlotLen)
+		}
+		if v := r.State[0][maskSlotLen-1]; v != heldOutScheme {
+			return fmt.Errorf("resume: the snapshot's held-out set was drawn by scheme %v, this version draws scheme %d (row patterns): start the job again", v, heldOutScheme)
 		}
 		slots = append(slots, stateSlot{"mask totals", maskSlotLen})
 		if maskSlotOn(r.State[0]) {
