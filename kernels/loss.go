@@ -143,8 +143,8 @@ func (l Loss) CheckData(x Block, colOffset int) error { return l.checkData(x, co
 // CheckObserved is CheckData for a run with options o: with a mask (o.Masked) it checks only
 // the entries the fit sees, so that a missing entry (NaN, with o.Missing) or a held-out one
 // (HeldOut, with o.TestFraction), stored or not, may hold anything; without a mask it is
-// CheckData. colOffset is the block's first column in X. It draws one hash per entry of the
-// block when o holds entries out.
+// CheckData. colOffset is the block's first column in X. It draws two hashes per entry of
+// the block when o holds entries out.
 func (l Loss) CheckObserved(x Block, colOffset int, o Options) error {
 	if !o.Masked() {
 		return l.CheckData(x, colOffset)

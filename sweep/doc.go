@@ -53,8 +53,10 @@
 //
 // # Cross-validation: folds
 //
-// With a test set, each run holds out a hashed "speckled" share of the entries (kernels'
-// held-out set, RcppML's scheme): the fit treats them as missing and the run reports its
+// With a test set, each run holds out a hashed share of the entries (kernels' held-out set:
+// each sample holds out the features of one of 256 row patterns, a scatter of
+// bi-cross-validation blocks; RcppML's speckled masks draw each entry alone): the fit treats
+// them as missing and the run reports its
 // relative error on them, TestRelErr2. One held-out set is one sample of the test error: the
 // seeds' spread on it is the optimizer's, not the test error's, and a rule that takes it for
 // the test error's standard error picks whatever rank the last digits favour (the issue's

@@ -251,7 +251,7 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.alphaBasis, "alpha-basis", "same", "L1/L2 penalty on basis, scikit-learn's alpha_H (scaled by the number of samples): a number, or same as --alpha-coef, as scikit-learn's default")
 	fs.Var(&f.loss, "loss", "the divergence to minimise, scikit-learn's beta_loss: frobenius, kl (Kullback-Leibler: counts), is (Itakura-Saito: spectra, X > 0), or a number beta; all but frobenius need --algo mu (default frobenius)")
 	fs.StringVar(&f.missing, "missing", "", "nan: read NaN entries as not observed (missing values, fitted around: did, dbcd, bcd, hals, and mu with every --loss) instead of refusing them")
-	fs.Float64Var(&f.testFraction, "test-fraction", 0, "hold this `FRACTION` of the entries out of the fit (chosen by a hash of --test-seed, sample and feature, so the same whatever the sharding) and report their error every iteration: RcppML's cross-validation of the rank (did, dbcd, bcd, hals, mu)")
+	fs.Float64Var(&f.testFraction, "test-fraction", 0, "hold this `FRACTION` of the entries out of the fit (each sample holds out the features of one of 256 row patterns chosen by a hash of --test-seed and the sample, so the same whatever the sharding) and report their error every iteration: RcppML's cross-validation of the rank (did, dbcd, bcd, hals, mu)")
 	fs.StringVar(&f.transform, "transform", "none", "what the job fits: none (the input's values) or sqrt (their square roots, for counts, whose noise grows with "+
 		"their mean: the factors, train errors and objective are then of sqrt(X), and a held-out error is the model's square's against X); applied by "+
 		"whoever reads the input: this process, or the nodes of --nodes or --cluster")
