@@ -1115,8 +1115,9 @@ type JobSpec struct {
 	Loss Loss    `protobuf:"varint,35,opt,name=loss,proto3,enum=didnmf.Loss" json:"loss,omitempty"`
 	Beta float64 `protobuf:"fixed64,36,opt,name=beta,proto3" json:"beta,omitempty"`
 	// Missing: NaN entries of X are not observed (a mask) instead of an error. Test fraction:
-	// the share of entries held out of the fit, chosen by a hash of (test_seed, sample,
-	// feature), whose error is reported each iteration. Both need did, dbcd, bcd or hals.
+	// the share of entries held out of the fit, the features of each sample's row pattern
+	// (kernels.HeldOut: a hash of test_seed and the sample picks one of 256 patterns), whose
+	// error is reported each iteration. Both need did, dbcd, bcd, hals or mu.
 	Missing      bool    `protobuf:"varint,37,opt,name=missing,proto3" json:"missing,omitempty"`
 	TestFraction float64 `protobuf:"fixed64,38,opt,name=test_fraction,json=testFraction,proto3" json:"test_fraction,omitempty"`
 	TestSeed     uint64  `protobuf:"varint,39,opt,name=test_seed,json=testSeed,proto3" json:"test_seed,omitempty"`

@@ -82,8 +82,9 @@ type Spec struct {
 	// beta loss, which needs algorithm mu).
 	Loss kernels.Loss
 	// Missing makes NaN entries of X missing values (a mask) instead of an error;
-	// TestFraction holds that share of the entries out of the fit, chosen by a hash of
-	// (TestSeed, sample, feature), and reports their error (see kernels.Options).
+	// TestFraction holds that share of the entries out of the fit, the features of each
+	// sample's row pattern (kernels.HeldOut, seeded by TestSeed), and reports their error (see
+	// kernels.Options).
 	Missing      bool
 	TestFraction float64
 	TestSeed     uint64
