@@ -364,52 +364,17 @@ func (d *didHeld) colLane(l int) {
 	clear64(ls.at)
 	ls.post, ls.prev, ls.prevT = 0, 0, 0
 	x := d.sm.x
-	dn, _ := x.(*Dense)
-	sp, sparse := x.(*CSC)
 	c, kern, sm := d.e.C, d.kern, d.sm
-	tail := colsTailMask(m)
+	bt := maskedBatch{kern: kern, x: x, useCols: d.useCols}
 	for j0, hi := d.lanes[l], d.lanes[l+1]; j0 < hi; {
 		if flag.stopped() {
 			return
 		}
-		var j1 int
-		if d.useCols {
-			j1 = min(j0+d.colsStep, hi, j0+d.span)
-		} else {
-			j1 = batchEnd(x, j0, min(j0+gramBatchCols, hi, j0+d.span))
-		}
+		j1 := maskedBatchEnd(x, d.useCols, d.colsStep, d.span, j0, hi)
 		nb := j1 - j0
 		h, cs := ls.h[:nb*kp], ls.cs[:nb*kp]
-		var xd, vals []float64
-		var colptr []int
-		var rows []int32
-		switch {
-		case d.useCols:
-			ng := nb / 8
-			if dn.Data != nil {
-				xb := dn.Data[j0*m : j1*m]
-				if ng > 0 {
-					kern.cols.dots64(d.bp, xb, m, k, kp, ng, tail, h[:ng*8*kp])
-				}
-				if ng*8 < nb {
-					kern.dotsDense(d.bp, xb[ng*8*m:], m, kp, nb-ng*8, h[ng*8*kp:])
-				}
-			} else {
-				if ng > 0 {
-					kern.cols.dots32(d.bp, dn.Data32[j0*m:(j0+ng*8)*m], m, k, kp, ng, tail, h[:ng*8*kp])
-				}
-				if ng*8 < nb {
-					xt := denseBatch(dn, j0+ng*8, j1, &ls.ws.vals)
-					kern.dotsDense(d.bp, xt, m, kp, nb-ng*8, h[ng*8*kp:])
-				}
-			}
-		case sparse:
-			colptr, rows, vals = sparseBatch(sp, j0, j1, &ls.ws.cp, &ls.ws.vals)
-			kern.dotsSparse(d.bp, kp, colptr, rows, vals, h)
-		default:
-			xd = denseBatch(dn, j0, j1, &ls.ws.vals)
-			kern.dotsDense(d.bp, xd, m, kp, nb, h)
-		}
+		bt.j0, bt.j1 = j0, j1
+		bt.dots(d.bp, m, k, kp, &ls.ws, h)
 		if d.first && !d.direct {
 			// The initial factors' objective: ||x_o,j||^2 - 2 h_j.c_j + c_j^T G_l c_j.
 			for u := 0; u < nb; u++ {
@@ -462,18 +427,7 @@ func (d *didHeld) colLane(l int) {
 		if d.big && flag.stopped() {
 			return
 		}
-		switch {
-		case d.useCols:
-			if dn.Data != nil {
-				kern.cols.acc64(dn.Data[j0*m:j1*m], m, k, kp, nb, tail, cs, ls.a)
-			} else {
-				kern.cols.acc32(dn.Data32[j0*m:j1*m], m, k, kp, nb, tail, cs, ls.a)
-			}
-		case sparse:
-			kern.accSparse(k, kp, colptr, rows, vals, cs, ls.arow, ls.v)
-		default:
-			kern.accDense(xd, m, k, kp, nb, cs, ls.arow, ls.v)
-		}
+		bt.acc(m, k, kp, cs, ls.a, ls.arow, ls.v, false)
 		j0 = j1
 	}
 	if !d.useCols {

@@ -601,53 +601,18 @@ func (d *didMasked) colLane(l int) {
 	}
 	ls.pt, ls.post = [4]float64{}, 0
 	x := d.sm.x
-	dn, _ := x.(*Dense)
-	sp, sparse := x.(*CSC)
 	c, uptr, kern := d.e.C, d.sm.uptr, d.kern
-	tail := colsTailMask(m)
 	mpos, _ := slices.BinarySearch(d.mcols, int32(d.lanes[l])) // the lane's first column with unobserved entries
+	bt := maskedBatch{kern: kern, x: x, useCols: d.useCols}
 	for j0, hi := d.lanes[l], d.lanes[l+1]; j0 < hi; {
 		if flag.stopped() {
 			return
 		}
-		var j1 int
-		if d.useCols {
-			j1 = min(j0+d.colsStep, hi, j0+d.span)
-		} else {
-			j1 = batchEnd(x, j0, min(j0+gramBatchCols, hi, j0+d.span))
-		}
+		j1 := maskedBatchEnd(x, d.useCols, d.colsStep, d.span, j0, hi)
 		nb := j1 - j0
 		h, cs := ls.h[:nb*kp], ls.cs[:nb*kp]
-		var xd, vals []float64
-		var colptr []int
-		var rows []int32
-		switch {
-		case d.useCols:
-			ng := nb / 8
-			if dn.Data != nil {
-				xb := dn.Data[j0*m : j1*m]
-				if ng > 0 {
-					kern.cols.dots64(d.bp, xb, m, k, kp, ng, tail, h[:ng*8*kp])
-				}
-				if ng*8 < nb {
-					kern.dotsDense(d.bp, xb[ng*8*m:], m, kp, nb-ng*8, h[ng*8*kp:])
-				}
-			} else {
-				if ng > 0 {
-					kern.cols.dots32(d.bp, dn.Data32[j0*m:(j0+ng*8)*m], m, k, kp, ng, tail, h[:ng*8*kp])
-				}
-				if ng*8 < nb {
-					xt := denseBatch(dn, j0+ng*8, j1, &ls.ws.vals)
-					kern.dotsDense(d.bp, xt, m, kp, nb-ng*8, h[ng*8*kp:])
-				}
-			}
-		case sparse:
-			colptr, rows, vals = sparseBatch(sp, j0, j1, &ls.ws.cp, &ls.ws.vals)
-			kern.dotsSparse(d.bp, kp, colptr, rows, vals, h)
-		default:
-			xd = denseBatch(dn, j0, j1, &ls.ws.vals)
-			kern.dotsDense(d.bp, xd, m, kp, nb, h)
-		}
+		bt.j0, bt.j1 = j0, j1
+		bt.dots(d.bp, m, k, kp, &ls.ws, h)
 		subtractL1(h, d.l1, k, kp, nb)
 		if d.big && flag.stopped() {
 			return
@@ -711,19 +676,7 @@ func (d *didMasked) colLane(l int) {
 		if d.big && flag.stopped() {
 			return
 		}
-		switch {
-		case d.useCols:
-			if dn.Data != nil {
-				kern.cols.acc64(dn.Data[j0*m:j1*m], m, k, kp, nb, tail, cs, ls.a)
-			} else {
-				kern.cols.acc32(dn.Data32[j0*m:j1*m], m, k, kp, nb, tail, cs, ls.a)
-			}
-			kern.accV(cs, k, kp, nb, ls.v)
-		case sparse:
-			kern.accSparse(k, kp, colptr, rows, vals, cs, ls.arow, ls.v)
-		default:
-			kern.accDense(xd, m, k, kp, nb, cs, ls.arow, ls.v)
-		}
+		bt.acc(m, k, kp, cs, ls.a, ls.arow, ls.v, true)
 		j0 = j1
 	}
 	if !d.useCols {
@@ -1598,5 +1551,88 @@ func (d *didMasked) bDoneLane(l int) {
 			d.rowV(vi, i)
 			d.rowDone(i, vi, vt, d.bCur[i*k:(i+1)*k], d.bW[i*k:(i+1)*k], d.bDB[i*k:(i+1)*k])
 		}
+	}
+}
+
+// maskedBatch is a batch of columns [j0, j1) of a masked DID lane's block as the Gram lane's
+// kernels read it (masked DID's and didHeld's lanes share it).
+type maskedBatch struct {
+	kern    *gramKernels
+	x       Block
+	useCols bool
+	j0, j1  int
+	xd      []float64 // the dense batch (dense, without the column-lane kernels)
+	colptr  []int     // the sparse batch
+	rows    []int32
+	vals    []float64
+}
+
+// maskedBatchEnd returns the end of the batch that starts at column j0 of a lane ending at hi.
+func maskedBatchEnd(x Block, useCols bool, colsStep, span, j0, hi int) int {
+	if useCols {
+		return min(j0+colsStep, hi, j0+span)
+	}
+	return batchEnd(x, j0, min(j0+gramBatchCols, hi, j0+span))
+}
+
+// dots runs step 1 of the Gram lane on the batch: h (Kp per column) = B^T x_j, bp B in rows
+// of Kp.
+func (b *maskedBatch) dots(bp []float64, m, k, kp int, ws *widening, h []float64) {
+	kern, j0, j1 := b.kern, b.j0, b.j1
+	nb := j1 - j0
+	dn, _ := b.x.(*Dense)
+	b.xd, b.colptr, b.rows, b.vals = nil, nil, nil, nil
+	switch sp, sparse := b.x.(*CSC); {
+	case b.useCols:
+		tail := colsTailMask(m)
+		ng := nb / 8
+		if dn.Data != nil {
+			xb := dn.Data[j0*m : j1*m]
+			if ng > 0 {
+				kern.cols.dots64(bp, xb, m, k, kp, ng, tail, h[:ng*8*kp])
+			}
+			if ng*8 < nb {
+				kern.dotsDense(bp, xb[ng*8*m:], m, kp, nb-ng*8, h[ng*8*kp:])
+			}
+		} else {
+			if ng > 0 {
+				kern.cols.dots32(bp, dn.Data32[j0*m:(j0+ng*8)*m], m, k, kp, ng, tail, h[:ng*8*kp])
+			}
+			if ng*8 < nb {
+				xt := denseBatch(dn, j0+ng*8, j1, &ws.vals)
+				kern.dotsDense(bp, xt, m, kp, nb-ng*8, h[ng*8*kp:])
+			}
+		}
+	case sparse:
+		b.colptr, b.rows, b.vals = sparseBatch(sp, j0, j1, &ws.cp, &ws.vals)
+		kern.dotsSparse(bp, kp, b.colptr, b.rows, b.vals, h)
+	default:
+		b.xd = denseBatch(dn, j0, j1, &ws.vals)
+		kern.dotsDense(bp, b.xd, m, kp, nb, h)
+	}
+}
+
+// acc runs steps 3 and 4 of the Gram lane on the batch's updated coefficients cs: A = X C^T
+// into a (column-major, the column-lane kernels') or arow (rows of Kp), and C C^T into v,
+// which the column-lane kernels form only with withV.
+func (b *maskedBatch) acc(m, k, kp int, cs, a, arow, v []float64, withV bool) {
+	kern, j0, j1 := b.kern, b.j0, b.j1
+	nb := j1 - j0
+	switch {
+	case b.useCols:
+		dn := b.x.(*Dense)
+		tail := colsTailMask(m)
+		if dn.Data != nil {
+			kern.cols.acc64(dn.Data[j0*m:j1*m], m, k, kp, nb, tail, cs, a)
+		} else {
+			kern.cols.acc32(dn.Data32[j0*m:j1*m], m, k, kp, nb, tail, cs, a)
+		}
+		if withV {
+			kern.accV(cs, k, kp, nb, v)
+		}
+	case b.colptr != nil:
+		kern.accSparse(k, kp, b.colptr, b.rows, b.vals, cs, arow, v)
+	default:
+		kern.accDense(b.xd, m, k, kp, nb, cs, arow, v)
 	}
 }
