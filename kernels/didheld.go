@@ -517,17 +517,8 @@ func (d *didHeld) reducedRows() float64 {
 	if d.direct {
 		return d.sum[d.lay.sq]
 	}
-	m, k, b := d.m, d.k, d.e.B
-	a := d.sum[d.lay.a : d.lay.a+m*k]
-	var cross float64
-	for p := 0; p < k; p++ {
-		var t float64
-		ap := a[p*m : (p+1)*m]
-		for i, bv := range b[p*m : (p+1)*m] {
-			t += float64(bv * ap[i])
-		}
-		cross += t
-	}
+	m, k := d.m, d.k
+	cross := basisCross(d.e.B, d.sum[d.lay.a:d.lay.a+m*k], m, k)
 	var quad float64
 	for _, q := range d.rowQuad {
 		quad += q

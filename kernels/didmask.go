@@ -565,16 +565,7 @@ func (d *didMasked) rowTables() {
 // columns' squared norms added in column order, products rounded before they are added.
 func (d *didMasked) gramObjective() float64 {
 	m, k, ll, b := d.m, d.k, d.ll, d.e.B
-	a := d.partial[d.lay.a : d.lay.a+m*k]
-	var cross float64
-	for p := 0; p < k; p++ {
-		var t float64
-		ap := a[p*m : (p+1)*m]
-		for i, bv := range b[p*m : (p+1)*m] {
-			t += float64(bv * ap[i])
-		}
-		cross += t
-	}
+	cross := basisCross(b, d.partial[d.lay.a:d.lay.a+m*k], m, k)
 	var quad float64
 	for i := 0; i < m; i++ {
 		unpackLower(d.vfull, d.partial[d.lay.v+i*ll:d.lay.v+(i+1)*ll], k)
@@ -1635,4 +1626,19 @@ func (b *maskedBatch) acc(m, k, kp int, cs, a, arow, v []float64, withV bool) {
 	default:
 		kern.accDense(b.xd, m, k, kp, nb, cs, arow, v)
 	}
+}
+
+// basisCross returns <B, A> for column-major M x K B and A: per component the products
+// rounded and added in row order, the components' sums added in order.
+func basisCross(b, a []float64, m, k int) float64 {
+	var cross float64
+	for p := 0; p < k; p++ {
+		var t float64
+		ap := a[p*m : (p+1)*m]
+		for i, bv := range b[p*m : (p+1)*m] {
+			t += float64(bv * ap[i])
+		}
+		cross += t
+	}
+	return cross
 }
