@@ -159,20 +159,7 @@ func newDIDHeld(e *shardEnv) *didHeld {
 	for _, v := range sm.colSq {
 		d.sqXo += v
 	}
-	d.kern = e.gram()
-	if sp, ok := sm.x.(*CSC); ok && d.kern != &genericGram && sp.Validate() != nil {
-		d.kern = &genericGram // the assembly trusts row indices
-	}
-	dn, _ := sm.x.(*Dense)
-	d.useCols = d.kern.cols != nil && dn != nil && m >= colsMinRows
-	perCol := 2*colWork(sm.x, kp) + (2+d.cExtra)*k*k + k*kp
-	if d.useCols {
-		d.colsStep = min(max(8, colsBatchEntries/m/8*8), gramBatchCols)
-		perCol = 2*m*kp + (2+d.cExtra)*k*k + k*kp
-		d.span, d.big = e.flag.span(perCol, 8), e.flag.big(perCol)
-	} else {
-		d.span, d.big = e.flag.span(perCol, 1), e.flag.big(perCol)
-	}
+	d.kern, d.useCols, d.colsStep, d.span, d.big = maskedBatching(e, sm.x, (2+d.cExtra)*k*k+k*kp)
 	d.lane = make([]*didHeldLane, len(d.lanes)-1)
 	for l := range d.lane {
 		ls := &didHeldLane{h: make([]float64, gramBatchCols*kp), cs: make([]float64, gramBatchCols*kp),
@@ -421,7 +408,7 @@ func (d *didHeld) colLane(l int) {
 				}
 			}
 			if d.direct {
-				ls.post += d.columnResidual(j, cj, ls.e)
+				ls.post += sm.residualSq(j, d.e.B, cj, ls.e)
 			}
 		}
 		if d.big && flag.stopped() {
@@ -486,19 +473,6 @@ func (d *didHeld) storedCross(j int, cj []float64) float64 {
 		s += float64(sm.uval[t] * e)
 	}
 	return s
-}
-
-// columnResidual returns ||x_o,j - B c_j||^2 over the observed rows of column j.
-func (d *didHeld) columnResidual(j int, cj, e []float64) float64 {
-	m, b := d.m, d.e.B
-	columnInto(d.sm.x, j, e)
-	for p, cp := range cj {
-		if cp != 0 {
-			axpy(e, -cp, b[p*m:(p+1)*m])
-		}
-	}
-	d.sm.zeroUnobserved(e, j)
-	return dot(e, e)
 }
 
 // reducedRows runs step 4 on the reduced payload: V, each row's V_i (into the B update's

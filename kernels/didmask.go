@@ -298,20 +298,7 @@ func newDIDMasked(e *shardEnv) *didMasked {
 		d.sqXo += v
 	}
 	d.partial = make([]float64, d.lay.total)
-	d.kern = e.gram()
-	if sp, ok := sm.x.(*CSC); ok && d.kern != &genericGram && sp.Validate() != nil {
-		d.kern = &genericGram // the assembly trusts row indices
-	}
-	dn, _ := sm.x.(*Dense)
-	d.useCols = d.kern.cols != nil && dn != nil && m >= colsMinRows
-	if d.useCols {
-		d.colsStep = min(max(8, colsBatchEntries/m/8*8), gramBatchCols)
-		perCol := 2*m*kp + (1+d.cExtra)*k*k + k*kp
-		d.span, d.big = e.flag.span(perCol, 8), e.flag.big(perCol)
-	} else {
-		perCol := 2*colWork(sm.x, kp) + (1+d.cExtra)*k*k + k*kp
-		d.span, d.big = e.flag.span(perCol, 1), e.flag.big(perCol)
-	}
+	d.kern, d.useCols, d.colsStep, d.span, d.big = maskedBatching(e, sm.x, (1+d.cExtra)*k*k+k*kp)
 	if d.test {
 		d.rowMissing = make([]bool, m)
 		for i := range m {
@@ -661,7 +648,7 @@ func (d *didMasked) colLane(l int) {
 		}
 		if d.direct {
 			for j := j0; j < j1; j++ {
-				ls.post += d.columnResidual(j, c[j*k:(j+1)*k], ls.e)
+				ls.post += d.sm.residualSq(j, d.e.B, c[j*k:(j+1)*k], ls.e)
 			}
 		}
 		if d.big && flag.stopped() {
@@ -1110,20 +1097,6 @@ func addOuterFMA(s, c []float64) {
 	}
 }
 
-// columnResidual returns ||x_o,j - B c_j||^2 over the observed rows of column j (e is
-// scratch of length M).
-func (d *didMasked) columnResidual(j int, cj, e []float64) float64 {
-	m, b := d.m, d.e.B
-	columnInto(d.sm.x, j, e)
-	for p, cp := range cj {
-		if cp != 0 {
-			axpy(e, -cp, b[p*m:(p+1)*m])
-		}
-	}
-	d.sm.zeroUnobserved(e, j)
-	return dot(e, e)
-}
-
 // rowSums writes the V_i and the held-out sums of the C just updated into the payload (A is
 // there already).
 func (d *didMasked) rowSums() {
@@ -1556,6 +1529,29 @@ type maskedBatch struct {
 	colptr  []int     // the sparse batch
 	rows    []int32
 	vals    []float64
+}
+
+// maskedBatching returns how a masked DID shard's lanes read their batches of block x: the
+// kernel path (the generic one for a CSC block whose row indices the assembly cannot trust),
+// whether a dense block goes on the column-lane kernels and their batch, and the columns
+// between two looks at the flag (and whether a column is several blocks of work), for a
+// column costing a pass over it plus extra multiply-adds.
+func maskedBatching(e *shardEnv, x Block, extra int) (kern *gramKernels, useCols bool, colsStep, span int, big bool) {
+	m, _ := x.Dims()
+	kp := paddedK(e.k)
+	kern = e.gram()
+	if sp, ok := x.(*CSC); ok && kern != &genericGram && sp.Validate() != nil {
+		kern = &genericGram // the assembly trusts row indices
+	}
+	dn, _ := x.(*Dense)
+	useCols = kern.cols != nil && dn != nil && m >= colsMinRows
+	if useCols {
+		colsStep = min(max(8, colsBatchEntries/m/8*8), gramBatchCols)
+		perCol := 2*m*kp + extra
+		return kern, true, colsStep, e.flag.span(perCol, 8), e.flag.big(perCol)
+	}
+	perCol := 2*colWork(x, kp) + extra
+	return kern, false, 0, e.flag.span(perCol, 1), e.flag.big(perCol)
 }
 
 // maskedBatchEnd returns the end of the batch that starts at column j0 of a lane ending at hi.

@@ -601,14 +601,7 @@ func maskedResidualSq(sm *shardMask, b, c []float64, k int, pool *Pool) float64 
 		e := make([]float64, m)
 		var s float64
 		for j := lanes[l]; j < lanes[l+1]; j++ {
-			columnInto(sm.x, j, e)
-			for p, cp := range c[j*k : (j+1)*k] {
-				if cp != 0 {
-					axpy(e, -cp, b[p*m:(p+1)*m])
-				}
-			}
-			sm.zeroUnobserved(e, j)
-			s += dot(e, e)
+			s += sm.residualSq(j, b, c[j*k:(j+1)*k], e)
 		}
 		sums[l] = s
 	}
@@ -624,6 +617,21 @@ func maskedResidualSq(sm *shardMask, b, c []float64, k int, pool *Pool) float64 
 		total += s
 	}
 	return total
+}
+
+// residualSq returns ||x_o,j - B c_j||^2 over the observed rows of column j (B column-major,
+// e scratch of length M): the column's residual by axpy over the nonzero coefficients, its
+// unobserved rows zeroed, then its dot with itself.
+func (s *shardMask) residualSq(j int, b, cj, e []float64) float64 {
+	m := s.m
+	columnInto(s.x, j, e)
+	for p, cp := range cj {
+		if cp != 0 {
+			axpy(e, -cp, b[p*m:(p+1)*m])
+		}
+	}
+	s.zeroUnobserved(e, j)
+	return dot(e, e)
 }
 
 // heldOutSq returns the squared error of the held-out entries of columns [lo, hi):
