@@ -280,7 +280,7 @@ func TestHeldOutPatterns(t *testing.T) {
 				rowHeld[i]++
 			}
 			listed := false
-			for _, r := range set.columnRows(j) {
+			for _, r := range set.rows[p] {
 				listed = listed || int(r) == i
 			}
 			if in != listed {

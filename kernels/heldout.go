@@ -25,7 +25,6 @@ func HeldOutPattern(seed uint64, sample int) int {
 
 // heldOutSet is the row patterns of a held-out set over M features.
 type heldOutSet struct {
-	seed uint64
 	// rows[l] are pattern l's features, increasing.
 	rows [HeldOutPatterns][]int32
 	// of[i] are the patterns that hold feature i out, increasing.
@@ -36,7 +35,7 @@ type heldOutSet struct {
 // newHeldOutSet draws the patterns of fraction frac over m features (M HeldOutPatterns
 // draws).
 func newHeldOutSet(seed uint64, frac float64, m int) *heldOutSet {
-	h := &heldOutSet{seed: seed, ofPtr: make([]int, m+1)}
+	h := &heldOutSet{ofPtr: make([]int, m+1)}
 	for l := range h.rows {
 		r := NewRNG(seed, DomainHeldOut, uint64(l))
 		for i := 0; i < m; i++ {
@@ -62,11 +61,6 @@ func newHeldOutSet(seed uint64, frac float64, m int) *heldOutSet {
 
 // patternsOf returns the patterns that hold feature i out, increasing.
 func (h *heldOutSet) patternsOf(i int) []uint8 { return h.of[h.ofPtr[i]:h.ofPtr[i+1]] }
-
-// columnRows returns the held-out features of sample j (global index), increasing.
-func (h *heldOutSet) columnRows(sample int) []int32 {
-	return h.rows[HeldOutPattern(h.seed, sample)]
-}
 
 // heldImplicit reports whether a shard keeps its held-out entries implicit (shardMask.held):
 // DID with a test set and without missing values runs didheld.go's algorithm, which needs
