@@ -215,8 +215,8 @@
 // the patterns' C C^T (256 triangles) instead of a triangle per row, and the held-out error
 // comes from an identity. Its cost over plain DID is about 256 F M K^2 / 2 per shard for the
 // patterns' Gram matrices and M K^2 (F 256 + 1) replicated for the rows' sums, whatever the
-// number of samples: at 50,000 x 5,000 counts (2% stored), K=20 and F=0.1, 92 ms an
-// iteration against 22 ms without a test set (8.4 s with a list of held-out entries), and
+// number of samples: at 50,000 x 5,000 counts (2% stored), K=20 and F=0.1, 68 ms an
+// iteration against 27 ms without a test set (8.4 s with a list of held-out entries), and
 // 211 MB against 1.3 GB. Its held-out error matches a direct computation to about
 // eps ||X_t||^2 / error (TestHeldDIDErrorsAreDirect) and its iterates masked DID's to
 // round-off (TestHeldDIDMatchesMaskedDID).
