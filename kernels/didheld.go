@@ -57,7 +57,7 @@ type didHeldLane struct {
 	arow  []float64 // A in rows of Kp (the other kernels' layout)
 	v     []float64 // C C^T (the kernels' by-product, unused)
 	vp    []float64 // V_l of the lane's columns, L packed triangles
-	at    []float64 // At = X_t C^T, row-major M x K
+	at    []float64 // At = X_t C^T, in rows of Kp (step 3's layout)
 	e     []float64 // residual-form scratch (M)
 	// post is the residual form's objective; prev and prevT the sums of iteration 1.
 	post, prev, prevT float64
@@ -164,7 +164,7 @@ func newDIDHeld(e *shardEnv) *didHeld {
 	for l := range d.lane {
 		ls := &didHeldLane{h: make([]float64, gramBatchCols*kp), cs: make([]float64, gramBatchCols*kp),
 			cold: make([]float64, gramBatchCols*k), a: make([]float64, m*k), v: make([]float64, k*kp),
-			vp: make([]float64, HeldOutPatterns*ll), at: make([]float64, m*k)}
+			vp: make([]float64, HeldOutPatterns*ll), at: make([]float64, m*kp)}
 		if !d.useCols {
 			ls.arow = make([]float64, m*kp)
 		}
@@ -254,7 +254,7 @@ func (d *didHeld) cStep() {
 	for l, ls := range d.lane {
 		addInto(a, ls.a, l > 0)
 		addInto(vp, ls.vp, l > 0)
-		addInto(at, ls.at, l > 0)
+		addRowsInto(at, ls.at, m, k, l > 0)
 		post += ls.post
 		prev += ls.prev
 		prevT += ls.prevT
@@ -400,13 +400,6 @@ func (d *didHeld) colLane(l int) {
 				kern.sweeps(hu, csu, cj, ls.cold[u*k:(u+1)*k], gneg, ginv, k, kp, 1, d.cExtra, d.eps2)
 			}
 			addOuterFMA(ls.vp[p*ll:(p+1)*ll], cj)
-			for t := sm.uptr[j]; t < sm.uptr[j+1]; t++ {
-				v, i := sm.uval[t], int(sm.urow[t])
-				row := ls.at[i*k : (i+1)*k]
-				for q, cq := range cj {
-					row[q] = math.FMA(v, cq, row[q])
-				}
-			}
 			if d.direct {
 				ls.post += sm.residualSq(j, d.e.B, cj, ls.e)
 			}
@@ -414,6 +407,9 @@ func (d *didHeld) colLane(l int) {
 		if d.big && flag.stopped() {
 			return
 		}
+		// At += x_t,j c_j^T over the batch's stored held-out entries, columns and entries in
+		// order: step 3's kernel on the held-out lists (rows of kp, unpadded in cStep).
+		kern.accSparseA(kp, sm.uptr[j0:j1+1], sm.urow, sm.uval, cs, ls.at)
 		bt.acc(m, k, kp, cs, ls.a, ls.arow, ls.v, false)
 		j0 = j1
 	}

@@ -1276,6 +1276,22 @@ func addInto(dst, src []float64, add bool) {
 	}
 }
 
+// addRowsInto copies (add false) or adds the first K values of each of the M rows of Kp in
+// rows into dst, row-major M x K: addInto for a lane's rows in step 3's padded layout.
+func addRowsInto(dst, rows []float64, m, k int, add bool) {
+	kp := paddedK(k)
+	for i := range m {
+		d, r := dst[i*k:(i+1)*k], rows[i*kp:i*kp+k]
+		if !add {
+			copy(d, r)
+			continue
+		}
+		for q, v := range r {
+			d[q] += v
+		}
+	}
+}
+
 // directRow sets V_i of the t-th row of directList to the sum of c_j c_j^T over its observed
 // columns (fma, in column order).
 func (d *didMasked) directRow(t int) {

@@ -89,7 +89,7 @@ func HeldOutBytes(m, cols, stored int64, k int, frac float64) int64 {
 	ll := kk * (kk + 1) / 2
 	lanes := int64(heldLaneCount(int(m), int(cols), k))
 	entries := int64(HeldEntryBytes*frac*float64(stored)) + int64(5*frac*float64(m)*HeldOutPatterns) + 8*(m+1) + 17*(cols+1)
-	work := lanes*(2*m*kk+m*kp+HeldOutPatterns*ll+2*gramBatchCols*kp+gramBatchCols*kk+kk*kp+m) + m*ll + 4*m*kk + m +
+	work := lanes*(m*kk+2*m*kp+HeldOutPatterns*ll+2*gramBatchCols*kp+gramBatchCols*kk+kk*kp+m) + m*ll + 4*m*kk + m +
 		HeldOutPatterns*(kk*kk+kk+2*ll) + 2*(2*m*kk+HeldOutPatterns*ll+8) + 3*m*kk + 4*m
 	return entries + 8*work
 }
