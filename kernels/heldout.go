@@ -30,18 +30,31 @@ type heldOutSet struct {
 	// of[i] are the patterns that hold feature i out, increasing.
 	ofPtr []int
 	of    []uint8
+	// bits has feature i's patterns as a set: bit l of the heldOutWords words from
+	// i*heldOutWords is set when pattern l holds feature i out.
+	bits []uint64
+}
+
+// heldOutWords is the words of heldOutSet.bits per feature.
+const heldOutWords = HeldOutPatterns / 64
+
+// holds reports whether pattern l holds feature i out (false for a row outside 0..M-1).
+func (h *heldOutSet) holds(l, i int) bool {
+	w := i*heldOutWords + l>>6
+	return uint(i) < uint(len(h.ofPtr)-1) && h.bits[w]>>(l&63)&1 != 0
 }
 
 // newHeldOutSet draws the patterns of fraction frac over m features (M HeldOutPatterns
 // draws).
 func newHeldOutSet(seed uint64, frac float64, m int) *heldOutSet {
-	h := &heldOutSet{ofPtr: make([]int, m+1)}
+	h := &heldOutSet{ofPtr: make([]int, m+1), bits: make([]uint64, m*heldOutWords)}
 	for l := range h.rows {
 		r := NewRNG(seed, DomainHeldOut, uint64(l))
 		for i := 0; i < m; i++ {
 			if r.Float64() < frac {
 				h.rows[l] = append(h.rows[l], int32(i))
 				h.ofPtr[i+1]++
+				h.bits[i*heldOutWords+l>>6] |= 1 << (l & 63)
 			}
 		}
 	}
@@ -88,7 +101,7 @@ func HeldOutBytes(m, cols, stored int64, k int, frac float64) int64 {
 	kk, kp := int64(k), int64(paddedK(k))
 	ll := kk * (kk + 1) / 2
 	lanes := int64(heldLaneCount(int(m), int(cols), k))
-	entries := int64(HeldEntryBytes*frac*float64(stored)) + int64(5*frac*float64(m)*HeldOutPatterns) + 8*(m+1) + 17*(cols+1)
+	entries := int64(HeldEntryBytes*frac*float64(stored)) + int64(5*frac*float64(m)*HeldOutPatterns) + 8*(m+1) + 8*heldOutWords*m + 17*(cols+1)
 	work := lanes*(m*kk+2*m*kp+HeldOutPatterns*ll+2*gramBatchCols*kp+gramBatchCols*kk+kk*kp+m) + m*ll + 4*m*kk + m +
 		HeldOutPatterns*(kk*kk+kk+2*ll) + 2*(2*m*kk+HeldOutPatterns*ll+8) + 3*m*kk + 4*m
 	return entries + 8*work

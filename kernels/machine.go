@@ -202,15 +202,19 @@ func (m *Machine) Basis() []float64 { return m.env.basis() }
 // boundaries; the slice is the machine's own.
 func (m *Machine) Coef() []float64 { return m.env.coef() }
 
-// LocalResidual returns ||X_i - B C_i||_F^2 for this shard, computed directly from the
-// residuals (no Gram shortcut). Valid at iteration boundaries.
+// LocalResidual returns ||X_i - B C_i||_F^2 for this shard, computed from the residuals, not
+// from the iterations' Gram identities: directly for a dense block, and for a sparse block
+// directly on its stored entries with the unstored ones' part by an identity guarded
+// against cancellation (residual_sparse.go: within about 4e-12 of itself of the direct
+// sum). Valid at iteration boundaries.
 //
 // In a masked run it sums over the shard's observed entries only.
 func (m *Machine) LocalResidual() float64 {
+	var sm *shardMask
 	if m.env.masked() {
-		return maskedResidualSq(m.mask.sm, m.env.basis(), m.env.coef(), m.spec.K, m.spec.Pool)
+		sm = m.mask.sm
 	}
-	return ResidualSq(m.spec.X, m.env.basis(), m.env.coef(), m.spec.K, m.spec.Pool)
+	return reportedResidualSq(m.spec.X, sm, m.env.basis(), m.env.coef(), m.spec.K, m.spec.Pool)
 }
 
 // HeldOutOfSquares returns, over the shard's held-out entries v (missing ones left out), the
