@@ -671,7 +671,7 @@ func readFingerprint(path, dir string, n int) (sweepFingerprint, error) {
 	var fp sweepFingerprint
 	data, err := readBounded(path, MaxSweepRecordBytes, "a journal's fingerprint")
 	if errors.Is(err, fs.ErrNotExist) {
-		return fp, usererr.At(dir, "holds %d run(s) but no %s, which says which job they are of"+removeJournal, n, sweepJournalFile, dir, n)
+		return fp, usererr.Errorf("%s holds %d run(s) but no %s, which says which job they are of"+removeJournal, dir, n, sweepJournalFile, dir, n)
 	}
 	if err != nil {
 		return fp, usererr.Errorf("%v"+removeJournal, err, dir, n)
