@@ -90,6 +90,16 @@
 // basis, errors, stop reason, iterations and history, never its coefficients
 // (SweepRun.Result.C is nil): what it holds grows with replicates x K x features.
 //
+// A sweep of hours survives its own process: SweepOptions.Journal keeps each run as it ends
+// (SweepJournal.Record) and gives back the runs an earlier sweep of the same job kept
+// (SweepJournal.Done), which are then not run again (SweepRun.Resumed). OpenSweepJournal keeps
+// them in files, DIR/runs, checked as hostile when read back, and refuses the runs of another
+// job; `didnmf sweep --resume` is this:
+//
+//	jn, err := didnmf.OpenSweepJournal(dir, job, opts) // dir/runs
+//	opts.Journal = jn
+//	res, err := runner.Sweep(ctx, job, opts) // killed and run again: only the runs missing run
+//
 // # cNMF's consensus
 //
 // SweepResult.Save also writes every run's basis with unit-norm columns (spectra_K.npy).

@@ -50,19 +50,49 @@ type SweepOptions struct {
 	// TransformSqrt their square roots (for counts: see SweepTransform). Whoever reads the
 	// input applies it: this process, or the nodes of --nodes or a cluster.
 	Transform SweepTransform
-	// OnRun, when set, is told of every run that ends or is tried again, one call at a time.
+	// OnRun, when set, is told of every run that ends or is tried again, one call at a time,
+	// and of every run the Journal had recorded (Resumed), before the others run.
 	OnRun func(SweepEvent)
+	// Journal, when set, keeps the runs as they end (Record) and gives back those an earlier
+	// sweep of the same job recorded (Done), which are then not run again: a sweep whose
+	// process died goes on where it stopped (OpenSweepJournal keeps them in files).
+	Journal SweepJournal
+}
+
+// SweepJournal keeps a sweep's runs as they end, so that a sweep of the same job run again
+// (after its process was killed, say) skips them, as cNMF's --skip-completed-runs does. A run
+// is known by its rank, seed and fold: those and the job make its bits (a job is
+// deterministic), so the journal must hold runs of one job only (FileSweepJournal checks it).
+type SweepJournal interface {
+	// Done returns the run of rank k, seed and fold an earlier sweep of the same job
+	// recorded (nil, nil when none), with its basis, errors and stop reason (C, History and
+	// Job may be nil: Runner.Sweep sets Job). An error (a record that cannot be trusted) fails
+	// the sweep before any run starts. Runner.Sweep calls it once for each of its runs, one
+	// call at a time, before it runs anything and never at the same time as Record.
+	Done(k, seed, fold int) (*Result, error)
+	// Record keeps a run that ended with a result (never a failed or cancelled one; its C is
+	// nil). Calls come one at a time, from the sweep's workers, each before OnRun is told of
+	// the run; res must not be kept past the call. An error loses nothing of the sweep: the
+	// run's result is kept in memory and the error reported with it (SweepEvent.JournalErr).
+	Record(k, seed, fold int, res *Result) error
 }
 
 // SweepEvent is a run of a sweep that ended (Err nil: with Result, which like SweepRun's
-// has no coefficients) or failed and runs again (Retry).
+// has no coefficients), failed and runs again (Retry), or was found in the sweep's journal
+// (Resumed).
 type SweepEvent struct {
 	K, Seed, Fold int
-	// Done of Total runs have ended (a retry is not an end).
+	// Done of Total runs have ended (a retry is not an end; a resumed run is).
 	Done, Total int
 	Retry       bool
-	Result      *Result
-	Err         error
+	// Resumed says that the run was not run: its Result is the one the journal recorded
+	// (SweepOptions.Journal's Done).
+	Resumed bool
+	Result  *Result
+	Err     error
+	// JournalErr is why the journal could not keep a run that ended (SweepJournal.Record's
+	// error): the sweep has its result, but a sweep resumed later would run it again.
+	JournalErr error
 	// Elapsed is the time since the sweep began.
 	Elapsed time.Duration
 }
@@ -76,6 +106,9 @@ type SweepRun struct {
 	Fold   int
 	Result *Result
 	Err    error
+	// Resumed says that the run's result came from the sweep's journal (an earlier sweep of
+	// the same job ran it) instead of being run.
+	Resumed bool
 }
 
 // Capped tells whether the run ended at its iteration cap or time limit rather than by
@@ -174,8 +207,12 @@ func (o SweepOptions) Check(spec *Spec) error {
 // Sweep runs the job j0 (opened at any rank, best the largest, so that a rank the data
 // cannot take is refused before anything runs) at every rank and seed of o, o.Parallel at a
 // time, each failed run again up to SweepAttempts times unless it failed for its input, and
-// summarizes the runs. Canceling ctx cancels the running jobs and returns ctx's error. It
-// fails when every run failed; otherwise the failed runs are in the result.
+// summarizes the runs. With o.Journal it first asks the journal for every run, and uses the
+// result of each one it recorded instead of running it (SweepRun.Resumed); a run that ends is
+// recorded before OnRun is told. Canceling ctx cancels the running jobs and returns ctx's
+// error (the runs that ended before are in the journal). It fails when every run failed, or
+// when the journal cannot tell a run (its error, before anything runs); otherwise the failed
+// runs are in the result.
 func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResult, error) {
 	if err := o.Check(j0.Spec); err != nil {
 		return nil, err
@@ -184,10 +221,7 @@ func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResu
 	if p == 0 {
 		p = r.Parallelism()
 	}
-	tr := o.Transform
-	if !tr.On() {
-		tr = j0.Spec.Transform
-	}
+	tr := sweepTransformOf(j0, o)
 	out := &SweepResult{Inputs: j0.Spec.Inputs, Algo: string(j0.Spec.Algo), Accel: j0.Spec.Accel, Shards: j0.Spec.Shards, Where: r.target.String(),
 		Ranks: o.Ranks, Seeds: o.Seeds, FirstSeed: o.FirstSeed, Folds: max(o.Folds, 1), Transform: cmp.Or(tr, TransformNone)}
 	for _, k := range o.Ranks {
@@ -195,21 +229,43 @@ func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResu
 			out.Runs = append(out.Runs, SweepRun{K: k, Seed: int(o.FirstSeed) + s, Fold: s % out.Folds})
 		}
 	}
+	if o.Journal != nil {
+		for i := range out.Runs {
+			if err := resumeRun(o.Journal, j0, tr, &out.Runs[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
 	usageBefore, usageErr := r.Usage(5 * time.Second)
 	start := time.Now()
-	var mu sync.Mutex // OnRun's calls and done
+	var mu sync.Mutex // OnRun's and Record's calls, and done
 	done := 0
 	tell := func(e SweepEvent) {
 		if o.OnRun == nil {
 			return
 		}
-		mu.Lock()
-		defer mu.Unlock()
 		if !e.Retry {
 			done++
 		}
 		e.Done, e.Total, e.Elapsed = done, len(out.Runs), time.Since(start)
 		o.OnRun(e)
+	}
+	for _, run := range out.Runs {
+		if run.Resumed {
+			tell(SweepEvent{K: run.K, Seed: run.Seed, Fold: run.Fold, Resumed: true, Result: run.Result})
+		}
+	}
+	// ended records a run that ended with a result and tells OnRun of it (not of a run the
+	// cancel cut short); a retry is only told.
+	ended := func(run *SweepRun, e SweepEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !e.Retry && run.Err == nil && o.Journal != nil && run.Result.StopReason != kernels.StopCanceled {
+			e.JournalErr = o.Journal.Record(run.K, run.Seed, run.Fold, run.Result)
+		}
+		if e.Retry || ctx.Err() == nil {
+			tell(e)
+		}
 	}
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -220,16 +276,17 @@ func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResu
 			for i := range next {
 				run := &out.Runs[i]
 				run.Result, run.Err = r.sweepRun(ctx, j0, tr, run.K, run.Seed, run.Fold, func(err error) {
-					tell(SweepEvent{K: run.K, Seed: run.Seed, Fold: run.Fold, Retry: true, Err: err})
+					ended(run, SweepEvent{K: run.K, Seed: run.Seed, Fold: run.Fold, Retry: true, Err: err})
 				})
-				if ctx.Err() == nil {
-					tell(SweepEvent{K: run.K, Seed: run.Seed, Fold: run.Fold, Result: run.Result, Err: run.Err})
-				}
+				ended(run, SweepEvent{K: run.K, Seed: run.Seed, Fold: run.Fold, Result: run.Result, Err: run.Err})
 			}
 		}()
 	}
 feed:
 	for i := range out.Runs {
+		if out.Runs[i].Resumed {
+			continue
+		}
 		select {
 		case next <- i:
 		case <-ctx.Done():
@@ -268,13 +325,56 @@ feed:
 	return out, nil
 }
 
+// ResumedRuns counts the runs whose results came from the sweep's journal (SweepRun.Resumed).
+func (s *SweepResult) ResumedRuns() int {
+	n := 0
+	for _, r := range s.Runs {
+		if r.Resumed {
+			n++
+		}
+	}
+	return n
+}
+
+// sweepTransformOf is what the runs of a sweep of j0 fit: o's transform, or the job's own.
+func sweepTransformOf(j0 *Job, o SweepOptions) SweepTransform {
+	if o.Transform.On() {
+		return o.Transform
+	}
+	return j0.Spec.Transform
+}
+
+// sweepSpec is the spec of the sweep's run of rank k, seed and fold: j0's with that rank and
+// seed, test seed j0's + fold, and the sweep's transform tr.
+func sweepSpec(j0 *Job, tr SweepTransform, k, seed, fold int) Spec {
+	s := *j0.Spec
+	s.Rank, s.Seed, s.TestSeed, s.Transform = k, uint64(seed), s.TestSeed+uint64(fold), tr
+	return s
+}
+
+// resumeRun asks the journal for run and, when it recorded it, makes its result the run's
+// (Resumed), after checking that it is a result of that run of j0: its rank, its basis's
+// length and, when this process read the input, its features.
+func resumeRun(jn SweepJournal, j0 *Job, tr SweepTransform, run *SweepRun) error {
+	res, err := jn.Done(run.K, run.Seed, run.Fold)
+	if err != nil || res == nil {
+		return err
+	}
+	if res.K != run.K || res.M < 1 || len(res.B) != res.M*res.K || j0.Features > 0 && res.M != j0.Features {
+		return fmt.Errorf("sweep journal: its run of K=%d seed %d fold %d has K=%d and a %d-value basis of %d features, not the job's (%d features)",
+			run.K, run.Seed, run.Fold, res.K, len(res.B), res.M, j0.Features)
+	}
+	spec := sweepSpec(j0, tr, run.K, run.Seed, run.Fold)
+	res.Job, res.C = &Job{Spec: &spec, Target: j0.Target}, nil
+	run.Result, run.Resumed = res, true
+	return nil
+}
+
 // sweepRun runs the sweep's job of rank k, seed and fold (test seed j0's + fold) on the input
 // read through tr (the job's transform, Spec.Transform), again when it failed for a reason that is not its input's; retried tells
 // of each retry. The result it returns has no coefficients (C nil).
 func (r *Runner) sweepRun(ctx context.Context, j0 *Job, tr SweepTransform, k, seed, fold int, retried func(error)) (*Result, error) {
-	j, err := j0.Derive(func(s *Spec) {
-		s.Rank, s.Seed, s.TestSeed, s.Transform = k, uint64(seed), s.TestSeed+uint64(fold), tr
-	})
+	j, err := j0.Derive(func(s *Spec) { *s = sweepSpec(j0, tr, k, seed, fold) })
 	if err != nil {
 		return nil, err
 	}

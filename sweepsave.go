@@ -79,6 +79,10 @@ type SweepReportRun struct {
 	Iterations   int      `json:"iterations"`
 	Seconds      float64  `json:"seconds"`
 	StopReason   string   `json:"stop_reason"`
+	// Resumed says that this sweep did not run the run but took it from its journal, where
+	// an earlier sweep of the same job (killed or interrupted) had recorded it: Seconds are
+	// that sweep's (SweepRun.Resumed).
+	Resumed bool `json:"resumed,omitempty"`
 }
 
 // Capped tells whether the run stopped at a cap (the iteration cap or the time limit) rather
@@ -131,7 +135,7 @@ func (s *SweepResult) Report() SweepReport {
 			testSeed = res.Job.Spec.TestSeed
 		}
 		rep.Runs = append(rep.Runs, SweepReportRun{K: run.K, Seed: run.Seed, Fold: run.Fold, TestSeed: testSeed,
-			TrainRelErr2: res.RelErr2(), TestRelErr2: test, Iterations: res.Iterations, Seconds: res.Seconds, StopReason: string(res.StopReason)})
+			TrainRelErr2: res.RelErr2(), TestRelErr2: test, Iterations: res.Iterations, Seconds: res.Seconds, StopReason: string(res.StopReason), Resumed: run.Resumed})
 	}
 	for _, r := range s.Summary {
 		rep.PerRank = append(rep.PerRank, rankRow(r))

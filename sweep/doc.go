@@ -4,7 +4,9 @@
 //
 //	node sweep --input X --ranks 2:30 --seeds 10 [--test-fraction 0.1]
 //
-// and does no I/O: the command runs the jobs and writes the files, and figures.Sweep draws
+// and does no I/O: the command runs the jobs and writes the files (keeping each run in
+// --out's runs/ as it ends, so that the same command with --resume goes on after a kill or an
+// interrupt without running them again: didnmf's FileSweepJournal), and figures.Sweep draws
 // the picture.
 //
 // # From runs to a rank

@@ -37,7 +37,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	sf := registerSweep(fs)
 	ranks, seeds, firstSeed, parallel, folds := sf.ranks, sf.seeds, sf.firstSeed, sf.parallel, sf.folds
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: didnmf sweep --input PATH --ranks FROM:TO[:STEP] [--seeds N] [--folds F] --out DIR [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: didnmf sweep --input PATH --ranks FROM:TO[:STEP] [--seeds N] [--folds F] --out DIR [--resume] [flags]\n\n"+
 			"chooses the rank: factorizes the input at every rank of --ranks with --seeds seeds each (concurrently on\n"+
 			"--nodes or a --cluster, each job surviving node loss like any), and writes into --out sweep.json and\n"+
 			"sweep.tsv (the train and test errors, iterations and seconds of every run, and per rank their spread and\n"+
@@ -53,7 +53,12 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 			"For counts (scRNA-seq, words), use --transform sqrt: the runs then fit sqrt(X), whose noise is about as large\n"+
 			"at every mean, and the test error is that of the model's square against X. On the planted-rank bank's count\n"+
 			"matrices it found the planted rank in 77%% of the cases (91%% within one) against 50%% (64%%) for the raw counts,\n"+
-			"and the same ranks on Gaussian and uniform noise. The train errors and the bases are then of sqrt(X).\n\nflags:\n")
+			"and the same ranks on Gaussian and uniform noise. The train errors and the bases are then of sqrt(X).\n\n"+
+			"Every run is kept in --out DIR/runs as it ends (its basis and numbers). If the sweep is interrupted or its\n"+
+			"process dies, the same command with --resume goes on: the runs kept there are not run again (as cNMF's\n"+
+			"--skip-completed-runs), and the result is the bits of a sweep never interrupted. Without --resume a sweep\n"+
+			"refuses a DIR/runs that holds runs; with it, DIR/runs must hold runs of the same job (input, algorithm,\n"+
+			"stop rule, ...: the flags may add ranks or seeds). Once the sweep is done, DIR/runs may be removed.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -99,6 +104,25 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The journal: every run is kept in DIR/runs as it ends, so that a sweep killed or
+	// interrupted goes on with --resume. Without --resume, runs kept there are refused rather
+	// than mixed in or overwritten.
+	journal, err := didnmf.OpenSweepJournal(*of.out, j0.Job, opts)
+	if err != nil {
+		cleanup()
+		return err
+	}
+	kept, err := journal.Runs()
+	if err != nil {
+		cleanup()
+		return err
+	}
+	if kept > 0 && !*sf.resume {
+		cleanup()
+		return badInput("--out %s holds %d run(s) of an earlier sweep of this job in %s: give --resume to go on from them (only the runs missing are run), or use another --out",
+			*of.out, kept, journal.Dir())
+	}
+	opts.Journal = journal
 	runner, err := didnmf.NewRunner(j0.Target)
 	if err != nil {
 		cleanup()
@@ -121,12 +145,22 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stderr, "sweep: %s, ranks %s, %d seed(s), %s: %d jobs, %d at once on %s\n", j0.Name(), rankList(ks), *seeds, cv,
 			len(ks)**seeds, p, j0.Target)
+		if *sf.resume {
+			fmt.Fprintf(stderr, "sweep: going on from the %d run(s) kept in %s\n", kept, journal.Dir())
+		}
 		opts.OnRun = func(e didnmf.SweepEvent) {
 			switch {
 			case e.Retry:
 				fmt.Fprintf(stderr, "  K=%d seed %d fold %d failed (%v); running it again\n", e.K, e.Seed, e.Fold, e.Err)
 			case e.Err != nil:
 				fmt.Fprintf(stderr, "  [%d/%d] K=%d seed %d fold %d: failed: %v\n", e.Done, e.Total, e.K, e.Seed, e.Fold, e.Err)
+			case e.Resumed:
+				res, test := e.Result, ""
+				if res.TestCount > 0 {
+					test = fmt.Sprintf(", test %.4g", res.TestRelErr2())
+				}
+				fmt.Fprintf(stderr, "  [%d/%d] K=%d seed %d fold %d: resumed (%d iterations in %s, rel_err2 %.4g%s, kept in %s)\n", e.Done, e.Total,
+					e.K, e.Seed, e.Fold, res.Iterations, secondsText(res.Seconds), res.RelErr2(), test, journal.Dir())
 			default:
 				res, test, capped := e.Result, "", ""
 				if res.TestCount > 0 {
@@ -138,12 +172,21 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stderr, "  [%d/%d] K=%d seed %d fold %d: %d iterations in %s, rel_err2 %.4g%s%s (%s elapsed)\n", e.Done, e.Total, e.K, e.Seed,
 					e.Fold, res.Iterations, secondsText(res.Seconds), res.RelErr2(), test, capped, secondsText(e.Elapsed.Seconds()))
 			}
+			if e.JournalErr != nil {
+				fmt.Fprintf(stderr, "  K=%d seed %d fold %d was not kept in %s (%v): a sweep resumed later would run it again\n", e.K, e.Seed, e.Fold,
+					journal.Dir(), e.JournalErr)
+			}
 		}
 	}
 	sw, err := runner.Sweep(ctx, j0.Job, opts)
 	if ctx.Err() != nil {
 		cleanup()
-		fmt.Fprintln(stderr, "didnmf: interrupted; the sweep's running jobs were cancelled and nothing was written")
+		if n, _ := journal.Runs(); n > 0 {
+			fmt.Fprintf(stderr, "didnmf: interrupted; the sweep's running jobs were cancelled; %d run(s) that ended are kept in %s: run the same command with --resume to go on from them\n",
+				n, journal.Dir())
+		} else {
+			fmt.Fprintln(stderr, "didnmf: interrupted; the sweep's running jobs were cancelled and nothing was written")
+		}
 		return errInterrupted
 	}
 	if err != nil {
@@ -157,6 +200,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	rep, failed := sw.Report(), sw.Failed()
 	if !*of.quiet {
 		fmt.Fprintf(stderr, "%d jobs in %s", len(sw.Runs)-len(failed), secondsText(sw.Seconds))
+		if n := sw.ResumedRuns(); n > 0 {
+			fmt.Fprintf(stderr, " (%d of them resumed from %s, not run again)", n, journal.Dir())
+		}
 		if b := sw.Busy; b != nil {
 			fmt.Fprintf(stderr, "; the cores were %.0f%% busy (%s of CPU on %d cores)", 100*b.Share, secondsText(b.CPUSeconds), b.Cores)
 		}
@@ -208,6 +254,7 @@ type sweepFlags struct {
 	firstSeed *uint64
 	parallel  *int
 	folds     *int
+	resume    *bool
 }
 
 // registerSweep adds the flags of sweep's own to fs.
@@ -217,6 +264,7 @@ func registerSweep(fs *flag.FlagSet) sweepFlags {
 	f.seeds = fs.Int("seeds", 5, "runs per rank, with seeds `SEED`, SEED+1, ...: their spread and the stability of their bases across seeds")
 	f.firstSeed = fs.Uint64("seed", 1, "the first `SEED` (synthetic inputs are generated from it, the same for every run)")
 	f.parallel = fs.Int("parallel", 0, "jobs at once (0: one in this process, one per node with --nodes or per member with --cluster)")
+	f.resume = fs.Bool("resume", false, "go on from the runs an earlier sweep of the same job kept in --out DIR/runs (it was interrupted or killed): only the runs missing are run, as cNMF's --skip-completed-runs; without it, a DIR/runs that holds runs is refused")
 	f.folds = fs.Int("folds", 0, "held-out sets per rank, `F` <= --seeds: the run of seed SEED+s holds out fold s mod F (test seed --test-seed + fold), and the test error's standard error is over the folds; 0: one per seed with a --test-fraction, 1 without")
 	return f
 }

@@ -172,8 +172,9 @@ def sweep(
     ``didnmf sweep -h``); whoever reads the input applies it (this process, or the nodes of
     ``nodes`` or ``cluster``). ``out``: a directory
     to keep the command's files in (sweep.json, sweep.tsv, the figures, consensus_basis_K.npy
-    and spectra_K.npy, which ``didnmf.consensus(X, out, k)`` reads); default: a temporary
-    one, removed. ``parallel``: jobs at
+    and spectra_K.npy, which ``didnmf.consensus(X, out, k)`` reads, and runs/, every run as it
+    ended: an ``out`` whose runs/ holds runs is refused, as the command refuses it without
+    ``--resume``); default: a temporary one, removed. ``parallel``: jobs at
     once (0: one here, one per node with nodes or cluster). ``init``: None is the command's
     'random' (the seeds must give different runs; 'nndsvd' and 'nndsvda' need seeds=1 and
     test_fraction=0). The other parameters are ``NMF``'s (accel among them: every run's inner
