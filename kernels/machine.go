@@ -203,10 +203,10 @@ func (m *Machine) Basis() []float64 { return m.env.basis() }
 func (m *Machine) Coef() []float64 { return m.env.coef() }
 
 // LocalResidual returns ||X_i - B C_i||_F^2 for this shard, computed from the residuals, not
-// from the iterations' Gram identities: directly for a dense block, and for a sparse block
-// directly on its stored entries with the unstored ones' part by an identity guarded
-// against cancellation (residual_sparse.go: within about 4e-12 of itself of the direct
-// sum). Valid at iteration boundaries.
+// from the iterations' Gram identities: directly on the block's nonzero entries, and for its
+// zeros by an identity guarded against cancellation, a column directly where the guard fails
+// (residual_sparse.go: within about 1e-12 of itself of a compensated sum; the same bits for a
+// dense and a sparse block of the same values). Valid at iteration boundaries.
 //
 // In a masked run it sums over the shard's observed entries only.
 func (m *Machine) LocalResidual() float64 {
