@@ -9,6 +9,8 @@
 #   bench/sweep_scale.sh --ranks 5:30:5 --seeds 3          # a reduction
 #   bench/sweep_scale.sh --rows 20000 --cols 2000 --ranks 5:20:5 --seeds 2 --kill-after 2
 #   bench/sweep_scale.sh ... -- --max-iter 200             # flags after -- go to `didnmf sweep`
+#   bench/sweep_scale.sh --stop-after 3600                 # a chunk: kill the sweep's driver after an hour
+#   bench/sweep_scale.sh --run DIR                         # go on with DIR's sweep (--resume) to its end
 #
 # Flags (defaults: the issue's):
 #   --rows N (200000) --cols N (20000) --density D (0.02) --k K (15, planted)   the matrix
@@ -18,6 +20,13 @@
 #   --restart yes|no (yes)  start it again (same name and data dir) --restart-after seconds later
 #   --restart-after S (20)
 #   --port P (27950)        members gossip on 127.0.0.1:P+1..P+3
+#   --run DIR               go on with the sweep of an earlier run directory DIR (its members' data,
+#                           secret and --out): `didnmf sweep --resume` runs only the runs its journal
+#                           (DIR/sweep/runs) lacks; give the same matrix and sweep flags as before
+#   --stop-after S          kill the sweep's driver with SIGKILL after S seconds (a real driver loss:
+#                           a sweep too long for one sitting goes on later with --run); each
+#                           chunk's wall time, CPU and peaks go to DIR/chunks.tsv, and the summary at
+#                           the sweep's end adds them up
 # Run it from anywhere inside the repository (it builds ./cmd/didnmf and ./bench/sweepscale);
 # run it under `nice` on a shared machine: the members and the driver inherit it.
 #
@@ -30,6 +39,7 @@ rows=200000 cols=20000 density=0.02 k=15
 ranks=5:30 seeds=10 shards=3
 work=/tmp/didnmf-sweep-scale
 kill_after=3 restart=yes restart_after=20 port=27950
+run="" stop_after=0
 extra=()
 while (($#)); do
 	case $1 in
@@ -45,6 +55,8 @@ while (($#)); do
 	--restart) restart=$2; shift 2 ;;
 	--restart-after) restart_after=$2; shift 2 ;;
 	--port) port=$2; shift 2 ;;
+	--run) run=$2; shift 2 ;;
+	--stop-after) stop_after=$2; shift 2 ;;
 	--) shift; extra=("$@"); break ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "sweep_scale.sh: unknown flag $1 (see --help)" >&2; exit 2 ;;
@@ -69,8 +81,19 @@ if [[ ! -f $x ]]; then
 fi
 
 # A fresh run directory: the nodes' data dirs, the secret, the logs and the sweep's output.
-run=$work/run-$(date -u +%Y%m%dT%H%M%S)
-mkdir -p "$run"
+resume=()
+if [[ -n $run ]]; then
+	[[ -d $run ]] || { echo "sweep_scale.sh: --run $run is not a directory" >&2; exit 2; }
+	run=$(cd "$run" && pwd)
+	compgen -G "$run/sweep/runs/k*.json" >/dev/null && resume=(--resume)
+else
+	run=$work/run-$(date -u +%Y%m%dT%H%M%S)
+	mkdir -p "$run"
+fi
+chunk=1 # this chunk of the sweep: 1 + the sweep logs of earlier ones
+for f in "$run"/sweep.log*; do [[ -e $f ]] && chunk=$((chunk + 1)); done
+[[ -f $run/sweep.log ]] && mv "$run/sweep.log" "$run/sweep.log.$((chunk - 1))"
+[[ -f $run/killed ]] && kill_after=1000000 # a member was killed in an earlier chunk
 secret=$run/cluster.secret
 declare -a pids
 cleanup() {
@@ -100,6 +123,7 @@ wait_members() { # wait_members N
 hwm() { awk '/^VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / t}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
+for f in "$run"/node*.log; do [[ -f $f ]] && mv "$f" "$f.$((chunk - 1))"; done
 for i in 1 2 3; do
 	start_member "$i"
 	((i == 1)) && for _ in $(seq 1 50); do [[ -f $secret ]] && break; sleep 0.2; done
@@ -112,8 +136,9 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 start=$(date +%s.%N)
 /usr/bin/time -o "$run/driver.time" -f "%e %U %S %M" \
 	"$didnmf" sweep --cluster "$(gossip 1)" --secret-file "$secret" --input "$x" --ranks "$ranks" --seeds "$seeds" \
-	--shards "$shards" --out "$out" "${extra[@]}" >"$run/sweep.log" 2>&1 &
+	--shards "$shards" --out "$out" "${resume[@]}" "${extra[@]}" >"$run/sweep.log" 2>&1 &
 sweep_pid=$!
+stopped=""
 
 # Follow the sweep: kill the third member once kill_after runs ended, restart it if asked;
 # sample the load average every 5 s.
@@ -122,11 +147,18 @@ killed_at="" restarted_at="" killed_hwm=0 killed_cpu=0 killed_pid=${pids[3]}
 while kill -0 "$sweep_pid" 2>/dev/null; do
 	sleep 5
 	cut -d' ' -f1 /proc/loadavg >>"$run/load"
-	ended=$(grep -c '^  \[[0-9]*/[0-9]*\]' "$run/sweep.log" || true)
+	ended=$(grep '^  \[[0-9]*/[0-9]*\]' "$run/sweep.log" | grep -vc ': resumed' || true)
+	if ((stop_after > 0)) && [[ -z $stopped ]] && (($(date +%s) - ${start%.*} >= stop_after)); then
+		driver=$(pgrep -P "$sweep_pid" -x didnmf || true)
+		say "stopping this chunk: SIGKILL to the sweep's driver (pid ${driver:-?}) after $stop_after s; go on with --run $run"
+		[[ -n $driver ]] && kill -9 "$driver"
+		stopped=yes
+	fi
 	if [[ -z $killed_at ]] && ((ended >= kill_after)); then
 		killed_hwm=$(hwm "$killed_pid") killed_cpu=$(cpu "$killed_pid")
 		kill -9 "$killed_pid"
 		killed_at=$SECONDS
+		echo "chunk $chunk, after $ended runs" >"$run/killed"
 		say "killed scale-3 (pid $killed_pid) with SIGKILL after $ended runs ended"
 		pids[3]=""
 	fi
@@ -141,12 +173,29 @@ wait "$sweep_pid" || status=$?
 end=$(date +%s.%N)
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 [[ $restart == yes && -n $restarted_at ]] && wait_members 3 || true
-read -r d_wall d_user d_sys d_kb <"$run/driver.time" || true
+# GNU time writes "Command terminated by signal 9" first when the driver was killed.
+read -r d_wall d_user d_sys d_kb < <(tail -n 1 "$run/driver.time") || true
 declare -A m_hwm m_cpu
 for i in 1 2 3; do
 	if [[ -n ${pids[i]:-} ]]; then m_hwm[$i]=$(hwm "${pids[i]}") m_cpu[$i]=$(cpu "${pids[i]}"); else m_hwm[$i]=0 m_cpu[$i]=0; fi
 done
 tail -n 6 "$run/sweep.log" >&2
+# This chunk, a line of chunks.tsv: wall s, members' CPU s, driver CPU s, runs ended (not
+# resumed), the members' peak RSS (kB, the killed one's before its kill too) and the driver's.
+ended=$(grep '^  \[[0-9]*/[0-9]*\]' "$run/sweep.log" | grep -vc ': resumed' || true)
+[[ -f $run/chunks.tsv ]] || echo -e "chunk\twall_s\tmembers_cpu_s\tdriver_cpu_s\truns_ended\tpeak_member_kb\tpeak_driver_kb\tload_mean" >"$run/chunks.tsv"
+python3 - "$run/chunks.tsv" <<EOF2
+import statistics
+loads = [float(l) for l in open("$run/load") if l.strip()] or [0]
+cpu = ${m_cpu[1]} + ${m_cpu[2]} + ${m_cpu[3]} + $killed_cpu
+peak = max(${m_hwm[1]}, ${m_hwm[2]}, ${m_hwm[3]}, $killed_hwm)
+open("$run/chunks.tsv", "a").write("%d\t%.0f\t%.0f\t%.1f\t%d\t%d\t%d\t%.1f\n" % ($chunk, $end - $start, cpu,
+    float("${d_user:-0}") + float("${d_sys:-0}"), $ended, peak, ${d_kb:-0}, statistics.mean(loads)))
+EOF2
+if [[ -n $stopped ]]; then
+	say "chunk $chunk stopped after $stop_after s with $ended runs ended; its figures are in $run/chunks.tsv; go on with --run $run"
+	exit 0
+fi
 if ((status != 0)) || [[ ! -f $out/sweep.json ]]; then
 	say "the sweep failed (exit status $status): $run/sweep.log"
 	exit 1
@@ -172,11 +221,13 @@ print("  sweep       ranks %s x %d seeds = %d runs, %d shards a run, on 3 member
 killed = "$killed_at" != ""
 if killed:
     print("  kill        scale-3 killed with SIGKILL after $kill_after runs ended%s" % ("; restarted $restart_after s later" if "$restart" == "yes" else "; not restarted"))
+elif os.path.exists("$run/killed"):
+    print("  kill        scale-3 killed with SIGKILL in an earlier chunk (%s)" % open("$run/killed").read().strip())
 else:
     print("  kill        none: the sweep ended before $kill_after runs had")
 import glob
 log = open("$run/sweep.log").read()
-recovered = sum(open(f).read().count('msg="recovering the job"') for f in glob.glob("$run/node*.log"))
+recovered = sum(open(f).read().count('msg="recovering the job"') for f in glob.glob("$run/node*.log*"))
 print("  recovery    %d job recoveries logged by the members (rollbacks, takeovers), %d runs run again" % (
     recovered, log.count("; running it again")))
 print("  suggested   K=%d (%s); %d runs capped" % (rep["suggested_k"], rep["rule"], rep["capped_runs"]))
@@ -195,6 +246,14 @@ else:
         kb(${m_hwm[1]}), kb(${m_hwm[2]}), kb(${m_hwm[3]}), kb(${d_kb:-0})))
 print("  spectra     the driver held %d runs' bases: %.1f MB (sum of K x %d features x 8 bytes); .npy written: %.1f MB" % (
     len(runs), spectra / 1e6, features, files / 1e6))
+import csv
+chunks = list(csv.DictReader(open("$run/chunks.tsv"), delimiter="\t"))
+if len(chunks) > 1:
+    print("  chunks      %d (the driver killed after --stop-after, then resumed): wall %.0f s, members' CPU %.0f s, driver CPU %.0f s in all; member peak %s, driver peak %s" % (
+        len(chunks), sum(float(c["wall_s"]) for c in chunks), sum(float(c["members_cpu_s"]) for c in chunks),
+        sum(float(c["driver_cpu_s"]) for c in chunks), kb(max(int(c["peak_member_kb"]) for c in chunks)), kb(max(int(c["peak_driver_kb"]) for c in chunks))))
+    for c in chunks:
+        print("              chunk %s: %s s wall, %s s members' CPU, %s runs ended, load %s" % (c["chunk"], c["wall_s"], c["members_cpu_s"], c["runs_ended"], c["load_mean"]))
 print("  output      $out")
 if failed or rep["suggested_k"] <= 0 and not rep.get("cannot_tell"):
     sys.exit(1)
