@@ -200,7 +200,7 @@ if ((status != 0)) || [[ ! -f $out/sweep.json ]]; then
 	say "the sweep failed (exit status $status): $run/sweep.log"
 	exit 1
 fi
-[[ -n $killed_at ]] || say "warning: the sweep ended before $kill_after runs had: no member was killed"
+[[ -n $killed_at || -f $run/killed ]] || say "warning: the sweep ended before $kill_after runs had: no member was killed"
 
 # The summary, from sweep.json and the measurements.
 python3 - "$out/sweep.json" <<EOF
