@@ -320,6 +320,25 @@ func scanMask(x Block, colOffset int, o Options, keep, implicit bool, flag *inte
 		}
 	}
 	dropped := false // a stored entry of a CSC block is unobserved
+	// classify counts an entry of a CSC column in row i, stored with value v at position q
+	// (from the block's first stored value) or a held-out zero (v 0, not stored): missing
+	// (NaN), held out, or observed. A held-out zero is listed only without implicit.
+	classify := func(i int, v float64, q int, held, stored bool) {
+		switch {
+		case v != v:
+			acc.st.Missing++
+			unobs(i, math.NaN())
+			dropped = true
+		case held:
+			acc.heldOut(v)
+			if stored || !implicit {
+				unobs(i, v)
+			}
+			dropped = dropped || stored
+		case stored:
+			acc.observed(q, v)
+		}
+	}
 	col := make([]float64, 0)
 	span := flag.span(max(m, 1)*4, 1)
 	for j := 0; j < n; j++ {
@@ -386,18 +405,7 @@ func scanMask(x Block, colOffset int, o Options, keep, implicit bool, flag *inte
 					if held {
 						storedHeld++
 					}
-					switch {
-					case v != v:
-						acc.st.Missing++
-						unobs(i, math.NaN())
-						dropped = true
-					case held:
-						acc.heldOut(v)
-						unobs(i, v)
-						dropped = true
-					default:
-						acc.observed(t-base, v)
-					}
+					classify(i, v, t-base, held, true)
 				}
 				acc.st.Test += int64(len(hrows) - storedHeld)
 				break
@@ -423,20 +431,7 @@ func scanMask(x Block, colOffset int, o Options, keep, implicit bool, flag *inte
 					v = xb.value(t)
 					t++
 				}
-				switch {
-				case v != v:
-					acc.st.Missing++
-					unobs(i, math.NaN())
-					dropped = true
-				case held:
-					acc.heldOut(v)
-					if stored || !implicit {
-						unobs(i, v)
-					}
-					dropped = dropped || stored
-				case stored:
-					acc.observed(q, v)
-				}
+				classify(i, v, q, held, stored)
 			}
 		default:
 			panic(fmt.Sprintf("kernels: unknown block type %T", x))
