@@ -101,14 +101,15 @@ func quad(a, c []float64, k int) float64 {
 	return s
 }
 
-// dot4 returns a.b in four partial sums by position mod 4, added as (s0 + s1) + (s2 + s3).
-func dot4(a, b []float64) float64 {
-	var s [4]float64
-	b = b[:len(a)]
-	for q, v := range a {
-		s[q&3] += float64(v * b[q])
+// rowsSquares returns the sum over rows of (b_i.c)^2, B by rows (row-major M x K).
+func rowsSquares(brow []float64, rows []int32, c []float64) float64 {
+	k := len(c)
+	var s float64
+	for _, i := range rows {
+		mi := dot(brow[int(i)*k:(int(i)+1)*k], c)
+		s += float64(mi * mi)
 	}
-	return (s[0] + s[1]) + (s[2] + s[3])
+	return s
 }
 
 // column returns the squared residual of column j of x (X_o: its stored entries are all
@@ -126,19 +127,13 @@ func (r *sparseResidual) column(x Block, col []float64, sm *shardMask, j int, c 
 			model -= quad(r.pat[l*k*k:(l+1)*k*k], c, k)
 			break
 		}
-		for _, i := range sm.held.rows[l] {
-			mi := dot4(r.brow[int(i)*k:(int(i)+1)*k], c)
-			model -= float64(mi * mi)
-		}
+		model -= rowsSquares(r.brow, sm.held.rows[l], c)
 	case sm != nil:
-		for _, i := range sm.urow[sm.uptr[j]:sm.uptr[j+1]] {
-			mi := dot4(r.brow[int(i)*k:(int(i)+1)*k], c)
-			model -= float64(mi * mi)
-		}
+		model -= rowsSquares(r.brow, sm.urow[sm.uptr[j]:sm.uptr[j+1]], c)
 	}
 	var stored, storedModel float64
 	entry := func(i int, v float64) {
-		mi := dot4(r.brow[i*k:(i+1)*k], c)
+		mi := dot(r.brow[i*k:(i+1)*k], c)
 		d := v - mi
 		stored += float64(d * d)
 		storedModel += float64(mi * mi)
