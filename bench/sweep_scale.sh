@@ -126,7 +126,9 @@ cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / t}' "/proc/
 for f in "$run"/node*.log; do [[ -f $f ]] && mv "$f" "$f.$((chunk - 1))"; done
 for i in 1 2 3; do
 	start_member "$i"
-	((i == 1)) && for _ in $(seq 1 50); do [[ -f $secret ]] && break; sleep 0.2; done
+	# The others join through member 1: wait until it answers (on --run its secret is already
+	# there, so the secret's existence says nothing about its listening).
+	((i == 1)) && { for _ in $(seq 1 50); do [[ -f $secret ]] && break; sleep 0.2; done; wait_members 1; }
 done
 wait_members 3
 say "3 members up on $(gossip 1)..$(gossip 3); sweeping $x (ranks $ranks, $seeds seeds, $shards shards)"
