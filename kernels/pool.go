@@ -112,37 +112,22 @@ const (
 	lanePartialBudget = 1 << 23
 )
 
-// laneBounds cuts a block into lanes, a function of the block alone. Sparse blocks are cut at
-// equal numbers of stored entries so lanes carry similar work.
+// laneBounds cuts a block into lanes, a function of its shape and k alone: the same cut for a
+// dense block and for its CSC form (stored zeros or not), so that the lanes' partial sums group
+// alike and the two layouts give the same bits (TestLayoutSameBits), whichever layout
+// LayoutAutoPath picks on a machine. Lanes are contiguous runs of equal numbers of columns;
+// columns are samples, seldom sorted by size, and the pool hands lanes to workers as they
+// free, so a sparse block's lanes balance without cutting at stored-entry counts.
 func laneBounds(x Block, k int) []int {
 	rows, cols := x.Dims()
 	return laneBoundsOf(x, laneCount(rows, cols, k))
 }
 
-// laneBoundsOf cuts a block into the given number of lanes, as laneBounds does.
+// laneBoundsOf cuts a block into the given number of lanes of equal column counts, as
+// laneBounds does.
 func laneBoundsOf(x Block, lanes int) []int {
 	_, cols := x.Dims()
-	s, ok := x.(*CSC)
-	if !ok || lanes == 1 {
-		return ColumnRanges(cols, lanes)
-	}
-	bounds := make([]int, 1, lanes+1)
-	base, total := s.ColPtr[0], s.NNZ()
-	j := 0
-	for l := 1; l < lanes; l++ {
-		target := base + (total*l)/lanes
-		for j < cols && s.ColPtr[j] < target {
-			j++
-		}
-		if j <= bounds[len(bounds)-1] {
-			continue
-		}
-		bounds = append(bounds, j)
-	}
-	if bounds[len(bounds)-1] != cols {
-		bounds = append(bounds, cols)
-	}
-	return bounds
+	return ColumnRanges(cols, lanes)
 }
 
 // laneCount is the number of lanes of laneBounds for a rows x cols block at rank k.

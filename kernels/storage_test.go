@@ -3,6 +3,7 @@ package kernels
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -96,33 +97,73 @@ func TestWidenRoundTrip(t *testing.T) {
 	}
 }
 
+// withNaNs returns a copy of d with every 7th entry NaN.
+func withNaNs(d *Dense) *Dense {
+	c := &Dense{Rows: d.Rows, Cols: d.Cols, Data: slices.Clone(d.Data)}
+	for i := 0; i < len(c.Data); i += 7 {
+		c.Data[i] = math.NaN()
+	}
+	return c
+}
+
 // TestLayoutSameBits: for the algorithms whose products skip zeros exactly (DID and the other
 // Gram-lane algorithms), a block held dense gives bitwise the factors of the same block held as
-// CSC, on every kernel path, on a shape that reaches the column-lane kernels. HALS, MU, ANLS
-// and ADMM form some products differently on the two layouts and round differently (which is
-// why the layout depends on the data only, see matio.SparseBelow).
+// CSC, on every kernel path, on shapes that reach the column-lane kernels with one lane and with
+// several lanes a shard (the lanes are cut alike on both layouts: a CSC cut at stored-entry
+// counts grouped the partial sums differently), with and without a held-out set. HALS, MU,
+// ANLS and ADMM form some products differently on the two layouts and round differently (which
+// is why the layout depends on the data only, see matio.SparseBelow).
 func TestLayoutSameBits(t *testing.T) {
 	t.Parallel()
-	dense := countsBlock(40, 300, 53)
-	sparse := ToCSC(dense)
-	// The algorithms that claim it (AlgorithmInfo.LayoutInvariant, which lets the layout follow
-	// the machine) give the same bits on both layouts.
-	for _, info := range Algorithms() {
-		if !info.LayoutInvariant {
-			continue
+	wide := countsBlock(40, 3000, 53)
+	// Skew the stored entries towards the first columns, so that a cut at equal stored-entry
+	// counts would differ from a cut at equal column counts.
+	for j := 0; j < 600; j++ {
+		for i := 0; i < 40; i++ {
+			if c := wide.Col(j); c[i] == 0 {
+				c[i] = float64(1 + (i+j)%3)
+			}
 		}
-		shards := 1
-		if info.Distributed {
-			shards = 3
+	}
+	cases := []struct {
+		name     string
+		dense    *Dense
+		shards   int // for the distributed algorithms; 1 for the others
+		fraction float64
+		missing  bool // NaN entries, fit as missing (Options.Missing)
+	}{
+		{"one lane", countsBlock(40, 300, 53), 3, 0, false},
+		{"several lanes, 3 shards", wide, 3, 0, false},
+		{"several lanes, 1 shard", wide, 1, 0, false},
+		{"several lanes, held out", wide, 3, 0.1, false},
+		{"several lanes, missing values", withNaNs(wide), 3, 0, true},
+	}
+	for _, tc := range cases {
+		sparse := ToCSC(tc.dense)
+		if len(laneBounds(sparse.ColSlice(0, tc.dense.Cols/tc.shards), 5)) < 3 && tc.name != "one lane" {
+			t.Fatalf("%s: the shape has one lane a shard", tc.name)
 		}
-		for _, p := range AvailableKernelPaths() {
-			cfg := baseConfig(info.Name, 5, StopRule{MaxIter: 10})
-			cfg.Options.Kernel = p
-			a := mustRun(t, dense, shards, cfg)
-			b := mustRun(t, sparse, shards, cfg)
-			if !sameBits(a.B, b.B) || !sameBits(a.C, b.C) {
-				t.Errorf("%s on %s: CSC differs from dense (B %.3g, C %.3g)", info.Name, p,
-					maxRelDiff(a.B, b.B), maxRelDiff(a.C, b.C))
+		// The algorithms that claim it (AlgorithmInfo.LayoutInvariant, which lets the layout
+		// follow the machine) give the same bits on both layouts.
+		for _, info := range Algorithms() {
+			if !info.LayoutInvariant || (tc.fraction > 0 || tc.missing) && !slices.Contains(maskAlgorithms, info.Name) {
+				continue
+			}
+			shards := 1
+			if info.Distributed {
+				shards = tc.shards
+			}
+			for _, p := range AvailableKernelPaths() {
+				cfg := baseConfig(info.Name, 5, StopRule{MaxIter: 6})
+				cfg.Options.Kernel = p
+				cfg.Options.TestFraction = tc.fraction
+				cfg.Options.Missing = tc.missing
+				a := mustRun(t, tc.dense, shards, cfg)
+				b := mustRun(t, sparse, shards, cfg)
+				if !sameBits(a.B, b.B) || !sameBits(a.C, b.C) {
+					t.Errorf("%s, %s on %s: CSC differs from dense (B %.3g, C %.3g)", tc.name, info.Name, p,
+						maxRelDiff(a.B, b.B), maxRelDiff(a.C, b.C))
+				}
 			}
 		}
 	}
