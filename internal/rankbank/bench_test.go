@@ -54,10 +54,18 @@ func BenchmarkRankBank(b *testing.B) {
 			}
 			outs = append(outs, more...)
 		}
-		// The bank's order, whichever file a case came from.
+		// The bank's order, whichever file a case came from. An outcome of a case the bank no
+		// longer holds as it was swept (another depth, or a count case calibrated before its
+		// noise's own edge was, Matrix.NoiseEdge) is dropped, and the case swept again.
 		order := map[string]int{}
+		bank := map[string]Case{}
 		for i, c := range Full() {
-			order[c.Name()] = i
+			order[c.Name()], bank[c.Name()] = i, c
+		}
+		n0 := len(outs)
+		outs = slices.DeleteFunc(outs, func(o *Outcome) bool { return stale(o, bank) })
+		if n0 > len(outs) {
+			fmt.Fprintf(os.Stderr, "rank bank: %d loaded outcome(s) are of cases the bank no longer holds as they were swept: dropped\n", n0-len(outs))
 		}
 		slices.SortStableFunc(outs, func(x, y *Outcome) int { return order[x.Case.Name()] - order[y.Case.Name()] })
 		selected := func(c Case) bool {
@@ -99,4 +107,14 @@ func BenchmarkRankBank(b *testing.B) {
 		fmt.Println()
 		WriteCases(os.Stdout, outs)
 	}
+}
+
+// stale tells whether a loaded outcome is of a case the bank no longer holds as it was swept.
+func stale(o *Outcome, bank map[string]Case) bool {
+	c, ok := bank[o.Case.Name()]
+	if !ok || c.Depth != o.Case.Depth || c.Seed != o.Case.Seed || c.Sparse != o.Case.Sparse || !slices.Equal(c.Ranks, o.Case.Ranks) {
+		return true
+	}
+	counts := c.Family == Poisson || c.Family == NegBin
+	return counts && (o.Matrix == nil || o.Matrix.NoiseEdge == 0)
 }

@@ -46,8 +46,10 @@ type Case struct {
 	K int
 	// Visibility is how far the planted signal stands out of the noise: the weakest planted
 	// component's singular value σ_K(S) over the noise's largest singular value, the edge of
-	// its spectrum σ·(√samples + √features) (σ² the noise's variance averaged over the
-	// entries). Below 1 the component is hidden in the noise's spectrum. Below 0.5 it is
+	// its spectrum: σ·(√samples + √features) for the iid additive families (σ² the noise's
+	// variance), and for counts, whose noise is not iid, the draw's own (Matrix.NoiseEdge,
+	// 1.04-2.4 times σ·(√samples + √features) with σ² the mean variance). Below 1 the
+	// component is hidden in the noise's spectrum. Below 0.5 it is
 	// below the BBP threshold σ·(samples·features)^¼ too (0.48 to 0.5 of the edge for the
 	// bank's shapes), where no method can tell a rank-one signal from iid noise as the matrix
 	// grows. For a case below the noise (Visibility < 1) the ratio is that of the second
@@ -91,6 +93,9 @@ type Matrix struct {
 	Scale, Sigma, Density, Clipped float64
 	// Singular are the planted signal's K singular values (of c·S).
 	Singular []float64
+	// NoiseEdge is the largest singular value of this draw's noise, X − c·S: what a planted
+	// component must exceed to stand out of it. Count cases are calibrated on it.
+	NoiseEdge float64
 }
 
 // Edge is the largest singular value of an n x m matrix of iid noise of variance 1, about
@@ -102,6 +107,11 @@ func (c Case) Generate() (*Matrix, error) {
 	n, m, k := c.Samples, c.Features, c.K
 	if k < 1 || k > min(n, m) || !(c.Visibility > 0) {
 		return nil, fmt.Errorf("rankbank: case %s: bad shape, rank or visibility", c.Name())
+	}
+	switch c.Family {
+	case Gaussian, Uniform, Poisson, NegBin:
+	default:
+		return nil, fmt.Errorf("rankbank: case %s: unknown family %q", c.Name(), c.Family)
 	}
 	counts := c.Family == Poisson || c.Family == NegBin
 	if counts && !(c.Depth > 0) {
@@ -130,21 +140,58 @@ func (c Case) Generate() (*Matrix, error) {
 	var s []float64
 	var sv []float64
 	if !counts {
-		// The noise's scale sets the visibility.
+		// The noise's scale sets the visibility: iid noise of standard deviation σ has its
+		// edge at σ·Edge (TestGenerate checks the draw's).
 		s, _, sv = signal(w, h, n, m, k, 0)
 		out.Scale, out.Sigma = 1, sv[which]/(c.Visibility*edge)
+		for i, v := range s {
+			var x float64
+			if c.Family == Gaussian {
+				x = v + out.Sigma*rng.NormFloat64()
+			} else {
+				x = v + out.Sigma*math.Sqrt(12)*(rng.Float64()-0.5)
+			}
+			if x < 0 {
+				x = 0
+				out.Clipped++
+			}
+			out.X[i] = x
+		}
 	} else {
 		// Counts of mean Depth: the programs' contrast sets the visibility. Every sample
 		// gets b of every program besides its own mix, W + b (still rank K), which makes the
-		// samples alike and the components weaker; b is found by bisection.
+		// samples alike and the components weaker; b is found by bisection. Count noise is
+		// not iid: its variance follows the mean (and the mean's square, for the negative
+		// binomial) and its tail is long, so its largest singular value is 1.04-2.4 times
+		// σ·Edge, σ² its mean variance (measured on the bank's count cases). The bank's
+		// first version calibrated counts on σ·Edge, and so planted components that its
+		// label called visible at 1.25 and 1.5 under the noise's edge (0.54-0.97 of it). Each
+		// step of the bisection now draws the counts and measures the draw's edge; the draw
+		// is the same at every step (common random numbers: each entry's variates are
+		// fixed, and its count is their quantile at its mean), so the visibility moves
+		// smoothly with b.
 		out.Scale = c.Depth
-		vis := func(b float64) float64 {
-			_, m2, sv := signal(w, h, n, m, k, b)
-			sigma2 := c.Depth
-			if c.Family == NegBin {
-				sigma2 += c.Depth * c.Depth * m2 / NegBinDispersion
+		u := make([]float64, 2*n*m)
+		for i := range u {
+			u[i] = rng.Float64()
+		}
+		draw := func(b float64) (x, s, sv []float64, noiseEdge float64) {
+			s, _, sv = signal(w, h, n, m, k, b)
+			x = make([]float64, n*m)
+			e := make([]float64, n*m)
+			for i, v := range s {
+				mu := c.Depth * v
+				if c.Family == NegBin {
+					mu *= gammaQuantile(u[2*i+1], NegBinDispersion) / NegBinDispersion
+				}
+				x[i] = poissonQuantile(u[2*i], mu)
+				e[i] = x[i] - c.Depth*v
 			}
-			return c.Depth * sv[which] / (math.Sqrt(sigma2) * edge)
+			return x, s, sv, largestSingular(e, n, m)
+		}
+		vis := func(b float64) float64 {
+			_, _, sv, ne := draw(b)
+			return c.Depth * sv[which] / ne
 		}
 		if v0 := vis(0); v0 < c.Visibility {
 			return nil, fmt.Errorf("rankbank: case %s: depth %g reaches a visibility of %.3g only", c.Name(), c.Depth, v0)
@@ -153,7 +200,7 @@ func (c Case) Generate() (*Matrix, error) {
 		for vis(hi) > c.Visibility {
 			lo, hi = hi, 2*hi
 		}
-		for range 40 {
+		for range 30 {
 			if mid := (lo + hi) / 2; vis(mid) > c.Visibility {
 				lo = mid
 			} else {
@@ -161,33 +208,22 @@ func (c Case) Generate() (*Matrix, error) {
 			}
 		}
 		var m2 float64
-		s, m2, sv = signal(w, h, n, m, k, (lo+hi)/2)
+		out.X, s, sv, out.NoiseEdge = draw((lo + hi) / 2)
+		_, m2, _ = signal(w, h, n, m, k, (lo+hi)/2)
 		out.Sigma = math.Sqrt(c.Depth + c.Depth*c.Depth*m2/NegBinDispersion*b2f(c.Family == NegBin))
 	}
 	for i := range sv {
 		out.Singular = append(out.Singular, sv[i]*out.Scale)
 	}
+	if !counts {
+		e := make([]float64, n*m)
+		for i, v := range s {
+			e[i] = out.X[i] - v
+		}
+		out.NoiseEdge = largestSingular(e, n, m)
+	}
 	nz := 0
-	for i, v := range s {
-		mu := out.Scale * v
-		var x float64
-		switch c.Family {
-		case Gaussian:
-			x = mu + out.Sigma*rng.NormFloat64()
-		case Uniform:
-			x = mu + out.Sigma*math.Sqrt(12)*(rng.Float64()-0.5)
-		case Poisson:
-			x = poisson(rng, mu)
-		case NegBin:
-			x = poisson(rng, mu*gamma(rng, NegBinDispersion)/NegBinDispersion)
-		default:
-			return nil, fmt.Errorf("rankbank: unknown family %q", c.Family)
-		}
-		if x < 0 {
-			x = 0
-			out.Clipped++
-		}
-		out.X[i] = x
+	for _, x := range out.X {
 		if x != 0 {
 			nz++
 		}
@@ -273,41 +309,44 @@ func factor(rng *rand.Rand, rows, cols int, p, base float64) []float64 {
 	return f
 }
 
-// poisson draws a Poisson variate of mean mu (Knuth's method for small means, a rounded
-// normal approximation above 30: the bank needs its variance, not its tails).
-func poisson(rng *rand.Rand, mu float64) float64 {
+// poissonQuantile is the Poisson(mu) quantile at u in [0, 1) (inversion; a rounded normal
+// approximation above a mean of 30: the bank needs its variance, not its tails).
+func poissonQuantile(u, mu float64) float64 {
 	if mu <= 0 {
 		return 0
 	}
 	if mu > 30 {
-		return max(0, math.Round(mu+math.Sqrt(mu)*rng.NormFloat64()))
+		return max(0, math.Round(mu+math.Sqrt(mu)*normalQuantile(u)))
 	}
-	l, k, p := math.Exp(-mu), 0.0, 1.0
-	for {
-		p *= rng.Float64()
-		if p <= l {
-			return k
-		}
+	p := math.Exp(-mu)
+	f, k := p, 0.0
+	for u > f && k < 1000 {
 		k++
+		p *= mu / k
+		f += p
 	}
+	return k
 }
 
-// gamma draws a Gamma(shape, 1) variate (Marsaglia and Tsang; shape >= 1).
-func gamma(rng *rand.Rand, shape float64) float64 {
-	d := shape - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		x := rng.NormFloat64()
-		v := 1 + c*x
-		if v <= 0 {
-			continue
-		}
-		v = v * v * v
-		u := rng.Float64()
-		if math.Log(u) < 0.5*x*x+d-d*v+d*math.Log(v) {
-			return d * v
-		}
+// gammaQuantile is the Gamma(shape, 1) quantile at u, by Wilson and Hilferty's cube-root
+// normal approximation (within 1% of the exact quantile's spread at the bank's shape of 10).
+func gammaQuantile(u, shape float64) float64 {
+	a := 1 / (9 * shape)
+	return shape * math.Pow(max(0, 1-a+normalQuantile(u)*math.Sqrt(a)), 3)
+}
+
+// normalQuantile is the standard normal quantile at u in [0, 1), clamped to ±8.
+func normalQuantile(u float64) float64 {
+	return max(-8, min(8, math.Sqrt2*math.Erfinv(2*u-1)))
+}
+
+// largestSingular is the largest singular value of the n x m row-major matrix a.
+func largestSingular(a []float64, n, m int) float64 {
+	var svd mat.SVD
+	if !svd.Factorize(mat.NewDense(n, m, a), mat.SVDNone) {
+		panic("rankbank: SVD did not converge")
 	}
+	return svd.Values(nil)[0]
 }
 
 // Write writes the matrix into dir as the case's file: .npy, or .mtx for a sparse case.
