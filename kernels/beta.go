@@ -49,7 +49,7 @@ import (
 // which need Y at every entry for their denominators (and the loss), a batch of columns is made
 // dense. Y is formed a batch of columns at a time, never the whole of it. An entry x = 0 has
 // R = +0, which leaves the products' sums as they are, so dense and CSC blocks give the same
-// bits (when their lanes, cut by columns and by stored entries, are the same).
+// bits (their lanes are cut alike, by columns).
 //
 // Distribution: one allreduce per iteration. A shard's pass over its columns does everything
 // that needs its data: with B (replicated) and its C_i it computes the loss terms of (B, C_i),

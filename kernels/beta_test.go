@@ -967,12 +967,15 @@ func TestLossObjectiveMatchesReference(t *testing.T) {
 // TestLossSparseSameBits: a block with few stored entries (15%: a CSC block's KL quotients take
 // Y at its stored entries, the other losses' passes make its batches dense) gives, with each
 // loss, bitwise the factors and objectives of its dense form, stored as float64 or float32, on
-// 1 and 3 shards, on every kernel path and thread count. (Fewer columns than a lane's least,
-// minLaneCols: a CSC block's lanes are cut at equal stored entries, a dense one's at equal
-// columns, and other lanes group the B update's partial sums otherwise.)
+// 1 and 3 shards, on every kernel path and thread count, with one lane a shard and with
+// several (a CSC block's lanes were once cut at equal stored entries, a dense one's at equal
+// columns, and the B update's partial sums grouped otherwise).
 func TestLossSparseSameBits(t *testing.T) {
 	t.Parallel()
-	d := sparsify(countsBlock(20, minLaneCols, 61), 0.85, 3)
+	d := sparsify(countsBlock(20, 6*minLaneCols, 61), 0.85, 3)
+	if len(laneBounds(d, 4)) < 4 {
+		t.Fatal("the block has fewer than 3 lanes")
+	}
 	if sp := ToCSC(d); !perEntryY(sp, sp.Rows) {
 		t.Fatalf("%d of %d entries stored: the test wants a block whose KL pass takes Y per entry", sp.NNZ(), 20*minLaneCols)
 	}
