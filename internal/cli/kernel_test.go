@@ -67,6 +67,29 @@ func TestMixedKernelPathsCluster(t *testing.T) {
 			}
 		}
 	}
+	// With --layout auto, DID (layout-invariant) reads each block in its node's faster layout:
+	// at a density of 0.4, CSC on the generic and AVX2 paths and dense on AVX-512. The bits
+	// are the same, with several lanes a shard (1,000 columns: 4 lanes), whose partial sums
+	// once grouped by stored entries on CSC and by columns on dense.
+	mid := filepath.Join(dir, "mid.npy")
+	mv := make([]float64, 3000*20)
+	for i := range mv {
+		if h := uint32(i) * 2654435761; h>>29 >= 5 { // about 3 in 8 entries stored
+			mv[i] = float64(1 + h%7)
+		}
+	}
+	writeNPY(t, mid, 3000, 20, mv)
+	job := []string{"--input", mid, "--rank", "5", "--shards", "3", "--max-iter", "15", "--tol", "0", "--quiet"}
+	golden := filepath.Join(dir, "auto-golden")
+	if code, _, stderr := runNode(t, append([]string{"factorize", "--kernel", "generic", "--out", golden}, job...)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	if code, text := runProc(t, append([]string{"factorize", "--cluster", a.Gossip, "--out", filepath.Join(dir, "auto")}, job...)...); code != 0 {
+		t.Fatalf("layout auto: exit %d: %s", code, text)
+	}
+	sameFiles(t, filepath.Join(golden, "basis.npy"), filepath.Join(dir, "auto", "basis.npy"))
+	sameFiles(t, filepath.Join(golden, "coef.npy"), filepath.Join(dir, "auto", "coef.npy"))
+
 	// float32 storage of data that float32 cannot hold is refused by the shards, naming a value.
 	code, text := runProc(t, "factorize", "--cluster", a.Gossip, "--storage", "float32", "--input", synth, "--rank", "5",
 		"--shards", "3", "--max-iter", "5", "--out", filepath.Join(dir, "inexact"), "--quiet")
