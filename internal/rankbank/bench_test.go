@@ -26,7 +26,7 @@ var (
 	benchOnly     = flag.String("rankbank.only", "", "sweep only the cases whose name contains this")
 	benchMaxK     = flag.Int("rankbank.max-k", 0, "sweep only the cases of planted rank up to this (0: all)")
 	benchSave     = flag.String("rankbank.save", "", "write the outcomes to this `FILE` (gob), for rescoring rules with -rankbank.load")
-	benchLoad     = flag.String("rankbank.load", "", "start from the outcomes of these `FILES` (comma-separated, -rankbank.save's), sweeping only the cases they lack")
+	benchLoad     = flag.String("rankbank.load", "", "start from the outcomes of these `FILES` (comma-separated, -rankbank.save's; a case in several: the last's), sweeping only the cases they lack")
 	benchNoSweep  = flag.Bool("rankbank.score-only", false, "with -rankbank.load, score its outcomes (those -rankbank.only and -rankbank.max-k select) and sweep nothing")
 )
 
@@ -62,6 +62,12 @@ func BenchmarkRankBank(b *testing.B) {
 		for i, c := range Full() {
 			order[c.Name()], bank[c.Name()] = i, c
 		}
+		// A case in several files: the last file's outcome.
+		last := map[string]*Outcome{}
+		for _, o := range outs {
+			last[o.Case.Name()] = o
+		}
+		outs = slices.DeleteFunc(outs, func(o *Outcome) bool { return last[o.Case.Name()] != o })
 		n0 := len(outs)
 		outs = slices.DeleteFunc(outs, func(o *Outcome) bool { return stale(o, bank) })
 		if n0 > len(outs) {
@@ -71,6 +77,8 @@ func BenchmarkRankBank(b *testing.B) {
 		selected := func(c Case) bool {
 			return (*benchOnly == "" || strings.Contains(c.Name(), *benchOnly)) && (*benchMaxK == 0 || c.K <= *benchMaxK)
 		}
+		// The file -rankbank.save writes keeps every loaded outcome, selected or not.
+		unselected := slices.DeleteFunc(slices.Clone(outs), func(o *Outcome) bool { return selected(o.Case) })
 		outs = slices.DeleteFunc(outs, func(o *Outcome) bool { return !selected(o.Case) })
 		done := map[string]bool{}
 		for _, o := range outs {
@@ -95,7 +103,7 @@ func BenchmarkRankBank(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := gob.NewEncoder(f).Encode(outs); err != nil {
+				if err := gob.NewEncoder(f).Encode(slices.Concat(unselected, outs)); err != nil {
 					b.Fatal(err)
 				}
 				f.Close()
