@@ -168,8 +168,8 @@ def sweep(
     ``seeds`` (None: one per seed, each run its own; the run of seed index s holds out fold
     s mod folds), over which the test error's standard error is taken. ``transform``:
     'none' fits X; 'sqrt' fits sqrt(X) and compares ranks by the held-out squared error of the
-    model's square against X, which finds count data's planted ranks far more often (see
-    ``didnmf sweep -h``); whoever reads the input applies it (this process, or the nodes of
+    model's square against X, which finds more of count data's weak programs, those under
+    the noise's edge (see ``didnmf sweep -h``); whoever reads the input applies it (this process, or the nodes of
     ``nodes`` or ``cluster``). ``out``: a directory
     to keep the command's files in (sweep.json, sweep.tsv, the figures, consensus_basis_K.npy
     and spectra_K.npy, which ``didnmf.consensus(X, out, k)`` reads, and runs/, every run as it
