@@ -977,7 +977,7 @@ func TestLossSparseSameBits(t *testing.T) {
 		t.Fatal("the block has fewer than 3 lanes")
 	}
 	if sp := ToCSC(d); !perEntryY(sp, sp.Rows) {
-		t.Fatalf("%d of %d entries stored: the test wants a block whose KL pass takes Y per entry", sp.NNZ(), 20*minLaneCols)
+		t.Fatalf("%d of %d entries stored: the test wants a block whose KL pass takes Y per entry", sp.NNZ(), d.Rows*d.Cols)
 	}
 	for _, loss := range []Loss{LossKL, BetaLoss(1.5), BetaLoss(0.5)} {
 		for _, p := range []int{1, 3} {

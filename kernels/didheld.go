@@ -136,7 +136,7 @@ func newDIDHeld(e *shardEnv) *didHeld {
 	kp, ll := paddedK(k), lowerLen(k)
 	pen := e.penalty()
 	d := &didHeld{e: e, sm: sm, m: m, n: n, k: k, kp: kp, ll: ll, pool: e.spec.Pool,
-		lanes: laneBoundsOf(sm.x, heldLaneCount(m, n, k)), g: make([]float64, k*k), bp: make([]float64, colsRows(m)*kp),
+		lanes: ColumnRanges(n, heldLaneCount(m, n, k)), g: make([]float64, k*k), bp: make([]float64, colsRows(m)*kp),
 		brow: make([]float64, m*k), l1: pen.l1C, l2: pen.l2C, pen: pen,
 		direct: e.spec.Form == FormResidual, cExtra: e.spec.Accel.cExtra(), eps2: e.spec.Accel.eps2(),
 		rowLanes: rowLaneBounds(m), rowQuad: make([]float64, m), rowT: make([]float64, m),

@@ -112,22 +112,15 @@ const (
 	lanePartialBudget = 1 << 23
 )
 
-// laneBounds cuts a block into lanes, a function of its shape and k alone: the same cut for a
-// dense block and for its CSC form (stored zeros or not), so that the lanes' partial sums group
-// alike and the two layouts give the same bits (TestLayoutSameBits), whichever layout
-// LayoutAutoPath picks on a machine. Lanes are contiguous runs of equal numbers of columns;
-// columns are samples, seldom sorted by size, and the pool hands lanes to workers as they
-// free, so a sparse block's lanes balance without cutting at stored-entry counts.
+// laneBounds cuts a block into lanes, a function of its shape and k alone: contiguous runs of
+// equal numbers of columns (ColumnRanges of laneCount), the same cut for a dense block and for
+// its CSC form (stored zeros or not), so that the lanes' partial sums group alike and the two
+// layouts give the same bits (TestLayoutSameBits), whichever layout LayoutAutoPath picks on a
+// machine. Columns are samples, seldom sorted by size, and the pool hands lanes to workers as
+// they free, so a sparse block's lanes balance without cutting at stored-entry counts.
 func laneBounds(x Block, k int) []int {
 	rows, cols := x.Dims()
-	return laneBoundsOf(x, laneCount(rows, cols, k))
-}
-
-// laneBoundsOf cuts a block into the given number of lanes of equal column counts, as
-// laneBounds does.
-func laneBoundsOf(x Block, lanes int) []int {
-	_, cols := x.Dims()
-	return ColumnRanges(cols, lanes)
+	return ColumnRanges(cols, laneCount(rows, cols, k))
 }
 
 // laneCount is the number of lanes of laneBounds for a rows x cols block at rank k.

@@ -129,19 +129,20 @@ func TestLayoutSameBits(t *testing.T) {
 		name     string
 		dense    *Dense
 		shards   int // for the distributed algorithms; 1 for the others
+		lanes    int // a shard's lanes
 		fraction float64
 		missing  bool // NaN entries, fit as missing (Options.Missing)
 	}{
-		{"one lane", countsBlock(40, 300, 53), 3, 0, false},
-		{"several lanes, 3 shards", wide, 3, 0, false},
-		{"several lanes, 1 shard", wide, 1, 0, false},
-		{"several lanes, held out", wide, 3, 0.1, false},
-		{"several lanes, missing values", withNaNs(wide), 3, 0, true},
+		{"one lane", countsBlock(40, 300, 53), 3, 1, 0, false},
+		{"several lanes, 3 shards", wide, 3, 4, 0, false},
+		{"several lanes, 1 shard", wide, 1, 12, 0, false},
+		{"several lanes, held out", wide, 3, 4, 0.1, false},
+		{"several lanes, missing values", withNaNs(wide), 3, 4, 0, true},
 	}
 	for _, tc := range cases {
 		sparse := ToCSC(tc.dense)
-		if len(laneBounds(sparse.ColSlice(0, tc.dense.Cols/tc.shards), 5)) < 3 && tc.name != "one lane" {
-			t.Fatalf("%s: the shape has one lane a shard", tc.name)
+		if got := len(laneBounds(sparse.ColSlice(0, tc.dense.Cols/tc.shards), 5)) - 1; got != tc.lanes {
+			t.Fatalf("%s: %d lanes a shard, want %d", tc.name, got, tc.lanes)
 		}
 		// The algorithms that claim it (AlgorithmInfo.LayoutInvariant, which lets the layout
 		// follow the machine) give the same bits on both layouts.
