@@ -164,41 +164,37 @@ func (c Case) Generate() (*Matrix, error) {
 			}
 			out.X[i] = x
 		}
+		out.NoiseEdge = noiseEdge(out.X, s, 1, n, m)
 	} else {
 		// Counts of mean Depth: the programs' contrast sets the visibility. Every sample
 		// gets b of every program besides its own mix, W + b (still rank K), which makes the
 		// samples alike and the components weaker; b is found by bisection. Count noise is
-		// not iid: its variance follows the mean (and the mean's square, for the negative
-		// binomial) and its tail is long, so its largest singular value is 1.04-2.4 times
-		// σ·Edge, σ² its mean variance (measured on the bank's count cases). The bank's
-		// first version calibrated counts on σ·Edge, and so planted components that its
-		// label called visible at 1.25 and 1.5 under the noise's edge (0.54-0.97 of it). Each
-		// step of the bisection now draws the counts and measures the draw's edge; the draw
-		// is the same at every step (common random numbers: each entry's variates are
-		// fixed, and its count is their quantile at its mean), so the visibility moves
-		// smoothly with b.
+		// not iid, so its edge is not σ·Edge (see Case.Visibility): each step of the
+		// bisection draws the counts and measures the draw's edge. The draw is the same at
+		// every step (common random numbers: each entry's variates are fixed, and its count
+		// is their quantile at its mean), so the visibility moves smoothly with b.
 		out.Scale = c.Depth
 		u := make([]float64, 2*n*m)
 		for i := range u {
 			u[i] = rng.Float64()
 		}
-		draw := func(b float64) (x, s, sv []float64, noiseEdge float64) {
-			s, _, sv = signal(w, h, n, m, k, b)
+		// draw returns the counts at contrast b, the signal's mean square and singular values,
+		// and the draw's noise edge.
+		draw := func(b float64) (x []float64, m2 float64, sv []float64, edge float64) {
+			s, m2, sv := signal(w, h, n, m, k, b)
 			x = make([]float64, n*m)
-			e := make([]float64, n*m)
 			for i, v := range s {
 				mu := c.Depth * v
 				if c.Family == NegBin {
 					mu *= gammaQuantile(u[2*i+1], NegBinDispersion) / NegBinDispersion
 				}
 				x[i] = poissonQuantile(u[2*i], mu)
-				e[i] = x[i] - c.Depth*v
 			}
-			return x, s, sv, largestSingular(e, n, m)
+			return x, m2, sv, noiseEdge(x, s, c.Depth, n, m)
 		}
 		vis := func(b float64) float64 {
-			_, _, sv, ne := draw(b)
-			return c.Depth * sv[which] / ne
+			_, _, sv, edge := draw(b)
+			return c.Depth * sv[which] / edge
 		}
 		if v0 := vis(0); v0 < c.Visibility {
 			return nil, fmt.Errorf("rankbank: case %s: depth %g reaches a visibility of %.3g only", c.Name(), c.Depth, v0)
@@ -215,19 +211,11 @@ func (c Case) Generate() (*Matrix, error) {
 			}
 		}
 		var m2 float64
-		out.X, s, sv, out.NoiseEdge = draw((lo + hi) / 2)
-		_, m2, _ = signal(w, h, n, m, k, (lo+hi)/2)
+		out.X, m2, sv, out.NoiseEdge = draw((lo + hi) / 2)
 		out.Sigma = math.Sqrt(c.Depth + c.Depth*c.Depth*m2/NegBinDispersion*b2f(c.Family == NegBin))
 	}
 	for i := range sv {
 		out.Singular = append(out.Singular, sv[i]*out.Scale)
-	}
-	if !counts {
-		e := make([]float64, n*m)
-		for i, v := range s {
-			e[i] = out.X[i] - v
-		}
-		out.NoiseEdge = largestSingular(e, n, m)
 	}
 	nz := 0
 	for _, x := range out.X {
@@ -350,10 +338,14 @@ func normalQuantile(u float64) float64 {
 	return max(-8, min(8, math.Sqrt2*math.Erfinv(2*u-1)))
 }
 
-// largestSingular is the largest singular value of the n x m row-major matrix a.
-func largestSingular(a []float64, n, m int) float64 {
+// noiseEdge is the largest singular value of the noise X − scale·S, both n x m row-major.
+func noiseEdge(x, s []float64, scale float64, n, m int) float64 {
+	e := make([]float64, n*m)
+	for i, v := range s {
+		e[i] = x[i] - scale*v
+	}
 	var svd mat.SVD
-	if !svd.Factorize(mat.NewDense(n, m, a), mat.SVDNone) {
+	if !svd.Factorize(mat.NewDense(n, m, e), mat.SVDNone) {
 		panic("rankbank: SVD did not converge")
 	}
 	return svd.Values(nil)[0]
