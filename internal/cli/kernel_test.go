@@ -2,6 +2,7 @@ package cli
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,21 +54,12 @@ func TestMixedKernelPathsCluster(t *testing.T) {
 					shards = "1"
 				}
 				job := []string{"--input", in.path, "--rank", "5", "--algo", algo, "--layout", layout, "--shards", shards, "--max-iter", "15", "--tol", "0", "--quiet"}
-				name := algo + "-" + layout + "-" + in.storage
-				golden := filepath.Join(dir, name+"-golden")
-				if code, _, stderr := runNode(t, append([]string{"factorize", "--kernel", "generic", "--storage", "float64", "--out", golden}, job...)...); code != 0 {
-					t.Fatal(stderr)
-				}
-				out := filepath.Join(dir, name)
-				if code, text := runProc(t, append([]string{"factorize", "--cluster", a.Gossip, "--storage", in.storage, "--out", out}, job...)...); code != 0 {
-					t.Fatalf("%s: exit %d: %s", name, code, text)
-				}
-				sameFiles(t, filepath.Join(golden, "basis.npy"), filepath.Join(out, "basis.npy"))
-				sameFiles(t, filepath.Join(golden, "coef.npy"), filepath.Join(out, "coef.npy"))
+				clusterMatchesLocal(t, filepath.Join(dir, algo+"-"+layout+"-"+in.storage), a.Gossip, job,
+					[]string{"--storage", "float64"}, []string{"--storage", in.storage})
 			}
 		}
 	}
-	// With --layout auto, the AVX-512 node reads a DID block of density 0.4 dense and the
+	// With --layout auto, the AVX-512 node reads a DID block of density 0.56 dense and the
 	// others CSC. Without AVX-512 every node reads it as CSC, and the check proves nothing new.
 	if best == kernels.KernelAVX512.String() {
 		layoutAutoSameBits(t, dir, a.Gossip)
@@ -84,29 +76,40 @@ func TestMixedKernelPathsCluster(t *testing.T) {
 }
 
 // layoutAutoSameBits: with --layout auto, DID (layout-invariant) reads each block in its node's
-// faster layout. A job of density 0.4 on the cluster gives the generic local run's bits.
+// faster layout. A job of density 0.56 on the cluster gives the generic local run's bits.
 func layoutAutoSameBits(t *testing.T, dir, cluster string) {
 	t.Helper()
 	// With --layout auto, DID (layout-invariant) reads each block in its node's faster layout:
-	// at a density of 0.4, CSC on the generic and AVX2 paths and dense on AVX-512. The bits
+	// at a density of 0.56, CSC on the generic and AVX2 paths and dense on AVX-512. The bits
 	// are the same, with several lanes a shard (1,000 columns: 4 lanes), whose partial sums
-	// once grouped by stored entries on CSC and by columns on dense (it failed then).
+	// once grouped by stored entries on CSC and by columns on dense (it failed then). The
+	// first 300 samples of each shard's 1,000 store every entry and the others about 3 in 8
+	// (density 0.56), so that on every shard, whichever lands on the AVX-512 node, a cut at
+	// equal stored entries differs from one at equal columns.
 	mid := filepath.Join(dir, "mid.npy")
 	mv := make([]float64, 3000*20)
 	for i := range mv {
-		if h := uint32(i) * 2654435761; h>>29 >= 5 { // about 3 in 8 entries stored
+		if h := uint32(i) * 2654435761; h>>29 >= 5 || (i/20)%1000 < 300 {
 			mv[i] = float64(1 + h%7)
 		}
 	}
 	writeNPY(t, mid, 3000, 20, mv)
 	job := []string{"--input", mid, "--rank", "5", "--shards", "3", "--max-iter", "15", "--tol", "0", "--quiet"}
-	golden := filepath.Join(dir, "auto-golden")
-	if code, _, stderr := runNode(t, append([]string{"factorize", "--kernel", "generic", "--out", golden}, job...)...); code != 0 {
+	clusterMatchesLocal(t, filepath.Join(dir, "layout-auto"), cluster, job, nil, nil)
+}
+
+// clusterMatchesLocal runs the factorize job in this process on the generic kernels (with the
+// flags local) into out-golden, and on the cluster (with the flags remote) into out, and
+// fails unless the two write the same basis.npy and coef.npy.
+func clusterMatchesLocal(t *testing.T, out, cluster string, job, local, remote []string) {
+	t.Helper()
+	golden := out + "-golden"
+	if code, _, stderr := runNode(t, slices.Concat([]string{"factorize", "--kernel", "generic", "--out", golden}, local, job)...); code != 0 {
 		t.Fatal(stderr)
 	}
-	if code, text := runProc(t, append([]string{"factorize", "--cluster", cluster, "--out", filepath.Join(dir, "auto")}, job...)...); code != 0 {
-		t.Fatalf("layout auto: exit %d: %s", code, text)
+	if code, text := runProc(t, slices.Concat([]string{"factorize", "--cluster", cluster, "--out", out}, remote, job)...); code != 0 {
+		t.Fatalf("%s: exit %d: %s", filepath.Base(out), code, text)
 	}
-	sameFiles(t, filepath.Join(golden, "basis.npy"), filepath.Join(dir, "auto", "basis.npy"))
-	sameFiles(t, filepath.Join(golden, "coef.npy"), filepath.Join(dir, "auto", "coef.npy"))
+	sameFiles(t, filepath.Join(golden, "basis.npy"), filepath.Join(out, "basis.npy"))
+	sameFiles(t, filepath.Join(golden, "coef.npy"), filepath.Join(out, "coef.npy"))
 }
