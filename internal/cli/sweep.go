@@ -50,11 +50,12 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 			"does better than the smallest tried by more than that, it says it cannot tell. The runs go to convergence\n"+
 			"(--max-iter 2000, --stall-tol 1e-5 by default here); a run that hits a cap makes the suggestion unreliable,\n"+
 			"and the sweep says so. --test-fraction 0 turns cross-validation off (the rank is then the most stable).\n\n"+
-			"For counts (scRNA-seq, words), use --transform sqrt: the runs then fit sqrt(X), whose noise is about as large\n"+
-			"at every mean, and the test error is that of the model's square against X. On count matrices whose weakest\n"+
-			"programs lie under the noise's edge it found the planted rank in 77%% of the planted-rank bank's cases (91%%\n"+
-			"within one) against 50%% (64%%) for the raw counts, and the same ranks on Gaussian and uniform noise; where\n"+
-			"every program stands above the noise, both find it. The train errors and the bases are then of sqrt(X).\n\n"+
+			"For counts (scRNA-seq, words) with weak programs, use --transform sqrt: the runs then fit sqrt(X), whose noise\n"+
+			"is about as large at every mean, and the test error is that of the model's square against X. On count matrices\n"+
+			"whose weakest programs lie under the noise's edge it found the planted rank in 77%% of the planted-rank bank's\n"+
+			"cases (91%% within one) against 50%% (64%%) for the raw counts, and the same ranks on Gaussian and uniform\n"+
+			"noise; where every program stands above the noise, both find it. The train errors and the bases are then of\n"+
+			"sqrt(X).\n\n"+
 			"Every run is kept in --out DIR/runs as it ends (its basis and numbers). If the sweep is interrupted or its\n"+
 			"process dies, the same command with --resume goes on: the runs kept there are not run again (as cNMF's\n"+
 			"--skip-completed-runs), and the result is the bits of a sweep never interrupted. Without --resume a sweep\n"+
