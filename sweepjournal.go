@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/didnmf/didnmf/internal/atomicfile"
+	"github.com/didnmf/didnmf/internal/buildinfo"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/messages"
@@ -32,7 +33,8 @@ import (
 // A sweep's journal in files (FileSweepJournal) is a directory, DIR/runs of the sweep's output
 // directory DIR, holding
 //
-//   - journal.json: the fingerprint of the job whose runs it holds (sweepFingerprint);
+//   - journal.json: the fingerprint of the job whose runs it holds (sweepFingerprint), and the
+//     didnmf builds that recorded them;
 //   - per run, k{K}-seed{S}-fold{F}.basis.npy, the run's basis (features x K, float64), and
 //     then k{K}-seed{S}-fold{F}.json, its record (sweepRecord): the numbers the sweep and
 //     its report read, and the SHA-256 of the basis file.
@@ -74,6 +76,10 @@ type FileSweepJournal struct {
 	current bool
 	// m is the features of the records read, when the job's are not known here (a cluster).
 	m int
+	// kept are the builds journal.json names when the journal held runs (nil: none, or a
+	// journal from before builds were recorded); build is this binary's (buildinfo ID).
+	kept  []string
+	build string
 }
 
 // OpenSweepJournal opens the journal of a sweep of job j0 with options o in dir/runs
@@ -94,7 +100,8 @@ func OpenSweepJournal(dir string, j0 *Job, o SweepOptions) (*FileSweepJournal, e
 		return nil, err
 	}
 	j := &FileSweepJournal{dir: filepath.Join(dir, SweepJournalDir), fp: fp, features: j0.Features, samples: j0.Samples,
-		testSeed: j0.Spec.TestSeed, maxIter: j0.Spec.Stop.MaxIter}
+		testSeed: j0.Spec.TestSeed, maxIter: j0.Spec.Stop.MaxIter, build: buildinfo.Read().ID()}
+	j.fp.Builds = []string{j.build}
 	n, err := j.Runs()
 	if err != nil || n == 0 {
 		// Without runs, journal.json (if any) binds nothing: the first Record writes this job's.
@@ -107,8 +114,24 @@ func OpenSweepJournal(dir string, j0 *Job, o SweepOptions) (*FileSweepJournal, e
 	if err := fp.compare(was, j.dir); err != nil {
 		return nil, err
 	}
-	j.current = true
+	j.kept = was.Builds
+	// journal.json is this job's; it is written again at the first Record only to add this
+	// build to the builds that recorded runs.
+	j.current = slices.Contains(was.Builds, j.build)
+	if !j.current {
+		j.fp.Builds = append(slices.Clone(was.Builds), j.build)
+	}
 	return j, nil
+}
+
+// Builds returns the didnmf builds (buildinfo's ID: version or commit, and Go version) that
+// recorded the runs the journal held when it was opened, as its journal.json names them
+// (nil when it held none, or was written before builds were recorded), and this binary's.
+// Runs recorded by another build were made by other kernels, whose bits may differ: a sweep
+// resumed across builds is not bitwise the sweep run in one sitting by either, and the caller
+// should say so.
+func (j *FileSweepJournal) Builds() (kept []string, this string) {
+	return slices.Clone(j.kept), j.build
 }
 
 // Dir is the journal's directory (DIR/runs).
@@ -537,6 +560,10 @@ type sweepFingerprint struct {
 	Spec map[string]string `json:"spec"`
 	// Inputs are the job's inputs, in order.
 	Inputs []sweepInputPrint `json:"inputs"`
+	// Builds are the didnmf builds that recorded the journal's runs, in the order they first
+	// did (buildinfo's ID). They are not compared: a journal goes on under another build, and
+	// its caller says so (FileSweepJournal.Builds). Absent from journals written before it.
+	Builds []string `json:"builds,omitempty"`
 }
 
 // sweepInputPrint is an input of a sweep's job in its fingerprint: its path as given, and

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -380,5 +381,91 @@ func TestSweepJournalRecord(t *testing.T) {
 	res, err := jn2.Done(2, 1, 0)
 	if err != nil || res == nil || !sameBits(res.B, good.B) || res.N != 40 || res.Seconds != 0.25 || !math.IsInf(res.Initial, 1) {
 		t.Errorf("Done gave back %+v, %v", res, err)
+	}
+}
+
+// TestSweepJournalBuilds: journal.json names the builds that recorded its runs. A journal
+// reopened by the same build says so and is not written again; one recorded by another build
+// (or by a didnmf from before builds were recorded, whose journal.json has none) opens, names
+// the builds that made its runs, and adds this one at its next Record.
+func TestSweepJournalBuilds(t *testing.T) {
+	_, j := resumeJob(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, didnmf.SweepJournalDir, "journal.json")
+	builds := func() []string {
+		t.Helper()
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fp struct {
+			Builds []string `json:"builds"`
+		}
+		if err := json.Unmarshal(data, &fp); err != nil {
+			t.Fatal(err)
+		}
+		return fp.Builds
+	}
+	setBuilds := func(b []string) {
+		t.Helper()
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fp map[string]any
+		if err := json.Unmarshal(data, &fp); err != nil {
+			t.Fatal(err)
+		}
+		if b == nil {
+			delete(fp, "builds")
+		} else {
+			fp["builds"] = b
+		}
+		if data, err = json.Marshal(fp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jn, err := didnmf.OpenSweepJournal(dir, j, resumeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept, this := jn.Builds(); kept != nil || this == "" || !strings.Contains(this, " go") {
+		t.Fatalf("a fresh journal: builds %q, this build %q", kept, this)
+	}
+	if err := jn.Record(2, 1, 0, fakeRun(30, 40, 2)); err != nil {
+		t.Fatal(err)
+	}
+	_, this := jn.Builds()
+	if got := builds(); !slices.Equal(got, []string{this}) {
+		t.Fatalf("journal.json names builds %q, want this one's, %q", got, this)
+	}
+	for _, c := range []struct {
+		name   string
+		before []string // journal.json's builds (nil: none recorded)
+		kept   []string // what Builds gives
+		after  []string // journal.json's builds after a Record
+	}{
+		{"the same build", []string{this}, []string{this}, []string{this}},
+		{"another build", []string{"v0.9.0 go1.22.0"}, []string{"v0.9.0 go1.22.0"}, []string{"v0.9.0 go1.22.0", this}},
+		{"two before, this one among them", []string{"v0.9.0 go1.22.0", this}, []string{"v0.9.0 go1.22.0", this}, []string{"v0.9.0 go1.22.0", this}},
+		{"a journal from before builds were recorded", nil, nil, []string{this}},
+	} {
+		setBuilds(c.before)
+		jn, err := didnmf.OpenSweepJournal(dir, j, resumeOptions())
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if kept, _ := jn.Builds(); !slices.Equal(kept, c.kept) {
+			t.Errorf("%s: Builds gives %q, want %q", c.name, kept, c.kept)
+		}
+		if err := jn.Record(3, 1, 0, fakeRun(30, 40, 3)); err != nil {
+			t.Fatal(err)
+		}
+		if got := builds(); !slices.Equal(got, c.after) {
+			t.Errorf("%s: after a Record journal.json names builds %q, want %q", c.name, got, c.after)
+		}
 	}
 }

@@ -245,7 +245,7 @@ func startDemoCluster(n int, roots []string, stderr io.Writer) (string, string, 
 		os.RemoveAll(dir)
 		return "", "", nil, nil, err
 	}
-	version := readBuildVersion().advertised()
+	version := advertised(readBuildVersion())
 	var webs []*nodeHTTP
 	stop = func() {
 		for _, w := range webs {

@@ -313,7 +313,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		dir = filepath.Join("didnmf-data", n)
 	}
 	logger := slog.New(handler)
-	version := readBuildVersion().advertised()
+	version := advertised(readBuildVersion())
 	web, err := hf.open(cr, version, logger)
 	if err != nil {
 		return err

@@ -125,6 +125,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 			*of.out, kept, journal.Dir())
 	}
 	opts.Journal = journal
+	if builds, this := journal.Builds(); kept > 0 && !slices.Contains(builds, this) {
+		fmt.Fprintf(stderr, "sweep: warning: %s\n", otherBuildWarning(kept, journal.Dir(), builds, this))
+	}
 	runner, err := didnmf.NewRunner(j0.Target)
 	if err != nil {
 		cleanup()
@@ -357,4 +360,22 @@ func cappedLine(rep didnmf.SweepReport) string {
 		return line + "; they are above the rank of the lowest test error, and the suggestion does not rest on them"
 	}
 	return line + "; raise --max-iter (or the time limit) before trusting the suggestion"
+}
+
+// otherBuildWarning says that the kept runs of a sweep resumed by build this were recorded by
+// other didnmf builds (or by one that did not record its build): their kernels may give other
+// bits, so the sweep is not bitwise one run in one sitting. The builds come from a file and
+// are printed quoted.
+func otherBuildWarning(kept int, dir string, builds []string, this string) string {
+	by := "a didnmf that did not record its build"
+	if len(builds) > 0 {
+		q := make([]string, len(builds))
+		for i, b := range builds {
+			q[i] = strconv.Quote(b)
+		}
+		by = "didnmf " + strings.Join(q, ", ")
+	}
+	return fmt.Sprintf("the %d run(s) kept in %s were made by %s, and this is %q: the runs still to go are made by this build's kernels, "+
+		"whose bits may differ from the build(s) that made the kept ones, so this sweep is not bitwise one run in a single sitting "+
+		"(for that, run it again from the start with one build)", kept, dir, by, this)
 }

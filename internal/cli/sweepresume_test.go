@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -89,10 +90,56 @@ func TestSweepRefusesKeptRuns(t *testing.T) {
 		!strings.Contains(stderr, "(4 of them resumed from "+filepath.Join(out, "runs")+", not run again)") {
 		t.Errorf("--resume of a finished sweep: exit %d\n%s", code, stderr)
 	}
+	if strings.Contains(stderr, "warning") {
+		t.Errorf("--resume by the build that made the runs warns:\n%s", stderr)
+	}
 	rep := readSweep(t, out)
 	for _, r := range rep.Runs {
 		if !r.Resumed {
 			t.Errorf("sweep.json: K=%d seed %d not marked resumed", r.K, r.Seed)
+		}
+	}
+}
+
+// TestSweepResumeOtherBuild: a sweep resumed from runs another didnmf build recorded (or one
+// that did not record its build) goes on, and warns that its kept runs' bits may not be this
+// build's; the builds, read from a file, are printed quoted (an escape sequence in one is not
+// sent to the terminal).
+func TestSweepResumeOtherBuild(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	if code, _, stderr := runNode(t, append(resumeSweep, "--quiet", "--out", out)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	path := filepath.Join(out, "runs", "journal.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, builds, want string
+	}{
+		{"another build", `["v0.9.0 go1.22.0\u001b[2J"]`, `were made by didnmf "v0.9.0 go1.22.0\x1b[2J", and this is "`},
+		{"a journal without builds", ``, `were made by a didnmf that did not record its build, and this is "`},
+	} {
+		var fp map[string]json.RawMessage
+		if err := json.Unmarshal(data, &fp); err != nil {
+			t.Fatal(err)
+		}
+		delete(fp, "builds")
+		if c.builds != "" {
+			fp["builds"] = json.RawMessage(c.builds)
+		}
+		edited, err := json.Marshal(fp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, edited, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := runNode(t, append(resumeSweep, "--resume", "--out", out)...)
+		if code != 0 || !strings.Contains(stderr, "sweep: warning: the 4 run(s) kept in "+filepath.Join(out, "runs")+" "+c.want) ||
+			!strings.Contains(stderr, "not bitwise one run in a single sitting") || strings.Contains(stderr, "\x1b") {
+			t.Errorf("%s: exit %d\n%s", c.name, code, stderr)
 		}
 	}
 }

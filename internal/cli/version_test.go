@@ -106,7 +106,7 @@ func TestAdvertisedVersion(t *testing.T) {
 		{buildVersion{Version: strings.Repeat("v", 70)}, strings.Repeat("v", cluster.MaxVersionBytes)},
 		{buildVersion{Version: strings.Repeat("é", 40)}, strings.Repeat("é", cluster.MaxVersionBytes/2)},
 	} {
-		got := c.v.advertised()
+		got := advertised(c.v)
 		if got != c.want {
 			t.Errorf("%+v: advertised %q, want %q", c.v, got, c.want)
 		}
@@ -114,7 +114,7 @@ func TestAdvertisedVersion(t *testing.T) {
 			t.Errorf("%+v: advertised %q breaks the meta's rules: %v", c.v, got, err)
 		}
 	}
-	if v := readBuildVersion().advertised(); v == "" {
+	if v := advertised(readBuildVersion()); v == "" {
 		t.Error("this build advertises no version")
 	}
 }
@@ -165,7 +165,7 @@ func TestStatusShowsVersions(t *testing.T) {
 		}
 		t.Cleanup(s.Close)
 	}
-	this := readBuildVersion().advertised()
+	this := advertised(readBuildVersion())
 	var st struct {
 		Members  []struct{ Name, Version, HTTP string }
 		Warnings []string
