@@ -187,6 +187,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	actorPort := fs.Int("actor-port", 0, "actor (gRPC) `PORT` (0 picks a free one; it is advertised in the gossip)")
 	dataPort := fs.Int("data-port", 0, "`PORT` of the data plane, mutual TLS like the actor port, that carries the collectives' partials and results between nodes (0 picks a free one, told to peers; -1: none, they take the actor port)")
 	join := fs.String("join", "", "comma-separated gossip addresses `IP:PORT,...` of members to join (empty: start a new cluster)")
+	joinWait := new(time.Duration)
+	durationFlag(fs, joinWait, "join-wait", serveJoinWait, "when nothing answers at any --join address (not started yet, not reached), try again for this long, a `DURATION`, before giving up (0: try once); a member that answers and refuses this node fails the start at once")
 	name := fs.String("name", "", "unique node `NAME` (default: the common name in --tls-cert, else derived from the address)")
 	dataDir := fs.String("data-dir", "", "the node's own `DIR` (created and locked; default: didnmf-data/NAME under the working directory)")
 	capacity := fs.Int("capacity", 1, "placement weight `N`: a node with capacity 2 gets about twice the shards of one with 1")
@@ -323,12 +325,14 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	if web != nil {
 		observer, webURL = web.metrics, web.url
 	}
-	srv, err := server.Start(server.Config{Name: *name, Bind: *bind, Join: splitList(*join), DataRoots: roots,
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := startRetryingJoin(ctx, server.Config{Name: *name, Bind: *bind, Join: splitList(*join), DataRoots: roots,
 		GossipKey: cr.gossipKey, TLS: cr.tls, Secret: cr.secret, Insecure: cr.insecure, Logger: logger, Version: version, HTTP: webURL,
 		Node: actors.NodeConfig{Port: *actorPort, DataPort: *dataPort, DataDir: dir, Capacity: *capacity, Memory: mem, Machine: machineName(*machine),
 			Threads: *threads, CheckpointQuota: quotaBytes, Faults: faults, MaxJobTime: *maxJobTime, Lease: *lease,
 			MaxShards: *maxShards, MaxJobs: *maxJobs, MaxRestarts: *maxRestarts, OwnerMaxJobs: *ownerJobs, OwnerMaxShards: *ownerShards, OwnerMemory: ownerMem,
-			OwnerMaxStreams: *ownerStreams, HistoryMax: *historyMax, HistoryTime: *historyTime, Observer: observer}})
+			OwnerMaxStreams: *ownerStreams, HistoryMax: *historyMax, HistoryTime: *historyTime, Observer: observer}}, *joinWait, logger)
 	if err != nil {
 		if web != nil {
 			web.ln.Close()
@@ -342,8 +346,6 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		}
 		defer web.close()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	logger.Info("serving", slog.String("name", srv.Name()), slog.String("gossip", srv.Gossip()), slog.String("actor", srv.Node.Address()),
 		slog.String("data", dir), slog.Int("members", len(srv.Members.Workers())), slog.Group("", versionAttrs()...))
 	fmt.Fprintf(stdout, "node %s serving: gossip %s, actor %s, data %s, kernels %s, %d member(s)\n", srv.Name(), srv.Gossip(), srv.Node.Address(), dir, kernels.ActiveKernelPath(), len(srv.Members.Workers()))
@@ -366,6 +368,40 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "node %s left\n", srv.Name())
 	return nil
+}
+
+// serveJoinWait is serve's default --join-wait: long enough for the members of a cluster
+// started together (a deploy recipe, a script) to come up in any order.
+const serveJoinWait = time.Minute
+
+// startRetryingJoin starts the member of cfg; while the start fails because nothing answered
+// at any of cfg.Join's addresses (cluster.JoinError.Unreached: not listening yet, not reached),
+// it tries again, after 1, 2, 4, then every 5 seconds, until wait has passed since the first
+// try or ctx ends (SIGINT, SIGTERM), and then returns the last error. Any other failure (a
+// member that answers and refuses this node, a name taken, a port in use) is returned at
+// once. Each retry is logged.
+func startRetryingJoin(ctx context.Context, cfg server.Config, wait time.Duration, logger *slog.Logger) (*server.Server, error) {
+	deadline := time.Now().Add(wait)
+	delay := time.Second
+	for {
+		srv, err := server.Start(cfg)
+		var je *cluster.JoinError
+		if err == nil || !errors.As(err, &je) || je.Unreached == nil {
+			return srv, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, fmt.Errorf("%w (tried for %v: --join-wait)", err, wait)
+		}
+		pause := min(delay, left)
+		logger.Warn("no member answered at --join; trying again", slog.Duration("in", pause), slog.Duration("left", left), slog.Any("error", err))
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(pause):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
 }
 
 // splitList splits a comma-separated list, dropping empty items.
