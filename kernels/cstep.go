@@ -17,6 +17,7 @@ type cStep struct {
 	pool    *Pool
 	form    Form
 	lanes   []int
+	order   []int       // laneOrder of lanes
 	laneW   [][]float64 // per lane: E C^T (residual, M x K) or X C^T (gram, M rows of Kp)
 	laneV   [][]float64 // per lane: C C^T, lower triangle of a K x vStride row-major matrix
 	laneObj [][2]float64
@@ -92,6 +93,7 @@ func newCStep(x Block, k int, pool *Pool, form Form, flag *interruptFlag, kern *
 	}
 	s := &cStep{x: x, m: m, n: n, k: k, pool: pool, form: form,
 		lanes: laneBounds(x, k), g: make([]float64, k*k), flag: flag, path: kern}
+	s.order = laneOrder(x, s.lanes, k)
 	nl := len(s.lanes) - 1
 	s.laneW = make([][]float64, nl)
 	s.laneV = make([][]float64, nl)
@@ -135,7 +137,7 @@ func (s *cStep) run(b, c, w, v []float64) (prev, post float64) {
 	if s.form == FormGram {
 		return s.runGram(b, c, w, v)
 	}
-	s.pool.Run(len(s.lanes)-1, s.laneFn)
+	s.pool.RunOrder(len(s.lanes)-1, s.order, s.laneFn)
 	s.flag.poll()
 	copy(w, s.laneW[0])
 	for l := 1; l < len(s.laneW); l++ {
@@ -203,7 +205,7 @@ func (s *cStep) runGram(b, c, w, v []float64) (prev, post float64) {
 		s.havePrev = true
 	}
 	prev = s.gramObjective(b, s.aPrev, s.vPrev)
-	s.pool.Run(len(s.lanes)-1, s.laneFn)
+	s.pool.RunOrder(len(s.lanes)-1, s.order, s.laneFn)
 	s.flag.poll()
 	copy(s.aPrev, s.laneW[0])
 	for l := 1; l < len(s.laneW); l++ {

@@ -72,6 +72,7 @@ type didHeld struct {
 	pool        *Pool
 	kern        *gramKernels
 	lanes       []int
+	order       []int // laneOrder of lanes
 	useCols     bool
 	colsStep    int
 	span        int
@@ -160,6 +161,7 @@ func newDIDHeld(e *shardEnv) *didHeld {
 		d.sqXo += v
 	}
 	d.kern, d.useCols, d.colsStep, d.span, d.big = maskedBatching(e, sm.x, (2+d.cExtra)*k*k+k*kp)
+	d.order = laneOrder(sm.x, d.lanes, k)
 	d.lane = make([]*didHeldLane, len(d.lanes)-1)
 	for l := range d.lane {
 		ls := &didHeldLane{h: make([]float64, gramBatchCols*kp), cs: make([]float64, gramBatchCols*kp),
@@ -245,7 +247,7 @@ func (d *didHeld) cStep() {
 	transpose(d.brow, b, m, k)
 	d.pool.Run(len(d.patLanes)-1, d.patFn)
 	flag.poll()
-	d.pool.Run(len(d.lane), d.laneFn)
+	d.pool.RunOrder(len(d.lane), d.order, d.laneFn)
 	flag.poll()
 	lay := d.lay
 	p := d.partial

@@ -188,6 +188,7 @@ type didMasked struct {
 	kern        *gramKernels
 	tune        didMaskTuning
 	lanes       []int   // column lanes
+	order       []int   // laneOrder of lanes
 	ucol        []int32 // the column of each entry of the column lists
 	mcols       []int32 // the columns with unobserved entries
 	useCols     bool    // dense block on the column-lane kernels
@@ -268,6 +269,7 @@ func newDIDMasked(e *shardEnv) *didMasked {
 	d := newMaskedBUpdate(e, sm.test)
 	d.sm, d.n, d.kp = sm, n, kp
 	d.lanes, d.g, d.gRows = laneBounds(sm.x, k), make([]float64, k*k), make([]float64, k*kp)
+	d.order = laneOrder(sm.x, d.lanes, k)
 	d.gneg, d.ginv, d.bp = make([]float64, k*k), make([]float64, k), make([]float64, colsRows(m)*kp)
 	d.brow, d.vl, d.vfull = make([]float64, m*k), make([]float64, ll), make([]float64, k*k)
 	d.l1, d.l2 = pen.l1C, pen.l2C
@@ -492,7 +494,7 @@ func (d *didMasked) cStep() (post, postT float64) {
 	if d.one != nil {
 		d.rowTables()
 	}
-	d.pool.Run(len(d.lane), d.laneFn)
+	d.pool.RunOrder(len(d.lane), d.order, d.laneFn)
 	flag.poll()
 	a := d.partial[d.lay.a : d.lay.a+m*k]
 	copy(a, d.lane[0].a)

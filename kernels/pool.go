@@ -91,6 +91,25 @@ func (p *Pool) Run(n int, fn func(i int)) {
 	waitGroups.Put(wg)
 }
 
+// RunOrder is Run with the pieces handed to the workers in the order given, a permutation of
+// [0, len(order)) (see laneOrder: the heaviest lanes first, so that the last piece to start is
+// a short one); a nil order is Run(n, fn). Where results are combined in index order, the
+// order changes when each piece runs, never the bits. Run alone (one worker, one piece) takes
+// the pieces in index order.
+func (p *Pool) RunOrder(n int, order []int, fn func(i int)) {
+	if order == nil || n == 1 || p.workers == 1 || p.tasks == nil {
+		p.Run(n, fn)
+		return
+	}
+	wg := waitGroups.Get().(*sync.WaitGroup)
+	wg.Add(len(order))
+	for _, i := range order {
+		p.tasks <- poolTask{fn: fn, i: i, wg: wg}
+	}
+	wg.Wait()
+	waitGroups.Put(wg)
+}
+
 // waitGroups recycles Run's WaitGroups.
 var waitGroups = sync.Pool{New: func() any { return new(sync.WaitGroup) }}
 

@@ -15,6 +15,7 @@ type blockOps struct {
 	pool  *Pool
 	kern  *gramKernels
 	lanes []int
+	order []int       // laneOrder of lanes
 	laneA [][]float64 // per-lane accumulators: M rows of Kp (X C^T), K rows of Kp (C C^T) or M
 	// laneH and laneC are per-lane batches of h (Kp per column) and padded coefficients.
 	laneH, laneC [][]float64
@@ -32,6 +33,7 @@ func newBlockOps(x Block, k int, pool *Pool, flag *interruptFlag, kern *gramKern
 	kp := paddedK(k)
 	o := &blockOps{x: x, m: m, n: n, k: k, kp: kp, pool: pool, lanes: laneBounds(x, k), brow: make([]float64, m*k),
 		bp: make([]float64, m*kp), flag: flag, colK: flag.span(colWork(x, kp), 1), col1: flag.span(colWork(x, 1), 1)}
+	o.order = laneOrder(x, o.lanes, k)
 	o.kern = kern
 	if sp, ok := x.(*CSC); ok && o.kern != &genericGram && sp.Validate() != nil {
 		o.kern = &genericGram // the assembly trusts row indices
@@ -50,7 +52,7 @@ func newBlockOps(x Block, k int, pool *Pool, flag *interruptFlag, kern *gramKern
 // run calls fn on every lane, then polls the interrupt flag: fn should return early when
 // o.flag.stopped().
 func (o *blockOps) run(fn func(l, lo, hi int)) {
-	o.pool.Run(len(o.lanes)-1, func(l int) { fn(l, o.lanes[l], o.lanes[l+1]) })
+	o.pool.RunOrder(len(o.lanes)-1, o.order, func(l int) { fn(l, o.lanes[l], o.lanes[l+1]) })
 	o.flag.poll()
 }
 
