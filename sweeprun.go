@@ -210,10 +210,13 @@ func (o SweepOptions) Check(spec *Spec) error {
 // summarizes the runs. With o.Journal it first asks the journal for every run, and uses the
 // result of each one it recorded instead of running it (SweepRun.Resumed); a run that ends is
 // recorded before OnRun is told. Canceling ctx cancels the running jobs and returns ctx's
-// error (the runs that ended before are in the journal). It fails when every run failed, or
-// when the journal cannot tell a run (its error, before anything runs); otherwise the failed
-// runs are in the result.
-func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResult, error) {
+// error (the runs that ended before are in the journal). A run that fails for its input or
+// its settings (a *usererr.Error: a NaN in the data, a bad value) ends the sweep at once: the
+// other runs would fail alike, so the running ones are canceled, none is started, OnRun is
+// not told of the failure, and Sweep returns that error, naming the run. It fails when every
+// run failed, or when the journal cannot tell a run (its error, before anything runs);
+// otherwise the failed runs are in the result.
+func (r *Runner) Sweep(parent context.Context, j0 *Job, o SweepOptions) (*SweepResult, error) {
 	if err := o.Check(j0.Spec); err != nil {
 		return nil, err
 	}
@@ -236,6 +239,10 @@ func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResu
 			}
 		}
 	}
+	// ctx is canceled by the parent or by a run that failed for its input (inputErr).
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	var inputErr error
 	usageBefore, usageErr := r.Usage(5 * time.Second)
 	start := time.Now()
 	var mu sync.Mutex // OnRun's and Record's calls, and done
@@ -260,6 +267,11 @@ func (r *Runner) Sweep(ctx context.Context, j0 *Job, o SweepOptions) (*SweepResu
 	ended := func(run *SweepRun, e SweepEvent) {
 		mu.Lock()
 		defer mu.Unlock()
+		if !e.Retry && usererr.Is(e.Err) && ctx.Err() == nil {
+			inputErr = fmt.Errorf("sweep: K=%d seed %d fold %d failed, and every run would: %w", run.K, run.Seed, run.Fold, e.Err)
+			cancel()
+			return
+		}
 		if !e.Retry && run.Err == nil && o.Journal != nil && run.Result.StopReason != kernels.StopCanceled {
 			e.JournalErr = o.Journal.Record(run.K, run.Seed, run.Fold, run.Result)
 		}
@@ -295,8 +307,11 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	if err := parent.Err(); err != nil {
 		return nil, err
+	}
+	if inputErr != nil {
+		return nil, inputErr
 	}
 	out.Seconds = time.Since(start).Seconds()
 	if usageErr == nil {

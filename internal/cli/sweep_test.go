@@ -2,6 +2,7 @@ package cli
 
 import (
 	"github.com/didnmf/didnmf"
+	"math"
 
 	"bufio"
 	"bytes"
@@ -354,6 +355,41 @@ func TestSweepRecordsAccel(t *testing.T) {
 		}
 		if got := readSweep(t, out).Accel; got != c.want {
 			t.Errorf("--accel %q: sweep.json says accel %q, want %q", c.flag, got, c.want)
+		}
+	}
+}
+
+// TestSweepStopsOnBadInput: a sweep whose input a run refuses (a NaN, a negative value) stops
+// at the first such run instead of running every one to the same failure: exit status 2, one
+// error naming the run, the file, the entry and the flag to give, and no run recorded.
+func TestSweepStopsOnBadInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		value float64
+		want  string
+	}{
+		{"nan", math.NaN(), "sample 7, feature 3 (0-based): NaN value"},
+		{"negative", -2, "sample 7, feature 3 (0-based): negative value -2"},
+	} {
+		data := make([]float64, 60*8)
+		for i := range data {
+			data[i] = float64(1 + i%5)
+		}
+		data[7*8+3] = c.value
+		in := filepath.Join(dir, c.name+".npy")
+		writeNPY(t, in, 60, 8, data)
+		out := filepath.Join(dir, c.name+"-out")
+		code, _, stderr := runNode(t, "sweep", "--input", in, "--ranks", "2:6", "--seeds", "4", "--out", out)
+		if code != 2 || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "failed, and every run would") ||
+			strings.Count(stderr, c.want) != 1 || strings.Contains(stderr, "failed:") {
+			t.Errorf("%s: exit %d:\n%s", c.name, code, stderr)
+		}
+		if c.name == "nan" && !strings.Contains(stderr, "--missing nan") {
+			t.Errorf("%s: the error does not name the flag --missing:\n%s", c.name, stderr)
+		}
+		if entries, _ := os.ReadDir(filepath.Join(out, "runs")); len(entries) > 0 {
+			t.Errorf("%s: %d file(s) in runs/ after a sweep no run of which could run", c.name, len(entries))
 		}
 	}
 }
