@@ -214,9 +214,17 @@ func suggestByTest(s []RankSummary) (Suggestion, bool) {
 	if pick == 0 && len(t) > 1 {
 		out.Unreliable = unreliable(s, s, cappedErrors)
 		out.CannotTell = true
+		why := fmt.Sprintf("the signal beyond %s is below the noise", components(t[0].K))
+		if t[0].K > 1 {
+			why += fmt.Sprintf(", or the rank is below %d (sweep smaller ranks)", t[0].K)
+		}
+		if capped, runs := cappedRuns(s); capped > 0 {
+			// The runs that did not fit may be why no rank did better: say so first.
+			why = fmt.Sprintf("%d of %d runs stopped at the iteration cap or the time limit before they fit, which may be why "+
+				"(raise it), or %s", capped, runs, why)
+		}
 		out.Reason = fmt.Sprintf("cannot tell: no rank fits the held-out entries better than the smallest tried (K=%d, test error %.4g) by more than "+
-			"the spread over folds; the signal beyond %s is below the noise, or the rank is below %d (sweep smaller ranks)",
-			t[0].K, t[0].Test.Mean, components(t[0].K), t[0].K)
+			"the spread over folds; %s", t[0].K, t[0].Test.Mean, why)
 		out.Rule = out.Reason // the paired rule's own pick, the smallest rank, is what it cannot tell
 		return out, true
 	}
@@ -229,6 +237,15 @@ func suggestByTest(s []RankSummary) (Suggestion, bool) {
 		out.Rule += "; " + above
 	}
 	return out, true
+}
+
+// cappedRuns counts the runs of s that stopped at a cap, and all the runs of s.
+func cappedRuns(s []RankSummary) (capped, runs int) {
+	for _, r := range s {
+		capped += r.Capped
+		runs += r.Runs
+	}
+	return capped, runs
 }
 
 // cappedAbove says how many runs above rank k hit a cap ("" for none). The rule does not rest

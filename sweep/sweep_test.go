@@ -521,6 +521,11 @@ func TestSuggestCV(t *testing.T) {
 			"7 of 35 runs (K=5, 6) stopped at the iteration cap or the time limit before converging"},
 		{"capped above the lowest only: named in the rule", foldCurves(ks, planted5, []int{0, 0, 0, 0, 0, 3, 5}), 5, false,
 			[]string{"8 runs above K=6 (K=7, 8) stopped at the iteration cap or the time limit", "the suggestion does not rest on them"}, ""},
+		{"below the noise, or capped: the caps named first", foldCurves(ks, curve(0.9, 0.95, 0.97, 1.0, 1.2, 1.5, 3), []int{5, 5, 5, 5, 5, 5, 5}), 0, true,
+			[]string{"; 35 of 35 runs stopped at the iteration cap or the time limit before they fit, which may be why (raise it), or the signal beyond 2 components is below the noise"},
+			"35 of 35 runs (K=2, 3, 4, 5, 6, 7, 8) stopped"},
+		{"below the noise from K=1: no smaller rank to sweep", foldCurves([]int{1, 2, 3}, curve(0.9, 0.95, 0.97), nil), 0, true,
+			[]string{"the signal beyond one component is below the noise"}, ""},
 		{"every run capped", foldCurves([]int{2, 3}, curve(0.5, 0.3), []int{5, 5}), 3, false, nil,
 			"10 of 10 runs (K=2, 3) stopped at the iteration cap or the time limit before converging: their errors (every run) are not those of fitted models"},
 	} {
@@ -533,6 +538,9 @@ func TestSuggestCV(t *testing.T) {
 				if !strings.Contains(sg.Rule, h) {
 					t.Errorf("rule %q lacks %q", sg.Rule, h)
 				}
+			}
+			if strings.Contains(sg.Rule, "rank is below 1 ") {
+				t.Errorf("rule %q asks for ranks below 1", sg.Rule)
 			}
 			if !strings.HasPrefix(sg.Unreliable, tc.unreliable) || (tc.unreliable == "") != (sg.Unreliable == "") {
 				t.Errorf("unreliable %q, want %q", sg.Unreliable, tc.unreliable)
