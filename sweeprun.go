@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/didnmf/didnmf/internal/buildinfo"
 	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/sweep"
 	"github.com/didnmf/didnmf/usererr"
@@ -152,6 +153,11 @@ type SweepResult struct {
 	// members that did not answer (not counted); Busy is nil when no reading could be had.
 	Busy        *Busy
 	BusyMissing []string
+	// Builds are the didnmf builds (internal/buildinfo's ID: version or commit, and Go
+	// version) of the sweeps that made its runs: for resumed runs, those the journal names
+	// (when it is a FileSweepJournal and names any), then this process's when it ran a run.
+	// Runs made by other builds may differ in their bits.
+	Builds []string
 }
 
 // Failed lists the runs that failed.
@@ -314,6 +320,7 @@ feed:
 		return nil, inputErr
 	}
 	out.Seconds = time.Since(start).Seconds()
+	out.Builds = sweepBuilds(o.Journal, out.Runs)
 	if usageErr == nil {
 		if after, err := r.Usage(5 * time.Second); err == nil {
 			b := after.Since(usageBefore, out.Seconds)
@@ -419,4 +426,20 @@ func sweepRunOf(run SweepRun) sweep.Run {
 		out.TestRelErr2 = res.TestRelErr2()
 	}
 	return out
+}
+
+// sweepBuilds are the builds of a sweep's runs (SweepResult.Builds): for resumed runs, the
+// ones jn names when it can (FileSweepJournal.Builds), then this process's when it ran any.
+func sweepBuilds(jn SweepJournal, runs []SweepRun) []string {
+	var builds []string
+	this := buildinfo.Read().ID()
+	if slices.ContainsFunc(runs, func(r SweepRun) bool { return r.Resumed }) {
+		if b, ok := jn.(interface{ Builds() ([]string, string) }); ok {
+			builds, this = b.Builds()
+		}
+	}
+	if slices.ContainsFunc(runs, func(r SweepRun) bool { return !r.Resumed }) && !slices.Contains(builds, this) {
+		builds = append(builds, this)
+	}
+	return builds
 }

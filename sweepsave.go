@@ -56,6 +56,9 @@ type SweepReport struct {
 	PerRank     []SweepReportRank `json:"ranks_summary"`
 	Runs        []SweepReportRun  `json:"runs"`
 	Failed      []string          `json:"failed,omitempty"`
+	// Builds are the didnmf builds that made the runs (SweepResult.Builds); more than one
+	// when the sweep was resumed by another build.
+	Builds []string `json:"builds,omitempty"`
 }
 
 // SweepReportBusy is how busy the target's cores were during the sweep (Busy): this
@@ -116,7 +119,8 @@ type SweepReportRank struct {
 func (s *SweepResult) Report() SweepReport {
 	rep := SweepReport{Input: s.Inputs, Algo: s.Algo, Accel: s.Accel.String(), Ranks: s.Ranks, Seeds: s.Seeds, FirstSeed: s.FirstSeed, Folds: max(s.Folds, 1),
 		Transform: string(cmp.Or(s.Transform, TransformNone)), Shards: s.Shards, Where: s.Where, Suggested: s.Suggested, Rule: s.Rule, RuleName: s.Suggestion.Name,
-		CannotTell: s.Suggestion.CannotTell, Reason: s.Suggestion.Reason, Unreliable: s.Suggestion.Unreliable, Seconds: s.Seconds, CappedRanks: []int{}}
+		CannotTell: s.Suggestion.CannotTell, Reason: s.Suggestion.Reason, Unreliable: s.Suggestion.Unreliable, Seconds: s.Seconds, CappedRanks: []int{},
+		Builds: s.Builds}
 	if b := s.Busy; b != nil {
 		rep.Busy = &SweepReportBusy{CPUSeconds: b.CPUSeconds, Cores: b.Cores, Share: b.Share, Missing: s.BusyMissing}
 	}

@@ -125,7 +125,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 			*of.out, kept, journal.Dir())
 	}
 	opts.Journal = journal
-	if builds, this := journal.Builds(); kept > 0 && !slices.Contains(builds, this) {
+	if builds, this := journal.Builds(); kept > 0 && (len(builds) == 0 || slices.ContainsFunc(builds, func(b string) bool { return b != this })) {
 		fmt.Fprintf(stderr, "sweep: warning: %s\n", otherBuildWarning(kept, journal.Dir(), builds, this))
 	}
 	runner, err := didnmf.NewRunner(j0.Target)
@@ -363,9 +363,9 @@ func cappedLine(rep didnmf.SweepReport) string {
 }
 
 // otherBuildWarning says that the kept runs of a sweep resumed by build this were recorded by
-// other didnmf builds (or by one that did not record its build): their kernels may give other
-// bits, so the sweep is not bitwise one run in one sitting. The builds come from a file and
-// are printed quoted.
+// builds among which are others (or by one that did not record its build): their kernels may
+// give other bits, so the sweep is not bitwise one run in one sitting. The builds come from a
+// file and are printed quoted.
 func otherBuildWarning(kept int, dir string, builds []string, this string) string {
 	by := "a didnmf that did not record its build"
 	if len(builds) > 0 {

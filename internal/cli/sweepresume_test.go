@@ -6,10 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/didnmf/didnmf/internal/buildinfo"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -115,11 +118,18 @@ func TestSweepResumeOtherBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	this := buildinfo.Read().ID()
+	if rep := readSweep(t, out); !slices.Equal(rep.Builds, []string{this}) {
+		t.Errorf("sweep.json names builds %q, want this one's, %q", rep.Builds, this)
+	}
 	for _, c := range []struct {
 		name, builds, want string
+		report             []string // sweep.json's builds
 	}{
-		{"another build", `["v0.9.0 go1.22.0\u001b[2J"]`, `were made by didnmf "v0.9.0 go1.22.0\x1b[2J", and this is "`},
-		{"a journal without builds", ``, `were made by a didnmf that did not record its build, and this is "`},
+		{"another build", `["v0.9.0 go1.22.0\u001b[2J"]`, `were made by didnmf "v0.9.0 go1.22.0\x1b[2J", and this is "`, []string{"v0.9.0 go1.22.0\x1b[2J"}},
+		{"another build and this one", `["v0.9.0 go1.22.0", ` + strconv.Quote(this) + `]`,
+			`were made by didnmf "v0.9.0 go1.22.0", ` + strconv.Quote(this) + `, and this is "`, []string{"v0.9.0 go1.22.0", this}},
+		{"a journal without builds", ``, `were made by a didnmf that did not record its build, and this is "`, nil},
 	} {
 		var fp map[string]json.RawMessage
 		if err := json.Unmarshal(data, &fp); err != nil {
@@ -140,6 +150,9 @@ func TestSweepResumeOtherBuild(t *testing.T) {
 		if code != 0 || !strings.Contains(stderr, "sweep: warning: the 4 run(s) kept in "+filepath.Join(out, "runs")+" "+c.want) ||
 			!strings.Contains(stderr, "not bitwise one run in a single sitting") || strings.Contains(stderr, "\x1b") {
 			t.Errorf("%s: exit %d\n%s", c.name, code, stderr)
+		}
+		if rep := readSweep(t, out); !slices.Equal(rep.Builds, c.report) {
+			t.Errorf("%s: sweep.json names builds %q, want %q", c.name, rep.Builds, c.report)
 		}
 	}
 }
