@@ -2,7 +2,10 @@
 
 Reads the spectra a ``didnmf sweep`` saved for one rank, drops the outliers by cNMF's local
 density filter, clusters the rest into K programs (medians, scaled to sum 1), and refits the
-usages of X against them by the distributed transform; returns a ``ConsensusResult``.
+usages of X against them by the distributed transform; returns a ``ConsensusResult``. X's
+names (a DataFrame's columns and index, an AnnData's var_names and obs_names) name the rows
+of the .tsv files, as the command's --feature-names and --sample-names do, and the result
+carries them.
 """
 
 import json
@@ -16,7 +19,7 @@ from . import _anndata
 from . import _params
 from ._binary import find_binary
 from ._estimator import NMF
-from ._inputs import as_paths, is_path, write_matrix
+from ._inputs import as_paths, is_path, write_matrix, write_names
 from ._plot import show_png
 from ._run import run
 
@@ -32,6 +35,14 @@ class ConsensusResult:
         The consensus programs (``components_.T``), each column summing to 1.
     usages : ndarray of shape (n_samples, K)
         X's usages of the programs: the exact nonnegative least squares of every sample.
+    feature_names : ndarray of str of shape (n_features,), or None
+        The names of basis's rows, which name basis.tsv's and top_features.tsv's: a
+        DataFrame's columns (when all are strings, as ``NMF``'s ``feature_names_in_``) or an
+        AnnData's var_names; None for other input (the .tsv files then carry the names the
+        input files carry, else numbers).
+    sample_names : ndarray of str of shape (n_samples,), or None
+        The names of usages' rows, which name coef.tsv's: a DataFrame's index or an
+        AnnData's obs_names; None for other input.
     report : dict
         consensus.json: the filter's threshold and neighbours, the kept and dropped counts,
         the dropped spectra (run, seed, component, density), the silhouette and the cluster
@@ -42,9 +53,11 @@ class ConsensusResult:
         density_K.png: the histogram of the local densities with the threshold.
     """
 
-    def __init__(self, basis, usages, report, run_report, png):
+    def __init__(self, basis, usages, report, run_report, png, feature_names=None, sample_names=None):
         self.basis = basis
         self.usages = usages
+        self.feature_names = feature_names
+        self.sample_names = sample_names
         self.report = report
         self.run_report = run_report
         self.png = png
@@ -98,7 +111,13 @@ def consensus(
     """cNMF's consensus of the runs of rank ``k`` of the sweep saved in ``sweep_dir`` (the
     ``--out`` of ``didnmf sweep``), with X's usages refit against it (``didnmf consensus``).
 
-    X is what ``NMF.fit`` takes (the sweep's input). ``density_threshold`` and
+    X is what ``NMF.fit`` takes (the sweep's input). Its names name the outputs, as the
+    command's --feature-names and --sample-names do: a DataFrame's columns (when all are
+    strings, as ``NMF`` takes them for ``feature_names_in_``) the rows of basis.tsv and
+    top_features.tsv and its index those of coef.tsv, an AnnData's var_names and obs_names
+    likewise; the result carries them (``feature_names``, ``sample_names``), beside
+    ``basis`` and ``usages`` as arrays. A name the command's names files cannot hold
+    (empty, with a tab or a line break, over 4096 bytes) is a ValueError. ``density_threshold`` and
     ``local_neighborhood_size`` are cNMF's (2 keeps every spectrum); ``kmeans_seed`` seeds the
     clustering. ``out``: a directory to keep the command's files in (basis.npy, coef.npy,
     the .tsv files, consensus.json, density_K.png/.svg); default: a temporary one, removed.
@@ -127,16 +146,28 @@ def consensus(
         client_bind=client_bind,
     )
     p = _params.check_params(est, owner="consensus")
+    feature_names = sample_names = None
     if _anndata.is_anndata(X):
-        X = _anndata.prepare_anndata_input(X, layer=layer)
-        X = X.path if X.path is not None else X.data
+        inp = _anndata.prepare_anndata_input(X, layer=layer)
+        feature_names, sample_names = inp.feature_names, inp.sample_names
+        X = inp.path if inp.path is not None else inp.data
+    elif _is_dataframe(X):
+        sample_names = np.asarray([str(v) for v in X.index], dtype=object)
     in_memory = not is_path(X)
     binary = find_binary()
     with tempfile.TemporaryDirectory(prefix="didnmf-consensus-") as tmp:
         if in_memory:
-            inputs = [write_matrix(est._check_X(X, reset=True), tmp, binary)]
+            checked = est._check_X(X, reset=True)  # a DataFrame's str columns: feature_names_in_
+            if feature_names is None:
+                feature_names = getattr(est, "feature_names_in_", None)
+            inputs = [write_matrix(checked, tmp, binary)]
         else:
             inputs = as_paths(X)
+        names_flags = []  # names files this process reads, whoever reads the input
+        if feature_names is not None:
+            names_flags += ["--feature-names", write_names(feature_names, tmp, "feature")]
+        if sample_names is not None:
+            names_flags += ["--sample-names", write_names(sample_names, tmp, "sample")]
         directory = os.fspath(out) if out is not None else os.path.join(tmp, "out")
         args = ["consensus", "--sweep", os.fspath(sweep_dir), "--k", int(k)]
         for path in inputs:
@@ -147,7 +178,7 @@ def consensus(
             "--kmeans-seed", int(kmeans_seed),
             "--out", directory,
         ]
-        args += _params.run_flags(p, in_memory, fit=False)  # a refit: nothing held out
+        args += names_flags + _params.run_flags(p, in_memory, fit=False)  # a refit: nothing held out
         run(args, verbose=p["verbose"], binary=binary)
         basis = np.load(os.path.join(directory, "basis.npy"), allow_pickle=False)
         usages = np.load(os.path.join(directory, "coef.npy"), allow_pickle=False)
@@ -157,4 +188,10 @@ def consensus(
             run_report = json.load(f)
         with open(os.path.join(directory, f"density_{int(k)}.png"), "rb") as f:
             png = f.read()
-    return ConsensusResult(basis, usages, report, run_report, png)
+    return ConsensusResult(basis, usages, report, run_report, png, feature_names, sample_names)
+
+
+def _is_dataframe(X):
+    """True for a pandas DataFrame (told by its type; pandas is not imported)."""
+    t = type(X)
+    return t.__module__.split(".")[0] == "pandas" and hasattr(X, "index") and hasattr(X, "columns")

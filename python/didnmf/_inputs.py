@@ -5,7 +5,8 @@ command untouched, so a file on shared storage is read by the nodes, never by th
 An in-memory array is written into a temporary directory the caller owns: a dense array as
 ``.npy`` (its float32 or float64 values as they are), a scipy sparse matrix in its sparse
 layout, as a CSR ``.npz`` (``scipy.sparse.save_npz``, uncompressed) when the command reads
-``.npz``, else as MatrixMarket with every digit of its values: never a dense copy.
+``.npz``, else as MatrixMarket with every digit of its values: never a dense copy. Names
+(a DataFrame's, an AnnData's) go to it as names files, one name a line (``write_names``).
 """
 
 import gzip
@@ -19,7 +20,10 @@ import zipfile
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["is_path", "as_paths", "write_matrix", "write_factor", "peek_shape", "reads_npz"]
+__all__ = ["is_path", "as_paths", "write_matrix", "write_factor", "write_names", "peek_shape", "reads_npz"]
+
+# The longest name a names file may hold, in UTF-8 bytes (the command's maxNameBytes).
+MAX_NAME_BYTES = 4096
 
 # Binaries asked whether they read .npz: path -> bool.
 _npz_support = {}
@@ -99,6 +103,33 @@ def write_factor(A, directory, name):
     """Write a factor (an initial or fixed basis or coef) as a float64 ``.npy`` file."""
     path = os.path.join(directory, name + ".npy")
     np.save(path, np.ascontiguousarray(A, dtype=np.float64), allow_pickle=False)
+    return path
+
+
+def write_names(names, directory, kind):
+    """Write ``names`` (the ``kind`` names, "feature" or "sample") as the names file the
+    command's --feature-names and --sample-names read (one name a line, UTF-8) into
+    ``directory``, and return its path. A name that file cannot hold (empty, with a tab or a
+    line break, or longer than 4096 bytes) is a ``ValueError`` naming it and its position."""
+    lines = []
+    for i, name in enumerate(names):
+        s = str(name)
+        why = None
+        if not s:
+            why = "is empty"
+        elif any(c in s for c in "\t\n\r"):
+            why = "holds a tab or a line break"
+        elif len(s.encode("utf-8")) > MAX_NAME_BYTES:
+            why = f"is longer than {MAX_NAME_BYTES} bytes"
+        if why:
+            raise ValueError(
+                f"{kind} name {i} ({s!r}) {why}: didnmf's names files hold one name a line, "
+                f"not empty, at most {MAX_NAME_BYTES} bytes, without tabs or line breaks; rename it"
+            )
+        lines.append(s + "\n")
+    path = os.path.join(directory, kind + "s.txt")
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write("".join(lines))
     return path
 
 

@@ -3,15 +3,18 @@
 Factorizes X at every rank of ``ranks`` with ``seeds`` seeds each (concurrently on in-process
 nodes or a cluster) and returns a ``SweepResult``: every run as a pandas DataFrame, the
 per-rank summary (error, spread, stability across seeds), the suggested rank with its rule,
-and the consensus basis of every rank. pandas is imported only here, when a sweep runs.
+and the consensus basis of every rank; a ``ConvergenceWarning`` when the suggestion is
+unreliable (runs stopped at a cap). pandas is imported only here, when a sweep runs.
 """
 
 import json
 import numbers
 import os
 import tempfile
+import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from . import _params
 from ._binary import find_binary
@@ -46,7 +49,10 @@ class SweepResult:
     reason : str
         Why the sweep cannot tell ('' when it can).
     unreliable : str
-        When not '', why the suggestion may be wrong: which runs stopped at a cap.
+        When not '', why the suggestion may be wrong: which runs stopped at a cap (max_iter
+        or time_limit) before converging. ``sweep`` then also warns (a
+        ``sklearn.exceptions.ConvergenceWarning``, a UserWarning), whether or not there is a
+        ``suggested_rank``.
     folds : int
         The number of held-out sets (folds).
     consensus_bases : dict of int to ndarray
@@ -180,8 +186,11 @@ def sweep(
     test_fraction=0). The other parameters are ``NMF``'s (accel among them: every run's inner
     loops); tol (the stall tolerance) and
     max_iter default to the command's for a sweep (1e-5 and 2000), which let the masked fits
-    converge before their test errors are compared: a run that hits max_iter makes the
-    suggestion unreliable (``unreliable``).
+    converge before their test errors are compared: a run that hits max_iter (or
+    time_limit) makes the suggestion unreliable: ``suggested_rank`` is still set (or None
+    when the sweep cannot tell), ``unreliable`` says why, and a
+    ``sklearn.exceptions.ConvergenceWarning`` (a UserWarning, as ``NMF`` warns on max_iter)
+    says what the command's console says: "the suggestion is unreliable: " and the reason.
     """
     import pandas as pd
 
@@ -264,4 +273,7 @@ def sweep(
             png = f.read()
     runs = pd.DataFrame(report["runs"])
     ranks_df = pd.DataFrame([{k: v for k, v in s.items() if k != "consensus_basis"} for s in report["ranks_summary"]])
-    return SweepResult(report, runs, ranks_df, bases, png)
+    res = SweepResult(report, runs, ranks_df, bases, png)
+    if res.unreliable:
+        warnings.warn("the suggestion is unreliable: " + res.unreliable, ConvergenceWarning, stacklevel=2)
+    return res

@@ -364,3 +364,26 @@ def test_sweep_takes_an_anndata(tmp_path):
     backed = didnmf.sweep(b, **kw)
     np.testing.assert_array_equal(backed.consensus_bases[3], want.consensus_bases[3])
     b.file.close()
+
+
+def test_consensus_keeps_the_anndatas_names(tmp_path):
+    """didnmf.consensus on an AnnData (in memory, and backed: through its store) names
+    basis.tsv's rows by var_names and coef.tsv's by obs_names, and the result carries them."""
+    _real_estimator()
+    import didnmf
+    import pandas as pd
+
+    a = _adata()
+    sweep_dir = tmp_path / "sweep"
+    didnmf.sweep(a.X, ranks=[K], seeds=4, max_iter=30, test_fraction=0, out=sweep_dir)
+    path = tmp_path / "s.h5ad"
+    a.write_h5ad(path)
+    b = anndata.read_h5ad(path, backed="r")
+    for i, target in enumerate((a, b)):
+        out = tmp_path / f"out{i}"
+        res = didnmf.consensus(target, sweep_dir, K, density_threshold=2, out=out)
+        assert list(pd.read_csv(out / "basis.tsv", sep="\t", index_col=0).index) == list(a.var_names)
+        assert list(pd.read_csv(out / "coef.tsv", sep="\t", index_col=0).index) == list(a.obs_names)
+        assert list(res.feature_names) == list(a.var_names)
+        assert list(res.sample_names) == list(a.obs_names)
+    b.file.close()

@@ -49,3 +49,29 @@ def test_sweep_out_feeds_consensus(counts, tmp_path):
     res = didnmf.consensus(counts, tmp_path / "sweep", 5, density_threshold=2)
     assert res.basis.shape == (40, 5) and res.usages.shape == (300, 5)
     assert res.report["runs"] == 4 and res.report["filtered"] == 0
+
+
+def test_consensus_keeps_a_dataframes_names(counts, tmp_path, cli):
+    # A DataFrame's names reach the outputs as they reach NMF's (feature_names_in_): the rows
+    # of basis.tsv and top_features.tsv are its columns, coef.tsv's its index, and the result
+    # carries both beside the same bits as the bare matrix's.
+    pd = pytest.importorskip("pandas")
+    genes = [f"gene{j}" for j in range(40)]
+    cells = [f"cell{i}" for i in range(300)]
+    df = pd.DataFrame(counts, index=cells, columns=genes)
+    np.save(tmp_path / "x.npy", counts)
+    sweep_dir = tmp_path / "sweep"
+    cli("sweep", "--input", tmp_path / "x.npy", "--ranks", 4, "--seeds", 4, "--max-iter", 60,
+        "--test-fraction", 0, "--out", sweep_dir, "--quiet")
+    out = tmp_path / "out"
+    res = didnmf.consensus(df, sweep_dir, 4, density_threshold=2, out=out)
+    assert list(pd.read_csv(out / "basis.tsv", sep="\t", index_col=0).index) == genes
+    assert list(pd.read_csv(out / "coef.tsv", sep="\t", index_col=0).index) == cells
+    assert set(pd.read_csv(out / "top_features.tsv", sep="\t")["feature"]) <= set(genes)
+    assert list(res.feature_names) == genes and list(res.sample_names) == cells
+    bare = didnmf.consensus(counts, sweep_dir, 4, density_threshold=2)
+    assert bare.feature_names is None and bare.sample_names is None
+    assert res.basis.tobytes() == bare.basis.tobytes() and res.usages.tobytes() == bare.usages.tobytes()
+    # Names the command's names files cannot hold are refused here, saying which.
+    with pytest.raises(ValueError, match=r"feature name 3 \('a\\tb'\)"):
+        didnmf.consensus(df.rename(columns={"gene3": "a\tb"}), sweep_dir, 4, density_threshold=2)

@@ -130,3 +130,17 @@ def test_sweep_transform(counts):
     assert not np.allclose(raw.runs["test_rel_err2"], sq.runs["test_rel_err2"])
     with pytest.raises(ValueError, match="transform must be 'none' or 'sqrt'"):
         didnmf.sweep(counts, ranks=[2], transform="log")
+
+
+def test_sweep_warns_when_the_suggestion_is_unreliable(counts):
+    # Every run stops at max_iter=5: the suggestion stands (suggested_rank is set unless the
+    # sweep cannot tell), and a ConvergenceWarning (a UserWarning) says of it what the
+    # command's console says.
+    from sklearn.exceptions import ConvergenceWarning
+
+    unreliable = r"^the suggestion is unreliable: \d+ of 4 runs .* stopped at the iteration cap"
+    with pytest.warns(ConvergenceWarning, match=unreliable) as caught:
+        res = didnmf.sweep(counts, ranks=[2, 3], seeds=2, max_iter=5)
+    assert res.unreliable and res.unreliable in str(caught[0].message)
+    assert issubclass(caught[0].category, UserWarning)
+    assert caught[0].filename == __file__, "the warning points at the caller's line"
