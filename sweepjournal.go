@@ -739,7 +739,9 @@ func fingerprintField(key string) string {
 // error that names the first thing that differs, its value then and now.
 func (fp sweepFingerprint) compare(was sweepFingerprint, dir string) error {
 	other := func(format string, args ...any) error {
-		// format names fields as {field}; the values, which come from a file, are arguments.
+		// format names fields as {field}; the values, which come from a file, are arguments
+		// (through shownValue or %q: an escape sequence in a hostile journal.json does not
+		// reach the terminal).
 		return usererr.Errorf("%s holds runs of another job: "+format+"; use another {out} directory or remove %s",
 			append(append([]any{dir}, args...), dir)...)
 	}
@@ -768,9 +770,9 @@ func (fp sweepFingerprint) compare(was sweepFingerprint, dir string) error {
 			then = "not set"
 		}
 		if f := fingerprintField(key); f != "" {
-			return other("its {"+f+"} was %s, this one's is %s", then, now)
+			return other("its {"+f+"} was %s, this one's is %s", shownValue(then), shownValue(now))
 		}
-		return other("its %s was %s, this one's is %s", strings.ReplaceAll(key, "_", " "), then, now)
+		return other("its %s was %s, this one's is %s", shownValue(strings.ReplaceAll(key, "_", " ")), shownValue(then), shownValue(now))
 	}
 	if len(was.Inputs) != len(fp.Inputs) {
 		return other("it had %d {input}(s), this one has %d", len(was.Inputs), len(fp.Inputs))
@@ -785,19 +787,28 @@ func (fp sweepFingerprint) compare(was sweepFingerprint, dir string) error {
 		case !samePath:
 			return other("its {input} was %s, this one's is %s", inputName(then), inputName(now))
 		case then.Stat != now.Stat:
-			return other("its {input} %s could be read here then (%t) and now (%t)", now.Path, then.Stat, now.Stat)
+			return other("its {input} %s could be read here then (%t) and now (%t)", shownValue(now.Path), then.Stat, now.Stat)
 		case then.Size != now.Size || then.ModTime != now.ModTime:
-			return other("its {input} %s was %d bytes modified %s, it is now %d bytes modified %s", now.Path, then.Size, then.ModTime, now.Size, now.ModTime)
+			return other("its {input} %s was %d bytes modified %s, it is now %d bytes modified %s", shownValue(now.Path), then.Size, shownValue(then.ModTime), now.Size, now.ModTime)
 		}
 	}
 	return nil
+}
+
+// shownValue is s as a message shows a value read from a file: as it is when every rune of it
+// is printable (spaces included), else Go-quoted, escapes and all.
+func shownValue(s string) string {
+	if q := strconv.Quote(s); q[1:len(q)-1] == s {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // inputName names an input of a fingerprint: its path, and its absolute path when that says
 // more.
 func inputName(p sweepInputPrint) string {
 	if p.Stat && p.Abs != p.Path {
-		return fmt.Sprintf("%s (%s)", p.Path, p.Abs)
+		return fmt.Sprintf("%s (%s)", shownValue(p.Path), shownValue(p.Abs))
 	}
-	return p.Path
+	return shownValue(p.Path)
 }

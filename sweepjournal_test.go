@@ -321,6 +321,29 @@ func TestSweepJournalFingerprint(t *testing.T) {
 	if _, err := didnmf.OpenSweepJournal(out, &didnmf.Job{Spec: spec}, resumeOptions()); err == nil || !strings.Contains(err.Error(), "its input was "+input) {
 		t.Errorf("another input: %v", err)
 	}
+	// Values read from a hostile journal.json reach the message quoted, escapes and all.
+	fpPath := filepath.Join(out, didnmf.SweepJournalDir, "journal.json")
+	data, err := os.ReadFile(fpPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ from, to, want string }{
+		{`"algorithm": "did"`, `"algorithm": "\u001b[31mhals"`, `its algorithm was "\x1b[31mhals", this one's is did`},
+		{`"algorithm": "did"`, `"algorithm": "did", "\u001b[2Jkey": "1"`, `its "\x1b[2Jkey" was "1", which this didnmf's jobs do not have`},
+		{`"abs": "` + input + `"`, `"abs": "` + input + `\r"`, `its input was ` + input + ` ("` + input + `\r")`},
+	} {
+		edited := strings.Replace(string(data), c.from, c.to, 1)
+		if edited == string(data) {
+			t.Fatalf("journal.json has no %s:\n%s", c.from, data)
+		}
+		if err := os.WriteFile(fpPath, []byte(edited), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := didnmf.OpenSweepJournal(out, open(nil, nil), resumeOptions())
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.ContainsAny(err.Error(), "\x1b\r") {
+			t.Errorf("journal.json with %s: %v; want %q, and no control character", c.to, err, c.want)
+		}
+	}
 }
 
 // TestSweepJournalRecord: Record writes a run's basis and record and journal.json, refuses a
