@@ -45,6 +45,9 @@ func (nm Names) check(m, n int) error {
 			if strings.ContainsAny(s, "\t\n\r") {
 				return inputErr(fmt.Errorf("%s name %d (%q) holds a tab or a line break, which a TSV row cannot", l.what, i, s))
 			}
+			if r, bad := matio.ControlInName(s); bad {
+				return inputErr(fmt.Errorf("%s name %d (%q) holds the control character %U (names go to .tsv files and the terminal)", l.what, i, s, r))
+			}
 		}
 	}
 	return nil

@@ -187,6 +187,7 @@ func TestSaveTSVRefuses(t *testing.T) {
 		{"too many sample names", SaveOptions{Names: Names{Samples: seq("c", 5)}}, false, "5 sample names for 4 samples"},
 		{"a tab in a name", SaveOptions{Names: Names{Features: append(seq("g", 9), "a\tb")}}, false, "feature name 9"},
 		{"a newline in a name", SaveOptions{Names: Names{Samples: append(seq("c", 3), "x\n")}}, false, "sample name 3"},
+		{"an escape in a name", SaveOptions{Names: Names{Features: append(seq("g", 9), "\x1b[31mred")}}, false, `feature name 9 ("\x1b[31mred") holds the control character U+001B`},
 		{"coef.tsv without the coef", SaveOptions{CoefTSV: true}, true, "coef.tsv"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

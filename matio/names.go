@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -103,6 +104,9 @@ func readNames(path string, f *os.File, want int, what string, col nameColumn, k
 			return nil, inputErrorf(fmt.Sprintf("%s:%d", path, line), "the name %q is not UTF-8", short(name))
 		case bytes.IndexByte(name, '\r') >= 0:
 			return nil, inputErrorf(fmt.Sprintf("%s:%d", path, line), "the name %q holds a carriage return", short(name))
+		}
+		if r, bad := ControlInName(string(name)); bad {
+			return nil, inputErrorf(fmt.Sprintf("%s:%d", path, line), "the name %q holds the control character %U (names go to .tsv files and the terminal)", short(name), r)
 		}
 		if keep {
 			names = append(names, string(name))
@@ -330,4 +334,17 @@ func readNamesAt(open Opener, path string, want int, what string, col nameColumn
 func readNamesOpened(path string, f *os.File, want int, what string, col nameColumn) ([]string, error) {
 	defer f.Close()
 	return readNames(path, f, want, what, col, true)
+}
+
+// ControlInName returns the first control character of a name (a C0 or C1 code, DEL), and
+// whether it has one. Names go to .tsv files and to the terminal, so every reader of names
+// refuses one with a control character: a tab or a line break would break a row, an escape
+// sequence would reach whoever looks at the file.
+func ControlInName(name string) (rune, bool) {
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return r, true
+		}
+	}
+	return 0, false
 }

@@ -65,6 +65,8 @@ func TestReadNamesBad(t *testing.T) {
 		{"tab", "", lines(append(seq("s", 39), "a\tb")), []string{"x.samples.tsv:40", "holds a tab"}},
 		{"empty", lines(append(seq("f", 6)[:3], "", "f4", "f5", "f6")), "", []string{"x.features.tsv:4", "empty name"}},
 		{"not-utf8", lines(append(seq("f", 6), "\xff")), "", []string{"x.features.tsv:7", "not UTF-8"}},
+		{"escape", lines(append(seq("f", 6), "\x1b[31mred")), "", []string{"x.features.tsv:7", `the name "\x1b[31mred" holds the control character U+001B`}},
+		{"C1 control", "", lines(append(seq("s", 39), "a\u0085b")), []string{"x.samples.tsv:40", "holds the control character U+0085"}},
 		{"long-line", strings.Repeat("x", maxNameLine+1) + "\n", "", []string{"x.features.tsv:1", "longer than"}},
 		{"no-final-newline", strings.TrimSuffix(lines(seq("f", 7)), "\n"), "", nil},
 		{"crlf", strings.ReplaceAll(lines(seq("f", 7)), "\n", "\r\n"), "", nil},

@@ -215,6 +215,9 @@ func readNamesFile(flagName, path string, want int, what string) ([]string, erro
 		case strings.ContainsAny(string(b), "\t\r"):
 			return nil, at("a tab or carriage return in the name: the .tsv outputs separate their columns by tabs")
 		}
+		if r, bad := matio.ControlInName(string(b)); bad {
+			return nil, at("the name %q holds the control character %U (names go to .tsv files and the terminal)", string(b), r)
+		}
 		if len(names) < want {
 			names = append(names, string(b))
 		}

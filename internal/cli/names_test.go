@@ -168,6 +168,7 @@ func TestNamesFileRefused(t *testing.T) {
 		{"empty file", []string{"--feature-names", file("empty.txt", "")}, []string{"empty.txt:1:", "empty", "6 features"}},
 		{"an empty line", []string{"--feature-names", file("blank.txt", "a\nb\n\nd\ne\nf\n")}, []string{"blank.txt:3:", "empty name"}},
 		{"not UTF-8", []string{"--feature-names", file("latin1.txt", "a\nb\nc\nd\n\xe9t\xe9\nf\n")}, []string{"latin1.txt:5:", "UTF-8"}},
+		{"an escape sequence", []string{"--feature-names", file("esc.txt", "a\nb\n\x1b[2Jc\nd\ne\nf\n")}, []string{"esc.txt:3:", `the name "\x1b[2Jc" holds the control character U+001B`}},
 		{"a name too long", []string{"--feature-names", file("long.txt", "a\nb\n"+long+"\nd\ne\nf\n")}, []string{"long.txt:3:", "longer than"}},
 		{"a line too long to scan", []string{"--feature-names", file("huge.txt", "a\n"+long+long+"\n")}, []string{"huge.txt:2:", "longer than"}},
 		{"no such file", []string{"--feature-names", filepath.Join(dir, "absent.txt")}, []string{"absent.txt", "no such file"}},
