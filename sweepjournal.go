@@ -80,6 +80,48 @@ type FileSweepJournal struct {
 	// journal from before builds were recorded); build is this binary's (buildinfo ID).
 	kept  []string
 	build string
+	// folds are the held-out set's figures of the first record read of each fold, by test
+	// seed, which every other run of that fold must have (sameFold).
+	folds map[uint64]foldFigures
+}
+
+// foldFigures are what every run of one fold (one held-out set) has alike: the counts of its
+// entries fit, missing and held out, and the squared norms of those fit and held out.
+type foldFigures struct {
+	observed, missing, testCount int64
+	sqNormX, testSqNorm          float64
+	path                         string // the record they were read from
+}
+
+// sameFold checks a record's figures of its held-out set: its counts of entries fit, missing
+// and held out add up to m x n, and they and its squared norms are those of the other records
+// of its fold read so far (the norms to 1e-9 of themselves: they are the same sums of the same
+// data, but a build that sums in another order may round them otherwise). A record edited to
+// other figures (a test error's norm of 1e308, a test count of 0) is refused, naming it and
+// the record it disagrees with.
+func (j *FileSweepJournal) sameFold(rec *sweepRecord, path, again string) error {
+	bad := func(format string, args ...any) error {
+		return usererr.At(path, "%s%s", fmt.Sprintf(format, args...), again)
+	}
+	if sum, entries := rec.Observed+rec.Missing+rec.TestCount, int64(rec.M)*int64(rec.N); sum != entries {
+		return bad("observed %d + missing %d + test_count %d = %d entries; the job's m x n is %d", rec.Observed, rec.Missing, rec.TestCount, sum, entries)
+	}
+	f := foldFigures{observed: rec.Observed, missing: rec.Missing, testCount: rec.TestCount, sqNormX: float64(rec.SqNormX),
+		testSqNorm: float64(rec.TestSqNorm), path: path}
+	was, ok := j.folds[rec.TestSeed]
+	if !ok {
+		if j.folds == nil {
+			j.folds = map[uint64]foldFigures{}
+		}
+		j.folds[rec.TestSeed] = f
+		return nil
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(math.Abs(a), math.Abs(b)) }
+	if f.observed != was.observed || f.missing != was.missing || f.testCount != was.testCount || !near(f.sqNormX, was.sqNormX) || !near(f.testSqNorm, was.testSqNorm) {
+		return bad("observed %d, missing %d, test_count %d, sq_norm_x %v, test_sq_norm %v; %s, of the same held-out set (test seed %d), has %d, %d, %d, %v, %v",
+			f.observed, f.missing, f.testCount, f.sqNormX, f.testSqNorm, was.path, rec.TestSeed, was.observed, was.missing, was.testCount, was.sqNormX, was.testSqNorm)
+	}
+	return nil
 }
 
 // OpenSweepJournal opens the journal of a sweep of job j0 with options o in dir/runs
@@ -202,6 +244,9 @@ func (j *FileSweepJournal) Done(k, seed, fold int) (*Result, error) {
 		return nil, bad("n %d samples; the job's input has %d", rec.N, j.samples)
 	case j.maxIter > 0 && rec.Iterations > j.maxIter:
 		return nil, bad("%d iterations, more than the job's cap (%d)", rec.Iterations, j.maxIter)
+	}
+	if err := j.sameFold(rec, path, again); err != nil {
+		return nil, err
 	}
 	b, err := readBasis(filepath.Join(j.dir, rec.Basis), rec, path, again)
 	if err != nil {

@@ -492,3 +492,66 @@ func TestSweepJournalBuilds(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepJournalSameFold: a record whose held-out figures are not its fold's (another run of
+// the fold says otherwise) or do not add up (observed + missing + test_count != m x n) is
+// refused, naming it, what it says and what the other record says.
+func TestSweepJournalSameFold(t *testing.T) {
+	_, j := resumeJob(t)
+	dir := t.TempDir()
+	jn, err := didnmf.OpenSweepJournal(dir, j, resumeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(k int) *didnmf.Result {
+		r := fakeRun(30, 40, k)
+		r.Observed, r.TestCount, r.SqNormX, r.TestSqNorm, r.TestSSE = 1100, 100, 10, 1, 0.5
+		return r
+	}
+	for _, k := range []int{2, 3} {
+		if err := jn.Record(k, 1, 0, run(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec3 := filepath.Join(dir, didnmf.SweepJournalDir, "k3-seed1-fold0.json")
+	orig, err := os.ReadFile(rec3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, from, to, want string
+	}{
+		{"the same figures", "", "", ""},
+		{"a held-out norm of 1e308", `"test_sq_norm": 1`, `"test_sq_norm": 1e308`, "sq_norm_x 10, test_sq_norm 1e+308; " + filepath.Join(dir, didnmf.SweepJournalDir, "k2-seed1-fold0.json") + ", of the same held-out set (test seed"},
+		{"a norm off in its 12th digit", `"sq_norm_x": 10`, `"sq_norm_x": 10.00000000001`, ""},
+		{"a norm off in its 8th digit", `"sq_norm_x": 10`, `"sq_norm_x": 10.0000001`, "sq_norm_x 10.0000001"},
+		{"no held-out entries", `"test_count": 100`, `"test_count": 0`, "observed 1100 + missing 0 + test_count 0 = 1100 entries; the job's m x n is 1200"},
+		{"the counts moved", `"observed": 1100,
+  "missing": 0,
+  "test_count": 100`, `"observed": 1000,
+  "missing": 100,
+  "test_count": 100`, "observed 1000, missing 100, test_count 100"},
+	} {
+		edited := strings.Replace(string(orig), c.from, c.to, 1)
+		if c.from != "" && edited == string(orig) {
+			t.Fatalf("%s: the record has no %q:\n%s", c.name, c.from, orig)
+		}
+		if err := os.WriteFile(rec3, []byte(edited), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		jn, err := didnmf.OpenSweepJournal(dir, j, resumeOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := jn.Done(2, 1, 0); err != nil {
+			t.Fatalf("%s: the untouched record: %v", c.name, err)
+		}
+		_, err = jn.Done(3, 1, 0)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !usererr.Is(err) || !strings.Contains(err.Error(), rec3+": ") || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v; want the user's error naming %s and saying %q", c.name, err, rec3, c.want)
+		}
+	}
+}
