@@ -1,6 +1,7 @@
 package didnmf
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -46,22 +48,132 @@ type Spectra struct {
 	// TransformSqrt the spectra are of sqrt(X), and Runner.Consensus refits the usages on
 	// sqrt(X) too.
 	Transform SweepTransform
+	// Input is the sweep's input as sweep.json names it (the paths the sweep was given).
+	// Samples is its number of samples, as the records of the rank's runs in the sweep's
+	// journal (Dir/runs) say; 0 when none can be read (a sweep saved without a journal):
+	// CheckInput then does not check the samples.
+	Input   []string
+	Samples int
+	// inputs are the sweep's inputs as its journal's fingerprint (Dir/runs/journal.json)
+	// describes them; nil when it cannot be read.
+	inputs []sweepInputPrint
 }
 
 // RefitTransform returns the transform a refit against sp's consensus reads the input with:
-// the sweep's, so that the usages are on the spectra's scale. asked is the job's own ("" or
-// none: take the sweep's); another transform than the sweep's is the user's error, naming the
-// field transform.
+// the sweep's, so that the usages are on the spectra's scale. asked is the job's own: ""
+// takes the sweep's; any other (none included) must be the sweep's, else it is the user's
+// error naming the field transform, what was asked and what the sweep fitted.
 func (sp *Spectra) RefitTransform(asked SweepTransform) (SweepTransform, error) {
-	if !asked.On() || asked == sp.Transform {
+	if asked == "" || cmp.Or(asked, TransformNone) == cmp.Or(sp.Transform, TransformNone) {
 		return sp.Transform, nil
 	}
-	scale := "the input's values"
+	fitted, scale := TransformNone, "the input's values"
 	if sp.Transform.On() {
-		scale = string(sp.Transform) + "(X)"
+		fitted, scale = sp.Transform, string(sp.Transform)+"(X)"
 	}
-	return "", usererr.Field("transform", "{transform} %s: the spectra %s are of %s; leave {transform} out, and the refit reads the input as the sweep did",
-		asked, filepath.Join(sp.Dir, sp.File), scale)
+	return "", usererr.Field("transform", "{transform} %s: the sweep %s fitted {transform} %s (its spectra %s are of %s); give {transform} %s or leave it out, and the refit reads the input as the sweep did",
+		asked, sp.Dir, fitted, filepath.Join(sp.Dir, sp.File), scale, fitted)
+}
+
+// CheckInput checks the input of a refit against sp's consensus, inputs (as the job names
+// them) of features x samples (0: not known here, not checked), against the sweep's: a
+// consensus refits the usages of the sweep's own input. Other features than the spectra's,
+// or other samples than the sweep's runs recorded, are the user's error naming the field
+// input, the input, the sweep and its input, and what differs; the usages of other samples
+// with the same features are those of a transform for the consensus basis (didnmf transform
+// --basis). An input of the sweep's shape is not refused; warning (a *usererr.Error naming the
+// field input, for the caller to show) is then not nil when the sweep's journal says that it
+// is not the file the sweep read, or that this file changed since.
+func (sp *Spectra) CheckInput(inputs []string, features, samples int) (warning, err error) {
+	name := strings.Join(inputs, " + ")
+	var got, want []string
+	if samples > 0 && sp.Samples > 0 && samples != sp.Samples {
+		got, want = append(got, fmt.Sprintf("%d samples", samples)), append(want, fmt.Sprintf("%d samples", sp.Samples))
+	}
+	if features > 0 && features != sp.M {
+		got, want = append(got, fmt.Sprintf("%d features", features)), append(want, fmt.Sprintf("%d features", sp.M))
+	}
+	if len(got) > 0 {
+		advice := ""
+		if len(got) == 1 && samples != sp.Samples {
+			advice = fmt.Sprintf("; the usages of other samples of the same features are a transform for the consensus basis: after this consensus, didnmf transform --basis OUT/basis.npy --input %s", name)
+		}
+		return nil, usererr.Field("input", "{input} %s has %s; the sweep %s was of %s, %s (its spectra %s are features x spectra = %d x %d): a consensus refits the usages of the sweep's own input%s",
+			name, strings.Join(got, " and "), sp.Dir, sp.inputName(), strings.Join(want, " and "), filepath.Join(sp.Dir, sp.File), sp.M, sp.K*len(sp.Runs), advice)
+	}
+	if len(sp.inputs) != len(inputs) {
+		return nil, nil
+	}
+	var warns []string
+	for i, in := range inputs {
+		theirs, ours := sp.inputs[i], inputPrint(in)
+		if !theirs.Stat || !ours.Stat {
+			continue // a synthetic input, or a path only a cluster's nodes see
+		}
+		now := inputPrint(theirs.Abs)
+		same := false
+		if a, err := os.Stat(theirs.Abs); err == nil {
+			if b, err := os.Stat(ours.Abs); err == nil {
+				same = os.SameFile(a, b)
+			}
+		}
+		switch {
+		case same && (now.Size != theirs.Size || now.ModTime != theirs.ModTime):
+			warns = append(warns, fmt.Sprintf("%s changed since the sweep %s read it (%d bytes, modified %s; now %d bytes, modified %s)",
+				in, sp.Dir, theirs.Size, theirs.ModTime, now.Size, now.ModTime))
+		case !same && (now.Stat || ours.Size != theirs.Size):
+			warns = append(warns, fmt.Sprintf("%s is not the file the sweep %s read, %s (%d bytes, modified %s)", in, sp.Dir, theirs.Abs, theirs.Size, theirs.ModTime))
+		}
+	}
+	if len(warns) == 0 {
+		return nil, nil
+	}
+	return usererr.Field("input", "{input} %s: it has the sweep's shape, and its usages are refit; check that it holds the matrix the sweep factorized", strings.Join(warns, "; ")), nil
+}
+
+// inputName names the sweep's input: its journal's absolute paths when it recorded them, else
+// sweep.json's.
+func (sp *Spectra) inputName() string {
+	var names []string
+	for _, in := range sp.inputs {
+		names = append(names, cmp.Or(in.Abs, in.Path))
+	}
+	if len(names) == 0 {
+		names = sp.Input
+	}
+	if len(names) == 0 {
+		return "an input sweep.json does not name"
+	}
+	return strings.Join(names, " + ")
+}
+
+// readSweepInput reads what the sweep's journal (dir/runs) says of its input: the fingerprint
+// of its inputs, and the samples of the first of runs that has a record. The journal is
+// optional (a sweep saved by SweepResult.Save keeps none): what cannot be read is left out.
+func (sp *Spectra) readSweepInput(dir string, runs []SweepReportRun) {
+	jdir := filepath.Join(dir, SweepJournalDir)
+	if data, err := readBounded(filepath.Join(jdir, sweepJournalFile), MaxSweepRecordBytes, "a journal's fingerprint"); err == nil {
+		var fp struct {
+			Inputs []sweepInputPrint `json:"inputs"`
+		}
+		if json.Unmarshal(data, &fp) == nil {
+			sp.inputs = fp.Inputs
+		}
+	}
+	for _, r := range runs {
+		data, err := readBounded(filepath.Join(jdir, runFileBase(r.K, r.Seed, r.Fold)+".json"), MaxSweepRecordBytes, "a run's record")
+		if err != nil {
+			continue
+		}
+		var rec struct {
+			M int `json:"m"`
+			N int `json:"n"`
+		}
+		if json.Unmarshal(data, &rec) == nil && rec.M == sp.M && rec.N > 0 {
+			sp.Samples = rec.N
+			return
+		}
+	}
 }
 
 // ReadSpectra reads the spectra of rank k from the sweep saved in dir: dir/sweep.json and
@@ -136,7 +248,8 @@ func ReadSpectra(dir string, k int) (*Spectra, error) {
 		return nil, usererr.At(path, "shape %d x %d; want features x (K x runs) = features x (%d x %d) = features x %d, as %s says",
 			rows, cols, k, len(runs), k*len(runs), jsonPath)
 	}
-	sp := &Spectra{Dir: dir, File: name, K: k, M: rows, Runs: runs, Bases: make([][]float64, len(runs))}
+	sp := &Spectra{Dir: dir, File: name, K: k, M: rows, Runs: runs, Bases: make([][]float64, len(runs)), Input: rep.Input}
+	sp.readSweepInput(dir, runs)
 	if tr.On() {
 		sp.Transform = tr
 	}
@@ -335,17 +448,17 @@ func (r *Runner) Consensus(ctx context.Context, j *Job, c *Consensus, basisFile 
 	if c == nil || j == nil {
 		return nil, errors.New("consensus: no job or no consensus")
 	}
-	if j.Features > 0 && j.Features != c.Filtered.M {
-		return nil, usererr.Errorf("consensus: the input %s has %d features, the spectra %s %d", j.Name(), j.Features, filepath.Join(c.Spectra.Dir, c.Spectra.File), c.Filtered.M)
+	if _, err := c.Spectra.CheckInput(j.Spec.Inputs, j.Features, j.Samples); err != nil {
+		return nil, err
+	}
+	tr, err := c.Spectra.RefitTransform(j.Spec.Transform)
+	if err != nil {
+		return nil, err
 	}
 	if abs, err := filepath.Abs(basisFile); err == nil {
 		basisFile = abs // a cluster's nodes resolve only absolute paths
 	}
 	if err := c.WriteBasis(basisFile); err != nil {
-		return nil, err
-	}
-	tr, err := c.Spectra.RefitTransform(j.Spec.Transform)
-	if err != nil {
 		return nil, err
 	}
 	t, err := j.Derive(func(s *Spec) {

@@ -3,6 +3,7 @@ package didnmf_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -336,5 +337,105 @@ func TestConsensusPlantedOutliers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRefitTransform: the refit reads the input as the sweep did; no transform asked ("")
+// takes the sweep's, and an asked one that is not the sweep's is refused either way (an
+// explicit none against a sqrt sweep was taken for "not asked" and silently overridden),
+// naming both and the field transform.
+func TestRefitTransform(t *testing.T) {
+	for _, tc := range []struct {
+		sweep, asked didnmf.SweepTransform
+		want         didnmf.SweepTransform
+		err          []string
+	}{
+		{sweep: "", asked: "", want: ""},
+		{sweep: "", asked: didnmf.TransformNone, want: ""},
+		{sweep: didnmf.TransformSqrt, asked: "", want: didnmf.TransformSqrt},
+		{sweep: didnmf.TransformSqrt, asked: didnmf.TransformSqrt, want: didnmf.TransformSqrt},
+		{sweep: didnmf.TransformSqrt, asked: didnmf.TransformNone, err: []string{"transform none: the sweep sw fitted transform sqrt", "sw/spectra_3.npy", "sqrt(X)"}},
+		{sweep: "", asked: didnmf.TransformSqrt, err: []string{"transform sqrt: the sweep sw fitted transform none", "sw/spectra_3.npy", "the input's values"}},
+	} {
+		sp := &didnmf.Spectra{Dir: "sw", File: "spectra_3.npy", K: 3, Transform: tc.sweep}
+		got, err := sp.RefitTransform(tc.asked)
+		if tc.err == nil {
+			if err != nil || got != tc.want {
+				t.Errorf("sweep %q, asked %q: %q, %v; want %q", tc.sweep, tc.asked, got, err, tc.want)
+			}
+			continue
+		}
+		var ue *usererr.Error
+		if err == nil || !errors.As(err, &ue) || ue.Field != "transform" {
+			t.Errorf("sweep %q, asked %q: %q, %v; want the user's error of the field transform", tc.sweep, tc.asked, got, err)
+			continue
+		}
+		for _, w := range tc.err {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("sweep %q, asked %q: %q does not say %q", tc.sweep, tc.asked, err, w)
+			}
+		}
+	}
+}
+
+// TestConsensusCheckInput: the input of a refit has the sweep's features and, when the
+// sweep's runs recorded them, its samples; else the user's error of the field input names
+// the input, the sweep and its input, and what differs. Runner.Consensus checks its job so.
+func TestConsensusCheckInput(t *testing.T) {
+	sp := &didnmf.Spectra{Dir: "sw", File: "spectra_3.npy", K: 3, M: 400, Input: []string{"x.npz"}, Samples: 3000}
+	for _, tc := range []struct {
+		name              string
+		features, samples int
+		unknownSamples    bool
+		err               string
+	}{
+		{name: "the same shape", features: 400, samples: 3000},
+		{name: "shape not known here", features: 0, samples: 0},
+		{name: "more samples", features: 400, samples: 20000, err: "input y.npz has 20000 samples; the sweep sw was of x.npz, 3000 samples"},
+		{name: "other features", features: 300, samples: 3000, err: "input y.npz has 300 features; the sweep sw was of x.npz, 400 features"},
+		{name: "both", features: 300, samples: 20000, err: "input y.npz has 20000 samples and 300 features; the sweep sw was of x.npz, 3000 samples and 400 features"},
+		{name: "samples not recorded", features: 400, samples: 20000, unknownSamples: true},
+		{name: "samples not recorded, other features", features: 300, samples: 20000, unknownSamples: true, err: "input y.npz has 300 features; the sweep sw was of x.npz, 400 features"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := *sp
+			if tc.unknownSamples {
+				s.Samples = 0
+			}
+			_, err := s.CheckInput([]string{"y.npz"}, tc.features, tc.samples)
+			if tc.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var ue *usererr.Error
+			if err == nil || !errors.As(err, &ue) || ue.Field != "input" || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("%v; want the user's error of the field input saying %q", err, tc.err)
+			}
+		})
+	}
+	// Runner.Consensus: a job of 500 samples against a sweep of 300.
+	r, _, _, dir := consensusSweep(t)
+	rsp, err := didnmf.ReadSpectra(dir, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsp.Samples = 300 // a library sweep keeps no journal: say what the CLI's records say
+	c, err := rsp.Consensus(didnmf.ConsensusOptions{Seed: sweep.ConsensusSeed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := didnmf.Open(jobspec.New([]string{"synthetic:m=12,n=500,k=3,seed=5"}, kernels.DID, 3, 1), didnmf.Local(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	basisFile := filepath.Join(t.TempDir(), "basis.npy")
+	if _, err := r.Consensus(context.Background(), j, c, basisFile, didnmf.Options{}); !usererr.Is(err) || !strings.Contains(err.Error(), "has 500 samples") {
+		t.Errorf("a refit of 500 samples against a sweep of 300: %v", err)
+	}
+	if _, err := os.Stat(basisFile); err == nil {
+		t.Error("the basis was written for a refit refused")
 	}
 }

@@ -224,10 +224,12 @@ func Sweep(title string, s []sweep.RankSummary, note SweepNote) (*Figure, error)
 			if i == 0 {
 				label = fmt.Sprintf("suggested K=%d", suggested)
 			}
-			p.Add(sweepMark{k: float64(suggested), label: label})
+			m := sweepMark{k: float64(suggested), label: label}
+			p.Add(m)
+			[]*sweepLegend{errLegend, stLegend}[i].mark = &m
 		}
 	}
-	errPanel.Add(errLegend) // last: over the curves and the mark
+	errPanel.Add(errLegend) // last: over the curves, beside the mark (or under it when it cannot be)
 	stPanel.Add(stLegend)
 
 	subtitle := "the mean over the seeds of each rank, bars ± one standard error"
@@ -426,15 +428,27 @@ type sweepMark struct {
 	label string
 }
 
+// sweepMarkWidth is the width of the mark's line.
+const sweepMarkWidth = 2
+
+// line strokes the mark's line, when its K is in c, and returns its x (ok false: not in c).
+func (m sweepMark) line(c draw.Canvas, p *plot.Plot) (x vg.Length, ok bool) {
+	trX, _ := p.Transforms(&c)
+	x = trX(m.k)
+	if !c.ContainsX(x) {
+		return x, false
+	}
+	sty := draw.LineStyle{Color: sweepSuggestColor, Width: vg.Points(sweepMarkWidth), Dashes: []vg.Length{vg.Points(7), vg.Points(4)}}
+	c.StrokeLine2(sty, x, c.Min.Y, x, c.Max.Y)
+	return x, true
+}
+
 // Plot draws the mark.
 func (m sweepMark) Plot(c draw.Canvas, p *plot.Plot) {
-	trX, _ := p.Transforms(&c)
-	x := trX(m.k)
-	if !c.ContainsX(x) {
+	x, ok := m.line(c, p)
+	if !ok {
 		return
 	}
-	sty := draw.LineStyle{Color: sweepSuggestColor, Width: vg.Points(2), Dashes: []vg.Length{vg.Points(7), vg.Points(4)}}
-	c.StrokeLine2(sty, x, c.Min.Y, x, c.Max.Y)
 	if m.label == "" {
 		return
 	}
@@ -446,16 +460,20 @@ func (m sweepMark) Plot(c draw.Canvas, p *plot.Plot) {
 	c.FillText(ts, vg.Point{X: lx, Y: c.Max.Y - vg.Points(4)}, m.label)
 }
 
-// sweepLegend draws a legend on a translucent white box, over the curves and the mark (a
-// plot's own legend has no box, and is drawn under nothing), in the corner of its panel that
-// covers the fewest of the panel's points, then the fewest stretches of its curves and bars
-// (ties go to the corner its Legend's Top and Left name, then to the top right, top left,
-// bottom left and bottom right), so that no point hides under it when a corner is free.
+// sweepLegend draws a legend on a translucent white box, over the curves (a plot's own legend
+// has no box, and is drawn under nothing), in the corner of its panel that covers the fewest
+// of the panel's points, then does not cross the suggestion's mark, then covers the fewest
+// stretches of its curves and bars (ties go to the corner its Legend's Top and Left name,
+// then to the top right, top left, bottom left and bottom right), so that no point hides
+// under it when a corner is free, and the mark's line is not broken by it. When every corner
+// crosses the mark (a legend wider than the room beside it), the mark's line is drawn again
+// over the box, under the legend's entries.
 type sweepLegend struct {
 	l       plot.Legend
 	names   []string
 	series  []*sweepSeries
-	topOffs vg.Length // moves the legend down in a top corner (below the suggestion's label)
+	mark    *sweepMark // the suggestion's (nil: none)
+	topOffs vg.Length  // moves the legend down in a top corner (below the suggestion's label)
 }
 
 // add adds an entry.
@@ -507,6 +525,9 @@ func (g *sweepLegend) Plot(c draw.Canvas, p *plot.Plot) {
 	}
 	b := box(best.top, best.left)
 	c.FillPolygon(color.NRGBA{R: 0xff, G: 0xff, B: 0xff, A: 0xe0}, []vg.Point{b.Min, {X: b.Max.X, Y: b.Min.Y}, b.Max, {X: b.Min.X, Y: b.Max.Y}})
+	if g.crossesMark(c, p, b) {
+		g.mark.line(c, p) // the same dashes over the box: the line is whole
+	}
 	l := g.l
 	l.Top, l.Left = best.top, best.left
 	// The legend draws its entries from the canvas's edge: moved in to the box.
@@ -520,8 +541,24 @@ func (g *sweepLegend) Plot(c draw.Canvas, p *plot.Plot) {
 	l.Draw(c)
 }
 
+// crossesMark tells whether the box r crosses the line of the legend's mark, with a margin
+// of the line's width on each side.
+func (g *sweepLegend) crossesMark(c draw.Canvas, p *plot.Plot, r vg.Rectangle) bool {
+	if g.mark == nil {
+		return false
+	}
+	trX, _ := p.Transforms(&c)
+	x := trX(g.mark.k)
+	return c.ContainsX(x) && x+vg.Points(sweepMarkWidth) >= r.Min.X && x-vg.Points(sweepMarkWidth) <= r.Max.X
+}
+
+// markCost is the cost of a legend crossing the suggestion's mark: less than a point hidden,
+// more than the curves under any legend box.
+const markCost = 500
+
 // cover is how much of the series a legend in box r would hide: 1000 for each point (with
-// its glyph), and 1 for each of the samples, 2 points apart, of the curves and bars under r.
+// its glyph), markCost when r crosses the suggestion's mark, and 1 for each of the samples,
+// 2 points apart, of the curves and bars under r.
 func (g *sweepLegend) cover(c draw.Canvas, p *plot.Plot, r vg.Rectangle) float64 {
 	trX, trY := p.Transforms(&c)
 	in := func(x, y vg.Length, margin vg.Length) bool {
@@ -539,6 +576,9 @@ func (g *sweepLegend) cover(c draw.Canvas, p *plot.Plot, r vg.Rectangle) float64
 		return n
 	}
 	cost := 0.0
+	if g.crossesMark(c, p, r) {
+		cost += markCost
+	}
 	for _, s := range g.series {
 		for i, pt := range s.xy {
 			x, y := trX(pt.X), trY(pt.Y)

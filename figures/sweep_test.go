@@ -569,3 +569,55 @@ func TestSweepLegendAvoidsPoints(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepLegendClearsSuggestedLine: the legend's box does not cross the dashed line of the
+// suggested rank in either panel (it was drawn over it, breaking the line where the legend's
+// corner was that of the suggestion: at the largest K above, at the smallest below), wherever
+// the suggestion is among the ranks. Positions are read from the SVG: each panel's legend box
+// (translucent white) against the line whose height overlaps it.
+func TestSweepLegendClearsSuggestedLine(t *testing.T) {
+	capped := map[int]int{6: 2}
+	for _, tc := range []struct {
+		name string
+		ks   []int
+		k    int
+		note SweepNote
+	}{
+		{name: "largest K", ks: []int{3, 4, 5, 6, 7}, k: 7},
+		{name: "smallest K", ks: []int{3, 4, 5, 6, 7}, k: 3},
+		{name: "middle K", ks: []int{3, 4, 5, 6, 7}, k: 5},
+		{name: "next to largest", ks: []int{3, 4, 5, 6, 7}, k: 6},
+		{name: "two ranks", ks: []int{4, 5}, k: 5},
+		{name: "many ranks, largest", ks: []int{2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, k: 12},
+		{name: "a wide legend (capped runs)", ks: []int{3, 4, 5, 6, 7}, k: 7, note: SweepNote{Capped: capped}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			note := tc.note
+			note.Suggested, note.Rule = tc.k, "x"
+			fig, err := Sweep("legend and mark", sweepSummaries(tc.ks, 3, true), note)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, svg := render(t, fig)
+			lines := svgPaths(t, svg, "stroke:#FF7F0E;stroke-width:2;stroke-dasharray")
+			boxes := svgPaths(t, svg, "fill:#FFFFFF;fill-opacity")
+			if len(lines) != 2 || len(boxes) != 2 {
+				t.Fatalf("%d suggestion lines and %d legend boxes, want 2 of each", len(lines), len(boxes))
+			}
+			for i, b := range boxes {
+				bx0, bx1 := min(b[0].x, b[2].x), max(b[0].x, b[2].x)
+				by0, by1 := min(b[0].y, b[2].y), max(b[0].y, b[2].y)
+				for _, l := range lines {
+					ly0, ly1 := min(l[0].y, l[1].y), max(l[0].y, l[1].y)
+					if ly1 < by0 || ly0 > by1 {
+						continue // the other panel's line
+					}
+					// The line is 2 points wide: 1 on each side of its x.
+					if l[0].x+1 >= bx0 && l[0].x-1 <= bx1 {
+						t.Errorf("legend box %d, x %.1f to %.1f, y %.1f to %.1f, crosses the suggested K=%d line at x=%.1f", i, bx0, bx1, by0, by1, tc.k, l[0].x)
+					}
+				}
+			}
+		})
+	}
+}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/figures"
+	"github.com/didnmf/didnmf/internal/jobspec"
+	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/sweep"
 )
 
@@ -42,13 +44,17 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 			"dropped as outliers, the rest are clustered into K programs by k-means, and each program is its cluster's\n"+
 			"median, scaled to sum 1. The usages of --input are then refit against the programs exactly (nonnegative\n"+
 			"least squares per sample, the job of didnmf transform --basis: distributed over --nodes or a --cluster, no\n"+
-			"samples x features dense matrix is formed). Writes into OUT basis.npy (features x K; the same matrix as\n"+
-			"consensus_basis_K.npy, the file the transform reads), coef.npy (samples x K), basis.tsv, coef.tsv and\n"+
-			"top_features.tsv (named by the input's names, or --feature-names and --sample-names), report.json,\n"+
-			"consensus.json (the filter's counts, the dropped spectra, the silhouette and the cluster sizes) and\n"+
-			"density_K.png/.svg (the histogram of the local densities with the threshold). On a --cluster with\n"+
-			"--ingest shared the nodes read consensus_basis_K.npy from OUT, as transform's --basis: give an OUT they\n"+
-			"can read, or --ingest stream.\n\nflags:\n")
+			"samples x features dense matrix is formed). --input is the sweep's: an input of other features, or of other\n"+
+			"samples than the sweep's runs recorded (DIR/runs), is refused, and one of the same shape that is not the\n"+
+			"file the sweep read, or changed since, is warned of; for other samples of the same features, run didnmf\n"+
+			"transform --basis OUT/basis.npy on them afterwards. The refit reads the input as the sweep did (its\n"+
+			"--transform): leave --transform out, or give the sweep's; another is refused. Writes into OUT basis.npy\n"+
+			"(features x K; the same matrix as consensus_basis_K.npy, the file the transform reads), coef.npy\n"+
+			"(samples x K), basis.tsv, coef.tsv and top_features.tsv (named by the input's names, or --feature-names\n"+
+			"and --sample-names), report.json, consensus.json (the filter's counts, the dropped spectra, the\n"+
+			"silhouette and the cluster sizes) and density_K.png/.svg (the histogram of the local densities with the\n"+
+			"threshold). On a --cluster with --ingest shared the nodes read consensus_basis_K.npy from OUT, as\n"+
+			"transform's --basis: give an OUT they can read, or --ingest stream.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -73,6 +79,27 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 	sp, err := didnmf.ReadSpectra(*sweepDir, *k)
 	if err != nil {
 		return err
+	}
+	// The refit is of the sweep's own input, read as the sweep read it: checked before
+	// anything is computed or written. --transform left out is the sweep's; given, it must
+	// be the sweep's.
+	asked := didnmf.SweepTransform("")
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "transform" {
+			asked = didnmf.SweepTransform(jf.transform)
+		}
+	})
+	tr, err := sp.RefitTransform(asked)
+	if err != nil {
+		return err
+	}
+	features, samples := inputShape(&jf)
+	warning, err := sp.CheckInput(jf.inputs, features, samples)
+	if err != nil {
+		return err
+	}
+	if warning != nil {
+		fmt.Fprintf(stderr, "didnmf: warning: %s\n", flagText(warning))
 	}
 	c, err := sp.Consensus(didnmf.ConsensusOptions{Filter: sweep.Filter{Threshold: *threshold, NeighborhoodSize: *neighborhood}, Seed: *kmSeed})
 	if err != nil {
@@ -114,10 +141,6 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	// Spectra of sqrt(X) (a sweep with --transform sqrt) are refitted on sqrt(X).
-	tr, err := sp.RefitTransform(didnmf.SweepTransform(jf.transform))
-	if err != nil {
-		return failed(err)
-	}
 	jf.transform = string(cmp.Or(tr, didnmf.TransformNone))
 	if err := jf.setTransform(basisFile, fmt.Sprintf("--sweep %s --k %d: the consensus basis", *sweepDir, *k)); err != nil {
 		return failed(err)
@@ -136,6 +159,25 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "wrote %s, %s.png, %s.svg\n", filepath.Join(dir, "consensus.json"), filepath.Join(dir, base), filepath.Join(dir, base))
 	}
 	return nil
+}
+
+// inputShape opens the inputs only to read their shape: features and samples, 0 and 0 when
+// this process does not read them (a --cluster's nodes do, but with --ingest stream) or cannot
+// open them (the refit's own open then says why).
+func inputShape(jf *jobFlags) (features, samples int) {
+	if len(jf.inputs) == 0 || jf.cluster != "" && jf.ingest != jobspec.IngestStream {
+		return 0, 0
+	}
+	inputs := make([]string, len(jf.inputs))
+	for i, in := range jf.inputs {
+		inputs[i] = matio.DefaultSeed(in, jf.seed) // as the refit's open reads them
+	}
+	src, err := matio.OpenAllWithOptions(matio.OpenInput, inputs, matio.ReadOptions{Missing: jf.missing == "nan"})
+	if err != nil {
+		return 0, 0
+	}
+	defer src.Close()
+	return src.Features(), src.Samples()
 }
 
 // sameDir tells whether the paths a and b name one directory (b must exist; a need not).

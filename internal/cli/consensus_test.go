@@ -185,7 +185,7 @@ func TestConsensusCommandBadInput(t *testing.T) {
 		{name: "wrong shape", edit: writeSpectra(12, 15, 0.3), names: "spectra_3.npy", want: "shape 12 x 15"},
 		{name: "NaN", edit: writeSpectra(12, 18, math.NaN()), names: "spectra_3.npy", want: "NaN"},
 		{name: "K not in the sweep", args: []string{"--k", "5", "--input", input}, names: "sweep.json", want: "no rank K = 5"},
-		{name: "another input", args: []string{"--k", "3", "--input", "synthetic:m=9,n=50,k=2,seed=1"}, names: "basis", want: "12"},
+		{name: "another input", args: []string{"--k", "3", "--input", "synthetic:m=9,n=50,k=2,seed=1"}, names: "--input synthetic:m=9,n=50,k=2,seed=1", want: "has 9 features; the sweep"},
 		{name: "threshold keeps too few", args: []string{"--k", "3", "--input", input, "--density-threshold", "1e-12"}, names: "sweep", want: "fewer than K = 3"},
 		{name: "no neighbour", args: []string{"--k", "3", "--input", input, "--local-neighborhood-size", "0.1"}, names: "sweep", want: "makes 0 neighbours"},
 		{name: "no --k", args: []string{"--input", input}, names: "--k", want: "--k is required"},
@@ -282,7 +282,90 @@ func TestConsensusOfASqrtSweep(t *testing.T) {
 		t.Errorf("consensus.json does not say sqrt (%v): %s", err, data)
 	}
 	code, _, stderr := runNode(t, "consensus", "--sweep", plainSweep, "--k", "3", "--input", input, "--transform", "sqrt", "--out", filepath.Join(dir, "mixed"))
-	if code != 2 || !strings.Contains(stderr, "are of the input's values") {
+	if code != 2 || !strings.Contains(stderr, "fitted --transform none (its spectra "+filepath.Join(plainSweep, "spectra_3.npy")+" are of the input's values)") {
 		t.Errorf("--transform sqrt on a plain sweep's spectra: exit %d, %q", code, stderr)
+	}
+}
+
+// TestConsensusInputOfTheSweep: consensus refits the sweep's own input, read as the sweep
+// read it. An input with other samples or other features than the sweep's (its runs'
+// records say how many) is refused with exit 2, naming the input, the sweep and its input
+// and what differs (not the consensus basis consensus writes); so is an explicit --transform
+// other than the sweep's, either way, naming both. Leaving --transform out, or giving the
+// sweep's, refits; an input of the sweep's shape in another file is refit, with a warning
+// naming the file the sweep read.
+func TestConsensusInputOfTheSweep(t *testing.T) {
+	dir := t.TempDir()
+	input, plain := consensusInput(t, dir)
+	sqrtSweep := filepath.Join(dir, "sqrt-sweep")
+	if code, _, stderr := runNode(t, "sweep", "--input", input, "--ranks", "3", "--seeds", "6", "--max-iter", "100", "--transform", "sqrt", "--quiet", "--out", sqrtSweep); code != 0 {
+		t.Fatalf("sweep: exit %d: %s", code, stderr)
+	}
+	convert := func(spec, name string) string {
+		path := filepath.Join(dir, name)
+		if code, _, stderr := runNode(t, "convert", "--input", spec, "--out", path); code != 0 {
+			t.Fatal(stderr)
+		}
+		return path
+	}
+	moreSamples := convert("synthetic:m=12,n=500,k=3,seed=5,noise=0.02", "X500.npy")
+	fewerFeatures := convert("synthetic:m=9,n=300,k=3,seed=5,noise=0.02", "X9.npy")
+	otherMatrix := convert("synthetic:m=12,n=300,k=3,seed=8,noise=0.02", "other.npy")
+	both := convert("synthetic:m=9,n=500,k=3,seed=5,noise=0.02", "X9x500.npy")
+	link := filepath.Join(t.TempDir(), "link.npy")
+	if err := os.Symlink(input, link); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name         string
+		sweep, input string
+		extra        []string
+		code         int
+		want         []string // in stderr
+		not          []string // not in stderr
+	}{
+		{name: "more samples", sweep: plain, input: moreSamples, code: exitUsage,
+			want: []string{"--input " + moreSamples + " has 500 samples", "the sweep " + plain, input, "300 samples", "didnmf transform --basis"}, not: []string{"consensus_basis"}},
+		{name: "fewer features", sweep: plain, input: fewerFeatures, code: exitUsage,
+			want: []string{"--input " + fewerFeatures + " has 9 features", "the sweep " + plain, input, "12 features"}, not: []string{"consensus_basis"}},
+		{name: "both", sweep: plain, input: both, code: exitUsage,
+			want: []string{"--input " + both + " has 500 samples and 9 features", input, "300 samples and 12 features"}},
+		{name: "--transform none on a sqrt sweep", sweep: sqrtSweep, input: input, extra: []string{"--transform", "none"}, code: exitUsage,
+			want: []string{"--transform none", "the sweep " + sqrtSweep + " fitted --transform sqrt"}},
+		{name: "--transform sqrt on a plain sweep", sweep: plain, input: input, extra: []string{"--transform", "sqrt"}, code: exitUsage,
+			want: []string{"--transform sqrt", "the sweep " + plain + " fitted --transform none"}},
+		{name: "--transform sqrt on a sqrt sweep", sweep: sqrtSweep, input: input, extra: []string{"--transform", "sqrt"}, not: []string{"warning"}},
+		{name: "--transform none on a plain sweep", sweep: plain, input: input, extra: []string{"--transform", "none"}, not: []string{"warning"}},
+		{name: "no --transform on a sqrt sweep", sweep: sqrtSweep, input: input, not: []string{"warning"}},
+		{name: "the input by another path", sweep: plain, input: link, not: []string{"warning"}},
+		{name: "another matrix of the sweep's shape", sweep: plain, input: otherMatrix,
+			want: []string{"warning: --input " + otherMatrix + " is not the file the sweep " + plain + " read, " + input}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			args := append([]string{"consensus", "--sweep", c.sweep, "--k", "3", "--input", c.input, "--out", out}, c.extra...)
+			code, stdout, stderr := runNode(t, args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d: %s", code, c.code, stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not say %q", stderr, w)
+				}
+			}
+			for _, w := range c.not {
+				if strings.Contains(stderr, w) {
+					t.Errorf("stderr %q says %q", stderr, w)
+				}
+			}
+			_, err := os.Stat(out)
+			if c.code != 0 && (stdout != "" || err == nil) {
+				t.Errorf("refused, yet wrote %s (%v) or stdout %q", out, err, stdout)
+			}
+			if c.code == 0 && err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
