@@ -47,7 +47,11 @@ func Density(title string, d sweep.Density) (*Figure, error) {
 		hi = 1
 	}
 	kept, dropped := densityHistograms(d.Values, d.Threshold, hi)
-	p := newPlot(fmt.Sprintf("local density: mean distance to the %d nearest spectra", d.Neighbors), "local density", "spectra")
+	nearest := fmt.Sprintf("the %d nearest spectra", d.Neighbors)
+	if d.Neighbors == 1 {
+		nearest = "the nearest spectrum"
+	}
+	p := newPlot("local density: mean distance to "+nearest, "local density", "spectra")
 	p.Add(plotter.NewGrid())
 	for _, h := range []struct {
 		bins []plotter.HistogramBin

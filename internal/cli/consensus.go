@@ -111,8 +111,12 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 		if rep.Silhouette != nil {
 			sil = fmt.Sprintf("%.4f", *rep.Silhouette)
 		}
-		fmt.Fprintf(stderr, "consensus of K=%d over %d runs: kept %d of %d spectra (local density over %d neighbours < %g), dropped %d; silhouette %s, cluster sizes %v\n",
-			rep.K, rep.Runs, rep.Kept, rep.Components, rep.Neighbors, rep.DensityThreshold, rep.FilteredCount, sil, rep.ClusterSizes)
+		neighbours := fmt.Sprintf("%d neighbours", rep.Neighbors)
+		if rep.Neighbors == 1 {
+			neighbours = "1 neighbour"
+		}
+		fmt.Fprintf(stderr, "consensus of K=%d over %d runs: kept %d of %d spectra (local density over %s < %g), dropped %d; silhouette %s, cluster sizes %v\n",
+			rep.K, rep.Runs, rep.Kept, rep.Components, neighbours, rep.DensityThreshold, rep.FilteredCount, sil, rep.ClusterSizes)
 	}
 	// The figure is drawn before anything is written, so that it cannot fail after the refit.
 	fig, err := figures.Density(fmt.Sprintf("local density of the %d spectra of K=%d (%s)", rep.Components, rep.K, *sweepDir), c.Filtered.Density)

@@ -31,7 +31,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
 	all.VisitAll(func(f *flag.Flag) {
 		if !notForSweep[f.Name] {
-			fs.Var(f.Value, f.Name, f.Usage)
+			fs.Var(f.Value, f.Name, cmp.Or(sweepUsage[f.Name], f.Usage))
 		}
 	})
 	sf := registerSweep(fs)
@@ -151,7 +151,8 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "sweep: %s, ranks %s, %d seed(s), %s: %d jobs, %d at once on %s\n", j0.Name(), rankList(ks), *seeds, cv,
 			len(ks)**seeds, p, j0.Target)
 		if *sf.resume {
-			fmt.Fprintf(stderr, "sweep: going on from the %d run(s) kept in %s\n", kept, journal.Dir())
+			fmt.Fprintf(stderr, "sweep: %s holds %d run(s): those of this sweep's ranks, seeds and folds are not run again (each is checked and said resumed)\n",
+				journal.Dir(), kept)
 		}
 		opts.OnRun = func(e didnmf.SweepEvent) {
 			switch {
@@ -213,12 +214,24 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stderr, "\n%s\n%s\nwrote sweep.json, sweep.tsv, sweep.png, sweep.svg and consensus_basis_K.npy for each rank into %s\n",
 			cappedLine(rep), suggestionLine(sw.Suggestion), dir)
+	} else if sw.Suggestion.Unreliable != "" {
+		// --quiet prints nothing but errors and warnings, and this is one.
+		fmt.Fprintf(stderr, "sweep: warning: the suggestion is unreliable: %s\n", sw.Suggestion.Unreliable)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("sweep: %d of %d jobs failed (listed in sweep.json); the first: K=%d seed %d: %w", len(failed), len(sw.Runs),
 			failed[0].K, failed[0].Seed, failed[0].Err)
 	}
 	return nil
+}
+
+// sweepUsage are the usages of factorize's flags that mean something else in a sweep.
+var sweepUsage = map[string]string{
+	"out": "output `DIR`: sweep.json and sweep.tsv (every run's errors, per rank their spread and stability, the suggested rank and " +
+		"its rule), consensus_basis_K.npy for each rank, sweep.png/.svg, and runs/ (every run as it ends, for --resume)",
+	"test-seed": "seed of the first held-out set: fold f holds out the entries of test seed SEED + f (see --folds), the same " +
+		"for every rank",
+	"quiet": "print nothing but errors and warnings (such as an unreliable suggestion)",
 }
 
 // The defaults a sweep changes from factorize's: a sweep cross-validates (10% of the entries

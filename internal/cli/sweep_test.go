@@ -393,3 +393,27 @@ func TestSweepStopsOnBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepQuietWarnsUnreliable: --quiet prints nothing of a sweep whose suggestion stands,
+// and one warning line for a suggestion that rests on runs that hit the iteration cap.
+func TestSweepQuietWarnsUnreliable(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		args  []string
+		warns bool
+	}{
+		{"converged", nil, false},
+		{"every run capped", []string{"--max-iter", "2"}, true},
+	} {
+		args := append([]string{"sweep", "--input", sweepInput, "--ranks", "2:3", "--seeds", "2", "--quiet", "--out", filepath.Join(dir, c.name)}, c.args...)
+		code, _, stderr := runNode(t, args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.name, code, stderr)
+		}
+		warned := strings.HasPrefix(stderr, "sweep: warning: the suggestion is unreliable: ") && strings.Count(stderr, "\n") == 1
+		if warned != c.warns || (!c.warns && stderr != "") {
+			t.Errorf("%s: --quiet printed %q", c.name, stderr)
+		}
+	}
+}
