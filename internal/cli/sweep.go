@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -106,6 +107,16 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	unlock, held, err := lockOutDir(dir)
+	switch {
+	case err != nil:
+		cleanup()
+		return badInput("--out %s: %v", dir, err)
+	case held:
+		cleanup()
+		return badInput("--out %s: another sweep is writing into it (a sweep holds its --out until it ends): wait for it to end, or use another --out", dir)
+	}
+	defer unlock()
 	// The journal: every run is kept in DIR/runs as it ends, so that a sweep killed or
 	// interrupted goes on with --resume. Without --resume, runs kept there are refused rather
 	// than mixed in or overwritten.
@@ -123,6 +134,12 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		cleanup()
 		return badInput("--out %s holds %d run(s) of an earlier sweep of this job in %s: give --resume to go on from them (only the runs missing are run), or use another --out",
 			*of.out, kept, journal.Dir())
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "sweep.json")); err == nil && kept == 0 {
+		// A finished sweep's results whose runs are gone: this sweep would replace sweep.json
+		// and leave the other's per-rank files (consensus_basis_K.npy, spectra_K.npy) beside it.
+		cleanup()
+		return badInput("--out %s holds the results of an earlier sweep (sweep.json) and no runs to go on from: use another --out, or remove that sweep's files first", dir)
 	}
 	opts.Journal = journal
 	if builds, this := journal.Builds(); kept > 0 && (len(builds) == 0 || slices.ContainsFunc(builds, func(b string) bool { return b != this })) {

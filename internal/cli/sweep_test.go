@@ -417,3 +417,47 @@ func TestSweepQuietWarnsUnreliable(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepOutInUse: a sweep refuses an --out another sweep is writing into (it holds a lock on
+// the directory until it ends), and an --out that holds a finished sweep's results without
+// its runs (whose per-rank files it would leave beside its own); either way with exit status 2
+// and nothing changed.
+func TestSweepOutInUse(t *testing.T) {
+	dir := t.TempDir()
+	busy := filepath.Join(dir, "busy")
+	if err := os.Mkdir(busy, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	unlock, held, err := lockOutDir(busy) // as a running sweep does
+	if err != nil || held {
+		t.Fatalf("lock: held %v, %v", held, err)
+	}
+	code, _, stderr := runNode(t, "sweep", "--input", sweepInput, "--ranks", "2:3", "--seeds", "2", "--out", busy)
+	if want := "--out " + busy + ": another sweep is writing into it"; code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("into a locked --out: exit %d, %q; want exit 2 and %q", code, stderr, want)
+	}
+	if entries, _ := os.ReadDir(busy); len(entries) != 0 {
+		t.Errorf("the refused sweep wrote %d file(s)", len(entries))
+	}
+	unlock()
+
+	done := filepath.Join(dir, "done")
+	if code, _, stderr := runNode(t, "sweep", "--input", sweepInput, "--ranks", "2:3", "--seeds", "2", "--quiet", "--out", done); code != 0 {
+		t.Fatal(stderr)
+	}
+	if err := os.RemoveAll(filepath.Join(done, "runs")); err != nil { // as README allows once it is done
+		t.Fatal(err)
+	}
+	before := dirFiles(t, done)
+	for _, resume := range []bool{false, true} {
+		args := []string{"sweep", "--input", sweepInput, "--ranks", "4:5", "--seeds", "2", "--out", done}
+		if resume {
+			args = append(args, "--resume")
+		}
+		code, _, stderr := runNode(t, args...)
+		if want := "holds the results of an earlier sweep (sweep.json) and no runs to go on from"; code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("resume %v: exit %d, %q; want exit 2 and %q", resume, code, stderr, want)
+		}
+	}
+	unchangedDir(t, done, before)
+}
