@@ -109,7 +109,39 @@ func namesFor(nf *namesFlags, inputs []string, basis string, k, m, n int, warn f
 		}
 		o.samplesFile = nf.samples
 	}
+	for _, l := range []struct {
+		what, rows string
+		names      []string
+	}{{"feature", "basis.tsv and top_features.tsv", o.Features}, {"sample", "coef.tsv", o.Samples}} {
+		if w := duplicateNames(l.what, l.rows, l.names); w != "" {
+			warn(w)
+		}
+	}
 	return o, nil
+}
+
+// duplicateNames says which names of a list are not unique ("" when all are): the first one
+// repeated, with its two positions (1-based, as the lines of a names file), and how many
+// names are repeats. Duplicates are allowed (gene symbols repeat in many annotations), but the
+// rows they name cannot be told apart.
+func duplicateNames(what, rows string, names []string) string {
+	first := make(map[string]int, len(names))
+	repeats, dupName, at1, at2 := 0, "", 0, 0
+	for i, nm := range names {
+		if j, ok := first[nm]; ok {
+			if repeats == 0 {
+				dupName, at1, at2 = nm, j+1, i+1
+			}
+			repeats++
+			continue
+		}
+		first[nm] = i
+	}
+	if repeats == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d %s name(s) repeat an earlier one (the first: %q, names %d and %d): those rows of %s cannot be told apart by name",
+		repeats, what, dupName, at1, at2, rows)
 }
 
 // inputNames returns the names the inputs carry, as matio.ReadNames reads them, unless the

@@ -469,3 +469,30 @@ func firstLine(t *testing.T, path string) string {
 	line, _, _ := strings.Cut(string(mustRead(t, path)), "\n")
 	return line
 }
+
+// TestDuplicateNamesWarn: names that repeat are taken (gene symbols do), with one warning
+// naming the first repeat and its two lines; unique names give none.
+func TestDuplicateNamesWarn(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, features string
+		want           string
+	}{
+		{"unique", "a\nb\nc\nd\ne\nf\n", ""},
+		{"repeats", "a\nb\nc\nb\na\nb\n", `didnmf: warning: 3 feature name(s) repeat an earlier one (the first: "b", names 2 and 4): those rows of basis.tsv and top_features.tsv cannot be told apart by name`},
+	} {
+		names := filepath.Join(dir, c.name+".txt")
+		if err := os.WriteFile(names, []byte(c.features), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, c.name)
+		code, _, stderr := runNode(t, "factorize", "--input", "synthetic:m=6,n=50,k=2,seed=2", "--rank", "2", "--max-iter", "3",
+			"--feature-names", names, "--out", out)
+		if code != 0 || !strings.Contains(stderr, c.want) || (c.want == "" && strings.Contains(stderr, "repeat")) {
+			t.Errorf("%s: exit %d:\n%s", c.name, code, stderr)
+		}
+		if tsv := string(mustRead(t, filepath.Join(out, "basis.tsv"))); !strings.Contains(tsv, "\nf\t") && !strings.Contains(tsv, "\nb\t") {
+			t.Errorf("%s: basis.tsv does not carry the names:\n%s", c.name, tsv)
+		}
+	}
+}
