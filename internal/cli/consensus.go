@@ -101,6 +101,13 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 	if warning != nil {
 		fmt.Fprintf(stderr, "didnmf: warning: %s\n", flagText(warning))
 	}
+	if features > 0 && samples > 0 {
+		// The names files are checked now, not after the clustering (the refit reads them
+		// again, and warns of what they hold).
+		if _, err := namesFor(of.names, jf.inputs, "", *k, features, samples, func(string) {}); err != nil {
+			return err
+		}
+	}
 	c, err := sp.Consensus(didnmf.ConsensusOptions{Filter: sweep.Filter{Threshold: *threshold, NeighborhoodSize: *neighborhood}, Seed: *kmSeed})
 	if err != nil {
 		return badInput("--sweep %s --k %d: %w", *sweepDir, *k, err)

@@ -173,6 +173,10 @@ func TestConsensusCommandBadInput(t *testing.T) {
 			}
 		}
 	}
+	fewNames := filepath.Join(dir, "few.names")
+	if err := os.WriteFile(fewNames, []byte("a\nb\nc\nd\ne\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name  string
 		edit  func(t *testing.T, d string)
@@ -189,6 +193,10 @@ func TestConsensusCommandBadInput(t *testing.T) {
 		{name: "threshold keeps too few", args: []string{"--k", "3", "--input", input, "--density-threshold", "1e-12"}, names: "sweep", want: "fewer than K = 3"},
 		{name: "no neighbour", args: []string{"--k", "3", "--input", input, "--local-neighborhood-size", "0.1"}, names: "sweep", want: "makes 0 neighbours"},
 		{name: "no --k", args: []string{"--input", input}, names: "--k", want: "--k is required"},
+		// The names are checked before the clustering, whose own error (too few kept) would
+		// otherwise come first.
+		{name: "a names file that does not fit, before the clustering", args: []string{"--k", "3", "--input", input, "--density-threshold", "1e-12",
+			"--feature-names", fewNames}, names: "--feature-names", want: "ends after 5 names"},
 		{name: "threshold inf", args: []string{"--k", "3", "--input", input, "--density-threshold", "inf"}, names: "--density-threshold", want: "must be a number > 0"},
 		{name: "threshold 0", args: []string{"--k", "3", "--input", input, "--density-threshold", "0"}, names: "--density-threshold", want: "must be a number > 0"},
 		{name: "neighbourhood 0", args: []string{"--k", "3", "--input", input, "--local-neighborhood-size", "0"}, names: "--local-neighborhood-size", want: "in (0, 1]"},
