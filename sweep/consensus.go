@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strconv"
 )
 
 // Limits of Consensus.
@@ -368,8 +369,8 @@ func FilteredConsensus(bases [][]float64, m, k int, seed uint64, f Filter) (Filt
 	dens := densityOf(d2, n, runs, f)
 	out := Filtered{M: m, K: k, Runs: runs, Density: dens, Labels: make([]int, n)}
 	if dens.NumKept < k {
-		return Filtered{}, inputErrorf("consensus: the density filter (threshold %v, %d neighbours) kept %d of %d components, fewer than K = %d: raise the threshold (2 keeps every one)",
-			f.Threshold, dens.Neighbors, dens.NumKept, n, k)
+		return Filtered{}, inputErrorf("consensus: the density filter (threshold %v, %s) kept %d of %d components, fewer than K = %d: raise the threshold (2 keeps every one)",
+			f.Threshold, neighbours(dens.Neighbors), dens.NumKept, n, k)
 	}
 	kept := make([]int, 0, dens.NumKept) // kept[i] = the component
 	for i, ok := range dens.Kept {
@@ -397,4 +398,12 @@ func FilteredConsensus(bases [][]float64, m, k int, seed uint64, f Filter) (Filt
 	out.Silhouette, out.ClusterSilhouettes = silhouette(d2k, labels, nk, k)
 	out.Basis = medians(xk, labels, nk, m, k, sumToOne)
 	return out, nil
+}
+
+// neighbours is "1 neighbour" or "N neighbours".
+func neighbours(n int) string {
+	if n == 1 {
+		return "1 neighbour"
+	}
+	return strconv.Itoa(n) + " neighbours"
 }

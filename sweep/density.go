@@ -54,7 +54,7 @@ func (f Filter) check(runs, k int) error {
 			f.NeighborhoodSize, runs, nn, f.NeighborhoodSize, runs)
 	}
 	if nn > runs*k-1 {
-		return inputErrorf("density filter: %d neighbours, but %d runs of rank %d make only %d other components", nn, runs, k, runs*k-1)
+		return inputErrorf("density filter: %s, but %d runs of rank %d make only %d other components", neighbours(nn), runs, k, runs*k-1)
 	}
 	return nil
 }
