@@ -151,7 +151,7 @@
 // with runs at K=5, 6 and 7 capped (24 CPU-seconds); 2000 and 1e-5 suggest 6 (51 s); 5000
 // and 1e-6 also 6 (111 s). On the bank's first version (K <= 6, 20 cases) 1000/1e-4 and
 // 2000/1e-5 picked the same ranks, at half the CPU. Most runs that still hit the cap are
-// above the data's rank, where masked fits converge slowly and only overfit more as they
+// above the data's rank, where masked fits converge slowly and mostly overfit more as they
 // do (on a uniform-noise case of planted rank 5, K=8's test error went from 0.001235 at
 // 1000 iterations to 0.001261 at 5000, K=9's from 0.001297 to 0.00132): Suggest does not count them against the suggestion
 // (Suggestion.Unreliable names only the capped runs up to the lowest test error's rank).

@@ -265,8 +265,9 @@ func cappedAbove(s []RankSummary, k int) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d runs above K=%d (K=%s) stopped at the iteration cap or the time limit: ranks above the data's only overfit "+
-		"held-out entries more as their fits converge, so the suggestion does not rest on them", n, k, strings.Join(ks, ", "))
+	return fmt.Sprintf("%d runs above K=%d (K=%s) stopped at the iteration cap or the time limit: on the planted-rank bank, ranks above "+
+		"the data's fitted the held-out entries worse as their fits converged, so the suggestion does not rest on them (to check, raise "+
+		"the cap)", n, k, strings.Join(ks, ", "))
 }
 
 // components is "one component" or "K components".
