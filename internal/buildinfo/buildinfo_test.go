@@ -18,6 +18,7 @@ func TestNames(t *testing.T) {
 		{Version{Version: "(devel)", Commit: "0123456789abcdef0123", Go: "go1.24.0"}, "(devel)@0123456789ab", "(devel)@0123456789ab go1.24.0", "0123456789abcdef0123"},
 		{Version{Version: "(devel)", Commit: "0123456789abcdef0123", Modified: true, Go: "go1.24.0"}, "(devel)@0123456789ab+modified",
 			"(devel)@0123456789ab+modified go1.24.0", "0123456789abcdef0123+modified"},
+		{Version{Version: "(devel)", Go: "go1.24.0", Exe: "3f2a9c0d1b4e"}, "(devel)", "(devel) exe 3f2a9c0d1b4e go1.24.0", "unknown"},
 	} {
 		if got := c.v.Short(); got != c.short {
 			t.Errorf("%+v: Short %q, want %q", c.v, got, c.short)
@@ -31,5 +32,9 @@ func TestNames(t *testing.T) {
 	}
 	if v := Read(); v.Go != runtime.Version() || !strings.HasSuffix(v.ID(), " "+runtime.Version()) {
 		t.Errorf("Read: %+v, ID %q; want Go %s", v, v.ID(), runtime.Version())
+	}
+	// A test binary records no commit: its ID carries the executable's hash.
+	if v := Read(); v.Commit == "" && (len(v.Exe) != 12 || !strings.Contains(v.ID(), " exe "+v.Exe+" ")) {
+		t.Errorf("Read without a commit: %+v, ID %q; want the executable's hash", v, v.ID())
 	}
 }
