@@ -265,10 +265,7 @@ func TestConsensusCommandBadInput(t *testing.T) {
 func TestConsensusOfASqrtSweep(t *testing.T) {
 	dir := t.TempDir()
 	input, plainSweep := consensusInput(t, dir)
-	sweepDir := filepath.Join(dir, "sqrt-sweep")
-	if code, _, stderr := runNode(t, "sweep", "--input", input, "--ranks", "3", "--seeds", "6", "--max-iter", "100", "--transform", "sqrt", "--quiet", "--out", sweepDir); code != 0 {
-		t.Fatalf("sweep: exit %d: %s", code, stderr)
-	}
+	sweepDir := sqrtSweepOf(t, dir, input)
 	outs := map[string]string{}
 	for name, extra := range map[string][]string{"driver": nil, "nodes": {"--nodes", "3", "--shards", "3"}} {
 		out := filepath.Join(dir, name)
@@ -305,10 +302,7 @@ func TestConsensusOfASqrtSweep(t *testing.T) {
 func TestConsensusInputOfTheSweep(t *testing.T) {
 	dir := t.TempDir()
 	input, plain := consensusInput(t, dir)
-	sqrtSweep := filepath.Join(dir, "sqrt-sweep")
-	if code, _, stderr := runNode(t, "sweep", "--input", input, "--ranks", "3", "--seeds", "6", "--max-iter", "100", "--transform", "sqrt", "--quiet", "--out", sqrtSweep); code != 0 {
-		t.Fatalf("sweep: exit %d: %s", code, stderr)
-	}
+	sqrtSweep := sqrtSweepOf(t, dir, input)
 	convert := func(spec, name string) string {
 		path := filepath.Join(dir, name)
 		if code, _, stderr := runNode(t, "convert", "--input", spec, "--out", path); code != 0 {
@@ -376,4 +370,15 @@ func TestConsensusInputOfTheSweep(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sqrtSweepOf sweeps input at rank 3 with 6 seeds and --transform sqrt into dir/sqrt-sweep and
+// returns that directory.
+func sqrtSweepOf(t *testing.T, dir, input string) string {
+	t.Helper()
+	out := filepath.Join(dir, "sqrt-sweep")
+	if code, _, stderr := runNode(t, "sweep", "--input", input, "--ranks", "3", "--seeds", "6", "--max-iter", "100", "--transform", "sqrt", "--quiet", "--out", out); code != 0 {
+		t.Fatalf("sweep: exit %d: %s", code, stderr)
+	}
+	return out
 }
