@@ -70,7 +70,14 @@ func (p *Pool) Workers() int { return p.workers }
 // Run calls fn(i) for i in [0, n) on the pool's workers and returns when all calls are done.
 // Calls may run in any order and concurrently; fn must write only to state owned by index i.
 // Run must not be called from inside fn.
-func (p *Pool) Run(n int, fn func(i int)) {
+func (p *Pool) Run(n int, fn func(i int)) { p.RunOrder(n, nil, fn) }
+
+// RunOrder is Run with the pieces handed to the workers in the order given, a permutation of
+// [0, n) (see laneOrder: the heaviest lanes first, so that the last piece to start is a short
+// one); a nil order hands them out in index order. Where results are combined in index order,
+// the order changes when each piece runs, never the bits. Run alone (one worker, one piece)
+// takes the pieces in index order.
+func (p *Pool) RunOrder(n int, order []int, fn func(i int)) {
 	if n == 1 || p.workers == 1 || p.tasks == nil {
 		for i := 0; i < n; i++ {
 			if i > 0 {
@@ -84,26 +91,11 @@ func (p *Pool) Run(n int, fn func(i int)) {
 	// calls so that an iteration allocates nothing.
 	wg := waitGroups.Get().(*sync.WaitGroup)
 	wg.Add(n)
-	for i := 0; i < n; i++ {
-		p.tasks <- poolTask{fn: fn, i: i, wg: wg}
-	}
-	wg.Wait()
-	waitGroups.Put(wg)
-}
-
-// RunOrder is Run with the pieces handed to the workers in the order given, a permutation of
-// [0, len(order)) (see laneOrder: the heaviest lanes first, so that the last piece to start is
-// a short one); a nil order is Run(n, fn). Where results are combined in index order, the
-// order changes when each piece runs, never the bits. Run alone (one worker, one piece) takes
-// the pieces in index order.
-func (p *Pool) RunOrder(n int, order []int, fn func(i int)) {
-	if order == nil || n == 1 || p.workers == 1 || p.tasks == nil {
-		p.Run(n, fn)
-		return
-	}
-	wg := waitGroups.Get().(*sync.WaitGroup)
-	wg.Add(len(order))
-	for _, i := range order {
+	for j := 0; j < n; j++ {
+		i := j
+		if order != nil {
+			i = order[j]
+		}
 		p.tasks <- poolTask{fn: fn, i: i, wg: wg}
 	}
 	wg.Wait()
