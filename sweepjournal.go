@@ -142,7 +142,7 @@ func OpenSweepJournal(dir string, j0 *Job, o SweepOptions) (*FileSweepJournal, e
 		return nil, err
 	}
 	j := &FileSweepJournal{dir: filepath.Join(dir, SweepJournalDir), fp: fp, features: j0.Features, samples: j0.Samples,
-		testSeed: j0.Spec.TestSeed, maxIter: j0.Spec.Stop.MaxIter, build: buildinfo.Read().ID()}
+		testSeed: j0.Spec.TestSeed, maxIter: j0.Spec.Stop.MaxIter, build: buildinfo.ID()}
 	j.fp.Builds = []string{j.build}
 	n, err := j.Runs()
 	if err != nil || n == 0 {

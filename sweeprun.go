@@ -432,12 +432,12 @@ func sweepRunOf(run SweepRun) sweep.Run {
 // ones jn names when it can (FileSweepJournal.Builds), then this process's when it ran any.
 func sweepBuilds(jn SweepJournal, runs []SweepRun) []string {
 	var builds []string
-	this := buildinfo.Read().ID()
 	if slices.ContainsFunc(runs, func(r SweepRun) bool { return r.Resumed }) {
 		if b, ok := jn.(interface{ Builds() ([]string, string) }); ok {
-			builds, this = b.Builds()
+			builds, _ = b.Builds()
 		}
 	}
+	this := buildinfo.ID()
 	if slices.ContainsFunc(runs, func(r SweepRun) bool { return !r.Resumed }) && !slices.Contains(builds, this) {
 		builds = append(builds, this)
 	}

@@ -16,9 +16,10 @@ import (
 
 // Version is a binary's build: Version is the main module's version ("(devel)" when built from
 // a source tree), Commit the VCS revision ("" when the build recorded none), Modified whether
-// the tree had uncommitted changes, Go the Go version. Exe, when the build recorded no commit
-// (built with -buildvcs=false, or outside a repository), is the first 12 hexadecimal digits of
-// the SHA-256 of the executable's bytes, so that two such builds of other sources differ.
+// the tree had uncommitted changes, Go the Go version. Exe, which the package's ID fills in
+// when the build recorded no commit (built with -buildvcs=false, or outside a repository), is
+// the first 12 hexadecimal digits of the SHA-256 of the executable's bytes, so that two such
+// builds of other sources differ.
 type Version struct {
 	Version, Commit, Go string
 	Modified            bool
@@ -46,10 +47,18 @@ func Read() Version {
 			v.Modified = s.Value == "true"
 		}
 	}
+	return v
+}
+
+// ID is this binary's Version.ID, with Exe, the executable's hash, filled in when the build
+// recorded no commit. Only the ID hashes the executable: Read (the version line, a node's
+// advertised version) does not.
+func ID() string {
+	v := Read()
 	if v.Commit == "" {
 		v.Exe = exeHash()
 	}
-	return v
+	return v.ID()
 }
 
 // exeHash is the first 12 hexadecimal digits of the SHA-256 of this process's executable

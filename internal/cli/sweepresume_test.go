@@ -118,7 +118,7 @@ func TestSweepResumeOtherBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	this := buildinfo.Read().ID()
+	this := buildinfo.ID()
 	if rep := readSweep(t, out); !slices.Equal(rep.Builds, []string{this}) {
 		t.Errorf("sweep.json names builds %q, want this one's, %q", rep.Builds, this)
 	}
