@@ -152,24 +152,16 @@ func (sp *Spectra) inputName() string {
 // optional (a sweep saved by SweepResult.Save keeps none): what cannot be read is left out.
 func (sp *Spectra) readSweepInput(dir string, runs []SweepReportRun) {
 	jdir := filepath.Join(dir, SweepJournalDir)
-	if data, err := readBounded(filepath.Join(jdir, sweepJournalFile), MaxSweepRecordBytes, "a journal's fingerprint"); err == nil {
-		var fp struct {
-			Inputs []sweepInputPrint `json:"inputs"`
-		}
-		if json.Unmarshal(data, &fp) == nil {
-			sp.inputs = fp.Inputs
-		}
+	if fp, err := readFingerprint(filepath.Join(jdir, sweepJournalFile), jdir, len(runs)); err == nil {
+		sp.inputs = fp.Inputs
 	}
 	for _, r := range runs {
-		data, err := readBounded(filepath.Join(jdir, runFileBase(r.K, r.Seed, r.Fold)+".json"), MaxSweepRecordBytes, "a run's record")
+		path := filepath.Join(jdir, runFileBase(r.K, r.Seed, r.Fold)+".json")
+		data, err := readBounded(path, MaxSweepRecordBytes, "a run's record")
 		if err != nil {
 			continue
 		}
-		var rec struct {
-			M int `json:"m"`
-			N int `json:"n"`
-		}
-		if json.Unmarshal(data, &rec) == nil && rec.M == sp.M && rec.N > 0 {
+		if rec, err := decodeSweepRecord(path, r.K, r.Seed, r.Fold, data); err == nil && rec.M == sp.M {
 			sp.Samples = rec.N
 			return
 		}
