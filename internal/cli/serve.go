@@ -188,7 +188,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	dataPort := fs.Int("data-port", 0, "`PORT` of the data plane, mutual TLS like the actor port, that carries the collectives' partials and results between nodes (0 picks a free one, told to peers; -1: none, they take the actor port)")
 	join := fs.String("join", "", "comma-separated gossip addresses `IP:PORT,...` of members to join (empty: start a new cluster)")
 	joinWait := new(time.Duration)
-	durationFlag(fs, joinWait, "join-wait", serveJoinWait, "when nothing answers at any --join address (not started yet, not reached), try again for this long, a `DURATION`, before giving up (0: try once); a member that answers and refuses this node fails the start at once")
+	durationFlag(fs, joinWait, "join-wait", serveJoinWait, "how long to keep trying, a `DURATION` (e.g. 5m), while nothing answers at any --join address (not started yet, not reached); 0 tries once. A member that answers and refuses this node fails the start at once")
 	name := fs.String("name", "", "unique node `NAME` (default: the common name in --tls-cert, else derived from the address)")
 	dataDir := fs.String("data-dir", "", "the node's own `DIR` (created and locked; default: didnmf-data/NAME under the working directory)")
 	capacity := fs.Int("capacity", 1, "placement weight `N`: a node with capacity 2 gets about twice the shards of one with 1")
