@@ -96,22 +96,34 @@ func (r SweepReportRun) Capped() bool {
 
 // SweepReportRank is one rank's summary in sweep.json.
 type SweepReportRank struct {
-	K              int      `json:"k"`
-	Runs           int      `json:"runs"`
-	TrainMean      float64  `json:"train_rel_err2_mean"`
-	TrainSE        *float64 `json:"train_rel_err2_se,omitempty"`
-	TestMean       *float64 `json:"test_rel_err2_mean,omitempty"`
-	TestSE         *float64 `json:"test_rel_err2_se,omitempty"`
-	Folds          int      `json:"folds"`
-	Capped         int      `json:"capped_runs"`
-	Silhouette     *float64 `json:"stability_silhouette,omitempty"`
-	Agreement      *float64 `json:"stability_agreement,omitempty"`
-	MeanIterations float64  `json:"mean_iterations"`
-	MeanSeconds    float64  `json:"mean_seconds"`
-	ConsensusBasis string   `json:"consensus_basis"`
+	K         int      `json:"k"`
+	Runs      int      `json:"runs"`
+	TrainMean float64  `json:"train_rel_err2_mean"`
+	TrainSE   *float64 `json:"train_rel_err2_se,omitempty"`
+	TestMean  *float64 `json:"test_rel_err2_mean,omitempty"`
+	TestSE    *float64 `json:"test_rel_err2_se,omitempty"`
+	Folds     int      `json:"folds"`
+	// PoorFits are the folds left out of the rank's test error: their fit is a poor local
+	// optimum (sweep.PoorFit), so Folds counts the others.
+	PoorFits       []SweepReportPoorFit `json:"poor_fits"`
+	Capped         int                  `json:"capped_runs"`
+	Silhouette     *float64             `json:"stability_silhouette,omitempty"`
+	Agreement      *float64             `json:"stability_agreement,omitempty"`
+	MeanIterations float64              `json:"mean_iterations"`
+	MeanSeconds    float64              `json:"mean_seconds"`
+	ConsensusBasis string               `json:"consensus_basis"`
 	// Spectra is the file of every run's basis with unit-norm columns (spectra_K.npy,
 	// features x (K*runs)), which didnmf consensus reads.
 	Spectra string `json:"spectra,omitempty"`
+}
+
+// SweepReportPoorFit is a fold left out of a rank's test error (sweep.PoorFit): its fit, the
+// run of Seed, fitted the training entries far worse than the rank's other folds' fits.
+type SweepReportPoorFit struct {
+	Fold               int     `json:"fold"`
+	Seed               int     `json:"seed"`
+	TrainRelErr2       float64 `json:"train_rel_err2"`
+	MedianTrainRelErr2 float64 `json:"median_train_rel_err2"`
 }
 
 // Report is the sweep's sweep.json (without the consensus bases' file names, which Save
@@ -227,7 +239,10 @@ func writeNPYFile(path string, rows, cols int, data []float64) error {
 // rankRow is one rank's summary for sweep.json.
 func rankRow(s sweep.RankSummary) SweepReportRank {
 	r := SweepReportRank{K: s.K, Runs: s.Runs, Folds: len(s.Folds), Capped: s.Capped, TrainMean: s.Train.Mean, MeanIterations: s.MeanIterations, MeanSeconds: s.MeanSeconds,
-		Silhouette: jsonNumber(s.Stability.Silhouette), Agreement: jsonNumber(s.Stability.Agreement)}
+		Silhouette: jsonNumber(s.Stability.Silhouette), Agreement: jsonNumber(s.Stability.Agreement), PoorFits: []SweepReportPoorFit{}}
+	for _, p := range s.PoorFits {
+		r.PoorFits = append(r.PoorFits, SweepReportPoorFit{Fold: p.Fold, Seed: p.Seed, TrainRelErr2: p.Train, MedianTrainRelErr2: p.Median})
+	}
 	if s.Runs > 1 {
 		r.TrainSE = jsonNumber(s.Train.SE)
 	}

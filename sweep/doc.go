@@ -63,9 +63,11 @@
 // seeds' spread on it is the optimizer's, not the test error's, and a rule that takes it for
 // the test error's standard error picks whatever rank the last digits favour (the issue's
 // sweep suggested 10 on planted rank 6, on a standard error of 4e-7). So a sweep holds out
-// several sets, folds, and each Run says its Fold. Summarize averages each fold's runs (over
-// their seeds: RankSummary.FoldTest) and takes the test error's mean and standard error over
-// the folds.
+// several sets, folds, and each Run says its Fold. Summarize takes each fold's fit (its run
+// of the lowest train error: the best of its seeds, RankSummary.FoldTest) and the test
+// error's mean and standard error over the folds. A fold whose fit at a rank is a poor
+// local optimum, its train error far above the rank's other folds' (PoorFit), is left out
+// at that rank: its test error would pass for the held-out set's difficulty.
 //
 // didnmf's sweep pairs seeds and folds as RcppML's replicates do: run s of a rank has seed
 // FirstSeed+s and fold s mod Folds, one fold per seed by default, so that five runs per rank

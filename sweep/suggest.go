@@ -63,9 +63,10 @@ const (
 // errors of two ranks on one fold differ by what the ranks do and not by which entries
 // were held out; the rule compares ranks fold by fold. Let B be the rank of the lowest
 // mean test error. For each smaller rank K, d_f is K's test error on fold f minus B's
-// (each the mean over the fold's seeds), and the rule takes the smallest K whose mean d is
-// at most its standard error over the folds: a larger rank does not fit held-out data
-// measurably better. When that K is the smallest rank tried, Suggest cannot tell
+// (each the test error of the fold's fit: the best of its seeds; a fold whose fit is a
+// poor local optimum, PoorFit, is left out at that rank), and the rule takes the smallest
+// K whose mean d is at most its standard error over the folds: a larger rank does not fit
+// held-out data measurably better. When that K is the smallest rank tried, Suggest cannot tell
 // (CannotTell, K = 0): no rank fits the held-out entries better than the smallest by more
 // than the folds' spread, which is what a signal below the noise looks like (and also a
 // rank below the smallest tried). With one fold there is no spread over folds: the K of the
@@ -225,6 +226,9 @@ func suggestByTest(s []RankSummary) (Suggestion, bool) {
 		}
 		out.Reason = fmt.Sprintf("cannot tell: no rank fits the held-out entries better than the smallest tried (K=%d, test error %.4g) by more than "+
 			"the spread over folds; %s", t[0].K, t[0].Test.Mean, why)
+		if p := poorFitsText(t); p != "" {
+			out.Reason += "; " + p
+		}
 		out.Rule = out.Reason // the paired rule's own pick, the smallest rank, is what it cannot tell
 		return out, true
 	}
@@ -236,7 +240,35 @@ func suggestByTest(s []RankSummary) (Suggestion, bool) {
 	if above := cappedAbove(s, b.K); above != "" {
 		out.Rule += "; " + above
 	}
+	if p := poorFitsText(t); p != "" {
+		out.Rule += "; " + p
+	}
 	return out, true
+}
+
+// poorFitsText names the folds left out as poor fits (RankSummary.PoorFits) at the ranks
+// s, "" for none.
+func poorFitsText(s []RankSummary) string {
+	var names []string
+	n := 0
+	for _, r := range s {
+		for _, p := range r.PoorFits {
+			if n++; len(names) < 4 {
+				names = append(names, fmt.Sprintf("K=%d fold %d (seed %d: %.4g against a median of %.4g)", r.K, p.Fold, p.Seed, p.Train, p.Median))
+			}
+		}
+	}
+	switch {
+	case n == 0:
+		return ""
+	case n > len(names):
+		names = append(names, fmt.Sprintf("and %d more", n-len(names)))
+	}
+	what := "1 fit left out as a poor local optimum (its train error far above its rank's other folds')"
+	if n > 1 {
+		what = fmt.Sprintf("%d fits left out as poor local optima (their train errors far above their ranks' other folds')", n)
+	}
+	return fmt.Sprintf("%s: %s; more seeds than folds let each fold keep its best start", what, strings.Join(names, ", "))
 }
 
 // cappedRuns counts the runs of s that stopped at a cap, and all the runs of s.

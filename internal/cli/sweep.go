@@ -48,7 +48,10 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 			"By default the sweep cross-validates: every run holds out --test-fraction (0.1) of the entries, each seed\n"+
 			"its own set (fold f holds out the entries of test seed --test-seed + f), and the suggested rank is the\n"+
 			"smallest whose test error is within one standard error over the folds (paired) of the lowest; when no rank\n"+
-			"does better than the smallest tried by more than that, it says it cannot tell. The runs go to convergence\n"+
+			"does better than the smallest tried by more than that, it says it cannot tell. A fold's test error is that of\n"+
+			"its best start (of the lowest train error: with --folds below --seeds a fold has several); a fold whose fit\n"+
+			"at a rank is a poor local optimum (its train error far above the rank's other folds') is left out there,\n"+
+			"and the rule names it. The runs go to convergence\n"+
 			"(--max-iter 2000, --stall-tol 1e-5 by default here); a run that hits a cap makes the suggestion unreliable,\n"+
 			"and the sweep says so. --test-fraction 0 turns cross-validation off (the rank is then the most stable).\n\n"+
 			"For counts (scRNA-seq, words) with weak programs, use --transform sqrt: the runs then fit sqrt(X), whose noise\n"+

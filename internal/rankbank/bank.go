@@ -270,21 +270,28 @@ func writeScores(w io.Writer, lead []string, leads [][]string, scores []Score) {
 	}
 }
 
-// WriteCases writes a line per case: what the shipped rule picked, and the curve.
+// WriteCases writes a line per case: what the shipped rule picked, the folds left out as
+// poor fits (sweep.PoorFit; K=5/4 is fold 4 at K=5), and the curve.
 func WriteCases(w io.Writer, outs []*Outcome) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	fmt.Fprintln(tw, "case\tdensity\tpicked\tcapped\tmax iters\tseconds\ttest error by K")
+	fmt.Fprintln(tw, "case\tdensity\tpicked\tcapped\tmax iters\tseconds\tpoor fits\ttest error by K")
 	for _, o := range outs {
-		var curve []string
+		var curve, poor []string
 		for _, s := range o.Summary {
 			curve = append(curve, fmt.Sprintf("%d:%.4g", s.K, s.Test.Mean))
+			for _, p := range s.PoorFits {
+				poor = append(poor, fmt.Sprintf("K=%d/%d", s.K, p.Fold))
+			}
+		}
+		if poor == nil {
+			poor = []string{"-"}
 		}
 		pick := fmt.Sprint(o.Suggestion.K)
 		if o.Suggestion.CannotTell {
 			pick = "cannot tell"
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%d/%d\t%d\t%.1f\t%s\n", o.Case.Name(), o.Matrix.Density, pick, o.Capped, o.Runs, o.Iterations, o.Seconds,
-			strings.Join(curve, " "))
+		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%d/%d\t%d\t%.1f\t%s\t%s\n", o.Case.Name(), o.Matrix.Density, pick, o.Capped, o.Runs, o.Iterations, o.Seconds,
+			strings.Join(poor, ","), strings.Join(curve, " "))
 	}
 	tw.Flush()
 }

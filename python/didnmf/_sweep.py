@@ -38,7 +38,10 @@ class SweepResult:
         "time-limit": the run hit a cap and did not converge).
     ranks : pandas.DataFrame
         One row per rank: runs, folds, capped_runs, mean train (and test) error and its
-        standard error (the test error's over the folds), stability_silhouette and
+        standard error (the test error's over the folds: each fold's best start), poor_fits
+        (the folds left out of the test error because their fit is a poor local optimum,
+        its train error far above the rank's other folds': a list of dicts of fold, seed,
+        train_rel_err2 and median_train_rel_err2), stability_silhouette and
         stability_agreement across the runs, mean iterations and seconds.
     suggested_rank : int or None
         The rank the sweep suggests; ``rule`` says why, and ``rule_name`` names the rule.
