@@ -203,7 +203,9 @@ func Summarize(runs []Run) ([]RankSummary, error) {
 // than PoorFitSpread times the median absolute deviation and by more than PoorFitGap of the
 // median: the first keeps the folds' own spread (10 median absolute deviations are about 6.7
 // standard deviations of a normal spread), the second keeps a difference too small to
-// matter when the fits agree to their last digits. Fewer than half the folds can be poor, as the median is over them all;
+// matter: on the 200,000 x 20,000 counts of issue 34's sweep (planted 15, ten folds a
+// rank), the worst fits at K=8 and K=11 stood 15 and 19 deviations above their medians,
+// but by 0.3% and 0.2%; at K >= 12 every fit was within 0.04% and 5.2 deviations. Fewer than half the folds can be poor, as the median is over them all;
 // with fewer than three folds none is judged.
 const (
 	PoorFitSpread = 10
