@@ -60,13 +60,17 @@ class SweepResult:
         The number of held-out sets (folds).
     consensus_bases : dict of int to ndarray
         The consensus basis of every rank (n_features x K, as ``components_.T``).
+    feature_names : ndarray of str or None
+        The names of the consensus bases' rows: a DataFrame's columns (when all are strings,
+        as ``NMF`` takes them for ``feature_names_in_``) or an AnnData's var_names; None
+        when X has none.
     report : dict
         sweep.json as the command wrote it.
     png : bytes
         sweep.png (error and stability against the rank).
     """
 
-    def __init__(self, report, runs, ranks, consensus_bases, png):
+    def __init__(self, report, runs, ranks, consensus_bases, png, feature_names=None):
         self.report = report
         self.runs = runs
         self.ranks = ranks
@@ -78,7 +82,20 @@ class SweepResult:
         self.unreliable = report.get("unreliable", "")
         self.folds = int(report.get("folds", 1))
         self.consensus_bases = consensus_bases
+        self.feature_names = feature_names
         self.png = png
+
+    def consensus_frame(self, k):
+        """The consensus basis of rank ``k`` as a pandas DataFrame: a row per feature, named
+        by ``feature_names`` when X had names, a column per component (component_1 ..
+        component_K)."""
+        if k not in self.consensus_bases:
+            raise ValueError(f"k must be a rank of the sweep with a consensus basis, one of {sorted(self.consensus_bases)}. Got {k!r} instead.")
+        import pandas as pd
+
+        basis = self.consensus_bases[k]
+        index = pd.Index(self.feature_names, name="feature") if self.feature_names is not None else None
+        return pd.DataFrame(basis, index=index, columns=[f"component_{p + 1}" for p in range(basis.shape[1])])
 
     def __repr__(self):
         return (
@@ -238,14 +255,18 @@ def sweep(
         client_bind=client_bind,
     )
     p = _params.check_params(est, owner="sweep")
+    feature_names = None
     if _anndata.is_anndata(X):  # its X: in memory, or a backed file's store the nodes read
         X = _anndata.prepare_anndata_input(X, layer=layer)
+        feature_names = X.feature_names
         X = X.path if X.path is not None else X.data
     in_memory = not is_path(X)
     binary = find_binary()
     with tempfile.TemporaryDirectory(prefix="didnmf-sweep-") as tmp:
         if in_memory:
             inputs = [write_matrix(est._check_X(X, reset=True), tmp, binary)]
+            if feature_names is None:  # a DataFrame's str columns
+                feature_names = getattr(est, "feature_names_in_", None)
         else:
             inputs = as_paths(X)
         out = os.fspath(out) if out is not None else os.path.join(tmp, "out")
@@ -276,7 +297,7 @@ def sweep(
             png = f.read()
     runs = pd.DataFrame(report["runs"])
     ranks_df = pd.DataFrame([{k: v for k, v in s.items() if k != "consensus_basis"} for s in report["ranks_summary"]])
-    res = SweepResult(report, runs, ranks_df, bases, png)
+    res = SweepResult(report, runs, ranks_df, bases, png, feature_names)
     if res.unreliable:
         warnings.warn("the suggestion is unreliable: " + res.unreliable, ConvergenceWarning, stacklevel=2)
     return res

@@ -358,11 +358,14 @@ def test_sweep_takes_an_anndata(tmp_path):
     want = didnmf.sweep(a.X, **kw)
     got = didnmf.sweep(a, **kw)
     np.testing.assert_array_equal(got.consensus_bases[2], want.consensus_bases[2])
+    assert want.feature_names is None and list(got.feature_names) == list(a.var_names)
+    assert list(got.consensus_frame(2).index) == list(a.var_names)
     path = tmp_path / "s.h5ad"
     a.write_h5ad(path)
     b = anndata.read_h5ad(path, backed="r")
     backed = didnmf.sweep(b, **kw)
     np.testing.assert_array_equal(backed.consensus_bases[3], want.consensus_bases[3])
+    assert list(backed.feature_names) == list(a.var_names)
     b.file.close()
 
 

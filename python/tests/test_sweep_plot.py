@@ -57,6 +57,21 @@ def test_sweep_matches_the_command(counts, tmp_path, cli):
     assert list(res.runs["iterations"]) == list(table["iterations"])
 
 
+def test_sweep_names(counts):
+    """A DataFrame's columns name the consensus bases' rows; an array has none."""
+    genes = [f"gene{i}" for i in range(counts.shape[1])]
+    res = didnmf.sweep(pd.DataFrame(counts, columns=genes), ranks=[3], seeds=2, max_iter=50)
+    assert list(res.feature_names) == genes
+    frame = res.consensus_frame(3)
+    assert list(frame.index) == genes and list(frame.columns) == ["component_1", "component_2", "component_3"]
+    assert frame.to_numpy().tobytes() == res.consensus_bases[3].tobytes()
+    assert res.ranks["poor_fits"].map(len).tolist() == [0]
+    plain = didnmf.sweep(counts, ranks=[3], seeds=2, max_iter=50)
+    assert plain.feature_names is None and list(plain.consensus_frame(3).index) == list(range(counts.shape[1]))
+    with pytest.raises(ValueError, match="k must be a rank of the sweep"):
+        plain.consensus_frame(4)
+
+
 def test_sweep_cannot_tell(tmp_path):
     """On noise the sweep cannot tell: suggested_rank None, with the reason."""
     rng = np.random.default_rng(3)
