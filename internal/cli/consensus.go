@@ -130,10 +130,12 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir, cleanup, err := prepareOutDir(*of.out)
+	dir, cleanup, release, err := prepareOutDir(*of.out, false)
 	if err != nil {
 		return err
 	}
+	defer release()
+	of.outHeld = true // the refit writes into it too
 	// The transform reads the consensus basis from a file in OUT (by its absolute path: a
 	// cluster's nodes read it), consensus_basis_K.npy; the result's basis.npy is the same
 	// matrix. Nothing else in OUT is touched before the refit succeeds.

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/didnmf/didnmf"
@@ -26,6 +27,9 @@ type outputFlags struct {
 	plots      *bool
 	imageShape *string
 	names      *namesFlags
+	// outHeld says that this process holds --out's lock already (consensus, which writes
+	// into it before its refit): runFactorize does not take it again.
+	outHeld bool
 }
 
 // registerFactorize adds factorize's flags to fs (demo parses its arguments with them too).
@@ -132,10 +136,11 @@ func runFactorize(jf *jobFlags, of outputFlags, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	dir, cleanup, err := prepareOutDir(*out)
+	dir, cleanup, release, err := prepareOutDir(*out, of.outHeld)
 	if err != nil {
 		return err
 	}
+	defer release()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -261,35 +266,58 @@ func runFactorize(jf *jobFlags, of outputFlags, stdout, stderr io.Writer) error 
 	return nil
 }
 
-// prepareOutDir makes sure dir exists and is writable before the run; cleanup removes it again
-// if this call created it.
-func prepareOutDir(dir string) (string, func(), error) {
+// prepareOutDir makes sure dir exists and is writable before the run, and takes its lock
+// (lockOutDir: factorize, sweep and consensus each hold their --out until they end, so that
+// two commands never write into one directory at once) unless held says this process holds
+// it already (consensus's refit). cleanup removes dir again if this call created it (when
+// still empty) and lets the lock go; release lets the lock go and keeps dir. Either may be
+// called more than once, and after the other.
+func prepareOutDir(dir string, held bool) (path string, cleanup, release func(), err error) {
 	created := false
 	if st, err := os.Stat(dir); err == nil {
 		if !st.IsDir() {
-			return "", nil, badInput("--out %s exists and is not a directory", dir)
+			return "", nil, nil, badInput("--out %s exists and is not a directory", dir)
 		}
 	} else if errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", nil, badInput("--out: %v", err)
+			return "", nil, nil, badInput("--out: %v", err)
 		}
 		created = true
 	} else {
-		return "", nil, badInput("--out: %v", err)
+		return "", nil, nil, badInput("--out: %v", err)
 	}
-	probe, err := os.CreateTemp(dir, ".write-test-*")
-	if err != nil {
-		if created {
-			os.Remove(dir)
-		}
-		return "", nil, badInput("--out %s is not writable: %v", dir, err)
-	}
-	probe.Close()
-	os.Remove(probe.Name())
-	cleanup := func() {
+	removeCreated := func() {
 		if created {
 			os.Remove(dir) // only removes it if still empty
 		}
 	}
-	return dir, cleanup, nil
+	unlock := func() {}
+	if !held {
+		u, busy, err := lockOutDir(dir)
+		switch {
+		case err != nil:
+			removeCreated()
+			return "", nil, nil, badInput("--out %s: %v", dir, err)
+		case busy:
+			removeCreated()
+			return "", nil, nil, badInput("--out %s: another didnmf command is writing into it (factorize, sweep and consensus hold their --out until they end): "+
+				"wait for it to end, or use another --out", dir)
+		}
+		unlock = u
+	}
+	var once sync.Once
+	release = func() { once.Do(unlock) }
+	probe, err := os.CreateTemp(dir, ".write-test-*")
+	if err != nil {
+		removeCreated()
+		release()
+		return "", nil, nil, badInput("--out %s is not writable: %v", dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	cleanup = func() {
+		removeCreated()
+		release()
+	}
+	return dir, cleanup, release, nil
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // lockOutDir takes an exclusive lock on the directory dir itself (flock on its descriptor: no
-// file is left in it), so that two sweeps never write into one --out at once; the lock goes
+// file is left in it), so that two commands never write into one --out at once; the lock goes
 // with the process, even on kill -9. held is true when another process holds it.
 func lockOutDir(dir string) (unlock func(), held bool, err error) {
 	f, err := os.Open(dir)

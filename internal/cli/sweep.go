@@ -106,20 +106,11 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	tr := cmp.Or(j0.Spec.Transform, didnmf.TransformNone) // --transform, a job flag
-	dir, cleanup, err := prepareOutDir(*of.out)
+	dir, cleanup, release, err := prepareOutDir(*of.out, false)
 	if err != nil {
 		return err
 	}
-	unlock, held, err := lockOutDir(dir)
-	switch {
-	case err != nil:
-		cleanup()
-		return badInput("--out %s: %v", dir, err)
-	case held:
-		cleanup()
-		return badInput("--out %s: another sweep is writing into it (a sweep holds its --out until it ends): wait for it to end, or use another --out", dir)
-	}
-	defer unlock()
+	defer release()
 	// The journal: every run is kept in DIR/runs as it ends, so that a sweep killed or
 	// interrupted goes on with --resume. Without --resume, runs kept there are refused rather
 	// than mixed in or overwritten.

@@ -433,7 +433,7 @@ func TestSweepOutInUse(t *testing.T) {
 		t.Fatalf("lock: held %v, %v", held, err)
 	}
 	code, _, stderr := runNode(t, "sweep", "--input", sweepInput, "--ranks", "2:3", "--seeds", "2", "--out", busy)
-	if want := "--out " + busy + ": another sweep is writing into it"; code != 2 || !strings.Contains(stderr, want) {
+	if want := "--out " + busy + ": another didnmf command is writing into it"; code != 2 || !strings.Contains(stderr, want) {
 		t.Errorf("into a locked --out: exit %d, %q; want exit 2 and %q", code, stderr, want)
 	}
 	if entries, _ := os.ReadDir(busy); len(entries) != 0 {

@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOutInUse: factorize, consensus and demo refuse an --out another command holds (as
+// sweep does, TestSweepOutInUse), with exit status 2 and the directory as it was; with the
+// lock let go, each writes there (consensus, whose refit writes into the --out it holds,
+// included).
+func TestOutInUse(t *testing.T) {
+	dir := t.TempDir()
+	input, sweepDir := consensusInput(t, dir)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"factorize", []string{"factorize", "--input", input, "--rank", "3", "--max-iter", "20"}},
+		{"consensus", []string{"consensus", "--input", input, "--sweep", sweepDir, "--k", "3"}},
+		{"demo", []string{"demo", "--max-iter", "5"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, tc.name)
+			if err := os.Mkdir(out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(out, "mine.txt"), []byte("kept"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := dirFiles(t, out)
+			unlock, held, err := lockOutDir(out) // as a running command does
+			if err != nil || held {
+				t.Fatalf("lock: held %v, %v", held, err)
+			}
+			args := append(tc.args, "--quiet", "--out", out)
+			code, _, stderr := runNode(t, args...)
+			if want := "--out " + out + ": another didnmf command is writing into it"; code != 2 || !strings.Contains(stderr, want) {
+				t.Errorf("into a locked --out: exit %d, %q; want exit 2 and %q", code, stderr, want)
+			}
+			unchangedDir(t, out, before)
+			unlock()
+			if code, _, stderr := runNode(t, args...); code != 0 {
+				t.Fatalf("with the lock let go: exit %d: %s", code, stderr)
+			}
+			if _, err := os.Stat(filepath.Join(out, "basis.npy")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
