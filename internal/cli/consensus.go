@@ -11,8 +11,6 @@ import (
 
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/figures"
-	"github.com/didnmf/didnmf/internal/jobspec"
-	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/sweep"
 )
 
@@ -93,7 +91,17 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	features, samples := inputShape(&jf)
+	// The input is opened once, now: its shape is checked against the sweep's before the
+	// clustering, and the refit's job is derived from this one (jobFlags.parent). Its rank is
+	// the sweep's K (the refit's, as the consensus basis has K columns).
+	jf.transform = string(cmp.Or(tr, didnmf.TransformNone))
+	jf.rank, jf.rankSet, jf.errOut = *k, true, stderr
+	input, err := jf.open()
+	if err != nil {
+		return &withFlags{err, map[string]string{"rank": "--k"}}
+	}
+	defer input.Close()
+	features, samples := input.m, input.n // 0 and 0 when this process does not read the input (a --cluster's nodes do)
 	warning, err := sp.CheckInput(jf.inputs, features, samples)
 	if err != nil {
 		return err
@@ -153,8 +161,9 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 		cleanup()
 		return err
 	}
-	// Spectra of sqrt(X) (a sweep with --transform sqrt) are refitted on sqrt(X).
-	jf.transform = string(cmp.Or(tr, didnmf.TransformNone))
+	// Spectra of sqrt(X) (a sweep with --transform sqrt) are refitted on sqrt(X), the input
+	// opened above read through it.
+	jf.parent = input.Job
 	if err := jf.setTransform(basisFile, fmt.Sprintf("--sweep %s --k %d: the consensus basis", *sweepDir, *k)); err != nil {
 		return failed(err)
 	}
@@ -172,25 +181,6 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "wrote %s, %s.png, %s.svg\n", filepath.Join(dir, "consensus.json"), filepath.Join(dir, base), filepath.Join(dir, base))
 	}
 	return nil
-}
-
-// inputShape opens the inputs only to read their shape: features and samples, 0 and 0 when
-// this process does not read them (a --cluster's nodes do, but with --ingest stream) or cannot
-// open them (the refit's own open then says why).
-func inputShape(jf *jobFlags) (features, samples int) {
-	if len(jf.inputs) == 0 || jf.cluster != "" && jf.ingest != jobspec.IngestStream {
-		return 0, 0
-	}
-	inputs := make([]string, len(jf.inputs))
-	for i, in := range jf.inputs {
-		inputs[i] = matio.DefaultSeed(in, jf.seed) // as the refit's open reads them
-	}
-	src, err := matio.OpenAllWithOptions(matio.OpenInput, inputs, matio.ReadOptions{Missing: jf.missing == "nan"})
-	if err != nil {
-		return 0, 0
-	}
-	defer src.Close()
-	return src.Features(), src.Samples()
 }
 
 // sameDir tells whether the paths a and b name one directory (b must exist; a need not).

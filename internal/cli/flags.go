@@ -165,6 +165,10 @@ const defaultStallTol = jobspec.DefaultStallTol
 
 // jobFlags are the flags factorize and bench share: the input and the job.
 type jobFlags struct {
+	// parent, when set, is an open job of the same inputs (and transform) that open derives
+	// the job from (didnmf.Job.Derive) instead of opening the inputs again: consensus reads
+	// its input once, for the shape check before the clustering and for the refit.
+	parent    *didnmf.Job
 	inputs    stringList
 	rank      int
 	algo      string
@@ -422,6 +426,13 @@ func (f *jobFlags) open() (*job, error) {
 		Rho:  f.rho, AlphaCoef: f.alphaCoef, AlphaBasis: alphaBasis, L1Ratio: f.l1Ratio, Loss: f.loss,
 		Missing: f.missing == "nan", TestFraction: f.testFraction, TestSeed: f.testSeed, Accel: accel, FanIn: cmp.Or(f.fanIn, jobspec.DefaultFanIn), CheckpointEvery: int64(f.checkpointEvery),
 		Ingest: f.ingest, OutShared: f.outShared, Overwrite: f.overwrite, Detached: f.detach, Transform: transform}
+	if f.parent != nil {
+		dj, err := f.parent.Derive(func(s *didnmf.Spec) { *s = *spec })
+		if err != nil {
+			return nil, err
+		}
+		return &job{Job: dj, src: dj.Source, spec: dj.Spec, cfg: dj.Config(), shards: f.shards, m: dj.Features, n: dj.Samples}, nil
+	}
 	target := didnmf.InProcess(f.nodes, f.threads)
 	if f.cluster != "" {
 		cfg, err := clientConfig(f.cluster, &f.sec, f.clientBind, cmp.Or[io.Writer](f.errOut, io.Discard))
