@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"github.com/didnmf/didnmf/internal/proccluster"
 	"os"
 	"os/exec"
@@ -339,6 +340,38 @@ func TestClusterOfProcesses(t *testing.T) {
 		}
 		sameResult(t, tGolden, tOut)
 	}
+	// cNMF's consensus of a sweep, its usages refit on the cluster: the nodes read the input
+	// (shared) or the client streams it, and reads it for the shape check before the
+	// clustering too, refusing an input of another shape there.
+	sweepDir := filepath.Join(dir, "sweep")
+	if code, _, stderr := runNode(t, "sweep", "--input", x, "--ranks", "4", "--seeds", "4", "--max-iter", "30", "--test-fraction", "0", "--quiet", "--out", sweepDir); code != 0 {
+		t.Fatalf("sweep: %s", stderr)
+	}
+	cons := []string{"consensus", "--sweep", sweepDir, "--k", "4", "--input", x, "--shards", "5", "--quiet"}
+	cGolden := filepath.Join(dir, "consensus-golden")
+	if code, _, stderr := runNode(t, append(cons, "--out", cGolden)...); code != 0 {
+		t.Fatalf("consensus: %s", stderr)
+	}
+	for _, ingest := range []string{"shared", "stream"} {
+		cOut := filepath.Join(dir, "consensus-"+ingest)
+		if code, text := runProc(t, append(cons, "--cluster", a.Gossip, "--ingest", ingest, "--out", cOut)...); code != 0 {
+			t.Fatalf("consensus on the cluster, %s ingest: %s", ingest, text)
+		}
+		sameResult(t, cGolden, cOut)
+	}
+	wrong := filepath.Join(dir, "wrong.npy")
+	if code, out := runProc(t, "convert", "--input", "synthetic:m=12,n=200,k=4,seed=5", "--out", wrong); code != 0 {
+		t.Fatalf("convert: %s", out)
+	}
+	wrongOut := filepath.Join(dir, "consensus-wrong")
+	code, text := runProc(t, "consensus", "--sweep", sweepDir, "--k", "4", "--input", wrong, "--cluster", a.Gossip, "--ingest", "stream", "--out", wrongOut)
+	if want := "200 samples"; code != 2 || !strings.Contains(text, want) {
+		t.Errorf("consensus of another shape, streamed: exit %d, %q; want exit 2 and %q", code, text, want)
+	}
+	if _, err := os.Stat(wrongOut); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused consensus made its --out: %v", err)
+	}
+
 	// Missing values: the nodes read the NaNs (shared) or the client streams them.
 	nanX, _ := nanInput(t, dir)
 	miss := []string{"factorize", "--input", nanX, "--rank", "3", "--shards", "3", "--max-iter", "20", "--tol", "0", "--quiet", "--missing", "nan"}

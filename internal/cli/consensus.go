@@ -11,6 +11,8 @@ import (
 
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/figures"
+	"github.com/didnmf/didnmf/internal/jobspec"
+	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/sweep"
 )
 
@@ -101,7 +103,12 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 		return &withFlags{err, map[string]string{"rank": "--k"}}
 	}
 	defer input.Close()
-	features, samples := input.m, input.n // 0 and 0 when this process does not read the input (a --cluster's nodes do)
+	features, samples := input.m, input.n
+	if input.Source == nil && jf.ingest == jobspec.IngestStream {
+		// A --cluster's job: with --ingest stream this process reads the input (and streams
+		// it to the nodes), so its shape is checked here too; else the nodes read it.
+		features, samples = streamedShape(&jf)
+	}
 	warning, err := sp.CheckInput(jf.inputs, features, samples)
 	if err != nil {
 		return err
@@ -181,6 +188,18 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "wrote %s, %s.png, %s.svg\n", filepath.Join(dir, "consensus.json"), filepath.Join(dir, base), filepath.Join(dir, base))
 	}
 	return nil
+}
+
+// streamedShape opens the inputs of a --cluster job with --ingest stream, which this process
+// reads, only to read their shape: features and samples, 0 and 0 when it cannot open them
+// (the refit's stream then says why).
+func streamedShape(jf *jobFlags) (features, samples int) {
+	src, err := matio.OpenAllWithOptions(matio.OpenInput, jf.inputs, matio.ReadOptions{Missing: jf.missing == "nan"})
+	if err != nil {
+		return 0, 0
+	}
+	defer src.Close()
+	return src.Features(), src.Samples()
 }
 
 // sameDir tells whether the paths a and b name one directory (b must exist; a need not).
