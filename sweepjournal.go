@@ -65,7 +65,8 @@ type FileSweepJournal struct {
 	dir string // DIR/runs
 	fp  sweepFingerprint
 	// features and samples are the job's input's shape when this process read it (else 0);
-	// testSeed the job's base test seed; maxIter its iteration cap.
+	// testSeed the job's base test seed; maxIter its iteration cap, with the iterations an
+	// extrapolating run may take past it to settle (kernels.StopRule.Settle).
 	features, samples int
 	testSeed          uint64
 	maxIter           int
@@ -142,7 +143,7 @@ func OpenSweepJournal(dir string, j0 *Job, o SweepOptions) (*FileSweepJournal, e
 		return nil, err
 	}
 	j := &FileSweepJournal{dir: filepath.Join(dir, SweepJournalDir), fp: fp, features: j0.Features, samples: j0.Samples,
-		testSeed: j0.Spec.TestSeed, maxIter: j0.Spec.Stop.MaxIter, build: buildinfo.ID()}
+		testSeed: j0.Spec.TestSeed, maxIter: j0.Spec.Stop.MaxIter + j0.Spec.Stop.For(j0.Spec.Accel).Settle, build: buildinfo.ID()}
 	j.fp.Builds = []string{j.build}
 	n, err := j.Runs()
 	if err != nil || n == 0 {

@@ -265,7 +265,7 @@ func Run(ctx context.Context, blocks []Block, cfg Config, progress ...func(Progr
 			pt.TestRelErr2, pt.TestRMSE = ObservedErrors(sse, res.TestSqNorm, res.TestCount)
 		}
 	}
-	stopper := NewStopper(cfg.Stop)
+	stopper := NewStopper(cfg.Stop.For(cfg.Options.Accel)) // an extrapolating run settles (StopRule.Settle)
 	start := time.Now()
 	iterStart := start
 	steps := make([]Step, p)

@@ -148,7 +148,7 @@ func Build(spec *jobspec.Spec, run *Run) *Report {
 	r := &Report{M: res.M, N: res.N, K: res.K, Shards: res.Shards, Tol: spec.Stop.Tol, MaxIter: spec.Stop.MaxIter, StallTol: spec.Stop.StallTol,
 		Iterations: res.Iterations, Seconds: res.Seconds, ObjectiveRat: kernels.Ratio(res.Objective, res.Initial),
 		RelErr2: res.RelErr2(), Converged: res.StopReason == kernels.StopConverged || res.StopReason == kernels.StopStalled,
-		StopReason: string(res.StopReason), Stop: StopSentence(res.StopReason, spec.Stop, res.History),
+		StopReason: string(res.StopReason), Stop: StopSentence(res.StopReason, spec.Stop.For(spec.Accel), res.History),
 		Collectives: res.Comm.PerIteration, FloatsPerIter: res.Comm.FloatsPerIteration, History: res.History}
 	if r.History == nil {
 		r.History = []kernels.HistoryPoint{}
@@ -241,7 +241,7 @@ func StopSentence(why kernels.StopReason, rule kernels.StopRule, hist []kernels.
 	case kernels.StopConverged:
 		return fmt.Sprintf("converged: the error fell to %s of the initial error (tol %g)", percent(rule.Tol), rule.Tol)
 	case kernels.StopStalled:
-		return fmt.Sprintf("converged: the error fell by less than %s over the last %d iterations (stall tol %g)", percent(rule.StallTol), window, rule.StallTol)
+		return fmt.Sprintf("converged: the error fell by less than %s over the last %d iterations (stall tol %g)", percent(rule.StallTol), window, rule.StallTol) + settled(rule, hist)
 	case kernels.StopCanceled:
 		return "interrupted: the factors are the last finished iteration's, partly updated by the interrupted one (still nonnegative); the errors are those of these factors"
 	}
@@ -249,14 +249,44 @@ func StopSentence(why kernels.StopReason, rule kernels.StopRule, hist []kernels.
 	if why == kernels.StopTimeLimit {
 		limit = fmt.Sprintf("stopped at the time limit (%v)", rule.TimeLimit)
 	}
+	settle := settled(rule, hist)
 	if fall, span, ok := recentFall(hist, window); ok {
 		window = span
 		if fall < max(rule.StallTol, jobspec.DefaultStallTol) {
-			return fmt.Sprintf("%s; the error had stopped falling (by %s over the last %d iterations)", limit, percent(fall), window)
+			return fmt.Sprintf("%s; the error had stopped falling (by %s over the last %d iterations)%s", limit, percent(fall), window, settle)
 		}
-		return fmt.Sprintf("%s while the error was still falling (by %s over the last %d iterations): raise it, or accept the result", limit, percent(fall), window)
+		return fmt.Sprintf("%s while the error was still falling (by %s over the last %d iterations): raise it, or accept the result%s", limit, percent(fall), window, settle)
 	}
-	return limit
+	return limit + settle
+}
+
+// settled says what an extrapolating run's end (rule.Settle > 0, kernels.StopRule.For) did
+// about its overshoots: the iterations it took past its iteration cap to end at its
+// lowest error, or that it ended above it (at the time limit, or with Settle spent), with
+// the lowest; "" when neither.
+func settled(rule kernels.StopRule, hist []kernels.HistoryPoint) string {
+	if rule.Settle == 0 || len(hist) == 0 {
+		return "" // a monotone run: a rise is round-off
+	}
+	last := hist[len(hist)-1]
+	lowest := last
+	for _, h := range hist {
+		if h.Ratio < lowest.Ratio {
+			lowest = h
+		}
+	}
+	if lowest.Ratio < last.Ratio {
+		return fmt.Sprintf("; its last iteration overshot (accelerated DID's extrapolation): its error is above the run's lowest, rel_err2 %.4g at iteration %d, "+
+			"and the factors are the last iteration's", lowest.RelErr2, lowest.Iteration)
+	}
+	if extra := last.Iteration - rule.MaxIter; extra > 0 {
+		more := "1 more iteration"
+		if extra > 1 {
+			more = fmt.Sprintf("%d more iterations", extra)
+		}
+		return fmt.Sprintf("; it took %s past the limit to end at its lowest error, not on an overshoot of its extrapolation", more)
+	}
+	return ""
 }
 
 // recentFall is the relative fall of the error over the last window iterations of a history,

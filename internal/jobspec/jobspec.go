@@ -244,7 +244,7 @@ func (s *Spec) Info() kernels.AlgorithmInfo {
 // DeterministicRule is the part of the stop rule every shard applies on its own: everything
 // but the time limit, which only the coordinator can judge.
 func (s *Spec) DeterministicRule() kernels.StopRule {
-	r := s.Stop
+	r := s.Stop.For(s.Accel) // an extrapolating run settles (kernels.StopRule.Settle)
 	r.TimeLimit = 0
 	return r
 }
