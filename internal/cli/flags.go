@@ -157,8 +157,8 @@ func (a *accelFlag) one() (kernels.Accel, error) {
 }
 
 // accelUsage is --accel's help.
-var accelUsage = fmt.Sprintf("accelerated DID, a `SETTING`: off (plain DID), auto (%d,%d,%g,x, kernels.AccelAuto), x (extrapolation alone), C,B or C,B,eps, optionally followed by ,x: at most C coordinate sweeps over each column of C and B over B an iteration, each loop stopping once its step is below eps (default %g) of its first, and with x extrapolation with restarts (did without --missing or --test-fraction); no further allreduce (sweeps: did, bcd, hals; default %s)",
-	kernels.AccelAuto.CSweeps, kernels.AccelAuto.BSweeps, kernels.AccelAuto.Eps, kernels.AccelAuto.Eps, jobspec.DefaultAccel)
+var accelUsage = fmt.Sprintf("accelerated DID, a `SETTING`: off (plain DID), auto (%d,%d,%g,x), x (extrapolation alone), C,B or C,B,eps, optionally followed by ,x: at most C coordinate sweeps over each column of C and B over B an iteration, each loop stopping once its step is below eps (default %g) of its first, and with x extrapolation with restarts (did without --missing or --test-fraction; a run whose last iteration overshoots takes up to %d more, past --max-iter or the stall rule, to end at its lowest error); no further allreduce (sweeps: did, bcd, hals; default %s)",
+	kernels.AccelAuto.CSweeps, kernels.AccelAuto.BSweeps, kernels.AccelAuto.Eps, kernels.AccelAuto.Eps, kernels.SettleIterations, jobspec.DefaultAccel)
 
 // defaultStallTol is --stall-tol's default (see jobspec.DefaultStallTol for how it was chosen).
 const defaultStallTol = jobspec.DefaultStallTol
