@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/didnmf/didnmf/internal/jobspec"
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
 )
 
 // TestAccelFlagReachesOptions: --accel reaches the job's spec and the kernels' options, and
@@ -64,6 +66,10 @@ func TestAccelFlagErrors(t *testing.T) {
 		{"not an integer", []string{"--accel", "3.5,5"}, `accel "3.5,5": C sweeps "3.5" is not an integer`},
 		{"mu", []string{"--algo", "mu", "--accel", "auto"}, "--algo mu has no accelerated inner loops (--accel auto): the algorithms that have are did, bcd, hals"},
 		{"dbcd", []string{"--algo", "dbcd", "--accel", "2,3"}, "--algo dbcd has no accelerated inner loops (--accel 2,3,0.1)"},
+		{"hals with held-out entries", []string{"--algo", "hals", "--accel", "3,20", "--test-fraction", "0.1"},
+			"--algo hals has no accelerated inner loops with held-out entries (--test-fraction 0.1; --accel 3,20,0.1): use --accel off, or --algo did"},
+		{"bcd with missing values", []string{"--algo", "bcd", "--accel", "3,20", "--missing", "nan"},
+			"--algo bcd has no accelerated inner loops with missing values (--missing nan; --accel 3,20,0.1): use --accel off, or --algo did"},
 		{"two settings", []string{"--accel", "off;auto"}, "--accel off;auto: a fit takes one setting (bench --table2 takes several)"},
 		{"repeated", []string{"--accel", "off", "--accel", "auto"}, "a fit takes one setting"},
 	} {
@@ -73,6 +79,33 @@ func TestAccelFlagErrors(t *testing.T) {
 			code, _, stderr := runNode(t, args...)
 			if code != 2 || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d, %q; want exit 2 and %q", code, stderr, tc.want)
+			}
+		})
+	}
+}
+
+// TestAccelOnATransform: a transform (transform, factorize --fix-basis, consensus's refit) has no
+// iterations to accelerate, and says so in the words of its command, naming no --algo.
+func TestAccelOnATransform(t *testing.T) {
+	dir := t.TempDir()
+	basis := filepath.Join(dir, "basis.npy")
+	if err := os.WriteFile(basis, append(matio.NPYHeader(5, 3), make([]byte, 5*3*8)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := "synthetic:m=5,n=40,k=3,seed=1"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"transform", []string{"transform", "--basis", basis, "--input", in, "--accel", "auto"}, "--accel auto: a transform solves every sample's coefficients for a fixed basis exactly, in one pass"},
+		{"fix-basis", []string{"factorize", "--fix-basis", basis, "--input", in, "--accel", "3,5"}, "--accel 3,5,0.1: a transform solves every sample's coefficients"},
+		{"consensus", []string{"consensus", "--sweep", dir, "--k", "3", "--input", in, "--accel", "x"}, "--accel x: consensus refits the usages by one exact solve"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runNode(t, append(tc.args, "--out", filepath.Join(dir, tc.name))...)
+			if code != 2 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "--algo") {
+				t.Errorf("exit %d, %q; want exit 2 and %q, and no --algo", code, stderr, tc.want)
 			}
 		})
 	}

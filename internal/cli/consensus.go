@@ -76,6 +76,11 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 		return badInput("--out %s is the --sweep directory: consensus would overwrite the sweep's consensus_basis_%d.npy; give another --out", *of.out, *k)
 	}
 	of.names.coefTSV = jf.outShared == ""
+	if a, err := jf.accel.one(); err != nil {
+		return err
+	} else if a.On() {
+		return badInput("--accel %s: consensus refits the usages by one exact solve for the consensus basis (a transform): there are no iterations to accelerate; leave out --accel", a)
+	}
 	sp, err := didnmf.ReadSpectra(*sweepDir, *k)
 	if err != nil {
 		return err

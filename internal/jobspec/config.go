@@ -76,7 +76,20 @@ func (s *Spec) validateAccel() error {
 	if msg, ok := strings.CutPrefix(err.Error(), "accel: "); ok {
 		return fieldErr("accel", "{accel} %s: %s", s.Accel, msg)
 	}
-	if s.Accel.Extrapolate && strings.Contains(err.Error(), "extrapolate") {
+	masked := s.Missing || s.TestFraction > 0
+	switch {
+	case s.Algo == kernels.Transform:
+		// transform, consensus and --fix-basis, whose users gave no algorithm.
+		return fieldErr("accel", "{accel} %s: a transform solves every sample's coefficients for a fixed basis exactly, in one pass: "+
+			"there are no iterations to accelerate; leave out {accel}", s.Accel)
+	case masked && (s.Algo == kernels.BCD || s.Algo == kernels.HALS):
+		if s.Missing {
+			return fieldErr("accel", "{algorithm} %s has no accelerated inner loops with missing values ({missing}; {accel} %s): use {accel} off, or {algorithm} did",
+				s.Algo, s.Accel)
+		}
+		return fieldErr("accel", "{algorithm} %s has no accelerated inner loops with held-out entries ({test_fraction} %v; {accel} %s): use {accel} off, or {algorithm} did",
+			s.Algo, s.TestFraction, s.Accel)
+	case s.Accel.Extrapolate && strings.Contains(err.Error(), "extrapolate"):
 		return fieldErr("accel", "{accel} %s: %s", s.Accel, err.Error())
 	}
 	var with []string

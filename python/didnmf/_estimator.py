@@ -104,7 +104,10 @@ class NMF(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         command's choice (3,20,0.1 with extrapolation); 'x' extrapolation alone; 'C,B' or 'C,B,eps' (or a tuple) makes at most C coordinate
         sweeps over each row of W and B over H an iteration, each loop stopping once its step
         is below eps (default 0.1) of its first, with no further pass over X. For algo 'did',
-        'bcd' and 'hals' ('cd' is 'did'); ``report_['accel']`` says what ran.
+        'bcd' and 'hals' ('cd' is 'did'); ``report_['accel']`` says what ran. With
+        extrapolation the error can rise for an iteration (an overshoot, undone by a restart):
+        a fit that would end on one, at max_iter or by tol, takes up to 5 more iterations to end
+        at its lowest error, so ``n_iter_`` can exceed max_iter by that much.
     cluster : str or None, default=None
         'HOST:PORT' of a running cluster's member (comma-separated for several): the job runs
         there. An in-memory X is streamed to the shards; a path is read by the nodes.

@@ -40,7 +40,10 @@ def test_bad_accel_names_the_parameter(small, accel):
 def test_report_records_the_accel(small, accel, recorded):
     est = didnmf.NMF(2, accel=accel, random_state=0, max_iter=5, tol=0).fit(small)
     assert est.report_["accel"] == recorded
-    assert est.n_iter_ == 5 and np.isfinite(est.components_).all()
+    # An extrapolating run whose 5th iteration overshoots takes up to 5 more, to end at its
+    # lowest error (the command's --accel help).
+    extrapolates = recorded in ("auto", "x")
+    assert (5 <= est.n_iter_ <= 10 if extrapolates else est.n_iter_ == 5) and np.isfinite(est.components_).all()
 
 
 def test_hals_and_bcd_take_accel(small):
