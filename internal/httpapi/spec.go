@@ -346,10 +346,14 @@ func (d *specDecoder) bool(key string) bool {
 	return b
 }
 
-// enum reads a string value through parse (def when absent).
+// enum reads a string value through parse (def when absent). Absent is told by the key, not
+// by a sentinel string: every string present, "\u0000" included, goes through parse.
 func enum[T any](d *specDecoder, key string, def T, parse func(string) (T, error)) T {
-	s := d.string(key, "\x00")
-	if s == "\x00" {
+	if _, ok := d.v[key]; !ok || d.err != nil {
+		return def
+	}
+	s := d.string(key, "")
+	if d.err != nil {
 		return def
 	}
 	v, err := parse(s)

@@ -128,6 +128,12 @@ func TestDecodeSpecErrors(t *testing.T) {
 		{`{"input": "x", "rank": 2, "fan_in": 3}`, "fan_in", "fan_in must be a power of two"},
 		{`{"input": "x", "rank": 2, "form": "fast"}`, "form", "form: "},
 		{`{"input": "x", "rank": 2, "layout": "csr"}`, "layout", "layout: "},
+		// A NUL string is a value like any (it once meant "absent", and the job ran with defaults).
+		{`{"input": "x", "rank": 2, "accel": "\u0000"}`, "accel", "accel"},
+		{`{"input": "x", "rank": 2, "form": "\u0000"}`, "form", "form: "},
+		{`{"input": "x", "rank": 2, "storage": "\u0000"}`, "storage", "storage"},
+		{`{"input": "x", "rank": 2, "layout": "\u0000"}`, "layout", "layout: "},
+		{`{"input": "x", "rank": 2, "transform": "\u0000"}`, "transform", "transform"},
 		{`{"input": "x", "rank": 2, "loss": "kl"}`, "loss", "loss kl needs algorithm mu"},
 		{`{"input": "x", "rank": 2, "loss": true}`, "loss", "loss must be frobenius"},
 		{`{"input": "x", "rank": 2, "missing": "nan"}`, "missing", "missing must be true or false"},
