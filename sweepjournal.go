@@ -781,6 +781,19 @@ func fingerprintField(key string) string {
 	return strings.TrimPrefix(key, "stop.")
 }
 
+// accelOfFingerprint reads the accel setting of a fingerprint's spec keys (false when they do
+// not make one: a hostile or older journal.json, whose keys compare one by one instead).
+func accelOfFingerprint(spec map[string]string) (kernels.Accel, bool) {
+	c, err1 := strconv.Atoi(spec["accel_c_sweeps"])
+	b, err2 := strconv.Atoi(spec["accel_b_sweeps"])
+	eps, err3 := strconv.ParseFloat(spec["accel_eps"], 64)
+	x, err4 := strconv.ParseBool(spec["accel_extrapolate"])
+	if err := errors.Join(err1, err2, err3, err4); err != nil || c < 0 || c > kernels.MaxAccelSweeps || b < 0 || b > kernels.MaxAccelSweeps {
+		return kernels.Accel{}, false
+	}
+	return kernels.Accel{CSweeps: c, BSweeps: b, Eps: eps, Extrapolate: x}, true
+}
+
 // compare returns nil when was, the fingerprint journal dir holds, is fp, and otherwise an
 // error that names the first thing that differs, its value then and now.
 func (fp sweepFingerprint) compare(was sweepFingerprint, dir string) error {
@@ -814,6 +827,14 @@ func (fp sweepFingerprint) compare(was sweepFingerprint, dir string) error {
 		}
 		if !hadThen {
 			then = "not set"
+		}
+		if strings.HasPrefix(key, "accel_") {
+			// The setting whole (3,20,0.1,x), not the one of its four keys that differs.
+			if a, ok := accelOfFingerprint(was.Spec); ok {
+				if b, ok := accelOfFingerprint(fp.Spec); ok {
+					return other("its {accel} was %s, this one's is %s", a, b)
+				}
+			}
 		}
 		if f := fingerprintField(key); f != "" {
 			return other("its {"+f+"} was %s, this one's is %s", shownValue(then), shownValue(now))

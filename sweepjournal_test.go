@@ -273,6 +273,8 @@ func TestSweepJournalFingerprint(t *testing.T) {
 		{"another cap", func(s *didnmf.Spec) { s.Stop.MaxIter = 50 }, nil, nil, "its max_iter was 1000, this one's is 50"},
 		{"another test seed", func(s *didnmf.Spec) { s.TestSeed = 5 }, nil, nil, "its test_seed was 0, this one's is 5"},
 		{"another test fraction", func(s *didnmf.Spec) { s.TestFraction = 0.2 }, nil, nil, "its test_fraction was 0.1, this one's is 0.2"},
+		// The setting whole, not the one of its keys that differs (accel_b_sweeps: "was 0, ... is 5").
+		{"another accel", func(s *didnmf.Spec) { s.Accel = kernels.Accel{CSweeps: 3, BSweeps: 5, Eps: 0.1} }, nil, nil, "its accel was off, this one's is 3,5,0.1"},
 		{"the sweep's transform", nil, nil, func(o *didnmf.SweepOptions) { o.Transform = didnmf.TransformSqrt }, "its transform was none, this one's is sqrt"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
