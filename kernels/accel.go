@@ -22,7 +22,8 @@ import (
 // next runs while l < the cap and the squared norm of sweep l's step exceeds Eps^2 times the
 // first sweep's. The C decision is taken per column from that column's values and the
 // replicated B, and the B decision from replicated values only, so the iterates do not depend
-// on the shard count, the node count, the lanes or the kernel path.
+// on the node count, the lanes or the kernel path. On another shard count they differ by
+// round-off, as plain DID's do (the allreduce sums the shards' W and V in another order).
 
 // Accel sets accelerated DID's inner loops. The zero value is plain DID, bit for bit.
 type Accel struct {
