@@ -502,3 +502,14 @@ func flagText(err error) string {
 func (j *job) readBlocks() ([]kernels.Block, error) {
 	return j.ReadBlocks()
 }
+
+// flagGiven tells whether the flag name was given on fs's command line (not its default).
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			given = true
+		}
+	})
+	return given
+}

@@ -83,6 +83,10 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	if *folds > 1 && jf.testFraction == 0 {
 		return badInput("--folds %d needs held-out entries: --test-fraction is 0", *folds)
 	}
+	if a, err := jf.accel.one(); err == nil && a.Extrapolate && jf.testFraction > 0 && !flagGiven(fs, "test-fraction") {
+		return badInput("--accel %s: a sweep holds out --test-fraction %g of the entries by default (its cross-validation), and did cannot "+
+			"extrapolate with held-out entries yet: use --accel C,B (the inner sweeps alone), or --test-fraction 0 (no cross-validation)", a, jf.testFraction)
+	}
 	if *folds == 0 { // one held-out set per seed, or none
 		*folds = 1
 		if jf.testFraction > 0 {

@@ -123,6 +123,10 @@ func TestSweepRefuses(t *testing.T) {
 		{"seedless init, cross-validated", []string{"--input", sweepInput, "--ranks", "2:3", "--init", "nndsvd", "--seeds", "1"}, "--init nndsvd needs every entry of X: with --test-fraction"},
 		{"folds above seeds", []string{"--input", sweepInput, "--ranks", "2:3", "--seeds", "2", "--folds", "3"}, "--folds must be between 1 and --seeds (2)"},
 		{"folds, no test set", []string{"--input", sweepInput, "--ranks", "2:3", "--folds", "2", "--test-fraction", "0"}, "--folds 2 needs held-out entries"},
+		{"extrapolation, the default test set", []string{"--input", sweepInput, "--ranks", "2:3", "--accel", "auto"},
+			"--accel auto: a sweep holds out --test-fraction 0.1 of the entries by default (its cross-validation), and did cannot extrapolate"},
+		{"extrapolation, a test set given", []string{"--input", sweepInput, "--ranks", "2:3", "--accel", "x", "--test-fraction", "0.2"},
+			"did cannot extrapolate (--accel x) with held-out entries (test fraction 0.2) yet"},
 		{"rank flag", []string{"--input", sweepInput, "--ranks", "2:3", "--rank", "3"}, "flag provided but not defined: -rank"},
 		{"unknown transform", []string{"--input", sweepInput, "--ranks", "2:3", "--transform", "log"}, `--transform "log": want none or sqrt`},
 	} {
