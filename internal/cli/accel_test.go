@@ -178,3 +178,15 @@ func TestAccelFlagList(t *testing.T) {
 		}
 	}
 }
+
+// TestAccelOnTheConsole: the console's first line names the inner loops a fit runs (nothing
+// when off).
+func TestAccelOnTheConsole(t *testing.T) {
+	for accel, want := range map[string]string{"2,3": "rank 3, did (--accel 2,3,0.1) on 1 shard(s)", "off": "rank 3, did on 1 shard(s)"} {
+		out := filepath.Join(t.TempDir(), "out")
+		code, _, stderr := runNode(t, "factorize", "--input", "synthetic:m=5,n=40,k=3,seed=1", "--rank", "3", "--max-iter", "3", "--accel", accel, "--out", out)
+		if code != 0 || !strings.Contains(stderr, want) {
+			t.Errorf("--accel %s: exit %d, %q; want %q", accel, code, stderr, want)
+		}
+	}
+}

@@ -155,11 +155,15 @@ func runFactorize(jf *jobFlags, of outputFlags, stdout, stderr io.Writer) error 
 		if jf.cluster != "" {
 			where = fmt.Sprintf(" on the cluster at %s (%s ingest)", jf.cluster, jf.ingest)
 		}
+		algo := string(j.cfg.Algo)
+		if a := j.cfg.Options.Accel; a.On() {
+			algo += fmt.Sprintf(" (--accel %s)", a)
+		}
 		if j.src != nil {
 			fmt.Fprintf(stderr, "%s: %d samples x %d features, rank %d, %s on %d shard(s)%s\n",
-				j.src.Name(), j.n, j.m, j.cfg.K, j.cfg.Algo, j.shards, where)
+				j.src.Name(), j.n, j.m, j.cfg.K, algo, j.shards, where)
 		} else {
-			fmt.Fprintf(stderr, "%s: rank %d, %s on %d shard(s)%s\n", j.Name(), j.cfg.K, j.cfg.Algo, j.shards, where)
+			fmt.Fprintf(stderr, "%s: rank %d, %s on %d shard(s)%s\n", j.Name(), j.cfg.K, algo, j.shards, where)
 		}
 	}
 	runner, err := didnmf.NewRunner(j.Target)
