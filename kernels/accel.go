@@ -125,6 +125,9 @@ func ParseAccel(s string) (Accel, error) {
 		if a.Eps, err = strconv.ParseFloat(strings.TrimSpace(parts[2]), 64); err != nil {
 			return Accel{}, fmt.Errorf("accel %q: eps %q is not a number", s, parts[2])
 		}
+		if !(a.Eps > 0 && a.Eps < 1) { // refused even where no extra sweep would read it (1,1,5)
+			return Accel{}, fmt.Errorf("accel %q: eps must be a number in (0, 1), got %v", s, a.Eps)
+		}
 	}
 	a.Extrapolate = extrap
 	if err := a.check(); err != nil {

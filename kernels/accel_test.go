@@ -32,6 +32,8 @@ func TestParseAccel(t *testing.T) {
 		{"3,y", Accel{}, `B sweeps "y" is not an integer`},
 		{"3,5,z", Accel{}, `eps "z" is not a number`},
 		{"3,5,1", Accel{}, "eps must be a number in (0, 1), got 1"},
+		{"1,1,5", Accel{}, "eps must be a number in (0, 1), got 5"}, // no extra sweep reads it, but it is no setting
+		{"1,1,NaN", Accel{}, "eps must be a number in (0, 1), got NaN"},
 		{"3,5,0", Accel{}, "eps must be a number in (0, 1)"},
 		{"3,5,NaN", Accel{}, "eps must be a number in (0, 1), got NaN"},
 		{"-1,5", Accel{}, "sweeps must be in 1..100"},
