@@ -79,8 +79,8 @@ type result struct {
 }
 
 func main() {
-	problems := flag.String("problems", "all", "comma-separated problems (all: every one)")
-	settings := flag.String("settings", "off;auto;1,5;2,5;3,5,0.3", "--accel values to compare, separated by ';'")
+	problems := flag.String("problems", "all", "comma-separated problems: syn1e5, syn1e6, syn1e7, fmnist10, fmnist40, counts, countsdense, text, missing, penalized and -extra's names (all: every one)")
+	settings := flag.String("settings", "off;auto", "--accel values to compare, separated by ';'")
 	repeats := flag.Int("repeats", 3, "runs of each setting (the seconds are their median)")
 	ref := flag.Int("ref", 300, "plain DID's iterations that set the target")
 	shards := flag.Int("shards", 2, "shards")
@@ -125,6 +125,13 @@ func main() {
 	for _, p := range all {
 		if *problems == "all" || slices.Contains(strings.Split(*problems, ","), p.name) {
 			chosen = append(chosen, p)
+		}
+	}
+	if *problems != "all" {
+		for _, name := range strings.Split(*problems, ",") {
+			if !slices.ContainsFunc(all, func(p problem) bool { return p.name == name }) {
+				fail(fmt.Errorf("-problems: no problem %q (see -h)", name))
+			}
 		}
 	}
 	var accels []kernels.Accel
@@ -314,6 +321,10 @@ func runProblem(p problem, accels []kernels.Accel, repeats, ref, shards, threads
 		to := "not reached"
 		if r.Reached {
 			to = fmt.Sprintf("%8d %10.3f", r.PassesToTarget, r.SecondsToTarget)
+		}
+		if !toStop { // -stop=false: no run to the stop
+			fmt.Printf("  %-12s %19s %8s %10s %10s  %s\n", r.Setting, to, "-", "-", "-", "not run (-stop=false)")
+			continue
 		}
 		fmt.Printf("  %-12s %19s %8d %10.3f %10.6g  %s\n", r.Setting, to, r.PassesToStop, r.SecondsToStop, r.RelErr2, r.Stop)
 	}
