@@ -328,18 +328,21 @@ func TestClusterOfProcesses(t *testing.T) {
 	}
 	// A transform onto the first job's basis: the nodes read the basis and solve their samples
 	// (shared), or the client streams them the basis with their samples (stream).
-	tr := []string{"transform", "--basis", filepath.Join(golden, "basis.npy"), "--input", x, "--shards", "5", "--quiet"}
-	tGolden := filepath.Join(dir, "transform-golden")
-	if code, _, stderr := runNode(t, append(tr, "--out", tGolden)...); code != 0 {
-		t.Fatalf("transform: %s", stderr)
-	}
-	for _, ingest := range []string{"shared", "stream"} {
-		tOut := filepath.Join(dir, "transform-"+ingest)
-		if code, text := runProc(t, append(tr, "--cluster", a.Gossip, "--ingest", ingest, "--out", tOut)...); code != 0 {
-			t.Fatalf("transform on the cluster, %s ingest: %s", ingest, text)
+	// likeLocal runs a command here and on the cluster with each ingest, and compares the bits.
+	likeLocal := func(name string, args ...string) {
+		local := filepath.Join(dir, name+"-golden")
+		if code, _, stderr := runNode(t, append(args, "--out", local)...); code != 0 {
+			t.Fatalf("%s: %s", name, stderr)
 		}
-		sameResult(t, tGolden, tOut)
+		for _, ingest := range []string{"shared", "stream"} {
+			out := filepath.Join(dir, name+"-"+ingest)
+			if code, text := runProc(t, append(args, "--cluster", a.Gossip, "--ingest", ingest, "--out", out)...); code != 0 {
+				t.Fatalf("%s on the cluster, %s ingest: %s", name, ingest, text)
+			}
+			sameResult(t, local, out)
+		}
 	}
+	likeLocal("transform", "transform", "--basis", filepath.Join(golden, "basis.npy"), "--input", x, "--shards", "5", "--quiet")
 	// cNMF's consensus of a sweep, its usages refit on the cluster: the nodes read the input
 	// (shared) or the client streams it, and reads it for the shape check before the
 	// clustering too, refusing an input of another shape there.
@@ -347,18 +350,7 @@ func TestClusterOfProcesses(t *testing.T) {
 	if code, _, stderr := runNode(t, "sweep", "--input", x, "--ranks", "4", "--seeds", "4", "--max-iter", "30", "--test-fraction", "0", "--quiet", "--out", sweepDir); code != 0 {
 		t.Fatalf("sweep: %s", stderr)
 	}
-	cons := []string{"consensus", "--sweep", sweepDir, "--k", "4", "--input", x, "--shards", "5", "--quiet"}
-	cGolden := filepath.Join(dir, "consensus-golden")
-	if code, _, stderr := runNode(t, append(cons, "--out", cGolden)...); code != 0 {
-		t.Fatalf("consensus: %s", stderr)
-	}
-	for _, ingest := range []string{"shared", "stream"} {
-		cOut := filepath.Join(dir, "consensus-"+ingest)
-		if code, text := runProc(t, append(cons, "--cluster", a.Gossip, "--ingest", ingest, "--out", cOut)...); code != 0 {
-			t.Fatalf("consensus on the cluster, %s ingest: %s", ingest, text)
-		}
-		sameResult(t, cGolden, cOut)
-	}
+	likeLocal("consensus", "consensus", "--sweep", sweepDir, "--k", "4", "--input", x, "--shards", "5", "--quiet")
 	wrong := filepath.Join(dir, "wrong.npy")
 	if code, out := runProc(t, "convert", "--input", "synthetic:m=12,n=200,k=4,seed=5", "--out", wrong); code != 0 {
 		t.Fatalf("convert: %s", out)
