@@ -1,5 +1,5 @@
 // Package pytests runs the Python package's tests (python/tests, pytest) from go test, so that
-// the README's one test command, go test ./..., runs them too.
+// the README's one test command, go test -timeout 20m ./..., runs them too.
 //
 // They need /usr/bin/python3 with numpy, scipy, scikit-learn, pandas and pytest (Debian's
 // python3-numpy python3-scipy python3-sklearn python3-pandas python3-pytest; .ci/run installs
