@@ -225,12 +225,7 @@ func medians(x []float64, labels []int, n, m, k int, scale func([]float64)) []fl
 				vals[t] = x[i*m+f]
 			}
 			slices.Sort(vals)
-			h := len(vals) / 2
-			if len(vals)%2 == 1 {
-				col[f] = vals[h]
-			} else {
-				col[f] = (vals[h-1] + vals[h]) / 2
-			}
+			col[f] = sortedMedian(vals)
 		}
 		scale(col)
 	})

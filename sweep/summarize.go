@@ -285,11 +285,17 @@ func medianAbsDev(v []float64) (median, mad float64) {
 func medianOf(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
+	return sortedMedian(s)
+}
+
+// sortedMedian is the median of sorted values (not empty): the mean of the middle two of an
+// even number.
+func sortedMedian(s []float64) float64 {
+	h := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[h]
 	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return (s[h-1] + s[h]) / 2
 }
 
 // errorStats sums up the values v.

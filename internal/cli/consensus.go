@@ -89,11 +89,9 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 	// anything is computed or written. --transform left out is the sweep's; given, it must
 	// be the sweep's.
 	asked := didnmf.SweepTransform("")
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "transform" {
-			asked = didnmf.SweepTransform(jf.transform)
-		}
-	})
+	if flagGiven(fs, "transform") {
+		asked = didnmf.SweepTransform(jf.transform)
+	}
 	tr, err := sp.RefitTransform(asked)
 	if err != nil {
 		return err
