@@ -97,9 +97,9 @@ func (a Accel) String() string {
 // followed by ",x" to extrapolate as well, or "x" (extrapolation alone).
 func ParseAccel(s string) (Accel, error) {
 	switch strings.TrimSpace(s) {
-	case "", "off", "none", "1,1":
+	case "", "off", "1,1":
 		return Accel{}, nil
-	case "auto", "on":
+	case "auto":
 		return AccelAuto, nil
 	case "x":
 		return Accel{Extrapolate: true}, nil
@@ -120,9 +120,14 @@ func ParseAccel(s string) (Accel, error) {
 	if a.BSweeps, err = strconv.Atoi(strings.TrimSpace(parts[1])); err != nil {
 		return Accel{}, fmt.Errorf("accel %q: B sweeps %q is not an integer", s, parts[1])
 	}
+	if a.CSweeps < 1 || a.BSweeps < 1 { // the text names sweeps made: 1 is the plain loop's one
+		return Accel{}, fmt.Errorf("accel %q: sweeps must be in 1..%d, got C %d and B %d", s, MaxAccelSweeps, a.CSweeps, a.BSweeps)
+	}
 	a.Eps = AccelAuto.Eps
 	if len(parts) == 3 {
-		if a.Eps, err = strconv.ParseFloat(strings.TrimSpace(parts[2]), 64); err != nil {
+		// A decimal number, as Python's accel_flag takes: ParseFloat also reads hexadecimal
+		// ("0x1p-3") and underscores after a base prefix ("0_1" is 1).
+		if a.Eps, err = strconv.ParseFloat(strings.TrimSpace(parts[2]), 64); err != nil || strings.ContainsAny(parts[2], "_xX") {
 			return Accel{}, fmt.Errorf("accel %q: eps %q is not a number", s, parts[2])
 		}
 		if !(a.Eps > 0 && a.Eps < 1) { // refused even where no extra sweep would read it (1,1,5)

@@ -3,6 +3,8 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -39,6 +41,16 @@ func TestParseAccel(t *testing.T) {
 		{"-1,5", Accel{}, "sweeps must be in 1..100"},
 		{"3,101", Accel{}, "sweeps must be in 1..100"},
 		{"1000000000000,2", Accel{}, "sweeps must be in 1..100, got C 1000000000000"},
+		// One grammar with Python's accel_flag: no other names, no zero counts, ASCII digits.
+		{"0,5", Accel{}, "sweeps must be in 1..100, got C 0 and B 5"},
+		{"3,0,0.1,x", Accel{}, "sweeps must be in 1..100, got C 3 and B 0"},
+		{"on", Accel{}, "want off, auto, x"},
+		{"none", Accel{}, "want off, auto, x"},
+		{"\uff13,5", Accel{}, "C sweeps \"\uff13\" is not an integer"},
+		{"1_0,5", Accel{}, `C sweeps "1_0" is not an integer`},
+		{"3,5,0_1", Accel{}, `eps "0_1" is not a number`},
+		{"3,5,0x1p-3", Accel{}, `eps "0x1p-3" is not a number`},
+		{"+3,5,+.5e-1", Accel{3, 5, 0.05, false}, ""},
 	}
 	for _, c := range cases {
 		got, err := ParseAccel(c.in)
@@ -322,5 +334,35 @@ func TestExtrapolationRestartsAboveLowest(t *testing.T) {
 	}
 	if x.best != 7.5 {
 		t.Fatalf("lowest objective %g, want 7.5", x.best)
+	}
+}
+
+// TestAccelForms reads testdata/accel_forms.tsv, the table Python's accel_flag is tested
+// against too (python/tests/test_accel.py): each form reads as its setting, or is refused.
+func TestAccelForms(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "accel_forms.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		form, want, ok := strings.Cut(line, "\t")
+		if !ok {
+			t.Fatalf("accel_forms.tsv:%d: no tab in %q", i+1, line)
+		}
+		n++
+		got, err := ParseAccel(form)
+		switch {
+		case want == "-" && err == nil:
+			t.Errorf("ParseAccel(%q) = %v; want it refused", form, got)
+		case want != "-" && (err != nil || got.String() != want):
+			t.Errorf("ParseAccel(%q) = %v, %v; want %s", form, got, err, want)
+		}
+	}
+	if n < 30 {
+		t.Errorf("accel_forms.tsv: %d forms; want at least 30", n)
 	}
 }

@@ -138,7 +138,7 @@ func (a *accelFlag) Set(s string) error {
 }
 
 // accelNames are the settings kernels.ParseAccel reads by name.
-var accelNames = map[string]bool{"off": true, "none": true, "auto": true, "on": true, "x": true}
+var accelNames = map[string]bool{"off": true, "auto": true, "x": true}
 
 // one returns the one setting of a fit: the default when none was given, an error when
 // several were.

@@ -6,6 +6,7 @@
 """
 
 import numbers
+import re
 
 import numpy as np
 
@@ -34,6 +35,9 @@ SOLVERS = {"cd": "did", "mu": "mu"}
 DEFAULT_ACCEL = "off"
 ACCEL_NAMES = ("off", "auto", "x")
 MAX_ACCEL_SWEEPS = 100
+# accel's counts and eps as text: what Go's strconv.Atoi and a decimal ParseFloat read.
+_COUNT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", re.ASCII)
 BETA_NAMES = {"frobenius": 2.0, "kullback-leibler": 1.0, "itakura-saito": 0.0}
 
 
@@ -222,11 +226,14 @@ def accel_flag(value, owner="NMF"):
         parts = parts[:-1]
     if not 2 <= len(parts) <= 3:
         raise _bad("accel", value, wants, owner)
-    try:
-        sweeps = [int(x) if isinstance(x, str) else x for x in parts[:2]]
-        eps = float(parts[2]) if len(parts) == 3 else None
-    except ValueError:
-        raise _bad("accel", value, wants, owner) from None
+    # The command's grammar (kernels.ParseAccel), not Python's: ASCII digits, no underscores,
+    # a decimal eps (int() and float() also read '３' and '1_0').
+    if any(isinstance(x, str) and not _COUNT.fullmatch(x.strip()) for x in parts[:2]):
+        raise _bad("accel", value, wants, owner)
+    if len(parts) == 3 and isinstance(parts[2], str) and not _DECIMAL.fullmatch(parts[2].strip()):
+        raise _bad("accel", value, wants, owner)
+    sweeps = [int(x) if isinstance(x, str) else x for x in parts[:2]]
+    eps = float(parts[2]) if len(parts) == 3 else None
     if not all(_is_int(c) and 1 <= c <= MAX_ACCEL_SWEEPS for c in sweeps):
         raise _bad("accel", value, wants, owner)
     if len(parts) == 3 and not (isinstance(parts[2], str) or _is_real(parts[2])) or eps is not None and not 0 < eps < 1:

@@ -2,11 +2,31 @@
 recorded in report_; a bad setting is a ValueError naming the parameter (here, or from the
 command's exit status 2)."""
 
+import os
+
 import numpy as np
 import pytest
 
 import didnmf
 from didnmf import _params, _sweep
+
+# The command's table of --accel forms (kernels' TestAccelForms reads it too).
+FORMS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "kernels", "testdata", "accel_forms.tsv")
+
+
+def _forms():
+    with open(FORMS, encoding="utf-8") as f:
+        return [tuple(line.rstrip("\n").split("\t")) for line in f if not line.startswith("#")]
+
+
+@pytest.mark.parametrize("form, setting", _forms())
+def test_accel_forms_agree_with_the_command(form, setting):
+    """A form the command reads, accel_flag passes on; one it refuses, accel_flag refuses."""
+    if setting == "-":
+        with pytest.raises(ValueError, match="The 'accel' parameter of NMF must be"):
+            _params.accel_flag(form)
+    else:
+        assert _params.accel_flag(form)
 
 
 @pytest.fixture
@@ -30,7 +50,9 @@ def test_accel_flag_forms(accel, flag):
     assert _params.accel_flag(accel) == flag
 
 
-@pytest.mark.parametrize("accel", ["fast", "", "3", "3,5,0.1,2", "0,5", "101,5", "3,5,1", "3,5,nan", (3.5, 5), (3, 5, True), 5, None])
+@pytest.mark.parametrize("accel", ["fast", "", "3", "3,5,0.1,2", "0,5", "101,5", "3,5,1", "3,5,nan", (3.5, 5), (3, 5, True), 5, None,
+                                   # the command's grammar: no other names, ASCII digits, no underscores, a decimal eps
+                                   "on", "none", "\uff13,5", "1_0,5", "3,5,0_1", "3,5,0x1p-3", ("\uff13", 5), (3, 5, "1e-1_0")])
 def test_bad_accel_names_the_parameter(small, accel):
     with pytest.raises(ValueError, match="The 'accel' parameter of NMF must be"):
         didnmf.NMF(2, accel=accel).fit(small)
