@@ -1,6 +1,7 @@
 package didnmf
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -28,8 +29,52 @@ import (
 // distributed transform (Runner.Consensus), so no samples x features dense matrix is ever
 // formed.
 
-// MaxSweepReportBytes bounds the sweep.json that ReadSpectra reads.
-const MaxSweepReportBytes = 64 << 20
+// MaxSweepReportBytes bounds the sweep.json that ReadSpectra reads: a sweep of MaxSweepRuns
+// runs writes about 10 MB.
+const MaxSweepReportBytes = 32 << 20
+
+// maxSweepReportObjects bounds the JSON objects of a sweep.json, and MaxSweepRuns the
+// elements of any one of its arrays, before it is decoded: an object of a few bytes ("{}")
+// decodes into a struct of hundreds, so the byte bound alone would let a small file take
+// gigabytes. A sweep writes an object per run and per rank, one per poor fit (fewer than its
+// runs) and a few more.
+const maxSweepReportObjects = 3*MaxSweepRuns + 100
+
+// checkJSONCounts scans data's tokens without keeping them and refuses more than maxObjects
+// objects in all, or an array of more than maxElems elements.
+func checkJSONCounts(data []byte, maxObjects, maxElems int) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var elems []int // the elements counted in each open array; -1 for an open object
+	objects := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		// A token directly in an array, other than its end, begins an element (an object's
+		// keys and values sit a level deeper, in the object).
+		closing := tok == json.Delim(']') || tok == json.Delim('}')
+		if n := len(elems); n > 0 && elems[n-1] >= 0 && !closing {
+			if elems[n-1]++; elems[n-1] > maxElems {
+				return fmt.Errorf("an array of more than %d elements", maxElems)
+			}
+		}
+		switch tok {
+		case json.Delim('['):
+			elems = append(elems, 0)
+		case json.Delim('{'):
+			if objects++; objects > maxObjects {
+				return fmt.Errorf("more than %d objects", maxObjects)
+			}
+			elems = append(elems, -1)
+		case json.Delim(']'), json.Delim('}'):
+			elems = elems[:len(elems)-1]
+		}
+	}
+}
 
 // Spectra are the spectra of one rank of a saved sweep: every run's basis, columns scaled to
 // unit L2 norm.
@@ -185,13 +230,22 @@ func ReadSpectra(dir string, k int) (*Spectra, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxSweepReportBytes+1))
+	var data []byte
+	if st, err := f.Stat(); err == nil && st.Size() > MaxSweepReportBytes { // before reading it
+		err = usererr.At(jsonPath, "%d bytes, larger than a sweep writes (at most %d)", st.Size(), MaxSweepReportBytes)
+		f.Close()
+		return nil, err
+	}
+	data, err = io.ReadAll(io.LimitReader(f, MaxSweepReportBytes+1))
 	f.Close()
 	if err != nil {
 		return nil, usererr.At(jsonPath, "%v", err)
 	}
 	if len(data) > MaxSweepReportBytes {
-		return nil, usererr.At(jsonPath, "larger than %d bytes", MaxSweepReportBytes)
+		return nil, usererr.At(jsonPath, "larger than a sweep writes (at most %d bytes)", MaxSweepReportBytes)
+	}
+	if err := checkJSONCounts(data, maxSweepReportObjects, MaxSweepRuns); err != nil {
+		return nil, usererr.At(jsonPath, "not a sweep report: %v", err)
 	}
 	var rep SweepReport
 	if err := json.Unmarshal(data, &rep); err != nil {
@@ -203,9 +257,13 @@ func ReadSpectra(dir string, k int) (*Spectra, error) {
 	}
 	ri := slices.IndexFunc(rep.PerRank, func(r SweepReportRank) bool { return r.K == k })
 	if ri < 0 {
-		ks := make([]string, len(rep.PerRank))
-		for i, r := range rep.PerRank {
-			ks[i] = fmt.Sprint(r.K)
+		var ks []string
+		for _, r := range rep.PerRank {
+			if len(ks) == 20 {
+				ks = append(ks, fmt.Sprintf("... (%d ranks)", len(rep.PerRank)))
+				break
+			}
+			ks = append(ks, fmt.Sprint(r.K))
 		}
 		return nil, usererr.At(jsonPath, "ranks_summary has no rank K = %d (the sweep summarized K = %s)", k, strings.Join(ks, ", "))
 	}

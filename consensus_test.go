@@ -179,6 +179,9 @@ func TestReadSpectraHostile(t *testing.T) {
 			os.WriteFile(p, data, 0o644)
 		}
 	}
+	writeJSON := func(text string) edit {
+		return func(t *testing.T, dir string) { os.WriteFile(filepath.Join(dir, "sweep.json"), []byte(text), 0o644) }
+	}
 	// fifo and directory put a FIFO (with no writer: a blocking open would hang) or a
 	// directory in place of a file.
 	fifo := func(name string) edit {
@@ -217,6 +220,20 @@ func TestReadSpectraHostile(t *testing.T) {
 		{"sweep.json a FIFO", 3, fifo("sweep.json"), "sweep.json", "not a regular file: it is a FIFO"},
 		{"spectra a FIFO", 3, fifo("spectra_3.npy"), "spectra_3.npy", "not a regular file: it is a FIFO"},
 		{"sweep.json a directory", 3, directory("sweep.json"), "sweep.json", "is a directory"},
+		// A few bytes an object would decode into a struct of hundreds: counted before decoding.
+		{"sweep.json of many ranks", 3, writeJSON(`{"ranks_summary":[` + strings.Repeat("{},", didnmf.MaxSweepRuns) + `{}]}`), "sweep.json",
+			"not a sweep report: an array of more than 10000 elements"},
+		{"sweep.json of many objects", 3, writeJSON(`{"ranks_summary":[` + strings.Repeat(`{"poor_fits":[{},{},{},{}]},`, 7000) + `{}]}`), "sweep.json",
+			"not a sweep report: more than 30100 objects"},
+		{"sweep.json of many values", 3, writeJSON(`{"builds":[` + strings.Repeat("0,", didnmf.MaxSweepRuns) + `0]}`), "sweep.json",
+			"an array of more than 10000 elements"},
+		{"sweep.json too large", 3, writeJSON(`{"x":"` + strings.Repeat("a", didnmf.MaxSweepReportBytes) + `"}`), "sweep.json",
+			"larger than a sweep writes"},
+		{"K not swept among many", 200, editJSON(func(r *didnmf.SweepReport) {
+			for k := 4; k < 100; k++ {
+				r.PerRank = append(r.PerRank, didnmf.SweepReportRank{K: k})
+			}
+		}), "sweep.json", "no rank K = 200 (the sweep summarized K = 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, ... (98 ranks))"},
 		{"spectra a directory", 3, directory("spectra_3.npy"), "spectra_3.npy", "is a directory"},
 	}
 	for _, c := range cases {
