@@ -95,8 +95,9 @@ type Spectra struct {
 	Transform SweepTransform
 	// Input is the sweep's input as sweep.json names it (the paths the sweep was given).
 	// Samples is its number of samples, as the records of the rank's runs in the sweep's
-	// journal (Dir/runs) say; 0 when none can be read (a sweep saved without a journal):
-	// CheckInput then does not check the samples.
+	// journal (Dir/runs) say, or else sweep.json; 0 when neither says (a sweep saved without
+	// a journal by a didnmf before sweep.json said it): CheckInput then does not check the
+	// samples.
 	Input   []string
 	Samples int
 	// inputs are the sweep's inputs as its journal's fingerprint (Dir/runs/journal.json)
@@ -300,6 +301,9 @@ func ReadSpectra(dir string, k int) (*Spectra, error) {
 	}
 	sp := &Spectra{Dir: dir, File: name, K: k, M: rows, Runs: runs, Bases: make([][]float64, len(runs)), Input: rep.Input}
 	sp.readSweepInput(dir, runs)
+	if sp.Samples == 0 && rep.Features == rows && rep.Samples > 0 {
+		sp.Samples = rep.Samples // the runs' records, which say it too, have been removed
+	}
 	if tr.On() {
 		sp.Transform = tr
 	}

@@ -22,6 +22,10 @@ import (
 // rank's summary and the suggested rank.
 type SweepReport struct {
 	Input []string `json:"input"`
+	// Samples and Features are the input's shape, as the runs read it (0 when no run ended,
+	// and in a sweep.json written before them): consensus refuses an input of another shape.
+	Samples  int `json:"samples,omitempty"`
+	Features int `json:"features,omitempty"`
 	Algo  string   `json:"algo"`
 	// Accel is the runs' accelerated DID setting (kernels.Accel's String: "off", "auto", ...).
 	Accel     string `json:"accel"`
@@ -142,6 +146,9 @@ func (s *SweepResult) Report() SweepReport {
 			continue
 		}
 		res := run.Result
+		if rep.Samples == 0 {
+			rep.Samples, rep.Features = res.N, res.M
+		}
 		var test *float64
 		if res.TestCount > 0 {
 			test = jsonNumber(res.TestRelErr2())

@@ -294,7 +294,7 @@ func TestConsensusOfASqrtSweep(t *testing.T) {
 
 // TestConsensusInputOfTheSweep: consensus refits the sweep's own input, read as the sweep
 // read it. An input with other samples or other features than the sweep's (its runs'
-// records say how many) is refused with exit 2, naming the input, the sweep and its input
+// records say how many, and sweep.json once they are removed) is refused with exit 2, naming the input, the sweep and its input
 // and what differs (not the consensus basis consensus writes); so is an explicit --transform
 // other than the sweep's, either way, naming both. Leaving --transform out, or giving the
 // sweep's, refits; an input of the sweep's shape in another file is refit, with a warning
@@ -314,6 +314,12 @@ func TestConsensusInputOfTheSweep(t *testing.T) {
 	fewerFeatures := convert("synthetic:m=9,n=300,k=3,seed=5,noise=0.02", "X9.npy")
 	otherMatrix := convert("synthetic:m=12,n=300,k=3,seed=8,noise=0.02", "other.npy")
 	both := convert("synthetic:m=9,n=500,k=3,seed=5,noise=0.02", "X9x500.npy")
+	// README says a done sweep's runs/ may be removed: sweep.json says the shape too.
+	noRuns := filepath.Join(dir, "no-runs")
+	copyDir(t, plain, noRuns)
+	if err := os.RemoveAll(filepath.Join(noRuns, "runs")); err != nil {
+		t.Fatal(err)
+	}
 	link := filepath.Join(t.TempDir(), "link.npy")
 	if err := os.Symlink(input, link); err != nil {
 		t.Fatal(err)
@@ -328,6 +334,9 @@ func TestConsensusInputOfTheSweep(t *testing.T) {
 	}{
 		{name: "more samples", sweep: plain, input: moreSamples, code: exitUsage,
 			want: []string{"--input " + moreSamples + " has 500 samples", "the sweep " + plain, input, "300 samples", "didnmf transform --basis"}, not: []string{"consensus_basis"}},
+		{name: "more samples, the sweep's runs removed", sweep: noRuns, input: moreSamples, code: exitUsage,
+			want: []string{"--input " + moreSamples + " has 500 samples", "the sweep " + noRuns, "300 samples"}},
+		{name: "the sweep's runs removed", sweep: noRuns, input: input, not: []string{"warning"}},
 		{name: "fewer features", sweep: plain, input: fewerFeatures, code: exitUsage,
 			want: []string{"--input " + fewerFeatures + " has 9 features", "the sweep " + plain, input, "12 features"}, not: []string{"consensus_basis"}},
 		{name: "both", sweep: plain, input: both, code: exitUsage,
