@@ -24,9 +24,9 @@ type SweepReport struct {
 	Input []string `json:"input"`
 	// Samples and Features are the input's shape, as the runs read it (0 when no run ended,
 	// and in a sweep.json written before them): consensus refuses an input of another shape.
-	Samples  int `json:"samples,omitempty"`
-	Features int `json:"features,omitempty"`
-	Algo  string   `json:"algo"`
+	Samples  int    `json:"samples,omitempty"`
+	Features int    `json:"features,omitempty"`
+	Algo     string `json:"algo"`
 	// Accel is the runs' accelerated DID setting (kernels.Accel's String: "off", "auto", ...).
 	Accel     string `json:"accel"`
 	Ranks     []int  `json:"ranks"`
