@@ -130,3 +130,31 @@ func TestSuggestPoorFit(t *testing.T) {
 		t.Errorf("with the poor fit kept: suggested %d (%s), want cannot tell", sg.K, sg.Rule)
 	}
 }
+
+// TestSuggestOverflowingTestError: one fold's test error near the largest float (a hostile
+// record; no fit makes it) overflows its rank's standard error to +Inf, which must not read
+// as "within one standard error": the rule keeps the rank of the lowest error.
+func TestSuggestOverflowingTestError(t *testing.T) {
+	var runs []Run
+	for f := range 5 {
+		d := 0.001 * float64(f)
+		test3 := 0.70 + d
+		if f == 1 {
+			test3 = 1e308
+		}
+		runs = append(runs,
+			foldRun(3, 100+f, f, 0.40+0.0003*float64(f), test3),
+			foldRun(4, 100+f, f, 0.30+0.0003*float64(f), 0.50+d),
+			foldRun(5, 100+f, f, 0.29+0.0003*float64(f), 0.55+d))
+	}
+	sum, err := Summarize(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if se := sum[0].Test.SE; !math.IsInf(se, 1) {
+		t.Fatalf("K=3's SE %v; the case wants it to overflow", se)
+	}
+	if sg := Suggest(sum); sg.K != 4 || sg.CannotTell {
+		t.Errorf("suggested %d (cannot tell %v): %s; want 4", sg.K, sg.CannotTell, sg.Rule)
+	}
+}

@@ -199,7 +199,8 @@ func suggestByTest(s []RankSummary) (Suggestion, bool) {
 		var dm, dse float64
 		for i := range best {
 			m, se, n := pairedDiff(t[i], b)
-			if n >= 2 && m <= se {
+			// An overflowing spread (a test error near the largest float) compares nothing.
+			if n >= 2 && m <= se && !math.IsInf(se, 0) && !math.IsInf(m, 0) {
 				pick, dm, dse = i, m, se
 				break
 			}
