@@ -7,9 +7,11 @@ and the consensus basis of every rank; a ``ConvergenceWarning`` when the suggest
 unreliable (runs stopped at a cap). pandas is imported only here, when a sweep runs.
 """
 
+import filecmp
 import json
 import numbers
 import os
+import shutil
 import tempfile
 import warnings
 
@@ -22,7 +24,7 @@ from ._estimator import NMF
 from . import _anndata
 from ._inputs import as_paths, is_path, write_matrix
 from ._plot import show_png
-from ._run import run
+from ._run import DidnmfInputError, run
 
 __all__ = ["sweep", "SweepResult"]
 
@@ -153,6 +155,7 @@ def sweep(
     transform="none",
     seed=1,
     out=None,
+    resume=False,
     parallel=0,
     init=None,
     solver="cd",
@@ -200,7 +203,12 @@ def sweep(
     to keep the command's files in (sweep.json, sweep.tsv, the figures, consensus_basis_K.npy
     and spectra_K.npy, which ``didnmf.consensus(X, out, k)`` reads, and runs/, every run as it
     ended: an ``out`` whose runs/ holds runs is refused, as the command refuses it without
-    ``--resume``); default: a temporary one, removed. ``parallel``: jobs at
+    ``--resume``); default: a temporary one, removed. With ``out``, an in-memory X is kept in
+    it as input.npy (input.npz when sparse), the file the runs were of: an interrupted sweep
+    goes on from its runs with ``resume=True`` and the same X and parameters, and
+    ``didnmf.consensus`` can check that its X is the sweep's. ``resume``: go on from the runs
+    ``out``/runs holds (``didnmf sweep --resume``): only the runs it lacks are run, and the
+    result is what one uninterrupted sweep gives. ``parallel``: jobs at
     once (0: one here, one per node with nodes or cluster). ``init``: None is the command's
     'random' (the seeds must give different runs; 'nndsvd' and 'nndsvda' need seeds=1 and
     test_fraction=0). The other parameters are ``NMF``'s (accel among them: every run's inner
@@ -224,6 +232,10 @@ def sweep(
         isinstance(folds, numbers.Integral) and not isinstance(folds, bool) and 1 <= folds <= seeds
     ):
         raise ValueError(f"folds must be None or an int between 1 and seeds ({seeds}). Got {folds!r} instead.")
+    if not isinstance(resume, bool):
+        raise ValueError(f"resume must be a bool. Got {resume!r} instead.")
+    if resume and out is None:
+        raise ValueError("resume=True needs out: the directory of the sweep to go on with.")
     if transform not in ("none", "sqrt"):
         raise ValueError(f"transform must be 'none' or 'sqrt'. Got {transform!r} instead.")
     ranks_flag = _ranks_flag(ranks)
@@ -264,13 +276,18 @@ def sweep(
     binary = find_binary()
     with tempfile.TemporaryDirectory(prefix="didnmf-sweep-") as tmp:
         if in_memory:
-            inputs = [write_matrix(est._check_X(X, reset=True), tmp, binary)]
+            path = write_matrix(est._check_X(X, reset=True), tmp, binary, name="input")
+            if out is not None:
+                path = _kept_input(path, os.fspath(out), resume)
+            inputs = [path]
             if feature_names is None:  # a DataFrame's str columns
                 feature_names = getattr(est, "feature_names_in_", None)
         else:
             inputs = as_paths(X)
         out = os.fspath(out) if out is not None else os.path.join(tmp, "out")
         args = ["sweep"]
+        if resume:
+            args += ["--resume"]
         for path in inputs:
             args += ["--input", path]
         args += ["--ranks", ranks_flag, "--seeds", seeds, "--seed", seed, "--out", out]
@@ -285,7 +302,12 @@ def sweep(
         if not test_fraction:  # the command cross-validates unless told not to
             args += ["--test-fraction", "0"]
         args += _params.model_flags(p) + _params.run_flags(p, in_memory)
-        run(args, verbose=p["verbose"], binary=binary)
+        try:
+            run(args, verbose=p["verbose"], binary=binary)
+        except DidnmfInputError as e:
+            if "give --resume" in str(e):  # the command's words, in this function's
+                e.args = (str(e).replace("give --resume", "give --resume (resume=True)"),) + e.args[1:]
+            raise
         with open(os.path.join(out, "sweep.json"), encoding="utf-8") as f:
             report = json.load(f)
         bases = {}
@@ -296,8 +318,41 @@ def sweep(
         with open(os.path.join(out, "sweep.png"), "rb") as f:
             png = f.read()
     runs = pd.DataFrame(report["runs"])
+    # sweep.json leaves "resumed" out of a run that was run: a column of bools, not NaN.
+    runs["resumed"] = runs["resumed"].fillna(False).astype(bool) if "resumed" in runs else False
     ranks_df = pd.DataFrame([{k: v for k, v in s.items() if k != "consensus_basis"} for s in report["ranks_summary"]])
     res = SweepResult(report, runs, ranks_df, bases, png, feature_names)
     if res.unreliable:
         warnings.warn("the suggestion is unreliable: " + res.unreliable, ConvergenceWarning, stacklevel=2)
     return res
+
+
+def _runs_kept(out):
+    """Whether ``out``/runs holds a run's record (the command's journal)."""
+    runs = os.path.join(out, "runs")
+    return os.path.isdir(runs) and any(n.endswith(".json") and n != "journal.json" for n in os.listdir(runs))
+
+
+def _kept_input(path, out, resume):
+    """Keep the in-memory X written at ``path`` in ``out`` (as input.npy or input.npz) and
+    return the kept file's path. A kept file of the same bytes stays as it is: the sweep's
+    journal knows its input by path, size and time, so a resumed sweep must read that file.
+    Another matrix in its place is refused when runs were made of it (with resume, or
+    without: the command would refuse those runs' directory), else replaced."""
+    kept = os.path.join(out, os.path.basename(path))
+    if os.path.isfile(kept):
+        if filecmp.cmp(path, kept, shallow=False):
+            return kept
+        if resume or _runs_kept(out):
+            raise ValueError(
+                f"X is not the matrix the sweep in {out} was run on ({kept} holds that one): "
+                "pass the same X, or another out."
+            )
+    elif resume:
+        raise ValueError(
+            f"resume=True: {out} holds no {os.path.basename(kept)}, the matrix a sweep of an "
+            "in-memory X keeps there: is out the directory of such a sweep?"
+        )
+    os.makedirs(out, exist_ok=True)
+    shutil.move(path, kept)
+    return kept

@@ -72,6 +72,34 @@ def test_sweep_names(counts):
         plain.consensus_frame(4)
 
 
+def test_sweep_resume(counts, tmp_path):
+    """An interrupted sweep of an in-memory X goes on with resume=True: X is kept in out, the
+    kept runs are not run again, and the result is the uninterrupted sweep's, bit for bit."""
+    out = tmp_path / "sw"
+    whole = didnmf.sweep(counts, ranks=[3, 4], seeds=2, max_iter=60, out=out)
+    kept = out / "input.npy"
+    assert np.load(kept).tobytes() == counts.tobytes()
+    # Lose two runs, as an interrupt would.
+    for name in ("k4-seed2-fold1", "k3-seed1-fold0"):
+        (out / "runs" / f"{name}.json").unlink()
+    with pytest.raises(didnmf.DidnmfInputError, match=r"give --resume \(resume=True\)"):
+        didnmf.sweep(counts, ranks=[3, 4], seeds=2, max_iter=60, out=out)
+    assert np.load(kept).tobytes() == counts.tobytes()  # refused: nothing replaced
+    again = didnmf.sweep(counts, ranks=[3, 4], seeds=2, max_iter=60, out=out, resume=True)
+    assert list(again.runs["resumed"]) == [False, True, True, False]
+    for k in (3, 4):
+        assert again.consensus_bases[k].tobytes() == whole.consensus_bases[k].tobytes()
+    assert list(again.runs["test_rel_err2"]) == list(whole.runs["test_rel_err2"])
+    other = counts.copy()
+    other[0, 0] += 1
+    with pytest.raises(ValueError, match="X is not the matrix the sweep in .* was run on"):
+        didnmf.sweep(other, ranks=[3, 4], seeds=2, max_iter=60, out=out, resume=True)
+    with pytest.raises(ValueError, match="resume=True needs out"):
+        didnmf.sweep(counts, ranks=[3], resume=True)
+    with pytest.raises(ValueError, match="holds no input.npy"):
+        didnmf.sweep(counts, ranks=[3], out=tmp_path / "empty", resume=True)
+
+
 def test_sweep_cannot_tell(tmp_path):
     """On noise the sweep cannot tell: suggested_rank None, with the reason."""
     rng = np.random.default_rng(3)
