@@ -8,10 +8,12 @@ of the .tsv files, as the command's --feature-names and --sample-names do, and t
 carries them.
 """
 
+import filecmp
 import json
 import numbers
 import os
 import tempfile
+import warnings
 
 import numpy as np
 
@@ -160,7 +162,13 @@ def consensus(
             checked = est._check_X(X, reset=True)  # a DataFrame's str columns: feature_names_in_
             if feature_names is None:
                 feature_names = getattr(est, "feature_names_in_", None)
-            inputs = [write_matrix(checked, tmp, binary)]
+            path = write_matrix(checked, tmp, binary, name="input")
+            # A sweep of an in-memory X kept it in its directory (didnmf.sweep's out): the same
+            # bytes, read from that file, are the sweep's input, which the command checks.
+            kept = os.path.join(os.fspath(sweep_dir), os.path.basename(path))
+            if os.path.isfile(kept) and filecmp.cmp(path, kept, shallow=False):
+                path = kept
+            inputs = [path]
         else:
             inputs = as_paths(X)
         names_flags = []  # names files this process reads, whoever reads the input
@@ -179,7 +187,10 @@ def consensus(
             "--out", directory,
         ]
         args += names_flags + _params.run_flags(p, in_memory, fit=False)  # a refit: nothing held out
-        run(args, verbose=p["verbose"], binary=binary)
+        done = run(args, verbose=p["verbose"], binary=binary)
+        for line in done.stderr.splitlines():  # the command's warnings, say that X is not the sweep's
+            if line.startswith("didnmf: warning: "):
+                warnings.warn(line[len("didnmf: "):], UserWarning, stacklevel=2)
         basis = np.load(os.path.join(directory, "basis.npy"), allow_pickle=False)
         usages = np.load(os.path.join(directory, "coef.npy"), allow_pickle=False)
         with open(os.path.join(directory, "consensus.json"), encoding="utf-8") as f:

@@ -1,5 +1,7 @@
 """didnmf.consensus against the consensus and transform commands."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -46,9 +48,15 @@ def test_sweep_out_feeds_consensus(counts, tmp_path):
     sw = didnmf.sweep(counts, [4, 5], seeds=4, max_iter=60, test_fraction=0, out=tmp_path / "sweep")
     assert (tmp_path / "sweep" / "spectra_5.npy").exists()
     assert set(sw.consensus_bases) == {4, 5}
-    res = didnmf.consensus(counts, tmp_path / "sweep", 5, density_threshold=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the sweep's own X: no warning
+        res = didnmf.consensus(counts, tmp_path / "sweep", 5, density_threshold=2)
     assert res.basis.shape == (40, 5) and res.usages.shape == (300, 5)
     assert res.report["runs"] == 4 and res.report["filtered"] == 0
+    # Another matrix of the sweep's shape is refit, with the command's warning as Python's.
+    other = counts[::-1].copy()
+    with pytest.warns(UserWarning, match=r"warning: --input .*input.npy is not the file the sweep .* read, .*input.npy"):
+        didnmf.consensus(other, tmp_path / "sweep", 5, density_threshold=2)
 
 
 def test_consensus_keeps_a_dataframes_names(counts, tmp_path, cli):
