@@ -173,7 +173,8 @@ func (s *SweepResult) Failed() []SweepRun {
 
 // Check tells what is wrong with the options for a sweep of spec's job, as the user's error
 // naming the field ("ranks", "seeds", "folds", "parallel"): the ranks increasing and >= 1, the
-// seeds between 1 and MaxSweepSeeds, at most MaxSweepRuns runs, the folds between 0 and the
+// seeds between 1 and MaxSweepSeeds and their last at most math.MaxInt64 (and the folds' last
+// test seed at most math.MaxUint64), at most MaxSweepRuns runs, the folds between 0 and the
 // seeds and more than one only with a test fraction, and more than one seed only for an
 // initialisation that depends on it.
 func (o SweepOptions) Check(spec *Spec) error {
@@ -187,6 +188,12 @@ func (o SweepOptions) Check(spec *Spec) error {
 	}
 	if o.Seeds < 1 || o.Seeds > MaxSweepSeeds {
 		return usererr.Field("seeds", "{seeds} must be between 1 and %d, got %d", MaxSweepSeeds, o.Seeds)
+	}
+	if o.FirstSeed > math.MaxInt64-uint64(o.Seeds-1) { // a run's seed is an int
+		return usererr.Field("first_seed", "{first_seed} %d: its %d seeds must stay at most %d", o.FirstSeed, o.Seeds, int64(math.MaxInt64))
+	}
+	if spec != nil && spec.TestFraction > 0 && spec.TestSeed > math.MaxUint64-uint64(max(o.Folds, 1)-1) {
+		return usererr.Field("test_seed", "{test_seed} %d: its %d folds' test seeds must stay at most %d", spec.TestSeed, max(o.Folds, 1), uint64(math.MaxUint64))
 	}
 	if n := len(o.Ranks) * o.Seeds; n > MaxSweepRuns {
 		return usererr.Field("ranks", "{ranks} and {seeds} make %d runs; at most %d", n, MaxSweepRuns)

@@ -463,7 +463,7 @@ var fieldFlags = map[string]string{
 	"nodes": "--nodes", "threads": "--threads", "cluster": "--cluster", "overwrite": "--overwrite",
 	"tol": "--tol", "max_iter": "--max-iter", "time_limit": "--time-limit", "stall_tol": "--stall-tol",
 	"ranks": "--ranks", "seeds": "--seeds", "folds": "--folds", "parallel": "--parallel",
-	"test_seed": "--test-seed", "out": "--out",
+	"test_seed": "--test-seed", "first_seed": "--seed", "out": "--out",
 }
 
 // flagOf returns the flag of a field (the field itself when no flag sets it).

@@ -77,6 +77,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *seeds < 1 || *seeds > didnmf.MaxSweepSeeds {
+		return badInput("--seeds must be between 1 and %d, got %d", didnmf.MaxSweepSeeds, *seeds)
+	}
 	if *folds < 0 || *folds > *seeds {
 		return badInput("--folds must be between 1 and --seeds (%d), or 0 for one per seed; got %d", *seeds, *folds)
 	}

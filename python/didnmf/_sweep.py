@@ -222,10 +222,10 @@ def sweep(
     """
     import pandas as pd
 
-    if not (isinstance(seeds, numbers.Integral) and seeds >= 1):
+    if not (isinstance(seeds, numbers.Integral) and not isinstance(seeds, bool) and seeds >= 1):
         raise ValueError(f"seeds must be an int >= 1. Got {seeds!r} instead.")
-    if not (isinstance(seed, numbers.Integral) and 0 <= seed < 2**64):
-        raise ValueError(f"seed must be an int in [0, 2**64). Got {seed!r} instead.")
+    if not (isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and 0 <= seed and seed + seeds - 1 < 2**63):
+        raise ValueError(f"seed must be an int >= 0 whose {seeds} seeds stay below 2**63. Got {seed!r} instead.")
     if not (isinstance(parallel, numbers.Integral) and parallel >= 0):
         raise ValueError(f"parallel must be an int >= 0. Got {parallel!r} instead.")
     if folds is not None and not (

@@ -123,6 +123,10 @@ def test_sweep_ranks_forms(counts):
         didnmf.sweep(counts, ranks=[2, "x"])
     with pytest.raises(ValueError, match="seeds must be an int >= 1"):
         didnmf.sweep(counts, ranks=[2], seeds=0)
+    with pytest.raises(ValueError, match="seeds must be an int >= 1"):
+        didnmf.sweep(counts, ranks=[2], seeds=True)
+    with pytest.raises(ValueError, match="seed must be an int >= 0 whose 2 seeds stay below 2"):
+        didnmf.sweep(counts, ranks=[2], seeds=2, seed=2**63 - 1)
 
 
 def test_sweep_plot(counts, tmp_path, fake_ipython):
