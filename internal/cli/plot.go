@@ -42,6 +42,11 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 		return badInput("--result %s: not a directory", *result)
 	}
 	rep, err := figures.ReadReport(filepath.Join(*result, figures.ReportFile))
+	if _, serr := os.Stat(filepath.Join(*result, "sweep.json")); err != nil && errors.Is(err, os.ErrNotExist) && serr == nil {
+		return badInput("--result %s is a sweep's --out (sweep.json, no %s): its figure is %s and sweep.svg, which didnmf sweep draws; "+
+			"plot draws a factorize or consensus --out (didnmf consensus --sweep %s --k K --input ... --out DIR for a rank's programs)",
+			*result, figures.ReportFile, filepath.Join(*result, "sweep.png"), *result)
+	}
 	if err != nil {
 		return err
 	}

@@ -136,6 +136,10 @@ func TestPlotBadInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(wrongTypes, "report.json"), []byte(`{"m": "64", "k": 4}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	sweepOut := t.TempDir() // a sweep's --out: sweep.json, no report.json
+	if err := os.WriteFile(filepath.Join(sweepOut, "sweep.json"), []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	noBasis := plotResultDir(t, 64, 4, nil)
 	os.Remove(filepath.Join(noBasis, "basis.npy"))
 	aFile := filepath.Join(good, "basis.npy")
@@ -148,6 +152,7 @@ func TestPlotBadInput(t *testing.T) {
 		{"--result missing", []string{"--result", filepath.Join(good, "nope")}, "no such directory"},
 		{"--result a file", []string{"--result", aFile}, "not a directory"},
 		{"no report.json", []string{"--result", noReport}, "report.json: no such file"},
+		{"a sweep's --out", []string{"--result", sweepOut}, "is a sweep's --out (sweep.json, no report.json): its figure is " + filepath.Join(sweepOut, "sweep.png")},
 		{"truncated report.json", []string{"--result", badReport}, "report.json: truncated JSON"},
 		{"report.json of wrong types", []string{"--result", wrongTypes}, "report.json: m: want an integer, got a string"},
 		{"no basis.npy", []string{"--result", noBasis}, "basis.npy"},
