@@ -12,6 +12,7 @@ import (
 	"github.com/didnmf/didnmf"
 	"github.com/didnmf/didnmf/figures"
 	"github.com/didnmf/didnmf/internal/jobspec"
+	"github.com/didnmf/didnmf/kernels"
 	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/sweep"
 )
@@ -80,6 +81,10 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 		return err
 	} else if a.On() {
 		return badInput("--accel %s: consensus refits the usages by one exact solve for the consensus basis (a transform): there are no iterations to accelerate; leave out --accel", a)
+	}
+	if jf.loss != kernels.LossFrobenius {
+		return badInput("--loss %s: consensus refits the usages by nonnegative least squares for the consensus basis (a transform), "+
+			"for the Frobenius loss only; leave out --loss", jf.loss)
 	}
 	sp, err := didnmf.ReadSpectra(*sweepDir, *k)
 	if err != nil {

@@ -189,7 +189,7 @@ func TestConsensusCommandBadInput(t *testing.T) {
 		{name: "wrong shape", edit: writeSpectra(12, 15, 0.3), names: "spectra_3.npy", want: "shape 12 x 15"},
 		{name: "NaN", edit: writeSpectra(12, 18, math.NaN()), names: "spectra_3.npy", want: "NaN"},
 		{name: "K not in the sweep", args: []string{"--k", "5", "--input", input}, names: "sweep.json", want: "no rank K = 5"},
-		{name: "another input", args: []string{"--k", "3", "--input", "synthetic:m=9,n=50,k=2,seed=1"}, names: "--input synthetic:m=9,n=50,k=2,seed=1", want: "has 9 features; the sweep"},
+		{name: "another input", args: []string{"--k", "3", "--input", "synthetic:m=9,n=50,k=2,seed=1"}, names: "--input synthetic:m=9,n=50,k=2,seed=1", want: "has 50 samples and 9 features; the sweep"},
 		{name: "threshold keeps too few", args: []string{"--k", "3", "--input", input, "--density-threshold", "1e-12"}, names: "sweep", want: "fewer than K = 3"},
 		{name: "no neighbour", args: []string{"--k", "3", "--input", input, "--local-neighborhood-size", "0.1"}, names: "sweep", want: "makes 0 neighbours"},
 		{name: "no --k", args: []string{"--input", input}, names: "--k", want: "--k is required"},
@@ -197,6 +197,13 @@ func TestConsensusCommandBadInput(t *testing.T) {
 		// otherwise come first.
 		{name: "a names file that does not fit, before the clustering", args: []string{"--k", "3", "--input", input, "--density-threshold", "1e-12",
 			"--feature-names", fewNames}, names: "--feature-names", want: "ends after 5 names"},
+		// The fit's own flags, which the refit (a transform) has no use for, in consensus's words.
+		{name: "a loss", args: []string{"--k", "3", "--input", input, "--loss", "kl"}, names: "--loss kl",
+			want: "consensus refits the usages by nonnegative least squares for the consensus basis (a transform), for the Frobenius loss only"},
+		{name: "missing values", args: []string{"--k", "3", "--input", input, "--missing", "nan"}, names: "--missing nan",
+			want: "a transform solves every sample's coefficients from all of its entries; it takes no missing or held-out entries"},
+		{name: "held-out entries", args: []string{"--k", "3", "--input", input, "--test-fraction", "0.5"}, names: "--test-fraction",
+			want: "it takes no missing or held-out entries; leave out --test-fraction"},
 		{name: "threshold inf", args: []string{"--k", "3", "--input", input, "--density-threshold", "inf"}, names: "--density-threshold", want: "must be a number > 0"},
 		{name: "threshold 0", args: []string{"--k", "3", "--input", input, "--density-threshold", "0"}, names: "--density-threshold", want: "must be a number > 0"},
 		{name: "neighbourhood 0", args: []string{"--k", "3", "--input", input, "--local-neighborhood-size", "0"}, names: "--local-neighborhood-size", want: "in (0, 1]"},

@@ -112,6 +112,12 @@ func TestTransformRefuses(t *testing.T) {
 		{"rank flag", []string{"transform", "--basis", basis, "--rank", "3", "--input", "synthetic:m=8,n=100,k=3"}, "flag provided but not defined: -rank"},
 		{"fix-basis with algo", []string{"factorize", "--fix-basis", basis, "--algo", "hals", "--input", "synthetic:m=8,n=100,k=3"},
 			"--fix-basis solves the coef exactly for the basis given (NNLS per sample, one pass): --algo does not apply"},
+		{"a loss", []string{"transform", "--basis", basis, "--input", "synthetic:m=8,n=100,k=3", "--loss", "kl"},
+			"--loss kl: a transform solves every sample's coefficients by nonnegative least squares, for the Frobenius loss only; leave out --loss"},
+		{"missing values", []string{"transform", "--basis", basis, "--input", "synthetic:m=8,n=100,k=3", "--missing", "nan"},
+			"--missing nan: a transform solves every sample's coefficients from all of its entries; it takes no missing or held-out entries"},
+		{"held-out entries", []string{"factorize", "--fix-basis", basis, "--input", "synthetic:m=8,n=100,k=3", "--test-fraction", "0.1"},
+			"--test-fraction: a transform solves every sample's coefficients from all of its entries"},
 		{"fix-basis with another rank", []string{"factorize", "--fix-basis", basis, "--rank", "2", "--input", "synthetic:m=8,n=100,k=3"},
 			"--rank 2: the basis"},
 	} {

@@ -147,6 +147,9 @@ func (s *Spec) validateLoss() error {
 	if s.Loss == kernels.LossFrobenius || s.Algo == kernels.MU {
 		return nil
 	}
+	if s.Algo == kernels.Transform { // transform, consensus and --fix-basis, whose users gave no algorithm
+		return fieldErr("loss", "{loss} %s: a transform solves every sample's coefficients by nonnegative least squares, for the Frobenius loss only; leave out {loss}", s.Loss)
+	}
 	var others []string
 	for _, a := range kernels.Algorithms() {
 		if a.Name != kernels.MU {
@@ -212,6 +215,10 @@ func (s *Spec) validateMask() error {
 	var names []string
 	for _, a := range kernels.MaskAlgorithms() {
 		names = append(names, string(a))
+	}
+	if s.Algo == kernels.Transform { // transform, consensus and --fix-basis, whose users gave no algorithm
+		return fieldErr(strings.Trim(what, "{}"), what+": a transform solves every sample's coefficients from all of its entries; it takes no "+
+			"missing or held-out entries; leave out "+what)
 	}
 	if !slices.Contains(kernels.MaskAlgorithms(), s.Algo) {
 		return fieldErr("algorithm", "{algorithm} %s cannot fit with "+what+": the algorithms that can are %s", s.Algo, strings.Join(names, ", "))
