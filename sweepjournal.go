@@ -292,7 +292,7 @@ func readBasis(path string, rec *sweepRecord, recPath, again string) ([]float64,
 		return nil, bad("is %d bytes; a %d x %d float64 .npy is %d", len(data), m, k, want)
 	}
 	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != rec.BasisSHA256 {
-		return nil, bad("its SHA-256 is %x, not the %s its record says: the file changed after the run", sum, rec.BasisSHA256)
+		return nil, bad("its SHA-256 is %x, not the %s its record says: the file, or the record, changed after the run", sum, rec.BasisSHA256)
 	}
 	rows, cols, vals, err := matio.ReadNPYMatrix(path)
 	if err != nil {
@@ -401,6 +401,9 @@ func readBounded(path string, limit int64, what string) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, usererr.At(path, "%v", err)
+	}
+	if st.IsDir() {
+		return nil, usererr.At(path, "is a directory, not %s", what)
 	}
 	if !st.Mode().IsRegular() {
 		return nil, usererr.At(path, "is not a regular file (%v)", st.Mode().Type())

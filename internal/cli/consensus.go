@@ -50,12 +50,14 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 			"file the sweep read, or changed since, is warned of; for other samples of the same features, run didnmf\n"+
 			"transform --basis OUT/basis.npy on them afterwards. The refit reads the input as the sweep did (its\n"+
 			"--transform): leave --transform out, or give the sweep's; another is refused. Writes into OUT basis.npy\n"+
-			"(features x K; the same matrix as consensus_basis_K.npy, the file the transform reads), coef.npy\n"+
+			"(features x K; the same matrix as OUT/consensus_basis_K.npy, the file the transform reads), coef.npy\n"+
 			"(samples x K), basis.tsv, coef.tsv and top_features.tsv (named by the input's names, or --feature-names\n"+
 			"and --sample-names), report.json, consensus.json (the filter's counts, the dropped spectra, the\n"+
 			"silhouette and the cluster sizes) and density_K.png/.svg (the histogram of the local densities with the\n"+
 			"threshold). On a --cluster with --ingest shared the nodes read consensus_basis_K.npy from OUT, as\n"+
-			"transform's --basis: give an OUT they can read, or --ingest stream.\n\nflags:\n")
+			"transform's --basis: give an OUT they can read, or --ingest stream. OUT/basis.npy has columns summing\n"+
+			"to 1 (cNMF's spectra); the sweep's DIR/consensus_basis_K.npy, its stability's, has unit-norm columns.\n"+
+			"--local-neighborhood-size x runs must make at least one neighbour: with the default 0.3, 4 runs or more.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -75,6 +77,14 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 	}
 	if same, err := sameDir(*of.out, *sweepDir); err == nil && same {
 		return badInput("--out %s is the --sweep directory: consensus would overwrite the sweep's consensus_basis_%d.npy; give another --out", *of.out, *k)
+	}
+	// A sweep still writing its --out holds it (prepareOutDir): its sweep.json and spectra
+	// come at its end.
+	if unlock, busy, err := lockOutDir(*sweepDir); err == nil && busy {
+		return badInput("--sweep %s: a didnmf command (its sweep?) is still writing into it: its sweep.json and spectra are written at "+
+			"the sweep's end; wait for it to end", *sweepDir)
+	} else if err == nil {
+		unlock()
 	}
 	of.names.coefTSV = jf.outShared == ""
 	if a, err := jf.accel.one(); err != nil {

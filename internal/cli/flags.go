@@ -88,11 +88,14 @@ func (f *setFloat) Set(s string) error {
 	return nil
 }
 
-// stringList is a repeatable string flag.
+// stringList is a repeatable string flag of paths (or specs): an empty one is refused.
 type stringList []string
 
 func (s *stringList) String() string { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error {
+	if v == "" {
+		return errors.New("an empty path")
+	}
 	*s = append(*s, v)
 	return nil
 }

@@ -51,3 +51,24 @@ func TestOutInUse(t *testing.T) {
 		})
 	}
 }
+
+// TestConsensusOfASweepStillWriting: consensus of a --sweep directory a command still holds
+// (a sweep writing it) says so, exit 2, instead of that the directory holds no sweep.json;
+// once let go, it runs.
+func TestConsensusOfASweepStillWriting(t *testing.T) {
+	dir := t.TempDir()
+	input, sweepDir := consensusInput(t, dir)
+	unlock, held, err := lockOutDir(sweepDir)
+	if err != nil || held {
+		t.Fatalf("lock: held %v, %v", held, err)
+	}
+	args := []string{"consensus", "--input", input, "--sweep", sweepDir, "--k", "3", "--quiet", "--out", filepath.Join(dir, "out")}
+	code, _, stderr := runNode(t, args...)
+	if want := "--sweep " + sweepDir + ": a didnmf command (its sweep?) is still writing into it"; code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, %q; want exit 2 and %q", code, stderr, want)
+	}
+	unlock()
+	if code, _, stderr := runNode(t, args...); code != 0 {
+		t.Fatalf("with the lock let go: exit %d: %s", code, stderr)
+	}
+}

@@ -111,6 +111,7 @@ func TestSweepRefuses(t *testing.T) {
 		want string
 	}{
 		{"no ranks", []string{"--input", sweepInput}, "--ranks is required"},
+		{"an empty input", []string{"--input", "", "--ranks", "2"}, `invalid value "" for flag -input: an empty path`},
 		{"bad ranks", []string{"--input", sweepInput, "--ranks", "5:2"}, `--ranks "5:2": want FROM:TO[:STEP]`},
 		{"unsorted list", []string{"--input", sweepInput, "--ranks", "3,2"}, "increasing order"},
 		{"rank above the features", []string{"--input", sweepInput, "--ranks", "2:21"}, "--ranks: rank 21 out of range"},

@@ -241,7 +241,16 @@ func TestSweepResumeRefusesDamagedJournal(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}, []string{basis + ": its SHA-256 is ", "its record says: the file changed after the run (the basis " + rec + " names)"}},
+		}, []string{basis + ": its SHA-256 is ", "its record says: the file, or the record, changed after the run (the basis " + rec + " names)"}},
+		{"basis a directory", func(t *testing.T, dir string) {
+			path := filepath.Join(dir, basis)
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(path, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{basis + ": is a directory, not the basis"}},
 		{"basis missing", func(t *testing.T, dir string) {
 			if err := os.Remove(filepath.Join(dir, basis)); err != nil {
 				t.Fatal(err)
