@@ -153,10 +153,20 @@ func (sp *Spectra) CheckInput(inputs []string, features, samples int) (warning, 
 	var warns []string
 	for i, in := range inputs {
 		theirs, ours := sp.inputs[i], inputPrint(in)
+		if isSynthetic(theirs.Path) || isSynthetic(in) { // specs: their text says it all
+			if theirs.Path != in {
+				warns = append(warns, fmt.Sprintf("%s is not the input the sweep %s read, %s", in, sp.Dir, theirs.Path))
+			}
+			continue
+		}
 		if !theirs.Stat || !ours.Stat {
-			continue // a synthetic input, or a path only a cluster's nodes see
+			continue // a path only a cluster's nodes see
 		}
 		now := inputPrint(theirs.Abs)
+		if !now.Stat {
+			warns = append(warns, fmt.Sprintf("%s cannot be checked against the file the sweep %s read, %s, which is gone", in, sp.Dir, theirs.Abs))
+			continue
+		}
 		same := false
 		if a, err := os.Stat(theirs.Abs); err == nil {
 			if b, err := os.Stat(ours.Abs); err == nil {
@@ -525,3 +535,6 @@ func (r *Runner) Consensus(ctx context.Context, j *Job, c *Consensus, basisFile 
 	defer t.Close()
 	return r.Run(ctx, t, opts)
 }
+
+// isSynthetic tells an input that is a synthetic spec (synthetic:m=...), made from its text.
+func isSynthetic(input string) bool { return strings.HasPrefix(input, "synthetic:") }

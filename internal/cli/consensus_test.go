@@ -398,3 +398,50 @@ func sqrtSweepOf(t *testing.T, dir, input string) string {
 	}
 	return out
 }
+
+// TestConsensusWarnsWhatItCannotCheck: an input of the sweep's shape that is another
+// synthetic spec than the sweep's, or that cannot be checked because the sweep's input file
+// is gone, is refit with a warning saying which; the sweep's own spec gives none.
+func TestConsensusWarnsWhatItCannotCheck(t *testing.T) {
+	dir := t.TempDir()
+	const spec = "synthetic:m=12,n=60,k=3,seed=5,noise=0.02"
+	sweepOf := func(name, input string) string {
+		out := filepath.Join(dir, name)
+		if code, _, stderr := runNode(t, "sweep", "--input", input, "--ranks", "3", "--seeds", "4", "--max-iter", "50", "--test-fraction", "0", "--quiet", "--out", out); code != 0 {
+			t.Fatalf("sweep: exit %d: %s", code, stderr)
+		}
+		return out
+	}
+	synth := sweepOf("synth", spec)
+	gone := filepath.Join(dir, "gone.npy")
+	if code, _, stderr := runNode(t, "convert", "--input", spec, "--out", gone); code != 0 {
+		t.Fatal(stderr)
+	}
+	ofGone := sweepOf("of-gone", gone)
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.npy")
+	if code, _, stderr := runNode(t, "convert", "--input", "synthetic:m=12,n=60,k=3,seed=6,noise=0.02", "--out", other); code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, c := range []struct {
+		name, sweep, input, want string // want "": no warning
+	}{
+		{"the sweep's spec", synth, spec, ""},
+		{"another spec", synth, "synthetic:m=12,n=60,k=3,seed=6,noise=0.02",
+			"warning: --input synthetic:m=12,n=60,k=3,seed=6,noise=0.02 is not the input the sweep " + synth + " read, " + spec},
+		{"a file for a spec", synth, other, "warning: --input " + other + " is not the input the sweep " + synth + " read, " + spec},
+		{"the sweep's file gone", ofGone, other, "warning: --input " + other + " cannot be checked against the file the sweep " + ofGone + " read, " + gone + ", which is gone"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runNode(t, "consensus", "--sweep", c.sweep, "--k", "3", "--input", c.input, "--out", filepath.Join(t.TempDir(), "out"))
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if c.want == "" && strings.Contains(stderr, "warning") || c.want != "" && !strings.Contains(stderr, c.want) {
+				t.Errorf("stderr %q; want the warning %q", stderr, c.want)
+			}
+		})
+	}
+}
