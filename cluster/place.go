@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -23,6 +24,13 @@ type Candidate struct {
 	// machine share its memory, the smallest Memory among them (nodes on one machine each
 	// offer what the machine has free; together they cannot hold more).
 	Machine string
+	// Load is the number of shards of other jobs the candidate runs now (>= 0). Place gives the
+	// new shards to the least loaded first, as if every candidate's load were spread by
+	// capacity (see LoadBound): three one-shard jobs placed in turn on three idle equal
+	// members go one to each, where hashing alone would double one up a third of the time
+	// and leave another idle. With every Load 0 (and for PlaceRest's kept shards) it changes
+	// nothing.
+	Load int
 }
 
 // CapacityError is returned by Place when some shard fits on no candidate.
@@ -60,19 +68,55 @@ func (e *CapacityError) Error() string {
 // while another holds two).
 const LoadBound = 1.25
 
-// loadLimits returns the fewest and the most shards each candidate should get by LoadBound.
+// loadLimits returns the fewest and the most shards each candidate should get by LoadBound:
+// its share of the shards, which is its capacity's share of them when no candidate has a
+// Load, and otherwise what fills the candidates up to one level of load per capacity
+// (water-filling: a candidate already above that level gets none).
 func loadLimits(shards int, candidates []Candidate) (least, most []int) {
-	total := 0
-	for _, c := range candidates {
-		total += c.Capacity
-	}
+	shares := loadShares(shards, candidates)
 	least, most = make([]int, len(candidates)), make([]int, len(candidates))
-	for i, c := range candidates {
-		share := float64(shards) * float64(c.Capacity) / float64(total)
+	for i, share := range shares {
+		if share == 0 {
+			continue // loaded above the level: nothing, unless memory leaves no other choice
+		}
 		most[i] = max(1, int(math.Ceil(share)), int(math.Floor(LoadBound*share)))
 		least[i] = min(int(math.Floor(share)), max(1, int(math.Floor(share/LoadBound))))
 	}
 	return least, most
+}
+
+// loadShares returns each candidate's share of the shards: with level L the load per unit
+// of capacity after placing, candidate i's share is max(0, L c_i - Load_i), and the shares
+// sum to shards. Shares within 1e-9 of an integer are that integer, so that round-off does
+// not move a bound.
+func loadShares(shards int, candidates []Candidate) []float64 {
+	order := make([]int, len(candidates)) // by load per capacity, increasing
+	for i := range order {
+		order[i] = i
+	}
+	perCap := func(i int) float64 { return float64(max(candidates[i].Load, 0)) / float64(candidates[i].Capacity) }
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(perCap(a), perCap(b)) })
+	// Raise the level over the candidates in that order until the shards run out.
+	// The level is filled/capacity; a share is computed as filled*c/capacity - Load, which
+	// without loads is shards*c/total, bit for bit what it was before loads were counted.
+	filled, capacity := 0.0, 0.0 // shards and loads of the candidates under the level, their capacity
+	for n, i := range order {
+		filled += float64(max(candidates[i].Load, 0))
+		capacity += float64(candidates[i].Capacity)
+		if n+1 == len(order) || (float64(shards)+filled)/capacity <= perCap(order[n+1]) {
+			break
+		}
+	}
+	filled += float64(shards)
+	shares := make([]float64, len(candidates))
+	for i, c := range candidates {
+		v := max(0, filled*float64(c.Capacity)/capacity-float64(max(c.Load, 0)))
+		if r := math.Round(v); math.Abs(v-r) < 1e-9 {
+			v = r
+		}
+		shares[i] = v
+	}
+	return shares
 }
 
 // Place assigns each shard s (0..len(shardBytes)-1) of job to a candidate by capacity-weighted
@@ -125,6 +169,8 @@ func PlaceRest(job string, shardBytes []int64, at []int, prefer [][]int, candida
 			return nil, fmt.Errorf("cluster: placement candidate %q has capacity %d; it must be >= 1", c.Name, c.Capacity)
 		case c.Memory < 0:
 			return nil, fmt.Errorf("cluster: placement candidate %q offers negative memory %d", c.Name, c.Memory)
+		case c.Load < 0:
+			return nil, fmt.Errorf("cluster: placement candidate %q has a negative load %d", c.Name, c.Load)
 		}
 		seen[c.Name] = true
 		base[i] = nameHash(job, c.Name)

@@ -471,3 +471,75 @@ func TestPlaceRest(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaceLoad: the shards of a new job go to the least loaded candidates first (Load, other
+// jobs' shards), filling them up to one level of load per capacity; memory still decides when
+// the unloaded cannot hold a shard.
+func TestPlaceLoad(t *testing.T) {
+	withLoad := func(caps, loads []int, mem int64) []Candidate {
+		c := make([]Candidate, len(caps))
+		for i := range c {
+			c[i] = Candidate{Name: string(rune('a' + i)), Capacity: caps[i], Memory: mem, Load: loads[i]}
+		}
+		return c
+	}
+	tests := []struct {
+		name         string
+		caps, loads  []int
+		shards       int
+		least, most  []int // each candidate's count, over every job id
+		memoryOfLast int64 // 0: plenty for all
+	}{
+		{"one loaded of three", []int{1, 1, 1}, []int{1, 0, 0}, 1, []int{0, 0, 0}, []int{0, 1, 1}, 0},
+		{"two loaded of three", []int{1, 1, 1}, []int{1, 1, 0}, 1, []int{0, 0, 1}, []int{0, 0, 1}, 0},
+		{"a busy member sits out", []int{1, 1, 1}, []int{4, 0, 0}, 6, []int{0, 3, 3}, []int{0, 3, 3}, 0},
+		{"the level is reached", []int{1, 1, 1}, []int{2, 0, 0}, 4, []int{0, 2, 2}, []int{0, 2, 2}, 0},
+		{"above the level, all share", []int{1, 1, 1}, []int{1, 0, 0}, 5, []int{1, 2, 2}, []int{2, 2, 2}, 0},
+		{"capacity weighs", []int{1, 1, 2}, []int{2, 0, 0}, 4, []int{0, 1, 2}, []int{0, 2, 3}, 0},
+		{"memory overrides load", []int{1, 1, 1}, []int{0, 5, 5}, 2, []int{0, 0, 0}, []int{0, 2, 2}, -1},
+	}
+	for _, tt := range tests {
+		cands := withLoad(tt.caps, tt.loads, 1<<40)
+		if tt.memoryOfLast < 0 { // the unloaded candidate holds nothing
+			cands[0].Memory = 0
+			cands[0].Machine = "small"
+			cands = append(cands, Candidate{Name: "z", Capacity: 1, Memory: 0, Machine: "small", Load: 9})
+			tt.least, tt.most = append(tt.least, 0), append(tt.most, 0)
+		}
+		for j := 0; j < 300; j++ {
+			at, err := Place(fmt.Sprintf("job-%d", j), equalShards(tt.shards, 1), cands)
+			if err != nil {
+				t.Fatalf("%s: %v", tt.name, err)
+			}
+			count := make([]int, len(cands))
+			for _, i := range at {
+				count[i]++
+			}
+			for i := range count {
+				if count[i] < tt.least[i] || count[i] > tt.most[i] {
+					t.Fatalf("%s, job-%d: counts %v, want each within %v..%v", tt.name, j, count, tt.least, tt.most)
+				}
+			}
+		}
+	}
+	// A sweep's three one-shard jobs, placed in turn, each counting the ones before: one a
+	// member, for every triple of job ids.
+	for j := 0; j < 300; j++ {
+		cands := withLoad([]int{1, 1, 1}, []int{0, 0, 0}, 1<<40)
+		for r := range 3 {
+			at, err := Place(fmt.Sprintf("job-%d-%d", j, r), equalShards(1, 1), cands)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cands[at[0]].Load++
+		}
+		for _, c := range cands {
+			if c.Load != 1 {
+				t.Fatalf("three jobs in turn, triple %d: loads %v", j, []int{cands[0].Load, cands[1].Load, cands[2].Load})
+			}
+		}
+	}
+	if _, err := Place("neg", equalShards(1, 1), withLoad([]int{1}, []int{-1}, 1)); err == nil || !strings.Contains(err.Error(), "negative load") {
+		t.Errorf("a negative load: %v", err)
+	}
+}
