@@ -337,3 +337,46 @@ func TestStreamedCustomInit(t *testing.T) {
 		t.Errorf("a basis of the wrong width, streamed: %v (input: %v)", err, IsInput(err))
 	}
 }
+
+// TestClusterSpreadsJobsSetUpAtOnce: three one-shard jobs submitted at once to a cluster of
+// three members (as a sweep's lanes start) run one a member, in every round. Placement reads
+// each member's load (the shards its pong says it runs, and those the coordinator has planned
+// there that it does not count yet: jobctl.Placing, whose race TestPlacingSpreadsJobsSetUpAtOnce
+// pins down); hashing the job ids alone put two on one member in most triples (this test
+// failed without both).
+func TestClusterSpreadsJobsSetUpAtOnce(t *testing.T) {
+	cluster := startCluster(t, 3)
+	for round := range 3 {
+		specs := make([]*jobspec.Spec, 3)
+		for i := range specs {
+			specs[i] = jobspec.New([]string{"synthetic:m=40,n=20000,k=3,seed=2,noise=0.01"}, kernels.DID, 3, 1)
+			specs[i].Seed = uint64(10*round + i + 1)
+			specs[i].Stop = kernels.StopRule{MaxIter: 200} // long enough for the three to overlap
+		}
+		results := make([]*Result, 3)
+		errs := make([]error, 3)
+		done := make(chan int)
+		for i, s := range specs {
+			go func() {
+				results[i], errs[i] = Run(context.Background(), s, cluster, Options{})
+				done <- i
+			}()
+		}
+		for range specs {
+			<-done
+		}
+		nodes := map[string]bool{}
+		for i, r := range results {
+			if errs[i] != nil {
+				t.Fatalf("round %d, job %d: %v", round, i, errs[i])
+			}
+			if len(r.ShardNodes) != 1 {
+				t.Fatalf("round %d, job %d: shard nodes %v", round, i, r.ShardNodes)
+			}
+			nodes[r.ShardNodes[0]] = true
+		}
+		if len(nodes) != 3 {
+			t.Errorf("round %d: the three jobs ran on %v; want one a member", round, nodes)
+		}
+	}
+}

@@ -271,6 +271,8 @@ type Node struct {
 	runner *mailboxRunner
 	board  jobBoard
 	mem    memory
+	// placing books the shards this node's coordinators planned, until the members count them.
+	placing jobctl.Placing
 	// streams bounds each owner's streamed blocks received at once (see streamSlots);
 	// owned is each owner's memory held (see ownerMemory).
 	streams streamSlots

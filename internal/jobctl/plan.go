@@ -91,10 +91,10 @@ type ShardPlan struct {
 
 // PlanPlacement decides where a new job's shards go, from the data's size (Samples and what
 // each shard reserves) and the candidate nodes' answers to a ping (their cores, the memory
-// they offer and have reserved, the shards they take): round-robin over fixed nodes, each of
-// which must hold its shards' reserves and shard count; or over the cluster's members that
-// answered, by capacity-weighted rendezvous hashing within the memory each machine has free
-// (cluster.Place), within the shards they take. It is a pure function: the same input gives
+// they offer and have reserved, the shards they take and run): round-robin over fixed nodes,
+// each of which must hold its shards' reserves and shard count; or over the cluster's members
+// that answered, by capacity-weighted rendezvous hashing within the memory each machine has
+// free, the least loaded first (cluster.Place), within the shards they take. It is a pure function: the same input gives
 // the same plan. A job that does not fit is a *usererr.Error that says why; a plan without a
 // node to go to (a fixed node unreachable, no member answering) is an error that is not the
 // user's.
@@ -138,7 +138,8 @@ func PlanPlacement(in PlanInput) (Plan, error) {
 }
 
 // placeOnMembers places p shards on the cluster's members that answered their ping, by
-// capacity-weighted rendezvous hashing within the memory each has free (cluster.Place). It
+// capacity-weighted rendezvous hashing within the memory each has free, the least loaded
+// first (cluster.Place, each member's load the shards its pong says it runs). It
 // returns each shard's index into the live members, their addresses, and the members that
 // did not answer.
 func placeOnMembers(in PlanInput, p int) (at []int, live []string, silent []Node, err error) {
@@ -150,7 +151,8 @@ func placeOnMembers(in PlanInput, p int) (at []int, live []string, silent []Node
 			silent = append(silent, in.Nodes[i])
 			continue
 		}
-		cands = append(cands, cluster.Candidate{Name: in.Nodes[i].Name, Capacity: int(max(pong.Capacity, 1)), Memory: free[i], Machine: pong.Machine})
+		cands = append(cands, cluster.Candidate{Name: in.Nodes[i].Name, Capacity: int(max(pong.Capacity, 1)), Memory: free[i], Machine: pong.Machine,
+			Load: int(min(max(pong.Shards, 0), math.MaxInt32))})
 		live = append(live, in.Nodes[i].Addr)
 		if slots >= 0 && pong.MaxShards > 0 {
 			slots += max(pong.MaxShards-pong.Shards, 0)

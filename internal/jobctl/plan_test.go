@@ -113,6 +113,11 @@ func TestPlanPlacement(t *testing.T) {
 		{name: "members sharing a machine's memory", in: PlanInput{Job: "job-7", Samples: 17, Reserve: hundreds(6), Nodes: nodes,
 			Pongs: []*messages.Pong{{Capacity: 1, Memory: 300, Machine: "x"}, {Capacity: 1, Memory: 300, Machine: "x"}, {Capacity: 1, Memory: 1000}}},
 			want: "h1:1 h2:1 h2:1 h3:1 h3:1 h3:1", wantRing: "h1:1 h2:1 h3:1"},
+		// A member running other jobs' shards gets the new ones last: one a member.
+		{name: "a busy member waits", in: PlanInput{Job: "job-7", Samples: 17, Reserve: hundreds(2), Nodes: nodes,
+			Pongs: []*messages.Pong{{Capacity: 1}, {Capacity: 1, Shards: 1}, {Capacity: 1}}}, want: "h1:1 h3:1", wantRing: "h1:1 h2:1 h3:1"},
+		{name: "the idle member first", in: PlanInput{Job: "job-7", Samples: 17, Reserve: hundreds(1), Nodes: nodes,
+			Pongs: []*messages.Pong{{Capacity: 1, Shards: 1}, {Capacity: 1}, {Capacity: 1, Shards: 3}}}, want: "h2:1", wantRing: "h1:1 h2:1 h3:1"},
 		{name: "a silent member", in: PlanInput{Job: "job-7", Samples: 4, Reserve: hundreds(4), Nodes: nodes,
 			Pongs: []*messages.Pong{{Capacity: 1}, nil, {Capacity: 1}}}, want: "h1:1 h3:1 h1:1 h3:1", wantRing: "h1:1 h3:1", wantSilent: "m2"},
 		{name: "no member answers", in: PlanInput{Job: "j", Reserve: hundreds(2), Nodes: nodes, Pongs: []*messages.Pong{nil, nil, nil}},
