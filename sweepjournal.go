@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -81,6 +82,9 @@ type FileSweepJournal struct {
 	// journal from before builds were recorded); build is this binary's (buildinfo ID).
 	kept  []string
 	build string
+	// raisedFrom is the iteration cap of the journal's runs when this job's is higher (else
+	// 0): Done then leaves out the runs that hit it, to be run again.
+	raisedFrom int
 	// folds are the held-out set's figures of the first record read of each fold, by test
 	// seed, which every other run of that fold must have (sameFold).
 	folds map[uint64]foldFigures
@@ -154,13 +158,24 @@ func OpenSweepJournal(dir string, j0 *Job, o SweepOptions) (*FileSweepJournal, e
 	if err != nil {
 		return nil, err
 	}
+	// A job that differs only by a higher iteration cap is the same job for the runs that
+	// stopped before the old cap (their bits do not depend on it); those that hit it run
+	// again (Done), and journal.json takes the new cap at the first Record.
+	if then, ok := raisedCap(was, fp); ok {
+		same := was
+		same.Spec = maps.Clone(was.Spec)
+		same.Spec[maxIterKey] = fp.Spec[maxIterKey]
+		if fp.compare(same, j.dir) == nil {
+			j.raisedFrom, was = then, same
+		}
+	}
 	if err := fp.compare(was, j.dir); err != nil {
 		return nil, err
 	}
 	j.kept = was.Builds
 	// journal.json is this job's; it is written again at the first Record only to add this
-	// build to the builds that recorded runs.
-	j.current = slices.Contains(was.Builds, j.build)
+	// build to the builds that recorded runs (or the raised cap).
+	j.current = slices.Contains(was.Builds, j.build) && j.raisedFrom == 0
 	if !j.current {
 		j.fp.Builds = append(slices.Clone(was.Builds), j.build)
 	}
@@ -245,6 +260,9 @@ func (j *FileSweepJournal) Done(k, seed, fold int) (*Result, error) {
 		return nil, bad("n %d samples; the job's input has %d", rec.N, j.samples)
 	case j.maxIter > 0 && rec.Iterations > j.maxIter:
 		return nil, bad("%d iterations, more than the job's cap (%d)", rec.Iterations, j.maxIter)
+	}
+	if j.raisedFrom > 0 && rec.StopReason == string(kernels.StopMaxIter) {
+		return nil, nil // it hit the old cap: run again under the new one
 	}
 	if err := j.sameFold(rec, path, again); err != nil {
 		return nil, err
@@ -881,4 +899,15 @@ func inputName(p sweepInputPrint) string {
 		return fmt.Sprintf("%s (%s)", shownValue(p.Path), shownValue(p.Abs))
 	}
 	return shownValue(p.Path)
+}
+
+// maxIterKey is the fingerprint's key of the iteration cap.
+const maxIterKey = "stop.max_iter"
+
+// raisedCap tells whether fp's iteration cap is higher than was's, both positive (0 is no
+// cap: not a higher one), and gives was's.
+func raisedCap(was, fp sweepFingerprint) (then int, ok bool) {
+	t, err1 := strconv.Atoi(was.Spec[maxIterKey])
+	n, err2 := strconv.Atoi(fp.Spec[maxIterKey])
+	return t, err1 == nil && err2 == nil && t > 0 && n > t
 }

@@ -557,3 +557,80 @@ func TestSweepJournalSameFold(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepResumeRaisedCap: a sweep resumed with a higher --max-iter keeps the runs that
+// stopped before the old cap (their bits do not depend on it) and runs again those that hit
+// it, and gives the sweep run with the higher cap from the start, bit for bit; journal.json
+// then holds the new cap, and a lower cap than the journal's is refused.
+func TestSweepResumeRaisedCap(t *testing.T) {
+	r, j := resumeJob(t) // its cap: 300
+	whole, err := r.Sweep(context.Background(), j, resumeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The old cap: between the runs' iteration counts, so that some hit it and some not.
+	var iters []int
+	for _, run := range whole.Runs {
+		iters = append(iters, run.Result.Iterations)
+	}
+	slices.Sort(iters)
+	low := iters[len(iters)/2]
+	if low == iters[0] || low >= 300 {
+		t.Fatalf("iterations %v: the case needs runs that stop before and after a cap below 300", iters)
+	}
+	lowSpec := *j.Spec
+	lowSpec.Stop.MaxIter = low
+	jLow, err := didnmf.Open(&lowSpec, didnmf.Local(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jLow.Close()
+	dir := t.TempDir()
+	jn, err := didnmf.OpenSweepJournal(dir, jLow, resumeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := resumeOptions()
+	o.Journal = jn
+	first, err := r.Sweep(context.Background(), jLow, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capped := 0
+	for _, run := range first.Runs {
+		if run.Capped() {
+			capped++
+		}
+	}
+	if capped == 0 || capped == len(first.Runs) {
+		t.Fatalf("%d of %d runs capped at %d: the case needs some of each", capped, len(first.Runs), low)
+	}
+	// Again with the cap of 300.
+	jn2, err := didnmf.OpenSweepJournal(dir, j, resumeOptions())
+	if err != nil {
+		t.Fatalf("a higher cap: %v", err)
+	}
+	counted := &countingJournal{SweepJournal: jn2}
+	o = resumeOptions()
+	o.Journal = counted
+	res, err := r.Sweep(context.Background(), j, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counted.records != capped || counted.resumed != len(first.Runs)-capped {
+		t.Errorf("ran %d and resumed %d; want the %d capped at %d run again and the other %d kept", counted.records, counted.resumed, capped, low, len(first.Runs)-capped)
+	}
+	for i, run := range res.Runs {
+		if a, b := run.Result, whole.Runs[i].Result; a.Iterations != b.Iterations || !sameBits(a.B, b.B) || a.TestSSE != b.TestSSE {
+			t.Errorf("run %d (K=%d seed %d): %d iterations; the sweep capped at 300 from the start took %d, or its bits differ", i, run.K, run.Seed, a.Iterations, b.Iterations)
+		}
+	}
+	if res.Suggested != whole.Suggested || res.Rule != whole.Rule {
+		t.Errorf("suggested %d (%s); the sweep at 300 from the start %d (%s)", res.Suggested, res.Rule, whole.Suggested, whole.Rule)
+	}
+	// journal.json now holds 300: the old cap is another job.
+	if _, err := didnmf.OpenSweepJournal(dir, jLow, resumeOptions()); err == nil || !usererr.Is(err) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("was 300, this one's is %d", low)) {
+		t.Errorf("a lower cap than the journal's: %v", err)
+	}
+}

@@ -64,7 +64,8 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 			"process dies, the same command with --resume goes on: the runs kept there are not run again (as cNMF's\n"+
 			"--skip-completed-runs), and the result is the bits of a sweep never interrupted. Without --resume a sweep\n"+
 			"refuses a DIR/runs that holds runs; with it, DIR/runs must hold runs of the same job (input, algorithm,\n"+
-			"stop rule, ...: the flags may add ranks or seeds). Once the sweep is done, DIR/runs may be removed.\n\nflags:\n")
+			"stop rule, ...: the flags may add ranks or seeds, or raise --max-iter, which runs again only the runs that hit\n"+
+			"the old cap). Once the sweep is done, DIR/runs may be removed.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -278,7 +279,8 @@ func suggestionLine(s sweep.Suggestion) string {
 		line = "suggested rank: " + s.Reason // "cannot tell: ..."
 	}
 	if s.Unreliable != "" {
-		line += "\nthe suggestion is unreliable: " + s.Unreliable
+		line += "\nthe suggestion is unreliable: " + s.Unreliable +
+			"\n(the same command with --resume and a higher --max-iter keeps the runs that converged and runs only the capped ones again)"
 	}
 	return line
 }
