@@ -101,8 +101,9 @@ type Spectra struct {
 	Input   []string
 	Samples int
 	// inputs are the sweep's inputs as its journal's fingerprint (Dir/runs/journal.json)
-	// describes them; nil when it cannot be read.
-	inputs []sweepInputPrint
+	// describes them, and journalTransform its transform; nil and "" when it cannot be read.
+	inputs           []sweepInputPrint
+	journalTransform string
 }
 
 // RefitTransform returns the transform a refit against sp's consensus reads the input with:
@@ -210,6 +211,7 @@ func (sp *Spectra) readSweepInput(dir string, runs []SweepReportRun) {
 	jdir := filepath.Join(dir, SweepJournalDir)
 	if fp, err := readFingerprint(filepath.Join(jdir, sweepJournalFile), jdir, len(runs)); err == nil {
 		sp.inputs = fp.Inputs
+		sp.journalTransform = fp.Spec["transform"]
 	}
 	for _, r := range runs {
 		path := filepath.Join(jdir, runFileBase(r.K, r.Seed, r.Fold)+".json")
@@ -311,6 +313,10 @@ func ReadSpectra(dir string, k int) (*Spectra, error) {
 	}
 	sp := &Spectra{Dir: dir, File: name, K: k, M: rows, Runs: runs, Bases: make([][]float64, len(runs)), Input: rep.Input}
 	sp.readSweepInput(dir, runs)
+	if j := sp.journalTransform; j != "" && j != cmp.Or(rep.Transform, string(TransformNone)) {
+		return nil, usererr.At(jsonPath, "transform %q, but the runs' journal %s says %s: the files disagree on what the runs fitted",
+			rep.Transform, filepath.Join(dir, SweepJournalDir, sweepJournalFile), shownValue(j))
+	}
 	if sp.Samples == 0 && rep.Features == rows && rep.Samples > 0 {
 		sp.Samples = rep.Samples // the runs' records, which say it too, have been removed
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -327,6 +328,13 @@ func TestConsensusInputOfTheSweep(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(noRuns, "runs")); err != nil {
 		t.Fatal(err)
 	}
+	// sweep.json edited to say another transform than the runs' journal: refused, not refit.
+	disagree := filepath.Join(dir, "disagree")
+	copyDir(t, plain, disagree)
+	rep := mustRead(t, filepath.Join(disagree, "sweep.json"))
+	if err := os.WriteFile(filepath.Join(disagree, "sweep.json"), bytes.Replace(rep, []byte(`"transform": "none"`), []byte(`"transform": "sqrt"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	link := filepath.Join(t.TempDir(), "link.npy")
 	if err := os.Symlink(input, link); err != nil {
 		t.Fatal(err)
@@ -344,6 +352,8 @@ func TestConsensusInputOfTheSweep(t *testing.T) {
 		{name: "more samples, the sweep's runs removed", sweep: noRuns, input: moreSamples, code: exitUsage,
 			want: []string{"--input " + moreSamples + " has 500 samples", "the sweep " + noRuns, "300 samples"}},
 		{name: "the sweep's runs removed", sweep: noRuns, input: input, not: []string{"warning"}},
+		{name: "sweep.json and the journal disagree", sweep: disagree, input: input, code: exitUsage,
+			want: []string{filepath.Join(disagree, "sweep.json") + `: transform "sqrt", but the runs' journal`, "says none"}},
 		{name: "fewer features", sweep: plain, input: fewerFeatures, code: exitUsage,
 			want: []string{"--input " + fewerFeatures + " has 9 features", "the sweep " + plain, input, "12 features"}, not: []string{"consensus_basis"}},
 		{name: "both", sweep: plain, input: both, code: exitUsage,
