@@ -158,6 +158,10 @@ type SweepResult struct {
 	// (when it is a FileSweepJournal and names any), then this process's when it ran a run.
 	// Runs made by other builds may differ in their bits.
 	Builds []string
+	// FeatureNames, when set (one a feature), name the rows of the consensus bases' tables
+	// Save writes (consensus_basis_K.tsv, top_features_K.tsv); else the rows are numbered.
+	// Sweep does not set it: the caller knows the input's names (the CLI's namesFor).
+	FeatureNames []string
 }
 
 // Failed lists the runs that failed.

@@ -1,6 +1,8 @@
 package didnmf
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -63,6 +65,9 @@ type SweepReport struct {
 	// Builds are the didnmf builds that made the runs (SweepResult.Builds); more than one
 	// when the sweep was resumed by another build.
 	Builds []string `json:"builds,omitempty"`
+	// NamedFeatures says that the consensus bases' tables (consensus_basis_K.tsv,
+	// top_features_K.tsv) name their rows by the features' names, not their numbers.
+	NamedFeatures bool `json:"named_features,omitempty"`
 }
 
 // SweepReportBusy is how busy the target's cores were during the sweep (Busy): this
@@ -184,7 +189,9 @@ func (r SweepReport) CappedByRank() map[int]int {
 }
 
 // Save writes into dir sweep.json (Report), sweep.tsv (a run a line), the consensus basis of
-// every rank (consensus_basis_K.npy, features x K), every rank's runs' bases with unit-norm
+// every rank (consensus_basis_K.npy, features x K; as text with its rows named by
+// FeatureNames, or numbered, consensus_basis_K.tsv, and each component's top features,
+// top_features_K.tsv), every rank's runs' bases with unit-norm
 // columns (spectra_K.npy, features x (K*runs), for didnmf consensus) and sweep.png and sweep.svg (error and
 // stability against the rank, the suggested rank and the capped runs marked).
 func (s *SweepResult) Save(dir string) error {
@@ -199,6 +206,29 @@ func (s *SweepResult) Save(dir string) error {
 			return err
 		}
 		rep.PerRank[i].ConsensusBasis = name
+		names := s.FeatureNames
+		if len(names) != m {
+			names = nil
+		}
+		rep.NamedFeatures = names != nil
+		err := atomicfile.Write(filepath.Join(dir, fmt.Sprintf("consensus_basis_%d.tsv", r.K)), 0o644, func(w io.Writer) error {
+			bw := bufio.NewWriter(w)
+			if err := writeBasisTSV(bw, r.Stability.Basis, m, r.K, names); err != nil {
+				return err
+			}
+			return bw.Flush()
+		})
+		if err != nil {
+			return err
+		}
+		var top bytes.Buffer
+		writeTopFeaturesTSV(&top, r.Stability.Basis, m, r.K, names)
+		if err := atomicfile.Write(filepath.Join(dir, fmt.Sprintf("top_features_%d.tsv", r.K)), 0o644, func(w io.Writer) error {
+			_, err := w.Write(top.Bytes())
+			return err
+		}); err != nil {
+			return err
+		}
 	}
 	if err := s.saveSpectra(dir, &rep); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -494,5 +495,48 @@ func TestDuplicateNamesWarn(t *testing.T) {
 		if tsv := string(mustRead(t, filepath.Join(out, "basis.tsv"))); !strings.Contains(tsv, "\nf\t") && !strings.Contains(tsv, "\nb\t") {
 			t.Errorf("%s: basis.tsv does not carry the names:\n%s", c.name, tsv)
 		}
+	}
+}
+
+// TestSweepNamesItsTables: a sweep writes each rank's consensus basis as text
+// (consensus_basis_K.tsv, the .npy's bits) and its top features (top_features_K.tsv), rows
+// named by the input's feature names, by --feature-names over them, or numbered, and
+// sweep.json says whether they are named.
+func TestSweepNamesItsTables(t *testing.T) {
+	const data = "../../matio/testdata/sparse/"
+	dir := t.TempDir()
+	flagNames := writeNames(t, dir, "features.txt", nameList("gene", 7))
+	for _, c := range []struct {
+		name, input string
+		extra       []string
+		names       []string // nil: numbered
+	}{
+		{name: "10x", input: data + "tenx_v3", names: []string{"f0", "f1", "f2", "f3", "f4", "f5", "f6"}}, // features.tsv.gz's names
+		{name: "flag over 10x", input: data + "tenx_v3", extra: []string{"--feature-names", flagNames}, names: nameList("gene", 7)},
+		{name: "none", input: data + "csr_f8_stored.npz"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
+			args := append([]string{"sweep", "--input", c.input, "--ranks", "2", "--seeds", "2", "--test-fraction", "0", "--max-iter", "20", "--quiet", "--out", out}, c.extra...)
+			if code, _, stderr := runNode(t, args...); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			names := c.names
+			checkTSVTable(t, out, "consensus_basis_2", "feature", names)
+			top := strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(out, "top_features_2.tsv")))), "\n")
+			if top[0] != "component\trank\tfeature\tweight" || len(top) < 3 {
+				t.Fatalf("top_features_2.tsv: %q", top)
+			}
+			f := strings.Split(top[1], "\t")
+			if names != nil && !slices.Contains(names, f[2]) || names == nil && f[2] == "" {
+				t.Errorf("top_features_2.tsv's first feature %q is not one of the names", f[2])
+			}
+			var rep struct {
+				Named bool `json:"named_features"`
+			}
+			if err := json.Unmarshal(mustRead(t, filepath.Join(out, "sweep.json")), &rep); err != nil || rep.Named != (names != nil) {
+				t.Errorf("sweep.json named_features %v (%v); want %v", rep.Named, err, names != nil)
+			}
+		})
 	}
 }

@@ -22,7 +22,7 @@ import (
 // notForSweep are the flags of factorize a sweep does not take: it chooses the rank and the
 // seeds itself, and writes its own files (no factors of single runs, no shared output).
 var notForSweep = map[string]bool{"rank": true, "seed": true, "init-basis": true, "init-coef": true, "out-shared": true,
-	"overwrite": true, "detach": true, "plots": true, "image-shape": true, "feature-names": true, "sample-names": true, "coef-tsv": true}
+	"overwrite": true, "detach": true, "plots": true, "image-shape": true, "sample-names": true, "coef-tsv": true}
 
 func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	all := flag.NewFlagSet("factorize", flag.ContinueOnError)
@@ -43,8 +43,10 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 			"--nodes or a --cluster, each job surviving node loss like any), and writes into --out sweep.json and\n"+
 			"sweep.tsv (the train and test errors, iterations and seconds of every run, and per rank their spread and\n"+
 			"the stability of the bases across seeds: cNMF's consensus, a silhouette of the seeds' components), the\n"+
-			"consensus basis of every rank (consensus_basis_K.npy, features x K), the suggested rank with the rule\n"+
-			"used, and sweep.png/.svg (error and stability against the rank).\n\n"+
+			"consensus basis of every rank (consensus_basis_K.npy, features x K, and as text consensus_basis_K.tsv and\n"+
+			"each component's top features top_features_K.tsv, their rows named by the input's feature names or\n"+
+			"--feature-names), the suggested rank with the rule used, and sweep.png/.svg (error and stability against\n"+
+			"the rank).\n\n"+
 			"By default the sweep cross-validates: every run holds out --test-fraction (0.1) of the entries, each seed\n"+
 			"its own set (fold f holds out the entries of test seed --test-seed + f), and the suggested rank is the\n"+
 			"smallest whose test error is within one standard error over the folds (paired) of the lowest; when no rank\n"+
@@ -114,6 +116,15 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	tr := cmp.Or(j0.Spec.Transform, didnmf.TransformNone) // --transform, a job flag
+	// The features' names (the input's, or --feature-names) name the consensus bases' tables.
+	names, err := namesFor(of.names, jf.inputs, "", ks[len(ks)-1], j0.m, j0.n, func(msg string) {
+		if !*of.quiet {
+			fmt.Fprintf(stderr, "didnmf: warning: %s\n", msg)
+		}
+	})
+	if err != nil {
+		return err
+	}
 	dir, cleanup, release, err := prepareOutDir(*of.out, false)
 	if err != nil {
 		return err
@@ -139,7 +150,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "sweep.json")); err == nil && kept == 0 {
 		// A finished sweep's results whose runs are gone: this sweep would replace sweep.json
-		// and leave the other's per-rank files (consensus_basis_K.npy, spectra_K.npy) beside it.
+		// and leave the other's per-rank files (consensus_basis_K.npy, .tsv, spectra_K.npy) beside it.
 		cleanup()
 		return badInput("--out %s holds the results of an earlier sweep (sweep.json) and no runs to go on from: use another --out, or remove that sweep's files first", dir)
 	}
@@ -218,6 +229,11 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		cleanup()
 		return err
 	}
+	sw.FeatureNames = names.Features
+	if m := sweepFeatures(sw); names.Features != nil && m > 0 && len(names.Features) != m && !*of.quiet {
+		// Known only now when the nodes read the input: the tables are numbered instead.
+		fmt.Fprintf(stderr, "didnmf: warning: %d feature names for %d features: the consensus bases' tables number their rows\n", len(names.Features), m)
+	}
 	if err := sw.Save(dir); err != nil {
 		cleanup()
 		return err
@@ -231,7 +247,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		if b := sw.Busy; b != nil {
 			fmt.Fprintf(stderr, "; the cores were %.0f%% busy (%s of CPU on %d cores)", 100*b.Share, secondsText(b.CPUSeconds), b.Cores)
 		}
-		fmt.Fprintf(stderr, "\n%s\n%s\nwrote sweep.json, sweep.tsv, sweep.png, sweep.svg and consensus_basis_K.npy for each rank into %s\n",
+		fmt.Fprintf(stderr, "\n%s\n%s\nwrote sweep.json, sweep.tsv, sweep.png, sweep.svg, and consensus_basis_K.npy, consensus_basis_K.tsv and top_features_K.tsv for each rank into %s\n",
 			cappedLine(rep), suggestionLine(sw.Suggestion), dir)
 	} else if sw.Suggestion.Unreliable != "" {
 		// --quiet prints nothing but errors and warnings, and this is one.
@@ -247,7 +263,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 // sweepUsage are the usages of factorize's flags that mean something else in a sweep.
 var sweepUsage = map[string]string{
 	"out": "output `DIR`: sweep.json and sweep.tsv (every run's errors, per rank their spread and stability, the suggested rank and " +
-		"its rule), consensus_basis_K.npy for each rank, sweep.png/.svg, and runs/ (every run as it ends, for --resume)",
+		"its rule), consensus_basis_K.npy, consensus_basis_K.tsv and top_features_K.tsv for each rank, sweep.png/.svg, and runs/ (every run as it ends, for --resume)",
 	"test-seed": "seed of the first held-out set: fold f holds out the entries of test seed SEED + f (see --folds), the same " +
 		"for every rank",
 	"quiet": "print nothing but errors and warnings (such as an unreliable suggestion)",
@@ -411,4 +427,14 @@ func otherBuildWarning(kept int, dir string, builds []string, this string) strin
 	return fmt.Sprintf("the %d run(s) kept in %s were made by %s, and this is %q: the runs still to go are made by this build's kernels, "+
 		"whose bits may differ from the build(s) that made the kept ones, so this sweep is not bitwise one run in a single sitting "+
 		"(for that, run it again from the start with one build)", kept, dir, by, this)
+}
+
+// sweepFeatures is the number of features of a sweep's runs (0 when no rank has a basis).
+func sweepFeatures(sw *didnmf.SweepResult) int {
+	for _, r := range sw.Summary {
+		if r.Stability.M > 0 {
+			return r.Stability.M
+		}
+	}
+	return 0
 }

@@ -64,8 +64,9 @@ class SweepResult:
         The consensus basis of every rank (n_features x K, as ``components_.T``).
     feature_names : ndarray of str or None
         The names of the consensus bases' rows: a DataFrame's columns (when all are strings,
-        as ``NMF`` takes them for ``feature_names_in_``) or an AnnData's var_names; None
-        when X has none.
+        as ``NMF`` takes them for ``feature_names_in_``), an AnnData's var_names, or a path's
+        names as the command reads them (a 10x directory's features, FILE.features.tsv beside
+        FILE); None when X has none.
     report : dict
         sweep.json as the command wrote it.
     png : bytes
@@ -315,6 +316,12 @@ def sweep(
             name = summary.get("consensus_basis")
             if name:
                 bases[int(summary["k"])] = np.load(os.path.join(out, name), allow_pickle=False)
+        if feature_names is None and report.get("named_features") and bases:
+            # A path's names (a 10x directory's, a store's, FILE.features.tsv beside it): the
+            # command named the consensus bases' rows by them.
+            with open(os.path.join(out, f"consensus_basis_{min(bases)}.tsv"), encoding="utf-8") as f:
+                next(f)  # the header
+                feature_names = np.asarray([line.rstrip("\n").split("\t", 1)[0] for line in f], dtype=object)
         with open(os.path.join(out, "sweep.png"), "rb") as f:
             png = f.read()
     runs = pd.DataFrame(report["runs"])

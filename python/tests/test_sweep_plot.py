@@ -72,6 +72,18 @@ def test_sweep_names(counts):
         plain.consensus_frame(4)
 
 
+def test_sweep_of_a_path_keeps_its_names(counts, tmp_path):
+    """A path whose names sit beside it (FILE.features.tsv, as the command reads them) names
+    the consensus bases' rows, as the command's consensus_basis_K.tsv does."""
+    np.save(tmp_path / "x.npy", counts)
+    genes = [f"g{i}" for i in range(counts.shape[1])]
+    (tmp_path / "x.features.tsv").write_text("".join(g + "\n" for g in genes))
+    res = didnmf.sweep(str(tmp_path / "x.npy"), ranks=[3], seeds=2, max_iter=50, out=tmp_path / "sw")
+    assert list(res.feature_names) == genes and list(res.consensus_frame(3).index) == genes
+    top = pd.read_csv(tmp_path / "sw" / "top_features_3.tsv", sep="\t")
+    assert set(top["feature"]) <= set(genes)
+
+
 def test_sweep_resume(counts, tmp_path):
     """An interrupted sweep of an in-memory X goes on with resume=True: X is kept in out, the
     kept runs are not run again, and the result is the uninterrupted sweep's, bit for bit."""
