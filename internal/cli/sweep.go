@@ -405,8 +405,11 @@ func cappedLine(rep didnmf.SweepReport) string {
 	}
 	slices.Sort(ks)
 	line := fmt.Sprintf("%d of %d runs hit the iteration cap or time limit (K=%s): their fits did not converge", n, len(runs), rankList(ks))
-	if rep.Unreliable == "" && rep.RuleName == sweep.RuleCV {
+	switch {
+	case rep.Unreliable == "" && rep.RuleName == sweep.RuleCV:
 		return line + "; they are above the rank of the lowest test error, and the suggestion does not rest on them"
+	case rep.RuleName == sweep.RuleCV:
+		return line + "; the suggestion rests on those up to the rank of the lowest test error, and is unreliable (below)"
 	}
 	return line + "; raise --max-iter (or the time limit) before trusting the suggestion"
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"github.com/didnmf/didnmf"
+	"github.com/didnmf/didnmf/sweep"
 	"math"
 
 	"bufio"
@@ -249,6 +250,21 @@ func TestSweepCappedLine(t *testing.T) {
 				t.Errorf("got %q, want it to start %q", got, tc.want)
 			}
 		})
+	}
+	// What it says of the suggestion agrees with the suggestion's own lines: the CV rule rests
+	// on the ranks up to the lowest test error's (unreliable when runs there hit the cap),
+	// not on those above; the stability rule on every rank.
+	capped := []didnmf.SweepReportRun{row(2, "converged"), row(3, "max-iter")}
+	for _, tc := range []struct {
+		rule, unreliable, want string
+	}{
+		{sweep.RuleCV, "", "; they are above the rank of the lowest test error, and the suggestion does not rest on them"},
+		{sweep.RuleCV, "1 of 2 runs (K=3) ...", "; the suggestion rests on those up to the rank of the lowest test error, and is unreliable (below)"},
+		{sweep.RuleStability, "1 of 2 runs (K=3) ...", "; raise --max-iter (or the time limit) before trusting the suggestion"},
+	} {
+		if got := cappedLine(didnmf.SweepReport{Runs: capped, RuleName: tc.rule, Unreliable: tc.unreliable}); !strings.HasSuffix(got, tc.want) {
+			t.Errorf("%s, unreliable %q: %q; want it to end %q", tc.rule, tc.unreliable, got, tc.want)
+		}
 	}
 }
 
