@@ -11,6 +11,7 @@
 #   bench/sweep_scale.sh ... -- --max-iter 200             # flags after -- go to `didnmf sweep`
 #   bench/sweep_scale.sh --stop-after 3600                 # a chunk: kill the sweep's driver after an hour
 #   bench/sweep_scale.sh --run DIR                         # go on with DIR's sweep (--resume) to its end
+#   bench/sweep_scale.sh --run DIR --consensus 15          # ... then cNMF's consensus of its K=15 runs
 #
 # Flags (defaults: the issue's):
 #   --rows N (200000) --cols N (20000) --density D (0.02) --k K (15, planted)   the matrix
@@ -23,6 +24,9 @@
 #   --run DIR               go on with the sweep of an earlier run directory DIR (its members' data,
 #                           secret and --out): `didnmf sweep --resume` runs only the runs its journal
 #                           (DIR/sweep/runs) lacks; give the same matrix and sweep flags as before
+#   --consensus K           once the sweep has ended, run didnmf consensus of its rank K on the same
+#                           members (the usages refit by the distributed transform) and print its
+#                           wall time, CPU and peak RSS (the members' peaks reset before it)
 #   --stop-after S          kill the sweep's driver with SIGKILL after S seconds (a real driver loss:
 #                           a sweep too long for one sitting goes on later with --run); each
 #                           chunk's wall time, CPU and peaks go to DIR/chunks.tsv, and the summary at
@@ -39,7 +43,7 @@ rows=200000 cols=20000 density=0.02 k=15
 ranks=5:30 seeds=10 shards=3
 work=/tmp/didnmf-sweep-scale
 kill_after=3 restart=yes restart_after=20 port=27950
-run="" stop_after=0
+run="" stop_after=0 consensus_k=""
 extra=()
 while (($#)); do
 	case $1 in
@@ -57,6 +61,7 @@ while (($#)); do
 	--port) port=$2; shift 2 ;;
 	--run) run=$2; shift 2 ;;
 	--stop-after) stop_after=$2; shift 2 ;;
+	--consensus) consensus_k=$2; shift 2 ;;
 	--) shift; extra=("$@"); break ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "sweep_scale.sh: unknown flag $1 (see --help)" >&2; exit 2 ;;
@@ -260,3 +265,33 @@ print("  output      $out")
 if failed or rep["suggested_k"] <= 0 and not rep.get("cannot_tell"):
     sys.exit(1)
 EOF
+[[ -n $consensus_k ]] || exit 0
+
+# cNMF's consensus of rank K on the same members: its time, CPU and memory alone (each
+# member's peak RSS is reset first: "5" into clear_refs resets VmHWM).
+cout=$run/consensus_$consensus_k
+rm -rf "$cout"
+c_cpu0=0
+for i in 1 2 3; do
+	[[ -n ${pids[i]:-} ]] || continue
+	echo 5 >"/proc/${pids[i]}/clear_refs" 2>/dev/null || true
+	c_cpu0=$(python3 -c "print($c_cpu0 + $(cpu "${pids[i]}"))")
+done
+say "consensus of K=$consensus_k into $cout"
+c_start=$(date +%s.%N)
+c_status=0
+/usr/bin/time -o "$run/consensus.time" -f "%e %U %S %M" "$didnmf" consensus --cluster "$(gossip 1)" --secret-file "$secret" \
+	--sweep "$out" --k "$consensus_k" --input "$x" --out "$cout" >"$run/consensus.log" 2>&1 || c_status=$?
+c_end=$(date +%s.%N)
+tail -n 4 "$run/consensus.log" >&2
+read -r c_wall c_user c_sys c_kb < <(tail -n 1 "$run/consensus.time") || true
+c_cpu1=0 c_peaks=""
+for i in 1 2 3; do
+	[[ -n ${pids[i]:-} ]] || continue
+	c_cpu1=$(python3 -c "print($c_cpu1 + $(cpu "${pids[i]}"))")
+	c_peaks+=" scale-$i $(($(hwm "${pids[i]}") / 1024)) MB"
+done
+printf 'consensus   K=%s: exit %s; wall %.1f s; CPU: members %.1f s, client %.1f s; peak RSS:%s, client %s MB; output %s\n' \
+	"$consensus_k" "$c_status" "$(python3 -c "print($c_end - $c_start)")" "$(python3 -c "print($c_cpu1 - $c_cpu0)")" \
+	"$(python3 -c "print(${c_user:-0} + ${c_sys:-0})")" "$c_peaks" "$((${c_kb:-0} / 1024))" "$cout"
+exit "$c_status"
