@@ -40,8 +40,13 @@ const MaxSweepReportBytes = 32 << 20
 // runs) and a few more.
 const maxSweepReportObjects = 3*MaxSweepRuns + 100
 
+// maxSweepReportDepth bounds how deep a sweep.json nests (a sweep's nests 4 deep): the
+// decoder keeps a frame a level, so "[[[[..." alone would take gigabytes.
+const maxSweepReportDepth = 16
+
 // checkJSONCounts scans data's tokens without keeping them and refuses more than maxObjects
-// objects in all, or an array of more than maxElems elements.
+// objects in all, an array of more than maxElems elements, or nesting deeper than
+// maxSweepReportDepth.
 func checkJSONCounts(data []byte, maxObjects, maxElems int) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var elems []int // the elements counted in each open array; -1 for an open object
@@ -61,6 +66,9 @@ func checkJSONCounts(data []byte, maxObjects, maxElems int) error {
 			if elems[n-1]++; elems[n-1] > maxElems {
 				return fmt.Errorf("an array of more than %d elements", maxElems)
 			}
+		}
+		if (tok == json.Delim('[') || tok == json.Delim('{')) && len(elems) >= maxSweepReportDepth {
+			return fmt.Errorf("nested deeper than %d", maxSweepReportDepth)
 		}
 		switch tok {
 		case json.Delim('['):
@@ -154,8 +162,8 @@ func (sp *Spectra) CheckInput(inputs []string, features, samples int) (warning, 
 	var warns []string
 	for i, in := range inputs {
 		theirs, ours := sp.inputs[i], inputPrint(in)
-		if isSynthetic(theirs.Path) || isSynthetic(in) { // specs: their text says it all
-			if theirs.Path != in {
+		if isSynthetic(theirs.Path) || isSynthetic(in) { // specs: what they say is the matrix
+			if !matio.SameSynthetic(theirs.Path, in) {
 				warns = append(warns, fmt.Sprintf("%s is not the input the sweep %s read, %s", in, sp.Dir, theirs.Path))
 			}
 			continue

@@ -227,6 +227,7 @@ func TestReadSpectraHostile(t *testing.T) {
 			"not a sweep report: more than 30100 objects"},
 		{"sweep.json of many values", 3, writeJSON(`{"builds":[` + strings.Repeat("0,", didnmf.MaxSweepRuns) + `0]}`), "sweep.json",
 			"an array of more than 10000 elements"},
+		{"sweep.json nested deep", 3, writeJSON(strings.Repeat("[", 1<<20)), "sweep.json", "not a sweep report: nested deeper than 16"},
 		{"sweep.json too large", 3, writeJSON(`{"x":"` + strings.Repeat("a", didnmf.MaxSweepReportBytes) + `"}`), "sweep.json",
 			"larger than a sweep writes"},
 		{"K not swept among many", 200, editJSON(func(r *didnmf.SweepReport) {

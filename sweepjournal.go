@@ -83,8 +83,10 @@ type FileSweepJournal struct {
 	kept  []string
 	build string
 	// raisedFrom is the iteration cap of the journal's runs when this job's is higher (else
-	// 0): Done then leaves out the runs that hit it, to be run again.
-	raisedFrom int
+	// 0). cap is the job's iteration cap: Done leaves out a run that hit a lower one, to be
+	// run again (a journal whose raised cap was written before all of those ran again holds
+	// some still: the cap each hit is its iteration count).
+	raisedFrom, cap int
 	// folds are the held-out set's figures of the first record read of each fold, by test
 	// seed, which every other run of that fold must have (sameFold).
 	folds map[uint64]foldFigures
@@ -147,7 +149,7 @@ func OpenSweepJournal(dir string, j0 *Job, o SweepOptions) (*FileSweepJournal, e
 		return nil, err
 	}
 	j := &FileSweepJournal{dir: filepath.Join(dir, SweepJournalDir), fp: fp, features: j0.Features, samples: j0.Samples,
-		testSeed: j0.Spec.TestSeed, maxIter: j0.Spec.Stop.MaxIter + j0.Spec.Stop.For(j0.Spec.Accel).Settle, build: buildinfo.ID()}
+		testSeed: j0.Spec.TestSeed, maxIter: j0.Spec.Stop.MaxIter + j0.Spec.Stop.For(j0.Spec.Accel).Settle, cap: j0.Spec.Stop.MaxIter, build: buildinfo.ID()}
 	j.fp.Builds = []string{j.build}
 	n, err := j.Runs()
 	if err != nil || n == 0 {
@@ -160,14 +162,16 @@ func OpenSweepJournal(dir string, j0 *Job, o SweepOptions) (*FileSweepJournal, e
 	}
 	// A job that differs only by a higher iteration cap is the same job for the runs that
 	// stopped before the old cap (their bits do not depend on it); those that hit it run
-	// again (Done), and journal.json takes the new cap at the first Record.
+	// again (Done, by their iteration count: also after journal.json took the new cap at the
+	// first Record and the sweep was stopped before they all ran).
 	if then, ok := raisedCap(was, fp); ok {
 		same := was
 		same.Spec = maps.Clone(was.Spec)
 		same.Spec[maxIterKey] = fp.Spec[maxIterKey]
-		if fp.compare(same, j.dir) == nil {
-			j.raisedFrom, was = then, same
+		if err := fp.compare(same, j.dir); err != nil {
+			return nil, err // what differs besides the cap, which may be raised
 		}
+		j.raisedFrom, was = then, same
 	}
 	if err := fp.compare(was, j.dir); err != nil {
 		return nil, err
@@ -176,8 +180,8 @@ func OpenSweepJournal(dir string, j0 *Job, o SweepOptions) (*FileSweepJournal, e
 	// journal.json is this job's; it is written again at the first Record only to add this
 	// build to the builds that recorded runs (or the raised cap).
 	j.current = slices.Contains(was.Builds, j.build) && j.raisedFrom == 0
-	if !j.current {
-		j.fp.Builds = append(slices.Clone(was.Builds), j.build)
+	if j.fp.Builds = slices.Clone(was.Builds); !slices.Contains(was.Builds, j.build) {
+		j.fp.Builds = append(j.fp.Builds, j.build)
 	}
 	return j, nil
 }
@@ -261,8 +265,8 @@ func (j *FileSweepJournal) Done(k, seed, fold int) (*Result, error) {
 	case j.maxIter > 0 && rec.Iterations > j.maxIter:
 		return nil, bad("%d iterations, more than the job's cap (%d)", rec.Iterations, j.maxIter)
 	}
-	if j.raisedFrom > 0 && rec.StopReason == string(kernels.StopMaxIter) {
-		return nil, nil // it hit the old cap: run again under the new one
+	if j.cap > 0 && rec.StopReason == string(kernels.StopMaxIter) && rec.Iterations < j.cap {
+		return nil, nil // it hit a lower cap than the job's (one raised since): run again
 	}
 	if err := j.sameFold(rec, path, again); err != nil {
 		return nil, err
@@ -911,3 +915,7 @@ func raisedCap(was, fp sweepFingerprint) (then int, ok bool) {
 	n, err2 := strconv.Atoi(fp.Spec[maxIterKey])
 	return t, err1 == nil && err2 == nil && t > 0 && n > t
 }
+
+// RaisedFrom is the iteration cap of the runs the journal held when it was opened, when the
+// job's is higher (else 0): the runs that hit it run again (Done leaves them out).
+func (j *FileSweepJournal) RaisedFrom() int { return j.raisedFrom }

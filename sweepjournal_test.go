@@ -605,20 +605,40 @@ func TestSweepResumeRaisedCap(t *testing.T) {
 	if capped == 0 || capped == len(first.Runs) {
 		t.Fatalf("%d of %d runs capped at %d: the case needs some of each", capped, len(first.Runs), low)
 	}
-	// Again with the cap of 300.
+	// Again with the cap of 300, stopped after one run ended: journal.json then says 300,
+	// and the runs capped at the old cap still there must not pass for runs of 300.
 	jn2, err := didnmf.OpenSweepJournal(dir, j, resumeOptions())
 	if err != nil {
 		t.Fatalf("a higher cap: %v", err)
 	}
-	counted := &countingJournal{SweepJournal: jn2}
+	if jn2.RaisedFrom() != low {
+		t.Errorf("RaisedFrom %d, want %d", jn2.RaisedFrom(), low)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o = resumeOptions()
+	o.Journal = jn2
+	o.OnRun = func(e didnmf.SweepEvent) {
+		if !e.Resumed {
+			cancel()
+		}
+	}
+	if _, err := r.Sweep(ctx, j, o); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the stopped sweep returned %v", err)
+	}
+	jn3, err := didnmf.OpenSweepJournal(dir, j, resumeOptions())
+	if err != nil {
+		t.Fatalf("resumed again at 300: %v", err)
+	}
+	counted := &countingJournal{SweepJournal: jn3}
 	o = resumeOptions()
 	o.Journal = counted
 	res, err := r.Sweep(context.Background(), j, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if counted.records != capped || counted.resumed != len(first.Runs)-capped {
-		t.Errorf("ran %d and resumed %d; want the %d capped at %d run again and the other %d kept", counted.records, counted.resumed, capped, low, len(first.Runs)-capped)
+	if counted.resumed+counted.records != len(first.Runs) || counted.records >= capped || counted.resumed < len(first.Runs)-capped {
+		t.Errorf("ran %d and resumed %d; want fewer than the %d capped at %d run (one ran before the stop), the rest kept", counted.records, counted.resumed, capped, low)
 	}
 	for i, run := range res.Runs {
 		if a, b := run.Result, whole.Runs[i].Result; a.Iterations != b.Iterations || !sameBits(a.B, b.B) || a.TestSSE != b.TestSSE {

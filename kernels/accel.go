@@ -97,7 +97,7 @@ func (a Accel) String() string {
 // followed by ",x" to extrapolate as well, or "x" (extrapolation alone).
 func ParseAccel(s string) (Accel, error) {
 	switch strings.TrimSpace(s) {
-	case "", "off", "1,1":
+	case "off", "1,1":
 		return Accel{}, nil
 	case "auto":
 		return AccelAuto, nil

@@ -17,7 +17,7 @@ func TestParseAccel(t *testing.T) {
 		wantErr string
 	}{
 		{"off", Accel{}, ""},
-		{"", Accel{}, ""},
+		{"", Accel{}, "want off, auto, x"},
 		{"1,1", Accel{}, ""},
 		{"auto", AccelAuto, ""},
 		{"3,5", Accel{3, 5, AccelAuto.Eps, false}, ""},

@@ -276,3 +276,18 @@ func DefaultSeed(spec string, seed uint64) string {
 	}
 	return fmt.Sprintf("%s,seed=%d", spec, seed)
 }
+
+// SameSynthetic tells whether a and b are synthetic specs of the same matrix: both parse,
+// and their m, n, k, seed and noise are equal whatever the keys' order or the numbers' forms
+// ("n=1e3" and "n=1000").
+func SameSynthetic(a, b string) bool {
+	x, err := parseSyntheticSpec(a)
+	if err != nil {
+		return false
+	}
+	y, err := parseSyntheticSpec(b)
+	if err != nil {
+		return false
+	}
+	return x.m == y.m && x.n == y.n && x.k == y.k && x.seed == y.seed && x.noise == y.noise
+}

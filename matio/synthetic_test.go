@@ -195,3 +195,21 @@ func TestSyntheticSizesWithExponents(t *testing.T) {
 		src.Close()
 	}
 }
+
+func TestSameSynthetic(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{"synthetic:m=5,n=1000,k=2,seed=1", "synthetic:seed=1,k=2,n=1e3,m=5", true},
+		{"synthetic:m=5,n=10,k=2,seed=1,noise=0", "synthetic:m=5,n=10,k=2,seed=1", true},
+		{"synthetic:m=5,n=10,k=2,seed=1", "synthetic:m=5,n=10,k=2,seed=2", false},
+		{"synthetic:m=5,n=10,k=2,seed=1,noise=0.1", "synthetic:m=5,n=10,k=2,seed=1", false},
+		{"synthetic:m=5,n=10,k=2,seed=1", "x.npy", false},
+		{"synthetic:m=5", "synthetic:m=5", false}, // not a spec: nothing to compare
+	} {
+		if got := SameSynthetic(c.a, c.b); got != c.same {
+			t.Errorf("SameSynthetic(%q, %q) = %v, want %v", c.a, c.b, got, c.same)
+		}
+	}
+}

@@ -69,7 +69,7 @@ func (c *coordinator) Receive(ctx actor.Context) {
 		}
 		close(c.ticks)
 		c.node.board.remove(c.job)
-		c.node.placing.Release(c.job) // an ended job weighs on no later placement
+		c.node.placing.Release(c.job, time.Now()) // an ended job weighs on no later placement
 		return
 	case coordTick:
 		c.step(ctx, jobctl.Tick{})

@@ -92,6 +92,16 @@ func cmdConsensus(args []string, stdout, stderr io.Writer) error {
 	} else if a.On() {
 		return badInput("--accel %s: consensus refits the usages by one exact solve for the consensus basis (a transform): there are no iterations to accelerate; leave out --accel", a)
 	}
+	// The refit's own refusals (jobspec's), before the spectra are read and clustered.
+	for _, f := range []struct {
+		given bool
+		flag  string
+	}{{jf.missing != "", "--missing " + jf.missing}, {flagGiven(fs, "test-fraction") && jf.testFraction != 0, "--test-fraction"}} {
+		if f.given {
+			return badInput("%s: a transform solves every sample's coefficients from all of its entries; it takes no missing or held-out entries; leave out %s",
+				f.flag, f.flag)
+		}
+	}
 	if jf.loss != kernels.LossFrobenius {
 		return badInput("--loss %s: consensus refits the usages by nonnegative least squares for the consensus basis (a transform), "+
 			"for the Frobenius loss only; leave out --loss", jf.loss)

@@ -439,6 +439,7 @@ func TestConsensusWarnsWhatItCannotCheck(t *testing.T) {
 		name, sweep, input, want string // want "": no warning
 	}{
 		{"the sweep's spec", synth, spec, ""},
+		{"the sweep's spec, its keys reordered", synth, "synthetic:seed=5,noise=0.02,k=3,n=60,m=12", ""},
 		{"another spec", synth, "synthetic:m=12,n=60,k=3,seed=6,noise=0.02",
 			"warning: --input synthetic:m=12,n=60,k=3,seed=6,noise=0.02 is not the input the sweep " + synth + " read, " + spec},
 		{"a file for a spec", synth, other, "warning: --input " + other + " is not the input the sweep " + synth + " read, " + spec},

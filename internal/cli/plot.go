@@ -47,6 +47,10 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 			"plot draws a factorize or consensus --out (didnmf consensus --sweep %s --k K --input ... --out DIR for a rank's programs)",
 			*result, figures.ReportFile, filepath.Join(*result, "sweep.png"), *result)
 	}
+	if _, jerr := os.Stat(filepath.Join(*result, "runs", "journal.json")); err != nil && errors.Is(err, os.ErrNotExist) && jerr == nil {
+		return badInput("--result %s is a sweep's --out without its sweep.json: the sweep is still running, or was stopped (go on with didnmf sweep --resume); "+
+			"its figure, sweep.png, comes at its end", *result)
+	}
 	if err != nil {
 		return err
 	}

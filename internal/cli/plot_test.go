@@ -140,6 +140,13 @@ func TestPlotBadInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(sweepOut, "sweep.json"), []byte(`{}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	running := t.TempDir() // a sweep's --out before its end: runs/ and no sweep.json
+	if err := os.MkdirAll(filepath.Join(running, "runs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(running, "runs", "journal.json"), []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	noBasis := plotResultDir(t, 64, 4, nil)
 	os.Remove(filepath.Join(noBasis, "basis.npy"))
 	aFile := filepath.Join(good, "basis.npy")
@@ -153,6 +160,7 @@ func TestPlotBadInput(t *testing.T) {
 		{"--result a file", []string{"--result", aFile}, "not a directory"},
 		{"no report.json", []string{"--result", noReport}, "report.json: no such file"},
 		{"a sweep's --out", []string{"--result", sweepOut}, "is a sweep's --out (sweep.json, no report.json): its figure is " + filepath.Join(sweepOut, "sweep.png")},
+		{"a running sweep's --out", []string{"--result", running}, "is a sweep's --out without its sweep.json: the sweep is still running, or was stopped"},
 		{"truncated report.json", []string{"--result", badReport}, "report.json: truncated JSON"},
 		{"report.json of wrong types", []string{"--result", wrongTypes}, "report.json: m: want an integer, got a string"},
 		{"no basis.npy", []string{"--result", noBasis}, "basis.npy"},

@@ -180,7 +180,12 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stderr, "sweep: %s, ranks %s, %d seed(s), %s: %d jobs, %d at once on %s\n", j0.Name(), rankList(ks), *seeds, cv,
 			len(ks)**seeds, p, j0.Target)
-		if *sf.resume {
+		switch {
+		case *sf.resume && journal.RaisedFrom() > 0:
+			fmt.Fprintf(stderr, "sweep: %s holds %d run(s) of --max-iter %d: those of this sweep's ranks, seeds and folds that stopped before that cap "+
+				"are not run again (each is checked and said resumed); those that hit it run again to --max-iter %d\n",
+				journal.Dir(), kept, journal.RaisedFrom(), j0.Spec.Stop.MaxIter)
+		case *sf.resume:
 			fmt.Fprintf(stderr, "sweep: %s holds %d run(s): those of this sweep's ranks, seeds and folds are not run again (each is checked and said resumed)\n",
 				journal.Dir(), kept)
 		}

@@ -25,6 +25,9 @@ const PlacingTTL = 2 * time.Minute
 type Placing struct {
 	mu      sync.Mutex
 	planned []planned
+	// released are the jobs Released, until PlacingTTL after: a job cancelled while its
+	// setup ran is released before its setup Claims, and is then not booked.
+	released map[string]time.Time
 }
 
 // maxPlanned bounds the bookings (a node's and a job's each): past it the oldest go first.
@@ -48,6 +51,11 @@ func (pl *Placing) Claim(job string, b Begin, now time.Time) []*messages.Pong {
 	}
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
+	for id, until := range pl.released {
+		if !now.Before(until) {
+			delete(pl.released, id)
+		}
+	}
 	// A booking the node's pong lists is counted by the pong; an old one is let go.
 	pl.planned = slices.DeleteFunc(pl.planned, func(p planned) bool {
 		if !now.Before(p.expires) || p.job == job {
@@ -71,8 +79,8 @@ func (pl *Placing) Claim(job string, b Begin, now time.Time) []*messages.Pong {
 		pongs[i] = q
 	}
 	plan, err := PlanPlacement(PlanInput{Job: job, Samples: b.Samples, Reserve: b.Reserve, Nodes: b.Nodes, Pongs: pongs})
-	if err != nil {
-		return pongs // the job fails in begin, with the same error
+	if _, gone := pl.released[job]; err != nil || gone {
+		return pongs // the job fails in begin, with the same error, or has stopped
 	}
 	for _, s := range plan.Shards {
 		i := slices.IndexFunc(pl.planned, func(p planned) bool { return p.job == job && p.addr == s.Node })
@@ -89,9 +97,16 @@ func (pl *Placing) Claim(job string, b Begin, now time.Time) []*messages.Pong {
 	return pongs
 }
 
-// Release lets the bookings of job go: its coordinator stopped.
-func (pl *Placing) Release(job string) {
+// Release lets the bookings of job go, and books none for it after: its coordinator stopped.
+// now is when.
+func (pl *Placing) Release(job string, now time.Time) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	pl.planned = slices.DeleteFunc(pl.planned, func(p planned) bool { return p.job == job })
+	if pl.released == nil {
+		pl.released = map[string]time.Time{}
+	}
+	if len(pl.released) < maxPlanned {
+		pl.released[job] = now.Add(PlacingTTL)
+	}
 }

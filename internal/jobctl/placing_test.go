@@ -78,10 +78,17 @@ func TestPlacingBook(t *testing.T) {
 		t.Errorf("shards counted %d (%d + %d); want 3: a's on m1 counted once", total, got[0].Shards, got[1].Shards)
 	}
 	// A released job's bookings go: b's.
-	pl.Release("b")
+	pl.Release("b", now)
 	got = pl.Claim("c2", Begin{Samples: 10, Reserve: []int64{1}, Nodes: nodes, Pongs: []*messages.Pong{{Capacity: 1, Shards: 1, JobIds: []string{"a"}}, {Capacity: 1}}}, now)
 	if total := got[0].Shards + got[1].Shards; total != 2+1 { // a's two, and c's booking (c2's own is not added)
 		t.Errorf("after b's release: %d shards counted; want 3 (a's two and c's one)", total)
+	}
+	// A job released before it claims (cancelled during its setup) is not booked.
+	pl.Release("early", now)
+	pl.Claim("early", Begin{Samples: 10, Reserve: []int64{1, 1}, Nodes: nodes, Pongs: pongs(nil, nil)}, now)
+	got = pl.Claim("c3", Begin{Samples: 10, Reserve: []int64{1}, Nodes: nodes, Pongs: []*messages.Pong{{Capacity: 1, Shards: 1, JobIds: []string{"a"}}, {Capacity: 1}}}, now)
+	if total := got[0].Shards + got[1].Shards; total != 4 { // a's two, c's and c2's: none of "early"'s
+		t.Errorf("a job released before its claim: %d shards counted; want 4", total)
 	}
 	// After the TTL nothing is booked.
 	later := pl.Claim("d", Begin{Samples: 10, Reserve: []int64{1}, Nodes: nodes, Pongs: pongs(nil, nil)}, now.Add(PlacingTTL))

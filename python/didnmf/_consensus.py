@@ -190,7 +190,10 @@ def consensus(
         done = run(args, verbose=p["verbose"], binary=binary)
         for line in done.stderr.splitlines():  # the command's warnings, say that X is not the sweep's
             if line.startswith("didnmf: warning: "):
-                warnings.warn(line[len("didnmf: "):], UserWarning, stacklevel=2)
+                msg = line[len("didnmf: "):]
+                if in_memory:  # the temporary file the command read is gone: name what the user gave
+                    msg = msg.replace(inputs[0], "X (in memory)")
+                warnings.warn(msg, UserWarning, stacklevel=2)
         basis = np.load(os.path.join(directory, "basis.npy"), allow_pickle=False)
         usages = np.load(os.path.join(directory, "coef.npy"), allow_pickle=False)
         with open(os.path.join(directory, "consensus.json"), encoding="utf-8") as f:

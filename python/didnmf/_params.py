@@ -213,6 +213,9 @@ def accel_flag(value, owner="NMF"):
         "C and B ints in [1, 100] (the most sweeps over W and over H an iteration), eps a float "
         "in (0, 1), x to extrapolate"
     )
+    # str.strip() also drops \x1c-\x1f, which the command's (Go's) trimming keeps: refused.
+    if isinstance(value, str) and any("\x1c" <= c <= "\x1f" for c in value):
+        raise _bad("accel", value, wants, owner)
     if isinstance(value, str):
         if value.strip() in ACCEL_NAMES:
             return value.strip()

@@ -347,6 +347,14 @@ def _kept_input(path, out, resume):
     Another matrix in its place is refused when runs were made of it (with resume, or
     without: the command would refuse those runs' directory), else replaced."""
     kept = os.path.join(out, os.path.basename(path))
+    if os.path.islink(kept) or os.path.lexists(kept) and not os.path.isfile(kept):
+        raise ValueError(f"{kept} is not a regular file (a symbolic link, a directory, ...): the sweep keeps X there; remove it, or use another out.")
+    others = [n for n in ("input.npy", "input.npz", "input.mtx") if n != os.path.basename(path) and os.path.lexists(os.path.join(out, n))]
+    if others and (resume or _runs_kept(out)):
+        raise ValueError(
+            f"X is not the matrix the sweep in {out} was run on: that sweep kept {others[0]} (a "
+            f"{'sparse' if others[0] != 'input.npy' else 'dense'} X); pass the same X, or another out."
+        )
     if os.path.isfile(kept):
         if filecmp.cmp(path, kept, shallow=False):
             return kept
@@ -361,5 +369,14 @@ def _kept_input(path, out, resume):
             "in-memory X keeps there: is out the directory of such a sweep?"
         )
     os.makedirs(out, exist_ok=True)
-    shutil.move(path, kept)
+    # Copied beside it, then renamed over it: a rename replaces a name, never writes through it.
+    fd, staging = tempfile.mkstemp(prefix=".input-", dir=out)
+    os.close(fd)
+    try:
+        shutil.copyfile(path, staging)
+        os.replace(staging, kept)
+    except BaseException:
+        if os.path.lexists(staging):
+            os.remove(staging)
+        raise
     return kept

@@ -55,7 +55,7 @@ def test_sweep_out_feeds_consensus(counts, tmp_path):
     assert res.report["runs"] == 4 and res.report["filtered"] == 0
     # Another matrix of the sweep's shape is refit, with the command's warning as Python's.
     other = counts[::-1].copy()
-    with pytest.warns(UserWarning, match=r"warning: --input .*input.npy is not the file the sweep .* read, .*input.npy"):
+    with pytest.warns(UserWarning, match=r"warning: --input X \(in memory\) is not the file the sweep .* read, .*input.npy"):
         didnmf.consensus(other, tmp_path / "sweep", 5, density_threshold=2)
 
 

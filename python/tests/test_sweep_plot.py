@@ -110,6 +110,19 @@ def test_sweep_resume(counts, tmp_path):
         didnmf.sweep(counts, ranks=[3], resume=True)
     with pytest.raises(ValueError, match="holds no input.npy"):
         didnmf.sweep(counts, ranks=[3], out=tmp_path / "empty", resume=True)
+    # A symbolic link in place of the kept file is refused, and its target untouched.
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "input.npy").symlink_to(victim)
+    with pytest.raises(ValueError, match="is not a regular file"):
+        didnmf.sweep(counts, ranks=[3], out=linked)
+    assert victim.read_text() == "keep"
+    # A sparse X against a dense sweep's directory names what that sweep kept.
+    import scipy.sparse
+    with pytest.raises(ValueError, match="that sweep kept input.npy \\(a dense X\\)"):
+        didnmf.sweep(scipy.sparse.csr_matrix(counts), ranks=[3, 4], seeds=2, max_iter=60, out=out, resume=True)
 
 
 def test_sweep_cannot_tell(tmp_path):
