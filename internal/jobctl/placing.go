@@ -19,9 +19,9 @@ const PlacingTTL = 2 * time.Minute
 // on one member while another sits idle. Claim adds to each pong the shards (and reserved
 // memory) this node planned there for other jobs that the pong does not list yet, plans the
 // job on the result, and books the plan; Release lets a job's bookings go when its
-// coordinator stops (an ended job's shards no longer load anyone). Its methods are safe for concurrent use: Claim is
-// called from each job's setup, outside the actors' mailboxes. The zero value is empty and
-// ready.
+// coordinator stops (an ended job's shards no longer load anyone). Its methods are safe for
+// concurrent use: Claim is called from each job's setup, outside the actors' mailboxes. The
+// zero value is empty and ready.
 type Placing struct {
 	mu      sync.Mutex
 	planned []planned
