@@ -257,9 +257,9 @@ import csv
 chunks = list(csv.DictReader(open("$run/chunks.tsv"), delimiter="\t"))
 if len(chunks) > 1:
     print("  chunks      %d (the driver killed after --stop-after, then resumed): wall %.0f s, members' CPU %.0f s, driver CPU %.0f s in all; member peak %s, driver peak %s" % (
-        len(chunks), sum(float(c["wall_s"]) for c in chunks), sum(float(c["members_cpu_s"]) for c in chunks),
+        len(chunks), sum(float(c["wall_s"]) for c in chunks), sum(float(c["members_cpu_s"]) for c in chunks if c["members_cpu_s"] != "NA"),
         sum(float(c["driver_cpu_s"]) for c in chunks), kb(max(int(c["peak_member_kb"]) for c in chunks)), kb(max(int(c["peak_driver_kb"]) for c in chunks))))
-    for c in chunks:
+    for c in chunks:  # NA: a chunk whose members' CPU was not measured
         print("              chunk %s: %s s wall, %s s members' CPU, %s runs ended, load %s" % (c["chunk"], c["wall_s"], c["members_cpu_s"], c["runs_ended"], c["load_mean"]))
 print("  output      $out")
 if failed or rep["suggested_k"] <= 0 and not rep.get("cannot_tell"):
