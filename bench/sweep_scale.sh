@@ -39,6 +39,17 @@
 # no memory. Give `-- --test-fraction 0` to choose by stability alone, as cNMF does.
 set -euo pipefail
 
+# Bash reads a script as it runs it, and a sitting lasts hours: an edit of this file meanwhile
+# would run its new bytes from the old offsets (it did, and lost a sitting's figures). So a
+# copy runs, and the repository is found from the original.
+if [[ -z ${SWEEP_SCALE_ROOT:-} ]]; then
+	SWEEP_SCALE_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+	export SWEEP_SCALE_ROOT
+	copy=$(mktemp "${TMPDIR:-/tmp}/sweep_scale.XXXXXX.sh")
+	cp "$0" "$copy"
+	exec bash "$copy" "$@"
+fi
+
 rows=200000 cols=20000 density=0.02 k=15
 ranks=5:30 seeds=10 shards=3
 work=/tmp/didnmf-sweep-scale
@@ -70,7 +81,7 @@ done
 case $restart in yes | no) ;; *) echo "sweep_scale.sh: --restart yes or no, got $restart" >&2; exit 2 ;; esac
 
 say() { echo "sweep_scale: $*" >&2; }
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$SWEEP_SCALE_ROOT
 mkdir -p "$work/bin"
 work=$(cd "$work" && pwd)
 say "building didnmf and the generator into $work/bin"
