@@ -49,7 +49,7 @@ func (c *coordinator) setup(system *actor.ActorSystem, self string) any {
 	}
 	// The shards this node has planned for other jobs and the members may not count yet
 	// (jobs set up at once), so that the plan spreads them.
-	b.Pongs = c.node.placing.Claim(c.job, b, time.Now())
+	b.Pongs = c.node.placing.Claim(c.job, self, b, time.Now())
 	if spec.OutShared != "" {
 		// Last: nothing after it can fail, so the partial files it creates are the job's.
 		if err := prepareSharedCoef(roots, spec, c.job, shape.Features, shape.Samples); err != nil {

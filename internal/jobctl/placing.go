@@ -43,9 +43,11 @@ type planned struct {
 
 // Claim returns b's pongs with the shards and reserves this node planned for other jobs added
 // (on a node whose pong does not list the job yet), and books where PlanPlacement puts b's
-// job on them. b's job then plans (Job.begin) on the pongs returned, to the same plan. Fixed
+// job on them. self is this node's address: its pong lists every job it coordinates before
+// their shards are there, so its bookings stay until Released or expired (and a shard of one
+// counts twice there meanwhile). b's job then plans (Job.begin) on the pongs returned, to the same plan. Fixed
 // placements, which do not read loads, are returned as they are and not booked.
-func (pl *Placing) Claim(job string, b Begin, now time.Time) []*messages.Pong {
+func (pl *Placing) Claim(job, self string, b Begin, now time.Time) []*messages.Pong {
 	if b.Fixed || len(b.Pongs) != len(b.Nodes) {
 		return b.Pongs
 	}
@@ -62,7 +64,7 @@ func (pl *Placing) Claim(job string, b Begin, now time.Time) []*messages.Pong {
 			return true
 		}
 		i := slices.IndexFunc(b.Nodes, func(n Node) bool { return n.Addr == p.addr })
-		return i >= 0 && b.Pongs[i] != nil && slices.Contains(b.Pongs[i].JobIds, p.job)
+		return p.addr != self && i >= 0 && b.Pongs[i] != nil && slices.Contains(b.Pongs[i].JobIds, p.job)
 	})
 	pongs := make([]*messages.Pong, len(b.Pongs))
 	for i, p := range b.Pongs {
