@@ -162,7 +162,7 @@ func (sp *Spectra) CheckInput(inputs []string, features, samples int) (warning, 
 	var warns []string
 	for i, in := range inputs {
 		theirs, ours := sp.inputs[i], inputPrint(in)
-		if isSynthetic(theirs.Path) || isSynthetic(in) { // specs: what they say is the matrix
+		if matio.IsSynthetic(theirs.Path) || matio.IsSynthetic(in) { // specs: what they say is the matrix
 			if !matio.SameSynthetic(theirs.Path, in) {
 				warns = append(warns, fmt.Sprintf("%s is not the input the sweep %s read, %s", in, sp.Dir, theirs.Path))
 			}
@@ -549,6 +549,3 @@ func (r *Runner) Consensus(ctx context.Context, j *Job, c *Consensus, basisFile 
 	defer t.Close()
 	return r.Run(ctx, t, opts)
 }
-
-// isSynthetic tells an input that is a synthetic spec (synthetic:m=...), made from its text.
-func isSynthetic(input string) bool { return strings.HasPrefix(input, "synthetic:") }

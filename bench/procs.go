@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/didnmf/didnmf/internal/proccluster"
 	"github.com/didnmf/didnmf/internal/server"
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/pki"
 )
 
@@ -229,7 +229,7 @@ func (p *Procs) TimeProcs(job *didnmf.Job, blocks []kernels.Block, probe *didnmf
 func AbsInputs(inputs []string) []string {
 	out := slices.Clone(inputs)
 	for i, in := range out {
-		if !strings.HasPrefix(in, "synthetic:") && !filepath.IsAbs(in) {
+		if !matio.IsSynthetic(in) && !filepath.IsAbs(in) {
 			if abs, err := filepath.Abs(in); err == nil {
 				out[i] = abs
 			}

@@ -146,7 +146,7 @@ func describe(r *Report, what string) string {
 
 // readBasis reads basis.npy after checking, from its header, that it is the report's m x k.
 func readBasis(path string, rep *Report) ([]float64, error) {
-	if strings.HasPrefix(path, "synthetic:") { // a directory of that name, not a spec
+	if matio.IsSynthetic(path) { // a directory of that name, not a spec
 		path = "." + string(filepath.Separator) + path
 	}
 	src, err := matio.Open(path)

@@ -277,6 +277,11 @@ func DefaultSeed(spec string, seed uint64) string {
 	return fmt.Sprintf("%s,seed=%d", spec, seed)
 }
 
+// IsSynthetic tells whether input names a synthetic source ("synthetic:m=...,n=...") rather
+// than a file: whether it starts with the prefix every reader of this package takes as one,
+// well formed or not.
+func IsSynthetic(input string) bool { return strings.HasPrefix(input, syntheticPrefix) }
+
 // SameSynthetic tells whether a and b are synthetic specs of the same matrix: both parse,
 // and their m, n, k, seed and noise are equal whatever the keys' order or the numbers' forms
 // ("n=1e3" and "n=1000").

@@ -213,3 +213,22 @@ func TestSameSynthetic(t *testing.T) {
 		}
 	}
 }
+
+func TestIsSynthetic(t *testing.T) {
+	for _, c := range []struct {
+		input string
+		want  bool
+	}{
+		{"synthetic:m=5,n=10,k=2,seed=1", true},
+		{"synthetic:m=5", true}, // malformed, but meant as a spec: its reader says what is wrong
+		{"synthetic:", true},
+		{"./synthetic:m=5", false}, // a file of that name
+		{"Synthetic:m=5", false},
+		{"x.npy", false},
+		{"", false},
+	} {
+		if got := IsSynthetic(c.input); got != c.want {
+			t.Errorf("IsSynthetic(%q) = %v, want %v", c.input, got, c.want)
+		}
+	}
+}

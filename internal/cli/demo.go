@@ -18,6 +18,7 @@ import (
 	"github.com/didnmf/didnmf/internal/actors"
 	"github.com/didnmf/didnmf/internal/server"
 	"github.com/didnmf/didnmf/kernels"
+	"github.com/didnmf/didnmf/matio"
 	"github.com/didnmf/didnmf/pki"
 	"github.com/didnmf/didnmf/report"
 )
@@ -37,7 +38,7 @@ func demoRoots(args []string) []string {
 		case strings.HasPrefix(a, "--input=") || strings.HasPrefix(a, "-input="):
 			in = a[strings.Index(a, "=")+1:]
 		}
-		if in != "" && !strings.HasPrefix(in, "synthetic:") {
+		if in != "" && !matio.IsSynthetic(in) {
 			if abs, err := filepath.Abs(in); err == nil && !slices.Contains(roots, filepath.Dir(abs)) {
 				roots = append(roots, filepath.Dir(abs))
 			}

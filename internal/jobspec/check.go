@@ -4,7 +4,6 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/didnmf/didnmf/cluster"
 	"github.com/didnmf/didnmf/kernels"
@@ -116,7 +115,7 @@ func (s *Spec) checkPlace(c Cluster) error {
 		}
 		if s.Ingest == IngestShared {
 			for _, in := range s.Inputs {
-				if !strings.HasPrefix(in, "synthetic:") && !filepath.IsAbs(in) {
+				if !matio.IsSynthetic(in) && !filepath.IsAbs(in) {
 					return fieldErr("input", "{input} %s: give an absolute path with {ingest} shared (the nodes' working directories differ), or {ingest} stream", in)
 				}
 			}
