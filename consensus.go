@@ -243,27 +243,13 @@ func (sp *Spectra) readSweepInput(dir string, runs []SweepReportRun) {
 // file and the field or entry.
 func ReadSpectra(dir string, k int) (*Spectra, error) {
 	jsonPath := filepath.Join(dir, "sweep.json")
-	// matio's open never blocks, and refuses a FIFO or a device (which would never end).
-	f, err := matio.OpenRegular(jsonPath)
+	// Bounded before it is read; a FIFO or a device (which would never end) is refused.
+	data, err := readBounded(jsonPath, MaxSweepReportBytes, "a sweep's report")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, usererr.At(jsonPath, "cannot read the sweep's report (is %s the --out of a didnmf sweep?): no such file", dir)
 	}
 	if err != nil {
 		return nil, err
-	}
-	var data []byte
-	if st, err := f.Stat(); err == nil && st.Size() > MaxSweepReportBytes { // before reading it
-		err = usererr.At(jsonPath, "%d bytes, larger than a sweep writes (at most %d)", st.Size(), MaxSweepReportBytes)
-		f.Close()
-		return nil, err
-	}
-	data, err = io.ReadAll(io.LimitReader(f, MaxSweepReportBytes+1))
-	f.Close()
-	if err != nil {
-		return nil, usererr.At(jsonPath, "%v", err)
-	}
-	if len(data) > MaxSweepReportBytes {
-		return nil, usererr.At(jsonPath, "larger than a sweep writes (at most %d bytes)", MaxSweepReportBytes)
 	}
 	if err := checkJSONCounts(data, maxSweepReportObjects, MaxSweepRuns); err != nil {
 		return nil, usererr.At(jsonPath, "not a sweep report: %v", err)

@@ -229,7 +229,7 @@ func TestReadSpectraHostile(t *testing.T) {
 			"an array of more than 10000 elements"},
 		{"sweep.json nested deep", 3, writeJSON(strings.Repeat("[", 1<<20)), "sweep.json", "not a sweep report: nested deeper than 16"},
 		{"sweep.json too large", 3, writeJSON(`{"x":"` + strings.Repeat("a", didnmf.MaxSweepReportBytes) + `"}`), "sweep.json",
-			"larger than a sweep writes"},
+			"more than a sweep's report may be"},
 		{"K not swept among many", 200, editJSON(func(r *didnmf.SweepReport) {
 			for k := 4; k < 100; k++ {
 				r.PerRank = append(r.PerRank, didnmf.SweepReportRank{K: k})
