@@ -211,8 +211,9 @@ type Recovery struct {
 	// panic", "coordinator lost", ...).
 	Epoch uint64 `json:"epoch,omitempty"`
 	Cause string `json:"cause,omitempty"`
-	// Noticed and Resumed are seconds since the job started: when the failure was noticed,
-	// and when the first iteration after the rollback completed.
+	// Noticed and Resumed are seconds since the job started: when the failure was noticed
+	// (negative for a node lost while the job was set up, before it started), and when the
+	// first iteration after the rollback completed.
 	Noticed float64 `json:"noticed,omitempty"`
 	Resumed float64 `json:"resumed,omitempty"`
 	// FromIteration is the checkpoint's iteration the job resumed from, Redone the

@@ -25,6 +25,13 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // newHarness begins a job of 4 shards on the nodes a, b and c (a cluster; the coordinator on
 // a), checkpointing every 5 iterations, and acknowledges every placement: the job runs.
 func newHarness(t *testing.T, cfg Config) *harness {
+	h := beginHarness(t, cfg)
+	h.placeAll()
+	return h
+}
+
+// beginHarness is newHarness before any placement is acknowledged: the job is set up.
+func beginHarness(t *testing.T, cfg Config) *harness {
 	cfg.Self = &messages.Pid{Address: "a", Id: "host/j-coord"}
 	cfg.Cluster = true
 	if cfg.FanIn == 0 {
@@ -40,7 +47,6 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	nodes := []Node{{"a", "a"}, {"b", "b"}, {"c", "c"}}
 	pongs := []*messages.Pong{{Address: "a", Capacity: 1}, {Address: "b", Capacity: 1}, {Address: "c", Capacity: 1}}
 	h.step(Begin{Samples: 40, Features: 10, Reserve: make([]int64, 4), Nodes: nodes, Pongs: pongs, Workers: []string{"a", "b", "c"}})
-	h.placeAll()
 	return h
 }
 
@@ -165,6 +171,43 @@ func TestLostNodeRollsBackInANewEpoch(t *testing.T) {
 	h.iteration(6, 2)
 	if len(h.j.ft.recoveries) != 1 || h.j.ft.recoveries[0].FromIteration != 5 || h.j.ft.recoveries[0].Redone != 1 {
 		t.Fatalf("recoveries %v", h.j.ft.recoveries)
+	}
+}
+
+// TestNodeLostDuringSetupTimesItsRecovery: a node lost while the job is set up (no start
+// yet to count seconds from) is noticed at a negative time once the job starts, and its
+// recovery takes the seconds it took. (Its seconds were once counted from the zero time:
+// noticed 9.2e9 s after the start, recovered in -9.2e9 s, in the log, the report and the
+// convergence figure's time axis.)
+func TestNodeLostDuringSetupTimesItsRecovery(t *testing.T) {
+	h := beginHarness(t, Config{QuorumWait: time.Minute})
+	h.now = h.now.Add(3 * time.Second)
+	rd := h.step(MemberEvent{Addr: "b", Name: "b", Dead: true, Workers: []string{"a", "c"}})
+	if rd.Pings == nil {
+		t.Fatalf("losing b during the setup: no pings")
+	}
+	h.now = h.now.Add(2 * time.Second) // the pongs, the placement: the job starts 2 s after b was lost
+	rd = h.step(Pongs{Epoch: h.j.epoch, Nodes: rd.Pings.Nodes, Pongs: []*messages.Pong{{Address: "a", Capacity: 1}, {Address: "c", Capacity: 1}}})
+	h.placeAll()
+	h.iteration(1, h.j.epoch) // 10 ms later
+	if len(h.j.ft.recoveries) != 1 {
+		t.Fatalf("recoveries %v, want 1", h.j.ft.recoveries)
+	}
+	r := h.j.ft.recoveries[0]
+	if math.Abs(r.Noticed-(-2)) > 1e-9 || math.Abs(r.Resumed-0.01) > 1e-9 {
+		t.Errorf("noticed %v s, resumed %v s after the start; want -2 and 0.01", r.Noticed, r.Resumed)
+	}
+	var found bool
+	for _, e := range h.j.events {
+		if e.GetKind() == messages.JobEventKind_JOB_EVENT_KIND_RECOVERED {
+			found = true
+			if !strings.Contains(e.GetText(), "after 2.0 s") {
+				t.Errorf("the recovery's event: %q, want it to say after 2.0 s", e.GetText())
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no recovered event in %v", h.j.events)
 	}
 }
 

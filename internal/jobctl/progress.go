@@ -66,6 +66,10 @@ func (j *Job) onPlaced(now time.Time, m *messages.Placed) {
 	}
 	if j.ft.recovering == nil || j.started.IsZero() {
 		j.started = now // the job starts (a takeover before the first start included)
+		if r := j.ft.recovering; r != nil && !j.ft.noticedAt.IsZero() {
+			r.Noticed = j.ft.noticedAt.Sub(now).Seconds() // noticed during the setup: before the start
+		}
+		j.ft.noticedAt = time.Time{}
 		j.event(now, messages.JobEventKind_JOB_EVENT_KIND_STARTED, resume,
 			fmt.Sprintf("%d shards on %d nodes", len(j.shards), len(uniqueStrings(j.ft.shardNode))))
 	}

@@ -60,6 +60,9 @@ type faultState struct {
 	epochAt    float64
 	recoveries []*messages.Recovery
 	recovering *messages.Recovery
+	// noticedAt is when recovering's failure was noticed, kept while the job had not started
+	// (its Noticed waits for a start to count from; see noticed).
+	noticedAt  time.Time
 	why        RecoveryCause // of recovering
 	paused     bool          // the job waits for a quorum
 	pauseCause string
@@ -209,9 +212,8 @@ func (j *Job) recover(now time.Time, why RecoveryCause, cause string, lost []str
 		return
 	}
 	resume := j.lastCommitted()
-	seconds := now.Sub(j.started).Seconds()
 	if j.ft.recovering == nil {
-		j.ft.recovering = &messages.Recovery{Cause: cause, Noticed: seconds, FromIteration: resume, Redone: max(j.ft.lastIter-resume, 0)}
+		j.ft.recovering = &messages.Recovery{Cause: cause, Noticed: j.noticed(now), FromIteration: resume, Redone: max(j.ft.lastIter-resume, 0)}
 		j.began(why)
 	} else {
 		j.ft.recovering.Cause += "; " + cause
@@ -248,6 +250,19 @@ func (j *Job) recover(now time.Time, why RecoveryCause, cause string, lost []str
 	j.ready.Pings = &PingRequest{Epoch: j.epoch, Nodes: slices.Clone(alive)}
 }
 
+// noticed is Recovery.Noticed for a failure noticed now: the seconds since the job started.
+// A failure noticed before the start (a node lost while the job was set up) has no start to
+// count from yet: it reads 0 until the job starts, and the start makes it the negative
+// seconds it came before (started).
+func (j *Job) noticed(now time.Time) float64 {
+	if j.started.IsZero() {
+		j.ft.noticedAt = now
+		return 0
+	}
+	j.ft.noticedAt = time.Time{}
+	return now.Sub(j.started).Seconds()
+}
+
 // began records that a recovery began (the job's recovering record was made), for Ready.
 func (j *Job) began(why RecoveryCause) {
 	j.ft.why = why
@@ -260,7 +275,7 @@ func (j *Job) pause(now time.Time, why RecoveryCause, cause string, up int) {
 	if !j.ft.paused {
 		pause := fmt.Sprintf("%s; paused: only %d of the job's %d nodes reachable, not a majority", cause, up, j.ft.quorumOf)
 		if j.ft.recovering == nil {
-			j.ft.recovering = &messages.Recovery{Cause: pause, Noticed: now.Sub(j.started).Seconds(), FromIteration: j.lastCommitted(),
+			j.ft.recovering = &messages.Recovery{Cause: pause, Noticed: j.noticed(now), FromIteration: j.lastCommitted(),
 				Redone: max(j.ft.lastIter-j.lastCommitted(), 0)}
 			j.began(why)
 		} else {
