@@ -133,6 +133,10 @@ type SweepReportPoorFit struct {
 	Seed               int     `json:"seed"`
 	TrainRelErr2       float64 `json:"train_rel_err2"`
 	MedianTrainRelErr2 float64 `json:"median_train_rel_err2"`
+	// Capped is set when the fit stopped at the iteration cap or the time limit: a fit
+	// still on its way, not a poor optimum, left out as its test error is not a fitted
+	// model's.
+	Capped bool `json:"capped,omitempty"`
 }
 
 // Report is the sweep's sweep.json (without the consensus bases' file names, which Save
@@ -278,7 +282,7 @@ func rankRow(s sweep.RankSummary) SweepReportRank {
 	r := SweepReportRank{K: s.K, Runs: s.Runs, Folds: len(s.Folds), Capped: s.Capped, TrainMean: s.Train.Mean, MeanIterations: s.MeanIterations, MeanSeconds: s.MeanSeconds,
 		Silhouette: jsonNumber(s.Stability.Silhouette), Agreement: jsonNumber(s.Stability.Agreement), PoorFits: []SweepReportPoorFit{}}
 	for _, p := range s.PoorFits {
-		r.PoorFits = append(r.PoorFits, SweepReportPoorFit{Fold: p.Fold, Seed: p.Seed, TrainRelErr2: p.Train, MedianTrainRelErr2: p.Median})
+		r.PoorFits = append(r.PoorFits, SweepReportPoorFit{Fold: p.Fold, Seed: p.Seed, TrainRelErr2: p.Train, MedianTrainRelErr2: p.Median, Capped: p.Capped})
 	}
 	if s.Runs > 1 {
 		r.TrainSE = jsonNumber(s.Train.SE)

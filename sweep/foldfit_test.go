@@ -131,6 +131,45 @@ func TestSuggestPoorFit(t *testing.T) {
 	}
 }
 
+// TestSuggestCappedPoorFit: a fold's fit far above its rank's others because it stopped at
+// the iteration cap is left out too, but named for what it is, a fit still on its way, not
+// a poor local optimum (a fresh-eye review: a run at 2,000 iterations, still descending,
+// was called an optimum), and the hint is the cap.
+func TestSuggestCappedPoorFit(t *testing.T) {
+	var runs []Run
+	for f := range 5 {
+		d := 0.001 * float64(f)
+		test5, train5 := 0.50+d, 0.2813+0.0001*float64(f)
+		capped := false
+		if f == 4 {
+			test5, train5, capped = 0.59, 0.2950, true
+		}
+		k5 := foldRun(5, 100+f, f, train5, test5)
+		k5.Capped = capped
+		runs = append(runs, foldRun(4, 100+f, f, 0.30+0.0003*float64(f), 0.52+d), k5, foldRun(6, 100+f, f, 0.2800+0.0001*float64(f), 0.53+d))
+	}
+	sum, err := Summarize(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := sum[1].PoorFits; len(p) != 1 || !p[0].Capped {
+		t.Fatalf("K=5's poor fits %+v, want fold 4, capped", p)
+	}
+	sg := Suggest(sum)
+	if sg.K != 5 {
+		t.Fatalf("suggested %d: %s", sg.K, sg.Rule)
+	}
+	for _, want := range []string{"1 fit left out, its train error far above its rank's other folds': it stopped at the iteration cap, still on its way",
+		"K=5 fold 4 (seed 104: stopped at the cap, 0.295 against a median of 0.2815)", "raise the iteration cap"} {
+		if !strings.Contains(sg.Rule, want) {
+			t.Errorf("rule %q lacks %q", sg.Rule, want)
+		}
+	}
+	if strings.Contains(sg.Rule, "local optim") {
+		t.Errorf("rule %q calls a capped fit an optimum", sg.Rule)
+	}
+}
+
 // TestSuggestOverflowingTestError: one fold's test error near the largest float (a hostile
 // record; no fit makes it) overflows its rank's standard error to +Inf, which must not read
 // as "within one standard error": the rule keeps the rank of the lowest error.

@@ -18,7 +18,8 @@ type Suggestion struct {
 	K int
 	// Rule says how K was chosen (or why none was), with the numbers it used.
 	Rule string
-	// Name names the rule used: RuleCV, RuleStability or RuleElbow ("" for no ranks).
+	// Name names the rule used: RuleCV, RuleStability or RuleElbow ("" for no ranks, or one:
+	// nothing to compare).
 	Name string
 	// CannotTell is set when the runs do not show which rank the data have: with a test
 	// set, no rank fits the held-out entries better than the smallest tried by more than the
@@ -87,13 +88,21 @@ const (
 // tell", which rests on the folds' spread. Where it misses (weak programs in count data) it
 // errs low or cannot tell, never high.
 //
-// The summaries need not be sorted; Suggest returns K = 0 and "no ranks" for none.
+// The summaries need not be sorted; Suggest returns K = 0 and "no ranks" for none, and
+// cannot tell (K = 0) for one rank: nothing was compared.
 func Suggest(summaries []RankSummary) Suggestion {
 	if len(summaries) == 0 {
 		return Suggestion{Rule: "no ranks were summarized"}
 	}
 	s := slices.Clone(summaries)
 	slices.SortStableFunc(s, func(a, b RankSummary) int { return cmp.Compare(a.K, b.K) })
+	if len(s) == 1 {
+		// A rank is chosen by comparing ranks: one alone is no evidence for itself.
+		out := Suggestion{CannotTell: true, Reason: fmt.Sprintf("cannot tell: one rank was tried (K=%d), and a rank is chosen by "+
+			"comparing ranks: sweep a range of ranks around it", s[0].K)}
+		out.Rule = out.Reason
+		return out
+	}
 	if sg, ok := suggestByTest(s); ok {
 		return sg
 	}
@@ -213,12 +222,20 @@ func suggestByTest(s []RankSummary) (Suggestion, bool) {
 				"(K=%d: %.4g): K=%d, %.4g, worse by %.2g ± %.2g", b.Test.N, b.K, b.Test.Mean, t[pick].K, t[pick].Test.Mean, dm, dse)
 		}
 	}
+	// A suggestion rests on the ranks up to the lowest test error's; capped runs above it
+	// are named, not counted (cappedAbove).
+	upToBest := s[:slices.IndexFunc(s, func(r RankSummary) bool { return r.K == b.K })+1]
 	if pick == 0 && len(t) > 1 {
+		// Here every capped run counts, above the lowest test error's rank too: below the
+		// data's rank a capped run's test error is an unfitted model's, and may be why no
+		// rank did better than the smallest (cappedAbove's argument holds only above it).
 		out.Unreliable = unreliable(s, s, cappedErrors)
 		out.CannotTell = true
 		why := fmt.Sprintf("the signal beyond %s is below the noise", components(t[0].K))
 		if t[0].K > 1 {
 			why += fmt.Sprintf(", or the rank is below %d (sweep smaller ranks)", t[0].K)
+		} else {
+			why += " (K=1 fits as well as any: nothing beyond one component, such as the matrix's mean, stands out of the noise)"
 		}
 		if capped, runs := cappedRuns(s); capped > 0 {
 			// The runs that did not fit may be why no rank did better: say so first.
@@ -237,7 +254,7 @@ func suggestByTest(s []RankSummary) (Suggestion, bool) {
 	if best == len(t)-1 && len(t) > 1 {
 		out.Rule += "; the lowest is at the largest rank tried: larger ranks may do better"
 	}
-	out.Unreliable = unreliable(s[:slices.IndexFunc(s, func(r RankSummary) bool { return r.K == b.K })+1], s, cappedErrors)
+	out.Unreliable = unreliable(upToBest, s, cappedErrors)
 	if above := cappedAbove(s, b.K); above != "" {
 		out.Rule += "; " + above
 	}
@@ -252,10 +269,18 @@ func suggestByTest(s []RankSummary) (Suggestion, bool) {
 func poorFitsText(s []RankSummary) string {
 	var names []string
 	n := 0
+	capped := 0
 	for _, r := range s {
 		for _, p := range r.PoorFits {
+			if p.Capped {
+				capped++
+			}
 			if n++; len(names) < 4 {
-				names = append(names, fmt.Sprintf("K=%d fold %d (seed %d: %.4g against a median of %.4g)", r.K, p.Fold, p.Seed, p.Train, p.Median))
+				how := ""
+				if p.Capped {
+					how = "stopped at the cap, "
+				}
+				names = append(names, fmt.Sprintf("K=%d fold %d (seed %d: %s%.4g against a median of %.4g)", r.K, p.Fold, p.Seed, how, p.Train, p.Median))
 			}
 		}
 	}
@@ -265,11 +290,28 @@ func poorFitsText(s []RankSummary) string {
 	case n > len(names):
 		names = append(names, fmt.Sprintf("and %d more", n-len(names)))
 	}
-	what := "1 fit left out as a poor local optimum (its train error far above its rank's other folds')"
-	if n > 1 {
+	var what string
+	switch {
+	case n == 1 && capped == 1:
+		what = "1 fit left out, its train error far above its rank's other folds': it stopped at the iteration cap, still on its way"
+	case n == 1:
+		what = "1 fit left out as a poor local optimum (its train error far above its rank's other folds')"
+	case capped == n:
+		what = fmt.Sprintf("%d fits left out, their train errors far above their ranks' other folds': they stopped at the iteration cap, still on their way", n)
+	case capped > 0:
+		what = fmt.Sprintf("%d fits left out, their train errors far above their ranks' other folds' (%d stopped at the iteration cap, "+
+			"still on their way; the others are poor local optima)", n, capped)
+	default:
 		what = fmt.Sprintf("%d fits left out as poor local optima (their train errors far above their ranks' other folds')", n)
 	}
-	return fmt.Sprintf("%s: %s; more seeds than folds let each fold keep its best start", what, strings.Join(names, ", "))
+	const seeds = "a sweep of more seeds than folds fits each fold from several starts and keeps the best"
+	hint := "; " + seeds
+	if capped == n {
+		hint = "; raise the iteration cap"
+	} else if capped > 0 {
+		hint = "; raise the iteration cap, and " + seeds
+	}
+	return fmt.Sprintf("%s: %s%s", what, strings.Join(names, ", "), hint)
 }
 
 // cappedRuns counts the runs of s that stopped at a cap, and all the runs of s.
@@ -298,9 +340,13 @@ func cappedAbove(s []RankSummary, k int) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d runs above K=%d (K=%s) stopped at the iteration cap or the time limit: on the planted-rank bank, ranks above "+
+	runs := "runs"
+	if n == 1 {
+		runs = "run"
+	}
+	return fmt.Sprintf("%d %s above K=%d (K=%s) stopped at the iteration cap or the time limit: on the planted-rank bank, ranks above "+
 		"the data's fitted the held-out entries worse as their fits converged, so the suggestion does not rest on them (to check, raise "+
-		"the cap)", n, k, strings.Join(ks, ", "))
+		"the cap)", n, runs, k, strings.Join(ks, ", "))
 }
 
 // components is "one component" or "K components".
@@ -352,7 +398,7 @@ func suggestByStability(s []RankSummary) (int, string, bool) {
 // suggestByElbow is the elbow rule (s sorted by K, distinct Ks).
 func suggestByElbow(s []RankSummary) (int, string) {
 	switch len(s) {
-	case 1:
+	case 1: // Suggest cannot tell from one rank; here for a caller of its own
 		return s[0].K, fmt.Sprintf("the only rank tried (K=%d)", s[0].K)
 	case 2:
 		return s[0].K, fmt.Sprintf("the smaller of two ranks (K=%d): an elbow of the train error needs three", s[0].K)

@@ -224,6 +224,10 @@ type PoorFit struct {
 	// Train is the fit's train error, Median the median over the rank's folds' fits
 	// (this one included).
 	Train, Median float64
+	// Capped is set when the fit stopped at its iteration cap or time limit (Run.Capped):
+	// not an optimum but a fit still on its way, left out all the same, as its test error
+	// is not a fitted model's either.
+	Capped bool
 }
 
 // foldFits is the folds of the runs with a test error, increasing, each one's fit's test
@@ -247,7 +251,7 @@ func foldFits(group []*Run) (folds []int, tests []float64, poor []PoorFit) {
 	median, mad := medianAbsDev(train)
 	for _, r := range fits {
 		if len(fits) >= 3 && r.TrainRelErr2-median > PoorFitSpread*mad && r.TrainRelErr2-median > PoorFitGap*median {
-			poor = append(poor, PoorFit{Fold: r.Fold, Seed: r.Seed, Train: r.TrainRelErr2, Median: median})
+			poor = append(poor, PoorFit{Fold: r.Fold, Seed: r.Seed, Train: r.TrainRelErr2, Median: median, Capped: r.Capped})
 			continue
 		}
 		folds, tests = append(folds, r.Fold), append(tests, r.TestRelErr2)
