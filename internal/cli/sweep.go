@@ -55,7 +55,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 			"at a rank is a poor local optimum (its train error far above the rank's other folds') is left out there,\n"+
 			"and the rule names it. The runs go to convergence\n"+
 			"(--max-iter 2000, --stall-tol 1e-5 by default here); a run that hits a cap makes the suggestion unreliable,\n"+
-			"and the sweep says so. --test-fraction 0 turns cross-validation off (the rank is then the most stable).\n\n"+
+			"and the sweep says so. --test-fraction 0 turns cross-validation off: the rank is then the largest whose\n"+
+			"stability (the silhouette of the seeds' components) is within 0.05 of the best. One rank alone is\n"+
+			"compared with nothing: the sweep cannot tell (its consensus is still made).\n\n"+
 			"For counts (scRNA-seq, words) with weak programs, use --transform sqrt: the runs then fit sqrt(X), whose noise\n"+
 			"is about as large at every mean, and the test error is that of the model's square against X. On count matrices\n"+
 			"whose weakest programs lie under the noise's edge it found the planted rank in 77%% of the planted-rank bank's\n"+
@@ -320,7 +322,7 @@ type sweepFlags struct {
 func registerSweep(fs *flag.FlagSet) sweepFlags {
 	var f sweepFlags
 	f.ranks = fs.String("ranks", "", "the ranks to try, `FROM:TO[:STEP]` (e.g. 2:30 or 2:30:2), or a comma-separated list")
-	f.seeds = fs.Int("seeds", 5, "runs per rank, with seeds `SEED`, SEED+1, ...: their spread and the stability of their bases across seeds")
+	f.seeds = fs.Int("seeds", 5, "`N` runs per rank, with seeds --seed, --seed+1, ...: their spread and the stability of their bases across seeds")
 	f.firstSeed = fs.Uint64("seed", 1, "the first `SEED` (synthetic inputs are generated from it, the same for every run)")
 	f.parallel = fs.Int("parallel", 0, "jobs at once (0: one in this process, one per node with --nodes or per member with --cluster)")
 	f.resume = fs.Bool("resume", false, "go on from the runs an earlier sweep of the same job kept in --out DIR/runs (it was interrupted or killed): only the runs missing are run, as cNMF's --skip-completed-runs; without it, a DIR/runs that holds runs is refused")
@@ -411,6 +413,10 @@ func cappedLine(rep didnmf.SweepReport) string {
 	slices.Sort(ks)
 	line := fmt.Sprintf("%d of %d runs hit the iteration cap or time limit (K=%s): their fits did not converge", n, len(runs), rankList(ks))
 	switch {
+	case rep.CannotTell && rep.RuleName == sweep.RuleCV:
+		// Every capped run counts then, at any rank (sweep.Suggest): below the data's rank an
+		// unfitted run may be why no rank did better.
+		return line + "; the sweep cannot tell the rank, and they may be why (below)"
 	case rep.Unreliable == "" && rep.RuleName == sweep.RuleCV:
 		return line + "; they are above the rank of the lowest test error, and the suggestion does not rest on them"
 	case rep.RuleName == sweep.RuleCV:

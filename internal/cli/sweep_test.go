@@ -256,13 +256,18 @@ func TestSweepCappedLine(t *testing.T) {
 	// not on those above; the stability rule on every rank.
 	capped := []didnmf.SweepReportRun{row(2, "converged"), row(3, "max-iter")}
 	for _, tc := range []struct {
-		rule, unreliable, want string
+		rule, unreliable string
+		cannotTell       bool
+		want             string
 	}{
-		{sweep.RuleCV, "", "; they are above the rank of the lowest test error, and the suggestion does not rest on them"},
-		{sweep.RuleCV, "1 of 2 runs (K=3) ...", "; the suggestion rests on those up to the rank of the lowest test error, and is unreliable (below)"},
-		{sweep.RuleStability, "1 of 2 runs (K=3) ...", "; raise --max-iter (or the time limit) before trusting the suggestion"},
+		{sweep.RuleCV, "", false, "; they are above the rank of the lowest test error, and the suggestion does not rest on them"},
+		{sweep.RuleCV, "1 of 2 runs (K=3) ...", false, "; the suggestion rests on those up to the rank of the lowest test error, and is unreliable (below)"},
+		// Cannot tell: every capped run counts (a fresh-eye review: the line said the rule
+		// rested on those up to the lowest's rank, which it does not then).
+		{sweep.RuleCV, "1 of 2 runs (K=3) ...", true, "; the sweep cannot tell the rank, and they may be why (below)"},
+		{sweep.RuleStability, "1 of 2 runs (K=3) ...", false, "; raise --max-iter (or the time limit) before trusting the suggestion"},
 	} {
-		if got := cappedLine(didnmf.SweepReport{Runs: capped, RuleName: tc.rule, Unreliable: tc.unreliable}); !strings.HasSuffix(got, tc.want) {
+		if got := cappedLine(didnmf.SweepReport{Runs: capped, RuleName: tc.rule, Unreliable: tc.unreliable, CannotTell: tc.cannotTell}); !strings.HasSuffix(got, tc.want) {
 			t.Errorf("%s, unreliable %q: %q; want it to end %q", tc.rule, tc.unreliable, got, tc.want)
 		}
 	}
