@@ -23,7 +23,7 @@ from ._binary import find_binary
 from ._estimator import NMF
 from ._inputs import as_paths, is_path, write_matrix, write_names
 from ._plot import show_png
-from ._run import run
+from ._run import run, shown
 
 __all__ = ["consensus", "ConsensusResult"]
 
@@ -157,6 +157,7 @@ def consensus(
         sample_names = np.asarray([str(v) for v in X.index], dtype=object)
     in_memory = not is_path(X)
     binary = find_binary()
+    as_given = {}  # the temporary file of an in-memory X, gone when a message is read: what it was
     with tempfile.TemporaryDirectory(prefix="didnmf-consensus-") as tmp:
         if in_memory:
             checked = est._check_X(X, reset=True)  # a DataFrame's str columns: feature_names_in_
@@ -168,6 +169,8 @@ def consensus(
             kept = os.path.join(os.fspath(sweep_dir), os.path.basename(path))
             if os.path.isfile(kept) and filecmp.cmp(path, kept, shallow=False):
                 path = kept
+            else:
+                as_given[path] = "X (in memory)"
             inputs = [path]
         else:
             inputs = as_paths(X)
@@ -187,13 +190,10 @@ def consensus(
             "--out", directory,
         ]
         args += names_flags + _params.run_flags(p, in_memory, fit=False)  # a refit: nothing held out
-        done = run(args, verbose=p["verbose"], binary=binary)
+        done = run(args, verbose=p["verbose"], binary=binary, names=as_given)
         for line in done.stderr.splitlines():  # the command's warnings, say that X is not the sweep's
             if line.startswith("didnmf: warning: "):
-                msg = line[len("didnmf: "):]
-                if in_memory:  # the temporary file the command read is gone: name what the user gave
-                    msg = msg.replace(inputs[0], "X (in memory)")
-                warnings.warn(msg, UserWarning, stacklevel=2)
+                warnings.warn(shown(line[len("didnmf: "):], as_given), UserWarning, stacklevel=2)
         basis = np.load(os.path.join(directory, "basis.npy"), allow_pickle=False)
         usages = np.load(os.path.join(directory, "coef.npy"), allow_pickle=False)
         with open(os.path.join(directory, "consensus.json"), encoding="utf-8") as f:

@@ -14,7 +14,7 @@ import threading
 
 from ._binary import find_binary
 
-__all__ = ["run", "DidnmfError", "DidnmfInputError", "Completed"]
+__all__ = ["run", "shown", "DidnmfError", "DidnmfInputError", "Completed"]
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -93,14 +93,23 @@ def _interrupt(proc):
             proc.kill()
 
 
-def run(args, verbose=0, binary=None):
+def shown(message, names):
+    """``message`` with every key of ``names`` (a path the user never saw, as the temporary
+    file an in-memory X was written to) replaced by its value (what the user gave, as
+    "X (in memory)")."""
+    for path, name in (names or {}).items():
+        message = message.replace(path, name)
+    return message
+
+
+def run(args, verbose=0, binary=None, names=None):
     """Run ``didnmf ARGS`` and return a ``Completed`` with what it printed.
 
     ``verbose > 0`` passes the command's stderr through to ``sys.stderr`` as it comes;
     otherwise it is only kept (for the error message). A KeyboardInterrupt sends the command
     SIGINT, waits for it to exit and is re-raised. Exit status 2 raises ``DidnmfInputError``
     (a ``ValueError``), any other non-zero status ``DidnmfError``; both carry the command's
-    message.
+    message, in which ``names`` (a dict) renames paths the user never saw (see ``shown``).
     """
     exe = binary or find_binary()
     argv = [exe] + [str(a) for a in args]
@@ -130,7 +139,7 @@ def run(args, verbose=0, binary=None):
     stdout, stderr = "".join(out), "".join(err)
     if returncode == 0:
         return Completed(stdout, stderr)
-    message = error_message(stderr, returncode)
+    message = shown(error_message(stderr, returncode), names)
     if returncode == EXIT_USAGE:
         raise DidnmfInputError(message, returncode, argv, stderr)
     if returncode == EXIT_INTERRUPTED:

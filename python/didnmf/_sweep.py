@@ -275,11 +275,14 @@ def sweep(
         X = X.path if X.path is not None else X.data
     in_memory = not is_path(X)
     binary = find_binary()
+    as_given = {}  # the temporary file of an in-memory X, gone when a message is read: what it was
     with tempfile.TemporaryDirectory(prefix="didnmf-sweep-") as tmp:
         if in_memory:
             path = write_matrix(est._check_X(X, reset=True), tmp, binary, name="input")
             if out is not None:
                 path = _kept_input(path, os.fspath(out), resume)
+            else:
+                as_given[path] = "X (in memory)"
             inputs = [path]
             if feature_names is None:  # a DataFrame's str columns
                 feature_names = getattr(est, "feature_names_in_", None)
@@ -304,7 +307,7 @@ def sweep(
             args += ["--test-fraction", "0"]
         args += _params.model_flags(p) + _params.run_flags(p, in_memory)
         try:
-            run(args, verbose=p["verbose"], binary=binary)
+            run(args, verbose=p["verbose"], binary=binary, names=as_given)
         except DidnmfInputError as e:
             if "give --resume" in str(e):  # the command's words, in this function's
                 e.args = (str(e).replace("give --resume", "give --resume (resume=True)"),) + e.args[1:]

@@ -57,6 +57,11 @@ def test_sweep_out_feeds_consensus(counts, tmp_path):
     other = counts[::-1].copy()
     with pytest.warns(UserWarning, match=r"warning: --input X \(in memory\) is not the file the sweep .* read, .*input.npy"):
         didnmf.consensus(other, tmp_path / "sweep", 5, density_threshold=2)
+    # A matrix of another shape is refused, naming it as the warning does, not the
+    # temporary file it was written to.
+    with pytest.raises(didnmf.DidnmfInputError, match=r"^didnmf: --input X \(in memory\) has 39 features; the sweep .* was of .*input.npy, 40 features") as e:
+        didnmf.consensus(counts[:, :39], tmp_path / "sweep", 5)
+    assert "didnmf-consensus-" not in str(e.value)
 
 
 def test_consensus_keeps_a_dataframes_names(counts, tmp_path, cli):

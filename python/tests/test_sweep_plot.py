@@ -72,6 +72,14 @@ def test_sweep_names(counts):
         plain.consensus_frame(4)
 
 
+def test_sweep_errors_name_an_in_memory_x(counts):
+    """The command's errors name an in-memory X as what the user gave, not the temporary file
+    it was written to."""
+    with pytest.raises(didnmf.DidnmfInputError, match=r"--ranks: rank 3 out of range: .* for X \(in memory\) \(2 samples x 40 features\)") as e:
+        didnmf.sweep(counts[:2], ranks=[3], seeds=2)
+    assert "didnmf-sweep-" not in str(e.value)
+
+
 def test_sweep_of_a_path_keeps_its_names(counts, tmp_path):
     """A path whose names sit beside it (FILE.features.tsv, as the command reads them) names
     the consensus bases' rows, as the command's consensus_basis_K.tsv does."""
