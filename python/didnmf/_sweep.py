@@ -22,7 +22,7 @@ from . import _params
 from ._binary import find_binary
 from ._estimator import NMF
 from . import _anndata
-from ._inputs import as_paths, is_path, write_matrix
+from ._inputs import as_paths, is_path, write_matrix, write_names
 from ._plot import show_png
 from ._run import DidnmfInputError, run
 
@@ -66,7 +66,8 @@ class SweepResult:
         The names of the consensus bases' rows: a DataFrame's columns (when all are strings,
         as ``NMF`` takes them for ``feature_names_in_``), an AnnData's var_names, or a path's
         names as the command reads them (a 10x directory's features, FILE.features.tsv beside
-        FILE); None when X has none.
+        FILE); None when X has none. The .tsv files the command writes (``out``) are named
+        by the same names.
     report : dict
         sweep.json as the command wrote it.
     png : bytes
@@ -190,7 +191,12 @@ def sweep(
 
     X is what ``NMF.fit`` takes (array, sparse matrix, DataFrame, path or list of paths, or an
     AnnData: its X, or ``layer``; a backed AnnData's file is converted once into a store next
-    to it, which the nodes read).
+    to it, which the nodes read). X's feature names (a DataFrame's columns, when all are
+    strings, as ``NMF`` takes them for ``feature_names_in_``, or an AnnData's var_names) name
+    the result's ``feature_names`` and the rows of the .tsv files in ``out``
+    (consensus_basis_K.tsv, top_features_K.tsv), as the command's --feature-names does; a
+    name the command's names files cannot hold (empty, with a tab or a line break, over 4096
+    bytes) is a ValueError, as in ``didnmf.consensus``.
     ``ranks``: 'FROM:TO[:STEP]', e.g. '2:10', or a list of ints; ``seeds``: runs per rank
     (seeds ``seed``, ``seed``+1, ...); ``test_fraction``: hold this fraction of the entries out
     (the default, 0.1, cross-validates: the test error then guides the suggestion; 0 turns it
@@ -278,14 +284,22 @@ def sweep(
     as_given = {}  # the temporary file of an in-memory X, gone when a message is read: what it was
     with tempfile.TemporaryDirectory(prefix="didnmf-sweep-") as tmp:
         if in_memory:
-            path = write_matrix(est._check_X(X, reset=True), tmp, binary, name="input")
+            checked = est._check_X(X, reset=True)
+            if feature_names is None:  # a DataFrame's str columns
+                feature_names = getattr(est, "feature_names_in_", None)
+        # X's names name the rows of consensus_basis_K.tsv and top_features_K.tsv, as they
+        # name the result's; a name the names file cannot hold is refused (as by
+        # didnmf.consensus) before X is kept in out.
+        names_flags = []
+        if feature_names is not None:
+            names_flags = ["--feature-names", write_names(feature_names, tmp, "feature")]
+        if in_memory:
+            path = write_matrix(checked, tmp, binary, name="input")
             if out is not None:
                 path = _kept_input(path, os.fspath(out), resume)
             else:
                 as_given[path] = "X (in memory)"
             inputs = [path]
-            if feature_names is None:  # a DataFrame's str columns
-                feature_names = getattr(est, "feature_names_in_", None)
         else:
             inputs = as_paths(X)
         out = os.fspath(out) if out is not None else os.path.join(tmp, "out")
@@ -294,6 +308,7 @@ def sweep(
             args += ["--resume"]
         for path in inputs:
             args += ["--input", path]
+        args += names_flags
         args += ["--ranks", ranks_flag, "--seeds", seeds, "--seed", seed, "--out", out]
         if p["init"] is not None:  # None: the command's default, random (seeds must differ)
             args += ["--init", p["init"]]

@@ -349,24 +349,29 @@ def test_backed_fit_reads_the_store(tmp_path):
 
 def test_sweep_takes_an_anndata(tmp_path):
     """didnmf.sweep on an AnnData (in memory, and backed: through its store) runs the sweep of
-    its matrix: the same runs as on the matrix itself."""
+    its matrix: the same runs as on the matrix itself, the files in out named by var_names."""
     _real_estimator()
     import didnmf
+    import pandas as pd
 
     a = _adata()
     kw = dict(ranks="2:3", seeds=1, max_iter=20, tol=0)
     want = didnmf.sweep(a.X, **kw)
-    got = didnmf.sweep(a, **kw)
+    got = didnmf.sweep(a, out=tmp_path / "mem", **kw)
     np.testing.assert_array_equal(got.consensus_bases[2], want.consensus_bases[2])
     assert want.feature_names is None and list(got.feature_names) == list(a.var_names)
     assert list(got.consensus_frame(2).index) == list(a.var_names)
     path = tmp_path / "s.h5ad"
     a.write_h5ad(path)
     b = anndata.read_h5ad(path, backed="r")
-    backed = didnmf.sweep(b, **kw)
+    backed = didnmf.sweep(b, out=tmp_path / "backed", **kw)
     np.testing.assert_array_equal(backed.consensus_bases[3], want.consensus_bases[3])
     assert list(backed.feature_names) == list(a.var_names)
     b.file.close()
+    # The files in out are named by var_names too, as the results are.
+    for out in ("mem", "backed"):
+        tsv = pd.read_csv(tmp_path / out / "consensus_basis_2.tsv", sep="\t", index_col=0)
+        assert list(tsv.index) == list(a.var_names)
 
 
 def test_consensus_keeps_the_anndatas_names(tmp_path):

@@ -72,6 +72,30 @@ def test_sweep_names(counts):
         plain.consensus_frame(4)
 
 
+def test_sweep_out_files_carry_a_dataframes_names(counts, tmp_path):
+    """The .tsv files in out are named by a DataFrame's columns, as the result is; a name
+    the command's names files cannot hold is refused before anything is run or kept, as
+    didnmf.consensus refuses it, with the same message."""
+    genes = [f"gene{i}" for i in range(counts.shape[1])]
+    df = pd.DataFrame(counts, columns=genes)
+    out = tmp_path / "sw"
+    res = didnmf.sweep(df, ranks=[3], seeds=2, max_iter=50, out=out)
+    basis = pd.read_csv(out / "consensus_basis_3.tsv", sep="\t", index_col=0)
+    assert list(basis.index) == genes == list(res.consensus_frame(3).index)
+    np.testing.assert_allclose(basis.to_numpy(), res.consensus_bases[3], rtol=1e-12)
+    top = pd.read_csv(out / "top_features_3.tsv", sep="\t")
+    assert len(top) and set(top["feature"]) <= set(genes)
+    bad = df.rename(columns={"gene3": "a\tb"})
+    with pytest.raises(ValueError, match=r"feature name 3 \('a\\tb'\) holds a tab or a line break") as swept:
+        didnmf.sweep(bad, ranks=[3], seeds=2, max_iter=50, out=tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
+    with pytest.raises(ValueError) as consensed:
+        didnmf.consensus(bad, out, 3)
+    assert str(swept.value) == str(consensed.value)
+    with pytest.raises(ValueError, match=r"feature name 5 \('g\\nh'\) holds a tab or a line break"):
+        didnmf.sweep(df.rename(columns={"gene5": "g\nh"}), ranks=[3], seeds=2, max_iter=50)
+
+
 def test_sweep_errors_name_an_in_memory_x(counts):
     """The command's errors name an in-memory X as what the user gave, not the temporary file
     it was written to."""
