@@ -118,6 +118,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	tr := cmp.Or(j0.Spec.Transform, didnmf.TransformNone) // --transform, a job flag
+	if w := heldOutWarning(jf.testFraction, j0.m, j0.n, ks[len(ks)-1]); w != "" {
+		fmt.Fprintf(stderr, "sweep: warning: %s\n", w) // --quiet too: it is a warning
+	}
 	// The features' names (the input's, or --feature-names) name the consensus bases' tables.
 	names, err := namesFor(of.names, jf.inputs, "", ks[len(ks)-1], j0.m, j0.n, func(msg string) {
 		if !*of.quiet {
@@ -423,6 +426,31 @@ func cappedLine(rep didnmf.SweepReport) string {
 		return line + "; the suggestion rests on those up to the rank of the lowest test error, and is unreliable (below)"
 	}
 	return line + "; raise --max-iter (or the time limit) before trusting the suggestion"
+}
+
+// heldOutWarning says when a held-out fraction f leaves the fits too little to fit: each
+// sample keeps about (1-f) of its m features' entries and each feature (1-f) of the n
+// samples', and a rank k fit has k unknowns in each sample's usage and in each feature's
+// weights. With fewer observed entries than that the fits interpolate what is left and their
+// test errors compare nothing (a fresh-eye review: --test-fraction 0.99 left 19 entries to
+// 360 unknowns, and the sweep suggested a rank as usual); past half, each fit sees less
+// than it is tested on. "" when neither (or the shape is not known here: a cluster's nodes
+// read the input).
+func heldOutWarning(f float64, m, n, k int) string {
+	if f <= 0 || m <= 0 || n <= 0 {
+		return ""
+	}
+	perSample, perFeature := (1-f)*float64(m), (1-f)*float64(n)
+	switch {
+	case perSample < float64(k) || perFeature < float64(k):
+		return fmt.Sprintf("--test-fraction %g leaves each sample about %.3g observed entries and each feature about %.3g, fewer than the %d "+
+			"unknowns a rank-%d fit has in each: the fits interpolate what is left, and their test errors cannot compare ranks; lower "+
+			"--test-fraction (0.1 by default)", f, perSample, perFeature, k, k)
+	case f > 0.5:
+		return fmt.Sprintf("--test-fraction %g holds out most of the entries: each fit sees less than it is tested on, and the test errors "+
+			"are those of models fitted on a fraction of the data; lower --test-fraction (0.1 by default)", f)
+	}
+	return ""
 }
 
 // otherBuildWarning says that the kept runs of a sweep resumed by build this were recorded by

@@ -492,3 +492,27 @@ func TestSweepOutInUse(t *testing.T) {
 	}
 	unchangedDir(t, done, before)
 }
+
+// TestHeldOutWarning: a held-out fraction that leaves fewer observed entries per sample or
+// feature than a fit's unknowns, or that holds out most entries, is warned of; the default
+// and an unknown shape are not.
+func TestHeldOutWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		f       float64
+		m, n, k int
+		want    string
+	}{
+		{"the review's: 19 entries to 360 unknowns", 0.99, 20, 100, 3, "leaves each sample about 0.2 observed entries and each feature about 1, fewer than the 3 unknowns"},
+		{"fewer per sample than the rank", 0.5, 20, 10000, 12, "each sample about 10 observed entries"},
+		{"most held out", 0.6, 1000, 1000, 10, "holds out most of the entries"},
+		{"the default", 0.1, 20, 100, 3, ""},
+		{"no test set", 0, 2, 2, 3, ""},
+		{"shape not known here", 0.99, 0, 0, 3, ""},
+	} {
+		got := heldOutWarning(tc.f, tc.m, tc.n, tc.k)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
