@@ -50,7 +50,7 @@ func (f Filter) check(runs, k int) error {
 	}
 	nn := f.Neighbors(runs)
 	if nn < 1 {
-		return inputErrorf("density filter: a local neighborhood size of %v over %d runs makes %d neighbours (int(%v x %d)); it needs at least 1: raise it or run more replicates",
+		return inputErrorf("density filter: a local neighborhood size of %v over %d runs makes %d neighbours (int(%v x %d)); it needs at least 1: raise the local neighborhood size (--local-neighborhood-size) or sweep more seeds (--seeds)",
 			f.NeighborhoodSize, runs, nn, f.NeighborhoodSize, runs)
 	}
 	if nn > runs*k-1 {

@@ -283,6 +283,9 @@ func prepareOutDir(dir string, held bool) (path string, cleanup, release func(),
 			return "", nil, nil, badInput("--out %s exists and is not a directory", dir)
 		}
 	} else if errors.Is(err, os.ErrNotExist) {
+		if target, lerr := os.Readlink(dir); lerr == nil {
+			return "", nil, nil, badInput("--out %s is a symbolic link to %s, which does not exist: make that directory, or give another --out", dir, target)
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return "", nil, nil, badInput("--out: %v", err)
 		}

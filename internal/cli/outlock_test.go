@@ -72,3 +72,20 @@ func TestConsensusOfASweepStillWriting(t *testing.T) {
 		t.Fatalf("with the lock let go: exit %d: %s", code, stderr)
 	}
 }
+
+// TestOutDanglingLink: an --out that is a symbolic link to nothing is named as that, with
+// exit status 2 (it said "mkdir ...: file exists"), and nothing is made at its target.
+func TestOutDanglingLink(t *testing.T) {
+	dir := t.TempDir()
+	out, target := filepath.Join(dir, "out"), filepath.Join(dir, "gone")
+	if err := os.Symlink(target, out); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runNode(t, "factorize", "--input", "synthetic:m=10,n=40,k=2,seed=1", "--rank", "2", "--max-iter", "5", "--out", out)
+	if want := "--out " + out + " is a symbolic link to " + target + ", which does not exist"; code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, want)
+	}
+	if _, err := os.Lstat(target); err == nil {
+		t.Errorf("%s was made", target)
+	}
+}
