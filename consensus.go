@@ -305,6 +305,12 @@ func ReadSpectra(dir string, k int) (*Spectra, error) {
 		return nil, usererr.At(path, "shape %d x %d; want features x (K x runs) = features x (%d x %d) = features x %d, as %s says",
 			rows, cols, k, len(runs), k*len(runs), jsonPath)
 	}
+	if rep.Features > 0 && rows != rep.Features {
+		// One of the two files is not this sweep's: say so, rather than let the input's
+		// check call the sweep's input one of another shape.
+		return nil, usererr.At(path, "shape %d x %d: %d rows, but %s says the sweep's input had %d features (a row each): the files disagree "+
+			"(one was changed, or comes from another sweep)", rows, cols, rows, jsonPath, rep.Features)
+	}
 	sp := &Spectra{Dir: dir, File: name, K: k, M: rows, Runs: runs, Bases: make([][]float64, len(runs)), Input: rep.Input}
 	sp.readSweepInput(dir, runs)
 	if j := sp.journalTransform; j != "" && j != cmp.Or(rep.Transform, string(TransformNone)) {

@@ -215,6 +215,9 @@ func TestReadSpectraHostile(t *testing.T) {
 		{"spectra outside", 3, editJSON(func(r *didnmf.SweepReport) { r.PerRank[1].Spectra = "../x.npy" }), "sweep.json", "ranks_summary[1].spectra"},
 		{"fewer runs than columns", 3, editJSON(func(r *didnmf.SweepReport) { r.Runs = r.Runs[:len(r.Runs)-1] }), "spectra_3.npy", "shape 12 x 18; want features x (K x runs) = features x (3 x 5)"},
 		{"wrong shape", 3, writeSpectra(12, 17, 0.5), "spectra_3.npy", "shape 12 x 17"},
+		// sweep.json says 12 features: a spectra file of other rows is the odd one out (a
+		// fresh-eye review: the refit's check called the sweep's input one of 10 features).
+		{"other rows than sweep.json's features", 3, writeSpectra(10, 18, 0.5), "spectra_3.npy", "10 rows, but "},
 		{"NaN", 3, writeSpectra(12, 18, math.NaN()), "spectra_3.npy", "NaN"},
 		{"negative", 3, writeSpectra(12, 18, -1), "spectra_3.npy", "-1"},
 		{"sweep.json a FIFO", 3, fifo("sweep.json"), "sweep.json", "not a regular file: it is a FIFO"},
