@@ -140,6 +140,22 @@ func TestPlotBadInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(sweepOut, "sweep.json"), []byte(`{}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(sweepOut, "sweep.png"), []byte(`png`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A sweep's --out whose sweep.png was removed: with its runs kept, --resume draws it again.
+	sweepNoPNG, sweepNoRuns := t.TempDir(), t.TempDir()
+	for _, d := range []string{sweepNoPNG, sweepNoRuns} {
+		if err := os.WriteFile(filepath.Join(d, "sweep.json"), []byte(`{}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(sweepNoPNG, "runs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sweepNoPNG, "runs", "journal.json"), []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	running := t.TempDir() // a sweep's --out before its end: runs/ and no sweep.json
 	if err := os.MkdirAll(filepath.Join(running, "runs"), 0o755); err != nil {
 		t.Fatal(err)
@@ -160,6 +176,8 @@ func TestPlotBadInput(t *testing.T) {
 		{"--result a file", []string{"--result", aFile}, "not a directory"},
 		{"no report.json", []string{"--result", noReport}, "report.json: no such file"},
 		{"a sweep's --out", []string{"--result", sweepOut}, "is a sweep's --out (sweep.json, no report.json): its figure is " + filepath.Join(sweepOut, "sweep.png")},
+		{"a sweep's --out without its figure", []string{"--result", sweepNoPNG}, "its figure, sweep.png, is not there: the same didnmf sweep command with --resume draws it again"},
+		{"a sweep's --out without its figure or runs", []string{"--result", sweepNoRuns}, "its figure, sweep.png, is not there, and the runs that would draw it again were removed"},
 		{"a running sweep's --out", []string{"--result", running}, "is a sweep's --out without its sweep.json: the sweep is still running, or was stopped"},
 		{"truncated report.json", []string{"--result", badReport}, "report.json: truncated JSON"},
 		{"report.json of wrong types", []string{"--result", wrongTypes}, "report.json: m: want an integer, got a string"},
