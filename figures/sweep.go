@@ -174,6 +174,10 @@ func Sweep(title string, s []sweep.RankSummary, note SweepNote) (*Figure, error)
 			agree.xy, agree.se = append(agree.xy, plotter.XY{X: k, Y: v}), append(agree.se, math.NaN())
 		}
 	}
+	silName := "silhouette of the seeds' components (cNMF)"
+	if s[0].K == 1 && !finite(s[0].Stability.Silhouette) {
+		silName = "silhouette of the seeds' components (cNMF; none at K=1: one cluster)"
+	}
 	stPanel := newPlot("stability across seeds", "rank K", "silhouette, agreement")
 	stLegend := &sweepLegend{l: stPanel.Legend}
 	stPanel.Add(plotter.NewGrid())
@@ -183,7 +187,7 @@ func Sweep(title string, s []sweep.RankSummary, note SweepNote) (*Figure, error)
 		color  color.Color
 		dashes []vg.Length
 		name   string
-	}{{&sil, sweepStabilityColor, nil, "silhouette of the seeds' components (cNMF)"},
+	}{{&sil, sweepStabilityColor, nil, silName},
 		{&agree, sweepAgreementColor, []vg.Length{vg.Points(6), vg.Points(4)}, "agreement: components found once by every seed"}} {
 		if len(ser.s.xy) == 0 {
 			continue

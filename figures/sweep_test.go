@@ -68,6 +68,11 @@ func TestSweepFigure(t *testing.T) {
 		{"one seed", sweepSummaries(ks, 1, false), 5, []string{"one seed per rank", "not defined: it needs two seeds or more per rank"},
 			[]string{"silhouette of the seeds"}},
 		{"K=1 only: no silhouette", sweepSummaries([]int{1}, 4, false), 1, []string{"agreement"}, nil},
+		{"K=1 among others: said why it has no silhouette", func() []sweep.RankSummary {
+			s := sweepSummaries([]int{1, 2, 3}, 4, true)
+			s[0].Stability.Silhouette = math.NaN()
+			return s
+		}(), 2, []string{"none at K=1: one cluster"}, nil},
 		{"suggestion not a rank", sweepSummaries(ks, 5, true), 0, nil, []string{"suggested"}},
 		{"unsorted, wide range", sweepSummaries([]int{300, 1, 150, 40, 2}, 3, true), 40, []string{"suggested K=40", ">300<"}, nil},
 		{"zero errors: left off the log axis, named", func() []sweep.RankSummary {
