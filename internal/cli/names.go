@@ -28,7 +28,7 @@ type namesFlags struct {
 }
 
 func (nf *namesFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&nf.features, "feature-names", "", "name the features (basis.tsv's and top_features.tsv's rows) by the lines of `FILE`: one name a line, UTF-8, no tabs, as many as the input has features; over the names the input carries")
+	fs.StringVar(&nf.features, "feature-names", "", "name the features (the rows of basis.tsv and top_features.tsv, or a sweep's consensus_basis_K.tsv and top_features_K.tsv) by the lines of `FILE`: one name a line, UTF-8, no tabs, as many as the input has features; over the names the input carries")
 	fs.StringVar(&nf.samples, "sample-names", "", "name the samples (coef.tsv's rows, with --coef-tsv) by the lines of `FILE`, as --feature-names does the features")
 	fs.BoolVar(&nf.coefTSV, "coef-tsv", false, "also write coef.tsv into --out: coef as text, a row per sample under its name (or 0-based index), a column per component (not with --out-shared, where the nodes write the coef)")
 }
