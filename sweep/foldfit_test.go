@@ -168,6 +168,11 @@ func TestSuggestCappedPoorFit(t *testing.T) {
 	if strings.Contains(sg.Rule, "local optim") {
 		t.Errorf("rule %q calls a capped fit an optimum", sg.Rule)
 	}
+	// The rule left it out: the suggestion does not rest on it, so it is not unreliable
+	// for it (a recheck: it was, for the one run the rule did not use).
+	if sg.Unreliable != "" {
+		t.Errorf("unreliable %q for a capped fit the rule left out", sg.Unreliable)
+	}
 }
 
 // TestSuggestOverflowingTestError: one fold's test error near the largest float (a hostile

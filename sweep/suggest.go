@@ -254,7 +254,7 @@ func suggestByTest(s []RankSummary) (Suggestion, bool) {
 	if best == len(t)-1 && len(t) > 1 {
 		out.Rule += "; the lowest is at the largest rank tried: larger ranks may do better"
 	}
-	out.Unreliable = unreliable(upToBest, s, cappedErrors)
+	out.Unreliable = unreliable(withoutLeftOut(upToBest), s, cappedErrors)
 	if above := cappedAbove(s, b.K); above != "" {
 		out.Rule += "; " + above
 	}
@@ -262,6 +262,20 @@ func suggestByTest(s []RankSummary) (Suggestion, bool) {
 		out.Rule += "; " + p
 	}
 	return out, true
+}
+
+// withoutLeftOut is s with each rank's Capped less its capped fits left out as poor
+// (PoorFit.Capped): the rule does not rest on them, and names them (poorFitsText).
+func withoutLeftOut(s []RankSummary) []RankSummary {
+	out := slices.Clone(s)
+	for i := range out {
+		for _, p := range out[i].PoorFits {
+			if p.Capped && out[i].Capped > 0 {
+				out[i].Capped--
+			}
+		}
+	}
+	return out
 }
 
 // poorFitsText names the folds left out as poor fits (RankSummary.PoorFits) at the ranks

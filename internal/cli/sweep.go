@@ -421,7 +421,13 @@ func cappedLine(rep didnmf.SweepReport) string {
 		// unfitted run may be why no rank did better.
 		return line + "; the sweep cannot tell the rank, and they may be why (below)"
 	case rep.Unreliable == "" && rep.RuleName == sweep.RuleCV:
-		return line + "; they are above the rank of the lowest test error, and the suggestion does not rest on them"
+		why := "they are above the rank of the lowest test error"
+		if left := cappedLeftOut(rep); left == n {
+			why = "the rule left them out, far from their ranks' other fits (below)"
+		} else if left > 0 {
+			why += ", or the rule left them out, far from their ranks' other fits (below)"
+		}
+		return line + "; " + why + ", and the suggestion does not rest on them"
 	case rep.RuleName == sweep.RuleCV:
 		return line + "; the suggestion rests on those up to the rank of the lowest test error, and is unreliable (below)"
 	}
@@ -441,16 +447,36 @@ func heldOutWarning(f float64, m, n, k int) string {
 		return ""
 	}
 	perSample, perFeature := (1-f)*float64(m), (1-f)*float64(n)
+	var short []string
+	if perSample < float64(k) {
+		short = append(short, fmt.Sprintf("each sample about %.3g observed entries", perSample))
+	}
+	if perFeature < float64(k) {
+		short = append(short, fmt.Sprintf("each feature about %.3g", perFeature))
+	}
 	switch {
-	case perSample < float64(k) || perFeature < float64(k):
-		return fmt.Sprintf("--test-fraction %g leaves each sample about %.3g observed entries and each feature about %.3g, fewer than the %d "+
-			"unknowns a rank-%d fit has in each: the fits interpolate what is left, and their test errors cannot compare ranks; lower "+
-			"--test-fraction (0.1 by default)", f, perSample, perFeature, k, k)
+	case len(short) > 0:
+		return fmt.Sprintf("--test-fraction %g leaves %s, fewer than the %d unknowns a rank-%d fit has in each: the fits interpolate "+
+			"what is left, and their test errors cannot compare ranks; lower --test-fraction (0.1 by default), or sweep smaller ranks",
+			f, strings.Join(short, " and "), k, k)
 	case f > 0.5:
 		return fmt.Sprintf("--test-fraction %g holds out most of the entries: each fit sees less than it is tested on, and the test errors "+
 			"are those of models fitted on a fraction of the data; lower --test-fraction (0.1 by default)", f)
 	}
 	return ""
+}
+
+// cappedLeftOut counts the capped fits the rule left out as poor (ranks_summary's poor_fits).
+func cappedLeftOut(rep didnmf.SweepReport) int {
+	n := 0
+	for _, r := range rep.PerRank {
+		for _, p := range r.PoorFits {
+			if p.Capped {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // otherBuildWarning says that the kept runs of a sweep resumed by build this were recorded by

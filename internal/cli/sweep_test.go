@@ -271,6 +271,12 @@ func TestSweepCappedLine(t *testing.T) {
 			t.Errorf("%s, unreliable %q: %q; want it to end %q", tc.rule, tc.unreliable, got, tc.want)
 		}
 	}
+	// The one capped run left out by the rule (poor_fits[].capped): named as that, not as a
+	// run above the lowest's rank.
+	leftOut := didnmf.SweepReport{Runs: capped, RuleName: sweep.RuleCV, PerRank: []didnmf.SweepReportRank{{K: 3, PoorFits: []didnmf.SweepReportPoorFit{{Fold: 1, Capped: true}}}}}
+	if got, want := cappedLine(leftOut), "; the rule left them out, far from their ranks' other fits (below), and the suggestion does not rest on them"; !strings.HasSuffix(got, want) {
+		t.Errorf("%q; want it to end %q", got, want)
+	}
 }
 
 // TestSweepSaysCapped: a sweep whose runs all stop at --max-iter says so on the console, in
@@ -504,7 +510,7 @@ func TestHeldOutWarning(t *testing.T) {
 		want    string
 	}{
 		{"the review's: 19 entries to 360 unknowns", 0.99, 20, 100, 3, "leaves each sample about 0.2 observed entries and each feature about 1, fewer than the 3 unknowns"},
-		{"fewer per sample than the rank", 0.5, 20, 10000, 12, "each sample about 10 observed entries"},
+		{"fewer per sample than the rank", 0.5, 20, 10000, 12, "leaves each sample about 10 observed entries, fewer than the 12 unknowns"},
 		{"most held out", 0.6, 1000, 1000, 10, "holds out most of the entries"},
 		{"the default", 0.1, 20, 100, 3, ""},
 		{"no test set", 0, 2, 2, 3, ""},
