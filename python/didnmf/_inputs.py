@@ -106,25 +106,45 @@ def write_factor(A, directory, name):
     return path
 
 
+def _is_control(c):
+    """Whether ``c`` is a control character as Go's unicode.IsControl says (C0, DEL, C1),
+    the characters the command refuses in a name."""
+    o = ord(c)
+    return o < 0x20 or 0x7F <= o <= 0x9F
+
+
 def write_names(names, directory, kind):
     """Write ``names`` (the ``kind`` names, "feature" or "sample") as the names file the
     command's --feature-names and --sample-names read (one name a line, UTF-8) into
-    ``directory``, and return its path. A name that file cannot hold (empty, with a tab or a
-    line break, or longer than 4096 bytes) is a ``ValueError`` naming it and its position."""
+    ``directory``, and return its path. A name that file cannot hold (empty, with a tab, a
+    line break or another control character, not valid Unicode, or longer than 4096 bytes)
+    is a ``ValueError`` naming it and its position."""
     lines = []
     for i, name in enumerate(names):
         s = str(name)
         why = None
+        control = next((c for c in s if _is_control(c)), None)
         if not s:
             why = "is empty"
         elif any(c in s for c in "\t\n\r"):
             why = "holds a tab or a line break"
-        elif len(s.encode("utf-8")) > MAX_NAME_BYTES:
-            why = f"is longer than {MAX_NAME_BYTES} bytes"
+        elif control is not None:
+            # The command refuses these too (matio.ControlInName: names go to .tsv files
+            # and the terminal); said here, before anything is written.
+            why = f"holds the control character U+{ord(control):04X}"
+        else:
+            try:
+                n = len(s.encode("utf-8"))
+            except UnicodeEncodeError:
+                why = "is not valid Unicode (it holds a lone surrogate)"
+            else:
+                if n > MAX_NAME_BYTES:
+                    why = f"is longer than {MAX_NAME_BYTES} bytes"
         if why:
             raise ValueError(
                 f"{kind} name {i} ({s!r}) {why}: didnmf's names files hold one name a line, "
-                f"not empty, at most {MAX_NAME_BYTES} bytes, without tabs or line breaks; rename it"
+                f"not empty, at most {MAX_NAME_BYTES} bytes of UTF-8, without tabs, line breaks "
+                f"or other control characters; rename it"
             )
         lines.append(s + "\n")
     path = os.path.join(directory, kind + "s.txt")

@@ -24,7 +24,7 @@ from ._estimator import NMF
 from . import _anndata
 from ._inputs import as_paths, is_path, write_matrix, write_names
 from ._plot import show_png
-from ._run import DidnmfInputError, run
+from ._run import DidnmfInputError, run, shown
 
 __all__ = ["sweep", "SweepResult"]
 
@@ -322,11 +322,16 @@ def sweep(
             args += ["--test-fraction", "0"]
         args += _params.model_flags(p) + _params.run_flags(p, in_memory)
         try:
-            run(args, verbose=p["verbose"], binary=binary, names=as_given)
+            done = run(args, verbose=p["verbose"], binary=binary, names=as_given)
         except DidnmfInputError as e:
             if "give --resume" in str(e):  # the command's words, in this function's
                 e.args = (str(e).replace("give --resume", "give --resume (resume=True)"),) + e.args[1:]
             raise
+        for line in done.stderr.splitlines():  # the command's warnings (a held-out set too large, ...)
+            for prefix in ("sweep: warning: ", "didnmf: warning: "):
+                # The unreliable suggestion is warned of below, as a ConvergenceWarning.
+                if line.startswith(prefix) and not line.startswith(prefix + "the suggestion is unreliable"):
+                    warnings.warn(shown(line[len(prefix):], as_given), UserWarning, stacklevel=2)
         with open(os.path.join(out, "sweep.json"), encoding="utf-8") as f:
             report = json.load(f)
         bases = {}

@@ -1,6 +1,7 @@
 """didnmf.sweep against the sweep command, and the pictures of .plot()."""
 
 import os
+import re
 import shutil
 import sys
 import types
@@ -94,6 +95,14 @@ def test_sweep_out_files_carry_a_dataframes_names(counts, tmp_path):
     assert str(swept.value) == str(consensed.value)
     with pytest.raises(ValueError, match=r"feature name 5 \('g\\nh'\) holds a tab or a line break"):
         didnmf.sweep(df.rename(columns={"gene5": "g\nh"}), ranks=[3], seeds=2, max_iter=50)
+    # Other control characters and broken Unicode, which the command refuses too, are
+    # refused here, before anything is kept in out (a recheck: an escape went through to the
+    # command, whose error named a names file the user never saw).
+    for name, why in [("g\x1b[31m", "holds the control character U+001B"), ("g\x85", "holds the control character U+0085"),
+                      ("g\x7f", "holds the control character U+007F"), ("g\ud800", "is not valid Unicode")]:
+        with pytest.raises(ValueError, match=r"feature name 4 .* " + re.escape(why)):
+            didnmf.sweep(df.rename(columns={"gene4": name}), ranks=[3], seeds=2, max_iter=50, out=tmp_path / "ctl")
+        assert not (tmp_path / "ctl").exists()
 
 
 def test_sweep_errors_name_an_in_memory_x(counts):
@@ -248,3 +257,10 @@ def test_sweep_warns_when_the_suggestion_is_unreliable(counts):
     assert res.unreliable and res.unreliable in str(caught[0].message)
     assert issubclass(caught[0].category, UserWarning)
     assert caught[0].filename == __file__, "the warning points at the caller's line"
+
+
+def test_sweep_warns_of_a_held_out_set_too_large(counts):
+    """The command's warnings reach Python as UserWarnings (a recheck: test_fraction=0.99
+    warned on the command line only, and Python suggested a rank in silence)."""
+    with pytest.warns(UserWarning, match=r"--test-fraction 0.99 leaves each sample about"):
+        didnmf.sweep(counts, ranks="2:3", seeds=2, max_iter=30, test_fraction=0.99)
