@@ -89,3 +89,17 @@ func TestOutDanglingLink(t *testing.T) {
 		t.Errorf("%s was made", target)
 	}
 }
+
+// TestPlotOutDanglingLink: plot names an --out that is a symbolic link to nothing, as the
+// commands that make their --out do (it said "mkdir: file exists").
+func TestPlotOutDanglingLink(t *testing.T) {
+	result := plotResultDir(t, 64, 4, nil)
+	out, target := filepath.Join(t.TempDir(), "figs"), filepath.Join(t.TempDir(), "gone")
+	if err := os.Symlink(target, out); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runNode(t, "plot", "--result", result, "--out", out)
+	if want := "a symbolic link to " + target + ", which does not exist"; code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, want)
+	}
+}
