@@ -35,10 +35,12 @@ func TestTable2Accel(t *testing.T) {
 }
 
 // TestTable2TimeCap: --time-cap stops a run, whose row says so; it is for --table2 only and
-// must not be negative.
+// must not be negative. How many iterations fit in the cap is the machine's business (under
+// load, none did: the initialisation took the 300 ms), so the row's iterations are not
+// asserted.
 func TestTable2TimeCap(t *testing.T) {
 	rows := table2Rows(t, "--sizes", "20000", "--algos", "mu", "--tol", "0", "--max-iter", "1000000000", "--fashion-mnist", "", "--time-cap", "300ms")
-	if len(rows) != 1 || rows[0].Capped != "300ms" || rows[0].StopReason != bench.StopCapped || rows[0].Iterations < 1 || rows[0].Error != "" {
+	if len(rows) != 1 || rows[0].Capped != "300ms" || rows[0].StopReason != bench.StopCapped || rows[0].Error != "" {
 		t.Errorf("rows %+v", rows)
 	}
 	code, stdout, _ := runNode(t, "bench", "--table2", "--sizes", "20000", "--algos", "mu", "--tol", "0", "--max-iter", "1000000000", "--fashion-mnist", "", "--time-cap", "300ms")
