@@ -3,13 +3,11 @@ package figures
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/didnmf/didnmf/matio"
-	"github.com/didnmf/didnmf/usererr"
 )
 
 // Files of a result directory.
@@ -113,11 +111,6 @@ func WriteResult(resultDir, outDir string, opts Options) (written []string, err 
 		return nil, err
 	}
 	figs = append(figs, named{"basis", f})
-	if target, lerr := os.Readlink(outDir); lerr == nil {
-		if _, serr := os.Stat(outDir); errors.Is(serr, fs.ErrNotExist) {
-			return nil, usererr.At(outDir, "a symbolic link to %s, which does not exist: make that directory, or give another --out", target)
-		}
-	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, fmt.Errorf("making %s: %w", outDir, err)
 	}

@@ -222,9 +222,6 @@ func suggestByTest(s []RankSummary) (Suggestion, bool) {
 				"(K=%d: %.4g): K=%d, %.4g, worse by %.2g ± %.2g", b.Test.N, b.K, b.Test.Mean, t[pick].K, t[pick].Test.Mean, dm, dse)
 		}
 	}
-	// A suggestion rests on the ranks up to the lowest test error's; capped runs above it
-	// are named, not counted (cappedAbove).
-	upToBest := s[:slices.IndexFunc(s, func(r RankSummary) bool { return r.K == b.K })+1]
 	if pick == 0 && len(t) > 1 {
 		// Here every capped run counts, above the lowest test error's rank too: below the
 		// data's rank a capped run's test error is an unfitted model's, and may be why no
@@ -254,6 +251,9 @@ func suggestByTest(s []RankSummary) (Suggestion, bool) {
 	if best == len(t)-1 && len(t) > 1 {
 		out.Rule += "; the lowest is at the largest rank tried: larger ranks may do better"
 	}
+	// A suggestion rests on the ranks up to the lowest test error's; capped runs above it
+	// are named, not counted (cappedAbove).
+	upToBest := s[:slices.IndexFunc(s, func(r RankSummary) bool { return r.K == b.K })+1]
 	out.Unreliable = unreliable(withoutLeftOut(upToBest), s, cappedErrors)
 	if above := cappedAbove(s, b.K); above != "" {
 		out.Rule += "; " + above
@@ -409,12 +409,10 @@ func suggestByStability(s []RankSummary) (int, string, bool) {
 	return p.K, rule, true
 }
 
-// suggestByElbow is the elbow rule (s sorted by K, distinct Ks).
+// suggestByElbow is the elbow rule (s sorted by K, distinct Ks, two at least: Suggest cannot
+// tell from one).
 func suggestByElbow(s []RankSummary) (int, string) {
-	switch len(s) {
-	case 1: // Suggest cannot tell from one rank; here for a caller of its own
-		return s[0].K, fmt.Sprintf("the only rank tried (K=%d)", s[0].K)
-	case 2:
+	if len(s) == 2 {
 		return s[0].K, fmt.Sprintf("the smaller of two ranks (K=%d): an elbow of the train error needs three", s[0].K)
 	}
 	best, bestD := -1, 0.0

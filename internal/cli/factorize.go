@@ -270,6 +270,19 @@ func runFactorize(jf *jobFlags, of outputFlags, stdout, stderr io.Writer) error 
 	return nil
 }
 
+// checkNotDanglingLink refuses an --out dir that is a symbolic link to nothing, naming it
+// (MkdirAll would say "file exists"); nil for anything else.
+func checkNotDanglingLink(dir string) error {
+	target, err := os.Readlink(dir)
+	if err != nil {
+		return nil // not a link
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return badInput("--out %s is a symbolic link to %s, which does not exist: make that directory, or give another --out", dir, target)
+	}
+	return nil
+}
+
 // prepareOutDir makes sure dir exists and is writable before the run, and takes its lock
 // (lockOutDir: factorize, sweep and consensus each hold their --out until they end, so that
 // two commands never write into one directory at once) unless held says this process holds
@@ -283,8 +296,8 @@ func prepareOutDir(dir string, held bool) (path string, cleanup, release func(),
 			return "", nil, nil, badInput("--out %s exists and is not a directory", dir)
 		}
 	} else if errors.Is(err, os.ErrNotExist) {
-		if target, lerr := os.Readlink(dir); lerr == nil {
-			return "", nil, nil, badInput("--out %s is a symbolic link to %s, which does not exist: make that directory, or give another --out", dir, target)
+		if err := checkNotDanglingLink(dir); err != nil {
+			return "", nil, nil, err
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return "", nil, nil, badInput("--out: %v", err)

@@ -42,20 +42,20 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 		return badInput("--result %s: not a directory", *result)
 	}
 	rep, err := figures.ReadReport(filepath.Join(*result, figures.ReportFile))
+	_, jerr := os.Stat(filepath.Join(*result, "runs", "journal.json")) // a sweep's runs kept
 	if _, serr := os.Stat(filepath.Join(*result, "sweep.json")); err != nil && errors.Is(err, os.ErrNotExist) && serr == nil {
 		fig := fmt.Sprintf("its figure is %s and sweep.svg, which didnmf sweep draws", filepath.Join(*result, "sweep.png"))
-		if _, perr := os.Stat(filepath.Join(*result, "sweep.png")); perr != nil {
+		if _, perr := os.Stat(filepath.Join(*result, "sweep.png")); perr != nil && jerr == nil {
+			fig = fmt.Sprintf("its figure, sweep.png, is not there: the same didnmf sweep command with --resume draws it again from the "+
+				"runs kept in %s, without running them", filepath.Join(*result, "runs"))
+		} else if perr != nil {
 			fig = "its figure, sweep.png, is not there, and the runs that would draw it again were removed (only the sweep draws it)"
-			if _, jerr := os.Stat(filepath.Join(*result, "runs", "journal.json")); jerr == nil {
-				fig = fmt.Sprintf("its figure, sweep.png, is not there: the same didnmf sweep command with --resume draws it again from the "+
-					"runs kept in %s, without running them", filepath.Join(*result, "runs"))
-			}
 		}
 		return badInput("--result %s is a sweep's --out (sweep.json, no %s): %s; "+
 			"plot draws a factorize or consensus --out (didnmf consensus --sweep %s --k K --input ... --out DIR for a rank's programs)",
 			*result, figures.ReportFile, fig, *result)
 	}
-	if _, jerr := os.Stat(filepath.Join(*result, "runs", "journal.json")); err != nil && errors.Is(err, os.ErrNotExist) && jerr == nil {
+	if err != nil && errors.Is(err, os.ErrNotExist) && jerr == nil {
 		return badInput("--result %s is a sweep's --out without its sweep.json: the sweep is still running, or was stopped (go on with didnmf sweep --resume); "+
 			"its figure, sweep.png, comes at its end", *result)
 	}
@@ -73,6 +73,9 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 				int64(s[0])*int64(s[1]), *result, rep.M)
 		}
 		opts.ImageShape = s
+	}
+	if err := checkNotDanglingLink(*out); err != nil {
+		return err
 	}
 	written, err := figures.WriteResult(*result, *out, opts)
 	for _, p := range written {
