@@ -119,7 +119,8 @@ def consensus(
     top_features.tsv and its index those of coef.tsv, an AnnData's var_names and obs_names
     likewise; the result carries them (``feature_names``, ``sample_names``), beside
     ``basis`` and ``usages`` as arrays. A name the command's names files cannot hold
-    (empty, with a tab or a line break, over 4096 bytes) is a ValueError. ``density_threshold`` and
+    (empty, with a tab, a line break or another control character, not valid Unicode, over
+    4096 bytes) is a ValueError. ``density_threshold`` and
     ``local_neighborhood_size`` are cNMF's (2 keeps every spectrum); ``kmeans_seed`` seeds the
     clustering. ``out``: a directory to keep the command's files in (basis.npy, coef.npy,
     the .tsv files, consensus.json, density_K.png/.svg); default: a temporary one, removed.

@@ -123,12 +123,11 @@ def write_names(names, directory, kind):
     for i, name in enumerate(names):
         s = str(name)
         why = None
-        control = next((c for c in s if _is_control(c)), None)
         if not s:
             why = "is empty"
         elif any(c in s for c in "\t\n\r"):
             why = "holds a tab or a line break"
-        elif control is not None:
+        elif (control := next((c for c in s if _is_control(c)), None)) is not None:
             # The command refuses these too (matio.ControlInName: names go to .tsv files
             # and the terminal); said here, before anything is written.
             why = f"holds the control character U+{ord(control):04X}"

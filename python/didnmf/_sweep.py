@@ -195,8 +195,10 @@ def sweep(
     strings, as ``NMF`` takes them for ``feature_names_in_``, or an AnnData's var_names) name
     the result's ``feature_names`` and the rows of the .tsv files in ``out``
     (consensus_basis_K.tsv, top_features_K.tsv), as the command's --feature-names does; a
-    name the command's names files cannot hold (empty, with a tab or a line break, over 4096
-    bytes) is a ValueError, as in ``didnmf.consensus``.
+    name the command's names files cannot hold (empty, with a tab, a line break or another
+    control character, not valid Unicode, over 4096 bytes) is a ValueError, as in
+    ``didnmf.consensus``. The command's warnings (a held-out set too large for the ranks, ...)
+    are UserWarnings.
     ``ranks``: 'FROM:TO[:STEP]', e.g. '2:10', or a list of ints; ``seeds``: runs per rank
     (seeds ``seed``, ``seed``+1, ...); ``test_fraction``: hold this fraction of the entries out
     (the default, 0.1, cross-validates: the test error then guides the suggestion; 0 turns it
